@@ -1,0 +1,22 @@
+/**
+ * The vocabulary shared by the BigQuery and Bigtable sinks: failures and their handlers, write
+ * summaries, option errors, emulator endpoints, retry policies and checkpoint storage.
+ *
+ * **Example** (Routing failures to a dead-letter sink)
+ * ```ts
+ * import { Effect, Sink } from "effect"
+ * import { FailureHandler, type FailedElement } from "effect-gcp-sinks/Sink"
+ * const handler = FailureHandler.deadLetter(Sink.forEach((f: FailedElement) => Effect.logWarning(f.message)))
+ * ```
+ *
+ * @since 0.1.0
+ */
+export { CheckpointConflict, CheckpointRecord, CheckpointStore, CheckpointStoreError } from "./Sink/CheckpointStore.ts"
+export { CreateDisposition } from "./Sink/CreateDisposition.ts"
+export { EmulatorEndpoint } from "./Sink/EmulatorEndpoint.ts"
+export { type Connector, type FailedElement, isFailedElement, unresolved } from "./Sink/FailedElement.ts"
+export { type DeadLetterOptions, FailureHandler, RecordFailed } from "./Sink/FailureHandler.ts"
+export { RetryPolicy, type RetryPolicyOptions } from "./Sink/RetryPolicy.ts"
+export { SinkConfigError } from "./Sink/SinkConfigError.ts"
+export type { Writer } from "./Sink/Writer.ts"
+export { type Counters, WriteSummary } from "./Sink/WriteSummary.ts"

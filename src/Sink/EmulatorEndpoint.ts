@@ -1,0 +1,64 @@
+/**
+ * `host:port` addresses of local emulators, parsed exactly as the reference connector does.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as internal from "../internal/emulatorEndpoint.ts"
+import { SinkConfigError } from "./SinkConfigError.ts"
+
+/**
+ * A parsed emulator address: `host` (not validated), `port` (1..65535) and `target` (`host:port`,
+ * what gRPC channels and REST base URLs are built from).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface EmulatorEndpoint {
+  readonly host: string
+  readonly port: number
+  readonly target: string
+}
+
+/**
+ * Parses `host:port` the way the reference connector does.
+ *
+ * **Details**
+ *
+ * - The value is taken verbatim: any whitespace, anywhere, is rejected (no trimming).
+ * - It is split at the **last** colon, so `dns:///localhost:8085` and `[::1]:9000` parse; a value with no
+ *   colon, a leading colon or a trailing colon is rejected.
+ * - The port is ASCII digits only (no sign), from 1 to 65535. The host is not checked.
+ * - The error is a `SinkConfigError` whose `path` is `optionName` and whose message is
+ *   `<optionName> must be host:port, was '<value>'`.
+ *
+ * **Example** (Parsing an endpoint)
+ * ```ts
+ * import { Effect } from "effect"
+ * import { EmulatorEndpoint } from "effect-gcp-sinks/Sink"
+ * Effect.runSync(EmulatorEndpoint.parse("localhost:8086", "emulatorEndpoint"))
+ * // => { host: "localhost", port: 8086, target: "localhost:8086" }
+ * Effect.runSync(Effect.flip(EmulatorEndpoint.parse("localhost", "emulatorEndpoint"))).message
+ * // => "emulatorEndpoint must be host:port, was 'localhost'"
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+const parse = (value: string, optionName: string): Effect.Effect<EmulatorEndpoint, SinkConfigError> =>
+  Effect.suspend(() => {
+    const endpoint = internal.parse(value)
+    return endpoint === undefined
+      ? Effect.fail(new SinkConfigError({ path: optionName, message: internal.message(optionName, value) }))
+      : Effect.succeed(endpoint)
+  })
+
+/**
+ * Constructors of {@link EmulatorEndpoint}.
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const EmulatorEndpoint: {
+  readonly parse: typeof parse
+} = { parse }

@@ -1,0 +1,43 @@
+/**
+ * The error every sink and client layer raises for an invalid option, before any I/O.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+
+/**
+ * An invalid option or option combination, found when a sink, writer or client layer is built.
+ *
+ * **Details**
+ *
+ * `path` names the option as the user wrote it (`"writerOptions.batchElementCount"`,
+ * `"emulator.grpc"`), so the message can be acted on without reading the library's source.
+ * It is raised before any network call.
+ *
+ * **Example** (Reporting a bad option)
+ * ```ts
+ * import { Effect } from "effect"
+ * import { SinkConfigError } from "effect-gcp-sinks/Sink"
+ *
+ * const check = (batch: number) =>
+ *   batch > 0 ? Effect.void : Effect.fail(new SinkConfigError({ path: "batchSize", message: "must be positive" }))
+ * // Effect.runSync(Effect.flip(check(0))).toString()
+ * // => "SinkConfigError: batchSize: must be positive"
+ * ```
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class SinkConfigError extends Schema.TaggedError<SinkConfigError>()("SinkConfigError", {
+  path: Schema.String,
+  message: Schema.String
+}) {
+  /**
+   * The option path followed by the rule it broke.
+   *
+   * @since 0.1.0
+   */
+  override toString(): string {
+    return `SinkConfigError: ${this.path}: ${this.message}`
+  }
+}
