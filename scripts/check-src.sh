@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Checks oxlint cannot express: no Promise-style code and no type-checker escapes in src/
-# (STYLE.md sections 10 and 12). Promises belong only at the driver edge, inside Effect.tryPromise.
+# Checks oxlint cannot express (STYLE.md sections 10 and 12), on code lines of src/ (comments and
+# JSDoc examples are skipped): no Promise-style code, no type-checker escapes, no ambient time or env.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
-if grep -rnE "\basync\b|\bawait\b|\.then\(|new Promise\b|Effect\.run(Promise|Sync|Fork)\b" src; then
-  echo "src/ must not use async/await/.then/new Promise/Effect.run*: wrap driver promises in Effect.tryPromise" >&2
-  status=1
-fi
-if grep -rnE "as any\b|: any\b|<any>|@ts-ignore|@ts-expect-error|as never\b" src; then
-  echo "src/ must not escape the type checker" >&2
-  status=1
-fi
-if grep -rnE "\bprocess\.env\b|\bsetTimeout\(|\bDate\.now\(" src; then
-  echo "src/ must not read process.env or use timers/Date directly: use Config, Clock and Schedule" >&2
-  status=1
-fi
+code_lines() { grep -rnE "$1" src | grep -vE '^[^:]+:[0-9]+:\s*(\*|//|/\*)' || true; }
+check() {
+  local found
+  found=$(code_lines "$1")
+  if [ -n "$found" ]; then
+    printf '%s\n' "$found" >&2
+    echo "check-src: $2" >&2
+    status=1
+  fi
+}
+check '\basync\b|\bawait\b|\.then\(|new Promise\b|Effect\.run(Promise|Sync|Fork)\b' \
+  "src/ must not use async/await/.then/new Promise/Effect.run*: wrap driver promises in Effect.tryPromise"
+check 'as any\b|: any\b|<any>|@ts-ignore|@ts-expect-error|as never\b' "src/ must not escape the type checker"
+check '\bprocess\.env\b|\bsetTimeout\(|\bsetInterval\(|\bDate\.now\(' \
+  "src/ must not read process.env or use timers or Date.now: use Config, Clock and Schedule"
 exit $status

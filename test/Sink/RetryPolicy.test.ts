@@ -1,0 +1,107 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Clock, Duration, Effect, Exit, Fiber, Ref } from "effect"
+import { TestClock } from "effect/testing"
+import * as fc from "fast-check"
+import { delayMillis } from "../../src/internal/retrySchedule.ts"
+import { RetryPolicy, type RetryPolicyOptions, type SinkConfigError } from "../../src/Sink.ts"
+
+const policy = (initial: number, max: number, maxAttempts: number): RetryPolicy => ({
+  initialBackoff: Duration.millis(initial),
+  maxBackoff: Duration.millis(max),
+  maxAttempts
+})
+
+const configError = (exit: Exit.Exit<unknown, SinkConfigError>): SinkConfigError | undefined => {
+  if (Exit.isSuccess(exit)) return undefined
+  const reason = exit.cause.reasons[0]
+  return reason?._tag === "Fail" ? reason.error : undefined
+}
+
+describe("RetryPolicy", () => {
+  it("delays double from the initial backoff, are capped, and jitter stays within ±25 %", () => {
+    fc.assert(fc.property(
+      fc.integer({ min: 1, max: 10_000 }),
+      fc.integer({ min: 0, max: 100_000 }),
+      fc.integer({ min: 1, max: 2000 }),
+      fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+      (initial, extra, attempt, u) => {
+        const max = initial + extra
+        const p = policy(initial, max, 10)
+        const base = Math.min(initial * 2 ** (attempt - 1), max)
+        const delay = delayMillis(p, attempt, u)
+        assert.isAtLeast(delay, Math.max(1, base * 0.75))
+        assert.isAtMost(delay, Math.max(1, base * 1.25))
+        assert.isTrue(Number.isFinite(delay))
+      }
+    ))
+  })
+
+  it("the mean factor is 1: the midpoint sample gives the undecorated backoff", () => {
+    const p = policy(100, 5000, 5)
+    assert.deepStrictEqual([1, 2, 3, 4, 7].map((n) => Duration.toMillis(RetryPolicy.baseDelay(p, n))), [
+      100,
+      200,
+      400,
+      800,
+      5000
+    ])
+  })
+
+  it.effect("the schedule allows exactly maxAttempts attempts, spaced within the jitter bounds", () =>
+    Effect.gen(function*() {
+      for (const maxAttempts of [1, 2, 5, 9]) {
+        const p = policy(100, 1000, maxAttempts)
+        const times = yield* Ref.make<Array<number>>([])
+        const attempt = Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          yield* Ref.update(times, (t) => [...t, now])
+          return yield* Effect.fail("transient" as const)
+        })
+        const fiber = yield* attempt.pipe(Effect.retry(RetryPolicy.toSchedule(p)), Effect.forkChild)
+        for (let i = 0; i < 20; i++) yield* TestClock.adjust("2 seconds")
+        const exit = yield* Fiber.await(fiber)
+        assert.isTrue(Exit.isFailure(exit))
+        const seen = yield* Ref.get(times)
+        assert.strictEqual(seen.length, maxAttempts)
+        for (let i = 1; i < seen.length; i++) {
+          const gap = (seen[i] ?? 0) - (seen[i - 1] ?? 0)
+          const base = Math.min(100 * 2 ** (i - 1), 1000)
+          assert.isAtLeast(gap, Math.floor(base * 0.75), `gap ${i}`)
+          assert.isAtMost(gap, Math.ceil(base * 1.25), `gap ${i}`)
+        }
+      }
+    }))
+
+  it.effect("the schedule stops retrying as soon as the effect succeeds", () =>
+    Effect.gen(function*() {
+      const calls = yield* Ref.make(0)
+      const flaky = Ref.updateAndGet(calls, (n) => n + 1).pipe(
+        Effect.flatMap((n) => (n < 3 ? Effect.fail("transient" as const) : Effect.succeed(n)))
+      )
+      const fiber = yield* flaky.pipe(Effect.retry(RetryPolicy.toSchedule(policy(10, 100, 5))), Effect.forkChild)
+      yield* TestClock.adjust("1 second")
+      assert.strictEqual(yield* Fiber.join(fiber), 3)
+    }))
+
+  it("validates its options and names the offending field", () => {
+    const cases: ReadonlyArray<[RetryPolicyOptions, string]> = [
+      [{ initialBackoff: "0 millis", maxBackoff: "1 second", maxAttempts: 3 }, "retry.initialBackoff"],
+      [{ initialBackoff: "500 micros", maxBackoff: "1 second", maxAttempts: 3 }, "retry.initialBackoff"],
+      [{ initialBackoff: "1 second", maxBackoff: "10 millis", maxAttempts: 3 }, "retry.maxBackoff"],
+      [{ initialBackoff: "1 second", maxBackoff: "Infinity", maxAttempts: 3 }, "retry.maxBackoff"],
+      [{ initialBackoff: "1 second", maxBackoff: "2 seconds", maxAttempts: 0 }, "retry.maxAttempts"],
+      [{ initialBackoff: "1 second", maxBackoff: "2 seconds", maxAttempts: 1.5 }, "retry.maxAttempts"],
+      [{ initialBackoff: "1 second", maxBackoff: "2 seconds", maxAttempts: Number.NaN }, "retry.maxAttempts"]
+    ]
+    for (const [options, path] of cases) {
+      const error = configError(Effect.runSyncExit(RetryPolicy.make(options)))
+      assert.strictEqual(error?.path, path, JSON.stringify(options))
+    }
+    const nested = configError(
+      Effect.runSyncExit(RetryPolicy.make({ initialBackoff: 5, maxBackoff: 1, maxAttempts: 2 }, "writerOptions.retry"))
+    )
+    assert.strictEqual(nested?.path, "writerOptions.retry.maxBackoff")
+    const ok = Effect.runSync(RetryPolicy.make({ initialBackoff: 100, maxBackoff: "5 seconds", maxAttempts: 1 }))
+    assert.strictEqual(Duration.toMillis(ok.maxBackoff), 5000)
+  })
+})

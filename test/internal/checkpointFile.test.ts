@@ -1,0 +1,103 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { directoryName, fileName } from "../../src/internal/checkpointFile.ts"
+import { CheckpointRecord, CheckpointStore, CheckpointStoreError } from "../../src/Sink.ts"
+
+const tempDirectory = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "checkpoint-file-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+const record = (id: string) => new CheckpointRecord({ id, position: id, commits: [] })
+const withStore = (dir: string) => Effect.provide(CheckpointStore.file(dir))
+
+describe("checkpointFile", () => {
+  it("writer ids map to directory names that cannot escape the store", () => {
+    for (const id of ["..", ".", "../../etc", "a/b", "a\\b", "\u0000", "é"]) {
+      const name = directoryName(id)
+      assert.match(name, /^[A-Za-z0-9_%-]+$/)
+      assert.notStrictEqual(path.basename(name), "..")
+    }
+    assert.notStrictEqual(directoryName("a/b"), directoryName("a%2Fb"))
+  })
+
+  it.effect("a crash between writing the temporary file and linking it keeps the previous record", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDirectory
+      yield* CheckpointStore.use((s) => s.save("w", record("a"), undefined)).pipe(withStore(dir))
+      // What a save that died after fsync and before the link leaves behind: a complete temporary file.
+      const writerDir = path.join(dir, directoryName("w"))
+      const orphan = {
+        format: "effect-gcp-sinks/checkpoint",
+        version: 1,
+        writerId: "w",
+        sequence: 2,
+        record: record("b")
+      }
+      fs.writeFileSync(path.join(writerDir, `.tmp-${String(2).padStart(20, "0")}-abcdef`), JSON.stringify(orphan))
+      const latest = yield* CheckpointStore.use((s) => s.load("w")).pipe(withStore(dir))
+      assert.strictEqual(Option.getOrThrow(latest).id, "a")
+      // The next save still chains from the previous record, and removes the orphan.
+      yield* CheckpointStore.use((s) => s.save("w", record("c"), "a")).pipe(withStore(dir))
+      assert.strictEqual(Option.getOrThrow(yield* CheckpointStore.use((s) => s.load("w")).pipe(withStore(dir))).id, "c")
+      assert.deepStrictEqual(fs.readdirSync(writerDir).filter((n) => n.startsWith(".tmp")), [])
+    }))
+
+  it.effect("keeps the newest two records", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDirectory
+      let previous: string | undefined = undefined
+      for (const id of ["a", "b", "c", "d", "e"]) {
+        yield* CheckpointStore.use((s) => s.save("w", record(id), previous)).pipe(withStore(dir))
+        previous = id
+      }
+      assert.deepStrictEqual(fs.readdirSync(path.join(dir, directoryName("w"))).toSorted(), [fileName(4), fileName(5)])
+    }))
+
+  for (
+    const [name, corrupt] of [
+      ["torn (truncated)", (text: string) => text.slice(0, Math.floor(text.length / 2))],
+      ["empty", () => ""],
+      ["foreign JSON", () => JSON.stringify({ hello: "world" })],
+      ["a future version", (text: string) => text.replace("\"version\":1", "\"version\":2")],
+      ["an invalid record", (text: string) => text.replace("\"id\":\"b\"", "\"id\":42")]
+    ] as const
+  ) {
+    it.effect(`a ${name} latest file is a Corrupt error, never skipped`, () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDirectory
+        yield* CheckpointStore.use((s) => s.save("w", record("a"), undefined)).pipe(withStore(dir))
+        yield* CheckpointStore.use((s) => s.save("w", record("b"), "a")).pipe(withStore(dir))
+        const file = path.join(dir, directoryName("w"), fileName(2))
+        fs.writeFileSync(file, corrupt(fs.readFileSync(file, "utf8")))
+        const error = yield* Effect.flip(CheckpointStore.use((s) => s.load("w")).pipe(withStore(dir)))
+        assert.instanceOf(error, CheckpointStoreError)
+        assert.strictEqual(error.reason, "Corrupt")
+        assert.include(error.message, fileName(2))
+        const saveError = yield* Effect.flip(
+          CheckpointStore.use((s) => s.save("w", record("c"), "b")).pipe(withStore(dir))
+        )
+        assert.strictEqual(saveError._tag, "CheckpointStoreError")
+      }))
+  }
+
+  it.effect("an unwritable directory is an Io error", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDirectory
+      const blocker = path.join(dir, "not-a-directory")
+      fs.writeFileSync(blocker, "x")
+      const error = yield* Effect.flip(
+        CheckpointStore.use((s) => s.save("w", record("a"), undefined)).pipe(withStore(blocker))
+      )
+      assert.strictEqual(error._tag === "CheckpointStoreError" ? error.reason : error._tag, "Io")
+    }))
+
+  it.effect("an empty writer id is rejected", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDirectory
+      const error = yield* Effect.flip(CheckpointStore.use((s) => s.load("")).pipe(withStore(dir)))
+      assert.strictEqual(error.reason, "InvalidWriterId")
+    }))
+})
