@@ -4,6 +4,7 @@
  *
  * @internal
  */
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
@@ -80,6 +81,12 @@ const removeQuietly = (file: string): Effect.Effect<void> =>
     Effect.catch((error) => Effect.logWarning("could not remove a temporary checkpoint file", error))
   )
 
+// A file-system rejection kept whole, so callers can branch on its errno code.
+class FsFailure extends Data.TaggedError("FsFailure")<{ readonly cause: unknown }> {}
+
+const attempt = <A>(run: () => Promise<A>): Effect.Effect<A, FsFailure> =>
+  Effect.tryPromise({ try: run, catch: (cause) => new FsFailure({ cause }) })
+
 const isCode = (cause: unknown, code: string): boolean =>
   typeof cause === "object" && cause !== null && "code" in cause && cause.code === code
 
@@ -95,8 +102,8 @@ export const make = <R extends { readonly id: string }, C, E>(directory: string,
 
   // A writer that never saved has no directory: that is "no record", not an error.
   const listSequences = (writerId: string, dir: string): Effect.Effect<ReadonlyArray<string>, E> =>
-    Effect.tryPromise({ try: () => fs.readdir(dir), catch: (cause) => cause }).pipe(
-      Effect.catch((cause) =>
+    attempt(() => fs.readdir(dir)).pipe(
+      Effect.catch(({ cause }) =>
         isCode(cause, "ENOENT")
           ? Effect.succeed([])
           : Effect.fail(options.error({ reason: "Io", writerId, detail: `list ${dir}`, cause }))
@@ -179,9 +186,9 @@ export const make = <R extends { readonly id: string }, C, E>(directory: string,
 
   // link(2) fails with EEXIST instead of replacing: only one saver can create a given sequence.
   const linkNoClobber = (writerId: string, temp: string, target: string): Effect.Effect<boolean, E> =>
-    Effect.tryPromise({ try: () => fs.link(temp, target), catch: (cause) => cause }).pipe(
+    attempt(() => fs.link(temp, target)).pipe(
       Effect.as(true),
-      Effect.catch((cause) =>
+      Effect.catch(({ cause }) =>
         isCode(cause, "EEXIST")
           ? Effect.succeed(false)
           : Effect.fail(options.error({ reason: "Io", writerId, detail: `link ${target}`, cause }))
