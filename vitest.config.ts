@@ -5,6 +5,7 @@ import { defineConfig } from "vitest/config"
 export default defineConfig({
   test: {
     sequence: { concurrent: true },
+    reporters: ["default", "./scripts/vitestSummaryReporter.ts"],
     testTimeout: 60_000,
     hookTimeout: 180_000,
     env: {
