@@ -1,0 +1,264 @@
+/**
+ * How a BigQuery sink turns records into rows: the serializer contract and its built-ins.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import type * as protobuf from "protobufjs"
+import * as descriptor from "../internal/bigquery/descriptor.ts"
+import * as encoder from "../internal/bigquery/encoder.ts"
+import * as derive from "../internal/bigquery/fromSchema.ts"
+import { describeMessage } from "../internal/bigquery/protoMessage.ts"
+import * as model from "../internal/bigquery/schemaModel.ts"
+import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
+import type { TableDestination } from "./TableDestination.ts"
+import type { DescriptorProto, TableSchema } from "./TableSchema.ts"
+
+/**
+ * Why one record could not be serialized. A sink routes it to its failure handler as a `FailedRow`
+ * (no payload); it never fails the write.
+ *
+ * **Details**
+ *
+ * `path` names the offending value (`items[2].price`; empty for the row itself) and `reason` says
+ * what is wrong with it; `message` is both together.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class RowSerializationError extends Schema.TaggedError<RowSerializationError>()("RowSerializationError", {
+  path: Schema.String,
+  reason: Schema.String,
+  cause: Schema.optional(Schema.Defect())
+}) {
+  /**
+   * `path: reason`, or the reason alone for the row itself.
+   *
+   * @since 0.1.0
+   */
+  override get message(): string {
+    return this.path === "" ? this.reason : `${this.path}: ${this.reason}`
+  }
+}
+
+/**
+ * Tells a serialization failure from row bytes or a skip.
+ *
+ * @category guards
+ * @since 0.1.0
+ */
+export const isRowSerializationError = (u: unknown): u is RowSerializationError => u instanceof RowSerializationError
+
+/**
+ * Turns records of type `A` into Storage Write API rows.
+ *
+ * **Details**
+ *
+ * - `tableSchema(destination)`: the schema of the destination as this serializer writes it; the
+ *   source of truth for table creation and schema updates. Called when a destination is prepared,
+ *   not per record.
+ * - `descriptor(destination)` (optional): the `writer_schema` rows are encoded with; by default
+ *   `TableSchema.toDescriptor(tableSchema(destination))`.
+ * - `fingerprint(destination)` (optional): a cheap token compared (`===`) per record with the one
+ *   captured when the destination was opened; a change means the schema evolved and the sink
+ *   refreshes the destination before writing rows of the new schema. Absent: the schema is static.
+ * - `serialize(element, destination)`: the row bytes (a message of the descriptor), `null` to skip
+ *   the record (not a failure, counted as skipped), or a {@link RowSerializationError}, which is
+ *   routed to the failure handler. It runs per record, synchronously, and must not throw.
+ *
+ * Rows already serialized are never re-encoded, so schema changes must be wire compatible: append
+ * columns (also inside RECORDs), relax REQUIRED to NULLABLE; never remove, reorder or retype.
+ *
+ * **Example** (A hand-written serializer)
+ * ```ts
+ * import { RowSerializer, TableSchema } from "effect-gcp-sinks/BigQuery"
+ * declare const schema: TableSchema.TableSchema
+ * declare const encode: (event: { readonly id: string }) => Uint8Array
+ * const serializer: RowSerializer.RowSerializer<{ readonly id: string }> = {
+ *   tableSchema: () => schema,
+ *   serialize: (event) => (event.id === "" ? null : encode(event))
+ * }
+ * ```
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface RowSerializer<A> {
+  readonly tableSchema: (destination: TableDestination) => TableSchema
+  readonly descriptor?: ((destination: TableDestination) => DescriptorProto) | undefined
+  readonly fingerprint?: ((destination: TableDestination) => unknown) | undefined
+  readonly serialize: (element: A, destination: TableDestination) => Uint8Array | null | RowSerializationError
+}
+
+/**
+ * The descriptor a serializer's rows are encoded with for a destination.
+ *
+ * **Example** (The writer schema)
+ * ```ts
+ * import { RowSerializer, TableDestination } from "effect-gcp-sinks/BigQuery"
+ * declare const serializer: RowSerializer.RowSerializer<unknown>
+ * declare const table: TableDestination.TableDestination
+ * const writerSchema = RowSerializer.descriptorOf(serializer, table)
+ * ```
+ *
+ * @category encoding
+ * @since 0.1.0
+ */
+export const descriptorOf = <A>(serializer: RowSerializer<A>, destination: TableDestination): DescriptorProto =>
+  serializer.descriptor === undefined
+    ? descriptor.toDescriptor(serializer.tableSchema(destination))
+    : serializer.descriptor(destination)
+
+const toError = (failure: encoder.EncodeFailure): RowSerializationError =>
+  new RowSerializationError({ path: failure.path, reason: failure.message })
+
+const compiled = <A>(schema: TableSchema, rejectUnknownFields: boolean): RowSerializer<A> => {
+  const row = encoder.compile(schema, { rejectUnknownFields })
+  const writerSchema = descriptor.toDescriptor(schema)
+  return {
+    tableSchema: () => schema,
+    descriptor: () => writerSchema,
+    serialize: (element) => {
+      const bytes = row.serialize(element)
+      return bytes instanceof Uint8Array ? bytes : toError(bytes)
+    }
+  }
+}
+
+/**
+ * A serializer for values of an Effect `Schema` struct, writing the table derived by
+ * `TableSchema.fromSchema`.
+ *
+ * **Details**
+ *
+ * Values are the schema's `Type` (decoded values: `Date`, `bigint`, `DateTime`, ...), encoded by a
+ * compiled encoder without running the schema. Every value is checked against its column: a wrong
+ * type, an out-of-range INT64, TIMESTAMP or DATE, a NUMERIC with too many digits, invalid JSON, a
+ * lone surrogate in a string or a missing REQUIRED value gives a {@link RowSerializationError}
+ * naming the field path. Keys the schema does not declare are ignored.
+ *
+ * **Example** (Serializing orders)
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { RowSerializer, TableDestination } from "effect-gcp-sinks/BigQuery"
+ * const Order = Schema.Struct({ id: Schema.BigInt, placed: Schema.Date })
+ * const serializer = Effect.runSync(RowSerializer.fromSchema(Order))
+ * declare const table: TableDestination.TableDestination
+ * serializer.serialize({ id: 1n, placed: new Date(0) }, table)
+ * // => Uint8Array [8, 1, 16, 0]
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const fromSchema = <S extends Schema.Top>(
+  schema: S,
+  path = "schema"
+): Effect.Effect<RowSerializer<S["Type"]>, SinkConfigError> =>
+  Effect.suspend(() => Effect.fromResult(derive.fromSchema(schema.ast, path))).pipe(
+    Effect.map((tableSchema) => compiled<S["Type"]>(tableSchema, false))
+  )
+
+/**
+ * Options of {@link fromJson}.
+ *
+ * - `ignoreUnknownFields`: skip object keys that are not columns instead of failing the row
+ *   (default `false`: an unknown key is a routed failure, never silently dropped).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface FromJsonOptions {
+  readonly ignoreUnknownFields?: boolean | undefined
+}
+
+/**
+ * A serializer for plain objects (parsed JSON, database rows) checked against a table schema.
+ *
+ * **Details**
+ *
+ * Each column takes the values listed in the type docs of the encoder: STRING a string; INT64 a
+ * safe integer, a bigint or an integer string; FLOAT64 a number (NaN and ±Infinity included, as
+ * BigQuery stores them); NUMERIC/BIGNUMERIC a decimal string, a bigint or a `BigDecimal`; TIMESTAMP a
+ * `Date`, a `DateTime`, a bigint of µs or an RFC 3339 string with a zone; DATE `YYYY-MM-DD`, days
+ * since the epoch or a `Date` at midnight UTC; DATETIME `YYYY-MM-DD HH:MM:SS[.ffffff]` (`T` also
+ * accepted); TIME `HH:MM:SS[.ffffff]`; GEOGRAPHY WKT or GeoJSON text; JSON JSON text or a JSON value;
+ * BYTES a `Uint8Array`; RECORD an object; RANGE `{ start, end }` (a missing bound is unbounded);
+ * REPEATED an array without nulls (missing or null is written as empty). `null` and missing values
+ * are NULL; a REQUIRED column without a value fails the row.
+ *
+ * **Example** (Rows from JSON)
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RowSerializer, TableSchema, type TableDestination } from "effect-gcp-sinks/BigQuery"
+ * const schema = { fields: [TableSchema.field({ name: "price", type: "NUMERIC", mode: "REQUIRED" })] }
+ * const serializer = Effect.runSync(RowSerializer.fromJson(schema))
+ * declare const table: TableDestination.TableDestination
+ * String(serializer.serialize({ price: "1.0000000001" }, table))
+ * // => "RowSerializationError: price: NUMERIC takes at most 9 fractional digits, was '1.0000000001'"
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const fromJson = (
+  tableSchema: TableSchema,
+  options: FromJsonOptions = {},
+  path = "schema"
+): Effect.Effect<RowSerializer<unknown>, SinkConfigError> =>
+  Effect.suspend(() => Effect.fromResult(model.decodeSchema(tableSchema, "model", path))).pipe(
+    Effect.map((schema) => compiled<unknown>(schema, options.ignoreUnknownFields !== true))
+  )
+
+/**
+ * A serializer for protobufjs messages of one type, encoded with `Type.encode`.
+ *
+ * **Details**
+ *
+ * The table schema is derived from the message fields (`double`/`float` FLOAT64; signed integers,
+ * `uint32` and `fixed32` INT64; `bool` BOOL; `string` STRING; `bytes` BYTES; messages RECORD;
+ * `repeated` REPEATED; `required` REQUIRED; others NULLABLE). `uint64`, `fixed64`, enums and maps
+ * have no exact column type and fail with a `SinkConfigError`. The descriptor keeps the message's own
+ * field numbers. Each record is checked with `Type.verify` first; a failed check or a throwing
+ * `encode` is a {@link RowSerializationError}.
+ *
+ * **Example** (A protobufjs type)
+ * ```ts
+ * import { Effect } from "effect"
+ * import protobuf from "protobufjs"
+ * import { RowSerializer } from "effect-gcp-sinks/BigQuery"
+ * const Event = new protobuf.Type("Event").add(new protobuf.Field("id", 1, "int64", "required"))
+ * new protobuf.Root().add(Event)
+ * const serializer = Effect.runSync(RowSerializer.proto(Event))
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const proto = <A extends object = Record<string, unknown>>(
+  messageType: protobuf.Type,
+  path = "messageType"
+): Effect.Effect<RowSerializer<A>, SinkConfigError> =>
+  Effect.suspend(() => Effect.fromResult(describeMessage(messageType, path))).pipe(
+    Effect.map(({ descriptor: writerSchema, schema }): RowSerializer<A> => ({
+      tableSchema: () => schema,
+      descriptor: () => writerSchema,
+      serialize: (element) => {
+        const problem = messageType.verify(element)
+        if (problem !== null) return new RowSerializationError({ path: "", reason: problem })
+        const bytes = Result.try({
+          try: () => messageType.encode(element).finish(),
+          catch: (cause) =>
+            new RowSerializationError({
+              path: "",
+              reason: Predicate.hasProperty(cause, "message") ? String(cause.message) : "encode failed",
+              cause
+            })
+        })
+        return Result.isSuccess(bytes) ? bytes.success : bytes.failure
+      }
+    }))
+  )

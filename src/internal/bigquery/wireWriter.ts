@@ -1,0 +1,234 @@
+/**
+ * A growable byte buffer with the protobuf wire primitives the compiled row encoder needs:
+ * varints (32-bit fast path, 64-bit from two 32-bit halves), little-endian doubles, UTF-8 strings
+ * and length-delimited sub-messages whose length is back-filled.
+ *
+ * One writer belongs to one encoder and is reused row after row, so encoding allocates nothing but
+ * the bytes handed out by {@link WireWriter.take}.
+ *
+ * @internal
+ */
+import { Buffer } from "node:buffer"
+
+const two32 = 4_294_967_296
+
+/** @internal */
+export class WireWriter {
+  buf: Buffer
+  view: DataView
+  pos = 0
+
+  constructor(initialCapacity = 1024) {
+    this.buf = Buffer.allocUnsafe(initialCapacity)
+    this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength)
+  }
+
+  /** Makes room for `n` more bytes. */
+  ensure(n: number): void {
+    const need = this.pos + n
+    if (need <= this.buf.length) return
+    let size = this.buf.length * 2
+    while (size < need) size *= 2
+    const next = Buffer.allocUnsafe(size)
+    this.buf.copy(next, 0, 0, this.pos)
+    this.buf = next
+    this.view = new DataView(next.buffer, next.byteOffset, next.byteLength)
+  }
+
+  /** A copy of the bytes from `start` to the current position. */
+  take(start: number): Uint8Array {
+    return new Uint8Array(this.buf.subarray(start, this.pos))
+  }
+
+  /** An unsigned varint of at most 32 bits (tags, lengths, non-negative int32). */
+  uint32(value: number): void {
+    this.ensure(5)
+    const buf = this.buf
+    let pos = this.pos
+    let v = value >>> 0
+    while (v > 127) {
+      buf[pos++] = (v & 127) | 128
+      v >>>= 7
+    }
+    buf[pos++] = v
+    this.pos = pos
+  }
+
+  /** A 64-bit varint given as its low and high unsigned 32-bit halves. */
+  varint64(lo: number, hi: number): void {
+    this.ensure(10)
+    const buf = this.buf
+    let pos = this.pos
+    let l = lo >>> 0
+    let h = hi >>> 0
+    while (h > 0 || l > 127) {
+      buf[pos++] = (l & 127) | 128
+      l = ((l >>> 7) | (h << 25)) >>> 0
+      h >>>= 7
+    }
+    buf[pos++] = l
+    this.pos = pos
+  }
+
+  /** A signed int32 as proto `int32` writes it: negative values sign-extended to 10 bytes. */
+  int32(value: number): void {
+    if (value >= 0) this.uint32(value)
+    else this.varint64(value >>> 0, 0xffffffff)
+  }
+
+  /** A safe integer as a two's complement int64 varint. */
+  int64Number(value: number): void {
+    if (value >= 0) {
+      if (value < two32) this.uint32(value)
+      else this.varint64(value % two32, Math.floor(value / two32))
+      return
+    }
+    const abs = -value
+    const lo = abs % two32
+    const hi = Math.floor(abs / two32)
+    this.negated(lo, hi)
+  }
+
+  /** `mag` times `factor` plus `extra` (all non-negative, exact), negated when `negative`. */
+  scaledInt64(mag: number, factor: number, extra: number, negative: boolean): void {
+    const magLo = mag % two32
+    const magHi = Math.floor(mag / two32)
+    const low = magLo * factor + extra
+    const lo = low % two32
+    const hi = magHi * factor + Math.floor(low / two32)
+    if (negative) this.negated(lo, hi)
+    else this.varint64(lo, hi)
+  }
+
+  /** The two's complement of a non-negative 64-bit magnitude. */
+  negated(lo: number, hi: number): void {
+    const nlo = (~lo + 1) >>> 0
+    const nhi = (~hi + (nlo === 0 ? 1 : 0)) >>> 0
+    this.varint64(nlo, nhi)
+  }
+
+  /** A bigint in [-2^63, 2^63) as a two's complement int64 varint. */
+  int64BigInt(value: bigint): void {
+    const u = BigInt.asUintN(64, value)
+    this.varint64(Number(u & 0xffffffffn), Number(u >> 32n))
+  }
+
+  double(value: number): void {
+    this.ensure(8)
+    this.view.setFloat64(this.pos, value, true)
+    this.pos += 8
+  }
+
+  bool(value: boolean): void {
+    this.ensure(1)
+    this.buf[this.pos++] = value ? 1 : 0
+  }
+
+  bytes(value: Uint8Array): void {
+    this.uint32(value.length)
+    this.ensure(value.length)
+    this.buf.set(value, this.pos)
+    this.pos += value.length
+  }
+
+  /**
+   * A length-prefixed UTF-8 string. Returns the index of a lone surrogate (which has no UTF-8
+   * form) without writing anything, or -1 when written.
+   */
+  string(s: string): number {
+    const n = s.length
+    if (n <= 42) return this.shortString(s, n)
+    const bytes = utf8Length(s)
+    if (bytes < 0) return -bytes - 1
+    this.uint32(bytes)
+    this.ensure(bytes)
+    this.pos += this.buf.write(s, this.pos, bytes, "utf8")
+    return -1
+  }
+
+  /** At most 42 UTF-16 units are at most 126 UTF-8 bytes: a one-byte length prefix. */
+  private shortString(s: string, n: number): number {
+    this.ensure(1 + 3 * n)
+    const buf = this.buf
+    const start = this.pos
+    let p = start + 1
+    for (let i = 0; i < n; i++) {
+      const c = s.charCodeAt(i)
+      if (c < 0x80) {
+        buf[p++] = c
+      } else if (c < 0x800) {
+        buf[p++] = 0xc0 | (c >> 6)
+        buf[p++] = 0x80 | (c & 63)
+      } else if ((c & 0xf800) !== 0xd800) {
+        buf[p++] = 0xe0 | (c >> 12)
+        buf[p++] = 0x80 | ((c >> 6) & 63)
+        buf[p++] = 0x80 | (c & 63)
+      } else {
+        const d = i + 1 < n ? s.charCodeAt(i + 1) : 0
+        if (c > 0xdbff || (d & 0xfc00) !== 0xdc00) return i
+        const cp = 0x10000 + ((c & 0x3ff) << 10) + (d & 0x3ff)
+        buf[p++] = 0xf0 | (cp >> 18)
+        buf[p++] = 0x80 | ((cp >> 12) & 63)
+        buf[p++] = 0x80 | ((cp >> 6) & 63)
+        buf[p++] = 0x80 | (cp & 63)
+        i++
+      }
+    }
+    buf[start] = p - start - 1
+    this.pos = p
+    return -1
+  }
+
+  /** Starts a length-delimited value; pass the result to {@link WireWriter.endDelimited}. */
+  beginDelimited(): number {
+    this.ensure(1)
+    return this.pos++
+  }
+
+  /** Back-fills the length of the value begun at `at`, widening its prefix when needed. */
+  endDelimited(at: number): void {
+    const length = this.pos - at - 1
+    if (length < 128) {
+      this.buf[at] = length
+      return
+    }
+    const size = varintSize(length)
+    this.ensure(size - 1)
+    this.buf.copyWithin(at + size, at + 1, this.pos)
+    this.pos += size - 1
+    const end = this.pos
+    this.pos = at
+    this.uint32(length)
+    this.pos = end
+  }
+}
+
+/** @internal */
+export const varintSize = (value: number): number =>
+  value < 128 ? 1 : value < 16_384 ? 2 : value < 2_097_152 ? 3 : value < 268_435_456 ? 4 : 5
+
+/**
+ * The UTF-8 length of a string, or `-(index + 1)` of its first lone surrogate.
+ *
+ * @internal
+ */
+export const utf8Length = (s: string): number => {
+  let bytes = 0
+  const n = s.length
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 0x80) bytes += 1
+    else if (c < 0x800) bytes += 2
+    else if ((c & 0xf800) !== 0xd800) bytes += 3
+    else {
+      const d = i + 1 < n ? s.charCodeAt(i + 1) : 0
+      if (c > 0xdbff || (d & 0xfc00) !== 0xdc00) return -(i + 1)
+      bytes += 4
+      i++
+    }
+  }
+  return bytes
+}
+
+/** The key of a field: `(number << 3) | wireType`. @internal */
+export const tag = (fieldNumber: number, wireType: 0 | 1 | 2 | 5): number => ((fieldNumber << 3) | wireType) >>> 0
