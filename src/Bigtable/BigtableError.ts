@@ -1,0 +1,204 @@
+/**
+ * The terminal errors of the Bigtable sink and client: one error class with a tagged reason.
+ *
+ * @since 0.1.0
+ */
+import * as Schema from "effect/Schema"
+import * as grpc from "../internal/grpcStatus.ts"
+
+/**
+ * An RPC failed terminally: a status the sink does not retry (`PERMISSION_DENIED`, `INTERNAL`, a
+ * request-level `INVALID_ARGUMENT`, ...), or a transient one (`UNAVAILABLE`, `DEADLINE_EXCEEDED`,
+ * `ABORTED`, `RESOURCE_EXHAUSTED`) after the retry budget ran out. `code` is the gRPC status code,
+ * `undefined` when the failure carried none.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class RpcFailed extends Schema.TaggedError<RpcFailed>()("RpcFailed", {
+  method: Schema.String,
+  table: Schema.String,
+  code: Schema.UndefinedOr(Schema.Int),
+  description: Schema.String,
+  attempts: Schema.Int,
+  cause: Schema.Defect()
+}) {
+  /**
+   * The status name, `UNCLASSIFIED` without a code.
+   *
+   * @since 0.1.0
+   */
+  get status(): string {
+    return grpc.name(this.code)
+  }
+  /**
+   * Whether trying again later may help (the status is transient).
+   *
+   * @since 0.1.0
+   */
+  get isRetryable(): boolean {
+    return grpc.isTransient(this.code)
+  }
+  /**
+   * @since 0.1.0
+   */
+  override get message(): string {
+    return `${this.method} on ${this.table} failed with ${this.status} after ${this.attempts} attempt(s): ${this.description}`
+  }
+}
+
+/**
+ * A table (or one of its column families) is missing and `createDisposition` is `CREATE_NEVER`.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class TableNotFound extends Schema.TaggedError<TableNotFound>()("TableNotFound", {
+  table: Schema.String,
+  description: Schema.String
+}) {
+  /** @since 0.1.0 */
+  get isRetryable(): boolean {
+    return false
+  }
+  /** @since 0.1.0 */
+  override get message(): string {
+    return `table ${this.table} or one of its column families does not exist and createDisposition is ` +
+      `CREATE_NEVER (create it, or set createDisposition: "CREATE_IF_NEEDED" with tableCreateOptions): ${this.description}`
+  }
+}
+
+/**
+ * A mutation names a column family that `tableCreateOptions` does not declare, so the sink cannot
+ * create it.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class ColumnFamilyNotDeclared extends Schema.TaggedError<ColumnFamilyNotDeclared>()(
+  "ColumnFamilyNotDeclared",
+  { table: Schema.String, family: Schema.String, description: Schema.String }
+) {
+  /** @since 0.1.0 */
+  get isRetryable(): boolean {
+    return false
+  }
+  /** @since 0.1.0 */
+  override get message(): string {
+    return `column family '${this.family}' of table ${this.table} is missing and not declared in tableCreateOptions: ${this.description}`
+  }
+}
+
+/**
+ * An existing declared column family has another value type than declared; families are never
+ * converted.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class ColumnFamilyTypeMismatch extends Schema.TaggedError<ColumnFamilyTypeMismatch>()(
+  "ColumnFamilyTypeMismatch",
+  { table: Schema.String, family: Schema.String, declared: Schema.String, actual: Schema.String }
+) {
+  /** @since 0.1.0 */
+  get isRetryable(): boolean {
+    return false
+  }
+  /** @since 0.1.0 */
+  override get message(): string {
+    return `column family '${this.family}' of table ${this.table} is ${this.actual}, declared ${this.declared}`
+  }
+}
+
+/**
+ * Creating missing tables or families and re-applying the parked mutations did not succeed within
+ * the recovery budget (`recoveryMaxAttempts`); `cause` is the last failure.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class RecoveryExhausted extends Schema.TaggedError<RecoveryExhausted>()("RecoveryExhausted", {
+  table: Schema.String,
+  attempts: Schema.Int,
+  cause: Schema.Defect()
+}) {
+  /** @since 0.1.0 */
+  get isRetryable(): boolean {
+    return true
+  }
+  /** @since 0.1.0 */
+  override get message(): string {
+    return `could not create or repair table ${this.table} in ${this.attempts} attempt(s): ${String(this.cause)}`
+  }
+}
+
+/**
+ * `maxConsecutiveRejections` mutations in a row were rejected with nothing applied between them
+ * (the last one was routed to the failure handler first).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class TooManyRejections extends Schema.TaggedError<TooManyRejections>()("TooManyRejections", {
+  table: Schema.String,
+  rejections: Schema.Int
+}) {
+  /** @since 0.1.0 */
+  get isRetryable(): boolean {
+    return false
+  }
+  /** @since 0.1.0 */
+  override get message(): string {
+    return `${this.rejections} mutations in a row were rejected (last on ${this.table}) with none applied: ` +
+      "maxConsecutiveRejections reached"
+  }
+}
+
+/**
+ * Every terminal failure of the Bigtable sink and client, with its cause as a tagged `reason`.
+ *
+ * **Example** (Handling one reason)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
+ * declare const write: Effect.Effect<void, BigtableError.BigtableError>
+ * write.pipe(
+ *   Effect.catchTag("BigtableError", (e) =>
+ *     e.reason._tag === "TableNotFound" ? Effect.logError(e.message) : Effect.fail(e))
+ * )
+ * ```
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class BigtableError extends Schema.TaggedError<BigtableError>()("BigtableError", {
+  reason: Schema.Union([
+    RpcFailed,
+    TableNotFound,
+    ColumnFamilyNotDeclared,
+    ColumnFamilyTypeMismatch,
+    RecoveryExhausted,
+    TooManyRejections
+  ])
+}) {
+  /**
+   * Whether trying again later may help.
+   *
+   * @since 0.1.0
+   */
+  get isRetryable(): boolean {
+    return this.reason.isRetryable
+  }
+  /** @since 0.1.0 */
+  override get message(): string {
+    return `${this.reason._tag}: ${this.reason.message}`
+  }
+}
+
+/**
+ * The reasons of a {@link BigtableError}.
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type Reason = BigtableError["reason"]

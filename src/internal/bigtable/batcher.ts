@@ -1,0 +1,111 @@
+/**
+ * Per-table batching as pure arithmetic: when a batch is full, and how to cut a run of entries
+ * into requests that never exceed 100,000 mutations (the MutateRows limit).
+ *
+ * @internal
+ */
+
+/** The MutateRows limit on mutations in one request. @internal */
+export const maxMutationsPerRequest = 100_000
+
+/** An entry as the batcher sees it. @internal */
+export interface Weighed {
+  readonly bytes: number
+  readonly mutations: number
+}
+
+/** @internal */
+export interface Thresholds {
+  readonly batchElementCount: number
+  readonly batchByteSize: number
+}
+
+/** One open batch of one table; owned by the writer fiber. @internal */
+export interface Batch<T extends Weighed> {
+  items: Array<T>
+  bytes: number
+  mutations: number
+}
+
+/** @internal */
+export const empty = <T extends Weighed>(): Batch<T> => ({ items: [], bytes: 0, mutations: 0 })
+
+/**
+ * Adds an entry, returning the batches that became ready to send (zero, one or two): the open
+ * batch is sent first when the entry would take it over 100,000 mutations, and a batch is sent as
+ * soon as it reaches `batchElementCount` entries or `batchByteSize` bytes.
+ *
+ * @internal
+ */
+export const add = <T extends Weighed>(batch: Batch<T>, item: T, thresholds: Thresholds): Array<Array<T>> => {
+  const ready: Array<Array<T>> = []
+  if (batch.items.length > 0 && batch.mutations + item.mutations > maxMutationsPerRequest) ready.push(cut(batch))
+  batch.items.push(item)
+  batch.bytes += item.bytes
+  batch.mutations += item.mutations
+  if (batch.items.length >= thresholds.batchElementCount || batch.bytes >= thresholds.batchByteSize) {
+    ready.push(cut(batch))
+  }
+  return ready
+}
+
+/** Takes everything out of the batch. @internal */
+export const cut = <T extends Weighed>(batch: Batch<T>): Array<T> => {
+  const items = batch.items
+  batch.items = []
+  batch.bytes = 0
+  batch.mutations = 0
+  return items
+}
+
+/**
+ * Splits entries (in order) into requests of at most 100,000 mutations each; an entry is never
+ * split, and an entry above the limit (rejected earlier, before admission) would travel alone.
+ *
+ * @internal
+ */
+export const split = <T extends Weighed>(items: ReadonlyArray<T>): Array<Array<T>> => {
+  const out: Array<Array<T>> = []
+  let current: Array<T> = []
+  let mutations = 0
+  for (const item of items) {
+    if (current.length > 0 && mutations + item.mutations > maxMutationsPerRequest) {
+      out.push(current)
+      current = []
+      mutations = 0
+    }
+    current.push(item)
+    mutations += item.mutations
+  }
+  if (current.length > 0) out.push(current)
+  return out
+}
+
+/**
+ * Groups consecutive entries for admission so that each group fits the in-flight bounds: at most
+ * `maxUnits` entries and `maxBytes` bytes, where an entry larger than `maxBytes` counts as
+ * `maxBytes` and forms a group of its own.
+ *
+ * @internal
+ */
+export const admissionGroups = <T extends { readonly bytes: number }>(
+  items: ReadonlyArray<T>,
+  maxUnits: number,
+  maxBytes: number
+): Array<{ readonly items: Array<T>; readonly bytes: number }> => {
+  const out: Array<{ items: Array<T>; bytes: number }> = []
+  let current: Array<T> = []
+  let bytes = 0
+  for (const item of items) {
+    const b = Math.min(item.bytes, maxBytes)
+    if (current.length > 0 && (current.length + 1 > maxUnits || bytes + b > maxBytes)) {
+      out.push({ items: current, bytes })
+      current = []
+      bytes = 0
+    }
+    current.push(item)
+    bytes += b
+  }
+  if (current.length > 0) out.push({ items: current, bytes })
+  return out
+}

@@ -1,0 +1,188 @@
+/**
+ * Creating the gapic clients (emulator or production, credentials, channel options) and wrapping
+ * them into the service shape, with optional per-RPC client metrics.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+import type { BigtableClientConfig } from "../../Bigtable/BigtableClient.ts"
+import type { BigtableError } from "../../Bigtable/BigtableError.ts"
+import { EmulatorEndpoint } from "../../Sink/EmulatorEndpoint.ts"
+import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import * as grpc from "../grpcStatus.ts"
+import * as check from "../optionChecks.ts"
+import * as client from "./client.ts"
+import type { ColumnFamilyProto } from "./client.ts"
+import * as metrics from "./metrics.ts"
+
+/** The service shape, without the service tag. @internal */
+export interface Service {
+  readonly projectId: string
+  readonly mutateRows: (request: client.RawMutateRowsRequest) => Effect.Effect<ReadonlyArray<client.EntryStatus>>
+  readonly getTable: (tableName: string) => Effect.Effect<client.TableSchema, BigtableError>
+  readonly createTable: (request: {
+    readonly instanceName: string
+    readonly tableId: string
+    readonly columnFamilies: { readonly [family: string]: ColumnFamilyProto }
+  }) => Effect.Effect<void, BigtableError>
+  readonly modifyColumnFamilies: (request: {
+    readonly tableName: string
+    readonly create: { readonly [family: string]: ColumnFamilyProto }
+  }) => Effect.Effect<client.TableSchema, BigtableError>
+}
+
+const instrumentStatuses = (method: string) => <R>(self: Effect.Effect<ReadonlyArray<client.EntryStatus>, never, R>) =>
+  Effect.gen(function*() {
+    const [duration, statuses] = yield* Effect.timed(self)
+    const code = statuses.find((s) => s.code !== 0)?.code ?? 0
+    yield* metrics.clientCall(method, grpc.name(code), duration)
+    return statuses
+  })
+
+const instrumentAdmin = (method: string) => <A, R>(self: Effect.Effect<A, BigtableError, R>) =>
+  Effect.timed(self).pipe(
+    Effect.tap(([duration]) => metrics.clientCall(method, "OK", duration)),
+    Effect.map(([, a]) => a),
+    Effect.tapError((e) =>
+      metrics.clientCall(method, e.reason._tag === "RpcFailed" ? e.reason.status : "UNCLASSIFIED", undefined)
+    )
+  )
+
+/** @internal */
+export const fromClients = (options: {
+  readonly projectId: string
+  readonly data: client.RawDataClient
+  readonly admin: client.RawAdminClient
+  readonly exportClientMetrics?: boolean | undefined
+}): Service => {
+  const service: Service = {
+    projectId: options.projectId,
+    mutateRows: client.mutateRows(options.data),
+    getTable: client.getTable(options.admin),
+    createTable: client.createTable(options.admin),
+    modifyColumnFamilies: client.modifyColumnFamilies(options.admin)
+  }
+  if (options.exportClientMetrics !== true) return service
+  return {
+    projectId: service.projectId,
+    mutateRows: (request) => instrumentStatuses("MutateRows")(service.mutateRows(request)),
+    getTable: (name) => instrumentAdmin("GetTable")(service.getTable(name)),
+    createTable: (request) => instrumentAdmin("CreateTable")(service.createTable(request)),
+    modifyColumnFamilies: (request) => instrumentAdmin("ModifyColumnFamilies")(service.modifyColumnFamilies(request))
+  }
+}
+
+interface Settings {
+  readonly projectId: string
+  readonly endpoint: EmulatorEndpoint | undefined
+  readonly keyFile: Redacted.Redacted<string> | undefined
+  readonly exportClientMetrics: boolean
+}
+
+/** @internal */
+export const settings = (config: BigtableClientConfig): Effect.Effect<Settings, SinkConfigError> =>
+  Effect.gen(function*() {
+    const projectId = yield* check.component("projectId", config.projectId)
+    const endpoint = config.emulatorEndpoint === undefined
+      ? undefined
+      : yield* EmulatorEndpoint.parse(config.emulatorEndpoint, "emulatorEndpoint")
+    const keyFile = config.serviceAccountKeyFile
+    if (keyFile !== undefined) {
+      if (!Redacted.isRedacted(keyFile)) {
+        return yield* check.fail("serviceAccountKeyFile", "must be a Redacted path (Redacted.make or Config.Redacted)")
+      }
+      yield* check.notBlank("serviceAccountKeyFile", Redacted.value(keyFile))
+      if (endpoint !== undefined) {
+        return yield* check.fail(
+          "serviceAccountKeyFile",
+          "cannot be combined with emulatorEndpoint: the emulator channel is plaintext and carries no credentials"
+        )
+      }
+    }
+    const exportClientMetrics = config.exportClientMetrics === undefined
+      ? false
+      : yield* check.boolean("exportClientMetrics", config.exportClientMetrics)
+    const toCloudMonitoring = config.exportClientMetricsToCloudMonitoring === undefined
+      ? false
+      : yield* check.boolean("exportClientMetricsToCloudMonitoring", config.exportClientMetricsToCloudMonitoring)
+    if (toCloudMonitoring) {
+      return yield* check.fail(
+        "exportClientMetricsToCloudMonitoring",
+        endpoint !== undefined
+          ? "must be false with emulatorEndpoint: the emulator has no Cloud Monitoring"
+          : "is not supported yet: the sink uses the gapic clients, which have no Cloud Monitoring exporter; " +
+            "use exportClientMetrics and an Effect metrics exporter"
+      )
+    }
+    return { projectId, endpoint, keyFile, exportClientMetrics }
+  })
+
+const scopes = ["https://www.googleapis.com/auth/bigtable.data", "https://www.googleapis.com/auth/bigtable.admin.table"]
+
+const keyFileAuth = (path: Redacted.Redacted<string>) =>
+  Effect.gen(function*() {
+    const fs = yield* Effect.promise(() => import("node:fs/promises"))
+    const text = yield* Effect.tryPromise({
+      try: () => fs.readFile(Redacted.value(path), "utf8"),
+      catch: (cause) =>
+        new SinkConfigError({ path: "serviceAccountKeyFile", message: `cannot read the key file: ${String(cause)}` })
+    })
+    const key = yield* Effect.try({
+      try: (): unknown => JSON.parse(text),
+      catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", message: "the key file is not JSON" })
+    })
+    const email = typeof key === "object" && key !== null && "client_email" in key ? key.client_email : undefined
+    const privateKey = typeof key === "object" && key !== null && "private_key" in key ? key.private_key : undefined
+    if (typeof email !== "string" || typeof privateKey !== "string") {
+      return yield* new SinkConfigError({
+        path: "serviceAccountKeyFile",
+        message: "the key file has no client_email and private_key (is it a service-account key?)"
+      })
+    }
+    const auth = yield* Effect.promise(() => import("google-auth-library"))
+    // A JWT client, not `keyFilename`: google-auth-library 11 logs a deprecation warning for the latter.
+    return new auth.JWT({ email, key: privateKey, scopes })
+  })
+
+const close = (name: string, c: { close(): Promise<void> }) =>
+  Effect.tryPromise(() => c.close()).pipe(
+    Effect.catch((cause) => Effect.logWarning(`closing the Bigtable ${name} client failed`, cause))
+  )
+
+/** @internal */
+export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkConfigError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const s = yield* settings(config)
+    const bigtable = yield* Effect.promise(() => import("@google-cloud/bigtable"))
+    const { v2 } = bigtable.default
+    const grpcJs = yield* Effect.promise(() => import("@grpc/grpc-js"))
+    const base = {
+      projectId: s.projectId,
+      // Fixed, so that no client asks the metadata server for its universe.
+      universeDomain: "googleapis.com",
+      "grpc.keepalive_time_ms": 30_000,
+      "grpc.keepalive_timeout_ms": 10_000
+    }
+    const options = s.endpoint !== undefined
+      ? {
+        ...base,
+        servicePath: s.endpoint.host,
+        apiEndpoint: s.endpoint.host,
+        port: s.endpoint.port,
+        sslCreds: grpcJs.credentials.createInsecure()
+      }
+      : s.keyFile !== undefined
+      ? { ...base, authClient: yield* keyFileAuth(s.keyFile) }
+      : base
+    const data = yield* Effect.acquireRelease(
+      Effect.sync(() => new v2.BigtableClient(options)),
+      (c) => close("data", c)
+    )
+    const admin = yield* Effect.acquireRelease(
+      Effect.sync(() => new v2.BigtableTableAdminClient(options)),
+      (c) => close("table admin", c)
+    )
+    return fromClients({ projectId: s.projectId, data, admin, exportClientMetrics: s.exportClientMetrics })
+  })

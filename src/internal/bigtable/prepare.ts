@@ -1,0 +1,173 @@
+/**
+ * The per-record hot path of `write`: resolve the destination, serialize, check the client-side
+ * limits, convert to the gapic entry and measure. Plain synchronous code (one pass per chunk); the
+ * only `try`/`catch` guards calls into user code (resolver, serializer) and user-built mutations.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import { FailedMutation } from "../../Bigtable/BigtableFailure.ts"
+import type { Serializer } from "../../Bigtable/BigtableSink.ts"
+import type { RowMutationEntry } from "../../Bigtable/RowMutationEntry.ts"
+import { isUnroutable, type TableDestination, type Unroutable } from "../../Bigtable/TableDestination.ts"
+import { unresolved } from "../../Sink/FailedElement.ts"
+import * as proto from "./mutationProto.ts"
+import { maxEntryBytes, maxMutationsPerEntry } from "./options.ts"
+
+/**
+ * One admitted entry, from admission until it is applied or routed. `attempts` and `isolated`
+ * are written by the writer's owner fiber only.
+ *
+ * @internal
+ */
+export interface Item {
+  readonly table: TableDestination
+  readonly key: string
+  readonly entry: RowMutationEntry
+  readonly proto: proto.ProtoEntry
+  readonly bytes: number
+  readonly mutations: number
+  permitBytes: number
+  attempts: number
+  isolated: boolean
+}
+
+/** @internal */
+export interface Prepared {
+  readonly items: Array<Item>
+  readonly routed: Array<FailedMutation>
+  readonly skipped: Array<string>
+}
+
+const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+const isEntry = (u: unknown): u is RowMutationEntry =>
+  Predicate.isObject(u) && u["rowKey"] instanceof Uint8Array && Array.isArray(u["mutations"])
+
+/** Validates and converts one serializer result; pushes into `out`. @internal */
+export const accept = (table: TableDestination, result: unknown, out: Prepared): void => {
+  const destination = String(table)
+  if (result === null) {
+    out.skipped.push(destination)
+    return
+  }
+  if (!isEntry(result)) {
+    out.routed.push(
+      new FailedMutation({
+        destination,
+        table,
+        message: `the serializer returned ${
+          Predicate.isObject(result) ? "an object" : typeof result
+        }, not a RowMutationEntry`
+      })
+    )
+    return
+  }
+  if (result.mutations.length > maxMutationsPerEntry) {
+    out.routed.push(
+      new FailedMutation({
+        destination,
+        table,
+        message: `the entry has ${result.mutations.length} mutations, more than the limit of ${maxMutationsPerEntry}`
+      })
+    )
+    return
+  }
+  let bytes: number
+  let entry: proto.ProtoEntry
+  try {
+    bytes = proto.entryByteSize(result)
+    entry = proto.toProtoEntry(result)
+  } catch (cause) {
+    out.routed.push(
+      new FailedMutation({ destination, table, message: `malformed mutation: ${describe(cause)}`, cause })
+    )
+    return
+  }
+  if (bytes > maxEntryBytes) {
+    out.routed.push(
+      new FailedMutation({
+        destination,
+        table,
+        message: `the entry has ${bytes} bytes, more than the limit of 200 MiB`
+      })
+    )
+    return
+  }
+  out.items.push({
+    table,
+    key: destination,
+    entry: result,
+    proto: entry,
+    bytes,
+    mutations: result.mutations.length,
+    permitBytes: bytes,
+    attempts: 0,
+    isolated: false
+  })
+}
+
+/**
+ * Prepares a chunk. Resolvers run first; a resolver that throws is a defect (the write dies); an
+ * unroutable verdict is routed. Serializers returning an `Effect` are run after the synchronous
+ * pass, one after the other.
+ *
+ * @internal
+ */
+export const prepare = <A>(
+  records: Iterable<A>,
+  resolve: (record: A) => TableDestination | Unroutable,
+  serializer: Serializer<A>
+): Effect.Effect<Prepared> =>
+  Effect.suspend(() => {
+    const out: Prepared = { items: [], routed: [], skipped: [] }
+    const deferred: Array<{ readonly table: TableDestination; readonly effect: Effect.Effect<unknown, unknown> }> = []
+    for (const record of records) {
+      let target: TableDestination | Unroutable
+      try {
+        target = resolve(record)
+      } catch (cause) {
+        return Effect.die(cause)
+      }
+      if (isUnroutable(target)) {
+        out.routed.push(new FailedMutation({ destination: unresolved, message: target.message }))
+        continue
+      }
+      let result: unknown
+      try {
+        result = serializer(record)
+      } catch (cause) {
+        out.routed.push(
+          new FailedMutation({
+            destination: String(target),
+            table: target,
+            message: `the serializer failed: ${describe(cause)}`,
+            cause
+          })
+        )
+        continue
+      }
+      // The serializer's type has no requirements, so its Effect needs no context.
+      if (Effect.isEffect(result)) deferred.push({ table: target, effect: result as Effect.Effect<unknown, unknown> })
+      else accept(target, result, out)
+    }
+    if (deferred.length === 0) return Effect.succeed(out)
+    return Effect.as(
+      Effect.forEach(deferred, ({ effect, table }) =>
+        Effect.match(effect, {
+          onFailure: (cause) => {
+            out.routed.push(
+              new FailedMutation({
+                destination: String(table),
+                table,
+                message: `the serializer failed: ${describe(cause)}`,
+                cause
+              })
+            )
+          },
+          onSuccess: (result) => accept(table, result, out)
+        }), { discard: true }),
+      out
+    )
+  })

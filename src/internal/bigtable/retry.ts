@@ -1,0 +1,50 @@
+/**
+ * The pure verdict on one MutateRows entry status (reference 3.2), first match wins:
+ *
+ * | verdict | rule |
+ * |---|---|
+ * | `applied` | every status in the chain is `OK` |
+ * | `tableNotFound` | any `NOT_FOUND` in the chain, checked first, even beside a transient status |
+ * | `retry` | any transient status (`UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`, `RESOURCE_EXHAUSTED`) anywhere |
+ * | `rowLevel` | no transient status, and the first status with a code is `INVALID_ARGUMENT` |
+ * | `fatal` | anything else: no status at all, `PERMISSION_DENIED`, `INTERNAL`, `FAILED_PRECONDITION`, ... |
+ *
+ * The reference connector has no `retry` row because its client retries transient statuses before
+ * the writer sees them; here the writer retries them itself, and a transient status that outlives
+ * the retry budget becomes `fatal` (see {@link afterBudget}).
+ *
+ * @internal
+ */
+import * as grpc from "../grpcStatus.ts"
+
+/** @internal */
+export type Verdict = "applied" | "tableNotFound" | "retry" | "rowLevel" | "fatal"
+
+/** @internal */
+export const classify = (chain: ReadonlyArray<number | undefined>): Verdict => {
+  if (chain.length === 0) return "fatal"
+  let allOk = true
+  let transient = false
+  let first: number | undefined
+  for (const code of chain) {
+    if (code === grpc.Code.NOT_FOUND) return "tableNotFound"
+    if (code !== grpc.Code.OK) allOk = false
+    if (grpc.isTransient(code)) transient = true
+    if (first === undefined && code !== undefined) first = code
+  }
+  if (allOk) return "applied"
+  if (transient) return "retry"
+  return first === grpc.Code.INVALID_ARGUMENT ? "rowLevel" : "fatal"
+}
+
+/** A `retry` verdict on an entry that has used `attempts` of `maxAttempts`. @internal */
+export const afterBudget = (verdict: Verdict, attempts: number, maxAttempts: number): Verdict =>
+  verdict === "retry" && attempts >= maxAttempts ? "fatal" : verdict
+
+/**
+ * Whether a `NOT_FOUND` names a missing column family rather than a missing table (the service
+ * says "Requested column family not found").
+ *
+ * @internal
+ */
+export const isMissingFamily = (message: string): boolean => /column family/i.test(message)

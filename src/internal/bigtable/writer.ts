@@ -1,0 +1,144 @@
+/**
+ * The scoped at-least-once writer: validates options, opens the failure handler, starts the owner
+ * fiber and the batch ticker, and admits records under the writer-global in-flight bounds.
+ *
+ * **Details**
+ *
+ * `write` prepares a chunk on the caller's fiber (resolve, serialize, measure), then takes
+ * in-flight permits group by group. When a group has to wait, it first asks the owner to send
+ * every open batch, so the permits held by batched entries come back; the wait is the
+ * backpressure. The owner sends a batch when it is full, after `batchDelay`, on flush, or on such
+ * a request.
+ *
+ * The exactly-once mode (DESIGN 6) plugs in at `checkpoint`: a barrier (`Flush`), then a prepare
+ * record saved through `CheckpointStore`, then the staged commits. Here `checkpoint` is a flush.
+ *
+ * @internal
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberSet from "effect/FiberSet"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import { BigtableClient } from "../../Bigtable/BigtableClient.ts"
+import type { BigtableSinkOptions } from "../../Bigtable/BigtableSink.ts"
+import type { TableDestination } from "../../Bigtable/TableDestination.ts"
+import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import type { Writer } from "../../Sink/Writer.ts"
+import type { WriteSummary } from "../../Sink/WriteSummary.ts"
+import * as flowControl from "../flowControl.ts"
+import * as check from "../optionChecks.ts"
+import * as batcher from "./batcher.ts"
+import * as options from "./options.ts"
+import * as owner from "./owner.ts"
+import * as prepare from "./prepare.ts"
+
+const commandCapacity = 1024
+
+/** How often the owner looks for batches older than `batchDelay`. @internal */
+export const tickInterval = "100 millis"
+
+const validateDestination = (table: TableDestination): Effect.Effect<void, SinkConfigError> =>
+  Effect.gen(function*() {
+    yield* check.component("destinationResolver(...).projectId", table.projectId)
+    yield* check.component("destinationResolver(...).instanceId", table.instanceId)
+    yield* check.component("destinationResolver(...).tableId", table.tableId)
+  })
+
+/** @internal */
+export const make = <A, EH = never, R = never>(
+  sinkOptions: BigtableSinkOptions<A, EH, R>
+): Effect.Effect<Writer<A, owner.WriterError<EH>>, SinkConfigError, BigtableClient | Scope.Scope | R> =>
+  Effect.gen(function*() {
+    type E = owner.WriterError<EH>
+    const settings = yield* options.settings(sinkOptions)
+    const client = yield* BigtableClient
+    const context = yield* Effect.context<R>()
+    const w = settings.writer
+    const flow = yield* flowControl.make({ maxUnits: w.maxInFlightEntries, maxBytes: w.maxInFlightBytes })
+    const failed = yield* Deferred.make<never, E>()
+    const commands = yield* Queue.bounded<owner.Command<E>>(commandCapacity)
+    const fibers = yield* FiberSet.make<unknown, unknown>()
+
+    yield* Effect.acquireRelease(
+      Effect.exit(settings.handler.open),
+      () => settings.handler.close
+    ).pipe(
+      Effect.flatMap((exit) => (Exit.isFailure(exit) ? Effect.die(exit.cause) : Effect.void)),
+      Effect.provideContext(context)
+    )
+
+    yield* owner.run({
+      settings,
+      client,
+      commands,
+      release: flow.release,
+      failed,
+      fibers,
+      validate: validateDestination
+    })
+      .pipe(Effect.provideContext(context), Effect.forkScoped)
+    yield* Queue.offer(commands, { _tag: "Tick" }).pipe(
+      Effect.repeat(Schedule.spaced(tickInterval)),
+      Effect.forkScoped
+    )
+
+    const orFailed = <X>(effect: Effect.Effect<X, E>): Effect.Effect<X, E> =>
+      Effect.raceFirst(effect, Deferred.await(failed))
+
+    const sendAll = Queue.offer(commands, { _tag: "SendAll" }).pipe(Effect.asVoid)
+
+    const write = (records: Iterable<A>): Effect.Effect<void, E> =>
+      Effect.gen(function*() {
+        if (yield* Deferred.isDone(failed)) return yield* Deferred.await(failed)
+        const prepared = yield* prepare.prepare(records, settings.resolve, settings.serializer)
+        for (const item of prepared.items) item.permitBytes = flow.permit(1, item.bytes).bytes
+        const groups = batcher.admissionGroups(prepared.items, flow.maxUnits, flow.maxBytes)
+        if (groups.length === 0) {
+          if (prepared.routed.length > 0 || prepared.skipped.length > 0) {
+            yield* orFailed(Queue.offer(commands, {
+              _tag: "Admit",
+              items: [],
+              routed: prepared.routed,
+              skipped: prepared.skipped
+            }))
+          }
+          return
+        }
+        for (let g = 0; g < groups.length; g++) {
+          const group = groups[g] as (typeof groups)[number]
+          yield* orFailed(flow.acquire({ units: group.items.length, bytes: group.bytes }, sendAll))
+          const last = g === groups.length - 1
+          yield* orFailed(Queue.offer(commands, {
+            _tag: "Admit",
+            items: group.items,
+            routed: last ? prepared.routed : [],
+            skipped: last ? prepared.skipped : []
+          }))
+        }
+      })
+
+    const flush: Effect.Effect<void, E> = Effect.gen(function*() {
+      const done = yield* Deferred.make<void, E>()
+      yield* orFailed(Queue.offer(commands, { _tag: "Flush", done }))
+      yield* orFailed(Deferred.await(done))
+    }).pipe(Effect.withSpan("BigtableSink.flush"))
+
+    const summary: Effect.Effect<WriteSummary> = Effect.gen(function*() {
+      const done = yield* Deferred.make<WriteSummary>()
+      yield* Queue.offer(commands, { _tag: "Summary", done })
+      return yield* Deferred.await(done)
+    })
+
+    // Closing after success flushes (end of input); after failure or interruption it only releases.
+    yield* Effect.addFinalizer((exit) => (Exit.isSuccess(exit) ? Effect.orDie(flush) : Effect.void))
+
+    return {
+      write: (records) => write(records).pipe(Effect.withSpan("BigtableSink.write")),
+      flush,
+      checkpoint: () => flush,
+      summary
+    }
+  })
