@@ -60,3 +60,38 @@ export * as TableDestination from "./TableDestination.ts"
  * @since 0.1.0
  */
 export * as TableSchema from "./TableSchema.ts"
+
+/**
+ * The BigQuery clients (Storage Write gRPC and REST) as a service and its layers.
+ *
+ * @since 0.1.0
+ */
+export * as BigQueryClient from "./BigQueryClient.ts"
+
+/**
+ * Terminal errors: `BigQueryError` and its reasons.
+ *
+ * @since 0.1.0
+ */
+export * as BigQueryError from "./BigQueryError.ts"
+
+/**
+ * Routed per-record failures: `FailedRow` and `UnroutableRecord`.
+ *
+ * @since 0.1.0
+ */
+export * as BigQueryFailure from "./BigQueryFailure.ts"
+
+/**
+ * The sink and its scoped writer.
+ *
+ * @since 0.1.0
+ */
+export * as BigQuerySink from "./BigQuerySink.ts"
+
+/**
+ * How the sink writes: at least once on the `_default` stream.
+ *
+ * @since 0.1.0
+ */
+export * as WriteMethod from "./WriteMethod.ts"

@@ -203,15 +203,23 @@ const deriveType = (
   return Result.map(deriveFields(objects, path, depth + 1), (fields) => ({ type, fields }))
 }
 
+/** The members of nested unions (`optional(NullOr(X))`), annotations of inner unions dropped. */
+const flatten = (ast: SchemaAST.AST): ReadonlyArray<SchemaAST.AST> => {
+  const node = resolve(ast)
+  return SchemaAST.isUnion(node) ? node.types.flatMap(flatten) : [node]
+}
+
 const deriveField = (name: string, ast: SchemaAST.AST, path: string, depth: number) =>
   Result.gen(function*() {
     let core = resolve(ast)
     let nullable = SchemaAST.isOptional(ast)
     if (SchemaAST.isUnion(core)) {
-      const members = core.types.filter((member) => !isNullish(member))
-      if (members.length < core.types.length) nullable = true
+      const all = flatten(core)
+      const members = all.filter((member) => !isNullish(member))
+      if (members.length < all.length) nullable = true
       const only = members[0]
       if (members.length === 1 && only !== undefined) core = resolve(only)
+      else if (members.length < all.length) core = new SchemaAST.Union(members)
     }
     let mode: Mode = nullable ? "NULLABLE" : "REQUIRED"
     let valueAst: SchemaAST.AST = core

@@ -58,9 +58,9 @@ const describeType = (
       const badName = nameError(field.name)
       if (badName !== undefined) return yield* fail(fieldPath, `column name ${badName}`)
       if ("keyType" in field) return yield* fail(fieldPath, "map fields cannot be BigQuery columns")
-      field.resolve()
-      const mode = field.repeated ? "REPEATED" : field.required ? "REQUIRED" : "NULLABLE"
-      const label = field.repeated ? labels.repeated : field.required ? labels.required : labels.optional
+      const required = field.required
+      const mode = field.repeated ? "REPEATED" : required ? "REQUIRED" : "NULLABLE"
+      const label = field.repeated ? labels.repeated : required ? labels.required : labels.optional
       const scalar = scalars[field.type]
       if (scalar !== undefined) {
         fields.push({ name: field.name, type: scalar[1], mode })
@@ -93,6 +93,11 @@ export const describeMessage = (
   path: string
 ): Result.Result<{ readonly schema: TableSchema; readonly descriptor: DescriptorProto }, SinkConfigError> => {
   const nested: Array<DescriptorProto> = []
+  const resolved = Result.try({
+    try: () => type.root.resolveAll(),
+    catch: (cause) => new SinkConfigError({ path, message: `cannot resolve the message type: ${String(cause)}` })
+  })
+  if (Result.isFailure(resolved)) return Result.fail(resolved.failure)
   return Result.map(describeType(type, rootName, path, 0, nested), ({ descriptorFields, fields }) => ({
     schema: { fields },
     descriptor: { name: rootName, field: descriptorFields, nestedType: nested }
