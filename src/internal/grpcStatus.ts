@@ -65,6 +65,15 @@ export interface Status {
 
 const isCode = (u: unknown): u is number => Predicate.isNumber(u) && Number.isInteger(u) && u >= 0 && u <= 16
 
+// `String` throws for objects without a usable `toString` (null prototype, hostile getters).
+const render = (u: unknown): string => {
+  try {
+    return String(u)
+  } catch {
+    return Object.prototype.toString.call(u)
+  }
+}
+
 /**
  * The status of one error object: its numeric `code` property (grpc-js `ServiceError`, gax
  * `GoogleError`) and its `details` (grpc-js: the server's message without the `14 UNAVAILABLE:`
@@ -73,14 +82,14 @@ const isCode = (u: unknown): u is number => Predicate.isNumber(u) && Number.isIn
  * @internal
  */
 export const fromError = (error: unknown): Status => {
-  if (!Predicate.isObject(error)) return { code: undefined, message: String(error) }
+  if (!Predicate.isObject(error)) return { code: undefined, message: render(error) }
   const code = isCode(error["code"]) ? error["code"] : undefined
   const details = error["details"]
   const message = Predicate.isString(details) && details.length > 0
     ? details
     : Predicate.isString(error["message"])
     ? error["message"]
-    : String(error)
+    : render(error)
   return { code, message }
 }
 

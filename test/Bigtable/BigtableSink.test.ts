@@ -26,6 +26,12 @@ const collecting = () => {
   return { failures, handler, flushes: () => flushes }
 }
 
+const wide = (k: string) =>
+  RowMutationEntry.make(
+    k,
+    Array.from({ length: 30_000 }, () => Mutation.setCell({ family: "cf", qualifier: "q", value: "v" }))
+  )
+
 const keys = (n: number, prefix = "r") => Array.from({ length: n }, (_, i) => `${prefix}${i}`)
 const fast = { retry: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 5 } } as const
 
@@ -74,7 +80,7 @@ describe("BigtableSink", () => {
       )
       assert.strictEqual(summary.recordsWritten, 2)
       assert.strictEqual(summary.recordsFailed, 3)
-      assert.deepStrictEqual(failures.map((f) => f.destination).sort(), ["p.i.t", "p.i.t", "unresolved"])
+      assert.deepStrictEqual(failures.map((f) => f.destination).toSorted(), ["p.i.t", "p.i.t", "unresolved"])
       assert.isTrue(failures.every((f) => f.rowKey === undefined))
     }))
 
@@ -112,11 +118,6 @@ describe("BigtableSink", () => {
   it.live("never sends more than 100,000 mutations in one request", () =>
     Effect.gen(function*() {
       const fake = makeFake()
-      const wide = (k: string) =>
-        RowMutationEntry.make(
-          k,
-          Array.from({ length: 30_000 }, () => Mutation.setCell({ family: "cf", qualifier: "q", value: "v" }))
-        )
       const summary = yield* Stream.fromIterable(keys(7)).pipe(
         Stream.run(BigtableSink.make({ table, serializer: wide })),
         Effect.provide(fake.layer)
@@ -273,7 +274,7 @@ describe("BigtableSink", () => {
         Effect.provide(fake.layer)
       )
       assert.strictEqual(summary.recordsWritten, 50)
-      assert.deepStrictEqual([...(tables.get(tableName) ?? [])].sort(), ["cf", "other"])
+      assert.deepStrictEqual([...(tables.get(tableName) ?? [])].toSorted(), ["cf", "other"])
       assert.strictEqual(fake.admin.filter((a) => a.startsWith("CreateTable")).length, 1)
     }))
 

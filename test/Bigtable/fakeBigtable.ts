@@ -31,6 +31,11 @@ export interface FakeOptions {
 
 const decoder = new TextDecoder()
 
+const notFound = (name: string) =>
+  Object.assign(new Error(`5 NOT_FOUND: ${name}`), { code: 5, details: `table ${name} not found` })
+const alreadyExists = (name: string) =>
+  Object.assign(new Error(`6 ALREADY_EXISTS: ${name}`), { code: 6, details: `${name} already exists` })
+
 export const makeFake = (options: FakeOptions = {}) => {
   const requests: Array<SentRequest> = []
   const applied = new Map<string, number>() // "table|row" -> times applied
@@ -107,11 +112,6 @@ export const makeFake = (options: FakeOptions = {}) => {
     close: () => Promise.resolve()
   }
 
-  const notFound = (name: string) =>
-    Object.assign(new Error(`5 NOT_FOUND: ${name}`), { code: 5, details: `table ${name} not found` })
-  const alreadyExists = (name: string) =>
-    Object.assign(new Error(`6 ALREADY_EXISTS: ${name}`), { code: 6, details: `${name} already exists` })
-
   const adminClient: BigtableClient.AdminClient = {
     getTable(request) {
       admin.push(`GetTable ${request.name}`)
@@ -121,7 +121,7 @@ export const makeFake = (options: FakeOptions = {}) => {
     },
     createTable(request) {
       const name = `${request.parent}/tables/${request.tableId}`
-      admin.push(`CreateTable ${name} ${Object.keys(request.table?.columnFamilies ?? {}).sort().join(",")}`)
+      admin.push(`CreateTable ${name} ${Object.keys(request.table?.columnFamilies ?? {}).toSorted().join(",")}`)
       if (tables === undefined) return Promise.reject(alreadyExists(name))
       if (tables.has(name)) return Promise.reject(alreadyExists(name))
       tables.set(name, new Set(Object.keys(request.table?.columnFamilies ?? {})))
@@ -130,7 +130,7 @@ export const makeFake = (options: FakeOptions = {}) => {
     modifyColumnFamilies(request) {
       const name = request.name ?? ""
       const ids = (request.modifications ?? []).map((m) => m.id ?? "")
-      admin.push(`ModifyColumnFamilies ${name} ${ids.sort().join(",")}`)
+      admin.push(`ModifyColumnFamilies ${name} ${ids.toSorted().join(",")}`)
       const table = tables?.get(name)
       if (table === undefined) return Promise.reject(notFound(name))
       if (ids.some((id) => table.has(id))) return Promise.reject(alreadyExists(name))
