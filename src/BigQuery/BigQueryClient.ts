@@ -1,0 +1,208 @@
+/**
+ * The BigQuery clients a sink writes through: the Storage Write API gRPC channel and the REST
+ * client, for production (ADC or a key file) or for an emulator.
+ *
+ * @since 0.1.0
+ */
+import type { BigQuery } from "@google-cloud/bigquery"
+import type * as grpc from "@grpc/grpc-js"
+import * as Config from "effect/Config"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Predicate from "effect/Predicate"
+import * as Redacted from "effect/Redacted"
+import type * as Scope from "effect/Scope"
+import * as credentials from "../internal/bigquery/credentials.ts"
+import * as check from "../internal/optionChecks.ts"
+import { EmulatorEndpoint } from "../Sink/EmulatorEndpoint.ts"
+import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
+
+/**
+ * The settings of a {@link BigQueryClient}.
+ *
+ * - `projectId`: the project the clients bill to and whose tables are named without one.
+ * - `location`: the BigQuery location (`US`, `europe-west1`); optional, forwarded to the REST client.
+ * - `serviceAccountKeyFile`: path of a service-account JSON key; default application credentials.
+ *   It is read when the layer is built; neither its path nor its contents appear in errors or logs.
+ * - `emulator`: `{ grpc, rest }` endpoints as `host:port` (parsed with `EmulatorEndpoint.parse`):
+ *   plaintext gRPC, REST with a static token, no metadata-server lookups. Rejected together with a
+ *   key file.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface BigQueryClientConfig {
+  readonly projectId: string
+  readonly location?: string | undefined
+  readonly serviceAccountKeyFile?: string | Redacted.Redacted<string> | undefined
+  readonly emulator?: {
+    readonly grpc: string
+    readonly rest: string
+  } | undefined
+}
+
+/**
+ * The clients of one project: `write` is the Storage Write API channel (`@grpc/grpc-js`), `rest`
+ * the `@google-cloud/bigquery` client used for tables and jobs.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface BigQueryClientService {
+  readonly projectId: string
+  readonly location: string | undefined
+  readonly write: grpc.Client
+  readonly rest: BigQuery
+}
+
+/**
+ * The BigQuery clients as a service; sinks require it.
+ *
+ * **Example** (Against the emulator)
+ * ```ts
+ * import { BigQueryClient } from "effect-gcp-sinks/BigQuery"
+ * const layer = BigQueryClient.layer({
+ *   projectId: "test-project",
+ *   emulator: { grpc: "127.0.0.1:9060", rest: "127.0.0.1:9050" }
+ * })
+ * ```
+ *
+ * @category services
+ * @since 0.1.0
+ */
+export class BigQueryClient extends Context.Service<BigQueryClient, BigQueryClientService>()(
+  "effect-gcp-sinks/BigQuery/BigQueryClient"
+) {}
+
+/**
+ * Builds the clients after validating `config`; the gRPC channel is closed with the scope.
+ *
+ * **Details**
+ *
+ * Fails with a `SinkConfigError` before any I/O: a blank or malformed `projectId`, a blank
+ * `location`, an endpoint that is not `host:port` (`emulator.grpc`, `emulator.rest`), a key file
+ * together with an emulator, an unreadable key file.
+ *
+ * **Example** (Building the service)
+ * ```ts
+ * import { Effect } from "effect"
+ * import { BigQueryClient } from "effect-gcp-sinks/BigQuery"
+ * const program = Effect.scoped(BigQueryClient.make({ projectId: "my-project", location: "EU" }))
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const make = (
+  config: BigQueryClientConfig
+): Effect.Effect<BigQueryClientService, SinkConfigError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const projectId = yield* check.component("projectId", config.projectId)
+    const location = config.location === undefined ? undefined : yield* check.notBlank("location", config.location)
+    const keyFile = config.serviceAccountKeyFile
+    if (config.emulator !== undefined) {
+      if (keyFile !== undefined) {
+        return yield* check.fail(
+          "serviceAccountKeyFile",
+          "cannot be combined with emulator: emulators take no credentials"
+        )
+      }
+      const grpcEndpoint = yield* EmulatorEndpoint.parse(config.emulator.grpc, "emulator.grpc")
+      const restEndpoint = yield* EmulatorEndpoint.parse(config.emulator.rest, "emulator.rest")
+      const write = yield* acquireChannel(Effect.sync(() => credentials.emulatorChannel(grpcEndpoint)))
+      const rest = credentials.restClient({
+        projectId,
+        location,
+        auth: credentials.staticTokenAuth(),
+        apiEndpoint: `http://${restEndpoint.target}`
+      })
+      return BigQueryClient.of({ projectId, location, write, rest })
+    }
+    const jwt = keyFile === undefined
+      ? undefined
+      : yield* credentials.loadKeyFile(Redacted.isRedacted(keyFile) ? keyFile : Redacted.make(keyFile))
+    const auth = jwt ?? credentials.applicationDefault(projectId)
+    const write = yield* acquireChannel(Effect.sync(() => credentials.productionChannel(auth)))
+    const rest = credentials.restClient({ projectId, location, auth: jwt })
+    return BigQueryClient.of({ projectId, location, write, rest })
+  })
+
+const acquireChannel = (open: Effect.Effect<grpc.Client>): Effect.Effect<grpc.Client, never, Scope.Scope> =>
+  Effect.acquireRelease(open, (channel) => Effect.sync(() => channel.close()))
+
+/**
+ * The service from plain settings.
+ *
+ * **Example** (Production with a key file)
+ * ```ts
+ * import { Redacted } from "effect"
+ * import { BigQueryClient } from "effect-gcp-sinks/BigQuery"
+ * const layer = BigQueryClient.layer({ projectId: "p", serviceAccountKeyFile: Redacted.make("/secrets/sa.json") })
+ * ```
+ *
+ * @category layers
+ * @since 0.1.0
+ */
+export const layer = (config: BigQueryClientConfig): Layer.Layer<BigQueryClient, SinkConfigError> =>
+  Layer.effect(BigQueryClient, make(config))
+
+/**
+ * The service from `Config`s (environment by default); read the key file path with
+ * `Config.Redacted`.
+ *
+ * **Example** (From the environment)
+ * ```ts
+ * import { Config } from "effect"
+ * import { BigQueryClient } from "effect-gcp-sinks/BigQuery"
+ * const layer = BigQueryClient.layerConfig({
+ *   projectId: Config.String("GCP_PROJECT"),
+ *   serviceAccountKeyFile: Config.Redacted("GCP_KEY_FILE")
+ * })
+ * ```
+ *
+ * @category layers
+ * @since 0.1.0
+ */
+export const layerConfig = (
+  config: Config.Wrap<BigQueryClientConfig>
+): Layer.Layer<BigQueryClient, Config.ConfigError | SinkConfigError> =>
+  Layer.effect(BigQueryClient, Effect.flatMap(Config.unwrap(config), make))
+
+/**
+ * The service from clients the caller built: a `@grpc/grpc-js` `Client` for the Storage Write API
+ * (a plaintext one to an in-process fake, say) and a `@google-cloud/bigquery` client. The caller
+ * keeps ownership: they are not closed with the layer.
+ *
+ * **Example** (A fake server)
+ * ```ts
+ * import { BigQuery } from "@google-cloud/bigquery"
+ * import * as grpc from "@grpc/grpc-js"
+ * import { BigQueryClient } from "effect-gcp-sinks/BigQuery"
+ * const layer = BigQueryClient.fromClients({
+ *   projectId: "p",
+ *   write: new grpc.Client("127.0.0.1:50051", grpc.credentials.createInsecure()),
+ *   rest: new BigQuery({ projectId: "p", apiEndpoint: "http://127.0.0.1:9050" })
+ * })
+ * ```
+ *
+ * @category layers
+ * @since 0.1.0
+ */
+export const fromClients = (clients: {
+  readonly projectId: string
+  readonly location?: string | undefined
+  readonly write: grpc.Client
+  readonly rest: BigQuery
+}): Layer.Layer<BigQueryClient, SinkConfigError> =>
+  Layer.effect(
+    BigQueryClient,
+    Effect.gen(function*() {
+      const projectId = yield* check.component("projectId", clients.projectId)
+      const location = clients.location === undefined ? undefined : yield* check.notBlank("location", clients.location)
+      if (!Predicate.isObject(clients.write) || !Predicate.isObject(clients.rest)) {
+        return yield* check.fail("write", "fromClients needs a grpc-js Client and a BigQuery REST client")
+      }
+      return BigQueryClient.of({ projectId, location, write: clients.write, rest: clients.rest })
+    })
+  )

@@ -1,0 +1,137 @@
+/**
+ * Streaming into BigQuery: `make` for `Stream.run`, `writer` for explicit control.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as Sink from "effect/Sink"
+import * as options from "../internal/bigquery/options.ts"
+import * as internalSink from "../internal/bigquery/sink.ts"
+import * as internalWriter from "../internal/bigquery/writer.ts"
+import type { CreateDisposition } from "../Sink/CreateDisposition.ts"
+import type { FailureHandler, RecordFailed } from "../Sink/FailureHandler.ts"
+import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
+import type { Writer } from "../Sink/Writer.ts"
+import type { WriteSummary } from "../Sink/WriteSummary.ts"
+import type { AdditionalFields } from "./AdditionalFields.ts"
+import type { BigQueryClient } from "./BigQueryClient.ts"
+import type { BigQueryError } from "./BigQueryError.ts"
+import type { BigQueryFailure } from "./BigQueryFailure.ts"
+import type { RowSerializer } from "./RowSerializer.ts"
+import type { SchemaUpdateOptions } from "./SchemaUpdateOptions.ts"
+import type { TableCreateOptions } from "./TableCreateOptions.ts"
+import type { DestinationResolver, TableDestination } from "./TableDestination.ts"
+import type { WriteMethod } from "./WriteMethod.ts"
+
+/**
+ * The options of {@link make} and {@link writer}.
+ *
+ * **Details**
+ *
+ * - `table` or `destinationResolver` (exactly one): a fixed table, or one per record; a resolver
+ *   may return `TableDestination.unroutable(...)`, routed to the handler as `UnroutableRecord`.
+ * - `serializer` (required): the table schema per destination and the row bytes; `null` skips.
+ * - `writeMethod`: default `WriteMethod.atLeastOnce()`.
+ * - `createDisposition`: default `"CREATE_IF_NEEDED"`: a missing table is created with the
+ *   serializer's schema (plus `additionalFields`) and `tableCreateOptions` (fixed, or a function
+ *   of the destination).
+ * - `schemaUpdate`: default off; with `allowNewFields` / `allowFieldRelaxation` the sink widens a
+ *   table whose appends fail with extra fields (an etag-conditioned patch of the union).
+ * - `additionalFields`: physical columns appended to every row.
+ * - `failureHandler`: default `FailureHandler.failJob`: receives `FailedRow` and `UnroutableRecord`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface BigQuerySinkOptions<A, E = RecordFailed, R = never> {
+  readonly table?: TableDestination | undefined
+  readonly destinationResolver?: DestinationResolver<A> | undefined
+  readonly serializer: RowSerializer<A>
+  readonly writeMethod?: WriteMethod | undefined
+  readonly createDisposition?: CreateDisposition | undefined
+  readonly tableCreateOptions?:
+    | TableCreateOptions
+    | ((destination: TableDestination) => TableCreateOptions)
+    | undefined
+  readonly schemaUpdate?: SchemaUpdateOptions | undefined
+  readonly additionalFields?: AdditionalFields<A> | undefined
+  readonly failureHandler?: FailureHandler<BigQueryFailure, E, R> | undefined
+}
+
+/**
+ * The error of a BigQuery sink: a terminal `BigQueryError`, a `SinkConfigError` for invalid
+ * options, or the handler's error (`RecordFailed` for the default `failJob`).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigError | E
+
+/**
+ * A sink appending every record to BigQuery, completing with a `WriteSummary` once every record
+ * is acknowledged or routed.
+ *
+ * **Details**
+ *
+ * Options are validated when the sink starts, before any I/O. Rows are appended to each table's
+ * `_default` stream in batches cut by bytes, pipelined up to the in-flight bounds; transient
+ * failures are retried, failed rows routed to the handler, missing tables created, schemas widened
+ * when allowed. With `flushInterval` a timer flushes too. At least once: a batch whose response
+ * was lost is appended again.
+ *
+ * **Example** (Streaming orders into a table)
+ * ```ts
+ * import { Effect, Schema, Stream } from "effect"
+ * import { BigQueryClient, BigQuerySink, RowSerializer, TableDestination } from "effect-gcp-sinks/BigQuery"
+ * const Order = Schema.Struct({ id: Schema.String, total: Schema.Number })
+ * const program = Effect.gen(function*() {
+ *   const serializer = yield* RowSerializer.fromSchema(Order)
+ *   const table = yield* TableDestination.make({ project: "p", dataset: "shop", table: "orders" })
+ *   return yield* Stream.make({ id: "a", total: 1 }).pipe(Stream.run(BigQuerySink.make({ table, serializer })))
+ * }).pipe(Effect.provide(BigQueryClient.layer({ projectId: "p" })))
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const make = <A, E = RecordFailed, R = never>(
+  sinkOptions: BigQuerySinkOptions<A, E, R>
+): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<E>, BigQueryClient | R> =>
+  Sink.unwrap(
+    Effect.map(
+      options.decode(sinkOptions),
+      (settings): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<E>, BigQueryClient | R> =>
+        internalSink.make(settings)
+    )
+  )
+
+/**
+ * A scoped writer: `write` admits records (waiting when the in-flight bounds are reached),
+ * `flush` returns when every earlier record is acknowledged or routed, `summary` reads the
+ * counters. Closing the scope after success flushes; after a failure it releases without flushing.
+ *
+ * **Example** (Explicit barriers)
+ * ```ts
+ * import { Effect } from "effect"
+ * import { BigQuerySink, type RowSerializer, type TableDestination } from "effect-gcp-sinks/BigQuery"
+ * declare const serializer: RowSerializer.RowSerializer<{ id: string }>
+ * declare const table: TableDestination.TableDestination
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const writer = yield* BigQuerySink.writer({ table, serializer })
+ *   yield* writer.write([{ id: "a" }])
+ *   yield* writer.flush
+ *   return yield* writer.summary
+ * }))
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const writer = <A, E = RecordFailed, R = never>(
+  writerOptions: BigQuerySinkOptions<A, E, R>
+): Effect.Effect<
+  Writer<A, BigQueryError | E>,
+  SinkConfigError | E,
+  BigQueryClient | R | Scope.Scope
+> => Effect.flatMap(options.decode(writerOptions), internalWriter.make)

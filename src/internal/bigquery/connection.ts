@@ -1,0 +1,194 @@
+/**
+ * One `AppendRows` bidi stream on the `_default` stream of one table (cf. Go's `connection.go`),
+ * driven through `@grpc/grpc-js` with hand-framed request bytes (ADR 0007).
+ *
+ * **Details**
+ *
+ * - The connection's descriptor is fixed: `write_stream`, `trace_id` and `writer_schema` go on its
+ *   first request only; a schema change opens a new connection.
+ * - Responses arrive in request order, so each append's `Deferred` waits in a FIFO. Appending
+ *   (enqueue + write) and the stream's listeners are synchronous blocks on the one JS thread, so the
+ *   FIFO has one writer at a time; the listeners only complete `Deferred`s, forwarding every
+ *   response and every `'error'` into the fibers awaiting them.
+ * - A stream error fails every waiting append with the status and the `StorageError` of the
+ *   trailers; the connection is then broken and the destination opens a new one.
+ *
+ * @internal
+ */
+import { protos } from "@google-cloud/bigquery-storage"
+import * as grpc from "@grpc/grpc-js"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import { Code, fromError } from "../grpcStatus.ts"
+import * as AppendRequest from "./appendRequest.ts"
+import { type AppendResponse, decodeResponse, storageCodeOfMetadata } from "./rowErrors.ts"
+
+/** The gRPC method path. @internal */
+export const appendRowsPath = "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows"
+
+/** A failed call: the status code (none for a malformed answer), message, storage error code. @internal */
+export interface StreamFailure {
+  readonly _tag: "StreamFailure"
+  readonly code: number | undefined
+  readonly message: string
+  readonly storageCode: number | undefined
+  readonly cause: unknown
+}
+
+/** @internal */
+export const streamFailure = (
+  code: number | undefined,
+  message: string,
+  cause: unknown,
+  storageCode?: number
+): StreamFailure => ({ _tag: "StreamFailure", code, message, storageCode, cause })
+
+/** @internal */
+export interface Connection {
+  readonly id: number
+  /** The encoded `DescriptorProto` every row on this connection was encoded with. */
+  readonly descriptor: Uint8Array
+  /**
+   * Sends one request now and returns the `Deferred` of its response; fails at once when the
+   * connection is already broken.
+   */
+  readonly append: (rows: ReadonlyArray<Uint8Array>) => Effect.Effect<Deferred.Deferred<AppendResponse, StreamFailure>>
+  /** True once the stream failed or was closed: open a new one. */
+  readonly isBroken: () => boolean
+  /** Appends awaiting a response. */
+  readonly pending: () => number
+  /** Cancels the stream: every waiting append fails with `CANCELLED` (used by the watchdog). */
+  readonly abort: (reason: string) => Effect.Effect<void>
+  /** Half-closes the stream; the service still answers what was sent. */
+  readonly close: Effect.Effect<void>
+}
+
+const toBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+const identity = (bytes: Buffer): Buffer => bytes
+
+let nextId = 0
+
+/**
+ * Opens a connection on `writeStream` (`projects/p/datasets/d/tables/t/streams/_default`) over
+ * `channel`. Opening sends nothing; the first append carries the stream name and descriptor.
+ *
+ * @internal
+ */
+export const open = (channel: grpc.Client, writeStream: string, descriptor: Uint8Array): Effect.Effect<Connection> =>
+  Effect.sync(() => {
+    const metadata = new grpc.Metadata()
+    metadata.set("x-goog-request-params", `write_stream=${writeStream}`)
+    const call = channel.makeBidiStreamRequest<Uint8Array, Buffer>(appendRowsPath, toBuffer, identity, metadata)
+    const fifo: Array<Deferred.Deferred<AppendResponse, StreamFailure> | undefined> = []
+    let head = 0
+    let broken: StreamFailure | undefined
+    let first = true
+
+    const failAll = (failure: StreamFailure): void => {
+      broken ??= failure
+      while (head < fifo.length) {
+        const d = fifo[head]
+        fifo[head++] = undefined
+        if (d !== undefined) Deferred.doneUnsafe(d, Exit.fail(failure))
+      }
+      fifo.length = 0
+      head = 0
+    }
+    const onData = (bytes: Buffer): void => {
+      const d = fifo[head]
+      if (d === undefined) {
+        failAll(streamFailure(undefined, "a response arrived with no append waiting for it", undefined))
+        call.cancel()
+        return
+      }
+      fifo[head++] = undefined
+      if (head === fifo.length) {
+        fifo.length = 0
+        head = 0
+      }
+      let response: AppendResponse
+      try {
+        response = decodeResponse(bytes)
+      } catch (cause) {
+        Deferred.doneUnsafe(d, Exit.fail(streamFailure(undefined, "malformed AppendRowsResponse", cause)))
+        return
+      }
+      Deferred.doneUnsafe(d, Exit.succeed(response))
+    }
+    const onError = (error: unknown): void => {
+      const status = fromError(error)
+      const trailers = typeof error === "object" && error !== null && "metadata" in error &&
+          error.metadata instanceof grpc.Metadata
+        ? error.metadata
+        : undefined
+      failAll(streamFailure(status.code, status.message, error, storageCodeOfMetadata(trailers)))
+    }
+    const onEnd = (): void => {
+      failAll(streamFailure(Code.UNAVAILABLE, "the AppendRows stream ended", undefined))
+    }
+    call.on("data", onData)
+    call.on("error", onError)
+    call.on("end", onEnd)
+
+    const connection: Connection = {
+      id: nextId++,
+      descriptor,
+      append: (rows) =>
+        Effect.sync(() => {
+          const d = Deferred.makeUnsafe<AppendResponse, StreamFailure>()
+          if (broken !== undefined) {
+            Deferred.doneUnsafe(d, Exit.fail(broken))
+            return d
+          }
+          const header: AppendRequest.Header = first
+            ? { writeStream, descriptor, traceId: AppendRequest.traceId }
+            : {}
+          first = false
+          fifo.push(d)
+          call.write(AppendRequest.encode(header, rows))
+          return d
+        }),
+      isBroken: () => broken !== undefined,
+      pending: () => fifo.length - head,
+      abort: (reason) =>
+        Effect.sync(() => {
+          failAll(streamFailure(Code.CANCELLED, reason, undefined))
+          call.cancel()
+        }),
+      close: Effect.sync(() => {
+        broken ??= streamFailure(Code.CANCELLED, "connection closed", undefined)
+        call.end()
+      })
+    }
+    return connection
+  })
+
+/** The gRPC method path of `GetWriteStream`. @internal */
+export const getWriteStreamPath = "/google.cloud.bigquery.storage.v1.BigQueryWrite/GetWriteStream"
+
+/**
+ * `GetWriteStream` on `name` (view BASIC): proves the table exists before the first append, the
+ * way the Java writer primes `_default`. Fails with the call's status; interruption cancels it.
+ *
+ * @internal
+ */
+export const getWriteStream = (channel: grpc.Client, name: string): Effect.Effect<void, StreamFailure> =>
+  Effect.callback<void, StreamFailure>((resume) => {
+    const request = protos.google.cloud.bigquery.storage.v1.GetWriteStreamRequest.encode({ name, view: 1 }).finish()
+    const metadata = new grpc.Metadata()
+    metadata.set("x-goog-request-params", `name=${name}`)
+    const call = channel.makeUnaryRequest<Uint8Array, Buffer>(
+      getWriteStreamPath,
+      toBuffer,
+      identity,
+      request,
+      metadata,
+      (error) => {
+        if (error === null || error === undefined) return resume(Effect.void)
+        const status = fromError(error)
+        resume(Effect.fail(streamFailure(status.code, status.message, error, storageCodeOfMetadata(error.metadata))))
+      }
+    )
+    return Effect.sync(() => call.cancel())
+  })

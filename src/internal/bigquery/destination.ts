@@ -1,0 +1,220 @@
+/**
+ * Per-table state: the batch being filled, the schema and descriptor in force, the connection
+ * slot and the table-repair guard; opened lazily (proving the table exists, creating it under
+ * `CREATE_IF_NEEDED`), evicted when idle and clean (cf. Go's `managed_stream.go`).
+ *
+ * **Details**
+ *
+ * The mutable fields of {@link Destination} belong to the writer fiber. The connection slot and
+ * the repair guard are shared with the append fibers; each serializes its own changes with a
+ * one-permit `Semaphore`, so a broken connection is reopened once and a missing table created
+ * once per incident however many appends saw it.
+ *
+ * @internal
+ */
+import type * as grpc from "@grpc/grpc-js"
+import * as Effect from "effect/Effect"
+import * as Semaphore from "effect/Semaphore"
+import type { BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
+import { BigQueryError, RequestRejected, RetriesExhausted, TableNotFound } from "../../BigQuery/BigQueryError.ts"
+import { descriptorOf } from "../../BigQuery/RowSerializer.ts"
+import * as TableCreateOptions from "../../BigQuery/TableCreateOptions.ts"
+import type { TableDestination } from "../../BigQuery/TableDestination.ts"
+import type * as TableSchema from "../../BigQuery/TableSchema.ts"
+import { name as codeName } from "../grpcStatus.ts"
+import * as Connection from "./connection.ts"
+import { encodeDescriptor } from "./descriptor.ts"
+import type { Settings } from "./options.ts"
+import { classifyOpen, sleepBackoff } from "./retry.ts"
+import * as Split from "./split.ts"
+import * as tables from "./tables.ts"
+
+/** The connection in force for a destination, reopened on demand. @internal */
+export interface ConnectionSlot {
+  /** The current connection if it is healthy and has `descriptor`, else a new one. */
+  readonly acquire: (descriptor: Uint8Array) => Effect.Effect<Connection.Connection>
+  /** Half-closes `connection` if it is still current, so the next acquire opens a new one. */
+  readonly retire: (connection: Connection.Connection) => Effect.Effect<void>
+  /** Cancels `connection` (no response came): its waiting appends fail and are retried. */
+  readonly abort: (connection: Connection.Connection, reason: string) => Effect.Effect<void>
+  readonly close: Effect.Effect<void>
+}
+
+/** @internal */
+export const makeSlot = (channel: grpc.Client, writeStream: string): Effect.Effect<ConnectionSlot> =>
+  Effect.map(Semaphore.make(1), (lock) => {
+    let current: Connection.Connection | undefined
+    const locked = lock.withPermits(1)
+    const drop = (connection: Connection.Connection, f: Effect.Effect<void>) =>
+      locked(Effect.suspend(() => {
+        if (current !== connection) return Effect.void
+        current = undefined
+        return f
+      }))
+    return {
+      acquire: (descriptor) =>
+        locked(Effect.suspend(() => {
+          if (current !== undefined && !current.isBroken() && current.descriptor === descriptor) {
+            return Effect.succeed(current)
+          }
+          const old = current
+          return Effect.tap(
+            Effect.andThen(
+              old === undefined ? Effect.void : old.close,
+              Connection.open(channel, writeStream, descriptor)
+            ),
+            (connection) => Effect.sync(() => void (current = connection))
+          )
+        })),
+      retire: (connection) => drop(connection, connection.close),
+      abort: (connection, reason) => drop(connection, connection.abort(reason)),
+      close: locked(Effect.suspend(() => {
+        const old = current
+        current = undefined
+        return old === undefined ? Effect.void : old.close
+      }))
+    }
+  })
+
+/**
+ * Runs table repairs (creation, schema reconciliation) one at a time per destination, and at
+ * most once per incident: an append passes the epoch it observed when it was sent; if a repair
+ * finished since, its own is skipped.
+ *
+ * @internal
+ */
+export interface RepairGuard {
+  readonly epoch: () => number
+  readonly repair: <E>(observed: number, action: Effect.Effect<unknown, E>) => Effect.Effect<void, E>
+}
+
+/** @internal */
+export const makeGuard = (): Effect.Effect<RepairGuard> =>
+  Effect.map(Semaphore.make(1), (lock) => {
+    let epoch = 0
+    return {
+      epoch: () => epoch,
+      repair: (observed, action) =>
+        lock.withPermits(1)(Effect.suspend(() =>
+          epoch !== observed ? Effect.void : Effect.tap(action, () => Effect.sync(() => void epoch++))
+        )).pipe(Effect.asVoid)
+    }
+  })
+
+/** One open destination. Mutable fields belong to the writer fiber. @internal */
+export interface Destination {
+  readonly destination: TableDestination
+  readonly key: string
+  readonly slot: ConnectionSlot
+  readonly guard: RepairGuard
+  batch: Split.Batch
+  schema: TableSchema.TableSchema
+  descriptor: Uint8Array
+  fingerprint: unknown
+  lastUsedMillis: number
+  inFlight: number
+  /** The service pushed a new table schema: re-read the serializer's before the next batch. */
+  schemaPushed: boolean
+}
+
+/** The serializer's schema, descriptor and fingerprint for a destination. @internal */
+export const readSchema = <A>(
+  serializer: Settings<A, unknown, unknown>["serializer"],
+  destination: TableDestination
+): { schema: TableSchema.TableSchema; descriptor: Uint8Array; fingerprint: unknown } => ({
+  schema: serializer.tableSchema(destination),
+  descriptor: encodeDescriptor(descriptorOf(serializer, destination)),
+  fingerprint: serializer.fingerprint?.(destination)
+})
+
+/** The REST fragments of the creation options for a destination. @internal */
+export const createResource = <A, E, R>(
+  settings: Settings<A, E, R>,
+  destination: TableDestination
+): tables.CreateResource => ({ ...TableCreateOptions.toRest(settings.createOptions(destination)) })
+
+/**
+ * Opens a destination: `GetWriteStream` on its `_default` stream; a missing table is created
+ * under `CREATE_IF_NEEDED` (terminal under `CREATE_NEVER`); transient failures are retried on the
+ * recovery budget.
+ *
+ * @internal
+ */
+export const open = <A, E, R>(
+  client: BigQueryClientService,
+  settings: Settings<A, E, R>,
+  destination: TableDestination,
+  nowMillis: number
+): Effect.Effect<Destination, BigQueryError> =>
+  Effect.gen(function*() {
+    const key = destination.toString()
+    const { descriptor, fingerprint, schema } = readSchema(settings.serializer, destination)
+    const context = { schemaUpdatesEnabled: false, createDisposition: settings.createDisposition }
+    let created = false
+    for (let attempt = 1;; attempt++) {
+      const result = yield* Effect.result(Connection.getWriteStream(client.write, destination.defaultStream))
+      if (result._tag === "Success") break
+      const failure = result.failure
+      const verdict = classifyOpen(failure.code, context)
+      if (verdict._tag === "createTable" && !created) {
+        created = true
+        yield* tables.create(
+          client.rest,
+          destination,
+          schema,
+          createResource(settings, destination),
+          settings.stream.recovery
+        )
+        continue
+      }
+      if (verdict._tag === "fail" && verdict.kind === "tableNotFound") {
+        return yield* new BigQueryError({
+          reason: new TableNotFound({
+            destination: key,
+            createDisposition: settings.createDisposition,
+            detail: `table ${key} does not exist (or access is denied) and createDisposition is ` +
+              `${settings.createDisposition}: ${failure.message}`,
+            cause: failure.cause
+          })
+        })
+      }
+      const retriable = verdict._tag === "retry" || verdict._tag === "createTable"
+      if (!retriable) {
+        return yield* new BigQueryError({
+          reason: new RequestRejected({
+            method: "GetWriteStream",
+            destination: key,
+            code: codeName(failure.code),
+            detail: failure.message,
+            cause: failure.cause
+          })
+        })
+      }
+      if (attempt >= settings.stream.recovery.maxAttempts) {
+        return yield* new BigQueryError({
+          reason: new RetriesExhausted({
+            method: "GetWriteStream",
+            destination: key,
+            attempts: attempt,
+            code: codeName(failure.code),
+            detail: failure.message,
+            cause: failure.cause
+          })
+        })
+      }
+      yield* sleepBackoff(settings.stream.recovery, attempt)
+    }
+    return {
+      destination,
+      key,
+      slot: yield* makeSlot(client.write, destination.defaultStream),
+      guard: yield* makeGuard(),
+      batch: Split.empty(),
+      schema,
+      descriptor,
+      fingerprint,
+      lastUsedMillis: nowMillis,
+      inFlight: 0,
+      schemaPushed: false
+    }
+  })

@@ -1,0 +1,81 @@
+/**
+ * The metrics of the at-least-once writer (reference 2.15), as Effect `Metric`s. Names follow
+ * the reference (`numRecordsSend`, ...) under a `bigquery_sink_` prefix; error classes are one
+ * counter with a `code` attribute.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+
+/** @internal */
+export const recordsSend = Metric.counter("bigquery_sink_num_records_send", {
+  description: "rows handed to an append, counted once (re-appends are not counted again)",
+  incremental: true
+})
+
+/** @internal */
+export const bytesSend = Metric.counter("bigquery_sink_num_bytes_send", {
+  description: "row bytes handed to an append, counted once",
+  incremental: true
+})
+
+/** @internal */
+export const recordsSendErrors = Metric.counter("bigquery_sink_num_records_send_errors", {
+  description: "records routed to the failure handler (unroutable ones included)",
+  incremental: true
+})
+
+/** @internal */
+export const recordsSkipped = Metric.counter("bigquery_sink_records_skipped", {
+  description: "records the serializer skipped",
+  incremental: true
+})
+
+/** @internal */
+export const inFlightBatches = Metric.gauge("bigquery_sink_in_flight_batches", {
+  description: "appends awaiting their response"
+})
+
+/** @internal */
+export const openDestinations = Metric.gauge("bigquery_sink_open_destinations", {
+  description: "destinations with open state"
+})
+
+/** @internal */
+export const appendRetries = Metric.counter("bigquery_sink_append_retries", {
+  description: "batches appended again after a failure",
+  incremental: true
+})
+
+/** @internal */
+export const tablesCreated = Metric.counter("bigquery_sink_tables_created", {
+  description: "tables.insert requests made (lost races included)",
+  incremental: true
+})
+
+/** @internal */
+export const schemaReconciliations = Metric.counter("bigquery_sink_schema_reconciliations", {
+  description: "table schema reconciliations performed",
+  incremental: true
+})
+
+/** @internal */
+export const errors = Metric.counter("bigquery_sink_errors", {
+  description: "failed appends (re-appends included) by gRPC status name, UNCLASSIFIED without one",
+  incremental: true
+})
+
+/** One failed append of class `code`. @internal */
+export const countError = (code: string): Effect.Effect<void> =>
+  Metric.update(Metric.withAttributes(errors, { code }), 1)
+
+/** Adds to a record counter, with the destination as attribute when asked for. @internal */
+export const countRecords = (
+  metric: Metric.Metric<number, unknown>,
+  amount: number,
+  destination: string | undefined
+): Effect.Effect<void> =>
+  amount === 0
+    ? Effect.void
+    : Metric.update(destination === undefined ? metric : Metric.withAttributes(metric, { destination }), amount)

@@ -1,0 +1,274 @@
+/**
+ * One in-flight append and its repair loop (cf. Go's `appendresult.go` and the Java writer's
+ * repair): send, await the response (with a watchdog), classify a failure (`retry.ts`) and act on
+ * the verdict until the rows are committed, routed, or the budget is spent.
+ *
+ * @internal
+ */
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import type { BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
+import {
+  BigQueryError,
+  RequestRejected,
+  RetriesExhausted,
+  SchemaMismatch,
+  TableNotFound
+} from "../../BigQuery/BigQueryError.ts"
+import type { FailedRow } from "../../BigQuery/BigQueryFailure.ts"
+import type * as TableSchema from "../../BigQuery/TableSchema.ts"
+import { name as codeName } from "../grpcStatus.ts"
+import { createResource, type Destination } from "./destination.ts"
+import * as metrics from "./metrics.ts"
+import type { Settings } from "./options.ts"
+import { type AppendFailure, classify, sleepBackoff } from "./retry.ts"
+import { splitByRowErrors } from "./rowErrors.ts"
+import * as schemaUpdate from "./schemaUpdate.ts"
+import * as tables from "./tables.ts"
+
+/** The schema-wait budget: flat 30 s, 30 attempts, ±25 % (not configurable, reference 2.4). @internal */
+export const schemaWait = {
+  initialBackoff: Duration.seconds(30),
+  maxBackoff: Duration.seconds(30),
+  maxAttempts: 30
+}
+
+/** A batch handed to an append fiber. @internal */
+export interface Batch {
+  readonly rows: ReadonlyArray<Uint8Array>
+  readonly descriptor: Uint8Array
+  readonly schema: TableSchema.TableSchema
+}
+
+/** What an append achieved. @internal */
+export interface Outcome {
+  readonly key: string
+  readonly written: number
+  readonly bytes: number
+  readonly retries: number
+  readonly failed: ReadonlyArray<FailedRow>
+  readonly schemaPushed: boolean
+}
+
+const sumBytes = (rows: ReadonlyArray<Uint8Array>): number => {
+  let n = 0
+  for (let i = 0; i < rows.length; i++) n += rows[i]!.length
+  return n
+}
+
+/**
+ * Appends `batch` to `destination` until it is committed (survivors of row errors included) or a
+ * terminal error. Budgets: first-level retries of in-band transient errors on the same connection
+ * (`retry*` options), then the recovery budget for reconnects, table creation and what the first
+ * level gave up on, and the schema-wait budget for schema updates.
+ *
+ * @internal
+ */
+export const run = <A, E, R>(
+  client: BigQueryClientService,
+  settings: Settings<A, E, R>,
+  destination: Destination,
+  batch: Batch
+): Effect.Effect<Outcome, BigQueryError> =>
+  Effect.gen(function*() {
+    const s = settings.stream
+    const key = destination.key
+    const context = {
+      schemaUpdatesEnabled: settings.schemaUpdate.allowNewFields || settings.schemaUpdate.allowFieldRelaxation,
+      createDisposition: settings.createDisposition
+    }
+    let rows = batch.rows
+    let recovery = 0
+    let schemaWaits = 0
+    let firstLevel = 0
+    let firstLevelStart = 0
+    let retries = 0
+    let schemaPushed = false
+    const failed: Array<FailedRow> = []
+    const exhausted = (failure: AppendFailure, detail: string, cause: unknown, attempts: number) =>
+      new BigQueryError({
+        reason: new RetriesExhausted({
+          method: "AppendRows",
+          destination: key,
+          attempts,
+          code: codeName(failure.code),
+          detail,
+          cause
+        })
+      })
+    for (;;) {
+      const epoch = destination.guard.epoch()
+      const connection = yield* destination.slot.acquire(batch.descriptor)
+      const pending = yield* connection.append(rows)
+      const answer = yield* Deferred.await(pending).pipe(Effect.result, Effect.timeoutOption(s.responseTimeout))
+      let failure: AppendFailure
+      let detail: string
+      let cause: unknown
+      let rowErrors: Parameters<typeof splitByRowErrors>[2] = []
+      if (Option.isNone(answer)) {
+        yield* destination.slot.abort(connection, "no response within responseTimeout")
+        failure = { origin: "watchdog", code: undefined, storageCode: undefined, rowErrors: 0 }
+        detail = `no response within ${Duration.format(s.responseTimeout)}`
+        cause = undefined
+      } else if (answer.value._tag === "Failure") {
+        const f = answer.value.failure
+        yield* destination.slot.retire(connection)
+        failure = { origin: "stream", code: f.code, storageCode: f.storageCode, rowErrors: 0 }
+        detail = f.message
+        cause = f.cause
+      } else {
+        const response = answer.value.success
+        if (response.updatedSchema !== undefined) schemaPushed = true
+        if (response.ok) {
+          return { key, written: rows.length, bytes: sumBytes(rows), retries, failed, schemaPushed }
+        }
+        failure = {
+          origin: "response",
+          code: response.code,
+          storageCode: response.storageCode,
+          rowErrors: response.rowErrors.length
+        }
+        detail = response.message
+        cause = response
+        rowErrors = response.rowErrors
+      }
+      yield* metrics.countError(codeName(failure.code))
+      const verdict = classify(failure, context)
+      switch (verdict._tag) {
+        case "retry": {
+          const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+          if (firstLevel === 0) firstLevelStart = now
+          const limit = Duration.toMillis(s.maxRetryDuration)
+          if (firstLevel + 1 < s.retryMaxAttempts && (limit === 0 || now - firstLevelStart < limit)) {
+            const initial = Duration.toMillis(s.retryInitialDelay)
+            const cap = Duration.toMillis(s.retryMaxDelay)
+            const delay = initial * Math.pow(s.retryDelayMultiplier, firstLevel)
+            firstLevel++
+            retries++
+            yield* Effect.sleep(Duration.millis(cap === 0 ? delay : Math.min(delay, cap)))
+            continue
+          }
+          // the first level gave up: rebuild the connection and re-append on the recovery budget
+          yield* destination.slot.retire(connection)
+          if (recovery >= s.recovery.maxAttempts) return yield* exhausted(failure, detail, cause, recovery + 1)
+          recovery++
+          firstLevel = 0
+          retries++
+          yield* sleepBackoff(s.recovery, recovery)
+          continue
+        }
+        case "reconnect": {
+          yield* destination.slot.retire(connection)
+          if (recovery >= s.recovery.maxAttempts) return yield* exhausted(failure, detail, cause, recovery + 1)
+          recovery++
+          retries++
+          yield* sleepBackoff(s.recovery, recovery)
+          continue
+        }
+        case "createTable": {
+          if (recovery >= s.recovery.maxAttempts) return yield* exhausted(failure, detail, cause, recovery + 1)
+          yield* destination.guard.repair(
+            epoch,
+            tables.create(
+              client.rest,
+              destination.destination,
+              batch.schema,
+              createResource(settings, destination.destination),
+              s.recovery
+            )
+          )
+          yield* destination.slot.retire(connection)
+          if (recovery > 0) yield* sleepBackoff(s.recovery, recovery)
+          recovery++
+          retries++
+          continue
+        }
+        case "updateSchema": {
+          if (schemaWaits >= schemaWait.maxAttempts) {
+            return yield* new BigQueryError({
+              reason: new SchemaMismatch({
+                destination: key,
+                detail: `the table still refuses the rows after ${schemaWaits} schema waits: ${detail}`,
+                cause
+              })
+            })
+          }
+          yield* destination.guard.repair(
+            epoch,
+            schemaUpdate.reconcile({
+              rest: client.rest,
+              destination: destination.destination,
+              desired: batch.schema,
+              options: settings.schemaUpdate,
+              createDisposition: settings.createDisposition,
+              createResource: createResource(settings, destination.destination),
+              recovery: s.recovery
+            })
+          )
+          yield* destination.slot.retire(connection)
+          if (schemaWaits > 0) yield* sleepBackoff(schemaWait, schemaWaits)
+          schemaWaits++
+          retries++
+          continue
+        }
+        case "routeRows": {
+          const split = splitByRowErrors(key, rows, rowErrors, cause)
+          if (split === undefined) {
+            return yield* new BigQueryError({
+              reason: new RequestRejected({
+                method: "AppendRows",
+                destination: key,
+                code: codeName(failure.code),
+                detail: `row errors name no row of the batch of ${rows.length}: ${detail}`,
+                cause
+              })
+            })
+          }
+          for (const f of split.failed) failed.push(f)
+          rows = split.survivors
+          if (rows.length === 0) return { key, written: 0, bytes: 0, retries, failed, schemaPushed }
+          retries++
+          continue
+        }
+        case "fail": {
+          switch (verdict.kind) {
+            case "tableNotFound":
+              return yield* new BigQueryError({
+                reason: new TableNotFound({
+                  destination: key,
+                  createDisposition: settings.createDisposition,
+                  detail: `table ${key} does not exist (or access is denied) and createDisposition is ` +
+                    `${settings.createDisposition}: ${detail}`,
+                  cause
+                })
+              })
+            case "schemaMismatch":
+              return yield* new BigQueryError({
+                reason: new SchemaMismatch({
+                  destination: key,
+                  detail: `rows have fields the table lacks (${detail}); enable schemaUpdate: ` +
+                    "{ allowNewFields: true } or add the columns to the table",
+                  cause
+                })
+              })
+            case "rejected":
+              return yield* new BigQueryError({
+                reason: new RequestRejected({
+                  method: "AppendRows",
+                  destination: key,
+                  code: codeName(failure.code),
+                  detail,
+                  cause
+                })
+              })
+          }
+        }
+      }
+    }
+  }).pipe(
+    Effect.withSpan("BigQuerySink.append", {
+      attributes: { "bigquery.destination": destination.key, "bigquery.rows": batch.rows.length }
+    })
+  )

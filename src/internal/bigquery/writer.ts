@@ -1,0 +1,274 @@
+/**
+ * The at-least-once writer (cf. Go's `managed_stream.go`): one owner fiber holds every mutable
+ * structure (destinations, batches, counters) and serves `write`, `flush` and `summary` commands
+ * from a bounded queue; each cut batch runs in its own append fiber (`pendingAppend.ts`) under the
+ * writer-global in-flight bounds, and reports back through a completion queue.
+ *
+ * **Details**
+ *
+ * - Admission: cutting a batch takes a permit of one request and its bytes; the owner waits when
+ *   either bound is reached (backpressure), so a `write` returns only once its rows are batched or
+ *   in flight.
+ * - A terminal error (from an append, a handler, a table) is kept: the command that met it fails
+ *   with it, and so does every later `write` and `flush`.
+ * - Routed failures go to the handler from the owner fiber only.
+ *
+ * @internal
+ */
+import type * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
+import * as Exit from "effect/Exit"
+import * as FiberSet from "effect/FiberSet"
+import * as Metric from "effect/Metric"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+import { BigQueryClient } from "../../BigQuery/BigQueryClient.ts"
+import type { BigQueryError } from "../../BigQuery/BigQueryError.ts"
+import { type BigQueryFailure, failedRow, unroutableRecord } from "../../BigQuery/BigQueryFailure.ts"
+import * as TableDestination from "../../BigQuery/TableDestination.ts"
+import type { Writer } from "../../Sink/Writer.ts"
+import type { WriteSummary } from "../../Sink/WriteSummary.ts"
+import * as failureRouting from "../failureRouting.ts"
+import * as FlowControl from "../flowControl.ts"
+import * as summaryCounters from "../summaryCounters.ts"
+import { maxRowBytes } from "./appendRequest.ts"
+import * as Destination from "./destination.ts"
+import * as metrics from "./metrics.ts"
+import type { Settings } from "./options.ts"
+import * as PendingAppend from "./pendingAppend.ts"
+import * as Split from "./split.ts"
+
+type Command<E> =
+  | { readonly _tag: "Write"; readonly records: Iterable<unknown>; readonly done: Deferred.Deferred<void, E> }
+  | { readonly _tag: "Flush"; readonly done: Deferred.Deferred<void, E> }
+  | { readonly _tag: "Summary"; readonly done: Deferred.Deferred<WriteSummary> }
+
+interface Completion {
+  readonly destination: Destination.Destination
+  readonly exit: Exit.Exit<PendingAppend.Outcome, BigQueryError>
+}
+
+/**
+ * Builds the writer in the current scope: opens the failure handler now (closed with the scope),
+ * flushes when the scope closes after success, and releases everything without flushing after a
+ * failure or an interruption.
+ *
+ * @internal
+ */
+export const make = <A, E, R>(
+  settings: Settings<A, E, R>
+): Effect.Effect<Writer<A, BigQueryError | E>, E, BigQueryClient | R | Scope.Scope> =>
+  Effect.gen(function*() {
+    type Err = BigQueryError | E
+    const client = yield* BigQueryClient
+    const s = settings.stream
+    const counters = summaryCounters.make()
+    const router = yield* failureRouting.make(settings.failureHandler, counters)
+    const flow = yield* FlowControl.make({ maxUnits: s.maxInflightRequests, maxBytes: s.maxInflightBytes })
+    const destinations = new Map<string, Destination.Destination>()
+    yield* Effect.addFinalizer(() => Effect.forEach(destinations.values(), (d) => d.slot.close, { discard: true }))
+    const fibers = yield* FiberSet.make<void>()
+    const commands = yield* Queue.bounded<Command<Err>>(16)
+    const completions = yield* Queue.bounded<Completion>(s.maxInflightRequests + 1)
+    const serializer = settings.serializer
+    const perDestination = s.perDestinationMetrics
+    let inFlight = 0
+    let terminal: Cause.Cause<Err> | undefined
+
+    const route = (failure: BigQueryFailure): Effect.Effect<void, E, R> =>
+      router.route(failure).pipe(
+        Effect.andThen(
+          metrics.countRecords(metrics.recordsSendErrors, 1, perDestination ? failure.destination : undefined)
+        )
+      )
+
+    const complete = (c: Completion): Effect.Effect<void, Err, R> =>
+      Effect.gen(function*() {
+        inFlight--
+        c.destination.inFlight--
+        yield* Metric.update(metrics.inFlightBatches, inFlight)
+        if (Exit.isFailure(c.exit)) return yield* Effect.failCause(c.exit.cause)
+        const o = c.exit.value
+        counters.add(o.key, "recordsWritten", o.written)
+        counters.add(o.key, "bytesWritten", o.bytes)
+        counters.add(o.key, "retries", o.retries)
+        if (o.retries > 0) yield* metrics.countRecords(metrics.appendRetries, o.retries, undefined)
+        if (o.schemaPushed) c.destination.schemaPushed = true
+        for (const f of o.failed) yield* route(f)
+      })
+
+    const drain = Effect.flatMap(Queue.clear(completions), (cs) => Effect.forEach(cs, complete, { discard: true }))
+
+    const dispatch = (d: Destination.Destination): Effect.Effect<void, Err, R> =>
+      Effect.gen(function*() {
+        const batch = d.batch
+        if (batch.rows.length === 0) return
+        d.batch = Split.empty()
+        const permit = flow.permit(1, batch.frameBytes)
+        yield* flow.acquire(permit)
+        inFlight++
+        d.inFlight++
+        yield* Metric.update(metrics.inFlightBatches, inFlight)
+        yield* metrics.countRecords(metrics.recordsSend, batch.rows.length, perDestination ? d.key : undefined)
+        yield* metrics.countRecords(metrics.bytesSend, batch.bytes, perDestination ? d.key : undefined)
+        const append = PendingAppend.run(client, settings, d, {
+          rows: batch.rows,
+          descriptor: d.descriptor,
+          schema: d.schema
+        })
+        yield* FiberSet.run(
+          fibers,
+          Effect.exit(append).pipe(
+            Effect.flatMap((exit) =>
+              Effect.andThen(flow.release(permit), Queue.offer(completions, { destination: d, exit }))
+            ),
+            Effect.asVoid
+          )
+        )
+      })
+
+    const refreshSchema = (d: Destination.Destination): void => {
+      const next = Destination.readSchema(serializer, d.destination)
+      d.schema = next.schema
+      d.descriptor = next.descriptor
+      d.fingerprint = next.fingerprint
+      d.schemaPushed = false
+    }
+
+    const destinationOf = (destination: TableDestination.TableDestination, now: number) =>
+      Effect.gen(function*() {
+        const key = destination.toString()
+        const known = destinations.get(key)
+        if (known !== undefined) return known
+        const opened = yield* Destination.open(client, settings, destination, now)
+        destinations.set(key, opened)
+        yield* Metric.update(metrics.openDestinations, destinations.size)
+        return opened
+      })
+
+    const write = (records: Iterable<unknown>): Effect.Effect<void, Err, R> =>
+      Effect.gen(function*() {
+        yield* drain
+        const now = yield* Clock.currentTimeMillis
+        let lastResolution: unknown
+        let d: Destination.Destination | undefined
+        let skipped = 0
+        for (const record of records as Iterable<A>) {
+          const resolution = settings.resolve(record)
+          if (TableDestination.isUnroutable(resolution)) {
+            yield* route(unroutableRecord({ payload: resolution.payload, message: resolution.reason }))
+            continue
+          }
+          if (d === undefined || resolution !== lastResolution) {
+            d = yield* destinationOf(resolution, now)
+            lastResolution = resolution
+            d.lastUsedMillis = now
+          }
+          if (serializer.fingerprint !== undefined || d.schemaPushed) {
+            const fingerprint = serializer.fingerprint?.(d.destination)
+            if (d.schemaPushed || (fingerprint !== d.fingerprint && !Equal.equals(fingerprint, d.fingerprint))) {
+              yield* dispatch(d)
+              refreshSchema(d)
+            }
+          }
+          const row = serializer.serialize(record, d.destination)
+          if (row === null) {
+            skipped++
+            counters.add(d.key, "recordsSkipped", 1)
+            continue
+          }
+          if (!(row instanceof Uint8Array)) {
+            yield* route(failedRow({ destination: d.key, message: row.message, cause: row }))
+            continue
+          }
+          if (row.length > maxRowBytes) {
+            yield* route(failedRow({
+              destination: d.key,
+              payload: row,
+              message: `row of ${row.length} bytes exceeds the ${maxRowBytes}-byte row limit; not sent`
+            }))
+            continue
+          }
+          if (!Split.fits(d.batch, row.length, s.maxAppendRequestBytes)) yield* dispatch(d)
+          Split.add(d.batch, row)
+        }
+        if (skipped > 0) yield* metrics.countRecords(metrics.recordsSkipped, skipped, undefined)
+      })
+
+    const awaitInFlight: Effect.Effect<void, Err, R> = Effect.whileLoop({
+      while: () => inFlight > 0,
+      body: () => Effect.flatMap(Queue.take(completions), complete),
+      step: () => undefined
+    })
+
+    const evictIdle = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      const idle = Duration.toMillis(s.destinationIdleTimeout)
+      for (const [key, d] of destinations) {
+        if (now - d.lastUsedMillis > idle && d.inFlight === 0 && d.batch.rows.length === 0) {
+          destinations.delete(key)
+          yield* d.slot.close
+        }
+      }
+      yield* Metric.update(metrics.openDestinations, destinations.size)
+    })
+
+    const flush: Effect.Effect<void, Err, R> = Effect.gen(function*() {
+      yield* drain
+      for (const d of destinations.values()) yield* dispatch(d)
+      yield* awaitInFlight
+      yield* router.flush
+      yield* evictIdle
+    }).pipe(Effect.withSpan("BigQuerySink.flush"))
+
+    const handle = (command: Command<Err>): Effect.Effect<void, Err, R> => {
+      switch (command._tag) {
+        case "Write":
+          return write(command.records)
+        case "Flush":
+          return flush
+        case "Summary":
+          return Effect.void
+      }
+    }
+
+    const serve = Effect.gen(function*() {
+      const command = yield* Queue.take(commands)
+      if (command._tag === "Summary") {
+        yield* Effect.exit(terminal === undefined ? drain : Effect.void).pipe(
+          Effect.tap((exit) => Effect.sync(() => void (Exit.isFailure(exit) ? (terminal = exit.cause) : undefined)))
+        )
+        yield* Deferred.succeed(command.done, counters.snapshot())
+        return
+      }
+      if (terminal !== undefined) {
+        yield* Deferred.failCause(command.done, terminal)
+        return
+      }
+      const exit = yield* Effect.exit(handle(command))
+      if (Exit.isFailure(exit)) terminal = exit.cause
+      yield* Deferred.done(command.done, exit)
+    })
+    yield* Effect.forkScoped(Effect.forever(serve))
+
+    const send = <X, Y>(command: (done: Deferred.Deferred<X, Y>) => Command<Err>) =>
+      Effect.suspend(() => {
+        const done = Deferred.makeUnsafe<X, Y>()
+        return Effect.andThen(Queue.offer(commands, command(done)), Deferred.await(done))
+      })
+
+    const writer: Writer<A, Err> = {
+      write: (records) => send<void, Err>((done) => ({ _tag: "Write", records, done })),
+      flush: send<void, Err>((done) => ({ _tag: "Flush", done })),
+      checkpoint: () => send<void, Err>((done) => ({ _tag: "Flush", done })),
+      summary: send<WriteSummary, never>((done) => ({ _tag: "Summary", done }))
+    }
+    // closing the scope after success is the end of input: flush (a failure here is a defect,
+    // since a finalizer cannot fail; call `flush` before closing to get it typed)
+    yield* Effect.addFinalizer((exit) => Exit.isSuccess(exit) ? Effect.orDie(writer.flush) : Effect.void)
+    return writer
+  })
