@@ -1,0 +1,76 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Config, ConfigProvider, Effect, Exit, Layer, Redacted } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { BigQueryClient } from "../../src/BigQuery/index.ts"
+
+const build = (config: BigQueryClientConfigLike) => Effect.exit(Layer.build(BigQueryClient.layer(config)))
+
+type BigQueryClientConfigLike = Parameters<typeof BigQueryClient.layer>[0]
+
+const configError = (exit: Exit.Exit<unknown, unknown>): { path: string; message: string } => {
+  assert.isTrue(Exit.isFailure(exit))
+  const reason = Exit.isFailure(exit) ? exit.cause.reasons[0] : undefined
+  if (reason?._tag !== "Fail") throw new Error("expected a typed failure")
+  return reason.error as { path: string; message: string }
+}
+
+describe("BigQueryClient", () => {
+  it.effect("parses both emulator endpoints with EmulatorEndpoint.parse, naming the option", () =>
+    Effect.gen(function*() {
+      const error = configError(
+        yield* build({ projectId: "p", emulator: { grpc: "127.0.0.1:9060", rest: "localhost" } })
+      )
+      assert.strictEqual(error.path, "emulator.rest")
+      assert.strictEqual(error.message, "emulator.rest must be host:port, was 'localhost'")
+      const grpc = configError(yield* build({ projectId: "p", emulator: { grpc: "h: 1", rest: "h:1" } }))
+      assert.strictEqual(grpc.path, "emulator.grpc")
+    }))
+
+  it.effect("rejects a key file together with an emulator", () =>
+    Effect.gen(function*() {
+      const error = configError(
+        yield* build({ projectId: "p", serviceAccountKeyFile: "/k.json", emulator: { grpc: "h:1", rest: "h:2" } })
+      )
+      assert.strictEqual(error.path, "serviceAccountKeyFile")
+    }))
+
+  it.effect("rejects a blank project or location", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(configError(yield* build({ projectId: " " })).path, "projectId")
+      assert.strictEqual(configError(yield* build({ projectId: "p", location: "" })).path, "location")
+    }))
+
+  it.effect("never shows a key file's path or contents in its error", () =>
+    Effect.gen(function*() {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bq-key-"))
+      const file = path.join(dir, "secret-name.json")
+      fs.writeFileSync(file, "{\"private_key\": \"-----BEGIN SECRET-----\"")
+      const error = configError(yield* build({ projectId: "p", serviceAccountKeyFile: Redacted.make(file) }))
+      fs.rmSync(dir, { recursive: true, force: true })
+      assert.strictEqual(error.path, "serviceAccountKeyFile")
+      assert.notInclude(error.message, "secret-name")
+      assert.notInclude(error.message, "SECRET")
+      assert.notInclude(JSON.stringify(error), "SECRET")
+    }))
+
+  it.effect("layerConfig reads the settings through Config", () =>
+    Effect.gen(function*() {
+      const layer = BigQueryClient.layerConfig({
+        projectId: Config.String("GCP_PROJECT"),
+        emulator: { grpc: Config.String("BQ_GRPC"), rest: Config.String("BQ_REST") }
+      })
+      const provider = ConfigProvider.fromUnknown({
+        GCP_PROJECT: "proj",
+        BQ_GRPC: "127.0.0.1:1",
+        BQ_REST: "127.0.0.1:2"
+      })
+      const client = yield* BigQueryClient.BigQueryClient.pipe(
+        Effect.provide(layer),
+        Effect.provideService(ConfigProvider.ConfigProvider, provider)
+      )
+      assert.strictEqual(client.projectId, "proj")
+      assert.strictEqual(client.rest.apiEndpoint, "http://127.0.0.1:2")
+    }))
+})

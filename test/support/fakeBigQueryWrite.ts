@@ -1,0 +1,492 @@
+/**
+ * An in-process fake of BigQuery for tests and benchmarks: a gRPC `BigQueryWrite` server (AppendRows,
+ * GetWriteStream) on a free loopback port, and the few REST routes the sink calls (tables get, insert,
+ * patch) on another, sharing one in-memory catalog.
+ *
+ * Behaviour emerges from state, as in Google's own client tests: an append to a table missing from the
+ * catalog fails (`NOT_FOUND`, or `PERMISSION_DENIED` as the service masks it), rows whose descriptor has
+ * columns the table lacks get `SCHEMA_MISMATCH_EXTRA_FIELDS`. On top, `answer` decides per request: row
+ * errors, in-band errors, stream errors, delays, dropped connections after applying (a lost response),
+ * never answering, a pushed `updated_schema`. `fastAck` only counts rows and acknowledges at once (benchmarks).
+ */
+import { protos } from "@google-cloud/bigquery-storage"
+import * as grpc from "@grpc/grpc-js"
+import { Effect, type Scope } from "effect"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+
+const v1 = protos.google.cloud.bigquery.storage.v1
+
+export interface Column {
+  readonly name: string
+  readonly type: string
+  readonly mode?: string
+  readonly fields?: ReadonlyArray<Column>
+}
+
+export interface TableResource {
+  readonly tableReference: { readonly projectId: string; readonly datasetId: string; readonly tableId: string }
+  readonly schema: { readonly fields: ReadonlyArray<Column> }
+  readonly etag: string
+  readonly timePartitioning?: unknown
+  readonly clustering?: unknown
+}
+
+/** What one AppendRows request saw. */
+export interface AppendContext {
+  /** `p.d.t` */
+  readonly table: string
+  /** 0-based, over the whole server. */
+  readonly request: number
+  /** 0-based, within its connection. */
+  readonly requestOnConnection: number
+  readonly connection: number
+  readonly rows: ReadonlyArray<Uint8Array>
+  /** Field names of the writer schema in force on this connection. */
+  readonly columns: ReadonlyArray<string>
+  /** Whether this request carried a writer_schema. */
+  readonly hadSchema: boolean
+}
+
+export type Answer =
+  | { readonly _tag: "ok"; readonly updatedSchema?: ReadonlyArray<Column> }
+  | {
+    readonly _tag: "rowErrors"
+    readonly errors: ReadonlyArray<{ readonly index: number; readonly message: string }>
+    readonly code?: number
+  }
+  | { readonly _tag: "error"; readonly code: number; readonly message: string; readonly storageCode?: number }
+  | { readonly _tag: "streamError"; readonly code: number; readonly message: string; readonly storageCode?: number }
+  | { readonly _tag: "delay"; readonly millis: number; readonly next: Answer }
+  /** Applies the rows, then ends the call with UNAVAILABLE without answering: a lost response. */
+  | { readonly _tag: "drop" }
+  /** Never answers (the connection stays open). */
+  | { readonly _tag: "hang" }
+  /** The default behaviour (catalog and schema checks). */
+  | { readonly _tag: "default" }
+
+export interface FakeOptions {
+  readonly projectId?: string
+  /** Per-request answers; return `{ _tag: "default" }` for the catalog-driven behaviour. */
+  readonly answer?: (context: AppendContext) => Answer
+  /** The code a missing table is reported with: NOT_FOUND (5, default) or PERMISSION_DENIED (7). */
+  readonly missingTableCode?: number
+  /** Only count rows and acknowledge at once: no parsing of rows, no catalog. */
+  readonly fastAck?: boolean
+  /** REST status to answer instead of handling (e.g. 429 once); `undefined` handles normally. */
+  readonly restAnswer?: (method: string, path: string) => number | undefined
+}
+
+export interface FakeBigQuery {
+  readonly projectId: string
+  readonly grpcTarget: string
+  readonly restUrl: string
+  /** `host:port` forms for `BigQueryClient.layer({ emulator })`. */
+  readonly grpcEndpoint: string
+  readonly restEndpoint: string
+  /** Rows committed per table `p.d.t`, in arrival order. */
+  readonly rows: (table: string) => ReadonlyArray<Uint8Array>
+  readonly rowCount: () => number
+  readonly createTable: (table: string, fields: ReadonlyArray<Column>) => void
+  readonly table: (table: string) => TableResource | undefined
+  readonly addColumn: (table: string, column: Column) => void
+  readonly stats: { requests: number; connections: number; schemasSent: number; restCalls: Array<string> }
+}
+
+interface Parsed {
+  readonly writeStream: string | undefined
+  readonly descriptor: Uint8Array | undefined
+  readonly rows: Array<Uint8Array>
+  readonly rowCount: number
+}
+
+const readVarint = (buf: Uint8Array, pos: number): [number, number] => {
+  let result = 0
+  let shift = 1
+  for (;;) {
+    const b = buf[pos++]!
+    result += (b & 0x7f) * shift
+    if (b < 0x80) return [result, pos]
+    shift *= 128
+  }
+}
+
+const decoder = new TextDecoder()
+
+/** Parses AppendRowsRequest framing; rows are subarrays (copied only when kept). */
+const parseRequest = (buf: Uint8Array, collect: boolean): Parsed => {
+  let writeStream: string | undefined
+  let descriptor: Uint8Array | undefined
+  const rows: Array<Uint8Array> = []
+  let rowCount = 0
+  let pos = 0
+  while (pos < buf.length) {
+    const [tag, p1] = readVarint(buf, pos)
+    const field = Math.floor(tag / 8)
+    const wire = tag & 7
+    if (wire === 0) {
+      pos = readVarint(buf, p1)[1]
+      continue
+    }
+    const [len, p2] = readVarint(buf, p1)
+    const end = p2 + len
+    if (field === 1) writeStream = decoder.decode(buf.subarray(p2, end))
+    if (field === 4) {
+      let q = p2
+      while (q < end) {
+        const [t, q1] = readVarint(buf, q)
+        const [l, q2] = readVarint(buf, q1)
+        const e = q2 + l
+        if (t >>> 3 === 1) {
+          const [, r1] = readVarint(buf, q2)
+          const [dl, r2] = readVarint(buf, r1)
+          descriptor = buf.slice(r2, r2 + dl)
+        } else if (t >>> 3 === 2) {
+          let r = q2
+          while (r < e) {
+            const [, r1] = readVarint(buf, r)
+            const [rl, r2] = readVarint(buf, r1)
+            if (collect) rows.push(buf.slice(r2, r2 + rl))
+            rowCount++
+            r = r2 + rl
+          }
+        }
+        q = e
+      }
+    }
+    pos = end
+  }
+  return { writeStream, descriptor, rows, rowCount }
+}
+
+const tableOfStream = (name: string): string | undefined => {
+  const m = /^projects\/([^/]+)\/datasets\/([^/]+)\/tables\/([^/]+)(\/streams\/.*)?$/.exec(name)
+  return m === null ? undefined : `${m[1]}.${m[2]}.${m[3]}`
+}
+
+const statusDetails = (code: number, message: string, storageCode: number | undefined): Uint8Array | undefined =>
+  storageCode === undefined ? undefined : protos.google.rpc.Status.encode({
+    code,
+    message,
+    details: [{
+      type_url: "type.googleapis.com/google.cloud.bigquery.storage.v1.StorageError",
+      value: v1.StorageError.encode({ code: storageCode, entity: "", errorMessage: message }).finish()
+    }]
+  }).finish()
+
+const encodeResponse = (answer: Answer, writeStream: string): Buffer => {
+  switch (answer._tag) {
+    case "rowErrors":
+      return Buffer.from(
+        v1.AppendRowsResponse.encode({
+          error: { code: answer.code ?? 3, message: "rows rejected" },
+          rowErrors: answer.errors.map((e) => ({ index: e.index, code: 1, message: e.message })),
+          writeStream
+        }).finish()
+      )
+    case "error": {
+      const details = answer.storageCode === undefined ? [] : [{
+        type_url: "type.googleapis.com/google.cloud.bigquery.storage.v1.StorageError",
+        value: v1.StorageError.encode({ code: answer.storageCode, errorMessage: answer.message }).finish()
+      }]
+      return Buffer.from(
+        v1.AppendRowsResponse.encode({
+          error: { code: answer.code, message: answer.message, details },
+          writeStream
+        }).finish()
+      )
+    }
+    case "ok":
+      return Buffer.from(
+        v1.AppendRowsResponse.encode({
+          appendResult: {},
+          writeStream,
+          ...(answer.updatedSchema === undefined ? {} : {
+            updatedSchema: {
+              fields: answer.updatedSchema.map((c) => ({ name: c.name, type: 1, mode: 1 }))
+            }
+          })
+        }).finish()
+      )
+    default:
+      return Buffer.from(v1.AppendRowsResponse.encode({ appendResult: {}, writeStream }).finish())
+  }
+}
+
+const identity = (b: Buffer): Buffer => b
+
+const sendJson = (res: http.ServerResponse, status: number, body: unknown): void => {
+  res.writeHead(status, { "content-type": "application/json" })
+  res.end(JSON.stringify(body))
+}
+
+let etagCounter = 0
+const nextEtag = (): string => `etag-${++etagCounter}`
+
+const hasAllColumns = (descriptorColumns: ReadonlyArray<string>, table: TableResource): boolean => {
+  const known = new Set(table.schema.fields.map((f) => f.name.toLowerCase()))
+  return descriptorColumns.every((c) => known.has(c.toLowerCase()))
+}
+
+/** Starts the fake; both servers stop when the scope closes. */
+export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const projectId = options.projectId ?? "fake-project"
+    const catalog = new Map<string, TableResource>()
+    const committed = new Map<string, Array<Uint8Array>>()
+    let totalRows = 0
+    let requestCounter = 0
+    let connectionCounter = 0
+    const stats = { requests: 0, connections: 0, schemasSent: 0, restCalls: [] as Array<string> }
+    const fastAckBytes = Buffer.from(v1.AppendRowsResponse.encode({ appendResult: {} }).finish())
+    const missingCode = options.missingTableCode ?? grpc.status.NOT_FOUND
+
+    const commit = (table: string, rows: ReadonlyArray<Uint8Array>) => {
+      let list = committed.get(table)
+      if (list === undefined) committed.set(table, list = [])
+      for (const r of rows) list.push(r)
+      totalRows += rows.length
+    }
+
+    const appendRows = (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      const connection = connectionCounter++
+      stats.connections++
+      let writeStream = ""
+      let columns: ReadonlyArray<string> = []
+      let onConnection = 0
+      let dead = false
+      let chain: Promise<void> = Promise.resolve()
+      call.on("error", () => {
+        dead = true
+      })
+      call.on("cancelled", () => {
+        dead = true
+      })
+      call.on("end", () => {
+        chain = chain.then(() => {
+          if (!dead) call.end()
+        })
+      })
+      call.on("data", (buf: Buffer) => {
+        stats.requests++
+        if (options.fastAck === true) {
+          const parsed = parseRequest(buf, false)
+          totalRows += parsed.rowCount
+          call.write(fastAckBytes)
+          return
+        }
+        const parsed = parseRequest(buf, true)
+        if (parsed.writeStream !== undefined) writeStream = parsed.writeStream
+        const hadSchema = parsed.descriptor !== undefined
+        if (parsed.descriptor !== undefined) {
+          stats.schemasSent++
+          columns = (protos.google.protobuf.DescriptorProto.decode(parsed.descriptor).field ?? []).map((f) =>
+            f.name ?? ""
+          )
+        }
+        const table = tableOfStream(writeStream) ?? "unknown"
+        const context: AppendContext = {
+          table,
+          request: requestCounter++,
+          requestOnConnection: onConnection++,
+          connection,
+          rows: parsed.rows,
+          columns,
+          hadSchema
+        }
+        const answer = options.answer?.(context) ?? { _tag: "default" }
+        chain = chain.then(() => respond(answer, context))
+      })
+
+      const respond = async (answer: Answer, context: AppendContext): Promise<void> => {
+        if (dead) return
+        switch (answer._tag) {
+          case "delay":
+            await new Promise((resolve) => setTimeout(resolve, answer.millis))
+            return respond(answer.next, context)
+          case "hang":
+            return
+          case "streamError": {
+            dead = true
+            const metadata = new grpc.Metadata()
+            const details = statusDetails(answer.code, answer.message, answer.storageCode)
+            if (details !== undefined) metadata.set("grpc-status-details-bin", Buffer.from(details))
+            call.emit("error", { code: answer.code, details: answer.message, metadata })
+            return
+          }
+          case "drop":
+            commit(context.table, context.rows)
+            dead = true
+            call.emit("error", { code: grpc.status.UNAVAILABLE, details: "connection reset by the fake" })
+            return
+          case "default": {
+            const table = catalog.get(context.table)
+            if (table === undefined) {
+              call.write(
+                encodeResponse(
+                  { _tag: "error", code: missingCode, message: `Table ${context.table} not found` },
+                  writeStream
+                )
+              )
+              return
+            }
+            if (!hasAllColumns(context.columns, table)) {
+              call.write(encodeResponse({
+                _tag: "error",
+                code: grpc.status.INVALID_ARGUMENT,
+                message: "Input schema has more fields than BigQuery schema",
+                storageCode: 7
+              }, writeStream))
+              return
+            }
+            commit(context.table, context.rows)
+            call.write(encodeResponse({ _tag: "ok" }, writeStream))
+            return
+          }
+          case "ok":
+            commit(context.table, context.rows)
+            call.write(encodeResponse(answer, writeStream))
+            return
+          default:
+            call.write(encodeResponse(answer, writeStream))
+        }
+      }
+    }
+
+    const getWriteStream = (
+      call: grpc.ServerUnaryCall<Buffer, Buffer>,
+      callback: grpc.sendUnaryData<Buffer>
+    ) => {
+      const request = v1.GetWriteStreamRequest.decode(call.request)
+      const table = tableOfStream(request.name ?? "")
+      if (options.fastAck !== true && (table === undefined || !catalog.has(table))) {
+        callback({ code: missingCode, details: `Table ${table} not found` })
+        return
+      }
+      callback(null, Buffer.from(v1.WriteStream.encode({ name: request.name ?? "", type: 1 }).finish()))
+    }
+
+    const server = new grpc.Server({ "grpc.max_receive_message_length": -1 })
+    server.addService({
+      AppendRows: {
+        path: "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows",
+        requestStream: true,
+        responseStream: true,
+        requestSerialize: identity,
+        requestDeserialize: identity,
+        responseSerialize: identity,
+        responseDeserialize: identity
+      },
+      GetWriteStream: {
+        path: "/google.cloud.bigquery.storage.v1.BigQueryWrite/GetWriteStream",
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: identity,
+        requestDeserialize: identity,
+        responseSerialize: identity,
+        responseDeserialize: identity
+      }
+    }, { AppendRows: appendRows, GetWriteStream: getWriteStream })
+
+    const grpcPort = yield* Effect.acquireRelease(
+      Effect.callback<number>((resume) => {
+        server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, port) => {
+          resume(error === null ? Effect.succeed(port) : Effect.die(error))
+        })
+      }),
+      () => Effect.sync(() => server.forceShutdown())
+    )
+
+    const rest = http.createServer((req, res) => {
+      const chunks: Array<Buffer> = []
+      req.on("data", (c: Buffer) => chunks.push(c))
+      req.on("end", () => {
+        const url = new URL(req.url ?? "/", "http://fake")
+        const method = req.method ?? "GET"
+        stats.restCalls.push(`${method} ${url.pathname}`)
+        const forced = options.restAnswer?.(method, url.pathname)
+        if (forced !== undefined) {
+          const reason = forced === 429 || forced === 403 ? "rateLimitExceeded" : "backendError"
+          return sendJson(res, forced, { error: { code: forced, message: "forced by the fake", errors: [{ reason }] } })
+        }
+        const m = /^\/bigquery\/v2\/projects\/([^/]+)\/datasets\/([^/]+)\/tables(?:\/([^/]+))?$/.exec(url.pathname)
+        if (m === null) {
+          return sendJson(res, 404, { error: { code: 404, message: "no route", errors: [{ reason: "notFound" }] } })
+        }
+        const [, p, d, t] = m
+        const body: Record<string, unknown> = chunks.length === 0 ? {} : JSON.parse(Buffer.concat(chunks).toString())
+        if (method === "POST" && t === undefined) {
+          const ref = body["tableReference"] as { tableId: string }
+          const key = `${p}.${d}.${ref.tableId}`
+          if (catalog.has(key)) {
+            return sendJson(res, 409, {
+              error: { code: 409, message: "Already Exists", errors: [{ reason: "duplicate" }] }
+            })
+          }
+          const resource: TableResource = {
+            ...(body as object),
+            tableReference: { projectId: p!, datasetId: d!, tableId: ref.tableId },
+            schema: (body["schema"] as TableResource["schema"] | undefined) ?? { fields: [] },
+            etag: nextEtag()
+          }
+          catalog.set(key, resource)
+          return sendJson(res, 200, resource)
+        }
+        const key = `${p}.${d}.${t}`
+        const table = catalog.get(key)
+        if (table === undefined) {
+          return sendJson(res, 404, {
+            error: { code: 404, message: `Not found: Table ${key}`, errors: [{ reason: "notFound" }] }
+          })
+        }
+        if (method === "GET") return sendJson(res, 200, table)
+        if (method === "PATCH" || method === "PUT") {
+          const ifMatch = req.headers["if-match"]
+          if (ifMatch !== undefined && ifMatch !== table.etag) {
+            return sendJson(res, 412, {
+              error: { code: 412, message: "Precondition failed", errors: [{ reason: "conditionNotMet" }] }
+            })
+          }
+          const updated: TableResource = { ...table, ...(body as object), etag: nextEtag() }
+          catalog.set(key, updated)
+          return sendJson(res, 200, updated)
+        }
+        return sendJson(res, 405, { error: { code: 405, message: "method not allowed" } })
+      })
+    })
+    const restPort = yield* Effect.acquireRelease(
+      Effect.callback<number>((resume) => {
+        rest.listen(0, "127.0.0.1", () => resume(Effect.succeed((rest.address() as AddressInfo).port)))
+      }),
+      () =>
+        Effect.callback<void>((resume) => {
+          rest.closeAllConnections()
+          rest.close(() => resume(Effect.void))
+        })
+    )
+
+    return {
+      projectId,
+      grpcTarget: `127.0.0.1:${grpcPort}`,
+      restUrl: `http://127.0.0.1:${restPort}`,
+      grpcEndpoint: `127.0.0.1:${grpcPort}`,
+      restEndpoint: `127.0.0.1:${restPort}`,
+      rows: (table) => committed.get(table) ?? [],
+      rowCount: () => totalRows,
+      createTable: (table, fields) => {
+        const [p, d, t] = table.split(".")
+        catalog.set(table, {
+          tableReference: { projectId: p!, datasetId: d!, tableId: t! },
+          schema: { fields },
+          etag: nextEtag()
+        })
+      },
+      table: (table) => catalog.get(table),
+      addColumn: (table, column) => {
+        const existing = catalog.get(table)
+        if (existing === undefined) return
+        catalog.set(table, { ...existing, schema: { fields: [...existing.schema.fields, column] }, etag: nextEtag() })
+      },
+      stats
+    }
+  })
