@@ -11,12 +11,17 @@
 import { Buffer } from "node:buffer"
 
 const two32 = 4_294_967_296
+const slabSize = 65_536
+const slabLimit = 4096
+const emptySlab = Buffer.alloc(0)
 
 /** @internal */
 export class WireWriter {
   buf: Buffer
   view: DataView
   pos = 0
+  private slab: Buffer = emptySlab
+  private slabPos = slabSize
 
   constructor(initialCapacity = 1024) {
     this.buf = Buffer.allocUnsafe(initialCapacity)
@@ -35,9 +40,26 @@ export class WireWriter {
     this.view = new DataView(next.buffer, next.byteOffset, next.byteLength)
   }
 
-  /** A copy of the bytes from `start` to the current position. */
+  /**
+   * A copy of the bytes from `start` to the current position. Copies of up to 4 KiB are views into
+   * a 64 KiB slab shared by many rows (as Node's own buffer pool does): a view is much cheaper than
+   * a typed array with its own backing store. A slab is freed once no row on it is referenced.
+   */
   take(start: number): Uint8Array {
-    return new Uint8Array(this.buf.subarray(start, this.pos))
+    const n = this.pos - start
+    if (n > slabLimit) {
+      const out = Buffer.allocUnsafeSlow(n)
+      this.buf.copy(out, 0, start, this.pos)
+      return out
+    }
+    if (this.slabPos + n > slabSize) {
+      this.slab = Buffer.allocUnsafeSlow(slabSize)
+      this.slabPos = 0
+    }
+    const at = this.slabPos
+    this.buf.copy(this.slab, at, start, this.pos)
+    this.slabPos = (at + n + 7) & ~7
+    return this.slab.subarray(at, at + n)
   }
 
   /** An unsigned varint of at most 32 bits (tags, lengths, non-negative int32). */
