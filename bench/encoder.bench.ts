@@ -133,7 +133,7 @@ const samples: Record<string, Array<number>> = { reflect: [], serialize: [], enc
 const gcs: Record<string, number> = { reflect: 0, serialize: 0, encodeInto: 0 }
 for (let pass = 0; pass < passes; pass++) {
   for (const [name, run] of Object.entries(methods)) {
-    sink.fill(empty)
+    for (let i = 0; i < rowCount; i++) sink[i] = empty
     // Passes run one after another on purpose: a tick lets the GC observer report.
     // oxlint-disable-next-line no-await-in-loop
     await tick()
