@@ -268,7 +268,10 @@ export const make = <A, E, R>(
       summary: send<WriteSummary, never>((done) => ({ _tag: "Summary", done }))
     }
     // closing the scope after success is the end of input: flush (a failure here is a defect,
-    // since a finalizer cannot fail; call `flush` before closing to get it typed)
-    yield* Effect.addFinalizer((exit) => Exit.isSuccess(exit) ? Effect.orDie(writer.flush) : Effect.void)
+    // since a finalizer cannot fail; call `flush` before closing to get it typed). A writer that
+    // already failed was reported to its caller and is only released.
+    yield* Effect.addFinalizer((exit) =>
+      Exit.isSuccess(exit) && terminal === undefined ? Effect.orDie(writer.flush) : Effect.void
+    )
     return writer
   })
