@@ -161,24 +161,25 @@ export interface TableSchema {
 export interface RestField {
   readonly name: string
   readonly type: string
-  readonly mode?: string | undefined
-  readonly fields?: ReadonlyArray<RestField> | undefined
-  readonly description?: string | undefined
-  readonly defaultValueExpression?: string | undefined
-  readonly maxLength?: string | undefined
-  readonly precision?: string | undefined
-  readonly scale?: string | undefined
-  readonly rangeElementType?: { readonly type: string } | undefined
+  readonly mode?: string
+  readonly fields?: Array<RestField>
+  readonly description?: string
+  readonly defaultValueExpression?: string
+  readonly maxLength?: string
+  readonly precision?: string
+  readonly scale?: string
+  readonly rangeElementType?: { readonly type: string }
 }
 
 /**
- * A table schema in the REST JSON form.
+ * A table schema in the REST JSON form. Arrays are mutable so that it can be passed to
+ * `@google-cloud/bigquery` as is.
  *
  * @category models
  * @since 0.1.0
  */
 export interface RestTableSchema {
-  readonly fields: ReadonlyArray<RestField>
+  readonly fields: Array<RestField>
 }
 
 /**
@@ -237,7 +238,7 @@ export interface FieldDescriptorProto {
   readonly number: number
   readonly label: 1 | 2 | 3
   readonly type: number
-  readonly typeName?: string | undefined
+  readonly typeName?: string
 }
 
 /**
