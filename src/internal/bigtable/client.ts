@@ -13,6 +13,20 @@ import type { ColumnFamilyType } from "../../Bigtable/TableCreateOptions.ts"
 import * as grpc from "../grpcStatus.ts"
 import type { ProtoEntry } from "./mutationProto.ts"
 
+/**
+ * The call options every MutateRows carries. gax wraps server-streaming calls in `retry-request`,
+ * which by default re-sends the whole request twice on any stream error (after ~6 s of backoff),
+ * invisibly: the writer owns retries (per entry, by status), so that layer is switched off.
+ *
+ * @internal
+ */
+export interface CallOptions {
+  readonly retryRequestOptions?: { readonly retries?: number; readonly noResponseRetries?: number } | undefined
+}
+
+/** @internal */
+export const mutateRowsCallOptions: CallOptions = { retryRequestOptions: { retries: 0, noResponseRetries: 0 } }
+
 /** A readable stream as gax returns it for server-streaming calls. @internal */
 export interface RawStream {
   on(event: "data", listener: (response: unknown) => void): unknown
@@ -24,7 +38,7 @@ export interface RawStream {
 
 /** What the sink needs of the gapic `v2.BigtableClient`. @internal */
 export interface RawDataClient {
-  mutateRows(request: protos.google.bigtable.v2.IMutateRowsRequest): RawStream
+  mutateRows(request: protos.google.bigtable.v2.IMutateRowsRequest, options?: CallOptions): RawStream
   close(): Promise<void>
 }
 
@@ -83,7 +97,7 @@ export const mutateRows = (raw: RawDataClient) => (request: RawMutateRowsRequest
         tableName: request.tableName,
         entries: [...request.entries],
         ...(request.appProfileId === undefined ? {} : { appProfileId: request.appProfileId })
-      })
+      }, mutateRowsCallOptions)
     } catch (cause) {
       finish(grpc.fromError(cause))
       return
