@@ -28,10 +28,18 @@ export const storageWriteTarget = "bigquerystorage.googleapis.com:443"
 /** Stops gax/auth from asking the metadata server for the universe domain. @internal */
 export const universeDomain = "googleapis.com"
 
-/** Channel options: no client-side message cap (requests are capped by the writer at 10 MB). @internal */
+/**
+ * Channel options: no client-side message cap (requests are capped by the writer at 10 MB), and a
+ * short reconnect backoff (200 ms to 5 s instead of 1 s to 120 s): the writer's recovery schedule
+ * paces re-appends, and a channel still backing off would spend that budget on instant failures.
+ *
+ * @internal
+ */
 export const channelOptions: grpc.ChannelOptions = {
   "grpc.max_send_message_length": -1,
   "grpc.max_receive_message_length": -1,
+  "grpc.initial_reconnect_backoff_ms": 200,
+  "grpc.max_reconnect_backoff_ms": 5_000,
   "grpc.keepalive_time_ms": 30_000,
   "grpc.keepalive_timeout_ms": 10_000
 }
