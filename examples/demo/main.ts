@@ -1,0 +1,168 @@
+/**
+ * `npm start`: streams synthetic events through BigtableSink and BigQuerySink at once, with live
+ * progress, routes a few invalid records to a dead-letter sink, then reads both tables back.
+ *
+ *   npm start                              # local emulators, 100,000 events
+ *   npm start -- --events 20000            # fewer events
+ *   npm start -- --project my-project --instance my-instance --dataset demo [--key-file key.json]
+ *
+ * Flags may also come from the environment as DEMO_EVENTS, DEMO_PROJECT, DEMO_KEY_FILE, ...
+ * Ctrl-C interrupts cleanly and prints what was written so far.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Clock, ConfigProvider, Effect, Layer, Option, Ref, Sink, Stream } from "effect"
+import {
+  BigQueryClient,
+  BigQuerySink,
+  RowSerializer,
+  TableDestination as BigQueryTable
+} from "effect-gcp-sinks/BigQuery"
+import {
+  BigtableClient,
+  BigtableSink,
+  Mutation,
+  RowMutationEntry,
+  TableDestination as BigtableTable
+} from "effect-gcp-sinks/Bigtable"
+import { type FailedElement, FailureHandler } from "effect-gcp-sinks/Sink"
+import { demoProject, endpoints } from "./emulators.ts"
+import { chunk, type Event, Event as EventSchema, invalidCount } from "./events.ts"
+import { DemoConfig, provider } from "./flags.ts"
+import { display, finalFrame, gauge, type Source } from "./progress.ts"
+import { bigQueryCount, bigtableCount } from "./readback.ts"
+
+const toMutations = (event: Event) =>
+  event.user === ""
+    ? Effect.fail(`event ${event.id} has no user, so no row key`)
+    : Effect.succeed(RowMutationEntry.make(`${event.user}#${String(event.id).padStart(12, "0")}`, [
+      Mutation.setCell({ family: "e", qualifier: "kind", value: event.kind }),
+      Mutation.setCell({ family: "e", qualifier: "amount", value: event.amount }),
+      Mutation.setCell({ family: "e", qualifier: "at", value: event.at.toISOString() })
+    ]))
+
+const program = Effect.gen(function*() {
+  const config = yield* DemoConfig
+  const real = Option.isSome(config.project)
+  // Against emulators no client may look for a metadata server (the library never reads the
+  // environment; the official client used for the read-back does).
+  if (!real) process.env["METADATA_SERVER_DETECTION"] = "none"
+  const projectId = Option.getOrElse(config.project, () => demoProject)
+  const local = real ? undefined : yield* endpoints(config)
+
+  const clients = Layer.mergeAll(
+    BigtableClient.layer({
+      projectId,
+      emulatorEndpoint: local?.bigtable,
+      serviceAccountKeyFile: Option.getOrUndefined(config.keyFile)
+    }),
+    BigQueryClient.layer({
+      projectId,
+      emulator: local === undefined ? undefined : { grpc: local.bigqueryGrpc, rest: local.bigqueryRest },
+      serviceAccountKeyFile: Option.getOrUndefined(config.keyFile)
+    })
+  )
+
+  yield* Effect.gen(function*() {
+    const bigtableTable = yield* BigtableTable.make({ projectId, instanceId: config.instance, tableId: "events" })
+    const bigqueryTable = yield* BigQueryTable.make({ project: projectId, dataset: config.dataset, table: "events" })
+    const bigquery = yield* BigQueryClient.BigQueryClient
+    yield* Effect.tryPromise(() => bigquery.rest.dataset(config.dataset).get({ autoCreate: true }))
+
+    // Both sinks route their failures to one dead-letter sink: a handler of FailedElement serves both.
+    const deadLetters = yield* Ref.make<Array<FailedElement>>([])
+    const failureHandler = FailureHandler.deadLetter(
+      Sink.forEach((failure: FailedElement) => Ref.update(deadLetters, (all) => [...all, failure]))
+    )
+
+    const bigtableWriter = yield* BigtableSink.writer({
+      table: bigtableTable,
+      serializer: toMutations,
+      createDisposition: "CREATE_IF_NEEDED",
+      tableCreateOptions: { columnFamilies: { e: {} } },
+      failedMutationHandler: failureHandler
+    })
+    const bigqueryWriter = yield* BigQuerySink.writer({
+      table: bigqueryTable,
+      serializer: yield* RowSerializer.fromSchema(EventSchema),
+      failureHandler
+    })
+
+    const sources: ReadonlyArray<Source> = [
+      { name: "Bigtable", summary: bigtableWriter.summary, inFlight: gauge("bigtable.inFlightEntries") },
+      { name: "BigQuery", summary: bigqueryWriter.summary, inFlight: gauge("bigquery_sink_in_flight_batches") }
+    ]
+    const total = config.events
+    const events = Stream.range(0, Math.ceil(total / config.chunkSize) - 1).pipe(
+      Stream.map((i) => chunk(i * config.chunkSize, Math.min(total, (i + 1) * config.chunkSize), config.invalidEvery))
+    )
+    const startedAt = yield* Clock.currentTimeMillis
+    yield* Effect.log(`streaming ${total} events into Bigtable ${bigtableTable} and BigQuery ${bigqueryTable}`)
+
+    const write = Effect.all([
+      events.pipe(Stream.runForEach((batch) => bigtableWriter.write(batch)), Effect.andThen(bigtableWriter.flush)),
+      events.pipe(Stream.runForEach((batch) => bigqueryWriter.write(batch)), Effect.andThen(bigqueryWriter.flush))
+    ], { concurrency: 2, discard: true })
+
+    yield* Effect.raceFirst(write, display(sources, total)).pipe(
+      Effect.onInterrupt(() =>
+        Effect.gen(function*() {
+          const lines = yield* finalFrame(sources, total, startedAt)
+          process.stdout.write(`\ninterrupted; acknowledged so far:\n${lines.join("\n")}\n`)
+        })
+      )
+    )
+
+    const lines = yield* finalFrame(sources, total, startedAt)
+    const seconds = ((yield* Clock.currentTimeMillis) - startedAt) / 1000
+    process.stdout.write(`\n${lines.join("\n")}\n\nwrote ${total} events in ${seconds.toFixed(1)} s\n`)
+
+    const routed = yield* Ref.get(deadLetters)
+    process.stdout.write(`\ndead letters (${routed.length}):\n`)
+    for (const failure of routed.slice(0, 6)) {
+      process.stdout.write(`  ${failure.connector.padEnd(8)} ${failure.destination}: ${failure.message}\n`)
+    }
+    if (routed.length > 6) process.stdout.write(`  ... and ${routed.length - 6} more\n`)
+
+    const expected = total - invalidCount(total, config.invalidEvery)
+    const [inBigtable, inBigQuery] = yield* Effect.all([
+      bigtableCount({
+        projectId,
+        instanceId: config.instance,
+        tableId: "events",
+        emulator: local?.bigtable
+      }),
+      bigQueryCount(`${bigqueryTable}`)
+    ], { concurrency: 2 })
+    const summaries = [yield* bigtableWriter.summary, yield* bigqueryWriter.summary]
+    process.stdout.write(
+      `\n${"".padEnd(10)}${"generated".padStart(10)}${"written".padStart(10)}${"routed".padStart(8)}` +
+        `${"read back".padStart(11)}${"expected".padStart(10)}\n`
+    )
+    const rows: Array<[string, number, number]> = [["Bigtable", inBigtable, 0], ["BigQuery", inBigQuery, 1]]
+    let ok = true
+    for (const [name, readBack, i] of rows) {
+      const s = summaries[i]
+      if (s === undefined) continue
+      const match = readBack === expected && s.recordsWritten === expected
+      ok = ok && match
+      process.stdout.write(
+        `${name.padEnd(10)}${String(total).padStart(10)}${String(s.recordsWritten).padStart(10)}` +
+          `${String(s.recordsFailed).padStart(8)}${String(readBack).padStart(11)}${String(expected).padStart(10)}` +
+          `  ${match ? "ok" : "MISMATCH"}\n`
+      )
+    }
+    if (!ok) return yield* Effect.fail(new Error("read-back counts do not match what was written"))
+    process.stdout.write("\nall records accounted for: written, or routed to the dead-letter sink\n")
+  }).pipe(Effect.scoped, Effect.provide(clients))
+})
+
+const configured = Effect.try({
+  try: () => provider(process.argv.slice(2)),
+  catch: (cause) => cause instanceof Error ? cause : new Error(String(cause))
+}).pipe(
+  Effect.flatMap((configProvider) =>
+    program.pipe(Effect.scoped, Effect.provideService(ConfigProvider.ConfigProvider, configProvider))
+  )
+)
+
+NodeRuntime.runMain(configured)
