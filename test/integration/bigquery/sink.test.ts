@@ -4,9 +4,8 @@
  */
 import { assert, layer } from "@effect/vitest"
 import type { BigQuery } from "@google-cloud/bigquery"
-import { Effect, Exit, Layer, Stream } from "effect"
+import { Effect, Exit, Stream } from "effect"
 import {
-  BigQueryClient,
   BigQuerySink,
   type RowSerializer,
   RowSerializer as Serializers,
@@ -16,16 +15,7 @@ import {
 } from "../../../src/BigQuery/index.ts"
 import { BigQueryEmulator } from "../../support/BigQueryEmulator.ts"
 import * as Clients from "../../support/clients.ts"
-
-export const clientLayer = Layer.unwrap(Effect.gen(function*() {
-  const emulator = yield* BigQueryEmulator
-  return BigQueryClient.layer({
-    projectId: emulator.projectId,
-    emulator: { grpc: `${emulator.grpcHost}:${emulator.grpcPort}`, rest: `127.0.0.1:${emulator.restPort}` }
-  })
-}))
-
-export const testLayer = Layer.provideMerge(clientLayer, BigQueryEmulator.layer)
+import { testLayer } from "./emulatorClient.ts"
 
 const schemaV1: TableSchema.TableSchema = {
   fields: [
@@ -49,7 +39,7 @@ const rows = (n: number, from = 0): Array<Row> =>
   Array.from({ length: n }, (_, i) => ({ id: from + i, name: `n${from + i}`, ts: new Date(1_700_000_000_000 + i) }))
 
 /** A fresh dataset; returns its id and a REST client. */
-export const freshDataset = Effect.gen(function*() {
+const freshDataset = Effect.gen(function*() {
   const emulator = yield* BigQueryEmulator
   const bq = yield* Clients.bigQuery(emulator)
   const datasetId = Clients.uniqueId("sink")
@@ -57,7 +47,7 @@ export const freshDataset = Effect.gen(function*() {
   return { emulator, bq, datasetId }
 })
 
-export const query = <T>(bq: BigQuery, sql: string): Effect.Effect<Array<T>, unknown> =>
+const query = <T>(bq: BigQuery, sql: string): Effect.Effect<Array<T>, unknown> =>
   Effect.tryPromise(() => bq.query({ query: sql, useQueryCache: false })).pipe(Effect.map(([r]) => r as Array<T>))
 
 const count = (bq: BigQuery, table: string, where = "TRUE") =>
