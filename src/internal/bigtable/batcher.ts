@@ -82,14 +82,16 @@ export const split = <T extends Weighed>(items: ReadonlyArray<T>): Array<Array<T
 }
 
 /**
- * Groups consecutive entries for admission so that each group fits the in-flight bounds: at most
- * `maxUnits` entries and `maxBytes` bytes, where an entry larger than `maxBytes` counts as
- * `maxBytes` and forms a group of its own.
+ * Groups consecutive entries for admission: each group takes its permits at once, so a group is at
+ * most `maxUnits` entries and `maxBytes` of `weight` (the entry's permit bytes, already clamped to the
+ * writer's byte bound); an entry heavier than `maxBytes` forms a group of its own. Groups the size of
+ * a batch keep the pipeline full: one completed request admits the next group.
  *
  * @internal
  */
-export const admissionGroups = <T extends { readonly bytes: number }>(
+export const admissionGroups = <T>(
   items: ReadonlyArray<T>,
+  weight: (item: T) => number,
   maxUnits: number,
   maxBytes: number
 ): Array<{ readonly items: Array<T>; readonly bytes: number }> => {
@@ -97,7 +99,7 @@ export const admissionGroups = <T extends { readonly bytes: number }>(
   let current: Array<T> = []
   let bytes = 0
   for (const item of items) {
-    const b = Math.min(item.bytes, maxBytes)
+    const b = weight(item)
     if (current.length > 0 && (current.length + 1 > maxUnits || bytes + b > maxBytes)) {
       out.push({ items: current, bytes })
       current = []

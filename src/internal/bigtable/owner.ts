@@ -129,6 +129,9 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
     let outstandingBytes = 0
     let parked = 0
     let consecutiveRejections = 0
+    // MutateRows calls in flight, and whether admission is waiting for permits held by unsent batches.
+    let requestsInFlight = 0
+    let admissionWaiting = false
     let repair: Repair | undefined
     let failure: Cause.Cause<E> | undefined
 
@@ -147,19 +150,27 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
     // ---------------------------------------------------------------------------------------------
     // resolution of items
 
-    const resolved = (item: Item) =>
+    // Bookkeeping of entries leaving the writer (applied or routed), one Effect per group.
+    const resolved = (items: ReadonlyArray<Item>) =>
       Effect.gen(function*() {
-        outstanding--
-        outstandingBytes -= item.bytes
-        const dest = dests.get(item.key)
-        if (dest !== undefined) dest.inFlight--
-        if (item.isolated) {
-          parked--
-          yield* Metric.modify(metrics.parkedEntries, -1)
+        if (items.length === 0) return
+        let bytes = 0
+        let permitBytes = 0
+        let isolated = 0
+        for (const item of items) {
+          bytes += item.bytes
+          permitBytes += item.permitBytes
+          const dest = dests.get(item.key)
+          if (dest !== undefined) dest.inFlight--
+          if (item.isolated) isolated++
         }
-        yield* ctx.release({ units: 1, bytes: item.permitBytes })
-        yield* Metric.modify(metrics.inFlightEntries, -1)
-        yield* Metric.modify(metrics.inFlightBytes, -item.bytes)
+        outstanding -= items.length
+        outstandingBytes -= bytes
+        parked -= isolated
+        yield* ctx.release({ units: items.length, bytes: permitBytes })
+        yield* Metric.modify(metrics.inFlightEntries, -items.length)
+        yield* Metric.modify(metrics.inFlightBytes, -bytes)
+        if (isolated > 0) yield* Metric.modify(metrics.parkedEntries, -isolated)
       })
 
     const applied = (items: ReadonlyArray<Item>) =>
@@ -170,8 +181,8 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
           summary.add(item.key, "recordsWritten", 1)
           summary.add(item.key, "bytesWritten", item.bytes)
           bytes += item.bytes
-          yield* resolved(item)
         }
+        yield* resolved(items)
         consecutiveRejections = 0
         yield* Metric.update(metrics.recordsSend, items.length)
         yield* Metric.update(metrics.bytesSend, bytes)
@@ -207,6 +218,7 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
         if (items.length === 0) return
         const first = items[0] as Item
         for (const item of items) item.attempts++
+        requestsInFlight++
         yield* fork(
           client.mutateRows({
             tableName: first.table.tableName,
@@ -377,7 +389,7 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
           message: status.message,
           cause: { code: status.code, status: grpc.name(status.code), message: status.message }
         })
-        yield* resolved(item)
+        yield* resolved([item])
         yield* route(failed)
         consecutiveRejections++
         if (w.maxConsecutiveRejections !== -1 && consecutiveRejections >= w.maxConsecutiveRejections) {
@@ -429,7 +441,9 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
           if (failure !== undefined) return
           const item = items[i] as Item
           const status = statuses[i] ?? { code: undefined, message: "no status" }
-          const verdict = afterBudget(classify([status.code]), item.attempts, w.retry.maxAttempts)
+          const verdict = status.code === 0
+            ? "applied"
+            : afterBudget(classify([status.code]), item.attempts, w.retry.maxAttempts)
           switch (verdict) {
             case "applied":
               ok.push(item)
@@ -502,7 +516,7 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
         yield* Metric.modify(metrics.inFlightBytes, bytes)
         for (const item of command.items) {
           if (failure !== undefined) return
-          const dest = yield* open(item)
+          const dest = dests.get(item.key) ?? (yield* open(item))
           dest.inFlight++
           dest.lastUsed = now
           if (dest.batch.items.length === 0) dest.openedAt = now
@@ -568,11 +582,27 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
         case "Admit":
           return onAdmit(command)
         case "SendAll":
-          return cutAll
+          // Admission is waiting. While requests are in flight their completions free permits, and
+          // cutting now would only send small batches; with none in flight, the open batches hold them.
+          return Effect.suspend(() => {
+            if (requestsInFlight > 0) {
+              admissionWaiting = true
+              return Effect.void
+            }
+            return cutAll
+          })
         case "Tick":
           return onTick
         case "Completed":
-          return onCompleted(command.items, command.statuses)
+          requestsInFlight--
+          return Effect.andThen(
+            onCompleted(command.items, command.statuses),
+            Effect.suspend(() => {
+              if (!admissionWaiting || requestsInFlight > 0) return Effect.void
+              admissionWaiting = false
+              return cutAll
+            })
+          )
         case "Resend":
           return onResend(command.items)
         case "Ensured":

@@ -90,12 +90,21 @@ export const make = <A, EH = never, R = never>(
 
     const sendAll = Queue.offer(commands, { _tag: "SendAll" }).pipe(Effect.asVoid)
 
-    const write = (records: Iterable<A>): Effect.Effect<void, E> =>
+    // One slice is prepared (resolve, serialize, measure) while earlier ones are in flight, then
+    // admitted as soon as permits free up: preparing a whole large chunk up front would let the
+    // in-flight requests drain meanwhile.
+    const slice = w.batchElementCount
+
+    const admit = (records: ReadonlyArray<A>): Effect.Effect<void, E> =>
       Effect.gen(function*() {
-        if (yield* Deferred.isDone(failed)) return yield* Deferred.await(failed)
         const prepared = yield* prepare.prepare(records, settings.resolve, settings.serializer)
         for (const item of prepared.items) item.permitBytes = flow.permit(1, item.bytes).bytes
-        const groups = batcher.admissionGroups(prepared.items, flow.maxUnits, flow.maxBytes)
+        const groups = batcher.admissionGroups(
+          prepared.items,
+          (item) => item.permitBytes,
+          Math.min(flow.maxUnits, w.batchElementCount),
+          Math.min(flow.maxBytes, w.batchByteSize)
+        )
         if (groups.length === 0) {
           if (prepared.routed.length > 0 || prepared.skipped.length > 0) {
             yield* orFailed(Queue.offer(commands, {
@@ -117,6 +126,15 @@ export const make = <A, EH = never, R = never>(
             routed: last ? prepared.routed : [],
             skipped: last ? prepared.skipped : []
           }))
+        }
+      })
+
+    const write = (records: Iterable<A>): Effect.Effect<void, E> =>
+      Effect.gen(function*() {
+        if (yield* Deferred.isDone(failed)) return yield* Deferred.await(failed)
+        const all = Array.isArray(records) ? (records as ReadonlyArray<A>) : Array.from(records)
+        for (let from = 0; from < all.length; from += slice) {
+          yield* admit(all.length <= slice ? all : all.slice(from, from + slice))
         }
       })
 

@@ -1,0 +1,234 @@
+/**
+ * Bigtable sink throughput against a hand-written loop of the raw gapic client, and RSS while streaming a
+ * long run, both into a private cbtemulator started by the test harness.
+ *
+ * - `raw`: records turned straight into `MutateRowsRequest` entries, cut into batches of `--batch` entries,
+ *   sent through `v2.BigtableClient.mutateRows` with `--concurrency` requests in flight (the baseline);
+ * - `sink`: the same records through `Stream.run(BigtableSink.make(...))` with `batchElementCount = --batch`
+ *   and `maxInFlightEntries = --batch * --concurrency`, so both keep the same number of entries in flight.
+ *   The sink's serializer builds the same mutation (one SetCell, explicit timestamp, ~100-byte value).
+ *
+ * Passes alternate (raw, sink, raw, sink, ...) into fresh tables, in one process; medians are compared.
+ * Then `--rss-records` records are streamed through the sink while RSS is sampled every second: the report
+ * compares the median RSS of the last quarter of the run with that of the second quarter (after warm-up).
+ *
+ *   node bench/bigtable.bench.ts [--records 100000] [--passes 3] [--batch 100] [--concurrency 10]
+ *                                [--rss-records 2000000]
+ *
+ * Prints a table and appends JSON lines to bench/results/bigtable.jsonl.
+ */
+import { v2 } from "@google-cloud/bigtable"
+import * as grpc from "@grpc/grpc-js"
+import { Effect, Stream } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { BigtableClient, BigtableSink, Mutation, RowMutationEntry, TableDestination } from "../src/Bigtable/index.ts"
+import { ensureInstalled } from "../test/support/emulatorInstall.ts"
+import { startBigtable } from "../test/support/emulators.ts"
+
+process.env.METADATA_SERVER_DETECTION ??= "none"
+
+const argument = (name: string, fallback: number): number => {
+  const at = process.argv.indexOf(`--${name}`)
+  return at >= 0 ? Number(process.argv[at + 1]) : fallback
+}
+const records = argument("records", 100_000)
+const passes = argument("passes", 3)
+const batch = argument("batch", 100)
+const concurrency = argument("concurrency", 10)
+const rssRecords = argument("rss-records", 2_000_000)
+
+const projectId = "bench"
+const instanceId = "bench"
+const value = "x".repeat(100)
+const key = (i: number) => `row${String(i).padStart(9, "0")}`
+
+type RawClient = InstanceType<typeof v2.BigtableClient>
+type RawAdmin = InstanceType<typeof v2.BigtableTableAdminClient>
+
+const mutateRows = (client: RawClient, tableName: string, entries: Array<object>) =>
+  new Promise<void>((resolve, reject) => {
+    const stream = client.mutateRows({ tableName, entries }, {
+      retryRequestOptions: { retries: 0, noResponseRetries: 0 }
+    })
+    stream.on("data", (response: { entries: Array<{ status?: { code?: number } }> }) => {
+      const failed = response.entries.find((e) => (e.status?.code ?? 0) !== 0)
+      if (failed !== undefined) reject(new Error(`entry failed with ${failed.status?.code}`))
+    })
+    stream.on("error", reject)
+    stream.on("end", () => resolve())
+  })
+
+/** The baseline: batches of `batch` entries, `concurrency` requests in flight. */
+const runRaw = async (client: RawClient, tableName: string): Promise<number> => {
+  const start = performance.now()
+  let next = 0
+  const worker = async () => {
+    while (next < records) {
+      const from = next
+      next = Math.min(records, next + batch)
+      const entries: Array<object> = []
+      for (let i = from; i < next; i++) {
+        entries.push({
+          rowKey: Buffer.from(key(i)),
+          mutations: [{
+            setCell: {
+              familyName: "cf",
+              columnQualifier: Buffer.from("v"),
+              timestampMicros: 1_000_000,
+              value: Buffer.from(value)
+            }
+          }]
+        })
+      }
+      // Each worker keeps one request in flight: `concurrency` workers, `concurrency` requests.
+      // oxlint-disable-next-line eslint/no-await-in-loop
+      await mutateRows(client, tableName, entries)
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+  return records / ((performance.now() - start) / 1000)
+}
+
+const serializer = (i: number) =>
+  RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
+
+const sinkRun = (endpoint: string, tableId: string, n: number) =>
+  Stream.range(0, n - 1).pipe(
+    Stream.run(BigtableSink.make({
+      table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
+      serializer,
+      writerOptions: { batchElementCount: batch, maxInFlightEntries: batch * concurrency }
+    })),
+    Effect.provide(BigtableClient.layer({ projectId, emulatorEndpoint: endpoint }))
+  )
+
+const runSink = async (endpoint: string, tableId: string): Promise<number> => {
+  const start = performance.now()
+  const summary = await Effect.runPromise(sinkRun(endpoint, tableId, records))
+  if (summary.recordsWritten !== records) throw new Error(`sink wrote ${summary.recordsWritten} of ${records}`)
+  return records / ((performance.now() - start) / 1000)
+}
+
+const createTable = (admin: RawAdmin, tableId: string) =>
+  admin.createTable({
+    parent: `projects/${projectId}/instances/${instanceId}`,
+    tableId,
+    table: { columnFamilies: { cf: {} } }
+  })
+
+const mb = (b: number) => (b / 1024 / 1024).toFixed(1)
+
+const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
+
+const main = Effect.gen(function*() {
+  const manifest = yield* ensureInstalled
+  const emulator = yield* startBigtable(manifest)
+  const options = {
+    servicePath: emulator.host,
+    port: emulator.port,
+    sslCreds: grpc.credentials.createInsecure(),
+    projectId,
+    universeDomain: "googleapis.com"
+  }
+  const raw = new v2.BigtableClient(options)
+  const admin = new v2.BigtableTableAdminClient(options)
+  yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([raw.close(), admin.close()])))
+
+  const samples: { raw: Array<number>; sink: Array<number> } = { raw: [], sink: [] }
+  // One warm-up pass of each, not recorded.
+  for (let pass = -1; pass < passes; pass++) {
+    const rawTable = `raw${pass + 1}`
+    const sinkTable = `sink${pass + 1}`
+    yield* Effect.promise(() => createTable(admin, rawTable))
+    yield* Effect.promise(() => createTable(admin, sinkTable))
+    const r = yield* Effect.promise(() =>
+      runRaw(raw, `projects/${projectId}/instances/${instanceId}/tables/${rawTable}`)
+    )
+    const s = yield* Effect.promise(() => runSink(emulator.emulatorHost, sinkTable))
+    if (pass >= 0) {
+      samples.raw.push(r)
+      samples.sink.push(s)
+    }
+    console.log(
+      `pass ${pass < 0 ? "warm-up" : pass + 1}: raw ${Math.round(r)} records/s, sink ${Math.round(s)} records/s`
+    )
+  }
+
+  // RSS while streaming a long run.
+  const rss: Array<number> = []
+  yield* Effect.promise(() => createTable(admin, "rss"))
+  const timer = setInterval(() => rss.push(process.memoryUsage().rss), 1000)
+  const rssStart = performance.now()
+  const rssSummary = yield* sinkRun(emulator.emulatorHost, "rss", rssRecords)
+  const rssSeconds = (performance.now() - rssStart) / 1000
+  clearInterval(timer)
+  rss.push(process.memoryUsage().rss)
+  if (rssSummary.recordsWritten !== rssRecords) throw new Error("the RSS run lost records")
+  const quarter = Math.max(1, Math.floor(rss.length / 4))
+  const early = median(rss.slice(quarter, 2 * quarter))
+  const late = median(rss.slice(-quarter))
+  const peak = Math.max(...rss)
+
+  const rawMedian = median(samples.raw)
+  const sinkMedian = median(samples.sink)
+  const ratio = sinkMedian / rawMedian
+  const date = new Date().toISOString()
+  console.log(
+    `\nbigtable: ${records} records x ${passes} passes, batch ${batch}, concurrency ${concurrency}, node ${process.version}`
+  )
+  console.log("method   records/s min   records/s median   records/s max   vs raw")
+  for (const [name, xs] of Object.entries(samples)) {
+    const sorted = xs.toSorted((a, b) => a - b)
+    console.log(
+      `${name.padEnd(8)} ${Math.round(sorted[0] ?? 0).toLocaleString("en").padStart(13)} ${
+        Math.round(median(xs)).toLocaleString("en").padStart(18)
+      } ${Math.round(sorted[sorted.length - 1] ?? 0).toLocaleString("en").padStart(15)} ${
+        (median(xs) / rawMedian).toFixed(2).padStart(7)
+      }x`
+    )
+  }
+  console.log(
+    `rss: ${rssRecords} records in ${rssSeconds.toFixed(1)} s (${Math.round(rssRecords / rssSeconds)} records/s); ` +
+      `RSS second quarter ${mb(early)} MiB, last quarter ${mb(late)} MiB (x${(late / early).toFixed(2)}), peak ${
+        mb(peak)
+      } MiB`
+  )
+  const common = { date, node: process.version, records, passes, batch, concurrency }
+  const lines = [
+    {
+      bench: "bigtable",
+      metric: "sink.recordsPerSecond.median",
+      value: Math.round(sinkMedian),
+      unit: "records/s",
+      baseline: Math.round(rawMedian),
+      ratio: Number(ratio.toFixed(3)),
+      ...common
+    },
+    {
+      bench: "bigtable",
+      metric: "raw.recordsPerSecond.median",
+      value: Math.round(rawMedian),
+      unit: "records/s",
+      baseline: Math.round(rawMedian),
+      ratio: 1,
+      ...common
+    },
+    {
+      bench: "bigtable",
+      metric: "rss.lastQuarterOverSecondQuarter",
+      value: Number((late / early).toFixed(3)),
+      unit: "ratio",
+      baseline: Math.round(early),
+      ratio: Number((late / early).toFixed(3)),
+      rssRecords,
+      peakRssBytes: peak,
+      ...common
+    }
+  ]
+  const results = path.join(path.dirname(new URL(import.meta.url).pathname), "results")
+  fs.mkdirSync(results, { recursive: true })
+  fs.appendFileSync(path.join(results, "bigtable.jsonl"), `${lines.map((l) => JSON.stringify(l)).join("\n")}\n`)
+})
+
+await Effect.runPromise(Effect.scoped(main))
