@@ -70,18 +70,80 @@ export const requestLength = (header: Header, rowsBytes: number): number => {
 }
 
 /**
- * Frames one request around `rows` in a single buffer.
+ * The body of `ProtoRows` (each row as field 1) in one buffer: what an in-flight append keeps
+ * instead of its rows, so a batch costs its bytes once, not an object per row.
  *
  * @internal
  */
-export const encode = (header: Header, rows: ReadonlyArray<Uint8Array>): Uint8Array => {
-  let rowsBytes = 0
-  for (let i = 0; i < rows.length; i++) rowsBytes += rowFrameLength(rows[i]!.length)
+export const encodeRows = (rows: ReadonlyArray<Uint8Array>): Uint8Array => {
+  let length = 0
+  for (let i = 0; i < rows.length; i++) length += rowFrameLength(rows[i]!.length)
+  const out = new Uint8Array(headroom + length)
+  let pos = headroom
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!
+    out[pos++] = 0x0a
+    pos = writeVarint(out, pos, row.length)
+    out.set(row, pos)
+    pos += row.length
+  }
+  const body = out.subarray(headroom)
+  withHeadroom.add(body)
+  return body
+}
+
+/**
+ * Bytes kept free before each body from {@link encodeRows}: a request without a header is then the
+ * body with its two tags and lengths written in front, sent without copying the rows again.
+ */
+const headroom = 16
+const withHeadroom = new WeakSet<Uint8Array>()
+
+/** The rows of a `ProtoRows` body, as views into it (no copy). @internal */
+export const rowsOf = (body: Uint8Array): Array<Uint8Array> => {
+  const rows: Array<Uint8Array> = []
+  let pos = 0
+  while (pos < body.length) {
+    pos++ // tag 0x0a
+    let length = 0
+    let shift = 1
+    for (;;) {
+      const b = body[pos++]!
+      length += (b & 0x7f) * shift
+      if (b < 0x80) break
+      shift *= 128
+    }
+    rows.push(body.subarray(pos, pos + length))
+    pos += length
+  }
+  return rows
+}
+
+/**
+ * Frames one request around a `ProtoRows` body from {@link encodeRows}, in a single buffer.
+ *
+ * @internal
+ */
+export const encodeBody = (header: Header, body: Uint8Array): Uint8Array => {
+  if (
+    header.writeStream === undefined && header.traceId === undefined && header.descriptor === undefined &&
+    withHeadroom.has(body)
+  ) {
+    const dataPayload = lengthDelimited(body.length)
+    const prefix = 1 + varintLength(dataPayload) + 1 + varintLength(body.length)
+    const out = new Uint8Array(body.buffer, body.byteOffset - prefix, prefix + body.length)
+    let pos = 0
+    out[pos++] = 0x22
+    pos = writeVarint(out, pos, dataPayload)
+    out[pos++] = 0x12
+    writeVarint(out, pos, body.length)
+    return out
+  }
   const stream = header.writeStream === undefined ? undefined : encoder.encode(header.writeStream)
   const trace = header.traceId === undefined ? undefined : encoder.encode(header.traceId)
   const descriptor = header.descriptor
   const schemaPayload = descriptor === undefined ? 0 : lengthDelimited(descriptor.length)
-  const dataPayload = (descriptor === undefined ? 0 : lengthDelimited(schemaPayload)) + lengthDelimited(rowsBytes)
+  const dataPayload = (descriptor === undefined ? 0 : lengthDelimited(schemaPayload)) + lengthDelimited(body.length)
   const total = (stream === undefined ? 0 : lengthDelimited(stream.length)) + lengthDelimited(dataPayload) +
     (trace === undefined ? 0 : lengthDelimited(trace.length))
   const out = new Uint8Array(total)
@@ -103,14 +165,9 @@ export const encode = (header: Header, rows: ReadonlyArray<Uint8Array>): Uint8Ar
     pos += descriptor.length
   }
   out[pos++] = 0x12
-  pos = writeVarint(out, pos, rowsBytes)
-  for (let i = 0; i < rows.length; i++) {
-    const row = rows[i]!
-    out[pos++] = 0x0a
-    pos = writeVarint(out, pos, row.length)
-    out.set(row, pos)
-    pos += row.length
-  }
+  pos = writeVarint(out, pos, body.length)
+  out.set(body, pos)
+  pos += body.length
   if (trace !== undefined) {
     out[pos++] = 0x32
     pos = writeVarint(out, pos, trace.length)
@@ -118,3 +175,11 @@ export const encode = (header: Header, rows: ReadonlyArray<Uint8Array>): Uint8Ar
   }
   return out
 }
+
+/**
+ * Frames one request around `rows` in a single buffer.
+ *
+ * @internal
+ */
+export const encode = (header: Header, rows: ReadonlyArray<Uint8Array>): Uint8Array =>
+  encodeBody(header, encodeRows(rows))

@@ -15,7 +15,8 @@
  *
  * @internal
  */
-import { protos } from "@google-cloud/bigquery-storage"
+// the static protos only: the package index would also load google-gax (~30 MB of RSS)
+import protos from "@google-cloud/bigquery-storage/build/protos/protos.js"
 import * as grpc from "@grpc/grpc-js"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -50,10 +51,10 @@ export interface Connection {
   /** The encoded `DescriptorProto` every row on this connection was encoded with. */
   readonly descriptor: Uint8Array
   /**
-   * Sends one request now and returns the `Deferred` of its response; fails at once when the
-   * connection is already broken.
+   * Sends one request with a `ProtoRows` body (`AppendRequest.encodeRows`) now and returns the
+   * `Deferred` of its response; fails at once when the connection is already broken.
    */
-  readonly append: (rows: ReadonlyArray<Uint8Array>) => Effect.Effect<Deferred.Deferred<AppendResponse, StreamFailure>>
+  readonly append: (body: Uint8Array) => Effect.Effect<Deferred.Deferred<AppendResponse, StreamFailure>>
   /** True once the stream failed or was closed: open a new one. */
   readonly isBroken: () => boolean
   /** Appends awaiting a response. */
@@ -134,7 +135,7 @@ export const open = (channel: grpc.Client, writeStream: string, descriptor: Uint
     const connection: Connection = {
       id: nextId++,
       descriptor,
-      append: (rows) =>
+      append: (body) =>
         Effect.sync(() => {
           const d = Deferred.makeUnsafe<AppendResponse, StreamFailure>()
           if (broken !== undefined) {
@@ -146,7 +147,7 @@ export const open = (channel: grpc.Client, writeStream: string, descriptor: Uint
             : {}
           first = false
           fifo.push(d)
-          call.write(AppendRequest.encode(header, rows))
+          call.write(AppendRequest.encodeBody(header, body))
           return d
         }),
       isBroken: () => broken !== undefined,

@@ -20,6 +20,7 @@ import {
 import type { FailedRow } from "../../BigQuery/BigQueryFailure.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import { name as codeName } from "../grpcStatus.ts"
+import * as AppendRequest from "./appendRequest.ts"
 import { createResource, type Destination } from "./destination.ts"
 import * as metrics from "./metrics.ts"
 import type { Settings } from "./options.ts"
@@ -35,9 +36,16 @@ export const schemaWait = {
   maxAttempts: 30
 }
 
-/** A batch handed to an append fiber. @internal */
+/**
+ * A batch handed to an append fiber: its rows as one `ProtoRows` body (`AppendRequest.encodeRows`),
+ * their count and their own bytes.
+ *
+ * @internal
+ */
 export interface Batch {
-  readonly rows: ReadonlyArray<Uint8Array>
+  readonly body: Uint8Array
+  readonly count: number
+  readonly bytes: number
   readonly descriptor: Uint8Array
   readonly schema: TableSchema.TableSchema
 }
@@ -57,6 +65,8 @@ const sumBytes = (rows: ReadonlyArray<Uint8Array>): number => {
   for (let i = 0; i < rows.length; i++) n += rows[i]!.length
   return n
 }
+
+const rowsOrder = (n: number): string => `${n} rows`
 
 /**
  * Appends `batch` to `destination` until it is committed (survivors of row errors included) or a
@@ -79,7 +89,9 @@ export const run = <A, E, R>(
       schemaUpdatesEnabled: settings.schemaUpdate.allowNewFields || settings.schemaUpdate.allowFieldRelaxation,
       createDisposition: settings.createDisposition
     }
-    let rows = batch.rows
+    let body = batch.body
+    let count = batch.count
+    let bytes = batch.bytes
     let recovery = 0
     let schemaWaits = 0
     let firstLevel = 0
@@ -101,7 +113,7 @@ export const run = <A, E, R>(
     for (;;) {
       const epoch = destination.guard.epoch()
       const connection = yield* destination.slot.acquire(batch.descriptor)
-      const pending = yield* connection.append(rows)
+      const pending = yield* connection.append(body)
       const answer = yield* Deferred.await(pending).pipe(Effect.result, Effect.timeoutOption(s.responseTimeout))
       let failure: AppendFailure
       let detail: string
@@ -122,7 +134,7 @@ export const run = <A, E, R>(
         const response = answer.value.success
         if (response.updatedSchema !== undefined) schemaPushed = true
         if (response.ok) {
-          return { key, written: rows.length, bytes: sumBytes(rows), retries, failed, schemaPushed }
+          return { key, written: count, bytes, retries, failed, schemaPushed }
         }
         failure = {
           origin: "response",
@@ -214,6 +226,7 @@ export const run = <A, E, R>(
           continue
         }
         case "routeRows": {
+          const rows = AppendRequest.rowsOf(body)
           const split = splitByRowErrors(key, rows, rowErrors, cause)
           if (split === undefined) {
             return yield* new BigQueryError({
@@ -221,14 +234,17 @@ export const run = <A, E, R>(
                 method: "AppendRows",
                 destination: key,
                 code: codeName(failure.code),
-                detail: `row errors name no row of the batch of ${rows.length}: ${detail}`,
+                detail: `row errors name no row of the batch of ${rowsOrder(rows.length)}: ${detail}`,
                 cause
               })
             })
           }
-          for (const f of split.failed) failed.push(f)
-          rows = split.survivors
-          if (rows.length === 0) return { key, written: 0, bytes: 0, retries, failed, schemaPushed }
+          // a routed row keeps a copy of its bytes, not a view into the whole batch
+          for (const f of split.failed) failed.push(f.payload === undefined ? f : { ...f, payload: f.payload.slice() })
+          count = split.survivors.length
+          bytes = sumBytes(split.survivors)
+          body = AppendRequest.encodeRows(split.survivors)
+          if (count === 0) return { key, written: 0, bytes: 0, retries, failed, schemaPushed }
           retries++
           continue
         }
@@ -269,6 +285,6 @@ export const run = <A, E, R>(
     }
   }).pipe(
     Effect.withSpan("BigQuerySink.append", {
-      attributes: { "bigquery.destination": destination.key, "bigquery.rows": batch.rows.length }
+      attributes: { "bigquery.destination": destination.key, "bigquery.rows": batch.count }
     })
   )

@@ -5,7 +5,8 @@
  *
  * @internal
  */
-import { protos } from "@google-cloud/bigquery-storage"
+// the static protos only: the package index would also load google-gax (~30 MB of RSS)
+import protos from "@google-cloud/bigquery-storage/build/protos/protos.js"
 import type * as grpc from "@grpc/grpc-js"
 import * as Predicate from "effect/Predicate"
 import { type FailedRow, failedRow } from "../../BigQuery/BigQueryFailure.ts"

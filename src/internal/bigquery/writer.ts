@@ -35,7 +35,7 @@ import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as failureRouting from "../failureRouting.ts"
 import * as FlowControl from "../flowControl.ts"
 import * as summaryCounters from "../summaryCounters.ts"
-import { maxRowBytes } from "./appendRequest.ts"
+import { encodeRows, maxRowBytes } from "./appendRequest.ts"
 import * as Destination from "./destination.ts"
 import * as metrics from "./metrics.ts"
 import type { Settings } from "./options.ts"
@@ -116,7 +116,9 @@ export const make = <A, E, R>(
         yield* metrics.countRecords(metrics.recordsSend, batch.rows.length, perDestination ? d.key : undefined)
         yield* metrics.countRecords(metrics.bytesSend, batch.bytes, perDestination ? d.key : undefined)
         const append = PendingAppend.run(client, settings, d, {
-          rows: batch.rows,
+          body: encodeRows(batch.rows),
+          count: batch.rows.length,
+          bytes: batch.bytes,
           descriptor: d.descriptor,
           schema: d.schema
         })

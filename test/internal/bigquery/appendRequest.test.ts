@@ -55,3 +55,15 @@ describe("split", () => {
     assert.isTrue(Split.isOversize(new Uint8Array(9 * 1024 * 1024 + 1)))
   })
 })
+
+describe("appendRequest.encodeBody", () => {
+  it.prop("frames a body in place or by copy to the same bytes as encode", [Rows, Schema.Boolean], ([rows, first]) => {
+    const header = first ? { writeStream: "projects/p/datasets/d/tables/t/streams/_default" } : {}
+    const body = AppendRequest.encodeRows(rows)
+    assert.deepStrictEqual(
+      Array.from(AppendRequest.encodeBody(header, body)),
+      Array.from(AppendRequest.encode(header, rows))
+    )
+    assert.deepStrictEqual(AppendRequest.rowsOf(body).map((r) => Array.from(r)), rows.map((r) => Array.from(r)))
+  })
+})
