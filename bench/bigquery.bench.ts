@@ -82,7 +82,7 @@ const main = async () => {
   const scope = await Effect.runPromise(Scope.make())
   const fake = await Effect.runPromise(Fake.make({ fastAck: true }).pipe(Scope.provide(scope)))
   const serializer = await Effect.runPromise(RowSerializer.fromSchema(Row))
-  const table = await Effect.runPromise(TableDestination.make({ project: fake.projectId, dataset: "d", table: "t" }))
+  const table = await Effect.runPromise(TableDestination.make({ projectId: fake.projectId, datasetId: "d", tableId: "t" }))
   const descriptor = encodeDescriptor(RowSerializer.descriptorOf(serializer, table))
   const rows = Array.from({ length: rowCount }, (_, i) => makeRow(i))
   const encoded = rows.map((r) => {
@@ -321,7 +321,7 @@ const option = (name: string): string => {
 const rssChild = async () => {
   const projectId = option("project")
   const serializer = await Effect.runPromise(RowSerializer.fromSchema(Row))
-  const table = await Effect.runPromise(TableDestination.make({ project: projectId, dataset: "d", table: "t" }))
+  const table = await Effect.runPromise(TableDestination.make({ projectId: projectId, datasetId: "d", tableId: "t" }))
   const layer = BigQueryClient.layer({ projectId, emulator: { grpc: option("grpc"), rest: option("rest") } })
   const startMB = process.memoryUsage().rss / 1e6
   let maxMB = startMB

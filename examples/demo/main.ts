@@ -64,7 +64,7 @@ const program = Effect.gen(function*() {
 
   yield* Effect.gen(function*() {
     const bigtableTable = yield* BigtableTable.make({ projectId, instanceId: config.instance, tableId: "events" })
-    const bigqueryTable = yield* BigQueryTable.make({ project: projectId, dataset: config.dataset, table: "events" })
+    const bigqueryTable = yield* BigQueryTable.make({ projectId: projectId, datasetId: config.dataset, tableId: "events" })
     const bigquery = yield* BigQueryClient.BigQueryClient
     yield* Effect.tryPromise(() => bigquery.rest.dataset(config.dataset).get({ autoCreate: true }))
 
@@ -89,7 +89,7 @@ const program = Effect.gen(function*() {
 
     const sources: ReadonlyArray<Source> = [
       { name: "Bigtable", summary: bigtableWriter.summary, inFlight: gauge("bigtable.inFlightEntries") },
-      { name: "BigQuery", summary: bigqueryWriter.summary, inFlight: gauge("bigquery_sink_in_flight_batches") }
+      { name: "BigQuery", summary: bigqueryWriter.summary, inFlight: gauge("bigquery.inFlightBatches") }
     ]
     const total = config.events
     const events = Stream.range(0, Math.ceil(total / config.chunkSize) - 1).pipe(

@@ -87,7 +87,7 @@ export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigErro
  * const Order = Schema.Struct({ id: Schema.String, total: Schema.Number })
  * const program = Effect.gen(function*() {
  *   const serializer = yield* RowSerializer.fromSchema(Order)
- *   const table = yield* TableDestination.make({ project: "p", dataset: "shop", table: "orders" })
+ *   const table = yield* TableDestination.make({ projectId: "p", datasetId: "shop", tableId: "orders" })
  *   return yield* Stream.make({ id: "a", total: 1 }).pipe(Stream.run(BigQuerySink.make({ table, serializer })))
  * }).pipe(Effect.provide(BigQueryClient.layer({ projectId: "p" })))
  * ```

@@ -17,9 +17,9 @@ import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
  * @since 0.1.0
  */
 export class TableDestination extends Data.Class<{
-  readonly project: string
-  readonly dataset: string
-  readonly table: string
+  readonly projectId: string
+  readonly datasetId: string
+  readonly tableId: string
 }> {
   /**
    * The resource path `projects/p/datasets/d/tables/t`.
@@ -27,7 +27,7 @@ export class TableDestination extends Data.Class<{
    * @since 0.1.0
    */
   get tablePath(): string {
-    return `projects/${this.project}/datasets/${this.dataset}/tables/${this.table}`
+    return `projects/${this.projectId}/datasets/${this.datasetId}/tables/${this.tableId}`
   }
 
   /**
@@ -45,7 +45,7 @@ export class TableDestination extends Data.Class<{
    * @since 0.1.0
    */
   override toString(): string {
-    return `${this.project}.${this.dataset}.${this.table}`
+    return `${this.projectId}.${this.datasetId}.${this.tableId}`
   }
 }
 
@@ -61,7 +61,7 @@ export class TableDestination extends Data.Class<{
  * ```ts
  * import { Effect } from "effect"
  * import { TableDestination } from "effect-gcp-sinks/BigQuery"
- * const table = Effect.runSync(TableDestination.make({ project: "p", dataset: "d", table: "t" }))
+ * const table = Effect.runSync(TableDestination.make({ projectId: "p", datasetId: "d", tableId: "t" }))
  * String(table)
  * // => "p.d.t"
  * ```
@@ -70,14 +70,14 @@ export class TableDestination extends Data.Class<{
  * @since 0.1.0
  */
 export const make = (
-  options: { readonly project: string; readonly dataset: string; readonly table: string },
+  options: { readonly projectId: string; readonly datasetId: string; readonly tableId: string },
   path = "table"
 ): Effect.Effect<TableDestination, SinkConfigError> =>
   Effect.gen(function*() {
-    const project = yield* check.component(`${path}.project`, options.project)
-    const dataset = yield* check.component(`${path}.dataset`, options.dataset)
-    const table = yield* check.component(`${path}.table`, options.table)
-    return new TableDestination({ project, dataset, table })
+    const projectId = yield* check.component(`${path}.projectId`, options.projectId)
+    const datasetId = yield* check.component(`${path}.datasetId`, options.datasetId)
+    const tableId = yield* check.component(`${path}.tableId`, options.tableId)
+    return new TableDestination({ projectId, datasetId, tableId })
   })
 
 /**
@@ -88,7 +88,7 @@ export const make = (
  * ```ts
  * import { Effect } from "effect"
  * import { TableDestination } from "effect-gcp-sinks/BigQuery"
- * Effect.runSync(TableDestination.parse("example.com:p.sales.orders")).project
+ * Effect.runSync(TableDestination.parse("example.com:p.sales.orders")).projectId
  * // => "example.com:p"
  * ```
  *
@@ -101,9 +101,9 @@ export const parse = (value: string, path = "table"): Effect.Effect<TableDestina
     const middle = last > 0 ? value.lastIndexOf(".", last - 1) : -1
     if (middle <= 0) return check.fail(path, `must be project.dataset.table, was ${check.describe(value)}`)
     return make({
-      project: value.slice(0, middle),
-      dataset: value.slice(middle + 1, last),
-      table: value.slice(last + 1)
+      projectId: value.slice(0, middle),
+      datasetId: value.slice(middle + 1, last),
+      tableId: value.slice(last + 1)
     }, path)
   })
 

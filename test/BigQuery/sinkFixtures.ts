@@ -37,7 +37,7 @@ export const fastRetries = {
 } as const
 
 export const destination = (fake: Fake.FakeBigQuery, table = "t") =>
-  TableDestination.make({ project: fake.projectId, dataset: "d", table })
+  TableDestination.make({ projectId: fake.projectId, datasetId: "d", tableId: table })
 
 /** Runs `f` with a fresh fake and the client layer pointed at it. */
 export const withFake = <A, E>(

@@ -57,7 +57,7 @@ export interface LiveTable {
 }
 
 const tableOf = (rest: BigQuery, destination: TableDestination) =>
-  rest.dataset(destination.dataset, { projectId: destination.project }).table(destination.table)
+  rest.dataset(destination.datasetId, { projectId: destination.projectId }).table(destination.tableId)
 
 /** `tables.get`; a missing table is `undefined`. @internal */
 export const get = (
@@ -83,7 +83,7 @@ export const insert = (
 ): Effect.Effect<"created" | "exists", AdminFailure> =>
   Effect.tryPromise({
     try: () =>
-      rest.dataset(destination.dataset, { projectId: destination.project }).createTable(destination.table, resource),
+      rest.dataset(destination.datasetId, { projectId: destination.projectId }).createTable(destination.tableId, resource),
     catch: (cause) => adminFailure("insert", cause)
   }).pipe(
     Effect.as("created" as const),

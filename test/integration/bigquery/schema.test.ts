@@ -98,18 +98,18 @@ const roundTrip = <S extends Schema.Top>(
     const emulator = yield* BigQueryEmulator
     const bq = yield* Clients.bigQuery(emulator)
     const destination = yield* TableDestination.make({
-      project: emulator.projectId,
-      dataset: Clients.uniqueId("schema"),
-      table: "t"
+      projectId: emulator.projectId,
+      datasetId: Clients.uniqueId("schema"),
+      tableId: "t"
     })
     const serializer = yield* RowSerializer.fromSchema(schema)
     const tableSchema = serializer.tableSchema(destination)
-    yield* Effect.tryPromise(() => bq.createDataset(destination.dataset))
+    yield* Effect.tryPromise(() => bq.createDataset(destination.datasetId))
     yield* Effect.tryPromise(() =>
-      bq.dataset(destination.dataset).createTable(destination.table, { schema: TableSchema.toRest(tableSchema) })
+      bq.dataset(destination.datasetId).createTable(destination.tableId, { schema: TableSchema.toRest(tableSchema) })
     )
     const [metadata] = yield* Effect.tryPromise(() =>
-      bq.dataset(destination.dataset).table(destination.table).getMetadata()
+      bq.dataset(destination.datasetId).table(destination.tableId).getMetadata()
     )
     assert.deepStrictEqual(yield* TableSchema.fromRest(metadata.schema), tableSchema)
 

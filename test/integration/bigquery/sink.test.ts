@@ -85,7 +85,7 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
   it.effect("writes 200,000 rows, each exactly once by id", () =>
     Effect.gen(function*() {
       const { bq, datasetId, emulator } = yield* freshDataset
-      const table = yield* TableDestination.make({ project: emulator.projectId, dataset: datasetId, table: "big" })
+      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "big" })
       const summary = yield* Stream.fromIterable(rows(200_000)).pipe(
         Stream.rechunk(2000),
         Stream.run(BigQuerySink.make({ table, serializer: yield* Serializers.fromJson(schemaV1) }))
@@ -101,7 +101,7 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
       const { bq, datasetId, emulator } = yield* freshDataset
       const tables = yield* Effect.forEach(
         ["t0", "t1", "t2", "t3"],
-        (t) => TableDestination.make({ project: emulator.projectId, dataset: datasetId, table: t })
+        (t) => TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: t })
       )
       const summary = yield* Stream.fromIterable(rows(4000)).pipe(
         Stream.rechunk(250),
@@ -125,7 +125,7 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
   it.effect("creates a missing table with time partitioning and clustering", () =>
     Effect.gen(function*() {
       const { bq, datasetId, emulator } = yield* freshDataset
-      const table = yield* TableDestination.make({ project: emulator.projectId, dataset: datasetId, table: "parted" })
+      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "parted" })
       yield* Stream.fromIterable(rows(10)).pipe(
         Stream.run(BigQuerySink.make({
           table,
@@ -147,7 +147,7 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
   it.effect("CREATE_NEVER fails fast with TableNotFound and creates nothing", () =>
     Effect.gen(function*() {
       const { bq, datasetId, emulator } = yield* freshDataset
-      const table = yield* TableDestination.make({ project: emulator.projectId, dataset: datasetId, table: "absent" })
+      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "absent" })
       const started = Date.now()
       const exit = yield* Stream.fromIterable(rows(5)).pipe(
         Stream.run(BigQuerySink.make({
@@ -171,7 +171,7 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
     Effect.gen(function*() {
       const { bq, datasetId, emulator } = yield* freshDataset
       const name = `${emulator.projectId}.${datasetId}.ext`
-      const table = yield* TableDestination.make({ project: emulator.projectId, dataset: datasetId, table: "ext" })
+      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "ext" })
       const { serializer, upgrade } = yield* evolving
       const writer = yield* BigQuerySink.writer({
         table,
@@ -197,7 +197,7 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
     Effect.gen(function*() {
       const { bq, datasetId, emulator } = yield* freshDataset
       const name = `${emulator.projectId}.${datasetId}.evo`
-      const table = yield* TableDestination.make({ project: emulator.projectId, dataset: datasetId, table: "evo" })
+      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "evo" })
       const { serializer, upgrade } = yield* evolving
       const writer = yield* BigQuerySink.writer({
         table,
@@ -224,7 +224,7 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
     Effect.gen(function*() {
       const { bq, datasetId, emulator } = yield* freshDataset
       const name = `${emulator.projectId}.${datasetId}.ddl`
-      const table = yield* TableDestination.make({ project: emulator.projectId, dataset: datasetId, table: "ddl" })
+      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "ddl" })
       const writer = yield* BigQuerySink.writer({
         table,
         serializer: yield* Serializers.fromJson(schemaV1),

@@ -31,7 +31,7 @@ layer(BigQueryEmulator.layer, { timeout: "120 seconds", excludeTestServices: tru
       const bq = yield* Clients.bigQuery(emulator)
       const datasetId = Clients.uniqueId("faults")
       yield* Effect.tryPromise(() => bq.createDataset(datasetId))
-      const table = yield* TableDestination.make({ project: emulator.projectId, dataset: datasetId, table: "t" })
+      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "t" })
       const serializer = yield* RowSerializer.fromJson(schema)
       const n = 20_000
       const resetter = yield* proxy.resetAll.pipe(
