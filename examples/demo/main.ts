@@ -64,7 +64,11 @@ const program = Effect.gen(function*() {
 
   yield* Effect.gen(function*() {
     const bigtableTable = yield* BigtableTable.make({ projectId, instanceId: config.instance, tableId: "events" })
-    const bigqueryTable = yield* BigQueryTable.make({ projectId: projectId, datasetId: config.dataset, tableId: "events" })
+    const bigqueryTable = yield* BigQueryTable.make({
+      projectId: projectId,
+      datasetId: config.dataset,
+      tableId: "events"
+    })
     const bigquery = yield* BigQueryClient.BigQueryClient
     yield* Effect.tryPromise(() => bigquery.rest.dataset(config.dataset).get({ autoCreate: true }))
 
