@@ -50,8 +50,8 @@ const program = Effect.gen(function*() {
   const [rows] = yield* Effect.tryPromise(() => client.instance("examples").table("page_views").getRows())
   for (const row of rows.slice(0, 6)) {
     const cell: unknown = row.data["views"]?.["n"]?.[0]?.value
-    const views = cell instanceof Uint8Array ? Buffer.from(cell).readBigInt64BE() : cell
-    yield* Effect.log(`${row.id}: ${String(views)} views`)
+    const count = cell instanceof Uint8Array ? Buffer.from(cell).readBigInt64BE() : cell
+    yield* Effect.log(`${row.id}: ${String(count)} views`)
   }
   yield* Effect.log(`${rows.length} counters in all`)
   yield* Effect.promise(() => client.close())
