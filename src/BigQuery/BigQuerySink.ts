@@ -19,8 +19,7 @@ import type { BigQueryClient } from "./BigQueryClient.ts"
 import type { BigQueryError } from "./BigQueryError.ts"
 import type { BigQueryFailure } from "./BigQueryFailure.ts"
 import type { RowSerializer } from "./RowSerializer.ts"
-import type { SchemaUpdateOptions } from "./SchemaUpdateOptions.ts"
-import type { TableCreateOptions } from "./TableCreateOptions.ts"
+import type { TableCreateOptions, TableCreateOptionsInput } from "./TableCreateOptions.ts"
 import type { DestinationResolver, TableDestination } from "./TableDestination.ts"
 import type { WriteMethod } from "./WriteMethod.ts"
 
@@ -34,12 +33,15 @@ import type { WriteMethod } from "./WriteMethod.ts"
  * - `serializer` (required): the table schema per destination and the row bytes; `null` skips.
  * - `writeMethod`: default `WriteMethod.atLeastOnce()`.
  * - `createDisposition`: default `"CREATE_IF_NEEDED"`: a missing table is created with the
- *   serializer's schema (plus `additionalFields`) and `tableCreateOptions` (fixed, or a function
- *   of the destination).
+ *   serializer's schema (plus `additionalFields`) and `tableCreateOptions` (fixed and validated
+ *   when the sink starts, or a function of the destination; default a plain table).
  * - `schemaUpdate`: default off; with `allowNewFields` / `allowFieldRelaxation` the sink widens a
  *   table whose appends fail with extra fields (an etag-conditioned patch of the union).
- * - `additionalFields`: physical columns appended to every row.
+ * - `additionalFields`: physical columns appended to every row (`AdditionalFields.make`); with a
+ *   fixed `table`, a column colliding with the serializer's is rejected when the sink starts.
  * - `failureHandler`: default `FailureHandler.failJob`: receives `FailedRow` and `UnroutableRecord`.
+ *   Its error type `E` is the write's: `RecordFailed` for the default, the handler's otherwise (a
+ *   handler that drops, such as `FailureHandler.logAndDrop`, adds none).
  *
  * @category models
  * @since 0.1.0
@@ -51,17 +53,19 @@ export interface BigQuerySinkOptions<A, E = RecordFailed, R = never> {
   readonly writeMethod?: WriteMethod | undefined
   readonly createDisposition?: CreateDisposition | undefined
   readonly tableCreateOptions?:
-    | TableCreateOptions
+    | TableCreateOptionsInput
     | ((destination: TableDestination) => TableCreateOptions)
     | undefined
-  readonly schemaUpdate?: SchemaUpdateOptions | undefined
+  readonly schemaUpdate?:
+    | { readonly allowNewFields?: boolean | undefined; readonly allowFieldRelaxation?: boolean | undefined }
+    | undefined
   readonly additionalFields?: AdditionalFields<A> | undefined
   readonly failureHandler?: FailureHandler<BigQueryFailure, E, R> | undefined
 }
 
 /**
  * The error of a BigQuery sink: a terminal `BigQueryError`, a `SinkConfigError` for invalid
- * options, or the handler's error (`RecordFailed` for the default `failJob`).
+ * options, or the failure handler's error `E` (`RecordFailed` for the default `failJob`).
  *
  * @category errors
  * @since 0.1.0
@@ -80,6 +84,9 @@ export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigErro
  * when allowed. With `flushInterval` a timer flushes too. At least once: a batch whose response
  * was lost is appended again.
  *
+ * The error channel holds the handler's error: `RecordFailed` without a `failureHandler` (the
+ * default `failJob`), exactly the handler's `E` with one.
+ *
  * **Example** (Streaming orders into a table)
  * ```ts
  * import { Effect, Schema, Stream } from "effect"
@@ -95,21 +102,36 @@ export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigErro
  * @category constructors
  * @since 0.1.0
  */
-export const make = <A, E = RecordFailed, R = never>(
+export function make<A, E, R>(
+  sinkOptions: BigQuerySinkOptions<A, E, R> & { readonly failureHandler: FailureHandler<BigQueryFailure, E, R> }
+): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<E>, BigQueryClient | R>
+export function make<A, E = never, R = never>(
   sinkOptions: BigQuerySinkOptions<A, E, R>
-): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<E>, BigQueryClient | R> =>
-  Sink.unwrap(
+): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<E | RecordFailed>, BigQueryClient | R>
+export function make<A, E, R>(
+  sinkOptions: BigQuerySinkOptions<A, E, R>
+): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<E | RecordFailed>, BigQueryClient | R> {
+  // `RecordFailed` comes only from the default `failJob`, used only when no handler is given:
+  // that is what lets the first overload leave it out.
+  return Sink.unwrap(
     Effect.map(
       options.decode(sinkOptions),
-      (settings): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<E>, BigQueryClient | R> =>
+      (settings): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<E | RecordFailed>, BigQueryClient | R> =>
         internalSink.make(settings)
     )
   )
+}
 
 /**
  * A scoped writer: `write` admits records (waiting when the in-flight bounds are reached),
  * `flush` returns when every earlier record is acknowledged or routed, `summary` reads the
  * counters. Closing the scope after success flushes; after a failure it releases without flushing.
+ *
+ * **Details**
+ *
+ * Building it fails with a `SinkConfigError` for invalid options, or with the handler's error when
+ * its `open` fails; its operations fail with a `BigQueryError` or the handler's error. The
+ * handler's error is `RecordFailed` without a `failureHandler`, exactly the handler's `E` with one.
  *
  * **Example** (Explicit barriers)
  * ```ts
@@ -128,10 +150,23 @@ export const make = <A, E = RecordFailed, R = never>(
  * @category constructors
  * @since 0.1.0
  */
-export const writer = <A, E = RecordFailed, R = never>(
+export function writer<A, E, R>(
+  writerOptions: BigQuerySinkOptions<A, E, R> & { readonly failureHandler: FailureHandler<BigQueryFailure, E, R> }
+): Effect.Effect<Writer<A, BigQueryError | E>, SinkConfigError | E, BigQueryClient | R | Scope.Scope>
+export function writer<A, E = never, R = never>(
   writerOptions: BigQuerySinkOptions<A, E, R>
 ): Effect.Effect<
-  Writer<A, BigQueryError | E>,
-  SinkConfigError | E,
+  Writer<A, BigQueryError | E | RecordFailed>,
+  SinkConfigError | E | RecordFailed,
   BigQueryClient | R | Scope.Scope
-> => Effect.flatMap(options.decode(writerOptions), internalWriter.make)
+>
+export function writer<A, E, R>(
+  writerOptions: BigQuerySinkOptions<A, E, R>
+): Effect.Effect<
+  Writer<A, BigQueryError | E | RecordFailed>,
+  SinkConfigError | E | RecordFailed,
+  BigQueryClient | R | Scope.Scope
+> {
+  // as in `make`: `RecordFailed` only ever comes from the default handler
+  return Effect.flatMap(options.decode(writerOptions), internalWriter.make)
+}

@@ -15,21 +15,23 @@ import type * as Duration from "effect/Duration"
  * - `maxAppendRequestBytes` (512 KiB): a batch is appended once the next row would take it over
  *   this; at most 9 MiB, so a request stays under the service's 10 MB limit. Batching is by bytes
  *   only. A row larger than this (but at most 9 MiB) is sent alone.
- * - `recoveryInitialBackoff` (500 ms), `recoveryMaxBackoff` (10 s), `recoveryMaxAttempts` (10):
+ * - `recoveryInitialBackoff` (500 ms), `recoveryMaxBackoff` (10 s, at least the initial backoff),
+ *   `recoveryMaxAttempts` (10):
  *   the writer-level budget for re-appending a batch after a transient or stale-connection
  *   failure, a missing table that was created, ±25 % jitter.
- * - `retryInitialDelay` (500 ms; 0 = no delay), `retryDelayMultiplier` (2.0), `retryMaxDelay`
- *   (30 s; 0 = no cap), `retryMaxAttempts` (5), `maxRetryDuration` (5 min; 0 = no limit): the
- *   first-level retries of an in-band transient error on the same connection (what the Java SDK
- *   does before the writer sees the failure).
+ * - `retryInitialDelay` (500 ms; 0 = no delay), `retryDelayMultiplier` (2.0, at least 1.0),
+ *   `retryMaxDelay` (30 s; 0 or at least 1 ms, and at least `retryInitialDelay`),
+ *   `retryMaxAttempts` (5), `maxRetryDuration` (5 min; 0 = no limit): the first-level retries of
+ *   an in-band transient error on the same connection (what the Java SDK does before the writer
+ *   sees the failure).
  * - `maxInflightRequests` (100), `maxInflightBytes` (100 MiB): writer-global bounds on appends
  *   awaiting their response; admission waits when either is reached.
- * - `minConnectionsPerRegion` (2), `maxConnectionsPerRegion` (20): validated for parity with the
+ * - `minConnectionsPerRegion` (2), `maxConnectionsPerRegion` (20, at least the minimum): validated for parity with the
  *   reference; this writer opens one connection per active destination.
- * - `destinationIdleTimeout` (1 h): a destination idle for longer and with nothing in flight is
+ * - `destinationIdleTimeout` (1 h, positive): a destination idle for longer and with nothing in flight is
  *   closed at the next flush and reopened on demand.
  * - `flushInterval` (unset): a timer flush in `BigQuerySink.make`; at least 1 ms.
- * - `responseTimeout` (5 min): an append without a response for this long is treated as a stale
+ * - `responseTimeout` (5 min, at least 1 ms): an append without a response for this long is treated as a stale
  *   connection (rebuilt, batch re-appended).
  * - `perDestinationMetrics` (false): adds a `destination` attribute to the record counters.
  *

@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as AdditionalFields from "../../BigQuery/AdditionalFields.ts"
@@ -13,9 +13,9 @@ import type { RowSerializer } from "../../BigQuery/RowSerializer.ts"
 import * as SchemaUpdateOptions from "../../BigQuery/SchemaUpdateOptions.ts"
 import * as TableCreateOptions from "../../BigQuery/TableCreateOptions.ts"
 import * as TableDestination from "../../BigQuery/TableDestination.ts"
-import type { DefaultStreamOptions, WriteMethod } from "../../BigQuery/WriteMethod.ts"
+import * as WriteMethod from "../../BigQuery/WriteMethod.ts"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
-import { FailureHandler } from "../../Sink/FailureHandler.ts"
+import { FailureHandler, type RecordFailed } from "../../Sink/FailureHandler.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as check from "../optionChecks.ts"
 import type { Policy } from "../retrySchedule.ts"
@@ -26,13 +26,15 @@ export interface SinkOptions<A, E, R> {
   readonly table?: TableDestination.TableDestination | undefined
   readonly destinationResolver?: TableDestination.DestinationResolver<A> | undefined
   readonly serializer: RowSerializer<A>
-  readonly writeMethod?: WriteMethod | undefined
+  readonly writeMethod?: WriteMethod.WriteMethod | undefined
   readonly createDisposition?: CreateDisposition | undefined
   readonly tableCreateOptions?:
-    | TableCreateOptions.TableCreateOptions
+    | TableCreateOptions.TableCreateOptionsInput
     | ((destination: TableDestination.TableDestination) => TableCreateOptions.TableCreateOptions)
     | undefined
-  readonly schemaUpdate?: SchemaUpdateOptions.SchemaUpdateOptions | undefined
+  readonly schemaUpdate?:
+    | { readonly allowNewFields?: boolean | undefined; readonly allowFieldRelaxation?: boolean | undefined }
+    | undefined
   readonly additionalFields?: AdditionalFields.AdditionalFields<A> | undefined
   readonly failureHandler?: FailureHandler<BigQueryFailure, E, R> | undefined
 }
@@ -68,88 +70,152 @@ export interface Settings<A, E, R> {
 const KiB = 1024
 const MiB = 1024 * KiB
 
+/** The defaults of `DefaultStreamOptions` (reference 2.5). @internal */
+export const streamDefaults = {
+  maxAppendRequestBytes: 512 * KiB,
+  recoveryInitialBackoff: Duration.millis(500),
+  recoveryMaxBackoff: Duration.seconds(10),
+  recoveryMaxAttempts: 10,
+  retryInitialDelay: Duration.millis(500),
+  retryDelayMultiplier: 2,
+  retryMaxDelay: Duration.seconds(30),
+  retryMaxAttempts: 5,
+  maxRetryDuration: Duration.minutes(5),
+  maxInflightRequests: 100,
+  maxInflightBytes: 100 * MiB,
+  minConnectionsPerRegion: 2,
+  maxConnectionsPerRegion: 20,
+  destinationIdleTimeout: Duration.hours(1),
+  responseTimeout: Duration.minutes(5),
+  perDestinationMetrics: false
+} as const
+
+const intOr = (path: string, value: unknown, fallback: number, bounds: Parameters<typeof check.integer>[2]) =>
+  value === undefined ? Effect.succeed(fallback) : check.integer(path, value, bounds)
+
+const durationOr = (path: string, value: unknown, fallback: Duration.Duration, rule: check.DurationRule) =>
+  value === undefined ? Effect.succeed(fallback) : check.duration(path, value, rule)
+
+const atLeast = (
+  path: string,
+  value: Duration.Duration,
+  lowerName: string,
+  lower: Duration.Duration
+): Effect.Effect<void, SinkConfigError> =>
+  Duration.isLessThan(value, lower)
+    ? check.fail(path, `must be at least ${lowerName} (${Duration.format(lower)}), was ${Duration.format(value)}`)
+    : Effect.void
+
 /** @internal */
 export const decodeStreamOptions = (
-  o: DefaultStreamOptions,
+  options: WriteMethod.DefaultStreamOptions,
   path = "writeMethod"
 ): Effect.Effect<StreamSettings, SinkConfigError> =>
   Effect.gen(function*() {
-    const maxAppendRequestBytes = yield* check.integer(
+    if (!isRecord(options)) {
+      return yield* check.fail(path, `its options must be an object, was ${check.describe(options)}`)
+    }
+    const o: WriteMethod.DefaultStreamOptions = options
+    const d = streamDefaults
+    const maxAppendRequestBytes = yield* intOr(
       `${path}.maxAppendRequestBytes`,
-      o.maxAppendRequestBytes ?? 512 * KiB,
+      o.maxAppendRequestBytes,
+      d.maxAppendRequestBytes,
       { min: 1, max: maxRowBytes }
     )
-    const recoveryInitialBackoff = yield* check.duration(
+    const recoveryInitialBackoff = yield* durationOr(
       `${path}.recoveryInitialBackoff`,
-      o.recoveryInitialBackoff ?? "500 millis",
+      o.recoveryInitialBackoff,
+      d.recoveryInitialBackoff,
       "atLeastOneMilli"
     )
-    const recoveryMaxBackoff = yield* check.duration(
+    const recoveryMaxBackoff = yield* durationOr(
       `${path}.recoveryMaxBackoff`,
-      o.recoveryMaxBackoff ?? "10 seconds",
+      o.recoveryMaxBackoff,
+      d.recoveryMaxBackoff,
       "atLeastOneMilli"
     )
-    if (recoveryMaxBackoff.value < recoveryInitialBackoff.value) {
-      return yield* check.fail(`${path}.recoveryMaxBackoff`, "must be at least recoveryInitialBackoff")
-    }
-    const recoveryMaxAttempts = yield* check.integer(`${path}.recoveryMaxAttempts`, o.recoveryMaxAttempts ?? 10, {
-      min: 1
-    })
-    const retryInitialDelay = yield* check.duration(
+    yield* atLeast(`${path}.recoveryMaxBackoff`, recoveryMaxBackoff, "recoveryInitialBackoff", recoveryInitialBackoff)
+    const recoveryMaxAttempts = yield* intOr(
+      `${path}.recoveryMaxAttempts`,
+      o.recoveryMaxAttempts,
+      d.recoveryMaxAttempts,
+      { min: 1 }
+    )
+    const retryInitialDelay = yield* durationOr(
       `${path}.retryInitialDelay`,
-      o.retryInitialDelay ?? "500 millis",
+      o.retryInitialDelay,
+      d.retryInitialDelay,
       "atLeastOneMilliOrZero"
     )
-    const retryDelayMultiplier = o.retryDelayMultiplier ?? 2
+    const retryDelayMultiplier: unknown = o.retryDelayMultiplier ?? d.retryDelayMultiplier
     if (!Predicate.isNumber(retryDelayMultiplier) || !(retryDelayMultiplier >= 1) || !isFinite(retryDelayMultiplier)) {
       return yield* check.fail(
         `${path}.retryDelayMultiplier`,
         `must be a finite number of at least 1.0, was ${check.describe(retryDelayMultiplier)}`
       )
     }
-    const retryMaxDelay = yield* check.duration(
+    const retryMaxDelay = yield* durationOr(
       `${path}.retryMaxDelay`,
-      o.retryMaxDelay ?? "30 seconds",
+      o.retryMaxDelay,
+      d.retryMaxDelay,
       "atLeastOneMilliOrZero"
     )
-    if (retryMaxDelay.value < retryInitialDelay.value) {
-      return yield* check.fail(`${path}.retryMaxDelay`, "must be at least retryInitialDelay")
-    }
-    const retryMaxAttempts = yield* check.integer(`${path}.retryMaxAttempts`, o.retryMaxAttempts ?? 5, { min: 1 })
-    const maxRetryDuration = yield* check.duration(
+    yield* atLeast(`${path}.retryMaxDelay`, retryMaxDelay, "retryInitialDelay", retryInitialDelay)
+    const retryMaxAttempts = yield* intOr(`${path}.retryMaxAttempts`, o.retryMaxAttempts, d.retryMaxAttempts, {
+      min: 1
+    })
+    const maxRetryDuration = yield* durationOr(
       `${path}.maxRetryDuration`,
-      o.maxRetryDuration ?? "5 minutes",
+      o.maxRetryDuration,
+      d.maxRetryDuration,
       "atLeastOneMilliOrZero"
     )
-    const maxInflightRequests = yield* check.integer(`${path}.maxInflightRequests`, o.maxInflightRequests ?? 100, {
-      min: 1
-    })
-    const maxInflightBytes = yield* check.integer(`${path}.maxInflightBytes`, o.maxInflightBytes ?? 100 * MiB, {
-      min: 1
-    })
-    const minConnections = yield* check.integer(
-      `${path}.minConnectionsPerRegion`,
-      o.minConnectionsPerRegion ?? 2,
+    const maxInflightRequests = yield* intOr(
+      `${path}.maxInflightRequests`,
+      o.maxInflightRequests,
+      d.maxInflightRequests,
       { min: 1 }
     )
-    yield* check.integer(`${path}.maxConnectionsPerRegion`, o.maxConnectionsPerRegion ?? 20, { min: minConnections })
-    const destinationIdleTimeout = yield* check.duration(
+    const maxInflightBytes = yield* intOr(`${path}.maxInflightBytes`, o.maxInflightBytes, d.maxInflightBytes, {
+      min: 1
+    })
+    const minConnections = yield* intOr(
+      `${path}.minConnectionsPerRegion`,
+      o.minConnectionsPerRegion,
+      d.minConnectionsPerRegion,
+      { min: 1 }
+    )
+    const maxConnections = yield* intOr(
+      `${path}.maxConnectionsPerRegion`,
+      o.maxConnectionsPerRegion,
+      d.maxConnectionsPerRegion,
+      { min: 1 }
+    )
+    if (maxConnections < minConnections) {
+      return yield* check.fail(
+        `${path}.maxConnectionsPerRegion`,
+        `must be at least minConnectionsPerRegion (${minConnections}), was ${maxConnections}`
+      )
+    }
+    const destinationIdleTimeout = yield* durationOr(
       `${path}.destinationIdleTimeout`,
-      o.destinationIdleTimeout ?? "1 hour",
+      o.destinationIdleTimeout,
+      d.destinationIdleTimeout,
       "positive"
     )
     const flushInterval = o.flushInterval === undefined
       ? undefined
       : yield* check.duration(`${path}.flushInterval`, o.flushInterval, "atLeastOneMilli")
-    const responseTimeout = yield* check.duration(
+    const responseTimeout = yield* durationOr(
       `${path}.responseTimeout`,
-      o.responseTimeout ?? "5 minutes",
+      o.responseTimeout,
+      d.responseTimeout,
       "atLeastOneMilli"
     )
-    const perDestinationMetrics = yield* check.boolean(
-      `${path}.perDestinationMetrics`,
-      o.perDestinationMetrics ?? false
-    )
+    const perDestinationMetrics = o.perDestinationMetrics === undefined
+      ? d.perDestinationMetrics
+      : yield* check.boolean(`${path}.perDestinationMetrics`, o.perDestinationMetrics)
     return {
       maxAppendRequestBytes,
       recovery: {
@@ -173,67 +239,142 @@ export const decodeStreamOptions = (
 
 const isRecord = (u: unknown): u is Record<string, unknown> => Predicate.isObject(u) && !Array.isArray(u)
 
+const isFailureHandler = (u: unknown): boolean =>
+  isRecord(u) && Predicate.isFunction(u.handle) && Effect.isEffect(u.open) && Effect.isEffect(u.flush) &&
+  Effect.isEffect(u.close)
+
+const decodeDestination = <A>(
+  table: unknown,
+  destinationResolver: TableDestination.DestinationResolver<A> | undefined
+): Effect.Effect<
+  {
+    readonly resolve: TableDestination.DestinationResolver<A>
+    readonly fixed: TableDestination.TableDestination | undefined
+  },
+  SinkConfigError
+> =>
+  Effect.gen(function*() {
+    if (table !== undefined && destinationResolver !== undefined) {
+      return yield* check.fail("destinationResolver", "set either table or destinationResolver, not both")
+    }
+    if (table !== undefined) {
+      if (!(table instanceof TableDestination.TableDestination)) {
+        return yield* check.fail(
+          "table",
+          `must be a TableDestination (TableDestination.make), was ${check.describe(table)}`
+        )
+      }
+      // a TableDestination built with `new` skipped TableDestination.make's checks
+      yield* check.component("table.projectId", table.projectId)
+      yield* check.component("table.datasetId", table.datasetId)
+      yield* check.component("table.tableId", table.tableId)
+      return { resolve: TableDestination.fixed(table), fixed: table }
+    }
+    if (destinationResolver !== undefined) {
+      if (!Predicate.isFunction(destinationResolver)) {
+        return yield* check.fail(
+          "destinationResolver",
+          `must be a function, was ${check.describe(destinationResolver)}`
+        )
+      }
+      return { resolve: destinationResolver, fixed: undefined }
+    }
+    return yield* check.fail("table", "a destination is required: set table or destinationResolver")
+  })
+
+const decodeCreateOptions = (
+  input: SinkOptions<unknown, unknown, unknown>["tableCreateOptions"]
+): Effect.Effect<
+  (destination: TableDestination.TableDestination) => TableCreateOptions.TableCreateOptions,
+  SinkConfigError
+> =>
+  Effect.gen(function*() {
+    if (input === undefined) return () => TableCreateOptions.defaults
+    if (Predicate.isFunction(input)) return input
+    if (!isRecord(input)) {
+      return yield* check.fail(
+        "tableCreateOptions",
+        `must be TableCreateOptions or a function of the destination, was ${check.describe(input)}`
+      )
+    }
+    if (input.timePartitioning !== undefined && !isRecord(input.timePartitioning)) {
+      return yield* check.fail(
+        "tableCreateOptions.timePartitioning",
+        `must be an object, was ${check.describe(input.timePartitioning)}`
+      )
+    }
+    const fixed = yield* TableCreateOptions.make(input, "tableCreateOptions")
+    return () => fixed
+  })
+
 /**
  * Validates the sink options, in the reference's order: serializer, destination, write method,
- * then the rest.
+ * then the rest. Without a failure handler the default is `FailureHandler.failJob`, whose error
+ * `RecordFailed` joins the handler's error type; `BigQuerySink`'s overloads narrow it away when a
+ * handler is given.
  *
  * @internal
  */
-export const decode = <A, E, R>(options: SinkOptions<A, E, R>): Effect.Effect<Settings<A, E, R>, SinkConfigError> =>
+export const decode = <A, E, R>(
+  options: SinkOptions<A, E, R>
+): Effect.Effect<Settings<A, E | RecordFailed, R>, SinkConfigError> =>
   Effect.gen(function*() {
-    if (!isRecord(options)) return yield* check.fail("options", "must be an object")
+    if (!isRecord(options)) return yield* check.fail("options", `must be an object, was ${check.describe(options)}`)
     const serializer = options.serializer
     if (
       !isRecord(serializer) || !Predicate.isFunction(serializer.serialize) ||
       !Predicate.isFunction(serializer.tableSchema)
     ) {
-      return yield* check.fail("serializer", "a serializer is required")
+      return yield* check.fail("serializer", "a serializer is required (serialize and tableSchema functions)")
     }
-    if (options.table !== undefined && options.destinationResolver !== undefined) {
-      return yield* check.fail("destinationResolver", "set either table or destinationResolver, not both")
-    }
-    let resolve: TableDestination.DestinationResolver<A>
-    if (options.table !== undefined) {
-      if (!(options.table instanceof TableDestination.TableDestination)) {
-        return yield* check.fail("table", "must be a TableDestination (TableDestination.make)")
-      }
-      resolve = TableDestination.fixed(options.table)
-    } else if (options.destinationResolver !== undefined) {
-      if (!Predicate.isFunction(options.destinationResolver)) {
-        return yield* check.fail("destinationResolver", "must be a function")
-      }
-      resolve = options.destinationResolver
-    } else {
-      return yield* check.fail("table", "a destination is required: set table or destinationResolver")
-    }
-    const method = options.writeMethod ?? { _tag: "AtLeastOnce", options: {} }
-    if (!isRecord(method) || method._tag !== "AtLeastOnce" || !isRecord(method.options)) {
-      return yield* check.fail("writeMethod", "must be a WriteMethod (WriteMethod.atLeastOnce(...))")
+    const { fixed, resolve } = yield* decodeDestination(options.table, options.destinationResolver)
+    const method: unknown = options.writeMethod ?? WriteMethod.atLeastOnce()
+    if (!WriteMethod.isWriteMethod(method)) {
+      return yield* check.fail(
+        "writeMethod",
+        `must be a WriteMethod (WriteMethod.atLeastOnce(...)), was ${check.describe(method)}`
+      )
     }
     const stream = yield* decodeStreamOptions(method.options)
-    const createDisposition = options.createDisposition ?? "CREATE_IF_NEEDED"
+    const createDisposition: unknown = options.createDisposition ?? "CREATE_IF_NEEDED"
     if (createDisposition !== "CREATE_IF_NEEDED" && createDisposition !== "CREATE_NEVER") {
       return yield* check.fail(
         "createDisposition",
         `must be CREATE_IF_NEEDED or CREATE_NEVER, was ${check.describe(createDisposition)}`
       )
     }
-    const tableCreate = options.tableCreateOptions
-    let createOptions: Settings<A, E, R>["createOptions"]
-    if (tableCreate === undefined) createOptions = () => TableCreateOptions.defaults
-    else if (Predicate.isFunction(tableCreate)) createOptions = tableCreate
-    else {
-      const fixed = yield* TableCreateOptions.make(tableCreate, "tableCreateOptions")
-      createOptions = () => fixed
+    const createOptions = yield* decodeCreateOptions(options.tableCreateOptions)
+    if (options.schemaUpdate !== undefined && !isRecord(options.schemaUpdate)) {
+      return yield* check.fail("schemaUpdate", `must be an object, was ${check.describe(options.schemaUpdate)}`)
     }
     const schemaUpdate = options.schemaUpdate === undefined
       ? SchemaUpdateOptions.defaults
       : yield* SchemaUpdateOptions.make(options.schemaUpdate, "schemaUpdate")
-    const withFields = options.additionalFields === undefined
-      ? serializer
-      : AdditionalFields.augment(serializer, options.additionalFields)
-    const failureHandler = options.failureHandler ??
-      (FailureHandler.failJob as unknown as FailureHandler<BigQueryFailure, E, R>)
+    let withFields: RowSerializer<A> = serializer
+    if (options.additionalFields !== undefined) {
+      const given: unknown = options.additionalFields
+      if (!isRecord(given) || !Array.isArray(given.fields)) {
+        return yield* check.fail(
+          "additionalFields",
+          `must be AdditionalFields (AdditionalFields.make), was ${check.describe(given)}`
+        )
+      }
+      // hand-built values skipped AdditionalFields.make's checks
+      const additional = yield* AdditionalFields.make(options.additionalFields.fields, "additionalFields.fields")
+      // with a fixed table the serializer's schema is known now: a colliding column fails before any I/O
+      if (fixed !== undefined) yield* AdditionalFields.extendSchema(additional, serializer.tableSchema(fixed))
+      withFields = AdditionalFields.augment(serializer, additional)
+    }
+    if (options.failureHandler !== undefined && !isFailureHandler(options.failureHandler)) {
+      return yield* check.fail(
+        "failureHandler",
+        `must be a FailureHandler (open, handle, flush, close; see FailureHandler.make), was ${
+          check.describe(options.failureHandler)
+        }`
+      )
+    }
+    const failureHandler: FailureHandler<BigQueryFailure, E | RecordFailed, R> = options.failureHandler ??
+      FailureHandler.failJob
     return {
       resolve,
       serializer: withFields,

@@ -1,0 +1,574 @@
+/**
+ * Every option rule and default of the BigQuery sink (reference 2.1, 2.5, 2.11, 2.13): each invalid
+ * value is a `SinkConfigError` whose `path` names the option as written and whose message says the
+ * rule; numeric ranges are checked as properties.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect, Schema } from "effect"
+import {
+  AdditionalFields,
+  type BigQueryFailure,
+  type RowSerializer,
+  TableCreateOptions,
+  TableDestination,
+  TableSchema,
+  WriteMethod
+} from "../../../src/BigQuery/index.ts"
+import * as Options from "../../../src/internal/bigquery/options.ts"
+import { FailureHandler, SinkConfigError } from "../../../src/Sink.ts"
+
+interface Row {
+  readonly id: bigint
+}
+
+const schema: TableSchema.TableSchema = { fields: [TableSchema.field({ name: "id", type: "INT64" })] }
+const serializer: RowSerializer.RowSerializer<Row> = {
+  tableSchema: () => schema,
+  serialize: () => new Uint8Array([8, 1])
+}
+const table = new TableDestination.TableDestination({ projectId: "p", datasetId: "d", tableId: "t" })
+const base = { table, serializer }
+
+type Opts = Options.SinkOptions<Row, unknown, never>
+
+/** Decodes options expected to be invalid; checks the path and the rule in the message. */
+const rejects = (options: Opts, path: string, rule: RegExp) =>
+  Effect.gen(function*() {
+    const error = yield* Effect.flip(Options.decode(options))
+    assert.instanceOf(error, SinkConfigError)
+    assert.strictEqual(error.path, path)
+    assert.match(error.message, rule)
+    assert.strictEqual(error.toString(), `SinkConfigError: ${path}: ${error.message}`)
+  })
+
+const streamOf = (options: WriteMethod.DefaultStreamOptions) =>
+  Effect.map(Options.decode({ ...base, writeMethod: WriteMethod.atLeastOnce(options) }), (s) => s.stream)
+
+const rejectsStream = (options: WriteMethod.DefaultStreamOptions, option: string, rule: RegExp) =>
+  rejects({ ...base, writeMethod: WriteMethod.atLeastOnce(options) }, `writeMethod.${option}`, rule)
+
+const ms = Duration.millis
+
+const integerOptions = [
+  "recoveryMaxAttempts",
+  "retryMaxAttempts",
+  "maxInflightRequests",
+  "maxInflightBytes",
+  "minConnectionsPerRegion"
+] as const
+const atLeastOneMilli = ["recoveryInitialBackoff", "recoveryMaxBackoff", "responseTimeout", "flushInterval"] as const
+const zeroOrAtLeastOneMilli = ["retryInitialDelay", "retryMaxDelay", "maxRetryDuration"] as const
+
+const Positive = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 2 ** 40 }))
+const NotPositive = Schema.Int.check(Schema.isBetween({ minimum: -(2 ** 40), maximum: 0 }))
+const Millis = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 10 ** 9 }))
+
+describe("BigQuery sink options: defaults", () => {
+  it.effect("an unconfigured sink uses the reference defaults", () =>
+    Effect.gen(function*() {
+      const settings = yield* Options.decode(base)
+      assert.strictEqual(settings.createDisposition, "CREATE_IF_NEEDED")
+      assert.deepStrictEqual(settings.createOptions(table), TableCreateOptions.defaults)
+      assert.deepStrictEqual(settings.schemaUpdate, { allowNewFields: false, allowFieldRelaxation: false })
+      assert.strictEqual(settings.failureHandler, FailureHandler.failJob)
+      assert.strictEqual(settings.serializer, serializer)
+      assert.strictEqual(settings.resolve({ id: 1n }), table)
+      const s = settings.stream
+      assert.strictEqual(s.maxAppendRequestBytes, 512 * 1024)
+      assert.deepStrictEqual(s.recovery, { initialBackoff: ms(500), maxBackoff: Duration.seconds(10), maxAttempts: 10 })
+      assert.deepStrictEqual(s.retryInitialDelay, ms(500))
+      assert.strictEqual(s.retryDelayMultiplier, 2)
+      assert.deepStrictEqual(s.retryMaxDelay, Duration.seconds(30))
+      assert.strictEqual(s.retryMaxAttempts, 5)
+      assert.deepStrictEqual(s.maxRetryDuration, Duration.minutes(5))
+      assert.strictEqual(s.maxInflightRequests, 100)
+      assert.strictEqual(s.maxInflightBytes, 100 * 1024 * 1024)
+      assert.deepStrictEqual(s.destinationIdleTimeout, Duration.hours(1))
+      assert.isUndefined(s.flushInterval)
+      assert.deepStrictEqual(s.responseTimeout, Duration.minutes(5))
+      assert.isFalse(s.perDestinationMetrics)
+    }))
+
+  it.effect("writeMethod defaults to WriteMethod.atLeastOnce() with default DefaultStreamOptions", () =>
+    Effect.gen(function*() {
+      const implicit = yield* Options.decode(base)
+      const explicit = yield* Options.decode({ ...base, writeMethod: WriteMethod.atLeastOnce() })
+      const empty = yield* Options.decode({ ...base, writeMethod: WriteMethod.atLeastOnce({}) })
+      assert.deepStrictEqual(explicit.stream, implicit.stream)
+      assert.deepStrictEqual(empty.stream, implicit.stream)
+      assert.deepStrictEqual(WriteMethod.atLeastOnce(), { _tag: "AtLeastOnce", options: {} })
+      assert.isTrue(WriteMethod.isWriteMethod(WriteMethod.atLeastOnce()))
+      assert.isFalse(WriteMethod.isWriteMethod({ _tag: "ExactlyOnce", options: {} }))
+    }))
+
+  it.effect("every DefaultStreamOptions value given is kept", () =>
+    Effect.gen(function*() {
+      const s = yield* streamOf({
+        maxAppendRequestBytes: 1000,
+        recoveryInitialBackoff: "2 millis",
+        recoveryMaxBackoff: "3 seconds",
+        recoveryMaxAttempts: 4,
+        retryInitialDelay: 0,
+        retryDelayMultiplier: 1.5,
+        retryMaxDelay: "0 millis",
+        retryMaxAttempts: 7,
+        maxRetryDuration: 0,
+        maxInflightRequests: 8,
+        maxInflightBytes: 9,
+        minConnectionsPerRegion: 3,
+        maxConnectionsPerRegion: 3,
+        destinationIdleTimeout: "1 nanos",
+        flushInterval: "250 millis",
+        responseTimeout: "1 millis",
+        perDestinationMetrics: true
+      })
+      assert.strictEqual(s.maxAppendRequestBytes, 1000)
+      assert.deepStrictEqual(s.recovery, { initialBackoff: ms(2), maxBackoff: Duration.seconds(3), maxAttempts: 4 })
+      assert.isTrue(Duration.isZero(s.retryInitialDelay))
+      assert.strictEqual(s.retryDelayMultiplier, 1.5)
+      assert.isTrue(Duration.isZero(s.retryMaxDelay))
+      assert.strictEqual(s.retryMaxAttempts, 7)
+      assert.isTrue(Duration.isZero(s.maxRetryDuration))
+      assert.strictEqual(s.maxInflightRequests, 8)
+      assert.strictEqual(s.maxInflightBytes, 9)
+      assert.deepStrictEqual(s.destinationIdleTimeout, Duration.nanos(1n))
+      assert.deepStrictEqual(s.flushInterval, ms(250))
+      assert.deepStrictEqual(s.responseTimeout, ms(1))
+      assert.isTrue(s.perDestinationMetrics)
+    }))
+})
+
+describe("BigQuery sink options: serializer and destination", () => {
+  it.effect("options must be an object", () =>
+    // @ts-expect-error: not options
+    rejects(null, "options", /must be an object/))
+
+  it.effect("the serializer is required, and checked before the destination", () =>
+    Effect.gen(function*() {
+      // @ts-expect-error: no serializer
+      yield* rejects({ table }, "serializer", /a serializer is required/)
+      // @ts-expect-error: no serializer
+      yield* rejects({}, "serializer", /a serializer is required/)
+      // @ts-expect-error: not a serializer
+      yield* rejects({ table, serializer: { serialize: () => null } }, "serializer", /a serializer is required/)
+    }))
+
+  it.effect("table and destinationResolver are exclusive, and one is required", () =>
+    Effect.gen(function*() {
+      yield* rejects({ ...base, destinationResolver: () => table }, "destinationResolver", /not both/)
+      yield* rejects({ serializer }, "table", /a destination is required: set table or destinationResolver/)
+    }))
+
+  it.effect("table must be a validated TableDestination", () =>
+    Effect.gen(function*() {
+      yield* rejects(
+        // @ts-expect-error: a plain object is not a TableDestination
+        { serializer, table: { projectId: "p", datasetId: "d", tableId: "t" } },
+        "table",
+        /must be a TableDestination \(TableDestination.make\)/
+      )
+      const blank = new TableDestination.TableDestination({ projectId: " ", datasetId: "d", tableId: "t" })
+      yield* rejects({ serializer, table: blank }, "table.projectId", /must not be blank/)
+      const slash = new TableDestination.TableDestination({ projectId: "p", datasetId: "d/e", tableId: "t" })
+      yield* rejects({ serializer, table: slash }, "table.datasetId", /must not contain '\/'/)
+      const padded = new TableDestination.TableDestination({ projectId: "p", datasetId: "d", tableId: "t " })
+      yield* rejects({ serializer, table: padded }, "table.tableId", /leading or trailing whitespace/)
+    }))
+
+  it.effect("destinationResolver must be a function; it is used as given", () =>
+    Effect.gen(function*() {
+      // @ts-expect-error: not a function
+      yield* rejects({ serializer, destinationResolver: "p.d.t" }, "destinationResolver", /must be a function/)
+      const other = yield* TableDestination.make({ projectId: "p", datasetId: "d", tableId: "u" })
+      const resolver = (r: Row) => (r.id > 0n ? other : table)
+      const settings = yield* Options.decode({ serializer, destinationResolver: resolver })
+      assert.strictEqual(settings.resolve, resolver)
+      assert.strictEqual(settings.resolve({ id: 1n }), other)
+    }))
+})
+
+describe("BigQuery sink options: writeMethod (DefaultStreamOptions, reference 2.5)", () => {
+  it.effect("writeMethod must be a WriteMethod with an options object", () =>
+    Effect.gen(function*() {
+      const exactlyOnce = { _tag: "ExactlyOnce", options: {} }
+      // @ts-expect-error: not a write method of this version
+      yield* rejects({ ...base, writeMethod: exactlyOnce }, "writeMethod", /must be a WriteMethod/)
+      // @ts-expect-error: options missing
+      yield* rejects({ ...base, writeMethod: { _tag: "AtLeastOnce" } }, "writeMethod", /must be a WriteMethod/)
+      yield* rejects(
+        // @ts-expect-error: options not an object
+        { ...base, writeMethod: { _tag: "AtLeastOnce", options: 5 } },
+        "writeMethod",
+        /options must be an object/
+      )
+    }))
+
+  it.effect("integer options reject non-integers, naming the option", () =>
+    Effect.gen(function*() {
+      for (const option of [...integerOptions, "maxAppendRequestBytes", "maxConnectionsPerRegion"] as const) {
+        yield* rejectsStream({ [option]: 1.5 }, option, /must be an integer, was 1.5/)
+        yield* rejectsStream({ [option]: Number.NaN }, option, /must be an integer, was NaN/)
+        yield* rejectsStream({ [option]: Number.POSITIVE_INFINITY }, option, /must be an integer/)
+      }
+      // @ts-expect-error: a string is not a count
+      yield* rejectsStream({ maxInflightRequests: "10" }, "maxInflightRequests", /must be an integer, was '10'/)
+    }))
+
+  it.effect.prop("counts above 0 are kept", { n: Positive }, ({ n }) =>
+    Effect.gen(function*() {
+      for (const option of integerOptions) {
+        const s = yield* streamOf({ [option]: n, maxConnectionsPerRegion: Number.MAX_SAFE_INTEGER })
+        const kept = option === "recoveryMaxAttempts"
+          ? s.recovery.maxAttempts
+          : option === "minConnectionsPerRegion"
+          ? n
+          : s[option]
+        assert.strictEqual(kept, n)
+      }
+    }))
+
+  it.effect.prop("counts of 0 or less are rejected", { n: NotPositive }, ({ n }) =>
+    Effect.gen(function*() {
+      for (const option of [...integerOptions, "maxAppendRequestBytes", "maxConnectionsPerRegion"] as const) {
+        yield* rejectsStream({ [option]: n }, option, new RegExp(`must be (at least 1|between 1 and \\d+), was ${n}$`))
+      }
+    }))
+
+  it.effect.prop(
+    "maxAppendRequestBytes is 1 to 9 MiB, so a request stays under the 10 MB limit",
+    { n: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 2 * 9 * 1024 * 1024 })) },
+    ({ n }) =>
+      Effect.gen(function*() {
+        if (n <= 9 * 1024 * 1024) {
+          assert.strictEqual((yield* streamOf({ maxAppendRequestBytes: n })).maxAppendRequestBytes, n)
+        } else {
+          yield* rejectsStream(
+            { maxAppendRequestBytes: n },
+            "maxAppendRequestBytes",
+            new RegExp(`must be between 1 and ${9 * 1024 * 1024}, was ${n}`)
+          )
+        }
+      })
+  )
+
+  it.effect.prop(
+    "maxConnectionsPerRegion is at least minConnectionsPerRegion",
+    { min: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1000 })), max: Positive },
+    ({ max, min }) =>
+      Effect.gen(function*() {
+        const options = { minConnectionsPerRegion: min, maxConnectionsPerRegion: max }
+        if (max >= min) yield* streamOf(options)
+        else {
+          yield* rejectsStream(
+            options,
+            "maxConnectionsPerRegion",
+            new RegExp(`must be at least minConnectionsPerRegion \\(${min}\\), was ${max}`)
+          )
+        }
+      })
+  )
+
+  it.effect("maxConnectionsPerRegion: below the default minimum of 2", () =>
+    rejectsStream({ maxConnectionsPerRegion: 1 }, "maxConnectionsPerRegion", /at least minConnectionsPerRegion \(2\)/))
+
+  it.effect("durations used at millisecond granularity must be at least 1 ms", () =>
+    Effect.gen(function*() {
+      for (const option of atLeastOneMilli) {
+        yield* rejectsStream({ [option]: 0 }, option, /must be at least 1 ms, was 0/)
+        yield* rejectsStream({ [option]: "999 micros" }, option, /must be at least 1 ms/)
+        yield* rejectsStream({ [option]: "-5 millis" }, option, /must be (at least 1 ms|a duration)/)
+        yield* rejectsStream({ [option]: "soon" }, option, /must be a duration, was 'soon'/)
+      }
+    }))
+
+  it.effect.prop("durations of at least 1 ms are kept", { n: Millis }, ({ n }) =>
+    Effect.gen(function*() {
+      const s = yield* streamOf({
+        recoveryInitialBackoff: ms(n),
+        recoveryMaxBackoff: ms(n),
+        responseTimeout: ms(n),
+        flushInterval: ms(n),
+        destinationIdleTimeout: ms(n),
+        retryInitialDelay: ms(n),
+        retryMaxDelay: ms(n),
+        maxRetryDuration: ms(n)
+      })
+      for (
+        const d of [
+          s.recovery.initialBackoff,
+          s.recovery.maxBackoff,
+          s.responseTimeout,
+          s.flushInterval ?? Duration.zero,
+          s.destinationIdleTimeout,
+          s.retryInitialDelay,
+          s.retryMaxDelay,
+          s.maxRetryDuration
+        ]
+      ) assert.strictEqual(Duration.toMillis(d), n)
+    }))
+
+  it.effect("SDK retry durations are 0 (none) or at least 1 ms", () =>
+    Effect.gen(function*() {
+      for (const option of zeroOrAtLeastOneMilli) {
+        yield* rejectsStream(
+          { [option]: "500 micros", ...(option === "retryMaxDelay" ? { retryInitialDelay: 0 } : {}) },
+          option,
+          /must be 0 or at least 1 ms, was /
+        )
+      }
+      const s = yield* streamOf({ retryInitialDelay: 0, retryMaxDelay: 0, maxRetryDuration: 0 })
+      assert.isTrue(Duration.isZero(s.retryInitialDelay) && Duration.isZero(s.retryMaxDelay))
+      assert.isTrue(Duration.isZero(s.maxRetryDuration))
+    }))
+
+  it.effect("destinationIdleTimeout is positive and expressible in nanoseconds", () =>
+    Effect.gen(function*() {
+      yield* rejectsStream({ destinationIdleTimeout: 0 }, "destinationIdleTimeout", /must be positive, was 0/)
+      yield* rejectsStream(
+        { destinationIdleTimeout: Duration.days(300 * 366) },
+        "destinationIdleTimeout",
+        /must be expressible in nanoseconds \(at most about 292 years\)/
+      )
+      yield* rejectsStream({ destinationIdleTimeout: Duration.infinity }, "destinationIdleTimeout", /292 years/)
+      const s = yield* streamOf({ destinationIdleTimeout: "1 nanos" })
+      assert.deepStrictEqual(s.destinationIdleTimeout, Duration.nanos(1n))
+    }))
+
+  it.effect.prop(
+    "recoveryMaxBackoff is at least recoveryInitialBackoff",
+    { initial: Millis, max: Millis },
+    ({ initial, max }) =>
+      Effect.gen(function*() {
+        const options = { recoveryInitialBackoff: ms(initial), recoveryMaxBackoff: ms(max) }
+        if (max >= initial) assert.strictEqual(Duration.toMillis((yield* streamOf(options)).recovery.maxBackoff), max)
+        else {
+          yield* rejectsStream(options, "recoveryMaxBackoff", /must be at least recoveryInitialBackoff \(.+\), was /)
+        }
+      })
+  )
+
+  it.effect("recoveryMaxBackoff below the default initial backoff of 500 ms is rejected", () =>
+    rejectsStream({ recoveryMaxBackoff: "499 millis" }, "recoveryMaxBackoff", /at least recoveryInitialBackoff/))
+
+  it.effect.prop(
+    "retryMaxDelay is at least retryInitialDelay (0 only with an initial delay of 0)",
+    { initial: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10 ** 6 })), max: Millis },
+    ({ initial, max }) =>
+      Effect.gen(function*() {
+        const options = { retryInitialDelay: ms(initial), retryMaxDelay: ms(max) }
+        if (max >= initial) assert.strictEqual(Duration.toMillis((yield* streamOf(options)).retryMaxDelay), max)
+        else yield* rejectsStream(options, "retryMaxDelay", /must be at least retryInitialDelay/)
+        if (initial > 0) {
+          yield* rejectsStream({ retryInitialDelay: ms(initial), retryMaxDelay: 0 }, "retryMaxDelay", /at least/)
+        }
+      })
+  )
+
+  it.effect.prop(
+    "retryDelayMultiplier is a finite number of at least 1.0",
+    { m: Schema.Number.check(Schema.isBetween({ minimum: -1000, maximum: 1000 })) },
+    ({ m }) =>
+      Effect.gen(function*() {
+        if (m >= 1) assert.strictEqual((yield* streamOf({ retryDelayMultiplier: m })).retryDelayMultiplier, m)
+        else yield* rejectsStream({ retryDelayMultiplier: m }, "retryDelayMultiplier", /finite number of at least 1.0/)
+      })
+  )
+
+  it.effect("retryDelayMultiplier rejects NaN, Infinity and non-numbers", () =>
+    Effect.gen(function*() {
+      for (const m of [Number.NaN, Number.POSITIVE_INFINITY, 0.999]) {
+        yield* rejectsStream({ retryDelayMultiplier: m }, "retryDelayMultiplier", /at least 1.0, was/)
+      }
+      // @ts-expect-error: a string is not a multiplier
+      yield* rejectsStream({ retryDelayMultiplier: "2" }, "retryDelayMultiplier", /was '2'/)
+    }))
+
+  it.effect("perDestinationMetrics is a boolean", () =>
+    // @ts-expect-error: not a boolean
+    rejectsStream({ perDestinationMetrics: "yes" }, "perDestinationMetrics", /must be a boolean, was 'yes'/))
+})
+
+describe("BigQuery sink options: tables (reference 2.11)", () => {
+  it.effect("createDisposition is CREATE_IF_NEEDED (default) or CREATE_NEVER", () =>
+    Effect.gen(function*() {
+      assert.strictEqual(
+        (yield* Options.decode({ ...base, createDisposition: "CREATE_NEVER" })).createDisposition,
+        "CREATE_NEVER"
+      )
+      yield* rejects(
+        // @ts-expect-error: not a disposition
+        { ...base, createDisposition: "CREATE_SOMETIMES" },
+        "createDisposition",
+        /must be CREATE_IF_NEEDED or CREATE_NEVER, was 'CREATE_SOMETIMES'/
+      )
+    }))
+
+  it.effect("fixed tableCreateOptions are validated when the sink starts, Duration inputs accepted", () =>
+    Effect.gen(function*() {
+      const settings = yield* Options.decode({
+        ...base,
+        tableCreateOptions: {
+          timePartitioning: { type: "DAY", field: "day", expiration: "90 days" },
+          clustering: ["a"]
+        }
+      })
+      const other = yield* TableDestination.make({ projectId: "p", datasetId: "d", tableId: "other" })
+      const expected: TableCreateOptions.TableCreateOptions = {
+        timePartitioning: { type: "DAY", field: "day", expiration: Duration.days(90) },
+        clustering: ["a"]
+      }
+      assert.deepStrictEqual(settings.createOptions(table), expected)
+      assert.deepStrictEqual(settings.createOptions(other), expected)
+    }))
+
+  it.effect("invalid fixed tableCreateOptions name the nested option", () =>
+    Effect.gen(function*() {
+      yield* rejects(
+        { ...base, tableCreateOptions: { clustering: ["a", "b", "c", "d", "e"] } },
+        "tableCreateOptions.clustering",
+        /must have 1 to 4 columns, had 5/
+      )
+      yield* rejects(
+        { ...base, tableCreateOptions: { clustering: [] } },
+        "tableCreateOptions.clustering",
+        /must have 1 to 4 columns, had 0/
+      )
+      yield* rejects(
+        { ...base, tableCreateOptions: { clustering: ["a", " "] } },
+        "tableCreateOptions.clustering[1]",
+        /must not be blank/
+      )
+      yield* rejects(
+        { ...base, tableCreateOptions: { clustering: ["a", "A"] } },
+        "tableCreateOptions.clustering[1]",
+        /repeats 'A'/
+      )
+      yield* rejects(
+        // @ts-expect-error: not a partition type
+        { ...base, tableCreateOptions: { timePartitioning: { type: "WEEK" } } },
+        "tableCreateOptions.timePartitioning.type",
+        /must be HOUR, DAY, MONTH or YEAR, was 'WEEK'/
+      )
+      yield* rejects(
+        { ...base, tableCreateOptions: { timePartitioning: { type: "DAY", field: "" } } },
+        "tableCreateOptions.timePartitioning.field",
+        /must not be blank/
+      )
+      yield* rejects(
+        { ...base, tableCreateOptions: { timePartitioning: { type: "DAY", expiration: "999 micros" } } },
+        "tableCreateOptions.timePartitioning.expiration",
+        /must be at least 1 ms/
+      )
+      yield* rejects(
+        // @ts-expect-error: not an object
+        { ...base, tableCreateOptions: { timePartitioning: null } },
+        "tableCreateOptions.timePartitioning",
+        /must be an object, was null/
+      )
+      yield* rejects(
+        // @ts-expect-error: neither options nor a function
+        { ...base, tableCreateOptions: "DAY" },
+        "tableCreateOptions",
+        /must be TableCreateOptions or a function of the destination/
+      )
+    }))
+
+  it.effect("a per-destination tableCreateOptions function is called for each destination", () =>
+    Effect.gen(function*() {
+      const seen: Array<string> = []
+      const settings = yield* Options.decode({
+        ...base,
+        tableCreateOptions: (d) => {
+          seen.push(d.tableId)
+          return d.tableId === "t" ? { clustering: ["id"] } : TableCreateOptions.defaults
+        }
+      })
+      const other = yield* TableDestination.make({ projectId: "p", datasetId: "d", tableId: "u" })
+      assert.deepStrictEqual(settings.createOptions(table), { clustering: ["id"] })
+      assert.deepStrictEqual(settings.createOptions(other), {})
+      assert.deepStrictEqual(seen, ["t", "u"])
+    }))
+
+  it.effect("schemaUpdate defaults to off; its flags are booleans", () =>
+    Effect.gen(function*() {
+      const on = yield* Options.decode({ ...base, schemaUpdate: { allowNewFields: true } })
+      assert.deepStrictEqual(on.schemaUpdate, { allowNewFields: true, allowFieldRelaxation: false })
+      yield* rejects(
+        // @ts-expect-error: not a boolean
+        { ...base, schemaUpdate: { allowFieldRelaxation: 1 } },
+        "schemaUpdate.allowFieldRelaxation",
+        /must be a boolean, was 1/
+      )
+      // @ts-expect-error: not an object
+      yield* rejects({ ...base, schemaUpdate: true }, "schemaUpdate", /must be an object, was true/)
+    }))
+})
+
+const stamp = (name: string) => ({
+  name,
+  type: "STRING" as const,
+  nullPolicy: "NULLABLE" as const,
+  provider: () => "x"
+})
+
+describe("BigQuery sink options: additionalFields (reference 2.13) and failureHandler", () => {
+  it.effect("additionalFields are appended to the serializer's schema", () =>
+    Effect.gen(function*() {
+      const additionalFields = yield* AdditionalFields.make([stamp("source")])
+      const settings = yield* Options.decode({ ...base, additionalFields })
+      assert.deepStrictEqual(settings.serializer.tableSchema(table).fields.map((f) => f.name), ["id", "source"])
+    }))
+
+  it.effect("a hand-built AdditionalFields is validated as AdditionalFields.make would", () =>
+    Effect.gen(function*() {
+      yield* rejects({ ...base, additionalFields: { fields: [] } }, "additionalFields.fields", /at least one field/)
+      yield* rejects(
+        { ...base, additionalFields: { fields: [stamp("a"), stamp("A")] } },
+        "additionalFields.fields[1].name",
+        /repeats 'A'/
+      )
+      yield* rejects(
+        { ...base, additionalFields: { fields: [stamp("1bad")] } },
+        "additionalFields.fields[0].name",
+        /./
+      )
+      yield* rejects(
+        // @ts-expect-error: not AdditionalFields
+        { ...base, additionalFields: [stamp("a")] },
+        "additionalFields",
+        /must be AdditionalFields \(AdditionalFields.make\)/
+      )
+    }))
+
+  it.effect("with a fixed table, a column colliding with the serializer's fails before any I/O", () =>
+    Effect.gen(function*() {
+      const additionalFields = yield* AdditionalFields.make([stamp("source"), stamp("ID")])
+      yield* rejects(
+        { ...base, additionalFields },
+        "additionalFields[1].name",
+        /collides with the serializer's column 'id'/
+      )
+    }))
+
+  it.effect("failureHandler defaults to failJob; a given handler is used; a non-handler is rejected", () =>
+    Effect.gen(function*() {
+      const handler = FailureHandler.make({ handle: (_: BigQueryFailure.BigQueryFailure) => Effect.void })
+      assert.strictEqual((yield* Options.decode({ ...base, failureHandler: handler })).failureHandler, handler)
+      assert.strictEqual(
+        (yield* Options.decode({ ...base, failureHandler: FailureHandler.logAndDrop })).failureHandler,
+        FailureHandler.logAndDrop
+      )
+      yield* rejects(
+        // @ts-expect-error: a function is not a handler
+        { ...base, failureHandler: () => Effect.void },
+        "failureHandler",
+        /must be a FailureHandler/
+      )
+      yield* rejects(
+        // @ts-expect-error: incomplete
+        { ...base, failureHandler: { handle: () => Effect.void } },
+        "failureHandler",
+        /must be a FailureHandler \(open, handle, flush, close/
+      )
+    }))
+})
