@@ -67,6 +67,9 @@ export interface TableCreateOptionsInput {
  */
 export const defaults: TableCreateOptions = {}
 
+// A typed value that JavaScript callers or Config may still hand over as null or a primitive.
+const isRecord = <A>(value: A): boolean => typeof value === "object" && value !== null && !Array.isArray(value)
+
 const partitionTypes: ReadonlySet<string> = new Set(["HOUR", "DAY", "MONTH", "YEAR"])
 
 /**
@@ -98,10 +101,15 @@ export const make = (
   path = "tableCreateOptions"
 ): Effect.Effect<TableCreateOptions, SinkConfigError> =>
   Effect.gen(function*() {
+    // Options may come from JavaScript callers or Config: check shapes before reading fields.
+    if (!isRecord(input)) return yield* check.fail(path, `must be an object, was ${check.describe(input)}`)
     let timePartitioning: TimePartitioning | undefined
     const partitioning = input.timePartitioning
     if (partitioning !== undefined) {
       const at = `${path}.timePartitioning`
+      if (!isRecord(partitioning)) {
+        return yield* check.fail(at, `must be an object, was ${check.describe(partitioning)}`)
+      }
       if (!partitionTypes.has(partitioning.type)) {
         return yield* check.fail(
           `${at}.type`,
