@@ -13,6 +13,7 @@ import * as encoder from "../internal/bigquery/encoder.ts"
 import * as derive from "../internal/bigquery/fromSchema.ts"
 import { describeMessage } from "../internal/bigquery/protoMessage.ts"
 import * as model from "../internal/bigquery/schemaModel.ts"
+import { WireWriter } from "../internal/bigquery/wireWriter.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import type { TableDestination } from "./TableDestination.ts"
 import type { DescriptorProto, TableSchema } from "./TableSchema.ts"
@@ -68,6 +69,11 @@ export const isRowSerializationError = (u: unknown): u is RowSerializationError 
  * - `serialize(element, destination)`: the row bytes (a message of the descriptor), `null` to skip
  *   the record (not a failure, counted as skipped), or a {@link RowSerializationError}, which is
  *   routed to the failure handler. It runs per record, synchronously, and must not throw.
+ * - `encodeInto(buffer, element, destination)` (optional): the same row written in place into a
+ *   sink's batch buffer (a {@link RowBuffer}) instead of returned: `undefined` once written, `null`
+ *   to skip, or a {@link RowSerializationError}. A sink uses it instead of `serialize` when present,
+ *   so a batch is encoded without a byte array per row; whatever it wrote before a skip or a failure
+ *   is discarded. It must write what `serialize` would return.
  *
  * Rows already serialized are never re-encoded, so schema changes must be wire compatible: append
  * columns (also inside RECORDs), relax REQUIRED to NULLABLE; never remove, reorder or retype.
@@ -91,6 +97,37 @@ export interface RowSerializer<A> {
   readonly descriptor?: ((destination: TableDestination) => DescriptorProto) | undefined
   readonly fingerprint?: ((destination: TableDestination) => unknown) | undefined
   readonly serialize: (element: A, destination: TableDestination) => Uint8Array | null | RowSerializationError
+  readonly encodeInto?:
+    | ((buffer: RowBuffer, element: A, destination: TableDestination) => undefined | null | RowSerializationError)
+    | undefined
+}
+
+/**
+ * The growable byte buffer a sink hands to `RowSerializer.encodeInto`: the row's message bytes go at
+ * `pos`, after a call to `ensure(n)` for the `n` bytes about to be written (which may replace `buf`),
+ * and `pos` moves past them. The bytes before `pos` belong to other rows: never touch them.
+ *
+ * **Example** (Encoding in place with a protobufjs type)
+ * ```ts
+ * import type protobuf from "protobufjs"
+ * import type { RowSerializer } from "effect-gcp-sinks/BigQuery"
+ * declare const Event: protobuf.Type
+ * const encodeInto = (buffer: RowSerializer.RowBuffer, event: { readonly id: string }) => {
+ *   const bytes = Event.encode(event).finish()
+ *   buffer.ensure(bytes.length)
+ *   buffer.buf.set(bytes, buffer.pos)
+ *   buffer.pos += bytes.length
+ *   return undefined
+ * }
+ * ```
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface RowBuffer {
+  readonly buf: Uint8Array
+  pos: number
+  readonly ensure: (n: number) => void
 }
 
 /**
@@ -118,12 +155,27 @@ const toError = (failure: encoder.EncodeFailure): RowSerializationError =>
 const compiled = <A>(schema: TableSchema, rejectUnknownFields: boolean): RowSerializer<A> => {
   const row = encoder.compile(schema, { rejectUnknownFields })
   const writerSchema = descriptor.toDescriptor(schema)
+  const scratch = new WireWriter(4096)
   return {
     tableSchema: () => schema,
     descriptor: () => writerSchema,
     serialize: (element) => {
       const bytes = row.serialize(element)
       return bytes instanceof Uint8Array ? bytes : toError(bytes)
+    },
+    encodeInto: (buffer, element) => {
+      // a sink's batch buffer is a WireWriter: the compiled encoder writes into it directly
+      if (buffer instanceof WireWriter) {
+        const failure = row.encodeInto(buffer, element)
+        return failure === undefined ? undefined : toError(failure)
+      }
+      scratch.pos = 0
+      const failure = row.encodeInto(scratch, element)
+      if (failure !== undefined) return toError(failure)
+      buffer.ensure(scratch.pos)
+      buffer.buf.set(scratch.buf.subarray(0, scratch.pos), buffer.pos)
+      buffer.pos += scratch.pos
+      return undefined
     }
   }
 }

@@ -6,6 +6,7 @@ import * as RowSerializer from "../../src/BigQuery/RowSerializer.ts"
 import * as TableDestination from "../../src/BigQuery/TableDestination.ts"
 import * as TableSchema from "../../src/BigQuery/TableSchema.ts"
 import { encodeDescriptor } from "../../src/internal/bigquery/descriptor.ts"
+import { WireWriter } from "../../src/internal/bigquery/wireWriter.ts"
 import { decoderOf, decodeRow } from "./arbitraries.ts"
 
 const table = new TableDestination.TableDestination({ projectId: "p", datasetId: "d", tableId: "t" })
@@ -128,5 +129,63 @@ describe("RowSerializer", () => {
       const bad = protobuf.parse(`syntax = "proto3"; message M { uint64 big = 1; }`).root.lookupType("M")
       const error = yield* Effect.flip(RowSerializer.proto(bad))
       assert.strictEqual(error.path, "messageType.big")
+    }))
+})
+
+describe("RowSerializer.encodeInto", () => {
+  const Event = Schema.Struct({ id: Schema.Int, name: Schema.String, tags: Schema.Array(Schema.String) })
+
+  it.effect("writes what serialize returns, after the bytes already in a sink's batch buffer", () =>
+    Effect.gen(function*() {
+      const serializer = yield* RowSerializer.fromSchema(Event)
+      const encodeInto = serializer.encodeInto
+      assert.isDefined(encodeInto)
+      if (encodeInto === undefined) return
+      const events = [
+        { id: 1, name: "a", tags: [] },
+        { id: 2, name: "x".repeat(300), tags: ["t", "u"] },
+        { id: -3, name: "é", tags: ["v"] }
+      ]
+      const buffer = new WireWriter(1)
+      buffer.pos = 1
+      buffer.buf[0] = 0xff
+      for (const event of events) {
+        const before = buffer.pos
+        assert.isUndefined(encodeInto(buffer, event, table))
+        const expected = serializer.serialize(event, table)
+        assert.instanceOf(expected, Uint8Array)
+        assert.deepStrictEqual(Array.from(buffer.buf.subarray(before, buffer.pos)), Array.from(expected as Uint8Array))
+      }
+      assert.strictEqual(buffer.buf[0], 0xff)
+    }))
+
+  it.effect("writes into any RowBuffer, and returns the failure with its path for an invalid value", () =>
+    Effect.gen(function*() {
+      const serializer = yield* RowSerializer.fromSchema(Event)
+      const encodeInto = serializer.encodeInto
+      if (encodeInto === undefined) return assert.fail("fromSchema has encodeInto")
+      let buf = new Uint8Array(0)
+      const buffer: RowSerializer.RowBuffer = {
+        get buf() {
+          return buf
+        },
+        pos: 0,
+        ensure: (n) => {
+          if (buffer.pos + n > buf.length) {
+            const next = new Uint8Array(buffer.pos + n)
+            next.set(buf)
+            buf = next
+          }
+        }
+      }
+      const event = { id: 7, name: "seven", tags: ["a"] }
+      assert.isUndefined(encodeInto(buffer, event, table))
+      assert.deepStrictEqual(
+        Array.from(buf.subarray(0, buffer.pos)),
+        Array.from(serializer.serialize(event, table) as Uint8Array)
+      )
+      const failure = encodeInto(buffer, { id: 1.5, name: "x", tags: [] }, table)
+      assert.isTrue(RowSerializer.isRowSerializationError(failure))
+      assert.strictEqual(RowSerializer.isRowSerializationError(failure) ? failure.path : "", "id")
     }))
 })

@@ -87,17 +87,29 @@ export const encodeRows = (rows: ReadonlyArray<Uint8Array>): Uint8Array => {
     out.set(row, pos)
     pos += row.length
   }
-  const body = out.subarray(headroom)
-  withHeadroom.add(body)
-  return body
+  return bodyIn(out, out.length)
 }
 
 /**
- * Bytes kept free before each body from {@link encodeRows}: a request without a header is then the
- * body with its two tags and lengths written in front, sent without copying the rows again.
+ * Bytes kept free before each body (from {@link encodeRows} or a batch buffer): a request without a
+ * header is then the body with its two tags and lengths written in front, sent without copying the
+ * rows again.
+ *
+ * @internal
  */
-const headroom = 16
+export const headroom = 16
 const withHeadroom = new WeakSet<Uint8Array>()
+
+/**
+ * The `ProtoRows` body framed in `buffer[headroom, end)`, which {@link encodeBody} may frame in place.
+ *
+ * @internal
+ */
+export const bodyIn = (buffer: Uint8Array, end: number): Uint8Array => {
+  const body = buffer.subarray(headroom, end)
+  withHeadroom.add(body)
+  return body
+}
 
 /** The rows of a `ProtoRows` body, as views into it (no copy). @internal */
 export const rowsOf = (body: Uint8Array): Array<Uint8Array> => {

@@ -144,7 +144,8 @@ export const open = <A, E, R>(
   client: BigQueryClientService,
   settings: Settings<A, E, R>,
   destination: TableDestination,
-  nowMillis: number
+  nowMillis: number,
+  pool: Split.Pool
 ): Effect.Effect<Destination, BigQueryError> =>
   Effect.gen(function*() {
     const key = destination.toString()
@@ -209,7 +210,7 @@ export const open = <A, E, R>(
       key,
       slot: yield* makeSlot(client.write, destination.defaultStream),
       guard: yield* makeGuard(),
-      batch: Split.empty(),
+      batch: Split.empty(pool),
       schema,
       descriptor,
       fingerprint,

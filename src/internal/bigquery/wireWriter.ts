@@ -20,20 +20,28 @@ export class WireWriter {
   buf: Buffer
   view: DataView
   pos = 0
+  /** Growth stops doubling at this size when the bytes needed fit in it (a batch buffer's full size). */
+  growLimit = Infinity
   private slab: Buffer = emptySlab
   private slabPos = slabSize
 
-  constructor(initialCapacity = 1024) {
-    this.buf = Buffer.allocUnsafe(initialCapacity)
+  constructor(initialCapacity = 1024, buffer?: Buffer) {
+    this.buf = buffer ?? Buffer.allocUnsafe(initialCapacity)
     this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength)
+  }
+
+  /** A writer over an existing buffer (a recycled batch buffer), from position 0. */
+  static over(buffer: Buffer): WireWriter {
+    return new WireWriter(0, buffer)
   }
 
   /** Makes room for `n` more bytes. */
   ensure(n: number): void {
     const need = this.pos + n
     if (need <= this.buf.length) return
-    let size = this.buf.length * 2
+    let size = Math.max(this.buf.length * 2, 64)
     while (size < need) size *= 2
+    if (size > this.growLimit && need <= this.growLimit) size = this.growLimit
     const next = Buffer.allocUnsafe(size)
     this.buf.copy(next, 0, 0, this.pos)
     this.buf = next

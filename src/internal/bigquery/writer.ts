@@ -35,7 +35,7 @@ import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as failureRouting from "../failureRouting.ts"
 import * as FlowControl from "../flowControl.ts"
 import * as summaryCounters from "../summaryCounters.ts"
-import { encodeRows, maxRowBytes } from "./appendRequest.ts"
+import { maxRowBytes } from "./appendRequest.ts"
 import * as Destination from "./destination.ts"
 import * as metrics from "./metrics.ts"
 import type { Settings } from "./options.ts"
@@ -50,6 +50,7 @@ type Command<E> =
 interface Completion {
   readonly destination: Destination.Destination
   readonly exit: Exit.Exit<PendingAppend.Outcome, BigQueryError>
+  readonly batch: Split.Sealed
 }
 
 /**
@@ -75,6 +76,9 @@ export const make = <A, E, R>(
     const commands = yield* Queue.bounded<Command<Err>>(16)
     const completions = yield* Queue.bounded<Completion>(s.maxInflightRequests + 1)
     const serializer = settings.serializer
+    const encodeInto = serializer.encodeInto
+    const maxBytes = s.maxAppendRequestBytes
+    const pool = Split.makePool(maxBytes, 8)
     const perDestination = s.perDestinationMetrics
     let inFlight = 0
     let terminal: Cause.Cause<Err> | undefined
@@ -92,6 +96,8 @@ export const make = <A, E, R>(
         c.destination.inFlight--
         yield* Metric.update(metrics.inFlightBatches, inFlight)
         if (Exit.isFailure(c.exit)) return yield* Effect.failCause(c.exit.cause)
+        // answered: nothing refers to the batch's buffer any more (routed rows keep copies)
+        Split.recycle(pool, c.batch.buffer)
         const o = c.exit.value
         counters.add(o.key, "recordsWritten", o.written)
         counters.add(o.key, "bytesWritten", o.bytes)
@@ -103,21 +109,19 @@ export const make = <A, E, R>(
 
     const drain = Effect.flatMap(Queue.clear(completions), (cs) => Effect.forEach(cs, complete, { discard: true }))
 
-    const dispatch = (d: Destination.Destination): Effect.Effect<void, Err, R> =>
+    /** Appends a sealed batch of `d` in its own fiber, once the in-flight bounds admit it. */
+    const appendSealed = (d: Destination.Destination, batch: Split.Sealed): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const batch = d.batch
-        if (batch.rows.length === 0) return
-        d.batch = Split.empty()
         const permit = flow.permit(1, batch.frameBytes)
         yield* flow.acquire(permit)
         inFlight++
         d.inFlight++
         yield* Metric.update(metrics.inFlightBatches, inFlight)
-        yield* metrics.countRecords(metrics.recordsSend, batch.rows.length, perDestination ? d.key : undefined)
+        yield* metrics.countRecords(metrics.recordsSend, batch.count, perDestination ? d.key : undefined)
         yield* metrics.countRecords(metrics.bytesSend, batch.bytes, perDestination ? d.key : undefined)
         const append = PendingAppend.run(client, settings, d, {
-          body: encodeRows(batch.rows),
-          count: batch.rows.length,
+          body: batch.body,
+          count: batch.count,
           bytes: batch.bytes,
           descriptor: d.descriptor,
           schema: d.schema
@@ -126,12 +130,15 @@ export const make = <A, E, R>(
           fibers,
           Effect.exit(append).pipe(
             Effect.flatMap((exit) =>
-              Effect.andThen(flow.release(permit), Queue.offer(completions, { destination: d, exit }))
+              Effect.andThen(flow.release(permit), Queue.offer(completions, { destination: d, exit, batch }))
             ),
             Effect.asVoid
           )
         )
       })
+
+    const dispatch = (d: Destination.Destination): Effect.Effect<void> =>
+      d.batch.count === 0 ? Effect.void : Effect.suspend(() => appendSealed(d, Split.seal(d.batch, pool)))
 
     const refreshSchema = (d: Destination.Destination): void => {
       const next = Destination.readSchema(serializer, d.destination)
@@ -146,7 +153,7 @@ export const make = <A, E, R>(
         const key = destination.toString()
         const known = destinations.get(key)
         if (known !== undefined) return known
-        const opened = yield* Destination.open(client, settings, destination, now)
+        const opened = yield* Destination.open(client, settings, destination, now, pool)
         destinations.set(key, opened)
         yield* Metric.update(metrics.openDestinations, destinations.size)
         return opened
@@ -159,7 +166,10 @@ export const make = <A, E, R>(
         let lastResolution: unknown
         let d: Destination.Destination | undefined
         let skipped = 0
-        for (const record of records as Iterable<A>) {
+        // an index loop over the chunk: `for...of` in a generator allocates an iterator result per row
+        const rows: ReadonlyArray<A> = Array.isArray(records) ? records : Array.from(records as Iterable<A>)
+        for (let i = 0; i < rows.length; i++) {
+          const record = rows[i] as A
           const resolution = settings.resolve(record)
           if (TableDestination.isUnroutable(resolution)) {
             yield* route(unroutableRecord({ payload: resolution.payload, message: resolution.reason }))
@@ -177,26 +187,49 @@ export const make = <A, E, R>(
               refreshSchema(d)
             }
           }
-          const row = serializer.serialize(record, d.destination)
-          if (row === null) {
-            skipped++
-            counters.add(d.key, "recordsSkipped", 1)
-            continue
+          const batch = d.batch
+          let at: number
+          let length: number
+          if (encodeInto !== undefined) {
+            at = Split.beginRow(batch)
+            const result = encodeInto(batch.writer, record, d.destination)
+            if (result !== undefined) {
+              Split.cancelRow(batch, at)
+              if (result === null) {
+                skipped++
+                counters.add(d.key, "recordsSkipped", 1)
+              } else {
+                yield* route(failedRow({ destination: d.key, message: result.message, cause: result }))
+              }
+              continue
+            }
+            length = Split.endRow(batch, at)
+          } else {
+            const row = serializer.serialize(record, d.destination)
+            if (row === null) {
+              skipped++
+              counters.add(d.key, "recordsSkipped", 1)
+              continue
+            }
+            if (!(row instanceof Uint8Array)) {
+              yield* route(failedRow({ destination: d.key, message: row.message, cause: row }))
+              continue
+            }
+            at = Split.appendRow(batch, row)
+            length = row.length
           }
-          if (!(row instanceof Uint8Array)) {
-            yield* route(failedRow({ destination: d.key, message: row.message, cause: row }))
-            continue
-          }
-          if (row.length > maxRowBytes) {
+          if (Split.isOversize(length)) {
+            const payload = Split.rowCopy(batch, length)
+            Split.cancelRow(batch, at)
             yield* route(failedRow({
               destination: d.key,
-              payload: row,
-              message: `row of ${row.length} bytes exceeds the ${maxRowBytes}-byte row limit; not sent`
+              payload,
+              message: `row of ${length} bytes exceeds the ${maxRowBytes}-byte row limit; not sent`
             }))
             continue
           }
-          if (!Split.fits(d.batch, row.length, s.maxAppendRequestBytes)) yield* dispatch(d)
-          Split.add(d.batch, row)
+          const full = Split.admit(pool, batch, at, length, maxBytes)
+          if (full !== undefined) yield* appendSealed(d, full)
         }
         if (skipped > 0) yield* metrics.countRecords(metrics.recordsSkipped, skipped, undefined)
       })
@@ -211,7 +244,7 @@ export const make = <A, E, R>(
       const now = yield* Clock.currentTimeMillis
       const idle = Duration.toMillis(s.destinationIdleTimeout)
       for (const [key, d] of destinations) {
-        if (now - d.lastUsedMillis > idle && d.inFlight === 0 && d.batch.rows.length === 0) {
+        if (now - d.lastUsedMillis > idle && d.inFlight === 0 && d.batch.count === 0) {
           destinations.delete(key)
           yield* d.slot.close
         }

@@ -41,18 +41,21 @@ describe("split", () => {
     ],
     ([sizes, max]) => {
       const rows = sizes.map((n, i) => new Uint8Array(n).fill(i % 256))
-      const batches = Split.split(rows, max)
-      assert.deepStrictEqual(batches.flatMap((b) => b.rows), rows)
-      for (const b of batches) {
-        assert.isTrue(b.rows.length === 1 || b.frameBytes <= max)
-        assert.strictEqual(b.bytes, b.rows.reduce((n, r) => n + r.length, 0))
+      const batches = Split.split(rows, max, Split.makePool(max, 2))
+      const rowsOf = batches.map((b) => AppendRequest.rowsOf(b.body))
+      assert.deepStrictEqual(rowsOf.flat().map((r) => Array.from(r)), rows.map((r) => Array.from(r)))
+      for (const [i, b] of batches.entries()) {
+        assert.strictEqual(b.count, rowsOf[i]!.length)
+        assert.isTrue(b.count === 1 || b.frameBytes <= max)
+        assert.strictEqual(b.frameBytes, b.body.length)
+        assert.strictEqual(b.bytes, rowsOf[i]!.reduce((n, r) => n + r.length, 0))
       }
     }
   )
 
   it("routes rows over 9 MiB only", () => {
-    assert.isFalse(Split.isOversize(new Uint8Array(9 * 1024 * 1024)))
-    assert.isTrue(Split.isOversize(new Uint8Array(9 * 1024 * 1024 + 1)))
+    assert.isFalse(Split.isOversize(9 * 1024 * 1024))
+    assert.isTrue(Split.isOversize(9 * 1024 * 1024 + 1))
   })
 })
 
@@ -65,5 +68,58 @@ describe("appendRequest.encodeBody", () => {
       Array.from(AppendRequest.encode(header, rows))
     )
     assert.deepStrictEqual(AppendRequest.rowsOf(body).map((r) => Array.from(r)), rows.map((r) => Array.from(r)))
+  })
+})
+
+describe("split batch buffers", () => {
+  it.prop(
+    "rows encoded in place (lengths crossing varint sizes) frame the same bodies as encodeRows, cut at the limit",
+    [
+      Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 20_000 }))),
+      Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 40_000 }))
+    ],
+    ([sizes, max]) => {
+      const rows = sizes.map((n, i) => new Uint8Array(n).fill(i % 251))
+      const pool = Split.makePool(max, 2)
+      const batch = Split.empty(pool)
+      const bodies: Array<Array<number>> = []
+      // a sealed body is read (as if answered), then its buffer goes back to the pool for later batches
+      const answered = (b: Split.Sealed) => {
+        assert.isTrue(b.count === 1 || b.frameBytes <= max)
+        assert.strictEqual(b.frameBytes, b.body.length)
+        assert.deepStrictEqual(
+          Array.from(AppendRequest.encodeBody({}, b.body)),
+          Array.from(AppendRequest.encode({}, AppendRequest.rowsOf(b.body)))
+        )
+        bodies.push(Array.from(b.body))
+        Split.recycle(pool, b.buffer)
+      }
+      for (const row of rows) {
+        const at = Split.beginRow(batch)
+        batch.writer.ensure(row.length)
+        batch.writer.buf.set(row, batch.writer.pos)
+        batch.writer.pos += row.length
+        const length = Split.endRow(batch, at)
+        assert.strictEqual(length, row.length)
+        const full = Split.admit(pool, batch, at, length, max)
+        if (full !== undefined) answered(full)
+      }
+      if (batch.count > 0) answered(Split.seal(batch, pool))
+      const expected = Split.split(rows, max, Split.makePool(max, 2))
+      assert.deepStrictEqual(bodies, expected.map((b) => Array.from(b.body)))
+      assert.deepStrictEqual(bodies.flat(), Array.from(AppendRequest.encodeRows(rows)))
+    }
+  )
+
+  it("a cancelled row leaves nothing behind", () => {
+    const pool = Split.makePool(1000, 1)
+    const batch = Split.empty(pool)
+    const at = Split.beginRow(batch)
+    batch.writer.uint32(300)
+    Split.cancelRow(batch, at)
+    assert.strictEqual(Split.frameBytes(batch), 0)
+    const row = Split.appendRow(batch, Uint8Array.of(1, 2))
+    assert.isUndefined(Split.admit(pool, batch, row, 2, 1000))
+    assert.deepStrictEqual(Array.from(Split.seal(batch, pool).body), [0x0a, 2, 1, 2])
   })
 })
