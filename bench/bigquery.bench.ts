@@ -11,18 +11,24 @@
  * - `sink.encode`: `BigQuerySink.make` fed the rows as objects through `RowSerializer.fromSchema`: the
  *   whole path against `jsonWriter`.
  *
- * Then `rss`: `--rss-rows` rows (default 5,000,000) streamed through `sink.encode`, sampling RSS.
+ * Then `rss`: `--rss-rows` rows (default 5,000,000) streamed through `sink.encode` in a fresh process,
+ * sampling RSS (with the V8 heap and array buffers at the peak); and `rss.sourceOnly`: the same rows
+ * drained without the sink, what the source alone takes.
  *
- *   node bench/bigquery.bench.ts [--rows 400000] [--passes 3] [--depth 100] [--rss-rows 5000000]
+ *   node bench/bigquery.bench.ts [--rows 400000] [--passes 3] [--warmup 1] [--depth 100] [--rss-rows 5000000]
+ *
+ * Each method first runs `--warmup` untimed passes (JIT warm-up for every side alike); the timed passes
+ * then interleave the methods and each figure is the median of its passes.
  *
  * Prints a table and appends JSON lines to bench/results/bigquery.jsonl.
  */
-import { adapt, managedwriter } from "@google-cloud/bigquery-storage"
 import * as grpc from "@grpc/grpc-js"
 import { Effect, Exit, Layer, Schema, Scope, Stream } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
 import * as BigQueryClient from "../src/BigQuery/BigQueryClient.ts"
 import * as BigQuerySink from "../src/BigQuery/BigQuerySink.ts"
 import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
@@ -30,7 +36,6 @@ import * as TableDestination from "../src/BigQuery/TableDestination.ts"
 import * as WriteMethod from "../src/BigQuery/WriteMethod.ts"
 import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
-import * as Fake from "../test/support/fakeBigQueryWrite.ts"
 
 const argument = (name: string, fallback: number): number => {
   const at = process.argv.indexOf(`--${name}`)
@@ -38,6 +43,7 @@ const argument = (name: string, fallback: number): number => {
 }
 const rowCount = argument("rows", 400_000)
 const passes = argument("passes", 3)
+const warmup = argument("warmup", 1)
 const depth = argument("depth", 100)
 const rssRows = argument("rss-rows", 5_000_000)
 const batchBytes = 512 * 1024
@@ -61,8 +67,12 @@ const random = (): number => {
   seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648
   return seed / 2_147_483_648
 }
-const word = (n: number): string =>
-  Array.from({ length: n }, () => String.fromCharCode(97 + Math.floor(random() * 26))).join("")
+const codes: Array<number> = []
+const word = (n: number): string => {
+  codes.length = n
+  for (let i = 0; i < n; i++) codes[i] = 97 + Math.floor(random() * 26)
+  return String.fromCharCode(...codes)
+}
 const makeRow = (i: number): Row => ({
   user: word(11),
   country: word(10),
@@ -76,13 +86,24 @@ const makeRow = (i: number): Row => ({
   premium: random() < 0.1
 })
 
+v8.setFlagsFromString("--expose-gc")
+const collect = vm.runInNewContext("gc") as () => void
+
+const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
 const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Promise<A> => Effect.runPromise(Effect.scoped(effect))
 
 const main = async () => {
+  // the baselines' modules (the managedwriter loads google-gax) and the fake are loaded here only, so the
+  // RSS child holds what the sink needs and nothing else
+  const { adapt, managedwriter } = await import("@google-cloud/bigquery-storage")
+  const Fake = await import("../test/support/fakeBigQueryWrite.ts")
   const scope = await Effect.runPromise(Scope.make())
   const fake = await Effect.runPromise(Fake.make({ fastAck: true }).pipe(Scope.provide(scope)))
   const serializer = await Effect.runPromise(RowSerializer.fromSchema(Row))
-  const table = await Effect.runPromise(TableDestination.make({ projectId: fake.projectId, datasetId: "d", tableId: "t" }))
+  const table = await Effect.runPromise(
+    TableDestination.make({ projectId: fake.projectId, datasetId: "d", tableId: "t" })
+  )
   const descriptor = encodeDescriptor(RowSerializer.descriptorOf(serializer, table))
   const rows = Array.from({ length: rowCount }, (_, i) => makeRow(i))
   const encoded = rows.map((r) => {
@@ -198,8 +219,9 @@ const main = async () => {
       const json = new managedwriter.JSONWriter({ connection, protoDescriptor })
       const pending: Array<Promise<unknown>> = []
       for (let i = 0; i < rowCount; i += rowsPerBatch) {
-        const slice = rows.slice(i, i + rowsPerBatch).map((r) => ({ ...r, ts: r.ts.getTime() * 1000 }))
+        const slice = rows.slice(i, i + rowsPerBatch).map((r) => Object.assign({}, r, { ts: r.ts.getTime() * 1000 }))
         pending.push(json.appendRows(slice).getResult())
+        // oxlint-disable-next-line no-await-in-loop
         if (pending.length >= depth) await pending.shift()
       }
       await Promise.all(pending)
@@ -217,11 +239,18 @@ const main = async () => {
       )
   }
 
+  for (let pass = 0; pass < warmup; pass++) {
+    // oxlint-disable-next-line no-await-in-loop
+    for (const method of Object.values(methods)) await method()
+  }
   const samples: Record<string, Array<number>> = {}
   for (let pass = 0; pass < passes; pass++) {
     for (const [name, method] of Object.entries(methods)) {
+      // each method starts on a collected heap, not paying for the garbage of the one before it
+      collect()
       const before = fake.rowCount()
       const start = performance.now()
+      // oxlint-disable-next-line no-await-in-loop
       await method()
       const seconds = (performance.now() - start) / 1000
       if (fake.rowCount() - before !== rowCount) {
@@ -230,39 +259,47 @@ const main = async () => {
       ;(samples[name] ??= []).push(rowCount / seconds)
     }
   }
-  const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
   // RSS in a fresh process (the fake stays here, as a remote service would), so neither the arrays of the
-  // throughput passes nor the server's buffers count
-  const before = fake.rowCount()
-  const child = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const proc = spawn(process.execPath, [
-      new URL(import.meta.url).pathname,
-      "--rss-child",
-      "--rss-rows",
-      String(rssRows),
-      "--depth",
-      String(depth),
-      "--grpc",
-      fake.grpcEndpoint,
-      "--rest",
-      fake.restEndpoint,
-      "--project",
-      fake.projectId
-    ])
-    let stdout = ""
-    let stderr = ""
-    proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
-    proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
-    proc.on("close", (code) => resolve({ code, stdout, stderr }))
-  })
-  if (child.code !== 0) throw new Error(`rss child failed: ${child.stderr}`)
-  if (fake.rowCount() - before !== rssRows) throw new Error(`rss child: ${fake.rowCount() - before} rows acknowledged`)
-  const rss = JSON.parse(child.stdout.trim().split("\n").at(-1)!) as {
-    maxMB: number
-    startMB: number
-    rowsPerSecond: number
+  // throughput passes nor the server's buffers count; then the same rows drained without the sink, which is
+  // what the source alone takes
+  interface RssResult {
+    readonly maxMB: number
+    readonly startMB: number
+    readonly heapMB: number
+    readonly arrayBuffersMB: number
+    readonly rowsPerSecond: number
   }
+  const rssRun = async (extra: Array<string>): Promise<RssResult> => {
+    const child = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const proc = spawn(process.execPath, [
+        new URL(import.meta.url).pathname,
+        "--rss-child",
+        ...extra,
+        "--rss-rows",
+        String(rssRows),
+        "--depth",
+        String(depth),
+        "--grpc",
+        fake.grpcEndpoint,
+        "--rest",
+        fake.restEndpoint,
+        "--project",
+        fake.projectId
+      ])
+      let stdout = ""
+      let stderr = ""
+      proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
+      proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
+      proc.on("close", (code) => resolve({ code, stdout, stderr }))
+    })
+    if (child.code !== 0) throw new Error(`rss child failed: ${child.stderr}`)
+    return JSON.parse(child.stdout.trim().split("\n").at(-1)!) as RssResult
+  }
+  const before = fake.rowCount()
+  const rss = await rssRun([])
+  if (fake.rowCount() - before !== rssRows) throw new Error(`rss child: ${fake.rowCount() - before} rows acknowledged`)
+  const rssSource = await rssRun(["--source-only"])
   await Effect.runPromise(Scope.close(scope, Exit.void))
 
   const date = new Date().toISOString()
@@ -290,7 +327,19 @@ const main = async () => {
   line("sink.bytes.rowsPerSecond.median", median(samples["sink.bytes"]!), "rows/s", raw)
   line("jsonWriter.rowsPerSecond.median", jsonWriter, "rows/s", jsonWriter)
   line("sink.encode.rowsPerSecond.median", median(samples["sink.encode"]!), "rows/s", jsonWriter)
-  line("rss.maxMB", rss.maxMB, "MB", null, { rssRows, rssStartMB: rss.startMB, rssRowsPerSecond: rss.rowsPerSecond })
+  line("rss.maxMB", rss.maxMB, "MB", null, {
+    rssRows,
+    rssStartMB: rss.startMB,
+    rssHeapMB: rss.heapMB,
+    rssArrayBuffersMB: rss.arrayBuffersMB,
+    rssRowsPerSecond: rss.rowsPerSecond
+  })
+  line("rss.sourceOnly.maxMB", rssSource.maxMB, "MB", null, {
+    rssRows,
+    rssStartMB: rssSource.startMB,
+    rssHeapMB: rssSource.heapMB,
+    rssRowsPerSecond: rssSource.rowsPerSecond
+  })
 
   console.log(
     `rows ${rowCount}, ${
@@ -319,24 +368,33 @@ const option = (name: string): string => {
 }
 
 const rssChild = async () => {
+  const sourceOnly = process.argv.includes("--source-only")
   const projectId = option("project")
   const serializer = await Effect.runPromise(RowSerializer.fromSchema(Row))
   const table = await Effect.runPromise(TableDestination.make({ projectId: projectId, datasetId: "d", tableId: "t" }))
   const layer = BigQueryClient.layer({ projectId, emulator: { grpc: option("grpc"), rest: option("rest") } })
   const startMB = process.memoryUsage().rss / 1e6
   let maxMB = startMB
+  // what the V8 heap and the array buffers held at the peak
+  let heapMB = 0
+  let arrayBuffersMB = 0
   const sampler = setInterval(() => {
-    maxMB = Math.max(maxMB, process.memoryUsage().rss / 1e6)
+    const usage = process.memoryUsage()
+    if (usage.rss / 1e6 > maxMB) {
+      maxMB = usage.rss / 1e6
+      heapMB = usage.heapUsed / 1e6
+      arrayBuffersMB = usage.arrayBuffers / 1e6
+    }
   }, 50)
   const start = performance.now()
+  const source = Stream.range(0, rssRows - 1).pipe(Stream.map(makeRow), Stream.rechunk(4096))
   await run(
-    Stream.range(0, rssRows - 1).pipe(
-      Stream.map(makeRow),
-      Stream.rechunk(4096),
+    sourceOnly ? Stream.runDrain(source) : source.pipe(
       Stream.run(
         BigQuerySink.make({ table, serializer, writeMethod: WriteMethod.atLeastOnce({ maxInflightRequests: depth }) })
       ),
-      Effect.provide(layer)
+      Effect.provide(layer),
+      Effect.asVoid
     )
   )
   const seconds = (performance.now() - start) / 1000
@@ -345,6 +403,8 @@ const rssChild = async () => {
     JSON.stringify({
       maxMB: Math.round(maxMB),
       startMB: Math.round(startMB),
+      heapMB: Math.round(heapMB),
+      arrayBuffersMB: Math.round(arrayBuffersMB),
       rowsPerSecond: Math.round(rssRows / seconds)
     })
   )
