@@ -46,6 +46,7 @@ const passes = argument("passes", 3)
 const warmup = argument("warmup", 1)
 const depth = argument("depth", 100)
 const rssRows = argument("rss-rows", 5_000_000)
+const heapCapMB = argument("heap-cap-mb", 128)
 const batchBytes = 512 * 1024
 
 const Row = Schema.Struct({
@@ -270,9 +271,10 @@ const main = async () => {
     readonly arrayBuffersMB: number
     readonly rowsPerSecond: number
   }
-  const rssRun = async (extra: Array<string>): Promise<RssResult> => {
+  const rssRun = async (extra: Array<string>, nodeFlags: Array<string> = []): Promise<RssResult> => {
     const child = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       const proc = spawn(process.execPath, [
+        ...nodeFlags,
         new URL(import.meta.url).pathname,
         "--rss-child",
         ...extra,
@@ -300,6 +302,11 @@ const main = async () => {
   const rss = await rssRun([])
   if (fake.rowCount() - before !== rssRows) throw new Error(`rss child: ${fake.rowCount() - before} rows acknowledged`)
   const rssSource = await rssRun(["--source-only"])
+  // The same stream with V8's old space capped: V8 grows its heap lazily, so the default peak says
+  // more about GC timing than about what the sink retains; finishing under a cap bounds the working set.
+  const cappedBefore = fake.rowCount()
+  const rssCapped = await rssRun([], [`--max-old-space-size=${heapCapMB}`])
+  if (fake.rowCount() - cappedBefore !== rssRows) throw new Error("capped rss child lost rows")
   await Effect.runPromise(Scope.close(scope, Exit.void))
 
   const date = new Date().toISOString()
@@ -333,6 +340,13 @@ const main = async () => {
     rssHeapMB: rss.heapMB,
     rssArrayBuffersMB: rss.arrayBuffersMB,
     rssRowsPerSecond: rss.rowsPerSecond
+  })
+  line("rss.heapCapped.maxMB", rssCapped.maxMB, "MB", null, {
+    rssRows,
+    heapCapMB,
+    rssHeapMB: rssCapped.heapMB,
+    rssArrayBuffersMB: rssCapped.arrayBuffersMB,
+    rssRowsPerSecond: rssCapped.rowsPerSecond
   })
   line("rss.sourceOnly.maxMB", rssSource.maxMB, "MB", null, {
     rssRows,
