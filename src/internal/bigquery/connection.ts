@@ -51,8 +51,10 @@ export interface Connection {
   /** The encoded `DescriptorProto` every row on this connection was encoded with. */
   readonly descriptor: Uint8Array
   /**
-   * Sends one request with a `ProtoRows` body (`AppendRequest.encodeRows`) now and returns the
-   * `Deferred` of its response; fails at once when the connection is already broken.
+   * Sends one request with a `ProtoRows` body (a sealed batch buffer from `Split.seal`, or
+   * `AppendRequest.encodeRows` for re-appended survivors; either keeps `AppendRequest.headroom`
+   * free bytes before the body) now and returns the `Deferred` of its response; fails at once when
+   * the connection is already broken.
    */
   readonly append: (body: Uint8Array) => Effect.Effect<Deferred.Deferred<AppendResponse, StreamFailure>>
   /** True once the stream failed or was closed: open a new one. */

@@ -37,8 +37,9 @@ export const schemaWait = {
 }
 
 /**
- * A batch handed to an append fiber: its rows as one `ProtoRows` body (`AppendRequest.encodeRows`),
- * their count and their own bytes.
+ * A batch handed to an append fiber: its rows as one `ProtoRows` body, framed in place in a batch
+ * buffer (`Split.seal`; survivors of row errors are re-framed with `AppendRequest.encodeRows`), with
+ * `AppendRequest.headroom` free bytes before it; their count and their own bytes.
  *
  * @internal
  */
