@@ -3,7 +3,7 @@
  * row of the classification table (reference 2.4), flow control, flush, routing and table management.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Ref, Stream } from "effect"
+import { Effect, Exit, Fiber, Ref, Scope, Stream } from "effect"
 import { type BigQueryFailure, BigQuerySink, TableDestination, WriteMethod } from "../../src/BigQuery/index.ts"
 import { Code } from "../../src/internal/grpcStatus.ts"
 import { FailureHandler } from "../../src/Sink.ts"
@@ -458,4 +458,34 @@ describe("BigQuerySink against the fake", () => {
         assert.strictEqual(error.path, "writeMethod.maxInflightRequests")
         assert.strictEqual(fake.stats.requests, 0)
       })))
+
+  it.live("summary answers at once while a write waits on backpressure, with the counts so far", () => {
+    let holding = false
+    return F.withFake(
+      { answer: () => holding ? { _tag: "hang" } : { _tag: "default" } },
+      (fake) =>
+        Effect.gen(function*() {
+          fake.createTable(`${fake.projectId}.d.t`, F.columns)
+          const scope = yield* Scope.make()
+          const w = yield* BigQuerySink.writer({
+            table: yield* F.destination(fake),
+            serializer: yield* F.serializer,
+            writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 256, maxInflightRequests: 2 })
+          }).pipe(Scope.provide(scope))
+          yield* w.write(F.rows(5))
+          yield* w.flush
+          // the fake now holds every append: two fill the in-flight cap, the write waits for a third
+          holding = true
+          const blocked = yield* Effect.forkChild(w.write(F.rows(200, 5)))
+          yield* Effect.sleep("200 millis")
+          assert.isUndefined(blocked.pollUnsafe(), "the write waits on backpressure")
+          const summary = yield* w.summary.pipe(Effect.timeout("1 second"))
+          assert.strictEqual(summary.recordsWritten, 5)
+          assert.isUndefined(blocked.pollUnsafe(), "still waiting")
+          yield* Fiber.interrupt(blocked)
+          // held appends never finish: release the writer without its end-of-input flush
+          yield* Scope.close(scope, Exit.fail("stop"))
+        })
+    )
+  })
 })

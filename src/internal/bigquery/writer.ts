@@ -1,8 +1,10 @@
 /**
  * The at-least-once writer (cf. Go's `managed_stream.go`): one owner fiber holds every mutable
- * structure (destinations, batches, counters) and serves `write`, `flush` and `summary` commands
- * from a bounded queue; each cut batch runs in its own append fiber (`pendingAppend.ts`) under the
- * writer-global in-flight bounds, and reports back through a completion queue.
+ * structure (destinations, batches, counters) and serves `write` and `flush` commands from a
+ * bounded queue; each cut batch runs in its own append fiber (`pendingAppend.ts`) under the
+ * writer-global in-flight bounds, and reports back through a completion queue. `summary` does not
+ * queue: it reads the counters the owner keeps (written by the owner only, read synchronously), so
+ * a progress display answers at once even while a `write` waits on backpressure.
  *
  * **Details**
  *
@@ -45,7 +47,6 @@ import * as Split from "./split.ts"
 type Command<E> =
   | { readonly _tag: "Write"; readonly records: Iterable<unknown>; readonly done: Deferred.Deferred<void, E> }
   | { readonly _tag: "Flush"; readonly done: Deferred.Deferred<void, E> }
-  | { readonly _tag: "Summary"; readonly done: Deferred.Deferred<WriteSummary> }
 
 interface Completion {
   readonly destination: Destination.Destination
@@ -109,11 +110,19 @@ export const make = <A, E, R>(
 
     const drain = Effect.flatMap(Queue.clear(completions), (cs) => Effect.forEach(cs, complete, { discard: true }))
 
-    /** Appends a sealed batch of `d` in its own fiber, once the in-flight bounds admit it. */
-    const appendSealed = (d: Destination.Destination, batch: Split.Sealed): Effect.Effect<void> =>
+    /**
+     * Appends a sealed batch of `d` in its own fiber, once the in-flight bounds admit it; the
+     * answers that came in while waiting are counted then, so `summary` stays current.
+     */
+    const appendSealed = (d: Destination.Destination, batch: Split.Sealed): Effect.Effect<void, Err, R> =>
       Effect.gen(function*() {
         const permit = flow.permit(1, batch.frameBytes)
         yield* flow.acquire(permit)
+        const answered = yield* Effect.exit(drain)
+        if (Exit.isFailure(answered)) {
+          yield* flow.release(permit)
+          return yield* Effect.failCause(answered.cause)
+        }
         inFlight++
         d.inFlight++
         yield* Metric.update(metrics.inFlightBatches, inFlight)
@@ -137,7 +146,7 @@ export const make = <A, E, R>(
         )
       })
 
-    const dispatch = (d: Destination.Destination): Effect.Effect<void> =>
+    const dispatch = (d: Destination.Destination): Effect.Effect<void, Err, R> =>
       d.batch.count === 0 ? Effect.void : Effect.suspend(() => appendSealed(d, Split.seal(d.batch, pool)))
 
     const refreshSchema = (d: Destination.Destination): void => {
@@ -266,20 +275,11 @@ export const make = <A, E, R>(
           return write(command.records)
         case "Flush":
           return flush
-        case "Summary":
-          return Effect.void
       }
     }
 
     const serve = Effect.gen(function*() {
       const command = yield* Queue.take(commands)
-      if (command._tag === "Summary") {
-        yield* Effect.exit(terminal === undefined ? drain : Effect.void).pipe(
-          Effect.tap((exit) => Effect.sync(() => void (Exit.isFailure(exit) ? (terminal = exit.cause) : undefined)))
-        )
-        yield* Deferred.succeed(command.done, counters.snapshot())
-        return
-      }
       if (terminal !== undefined) {
         yield* Deferred.failCause(command.done, terminal)
         return
@@ -300,7 +300,8 @@ export const make = <A, E, R>(
       write: (records) => send<void, Err>((done) => ({ _tag: "Write", records, done })),
       flush: send<void, Err>((done) => ({ _tag: "Flush", done })),
       checkpoint: () => send<void, Err>((done) => ({ _tag: "Flush", done })),
-      summary: send<WriteSummary, never>((done) => ({ _tag: "Summary", done }))
+      // not a command: the counters so far, without waiting behind queued writes
+      summary: Effect.sync((): WriteSummary => counters.snapshot())
     }
     // closing the scope after success is the end of input: flush (a failure here is a defect,
     // since a finalizer cannot fail; call `flush` before closing to get it typed). A writer that
