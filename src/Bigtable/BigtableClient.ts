@@ -1,6 +1,7 @@
 /**
- * The Bigtable client service: the gapic data client (MutateRows) and table-admin client
- * (CreateTable, GetTable, ModifyColumnFamilies), for production or the emulator.
+ * The Bigtable client service: MutateRows over a `@grpc/grpc-js` channel with hand-encoded
+ * requests, and the gapic table-admin client (CreateTable, GetTable, ModifyColumnFamilies), for
+ * production or the emulator.
  *
  * @since 0.1.0
  */
@@ -27,8 +28,8 @@ import type { BigtableError } from "./BigtableError.ts"
  *   `bigtable.client.latency`, by method and status) through Effect `Metric`; default false.
  * - `exportClientMetricsToCloudMonitoring`: the official client's built-in export to Cloud
  *   Monitoring; default false, and not available in this version (`true` is a `SinkConfigError`).
- *   The sink talks to the gapic clients directly, which have no such exporter; the official
- *   wrapper's exporter crashes processes without credentials.
+ *   The sink talks to the Bigtable API directly, without that exporter; the official wrapper's
+ *   exporter crashes processes without credentials.
  *
  * @category models
  * @since 0.1.0
@@ -42,8 +43,8 @@ export interface BigtableClientConfig {
 }
 
 /**
- * The request of one MutateRows call: the table's resource name, the application profile and the
- * entries as the gapic client takes them.
+ * The request of one MutateRows call: the table's resource name, the application profile, the
+ * entries, and optionally their `RowMutationEntry.byteSize`s when the caller measured them.
  *
  * @category models
  * @since 0.1.0
@@ -75,8 +76,11 @@ export type ColumnFamilyProto = internal.ColumnFamilyProto
 export type TableSchema = internal.TableSchema
 
 /**
- * What the service needs of the gapic `v2.BigtableClient`; a fake implements the same streaming
- * protocol (a stream of `{ entries: [{ index, status: { code, message } }] }`).
+ * What the service needs of the data channel: a `@grpc/grpc-js` `Client` (`new grpc.Client(target,
+ * credentials)`) is one. MutateRows is one `makeServerStreamRequest` on
+ * `/google.bigtable.v2.Bigtable/MutateRows` whose request and responses are wire bytes (the
+ * serializers are the identity); a fake implements the same call in process, answering encoded
+ * `MutateRowsResponse` messages.
  *
  * @category models
  * @since 0.1.0
@@ -128,8 +132,9 @@ export class BigtableClient extends Context.Service<BigtableClient, {
 }>()("effect-gcp-sinks/Bigtable/BigtableClient") {}
 
 /**
- * Builds the service from clients the caller already has (and closes): the gapic clients built
- * with custom options, or in-process fakes speaking the same protocol.
+ * Builds the service from clients the caller already has (and closes): a `@grpc/grpc-js` channel
+ * and a gapic table-admin client built with custom options, or in-process fakes speaking the same
+ * protocol.
  *
  * **Example** (A fake that accepts everything)
  * ```ts
@@ -151,8 +156,9 @@ export const fromClients = (options: {
 }): BigtableClient["Service"] => BigtableClient.of(connect.fromClients(options))
 
 /**
- * Validates the settings, creates the gapic clients in the current scope and closes them when it
- * closes.
+ * Validates the settings, creates the data channel (plaintext without credentials to an emulator;
+ * TLS with Google call credentials to `bigtable.googleapis.com:443` otherwise) and the table-admin
+ * client in the current scope, and closes them when it closes.
  *
  * **Example** (A scoped client)
  * ```ts

@@ -50,6 +50,21 @@ describe("BigtableSink", () => {
       assert.isTrue(fake.requests.every((r) => r.tableName === tableName))
     }))
 
+  it.live("sends MutateRows with the routing header gax sends: table and app profile", () =>
+    Effect.gen(function*() {
+      const fake = makeFake()
+      yield* Stream.fromIterable(keys(3)).pipe(
+        Stream.run(BigtableSink.make({ table, appProfileId: "batch", serializer: (k: string) => entry(k) })),
+        Effect.provide(fake.layer)
+      )
+      assert.deepStrictEqual(fake.requests.map((r) => [r.method, r.appProfileId, r.requestParams]), [[
+        "/google.bigtable.v2.Bigtable/MutateRows",
+        "batch",
+        ["table_name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft&app_profile_id=batch"]
+      ]])
+      assert.deepStrictEqual(fake.requests[0]?.rowKeys, ["r0", "r1", "r2"])
+    }))
+
   it.live("skips records the serializer maps to null, without a request or a failure", () =>
     Effect.gen(function*() {
       const fake = makeFake()

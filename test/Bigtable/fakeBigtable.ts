@@ -1,10 +1,37 @@
 /**
- * An in-process fake of the gapic Bigtable data and table-admin clients, speaking the same protocol
- * (MutateRows as a stream of per-entry statuses), entering through `BigtableClient.fromClients`.
+ * An in-process fake of the Bigtable data channel and the gapic table-admin client, entering
+ * through `BigtableClient.fromClients`. MutateRows speaks the wire protocol: the request bytes the
+ * sink frames are decoded with protobufjs over the official protos, and the answer is an encoded
+ * `MutateRowsResponse` handed to the sink's own decoder, so the unit tests exercise both.
  */
+import type * as grpc from "@grpc/grpc-js"
 import { Layer } from "effect"
 import { EventEmitter } from "node:events"
+import { createRequire } from "node:module"
+import protobuf from "protobufjs"
 import { BigtableClient } from "../../src/Bigtable/index.ts"
+
+const require = createRequire(import.meta.url)
+const root = protobuf.Root.fromJSON(
+  require("@google-cloud/bigtable-api/build/protos/protos.json") as protobuf.INamespace
+)
+const MutateRowsRequest = root.lookupType("google.bigtable.v2.MutateRowsRequest")
+const MutateRowsResponse = root.lookupType("google.bigtable.v2.MutateRowsResponse")
+
+interface DecodedMutation {
+  readonly setCell?: { readonly familyName?: string }
+  readonly addToCell?: { readonly familyName?: string }
+  readonly mergeToCell?: { readonly familyName?: string }
+  readonly deleteFromFamily?: { readonly familyName?: string }
+  readonly deleteFromColumn?: { readonly familyName?: string }
+}
+interface DecodedRequest {
+  readonly tableName?: string
+  readonly appProfileId?: string
+  readonly entries?: ReadonlyArray<
+    { readonly rowKey?: Uint8Array; readonly mutations?: ReadonlyArray<DecodedMutation> }
+  >
+}
 
 export interface Status {
   readonly code: number
@@ -16,6 +43,9 @@ export interface SentRequest {
   readonly appProfileId: string | undefined
   readonly rowKeys: ReadonlyArray<string>
   readonly mutations: number
+  /** The gRPC method path and the `x-goog-request-params` routing header. */
+  readonly method: string
+  readonly requestParams: ReadonlyArray<string>
 }
 
 export interface FakeOptions {
@@ -47,15 +77,26 @@ export const makeFake = (options: FakeOptions = {}) => {
   const tables = options.tables
 
   const data: BigtableClient.DataClient = {
-    mutateRows(request) {
+    makeServerStreamRequest(
+      method: string,
+      serialize: (value: Buffer) => Buffer,
+      deserialize: (value: Buffer) => Buffer,
+      argument: Buffer,
+      metadata: grpc.Metadata
+    ) {
       const stream = Object.assign(new EventEmitter(), { cancel: () => undefined })
+      const request = MutateRowsRequest.toObject(MutateRowsRequest.decode(serialize(argument)), {
+        defaults: false
+      }) as DecodedRequest
       const entries = request.entries ?? []
       const tableName = request.tableName ?? ""
       const sent: SentRequest = {
         tableName,
-        appProfileId: request.appProfileId ?? undefined,
-        rowKeys: entries.map((e) => decoder.decode(e.rowKey as Uint8Array)),
-        mutations: entries.reduce((n, e) => n + (e.mutations?.length ?? 0), 0)
+        appProfileId: request.appProfileId === "" ? undefined : request.appProfileId,
+        rowKeys: entries.map((e) => decoder.decode(e.rowKey ?? new Uint8Array())),
+        mutations: entries.reduce((n, e) => n + (e.mutations?.length ?? 0), 0),
+        method,
+        requestParams: metadata.get("x-goog-request-params").map(String)
       }
       requests.push(sent)
       inFlight++
@@ -104,12 +145,13 @@ export const makeFake = (options: FakeOptions = {}) => {
           }
           return { index, status: { code: status.code, message: status.message ?? "" } }
         })
-        stream.emit("data", { entries: statuses })
+        const response = MutateRowsResponse.encode(MutateRowsResponse.fromObject({ entries: statuses })).finish()
+        stream.emit("data", deserialize(Buffer.from(response)))
         stream.emit("end")
       }, options.latencyMs ?? 0)
       return stream
     },
-    close: () => Promise.resolve()
+    close: () => undefined
   }
 
   const adminClient: BigtableClient.AdminClient = {

@@ -37,17 +37,25 @@ export const empty = <T extends Weighed>(): Batch<T> => ({ items: [], bytes: 0, 
  *
  * @internal
  */
-export const add = <T extends Weighed>(batch: Batch<T>, item: T, thresholds: Thresholds): Array<Array<T>> => {
-  const ready: Array<Array<T>> = []
-  if (batch.items.length > 0 && batch.mutations + item.mutations > maxMutationsPerRequest) ready.push(cut(batch))
+export const add = <T extends Weighed>(
+  batch: Batch<T>,
+  item: T,
+  thresholds: Thresholds
+): ReadonlyArray<Array<T>> => {
+  let ready: Array<Array<T>> | undefined
+  if (batch.items.length > 0 && batch.mutations + item.mutations > maxMutationsPerRequest) ready = [cut(batch)]
   batch.items.push(item)
   batch.bytes += item.bytes
   batch.mutations += item.mutations
   if (batch.items.length >= thresholds.batchElementCount || batch.bytes >= thresholds.batchByteSize) {
+    ready ??= []
     ready.push(cut(batch))
   }
-  return ready
+  // The common case, nothing ready, allocates nothing.
+  return ready ?? nothingReady
 }
+
+const nothingReady: ReadonlyArray<never> = []
 
 /** Takes everything out of the batch. @internal */
 export const cut = <T extends Weighed>(batch: Batch<T>): Array<T> => {

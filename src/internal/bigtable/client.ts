@@ -1,45 +1,57 @@
 /**
- * The driver edge of the Bigtable client: the gapic data and table-admin clients turned into
- * Effects. MutateRows (server streaming, one status per entry) folds every outcome into per-entry
- * statuses; admin calls fail with a classified `BigtableError`.
+ * The driver edge of the Bigtable client. MutateRows goes straight through `@grpc/grpc-js` with
+ * pre-encoded request bytes and a minimal response decoder (ADR 0008), folding every outcome into
+ * per-entry statuses; the admin calls go through the gapic table-admin client and fail with a
+ * classified `BigtableError`.
  *
  * @internal
  */
 import type { protos } from "@google-cloud/bigtable"
+import * as grpcJs from "@grpc/grpc-js"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import { BigtableError, RpcFailed } from "../../Bigtable/BigtableError.ts"
+import type { RowMutationEntry } from "../../Bigtable/RowMutationEntry.ts"
 import type { ColumnFamilyType } from "../../Bigtable/TableCreateOptions.ts"
 import * as grpc from "../grpcStatus.ts"
-import type { ProtoEntry } from "./mutationProto.ts"
+import { encodeRequest, entryByteSize } from "./mutationProto.ts"
+import { type EntryStatus, readResponse } from "./responseProto.ts"
+
+export type { EntryStatus } from "./responseProto.ts"
+
+/** The gRPC method path of MutateRows. @internal */
+export const mutateRowsPath = "/google.bigtable.v2.Bigtable/MutateRows"
 
 /**
- * The call options every MutateRows carries. gax wraps server-streaming calls in `retry-request`,
- * which by default re-sends the whole request twice on any stream error (after ~6 s of backoff),
- * invisibly: the writer owns retries (per entry, by status), so that layer is switched off.
+ * A server-streaming call as `@grpc/grpc-js` returns it (`ClientReadableStream`), reduced to what
+ * the sink uses.
  *
  * @internal
  */
-export interface CallOptions {
-  readonly retryRequestOptions?: { readonly retries?: number; readonly noResponseRetries?: number } | undefined
-}
-
-/** @internal */
-export const mutateRowsCallOptions: CallOptions = { retryRequestOptions: { retries: 0, noResponseRetries: 0 } }
-
-/** A readable stream as gax returns it for server-streaming calls. @internal */
-export interface RawStream {
-  on(event: "data", listener: (response: unknown) => void): unknown
+export interface RawCall {
+  on(event: "data", listener: (response: Buffer) => void): unknown
   on(event: "error", listener: (error: unknown) => void): unknown
   on(event: "end", listener: () => void): unknown
   removeAllListeners(event: "data" | "end"): unknown
-  cancel?: (() => void) | undefined
+  cancel(): void
 }
 
-/** What the sink needs of the gapic `v2.BigtableClient`. @internal */
+/**
+ * What the sink needs of a `@grpc/grpc-js` `Client` (a channel): one server-streaming call with
+ * caller-supplied (de)serializers. A `grpc.Client` is one; so is an in-process fake.
+ *
+ * @internal
+ */
 export interface RawDataClient {
-  mutateRows(request: protos.google.bigtable.v2.IMutateRowsRequest, options?: CallOptions): RawStream
-  close(): Promise<void>
+  makeServerStreamRequest(
+    method: string,
+    serialize: (value: Buffer) => Buffer,
+    deserialize: (value: Buffer) => Buffer,
+    argument: Buffer,
+    metadata: grpcJs.Metadata,
+    options: grpcJs.CallOptions
+  ): RawCall
+  close(): void
 }
 
 /** What the sink needs of the gapic `v2.BigtableTableAdminClient`. @internal */
@@ -52,21 +64,21 @@ export interface RawAdminClient {
   close(): Promise<void>
 }
 
-/** @internal */
+/**
+ * One MutateRows request: the table's resource name, the application profile, the entries, and
+ * optionally their `entryByteSize`s when the caller has measured them already.
+ *
+ * @internal
+ */
 export interface RawMutateRowsRequest {
   readonly tableName: string
   readonly appProfileId?: string | undefined
-  readonly entries: ReadonlyArray<ProtoEntry>
+  readonly entries: ReadonlyArray<RowMutationEntry>
+  readonly entryByteSizes?: ReadonlyArray<number> | undefined
 }
 
 /** A column family as the admin API takes it (GC rule, value type). @internal */
 export type ColumnFamilyProto = protos.google.bigtable.admin.v2.IColumnFamily
-
-/** The outcome of one entry of a MutateRows call. `code` is `undefined` when none was reported. @internal */
-export interface EntryStatus {
-  readonly code: number | undefined
-  readonly message: string
-}
 
 /** The live families of a table and their value types. @internal */
 export interface TableSchema {
@@ -75,10 +87,27 @@ export interface TableSchema {
 
 const missing: EntryStatus = { code: undefined, message: "MutateRows ended without a status for this entry" }
 
+const identity = (bytes: Buffer): Buffer => bytes
+
+/**
+ * The routing header gax sends with MutateRows (`querystring` escaping, as gax's `routingHeader`):
+ * the backend routes the call to the table's cluster by it.
+ *
+ * @internal
+ */
+export const requestParams = (tableName: string, appProfileId: string | undefined): string =>
+  appProfileId === undefined
+    ? `table_name=${encodeURIComponent(tableName)}`
+    : `table_name=${encodeURIComponent(tableName)}&app_profile_id=${encodeURIComponent(appProfileId)}`
+
+const callOptions: grpcJs.CallOptions = {}
+
 /**
  * One MutateRows call. An entry gets the status the server streamed for it; entries left without
  * one when the call fails get the call's status (so a reset connection reads as `UNAVAILABLE` for
- * exactly the unanswered entries). Interruption cancels the call.
+ * exactly the unanswered entries). A response that cannot be decoded cancels the call, and its
+ * unanswered entries get a status without a code (fatal). Interruption cancels the call. Nothing
+ * is re-sent here: retries are the writer's, per entry.
  *
  * @internal
  */
@@ -91,47 +120,48 @@ export const mutateRows = (raw: RawDataClient) => (request: RawMutateRowsRequest
       done = true
       resume(Effect.succeed(statuses.map((status) => status ?? fill)))
     }
-    let stream: RawStream
+    let call: RawCall
     try {
-      stream = raw.mutateRows({
-        tableName: request.tableName,
-        entries: [...request.entries],
-        ...(request.appProfileId === undefined ? {} : { appProfileId: request.appProfileId })
-      }, mutateRowsCallOptions)
+      const metadata = new grpcJs.Metadata()
+      metadata.set("x-goog-request-params", requestParams(request.tableName, request.appProfileId))
+      call = raw.makeServerStreamRequest(
+        mutateRowsPath,
+        identity,
+        identity,
+        encodeRequest(
+          request.tableName,
+          request.appProfileId,
+          request.entries,
+          request.entryByteSizes ?? request.entries.map(entryByteSize)
+        ),
+        metadata,
+        callOptions
+      )
     } catch (cause) {
       finish(grpc.fromError(cause))
       return
     }
-    stream.on("data", (response) => readEntries(response, statuses))
-    // Stays attached after completion: a cancelled gax stream may still emit 'error' (CANCELLED),
-    // which must not become an unhandled error event; once `done` it has no one left to tell.
-    stream.on("error", (error) => finish(grpc.fromError(error)))
-    stream.on("end", () => finish(missing))
+    call.on("data", (response) => {
+      if (done) return
+      try {
+        readResponse(response, statuses)
+      } catch (cause) {
+        finish({ code: undefined, message: `malformed MutateRowsResponse: ${grpc.fromError(cause).message}` })
+        call.cancel()
+      }
+    })
+    // Stays attached after completion: a cancelled call still emits 'error' (CANCELLED), which
+    // must not become an unhandled error event; once `done` it has no one left to tell.
+    call.on("error", (error) => finish(grpc.fromError(error)))
+    call.on("end", () => finish(missing))
     return Effect.sync(() => {
       if (done) return
       done = true
-      stream.removeAllListeners("data")
-      stream.removeAllListeners("end")
-      stream.cancel?.()
+      call.removeAllListeners("data")
+      call.removeAllListeners("end")
+      call.cancel()
     })
   })
-
-const readEntries = (response: unknown, statuses: Array<EntryStatus | undefined>): void => {
-  if (!Predicate.isObject(response) || !Array.isArray(response["entries"])) return
-  for (const entry of response["entries"] as ReadonlyArray<unknown>) {
-    if (!Predicate.isObject(entry)) continue
-    const index = Number(entry["index"] ?? 0)
-    if (!Number.isInteger(index) || index < 0 || index >= statuses.length) continue
-    const status = entry["status"]
-    if (Predicate.isObject(status)) {
-      const code = Predicate.isNumber(status["code"]) ? status["code"] : 0
-      const message = Predicate.isString(status["message"]) ? status["message"] : ""
-      statuses[index] = { code, message }
-    } else {
-      statuses[index] = { code: 0, message: "" }
-    }
-  }
-}
 
 /** @internal */
 export const rpcError = (method: string, table: string, cause: unknown, attempts = 1): BigtableError => {

@@ -1,6 +1,7 @@
 /**
- * Creating the gapic clients (emulator or production, credentials, channel options) and wrapping
- * them into the service shape, with optional per-RPC client metrics.
+ * Creating the clients (emulator or production, credentials, channel options) and wrapping them
+ * into the service shape, with optional per-RPC client metrics: a `@grpc/grpc-js` channel for
+ * MutateRows (ADR 0008) and the gapic table-admin client for the admin calls.
  *
  * @internal
  */
@@ -13,6 +14,7 @@ import { EmulatorEndpoint } from "../../Sink/EmulatorEndpoint.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as grpc from "../grpcStatus.ts"
 import * as check from "../optionChecks.ts"
+import * as channel from "./channel.ts"
 import * as client from "./client.ts"
 import type { ColumnFamilyProto } from "./client.ts"
 import * as metrics from "./metrics.ts"
@@ -112,7 +114,8 @@ export const settings = (config: BigtableClientConfig): Effect.Effect<Settings, 
         "exportClientMetricsToCloudMonitoring",
         endpoint !== undefined
           ? "must be false with emulatorEndpoint: the emulator has no Cloud Monitoring"
-          : "is not supported yet: the sink uses the gapic clients, which have no Cloud Monitoring exporter; " +
+          : "is not supported yet: the sink talks to the Bigtable API directly, without the official client's " +
+            "Cloud Monitoring exporter; " +
             "use exportClientMetrics and an Effect metrics exporter"
       )
     }
@@ -165,23 +168,32 @@ export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkC
       "grpc.keepalive_time_ms": 30_000,
       "grpc.keepalive_timeout_ms": 10_000
     }
-    const options = s.endpoint !== undefined
+    const endpoint = s.endpoint
+    const jwt = s.keyFile === undefined ? undefined : yield* keyFileAuth(s.keyFile)
+    const adminOptions = endpoint !== undefined
       ? {
         ...base,
-        servicePath: s.endpoint.host,
-        apiEndpoint: s.endpoint.host,
-        port: s.endpoint.port,
+        servicePath: endpoint.host,
+        apiEndpoint: endpoint.host,
+        port: endpoint.port,
         sslCreds: grpcJs.credentials.createInsecure()
       }
-      : s.keyFile !== undefined
-      ? { ...base, authClient: yield* keyFileAuth(s.keyFile) }
+      : jwt !== undefined
+      ? { ...base, authClient: jwt }
       : base
     const data = yield* Effect.acquireRelease(
-      Effect.sync(() => new v2.BigtableClient(options)),
-      (c) => close("data", c)
+      endpoint !== undefined
+        ? Effect.sync(() => channel.emulatorChannel(endpoint))
+        : jwt !== undefined
+        ? Effect.sync(() => channel.productionChannel(jwt))
+        : Effect.map(
+          Effect.promise(() => import("google-auth-library")),
+          (auth) => channel.productionChannel(new auth.GoogleAuth({ scopes, projectId: s.projectId }))
+        ),
+      (c) => Effect.sync(() => c.close())
     )
     const admin = yield* Effect.acquireRelease(
-      Effect.sync(() => new v2.BigtableTableAdminClient(options)),
+      Effect.sync(() => new v2.BigtableTableAdminClient(adminOptions)),
       (c) => close("table admin", c)
     )
     return fromClients({ projectId: s.projectId, data, admin, exportClientMetrics: s.exportClientMetrics })

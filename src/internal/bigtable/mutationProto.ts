@@ -1,11 +1,11 @@
 /**
- * Mutations as the plain objects the gapic client serializes, and as exact protobuf wire bytes
- * (`MutateRowsRequest.Entry`): the size that batch thresholds count and the payload of a
- * `FailedMutation`.
+ * Mutations as exact protobuf wire bytes: the size of each `MutateRowsRequest.Entry` (measured and
+ * validated once, at admission: what batch thresholds count), a whole `MutateRowsRequest` encoded
+ * straight from the entries into one buffer per request (ADR 0008), and one entry's bytes (the
+ * payload of a `FailedMutation`).
  *
  * @internal
  */
-import type { protos } from "@google-cloud/bigtable"
 import type { BytesInput, Mutation, ValueInput } from "../../Bigtable/Mutation.ts"
 import type { RowMutationEntry } from "../../Bigtable/RowMutationEntry.ts"
 
@@ -62,71 +62,6 @@ export const timestamp = (field: string, input: number | bigint): number => {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Plain objects for the gapic client (google.bigtable.v2.MutateRowsRequest.IEntry)
-
-/** @internal */
-export type ProtoEntry = protos.google.bigtable.v2.MutateRowsRequest.IEntry
-
-/** @internal */
-export type ProtoMutation = protos.google.bigtable.v2.IMutation
-
-const int64Field = (
-  v: bigint
-): number | string => (v >= -9007199254740991n && v <= 9007199254740991n ? Number(v) : v.toString())
-
-/** @internal */
-export const toProtoMutation = (m: Mutation): ProtoMutation => {
-  switch (m._tag) {
-    case "SetCell":
-      return {
-        setCell: {
-          familyName: m.family,
-          columnQualifier: m.qualifier,
-          timestampMicros: m.timestampMicros ?? -1,
-          value: m.value
-        }
-      }
-    case "DeleteFromColumn": {
-      const timeRange = m.startTimestampMicros === undefined && m.endTimestampMicros === undefined
-        ? undefined
-        : { startTimestampMicros: m.startTimestampMicros ?? 0, endTimestampMicros: m.endTimestampMicros ?? 0 }
-      return {
-        deleteFromColumn: timeRange === undefined
-          ? { familyName: m.family, columnQualifier: m.qualifier }
-          : { familyName: m.family, columnQualifier: m.qualifier, timeRange }
-      }
-    }
-    case "DeleteFromFamily":
-      return { deleteFromFamily: { familyName: m.family } }
-    case "DeleteFromRow":
-      return { deleteFromRow: {} }
-    case "AddToCell":
-      return {
-        addToCell: {
-          familyName: m.family,
-          columnQualifier: { rawValue: m.qualifier },
-          timestamp: { rawTimestampMicros: m.timestampMicros },
-          input: { intValue: int64Field(m.input) }
-        }
-      }
-    case "MergeToCell":
-      return {
-        mergeToCell: {
-          familyName: m.family,
-          columnQualifier: { rawValue: m.qualifier },
-          timestamp: { rawTimestampMicros: m.timestampMicros },
-          input: typeof m.input === "bigint" ? { intValue: int64Field(m.input) } : { rawValue: m.input }
-        }
-      }
-  }
-}
-
-/** @internal */
-export const toProtoEntry = (entry: RowMutationEntry): ProtoEntry => {
-  return { rowKey: entry.rowKey, mutations: entry.mutations.map(toProtoMutation) }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Exact wire size and bytes of MutateRowsRequest.Entry (field numbers from google/bigtable/v2/data.proto)
 
 const varintSize = (v: bigint): number => {
@@ -150,19 +85,18 @@ const uintSize = (n: number): number => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x2
 const lenField = (len: number): number => 1 + uintSize(len) + len
 const intField = (v: number | bigint): number =>
   1 + (typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER ? numberVarintSize(v) : varintSize(BigInt(v)))
-const strLen = (s: string): number => utf8.encode(s).length
 
-const familyLen = (() => {
-  const cache = new Map<string, number>()
-  return (name: string): number => {
-    let n = cache.get(name)
-    if (n === undefined) {
-      n = strLen(name)
-      if (cache.size < 10_000) cache.set(name, n)
-    }
-    return n
+// Family names repeat across records: their UTF-8 bytes are encoded once (a bounded cache).
+const familyCache = new Map<string, Uint8Array>()
+const familyBytes = (name: string): Uint8Array => {
+  let b = familyCache.get(name)
+  if (b === undefined) {
+    if (typeof name !== "string") throw new TypeError("a column family name must be a string")
+    b = utf8.encode(name)
+    if (familyCache.size < 10_000) familyCache.set(name, b)
   }
-})()
+  return b
+}
 
 const rawValueSize = (b: Uint8Array): number => lenField(b.length) // Value.raw_value = 8
 const valueOfInt = (v: bigint): number => intField(v) // Value.int_value = 6 / raw_timestamp_micros = 9
@@ -170,123 +104,224 @@ const valueOfInt = (v: bigint): number => intField(v) // Value.int_value = 6 / r
 const mutationBodySize = (m: Mutation): number => {
   switch (m._tag) {
     case "SetCell":
-      return lenField(familyLen(m.family)) + lenField(m.qualifier.length) + intField(m.timestampMicros ?? -1) +
-        lenField(m.value.length)
+      return lenField(familyBytes(m.family).length) + lenField(m.qualifier.length) +
+        intField(m.timestampMicros ?? -1) + lenField(m.value.length)
     case "DeleteFromColumn": {
       const range = m.startTimestampMicros === undefined && m.endTimestampMicros === undefined
         ? 0
         : lenField(intField(m.startTimestampMicros ?? 0) + intField(m.endTimestampMicros ?? 0))
-      return lenField(familyLen(m.family)) + lenField(m.qualifier.length) + range
+      return lenField(familyBytes(m.family).length) + lenField(m.qualifier.length) + range
     }
     case "DeleteFromFamily":
-      return lenField(familyLen(m.family))
+      return lenField(familyBytes(m.family).length)
     case "DeleteFromRow":
       return 0
     case "AddToCell":
     case "MergeToCell": {
       const input = typeof m.input === "bigint" ? valueOfInt(m.input) : rawValueSize(m.input)
-      return lenField(familyLen(m.family)) + lenField(rawValueSize(m.qualifier)) +
+      return lenField(familyBytes(m.family).length) + lenField(rawValueSize(m.qualifier)) +
         lenField(valueOfInt(BigInt(m.timestampMicros))) + lenField(input)
     }
   }
 }
 
-/** The exact serialized size of the entry as a `MutateRowsRequest.Entry`. @internal */
+const malformed = (what: string): TypeError => new TypeError(`${what} must be a Uint8Array`)
+
+const checkBytes = (b: unknown, what: string): void => {
+  if (!(b instanceof Uint8Array)) throw malformed(what)
+}
+
+const checkMutation = (m: Mutation): void => {
+  switch (m._tag) {
+    case "SetCell":
+      checkBytes(m.qualifier, "qualifier")
+      checkBytes(m.value, "value")
+      return
+    case "DeleteFromColumn":
+      checkBytes(m.qualifier, "qualifier")
+      return
+    case "AddToCell":
+      checkBytes(m.qualifier, "qualifier")
+      return
+    case "MergeToCell":
+      checkBytes(m.qualifier, "qualifier")
+      if (typeof m.input !== "bigint") checkBytes(m.input, "input")
+      return
+    case "DeleteFromFamily":
+    case "DeleteFromRow":
+      return
+    default:
+      throw new TypeError("not a Mutation")
+  }
+}
+
+/**
+ * The exact serialized size of the entry as a `MutateRowsRequest.Entry`. Throws on a malformed
+ * entry (a field of the wrong type), so the caller can route it: an entry measured without an
+ * exception encodes without one.
+ *
+ * @internal
+ */
 export const entryByteSize = (entry: RowMutationEntry): number => {
+  checkBytes(entry.rowKey, "rowKey")
   let size = lenField(entry.rowKey.length)
-  for (const m of entry.mutations) size += lenField(lenField(mutationBodySize(m)))
+  for (const m of entry.mutations) {
+    checkMutation(m)
+    size += lenField(lenField(mutationBodySize(m)))
+  }
   return size
 }
 
+/** A cursor writing protobuf fields into a buffer of known size. */
 class Out {
   readonly buf: Uint8Array
-  pos = 0
-  constructor(size: number) {
-    this.buf = new Uint8Array(size)
-  }
-  byte(b: number): void {
-    this.buf[this.pos++] = b
+  pos: number
+  constructor(buf: Uint8Array, pos: number) {
+    this.buf = buf
+    this.pos = pos
   }
   uint(n: number): void {
     while (n >= 0x80) {
-      this.byte((n & 0x7f) | 0x80)
+      this.buf[this.pos++] = (n & 0x7f) | 0x80
       n = Math.floor(n / 128)
     }
-    this.byte(n)
+    this.buf[this.pos++] = n
   }
   varint(v: bigint): void {
     let u = BigInt.asUintN(64, v)
     while (u >= 0x80n) {
-      this.byte(Number(u & 0x7fn) | 0x80)
+      this.buf[this.pos++] = Number(u & 0x7fn) | 0x80
       u >>= 7n
     }
-    this.byte(Number(u))
+    this.buf[this.pos++] = Number(u)
   }
-  key(field: number, wire: number): void {
-    this.byte((field << 3) | wire)
+  /** A field key of wire type 2 and a length. */
+  len(field: number, length: number): void {
+    this.buf[this.pos++] = (field << 3) | 2
+    this.uint(length)
   }
-  lenBytes(field: number, b: Uint8Array): void {
-    this.key(field, 2)
-    this.uint(b.length)
-    this.buf.set(b, this.pos)
-    this.pos += b.length
+  lenBytes(field: number, b: Uint8Array, what: string): void {
+    if (!(b instanceof Uint8Array)) throw malformed(what)
+    const n = b.length
+    this.len(field, n)
+    // A loop beats `TypedArray.set` (a builtin call) for the short keys, qualifiers and names.
+    if (n < 32) { for (let i = 0; i < n; i++) this.buf[this.pos++] = b[i] ?? 0 }
+    else {
+      this.buf.set(b, this.pos)
+      this.pos += n
+    }
   }
   int(field: number, v: number | bigint): void {
-    this.key(field, 0)
+    this.buf[this.pos++] = field << 3
     if (typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER) this.uint(v)
     else this.varint(BigInt(v))
   }
-  nested(field: number, size: number, body: () => void): void {
-    this.key(field, 2)
-    this.uint(size)
-    body()
-  }
 }
 
-const writeMutation = (out: Out, m: Mutation): void => {
-  const familyName = (): void => out.lenBytes(1, utf8.encode("family" in m ? m.family : ""))
+const writeMutation = (out: Out, m: Mutation, bodySize: number): void => {
   switch (m._tag) {
     case "SetCell":
-      return out.nested(1, mutationBodySize(m), () => {
-        familyName()
-        out.lenBytes(2, m.qualifier)
-        out.int(3, m.timestampMicros ?? -1)
-        out.lenBytes(4, m.value)
-      })
+      out.len(1, bodySize)
+      out.lenBytes(1, familyBytes(m.family), "family")
+      out.lenBytes(2, m.qualifier, "qualifier")
+      out.int(3, m.timestampMicros ?? -1)
+      out.lenBytes(4, m.value, "value")
+      return
     case "DeleteFromColumn":
-      return out.nested(2, mutationBodySize(m), () => {
-        familyName()
-        out.lenBytes(2, m.qualifier)
-        if (m.startTimestampMicros !== undefined || m.endTimestampMicros !== undefined) {
-          const start = m.startTimestampMicros ?? 0
-          const end = m.endTimestampMicros ?? 0
-          out.nested(3, intField(start) + intField(end), () => {
-            out.int(1, start)
-            out.int(2, end)
-          })
-        }
-      })
+      out.len(2, bodySize)
+      out.lenBytes(1, familyBytes(m.family), "family")
+      out.lenBytes(2, m.qualifier, "qualifier")
+      if (m.startTimestampMicros !== undefined || m.endTimestampMicros !== undefined) {
+        const start = m.startTimestampMicros ?? 0
+        const end = m.endTimestampMicros ?? 0
+        out.len(3, intField(start) + intField(end))
+        out.int(1, start)
+        out.int(2, end)
+      }
+      return
     case "DeleteFromFamily":
-      return out.nested(3, mutationBodySize(m), familyName)
+      out.len(3, bodySize)
+      out.lenBytes(1, familyBytes(m.family), "family")
+      return
     case "DeleteFromRow":
-      return out.nested(4, 0, () => undefined)
+      out.len(4, 0)
+      return
     case "AddToCell":
-    case "MergeToCell":
-      return out.nested(m._tag === "AddToCell" ? 5 : 6, mutationBodySize(m), () => {
-        familyName()
-        out.nested(2, rawValueSize(m.qualifier), () => out.lenBytes(8, m.qualifier))
-        out.nested(3, valueOfInt(BigInt(m.timestampMicros)), () => out.int(9, m.timestampMicros))
-        const input = m.input
-        if (typeof input === "bigint") out.nested(4, valueOfInt(input), () => out.int(6, input))
-        else out.nested(4, rawValueSize(input), () => out.lenBytes(8, input))
-      })
+    case "MergeToCell": {
+      out.len(m._tag === "AddToCell" ? 5 : 6, bodySize)
+      out.lenBytes(1, familyBytes(m.family), "family")
+      out.len(2, rawValueSize(m.qualifier))
+      out.lenBytes(8, m.qualifier, "qualifier")
+      out.len(3, valueOfInt(BigInt(m.timestampMicros)))
+      out.int(9, m.timestampMicros)
+      const input = m.input
+      if (typeof input === "bigint") {
+        out.len(4, valueOfInt(input))
+        out.int(6, input)
+      } else {
+        out.len(4, rawValueSize(input))
+        out.lenBytes(8, input, "input")
+      }
+      return
+    }
   }
 }
 
-/** The entry as `MutateRowsRequest.Entry` wire bytes. @internal */
+const writeEntry = (out: Out, entry: RowMutationEntry): void => {
+  out.lenBytes(1, entry.rowKey, "rowKey")
+  for (const m of entry.mutations) {
+    const body = mutationBodySize(m)
+    out.len(2, lenField(body))
+    writeMutation(out, m, body)
+  }
+}
+
+/** The entry as `MutateRowsRequest.Entry` wire bytes (the payload of a `FailedMutation`). @internal */
 export const encodeEntry = (entry: RowMutationEntry): Uint8Array => {
-  const out = new Out(entryByteSize(entry))
-  out.lenBytes(1, entry.rowKey)
-  for (const m of entry.mutations) out.nested(2, lenField(mutationBodySize(m)), () => writeMutation(out, m))
+  const size = entryByteSize(entry)
+  const out = new Out(new Uint8Array(size), 0)
+  writeEntry(out, entry)
+  if (out.pos !== size) throw new RangeError(`the entry encoded to ${out.pos} bytes, not ${size}`)
   return out.buf
+}
+
+// ---------------------------------------------------------------------------------------------
+// MutateRowsRequest framing (google/bigtable/v2/bigtable.proto)
+
+/**
+ * A `MutateRowsRequest`: `table_name` (1), `app_profile_id` (3) and the entries (2), encoded
+ * straight into one buffer: no per-entry buffers or message objects. `sizes[i]` is
+ * `entryByteSize(entries[i])`, measured (and so validated) when the entry was admitted.
+ *
+ * @internal
+ */
+export const encodeRequest = (
+  tableName: string,
+  appProfileId: string | undefined,
+  entries: ReadonlyArray<RowMutationEntry>,
+  sizes: ReadonlyArray<number>
+): Buffer => {
+  const table = Buffer.byteLength(tableName, "utf8")
+  const profile = appProfileId === undefined || appProfileId === "" ? 0 : Buffer.byteLength(appProfileId, "utf8")
+  let size = lenField(table) + (profile > 0 ? lenField(profile) : 0)
+  for (let i = 0; i < entries.length; i++) size += lenField(sizes[i] ?? 0)
+  const buf = Buffer.allocUnsafe(size)
+  const out = new Out(buf, 0)
+  out.len(1, table)
+  out.pos += buf.write(tableName, out.pos, "utf8")
+  if (profile > 0 && appProfileId !== undefined) {
+    out.len(3, profile)
+    out.pos += buf.write(appProfileId, out.pos, "utf8")
+  }
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i] as RowMutationEntry
+    const entrySize = sizes[i] ?? 0
+    out.len(2, entrySize)
+    const start = out.pos
+    writeEntry(out, entry)
+    if (out.pos - start !== entrySize) {
+      throw new RangeError(`entry ${i} encoded to ${out.pos - start} bytes, not the ${entrySize} it measured`)
+    }
+  }
+  return buf
 }

@@ -136,7 +136,8 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
     let failure: Cause.Cause<E> | undefined
 
     const fork = (effect: Effect.Effect<unknown, never, never>) => FiberSet.run(ctx.fibers, effect)
-    const offer = (command: Command<E>) => Queue.offer(commands, command)
+    const offer = (command: Command<E>) =>
+      Effect.suspend(() => (Queue.offerUnsafe(commands, command) ? Effect.void : Queue.offer(commands, command)))
 
     const fail = (error: E) =>
       Effect.gen(function*() {
@@ -157,10 +158,16 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
         let bytes = 0
         let permitBytes = 0
         let isolated = 0
+        // Items of one request share a table: look each destination up once per run of its items.
+        let key: string | undefined
+        let dest: Dest | undefined
         for (const item of items) {
           bytes += item.bytes
           permitBytes += item.permitBytes
-          const dest = dests.get(item.key)
+          if (item.key !== key) {
+            key = item.key
+            dest = dests.get(key)
+          }
           if (dest !== undefined) dest.inFlight--
           if (item.isolated) isolated++
         }
@@ -177,10 +184,20 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
       Effect.gen(function*() {
         if (items.length === 0) return
         let bytes = 0
-        for (const item of items) {
-          summary.add(item.key, "recordsWritten", 1)
-          summary.add(item.key, "bytesWritten", item.bytes)
+        // Counted per run of items of one destination (a request's items share one).
+        let from = 0
+        let runBytes = 0
+        for (let i = 0; i < items.length; i++) {
+          const item = items[i] as Item
           bytes += item.bytes
+          runBytes += item.bytes
+          const next = items[i + 1]
+          if (next === undefined || next.key !== item.key) {
+            summary.add(item.key, "recordsWritten", i + 1 - from)
+            summary.add(item.key, "bytesWritten", runBytes)
+            from = i + 1
+            runBytes = 0
+          }
         }
         yield* resolved(items)
         consecutiveRejections = 0
@@ -223,11 +240,13 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
           client.mutateRows({
             tableName: first.table.tableName,
             appProfileId: settings.appProfileId,
-            entries: items.map((item) => item.proto)
+            entries: items.map((item) => item.entry),
+            entryByteSizes: items.map((item) => item.bytes)
           }).pipe(
+            // Captured per request, the call-site stack would cost more than the span itself.
             Effect.withSpan("BigtableSink.mutateRows", {
               attributes: { "bigtable.table": first.key, "bigtable.entries": items.length }
-            }),
+            }, { captureStackTrace: false }),
             Effect.flatMap((statuses) => offer({ _tag: "Completed", items, statuses }))
           )
         )

@@ -1,6 +1,6 @@
 /**
  * The per-record hot path of `write`: resolve the destination, serialize, check the client-side
- * limits, convert to the gapic entry and measure. Plain synchronous code (one pass per chunk); the
+ * limits, and measure the entry's wire size (which also validates it: a measured entry encodes). Plain synchronous code (one pass per chunk); the
  * only `try`/`catch` guards calls into user code (resolver, serializer) and user-built mutations.
  *
  * @internal
@@ -25,7 +25,7 @@ export interface Item {
   readonly table: TableDestination
   readonly key: string
   readonly entry: RowMutationEntry
-  readonly proto: proto.ProtoEntry
+  /** `entryByteSize(entry)`: measured (and validated) once, here. */
   readonly bytes: number
   readonly mutations: number
   permitBytes: number
@@ -45,9 +45,13 @@ const describe = (cause: unknown): string => (cause instanceof Error ? cause.mes
 const isEntry = (u: unknown): u is RowMutationEntry =>
   Predicate.isObject(u) && u["rowKey"] instanceof Uint8Array && Array.isArray(u["mutations"])
 
-/** Validates and converts one serializer result; pushes into `out`. @internal */
-export const accept = (table: TableDestination, result: unknown, out: Prepared): void => {
-  const destination = String(table)
+/** Validates and encodes one serializer result; pushes into `out`. @internal */
+export const accept = (
+  table: TableDestination,
+  result: unknown,
+  out: Prepared,
+  destination: string = String(table)
+): void => {
   if (result === null) {
     out.skipped.push(destination)
     return
@@ -75,10 +79,8 @@ export const accept = (table: TableDestination, result: unknown, out: Prepared):
     return
   }
   let bytes: number
-  let entry: proto.ProtoEntry
   try {
     bytes = proto.entryByteSize(result)
-    entry = proto.toProtoEntry(result)
   } catch (cause) {
     out.routed.push(
       new FailedMutation({ destination, table, message: `malformed mutation: ${describe(cause)}`, cause })
@@ -99,7 +101,6 @@ export const accept = (table: TableDestination, result: unknown, out: Prepared):
     table,
     key: destination,
     entry: result,
-    proto: entry,
     bytes,
     mutations: result.mutations.length,
     permitBytes: bytes,
@@ -123,6 +124,9 @@ export const prepare = <A>(
   Effect.suspend(() => {
     const out: Prepared = { items: [], routed: [], skipped: [] }
     const deferred: Array<{ readonly table: TableDestination; readonly effect: Effect.Effect<unknown, unknown> }> = []
+    // The destination's string form, kept while consecutive records go to the same table object.
+    let lastTable: TableDestination | undefined
+    let lastKey = ""
     for (const record of records) {
       let target: TableDestination | Unroutable
       try {
@@ -150,7 +154,13 @@ export const prepare = <A>(
       }
       // The serializer's type has no requirements, so its Effect needs no context.
       if (Effect.isEffect(result)) deferred.push({ table: target, effect: result as Effect.Effect<unknown, unknown> })
-      else accept(target, result, out)
+      else {
+        if (target !== lastTable) {
+          lastTable = target
+          lastKey = String(target)
+        }
+        accept(target, result, out, lastKey)
+      }
     }
     if (deferred.length === 0) return Effect.succeed(out)
     return Effect.as(

@@ -98,7 +98,7 @@ export const make = <A, EH = never, R = never>(
     const admit = (records: ReadonlyArray<A>): Effect.Effect<void, E> =>
       Effect.gen(function*() {
         const prepared = yield* prepare.prepare(records, settings.resolve, settings.serializer)
-        for (const item of prepared.items) item.permitBytes = flow.permit(1, item.bytes).bytes
+        for (const item of prepared.items) item.permitBytes = Math.min(item.bytes, flow.maxBytes)
         const groups = batcher.admissionGroups(
           prepared.items,
           (item) => item.permitBytes,
@@ -118,14 +118,18 @@ export const make = <A, EH = never, R = never>(
         }
         for (let g = 0; g < groups.length; g++) {
           const group = groups[g] as (typeof groups)[number]
-          yield* orFailed(flow.acquire({ units: group.items.length, bytes: group.bytes }, sendAll))
           const last = g === groups.length - 1
-          yield* orFailed(Queue.offer(commands, {
+          const command: owner.Command<E> = {
             _tag: "Admit",
             items: group.items,
             routed: last ? prepared.routed : [],
             skipped: last ? prepared.skipped : []
-          }))
+          }
+          // The fast path (permits free, queue not full) takes no race: a race forks two fibers.
+          if (Deferred.isDoneUnsafe(failed)) return yield* Deferred.await(failed)
+          const permit = { units: group.items.length, bytes: group.bytes }
+          if (!(yield* flow.tryAcquire(permit))) yield* orFailed(flow.acquire(permit, sendAll))
+          if (!Queue.offerUnsafe(commands, command)) yield* orFailed(Queue.offer(commands, command))
         }
       })
 
