@@ -1,5 +1,5 @@
 /**
- * The `@grpc/grpc-js` channel MutateRows travels on (ADR 0008): plaintext without credentials to
+ * The `@grpc/grpc-js` channel MutateRows travels on (ADR 0010): plaintext without credentials to
  * an emulator, TLS with google-auth-library call credentials to `bigtable.googleapis.com:443` in
  * production.
  *

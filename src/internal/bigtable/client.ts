@@ -1,6 +1,6 @@
 /**
  * The driver edge of the Bigtable client. MutateRows goes straight through `@grpc/grpc-js` with
- * pre-encoded request bytes and a minimal response decoder (ADR 0008), folding every outcome into
+ * hand-encoded request bytes and a minimal response decoder (ADR 0010), folding every outcome into
  * per-entry statuses; the admin calls go through the gapic table-admin client and fail with a
  * classified `BigtableError`.
  *

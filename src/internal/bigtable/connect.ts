@@ -1,7 +1,7 @@
 /**
  * Creating the clients (emulator or production, credentials, channel options) and wrapping them
  * into the service shape, with optional per-RPC client metrics: a `@grpc/grpc-js` channel for
- * MutateRows (ADR 0008) and the gapic table-admin client for the admin calls.
+ * MutateRows (ADR 0010) and the gapic table-admin client for the admin calls.
  *
  * @internal
  */

@@ -1,7 +1,7 @@
 /**
  * Mutations as exact protobuf wire bytes: the size of each `MutateRowsRequest.Entry` (measured and
  * validated once, at admission: what batch thresholds count), a whole `MutateRowsRequest` encoded
- * straight from the entries into one buffer per request (ADR 0008), and one entry's bytes (the
+ * straight from the entries into one buffer per request (ADR 0010), and one entry's bytes (the
  * payload of a `FailedMutation`).
  *
  * @internal
