@@ -125,7 +125,10 @@ export function make<A, E, R>(
 /**
  * A scoped writer: `write` admits records (waiting when the in-flight bounds are reached),
  * `flush` returns when every earlier record is acknowledged or routed, `summary` reads the
- * counters. Closing the scope after success flushes; after a failure it releases without flushing.
+ * counters at once (it never waits behind a `write`). Closing the scope after success flushes when
+ * anything was written since the last `flush` (a failure of that closing flush is a defect, since a
+ * finalizer cannot fail: call `flush` before closing to get it as a typed error); after a failure
+ * it releases without flushing.
  *
  * **Details**
  *

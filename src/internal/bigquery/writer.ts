@@ -56,8 +56,8 @@ interface Completion {
 
 /**
  * Builds the writer in the current scope: opens the failure handler now (closed with the scope),
- * flushes when the scope closes after success, and releases everything without flushing after a
- * failure or an interruption.
+ * flushes when the scope closes after success if anything was written since the last flush, and
+ * releases everything without flushing after a failure or an interruption.
  *
  * @internal
  */
@@ -83,6 +83,8 @@ export const make = <A, E, R>(
     const perDestination = s.perDestinationMetrics
     let inFlight = 0
     let terminal: Cause.Cause<Err> | undefined
+    /** A write was served since the last successful barrier: closing the scope must flush. */
+    let unflushed = false
 
     const route = (failure: BigQueryFailure): Effect.Effect<void, E, R> =>
       router.route(failure).pipe(
@@ -272,9 +274,10 @@ export const make = <A, E, R>(
     const handle = (command: Command<Err>): Effect.Effect<void, Err, R> => {
       switch (command._tag) {
         case "Write":
+          unflushed = true
           return write(command.records)
         case "Flush":
-          return flush
+          return Effect.tap(flush, () => Effect.sync(() => void (unflushed = false)))
       }
     }
 
@@ -303,11 +306,14 @@ export const make = <A, E, R>(
       // not a command: the counters so far, without waiting behind queued writes
       summary: Effect.sync((): WriteSummary => counters.snapshot())
     }
-    // closing the scope after success is the end of input: flush (a failure here is a defect,
-    // since a finalizer cannot fail; call `flush` before closing to get it typed). A writer that
+    // closing the scope after success is the end of input: a barrier, unless nothing was written
+    // since the last one (the sink's own final flush, or the caller's `flush`, already reported its
+    // outcome as a typed error and flushed the handler: a second flush would only run the
+    // handler's flush again). A finalizer has no error channel, so a failure of this closing
+    // flush can only be a defect: call `flush` before closing to get it typed. A writer that
     // already failed was reported to its caller and is only released.
     yield* Effect.addFinalizer((exit) =>
-      Exit.isSuccess(exit) && terminal === undefined ? Effect.orDie(writer.flush) : Effect.void
+      Exit.isSuccess(exit) && terminal === undefined && unflushed ? Effect.orDie(writer.flush) : Effect.void
     )
     return writer
   })
