@@ -34,11 +34,16 @@ import type { WriteMethod } from "./WriteMethod.ts"
  * - `writeMethod`: default `WriteMethod.atLeastOnce()`.
  * - `createDisposition`: default `"CREATE_IF_NEEDED"`: a missing table is created with the
  *   serializer's schema (plus `additionalFields`) and `tableCreateOptions` (fixed and validated
- *   when the sink starts, or a function of the destination; default a plain table).
+ *   when the sink starts, or a function of the destination whose result is validated, against the
+ *   table's schema too, before the table is created: an invalid one is a terminal `BigQueryError`
+ *   (`TableAdminFailed`) naming the destination and the option; default a plain table).
  * - `schemaUpdate`: default off; with `allowNewFields` / `allowFieldRelaxation` the sink widens a
  *   table whose appends fail with extra fields (an etag-conditioned patch of the union).
- * - `additionalFields`: physical columns appended to every row (`AdditionalFields.make`); with a
- *   fixed `table`, a column colliding with the serializer's is rejected when the sink starts.
+ * - `additionalFields`: physical columns appended to every row (`AdditionalFields.make`), extending
+ *   each destination's schema (`AdditionalFields.extendSchema`); with a fixed `table`, a column
+ *   colliding with the serializer's is rejected when the sink starts (`SinkConfigError`), with a
+ *   resolver when the destination is first prepared (a terminal `BigQueryError`, `SchemaMismatch`,
+ *   naming the destination and the field).
  * - `failureHandler`: default `FailureHandler.failJob`: receives `FailedRow` and `UnroutableRecord`.
  *   Its error type `E` is the write's: `RecordFailed` for the default, the handler's otherwise (a
  *   handler that drops, such as `FailureHandler.logAndDrop`, adds none).

@@ -4,7 +4,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Ref, Scope, Stream } from "effect"
-import { type BigQueryFailure, BigQuerySink, TableDestination, WriteMethod } from "../../src/BigQuery/index.ts"
+import {
+  AdditionalFields,
+  type BigQueryFailure,
+  BigQuerySink,
+  type TableCreateOptions,
+  TableDestination,
+  WriteMethod
+} from "../../src/BigQuery/index.ts"
 import { Code } from "../../src/internal/grpcStatus.ts"
 import { FailureHandler } from "../../src/Sink.ts"
 import * as F from "./sinkFixtures.ts"
@@ -488,4 +495,69 @@ describe("BigQuerySink against the fake", () => {
         })
     )
   })
+
+  it.live("additional fields extend each resolver destination's schema; a collision is terminal, naming the field", () =>
+    F.withFake({}, (fake) =>
+      Effect.gen(function*() {
+        const serializer = yield* F.serializer
+        const ok = yield* F.destination(fake, "ok")
+        const clash = yield* F.destination(fake, "clash")
+        const stamped = yield* AdditionalFields.make<F.Row>([
+          { name: "source", type: "STRING", nullPolicy: "REQUIRED", provider: () => "test" }
+        ])
+        const summary = yield* Stream.fromIterable(F.rows(4)).pipe(
+          Stream.run(BigQuerySink.make({ destinationResolver: () => ok, serializer, additionalFields: stamped }))
+        )
+        assert.strictEqual(summary.recordsWritten, 4)
+        assert.deepStrictEqual(fake.table(ok.toString())?.schema.fields.map((f) => f.name), ["id", "name", "source"])
+        const colliding = yield* AdditionalFields.make<F.Row>([
+          { name: "source", type: "STRING", nullPolicy: "NULLABLE", provider: () => "test" },
+          { name: "NAME", type: "STRING", nullPolicy: "NULLABLE", provider: () => "x" }
+        ])
+        const requests = fake.stats.requests
+        const exit = yield* Stream.fromIterable(F.rows(3)).pipe(
+          Stream.run(BigQuerySink.make({ destinationResolver: () => clash, serializer, additionalFields: colliding })),
+          Effect.exit
+        )
+        const error = failureOf(exit) as { reason: { _tag: string }; message: string }
+        assert.strictEqual(error.reason._tag, "SchemaMismatch")
+        assert.include(error.message, clash.toString())
+        assert.include(error.message, "additionalFields[1].name")
+        assert.include(error.message, "collides with the serializer's column 'name'")
+        assert.isUndefined(fake.table(clash.toString()), "no table created with a duplicate column")
+        assert.strictEqual(fake.stats.requests, requests, "nothing appended")
+      })))
+
+  it.live("a per-destination tableCreateOptions result is validated against the schema before creating", () =>
+    F.withFake({}, (fake) =>
+      Effect.gen(function*() {
+        const serializer = yield* F.serializer
+        const table = yield* F.destination(fake)
+        const run = (options: TableCreateOptions.TableCreateOptions) =>
+          Stream.fromIterable(F.rows(3)).pipe(
+            Stream.run(BigQuerySink.make({ table, serializer, tableCreateOptions: () => options })),
+            Effect.exit
+          )
+        const unknownColumn = failureOf(yield* run({ clustering: ["nope"] })) as { message: string }
+        assert.include(unknownColumn.message, table.toString())
+        assert.include(unknownColumn.message, "tableCreateOptions.clustering[0]: is not a column of the table")
+        const tooMany = failureOf(yield* run({ clustering: ["id", "id2", "id3", "id4", "id5"] })) as {
+          message: string
+        }
+        assert.include(tooMany.message, "tableCreateOptions.clustering: must have 1 to 4 columns, had 5")
+        const notTime = failureOf(yield* run({ timePartitioning: { type: "DAY", field: "name" } })) as {
+          reason: { _tag: string }
+          message: string
+        }
+        assert.strictEqual(notTime.reason._tag, "TableAdminFailed")
+        assert.include(notTime.message, "tableCreateOptions.timePartitioning.field")
+        assert.isFalse(fake.stats.restCalls.some((c) => c.startsWith("POST")), "no invalid table was requested")
+        assert.isUndefined(fake.table(table.toString()))
+        // a valid result still creates the table with its options
+        const summary = yield* Stream.fromIterable(F.rows(3)).pipe(
+          Stream.run(BigQuerySink.make({ table, serializer, tableCreateOptions: () => ({ clustering: ["id"] }) }))
+        )
+        assert.strictEqual(summary.recordsWritten, 3)
+        assert.deepStrictEqual(fake.table(table.toString())?.clustering, { fields: ["id"] })
+      })))
 })

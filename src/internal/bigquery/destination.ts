@@ -15,8 +15,16 @@
 import type * as grpc from "@grpc/grpc-js"
 import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
+import * as AdditionalFields from "../../BigQuery/AdditionalFields.ts"
 import type { BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
-import { BigQueryError, RequestRejected, RetriesExhausted, TableNotFound } from "../../BigQuery/BigQueryError.ts"
+import {
+  BigQueryError,
+  RequestRejected,
+  RetriesExhausted,
+  SchemaMismatch,
+  TableAdminFailed,
+  TableNotFound
+} from "../../BigQuery/BigQueryError.ts"
 import { descriptorOf } from "../../BigQuery/RowSerializer.ts"
 import * as TableCreateOptions from "../../BigQuery/TableCreateOptions.ts"
 import type { TableDestination } from "../../BigQuery/TableDestination.ts"
@@ -117,21 +125,78 @@ export interface Destination {
   schemaPushed: boolean
 }
 
-/** The serializer's schema, descriptor and fingerprint for a destination. @internal */
-export const readSchema = <A>(
-  serializer: Settings<A, unknown, unknown>["serializer"],
-  destination: TableDestination
-): { schema: TableSchema.TableSchema; descriptor: Uint8Array; fingerprint: unknown } => ({
-  schema: serializer.tableSchema(destination),
-  descriptor: encodeDescriptor(descriptorOf(serializer, destination)),
-  fingerprint: serializer.fingerprint?.(destination)
-})
+/** The schema, descriptor and fingerprint a destination's rows are written with. @internal */
+export interface PreparedSchema {
+  readonly schema: TableSchema.TableSchema
+  readonly descriptor: Uint8Array
+  readonly fingerprint: unknown
+}
 
-/** The REST fragments of the creation options for a destination. @internal */
-export const createResource = <A, E, R>(
+/**
+ * Prepares a destination's schema: the serializer's, extended with the additional fields
+ * (`AdditionalFields.extendSchema`). An additional field colliding with a column of the
+ * serializer's schema for this destination is terminal (reference 2.13: a configuration conflict,
+ * not routable): a `SchemaMismatch` naming the destination and the field.
+ *
+ * @internal
+ */
+export const readSchema = <A, E, R>(
   settings: Settings<A, E, R>,
   destination: TableDestination
-): tables.CreateResource => ({ ...TableCreateOptions.toRest(settings.createOptions(destination)) })
+): Effect.Effect<PreparedSchema, BigQueryError> =>
+  Effect.gen(function*() {
+    const serializer = settings.serializer
+    const additional = settings.additionalFields
+    const schema = additional === undefined
+      ? serializer.tableSchema(destination)
+      : yield* AdditionalFields.extendSchema(additional, settings.baseSerializer.tableSchema(destination)).pipe(
+        Effect.mapError((e) =>
+          new BigQueryError({
+            reason: new SchemaMismatch({
+              destination: destination.toString(),
+              detail: `${e.path}: ${e.message}`,
+              cause: e
+            })
+          })
+        )
+      )
+    return {
+      schema,
+      descriptor: encodeDescriptor(descriptorOf(serializer, destination)),
+      fingerprint: serializer.fingerprint?.(destination)
+    }
+  })
+
+/**
+ * The REST fragments of the creation options for a destination, whose table would have `schema`.
+ * The options (a function's result included) are validated with `TableCreateOptions.make` and
+ * `TableCreateOptions.checkSchema` first: invalid ones are terminal, a `TableAdminFailed` naming
+ * the destination and the option, and no table is requested.
+ *
+ * @internal
+ */
+export const createResource = <A, E, R>(
+  settings: Settings<A, E, R>,
+  destination: TableDestination,
+  schema: TableSchema.TableSchema
+): Effect.Effect<tables.CreateResource, BigQueryError> =>
+  Effect.gen(function*() {
+    const options = yield* TableCreateOptions.make(settings.createOptions(destination), "tableCreateOptions")
+    yield* TableCreateOptions.checkSchema(options, schema, "tableCreateOptions")
+    return { ...TableCreateOptions.toRest(options) }
+  }).pipe(
+    Effect.mapError((e) =>
+      new BigQueryError({
+        reason: new TableAdminFailed({
+          method: "tables.insert",
+          destination: destination.toString(),
+          status: 0,
+          detail: `invalid creation options: ${e.path}: ${e.message}`,
+          cause: e
+        })
+      })
+    )
+  )
 
 /**
  * Opens a destination: `GetWriteStream` on its `_default` stream; a missing table is created
@@ -149,7 +214,7 @@ export const open = <A, E, R>(
 ): Effect.Effect<Destination, BigQueryError> =>
   Effect.gen(function*() {
     const key = destination.toString()
-    const { descriptor, fingerprint, schema } = readSchema(settings.serializer, destination)
+    const { descriptor, fingerprint, schema } = yield* readSchema(settings, destination)
     const context = { schemaUpdatesEnabled: false, createDisposition: settings.createDisposition }
     let created = false
     for (let attempt = 1;; attempt++) {
@@ -163,7 +228,7 @@ export const open = <A, E, R>(
           client.rest,
           destination,
           schema,
-          createResource(settings, destination),
+          yield* createResource(settings, destination, schema),
           settings.stream.recovery
         )
         continue

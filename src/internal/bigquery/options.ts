@@ -59,7 +59,11 @@ export interface StreamSettings {
 /** Everything the writer needs. @internal */
 export interface Settings<A, E, R> {
   readonly resolve: TableDestination.DestinationResolver<A>
+  /** The serializer rows are written with: `baseSerializer` augmented with `additionalFields`. */
   readonly serializer: RowSerializer<A>
+  /** The user's serializer, whose schema `additionalFields` extend per destination. */
+  readonly baseSerializer: RowSerializer<A>
+  readonly additionalFields: AdditionalFields.AdditionalFields<A> | undefined
   readonly createDisposition: CreateDisposition
   readonly createOptions: (destination: TableDestination.TableDestination) => TableCreateOptions.TableCreateOptions
   readonly schemaUpdate: SchemaUpdateOptions.SchemaUpdateOptions
@@ -351,6 +355,7 @@ export const decode = <A, E, R>(
       ? SchemaUpdateOptions.defaults
       : yield* SchemaUpdateOptions.make(options.schemaUpdate, "schemaUpdate")
     let withFields: RowSerializer<A> = serializer
+    let additionalFields: AdditionalFields.AdditionalFields<A> | undefined
     if (options.additionalFields !== undefined) {
       const given: unknown = options.additionalFields
       if (!isRecord(given) || !Array.isArray(given.fields)) {
@@ -364,6 +369,7 @@ export const decode = <A, E, R>(
       // with a fixed table the serializer's schema is known now: a colliding column fails before any I/O
       if (fixed !== undefined) yield* AdditionalFields.extendSchema(additional, serializer.tableSchema(fixed))
       withFields = AdditionalFields.augment(serializer, additional)
+      additionalFields = additional
     }
     if (options.failureHandler !== undefined && !isFailureHandler(options.failureHandler)) {
       return yield* check.fail(
@@ -378,6 +384,8 @@ export const decode = <A, E, R>(
     return {
       resolve,
       serializer: withFields,
+      baseSerializer: serializer,
+      additionalFields,
       createDisposition,
       createOptions,
       schemaUpdate,

@@ -184,12 +184,9 @@ export const run = <A, E, R>(
           if (recovery >= s.recovery.maxAttempts) return yield* exhausted(failure, detail, cause, recovery + 1)
           yield* destination.guard.repair(
             epoch,
-            tables.create(
-              client.rest,
-              destination.destination,
-              batch.schema,
-              createResource(settings, destination.destination),
-              s.recovery
+            Effect.flatMap(
+              createResource(settings, destination.destination, batch.schema),
+              (resource) => tables.create(client.rest, destination.destination, batch.schema, resource, s.recovery)
             )
           )
           yield* destination.slot.retire(connection)
@@ -216,7 +213,7 @@ export const run = <A, E, R>(
               desired: batch.schema,
               options: settings.schemaUpdate,
               createDisposition: settings.createDisposition,
-              createResource: createResource(settings, destination.destination),
+              createResource: createResource(settings, destination.destination, batch.schema),
               recovery: s.recovery
             })
           )

@@ -35,7 +35,8 @@ export interface Request {
   readonly desired: TableSchema.TableSchema
   readonly options: SchemaUpdateOptions
   readonly createDisposition: CreateDisposition
-  readonly createResource: tables.CreateResource
+  /** The validated creation options, computed only when the table has to be created. */
+  readonly createResource: Effect.Effect<tables.CreateResource, BigQueryError>
   /** The budget of table creation when the table turns out to be missing. */
   readonly recovery: Policy
 }
@@ -67,7 +68,7 @@ export const reconcile = (request: Request): Effect.Effect<Outcome, BigQueryErro
             })
           })
         }
-        yield* tables.create(rest, destination, request.desired, request.createResource, request.recovery)
+        yield* tables.create(rest, destination, request.desired, yield* request.createResource, request.recovery)
         return "created"
       }
       const liveSchema = yield* TableSchema.fromRest(live.schema ?? { fields: [] }).pipe(

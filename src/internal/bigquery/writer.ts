@@ -151,13 +151,13 @@ export const make = <A, E, R>(
     const dispatch = (d: Destination.Destination): Effect.Effect<void, Err, R> =>
       d.batch.count === 0 ? Effect.void : Effect.suspend(() => appendSealed(d, Split.seal(d.batch, pool)))
 
-    const refreshSchema = (d: Destination.Destination): void => {
-      const next = Destination.readSchema(serializer, d.destination)
-      d.schema = next.schema
-      d.descriptor = next.descriptor
-      d.fingerprint = next.fingerprint
-      d.schemaPushed = false
-    }
+    const refreshSchema = (d: Destination.Destination): Effect.Effect<void, BigQueryError> =>
+      Effect.map(Destination.readSchema(settings, d.destination), (next) => {
+        d.schema = next.schema
+        d.descriptor = next.descriptor
+        d.fingerprint = next.fingerprint
+        d.schemaPushed = false
+      })
 
     const destinationOf = (destination: TableDestination.TableDestination, now: number) =>
       Effect.gen(function*() {
@@ -195,7 +195,7 @@ export const make = <A, E, R>(
             const fingerprint = serializer.fingerprint?.(d.destination)
             if (d.schemaPushed || (fingerprint !== d.fingerprint && !Equal.equals(fingerprint, d.fingerprint))) {
               yield* dispatch(d)
-              refreshSchema(d)
+              yield* refreshSchema(d)
             }
           }
           const batch = d.batch
