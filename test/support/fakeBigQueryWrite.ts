@@ -88,6 +88,8 @@ export interface FakeBigQuery {
   readonly rows: (table: string) => ReadonlyArray<Uint8Array>
   readonly rowCount: () => number
   readonly createTable: (table: string, fields: ReadonlyArray<Column>) => void
+  /** Deletes a table from the catalog (its committed rows stay readable through `rows`). */
+  readonly dropTable: (table: string) => void
   readonly table: (table: string) => TableResource | undefined
   readonly addColumn: (table: string, column: Column) => void
   readonly stats: { requests: number; connections: number; schemasSent: number; restCalls: Array<string> }
@@ -481,6 +483,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
           etag: nextEtag()
         })
       },
+      dropTable: (table) => void catalog.delete(table),
       table: (table) => catalog.get(table),
       addColumn: (table, column) => {
         const existing = catalog.get(table)

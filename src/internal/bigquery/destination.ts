@@ -86,13 +86,20 @@ export const makeSlot = (channel: grpc.Client, writeStream: string): Effect.Effe
 
 /**
  * Runs table repairs (creation, schema reconciliation) one at a time per destination, and at
- * most once per incident: an append passes the epoch it observed when it was sent; if a repair
- * finished since, its own is skipped.
+ * most once per incident (single-flight): an append waits for the repair under way (`settled`)
+ * before it is sent, and passes the epoch it observed then; if a repair finished since, its own is
+ * skipped and it only re-appends.
  *
  * @internal
  */
 export interface RepairGuard {
+  /** Waits while a repair is under way. */
+  readonly settled: Effect.Effect<void>
   readonly epoch: () => number
+  /**
+   * Runs `action` unless a repair finished since `observed`; the epoch moves on once it is done
+   * (the action retires the connection it repaired first, so no later append is sent on it).
+   */
   readonly repair: <E>(observed: number, action: Effect.Effect<unknown, E>) => Effect.Effect<void, E>
 }
 
@@ -100,10 +107,12 @@ export interface RepairGuard {
 export const makeGuard = (): Effect.Effect<RepairGuard> =>
   Effect.map(Semaphore.make(1), (lock) => {
     let epoch = 0
+    const locked = lock.withPermits(1)
     return {
+      settled: locked(Effect.void),
       epoch: () => epoch,
       repair: (observed, action) =>
-        lock.withPermits(1)(Effect.suspend(() =>
+        locked(Effect.suspend(() =>
           epoch !== observed ? Effect.void : Effect.tap(action, () => Effect.sync(() => void epoch++))
         )).pipe(Effect.asVoid)
     }
@@ -197,6 +206,30 @@ export const createResource = <A, E, R>(
       })
     )
   )
+
+/**
+ * The repair of a missing-table verdict on the append path: the table is created unless
+ * `tables.get` finds it. NOT_FOUND can outlive a creation (the service catches up after the
+ * insert): such answers are re-appended on the recovery budget, not met with another insert each.
+ * A `tables.get` that fails (a permission the job lacks, a transport error past the budget) is
+ * not an answer: the insert is tried and reports its own error.
+ *
+ * @internal
+ */
+export const createIfMissing = <A, E, R>(
+  client: BigQueryClientService,
+  settings: Settings<A, E, R>,
+  destination: TableDestination,
+  schema: TableSchema.TableSchema
+): Effect.Effect<void, BigQueryError> =>
+  Effect.gen(function*() {
+    const live = yield* tables.retrying(tables.get(client.rest, destination), settings.stream.recovery).pipe(
+      Effect.orElseSucceed(() => undefined)
+    )
+    if (live !== undefined) return
+    const resource = yield* createResource(settings, destination, schema)
+    yield* tables.create(client.rest, destination, schema, resource, settings.stream.recovery)
+  })
 
 /**
  * Opens a destination: `GetWriteStream` on its `_default` stream; a missing table is created

@@ -21,13 +21,12 @@ import type { FailedRow } from "../../BigQuery/BigQueryFailure.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import { name as codeName } from "../grpcStatus.ts"
 import * as AppendRequest from "./appendRequest.ts"
-import { createResource, type Destination } from "./destination.ts"
+import { createIfMissing, createResource, type Destination } from "./destination.ts"
 import * as metrics from "./metrics.ts"
 import type { Settings } from "./options.ts"
 import { type AppendFailure, classify, sleepBackoff } from "./retry.ts"
 import { splitByRowErrors } from "./rowErrors.ts"
 import * as schemaUpdate from "./schemaUpdate.ts"
-import * as tables from "./tables.ts"
 
 /** The schema-wait budget: flat 30 s, 30 attempts, ±25 % (not configurable, reference 2.4). @internal */
 export const schemaWait = {
@@ -112,6 +111,8 @@ export const run = <A, E, R>(
         })
       })
     for (;;) {
+      // never sent while the destination's table is being repaired: wait, then append after it
+      yield* destination.guard.settled
       const epoch = destination.guard.epoch()
       const connection = yield* destination.slot.acquire(batch.descriptor)
       const pending = yield* connection.append(body)
@@ -182,11 +183,13 @@ export const run = <A, E, R>(
         }
         case "createTable": {
           if (recovery >= s.recovery.maxAttempts) return yield* exhausted(failure, detail, cause, recovery + 1)
+          // one repair per destination at a time: the batches that met the same missing table
+          // skip theirs (their epoch is past) and re-append after it
           yield* destination.guard.repair(
             epoch,
-            Effect.flatMap(
-              createResource(settings, destination.destination, batch.schema),
-              (resource) => tables.create(client.rest, destination.destination, batch.schema, resource, s.recovery)
+            Effect.andThen(
+              createIfMissing(client, settings, destination.destination, batch.schema),
+              destination.slot.retire(connection)
             )
           )
           yield* destination.slot.retire(connection)
@@ -207,15 +210,18 @@ export const run = <A, E, R>(
           }
           yield* destination.guard.repair(
             epoch,
-            schemaUpdate.reconcile({
-              rest: client.rest,
-              destination: destination.destination,
-              desired: batch.schema,
-              options: settings.schemaUpdate,
-              createDisposition: settings.createDisposition,
-              createResource: createResource(settings, destination.destination, batch.schema),
-              recovery: s.recovery
-            })
+            Effect.tap(
+              schemaUpdate.reconcile({
+                rest: client.rest,
+                destination: destination.destination,
+                desired: batch.schema,
+                options: settings.schemaUpdate,
+                createDisposition: settings.createDisposition,
+                createResource: createResource(settings, destination.destination, batch.schema),
+                recovery: s.recovery
+              }),
+              () => destination.slot.retire(connection)
+            )
           )
           yield* destination.slot.retire(connection)
           if (schemaWaits > 0) yield* sleepBackoff(schemaWait, schemaWaits)
