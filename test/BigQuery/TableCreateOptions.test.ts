@@ -82,10 +82,11 @@ describe("TableCreateOptions", () => {
     }))
 })
 
+const untyped = (u: unknown) => TableCreateOptions.make(u as TableCreateOptions.TableCreateOptionsInput)
+
 describe("TableCreateOptions.make on untyped input", () => {
   it.effect("null or primitive options are a SinkConfigError, not a defect", () =>
     Effect.gen(function*() {
-      const untyped = (u: unknown) => TableCreateOptions.make(u as TableCreateOptions.TableCreateOptionsInput)
       const whole = yield* Effect.flip(untyped(null))
       assert.deepStrictEqual([whole.path, whole.message], ["tableCreateOptions", "must be an object, was null"])
       const partitioning = yield* Effect.flip(untyped({ timePartitioning: null }))
