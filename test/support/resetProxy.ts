@@ -56,7 +56,7 @@ export const make = (target: string): Effect.Effect<ResetProxy, never, Scope.Sco
       endpoint: `127.0.0.1:${listening}`,
       resetAll: Effect.sync(() => {
         let n = 0
-        for (const pair of [...pairs]) {
+        for (const pair of Array.from(pairs)) {
           pairs.delete(pair)
           pair[0].resetAndDestroy()
           pair[1].resetAndDestroy()

@@ -185,7 +185,7 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
       yield* query(bq, `ALTER TABLE \`${name}\` ADD COLUMN extra STRING`)
       yield* patchCatalog(bq, datasetId, "ext")
       upgrade()
-      yield* writer.write(rows(100, 100).map((r) => ({ ...r, extra: `x${r.id}` })))
+      yield* writer.write(rows(100, 100).map((r) => Object.assign(r, { extra: `x${r.id}` })))
       yield* writer.flush
       assert.deepStrictEqual(yield* count(bq, name), { n: 200, d: 200 })
       assert.strictEqual((yield* count(bq, name, "extra IS NOT NULL")).n, 100)
@@ -207,7 +207,7 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
       yield* writer.write(rows(50))
       yield* writer.flush
       upgrade()
-      yield* writer.write(rows(50, 50).map((r) => ({ ...r, extra: `x${r.id}` })))
+      yield* writer.write(rows(50, 50).map((r) => Object.assign(r, { extra: `x${r.id}` })))
       yield* writer.flush
       assert.strictEqual((yield* writer.summary).recordsWritten, 100)
       // the real service answers SCHEMA_MISMATCH_EXTRA_FIELDS and the sink patches the table (covered
