@@ -7,10 +7,14 @@
  * - `sink`: the same records through `Stream.run(BigtableSink.make(...))` with `batchElementCount = --batch`
  *   and `maxInFlightEntries = --batch * --concurrency`, so both keep the same number of entries in flight.
  *   The sink's serializer builds the same mutation (one SetCell, explicit timestamp, ~100-byte value).
+ *   Like the raw client, the sink's `BigtableClient` is built once, before the passes; each pass builds a
+ *   new sink (writer, owner fiber, batches) on it.
  *
- * Passes alternate (raw, sink, raw, sink, ...) into fresh tables, in one process; medians are compared.
+ * Each pass runs both methods into fresh tables, in one process, raw first on even passes and sink first on
+ * odd ones (cbtemulator slows down as it holds more cells), then drops both tables; medians are compared.
  * Then `--rss-records` records are streamed through the sink while RSS is sampled every second: the report
- * compares the median RSS of the last quarter of the run with that of the second quarter (after warm-up).
+ * compares the median RSS of the last quarter of the run with that of the second quarter (after warm-up),
+ * and prints V8's heap, external and array-buffer figures before and after the run (what RSS is made of).
  *
  *   node bench/bigtable.bench.ts [--records 100000] [--passes 3] [--batch 100] [--concurrency 10]
  *                                [--rss-records 2000000]
@@ -22,6 +26,7 @@ import * as grpc from "@grpc/grpc-js"
 import { Effect, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import * as v8 from "node:v8"
 import { BigtableClient, BigtableSink, Mutation, RowMutationEntry, TableDestination } from "../src/Bigtable/index.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
@@ -93,22 +98,26 @@ const runRaw = async (client: RawClient, tableName: string): Promise<number> => 
 const serializer = (i: number) =>
   RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
 
-const sinkRun = (endpoint: string, tableId: string, n: number) =>
+type Client = BigtableClient.BigtableClient["Service"]
+
+const sinkRun = (client: Client, tableId: string, n: number) =>
   Stream.range(0, n - 1).pipe(
     Stream.run(BigtableSink.make({
       table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
       serializer,
       writerOptions: { batchElementCount: batch, maxInFlightEntries: batch * concurrency }
     })),
-    Effect.provide(BigtableClient.layer({ projectId, emulatorEndpoint: endpoint }))
+    Effect.provideService(BigtableClient.BigtableClient, client)
   )
 
-const runSink = async (endpoint: string, tableId: string): Promise<number> => {
+const runSink = async (client: Client, tableId: string): Promise<number> => {
   const start = performance.now()
-  const summary = await Effect.runPromise(sinkRun(endpoint, tableId, records))
+  const summary = await Effect.runPromise(sinkRun(client, tableId, records))
   if (summary.recordsWritten !== records) throw new Error(`sink wrote ${summary.recordsWritten} of ${records}`)
   return records / ((performance.now() - start) / 1000)
 }
+
+const tableName = (tableId: string) => `projects/${projectId}/instances/${instanceId}/tables/${tableId}`
 
 const createTable = (admin: RawAdmin, tableId: string) =>
   admin.createTable({
@@ -134,6 +143,7 @@ const main = Effect.gen(function*() {
   const raw = new v2.BigtableClient(options)
   const admin = new v2.BigtableTableAdminClient(options)
   yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([raw.close(), admin.close()])))
+  const client = yield* BigtableClient.make({ projectId, emulatorEndpoint: emulator.emulatorHost })
 
   const samples: { raw: Array<number>; sink: Array<number> } = { raw: [], sink: [] }
   // One warm-up pass of each, not recorded.
@@ -142,28 +152,52 @@ const main = Effect.gen(function*() {
     const sinkTable = `sink${pass + 1}`
     yield* Effect.promise(() => createTable(admin, rawTable))
     yield* Effect.promise(() => createTable(admin, sinkTable))
-    const r = yield* Effect.promise(() =>
-      runRaw(raw, `projects/${projectId}/instances/${instanceId}/tables/${rawTable}`)
-    )
-    const s = yield* Effect.promise(() => runSink(emulator.emulatorHost, sinkTable))
+    const rawRun = Effect.promise(() => runRaw(raw, tableName(rawTable)))
+    const sinkRun = Effect.promise(() => runSink(client, sinkTable))
+    // Who goes first alternates: cbtemulator slows down as it holds more cells, so a fixed order would
+    // always hand the second method the fuller emulator.
+    const first = pass % 2 === 0 ? "raw" : "sink"
+    let r = 0
+    let s = 0
+    if (first === "raw") {
+      r = yield* rawRun
+      s = yield* sinkRun
+    } else {
+      s = yield* sinkRun
+      r = yield* rawRun
+    }
+    // Both tables are dropped after the pass, so every pass starts from the same emulator state.
+    yield* Effect.promise(() => admin.deleteTable({ name: tableName(rawTable) }))
+    yield* Effect.promise(() => admin.deleteTable({ name: tableName(sinkTable) }))
     if (pass >= 0) {
       samples.raw.push(r)
       samples.sink.push(s)
     }
     console.log(
-      `pass ${pass < 0 ? "warm-up" : pass + 1}: raw ${Math.round(r)} records/s, sink ${Math.round(s)} records/s`
+      `pass ${pass < 0 ? "warm-up" : pass + 1} (${first} first): raw ${Math.round(r)} records/s, sink ${
+        Math.round(s)
+      } records/s`
     )
   }
 
   // RSS while streaming a long run.
+  const memory = () => {
+    const m = process.memoryUsage()
+    const old = v8.getHeapSpaceStatistics().find((space) => space.space_name === "old_space")
+    return `rss ${mb(m.rss)}, heap used ${mb(m.heapUsed)} of ${mb(m.heapTotal)} (old space ${
+      mb(old?.space_size ?? 0)
+    }), external ${mb(m.external)}, array buffers ${mb(m.arrayBuffers)} MiB`
+  }
+  const memoryBefore = memory()
   const rss: Array<number> = []
   yield* Effect.promise(() => createTable(admin, "rss"))
   const timer = setInterval(() => rss.push(process.memoryUsage().rss), 1000)
   const rssStart = performance.now()
-  const rssSummary = yield* sinkRun(emulator.emulatorHost, "rss", rssRecords)
+  const rssSummary = yield* sinkRun(client, "rss", rssRecords)
   const rssSeconds = (performance.now() - rssStart) / 1000
   clearInterval(timer)
   rss.push(process.memoryUsage().rss)
+  const memoryAfter = memory()
   if (rssSummary.recordsWritten !== rssRecords) throw new Error("the RSS run lost records")
   const quarter = Math.max(1, Math.floor(rss.length / 4))
   const early = median(rss.slice(quarter, 2 * quarter))
@@ -194,6 +228,7 @@ const main = Effect.gen(function*() {
         mb(peak)
       } MiB`
   )
+  console.log(`memory before the RSS run: ${memoryBefore}\nmemory after the RSS run:  ${memoryAfter}`)
   const common = { date, node: process.version, records, passes, batch, concurrency }
   const lines = [
     {
