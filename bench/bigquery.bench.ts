@@ -47,6 +47,8 @@ const warmup = argument("warmup", 1)
 const depth = argument("depth", 100)
 const rssRows = argument("rss-rows", 5_000_000)
 const heapCapMB = argument("heap-cap-mb", 128)
+/** `--only <method>`: time that method alone, print its rows/s and record nothing (for `--cpu-prof`). */
+const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined
 const batchBytes = 512 * 1024
 
 const Row = Schema.Struct({
@@ -240,6 +242,9 @@ const main = async () => {
       )
   }
 
+  if (only !== undefined) {
+    for (const name of Object.keys(methods)) if (name !== only) delete methods[name]
+  }
   for (let pass = 0; pass < warmup; pass++) {
     // oxlint-disable-next-line no-await-in-loop
     for (const method of Object.values(methods)) await method()
@@ -259,6 +264,12 @@ const main = async () => {
       }
       ;(samples[name] ??= []).push(rowCount / seconds)
     }
+  }
+
+  if (only !== undefined) {
+    console.log(`${only}: ${samples[only]?.map((x) => Math.round(x)).join(", ")} rows/s`)
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    return
   }
 
   // RSS in a fresh process (the fake stays here, as a remote service would), so neither the arrays of the
