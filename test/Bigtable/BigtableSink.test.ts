@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
+import { Deferred, Effect, Fiber, Stream } from "effect"
 import {
   type BigtableFailure,
   BigtableSink,
@@ -344,5 +344,46 @@ describe("BigtableSink", () => {
       assert.strictEqual(flushes(), 1)
       assert.strictEqual((yield* writer.summary).recordsWritten, 42)
     }).pipe(Effect.provide(fake.layer))
+  })
+
+  it.live("summary answers at once with the counts so far while writes wait on backpressure", () => {
+    const fake = makeFake()
+    return Effect.gen(function*() {
+      // The owner is kept busy too: the handler holds the routing of a failed record.
+      const gate = yield* Deferred.make<void>()
+      const routing = yield* Deferred.make<void>()
+      const handler = FailureHandler.make({
+        handle: (_: BigtableFailure.FailedMutation) =>
+          Effect.andThen(Deferred.succeed(routing, undefined), Deferred.await(gate))
+      })
+      const writer = yield* BigtableSink.writer({
+        table,
+        serializer: (k: string) => {
+          if (k === "bad") throw new Error("unserializable")
+          return k.startsWith("skip") ? null : entry(k)
+        },
+        failedMutationHandler: handler,
+        writerOptions: { maxInFlightEntries: 20, batchElementCount: 10 }
+      })
+      yield* writer.write([...keys(10), ...keys(3, "skip")])
+      yield* writer.flush
+      fake.hold()
+      yield* writer.write([...keys(20, "held"), "bad"]) // exactly the in-flight cap, and a routed record
+      yield* Deferred.await(routing)
+      const blocked = yield* Effect.forkChild(writer.write(keys(10, "more")))
+      yield* Effect.sleep("20 millis")
+      assert.isUndefined(blocked.pollUnsafe(), "the write waits on backpressure")
+      assert.strictEqual(fake.held(), 2)
+      const summary = yield* writer.summary.pipe(Effect.timeout("100 millis"))
+      assert.deepStrictEqual(
+        [summary.recordsWritten, summary.recordsSkipped, summary.recordsFailed],
+        [10, 3, 1]
+      )
+      yield* Deferred.succeed(gate, undefined)
+      fake.release()
+      yield* Fiber.join(blocked)
+      yield* writer.flush
+      assert.strictEqual((yield* writer.summary).recordsWritten, 40)
+    }).pipe(Effect.scoped, Effect.provide(fake.layer))
   })
 })

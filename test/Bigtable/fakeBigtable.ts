@@ -57,6 +57,8 @@ export interface FakeOptions {
   readonly latencyMs?: number
   /** Tables that exist, with their families. Default: any table exists with any family. */
   readonly tables?: Map<string, Set<string>>
+  /** Hold every MutateRows answer until `release()` is called. */
+  readonly hold?: boolean
 }
 
 const decoder = new TextDecoder()
@@ -75,6 +77,8 @@ export const makeFake = (options: FakeOptions = {}) => {
   let peakInFlightEntries = 0
   const admin: Array<string> = []
   const tables = options.tables
+  const held: Array<() => void> = []
+  let holding = options.hold ?? false
 
   const data: BigtableClient.DataClient = {
     makeServerStreamRequest(
@@ -103,7 +107,7 @@ export const makeFake = (options: FakeOptions = {}) => {
       peakInFlight = Math.max(peakInFlight, inFlight)
       inFlightEntries += entries.length
       peakInFlightEntries = Math.max(peakInFlightEntries, inFlightEntries)
-      setTimeout(() => {
+      const answer = () => {
         inFlight--
         inFlightEntries -= entries.length
         const callError = options.callError?.(sent)
@@ -148,7 +152,9 @@ export const makeFake = (options: FakeOptions = {}) => {
         const response = MutateRowsResponse.encode(MutateRowsResponse.fromObject({ entries: statuses })).finish()
         stream.emit("data", deserialize(Buffer.from(response)))
         stream.emit("end")
-      }, options.latencyMs ?? 0)
+      }
+      if (holding) held.push(answer)
+      else setTimeout(answer, options.latencyMs ?? 0)
       return stream
     },
     close: () => undefined
@@ -189,6 +195,14 @@ export const makeFake = (options: FakeOptions = {}) => {
     admin,
     peakInFlight: () => peakInFlight,
     peakInFlightEntries: () => peakInFlightEntries,
+    /** Holds every MutateRows answer from now on, until `release()`. */
+    hold: () => void (holding = true),
+    /** Answers every held call, and stops holding. */
+    release: () => {
+      holding = false
+      for (const answer of held.splice(0, held.length)) setTimeout(answer, 0)
+    },
+    held: () => held.length,
     layer: Layer.succeed(BigtableClient.BigtableClient, service)
   }
 }

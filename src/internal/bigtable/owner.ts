@@ -27,7 +27,6 @@ import { FailedMutation } from "../../Bigtable/BigtableFailure.ts"
 import type { TableDestination } from "../../Bigtable/TableDestination.ts"
 import type { RecordFailed } from "../../Sink/FailureHandler.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
-import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import type { Permit } from "../flowControl.ts"
 import * as grpc from "../grpcStatus.ts"
 import * as retrySchedule from "../retrySchedule.ts"
@@ -65,7 +64,6 @@ export type Command<E> =
   }
   | { readonly _tag: "RepairDue" }
   | { readonly _tag: "Flush"; readonly done: Deferred.Deferred<void, E> }
-  | { readonly _tag: "Summary"; readonly done: Deferred.Deferred<WriteSummary> }
 
 interface Dest {
   readonly table: TableDestination
@@ -103,6 +101,8 @@ export interface OwnerContext<A, EH, R> {
   readonly settings: Settings<A, EH, R>
   readonly client: Service
   readonly commands: Queue.Queue<Command<WriterError<EH>>>
+  /** Written by the owner only; `writer.summary` reads a snapshot without queueing. */
+  readonly summary: counters.SummaryCounters
   readonly release: (permit: Permit) => Effect.Effect<void>
   readonly failed: Deferred.Deferred<never, WriterError<EH>>
   readonly fibers: FiberSet.FiberSet<unknown, unknown>
@@ -111,7 +111,7 @@ export interface OwnerContext<A, EH, R> {
 
 /**
  * The owner loop. Runs until interrupted; a fatal error is published through `failed` and the
- * loop keeps answering `Summary` and failing barriers.
+ * loop keeps failing barriers. It alone writes the summary counters.
  *
  * @internal
  */
@@ -122,7 +122,7 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
     const handler = settings.handler
     const w = settings.writer
     const thresholds = { batchElementCount: w.batchElementCount, batchByteSize: w.batchByteSize }
-    const summary = counters.make()
+    const summary = ctx.summary
     const dests = new Map<string, Dest>()
     const barriers: Array<Deferred.Deferred<void, E>> = []
     let outstanding = 0
@@ -588,14 +588,7 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
 
     const handle = (command: Command<E>): Effect.Effect<void, E, R> => {
       if (failure !== undefined) {
-        switch (command._tag) {
-          case "Summary":
-            return Deferred.succeed(command.done, summary.snapshot()).pipe(Effect.asVoid)
-          case "Flush":
-            return Deferred.failCause(command.done, failure).pipe(Effect.asVoid)
-          default:
-            return Effect.void
-        }
+        return command._tag === "Flush" ? Deferred.failCause(command.done, failure).pipe(Effect.asVoid) : Effect.void
       }
       switch (command._tag) {
         case "Admit":
@@ -632,8 +625,6 @@ export const run = <A, EH, R>(ctx: OwnerContext<A, EH, R>): Effect.Effect<never,
           }).pipe(Effect.andThen(startRound))
         case "Flush":
           return Effect.andThen(cutAll, Effect.sync(() => void barriers.push(command.done)))
-        case "Summary":
-          return Deferred.succeed(command.done, summary.snapshot()).pipe(Effect.asVoid)
       }
     }
 
