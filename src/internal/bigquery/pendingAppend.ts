@@ -288,7 +288,10 @@ export const run = <A, E, R>(
       }
     }
   }).pipe(
-    Effect.withSpan("BigQuerySink.append", {
-      attributes: { "bigquery.destination": destination.key, "bigquery.rows": batch.count }
-    })
+    // one span per batch, without capturing a stack trace per append
+    Effect.withSpan(
+      "BigQuerySink.append",
+      { attributes: { "bigquery.destination": destination.key, "bigquery.rows": batch.count } },
+      { captureStackTrace: false }
+    )
   )

@@ -127,8 +127,18 @@ const fromMillis = (w: WireWriter, ms: number, v: unknown): string | undefined =
   return undefined
 }
 
+/** Milliseconds whose microseconds are a safe integer (1685 to 2255): written as one exact product. */
+const maxExactMillis = Math.floor(Number.MAX_SAFE_INTEGER / 1000)
+
 const timestamp: ScalarEncoder = (w, v) => {
-  if (Predicate.isDate(v)) return fromMillis(w, v.getTime(), v)
+  if (Predicate.isDate(v)) {
+    const ms = v.getTime()
+    if (ms >= -maxExactMillis && ms <= maxExactMillis) {
+      w.int64Number(ms * 1000)
+      return undefined
+    }
+    return fromMillis(w, ms, v)
+  }
   if (DateTime.isDateTime(v)) return fromMillis(w, v.epochMilliseconds, v)
   if (Predicate.isBigInt(v)) {
     if (v < minMicros || v > maxMicros) return refuse("TIMESTAMP", `microseconds since the epoch, ${timestampRange}`, v)
