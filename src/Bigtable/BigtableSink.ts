@@ -84,12 +84,14 @@ export interface BigtableWriterOptions {
  *   which `"CREATE_NEVER"` rejects.
  * - `failedMutationHandler`: default `FailureHandler.failJob`. It receives serializer failures,
  *   entries over the client limits, unroutable records and mutations Bigtable rejects as malformed.
+ *   Its error type `E` is the write's: `RecordFailed` for the default, the handler's otherwise (a
+ *   handler that drops, such as `FailureHandler.logAndDrop`, adds none).
  * - `flushInterval` (sink only): also flush on this timer; at least 1 ms.
  *
  * @category models
  * @since 0.1.0
  */
-export interface BigtableSinkOptions<A, E = never, R = never> {
+export interface BigtableSinkOptions<A, E = RecordFailed, R = never> {
   readonly table?: TableDestination | undefined
   readonly destinationResolver?: DestinationResolver<A> | undefined
   readonly serializer: Serializer<A>
@@ -102,13 +104,14 @@ export interface BigtableSinkOptions<A, E = never, R = never> {
 }
 
 /**
- * What a Bigtable write can fail with: a terminal `BigtableError`, the default handler's
- * `RecordFailed`, or an invalid option.
+ * What a Bigtable write can fail with: a terminal `BigtableError`, a `SinkConfigError` for an
+ * invalid option (or an invalid destination from a resolver), or the failure handler's error `E`
+ * (`RecordFailed` for the default `failJob`).
  *
  * @category errors
  * @since 0.1.0
  */
-export type BigtableSinkError = BigtableError | RecordFailed | SinkConfigError
+export type BigtableSinkError<E = RecordFailed> = BigtableError | SinkConfigError | E
 
 /**
  * A sink that writes every record to Bigtable and completes with a `WriteSummary`.
@@ -117,7 +120,9 @@ export type BigtableSinkError = BigtableError | RecordFailed | SinkConfigError
  *
  * One batch per table is filled and sent as a MutateRows request; many requests are in flight at
  * once, within the writer-global `maxInFlightEntries` and `maxInFlightBytes`, and the stream waits
- * (backpressure) when they are reached. At the end of the input everything is flushed. Delivery is
+ * (backpressure) when they are reached. At the end of the input everything is flushed. The error
+ * channel holds the handler's error: `RecordFailed` without a `failedMutationHandler` (the default
+ * `failJob`), exactly the handler's `E` with one. Delivery is
  * at-least-once: a retried or replayed entry is applied again, so prefer explicit cell timestamps.
  *
  * **Example** (Writing events)
@@ -139,9 +144,19 @@ export type BigtableSinkError = BigtableError | RecordFailed | SinkConfigError
  * @category constructors
  * @since 0.1.0
  */
-export const make: <A, E = never, R = never>(
+export function make<A, E, R>(
+  options: BigtableSinkOptions<A, E, R> & { readonly failedMutationHandler: FailureHandler<FailedMutation, E, R> }
+): Sink.Sink<WriteSummary, A, never, BigtableSinkError<E>, BigtableClient | R>
+export function make<A, E = never, R = never>(
   options: BigtableSinkOptions<A, E, R>
-) => Sink.Sink<WriteSummary, A, never, BigtableSinkError | E, BigtableClient | R> = internalSink.make
+): Sink.Sink<WriteSummary, A, never, BigtableSinkError<E | RecordFailed>, BigtableClient | R>
+export function make<A, E, R>(
+  options: BigtableSinkOptions<A, E, R>
+): Sink.Sink<WriteSummary, A, never, BigtableSinkError<E | RecordFailed>, BigtableClient | R> {
+  // `RecordFailed` comes only from the default `failJob`, used only when no handler is given:
+  // that is what lets the first overload leave it out.
+  return internalSink.make(options)
+}
 
 /**
  * A scoped writer for callers that drive writes and flushes themselves.
@@ -150,8 +165,12 @@ export const make: <A, E = never, R = never>(
  *
  * `write` admits records and waits when the in-flight bounds are reached; `flush` returns once
  * every earlier record is applied or routed, then flushes the failure handler; `summary` reads the
- * counters. Closing the scope after success flushes; after failure or interruption it releases the
- * writer without flushing. `checkpoint` is a plain `flush` for this at-least-once writer.
+ * counters at once (it never waits behind a `write`). Closing the scope after success flushes;
+ * after failure or interruption it releases the writer without flushing. `checkpoint` is a plain `flush` for this at-least-once writer.
+ *
+ * Building it fails with a `SinkConfigError` for invalid options, or with the handler's error when
+ * its `open` fails; its operations fail with a {@link BigtableSinkError}. The handler's error is
+ * `RecordFailed` without a `failedMutationHandler`, exactly the handler's `E` with one.
  *
  * **Example** (Explicit barriers)
  * ```ts
@@ -173,10 +192,23 @@ export const make: <A, E = never, R = never>(
  * @category constructors
  * @since 0.1.0
  */
-export const writer: <A, E = never, R = never>(
+export function writer<A, E, R>(
+  options: BigtableSinkOptions<A, E, R> & { readonly failedMutationHandler: FailureHandler<FailedMutation, E, R> }
+): Effect.Effect<Writer<A, BigtableSinkError<E>>, SinkConfigError | E, BigtableClient | Scope.Scope | R>
+export function writer<A, E = never, R = never>(
   options: BigtableSinkOptions<A, E, R>
-) => Effect.Effect<
-  Writer<A, BigtableError | RecordFailed | SinkConfigError | E>,
-  SinkConfigError,
+): Effect.Effect<
+  Writer<A, BigtableSinkError<E | RecordFailed>>,
+  SinkConfigError | E | RecordFailed,
   BigtableClient | Scope.Scope | R
-> = internalWriter.make
+>
+export function writer<A, E, R>(
+  options: BigtableSinkOptions<A, E, R>
+): Effect.Effect<
+  Writer<A, BigtableSinkError<E | RecordFailed>>,
+  SinkConfigError | E | RecordFailed,
+  BigtableClient | Scope.Scope | R
+> {
+  // as in `make`: `RecordFailed` only ever comes from the default handler
+  return internalWriter.make(options)
+}

@@ -26,6 +26,7 @@ import type * as Scope from "effect/Scope"
 import { BigtableClient } from "../../Bigtable/BigtableClient.ts"
 import type { BigtableSinkOptions } from "../../Bigtable/BigtableSink.ts"
 import type { TableDestination } from "../../Bigtable/TableDestination.ts"
+import type { RecordFailed } from "../../Sink/FailureHandler.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
@@ -66,7 +67,11 @@ const validateDestination = (table: TableDestination): Effect.Effect<void, SinkC
 /** @internal */
 export const make = <A, EH = never, R = never>(
   sinkOptions: BigtableSinkOptions<A, EH, R>
-): Effect.Effect<Writer<A, owner.WriterError<EH>>, SinkConfigError, BigtableClient | Scope.Scope | R> =>
+): Effect.Effect<
+  Writer<A, owner.WriterError<EH>>,
+  SinkConfigError | EH | RecordFailed,
+  BigtableClient | Scope.Scope | R
+> =>
   Effect.gen(function*() {
     type E = owner.WriterError<EH>
     const settings = yield* options.settings(sinkOptions)
@@ -79,11 +84,8 @@ export const make = <A, EH = never, R = never>(
     const fibers = yield* FiberSet.make<unknown, unknown>()
     const counters = summaryCounters.make()
 
-    yield* Effect.acquireRelease(
-      Effect.exit(settings.handler.open),
-      () => settings.handler.close
-    ).pipe(
-      Effect.flatMap((exit) => (Exit.isFailure(exit) ? Effect.die(exit.cause) : Effect.void)),
+    // A failing `open` fails building the writer with the handler's error (nothing to close then).
+    yield* Effect.acquireRelease(settings.handler.open, () => settings.handler.close).pipe(
       Effect.provideContext(context)
     )
 
