@@ -3,12 +3,28 @@
  *
  * **Example** (Importing the namespaces)
  * ```ts
- * import { Sink } from "effect-gcp-sinks"
+ * import { BigQuery, Bigtable, Sink } from "effect-gcp-sinks"
  * const handler = Sink.FailureHandler.logAndDrop
+ * const make = BigQuery.BigQuerySink.make
+ * const entry = Bigtable.RowMutationEntry.make("row-1", Bigtable.Mutation.deleteFromRow())
  * ```
  *
  * @since 0.1.0
  */
+
+/**
+ * The BigQuery backend: client, sink, schemas, serializers, destinations.
+ *
+ * @since 0.1.0
+ */
+export * as BigQuery from "./BigQuery/index.ts"
+
+/**
+ * The Bigtable backend: client, sink, mutations, destinations, table creation.
+ *
+ * @since 0.1.0
+ */
+export * as Bigtable from "./Bigtable/index.ts"
 
 /**
  * The vocabulary shared by both backends.

@@ -5,16 +5,19 @@
  *
  * @since 0.1.0
  */
+import type { protos } from "@google-cloud/bigtable"
+import type * as grpc from "@grpc/grpc-js"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
-import type * as internal from "../internal/bigtable/client.ts"
 import * as connect from "../internal/bigtable/connect.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import type { BigtableError } from "./BigtableError.ts"
+import type { RowMutationEntry } from "./RowMutationEntry.ts"
+import type { ColumnFamilyType } from "./TableCreateOptions.ts"
 
 /**
  * The settings of the client layer.
@@ -49,7 +52,12 @@ export interface BigtableClientConfig {
  * @category models
  * @since 0.1.0
  */
-export type MutateRowsRequest = internal.RawMutateRowsRequest
+export interface MutateRowsRequest {
+  readonly tableName: string
+  readonly appProfileId?: string | undefined
+  readonly entries: ReadonlyArray<RowMutationEntry>
+  readonly entryByteSizes?: ReadonlyArray<number> | undefined
+}
 
 /**
  * The outcome of one entry: its gRPC status code (`undefined` when none was reported) and message.
@@ -57,7 +65,10 @@ export type MutateRowsRequest = internal.RawMutateRowsRequest
  * @category models
  * @since 0.1.0
  */
-export type EntryStatus = internal.EntryStatus
+export interface EntryStatus {
+  readonly code: number | undefined
+  readonly message: string
+}
 
 /**
  * A column family as the admin API takes it: `gcRule` and `valueType` messages.
@@ -65,15 +76,33 @@ export type EntryStatus = internal.EntryStatus
  * @category models
  * @since 0.1.0
  */
-export type ColumnFamilyProto = internal.ColumnFamilyProto
+export type ColumnFamilyProto = protos.google.bigtable.admin.v2.IColumnFamily
 
 /**
- * The live column families of a table and their value types.
+ * The live column families of a table and their value types (`"UNKNOWN"` for a type this version
+ * does not know).
  *
  * @category models
  * @since 0.1.0
  */
-export type TableSchema = internal.TableSchema
+export interface TableSchema {
+  readonly columnFamilies: ReadonlyMap<string, ColumnFamilyType | "UNKNOWN">
+}
+
+/**
+ * A server-streaming call as `@grpc/grpc-js` returns it (`ClientReadableStream`), reduced to what
+ * the sink uses: `data` with response bytes, `error`, `end`, and `cancel`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface DataCall {
+  on(event: "data", listener: (response: Buffer) => void): unknown
+  on(event: "error", listener: (error: unknown) => void): unknown
+  on(event: "end", listener: () => void): unknown
+  removeAllListeners(event: "data" | "end"): unknown
+  cancel(): void
+}
 
 /**
  * What the service needs of the data channel: a `@grpc/grpc-js` `Client` (`new grpc.Client(target,
@@ -85,15 +114,33 @@ export type TableSchema = internal.TableSchema
  * @category models
  * @since 0.1.0
  */
-export type DataClient = internal.RawDataClient
+export interface DataClient {
+  makeServerStreamRequest(
+    method: string,
+    serialize: (value: Buffer) => Buffer,
+    deserialize: (value: Buffer) => Buffer,
+    argument: Buffer,
+    metadata: grpc.Metadata,
+    options: grpc.CallOptions
+  ): DataCall
+  close(): void
+}
 
 /**
- * What the service needs of the gapic `v2.BigtableTableAdminClient`.
+ * What the service needs of the gapic `v2.BigtableTableAdminClient`: `getTable`, `createTable`,
+ * `modifyColumnFamilies` and `close`.
  *
  * @category models
  * @since 0.1.0
  */
-export type AdminClient = internal.RawAdminClient
+export interface AdminClient {
+  getTable(request: protos.google.bigtable.admin.v2.IGetTableRequest): Promise<ReadonlyArray<unknown>>
+  createTable(request: protos.google.bigtable.admin.v2.ICreateTableRequest): Promise<ReadonlyArray<unknown>>
+  modifyColumnFamilies(
+    request: protos.google.bigtable.admin.v2.IModifyColumnFamiliesRequest
+  ): Promise<ReadonlyArray<unknown>>
+  close(): Promise<void>
+}
 
 /**
  * The client service.

@@ -8,12 +8,12 @@
 import type { protos } from "@google-cloud/bigtable"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type { ColumnFamilyProto } from "../../Bigtable/BigtableClient.ts"
 import { BigtableError, ColumnFamilyTypeMismatch } from "../../Bigtable/BigtableError.ts"
 import type { GcRule } from "../../Bigtable/GcRule.ts"
 import type { ColumnFamilyType } from "../../Bigtable/TableCreateOptions.ts"
 import type { TableDestination } from "../../Bigtable/TableDestination.ts"
 import * as grpc from "../grpcStatus.ts"
-import type { ColumnFamilyProto } from "./client.ts"
 import type { Service } from "./connect.ts"
 import type { Declared, DeclaredFamily } from "./options.ts"
 

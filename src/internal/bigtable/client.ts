@@ -6,84 +6,26 @@
  *
  * @internal
  */
-import type { protos } from "@google-cloud/bigtable"
 import * as grpcJs from "@grpc/grpc-js"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
+import type {
+  AdminClient,
+  ColumnFamilyProto,
+  DataCall,
+  DataClient,
+  EntryStatus,
+  MutateRowsRequest,
+  TableSchema
+} from "../../Bigtable/BigtableClient.ts"
 import { BigtableError, RpcFailed } from "../../Bigtable/BigtableError.ts"
-import type { RowMutationEntry } from "../../Bigtable/RowMutationEntry.ts"
 import type { ColumnFamilyType } from "../../Bigtable/TableCreateOptions.ts"
 import * as grpc from "../grpcStatus.ts"
 import { encodeRequest, entryByteSize } from "./mutationProto.ts"
-import { type EntryStatus, readResponse } from "./responseProto.ts"
-
-export type { EntryStatus } from "./responseProto.ts"
+import { readResponse } from "./responseProto.ts"
 
 /** The gRPC method path of MutateRows. @internal */
 export const mutateRowsPath = "/google.bigtable.v2.Bigtable/MutateRows"
-
-/**
- * A server-streaming call as `@grpc/grpc-js` returns it (`ClientReadableStream`), reduced to what
- * the sink uses.
- *
- * @internal
- */
-export interface RawCall {
-  on(event: "data", listener: (response: Buffer) => void): unknown
-  on(event: "error", listener: (error: unknown) => void): unknown
-  on(event: "end", listener: () => void): unknown
-  removeAllListeners(event: "data" | "end"): unknown
-  cancel(): void
-}
-
-/**
- * What the sink needs of a `@grpc/grpc-js` `Client` (a channel): one server-streaming call with
- * caller-supplied (de)serializers. A `grpc.Client` is one; so is an in-process fake.
- *
- * @internal
- */
-export interface RawDataClient {
-  makeServerStreamRequest(
-    method: string,
-    serialize: (value: Buffer) => Buffer,
-    deserialize: (value: Buffer) => Buffer,
-    argument: Buffer,
-    metadata: grpcJs.Metadata,
-    options: grpcJs.CallOptions
-  ): RawCall
-  close(): void
-}
-
-/** What the sink needs of the gapic `v2.BigtableTableAdminClient`. @internal */
-export interface RawAdminClient {
-  getTable(request: protos.google.bigtable.admin.v2.IGetTableRequest): Promise<ReadonlyArray<unknown>>
-  createTable(request: protos.google.bigtable.admin.v2.ICreateTableRequest): Promise<ReadonlyArray<unknown>>
-  modifyColumnFamilies(
-    request: protos.google.bigtable.admin.v2.IModifyColumnFamiliesRequest
-  ): Promise<ReadonlyArray<unknown>>
-  close(): Promise<void>
-}
-
-/**
- * One MutateRows request: the table's resource name, the application profile, the entries, and
- * optionally their `entryByteSize`s when the caller has measured them already.
- *
- * @internal
- */
-export interface RawMutateRowsRequest {
-  readonly tableName: string
-  readonly appProfileId?: string | undefined
-  readonly entries: ReadonlyArray<RowMutationEntry>
-  readonly entryByteSizes?: ReadonlyArray<number> | undefined
-}
-
-/** A column family as the admin API takes it (GC rule, value type). @internal */
-export type ColumnFamilyProto = protos.google.bigtable.admin.v2.IColumnFamily
-
-/** The live families of a table and their value types. @internal */
-export interface TableSchema {
-  readonly columnFamilies: ReadonlyMap<string, ColumnFamilyType | "UNKNOWN">
-}
 
 const missing: EntryStatus = { code: undefined, message: "MutateRows ended without a status for this entry" }
 
@@ -111,7 +53,7 @@ const callOptions: grpcJs.CallOptions = {}
  *
  * @internal
  */
-export const mutateRows = (raw: RawDataClient) => (request: RawMutateRowsRequest): Effect.Effect<Array<EntryStatus>> =>
+export const mutateRows = (raw: DataClient) => (request: MutateRowsRequest): Effect.Effect<Array<EntryStatus>> =>
   Effect.callback<Array<EntryStatus>>((resume) => {
     const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
     let done = false
@@ -120,7 +62,7 @@ export const mutateRows = (raw: RawDataClient) => (request: RawMutateRowsRequest
       done = true
       resume(Effect.succeed(statuses.map((status) => status ?? fill)))
     }
-    let call: RawCall
+    let call: DataCall
     try {
       const metadata = new grpcJs.Metadata()
       metadata.set("x-goog-request-params", requestParams(request.tableName, request.appProfileId))
@@ -195,14 +137,14 @@ export const tableSchema = (table: unknown): TableSchema => {
 }
 
 /** @internal */
-export const getTable = (raw: RawAdminClient) => (tableName: string): Effect.Effect<TableSchema, BigtableError> =>
+export const getTable = (raw: AdminClient) => (tableName: string): Effect.Effect<TableSchema, BigtableError> =>
   Effect.tryPromise({
     try: () => raw.getTable({ name: tableName, view: "SCHEMA_VIEW" }),
     catch: (cause) => rpcError("GetTable", tableName, cause)
   }).pipe(Effect.map((response) => tableSchema(response[0])))
 
 /** @internal */
-export const createTable = (raw: RawAdminClient) =>
+export const createTable = (raw: AdminClient) =>
 (request: {
   readonly instanceName: string
   readonly tableId: string
@@ -219,7 +161,7 @@ export const createTable = (raw: RawAdminClient) =>
   }).pipe(Effect.asVoid)
 
 /** @internal */
-export const modifyColumnFamilies = (raw: RawAdminClient) =>
+export const modifyColumnFamilies = (raw: AdminClient) =>
 (request: {
   readonly tableName: string
   readonly create: { readonly [family: string]: ColumnFamilyProto }

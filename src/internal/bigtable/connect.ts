@@ -8,7 +8,15 @@
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
-import type { BigtableClientConfig } from "../../Bigtable/BigtableClient.ts"
+import type {
+  AdminClient,
+  BigtableClientConfig,
+  ColumnFamilyProto,
+  DataClient,
+  EntryStatus,
+  MutateRowsRequest,
+  TableSchema
+} from "../../Bigtable/BigtableClient.ts"
 import type { BigtableError } from "../../Bigtable/BigtableError.ts"
 import { EmulatorEndpoint } from "../../Sink/EmulatorEndpoint.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
@@ -16,14 +24,13 @@ import * as grpc from "../grpcStatus.ts"
 import * as check from "../optionChecks.ts"
 import * as channel from "./channel.ts"
 import * as client from "./client.ts"
-import type { ColumnFamilyProto } from "./client.ts"
 import * as metrics from "./metrics.ts"
 
 /** The service shape, without the service tag. @internal */
 export interface Service {
   readonly projectId: string
-  readonly mutateRows: (request: client.RawMutateRowsRequest) => Effect.Effect<ReadonlyArray<client.EntryStatus>>
-  readonly getTable: (tableName: string) => Effect.Effect<client.TableSchema, BigtableError>
+  readonly mutateRows: (request: MutateRowsRequest) => Effect.Effect<ReadonlyArray<EntryStatus>>
+  readonly getTable: (tableName: string) => Effect.Effect<TableSchema, BigtableError>
   readonly createTable: (request: {
     readonly instanceName: string
     readonly tableId: string
@@ -32,10 +39,10 @@ export interface Service {
   readonly modifyColumnFamilies: (request: {
     readonly tableName: string
     readonly create: { readonly [family: string]: ColumnFamilyProto }
-  }) => Effect.Effect<client.TableSchema, BigtableError>
+  }) => Effect.Effect<TableSchema, BigtableError>
 }
 
-const instrumentStatuses = (method: string) => <R>(self: Effect.Effect<ReadonlyArray<client.EntryStatus>, never, R>) =>
+const instrumentStatuses = (method: string) => <R>(self: Effect.Effect<ReadonlyArray<EntryStatus>, never, R>) =>
   Effect.gen(function*() {
     const [duration, statuses] = yield* Effect.timed(self)
     const code = statuses.find((s) => s.code !== 0)?.code ?? 0
@@ -55,8 +62,8 @@ const instrumentAdmin = (method: string) => <A, R>(self: Effect.Effect<A, Bigtab
 /** @internal */
 export const fromClients = (options: {
   readonly projectId: string
-  readonly data: client.RawDataClient
-  readonly admin: client.RawAdminClient
+  readonly data: DataClient
+  readonly admin: AdminClient
   readonly exportClientMetrics?: boolean | undefined
 }): Service => {
   const service: Service = {

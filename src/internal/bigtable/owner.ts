@@ -15,6 +15,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Metric from "effect/Metric"
 import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
+import type { EntryStatus } from "../../Bigtable/BigtableClient.ts"
 import {
   BigtableError,
   ColumnFamilyNotDeclared,
@@ -33,7 +34,6 @@ import * as retrySchedule from "../retrySchedule.ts"
 import type * as counters from "../summaryCounters.ts"
 import * as admin from "./admin.ts"
 import * as batcher from "./batcher.ts"
-import type { EntryStatus } from "./client.ts"
 import type { Service } from "./connect.ts"
 import * as metrics from "./metrics.ts"
 import * as proto from "./mutationProto.ts"

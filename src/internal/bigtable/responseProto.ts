@@ -5,12 +5,7 @@
  *
  * @internal
  */
-
-/** The outcome of one entry of a MutateRows call. `code` is `undefined` when none was reported. @internal */
-export interface EntryStatus {
-  readonly code: number | undefined
-  readonly message: string
-}
+import type { EntryStatus } from "../../Bigtable/BigtableClient.ts"
 
 /** The status of every applied entry (shared: OK carries no message). @internal */
 export const ok: EntryStatus = { code: 0, message: "" }
