@@ -54,6 +54,8 @@ export interface CompileOptions {
   readonly rejectUnknownFields: boolean
   /** The number of the first field; later fields follow in order. */
   readonly firstFieldNumber?: number | undefined
+  /** Generate each message's field walk as code (the default); `false` for the plain loop. */
+  readonly generate?: boolean | undefined
 }
 
 const isRecord = (u: unknown): u is Readonly<Record<string, unknown>> =>
@@ -101,7 +103,10 @@ const repeated = (element: ValueWriter): ValueWriter => (w, v) => {
 export const compileMessage = (fields: ReadonlyArray<Field>, options: CompileOptions): MessageEncoder => {
   const first = options.firstFieldNumber ?? 1
   const compiled: ReadonlyArray<CompiledField> = fields.map((field, index) => {
-    const write = singular(field, first + index, { rejectUnknownFields: options.rejectUnknownFields })
+    const write = singular(field, first + index, {
+      rejectUnknownFields: options.rejectUnknownFields,
+      generate: options.generate
+    })
     return {
       name: field.name,
       required: isRequiredOnWire(field),
@@ -109,21 +114,7 @@ export const compileMessage = (fields: ReadonlyArray<Field>, options: CompileOpt
     }
   })
   const names: ReadonlySet<string> = new Set(fields.map((f) => f.name))
-  const known = (w: WireWriter, value: Readonly<Record<string, unknown>>): EncodeFailure | undefined => {
-    for (const field of compiled) {
-      const v = value[field.name]
-      if (v === undefined || v === null) {
-        if (field.required) return new EncodeFailure(field.name, "is REQUIRED but missing")
-        continue
-      }
-      const failure = field.write(w, v)
-      if (failure !== undefined) {
-        failure.segments.push(field.name)
-        return failure
-      }
-    }
-    return undefined
-  }
+  const known = (options.generate === false ? undefined : specialize(compiled)) ?? loop(compiled)
   if (!options.rejectUnknownFields) return known
   return (w, value) => {
     for (const key in value) {
@@ -132,6 +123,57 @@ export const compileMessage = (fields: ReadonlyArray<Field>, options: CompileOpt
       }
     }
     return known(w, value)
+  }
+}
+
+/** Reads each field by a name that changes from one iteration to the next (a megamorphic load). */
+const loop = (compiled: ReadonlyArray<CompiledField>): MessageEncoder => (w, value) => {
+  for (const field of compiled) {
+    const v = value[field.name]
+    if (v === undefined || v === null) {
+      if (field.required) return new EncodeFailure(field.name, "is REQUIRED but missing")
+      continue
+    }
+    const failure = field.write(w, v)
+    if (failure !== undefined) {
+      failure.segments.push(field.name)
+      return failure
+    }
+  }
+  return undefined
+}
+
+const isMessageEncoder = (u: unknown): u is MessageEncoder => typeof u === "function"
+
+/**
+ * The same walk as {@link loop}, generated once per message with one constant-name read per field,
+ * as protobufjs generates its encoders: each read is then monomorphic for a row shape, and a double
+ * is not boxed on its way to the field's writer (about 20% of the encoding time of a 10-column
+ * row). Names are embedded as JSON string literals; `undefined` when the runtime refuses code
+ * generation from strings, and the loop is used instead.
+ */
+const specialize = (compiled: ReadonlyArray<CompiledField>): MessageEncoder | undefined => {
+  const steps = compiled.map((field, i) =>
+    `v = value[${JSON.stringify(field.name)}]\n` +
+    `if (v === undefined || v === null) {${field.required ? ` return missing(${i})` : ""} }\n` +
+    `else { failure = f${i}(w, v); if (failure !== undefined) return located(failure, ${i}) }`
+  )
+  // each writer in its own binding: every call site sees one target
+  const bindings = compiled.map((_, i) => `const f${i} = writers[${i}]\n`).join("")
+  const source = `"use strict"\n${bindings}return function known(w, value) {\nlet v, failure\n` +
+    `${steps.join("\n")}\nreturn undefined\n}`
+  const missing = (i: number): EncodeFailure => new EncodeFailure(compiled[i]?.name, "is REQUIRED but missing")
+  const located = (failure: EncodeFailure, i: number): EncodeFailure => {
+    const name = compiled[i]?.name
+    if (name !== undefined) failure.segments.push(name)
+    return failure
+  }
+  const writers: ReadonlyArray<ValueWriter> = compiled.map((field) => field.write)
+  try {
+    const made: unknown = new Function("writers", "missing", "located", source)(writers, missing, located)
+    return isMessageEncoder(made) ? made : undefined
+  } catch {
+    return undefined
   }
 }
 

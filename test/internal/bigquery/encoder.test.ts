@@ -216,6 +216,42 @@ describe("encoder", () => {
     assert.deepStrictEqual(Array.from(w.take(0)), [8, 172, 2, 8, 1])
   })
 
+  it("generated field walks encode and refuse exactly as the plain loop", () => {
+    const outcome = (result: Uint8Array | EncodeFailure) =>
+      result instanceof EncodeFailure ? { path: result.path, message: result.message } : Array.from(result)
+    const invalidRow = tableSchemaArb.chain((schema) =>
+      rowSample(schema.fields).chain((row) =>
+        fc.constantFrom(...schema.fields).chain((field) =>
+          fc.constantFrom<unknown>(null, "x", 1.5, true, [], {}).map((bad) => ({
+            schema,
+            row: { ...row, [field.name]: bad }
+          }))
+        )
+      )
+    )
+    fc.assert(
+      fc.property(fc.oneof(schemaWithRow, invalidRow), fc.boolean(), ({ row, schema }, rejectUnknownFields) => {
+        const generated = compile(schema, { rejectUnknownFields }).serialize(row)
+        const plain = compile(schema, { rejectUnknownFields, generate: false }).serialize(row)
+        assert.deepStrictEqual(outcome(generated), outcome(plain))
+      }),
+      { numRuns: 300 }
+    )
+  })
+
+  it("embeds any field name in generated code as a string literal", () => {
+    const names = ["a\"b", "c\\d", "e\u2028f", "`${g}`", "h'); throw 1; ('", "constructor", "__proto__x"]
+    const schema: TableSchema.TableSchema = {
+      fields: names.map((name) => ({ name, type: "INT64", mode: "REQUIRED" }))
+    }
+    const row = Object.fromEntries(names.map((name, i) => [name, i]))
+    const generated = encode(schema, row)
+    assert.deepStrictEqual(generated, compile(schema, { rejectUnknownFields: true, generate: false }).serialize(row))
+    const missing = encode(schema, { ...row, [names[1]!]: undefined })
+    assert.instanceOf(missing, EncodeFailure)
+    assert.strictEqual((missing as EncodeFailure).path, names[1])
+  })
+
   it("has a refusal for every scalar type", () => {
     assert.deepStrictEqual(Object.keys(invalid).toSorted(), [...scalarTypes].toSorted())
   })
