@@ -100,7 +100,7 @@ const serializer = (i: number) =>
 
 type Client = BigtableClient.BigtableClient["Service"]
 
-const sinkRun = (client: Client, tableId: string, n: number) =>
+const sinkStream = (client: Client, tableId: string, n: number) =>
   Stream.range(0, n - 1).pipe(
     Stream.run(BigtableSink.make({
       table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
@@ -112,7 +112,7 @@ const sinkRun = (client: Client, tableId: string, n: number) =>
 
 const runSink = async (client: Client, tableId: string): Promise<number> => {
   const start = performance.now()
-  const summary = await Effect.runPromise(sinkRun(client, tableId, records))
+  const summary = await Effect.runPromise(sinkStream(client, tableId, records))
   if (summary.recordsWritten !== records) throw new Error(`sink wrote ${summary.recordsWritten} of ${records}`)
   return records / ((performance.now() - start) / 1000)
 }
@@ -153,7 +153,7 @@ const main = Effect.gen(function*() {
     yield* Effect.promise(() => createTable(admin, rawTable))
     yield* Effect.promise(() => createTable(admin, sinkTable))
     const rawRun = Effect.promise(() => runRaw(raw, tableName(rawTable)))
-    const sinkRun = Effect.promise(() => runSink(client, sinkTable))
+    const sinkPass = Effect.promise(() => runSink(client, sinkTable))
     // Who goes first alternates: cbtemulator slows down as it holds more cells, so a fixed order would
     // always hand the second method the fuller emulator.
     const first = pass % 2 === 0 ? "raw" : "sink"
@@ -161,9 +161,9 @@ const main = Effect.gen(function*() {
     let s = 0
     if (first === "raw") {
       r = yield* rawRun
-      s = yield* sinkRun
+      s = yield* sinkPass
     } else {
-      s = yield* sinkRun
+      s = yield* sinkPass
       r = yield* rawRun
     }
     // Both tables are dropped after the pass, so every pass starts from the same emulator state.
@@ -193,7 +193,7 @@ const main = Effect.gen(function*() {
   yield* Effect.promise(() => createTable(admin, "rss"))
   const timer = setInterval(() => rss.push(process.memoryUsage().rss), 1000)
   const rssStart = performance.now()
-  const rssSummary = yield* sinkRun(client, "rss", rssRecords)
+  const rssSummary = yield* sinkStream(client, "rss", rssRecords)
   const rssSeconds = (performance.now() - rssStart) / 1000
   clearInterval(timer)
   rss.push(process.memoryUsage().rss)
