@@ -47,7 +47,7 @@ const warmup = argument("warmup", 1)
 const depth = argument("depth", 100)
 const rssRows = argument("rss-rows", 5_000_000)
 const heapCapMB = argument("heap-cap-mb", 128)
-/** `--only <method>`: time that method alone, print its rows/s and record nothing (for `--cpu-prof`). */
+/** `--only <method>[,<method>...]`: time those methods alone, print its rows/s and record nothing (for `--cpu-prof`). */
 const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined
 const batchBytes = 512 * 1024
 
@@ -243,7 +243,8 @@ const main = async () => {
   }
 
   if (only !== undefined) {
-    for (const name of Object.keys(methods)) if (name !== only) delete methods[name]
+    const chosen = only.split(",")
+    for (const name of Object.keys(methods)) if (!chosen.includes(name)) delete methods[name]
   }
   for (let pass = 0; pass < warmup; pass++) {
     // oxlint-disable-next-line no-await-in-loop
@@ -267,7 +268,9 @@ const main = async () => {
   }
 
   if (only !== undefined) {
-    console.log(`${only}: ${samples[only]?.map((x) => Math.round(x)).join(", ")} rows/s`)
+    for (const [name, xs] of Object.entries(samples)) {
+      console.log(`${name}: median ${Math.round(median(xs))} rows/s (${xs.map((x) => Math.round(x)).join(", ")})`)
+    }
     await Effect.runPromise(Scope.close(scope, Exit.void))
     return
   }
