@@ -11,6 +11,10 @@ const schemaWithRow = tableSchemaArb.chain((schema) => rowSample(schema.fields).
 const encode = (schema: TableSchema.TableSchema, row: unknown, rejectUnknownFields = true) =>
   compile(schema, { rejectUnknownFields }).serialize(row)
 
+/** What an encoding gave, comparable with `deepStrictEqual`. */
+const outcome = (result: Uint8Array | EncodeFailure) =>
+  result instanceof EncodeFailure ? { path: result.path, message: result.message } : Array.from(result)
+
 /** Every present scalar value in a row, with its path and type. */
 interface Leaf {
   readonly path: ReadonlyArray<string | number>
@@ -217,8 +221,6 @@ describe("encoder", () => {
   })
 
   it("generated field walks encode and refuse exactly as the plain loop", () => {
-    const outcome = (result: Uint8Array | EncodeFailure) =>
-      result instanceof EncodeFailure ? { path: result.path, message: result.message } : Array.from(result)
     const invalidRow = tableSchemaArb.chain((schema) =>
       rowSample(schema.fields).chain((row) =>
         fc.constantFrom(...schema.fields).chain((field) =>
