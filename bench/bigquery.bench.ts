@@ -23,7 +23,7 @@
  * Prints a table and appends JSON lines to bench/results/bigquery.jsonl.
  */
 import * as grpc from "@grpc/grpc-js"
-import { Effect, Exit, Layer, Schema, Scope, Stream } from "effect"
+import { Effect, Exit, Layer, Scope, Stream } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -36,6 +36,7 @@ import * as TableDestination from "../src/BigQuery/TableDestination.ts"
 import * as WriteMethod from "../src/BigQuery/WriteMethod.ts"
 import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
+import { Row, seededRandom } from "./rows.ts"
 
 const argument = (name: string, fallback: number): number => {
   const at = process.argv.indexOf(`--${name}`)
@@ -51,25 +52,7 @@ const heapCapMB = argument("heap-cap-mb", 128)
 const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined
 const batchBytes = 512 * 1024
 
-const Row = Schema.Struct({
-  user: Schema.String,
-  country: Schema.String,
-  url: Schema.String,
-  seq: Schema.Int,
-  amount: Schema.Int,
-  ts: Schema.Date,
-  lat: Schema.Number,
-  lon: Schema.Number,
-  active: Schema.Boolean,
-  premium: Schema.Boolean
-})
-type Row = typeof Row.Type
-
-let seed = 7
-const random = (): number => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648
-  return seed / 2_147_483_648
-}
+const random = seededRandom(7)
 const codes: Array<number> = []
 const word = (n: number): string => {
   codes.length = n

@@ -16,7 +16,7 @@
  *
  * Prints a table and appends JSON lines to bench/results/encoder.jsonl.
  */
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { PerformanceObserver } from "node:perf_hooks"
@@ -27,6 +27,7 @@ import * as TableDestination from "../src/BigQuery/TableDestination.ts"
 import * as TableSchema from "../src/BigQuery/TableSchema.ts"
 import { compile } from "../src/internal/bigquery/encoder.ts"
 import { WireWriter } from "../src/internal/bigquery/wireWriter.ts"
+import { Row, seededRandom } from "./rows.ts"
 
 const argument = (name: string, fallback: number): number => {
   const at = process.argv.indexOf(`--${name}`)
@@ -35,26 +36,7 @@ const argument = (name: string, fallback: number): number => {
 const rowCount = argument("rows", 200_000)
 const passes = argument("passes", 7)
 
-const Row = Schema.Struct({
-  user: Schema.String,
-  country: Schema.String,
-  url: Schema.String,
-  seq: Schema.Int,
-  amount: Schema.Int,
-  ts: Schema.Date,
-  lat: Schema.Number,
-  lon: Schema.Number,
-  active: Schema.Boolean,
-  premium: Schema.Boolean
-})
-type Row = typeof Row.Type
-
-// Deterministic rows (a small LCG), ~104 bytes encoded.
-let seed = 42
-const random = (): number => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648
-  return seed / 2_147_483_648
-}
+const random = seededRandom(42)
 const word = (length: number): string => {
   let s = ""
   for (let i = 0; i < length; i++) s += String.fromCharCode(97 + Math.floor(random() * 26))

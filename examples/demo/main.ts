@@ -10,7 +10,7 @@
  * Ctrl-C interrupts cleanly and prints what was written so far.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Clock, ConfigProvider, Effect, Layer, Option, Ref, Sink, Stream } from "effect"
+import { Clock, ConfigProvider, Data, Effect, Layer, Option, Ref, Sink, Stream } from "effect"
 import {
   BigQueryClient,
   BigQuerySink,
@@ -30,6 +30,9 @@ import { chunk, type Event, Event as EventSchema, invalidCount } from "./events.
 import { DemoConfig, provider } from "./flags.ts"
 import { display, finalFrame, gauge, type Source } from "./progress.ts"
 import { bigQueryCount, bigtableCount } from "./readback.ts"
+
+/** What the demo itself can fail with: bad flags, or data that did not land. */
+class DemoError extends Data.TaggedError("DemoError")<{ readonly message: string }> {}
 
 const toMutations = (event: Event) =>
   event.user === ""
@@ -155,14 +158,14 @@ const program = Effect.gen(function*() {
           `  ${match ? "ok" : "MISMATCH"}\n`
       )
     }
-    if (!ok) return yield* Effect.fail(new Error("read-back counts do not match what was written"))
+    if (!ok) return yield* new DemoError({ message: "read-back counts do not match what was written" })
     process.stdout.write("\nall records accounted for: written, or routed to the dead-letter sink\n")
   }).pipe(Effect.scoped, Effect.provide(clients))
 })
 
 const configured = Effect.try({
   try: () => provider(process.argv.slice(2)),
-  catch: (cause) => cause instanceof Error ? cause : new Error(String(cause))
+  catch: (cause) => new DemoError({ message: cause instanceof Error ? cause.message : String(cause) })
 }).pipe(
   Effect.flatMap((configProvider) =>
     program.pipe(Effect.scoped, Effect.provideService(ConfigProvider.ConfigProvider, configProvider))

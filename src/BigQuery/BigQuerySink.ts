@@ -176,5 +176,7 @@ export function writer<A, E, R>(
   BigQueryClient | R | Scope.Scope
 > {
   // as in `make`: `RecordFailed` only ever comes from the default handler
+  // The language service checks an overload implementation against the first overload's types.
+  // @effect-diagnostics-next-line missingEffectContext:off missingEffectError:off
   return Effect.flatMap(options.decode(writerOptions), internalWriter.make)
 }

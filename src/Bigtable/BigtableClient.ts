@@ -143,6 +143,28 @@ export interface AdminClient {
 }
 
 /**
+ * What the {@link BigtableClient} service offers the sink: MutateRows and the admin calls table
+ * creation needs.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface BigtableClientService {
+  readonly projectId: string
+  readonly mutateRows: (request: MutateRowsRequest) => Effect.Effect<ReadonlyArray<EntryStatus>>
+  readonly getTable: (tableName: string) => Effect.Effect<TableSchema, BigtableError>
+  readonly createTable: (request: {
+    readonly instanceName: string
+    readonly tableId: string
+    readonly columnFamilies: { readonly [family: string]: ColumnFamilyProto }
+  }) => Effect.Effect<void, BigtableError>
+  readonly modifyColumnFamilies: (request: {
+    readonly tableName: string
+    readonly create: { readonly [family: string]: ColumnFamilyProto }
+  }) => Effect.Effect<TableSchema, BigtableError>
+}
+
+/**
  * The client service.
  *
  * **Details**
@@ -163,20 +185,9 @@ export interface AdminClient {
  * @category services
  * @since 0.1.0
  */
-export class BigtableClient extends Context.Service<BigtableClient, {
-  readonly projectId: string
-  readonly mutateRows: (request: MutateRowsRequest) => Effect.Effect<ReadonlyArray<EntryStatus>>
-  readonly getTable: (tableName: string) => Effect.Effect<TableSchema, BigtableError>
-  readonly createTable: (request: {
-    readonly instanceName: string
-    readonly tableId: string
-    readonly columnFamilies: { readonly [family: string]: ColumnFamilyProto }
-  }) => Effect.Effect<void, BigtableError>
-  readonly modifyColumnFamilies: (request: {
-    readonly tableName: string
-    readonly create: { readonly [family: string]: ColumnFamilyProto }
-  }) => Effect.Effect<TableSchema, BigtableError>
-}>()("effect-gcp-sinks/Bigtable/BigtableClient") {}
+export class BigtableClient
+  extends Context.Service<BigtableClient, BigtableClientService>()("effect-gcp-sinks/Bigtable/BigtableClient")
+{}
 
 /**
  * Builds the service from clients the caller already has (and closes): a `@grpc/grpc-js` channel

@@ -210,5 +210,7 @@ export function writer<A, E, R>(
   BigtableClient | Scope.Scope | R
 > {
   // as in `make`: `RecordFailed` only ever comes from the default handler
+  // The language service checks an overload implementation against the first overload's types.
+  // @effect-diagnostics-next-line missingEffectContext:off missingEffectError:off
   return internalWriter.make(options)
 }

@@ -9,7 +9,9 @@ describe("TableDestination", () => {
       assert.strictEqual(String(t), "p.d.t")
       assert.strictEqual(t.tablePath, "projects/p/datasets/d/tables/t")
       assert.strictEqual(t.defaultStream, "projects/p/datasets/d/tables/t/streams/_default")
-      assert.isTrue(Equal.equals(t, new TableDestination.TableDestination({ projectId: "p", datasetId: "d", tableId: "t" })))
+      assert.isTrue(
+        Equal.equals(t, new TableDestination.TableDestination({ projectId: "p", datasetId: "d", tableId: "t" }))
+      )
       const blank = yield* Effect.flip(TableDestination.make({ projectId: "p", datasetId: " ", tableId: "t" }))
       assert.deepStrictEqual([blank.path, blank.message], ["table.datasetId", "must not be blank"])
       const slash = yield* Effect.flip(

@@ -11,7 +11,7 @@ import * as SchemaAST from "effect/SchemaAST"
 import { key as annotationKey } from "../../BigQuery/BigQueryType.ts"
 import type { Field, FieldType, Mode, RangeElementType, ScalarType, TableSchema } from "../../BigQuery/TableSchema.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
-import { maxDepth, nameError } from "./schemaModel.ts"
+import { maxDepth, nameError, scalarTypes } from "./schemaModel.ts"
 
 /** What kind of JavaScript value a schema node describes. */
 type Kind =
@@ -66,22 +66,6 @@ const declarations: Readonly<Record<string, Kind>> = {
   "effect/schema/Json": "json",
   "effect/schema/MutableJson": "json"
 }
-
-const scalarTypes: ReadonlySet<string> = new Set([
-  "STRING",
-  "BYTES",
-  "INT64",
-  "FLOAT64",
-  "NUMERIC",
-  "BIGNUMERIC",
-  "BOOL",
-  "TIMESTAMP",
-  "DATE",
-  "TIME",
-  "DATETIME",
-  "GEOGRAPHY",
-  "JSON"
-])
 
 const fail = (path: string, message: string) => Result.fail(new SinkConfigError({ path, message }))
 

@@ -19,7 +19,8 @@ export const maxDepth = 15
 /** BigQuery's limit on columns in a table, nested ones included. @internal */
 export const maxColumns = 10_000
 
-const scalarTypes: ReadonlySet<string> = new Set<ScalarType>([
+/** Every non-composite column type. @internal */
+export const scalarTypes: ReadonlySet<string> = new Set<ScalarType>([
   "STRING",
   "BYTES",
   "INT64",

@@ -83,7 +83,10 @@ export const insert = (
 ): Effect.Effect<"created" | "exists", AdminFailure> =>
   Effect.tryPromise({
     try: () =>
-      rest.dataset(destination.datasetId, { projectId: destination.projectId }).createTable(destination.tableId, resource),
+      rest.dataset(destination.datasetId, { projectId: destination.projectId }).createTable(
+        destination.tableId,
+        resource
+      ),
     catch: (cause) => adminFailure("insert", cause)
   }).pipe(
     Effect.as("created" as const),

@@ -11,11 +11,9 @@ import type * as Scope from "effect/Scope"
 import type {
   AdminClient,
   BigtableClientConfig,
-  ColumnFamilyProto,
+  BigtableClientService,
   DataClient,
-  EntryStatus,
-  MutateRowsRequest,
-  TableSchema
+  EntryStatus
 } from "../../Bigtable/BigtableClient.ts"
 import type { BigtableError } from "../../Bigtable/BigtableError.ts"
 import { EmulatorEndpoint } from "../../Sink/EmulatorEndpoint.ts"
@@ -27,20 +25,7 @@ import * as client from "./client.ts"
 import * as metrics from "./metrics.ts"
 
 /** The service shape, without the service tag. @internal */
-export interface Service {
-  readonly projectId: string
-  readonly mutateRows: (request: MutateRowsRequest) => Effect.Effect<ReadonlyArray<EntryStatus>>
-  readonly getTable: (tableName: string) => Effect.Effect<TableSchema, BigtableError>
-  readonly createTable: (request: {
-    readonly instanceName: string
-    readonly tableId: string
-    readonly columnFamilies: { readonly [family: string]: ColumnFamilyProto }
-  }) => Effect.Effect<void, BigtableError>
-  readonly modifyColumnFamilies: (request: {
-    readonly tableName: string
-    readonly create: { readonly [family: string]: ColumnFamilyProto }
-  }) => Effect.Effect<TableSchema, BigtableError>
-}
+export type Service = BigtableClientService
 
 const instrumentStatuses = (method: string) => <R>(self: Effect.Effect<ReadonlyArray<EntryStatus>, never, R>) =>
   Effect.gen(function*() {

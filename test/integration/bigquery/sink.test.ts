@@ -85,7 +85,11 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
   it.effect("writes 200,000 rows, each exactly once by id", () =>
     Effect.gen(function*() {
       const { bq, datasetId, emulator } = yield* freshDataset
-      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "big" })
+      const table = yield* TableDestination.make({
+        projectId: emulator.projectId,
+        datasetId: datasetId,
+        tableId: "big"
+      })
       const summary = yield* Stream.fromIterable(rows(200_000)).pipe(
         Stream.rechunk(2000),
         Stream.run(BigQuerySink.make({ table, serializer: yield* Serializers.fromJson(schemaV1) }))
@@ -125,7 +129,11 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
   it.effect("creates a missing table with time partitioning and clustering", () =>
     Effect.gen(function*() {
       const { bq, datasetId, emulator } = yield* freshDataset
-      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "parted" })
+      const table = yield* TableDestination.make({
+        projectId: emulator.projectId,
+        datasetId: datasetId,
+        tableId: "parted"
+      })
       yield* Stream.fromIterable(rows(10)).pipe(
         Stream.run(BigQuerySink.make({
           table,
@@ -147,7 +155,11 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
   it.effect("CREATE_NEVER fails fast with TableNotFound and creates nothing", () =>
     Effect.gen(function*() {
       const { bq, datasetId, emulator } = yield* freshDataset
-      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "absent" })
+      const table = yield* TableDestination.make({
+        projectId: emulator.projectId,
+        datasetId: datasetId,
+        tableId: "absent"
+      })
       const started = Date.now()
       const exit = yield* Stream.fromIterable(rows(5)).pipe(
         Stream.run(BigQuerySink.make({
@@ -171,7 +183,11 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
     Effect.gen(function*() {
       const { bq, datasetId, emulator } = yield* freshDataset
       const name = `${emulator.projectId}.${datasetId}.ext`
-      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "ext" })
+      const table = yield* TableDestination.make({
+        projectId: emulator.projectId,
+        datasetId: datasetId,
+        tableId: "ext"
+      })
       const { serializer, upgrade } = yield* evolving
       const writer = yield* BigQuerySink.writer({
         table,
@@ -197,7 +213,11 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
     Effect.gen(function*() {
       const { bq, datasetId, emulator } = yield* freshDataset
       const name = `${emulator.projectId}.${datasetId}.evo`
-      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "evo" })
+      const table = yield* TableDestination.make({
+        projectId: emulator.projectId,
+        datasetId: datasetId,
+        tableId: "evo"
+      })
       const { serializer, upgrade } = yield* evolving
       const writer = yield* BigQuerySink.writer({
         table,
@@ -224,7 +244,11 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
     Effect.gen(function*() {
       const { bq, datasetId, emulator } = yield* freshDataset
       const name = `${emulator.projectId}.${datasetId}.ddl`
-      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "ddl" })
+      const table = yield* TableDestination.make({
+        projectId: emulator.projectId,
+        datasetId: datasetId,
+        tableId: "ddl"
+      })
       const writer = yield* BigQuerySink.writer({
         table,
         serializer: yield* Serializers.fromJson(schemaV1),

@@ -55,7 +55,11 @@ layer(testLayer, { timeout: "120 seconds", excludeTestServices: true })("BigQuer
       const bq = yield* Clients.bigQuery(emulator)
       const datasetId = Clients.uniqueId("bad")
       yield* Effect.tryPromise(() => bq.createDataset(datasetId))
-      const table = yield* TableDestination.make({ projectId: emulator.projectId, datasetId: datasetId, tableId: "events" })
+      const table = yield* TableDestination.make({
+        projectId: emulator.projectId,
+        datasetId: datasetId,
+        tableId: "events"
+      })
       const serializer = yield* RowSerializer.fromSchema(Event)
       const failures = yield* Ref.make<Array<BigQueryFailure.BigQueryFailure>>([])
       const summary = yield* Stream.fromIterable(records.map((r) => r.value as unknown as typeof Event.Type)).pipe(
