@@ -121,7 +121,9 @@ const program = Effect.gen(function*() {
 
     const lines = yield* finalFrame(sources, total, startedAt)
     const seconds = ((yield* Clock.currentTimeMillis) - startedAt) / 1000
-    process.stdout.write(`\n${lines.join("\n")}\n\nwrote ${total} events in ${seconds.toFixed(1)} s\n`)
+    process.stdout.write(
+      `\naverages over the whole run:\n${lines.join("\n")}\n\nwrote ${total} events in ${seconds.toFixed(1)} s\n`
+    )
 
     const routed = yield* Ref.get(deadLetters)
     process.stdout.write(`\ndead letters (${routed.length}):\n`)

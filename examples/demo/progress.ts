@@ -52,12 +52,14 @@ const frame = (sources: ReadonlyArray<Source>, total: number, since: Sample) =>
 export const display = (sources: ReadonlyArray<Source>, total: number): Effect.Effect<never> =>
   Effect.gen(function*() {
     const tty = process.stdout.isTTY === true
-    let previous: Sample = { at: yield* Clock.currentTimeMillis, written: sources.map(() => 0) }
+    // Rates over the last ~2 s: acknowledgements arrive in bursts, so one frame's delta flickers.
+    const window: Array<Sample> = [{ at: yield* Clock.currentTimeMillis, written: sources.map(() => 0) }]
     let drawn = 0
     while (true) {
       yield* Effect.sleep(tty ? "250 millis" : "2 seconds")
-      const { lines, sample } = yield* frame(sources, total, previous)
-      previous = sample
+      const { lines, sample } = yield* frame(sources, total, window[0] ?? sample0(sources))
+      window.push(sample)
+      while (window.length > 1 && sample.at - (window[0]?.at ?? 0) > 2000) window.shift()
       if (tty) {
         process.stdout.write((drawn > 0 ? `\x1b[${drawn}A` : "") + lines.map((l) => `\x1b[2K${l}\n`).join(""))
         drawn = lines.length
@@ -66,6 +68,8 @@ export const display = (sources: ReadonlyArray<Source>, total: number): Effect.E
       }
     }
   })
+
+const sample0 = (sources: ReadonlyArray<Source>): Sample => ({ at: 0, written: sources.map(() => 0) })
 
 /** The last frame, with rates averaged over the whole run. */
 export const finalFrame = (sources: ReadonlyArray<Source>, total: number, startedAt: number) =>
