@@ -9,15 +9,15 @@
  * @internal
  */
 import { BigQuery } from "@google-cloud/bigquery"
-import * as grpc from "@grpc/grpc-js"
+import type * as grpc from "@grpc/grpc-js"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import { GoogleAuth, JWT, OAuth2Client } from "google-auth-library"
 import * as fs from "node:fs"
 import type { EmulatorEndpoint } from "../../Sink/EmulatorEndpoint.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import * as channels from "../grpcChannel.ts"
 
 /** @internal */
 export const scopes = ["https://www.googleapis.com/auth/cloud-platform"]
@@ -27,22 +27,6 @@ export const storageWriteTarget = "bigquerystorage.googleapis.com:443"
 
 /** Stops gax/auth from asking the metadata server for the universe domain. @internal */
 export const universeDomain = "googleapis.com"
-
-/**
- * Channel options: no client-side message cap (requests are capped by the writer at 10 MB), and a
- * short reconnect backoff (200 ms to 5 s instead of 1 s to 120 s): the writer's recovery schedule
- * paces re-appends, and a channel still backing off would spend that budget on instant failures.
- *
- * @internal
- */
-export const channelOptions: grpc.ChannelOptions = {
-  "grpc.max_send_message_length": -1,
-  "grpc.max_receive_message_length": -1,
-  "grpc.initial_reconnect_backoff_ms": 200,
-  "grpc.max_reconnect_backoff_ms": 5_000,
-  "grpc.keepalive_time_ms": 30_000,
-  "grpc.keepalive_timeout_ms": 10_000
-}
 
 type AuthClient = JWT | GoogleAuth
 
@@ -75,38 +59,12 @@ export const loadKeyFile = (path: Redacted.Redacted<string>): Effect.Effect<JWT,
 /** Application default credentials, resolved lazily on the first call. @internal */
 export const applicationDefault = (projectId: string): AuthClient => new GoogleAuth({ scopes, projectId })
 
-/**
- * Call credentials from an auth client. Written against the headers object of
- * google-auth-library 10+ (a `Headers`), which grpc-js's own helper does not read.
- *
- * @internal
- */
-export const callCredentials = (auth: AuthClient): grpc.CallCredentials =>
-  grpc.credentials.createFromMetadataGenerator((options, callback) => {
-    Effect.runCallback(Effect.tryPromise(() => auth.getRequestHeaders(options.service_url)), {
-      onExit: (exit) => {
-        if (Exit.isFailure(exit)) {
-          callback(new Error("could not obtain Google credentials for BigQuery"))
-          return
-        }
-        const metadata = new grpc.Metadata()
-        exit.value.forEach((value, key) => metadata.add(key, value))
-        callback(null, metadata)
-      }
-    })
-  })
-
 /** The production channel (TLS + call credentials). @internal */
 export const productionChannel = (auth: AuthClient): grpc.Client =>
-  new grpc.Client(
-    storageWriteTarget,
-    grpc.credentials.combineChannelCredentials(grpc.credentials.createSsl(), callCredentials(auth)),
-    channelOptions
-  )
+  channels.productionChannel(storageWriteTarget, auth, "BigQuery")
 
 /** A plaintext channel to an emulator or fake. @internal */
-export const emulatorChannel = (endpoint: EmulatorEndpoint): grpc.Client =>
-  new grpc.Client(endpoint.target, grpc.credentials.createInsecure(), channelOptions)
+export const emulatorChannel: (endpoint: EmulatorEndpoint) => grpc.Client = channels.emulatorChannel
 
 /**
  * An auth client that always answers one fixed bearer token: the emulator ignores it, and the
