@@ -43,7 +43,7 @@ export interface TableCreateOptions {
 }
 
 /**
- * The options as written by users: `timePartitioning.expiration` as any `Duration.Input`.
+ * The options as written by users: `timePartitioning.expiration` as a `Duration.Input`.
  *
  * @category models
  * @since 0.1.0

@@ -25,7 +25,7 @@ export interface EmulatorEndpoint {
  *
  * **Details**
  *
- * - The value is taken verbatim: any whitespace, anywhere, is rejected (no trimming).
+ * - The value is taken verbatim: whitespace anywhere in it is rejected (no trimming).
  * - It is split at the **last** colon, so `dns:///localhost:8085` and `[::1]:9000` parse; a value with no
  *   colon, a leading colon or a trailing colon is rejected.
  * - The port is ASCII digits only (no sign), from 1 to 65535. The host is not checked.
