@@ -7,6 +7,7 @@
 import type {
   Field,
   FieldType,
+  RangeElementType,
   RestField,
   RestTableSchema,
   StorageField,
@@ -52,54 +53,52 @@ const storageTypes: Readonly<Record<FieldType, StorageField["type"]>> = {
   RANGE: "RANGE"
 }
 
-const restField = (field: Field): RestField => {
-  const base = {
-    name: field.name,
-    type: restTypes[field.type],
-    mode: field.mode,
-    ...(field.description === undefined ? {} : { description: field.description }),
-    ...(field.defaultValueExpression === undefined ? {} : { defaultValueExpression: field.defaultValueExpression })
-  }
-  switch (field.type) {
-    case "RECORD":
-      return { ...base, fields: field.fields.map(restField) }
-    case "RANGE":
-      return { ...base, rangeElementType: { type: field.rangeElementType } }
-    default:
-      return {
-        ...base,
-        ...(field.maxLength === undefined ? {} : { maxLength: String(field.maxLength) }),
-        ...(field.precision === undefined ? {} : { precision: String(field.precision) }),
-        ...(field.scale === undefined ? {} : { scale: String(field.scale) })
-      }
-  }
+/** A field in one of the two wire forms: they differ only in type names and in how numbers are written. */
+interface Converted<T extends string, N> {
+  readonly name: string
+  readonly type: T
+  readonly mode: Field["mode"]
+  readonly fields?: Array<Converted<T, N>>
+  readonly description?: string
+  readonly defaultValueExpression?: string
+  readonly maxLength?: N
+  readonly precision?: N
+  readonly scale?: N
+  readonly rangeElementType?: { readonly type: RangeElementType }
 }
+
+const converter = <T extends string, N>(types: Readonly<Record<FieldType, T>>, number: (n: number) => N) => {
+  const convert = (field: Field): Converted<T, N> => {
+    const base = {
+      name: field.name,
+      type: types[field.type],
+      mode: field.mode,
+      ...(field.description === undefined ? {} : { description: field.description }),
+      ...(field.defaultValueExpression === undefined ? {} : { defaultValueExpression: field.defaultValueExpression })
+    }
+    switch (field.type) {
+      case "RECORD":
+        return { ...base, fields: field.fields.map(convert) }
+      case "RANGE":
+        return { ...base, rangeElementType: { type: field.rangeElementType } }
+      default:
+        return {
+          ...base,
+          ...(field.maxLength === undefined ? {} : { maxLength: number(field.maxLength) }),
+          ...(field.precision === undefined ? {} : { precision: number(field.precision) }),
+          ...(field.scale === undefined ? {} : { scale: number(field.scale) })
+        }
+    }
+  }
+  return convert
+}
+
+// REST writes int64 attributes as decimal strings; the Storage message takes numbers.
+const restField: (field: Field) => RestField = converter(restTypes, String)
+const storageField: (field: Field) => StorageField = converter(storageTypes, (n) => n)
 
 /** @internal */
 export const toRest = (schema: TableSchema): RestTableSchema => ({ fields: schema.fields.map(restField) })
-
-const storageField = (field: Field): StorageField => {
-  const base = {
-    name: field.name,
-    type: storageTypes[field.type],
-    mode: field.mode,
-    ...(field.description === undefined ? {} : { description: field.description }),
-    ...(field.defaultValueExpression === undefined ? {} : { defaultValueExpression: field.defaultValueExpression })
-  }
-  switch (field.type) {
-    case "RECORD":
-      return { ...base, fields: field.fields.map(storageField) }
-    case "RANGE":
-      return { ...base, rangeElementType: { type: field.rangeElementType } }
-    default:
-      return {
-        ...base,
-        ...(field.maxLength === undefined ? {} : { maxLength: field.maxLength }),
-        ...(field.precision === undefined ? {} : { precision: field.precision }),
-        ...(field.scale === undefined ? {} : { scale: field.scale })
-      }
-  }
-}
 
 /** @internal */
 export const toStorage = (schema: TableSchema): StorageTableSchema => ({ fields: schema.fields.map(storageField) })
