@@ -4,8 +4,9 @@
  *
  * **Details**
  *
- * - The connection's descriptor is fixed: `write_stream`, `trace_id` and `writer_schema` go on its
- *   first request only; a schema change opens a new connection.
+ * - `write_stream` goes on every request (bqemulator resolves it on each, BigQuery accepts it on
+ *   each), framed into the body's headroom. The connection's descriptor is fixed: `writer_schema` and
+ *   `trace_id` go on its first request only; a schema change opens a new connection.
  * - Responses arrive in request order, so each append's `Deferred` waits in a FIFO. Appending
  *   (enqueue + write) and the stream's listeners are synchronous blocks on the one JS thread, so the
  *   FIFO has one writer at a time; the listeners only complete `Deferred`s, forwarding every
@@ -74,7 +75,7 @@ let nextId = 0
 
 /**
  * Opens a connection on `writeStream` (`projects/p/datasets/d/tables/t/streams/_default`) over
- * `channel`. Opening sends nothing; the first append carries the stream name and descriptor.
+ * `channel`. Opening sends nothing; the first append carries the descriptor.
  *
  * @internal
  */
@@ -87,6 +88,14 @@ export const open = (channel: grpc.Client, writeStream: string, descriptor: Uint
     let head = 0
     let broken: StreamFailure | undefined
     let first = true
+    // encoded once: every request carries the name
+    const streamName = AppendRequest.utf8(writeStream)
+    const firstHeader: AppendRequest.Header = {
+      writeStream: streamName,
+      descriptor,
+      traceId: AppendRequest.traceId
+    }
+    const laterHeader: AppendRequest.Header = { writeStream: streamName }
 
     const failAll = (failure: StreamFailure): void => {
       broken ??= failure
@@ -144,9 +153,7 @@ export const open = (channel: grpc.Client, writeStream: string, descriptor: Uint
             Deferred.doneUnsafe(d, Exit.fail(broken))
             return d
           }
-          const header: AppendRequest.Header = first
-            ? { writeStream, descriptor, traceId: AppendRequest.traceId }
-            : {}
+          const header = first ? firstHeader : laterHeader
           first = false
           fifo.push(d)
           call.write(AppendRequest.encodeBody(header, body))

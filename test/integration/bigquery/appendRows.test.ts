@@ -1,8 +1,8 @@
 /**
- * `AppendRows` on the emulator at the wire level: one bidi stream, requests framed as the sink frames
- * them. Pins the emulator's deviation on `write_stream` (BigQuery wants it on a connection's first
- * request only; bqemulator 1.4.0 resolves it on every request), which makes the sink reopen its
- * connection after each answered request against the emulator.
+ * `AppendRows` on the emulator at the wire level: one bidi stream, requests framed with
+ * `AppendRequest`. Pins the emulator's deviation on `write_stream` (BigQuery wants it on a
+ * connection's first request only; bqemulator 1.4.0 resolves it on every request). The sink sends it
+ * on every request, so it is unaffected; BigQuery's own clients, which send it once, are not.
  */
 import { assert, layer } from "@effect/vitest"
 import * as grpc from "@grpc/grpc-js"
@@ -80,7 +80,7 @@ layer(BigQueryEmulator.layer, { timeout: "60 seconds", excludeTestServices: true
             AppendRequest.encode({ writeStream, descriptor, traceId: AppendRequest.traceId }, [row(id)])
           const address = `${emulator.grpcHost}:${emulator.grpcPort}`
 
-          // as the sink (and BigQuery's own clients) send: write_stream on the first request only
+          // as BigQuery's own clients send: write_stream on the first request only
           const headerOnce = yield* exchange(address, writeStream, [
             first(1),
             AppendRequest.encode({}, [row(2)]),
@@ -89,7 +89,7 @@ layer(BigQueryEmulator.layer, { timeout: "60 seconds", excludeTestServices: true
           assert.deepStrictEqual(headerOnce.answers, [true])
           assert.strictEqual(headerOnce.code, grpc.status.NOT_FOUND)
 
-          // the same stream with write_stream repeated on every request: every request is answered
+          // write_stream repeated on every request, as the sink sends: every request is answered
           const headerEach = yield* exchange(address, writeStream, [
             first(4),
             AppendRequest.encode({ writeStream }, [row(5)]),

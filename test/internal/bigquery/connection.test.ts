@@ -1,0 +1,90 @@
+/**
+ * What one `Connection` puts on the wire, read back by a bare grpc-js server that records each
+ * `AppendRowsRequest` and answers it: `write_stream` on every request (bqemulator needs it, BigQuery
+ * accepts it), `writer_schema` and `trace_id` on the first only, later requests framed in place.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import protos from "@google-cloud/bigquery-storage/build/protos/protos.js"
+import * as grpc from "@grpc/grpc-js"
+import { Deferred, Effect } from "effect"
+import * as AppendRequest from "../../../src/internal/bigquery/appendRequest.ts"
+import * as Connection from "../../../src/internal/bigquery/connection.ts"
+import * as Split from "../../../src/internal/bigquery/split.ts"
+
+const v1 = protos.google.cloud.bigquery.storage.v1
+const identity = (b: Buffer): Buffer => b
+
+/** A server answering every AppendRows request with success, keeping a copy of each request. */
+const recordingServer = Effect.gen(function*() {
+  const requests: Array<Uint8Array> = []
+  const ok = Buffer.from(v1.AppendRowsResponse.encode({ appendResult: {} }).finish())
+  const server = new grpc.Server()
+  server.addService({
+    AppendRows: {
+      path: Connection.appendRowsPath,
+      requestStream: true,
+      responseStream: true,
+      requestSerialize: identity,
+      requestDeserialize: identity,
+      responseSerialize: identity,
+      responseDeserialize: identity
+    }
+  }, {
+    AppendRows: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      call.on("data", (buf: Buffer) => {
+        requests.push(Uint8Array.from(buf))
+        call.write(ok)
+      })
+      call.on("end", () => call.end())
+    }
+  })
+  const port = yield* Effect.acquireRelease(
+    Effect.callback<number>((resume) => {
+      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, bound) => {
+        resume(error === null ? Effect.succeed(bound) : Effect.die(error))
+      })
+    }),
+    () => Effect.sync(() => server.forceShutdown())
+  )
+  const channel = yield* Effect.acquireRelease(
+    Effect.sync(() => new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure())),
+    (client) => Effect.sync(() => client.close())
+  )
+  return { requests, channel }
+})
+
+describe("connection", () => {
+  it.live("sends write_stream on every request, writer_schema and trace_id on the first only", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { channel, requests } = yield* recordingServer
+      const name = "projects/my-project/datasets/analytics_events/tables/page_views_2024/streams/_default"
+      const descriptor = protos.google.protobuf.DescriptorProto.encode({ name: "root" }).finish()
+      const rows = Array.from({ length: 12 }, (_, i) => new Uint8Array(1000 + i).fill(i))
+      const batches = Split.split(rows, 4000, Split.makePool(4000, 4))
+      assert.isAbove(batches.length, 2)
+
+      const connection = yield* Connection.open(channel, name, descriptor)
+      for (const batch of batches) {
+        const answered = yield* connection.append(batch.body)
+        yield* Deferred.await(answered)
+      }
+      yield* connection.close
+
+      assert.strictEqual(requests.length, batches.length)
+      const nameBytes = Buffer.from(name)
+      for (const [i, bytes] of requests.entries()) {
+        const decoded = v1.AppendRowsRequest.decode(bytes)
+        assert.strictEqual(decoded.writeStream, name, `request ${i}`)
+        assert.strictEqual(decoded.protoRows?.writerSchema?.protoDescriptor?.name ?? null, i === 0 ? "root" : null)
+        assert.strictEqual(decoded.traceId, i === 0 ? AppendRequest.traceId : "")
+        assert.deepStrictEqual(
+          (decoded.protoRows?.rows?.serializedRows ?? []).map((r) => Array.from(r)),
+          AppendRequest.rowsOf(batches[i]!.body).map((r) => Array.from(r))
+        )
+        // later requests were framed in the batch buffer's headroom, not in a copy of the rows
+        if (i > 0) {
+          assert.isTrue(batches[i]!.buffer.subarray(0, AppendRequest.headroom).includes(nameBytes), `request ${i}`)
+        }
+      }
+    })))
+})
