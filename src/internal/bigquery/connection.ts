@@ -68,6 +68,14 @@ export interface Connection {
   readonly close: Effect.Effect<void>
 }
 
+/**
+ * The routing header's value, percent-encoded as Google's clients encode it (gax's `routingHeader`):
+ * grpc-js refuses a metadata value outside printable ASCII, and a table id may be Unicode.
+ *
+ * @internal
+ */
+export const routingParams = (key: string, value: string): string => `${key}=${encodeURIComponent(value)}`
+
 const toBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 const identity = (bytes: Buffer): Buffer => bytes
 
@@ -82,7 +90,7 @@ let nextId = 0
 export const open = (channel: grpc.Client, writeStream: string, descriptor: Uint8Array): Effect.Effect<Connection> =>
   Effect.sync(() => {
     const metadata = new grpc.Metadata()
-    metadata.set("x-goog-request-params", `write_stream=${writeStream}`)
+    metadata.set("x-goog-request-params", routingParams("write_stream", writeStream))
     const call = channel.makeBidiStreamRequest<Uint8Array, Buffer>(appendRowsPath, toBuffer, identity, metadata)
     const fifo: Array<Deferred.Deferred<AppendResponse, StreamFailure> | undefined> = []
     let head = 0
@@ -187,7 +195,7 @@ export const getWriteStream = (channel: grpc.Client, name: string): Effect.Effec
   Effect.callback<void, StreamFailure>((resume) => {
     const request = protos.google.cloud.bigquery.storage.v1.GetWriteStreamRequest.encode({ name, view: 1 }).finish()
     const metadata = new grpc.Metadata()
-    metadata.set("x-goog-request-params", `name=${name}`)
+    metadata.set("x-goog-request-params", routingParams("name", name))
     const call = channel.makeUnaryRequest<Uint8Array, Buffer>(
       getWriteStreamPath,
       toBuffer,

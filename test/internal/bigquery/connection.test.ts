@@ -17,6 +17,7 @@ const identity = (b: Buffer): Buffer => b
 /** A server answering every AppendRows request with success, keeping a copy of each request. */
 const recordingServer = Effect.gen(function*() {
   const requests: Array<Uint8Array> = []
+  const headers: Array<string> = []
   const ok = Buffer.from(v1.AppendRowsResponse.encode({ appendResult: {} }).finish())
   const server = new grpc.Server()
   server.addService({
@@ -31,6 +32,7 @@ const recordingServer = Effect.gen(function*() {
     }
   }, {
     AppendRows: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      headers.push(call.metadata.get("x-goog-request-params").map(String).join(","))
       call.on("data", (buf: Buffer) => {
         requests.push(Uint8Array.from(buf))
         call.write(ok)
@@ -50,14 +52,15 @@ const recordingServer = Effect.gen(function*() {
     Effect.sync(() => new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure())),
     (client) => Effect.sync(() => client.close())
   )
-  return { requests, channel }
+  return { requests, headers, channel }
 })
 
 describe("connection", () => {
   it.live("sends write_stream on every request, writer_schema and trace_id on the first only", () =>
     Effect.scoped(Effect.gen(function*() {
-      const { channel, requests } = yield* recordingServer
-      const name = "projects/my-project/datasets/analytics_events/tables/page_views_2024/streams/_default"
+      const { channel, headers, requests } = yield* recordingServer
+      // a Unicode table id (BigQuery allows them) must not break the routing header
+      const name = "projects/my-project/datasets/analytics_events/tables/seitenaufrufe_\u00fcber_2024/streams/_default"
       const descriptor = protos.google.protobuf.DescriptorProto.encode({ name: "root" }).finish()
       const rows = Array.from({ length: 12 }, (_, i) => new Uint8Array(1000 + i).fill(i))
       const batches = Split.split(rows, 4000, Split.makePool(4000, 4))
@@ -71,6 +74,7 @@ describe("connection", () => {
       yield* connection.close
 
       assert.strictEqual(requests.length, batches.length)
+      assert.deepStrictEqual(headers, [`write_stream=${encodeURIComponent(name)}`])
       const nameBytes = Buffer.from(name)
       for (const [i, bytes] of requests.entries()) {
         const decoded = v1.AppendRowsRequest.decode(bytes)
