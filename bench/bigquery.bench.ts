@@ -1,9 +1,10 @@
 /**
- * The at-least-once BigQuery sink against the in-process fake's fast-ack mode (no parsing of rows, an
- * immediate acknowledgement), measured against two baselines in the same process and run:
+ * The at-least-once BigQuery sink against the fake's fast-ack mode (no parsing of rows, an immediate
+ * acknowledgement), measured against two baselines in the same run:
  *
  * - `raw`: a raw `@grpc/grpc-js` AppendRows loop sending identical, already-encoded batches (the same
- *   hand framing, writer_schema on the first request only) at the same in-flight depth;
+ *   hand framing: write_stream on every request, writer_schema on the first only) at the same in-flight
+ *   depth;
  * - `sink.bytes`: `BigQuerySink.make` fed the same pre-encoded rows (serializer = identity): the sink's
  *   own cost (admission, batching, flow control, response handling) against `raw`;
  * - `jsonWriter`: the Node managedwriter `JSONWriter` appending the same logical rows as objects, batches of
@@ -11,11 +12,25 @@
  * - `sink.encode`: `BigQuerySink.make` fed the rows as objects through `RowSerializer.fromSchema`: the
  *   whole path against `jsonWriter`.
  *
- * Then `rss`: `--rss-rows` rows (default 5,000,000) streamed through `sink.encode` in a fresh process,
- * sampling RSS (with the V8 heap and array buffers at the peak); and `rss.sourceOnly`: the same rows
- * drained without the sink, what the source alone takes.
+ * The setting is a client streaming to a remote service (BENCHMARKS.md says why each choice matters):
  *
- *   node bench/bigquery.bench.ts [--rows 400000] [--passes 3] [--warmup 1] [--depth 100] [--rss-rows 5000000]
+ * - the fake runs in its own process (bench/fakeBigQueryProcess.ts; `--in-process` puts it back here);
+ * - it grants HTTP/2 flow-control windows of `--flowWindow` bytes (default 1 MiB; 0 keeps Node's 64 KiB, as
+ *   does `--in-process`);
+ * - each pass streams `--rows` rows (default 2,000,000: about 415 batches, four times the depth, so
+ *   the passes measure the steady state, not one burst);
+ * - the rows are `--distinct` distinct rows (default 16,384) repeated: a stream's working set, not
+ *   millions of rows held live for the collector to mark.
+ *
+ * Then peak RSS while streaming `--rss-rows` rows (default 5,000,000) through `sink.encode`, each figure
+ * the median of `--rss-runs` fresh processes (default 3; the highest is recorded too) running the built
+ * package from compiled JavaScript (bench/bigqueryRss.ts): `rss` with a new row object per record,
+ * `rss.heapCapped` the same with V8's old space capped at `--heap-cap-mb`, `rss.distinctRows` with rows
+ * drawn from `--distinct` prebuilt ones (no garbage from the source: the sink's own footprint), and
+ * `rss.sourceOnly`, the new rows drained without the sink.
+ *
+ *   node bench/bigquery.bench.ts [--rows 2000000] [--passes 3] [--warmup 1] [--depth 100] [--flowWindow 1048576]
+ *                                [--distinct 16384] [--rss-rows 5000000] [--rss-runs 3] [--in-process] [--only raw,sink.bytes]
  *
  * Each method first runs `--warmup` untimed passes (JIT warm-up for every side alike); the timed passes
  * then interleave the methods and each figure is the median of its passes.
@@ -24,7 +39,7 @@
  */
 import * as grpc from "@grpc/grpc-js"
 import { Effect, Exit, Layer, Scope, Stream } from "effect"
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as v8 from "node:v8"
@@ -35,42 +50,41 @@ import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
 import * as TableDestination from "../src/BigQuery/TableDestination.ts"
 import * as WriteMethod from "../src/BigQuery/WriteMethod.ts"
 import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
+import * as Connection from "../src/internal/bigquery/connection.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
-import { Row, seededRandom } from "./rows.ts"
+import type { RssResult } from "./bigqueryRss.ts"
+import * as FakeProcess from "./fakeBigQueryProcess.ts"
+import { Row, rowGenerator } from "./rows.ts"
+
+const here = path.dirname(new URL(import.meta.url).pathname)
+const root = path.dirname(here)
 
 const argument = (name: string, fallback: number): number => {
   const at = process.argv.indexOf(`--${name}`)
   return at >= 0 ? Number(process.argv[at + 1]) : fallback
 }
-const rowCount = argument("rows", 400_000)
+const rowCount = argument("rows", 2_000_000)
+const distinct = argument("distinct", 16_384)
 const passes = argument("passes", 3)
 const warmup = argument("warmup", 1)
 const depth = argument("depth", 100)
+const flowWindow = argument("flowWindow", 1024 * 1024)
 const rssRows = argument("rss-rows", 5_000_000)
 const heapCapMB = argument("heap-cap-mb", 128)
+const rssRuns = argument("rss-runs", 3)
 /** `--only <method>[,<method>...]`: time those methods alone, print its rows/s and record nothing (for `--cpu-prof`). */
 const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined
+/** `--in-process`: serve the fake from this process (as the tests do) instead of its own. */
+const inProcess = process.argv.includes("--in-process")
 const batchBytes = 512 * 1024
 
-const random = seededRandom(7)
-const codes: Array<number> = []
-const word = (n: number): string => {
-  codes.length = n
-  for (let i = 0; i < n; i++) codes[i] = 97 + Math.floor(random() * 26)
-  return String.fromCharCode(...codes)
+const inProcessFake = async (scope: Scope.Scope): Promise<FakeProcess.FakeProcess> => {
+  const Fake = await import("../test/support/fakeBigQueryWrite.ts")
+  const fake = await Effect.runPromise(Fake.make({ fastAck: true }).pipe(Scope.provide(scope)))
+  return { ...fake, rowCount: () => Promise.resolve(fake.rowCount()), close: () => {} }
 }
-const makeRow = (i: number): Row => ({
-  user: word(11),
-  country: word(10),
-  url: `https://${word(24)}.com/`,
-  seq: i,
-  amount: Math.floor(random() * 1e12),
-  ts: new Date(1_700_000_000_000 + i),
-  lat: random() * 180 - 90,
-  lon: random() * 360 - 180,
-  active: random() < 0.5,
-  premium: random() < 0.1
-})
+
+const makeRow = rowGenerator(7)
 
 v8.setFlagsFromString("--expose-gc")
 const collect = vm.runInNewContext("gc") as () => void
@@ -80,23 +94,24 @@ const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs
 const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Promise<A> => Effect.runPromise(Effect.scoped(effect))
 
 const main = async () => {
-  // the baselines' modules (the managedwriter loads google-gax) and the fake are loaded here only, so the
-  // RSS child holds what the sink needs and nothing else
   const { adapt, managedwriter } = await import("@google-cloud/bigquery-storage")
-  const Fake = await import("../test/support/fakeBigQueryWrite.ts")
   const scope = await Effect.runPromise(Scope.make())
-  const fake = await Effect.runPromise(Fake.make({ fastAck: true }).pipe(Scope.provide(scope)))
+  const fake = inProcess ? await inProcessFake(scope) : await FakeProcess.start(flowWindow)
   const serializer = await Effect.runPromise(RowSerializer.fromSchema(Row))
   const table = await Effect.runPromise(
     TableDestination.make({ projectId: fake.projectId, datasetId: "d", tableId: "t" })
   )
   const descriptor = encodeDescriptor(RowSerializer.descriptorOf(serializer, table))
-  const rows = Array.from({ length: rowCount }, (_, i) => makeRow(i))
-  const encoded = rows.map((r) => {
+  // `distinct` rows repeated to `rowCount`: a stream's working set, not millions of rows held live, whose
+  // marking would dominate every collection and charge each method for the bench's own heap
+  const distinctRows = Array.from({ length: distinct }, (_, i) => makeRow(i))
+  const distinctEncoded = distinctRows.map((r) => {
     const bytes = serializer.serialize(r, table)
     if (!(bytes instanceof Uint8Array)) throw new Error("unencodable benchmark row")
     return bytes
   })
+  const rows = Array.from({ length: rowCount }, (_, i) => distinctRows[i % distinct]!)
+  const encoded = Array.from({ length: rowCount }, (_, i) => distinctEncoded[i % distinct]!)
   const bytesPerRow = encoded.reduce((n, r) => n + r.length, 0) / encoded.length
   // the same batches for every method: cut by bytes as the sink cuts them
   const batches: Array<Array<Uint8Array>> = [[]]
@@ -125,19 +140,23 @@ const main = async () => {
           "grpc.max_send_message_length": -1
         })
         const metadata = new grpc.Metadata()
-        metadata.set("x-goog-request-params", `write_stream=${table.defaultStream}`)
+        metadata.set("x-goog-request-params", Connection.routingParams("write_stream", table.defaultStream))
         const call = client.makeBidiStreamRequest<Uint8Array, Buffer>(
           "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows",
           (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength),
           (b) => b,
           metadata
         )
+        // the sink's header: write_stream on every request, writer_schema and trace_id on the first
+        const name = AppendRequest.utf8(table.defaultStream)
+        const first = { writeStream: name, descriptor, traceId: AppendRequest.traceId }
+        const later = { writeStream: name }
         let sent = 0
         let acked = 0
         let inflight = 0
         const pump = () => {
           while (inflight < depth && sent < batches.length) {
-            const header = sent === 0 ? { writeStream: table.defaultStream, descriptor, traceId: "bench" } : {}
+            const header = sent === 0 ? first : later
             call.write(AppendRequest.encode(header, batches[sent]!))
             sent++
             inflight++
@@ -234,46 +253,57 @@ const main = async () => {
     for (const method of Object.values(methods)) await method()
   }
   const samples: Record<string, Array<number>> = {}
+  /** The measured process's CPU time (all its threads) per second of the method's wall time. */
+  const cpuSamples: Record<string, Array<number>> = {}
   for (let pass = 0; pass < passes; pass++) {
     for (const [name, method] of Object.entries(methods)) {
       // each method starts on a collected heap, not paying for the garbage of the one before it
       collect()
-      const before = fake.rowCount()
+      // oxlint-disable-next-line no-await-in-loop
+      const before = await fake.rowCount()
       const start = performance.now()
+      const cpuStart = process.cpuUsage()
       // oxlint-disable-next-line no-await-in-loop
       await method()
       const seconds = (performance.now() - start) / 1000
-      if (fake.rowCount() - before !== rowCount) {
-        throw new Error(`${name}: ${fake.rowCount() - before} rows acknowledged`)
-      }
+      const cpu = process.cpuUsage(cpuStart)
+      ;(cpuSamples[name] ??= []).push((cpu.user + cpu.system) / 1e6 / seconds)
+      // oxlint-disable-next-line no-await-in-loop
+      const acknowledged = (await fake.rowCount()) - before
+      if (acknowledged !== rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
       ;(samples[name] ??= []).push(rowCount / seconds)
     }
   }
 
   if (only !== undefined) {
     for (const [name, xs] of Object.entries(samples)) {
-      console.log(`${name}: median ${Math.round(median(xs))} rows/s (${xs.map((x) => Math.round(x)).join(", ")})`)
+      console.log(
+        `${name}: median ${Math.round(median(xs))} rows/s (${xs.map((x) => Math.round(x)).join(", ")}), cpu ${
+          median(cpuSamples[name]!).toFixed(2)
+        } s/s`
+      )
     }
+    fake.close()
     await Effect.runPromise(Scope.close(scope, Exit.void))
     return
   }
 
-  // RSS in a fresh process (the fake stays here, as a remote service would), so neither the arrays of the
-  // throughput passes nor the server's buffers count; then the same rows drained without the sink, which is
-  // what the source alone takes
-  interface RssResult {
-    readonly maxMB: number
-    readonly startMB: number
-    readonly heapMB: number
-    readonly arrayBuffersMB: number
-    readonly rowsPerSecond: number
+  // RSS in fresh processes running the built package from compiled JavaScript, as a user's program
+  // does: neither this process's arrays nor Node's TypeScript stripping count (bench/bigqueryRss.ts)
+  for (const project of ["tsconfig.build.json", path.join("bench", "tsconfig.rss.json")]) {
+    const built = spawnSync(process.execPath, [
+      path.join(root, "node_modules", "typescript", "bin", "tsc"),
+      "-p",
+      path.join(root, project)
+    ], { stdio: "inherit" })
+    if (built.status !== 0) throw new Error(`tsc -p ${project} failed`)
   }
-  const rssRun = async (extra: Array<string>, nodeFlags: Array<string> = []): Promise<RssResult> => {
+  const rssOnce = async (extra: Array<string>, nodeFlags: Array<string>): Promise<RssResult> => {
+    const before = await fake.rowCount()
     const child = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       const proc = spawn(process.execPath, [
         ...nodeFlags,
-        new URL(import.meta.url).pathname,
-        "--rss-child",
+        path.join(here, ".build", "bigqueryRss.js"),
         ...extra,
         "--rss-rows",
         String(rssRows),
@@ -293,17 +323,27 @@ const main = async () => {
       proc.on("close", (code) => resolve({ code, stdout, stderr }))
     })
     if (child.code !== 0) throw new Error(`rss child failed: ${child.stderr}`)
+    const acknowledged = (await fake.rowCount()) - before
+    if (!extra.includes("--source-only") && acknowledged !== rssRows) {
+      throw new Error(`rss child: ${acknowledged} of ${rssRows} rows acknowledged`)
+    }
     return JSON.parse(child.stdout.trim().split("\n").at(-1)!) as RssResult
   }
-  const before = fake.rowCount()
+  /** `rssRuns` runs (V8's heap sizing varies from run to run): the one of median peak, and the highest peak. */
+  const rssRun = async (extra: Array<string>, nodeFlags: Array<string> = []) => {
+    const results: Array<RssResult> = []
+    // oxlint-disable-next-line no-await-in-loop
+    for (let i = 0; i < rssRuns; i++) results.push(await rssOnce(extra, nodeFlags))
+    const sorted = results.toSorted((a, b) => a.maxMB - b.maxMB)
+    return { ...sorted[Math.floor(sorted.length / 2)]!, highestMB: sorted.at(-1)!.maxMB }
+  }
   const rss = await rssRun([])
-  if (fake.rowCount() - before !== rssRows) throw new Error(`rss child: ${fake.rowCount() - before} rows acknowledged`)
-  const rssSource = await rssRun(["--source-only"])
-  // The same stream with V8's old space capped: V8 grows its heap lazily, so the default peak says
-  // more about GC timing than about what the sink retains; finishing under a cap bounds the working set.
-  const cappedBefore = fake.rowCount()
+  // V8 grows its heap lazily: with its old space capped, the same stream shows the working set
   const rssCapped = await rssRun([], [`--max-old-space-size=${heapCapMB}`])
-  if (fake.rowCount() - cappedBefore !== rssRows) throw new Error("capped rss child lost rows")
+  // rows drawn from prebuilt ones: no garbage from the source, so what remains is the sink's footprint
+  const rssDistinct = await rssRun(["--distinct", String(distinct)])
+  const rssSource = await rssRun(["--source-only"])
+  fake.close()
   await Effect.runPromise(Scope.close(scope, Exit.void))
 
   const date = new Date().toISOString()
@@ -321,6 +361,8 @@ const main = async () => {
       depth,
       bytesPerRow: Number(bytesPerRow.toFixed(1)),
       rowsPerBatch,
+      distinct,
+      flowWindow: inProcess ? "in-process" : flowWindow,
       ...extra,
       date,
       node: process.version
@@ -331,26 +373,21 @@ const main = async () => {
   line("sink.bytes.rowsPerSecond.median", median(samples["sink.bytes"]!), "rows/s", raw)
   line("jsonWriter.rowsPerSecond.median", jsonWriter, "rows/s", jsonWriter)
   line("sink.encode.rowsPerSecond.median", median(samples["sink.encode"]!), "rows/s", jsonWriter)
-  line("rss.maxMB", rss.maxMB, "MB", null, {
-    rssRows,
-    rssStartMB: rss.startMB,
-    rssHeapMB: rss.heapMB,
-    rssArrayBuffersMB: rss.arrayBuffersMB,
-    rssRowsPerSecond: rss.rowsPerSecond
-  })
-  line("rss.heapCapped.maxMB", rssCapped.maxMB, "MB", null, {
-    rssRows,
-    heapCapMB,
-    rssHeapMB: rssCapped.heapMB,
-    rssArrayBuffersMB: rssCapped.arrayBuffersMB,
-    rssRowsPerSecond: rssCapped.rowsPerSecond
-  })
-  line("rss.sourceOnly.maxMB", rssSource.maxMB, "MB", null, {
-    rssRows,
-    rssStartMB: rssSource.startMB,
-    rssHeapMB: rssSource.heapMB,
-    rssRowsPerSecond: rssSource.rowsPerSecond
-  })
+  const rssLine = (metric: string, r: RssResult & { readonly highestMB: number }, extra: object = {}) =>
+    line(metric, r.maxMB, "MB", null, {
+      rssRows,
+      rssRuns,
+      rssHighestMB: r.highestMB,
+      rssStartMB: r.startMB,
+      rssHeapMB: r.heapMB,
+      rssArrayBuffersMB: r.arrayBuffersMB,
+      rssRowsPerSecond: r.rowsPerSecond,
+      ...extra
+    })
+  rssLine("rss.maxMB", rss)
+  rssLine("rss.heapCapped.maxMB", rssCapped, { heapCapMB })
+  rssLine("rss.distinctRows.maxMB", rssDistinct)
+  rssLine("rss.sourceOnly.maxMB", rssSource)
 
   console.log(
     `rows ${rowCount}, ${
@@ -365,60 +402,9 @@ const main = async () => {
       } ${l["ratio"] === null ? "      -" : `${String(l["ratio"]).padStart(6)}x`}`
     )
   }
-  const results = path.join(path.dirname(new URL(import.meta.url).pathname), "results")
+  const results = path.join(here, "results")
   fs.mkdirSync(results, { recursive: true })
   fs.appendFileSync(path.join(results, "bigquery.jsonl"), `${lines.map((l) => JSON.stringify(l)).join("\n")}\n`)
 }
 
-/** Streams `--rss-rows` generated rows through the whole path and prints the peak RSS as JSON. */
-const option = (name: string): string => {
-  const at = process.argv.indexOf(`--${name}`)
-  const value = at >= 0 ? process.argv[at + 1] : undefined
-  if (value === undefined) throw new Error(`--${name} is required`)
-  return value
-}
-
-const rssChild = async () => {
-  const sourceOnly = process.argv.includes("--source-only")
-  const projectId = option("project")
-  const serializer = await Effect.runPromise(RowSerializer.fromSchema(Row))
-  const table = await Effect.runPromise(TableDestination.make({ projectId: projectId, datasetId: "d", tableId: "t" }))
-  const layer = BigQueryClient.layer({ projectId, emulator: { grpc: option("grpc"), rest: option("rest") } })
-  const startMB = process.memoryUsage().rss / 1e6
-  let maxMB = startMB
-  // what the V8 heap and the array buffers held at the peak
-  let heapMB = 0
-  let arrayBuffersMB = 0
-  const sampler = setInterval(() => {
-    const usage = process.memoryUsage()
-    if (usage.rss / 1e6 > maxMB) {
-      maxMB = usage.rss / 1e6
-      heapMB = usage.heapUsed / 1e6
-      arrayBuffersMB = usage.arrayBuffers / 1e6
-    }
-  }, 50)
-  const start = performance.now()
-  const source = Stream.range(0, rssRows - 1).pipe(Stream.map(makeRow), Stream.rechunk(4096))
-  await run(
-    sourceOnly ? Stream.runDrain(source) : source.pipe(
-      Stream.run(
-        BigQuerySink.make({ table, serializer, writeMethod: WriteMethod.atLeastOnce({ maxInflightRequests: depth }) })
-      ),
-      Effect.provide(layer),
-      Effect.asVoid
-    )
-  )
-  const seconds = (performance.now() - start) / 1000
-  clearInterval(sampler)
-  console.log(
-    JSON.stringify({
-      maxMB: Math.round(maxMB),
-      startMB: Math.round(startMB),
-      heapMB: Math.round(heapMB),
-      arrayBuffersMB: Math.round(arrayBuffersMB),
-      rowsPerSecond: Math.round(rssRows / seconds)
-    })
-  )
-}
-
-await (process.argv.includes("--rss-child") ? rssChild() : main())
+await main()
