@@ -150,6 +150,14 @@ export const rowsOf = (body: Uint8Array): Array<Uint8Array> => {
   return rows
 }
 
+/** Writes a length-delimited field (`tag`, length, bytes) at `pos`; returns the position after it. */
+const writeField = (out: Uint8Array, pos: number, tag: number, bytes: Uint8Array): number => {
+  out[pos++] = tag
+  pos = writeVarint(out, pos, bytes.length)
+  out.set(bytes, pos)
+  return pos + bytes.length
+}
+
 /**
  * Frames `write_stream` (when given) and the `proto_rows` prefix into the headroom before `body`,
  * or returns `undefined` when they do not fit (the caller copies instead).
@@ -160,13 +168,7 @@ const frameInPlace = (stream: Uint8Array | undefined, body: Uint8Array): Uint8Ar
     varintLength(body.length)
   if (prefix > headroom) return undefined
   const out = new Uint8Array(body.buffer, body.byteOffset - prefix, prefix + body.length)
-  let pos = 0
-  if (stream !== undefined) {
-    out[pos++] = 0x0a
-    pos = writeVarint(out, pos, stream.length)
-    out.set(stream, pos)
-    pos += stream.length
-  }
+  let pos = stream === undefined ? 0 : writeField(out, 0, 0x0a, stream)
   out[pos++] = 0x22
   pos = writeVarint(out, pos, dataPayload)
   out[pos++] = 0x12
@@ -198,32 +200,16 @@ export const encodeBody = (header: Header, body: Uint8Array): Uint8Array => {
   const total = (stream === undefined ? 0 : lengthDelimited(stream.length)) + lengthDelimited(dataPayload) +
     (trace === undefined ? 0 : lengthDelimited(trace.length))
   const out = new Uint8Array(total)
-  let pos = 0
-  if (stream !== undefined) {
-    out[pos++] = 0x0a
-    pos = writeVarint(out, pos, stream.length)
-    out.set(stream, pos)
-    pos += stream.length
-  }
+  let pos = stream === undefined ? 0 : writeField(out, 0, 0x0a, stream)
   out[pos++] = 0x22
   pos = writeVarint(out, pos, dataPayload)
   if (descriptor !== undefined) {
     out[pos++] = 0x0a
     pos = writeVarint(out, pos, schemaPayload)
-    out[pos++] = 0x0a
-    pos = writeVarint(out, pos, descriptor.length)
-    out.set(descriptor, pos)
-    pos += descriptor.length
+    pos = writeField(out, pos, 0x0a, descriptor)
   }
-  out[pos++] = 0x12
-  pos = writeVarint(out, pos, body.length)
-  out.set(body, pos)
-  pos += body.length
-  if (trace !== undefined) {
-    out[pos++] = 0x32
-    pos = writeVarint(out, pos, trace.length)
-    out.set(trace, pos)
-  }
+  pos = writeField(out, pos, 0x12, body)
+  if (trace !== undefined) writeField(out, pos, 0x32, trace)
   return out
 }
 
