@@ -16,8 +16,6 @@
  *
  * @internal
  */
-// the static protos only: the package index would also load google-gax (~30 MB of RSS)
-import protos from "@google-cloud/bigquery-storage/build/protos/protos.js"
 import * as grpc from "@grpc/grpc-js"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -25,6 +23,7 @@ import * as Exit from "effect/Exit"
 import { Code, fromError } from "../grpcStatus.ts"
 import * as AppendRequest from "./appendRequest.ts"
 import { type AppendResponse, decodeResponse, storageCodeOfMetadata } from "./rowErrors.ts"
+import { encodeGetWriteStreamRequest } from "./writeProto.ts"
 
 /** The gRPC method path. @internal */
 export const appendRowsPath = "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows"
@@ -193,7 +192,7 @@ export const getWriteStreamPath = "/google.cloud.bigquery.storage.v1.BigQueryWri
  */
 export const getWriteStream = (channel: grpc.Client, name: string): Effect.Effect<void, StreamFailure> =>
   Effect.callback<void, StreamFailure>((resume) => {
-    const request = protos.google.cloud.bigquery.storage.v1.GetWriteStreamRequest.encode({ name, view: 1 }).finish()
+    const request = encodeGetWriteStreamRequest(name, 1) // view BASIC
     const metadata = new grpc.Metadata()
     metadata.set("x-goog-request-params", routingParams("name", name))
     const call = channel.makeUnaryRequest<Uint8Array, Buffer>(

@@ -5,14 +5,16 @@
  *
  * @internal
  */
-// the static protos only: the package index would also load google-gax (~30 MB of RSS)
-import protos from "@google-cloud/bigquery-storage/build/protos/protos.js"
 import type * as grpc from "@grpc/grpc-js"
 import * as Predicate from "effect/Predicate"
 import { type FailedRow, failedRow } from "../../BigQuery/BigQueryFailure.ts"
-
-const v1 = protos.google.cloud.bigquery.storage.v1
-const StatusProto = protos.google.rpc.Status
+import {
+  type AnyProto,
+  decodeAppendRowsResponse,
+  decodeStatus,
+  decodeStorageError,
+  type TableSchemaProto
+} from "./writeProto.ts"
 
 /** One row error of a response: the row's index in the batch, its code name and message. @internal */
 export interface RowError {
@@ -30,20 +32,20 @@ export interface AppendResponse {
   readonly storageCode: number | undefined
   readonly rowErrors: ReadonlyArray<RowError>
   /** The table's new schema when the service pushed one (`updated_schema`). */
-  readonly updatedSchema: protos.google.cloud.bigquery.storage.v1.ITableSchema | undefined
+  readonly updatedSchema: TableSchemaProto | undefined
 }
 
 const storageErrorType = "google.cloud.bigquery.storage.v1.StorageError"
 
 /** The `StorageError` code among `google.rpc.Status.details`, if any. @internal */
 export const storageCodeOfDetails = (
-  details: ReadonlyArray<protos.google.protobuf.IAny> | null | undefined
+  details: ReadonlyArray<AnyProto> | undefined
 ): number | undefined => {
   for (const any of details ?? []) {
     const value = any.value
     if (typeof any.type_url === "string" && any.type_url.endsWith(storageErrorType) && Predicate.isUint8Array(value)) {
-      const code = v1.StorageError.decode(value).code
-      if (typeof code === "number" && code !== 0) return code
+      const code = decodeStorageError(value).code
+      if (code !== undefined && code !== 0) return code
     }
   }
   return undefined
@@ -60,13 +62,13 @@ export const storageCodeOfMetadata = (metadata: grpc.Metadata | undefined): numb
   if (metadata === undefined) return undefined
   for (const value of metadata.get(`${storageErrorType.toLowerCase()}-bin`)) {
     if (Predicate.isUint8Array(value)) {
-      const code = decodeSafely(() => v1.StorageError.decode(value).code)
-      if (typeof code === "number" && code !== 0) return code
+      const code = decodeSafely(() => decodeStorageError(value).code)
+      if (code !== undefined && code !== 0) return code
     }
   }
   for (const value of metadata.get("grpc-status-details-bin")) {
     if (Predicate.isUint8Array(value)) {
-      const code = decodeSafely(() => storageCodeOfDetails(StatusProto.decode(value).details))
+      const code = decodeSafely(() => storageCodeOfDetails(decodeStatus(value).details))
       if (code !== undefined) return code
     }
   }
@@ -81,18 +83,19 @@ const decodeSafely = <A>(f: () => A): A | undefined => {
   }
 }
 
-const rowErrorCodeName = (code: unknown): string =>
-  code === 1 ? "FIELDS_ERROR" : Predicate.isString(code) ? code : "ROW_ERROR_CODE_UNSPECIFIED"
+// RowErrorCode: FIELDS_ERROR is its one code; any other number reads as unspecified
+const rowErrorCodeName = (code: number | undefined): string =>
+  code === 1 ? "FIELDS_ERROR" : "ROW_ERROR_CODE_UNSPECIFIED"
 
 /** Decodes one response. Throws on malformed bytes (the caller turns that into a stream failure). @internal */
 export const decodeResponse = (bytes: Uint8Array): AppendResponse => {
-  const r = v1.AppendRowsResponse.decode(bytes)
+  const r = decodeAppendRowsResponse(bytes)
   const rowErrors: Array<RowError> = []
   for (const e of r.rowErrors ?? []) {
-    rowErrors.push({ index: Number(e.index ?? 0), code: rowErrorCodeName(e.code), message: e.message ?? "" })
+    rowErrors.push({ index: e.index ?? 0, code: rowErrorCodeName(e.code), message: e.message ?? "" })
   }
-  const error = r.error ?? undefined
-  const updatedSchema = r.updatedSchema ?? undefined
+  const error = r.error
+  const updatedSchema = r.updatedSchema
   return {
     ok: error === undefined || (error.code ?? 0) === 0,
     code: error === undefined ? undefined : error.code ?? 0,
