@@ -63,11 +63,22 @@ export const callCredentials = (auth: HeaderSource, service: string): grpc.CallC
     })
   })
 
-/** A production channel to `target`: TLS plus call credentials. @internal */
-export const productionChannel = (target: string, auth: HeaderSource, service: string): grpc.Client =>
+/**
+ * A production channel to `target`: TLS plus call credentials. `rootCerts` (PEM) replaces the
+ * system trust store; it is for tests against a local TLS server and for private CAs, and the
+ * sinks leave it out.
+ *
+ * @internal
+ */
+export const productionChannel = (
+  target: string,
+  auth: HeaderSource,
+  service: string,
+  rootCerts?: Buffer
+): grpc.Client =>
   new grpc.Client(
     target,
-    grpc.credentials.combineChannelCredentials(grpc.credentials.createSsl(), callCredentials(auth, service)),
+    grpc.credentials.combineChannelCredentials(grpc.credentials.createSsl(rootCerts), callCredentials(auth, service)),
     channelOptions
   )
 
