@@ -124,6 +124,7 @@ export type BigtableSinkError<E = RecordFailed> = BigtableError | SinkConfigErro
  * channel holds the handler's error: `RecordFailed` without a `failedMutationHandler` (the default
  * `failJob`), exactly the handler's `E` with one. Delivery is
  * at-least-once: a retried or replayed entry is applied again, so prefer explicit cell timestamps.
+ * When calls go a minute without an answer, a warning naming the tables is logged (once a minute).
  *
  * **Example** (Writing events)
  * ```ts

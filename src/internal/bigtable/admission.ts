@@ -17,6 +17,7 @@ import * as metrics from "./metrics.ts"
 import { batchDelay } from "./options.ts"
 import type { Command, State, WriterError } from "./ownerState.ts"
 import { open } from "./repair.ts"
+import * as stall from "./stall.ts"
 
 /** An `Admit` command: entries that hold their permits, plus the records routed or skipped. @internal */
 export const onAdmit = <A, EH, R>(
@@ -65,9 +66,10 @@ export const onSendAll = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =>
     return cutAll(st)
   })
 
-/** A `Tick` command: sends the batches open for `batchDelay`. @internal */
+/** A `Tick` command: sends the batches open for `batchDelay`, and reports a stall (stall.ts). @internal */
 export const onTick = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =>
   Effect.gen(function*() {
+    yield* stall.check(st)
     const now = yield* Clock.currentTimeMillis
     const due = Duration.toMillis(batchDelay)
     for (const dest of st.dests.values()) {

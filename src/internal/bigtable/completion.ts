@@ -7,6 +7,7 @@
  *
  * @internal
  */
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
@@ -24,6 +25,7 @@ import { fail, fork, offer, type State } from "./ownerState.ts"
 import type { Item } from "./prepare.ts"
 import { notFound } from "./repair.ts"
 import { afterBudget, classify } from "./retry.ts"
+import { progressed } from "./stall.ts"
 
 const rpcFailed = (item: Item, status: EntryStatus): BigtableError =>
   new BigtableError({
@@ -125,7 +127,7 @@ export const onCompleted = <A, EH, R>(
 ): Effect.Effect<void, never, R> => {
   st.requestsInFlight--
   return Effect.andThen(
-    onStatuses(st, items, statuses),
+    Effect.andThen(Effect.map(Clock.currentTimeMillis, (now) => progressed(st, now)), onStatuses(st, items, statuses)),
     Effect.suspend(() => {
       if (!st.admissionWaiting || st.requestsInFlight > 0) return Effect.void
       st.admissionWaiting = false

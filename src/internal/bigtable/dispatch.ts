@@ -5,10 +5,12 @@
  *
  * @internal
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as batcher from "./batcher.ts"
 import { type Dest, fork, offer, type State } from "./ownerState.ts"
 import type { Item } from "./prepare.ts"
+import { progressed } from "./stall.ts"
 
 /** Starts one MutateRows call for `items` (one table) on a fiber of its own. @internal */
 export const send = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>): Effect.Effect<void> =>
@@ -16,6 +18,8 @@ export const send = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>):
     if (items.length === 0) return
     const first = items[0] as Item
     for (const item of items) item.attempts++
+    // the first call in flight starts the wait a stall is measured from
+    if (st.requestsInFlight === 0) progressed(st, yield* Clock.currentTimeMillis)
     st.requestsInFlight++
     yield* fork(
       st,

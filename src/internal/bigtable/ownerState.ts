@@ -104,6 +104,10 @@ export interface State<A, EH, R> {
   requestsInFlight: number
   /** Whether admission is waiting for permits held by unsent batches. */
   admissionWaiting: boolean
+  /** When a call was last answered, or last seen with none in flight (stall.ts). */
+  lastProgressAt: number
+  /** When the last stall warning was logged. */
+  lastStallWarningAt: number
   repair: Repair | undefined
   failure: Cause.Cause<WriterError<EH>> | undefined
 }
@@ -127,6 +131,8 @@ export const make = <A, EH, R>(ctx: OwnerContext<A, EH, R>): State<A, EH, R> => 
     consecutiveRejections: 0,
     requestsInFlight: 0,
     admissionWaiting: false,
+    lastProgressAt: 0,
+    lastStallWarningAt: Number.NEGATIVE_INFINITY,
     repair: undefined,
     failure: undefined
   }
