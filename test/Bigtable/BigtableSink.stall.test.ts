@@ -4,7 +4,7 @@
  * the writer's ticker.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Logger } from "effect"
+import { Effect, Fiber, Layer, Logger } from "effect"
 import { TestClock } from "effect/testing"
 import { BigtableSink, Mutation, RowMutationEntry, TableDestination } from "../../src/Bigtable/index.ts"
 import { makeFake } from "./fakeBigtable.ts"
@@ -51,7 +51,7 @@ describe("BigtableSink stall reporting", () => {
       yield* TestClock.adjust("5 minutes")
       assert.strictEqual(logs.seen.length, 2, "nothing in flight: no more warnings")
       assert.strictEqual((yield* writer.summary).recordsWritten, 5)
-    }).pipe(Effect.scoped, Effect.provide(fake.layer), Effect.provide(logs.layer))
+    }).pipe(Effect.scoped, Effect.provide(Layer.merge(fake.layer, logs.layer)))
   })
 
   it.effect("answers within the minute keep it quiet however long the stream runs", () => {
@@ -65,6 +65,6 @@ describe("BigtableSink stall reporting", () => {
         yield* TestClock.adjust("50 seconds")
       }
       assert.deepStrictEqual(logs.seen, [])
-    }).pipe(Effect.scoped, Effect.provide(fake.layer), Effect.provide(logs.layer))
+    }).pipe(Effect.scoped, Effect.provide(Layer.merge(fake.layer, logs.layer)))
   })
 })
