@@ -12,8 +12,8 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { type HeaderSource, productionChannel } from "../../src/internal/grpcChannel.ts"
+import { bytesMethod, identity, serve } from "../support/grpcServer.ts"
 
-const identity = (b: Buffer): Buffer => b
 const echoPath = "/test.Echo/Echo"
 
 /** A self-signed certificate and key for `localhost`, in a temporary directory removed afterwards. */
@@ -51,32 +51,13 @@ const tlsServer = Effect.gen(function*() {
   const { cert, key } = yield* selfSigned
   const seen: Array<grpc.Metadata> = []
   const server = new grpc.Server()
-  server.addService({
-    Echo: {
-      path: echoPath,
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: identity,
-      requestDeserialize: identity,
-      responseSerialize: identity,
-      responseDeserialize: identity
-    }
-  }, {
+  server.addService({ Echo: bytesMethod(echoPath, "unary") }, {
     Echo: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
       seen.push(call.metadata)
       callback(null, Buffer.from(call.metadata.get("authorization").map(String).join(",")))
     }
   })
-  const port = yield* Effect.acquireRelease(
-    Effect.callback<number>((resume) => {
-      server.bindAsync(
-        "127.0.0.1:0",
-        grpc.ServerCredentials.createSsl(null, [{ private_key: key, cert_chain: cert }]),
-        (error, bound) => resume(error === null ? Effect.succeed(bound) : Effect.die(error))
-      )
-    }),
-    () => Effect.sync(() => server.forceShutdown())
-  )
+  const port = yield* serve(server, grpc.ServerCredentials.createSsl(null, [{ private_key: key, cert_chain: cert }]))
   return { cert, seen, target: `localhost:${port}` }
 })
 

@@ -14,6 +14,7 @@ import * as grpc from "@grpc/grpc-js"
 import { Effect, type Scope } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
+import { bytesMethod, serve } from "./grpcServer.ts"
 
 const v1 = protos.google.cloud.bigquery.storage.v1
 
@@ -264,8 +265,6 @@ const encodeResponse = (answer: Answer, writeStream: string): Buffer => {
   }
 }
 
-const identity = (b: Buffer): Buffer => b
-
 const sendJson = (res: http.ServerResponse, status: number, body: unknown): void => {
   res.writeHead(status, { "content-type": "application/json" })
   res.end(JSON.stringify(body))
@@ -418,34 +417,11 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
 
     const server = new grpc.Server({ "grpc.max_receive_message_length": -1 })
     server.addService({
-      AppendRows: {
-        path: "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows",
-        requestStream: true,
-        responseStream: true,
-        requestSerialize: identity,
-        requestDeserialize: identity,
-        responseSerialize: identity,
-        responseDeserialize: identity
-      },
-      GetWriteStream: {
-        path: "/google.cloud.bigquery.storage.v1.BigQueryWrite/GetWriteStream",
-        requestStream: false,
-        responseStream: false,
-        requestSerialize: identity,
-        requestDeserialize: identity,
-        responseSerialize: identity,
-        responseDeserialize: identity
-      }
+      AppendRows: bytesMethod("/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows", "bidi"),
+      GetWriteStream: bytesMethod("/google.cloud.bigquery.storage.v1.BigQueryWrite/GetWriteStream", "unary")
     }, { AppendRows: appendRows, GetWriteStream: getWriteStream })
 
-    const grpcPort = yield* Effect.acquireRelease(
-      Effect.callback<number>((resume) => {
-        server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, port) => {
-          resume(error === null ? Effect.succeed(port) : Effect.die(error))
-        })
-      }),
-      () => Effect.sync(() => server.forceShutdown())
-    )
+    const grpcPort = yield* serve(server, grpc.ServerCredentials.createInsecure())
 
     const rest = http.createServer((req, res) => {
       const chunks: Array<Buffer> = []

@@ -10,9 +10,9 @@ import { Deferred, Effect } from "effect"
 import * as AppendRequest from "../../../src/internal/bigquery/appendRequest.ts"
 import * as Connection from "../../../src/internal/bigquery/connection.ts"
 import * as Split from "../../../src/internal/bigquery/split.ts"
+import { bytesMethod, serve } from "../../support/grpcServer.ts"
 
 const v1 = protos.google.cloud.bigquery.storage.v1
-const identity = (b: Buffer): Buffer => b
 
 /** A server answering every AppendRows request with success, keeping a copy of each request. */
 const recordingServer = Effect.gen(function*() {
@@ -20,17 +20,7 @@ const recordingServer = Effect.gen(function*() {
   const headers: Array<string> = []
   const ok = Buffer.from(v1.AppendRowsResponse.encode({ appendResult: {} }).finish())
   const server = new grpc.Server()
-  server.addService({
-    AppendRows: {
-      path: Connection.appendRowsPath,
-      requestStream: true,
-      responseStream: true,
-      requestSerialize: identity,
-      requestDeserialize: identity,
-      responseSerialize: identity,
-      responseDeserialize: identity
-    }
-  }, {
+  server.addService({ AppendRows: bytesMethod(Connection.appendRowsPath, "bidi") }, {
     AppendRows: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
       headers.push(call.metadata.get("x-goog-request-params").map(String).join(","))
       call.on("data", (buf: Buffer) => {
@@ -40,14 +30,7 @@ const recordingServer = Effect.gen(function*() {
       call.on("end", () => call.end())
     }
   })
-  const port = yield* Effect.acquireRelease(
-    Effect.callback<number>((resume) => {
-      server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (error, bound) => {
-        resume(error === null ? Effect.succeed(bound) : Effect.die(error))
-      })
-    }),
-    () => Effect.sync(() => server.forceShutdown())
-  )
+  const port = yield* serve(server, grpc.ServerCredentials.createInsecure())
   const channel = yield* Effect.acquireRelease(
     Effect.sync(() => new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure())),
     (client) => Effect.sync(() => client.close())
