@@ -44,17 +44,7 @@ describe("BigQuerySink against the fake", () => {
   it.live("writes every row, cutting batches by bytes, writer_schema once per connection", () =>
     F.withFake({}, (fake) =>
       Effect.gen(function*() {
-        fake.createTable(`${fake.projectId}.d.t`, F.columns)
-        const serializer = yield* F.serializer
-        const table = yield* F.destination(fake)
-        const summary = yield* Stream.fromIterable(F.rows(5000)).pipe(
-          Stream.rechunk(300),
-          Stream.run(BigQuerySink.make({
-            table,
-            serializer,
-            writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 4096 })
-          }))
-        )
+        const summary = yield* F.writeRows(fake, 5000, { chunkSize: 300, maxAppendRequestBytes: 4096 })
         assert.strictEqual(summary.recordsWritten, 5000)
         assert.strictEqual(fake.rows(`${fake.projectId}.d.t`).length, 5000)
         assert.isAbove(fake.stats.requests, 10)
@@ -69,14 +59,7 @@ describe("BigQuerySink against the fake", () => {
         c.request % 3 === 0 ? { _tag: "error", code: Code.UNAVAILABLE, message: "try later" } : { _tag: "default" }
     }, (fake) =>
       Effect.gen(function*() {
-        fake.createTable(`${fake.projectId}.d.t`, F.columns)
-        const summary = yield* Stream.fromIterable(F.rows(200)).pipe(
-          Stream.run(BigQuerySink.make({
-            table: yield* F.destination(fake),
-            serializer: yield* F.serializer,
-            writeMethod: WriteMethod.atLeastOnce({ ...F.fastRetries, maxAppendRequestBytes: 512 })
-          }))
-        )
+        const summary = yield* F.writeRows(fake, 200, { maxAppendRequestBytes: 512 })
         assert.strictEqual(summary.recordsWritten, 200)
         assert.strictEqual(fake.rows(`${fake.projectId}.d.t`).length, 200)
         assert.isAbove(summary.retries, 0)
@@ -92,14 +75,7 @@ describe("BigQuerySink against the fake", () => {
           : { _tag: "default" }
     }, (fake) =>
       Effect.gen(function*() {
-        fake.createTable(`${fake.projectId}.d.t`, F.columns)
-        const summary = yield* Stream.fromIterable(F.rows(300)).pipe(
-          Stream.run(BigQuerySink.make({
-            table: yield* F.destination(fake),
-            serializer: yield* F.serializer,
-            writeMethod: WriteMethod.atLeastOnce({ ...F.fastRetries, maxAppendRequestBytes: 512 })
-          }))
-        )
+        const summary = yield* F.writeRows(fake, 300, { maxAppendRequestBytes: 512 })
         assert.strictEqual(summary.recordsWritten, 300)
         assert.isAtLeast(new Set(fake.rows(`${fake.projectId}.d.t`).map((r) => r.join())).size, 300)
         assert.isAtLeast(fake.stats.connections, 3)
@@ -113,15 +89,8 @@ describe("BigQuerySink against the fake", () => {
           : { _tag: "default" }
     }, (fake) =>
       Effect.gen(function*() {
-        fake.createTable(`${fake.projectId}.d.t`, F.columns)
         const { handler, ref } = yield* collecting
-        const summary = yield* Stream.fromIterable(F.rows(5)).pipe(
-          Stream.run(BigQuerySink.make({
-            table: yield* F.destination(fake),
-            serializer: yield* F.serializer,
-            failureHandler: handler
-          }))
-        )
+        const summary = yield* F.writeRows(fake, 5, { failureHandler: handler })
         const failed = yield* Ref.get(ref)
         assert.deepStrictEqual(failed.map((f) => f.message), ["bad id", "bad name"])
         assert.isTrue(failed.every((f) => f._tag === "FailedRow" && f.payload !== undefined))
@@ -138,14 +107,7 @@ describe("BigQuerySink against the fake", () => {
           : { _tag: "default" }
     }, (fake) =>
       Effect.gen(function*() {
-        fake.createTable(`${fake.projectId}.d.t`, F.columns)
-        const summary = yield* Stream.fromIterable(F.rows(4)).pipe(
-          Stream.run(BigQuerySink.make({
-            table: yield* F.destination(fake),
-            serializer: yield* F.serializer,
-            writeMethod: WriteMethod.atLeastOnce(F.fastRetries)
-          }))
-        )
+        const summary = yield* F.writeRows(fake, 4)
         assert.strictEqual(summary.recordsWritten, 4)
         assert.strictEqual(summary.recordsFailed, 0)
       })))
@@ -155,15 +117,7 @@ describe("BigQuerySink against the fake", () => {
       { answer: () => ({ _tag: "rowErrors", errors: [{ index: 99, message: "??" }] }) },
       (fake) =>
         Effect.gen(function*() {
-          fake.createTable(`${fake.projectId}.d.t`, F.columns)
-          const exit = yield* Stream.fromIterable(F.rows(3)).pipe(
-            Stream.run(BigQuerySink.make({
-              table: yield* F.destination(fake),
-              serializer: yield* F.serializer,
-              failureHandler: FailureHandler.logAndDrop
-            })),
-            Effect.exit
-          )
+          const exit = yield* Effect.exit(F.writeRows(fake, 3, { failureHandler: FailureHandler.logAndDrop }))
           assert.strictEqual(reasonTag(failureOf(exit)), "RequestRejected")
         })
     ))
@@ -173,11 +127,7 @@ describe("BigQuerySink against the fake", () => {
       { answer: () => ({ _tag: "error", code: Code.INVALID_ARGUMENT, message: "request too large" }) },
       (fake) =>
         Effect.gen(function*() {
-          fake.createTable(`${fake.projectId}.d.t`, F.columns)
-          const exit = yield* Stream.fromIterable(F.rows(3)).pipe(
-            Stream.run(BigQuerySink.make({ table: yield* F.destination(fake), serializer: yield* F.serializer })),
-            Effect.exit
-          )
+          const exit = yield* Effect.exit(F.writeRows(fake, 3))
           const error = failureOf(exit)
           assert.strictEqual(reasonTag(error), "RequestRejected")
           assert.include(String((error as { message: string }).message), "request too large")
@@ -189,15 +139,7 @@ describe("BigQuerySink against the fake", () => {
       { answer: () => ({ _tag: "streamError", code: Code.UNAVAILABLE, message: "down" }) },
       (fake) =>
         Effect.gen(function*() {
-          fake.createTable(`${fake.projectId}.d.t`, F.columns)
-          const exit = yield* Stream.fromIterable(F.rows(3)).pipe(
-            Stream.run(BigQuerySink.make({
-              table: yield* F.destination(fake),
-              serializer: yield* F.serializer,
-              writeMethod: WriteMethod.atLeastOnce({ ...F.fastRetries, recoveryMaxAttempts: 3 })
-            })),
-            Effect.exit
-          )
+          const exit = yield* Effect.exit(F.writeRows(fake, 3, { writeMethod: { recoveryMaxAttempts: 3 } }))
           const error = failureOf(exit) as { reason: { _tag: string; code: string; attempts: number } }
           assert.strictEqual(error.reason._tag, "RetriesExhausted")
           assert.strictEqual(error.reason.code, "UNAVAILABLE")
@@ -214,14 +156,10 @@ describe("BigQuerySink against the fake", () => {
     it.live(`a missing table (${label}) is created under CREATE_IF_NEEDED with partitioning and clustering`, () =>
       F.withFake({ missingTableCode: code }, (fake) =>
         Effect.gen(function*() {
-          const summary = yield* Stream.fromIterable(F.rows(10)).pipe(
-            Stream.run(BigQuerySink.make({
-              table: yield* F.destination(fake),
-              serializer: yield* F.serializer,
-              tableCreateOptions: { timePartitioning: { type: "DAY" }, clustering: ["id"] },
-              writeMethod: WriteMethod.atLeastOnce(F.fastRetries)
-            }))
-          )
+          const summary = yield* F.writeRows(fake, 10, {
+            createTable: false,
+            sink: { tableCreateOptions: { timePartitioning: { type: "DAY" }, clustering: ["id"] } }
+          })
           assert.strictEqual(summary.recordsWritten, 10)
           const created = fake.table(`${fake.projectId}.d.t`)
           assert.deepStrictEqual(created?.schema.fields.map((f) => f.name), ["id", "name"])
@@ -240,14 +178,7 @@ describe("BigQuerySink against the fake", () => {
     }, (f) =>
       Effect.gen(function*() {
         fake = f
-        fake.createTable(`${fake.projectId}.d.t`, F.columns)
-        const summary = yield* Stream.fromIterable(F.rows(100)).pipe(
-          Stream.run(BigQuerySink.make({
-            table: yield* F.destination(fake),
-            serializer: yield* F.serializer,
-            writeMethod: WriteMethod.atLeastOnce({ ...F.fastRetries, maxAppendRequestBytes: 256 })
-          }))
-        )
+        const summary = yield* F.writeRows(fake, 100, { maxAppendRequestBytes: 256 })
         assert.strictEqual(summary.recordsWritten, 100)
         assert.include(fake.stats.restCalls.join(), "POST")
       }))
@@ -256,13 +187,8 @@ describe("BigQuerySink against the fake", () => {
   it.live("CREATE_NEVER fails fast on a missing table, naming table and disposition", () =>
     F.withFake({ missingTableCode: Code.PERMISSION_DENIED }, (fake) =>
       Effect.gen(function*() {
-        const exit = yield* Stream.fromIterable(F.rows(3)).pipe(
-          Stream.run(BigQuerySink.make({
-            table: yield* F.destination(fake),
-            serializer: yield* F.serializer,
-            createDisposition: "CREATE_NEVER"
-          })),
-          Effect.exit
+        const exit = yield* Effect.exit(
+          F.writeRows(fake, 3, { createTable: false, sink: { createDisposition: "CREATE_NEVER" } })
         )
         const error = failureOf(exit) as { reason: { _tag: string }; message: string }
         assert.strictEqual(error.reason._tag, "TableNotFound")
@@ -274,11 +200,7 @@ describe("BigQuerySink against the fake", () => {
   it.live("extra fields with schema updates off are terminal with a hint", () =>
     F.withFake({}, (fake) =>
       Effect.gen(function*() {
-        fake.createTable(`${fake.projectId}.d.t`, [F.columns[0]!])
-        const exit = yield* Stream.fromIterable(F.rows(3)).pipe(
-          Stream.run(BigQuerySink.make({ table: yield* F.destination(fake), serializer: yield* F.serializer })),
-          Effect.exit
-        )
+        const exit = yield* Effect.exit(F.writeRows(fake, 3, { createTable: [F.columns[0]!] }))
         const error = failureOf(exit) as { reason: { _tag: string }; message: string }
         assert.strictEqual(error.reason._tag, "SchemaMismatch")
         assert.include(error.message, "allowNewFields")
@@ -287,14 +209,10 @@ describe("BigQuerySink against the fake", () => {
   it.live("extra fields with allowNewFields widen the table (etag-conditioned) and re-append", () =>
     F.withFake({}, (fake) =>
       Effect.gen(function*() {
-        fake.createTable(`${fake.projectId}.d.t`, [F.columns[0]!])
-        const summary = yield* Stream.fromIterable(F.rows(20)).pipe(
-          Stream.run(BigQuerySink.make({
-            table: yield* F.destination(fake),
-            serializer: yield* F.serializer,
-            schemaUpdate: { allowNewFields: true, allowFieldRelaxation: false }
-          }))
-        )
+        const summary = yield* F.writeRows(fake, 20, {
+          createTable: [F.columns[0]!],
+          sink: { schemaUpdate: { allowNewFields: true, allowFieldRelaxation: false } }
+        })
         assert.strictEqual(summary.recordsWritten, 20)
         const fields = fake.table(`${fake.projectId}.d.t`)?.schema.fields ?? []
         assert.deepStrictEqual(fields.map((f) => [f.name, f.mode]), [["id", "REQUIRED"], ["name", "NULLABLE"]])
@@ -306,14 +224,7 @@ describe("BigQuerySink against the fake", () => {
       { answer: (c) => c.request === 2 ? { _tag: "drop" } : { _tag: "default" } },
       (fake) =>
         Effect.gen(function*() {
-          fake.createTable(`${fake.projectId}.d.t`, F.columns)
-          const summary = yield* Stream.fromIterable(F.rows(100)).pipe(
-            Stream.run(BigQuerySink.make({
-              table: yield* F.destination(fake),
-              serializer: yield* F.serializer,
-              writeMethod: WriteMethod.atLeastOnce({ ...F.fastRetries, maxAppendRequestBytes: 256 })
-            }))
-          )
+          const summary = yield* F.writeRows(fake, 100, { maxAppendRequestBytes: 256 })
           assert.strictEqual(summary.recordsWritten, 100)
           const distinct = new Set(fake.rows(`${fake.projectId}.d.t`).map((r) => r.join()))
           assert.strictEqual(distinct.size, 100)
@@ -326,14 +237,7 @@ describe("BigQuerySink against the fake", () => {
       { answer: (c) => c.request === 0 ? { _tag: "hang" } : { _tag: "default" } },
       (fake) =>
         Effect.gen(function*() {
-          fake.createTable(`${fake.projectId}.d.t`, F.columns)
-          const summary = yield* Stream.fromIterable(F.rows(10)).pipe(
-            Stream.run(BigQuerySink.make({
-              table: yield* F.destination(fake),
-              serializer: yield* F.serializer,
-              writeMethod: WriteMethod.atLeastOnce({ ...F.fastRetries, responseTimeout: "200 millis" })
-            }))
-          )
+          const summary = yield* F.writeRows(fake, 10, { writeMethod: { responseTimeout: "200 millis" } })
           assert.strictEqual(summary.recordsWritten, 10)
           assert.strictEqual(fake.rows(`${fake.projectId}.d.t`).length, 10)
         })
@@ -347,15 +251,7 @@ describe("BigQuerySink against the fake", () => {
           : { _tag: "default" }
     }, (fake) =>
       Effect.gen(function*() {
-        fake.createTable(`${fake.projectId}.d.t`, F.columns)
-        const summary = yield* Stream.fromIterable(F.rows(50)).pipe(
-          Stream.rechunk(10),
-          Stream.run(BigQuerySink.make({
-            table: yield* F.destination(fake),
-            serializer: yield* F.serializer,
-            writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 128 })
-          }))
-        )
+        const summary = yield* F.writeRows(fake, 50, { chunkSize: 10, maxAppendRequestBytes: 128 })
         assert.strictEqual(summary.recordsWritten, 50)
       })))
 
@@ -430,11 +326,7 @@ describe("BigQuerySink against the fake", () => {
       { answer: () => ({ _tag: "rowErrors", errors: [{ index: 0, message: "bad" }] }) },
       (fake) =>
         Effect.gen(function*() {
-          fake.createTable(`${fake.projectId}.d.t`, F.columns)
-          const exit = yield* Stream.fromIterable(F.rows(1)).pipe(
-            Stream.run(BigQuerySink.make({ table: yield* F.destination(fake), serializer: yield* F.serializer })),
-            Effect.exit
-          )
+          const exit = yield* Effect.exit(F.writeRows(fake, 1))
           assert.strictEqual((failureOf(exit) as { _tag: string })._tag, "RecordFailed")
         })
     ))
@@ -458,13 +350,8 @@ describe("BigQuerySink against the fake", () => {
   it.effect("invalid options fail with SinkConfigError naming the option, before any I/O", () =>
     F.withFake({}, (fake) =>
       Effect.gen(function*() {
-        const exit = yield* Stream.make(F.rows(1)[0]!).pipe(
-          Stream.run(BigQuerySink.make({
-            table: yield* F.destination(fake),
-            serializer: yield* F.serializer,
-            writeMethod: WriteMethod.atLeastOnce({ maxInflightRequests: 0 })
-          })),
-          Effect.exit
+        const exit = yield* Effect.exit(
+          F.writeRows(fake, 1, { createTable: false, writeMethod: { maxInflightRequests: 0 } })
         )
         const error = failureOf(exit) as { _tag: string; path: string }
         assert.strictEqual(error._tag, "SinkConfigError")
@@ -587,18 +474,10 @@ describe("BigQuerySink against the fake", () => {
       Effect.gen(function*() {
         fake = f
         const name = `${f.projectId}.d.t`
-        f.createTable(name, F.columns)
-        const summary = yield* Stream.fromIterable(F.rows(300)).pipe(
-          Stream.run(BigQuerySink.make({
-            table: yield* F.destination(f),
-            serializer: yield* F.serializer,
-            writeMethod: WriteMethod.atLeastOnce({
-              ...F.fastRetries,
-              maxAppendRequestBytes: 256,
-              maxInflightRequests: 8
-            })
-          }))
-        )
+        const summary = yield* F.writeRows(f, 300, {
+          maxAppendRequestBytes: 256,
+          writeMethod: { maxInflightRequests: 8 }
+        })
         assert.strictEqual(f.stats.restCalls.filter((c) => c.startsWith("POST")).length, 1, "one tables.insert")
         assert.strictEqual(summary.recordsWritten, 300)
         const rows = f.rows(name)

@@ -1,9 +1,19 @@
 /**
  * Shared fixtures of the BigQuery sink tests against the in-process fake: a fake per test, the
- * client layer pointed at it through the public emulator option, a two-column serializer.
+ * client layer pointed at it through the public emulator option, a two-column serializer, and
+ * `writeRows`, the common test body (create the table, stream rows through the sink).
  */
-import { Effect, Layer, type Scope } from "effect"
-import { BigQueryClient, RowSerializer, TableDestination, TableSchema } from "../../src/BigQuery/index.ts"
+import { Effect, Layer, type Scope, Stream } from "effect"
+import {
+  BigQueryClient,
+  type BigQueryFailure,
+  BigQuerySink,
+  RowSerializer,
+  TableDestination,
+  TableSchema,
+  WriteMethod
+} from "../../src/BigQuery/index.ts"
+import type { FailureHandler, RecordFailed, WriteSummary } from "../../src/Sink.ts"
 import * as Fake from "../support/fakeBigQueryWrite.ts"
 
 export const schema: TableSchema.TableSchema = {
@@ -51,4 +61,52 @@ export const withFake = <A, E>(
       emulator: { grpc: fake.grpcEndpoint, rest: fake.restEndpoint }
     })
     return yield* f(fake).pipe(Effect.provide(Layer.fresh(layer)))
+  })
+
+/** What a test varies in {@link writeRows}; everything is optional. */
+export interface WriteRowsOptions<E, R> {
+  /** The table `d.t` before the write: `true` (the default) with {@link columns}, these columns, or `false` for none. */
+  readonly createTable?: boolean | ReadonlyArray<Fake.Column>
+  /** Rechunks the input to chunks of this many rows (default: one chunk). */
+  readonly chunkSize?: number
+  readonly maxAppendRequestBytes?: number
+  /** Further at-least-once options, on top of {@link fastRetries} and `maxAppendRequestBytes`. */
+  readonly writeMethod?: WriteMethod.DefaultStreamOptions
+  /** Default: none given, so the sink's `failJob`. */
+  readonly failureHandler?: FailureHandler<BigQueryFailure.BigQueryFailure, E, R>
+  /** Further sink options: table creation and schema updates. */
+  readonly sink?: Pick<
+    BigQuerySink.BigQuerySinkOptions<Row>,
+    "createDisposition" | "tableCreateOptions" | "schemaUpdate"
+  >
+}
+
+/**
+ * Streams `rows(n)` through `BigQuerySink.make` into the fake's table `d.t` (created first unless
+ * `createTable: false`), with {@link fastRetries}; returns the summary.
+ */
+export const writeRows = <E = never, R = never>(
+  fake: Fake.FakeBigQuery,
+  n: number,
+  options: WriteRowsOptions<E, R> = {}
+): Effect.Effect<WriteSummary, BigQuerySink.BigQuerySinkError<E | RecordFailed>, BigQueryClient.BigQueryClient | R> =>
+  Effect.gen(function*() {
+    const createTable = options.createTable ?? true
+    if (createTable !== false) {
+      fake.createTable(`${fake.projectId}.d.t`, createTable === true ? columns : createTable)
+    }
+    const input = Stream.fromIterable(rows(n))
+    return yield* (options.chunkSize === undefined ? input : Stream.rechunk(input, options.chunkSize)).pipe(
+      Stream.run(BigQuerySink.make({
+        ...options.sink,
+        table: yield* destination(fake),
+        serializer: yield* serializer,
+        failureHandler: options.failureHandler,
+        writeMethod: WriteMethod.atLeastOnce({
+          ...fastRetries,
+          maxAppendRequestBytes: options.maxAppendRequestBytes,
+          ...options.writeMethod
+        })
+      }))
+    )
   })
