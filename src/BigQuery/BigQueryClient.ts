@@ -13,6 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import * as AppendChannels from "../internal/bigquery/appendChannels.ts"
 import * as credentials from "../internal/bigquery/credentials.ts"
 import * as check from "../internal/optionChecks.ts"
 import { EmulatorEndpoint } from "../Sink/EmulatorEndpoint.ts"
@@ -28,6 +29,9 @@ import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
  * - `emulator`: `{ grpc, rest }` endpoints as `host:port` (parsed with `EmulatorEndpoint.parse`):
  *   plaintext gRPC, REST with a static token, no metadata-server lookups. Rejected together with a
  *   key file.
+ * - `appendStreamsPerChannel`: how many AppendRows streams (one per live destination) one HTTP/2
+ *   connection carries before another is opened; default 90, below the 100 concurrent streams
+ *   Google's front ends allow (a stream past the server's limit would wait forever).
  *
  * @category models
  * @since 0.1.0
@@ -40,6 +44,7 @@ export interface BigQueryClientConfig {
     readonly grpc: string
     readonly rest: string
   } | undefined
+  readonly appendStreamsPerChannel?: number | undefined
 }
 
 /**
@@ -100,6 +105,9 @@ export const make = (
   Effect.gen(function*() {
     const projectId = yield* check.component("projectId", config.projectId)
     const location = config.location === undefined ? undefined : yield* check.notBlank("location", config.location)
+    const streamsPerChannel = config.appendStreamsPerChannel === undefined
+      ? AppendChannels.defaultStreamsPerChannel
+      : yield* check.integer("appendStreamsPerChannel", config.appendStreamsPerChannel, { min: 1 })
     const keyFile = config.serviceAccountKeyFile
     if (config.emulator !== undefined) {
       if (keyFile !== undefined) {
@@ -111,6 +119,7 @@ export const make = (
       const grpcEndpoint = yield* EmulatorEndpoint.parse(config.emulator.grpc, "emulator.grpc")
       const restEndpoint = yield* EmulatorEndpoint.parse(config.emulator.rest, "emulator.rest")
       const write = yield* acquireChannel(Effect.sync(() => credentials.emulatorChannel(grpcEndpoint)))
+      yield* appendChannels(write, () => credentials.emulatorChannel(grpcEndpoint, true), streamsPerChannel)
       const rest = credentials.restClient({
         projectId,
         location,
@@ -124,9 +133,21 @@ export const make = (
       : yield* credentials.loadKeyFile(Redacted.isRedacted(keyFile) ? keyFile : Redacted.make(keyFile))
     const auth = jwt ?? credentials.applicationDefault(projectId)
     const write = yield* acquireChannel(Effect.sync(() => credentials.productionChannel(auth)))
+    yield* appendChannels(write, () => credentials.productionChannel(auth, true), streamsPerChannel)
     const rest = credentials.restClient({ projectId, location, auth: jwt })
     return BigQueryClient.of({ projectId, location, write, rest })
   })
+
+/** Registers the stream budget of `write`; the channels it opens are closed with the scope. */
+const appendChannels = (write: grpc.Client, open: () => grpc.Client, streamsPerChannel: number) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const channels = AppendChannels.make(write, open, streamsPerChannel)
+      AppendChannels.register(write, channels)
+      return channels
+    }),
+    (channels) => Effect.sync(() => channels.close())
+  )
 
 const acquireChannel = (open: Effect.Effect<grpc.Client>): Effect.Effect<grpc.Client, never, Scope.Scope> =>
   Effect.acquireRelease(open, (channel) => Effect.sync(() => channel.close()))

@@ -27,6 +27,14 @@ export const channelOptions: grpc.ChannelOptions = {
 }
 
 /**
+ * Options of a channel that must have an HTTP/2 connection of its own (grpc-js otherwise shares one
+ * between channels to the same target): more room for streams (bigquery/appendChannels.ts).
+ *
+ * @internal
+ */
+export const separateConnection: grpc.ChannelOptions = { ...channelOptions, "grpc.use_local_subchannel_pool": 1 }
+
+/**
  * What a channel needs of a google-auth-library client (`GoogleAuth`, `JWT`): headers as the
  * `Headers` object of google-auth-library 10+, which grpc-js's own helper does not read.
  *
@@ -74,14 +82,17 @@ export const productionChannel = (
   target: string,
   auth: HeaderSource,
   service: string,
-  rootCerts?: Buffer
+  rootCerts?: Buffer,
+  options: grpc.ChannelOptions = channelOptions
 ): grpc.Client =>
   new grpc.Client(
     target,
     grpc.credentials.combineChannelCredentials(grpc.credentials.createSsl(rootCerts), callCredentials(auth, service)),
-    channelOptions
+    options
   )
 
 /** A plaintext channel without credentials to an emulator or fake. @internal */
-export const emulatorChannel = (endpoint: EmulatorEndpoint): grpc.Client =>
-  new grpc.Client(endpoint.target, grpc.credentials.createInsecure(), channelOptions)
+export const emulatorChannel = (
+  endpoint: EmulatorEndpoint,
+  options: grpc.ChannelOptions = channelOptions
+): grpc.Client => new grpc.Client(endpoint.target, grpc.credentials.createInsecure(), options)

@@ -74,6 +74,8 @@ export interface FakeOptions {
   readonly missingTableCode?: number
   /** Only count rows and acknowledge at once: no parsing of rows, no catalog. */
   readonly fastAck?: boolean
+  /** The HTTP/2 `MAX_CONCURRENT_STREAMS` the server announces (Google's front ends: 100). */
+  readonly maxConcurrentStreams?: number
   /** REST status to answer instead of handling (e.g. 429 once); `undefined` handles normally. */
   readonly restAnswer?: (method: string, path: string) => number | undefined
 }
@@ -415,7 +417,12 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
       callback(null, Buffer.from(v1.WriteStream.encode({ name: request.name ?? "", type: 1 }).finish()))
     }
 
-    const server = new grpc.Server({ "grpc.max_receive_message_length": -1 })
+    const server = new grpc.Server({
+      "grpc.max_receive_message_length": -1,
+      ...(options.maxConcurrentStreams === undefined
+        ? {}
+        : { "grpc.max_concurrent_streams": options.maxConcurrentStreams })
+    })
     server.addService({
       AppendRows: bytesMethod("/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows", "bidi"),
       GetWriteStream: bytesMethod("/google.cloud.bigquery.storage.v1.BigQueryWrite/GetWriteStream", "unary")

@@ -21,6 +21,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import { Code, fromError } from "../grpcStatus.ts"
+import type { Lease } from "./appendChannels.ts"
 import * as AppendRequest from "./appendRequest.ts"
 import { type AppendResponse, decodeResponse, storageCodeOfMetadata } from "./rowErrors.ts"
 import { encodeGetWriteStreamRequest } from "./writeProto.ts"
@@ -86,8 +87,9 @@ let nextId = 0
  *
  * @internal
  */
-export const open = (channel: grpc.Client, writeStream: string, descriptor: Uint8Array): Effect.Effect<Connection> =>
+export const open = (lease: Lease, writeStream: string, descriptor: Uint8Array): Effect.Effect<Connection> =>
   Effect.sync(() => {
+    const channel = lease.channel
     const metadata = new grpc.Metadata()
     metadata.set("x-goog-request-params", routingParams("write_stream", writeStream))
     const call = channel.makeBidiStreamRequest<Uint8Array, Buffer>(appendRowsPath, toBuffer, identity, metadata)
@@ -149,6 +151,9 @@ export const open = (channel: grpc.Client, writeStream: string, descriptor: Uint
     call.on("data", onData)
     call.on("error", onError)
     call.on("end", onEnd)
+    // the stream's place on its channel is free once the call has ended, however it ended
+    call.on("status", lease.release)
+    call.on("error", lease.release)
 
     const connection: Connection = {
       id: nextId++,

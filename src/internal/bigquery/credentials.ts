@@ -59,12 +59,19 @@ export const loadKeyFile = (path: Redacted.Redacted<string>): Effect.Effect<JWT,
 /** Application default credentials, resolved lazily on the first call. @internal */
 export const applicationDefault = (projectId: string): AuthClient => new GoogleAuth({ scopes, projectId })
 
-/** The production channel (TLS + call credentials). @internal */
-export const productionChannel = (auth: AuthClient): grpc.Client =>
-  channels.productionChannel(storageWriteTarget, auth, "BigQuery")
+/** The production channel (TLS + call credentials); `separate`: on an HTTP/2 connection of its own. @internal */
+export const productionChannel = (auth: AuthClient, separate = false): grpc.Client =>
+  channels.productionChannel(
+    storageWriteTarget,
+    auth,
+    "BigQuery",
+    undefined,
+    separate ? channels.separateConnection : channels.channelOptions
+  )
 
-/** A plaintext channel to an emulator or fake. @internal */
-export const emulatorChannel: (endpoint: EmulatorEndpoint) => grpc.Client = channels.emulatorChannel
+/** A plaintext channel to an emulator or fake; `separate`: on an HTTP/2 connection of its own. @internal */
+export const emulatorChannel = (endpoint: EmulatorEndpoint, separate = false): grpc.Client =>
+  channels.emulatorChannel(endpoint, separate ? channels.separateConnection : channels.channelOptions)
 
 /**
  * An auth client that always answers one fixed bearer token: the emulator ignores it, and the

@@ -30,6 +30,7 @@ import * as TableCreateOptions from "../../BigQuery/TableCreateOptions.ts"
 import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import { name as codeName } from "../grpcStatus.ts"
+import * as AppendChannels from "./appendChannels.ts"
 import * as Connection from "./connection.ts"
 import { encodeDescriptor } from "./descriptor.ts"
 import type { Settings } from "./options.ts"
@@ -48,7 +49,12 @@ export interface ConnectionSlot {
   readonly close: Effect.Effect<void>
 }
 
-/** @internal */
+/**
+ * A destination's connection slot; each connection it opens takes a place on one of the client's
+ * channels (appendChannels.ts), given back when the connection's call ends.
+ *
+ * @internal
+ */
 export const makeSlot = (channel: grpc.Client, writeStream: string): Effect.Effect<ConnectionSlot> =>
   Effect.map(Semaphore.make(1), (lock) => {
     let current: Connection.Connection | undefined
@@ -69,7 +75,7 @@ export const makeSlot = (channel: grpc.Client, writeStream: string): Effect.Effe
           return Effect.tap(
             Effect.andThen(
               old === undefined ? Effect.void : old.close,
-              Connection.open(channel, writeStream, descriptor)
+              Effect.suspend(() => Connection.open(AppendChannels.of(channel).lease(), writeStream, descriptor))
             ),
             (connection) => Effect.sync(() => void (current = connection))
           )

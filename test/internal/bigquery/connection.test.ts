@@ -7,6 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import protos from "@google-cloud/bigquery-storage/build/protos/protos.js"
 import * as grpc from "@grpc/grpc-js"
 import { Deferred, Effect } from "effect"
+import * as AppendChannels from "../../../src/internal/bigquery/appendChannels.ts"
 import * as AppendRequest from "../../../src/internal/bigquery/appendRequest.ts"
 import * as Connection from "../../../src/internal/bigquery/connection.ts"
 import * as Split from "../../../src/internal/bigquery/split.ts"
@@ -49,12 +50,17 @@ describe("connection", () => {
       const batches = Split.split(rows, 4000, Split.makePool(4000, 4))
       assert.isAbove(batches.length, 2)
 
-      const connection = yield* Connection.open(channel, name, descriptor)
+      const channels = AppendChannels.make(channel, undefined, 10)
+      const connection = yield* Connection.open(channels.lease(), name, descriptor)
+      assert.deepStrictEqual(channels.load(), [1], "the open stream holds a place on the channel")
       for (const batch of batches) {
         const answered = yield* connection.append(batch.body)
         yield* Deferred.await(answered)
       }
       yield* connection.close
+      // the server ends the call after the half-close: the place is given back
+      for (let i = 0; i < 100 && channels.load()[0] !== 0; i++) yield* Effect.sleep("10 millis")
+      assert.deepStrictEqual(channels.load(), [0])
 
       assert.strictEqual(requests.length, batches.length)
       assert.deepStrictEqual(headers, [`write_stream=${encodeURIComponent(name)}`])
