@@ -36,6 +36,15 @@ describe("BigQueryClient", () => {
       assert.strictEqual(error.path, "serviceAccountKeyFile")
     }))
 
+  it.effect("rejects an appendStreamsPerChannel that is not a positive integer, naming it", () =>
+    Effect.gen(function*() {
+      const emulator = { grpc: "127.0.0.1:1", rest: "127.0.0.1:2" }
+      for (const bad of [0, -1, 1.5, Number.NaN]) {
+        const error = configError(yield* build({ projectId: "p", emulator, appendStreamsPerChannel: bad }))
+        assert.strictEqual(error.path, "appendStreamsPerChannel")
+      }
+    }))
+
   it.effect("rejects a blank project or location", () =>
     Effect.gen(function*() {
       assert.strictEqual(configError(yield* build({ projectId: " " })).path, "projectId")
