@@ -7,7 +7,7 @@
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as internal from "../internal/bigquery/additionalFields.ts"
-import { nameError } from "../internal/bigquery/schemaModel.ts"
+import { nameError, scalarTypes } from "../internal/bigquery/schemaModel.ts"
 import * as check from "../internal/optionChecks.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import { descriptorOf, RowSerializationError, type RowSerializer } from "./RowSerializer.ts"
@@ -70,22 +70,6 @@ export interface AdditionalFields<A> {
   readonly fields: ReadonlyArray<AdditionalField<A>>
 }
 
-const types: ReadonlySet<string> = new Set([
-  "BOOL",
-  "BYTES",
-  "DATE",
-  "DATETIME",
-  "FLOAT64",
-  "GEOGRAPHY",
-  "INT64",
-  "NUMERIC",
-  "BIGNUMERIC",
-  "STRING",
-  "TIME",
-  "TIMESTAMP",
-  "JSON"
-])
-
 /**
  * Validates additional fields: at least one; names valid column names (`[A-Za-z_][A-Za-z0-9_]*`)
  * and unique ignoring case; a supported type; a null policy; a provider function.
@@ -121,7 +105,7 @@ export const make = <A>(
       }
       if (seen.has(name.toLowerCase())) return yield* check.fail(`${at}.name`, `repeats '${name}' (names ignore case)`)
       seen.add(name.toLowerCase())
-      if (!types.has(field.type)) {
+      if (!scalarTypes.has(field.type)) {
         return yield* check.fail(`${at}.type`, `must be a singular scalar type, was ${check.describe(field.type)}`)
       }
       if (field.nullPolicy !== "NULLABLE" && field.nullPolicy !== "REQUIRED") {

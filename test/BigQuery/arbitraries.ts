@@ -8,22 +8,9 @@ import protobuf from "protobufjs"
 import descriptorExt from "protobufjs/ext/descriptor/index.js"
 import type * as TableSchema from "../../src/BigQuery/TableSchema.ts"
 import { civilFromDays, maxDays, maxSeconds, minDays, minSeconds } from "../../src/internal/bigquery/civilTime.ts"
+import { scalarTypeNames } from "../../src/internal/bigquery/schemaModel.ts"
 
-export const scalarTypes: ReadonlyArray<TableSchema.ScalarType> = [
-  "STRING",
-  "BYTES",
-  "INT64",
-  "FLOAT64",
-  "NUMERIC",
-  "BIGNUMERIC",
-  "BOOL",
-  "TIMESTAMP",
-  "DATE",
-  "TIME",
-  "DATETIME",
-  "GEOGRAPHY",
-  "JSON"
-]
+export const scalarTypes: ReadonlyArray<TableSchema.ScalarType> = scalarTypeNames
 
 const modes: ReadonlyArray<TableSchema.Mode> = ["NULLABLE", "REQUIRED", "REPEATED"]
 

@@ -14,8 +14,8 @@ import { EncodeFailure } from "./encoder.ts"
 import { scalarEncoder, wireTypeOf } from "./scalarEncoders.ts"
 import { tag, WireWriter } from "./wireWriter.ts"
 
-/** The column of an additional field. @internal */
-export const columnOf = <A>(field: AdditionalField<A>): Field => ({
+/** The column of an additional field. */
+const columnOf = <A>(field: AdditionalField<A>): Field => ({
   name: field.name,
   type: field.type,
   mode: field.nullPolicy

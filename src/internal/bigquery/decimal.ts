@@ -63,27 +63,22 @@ const two255 = 2n ** 255n
  * @internal
  */
 export const decimalString = (value: unknown, limits: DecimalLimits): string | { readonly error: string } => {
-  if (Predicate.isString(value)) {
-    const error = checkDecimal(value, limits)
-    return error === undefined ? value : { error }
+  const s = Predicate.isString(value)
+    ? value
+    : Predicate.isBigInt(value)
+    ? value.toString()
+    : BigDecimal.isBigDecimal(value)
+    ? plainString(value)
+    : undefined
+  if (s === undefined) {
+    return { error: `${limits.typeName} takes a decimal string, a bigint or a BigDecimal (numbers are inexact)` }
   }
-  if (Predicate.isBigInt(value)) {
-    const s = value.toString()
-    const error = checkDecimal(s, limits)
-    return error === undefined ? s : { error }
-  }
-  if (BigDecimal.isBigDecimal(value)) {
-    const s = plainString(value)
-    const error = checkDecimal(s, limits)
-    return error === undefined ? s : { error }
-  }
-  return {
-    error: `${limits.typeName} takes a decimal string, a bigint or a BigDecimal (numbers are inexact)`
-  }
+  const error = checkDecimal(s, limits)
+  return error === undefined ? s : { error }
 }
 
-/** A BigDecimal as a plain decimal string (never exponent notation). @internal */
-export const plainString = (value: BigDecimal.BigDecimal): string => {
+/** A BigDecimal as a plain decimal string (never exponent notation). */
+const plainString = (value: BigDecimal.BigDecimal): string => {
   const negative = value.value < 0n
   const digits = (negative ? -value.value : value.value).toString()
   const sign = negative ? "-" : ""

@@ -56,6 +56,10 @@ export const scalarProtoType = (type: ScalarType): number => {
 const labelOf = (field: Field): FieldDescriptorProto["label"] =>
   field.mode === "REPEATED" ? labels.repeated : isRequiredOnWire(field) ? labels.required : labels.optional
 
+/** The name of the nested message type of field `number` in the message named `parent`. @internal */
+export const nestedTypeName = (parent: string, number: number): string =>
+  `${parent}${parent === rootName ? "F" : "_"}${number}`
+
 const messageFields = (
   fields: ReadonlyArray<Field>,
   typePath: string,
@@ -65,7 +69,7 @@ const messageFields = (
     const number = index + 1
     const base = { name: field.name, number, label: labelOf(field) }
     if (field.type === "RECORD" || field.type === "RANGE") {
-      const typeName = `${typePath}${typePath === rootName ? "F" : "_"}${number}`
+      const typeName = nestedTypeName(typePath, number)
       const inner: ReadonlyArray<Field> = field.type === "RECORD" ? field.fields : rangeFields(field.rangeElementType)
       nested.push({ name: typeName, field: messageFields(inner, typeName, nested), nestedType: [] })
       return { ...base, type: protoTypes.message, typeName }

@@ -99,8 +99,8 @@ const repeated = (element: ValueWriter): ValueWriter => (w, v) => {
   return undefined
 }
 
-/** Compiles the fields of a message into its encoder. @internal */
-export const compileMessage = (fields: ReadonlyArray<Field>, options: CompileOptions): MessageEncoder => {
+/** Compiles the fields of a message into its encoder. */
+const compileMessage = (fields: ReadonlyArray<Field>, options: CompileOptions): MessageEncoder => {
   const first = options.firstFieldNumber ?? 1
   const compiled: ReadonlyArray<CompiledField> = fields.map((field, index) => {
     const write = singular(field, first + index, {

@@ -10,8 +10,8 @@ import * as Result from "effect/Result"
 import * as SchemaAST from "effect/SchemaAST"
 import { key as annotationKey } from "../../BigQuery/BigQueryType.ts"
 import type { Field, FieldType, Mode, RangeElementType, ScalarType, TableSchema } from "../../BigQuery/TableSchema.ts"
-import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
-import { maxDepth, nameError, scalarTypes } from "./schemaModel.ts"
+import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import { fail, maxDepth, nameError, scalarTypes } from "./schemaModel.ts"
 
 /** What kind of JavaScript value a schema node describes. */
 type Kind =
@@ -66,8 +66,6 @@ const declarations: Readonly<Record<string, Kind>> = {
   "effect/schema/Json": "json",
   "effect/schema/MutableJson": "json"
 }
-
-const fail = (path: string, message: string) => Result.fail(new SinkConfigError({ path, message }))
 
 const isNullish = (ast: SchemaAST.AST): boolean =>
   SchemaAST.isNull(ast) || SchemaAST.isUndefined(ast) || SchemaAST.isVoid(ast)

@@ -15,8 +15,8 @@ import type {
   TableSchema
 } from "../../BigQuery/TableSchema.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
-import { labels, protoTypes, rootName } from "./descriptor.ts"
-import { maxDepth, nameError } from "./schemaModel.ts"
+import { labels, nestedTypeName, protoTypes, rootName } from "./descriptor.ts"
+import { fail, maxDepth, nameError } from "./schemaModel.ts"
 
 /** protobufjs scalar type names: their `FieldDescriptorProto.Type` number and column type. */
 const scalars: Readonly<Record<string, readonly [number, ScalarType]>> = {
@@ -34,8 +34,6 @@ const scalars: Readonly<Record<string, readonly [number, ScalarType]>> = {
   string: [protoTypes.string, "STRING"],
   bytes: [protoTypes.bytes, "BYTES"]
 }
-
-const fail = (path: string, message: string) => Result.fail(new SinkConfigError({ path, message }))
 
 interface Described {
   readonly fields: ReadonlyArray<Field>
@@ -71,7 +69,7 @@ const describeType = (
       if (resolved === null || !("fieldsArray" in resolved)) {
         return yield* fail(fieldPath, `protobuf type ${field.type} has no BigQuery column type`)
       }
-      const nestedName = `${typeName}${typeName === rootName ? "F" : "_"}${field.id}`
+      const nestedName = nestedTypeName(typeName, field.id)
       const inner = yield* describeType(resolved, nestedName, fieldPath, depth + 1, nested)
       nested.push({ name: nestedName, field: inner.descriptorFields, nestedType: [] })
       fields.push({ name: field.name, type: "RECORD", mode, fields: inner.fields })

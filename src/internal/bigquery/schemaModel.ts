@@ -16,11 +16,11 @@ export type Dialect = "model" | "rest" | "storage"
 
 /** BigQuery's nesting limit for RECORD columns. @internal */
 export const maxDepth = 15
-/** BigQuery's limit on columns in a table, nested ones included. @internal */
-export const maxColumns = 10_000
+/** BigQuery's limit on columns in a table, nested ones included. */
+const maxColumns = 10_000
 
-/** Every non-composite column type. @internal */
-export const scalarTypes: ReadonlySet<string> = new Set<ScalarType>([
+/** Every non-composite column type, in declaration order. @internal */
+export const scalarTypeNames: ReadonlyArray<ScalarType> = [
   "STRING",
   "BYTES",
   "INT64",
@@ -34,7 +34,10 @@ export const scalarTypes: ReadonlySet<string> = new Set<ScalarType>([
   "DATETIME",
   "GEOGRAPHY",
   "JSON"
-])
+]
+
+/** {@link scalarTypeNames} as a set, for membership tests on untyped input. @internal */
+export const scalarTypes: ReadonlySet<string> = new Set(scalarTypeNames)
 
 /** Storage Write API `TableFieldSchema.Type` numbers and names, in the model's spelling. @internal */
 export const storageTypes: ReadonlyArray<FieldType | undefined> = [
@@ -80,7 +83,9 @@ export const nameError = (name: string): string | undefined => {
   return reserved === undefined ? undefined : `must not start with the reserved prefix ${reserved}, was '${name}'`
 }
 
-const fail = (path: string, message: string) => Result.fail(new SinkConfigError({ path, message }))
+/** A `SinkConfigError` at `path` as a failed `Result`. @internal */
+export const fail = (path: string, message: string): Result.Result<never, SinkConfigError> =>
+  Result.fail(new SinkConfigError({ path, message }))
 
 const typeOf = (raw: unknown, dialect: Dialect, path: string): Result.Result<FieldType, SinkConfigError> => {
   if (dialect === "storage" && Predicate.isNumber(raw)) {
