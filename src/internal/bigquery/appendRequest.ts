@@ -14,25 +14,16 @@
  *
  * @internal
  */
+import { varintSize } from "./wireWriter.ts"
 
-/** The service's request limit (10 MB) and the largest row the sink sends (9 MiB, reference 2.3). @internal */
-export const maxRequestBytes = 10_000_000
-
-/** @internal */
+/** The largest row the sink sends (9 MiB, reference 2.3; the service's request limit is 10 MB). @internal */
 export const maxRowBytes = 9 * 1024 * 1024
 
 /** The trace id sent on each connection's first request. @internal */
 export const traceId = "effect-gcp-sinks:0.1.0"
 
-/** @internal */
-export const varintLength = (n: number): number => {
-  let length = 1
-  while (n >= 0x80) {
-    n = Math.floor(n / 128)
-    length++
-  }
-  return length
-}
+/** The bytes of a varint length (at most 5: every length here is below 2^32). @internal */
+export const varintLength = varintSize
 
 const writeVarint = (buf: Uint8Array, pos: number, n: number): number => {
   while (n >= 0x80) {

@@ -29,6 +29,7 @@ import { descriptorOf } from "../../BigQuery/RowSerializer.ts"
 import * as TableCreateOptions from "../../BigQuery/TableCreateOptions.ts"
 import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
+import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import { name as codeName } from "../grpcStatus.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as Connection from "./connection.ts"
@@ -238,6 +239,28 @@ export const createIfMissing = <A, E, R>(
   })
 
 /**
+ * The terminal error of a missing table (or a denial masking one) under `CREATE_NEVER`, on
+ * opening a destination or on appending to it.
+ *
+ * @internal
+ */
+export const tableNotFound = (
+  key: string,
+  createDisposition: CreateDisposition,
+  message: string,
+  cause: unknown
+): BigQueryError =>
+  new BigQueryError({
+    reason: new TableNotFound({
+      destination: key,
+      createDisposition,
+      detail: `table ${key} does not exist (or access is denied) and createDisposition is ` +
+        `${createDisposition}: ${message}`,
+      cause
+    })
+  })
+
+/**
  * Opens a destination: `GetWriteStream` on its `_default` stream; a missing table is created
  * under `CREATE_IF_NEEDED` (terminal under `CREATE_NEVER`); transient failures are retried on the
  * recovery budget.
@@ -273,15 +296,7 @@ export const open = <A, E, R>(
         continue
       }
       if (verdict._tag === "fail" && verdict.kind === "tableNotFound") {
-        return yield* new BigQueryError({
-          reason: new TableNotFound({
-            destination: key,
-            createDisposition: settings.createDisposition,
-            detail: `table ${key} does not exist (or access is denied) and createDisposition is ` +
-              `${settings.createDisposition}: ${failure.message}`,
-            cause: failure.cause
-          })
-        })
+        return yield* tableNotFound(key, settings.createDisposition, failure.message, failure.cause)
       }
       const retriable = verdict._tag === "retry" || verdict._tag === "createTable"
       if (!retriable) {

@@ -10,18 +10,13 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
-import {
-  BigQueryError,
-  RequestRejected,
-  RetriesExhausted,
-  SchemaMismatch,
-  TableNotFound
-} from "../../BigQuery/BigQueryError.ts"
+import { BigQueryError, RequestRejected, RetriesExhausted, SchemaMismatch } from "../../BigQuery/BigQueryError.ts"
 import type { FailedRow } from "../../BigQuery/BigQueryFailure.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import { name as codeName } from "../grpcStatus.ts"
 import * as AppendRequest from "./appendRequest.ts"
-import { createIfMissing, createResource, type Destination } from "./destination.ts"
+import type { Connection } from "./connection.ts"
+import { createIfMissing, createResource, type Destination, tableNotFound } from "./destination.ts"
 import * as metrics from "./metrics.ts"
 import type { Settings } from "./options.ts"
 import { type AppendFailure, classify, sleepBackoff } from "./retry.ts"
@@ -66,8 +61,6 @@ const sumBytes = (rows: ReadonlyArray<Uint8Array>): number => {
   return n
 }
 
-const rowsOrder = (n: number): string => `${n} rows`
-
 /**
  * Appends `batch` to `destination` until it is committed (survivors of row errors included) or a
  * terminal error. Budgets: first-level retries of in-band transient errors on the same connection
@@ -109,6 +102,15 @@ export const run = <A, E, R>(
           detail,
           cause
         })
+      })
+    /** Retires `connection` and sleeps before the next attempt on the recovery budget, or fails when it is spent. */
+    const reconnect = (connection: Connection, failure: AppendFailure, detail: string, cause: unknown) =>
+      Effect.gen(function*() {
+        yield* destination.slot.retire(connection)
+        if (recovery >= s.recovery.maxAttempts) return yield* exhausted(failure, detail, cause, recovery + 1)
+        recovery++
+        retries++
+        yield* sleepBackoff(s.recovery, recovery)
       })
     for (;;) {
       // never sent while the destination's table is being repaired: wait, then append after it
@@ -165,20 +167,12 @@ export const run = <A, E, R>(
             continue
           }
           // the first level gave up: rebuild the connection and re-append on the recovery budget
-          yield* destination.slot.retire(connection)
-          if (recovery >= s.recovery.maxAttempts) return yield* exhausted(failure, detail, cause, recovery + 1)
-          recovery++
           firstLevel = 0
-          retries++
-          yield* sleepBackoff(s.recovery, recovery)
+          yield* reconnect(connection, failure, detail, cause)
           continue
         }
         case "reconnect": {
-          yield* destination.slot.retire(connection)
-          if (recovery >= s.recovery.maxAttempts) return yield* exhausted(failure, detail, cause, recovery + 1)
-          recovery++
-          retries++
-          yield* sleepBackoff(s.recovery, recovery)
+          yield* reconnect(connection, failure, detail, cause)
           continue
         }
         case "createTable": {
@@ -238,7 +232,7 @@ export const run = <A, E, R>(
                 method: "AppendRows",
                 destination: key,
                 code: codeName(failure.code),
-                detail: `row errors name no row of the batch of ${rowsOrder(rows.length)}: ${detail}`,
+                detail: `row errors name no row of the batch of ${rows.length} rows: ${detail}`,
                 cause
               })
             })
@@ -255,15 +249,7 @@ export const run = <A, E, R>(
         case "fail": {
           switch (verdict.kind) {
             case "tableNotFound":
-              return yield* new BigQueryError({
-                reason: new TableNotFound({
-                  destination: key,
-                  createDisposition: settings.createDisposition,
-                  detail: `table ${key} does not exist (or access is denied) and createDisposition is ` +
-                    `${settings.createDisposition}: ${detail}`,
-                  cause
-                })
-              })
+              return yield* tableNotFound(key, settings.createDisposition, detail, cause)
             case "schemaMismatch":
               return yield* new BigQueryError({
                 reason: new SchemaMismatch({
