@@ -58,6 +58,10 @@ export const applied = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item
       if (next === undefined || next.key !== item.key) {
         st.summary.add(item.key, "recordsWritten", i + 1 - from)
         st.summary.add(item.key, "bytesWritten", runBytes)
+        const attributes = perDestination(st, item.key)
+        if (attributes !== undefined) {
+          yield* Metric.update(Metric.withAttributes(metrics.destinationRecordsSend, attributes), i + 1 - from)
+        }
         from = i + 1
         runBytes = 0
       }
@@ -66,11 +70,6 @@ export const applied = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item
     st.consecutiveRejections = 0
     yield* Metric.update(metrics.recordsSend, items.length)
     yield* Metric.update(metrics.bytesSend, bytes)
-    if (st.w.perDestinationMetrics) {
-      for (const item of items) {
-        yield* Metric.update(Metric.withAttributes(metrics.destinationRecordsSend, { destination: item.key }), 1)
-      }
-    }
   })
 
 /** Hands one failed record to the handler; the handler's failure is the writer's. @internal */

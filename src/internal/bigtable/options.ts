@@ -230,6 +230,14 @@ export const declared = (options: unknown, path = "tableCreateOptions"): Effect.
     return { families, hasAggregate }
   })
 
+/** The id components of a table, each named under `path` (`table.projectId`, ...). @internal */
+export const checkTable = (path: string, table: TableDestination): Effect.Effect<void, SinkConfigError> =>
+  Effect.gen(function*() {
+    yield* check.component(`${path}.projectId`, table.projectId)
+    yield* check.component(`${path}.instanceId`, table.instanceId)
+    yield* check.component(`${path}.tableId`, table.tableId)
+  })
+
 /** @internal */
 export const settings = <A, E, R>(
   options: BigtableSinkOptions<A, E, R>
@@ -245,9 +253,7 @@ export const settings = <A, E, R>(
       if (!isTableDestination(table)) {
         return yield* check.fail("table", "must be a TableDestination (TableDestination.make)")
       }
-      yield* check.component("table.projectId", table.projectId)
-      yield* check.component("table.instanceId", table.instanceId)
-      yield* check.component("table.tableId", table.tableId)
+      yield* checkTable("table", table)
       resolve = () => table
     } else if (destinationResolver !== undefined) {
       if (!Predicate.isFunction(destinationResolver)) {

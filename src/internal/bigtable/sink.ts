@@ -10,20 +10,19 @@ import * as Stream from "effect/Stream"
 import type { BigtableClient } from "../../Bigtable/BigtableClient.ts"
 import type { BigtableSinkOptions } from "../../Bigtable/BigtableSink.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
-import * as check from "../optionChecks.ts"
+import * as options from "./options.ts"
 import type { WriterError } from "./owner.ts"
 import * as writer from "./writer.ts"
 
 /** @internal */
 export const make = <A, EH = never, R = never>(
-  options: BigtableSinkOptions<A, EH, R>
+  sinkOptions: BigtableSinkOptions<A, EH, R>
 ): Sink.Sink<WriteSummary, A, never, WriterError<EH>, BigtableClient | R> =>
   Sink.make<A>()((input) =>
     Effect.gen(function*() {
-      const flushInterval = options.flushInterval === undefined
-        ? undefined
-        : yield* check.duration("flushInterval", options.flushInterval, "atLeastOneMilli")
-      const w = yield* writer.make(options)
+      const settings = yield* options.settings(sinkOptions)
+      const flushInterval = settings.flushInterval
+      const w = yield* writer.fromSettings(settings)
       const consume = input.pipe(Stream.runForEachArray((chunk) => w.write(chunk)))
       if (flushInterval === undefined) yield* consume
       else {

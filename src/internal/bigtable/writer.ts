@@ -25,13 +25,11 @@ import * as Scheduler from "effect/Scheduler"
 import type * as Scope from "effect/Scope"
 import { BigtableClient } from "../../Bigtable/BigtableClient.ts"
 import type { BigtableSinkOptions } from "../../Bigtable/BigtableSink.ts"
-import type { TableDestination } from "../../Bigtable/TableDestination.ts"
 import type { RecordFailed } from "../../Sink/FailureHandler.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as flowControl from "../flowControl.ts"
-import * as check from "../optionChecks.ts"
 import * as summaryCounters from "../summaryCounters.ts"
 import * as batcher from "./batcher.ts"
 import * as options from "./options.ts"
@@ -57,13 +55,6 @@ export const ownerScheduler: Scheduler.Scheduler = new Scheduler.MixedScheduler(
 /** How often the owner looks for batches older than `batchDelay`. @internal */
 export const tickInterval = "100 millis"
 
-const validateDestination = (table: TableDestination): Effect.Effect<void, SinkConfigError> =>
-  Effect.gen(function*() {
-    yield* check.component("destinationResolver(...).projectId", table.projectId)
-    yield* check.component("destinationResolver(...).instanceId", table.instanceId)
-    yield* check.component("destinationResolver(...).tableId", table.tableId)
-  })
-
 /** @internal */
 export const make = <A, EH = never, R = never>(
   sinkOptions: BigtableSinkOptions<A, EH, R>
@@ -71,10 +62,18 @@ export const make = <A, EH = never, R = never>(
   Writer<A, owner.WriterError<EH>>,
   SinkConfigError | EH | RecordFailed,
   BigtableClient | Scope.Scope | R
+> => Effect.flatMap(options.settings(sinkOptions), fromSettings)
+
+/** {@link make} from options already validated (the sink reads `flushInterval` from them too). @internal */
+export const fromSettings = <A, EH = never, R = never>(
+  settings: options.Settings<A, EH, R>
+): Effect.Effect<
+  Writer<A, owner.WriterError<EH>>,
+  EH | RecordFailed,
+  BigtableClient | Scope.Scope | R
 > =>
   Effect.gen(function*() {
     type E = owner.WriterError<EH>
-    const settings = yield* options.settings(sinkOptions)
     const client = yield* BigtableClient
     const context = yield* Effect.context<R>()
     const w = settings.writer
@@ -97,7 +96,7 @@ export const make = <A, EH = never, R = never>(
       release: flow.release,
       failed,
       fibers,
-      validate: validateDestination
+      validate: (table) => options.checkTable("destinationResolver(...)", table)
     })
       .pipe(
         Effect.provideService(Scheduler.Scheduler, ownerScheduler),
