@@ -224,8 +224,8 @@ const main = async () => {
       const json = new managedwriter.JSONWriter({ connection, protoDescriptor })
       const pending: Array<Promise<unknown>> = []
       for (let i = 0; i < rowCount; i += rowsPerBatch) {
-        const slice = rows.slice(i, i + rowsPerBatch).map((r) => Object.assign({}, r, { ts: r.ts.getTime() * 1000 }))
-        pending.push(json.appendRows(slice).getResult())
+        // JSONWriter takes the rows as they are: its encoder turns a TIMESTAMP `Date` into microseconds itself
+        pending.push(json.appendRows(rows.slice(i, i + rowsPerBatch)).getResult())
         // oxlint-disable-next-line no-await-in-loop
         if (pending.length >= depth) await pending.shift()
       }
