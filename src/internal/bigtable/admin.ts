@@ -16,6 +16,7 @@ import type { TableDestination } from "../../Bigtable/TableDestination.ts"
 import * as grpc from "../grpcStatus.ts"
 import type { Service } from "./connect.ts"
 import type { Declared, DeclaredFamily } from "./options.ts"
+import { type AdminMethod, classifyAdmin } from "./retry.ts"
 
 /** @internal */
 export const gcRuleProto = (rule: GcRule): protos.google.bigtable.admin.v2.IGcRule => {
@@ -99,6 +100,23 @@ export const reconcile = (
     }
   }
   return { _tag: "Missing", families: missing }
+}
+
+const isAdminMethod = (method: string): method is AdminMethod =>
+  method === "GetTable" || method === "CreateTable" || method === "ModifyColumnFamilies"
+
+/**
+ * Whether a failed {@link ensure} must fail the sink at once instead of another repair round: a
+ * type mismatch, or an admin status {@link classifyAdmin} calls fatal (`PERMISSION_DENIED`, ...).
+ *
+ * @internal
+ */
+export const isTerminal = (error: BigtableError): boolean => {
+  const reason = error.reason
+  if (reason._tag === "RpcFailed") {
+    return isAdminMethod(reason.method) ? classifyAdmin(reason.method, reason.code) === "fatal" : !reason.isRetryable
+  }
+  return !reason.isRetryable
 }
 
 const maxRaces = 5
