@@ -18,8 +18,10 @@
  */
 import * as grpc from "@grpc/grpc-js"
 import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as deadline from "../deadline.ts"
 import { Code, fromError } from "../grpcStatus.ts"
 import type { Lease } from "./appendChannels.ts"
 import * as AppendRequest from "./appendRequest.ts"
@@ -192,25 +194,41 @@ export const getWriteStreamPath = "/google.cloud.bigquery.storage.v1.BigQueryWri
 /**
  * `GetWriteStream` on `name` (view BASIC): proves the table exists before the first append, the
  * way the Java writer primes `_default`. Fails with the call's status; interruption cancels it.
+ * The call carries a deadline (`timeout`, else the fiber's `AdminTimeout`): a server that never
+ * answers, or an endpoint that never speaks HTTP/2, fails it `DEADLINE_EXCEEDED` (logged), which the
+ * destination retries on the recovery budget.
  *
  * @internal
  */
-export const getWriteStream = (channel: grpc.Client, name: string): Effect.Effect<void, StreamFailure> =>
-  Effect.callback<void, StreamFailure>((resume) => {
-    const request = encodeGetWriteStreamRequest(name, 1) // view BASIC
-    const metadata = new grpc.Metadata()
-    metadata.set("x-goog-request-params", routingParams("name", name))
-    const call = channel.makeUnaryRequest<Uint8Array, Buffer>(
-      getWriteStreamPath,
-      toBuffer,
-      identity,
-      request,
-      metadata,
-      (error) => {
-        if (error === null || error === undefined) return resume(Effect.void)
-        const status = fromError(error)
-        resume(Effect.fail(streamFailure(status.code, status.message, error, storageCodeOfMetadata(error.metadata))))
-      }
-    )
-    return Effect.sync(() => call.cancel())
-  })
+export const getWriteStream = (
+  channel: grpc.Client,
+  name: string,
+  timeout?: Duration.Duration
+): Effect.Effect<void, StreamFailure> =>
+  Effect.flatMap(deadline.adminTimeout(timeout), (limit) =>
+    Effect.callback<void, StreamFailure>((resume) => {
+      const request = encodeGetWriteStreamRequest(name, 1) // view BASIC
+      const metadata = new grpc.Metadata()
+      metadata.set("x-goog-request-params", routingParams("name", name))
+      const call = channel.makeUnaryRequest<Uint8Array, Buffer>(
+        getWriteStreamPath,
+        toBuffer,
+        identity,
+        request,
+        metadata,
+        { deadline: deadline.grpcDeadline(limit) },
+        (error) => {
+          if (error === null || error === undefined) return resume(Effect.void)
+          const status = fromError(error)
+          const failure = Effect.fail(
+            streamFailure(status.code, status.message, error, storageCodeOfMetadata(error.metadata))
+          )
+          resume(
+            status.code === Code.DEADLINE_EXCEEDED
+              ? Effect.andThen(deadline.logExceeded("GetWriteStream", name, limit), failure)
+              : failure
+          )
+        }
+      )
+      return Effect.sync(() => call.cancel())
+    }))
