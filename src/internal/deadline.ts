@@ -22,8 +22,8 @@ import * as Effect from "effect/Effect"
 /** The default deadline of each unary admin call. @internal */
 export const defaultAdminTimeout: Duration.Duration = Duration.seconds(60)
 
-/** The default deadline of a data call (the BigQuery `responseTimeout` default). @internal */
-export const defaultResponseTimeout: Duration.Duration = Duration.minutes(5)
+/** The default deadline of a Bigtable `MutateRows` call (the Bigtable `responseTimeout` default). @internal */
+export const defaultResponseTimeout: Duration.Duration = Duration.minutes(1)
 
 /** The admin-call deadline in force for a fiber. @internal */
 export const AdminTimeout: Context.Reference<Duration.Duration> = Context.Reference<Duration.Duration>(

@@ -4,7 +4,7 @@
  * on a new TCP connection and the write succeeds well before keepalive would notice (~40 s).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Logger, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
 import * as Fake from "../support/fakeBigQueryWrite.ts"
 import * as FaultProxy from "../support/faultProxy.ts"
@@ -23,6 +23,10 @@ describe("BigQuerySink on a black-holed connection", () => {
         unavailableEvery: 0,
         blackHoleFirstConnectionAfter: 1
       })
+      const warnings: Array<string> = []
+      const logger = Logger.make(({ logLevel, message }) => {
+        if (logLevel === "Warn") warnings.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+      })
       const started = Date.now()
       const summary = yield* Stream.fromIterable(rows(20)).pipe(
         Stream.run(BigQuerySink.make({
@@ -38,7 +42,8 @@ describe("BigQuerySink on a black-holed connection", () => {
         Effect.provide(Layer.fresh(BigQueryClient.layer({
           projectId: fake.projectId,
           emulator: { grpc: proxy.target, rest: fake.restEndpoint }
-        })))
+        }))),
+        Effect.provide(Logger.layer([logger]))
       )
       const elapsed = Date.now() - started
       assert.strictEqual(summary.recordsWritten, 20)
@@ -46,5 +51,6 @@ describe("BigQuerySink on a black-holed connection", () => {
       assert.isAtLeast(proxy.stats.swallowed, 1, "the first append went into the black hole")
       assert.isAtLeast(proxy.stats.connections, 2, "the re-send opened a new TCP connection")
       assert.isBelow(elapsed, 10_000)
+      assert.isTrue(warnings.some((w) => w.includes("AppendRows") && w.includes("abandoned")), warnings.join("\n"))
     })), 60_000)
 })

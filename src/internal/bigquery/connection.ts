@@ -184,12 +184,17 @@ export const open = (
       isBroken: () => broken !== undefined,
       pending: () => fifo.length - head,
       abort: (reason) =>
-        Effect.sync(() => {
-          failAll(streamFailure(Code.CANCELLED, reason, undefined))
-          call.cancel()
-          // no answer may mean a black-holed connection: the next stream goes on another one
-          lease.abandon()
-        }),
+        Effect.andThen(
+          Effect.sync(() => {
+            failAll(streamFailure(Code.CANCELLED, reason, undefined))
+            call.cancel()
+            // no answer may mean a black-holed connection: the next stream goes on another one
+            lease.abandon()
+          }),
+          Effect.logWarning(
+            `AppendRows on ${writeStream}: ${reason}; stream cancelled, its connection abandoned, appends re-sent`
+          ).pipe(Effect.annotateLogs({ method: "AppendRows", target: writeStream }))
+        ),
       close: Effect.sync(() => {
         broken ??= streamFailure(Code.CANCELLED, "connection closed", undefined)
         call.end()
