@@ -9,6 +9,7 @@ import { Duration, Effect, Exit, Logger } from "effect"
 import { TableDestination as BigQueryTable } from "../../src/BigQuery/TableDestination.ts"
 import { BigtableError } from "../../src/Bigtable/BigtableError.ts"
 import { Mutation, RowMutationEntry, TableDestination as BigtableTable } from "../../src/Bigtable/index.ts"
+import * as AppendChannels from "../../src/internal/bigquery/appendChannels.ts"
 import * as Connection from "../../src/internal/bigquery/connection.ts"
 import * as credentials from "../../src/internal/bigquery/credentials.ts"
 import * as tables from "../../src/internal/bigquery/tables.ts"
@@ -69,6 +70,31 @@ describe("deadlines: BigQuery GetWriteStream", () => {
       20_000
     )
   }
+
+  it.live(
+    "a GetWriteStream past its deadline abandons its connection: the next one goes on a new connection",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const hole = yield* silentTcp
+        const write = yield* channelTo(hole)
+        const opened: Array<grpc.Client> = []
+        const channels = AppendChannels.make(write, () => {
+          const c = new grpc.Client(hole.target, grpc.credentials.createInsecure(), {
+            "grpc.use_local_subchannel_pool": 1
+          })
+          opened.push(c)
+          return c
+        }, 90)
+        AppendChannels.register(write, channels)
+        yield* Effect.addFinalizer(() => Effect.sync(() => channels.close()))
+        yield* Effect.exit(Connection.getWriteStream(write, writeStream, short))
+        assert.strictEqual(hole.accepted(), 1)
+        yield* Effect.exit(Connection.getWriteStream(write, writeStream, short))
+        assert.strictEqual(opened.length, 1, "the retry went on a channel of its own")
+        assert.strictEqual(hole.accepted(), 2, "over a new TCP connection")
+      })),
+    20_000
+  )
 
   it.live("takes the fiber's AdminTimeout when no deadline is passed", () =>
     Effect.scoped(Effect.gen(function*() {
