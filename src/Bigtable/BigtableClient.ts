@@ -9,6 +9,7 @@ import type { protos } from "@google-cloud/bigtable"
 import type * as grpc from "@grpc/grpc-js"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
@@ -57,6 +58,11 @@ export interface MutateRowsRequest {
   readonly appProfileId?: string | undefined
   readonly entries: ReadonlyArray<RowMutationEntry>
   readonly entryByteSizes?: ReadonlyArray<number> | undefined
+  /**
+   * The call's deadline: unanswered this long, its unanswered entries get `DEADLINE_EXCEEDED`
+   * (retried). Default: the sink's `responseTimeout`.
+   */
+  readonly timeout?: Duration.Duration | undefined
 }
 
 /**

@@ -3,8 +3,25 @@
  *
  * @since 0.1.0
  */
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as grpc from "../internal/grpcStatus.ts"
+
+/**
+ * Whether the last failure of a spent budget says a later try may help: an error that tells
+ * (`isRetryable`), else a status (a transient one, or `NOT_FOUND` of a table the service has not
+ * caught up with yet), else yes (nothing says otherwise).
+ */
+const retryableCause = (cause: unknown): boolean => {
+  if (!Predicate.isObject(cause)) return true
+  const told = cause["isRetryable"]
+  if (Predicate.isBoolean(told)) return told
+  if ("code" in cause) {
+    const code = cause["code"]
+    return Predicate.isNumber(code) && (grpc.isTransient(code) || code === grpc.Code.NOT_FOUND)
+  }
+  return true
+}
 
 /**
  * An RPC failed terminally: a status the sink does not retry (`PERMISSION_DENIED`, `INTERNAL`, a
@@ -112,7 +129,8 @@ export class ColumnFamilyTypeMismatch extends Schema.TaggedError<ColumnFamilyTyp
 
 /**
  * Creating missing tables or families and re-applying the parked mutations did not succeed within
- * the recovery budget (`recoveryMaxAttempts`); `cause` is the last failure.
+ * the recovery budget; `cause` is the last failure. A status the sink does not retry
+ * (`PERMISSION_DENIED`, ...) is not retried to exhaustion: it fails the sink at once as `RpcFailed`.
  *
  * @category errors
  * @since 0.1.0
@@ -122,9 +140,14 @@ export class RecoveryExhausted extends Schema.TaggedError<RecoveryExhausted>()("
   attempts: Schema.Int,
   cause: Schema.Defect()
 }) {
-  /** @since 0.1.0 */
+  /**
+   * Follows the last failure: true after transient statuses (`UNAVAILABLE`, a timeout, a table
+   * still reported missing), false when it says retrying cannot help.
+   *
+   * @since 0.1.0
+   */
   get isRetryable(): boolean {
-    return true
+    return retryableCause(this.cause)
   }
   /** @since 0.1.0 */
   override get message(): string {

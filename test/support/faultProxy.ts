@@ -7,6 +7,10 @@
  *   has answered it, so the client loses the response of a request that was applied (and every other call on
  *   that connection).
  *
+ * - with `blackHoleFirstConnectionAfter: n`, the first client connection forwards its first `n` requests and
+ *   swallows every later one: never forwarded, never answered, the connection kept open (a black-holed
+ *   path: packets dropped, nothing reset); later connections are served normally.
+ *
  * The client under test only sees a different `host:port` (its public emulator endpoint option): no hooks in the
  * library. gRPC frames are forwarded untouched; only HTTP/2 streams, headers and trailers are handled here.
  */
@@ -21,6 +25,8 @@ export interface FaultProxyOptions {
   readonly unavailableEvery?: number
   /** Reset the client connection after one request in this many (0 = never). Default 0. */
   readonly resetEvery?: number
+  /** Swallow every request of the first client connection after its first `n` (undefined = never). */
+  readonly blackHoleFirstConnectionAfter?: number
 }
 
 export interface FaultProxy {
@@ -28,7 +34,16 @@ export interface FaultProxy {
   readonly port: number
   /** `127.0.0.1:<port>`: what the client is pointed at. */
   readonly target: string
-  readonly stats: { requests: number; unavailable: number; resets: number; forwarded: number }
+  readonly stats: {
+    requests: number
+    unavailable: number
+    resets: number
+    forwarded: number
+    /** Client TCP connections accepted. */
+    connections: number
+    /** Requests swallowed by the black hole. */
+    swallowed: number
+  }
 }
 
 const hopByHop = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "http2-settings"])
@@ -54,8 +69,13 @@ export const start = (options: FaultProxyOptions): Effect.Effect<FaultProxy, nev
     Effect.callback<{ proxy: FaultProxy; close: () => void }>((resume) => {
       const unavailableEvery = options.unavailableEvery ?? 10
       const resetEvery = options.resetEvery ?? 0
-      const stats = { requests: 0, unavailable: 0, resets: 0, forwarded: 0 }
+      const stats = { requests: 0, unavailable: 0, resets: 0, forwarded: 0, connections: 0, swallowed: 0 }
       const sockets = new Set<net.Socket>()
+      // per client session: its 1-based order and requests so far
+      const sessions = new WeakMap<http2.Http2Session, { readonly order: number; requests: number }>()
+      const blackHoleAfter = options.blackHoleFirstConnectionAfter
+      const swallowed = new Set<http2.ServerHttp2Stream>()
+      let sessionCount = 0
       let upstream: http2.ClientHttp2Session | undefined
       const session = (): http2.ClientHttp2Session => {
         if (upstream === undefined || upstream.closed || upstream.destroyed) {
@@ -71,13 +91,29 @@ export const start = (options: FaultProxyOptions): Effect.Effect<FaultProxy, nev
 
       const server = http2.createServer()
       server.on("connection", (socket: net.Socket) => {
+        stats.connections++
         sockets.add(socket)
         socket.on("close", () => sockets.delete(socket))
       })
       server.on("sessionError", () => undefined)
+      server.on("session", (clientSession) => {
+        sessions.set(clientSession, { order: ++sessionCount, requests: 0 })
+      })
       server.on("stream", (stream, headers) => {
         const n = ++stats.requests
         stream.on("error", () => undefined) // the client went away (or we reset it)
+        const client = stream.session === undefined ? undefined : sessions.get(stream.session)
+        if (client !== undefined) client.requests++
+        if (
+          blackHoleAfter !== undefined && client !== undefined && client.order === 1 &&
+          client.requests > blackHoleAfter
+        ) {
+          stats.swallowed++
+          swallowed.add(stream) // kept referenced and open: no answer, no reset
+          stream.on("close", () => swallowed.delete(stream))
+          stream.resume()
+          return
+        }
         if (unavailableEvery > 0 && n % unavailableEvery === 0) {
           stats.unavailable++
           stream.resume()

@@ -13,6 +13,8 @@
  *   each its own connection instead of sharing one.
  * - A client built from the caller's channel (`fromClients`) cannot open more: its streams all go
  *   to that channel, as before.
+ * - A channel whose stream went unanswered past `responseTimeout` (or whose unary call went past
+ *   `adminTimeout`) is abandoned: later streams and unary calls go to a channel of a new connection.
  * - The budget is found by the client's `write` channel, so every writer on one client shares it.
  *
  * @internal
@@ -23,11 +25,30 @@ import type * as grpc from "@grpc/grpc-js"
 export interface Lease {
   readonly channel: grpc.Client
   readonly release: () => void
+  /**
+   * The stream went unanswered past its deadline: the connection under it may be black-holed
+   * (packets dropped, nothing reset), so every later stream on it would hang as well. See
+   * {@link AppendChannels.abandon}.
+   */
+  readonly abandon: () => void
 }
 
 /** @internal */
 export interface AppendChannels {
   readonly lease: () => Lease
+  /**
+   * The channel unary calls (`GetWriteStream`) go on: the first one not abandoned, a new one when
+   * every channel was abandoned.
+   */
+  readonly unary: () => grpc.Client
+  /**
+   * Stops placing streams (and unary calls) on `channel`, whose connection stopped answering: the
+   * next lease goes to another channel, one of its own HTTP/2 connection (a new TCP connection), so
+   * a re-send is not swallowed by the same black hole until keepalive notices (~40 s). An opened
+   * channel is closed once its last stream ended; the client's own channel is only left alone. A
+   * caller's own channel (no opener) cannot be replaced: nothing changes.
+   */
+  readonly abandon: (channel: grpc.Client) => void
   /** Closes the channels opened here (not the client's own). */
   readonly close: () => void
   /** Open streams per channel, the client's first (for tests and metrics). */
@@ -37,6 +58,7 @@ export interface AppendChannels {
 interface Slot {
   readonly channel: grpc.Client
   streams: number
+  abandoned: boolean
 }
 
 /** Streams per channel by default: Google's front ends allow 100, less a margin for unary calls. @internal */
@@ -48,18 +70,30 @@ export const make = (
   open: (() => grpc.Client) | undefined,
   streamsPerChannel: number
 ): AppendChannels => {
-  const slots: Array<Slot> = [{ channel: first, streams: 0 }]
+  const firstSlot: Slot = { channel: first, streams: 0, abandoned: false }
+  const slots: Array<Slot> = [firstSlot]
+  const opened = (): Slot | undefined => {
+    if (open === undefined) return undefined
+    const slot: Slot = { channel: open(), streams: 0, abandoned: false }
+    slots.push(slot)
+    return slot
+  }
+  /** Closes an abandoned opened channel once nothing runs on it. */
+  const collect = (slot: Slot): void => {
+    if (!slot.abandoned || slot.streams > 0 || slot.channel === first) return
+    const at = slots.indexOf(slot)
+    if (at >= 0) slots.splice(at, 1)
+    slot.channel.close()
+  }
+  const abandon = (channel: grpc.Client): void => {
+    if (open === undefined) return
+    const slot = slots.find((s) => s.channel === channel && !s.abandoned)
+    if (slot === undefined) return
+    slot.abandoned = true
+    collect(slot)
+  }
   const lease = (): Lease => {
-    let slot = slots.find((s) => s.streams < streamsPerChannel)
-    if (slot === undefined) {
-      if (open === undefined) {
-        slot = slots[0] as Slot
-      } else {
-        slot = { channel: open(), streams: 0 }
-        slots.push(slot)
-      }
-    }
-    const held = slot
+    const held = slots.find((s) => !s.abandoned && s.streams < streamsPerChannel) ?? opened() ?? firstSlot
     held.streams++
     let released = false
     return {
@@ -68,11 +102,15 @@ export const make = (
         if (released) return
         released = true
         held.streams--
-      }
+        collect(held)
+      },
+      abandon: () => abandon(held.channel)
     }
   }
   return {
     lease,
+    unary: () => (slots.find((s) => !s.abandoned) ?? opened() ?? firstSlot).channel,
+    abandon,
     close: () => {
       for (const s of slots.slice(1)) s.channel.close()
       slots.length = 1

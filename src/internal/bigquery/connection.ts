@@ -18,10 +18,12 @@
  */
 import * as grpc from "@grpc/grpc-js"
 import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as deadline from "../deadline.ts"
 import { Code, fromError } from "../grpcStatus.ts"
-import type { Lease } from "./appendChannels.ts"
+import * as AppendChannels from "./appendChannels.ts"
 import * as AppendRequest from "./appendRequest.ts"
 import { type AppendResponse, decodeResponse, storageCodeOfMetadata } from "./rowErrors.ts"
 import { encodeGetWriteStreamRequest } from "./writeProto.ts"
@@ -62,7 +64,11 @@ export interface Connection {
   readonly isBroken: () => boolean
   /** Appends awaiting a response. */
   readonly pending: () => number
-  /** Cancels the stream: every waiting append fails with `CANCELLED` (used by the watchdog). */
+  /**
+   * Cancels the stream: every waiting append fails with `CANCELLED` (used by the watchdog), and the
+   * channel under it is abandoned (appendChannels.ts), so the next connection opens a new HTTP/2
+   * connection instead of re-sending into the same silent one.
+   */
   readonly abort: (reason: string) => Effect.Effect<void>
   /** Half-closes the stream; the service still answers what was sent. */
   readonly close: Effect.Effect<void>
@@ -87,7 +93,11 @@ let nextId = 0
  *
  * @internal
  */
-export const open = (lease: Lease, writeStream: string, descriptor: Uint8Array): Effect.Effect<Connection> =>
+export const open = (
+  lease: AppendChannels.Lease,
+  writeStream: string,
+  descriptor: Uint8Array
+): Effect.Effect<Connection> =>
   Effect.sync(() => {
     const channel = lease.channel
     const metadata = new grpc.Metadata()
@@ -174,10 +184,17 @@ export const open = (lease: Lease, writeStream: string, descriptor: Uint8Array):
       isBroken: () => broken !== undefined,
       pending: () => fifo.length - head,
       abort: (reason) =>
-        Effect.sync(() => {
-          failAll(streamFailure(Code.CANCELLED, reason, undefined))
-          call.cancel()
-        }),
+        Effect.andThen(
+          Effect.sync(() => {
+            failAll(streamFailure(Code.CANCELLED, reason, undefined))
+            call.cancel()
+            // no answer may mean a black-holed connection: the next stream goes on another one
+            lease.abandon()
+          }),
+          Effect.logWarning(
+            `AppendRows on ${writeStream}: ${reason}; stream cancelled, its connection abandoned, appends re-sent`
+          ).pipe(Effect.annotateLogs({ method: "AppendRows", target: writeStream }))
+        ),
       close: Effect.sync(() => {
         broken ??= streamFailure(Code.CANCELLED, "connection closed", undefined)
         call.end()
@@ -192,25 +209,44 @@ export const getWriteStreamPath = "/google.cloud.bigquery.storage.v1.BigQueryWri
 /**
  * `GetWriteStream` on `name` (view BASIC): proves the table exists before the first append, the
  * way the Java writer primes `_default`. Fails with the call's status; interruption cancels it.
+ * The call carries a deadline (`timeout`, else the fiber's `AdminTimeout`): a server that never
+ * answers, or an endpoint that never speaks HTTP/2, fails it `DEADLINE_EXCEEDED` (logged), which the
+ * destination retries on the recovery budget. It goes on the client's unary channel
+ * (`AppendChannels.unary`): a channel whose call went unanswered is abandoned, and the retry opens a
+ * new connection.
  *
  * @internal
  */
-export const getWriteStream = (channel: grpc.Client, name: string): Effect.Effect<void, StreamFailure> =>
-  Effect.callback<void, StreamFailure>((resume) => {
-    const request = encodeGetWriteStreamRequest(name, 1) // view BASIC
-    const metadata = new grpc.Metadata()
-    metadata.set("x-goog-request-params", routingParams("name", name))
-    const call = channel.makeUnaryRequest<Uint8Array, Buffer>(
-      getWriteStreamPath,
-      toBuffer,
-      identity,
-      request,
-      metadata,
-      (error) => {
-        if (error === null || error === undefined) return resume(Effect.void)
-        const status = fromError(error)
-        resume(Effect.fail(streamFailure(status.code, status.message, error, storageCodeOfMetadata(error.metadata))))
-      }
-    )
-    return Effect.sync(() => call.cancel())
-  })
+export const getWriteStream = (
+  write: grpc.Client,
+  name: string,
+  timeout?: Duration.Duration
+): Effect.Effect<void, StreamFailure> =>
+  Effect.flatMap(deadline.adminTimeout(timeout), (limit) =>
+    Effect.callback<void, StreamFailure>((resume) => {
+      const channels = AppendChannels.of(write)
+      const channel = channels.unary()
+      const request = encodeGetWriteStreamRequest(name, 1) // view BASIC
+      const metadata = new grpc.Metadata()
+      metadata.set("x-goog-request-params", routingParams("name", name))
+      const call = channel.makeUnaryRequest<Uint8Array, Buffer>(
+        getWriteStreamPath,
+        toBuffer,
+        identity,
+        request,
+        metadata,
+        { deadline: deadline.grpcDeadline(limit) },
+        (error) => {
+          if (error === null || error === undefined) return resume(Effect.void)
+          const status = fromError(error)
+          const failure = Effect.fail(
+            streamFailure(status.code, status.message, error, storageCodeOfMetadata(error.metadata))
+          )
+          if (status.code !== Code.DEADLINE_EXCEEDED) return resume(failure)
+          // unanswered: the connection may be black-holed, the next attempt goes on another one
+          channels.abandon(channel)
+          resume(Effect.andThen(deadline.logExceeded("GetWriteStream", name, limit), failure))
+        }
+      )
+      return Effect.sync(() => call.cancel())
+    }))

@@ -85,7 +85,13 @@ export const staticTokenAuth = (): OAuth2Client => {
   return auth
 }
 
-/** @internal */
+/**
+ * The REST client. Its own retries are off (`retryOptions.autoRetry: false`): the library would
+ * otherwise send each call up to four times before the sink sees a failure, multiplying the sink's
+ * recovery budget (one counted attempt, four `tables.insert` calls). The sink's budget is the only one.
+ *
+ * @internal
+ */
 export const restClient = (options: {
   readonly projectId: string
   readonly location: string | undefined
@@ -96,6 +102,7 @@ export const restClient = (options: {
   new BigQuery({
     projectId: options.projectId,
     universeDomain,
+    retryOptions: { autoRetry: false, maxRetries: 0 },
     ...(options.auth === undefined ? {} : { authClient: options.auth }),
     ...(options.location === undefined ? {} : { location: options.location }),
     ...(options.apiEndpoint === undefined ? {} : { apiEndpoint: options.apiEndpoint })

@@ -6,11 +6,13 @@
  * @internal
  */
 import type { BigQuery, TableField } from "@google-cloud/bigquery"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import { BigQueryError, TableAdminFailed } from "../../BigQuery/BigQueryError.ts"
 import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../BigQuery/TableSchema.ts"
+import * as deadline from "../deadline.ts"
 import type { Policy } from "../retrySchedule.ts"
 import * as metrics from "./metrics.ts"
 import { type AdminVerdict, classifyAdmin, sleepBackoff } from "./retry.ts"
@@ -56,18 +58,43 @@ export interface LiveTable {
   readonly etag: string | undefined
 }
 
+/**
+ * A REST call with its deadline (`timeout`, else the fiber's `AdminTimeout`): past it the call is
+ * abandoned, logged, and fails without an HTTP status, which `classifyAdmin` retries.
+ */
+const withDeadline = <A>(
+  method: AdminFailure["method"],
+  destination: TableDestination,
+  timeout: Duration.Duration | undefined,
+  call: Effect.Effect<A, AdminFailure>
+): Effect.Effect<A, AdminFailure> =>
+  Effect.flatMap(deadline.adminTimeout(timeout), (limit) =>
+    deadline.within(call, {
+      method: `tables.${method}`,
+      target: destination.toString(),
+      timeout: limit,
+      onTimeout: () =>
+        adminFailure(method, new Error(deadline.message(`tables.${method}`, destination.toString(), limit)))
+    }))
+
 const tableOf = (rest: BigQuery, destination: TableDestination) =>
   rest.dataset(destination.datasetId, { projectId: destination.projectId }).table(destination.tableId)
 
 /** `tables.get`; a missing table is `undefined`. @internal */
 export const get = (
   rest: BigQuery,
-  destination: TableDestination
+  destination: TableDestination,
+  timeout?: Duration.Duration
 ): Effect.Effect<LiveTable | undefined, AdminFailure> =>
-  Effect.tryPromise({
-    try: () => tableOf(rest, destination).getMetadata(),
-    catch: (cause) => adminFailure("get", cause)
-  }).pipe(
+  withDeadline(
+    "get",
+    destination,
+    timeout,
+    Effect.tryPromise({
+      try: () => tableOf(rest, destination).getMetadata(),
+      catch: (cause) => adminFailure("get", cause)
+    })
+  ).pipe(
     Effect.map(([metadata]): LiveTable => ({
       schema: Predicate.isObject(metadata) ? metadata["schema"] : undefined,
       etag: Predicate.isObject(metadata) && Predicate.isString(metadata["etag"]) ? metadata["etag"] : undefined
@@ -79,16 +106,22 @@ export const get = (
 export const insert = (
   rest: BigQuery,
   destination: TableDestination,
-  resource: Record<string, unknown>
+  resource: Record<string, unknown>,
+  timeout?: Duration.Duration
 ): Effect.Effect<"created" | "exists", AdminFailure> =>
-  Effect.tryPromise({
-    try: () =>
-      rest.dataset(destination.datasetId, { projectId: destination.projectId }).createTable(
-        destination.tableId,
-        resource
-      ),
-    catch: (cause) => adminFailure("insert", cause)
-  }).pipe(
+  withDeadline(
+    "insert",
+    destination,
+    timeout,
+    Effect.tryPromise({
+      try: () =>
+        rest.dataset(destination.datasetId, { projectId: destination.projectId }).createTable(
+          destination.tableId,
+          resource
+        ),
+      catch: (cause) => adminFailure("insert", cause)
+    })
+  ).pipe(
     Effect.as("created" as const),
     Effect.catchIf((f) => verdictOf(f) === "exists", () => Effect.succeed("exists" as const))
   )
@@ -113,16 +146,22 @@ export const patchSchema = (
   rest: BigQuery,
   destination: TableDestination,
   schema: TableSchema.RestTableSchema,
-  etag: string | undefined
+  etag: string | undefined,
+  timeout?: Duration.Duration
 ): Effect.Effect<void, AdminFailure> =>
-  Effect.tryPromise({
-    try: () =>
-      tableOf(rest, destination).setMetadata({
-        schema: { fields: mutableFields(schema.fields) },
-        ...(etag === undefined ? {} : { etag })
-      }),
-    catch: (cause) => adminFailure("patch", cause)
-  }).pipe(Effect.asVoid)
+  withDeadline(
+    "patch",
+    destination,
+    timeout,
+    Effect.tryPromise({
+      try: () =>
+        tableOf(rest, destination).setMetadata({
+          schema: { fields: mutableFields(schema.fields) },
+          ...(etag === undefined ? {} : { etag })
+        }),
+      catch: (cause) => adminFailure("patch", cause)
+    })
+  ).pipe(Effect.asVoid)
 
 /**
  * Runs a REST call again while its failure is retriable, waiting on `policy` (±25 % jitter);

@@ -9,13 +9,15 @@ import type { protos } from "@google-cloud/bigtable"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { ColumnFamilyProto } from "../../Bigtable/BigtableClient.ts"
-import { BigtableError, ColumnFamilyTypeMismatch } from "../../Bigtable/BigtableError.ts"
+import { BigtableError, ColumnFamilyTypeMismatch, RpcFailed } from "../../Bigtable/BigtableError.ts"
 import type { GcRule } from "../../Bigtable/GcRule.ts"
 import type { ColumnFamilyType } from "../../Bigtable/TableCreateOptions.ts"
 import type { TableDestination } from "../../Bigtable/TableDestination.ts"
+import * as deadline from "../deadline.ts"
 import * as grpc from "../grpcStatus.ts"
 import type { Service } from "./connect.ts"
 import type { Declared, DeclaredFamily } from "./options.ts"
+import { type AdminMethod, classifyAdmin } from "./retry.ts"
 
 /** @internal */
 export const gcRuleProto = (rule: GcRule): protos.google.bigtable.admin.v2.IGcRule => {
@@ -101,32 +103,91 @@ export const reconcile = (
   return { _tag: "Missing", families: missing }
 }
 
+const isAdminMethod = (method: string): method is AdminMethod =>
+  method === "GetTable" || method === "CreateTable" || method === "ModifyColumnFamilies"
+
+/**
+ * Whether a failed {@link ensure} must fail the sink at once instead of another repair round: a
+ * type mismatch, or an admin status {@link classifyAdmin} calls fatal (`PERMISSION_DENIED`, ...).
+ *
+ * @internal
+ */
+export const isTerminal = (error: BigtableError): boolean => {
+  const reason = error.reason
+  if (reason._tag === "RpcFailed") {
+    return isAdminMethod(reason.method) ? classifyAdmin(reason.method, reason.code) === "fatal" : !reason.isRetryable
+  }
+  return !reason.isRetryable
+}
+
 const maxRaces = 5
 
-/** @internal */
+/**
+ * An admin call with its deadline: past `timeout` it is interrupted, logged, and fails
+ * `DEADLINE_EXCEEDED` (retried by the repair on the recovery budget, see `classifyAdmin`).
+ *
+ * @internal
+ */
+export const withDeadline = <A>(
+  method: AdminMethod,
+  table: string,
+  timeout: Duration.Duration,
+  call: Effect.Effect<A, BigtableError>
+): Effect.Effect<A, BigtableError> =>
+  deadline.within(call, {
+    method,
+    target: table,
+    timeout,
+    onTimeout: () =>
+      new BigtableError({
+        reason: new RpcFailed({
+          method,
+          table,
+          code: grpc.Code.DEADLINE_EXCEEDED,
+          description: deadline.message(method, table, timeout),
+          attempts: 1,
+          cause: undefined
+        })
+      })
+  })
+
+/**
+ * Creates the table, or adds its missing declared families. Each admin call has the deadline
+ * `timeout` (else the fiber's `AdminTimeout`).
+ *
+ * @internal
+ */
 export const ensure = (
   client: Service,
   table: TableDestination,
-  declared: Declared
+  declared: Declared,
+  timeout?: Duration.Duration
 ): Effect.Effect<EnsureResult, BigtableError> =>
   Effect.gen(function*() {
-    const created = yield* client.createTable({
-      instanceName: table.instanceName,
-      tableId: table.tableId,
-      columnFamilies: familiesProto(declared.families)
-    }).pipe(
+    const limit = yield* deadline.adminTimeout(timeout)
+    const name = String(table)
+    const created = yield* withDeadline(
+      "CreateTable",
+      name,
+      limit,
+      client.createTable({
+        instanceName: table.instanceName,
+        tableId: table.tableId,
+        columnFamilies: familiesProto(declared.families)
+      })
+    ).pipe(
       Effect.as(true),
       Effect.catchIf((e) => hasCode(e, grpc.Code.ALREADY_EXISTS), () => Effect.succeed(false))
     )
     if (created) return { created: true, familiesAdded: 0 }
     let familiesAdded = 0
     for (let race = 0; race < maxRaces; race++) {
-      const schema = yield* client.getTable(table.tableName)
+      const schema = yield* withDeadline("GetTable", name, limit, client.getTable(table.tableName))
       const verdict = reconcile(declared, schema.columnFamilies)
       if (verdict._tag === "Mismatch") {
         return yield* new BigtableError({
           reason: new ColumnFamilyTypeMismatch({
-            table: String(table),
+            table: name,
             family: verdict.family,
             declared: verdict.declared,
             actual: verdict.actual
@@ -135,10 +196,12 @@ export const ensure = (
       }
       if (verdict.families.length === 0) break
       // One atomic modification; a family created concurrently makes it fail ALREADY_EXISTS: re-read.
-      const added = yield* client.modifyColumnFamilies({
-        tableName: table.tableName,
-        create: familiesProto(verdict.families)
-      }).pipe(
+      const added = yield* withDeadline(
+        "ModifyColumnFamilies",
+        name,
+        limit,
+        client.modifyColumnFamilies({ tableName: table.tableName, create: familiesProto(verdict.families) })
+      ).pipe(
         Effect.as(true),
         Effect.catchIf((e) => hasCode(e, grpc.Code.ALREADY_EXISTS), () => Effect.succeed(false))
       )

@@ -20,6 +20,7 @@ import type {
 } from "../../Bigtable/BigtableClient.ts"
 import { BigtableError, RpcFailed } from "../../Bigtable/BigtableError.ts"
 import type { ColumnFamilyType } from "../../Bigtable/TableCreateOptions.ts"
+import * as deadline from "../deadline.ts"
 import * as grpc from "../grpcStatus.ts"
 import { encodeRequest, entryByteSize } from "./mutationProto.ts"
 import { readResponse } from "./responseProto.ts"
@@ -42,8 +43,6 @@ export const requestParams = (tableName: string, appProfileId: string | undefine
     ? `table_name=${encodeURIComponent(tableName)}`
     : `table_name=${encodeURIComponent(tableName)}&app_profile_id=${encodeURIComponent(appProfileId)}`
 
-const callOptions: grpcJs.CallOptions = {}
-
 /**
  * One MutateRows call. An entry gets the status the server streamed for it; entries left without
  * one when the call fails get the call's status (so a reset connection reads as `UNAVAILABLE` for
@@ -51,59 +50,69 @@ const callOptions: grpcJs.CallOptions = {}
  * unanswered entries get a status without a code (fatal). Interruption cancels the call. Nothing
  * is re-sent here: retries are the writer's, per entry.
  *
+ * The call has a deadline (`request.timeout`, else the fiber's `ResponseTimeout`): past it grpc-js
+ * ends the call `DEADLINE_EXCEEDED` (transient, retried), also when the connection never came up,
+ * and the stall is logged.
+ *
  * @internal
  */
 export const mutateRows = (raw: DataClient) => (request: MutateRowsRequest): Effect.Effect<Array<EntryStatus>> =>
-  Effect.callback<Array<EntryStatus>>((resume) => {
-    const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
-    let done = false
-    const finish = (fill: EntryStatus) => {
-      if (done) return
-      done = true
-      resume(Effect.succeed(statuses.map((status) => status ?? fill)))
-    }
-    let call: DataCall
-    try {
-      const metadata = new grpcJs.Metadata()
-      metadata.set("x-goog-request-params", requestParams(request.tableName, request.appProfileId))
-      call = raw.makeServerStreamRequest(
-        mutateRowsPath,
-        identity,
-        identity,
-        encodeRequest(
-          request.tableName,
-          request.appProfileId,
-          request.entries,
-          request.entryByteSizes ?? request.entries.map(entryByteSize)
-        ),
-        metadata,
-        callOptions
-      )
-    } catch (cause) {
-      finish(grpc.fromError(cause))
-      return
-    }
-    call.on("data", (response) => {
-      if (done) return
-      try {
-        readResponse(response, statuses)
-      } catch (cause) {
-        finish({ code: undefined, message: `malformed MutateRowsResponse: ${grpc.fromError(cause).message}` })
-        call.cancel()
+  Effect.flatMap(deadline.responseTimeout(request.timeout), (limit) =>
+    Effect.callback<Array<EntryStatus>>((resume) => {
+      const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
+      let done = false
+      const finish = (fill: EntryStatus) => {
+        if (done) return
+        done = true
+        const result = Effect.succeed(statuses.map((status) => status ?? fill))
+        resume(
+          fill.code === grpc.Code.DEADLINE_EXCEEDED
+            ? Effect.andThen(deadline.logExceeded("MutateRows", request.tableName, limit), result)
+            : result
+        )
       }
-    })
-    // Stays attached after completion: a cancelled call still emits 'error' (CANCELLED), which
-    // must not become an unhandled error event; once `done` it has no one left to tell.
-    call.on("error", (error) => finish(grpc.fromError(error)))
-    call.on("end", () => finish(missing))
-    return Effect.sync(() => {
-      if (done) return
-      done = true
-      call.removeAllListeners("data")
-      call.removeAllListeners("end")
-      call.cancel()
-    })
-  })
+      let call: DataCall
+      try {
+        const metadata = new grpcJs.Metadata()
+        metadata.set("x-goog-request-params", requestParams(request.tableName, request.appProfileId))
+        call = raw.makeServerStreamRequest(
+          mutateRowsPath,
+          identity,
+          identity,
+          encodeRequest(
+            request.tableName,
+            request.appProfileId,
+            request.entries,
+            request.entryByteSizes ?? request.entries.map(entryByteSize)
+          ),
+          metadata,
+          { deadline: deadline.grpcDeadline(limit) }
+        )
+      } catch (cause) {
+        finish(grpc.fromError(cause))
+        return
+      }
+      call.on("data", (response) => {
+        if (done) return
+        try {
+          readResponse(response, statuses)
+        } catch (cause) {
+          finish({ code: undefined, message: `malformed MutateRowsResponse: ${grpc.fromError(cause).message}` })
+          call.cancel()
+        }
+      })
+      // Stays attached after completion: a cancelled call still emits 'error' (CANCELLED), which
+      // must not become an unhandled error event; once `done` it has no one left to tell.
+      call.on("error", (error) => finish(grpc.fromError(error)))
+      call.on("end", () => finish(missing))
+      return Effect.sync(() => {
+        if (done) return
+        done = true
+        call.removeAllListeners("data")
+        call.removeAllListeners("end")
+        call.cancel()
+      })
+    }))
 
 /** @internal */
 export const rpcError = (method: string, table: string, cause: unknown, attempts = 1): BigtableError => {

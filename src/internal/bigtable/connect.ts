@@ -121,8 +121,8 @@ const keyFileAuth = (path: Redacted.Redacted<string>) =>
     const fs = yield* Effect.promise(() => import("node:fs/promises"))
     const text = yield* Effect.tryPromise({
       try: () => fs.readFile(Redacted.value(path), "utf8"),
-      catch: (cause) =>
-        new SinkConfigError({ path: "serviceAccountKeyFile", message: `cannot read the key file: ${String(cause)}` })
+      // The cause names the path (ENOENT, EACCES): it is dropped, like the path itself.
+      catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", message: "cannot read the key file" })
     })
     const key = yield* Effect.try({
       try: (): unknown => JSON.parse(text),

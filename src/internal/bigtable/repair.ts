@@ -135,9 +135,7 @@ export const onEnsured = <A, EH, R>(st: State<A, EH, R>, results: EnsureResults)
         }
       } else {
         const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")
-        if (
-          error !== undefined && error._tag === "Fail" && error.error.reason._tag === "ColumnFamilyTypeMismatch"
-        ) {
+        if (error !== undefined && error._tag === "Fail" && admin.isTerminal(error.error)) {
           return yield* fail(st, error.error)
         }
         lastCause = error?._tag === "Fail" ? error.error : exit.cause

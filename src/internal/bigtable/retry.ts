@@ -48,3 +48,30 @@ export const afterBudget = (verdict: Verdict, attempts: number, maxAttempts: num
  * @internal
  */
 export const isMissingFamily = (message: string): boolean => /column family/i.test(message)
+
+/** The table-admin calls of the repair (`admin.ts`). @internal */
+export type AdminMethod = "GetTable" | "CreateTable" | "ModifyColumnFamilies"
+
+/** @internal */
+export type AdminVerdict = "retry" | "fatal"
+
+/**
+ * The pure verdict on a failed table-admin call (`ALREADY_EXISTS` is an answer, handled by
+ * `admin.ensure` before this), classified like a data status ({@link classify}), first match wins:
+ *
+ * | verdict | rule |
+ * |---|---|
+ * | `fatal` | `NOT_FOUND` on `CreateTable`: the instance is missing, no repair creates it |
+ * | `retry` | `NOT_FOUND` on `GetTable` / `ModifyColumnFamilies`: the table went away between calls, the next round creates it |
+ * | `retry` | a transient status (`UNAVAILABLE`, `DEADLINE_EXCEEDED` (a call past `adminTimeout` too), `ABORTED`, `RESOURCE_EXHAUSTED`) |
+ * | `fatal` | anything else: `PERMISSION_DENIED`, `UNAUTHENTICATED`, `INVALID_ARGUMENT`, `FAILED_PRECONDITION`, `INTERNAL`, no status |
+ *
+ * A `retry` runs again on the recovery budget; a `fatal` fails the sink at once with the call's
+ * `RpcFailed`, whose `isRetryable` is false.
+ *
+ * @internal
+ */
+export const classifyAdmin = (method: AdminMethod, code: number | undefined): AdminVerdict => {
+  if (code === grpc.Code.NOT_FOUND) return method === "CreateTable" ? "fatal" : "retry"
+  return grpc.isTransient(code) ? "retry" : "fatal"
+}

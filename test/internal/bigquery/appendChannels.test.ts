@@ -45,7 +45,10 @@ describe("appendChannels", () => {
     fc.assert(
       fc.property(
         fc.integer({ min: 1, max: 5 }),
-        fc.array(fc.oneof(fc.constant("lease" as const), fc.nat({ max: 30 })), { maxLength: 60 }),
+        fc.array(
+          fc.oneof(fc.constant("lease" as const), fc.nat({ max: 30 }), fc.record({ abandon: fc.nat({ max: 30 }) })),
+          { maxLength: 60 }
+        ),
         (limit, steps) => {
           const first = channel()
           const opened: Array<grpc.Client> = []
@@ -57,7 +60,8 @@ describe("appendChannels", () => {
           const held: Array<AppendChannels.Lease> = []
           for (const step of steps) {
             if (step === "lease") held.push(channels.lease())
-            else held.splice(step % Math.max(1, held.length), 1)[0]?.release()
+            else if (typeof step === "number") held.splice(step % Math.max(1, held.length), 1)[0]?.release()
+            else held[step.abandon % Math.max(1, held.length)]?.abandon()
             const load = channels.load()
             assert.isTrue(load.every((n) => n >= 0 && n <= limit))
             assert.strictEqual(load.reduce((a, b) => a + b, 0), held.length)
@@ -67,5 +71,55 @@ describe("appendChannels", () => {
         }
       )
     )
+  })
+
+  it("an abandoned channel gets no more streams or unary calls; an opened one is closed once its streams end", () => {
+    const first = channel()
+    const opened: Array<grpc.Client> = []
+    const closed: Array<grpc.Client> = []
+    const channels = AppendChannels.make(first, () => {
+      const c = channel()
+      const close = c.close.bind(c)
+      c.close = () => {
+        closed.push(c)
+        close()
+      }
+      opened.push(c)
+      return c
+    }, 10)
+    const a = channels.lease()
+    assert.strictEqual(a.channel, first)
+    a.abandon() // the client's own channel: left alone, never closed here
+    assert.strictEqual(opened.length, 0, "nothing opened before it is needed")
+    const b = channels.lease()
+    assert.strictEqual(b.channel, opened[0], "the next stream goes on a new connection")
+    assert.strictEqual(channels.unary(), opened[0], "unary calls too")
+    const c = channels.lease()
+    assert.strictEqual(c.channel, opened[0])
+    b.abandon()
+    c.abandon() // once is enough
+    const d = channels.lease()
+    assert.strictEqual(d.channel, opened[1])
+    assert.deepStrictEqual(closed, [], "an abandoned channel with streams still running stays open")
+    b.release()
+    c.release()
+    assert.deepStrictEqual(closed, [opened[0]], "closed once its last stream ended")
+    a.release()
+    assert.isFalse(closed.includes(first))
+    channels.abandon(opened[1] as grpc.Client)
+    assert.strictEqual(channels.unary(), opened[2], "every channel abandoned: unary calls open a new one")
+    d.release()
+    channels.close()
+    first.close()
+  })
+
+  it("a caller's own channel (no opener) cannot be abandoned", () => {
+    const first = channel()
+    const channels = AppendChannels.make(first, undefined, 2)
+    const a = channels.lease()
+    a.abandon()
+    assert.strictEqual(channels.lease().channel, first)
+    assert.strictEqual(channels.unary(), first)
+    first.close()
   })
 })

@@ -1,6 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
-import { afterBudget, classify, isMissingFamily } from "../../../src/internal/bigtable/retry.ts"
+import { BigtableError, RecoveryExhausted, RpcFailed } from "../../../src/Bigtable/BigtableError.ts"
+import { isTerminal } from "../../../src/internal/bigtable/admin.ts"
+import {
+  type AdminMethod,
+  afterBudget,
+  classify,
+  classifyAdmin,
+  isMissingFamily
+} from "../../../src/internal/bigtable/retry.ts"
 
 const Code = Schema.UndefinedOr(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 16 })))
 
@@ -49,5 +57,58 @@ describe("Bigtable classification (reference 3.2)", () => {
   it("recognises the service's missing-family phrase", () => {
     assert.isTrue(isMissingFamily("Requested column family not found."))
     assert.isFalse(isMissingFamily("table \"t\" not found"))
+  })
+})
+
+const rpc = (method: string, code: number | undefined) =>
+  new RpcFailed({ method, table: "t", code, description: "d", attempts: 1, cause: undefined })
+const exhausted = (cause: unknown) =>
+  new BigtableError({ reason: new RecoveryExhausted({ table: "t", attempts: 10, cause }) }).isRetryable
+
+describe("Bigtable admin classification", () => {
+  const methods: ReadonlyArray<AdminMethod> = ["GetTable", "CreateTable", "ModifyColumnFamilies"]
+  const rows: ReadonlyArray<readonly [number | undefined, "retry" | "fatal"]> = [
+    [14, "retry"], // UNAVAILABLE
+    [4, "retry"], // DEADLINE_EXCEEDED, and a call past adminTimeout
+    [10, "retry"], // ABORTED
+    [8, "retry"], // RESOURCE_EXHAUSTED
+    [7, "fatal"], // PERMISSION_DENIED: the README lists it as terminal
+    [16, "fatal"], // UNAUTHENTICATED
+    [3, "fatal"], // INVALID_ARGUMENT
+    [9, "fatal"], // FAILED_PRECONDITION
+    [13, "fatal"], // INTERNAL
+    [12, "fatal"], // UNIMPLEMENTED
+    [2, "fatal"], // UNKNOWN
+    [1, "fatal"], // CANCELLED
+    [undefined, "fatal"] // no status
+  ]
+  for (const method of methods) {
+    for (const [code, verdict] of rows) {
+      it(`${method} ${code} -> ${verdict}`, () => assert.strictEqual(classifyAdmin(method, code), verdict))
+    }
+  }
+  it("NOT_FOUND: the instance is missing on CreateTable (fatal), the table went away on the others (retry)", () => {
+    assert.strictEqual(classifyAdmin("CreateTable", 5), "fatal")
+    assert.strictEqual(classifyAdmin("GetTable", 5), "retry")
+    assert.strictEqual(classifyAdmin("ModifyColumnFamilies", 5), "retry")
+  })
+
+  it("isTerminal follows classifyAdmin for admin calls and isRetryable for the rest", () => {
+    assert.isTrue(isTerminal(new BigtableError({ reason: rpc("CreateTable", 7) })))
+    assert.isFalse(isTerminal(new BigtableError({ reason: rpc("CreateTable", 14) })))
+    assert.isFalse(isTerminal(new BigtableError({ reason: rpc("GetTable", 5) })))
+    assert.isTrue(isTerminal(new BigtableError({ reason: rpc("MutateRows", 7) })))
+    assert.isFalse(isTerminal(new BigtableError({ reason: rpc("MutateRows", 14) })))
+  })
+
+  it("RecoveryExhausted.isRetryable follows its cause", () => {
+    assert.isFalse(exhausted(new BigtableError({ reason: rpc("CreateTable", 7) })))
+    assert.isTrue(exhausted(new BigtableError({ reason: rpc("CreateTable", 14) })))
+    assert.isTrue(exhausted(new BigtableError({ reason: rpc("CreateTable", 4) })))
+    assert.isTrue(exhausted({ code: 5, message: "table not found" })) // an entry still answered NOT_FOUND
+    assert.isTrue(exhausted({ code: 14, message: "unavailable" }))
+    assert.isFalse(exhausted({ code: 7, message: "denied" }))
+    assert.isFalse(exhausted({ code: undefined, message: "no status" }))
+    assert.isTrue(exhausted(undefined))
   })
 })
