@@ -70,7 +70,7 @@ describe("RowSerializer", () => {
       assert.strictEqual(result.path, "items[1].qty")
       assert.strictEqual(
         result.message,
-        "items[1].qty: INT64 takes a safe integer (use a bigint beyond ±2^53), was 1.5"
+        "items[1].qty: INT64 takes an integer, was 1.5 (not an integer)"
       )
     }))
 
