@@ -85,7 +85,7 @@ export type ColumnFamilyProto = protos.google.bigtable.admin.v2.IColumnFamily
  * @category models
  * @since 0.1.0
  */
-export interface TableSchema {
+export interface TableFamilies {
   readonly columnFamilies: ReadonlyMap<string, ColumnFamilyType | "UNKNOWN">
 }
 
@@ -152,7 +152,7 @@ export interface AdminClient {
 export interface BigtableClientService {
   readonly projectId: string
   readonly mutateRows: (request: MutateRowsRequest) => Effect.Effect<ReadonlyArray<EntryStatus>>
-  readonly getTable: (tableName: string) => Effect.Effect<TableSchema, BigtableError>
+  readonly getTable: (tableName: string) => Effect.Effect<TableFamilies, BigtableError>
   readonly createTable: (request: {
     readonly instanceName: string
     readonly tableId: string
@@ -161,7 +161,7 @@ export interface BigtableClientService {
   readonly modifyColumnFamilies: (request: {
     readonly tableName: string
     readonly create: { readonly [family: string]: ColumnFamilyProto }
-  }) => Effect.Effect<TableSchema, BigtableError>
+  }) => Effect.Effect<TableFamilies, BigtableError>
 }
 
 /**
