@@ -35,7 +35,7 @@ const program = Effect.gen(function*() {
     const day = order.placed.toISOString().slice(0, 10).replaceAll("-", "")
     return Number.isNaN(order.placed.getTime())
       ? TableDestination.unroutable({ payload: new TextEncoder().encode(order.id), reason: "order has no valid date" })
-      : new TableDestination.TableDestination({ projectId: project, datasetId: "shop", tableId: `orders_${day}` })
+      : TableDestination.resolve({ projectId: project, datasetId: "shop", tableId: `orders_${day}` })
   }
 
   const summary = yield* Stream.fromIterable(orders).pipe(

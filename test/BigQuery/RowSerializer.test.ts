@@ -9,7 +9,7 @@ import { encodeDescriptor } from "../../src/internal/bigquery/descriptor.ts"
 import { WireWriter } from "../../src/internal/bigquery/wireWriter.ts"
 import { decoderOf, decodeRow } from "./arbitraries.ts"
 
-const table = new TableDestination.TableDestination({ projectId: "p", datasetId: "d", tableId: "t" })
+const table = TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" })
 
 const Order = Schema.Struct({
   id: Schema.BigInt,

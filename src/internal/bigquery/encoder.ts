@@ -8,9 +8,9 @@
  */
 import * as Predicate from "effect/Predicate"
 import type { Field, TableSchema } from "../../BigQuery/TableSchema.ts"
+import { describeValue as describe } from "../valueText.ts"
 import { isRequiredOnWire, rangeFields } from "./descriptor.ts"
 import { scalarEncoder, wireTypeOf } from "./scalarEncoders.ts"
-import { describeValue as describe } from "./valueText.ts"
 import { tag, WireWriter } from "./wireWriter.ts"
 
 /**

@@ -10,10 +10,10 @@
 import * as DateTime from "effect/DateTime"
 import * as Predicate from "effect/Predicate"
 import type { Field, ScalarType } from "../../BigQuery/TableSchema.ts"
+import { describeValue as describe } from "../valueText.ts"
 import * as civil from "./civilTime.ts"
 import * as decimal from "./decimal.ts"
 import * as json from "./jsonText.ts"
-import { describeValue as describe } from "./valueText.ts"
 import type { WireWriter } from "./wireWriter.ts"
 
 /** Writes one value (no tag) or says why it cannot. @internal */

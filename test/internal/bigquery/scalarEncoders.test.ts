@@ -2,8 +2,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { DateTime } from "effect"
 import type * as TableSchema from "../../../src/BigQuery/TableSchema.ts"
 import { scalarEncoder } from "../../../src/internal/bigquery/scalarEncoders.ts"
-import { describeValue } from "../../../src/internal/bigquery/valueText.ts"
 import { WireWriter } from "../../../src/internal/bigquery/wireWriter.ts"
+import { describeValue } from "../../../src/internal/valueText.ts"
 
 const refusal = (type: TableSchema.ScalarType, value: unknown) => scalarEncoder(type)(new WireWriter(16), value)
 
