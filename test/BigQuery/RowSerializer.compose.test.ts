@@ -25,6 +25,8 @@ const inPlace = <A>(serializer: RowSerializer.RowSerializer<A>, element: A) => {
 const bytes = (result: Uint8Array | null | RowSerializer.RowSerializationError) =>
   result instanceof Uint8Array ? Array.from(result) : result
 
+const encodeInto: NonNullable<RowSerializer.RowSerializer<string>["encodeInto"]> = () => undefined
+
 describe("RowSerializer composition", () => {
   it.live("a spread with another serialize is what the sink calls (the built-in encodeInto is left behind)", () =>
     F.withFake({}, (fake) =>
@@ -108,7 +110,6 @@ describe("RowSerializer composition", () => {
     }))
 
   it("make holds encodeInto so that a spread leaves it behind", () => {
-    const encodeInto: NonNullable<RowSerializer.RowSerializer<string>["encodeInto"]> = () => undefined
     const serializer = RowSerializer.make<string>({
       tableSchema: () => ({ fields: [] }),
       serialize: () => new Uint8Array(),
