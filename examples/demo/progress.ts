@@ -13,10 +13,10 @@ export interface Source {
 }
 
 /** Reads a gauge a sink publishes (`BigtableMetrics.inFlightEntries`), summed over its attribute sets. */
-export const gauge = (gauge: Metric.Gauge<number>): Effect.Effect<number> =>
+export const gauge = (published: Metric.Gauge<number>): Effect.Effect<number> =>
   Metric.snapshot.pipe(Effect.map((metrics) =>
     metrics.reduce((sum, metric) => {
-      if (metric.id !== gauge.id || metric.type !== "Gauge") return sum
+      if (metric.id !== published.id || metric.type !== "Gauge") return sum
       const state: unknown = metric.state
       return typeof state === "object" && state !== null && "value" in state ? sum + Number(state.value) : sum
     }, 0)
