@@ -62,7 +62,7 @@ for (let i = 0; i < rowCount; i++) {
 const reflectRows = rows.map((r) => ({ ...r, ts: r.ts.getTime() * 1000 }))
 
 const serializer = Effect.runSync(RowSerializer.fromSchema(Row))
-const destination = new TableDestination.TableDestination({ projectId: "p", datasetId: "d", tableId: "t" })
+const destination = TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" })
 const tableSchema = serializer.tableSchema(destination)
 const fromDescriptor: (d: protobuf.Message) => protobuf.Type = Reflect.get(protobuf.Type, "fromDescriptor")
 const ReflectType = fromDescriptor(descriptorExt.DescriptorProto.decode(TableSchema.toDescriptorBytes(tableSchema)))

@@ -1,6 +1,7 @@
 /**
  * Dynamic destinations: each order goes to a table of its day (`orders_20261129`), created on first
- * use with clustering; orders with no valid day are routed to the failure handler as unroutable.
+ * use with clustering. `TableDestination.resolve` validates each table id per record; orders with no
+ * valid day (or an id it rejects) are routed to the failure handler as unroutable.
  *
  *   npm run emulators   # in one shell; paste its exports into another, then:
  *   node --conditions=source examples/bigquery-daily-tables.ts
@@ -35,7 +36,7 @@ const program = Effect.gen(function*() {
     const day = order.placed.toISOString().slice(0, 10).replaceAll("-", "")
     return Number.isNaN(order.placed.getTime())
       ? TableDestination.unroutable({ payload: new TextEncoder().encode(order.id), reason: "order has no valid date" })
-      : new TableDestination.TableDestination({ projectId: project, datasetId: "shop", tableId: `orders_${day}` })
+      : TableDestination.resolve({ projectId: project, datasetId: "shop", tableId: `orders_${day}` })
   }
 
   const summary = yield* Stream.fromIterable(orders).pipe(

@@ -1,10 +1,15 @@
 /**
  * Effect-native streaming sinks into Google BigQuery and Cloud Bigtable.
  *
+ * The shared vocabulary is the namespace `GcpSink` here (the subpath `effect-gcp-sinks/Sink`), so a
+ * file importing it reads clearly next to Effect's own `Sink`.
+ *
  * **Example** (Importing the namespaces)
  * ```ts
- * import { BigQuery, Bigtable, Sink } from "effect-gcp-sinks"
- * const handler = Sink.FailureHandler.logAndDrop
+ * import { Sink } from "effect"
+ * import { BigQuery, Bigtable, GcpSink } from "effect-gcp-sinks"
+ * const handler = GcpSink.FailureHandler.logAndDrop
+ * const drain = Sink.drain
  * const make = BigQuery.BigQuerySink.make
  * const entry = Bigtable.RowMutationEntry.make("row-1", Bigtable.Mutation.deleteFromRow())
  * ```
@@ -27,8 +32,9 @@ export * as BigQuery from "./BigQuery/index.ts"
 export * as Bigtable from "./Bigtable/index.ts"
 
 /**
- * The vocabulary shared by both backends.
+ * The vocabulary shared by both backends (the subpath `effect-gcp-sinks/Sink`), named apart from
+ * Effect's `Sink`.
  *
  * @since 0.1.0
  */
-export * as Sink from "./Sink.ts"
+export * as GcpSink from "./Sink.ts"

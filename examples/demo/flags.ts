@@ -1,43 +1,83 @@
 /**
- * Command-line flags and environment as one `ConfigProvider`: `--events 5000` or `DEMO_EVENTS=5000`.
+ * The demo's command line, with `effect/cli`: each flag has a description and help text
+ * (`npm start -- --help`), and falls back to a `DEMO_*` environment variable (`--events 5000` or
+ * `DEMO_EVENTS=5000`), then to its default.
  */
-import { Config, ConfigProvider, Option } from "effect"
+import { Config, type Effect, Option, type Redacted } from "effect"
+import { Command, Flag } from "effect/cli"
 
-/** `--name value` and `--name=value` pairs, in camelCase (`--key-file` is `keyFile`). */
-export const parseArgv = (argv: ReadonlyArray<string>): Record<string, string> => {
-  const flags: Record<string, string> = {}
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? ""
-    if (!arg.startsWith("--")) throw new Error(`unexpected argument '${arg}' (flags look like --events 1000)`)
-    const [rawName, inline] = arg.slice(2).split("=", 2)
-    const name = (rawName ?? "").replace(/-([a-z])/g, (_, c: string) => c.toUpperCase())
-    const value = inline ?? argv[i + 1]
-    if (inline === undefined) i++
-    if (value === undefined || name === "") throw new Error(`flag '${arg}' needs a value`)
-    flags[name] = value
-  }
-  return flags
-}
+/** `--name`, falling back to `DEMO_NAME` (`--chunk-size` to `DEMO_CHUNK_SIZE`). */
+const envName = (flag: string): string => `DEMO_${flag.replaceAll("-", "_").toUpperCase()}`
 
-/** Flags first, then `DEMO_*` environment variables. */
-export const provider = (argv: ReadonlyArray<string>): ConfigProvider.ConfigProvider =>
-  ConfigProvider.orElse(
-    ConfigProvider.fromUnknown(parseArgv(argv)),
-    ConfigProvider.fromEnv().pipe(ConfigProvider.constantCase, ConfigProvider.nested("demo"))
+const int = (name: string, description: string, fallback: number, min = 1) =>
+  Flag.Int(name).pipe(
+    Flag.withDescription(`${description} (env ${envName(name)}, default ${fallback})`),
+    Flag.withFallbackConfig(Config.Int(envName(name))),
+    Flag.filter((n) => n >= min, (n) => `--${name} must be an integer of at least ${min}, was ${n}`),
+    Flag.withDefault(fallback)
   )
 
-export const DemoConfig = Config.all({
-  events: Config.Int("events").pipe(Config.withDefault(100_000)),
-  invalidEvery: Config.Int("invalidEvery").pipe(Config.withDefault(20_000)),
-  chunkSize: Config.Int("chunkSize").pipe(Config.withDefault(1000)),
-  project: Config.String("project").pipe(Config.option),
-  keyFile: Config.Redacted("keyFile").pipe(Config.option),
-  instance: Config.String("instance").pipe(Config.withDefault("demo-instance")),
-  dataset: Config.String("dataset").pipe(Config.withDefault("effect_gcp_sinks_demo")),
-  bigtableEmulator: Config.String("bigtableEmulator").pipe(Config.option),
-  bigqueryEmulatorGrpc: Config.String("bigqueryEmulatorGrpc").pipe(Config.option),
-  bigqueryEmulatorRest: Config.String("bigqueryEmulatorRest").pipe(Config.option)
-})
-export type DemoConfig = Config.Success<typeof DemoConfig>
+const text = (name: string, description: string, fallback: string) =>
+  Flag.String(name).pipe(
+    Flag.withDescription(`${description} (env ${envName(name)}, default ${fallback})`),
+    Flag.withFallbackConfig(Config.String(envName(name))),
+    Flag.withDefault(fallback)
+  )
+
+const optionalText = (name: string, description: string) =>
+  Flag.String(name).pipe(
+    Flag.withDescription(`${description} (env ${envName(name)})`),
+    Flag.withFallbackConfig(Config.String(envName(name))),
+    Flag.optional
+  )
+
+/** The flags of `npm start`, as `Command.make` takes them. */
+export const flags = {
+  events: int("events", "how many events to stream through both sinks", 100_000),
+  invalidEvery: int("invalid-every", "every n-th event is invalid and routed to dead letters (0: none)", 20_000, 0),
+  chunkSize: int("chunk-size", "events per chunk handed to the writers", 1000),
+  project: optionalText("project", "a real GCP project to write to instead of local emulators"),
+  keyFile: Flag.Redacted("key-file").pipe(
+    Flag.withDescription(`a service account key file for --project (env ${envName("key-file")})`),
+    Flag.withFallbackConfig(Config.Redacted(envName("key-file"))),
+    Flag.optional
+  ),
+  instance: text("instance", "the Bigtable instance", "demo-instance"),
+  dataset: text("dataset", "the BigQuery dataset (created when missing)", "effect_gcp_sinks_demo"),
+  bigtableEmulator: optionalText("bigtable-emulator", "host:port of a running Bigtable emulator to reuse"),
+  bigqueryEmulatorGrpc: optionalText("bigquery-emulator-grpc", "host:port of a running BigQuery emulator's gRPC port"),
+  bigqueryEmulatorRest: optionalText("bigquery-emulator-rest", "host:port of a running BigQuery emulator's REST port")
+}
+
+/** The parsed command line. */
+export interface DemoConfig {
+  readonly events: number
+  readonly invalidEvery: number
+  readonly chunkSize: number
+  readonly project: Option.Option<string>
+  readonly keyFile: Option.Option<Redacted.Redacted<string>>
+  readonly instance: string
+  readonly dataset: string
+  readonly bigtableEmulator: Option.Option<string>
+  readonly bigqueryEmulatorGrpc: Option.Option<string>
+  readonly bigqueryEmulatorRest: Option.Option<string>
+}
 
 export const isRealGcp = (config: DemoConfig): boolean => Option.isSome(config.project)
+
+/** The `demo` command: the flags above, help text and examples, around the demo itself. */
+export const command = <E, R>(run: (config: DemoConfig) => Effect.Effect<void, E, R>) =>
+  Command.make("demo", flags, run).pipe(
+    Command.withDescription(
+      "Streams synthetic events through BigtableSink and BigQuerySink at once, with live progress, routes the " +
+        "invalid ones to a dead-letter sink, then reads both tables back. Without --project it starts local emulators."
+    ),
+    Command.withExamples([
+      { command: "npm start", description: "local emulators, 100,000 events" },
+      { command: "npm start -- --events 20000", description: "fewer events" },
+      {
+        command: "npm start -- --project my-project --instance my-instance --dataset demo --key-file key.json",
+        description: "a real project"
+      }
+    ])
+  )

@@ -5,33 +5,37 @@
  *   npm start                              # local emulators, 100,000 events
  *   npm start -- --events 20000            # fewer events
  *   npm start -- --project my-project --instance my-instance --dataset demo [--key-file key.json]
+ *   npm start -- --help                    # every flag, its environment variable and default
  *
  * Flags may also come from the environment as DEMO_EVENTS, DEMO_PROJECT, DEMO_KEY_FILE, ...
  * Ctrl-C interrupts cleanly and prints what was written so far.
  */
-import { NodeRuntime } from "@effect/platform-node"
-import { Clock, ConfigProvider, Data, Effect, Layer, Option, Ref, Sink, Stream } from "effect"
+import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import { Clock, Data, Effect, Layer, Option, Ref, Sink, Stream } from "effect"
 import {
   BigQueryClient,
+  BigQueryMetrics,
   BigQuerySink,
   RowSerializer,
   TableDestination as BigQueryTable
 } from "effect-gcp-sinks/BigQuery"
 import {
   BigtableClient,
+  BigtableMetrics,
   BigtableSink,
   Mutation,
   RowMutationEntry,
   TableDestination as BigtableTable
 } from "effect-gcp-sinks/Bigtable"
 import { type FailedElement, FailureHandler } from "effect-gcp-sinks/Sink"
+import { Command } from "effect/cli"
 import { demoProject, endpoints } from "./emulators.ts"
 import { chunk, type Event, Event as EventSchema, invalidCount } from "./events.ts"
-import { DemoConfig, provider } from "./flags.ts"
+import { command, type DemoConfig } from "./flags.ts"
 import { display, finalFrame, gauge, type Source } from "./progress.ts"
 import { bigQueryCount, bigtableCount } from "./readback.ts"
 
-/** What the demo itself can fail with: bad flags, or data that did not land. */
+/** What the demo itself can fail with: data that did not land. */
 class DemoError extends Data.TaggedError("DemoError")<{ readonly message: string }> {}
 
 const toMutations = (event: Event) =>
@@ -43,8 +47,7 @@ const toMutations = (event: Event) =>
       Mutation.setCell({ family: "e", qualifier: "at", value: event.at.toISOString() })
     ]))
 
-const program = Effect.gen(function*() {
-  const config = yield* DemoConfig
+const program = Effect.fnUntraced(function*(config: DemoConfig) {
   const real = Option.isSome(config.project)
   // Against emulators no client may look for a metadata server (the library never reads the
   // environment; the official client used for the read-back does).
@@ -95,8 +98,8 @@ const program = Effect.gen(function*() {
     })
 
     const sources: ReadonlyArray<Source> = [
-      { name: "Bigtable", summary: bigtableWriter.summary, inFlight: gauge("bigtable.inFlightEntries") },
-      { name: "BigQuery", summary: bigqueryWriter.summary, inFlight: gauge("bigquery.inFlightBatches") }
+      { name: "Bigtable", summary: bigtableWriter.summary, inFlight: gauge(BigtableMetrics.inFlightEntries) },
+      { name: "BigQuery", summary: bigqueryWriter.summary, inFlight: gauge(BigQueryMetrics.inFlightBatches) }
     ]
     const total = config.events
     const events = Stream.range(0, Math.ceil(total / config.chunkSize) - 1).pipe(
@@ -165,13 +168,8 @@ const program = Effect.gen(function*() {
   }).pipe(Effect.scoped, Effect.provide(clients))
 })
 
-const configured = Effect.try({
-  try: () => provider(process.argv.slice(2)),
-  catch: (cause) => new DemoError({ message: cause instanceof Error ? cause.message : String(cause) })
-}).pipe(
-  Effect.flatMap((configProvider) =>
-    program.pipe(Effect.scoped, Effect.provideService(ConfigProvider.ConfigProvider, configProvider))
-  )
+command((config) => program(config).pipe(Effect.scoped)).pipe(
+  Command.run({ version: "0.1.0" }),
+  Effect.provide(NodeServices.layer),
+  NodeRuntime.runMain
 )
-
-NodeRuntime.runMain(configured)

@@ -12,11 +12,11 @@ export interface Source {
   readonly inFlight: Effect.Effect<number>
 }
 
-/** Reads a gauge a sink publishes through Effect `Metric`, summed over its attribute sets. */
-export const gauge = (name: string): Effect.Effect<number> =>
+/** Reads a gauge a sink publishes (`BigtableMetrics.inFlightEntries`), summed over its attribute sets. */
+export const gauge = (published: Metric.Gauge<number>): Effect.Effect<number> =>
   Metric.snapshot.pipe(Effect.map((metrics) =>
     metrics.reduce((sum, metric) => {
-      if (metric.id !== name || metric.type !== "Gauge") return sum
+      if (metric.id !== published.id || metric.type !== "Gauge") return sum
       const state: unknown = metric.state
       return typeof state === "object" && state !== null && "value" in state ? sum + Number(state.value) : sum
     }, 0)

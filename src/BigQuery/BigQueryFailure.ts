@@ -37,7 +37,7 @@ export interface FailedRow extends FailedElement {
 /**
  * A record the destination resolver declared unroutable: it reaches the handler before
  * serialization and before any table is touched. `destination` is `"unresolved"`; `payload` is
- * what the resolver supplied.
+ * what the resolver supplied, if anything.
  *
  * @category models
  * @since 0.1.0
@@ -99,13 +99,13 @@ export const failedRow = (options: {
  * @since 0.1.0
  */
 export const unroutableRecord = (options: {
-  readonly payload: Uint8Array
+  readonly payload?: Uint8Array | undefined
   readonly message: string
 }): UnroutableRecord => ({
   _tag: "UnroutableRecord",
   connector: "bigquery",
   destination: unresolved,
-  payload: options.payload,
+  ...(options.payload === undefined ? {} : { payload: options.payload }),
   message: options.message
 })
 

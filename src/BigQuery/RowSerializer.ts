@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
+import { dual } from "effect/Function"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
@@ -13,6 +14,7 @@ import * as encoder from "../internal/bigquery/encoder.ts"
 import * as derive from "../internal/bigquery/fromSchema.ts"
 import { describeMessage } from "../internal/bigquery/protoMessage.ts"
 import * as model from "../internal/bigquery/schemaModel.ts"
+import * as internal from "../internal/bigquery/serializers.ts"
 import { WireWriter } from "../internal/bigquery/wireWriter.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import type { TableDestination } from "./TableDestination.ts"
@@ -74,6 +76,11 @@ export const isRowSerializationError = (u: unknown): u is RowSerializationError 
  *   to skip, or a {@link RowSerializationError}. A sink uses it instead of `serialize` when present,
  *   so a batch is encoded without a byte array per row; whatever it wrote before a skip or a failure
  *   is discarded. It must write what `serialize` would return.
+ *
+ * The built-in serializers (and {@link make}) hold `encodeInto` as a non-enumerable property: an
+ * object spread such as `{ ...serializer, serialize: skipSome }` leaves it behind, so the sink calls
+ * the `serialize` written there. {@link filter} and {@link contramap} change a serializer and keep
+ * its in-place writer.
  *
  * Rows already serialized are never re-encoded, so schema changes must be wire compatible: append
  * columns (also inside RECORDs), relax REQUIRED to NULLABLE; never remove, reorder or retype.
@@ -149,6 +156,94 @@ export const descriptorOf = <A>(serializer: RowSerializer<A>, destination: Table
     ? descriptor.toDescriptor(serializer.tableSchema(destination))
     : serializer.descriptor(destination)
 
+/**
+ * Builds a serializer from its functions, holding `encodeInto` (when given) so that an object
+ * spread leaves it behind.
+ *
+ * **Details**
+ *
+ * The result is a plain object with `tableSchema`, `serialize` and, when given, `descriptor` and
+ * `fingerprint`; `encodeInto` is a non-enumerable property. So `{ ...serializer, serialize: f }`
+ * has no `encodeInto`, and the sink calls `f`: an override can never be bypassed by an in-place
+ * writer of the original.
+ *
+ * **Example** (A serializer with an in-place writer)
+ * ```ts
+ * import { RowSerializer, TableSchema } from "effect-gcp-sinks/BigQuery"
+ * declare const schema: TableSchema.TableSchema
+ * declare const encode: (event: { readonly id: string }) => Uint8Array
+ * const serializer = RowSerializer.make({
+ *   tableSchema: () => schema,
+ *   serialize: (event: { readonly id: string }) => encode(event),
+ *   encodeInto: (buffer, event) => {
+ *     const bytes = encode(event)
+ *     buffer.ensure(bytes.length)
+ *     buffer.buf.set(bytes, buffer.pos)
+ *     buffer.pos += bytes.length
+ *     return undefined
+ *   }
+ * })
+ * Object.keys(serializer)
+ * // => ["tableSchema", "serialize"]
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const make = <A>(serializer: RowSerializer<A>): RowSerializer<A> =>
+  internal.make(serializer, serializer.encodeInto)
+
+/**
+ * Skips the records for which `predicate` is `false` (counted as skipped, like a `serialize` that
+ * returns `null`) and serializes the others as `self` does, in place when `self` can.
+ *
+ * **When to use**
+ *
+ * To drop records before they are written, instead of spreading a serializer with another
+ * `serialize`.
+ *
+ * **Example** (Skipping test events)
+ * ```ts
+ * import { Effect, pipe, Schema } from "effect"
+ * import { RowSerializer, TableDestination } from "effect-gcp-sinks/BigQuery"
+ * const all = Effect.runSync(RowSerializer.fromSchema(Schema.Struct({ id: Schema.String })))
+ * const real = pipe(all, RowSerializer.filter((event) => event.id !== "test"))
+ * const table = TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" })
+ * real.serialize({ id: "test" }, table)
+ * // => null
+ * ```
+ *
+ * @category combinators
+ * @since 0.1.0
+ */
+export const filter: {
+  <A>(predicate: (element: A, destination: TableDestination) => boolean): (self: RowSerializer<A>) => RowSerializer<A>
+  <A>(self: RowSerializer<A>, predicate: (element: A, destination: TableDestination) => boolean): RowSerializer<A>
+} = dual(2, internal.filter)
+
+/**
+ * Serializes records of another type `B` by mapping each to the `A` that `self` serializes, in
+ * place when `self` can.
+ *
+ * **Example** (Rows from domain events)
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { RowSerializer } from "effect-gcp-sinks/BigQuery"
+ * interface Clicked { readonly clickId: string }
+ * const row = Effect.runSync(RowSerializer.fromSchema(Schema.Struct({ id: Schema.String })))
+ * const clicks: RowSerializer.RowSerializer<Clicked> = RowSerializer.contramap(row, (event: Clicked) => ({
+ *   id: event.clickId
+ * }))
+ * ```
+ *
+ * @category combinators
+ * @since 0.1.0
+ */
+export const contramap: {
+  <A, B>(f: (element: B, destination: TableDestination) => A): (self: RowSerializer<A>) => RowSerializer<B>
+  <A, B>(self: RowSerializer<A>, f: (element: B, destination: TableDestination) => A): RowSerializer<B>
+} = dual(2, internal.contramap)
+
 const toError = (failure: encoder.EncodeFailure): RowSerializationError =>
   new RowSerializationError({ path: failure.path, reason: failure.message })
 
@@ -156,28 +251,27 @@ const compiled = <A>(schema: TableSchema, rejectUnknownFields: boolean): RowSeri
   const row = encoder.compile(schema, { rejectUnknownFields })
   const writerSchema = descriptor.toDescriptor(schema)
   const scratch = new WireWriter(4096)
-  return {
+  return internal.make<A>({
     tableSchema: () => schema,
     descriptor: () => writerSchema,
     serialize: (element) => {
       const bytes = row.serialize(element)
       return bytes instanceof Uint8Array ? bytes : toError(bytes)
-    },
-    encodeInto: (buffer, element) => {
-      // a sink's batch buffer is a WireWriter: the compiled encoder writes into it directly
-      if (buffer instanceof WireWriter) {
-        const failure = row.encodeInto(buffer, element)
-        return failure === undefined ? undefined : toError(failure)
-      }
-      scratch.pos = 0
-      const failure = row.encodeInto(scratch, element)
-      if (failure !== undefined) return toError(failure)
-      buffer.ensure(scratch.pos)
-      buffer.buf.set(scratch.buf.subarray(0, scratch.pos), buffer.pos)
-      buffer.pos += scratch.pos
-      return undefined
     }
-  }
+  }, (buffer, element) => {
+    // a sink's batch buffer is a WireWriter: the compiled encoder writes into it directly
+    if (buffer instanceof WireWriter) {
+      const failure = row.encodeInto(buffer, element)
+      return failure === undefined ? undefined : toError(failure)
+    }
+    scratch.pos = 0
+    const failure = row.encodeInto(scratch, element)
+    if (failure !== undefined) return toError(failure)
+    buffer.ensure(scratch.pos)
+    buffer.buf.set(scratch.buf.subarray(0, scratch.pos), buffer.pos)
+    buffer.pos += scratch.pos
+    return undefined
+  })
 }
 
 /**

@@ -83,6 +83,13 @@ export * as BigQueryError from "./BigQueryError.ts"
 export * as BigQueryFailure from "./BigQueryFailure.ts"
 
 /**
+ * The sink's metrics (names per ADR 0009), to read or export.
+ *
+ * @since 0.1.0
+ */
+export * as BigQueryMetrics from "./BigQueryMetrics.ts"
+
+/**
  * The sink and its scoped writer.
  *
  * @since 0.1.0

@@ -91,7 +91,7 @@ export type ColumnFamilyProto = protos.google.bigtable.admin.v2.IColumnFamily
  * @category models
  * @since 0.1.0
  */
-export interface TableSchema {
+export interface TableFamilies {
   readonly columnFamilies: ReadonlyMap<string, ColumnFamilyType | "UNKNOWN">
 }
 
@@ -158,7 +158,7 @@ export interface AdminClient {
 export interface BigtableClientService {
   readonly projectId: string
   readonly mutateRows: (request: MutateRowsRequest) => Effect.Effect<ReadonlyArray<EntryStatus>>
-  readonly getTable: (tableName: string) => Effect.Effect<TableSchema, BigtableError>
+  readonly getTable: (tableName: string) => Effect.Effect<TableFamilies, BigtableError>
   readonly createTable: (request: {
     readonly instanceName: string
     readonly tableId: string
@@ -167,7 +167,7 @@ export interface BigtableClientService {
   readonly modifyColumnFamilies: (request: {
     readonly tableName: string
     readonly create: { readonly [family: string]: ColumnFamilyProto }
-  }) => Effect.Effect<TableSchema, BigtableError>
+  }) => Effect.Effect<TableFamilies, BigtableError>
 }
 
 /**

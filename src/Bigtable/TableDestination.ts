@@ -1,13 +1,32 @@
 /**
  * Which Bigtable table a record goes to: a fixed table, or a resolver choosing one per record.
  *
+ * **Details**
+ *
+ * A destination is always validated: {@link make} (an Effect, for a static `table`) and
+ * {@link resolve} (synchronous, for a `destinationResolver`: an invalid id gives an
+ * {@link Unroutable} verdict the sink routes). The class cannot be constructed with `new`.
+ *
  * @since 0.1.0
  */
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
-import * as Predicate from "effect/Predicate"
-import * as check from "../internal/optionChecks.ts"
-import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
+import * as ids from "../internal/tableIds.ts"
+import { SinkConfigError } from "../Sink/SinkConfigError.ts"
+
+/**
+ * The ids of a destination, before validation.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface TableDestinationFields {
+  readonly projectId: string
+  readonly instanceId: string
+  readonly tableId: string
+}
+
+const components = ["projectId", "instanceId", "tableId"] as const
 
 /**
  * The address of one Bigtable table. Two destinations with the same three ids are equal.
@@ -15,7 +34,8 @@ import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
  * **Details**
  *
  * `toString()` is `project.instance.table`, the form failures and summaries use; `tableName` is the
- * resource name `projects/p/instances/i/tables/t` the API uses.
+ * resource name `projects/p/instances/i/tables/t` the API uses. Built only by {@link make},
+ * {@link resolve} or {@link makeUnsafe}, which validate the ids; the constructor is not public.
  *
  * **Example** (A destination)
  * ```ts
@@ -29,11 +49,15 @@ import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
  * @category models
  * @since 0.1.0
  */
-export class TableDestination extends Data.Class<{
-  readonly projectId: string
-  readonly instanceId: string
-  readonly tableId: string
-}> {
+export class TableDestination extends Data.Class<TableDestinationFields> {
+  /**
+   * Not public: build destinations with {@link make} or {@link resolve}.
+   *
+   * @since 0.1.0
+   */
+  protected constructor(fields: TableDestinationFields) {
+    super(fields)
+  }
   /**
    * `projects/<project>/instances/<instance>/tables/<table>`.
    *
@@ -60,20 +84,23 @@ export class TableDestination extends Data.Class<{
   }
 }
 
-/**
- * The ids of a destination, before validation.
- *
- * @category models
- * @since 0.1.0
- */
-export interface TableDestinationFields {
-  readonly projectId: string
-  readonly instanceId: string
-  readonly tableId: string
+/** The one way to an instance: only after the ids were checked. */
+class Checked extends TableDestination {
+  constructor(fields: TableDestinationFields) {
+    super({ projectId: fields.projectId, instanceId: fields.instanceId, tableId: fields.tableId })
+  }
 }
 
+const configError = (path: string, problem: ids.IdProblem): SinkConfigError =>
+  new SinkConfigError({
+    path: problem.component === "" ? path : `${path}.${problem.component}`,
+    message: problem.message
+  })
+
 /**
- * Validates the three ids (not blank, no surrounding whitespace, no `/`) into a destination.
+ * Validates the three ids (not blank, no surrounding whitespace, no `/`) into a destination, for a
+ * sink's static `table`. Errors are `SinkConfigError`s whose path is `path` (default `"table"`)
+ * followed by the component.
  *
  * **Example** (A rejected id)
  * ```ts
@@ -83,6 +110,7 @@ export interface TableDestinationFields {
  * // => "table.tableId"
  * ```
  *
+ * @see {@link resolve} for the destinations a resolver returns per record
  * @category constructors
  * @since 0.1.0
  */
@@ -90,41 +118,94 @@ export const make = (
   fields: TableDestinationFields,
   path = "table"
 ): Effect.Effect<TableDestination, SinkConfigError> =>
-  Effect.gen(function*() {
-    const projectId = yield* check.component(`${path}.projectId`, fields.projectId)
-    const instanceId = yield* check.component(`${path}.instanceId`, fields.instanceId)
-    const tableId = yield* check.component(`${path}.tableId`, fields.tableId)
-    return new TableDestination({ projectId, instanceId, tableId })
+  Effect.suspend(() => {
+    const problem = ids.firstProblem(fields, components)
+    return problem === undefined ? Effect.succeed(new Checked(fields)) : Effect.fail(configError(path, problem))
   })
 
 /**
- * Builds a destination without validating it here, for resolvers that run per record. The
- * writer validates each distinct destination the first time it sees it and fails the write with a
- * `SinkConfigError` (path `destinationResolver`) when an id is invalid.
+ * Validates the three ids synchronously, for a `destinationResolver`: the destination, or an
+ * {@link Unroutable} verdict naming the invalid id, which the sink routes to the failure handler
+ * (destination `"unresolved"`) while the write goes on.
  *
- * **Example** (A destination per tenant)
+ * **When to use**
+ *
+ * In a resolver that builds table ids from record fields (a tenant, a region). A static table is
+ * {@link make}.
+ *
+ * **Example** (A table per tenant)
  * ```ts
  * import { TableDestination } from "effect-gcp-sinks/Bigtable"
- * const resolve = (e: { tenant: string }) =>
- *   TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: `events_${e.tenant}` })
+ * const resolver: TableDestination.DestinationResolver<{ readonly tenant: string }> = (e) =>
+ *   TableDestination.resolve({ projectId: "p", instanceId: "i", tableId: `events_${e.tenant}` })
+ * String(resolver({ tenant: "acme" }))
+ * // => "p.i.events_acme"
+ * const verdict = resolver({ tenant: "a/b" })
+ * TableDestination.isUnroutable(verdict) ? verdict.reason : ""
+ * // => "invalid destination: tableId must not contain '/', was 'events_a/b'"
  * ```
  *
  * @category constructors
  * @since 0.1.0
  */
-export const makeUnsafe = (fields: TableDestinationFields): TableDestination => new TableDestination(fields)
+export const resolve = (fields: TableDestinationFields): TableDestination | Unroutable => {
+  const problem = ids.firstProblem(fields, components)
+  return problem === undefined
+    ? new Checked(fields)
+    : new Unroutable({
+      reason: `invalid destination: ${problem.component === "" ? "" : `${problem.component} `}${problem.message}`
+    })
+}
+
+/**
+ * Validates the three ids synchronously and throws the `SinkConfigError` of {@link make} when one
+ * is invalid.
+ *
+ * **When to use**
+ *
+ * For constants known to be valid (tests, scripts). Never in a resolver: a throwing resolver fails
+ * the write; use {@link resolve}.
+ *
+ * **Example** (A constant table)
+ * ```ts
+ * import { TableDestination } from "effect-gcp-sinks/Bigtable"
+ * const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
+ * table.tableName
+ * // => "projects/p/instances/i/tables/t"
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const makeUnsafe = (fields: TableDestinationFields): TableDestination => {
+  const problem = ids.firstProblem(fields, components)
+  if (problem === undefined) return new Checked(fields)
+  throw configError("table", problem)
+}
 
 /**
  * A resolver's verdict that a record belongs to no table: it is routed to the failure handler
- * (destination `"unresolved"`) and the write goes on.
+ * (destination `"unresolved"`, message `reason`) and the write goes on.
+ *
+ * **Details**
+ *
+ * - `reason`: why, as the failure's `message`.
+ * - `payload` (optional): bytes to hand to the failure handler with it.
+ *
+ * **Example** (A verdict)
+ * ```ts
+ * import { TableDestination } from "effect-gcp-sinks/Bigtable"
+ * new TableDestination.Unroutable({ reason: "no table" })._tag
+ * // => "Unroutable"
+ * ```
  *
  * @category models
  * @since 0.1.0
  */
-export interface Unroutable {
-  readonly _tag: "Unroutable"
-  readonly message: string
-}
+export class Unroutable extends Data.TaggedClass("Unroutable")<{
+  readonly reason: string
+  readonly payload?: Uint8Array | undefined
+}> {}
 
 /**
  * The verdict for a record no table accepts.
@@ -134,13 +215,16 @@ export interface Unroutable {
  * import { TableDestination } from "effect-gcp-sinks/Bigtable"
  * declare const orders: TableDestination.TableDestination
  * const resolve = (e: { kind: string }) =>
- *   e.kind === "order" ? orders : TableDestination.unroutable(`no table for kind '${e.kind}'`)
+ *   e.kind === "order" ? orders : TableDestination.unroutable({ reason: `no table for kind '${e.kind}'` })
  * ```
  *
  * @category constructors
  * @since 0.1.0
  */
-export const unroutable = (message: string): Unroutable => ({ _tag: "Unroutable", message })
+export const unroutable = (options: {
+  readonly reason: string
+  readonly payload?: Uint8Array | undefined
+}): Unroutable => new Unroutable(options)
 
 /**
  * Chooses the table of each record, or declares it {@link Unroutable}. It runs before the serializer;
@@ -165,14 +249,14 @@ export type DestinationResolver<A> = (record: A) => TableDestination | Unroutabl
  * **Example** (Narrowing a verdict)
  * ```ts
  * import { TableDestination } from "effect-gcp-sinks/Bigtable"
- * TableDestination.isUnroutable(TableDestination.unroutable("no table"))
+ * TableDestination.isUnroutable(TableDestination.unroutable({ reason: "no table" }))
  * // => true
  * ```
  *
  * @category guards
  * @since 0.1.0
  */
-export const isUnroutable = (u: unknown): u is Unroutable => Predicate.isTagged(u, "Unroutable")
+export const isUnroutable = (u: unknown): u is Unroutable => u instanceof Unroutable
 
 /**
  * Tells whether a value is a {@link TableDestination}.

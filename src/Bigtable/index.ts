@@ -33,6 +33,13 @@ export * as BigtableError from "./BigtableError.ts"
 export * as BigtableFailure from "./BigtableFailure.ts"
 
 /**
+ * The sink's metrics (names per ADR 0009), to read or export.
+ *
+ * @since 0.1.0
+ */
+export * as BigtableMetrics from "./BigtableMetrics.ts"
+
+/**
  * The sink and the writer.
  *
  * @since 0.1.0

@@ -7,7 +7,7 @@ import * as TableSchema from "../../src/BigQuery/TableSchema.ts"
 import { encodeDescriptor } from "../../src/internal/bigquery/descriptor.ts"
 import { decoderOf, decodeRow } from "./arbitraries.ts"
 
-const table = new TableDestination.TableDestination({ projectId: "p", datasetId: "d", tableId: "t" })
+const table = TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" })
 
 interface Event {
   readonly id: number

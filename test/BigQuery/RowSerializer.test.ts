@@ -9,7 +9,7 @@ import { encodeDescriptor } from "../../src/internal/bigquery/descriptor.ts"
 import { WireWriter } from "../../src/internal/bigquery/wireWriter.ts"
 import { decoderOf, decodeRow } from "./arbitraries.ts"
 
-const table = new TableDestination.TableDestination({ projectId: "p", datasetId: "d", tableId: "t" })
+const table = TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" })
 
 const Order = Schema.Struct({
   id: Schema.BigInt,
@@ -70,7 +70,7 @@ describe("RowSerializer", () => {
       assert.strictEqual(result.path, "items[1].qty")
       assert.strictEqual(
         result.message,
-        "items[1].qty: INT64 takes a safe integer (use a bigint beyond ±2^53), was 1.5"
+        "items[1].qty: INT64 takes an integer, was 1.5 (not an integer)"
       )
     }))
 

@@ -83,7 +83,9 @@ describe("BigtableSink", () => {
       const { failures, handler } = collecting()
       const summary = yield* Stream.make("a", "throw", "effect-fail", "nowhere", "b").pipe(
         Stream.run(BigtableSink.make({
-          destinationResolver: (k: string) => (k === "nowhere" ? TableDestination.unroutable("no table") : table),
+          destinationResolver: (
+            k: string
+          ) => (k === "nowhere" ? TableDestination.unroutable({ reason: "no table" }) : table),
           serializer: (k: string) => {
             if (k === "throw") throw new Error("boom")
             if (k === "effect-fail") return Effect.fail("nope")

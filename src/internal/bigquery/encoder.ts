@@ -8,7 +8,7 @@
  */
 import * as Predicate from "effect/Predicate"
 import type { Field, TableSchema } from "../../BigQuery/TableSchema.ts"
-import { describe } from "../optionChecks.ts"
+import { describeValue as describe } from "../valueText.ts"
 import { isRequiredOnWire, rangeFields } from "./descriptor.ts"
 import { scalarEncoder, wireTypeOf } from "./scalarEncoders.ts"
 import { tag, WireWriter } from "./wireWriter.ts"

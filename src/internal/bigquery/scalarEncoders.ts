@@ -10,7 +10,7 @@
 import * as DateTime from "effect/DateTime"
 import * as Predicate from "effect/Predicate"
 import type { Field, ScalarType } from "../../BigQuery/TableSchema.ts"
-import { describe } from "../optionChecks.ts"
+import { describeValue as describe } from "../valueText.ts"
 import * as civil from "./civilTime.ts"
 import * as decimal from "./decimal.ts"
 import * as json from "./jsonText.ts"
@@ -82,7 +82,9 @@ const int64: ScalarEncoder = (w, v) => {
       w.int64Number(v)
       return undefined
     }
-    return refuse("INT64", "a safe integer (use a bigint beyond ±2^53)", v)
+    return Number.isInteger(v)
+      ? refuse("INT64", "a safe integer (use a bigint beyond ±2^53)", v)
+      : `INT64 takes an integer, was ${describe(v)} (not an integer)`
   }
   if (Predicate.isBigInt(v)) {
     if (v < minInt64 || v > maxInt64) return refuse("INT64", "a value in [-2^63, 2^63)", v)

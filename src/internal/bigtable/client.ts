@@ -16,7 +16,7 @@ import type {
   DataClient,
   EntryStatus,
   MutateRowsRequest,
-  TableSchema
+  TableFamilies
 } from "../../Bigtable/BigtableClient.ts"
 import { BigtableError, RpcFailed } from "../../Bigtable/BigtableError.ts"
 import type { ColumnFamilyType } from "../../Bigtable/TableCreateOptions.ts"
@@ -134,7 +134,7 @@ const aggregateType = (valueType: unknown): ColumnFamilyType | "UNKNOWN" => {
 }
 
 /** The families of a `Table` message. @internal */
-export const tableSchema = (table: unknown): TableSchema => {
+export const tableSchema = (table: unknown): TableFamilies => {
   const columnFamilies = new Map<string, ColumnFamilyType | "UNKNOWN">()
   const families = Predicate.isObject(table) ? table["columnFamilies"] : undefined
   if (Predicate.isObject(families)) {
@@ -146,7 +146,7 @@ export const tableSchema = (table: unknown): TableSchema => {
 }
 
 /** @internal */
-export const getTable = (raw: AdminClient) => (tableName: string): Effect.Effect<TableSchema, BigtableError> =>
+export const getTable = (raw: AdminClient) => (tableName: string): Effect.Effect<TableFamilies, BigtableError> =>
   Effect.tryPromise({
     try: () => raw.getTable({ name: tableName, view: "SCHEMA_VIEW" }),
     catch: (cause) => rpcError("GetTable", tableName, cause)
@@ -174,7 +174,7 @@ export const modifyColumnFamilies = (raw: AdminClient) =>
 (request: {
   readonly tableName: string
   readonly create: { readonly [family: string]: ColumnFamilyProto }
-}): Effect.Effect<TableSchema, BigtableError> =>
+}): Effect.Effect<TableFamilies, BigtableError> =>
   Effect.tryPromise({
     try: () =>
       raw.modifyColumnFamilies({

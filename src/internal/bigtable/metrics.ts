@@ -64,8 +64,10 @@ export const destinationSendErrors = Metric.counter("bigtable.destination.sendEr
 export const errorClass = (status: string, amount: number): Effect.Effect<void> =>
   Metric.update(Metric.withAttributes(errors, { errorClass: status }), amount)
 
-const clientAttempts = Metric.counter("bigtable.client.attempts", { incremental: true })
-const clientLatency = Metric.timer("bigtable.client.latency")
+/** @internal */
+export const clientAttempts = Metric.counter("bigtable.client.attempts", { incremental: true })
+/** @internal */
+export const clientLatency = Metric.timer("bigtable.client.latency")
 
 /** One client RPC (exportClientMetrics): its count by method and status, and its latency. @internal */
 export const clientCall = (method: string, status: string, duration: Duration.Duration | undefined) =>

@@ -135,7 +135,9 @@ export const prepare = <A>(
         return Effect.die(cause)
       }
       if (isUnroutable(target)) {
-        out.routed.push(new FailedMutation({ destination: unresolved, message: target.message }))
+        out.routed.push(
+          new FailedMutation({ destination: unresolved, message: target.reason, payload: target.payload })
+        )
         continue
       }
       let result: unknown

@@ -26,7 +26,15 @@ const serializer: RowSerializer.RowSerializer<Row> = {
   tableSchema: () => schema,
   serialize: () => new Uint8Array([8, 1])
 }
-const table = new TableDestination.TableDestination({ projectId: "p", datasetId: "d", tableId: "t" })
+/** A destination that skipped validation, as untyped JavaScript could build one. */
+class Forged extends TableDestination.TableDestination {
+  // eslint-disable-next-line no-useless-constructor -- it makes the protected constructor public
+  constructor(fields: TableDestination.TableDestinationFields) {
+    super(fields)
+  }
+}
+
+const table = TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" })
 const base = { table, serializer }
 
 type Opts = Options.SinkOptions<Row, unknown, never>
@@ -167,11 +175,12 @@ describe("BigQuery sink options: serializer and destination", () => {
         "table",
         /must be a TableDestination \(TableDestination.make\)/
       )
-      const blank = new TableDestination.TableDestination({ projectId: " ", datasetId: "d", tableId: "t" })
+      // a plain JavaScript caller may still subclass its way past the checks; the options check again
+      const blank = new Forged({ projectId: " ", datasetId: "d", tableId: "t" })
       yield* rejects({ serializer, table: blank }, "table.projectId", /must not be blank/)
-      const slash = new TableDestination.TableDestination({ projectId: "p", datasetId: "d/e", tableId: "t" })
+      const slash = new Forged({ projectId: "p", datasetId: "d/e", tableId: "t" })
       yield* rejects({ serializer, table: slash }, "table.datasetId", /must not contain '\/'/)
-      const padded = new TableDestination.TableDestination({ projectId: "p", datasetId: "d", tableId: "t " })
+      const padded = new Forged({ projectId: "p", datasetId: "d", tableId: "t " })
       yield* rejects({ serializer, table: padded }, "table.tableId", /leading or trailing whitespace/)
     }))
 

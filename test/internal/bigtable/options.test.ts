@@ -4,6 +4,14 @@ import { GcRule, TableDestination } from "../../../src/Bigtable/index.ts"
 import * as options from "../../../src/internal/bigtable/options.ts"
 import { FailureHandler } from "../../../src/Sink.ts"
 
+/** A destination that skipped validation, as untyped JavaScript could build one. */
+class Forged extends TableDestination.TableDestination {
+  // eslint-disable-next-line no-useless-constructor -- it makes the protected constructor public
+  constructor(fields: TableDestination.TableDestinationFields) {
+    super(fields)
+  }
+}
+
 const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
 const serializer = () => null
 const base = { table, serializer }
@@ -54,7 +62,7 @@ describe("Bigtable options", () => {
       yield* rejects({ serializer }, "table")
       yield* rejects({ table, destinationResolver: () => table, serializer }, "table")
       yield* rejects({
-        table: TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "a/b" }),
+        table: new Forged({ projectId: "p", instanceId: "i", tableId: "a/b" }),
         serializer
       }, "table.tableId")
       const s = yield* options.settings({ destinationResolver: () => table, serializer })

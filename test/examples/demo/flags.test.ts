@@ -1,0 +1,77 @@
+/**
+ * The demo's command line (`npm start -- ...`): help, flags, environment fallback and defaults,
+ * parsed by effect/cli without running the demo.
+ */
+import { NodeServices } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Exit, Option, Redacted, Ref } from "effect"
+import { CliOutput, Command } from "effect/cli"
+import { command, type DemoConfig } from "../../../examples/demo/flags.ts"
+
+/** Parses `args` (with `env` as the environment): the config the demo would get, and what was presented. */
+const parse = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+  Effect.gen(function*() {
+    const parsed = yield* Ref.make<Option.Option<DemoConfig>>(Option.none())
+    const presented = yield* Ref.make<Array<CliOutput.Presenter.Event>>([])
+    const exit = yield* Command.runWith(
+      command((config) => Ref.set(parsed, Option.some(config))),
+      { version: "0.1.0" }
+    )(args).pipe(
+      Effect.provideService(CliOutput.Presenter, { present: (e) => Ref.update(presented, (all) => [...all, e]) }),
+      Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })),
+      Effect.provide(NodeServices.layer),
+      Effect.exit
+    )
+    return { exit, config: yield* Ref.get(parsed), presented: yield* Ref.get(presented) }
+  })
+
+describe("demo flags", () => {
+  it.effect("--help presents help and does not run the demo", () =>
+    Effect.gen(function*() {
+      const { config, exit, presented } = yield* parse(["--help"])
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.isTrue(Option.isNone(config))
+      assert.deepStrictEqual(presented.map((e) => e._tag), ["Help"])
+    }))
+
+  it.effect("defaults, then flags in both spellings", () =>
+    Effect.gen(function*() {
+      const defaults = yield* parse([])
+      assert.isTrue(Option.isSome(defaults.config))
+      const d = Option.getOrThrow(defaults.config)
+      assert.deepStrictEqual([d.events, d.invalidEvery, d.chunkSize, d.instance, d.dataset], [
+        100_000,
+        20_000,
+        1000,
+        "demo-instance",
+        "effect_gcp_sinks_demo"
+      ])
+      assert.isTrue(Option.isNone(d.project))
+      const given = Option.getOrThrow(
+        (yield* parse(["--events", "5000", "--chunk-size=50", "--project", "p", "--key-file", "k.json"])).config
+      )
+      assert.deepStrictEqual([given.events, given.chunkSize, Option.getOrNull(given.project)], [5000, 50, "p"])
+      assert.strictEqual(Option.map(given.keyFile, Redacted.value).pipe(Option.getOrNull), "k.json")
+    }))
+
+  it.effect("DEMO_* environment variables fill flags not given; a flag wins", () =>
+    Effect.gen(function*() {
+      const env = { DEMO_EVENTS: "7", DEMO_BIGTABLE_EMULATOR: "localhost:8086", DEMO_INVALID_EVERY: "0" }
+      const fromEnv = Option.getOrThrow((yield* parse([], env)).config)
+      assert.deepStrictEqual(
+        [fromEnv.events, fromEnv.invalidEvery, Option.getOrNull(fromEnv.bigtableEmulator)],
+        [7, 0, "localhost:8086"]
+      )
+      const flagWins = Option.getOrThrow((yield* parse(["--events", "9"], env)).config)
+      assert.strictEqual(flagWins.events, 9)
+    }))
+
+  it.effect("an invalid value is refused before the demo runs", () =>
+    Effect.gen(function*() {
+      for (const args of [["--events", "0"], ["--events", "many"], ["--bogus", "1"]]) {
+        const { config, exit } = yield* parse(args)
+        assert.isTrue(Exit.isFailure(exit), args.join(" "))
+        assert.isTrue(Option.isNone(config))
+      }
+    }))
+})
