@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as grpc from "@grpc/grpc-js"
 import { Duration, Effect, Exit, Logger } from "effect"
-import { TableDestination as BigQueryTable } from "../../src/BigQuery/TableDestination.ts"
+import * as BigQueryTable from "../../src/BigQuery/TableDestination.ts"
 import { BigtableError } from "../../src/Bigtable/BigtableError.ts"
 import { Mutation, RowMutationEntry, TableDestination as BigtableTable } from "../../src/Bigtable/index.ts"
 import * as AppendChannels from "../../src/internal/bigquery/appendChannels.ts"
@@ -121,7 +121,7 @@ describe("deadlines: BigQuery REST tables.*", () => {
             auth: credentials.staticTokenAuth(),
             apiEndpoint: `http://${target}`
           })
-          const table = new BigQueryTable({ projectId: "p", datasetId: "d", tableId: "t" })
+          const table = BigQueryTable.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" })
           const calls = [
             tables.get(rest, table, short),
             tables.insert(rest, table, {}, short),
