@@ -115,12 +115,14 @@ export class TableAdminFailed extends Schema.TaggedError<TableAdminFailed>()("Ta
   cause: Schema.Defect()
 }) {
   /**
-   * Rate limits and 5xx are retried before this error is raised; what is left is terminal.
+   * Follows the last failure: rate limits (429) and 5xx are retried before this error is raised, so
+   * one of them here means the recovery budget ran out and a later try may help; any other status
+   * (a refusal, invalid creation options, a refused schema union: `status` 0) is terminal.
    *
    * @since 0.1.0
    */
   get isRetryable(): boolean {
-    return false
+    return this.status === 429 || this.status >= 500
   }
 }
 

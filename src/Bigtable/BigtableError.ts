@@ -129,8 +129,7 @@ export class ColumnFamilyTypeMismatch extends Schema.TaggedError<ColumnFamilyTyp
 
 /**
  * Creating missing tables or families and re-applying the parked mutations did not succeed within
- * the recovery budget; `cause` is the last failure. A status the sink does not retry
- * (`PERMISSION_DENIED`, ...) is not retried to exhaustion: it fails the sink at once as `RpcFailed`.
+ * the recovery budget (`writeMethod.recovery`); `cause` is the last failure.
  *
  * @category errors
  * @since 0.1.0
@@ -142,7 +141,9 @@ export class RecoveryExhausted extends Schema.TaggedError<RecoveryExhausted>()("
 }) {
   /**
    * Follows the last failure: true after transient statuses (`UNAVAILABLE`, a timeout, a table
-   * still reported missing), false when it says retrying cannot help.
+   * still reported missing), false when it says retrying cannot help. (A status the sink does not
+   * retry, `PERMISSION_DENIED`, ..., is not retried to exhaustion: it fails the sink at once as
+   * `RpcFailed`.)
    *
    * @since 0.1.0
    */

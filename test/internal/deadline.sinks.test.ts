@@ -17,6 +17,7 @@ import {
 import * as deadline from "../../src/internal/deadline.ts"
 import { serializer } from "../BigQuery/sinkFixtures.ts"
 import { silentTcp, unansweringHttp } from "../support/blackHole.ts"
+import * as Fake from "../support/fakeBigQueryWrite.ts"
 
 const short = Duration.millis(300)
 
@@ -55,6 +56,42 @@ describe("deadlines: the sinks against a silent endpoint", () => {
           assert.strictEqual(error.reason.code, "DEADLINE_EXCEEDED")
           assert.strictEqual(error.reason.attempts, 3)
         }
+        assert.isBelow(Date.now() - started, 10_000)
+      })),
+    30_000
+  )
+
+  it.live(
+    "BigQuery: tables.insert past adminTimeout is retried on the recovery budget, then fails typed",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const fake = yield* Fake.make() // no table: GetWriteStream answers NOT_FOUND
+        const rest = yield* unansweringHttp
+        const started = Date.now()
+        const error = yield* Stream.make({ id: 1n, name: "a" }).pipe(
+          Stream.run(BigQuerySink.make({
+            table: yield* TableDestination.make({ projectId: fake.projectId, datasetId: "d", tableId: "t" }),
+            serializer: yield* serializer,
+            createDisposition: "CREATE_IF_NEEDED",
+            writeMethod: WriteMethod.atLeastOnce({
+              recoveryInitialBackoff: "1 millis",
+              recoveryMaxBackoff: "5 millis",
+              recoveryMaxAttempts: 2
+            })
+          })),
+          Effect.provide(Layer.fresh(BigQueryClient.layer({
+            projectId: fake.projectId,
+            emulator: { grpc: fake.grpcEndpoint, rest: rest.target }
+          }))),
+          Effect.provideService(deadline.AdminTimeout, short),
+          Effect.flip
+        )
+        assert.strictEqual(error._tag, "BigQueryError")
+        if (error._tag !== "BigQueryError") return
+        assert.strictEqual(error.reason._tag, "TableAdminFailed")
+        assert.include(error.message, "tables.insert")
+        assert.include(error.message, "no answer within")
+        assert.isAtLeast(rest.accepted(), 2, "one request per attempt of the budget")
         assert.isBelow(Date.now() - started, 10_000)
       })),
     30_000

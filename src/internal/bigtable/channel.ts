@@ -2,10 +2,18 @@
  * The channel MutateRows travels on (ADR 0010): see `../grpcChannel.ts`; production goes to
  * `bigtable.googleapis.com:443`.
  *
+ * A call that went past its deadline may sit on a black-holed connection (packets dropped, nothing
+ * reset): every re-send on it would be swallowed too until keepalive notices (~40 s). The data
+ * client therefore {@link renewing renews} its channel after such a call: later calls go on a new
+ * channel with an HTTP/2 connection of its own.
+ *
  * @internal
  */
 import type * as grpc from "@grpc/grpc-js"
+import type { DataClient } from "../../Bigtable/BigtableClient.ts"
+import type { EmulatorEndpoint } from "../../Sink/EmulatorEndpoint.ts"
 import * as shared from "../grpcChannel.ts"
+import { Code, fromError } from "../grpcStatus.ts"
 
 /** The production Bigtable data endpoint. @internal */
 export const dataTarget = "bigtable.googleapis.com:443"
@@ -13,9 +21,49 @@ export const dataTarget = "bigtable.googleapis.com:443"
 /** @internal */
 export type HeaderSource = shared.HeaderSource
 
-/** The production channel: TLS plus call credentials. @internal */
-export const productionChannel = (auth: HeaderSource): grpc.Client =>
-  shared.productionChannel(dataTarget, auth, "Bigtable")
+/** The production channel (TLS plus call credentials); `separate`: on an HTTP/2 connection of its own. @internal */
+export const productionChannel = (auth: HeaderSource, separate = false): grpc.Client =>
+  shared.productionChannel(
+    dataTarget,
+    auth,
+    "Bigtable",
+    undefined,
+    separate ? shared.separateConnection : shared.channelOptions
+  )
 
-/** A plaintext channel without credentials to an emulator. @internal */
-export const emulatorChannel = shared.emulatorChannel
+/** A plaintext channel without credentials to an emulator; `separate`: on an HTTP/2 connection of its own. @internal */
+export const emulatorChannel = (endpoint: EmulatorEndpoint, separate = false): grpc.Client =>
+  shared.emulatorChannel(endpoint, separate ? shared.separateConnection : shared.channelOptions)
+
+/**
+ * A data client over `first` that moves to a new channel (`open()`, which must give a channel of its
+ * own connection) once a call on the current one ended `DEADLINE_EXCEEDED`; the abandoned channel is
+ * closed (its other calls end by their own deadlines). `close` closes the channel in use.
+ *
+ * @internal
+ */
+export const renewing = (
+  first: grpc.Client,
+  open: () => grpc.Client
+): DataClient & { readonly renewals: () => number } => {
+  let current = first
+  let renewals = 0
+  const renew = (from: grpc.Client): void => {
+    if (current !== from) return // already renewed by another call of the same channel
+    current = open()
+    renewals++
+    from.close()
+  }
+  return {
+    makeServerStreamRequest: (method, serialize, deserialize, argument, metadata, options) => {
+      const channel = current
+      const call = channel.makeServerStreamRequest(method, serialize, deserialize, argument, metadata, options)
+      call.on("error", (error: unknown) => {
+        if (fromError(error).code === Code.DEADLINE_EXCEEDED) renew(channel)
+      })
+      return call
+    },
+    close: () => current.close(),
+    renewals: () => renewals
+  }
+}

@@ -5,6 +5,7 @@
  *
  * @internal
  */
+import type { Client as GrpcClient } from "@grpc/grpc-js"
 import * as Effect from "effect/Effect"
 import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
@@ -173,15 +174,18 @@ export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkC
       : jwt !== undefined
       ? { ...base, authClient: jwt }
       : base
+    // After a call past its deadline, later calls go on a new channel of its own connection (channel.ts).
+    const open: Effect.Effect<(separate: boolean) => GrpcClient> = endpoint !== undefined
+      ? Effect.succeed((separate) => channel.emulatorChannel(endpoint, separate))
+      : jwt !== undefined
+      ? Effect.succeed((separate) => channel.productionChannel(jwt, separate))
+      : Effect.map(Effect.promise(() => import("google-auth-library")), (auth) => {
+        const adc = new auth.GoogleAuth({ scopes, projectId: s.projectId })
+        return (separate) => channel.productionChannel(adc, separate)
+      })
+    const opener = yield* open
     const data = yield* Effect.acquireRelease(
-      endpoint !== undefined
-        ? Effect.sync(() => channel.emulatorChannel(endpoint))
-        : jwt !== undefined
-        ? Effect.sync(() => channel.productionChannel(jwt))
-        : Effect.map(
-          Effect.promise(() => import("google-auth-library")),
-          (auth) => channel.productionChannel(new auth.GoogleAuth({ scopes, projectId: s.projectId }))
-        ),
+      Effect.sync(() => channel.renewing(opener(false), () => opener(true))),
       (c) => Effect.sync(() => c.close())
     )
     const admin = yield* Effect.acquireRelease(
