@@ -125,7 +125,10 @@ export type Budget = "retry" | "recovery"
 /** Items the backend repairs (table created, families added, schema updated); they stay outstanding. @internal */
 export interface Repairing<I> {
   readonly item: I
+  /** What the service said (e.g. the NOT_FOUND message). */
   readonly detail: string
+  /** The answer that asked for the repair (the last cause of a spent recovery budget). */
+  readonly cause: unknown
 }
 
 /**
@@ -247,7 +250,7 @@ export interface Backend<A, S, I extends Accounted, B, O, Ev, F extends FailedEl
   /** Owner: a command the backend sent itself through `Core.offer`. */
   readonly onEvent: (event: Ev) => Effect.Effect<void, E, R>
   /** Owner: items left the writer (written, routed or resolved): per-destination bookkeeping. */
-  readonly onResolved: (items: ReadonlyArray<I>) => void
+  readonly onResolved: (items: ReadonlyArray<I>) => Effect.Effect<void>
   /** Owner: whether a barrier must wait besides outstanding units (e.g. a repair under way). */
   readonly busy: () => boolean
   /** Owner, at a successful barrier: forgets destinations idle since before `now - idleTimeout`. */
@@ -281,14 +284,27 @@ export interface CheckpointHook<P, C, E> {
  *
  * @internal
  */
-export interface WriterOptions<A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P = never> {
-  readonly handler: FailureHandler<F, E, R>
+export interface WriterOptions<
+  A,
+  S,
+  I extends Accounted,
+  B,
+  O,
+  Ev,
+  F extends FailedElement,
+  E,
+  R,
+  P = never,
+  EH extends E = E
+> {
+  /** Its errors (`EH`, part of the writer's `E`) fail building the writer when `open` fails. */
+  readonly handler: FailureHandler<F, EH, R>
   readonly limits: Limits
   readonly retry: RetryPolicy
   readonly recovery: RetryPolicy
   readonly metrics: CoreMetrics
   readonly backend: (
     core: Core<I, B, Ev, F, E>
-  ) => Effect.Effect<Backend<A, S, I, B, O, Ev, F, E, R>, E, R | Scope.Scope>
+  ) => Effect.Effect<Backend<A, S, I, B, O, Ev, F, E, R>, EH, R | Scope.Scope>
   readonly checkpoint?: CheckpointHook<P, unknown, E> | undefined
 }

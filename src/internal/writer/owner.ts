@@ -176,10 +176,12 @@ const resolved = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, 
     }
     st.outstanding -= units
     st.outstandingBytes -= bytes
-    ctx.backend?.onResolved(items)
     return Effect.andThen(
       ctx.release({ units, bytes: permitBytes }),
-      Effect.andThen(gauge(st, ctx.metrics.inFlightUnits, -units), gauge(st, ctx.metrics.inFlightBytes, -bytes))
+      Effect.andThen(
+        Effect.andThen(gauge(st, ctx.metrics.inFlightUnits, -units), gauge(st, ctx.metrics.inFlightBytes, -bytes)),
+        ctx.backend === undefined ? Effect.void : ctx.backend.onResolved(items)
+      )
     )
   })
 

@@ -57,14 +57,14 @@ export const tickInterval = "100 millis"
  *
  * @internal
  */
-export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P = never>(
-  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, P>
-): Effect.Effect<Writer<A, E, P>, E, R | Scope.Scope> =>
+export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P = never, EH extends E = E>(
+  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, P, EH>
+): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
   Effect.gen(function*() {
     const context = yield* Effect.context<R>()
     const counters = summaryCounters.make()
     // A failing `open` fails building the writer with the handler's error (nothing to close then).
-    const router = yield* failureRouting.make(options.handler, counters)
+    const router = yield* failureRouting.make<F, EH, R>(options.handler, counters)
     const flow = yield* flowControl.make(options.limits)
     const failed = yield* Deferred.make<never, E>()
     const commands = yield* Queue.bounded<owner.Command<S, I, B, O, Ev, F, E>>(commandCapacity)
@@ -86,7 +86,7 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
       call: (batch) => Effect.suspend(() => (backend === undefined ? Effect.never : backend.call(batch)))
     }
     const core: Core<I, B, Ev, F, E> = owner.makeCore(ctx)
-    const built = yield* options.backend(core)
+    const built: Backend<A, S, I, B, O, Ev, F, E, R> = yield* options.backend(core)
     backend = built
     ctx.backend = built
     // The gauges this writer moved go back to where it found them, however it ends.
@@ -116,8 +116,8 @@ interface Parts<S, I, B, O, Ev, F, E> {
 }
 
 /** The caller-side half: `write` (prepare, permits, offer), `flush`, `checkpoint`, `summary`. */
-const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P>(
-  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, P>,
+const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P, EH extends E>(
+  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, P, EH>,
   backend: Backend<A, S, I, B, O, Ev, F, E, R>,
   parts: Parts<S, I, B, O, Ev, F, E>
 ): Writer<A, E, P> => {
