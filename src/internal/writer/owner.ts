@@ -48,8 +48,12 @@ export interface State<E> {
   requests: number
   /** Admission is waiting for permits held by open batches: cut them once no request is in flight. */
   admissionWaiting: boolean
-  /** Something was admitted since the last successful barrier: closing after success flushes. */
-  unflushed: boolean
+  /** `Admit` commands offered by callers (counted before they reach the owner). */
+  offered: number
+  /** `Admit` commands the owner has taken. */
+  taken: number
+  /** `taken` when the last barrier succeeded: closing after success flushes when `offered` is past it. */
+  flushedUpTo: number
   readonly barriers: Array<Deferred.Deferred<void, E>>
   failure: Cause.Cause<E> | undefined
   /** Gauge moves of this writer, taken back when it closes. */
@@ -57,13 +61,18 @@ export interface State<E> {
   readonly stall: stall.StallState
 }
 
+/** Whether anything was offered for admission since the last successful barrier. @internal */
+export const unflushed = <E>(st: State<E>): boolean => st.offered > st.flushedUpTo
+
 /** @internal */
 export const makeState = <E>(): State<E> => ({
   outstanding: 0,
   outstandingBytes: 0,
   requests: 0,
   admissionWaiting: false,
-  unflushed: false,
+  offered: 0,
+  taken: 0,
+  flushedUpTo: 0,
   barriers: [],
   failure: undefined,
   gauges: new Map(),
@@ -289,7 +298,7 @@ const settleBarriers = <S, I extends Accounted, B, O, Ev, F extends FailedElemen
       for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(done, exit.cause)
       return
     }
-    st.unflushed = false
+    st.flushedUpTo = st.taken
     yield* backend.evictIdle(yield* Clock.currentTimeMillis)
     for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.succeed(done, undefined)
   })
@@ -302,7 +311,7 @@ const onAdmit = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R
 ): Effect.Effect<void, E, R> =>
   Effect.gen(function*() {
     const st = ctx.state
-    st.unflushed = true
+    st.taken++
     const skipped = command.skipped
     for (let i = 0; i < skipped.length; i++) ctx.counters.add(skipped[i] as string, "recordsSkipped", 1)
     if (skipped.length > 0 && ctx.metrics.recordsSkipped !== undefined) {

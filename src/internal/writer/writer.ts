@@ -97,13 +97,15 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
       Effect.forkScoped
     )
     yield* Queue.offer(commands, { _tag: "Tick" }).pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped)
-    const writer = admission(options, built, { commands, failed, flow, counters })
+    const writer = admission(options, built, { commands, failed, flow, counters, state })
     // Closing after success is the end of input: a barrier, unless nothing was admitted since the
     // last one (the sink's own final flush, or the caller's, already flushed the handler: a second
     // flush would only run it again). A finalizer has no error channel, so a failure of this flush
     // is a defect: call `flush` before closing to get it typed. A failed writer is only released.
     yield* Effect.addFinalizer((exit) =>
-      Exit.isSuccess(exit) && state.failure === undefined && state.unflushed ? Effect.orDie(writer.flush) : Effect.void
+      Exit.isSuccess(exit) && state.failure === undefined && owner.unflushed(state)
+        ? Effect.orDie(writer.flush)
+        : Effect.void
     )
     return writer
   })
@@ -113,6 +115,7 @@ interface Parts<S, I, B, O, Ev, F, E> {
   readonly failed: Deferred.Deferred<never, E>
   readonly flow: flowControl.FlowController
   readonly counters: summaryCounters.SummaryCounters
+  readonly state: owner.State<E>
 }
 
 /** The caller-side half: `write` (prepare, permits, offer), `flush`, `checkpoint`, `summary`. */
@@ -121,7 +124,7 @@ const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement,
   backend: Backend<A, S, I, B, O, Ev, F, E, R>,
   parts: Parts<S, I, B, O, Ev, F, E>
 ): Writer<A, E, P> => {
-  const { commands, counters, failed, flow } = parts
+  const { commands, counters, failed, flow, state } = parts
   const limits = { maxUnits: flow.maxUnits, maxBytes: flow.maxBytes }
   const orFailed = <X>(effect: Effect.Effect<X, E>): Effect.Effect<X, E> =>
     Effect.raceFirst(effect, Deferred.await(failed))
@@ -131,6 +134,7 @@ const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement,
     Effect.gen(function*() {
       // The fast path (permits free, queue not full) takes no race: a race forks two fibers.
       if (Deferred.isDoneUnsafe(failed)) return yield* Deferred.await(failed)
+      state.offered++
       if (permit !== undefined) {
         const p = { units: permit.units, bytes: permit.permitBytes }
         if (!(yield* flow.tryAcquire(p))) yield* orFailed(flow.acquire(p, sendAll))
