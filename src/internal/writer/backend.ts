@@ -96,10 +96,20 @@ export interface Prepared<S, F> {
   readonly skipped: ReadonlyArray<string>
 }
 
-/** The writer-global in-flight bounds, handed to `prepare` so a slice never exceeds them. @internal */
+/**
+ * The writer-global in-flight bounds, handed to `prepare` so a slice never exceeds them.
+ *
+ * - `maxUnits` / `maxBytes`: what admitted and not yet written or routed items may hold; admission
+ *   waits for room (the backpressure).
+ * - `maxRequests`: at most this many requests (calls) in flight; further `Core.send`s wait in order
+ *   and start as answers come back (BigQuery's `maxInFlightRequests`). Absent: no bound.
+ *
+ * @internal
+ */
 export interface Limits {
   readonly maxUnits: number
   readonly maxBytes: number
+  readonly maxRequests?: number | undefined
 }
 
 /** A record that failed terminally, with the item that carried it (its permit is given back). @internal */
@@ -184,7 +194,10 @@ export interface CoreMetrics {
  * @internal
  */
 export interface Core<I extends Accounted, B, Ev, F extends FailedElement, E> {
-  /** Starts `backend.call(batch)` on a fiber of its own; its outcome comes back to `judge`. */
+  /**
+   * Starts `backend.call(batch)` on a fiber of its own (or queues it while `limits.maxRequests` are in
+   * flight); its outcome comes back to `judge`.
+   */
   readonly send: (batch: B) => Effect.Effect<void>
   /** Sends a backend command to the owner (from a forked fiber, e.g. a repair round's result). */
   readonly offer: (event: Ev) => Effect.Effect<void>

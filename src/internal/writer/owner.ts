@@ -94,6 +94,9 @@ export interface OwnerContext<S, I extends Accounted, B, O, Ev, F extends Failed
   readonly context: Context.Context<R>
   /** Set once the backend is built (the backend's factory receives the core first). */
   backend: Backend<never, S, I, B, O, Ev, F, E, R> | undefined
+  /** At most this many requests in flight (`Infinity`: no bound); the others wait in `queued`, in order. */
+  readonly maxRequests: number
+  readonly queued: Array<B>
   /** The backend's `call`, run on a fiber of its own. */
   readonly call: (batch: B) => Effect.Effect<O>
 }
@@ -118,6 +121,23 @@ export const releaseGauges = <E>(st: State<E>): Effect.Effect<void> =>
     Effect.tap(() => Effect.sync(() => st.gauges.clear()))
   )
 
+/** Starts a request's call on a fiber of its own; its outcome comes back as `Completed`. */
+const startCall = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+  batch: B
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const st = ctx.state
+    // the first call in flight starts the wait a stall is measured from
+    if (st.requests === 0) stall.progressed(st.stall, yield* Clock.currentTimeMillis)
+    st.requests++
+    yield* gauge(st, ctx.metrics.inFlightRequests, 1)
+    yield* FiberSet.run(
+      ctx.fibers,
+      Effect.flatMap(ctx.call(batch), (outcome) => offerTo(ctx.commands, { _tag: "Completed", batch, outcome }))
+    )
+  })
+
 /** Builds the {@link Core} the backend's steps use. @internal */
 export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
   ctx: OwnerContext<S, I, B, O, Ev, F, E, R>
@@ -139,16 +159,11 @@ export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedEleme
         ? fail(exhausted())
         : fork(Effect.andThen(Effect.sleep(wait.value), offerTo(ctx.commands, command))))
   return {
-    send: (batch) =>
-      Effect.gen(function*() {
-        // the first call in flight starts the wait a stall is measured from
-        if (st.requests === 0) stall.progressed(st.stall, yield* Clock.currentTimeMillis)
-        st.requests++
-        yield* gauge(st, ctx.metrics.inFlightRequests, 1)
-        yield* fork(
-          Effect.flatMap(ctx.call(batch), (outcome) => offerTo(ctx.commands, { _tag: "Completed", batch, outcome }))
-        )
-      }),
+    send: (batch) => {
+      if (st.requests < ctx.maxRequests) return startCall(ctx, batch)
+      ctx.queued.push(batch)
+      return Effect.void
+    },
     offer,
     fork,
     delay,
@@ -344,6 +359,9 @@ const onCompleted = <S, I extends Accounted, B, O, Ev, F extends FailedElement, 
     st.requests--
     yield* gauge(st, ctx.metrics.inFlightRequests, -1)
     stall.progressed(st.stall, yield* Clock.currentTimeMillis)
+    // a request waiting for the request window takes the place just freed
+    const next = ctx.queued.shift()
+    if (next !== undefined) yield* startCall(ctx, next)
     yield* act(ctx, core, backend, yield* backend.judge(batch, outcome))
     if (!st.admissionWaiting || st.requests > 0 || st.failure !== undefined) return
     st.admissionWaiting = false

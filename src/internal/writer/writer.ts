@@ -83,6 +83,8 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
       schedules: { retry: RetryPolicy.toSchedule(options.retry), recovery: RetryPolicy.toSchedule(options.recovery) },
       context,
       backend: undefined,
+      maxRequests: options.limits.maxRequests ?? Number.POSITIVE_INFINITY,
+      queued: [],
       call: (batch) => Effect.suspend(() => (backend === undefined ? Effect.never : backend.call(batch)))
     }
     const core: Core<I, B, Ev, F, E> = owner.makeCore(ctx)

@@ -139,11 +139,12 @@ export const make = (options: {
   readonly handler: FailureHandler<FailedElement, unknown>
   readonly batchSize?: number
   readonly maxUnits?: number
+  readonly maxRequests?: number
   readonly inFlight?: Metric.Gauge<number>
 }) =>
   writer.make({
     handler: options.handler,
-    limits: { maxUnits: options.maxUnits ?? 100, maxBytes: 1_000_000 },
+    limits: { maxUnits: options.maxUnits ?? 100, maxBytes: 1_000_000, maxRequests: options.maxRequests },
     retry: { initialBackoff: Duration.millis(1), maxBackoff: Duration.millis(1), maxAttempts: 3 },
     recovery: { initialBackoff: Duration.millis(1), maxBackoff: Duration.millis(1), maxAttempts: 3 },
     metrics: { inFlightUnits: options.inFlight, perDestination: false },

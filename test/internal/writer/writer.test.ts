@@ -4,7 +4,7 @@
  * counted once the handler dropped the record, retries, and gauges returned by delta at close.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Metric, Ref, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Metric, Ref, Schedule, Scope } from "effect"
 import type { FailedElement } from "../../../src/Sink/FailedElement.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
 import * as toy from "./toyBackend.ts"
@@ -19,7 +19,15 @@ const logging = (log: Array<string>, handle?: (f: FailedElement) => Effect.Effec
   })
 
 /** Lets the owner fiber take what was offered (it runs on microtasks, beside the test's fiber). */
-const settle = Effect.sleep("10 millis")
+const settle = Effect.sleep("20 millis")
+
+/** Waits until `condition` holds (the owner got to it), or fails after two seconds. */
+const eventually = (condition: () => boolean) =>
+  Effect.suspend(() => (condition() ? Effect.void : Effect.fail("not yet"))).pipe(
+    Effect.retry(Schedule.spaced("5 millis")),
+    Effect.timeout("2 seconds"),
+    Effect.orDie
+  )
 
 const gaugeValue = (metric: Metric.Gauge<number>) => Effect.map(Metric.value(metric), (state) => state.value)
 
@@ -44,6 +52,7 @@ describe("writer core", () => {
       const w = yield* toy.make({ service, handler: logging(log) })
       yield* w.write(["t:a", "t:b", "t:rej1", "t:c", "t:bad1"])
       const flushing = yield* Effect.forkChild(w.flush)
+      yield* eventually(() => log.length === 2 && service.calls === 2)
       yield* settle
       assert.isUndefined(flushing.pollUnsafe(), "the barrier waits for the held calls")
       assert.deepStrictEqual(log, ["open", "handle unserializable"])
@@ -139,6 +148,7 @@ describe("writer core", () => {
       const w = yield* toy.make({ service, handler: logging([]), maxUnits: 3, batchSize: 10 })
       yield* w.write(["t:a", "t:b", "t:c"])
       const blocked = yield* Effect.forkChild(w.write(["t:d"]))
+      yield* eventually(() => service.calls === 1)
       yield* settle
       assert.isUndefined(blocked.pollUnsafe(), "the fourth record waits")
       assert.strictEqual(service.calls, 1, "the open batch was sent to free its permits")
@@ -146,6 +156,21 @@ describe("writer core", () => {
       yield* Fiber.join(blocked)
       yield* w.flush
       assert.strictEqual((yield* w.summary).recordsWritten, 4)
+    }).pipe(Effect.scoped))
+
+  it.live("at most maxRequests calls are in flight; the others start, in order, as answers come back", () =>
+    Effect.gen(function*() {
+      const service = toy.makeService()
+      service.hold = yield* Deferred.make<void>()
+      const w = yield* toy.make({ service, handler: logging([]), maxRequests: 1, batchSize: 2 })
+      yield* w.write(["t:a", "t:b", "t:c", "t:d", "t:e", "t:f"])
+      yield* eventually(() => service.calls > 0)
+      yield* settle
+      assert.strictEqual(service.calls, 1)
+      yield* Deferred.succeed(service.hold, undefined)
+      yield* w.flush
+      assert.strictEqual(service.calls, 3)
+      assert.deepStrictEqual(service.accepted, ["a", "b", "c", "d", "e", "f"])
     }).pipe(Effect.scoped))
 
   it.live("gauges move by deltas: two writers add up, and each takes its share back at close", () =>
@@ -159,7 +184,7 @@ describe("writer core", () => {
       const w2 = yield* toy.make({ service, handler: logging([]), inFlight }).pipe(Scope.provide(scope2))
       yield* w1.write(["t:a", "t:b", "t:c"])
       yield* w2.write(["t:d", "t:e"])
-      yield* settle
+      yield* eventually(() => service.calls === 2)
       assert.strictEqual(yield* gaugeValue(inFlight), 5)
       yield* Scope.close(scope1, Exit.interrupt(0))
       assert.strictEqual(yield* gaugeValue(inFlight), 2)
@@ -178,7 +203,7 @@ describe("writer core", () => {
       const w = yield* toy.make({ service, handler: logging([], () => Ref.update(counted, (n) => n + 1)) })
       yield* w.write(["t:skip1", "t:bad1", "t:a"])
       const flushing = yield* Effect.forkChild(w.flush)
-      yield* settle
+      yield* eventually(() => service.calls === 1)
       const summary = yield* w.summary
       assert.deepStrictEqual([summary.recordsSkipped, summary.recordsFailed, summary.recordsWritten], [1, 1, 0])
       yield* Deferred.succeed(service.hold, undefined)
