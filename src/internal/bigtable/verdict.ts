@@ -42,6 +42,36 @@ const rejected = (item: Item, status: EntryStatus): FailedMutation =>
     cause: { code: status.code, status: grpc.name(status.code), message: status.message }
   })
 
+/**
+ * A row-level rejection: re-sent alone when it came in a batch (the isolation pass), routed when it
+ * was alone; the writer's failure once `maxConsecutiveRejections` were routed in a row.
+ */
+const rowLevel = <A, EH, R>(
+  st: State<A, EH, R>,
+  item: Item,
+  status: EntryStatus,
+  solo: boolean,
+  routed: Array<Routed<Item, FailedMutation>>,
+  resend: Array<Item>
+): Effect.Effect<WriterError<EH> | undefined> =>
+  Effect.gen(function*() {
+    if (!solo && !item.isolated) {
+      // A batched rejection: Bigtable fans one bad entry's status to the whole request.
+      item.isolated = true
+      yield* st.core.gauge(metrics.parkedEntries, 1)
+      resend.push(item)
+      return undefined
+    }
+    yield* metrics.errorClass(grpc.name(status.code), 1)
+    routed.push({ item, failure: rejected(item, status) })
+    st.consecutiveRejections++
+    const max = st.w.maxConsecutiveRejections
+    if (max === -1 || st.consecutiveRejections < max) return undefined
+    return new BigtableError({
+      reason: new TooManyRejections({ table: item.key, rejections: st.consecutiveRejections })
+    })
+  })
+
 const noStatus: EntryStatus = { code: undefined, message: "no status" }
 
 /** Each entry's verdict, in order; stops at the first that fails the writer. @internal */
@@ -75,22 +105,7 @@ export const judge = <A, EH, R>(
           retry.push(item)
           break
         case "rowLevel":
-          if (solo || item.isolated) {
-            yield* metrics.errorClass(grpc.name(status.code), 1)
-            routed.push({ item, failure: rejected(item, status) })
-            st.consecutiveRejections++
-            const max = st.w.maxConsecutiveRejections
-            if (max !== -1 && st.consecutiveRejections >= max) {
-              terminal = new BigtableError({
-                reason: new TooManyRejections({ table: item.key, rejections: st.consecutiveRejections })
-              })
-            }
-          } else {
-            // A batched rejection: Bigtable fans one bad entry's status to the whole request.
-            item.isolated = true
-            yield* st.core.gauge(metrics.parkedEntries, 1)
-            resend.push(item)
-          }
+          terminal = yield* rowLevel(st, item, status, solo, routed, resend)
           break
         case "tableNotFound":
           repair.push({ item, detail: status.message, cause: status })

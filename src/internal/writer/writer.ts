@@ -120,16 +120,18 @@ interface Parts<S, I, B, O, Ev, F, E> {
   readonly state: owner.State<E>
 }
 
-/** The caller-side half: `write` (prepare, permits, offer), `flush`, `checkpoint`, `summary`. */
-const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P, EH extends E>(
-  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, P, EH>,
+const orFailedWith =
+  <E>(failed: Deferred.Deferred<never, E>) => <X>(effect: Effect.Effect<X, E>): Effect.Effect<X, E> =>
+    Effect.raceFirst(effect, Deferred.await(failed))
+
+/** The caller-side admission of one prepared run: each slice takes its permit, then is offered. */
+const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
   backend: Backend<A, S, I, B, O, Ev, F, E, R>,
   parts: Parts<S, I, B, O, Ev, F, E>
-): Writer<A, E, P> => {
-  const { commands, counters, failed, flow, state } = parts
+): (records: ReadonlyArray<A>) => Effect.Effect<void, E> => {
+  const { commands, failed, flow, state } = parts
   const limits = { maxUnits: flow.maxUnits, maxBytes: flow.maxBytes }
-  const orFailed = <X>(effect: Effect.Effect<X, E>): Effect.Effect<X, E> =>
-    Effect.raceFirst(effect, Deferred.await(failed))
+  const orFailed = orFailedWith(failed)
   const sendAll = Effect.asVoid(Queue.offer(commands, { _tag: "SendAll" }))
 
   const offer = (command: owner.Command<S, I, B, O, Ev, F, E>, permit: Slice<S> | undefined) =>
@@ -144,26 +146,38 @@ const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement,
       if (!Queue.offerUnsafe(commands, command)) yield* orFailed(Queue.offer(commands, command))
     })
 
-  const admit = (records: ReadonlyArray<A>): Effect.Effect<void, E> =>
+  return (records) =>
     Effect.gen(function*() {
       const prepared = yield* backend.prepare(records, limits)
       const slices = prepared.slices
-      const extra = prepared.routed.length > 0 || prepared.skipped.length > 0
       if (slices.length === 0) {
-        if (extra) yield* offer({ _tag: "Admit", slice: undefined, ...prepared }, undefined)
+        if (prepared.routed.length > 0 || prepared.skipped.length > 0) {
+          yield* offer(
+            { _tag: "Admit", slice: undefined, routed: prepared.routed, skipped: prepared.skipped },
+            undefined
+          )
+        }
         return
       }
       for (let i = 0; i < slices.length; i++) {
         const slice = slices[i] as Slice<S>
         const last = i === slices.length - 1
-        yield* offer({
-          _tag: "Admit",
-          slice,
-          routed: last ? prepared.routed : [],
-          skipped: last ? prepared.skipped : []
-        }, slice)
+        const routed = last ? prepared.routed : []
+        const skipped = last ? prepared.skipped : []
+        yield* offer({ _tag: "Admit", slice, routed, skipped }, slice)
       }
     })
+}
+
+/** The caller-side half: `write` (prepare, permits, offer), `flush`, `checkpoint`, `summary`. */
+const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P, EH extends E>(
+  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, P, EH>,
+  backend: Backend<A, S, I, B, O, Ev, F, E, R>,
+  parts: Parts<S, I, B, O, Ev, F, E>
+): Writer<A, E, P> => {
+  const { commands, counters, failed } = parts
+  const orFailed = orFailedWith(failed)
+  const admit = admitter(backend, parts)
 
   // One run of records is prepared while earlier ones are in flight, then admitted as soon as
   // permits free up: preparing a whole large chunk up front would let the requests drain meanwhile.
