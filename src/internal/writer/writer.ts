@@ -141,6 +141,12 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
       state.offered++
       if (permit !== undefined) {
         const p = { units: permit.units, bytes: permit.permitBytes }
+        // a slice over a bound would wait forever: a backend bug, not backpressure
+        if (p.units > flow.maxUnits || p.bytes > flow.maxBytes) {
+          return yield* Effect.die(
+            new Error(`${backend.name}: a slice of ${p.units} units, ${p.bytes} bytes exceeds the bounds`)
+          )
+        }
         if (!(yield* flow.tryAcquire(p))) yield* orFailed(flow.acquire(p, sendAll))
       }
       if (!Queue.offerUnsafe(commands, command)) yield* orFailed(Queue.offer(commands, command))
