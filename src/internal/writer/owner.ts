@@ -8,6 +8,7 @@
  */
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
@@ -97,6 +98,20 @@ const onCompleted = <S, I extends Accounted, B, O, Ev, F extends FailedElement, 
     yield* backend.cutAll
   })
 
+/** How often the tick forgets idle destinations, besides every successful barrier. @internal */
+export const evictionInterval = Duration.minutes(1)
+
+/** Idle destinations are forgotten on the tick too, so a stream that never flushes does not keep them. */
+const evictDue = (
+  st: { lastEvictionAt: number },
+  backend: { readonly evictIdle: (now: number) => Effect.Effect<void> },
+  now: number
+): Effect.Effect<void> => {
+  if (now - st.lastEvictionAt < Duration.toMillis(evictionInterval)) return Effect.void
+  st.lastEvictionAt = now
+  return backend.evictIdle(now)
+}
+
 const handle = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
   ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
   core: Core<I, B, Ev, F, E>,
@@ -121,7 +136,11 @@ const handle = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>
     case "Tick":
       return Effect.flatMap(
         Clock.currentTimeMillis,
-        (now) => Effect.andThen(stall.check(st.stall, now, st.requests, backend), backend.tick(now))
+        (now) =>
+          Effect.andThen(
+            Effect.andThen(stall.check(st.stall, now, st.requests, backend), backend.tick(now)),
+            evictDue(st, backend, now)
+          )
       )
     case "Completed":
       return onCompleted(ctx, core, backend, command.batch, command.outcome)

@@ -53,6 +53,8 @@ export interface State<E> {
   /** Gauge moves of this writer, taken back when it closes. */
   readonly gauges: Map<Metric.Gauge<number>, number>
   readonly stall: stall.StallState
+  /** When the tick last forgot idle destinations. */
+  lastEvictionAt: number
 }
 
 /** Whether anything was offered for admission since the last successful barrier. @internal */
@@ -70,7 +72,8 @@ export const makeState = <E>(): State<E> => ({
   barriers: [],
   failure: undefined,
   gauges: new Map(),
-  stall: stall.makeState()
+  stall: stall.makeState(),
+  lastEvictionAt: 0
 })
 
 /** What the owner is built from (by `writer.make`). @internal */
