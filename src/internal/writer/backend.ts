@@ -147,7 +147,8 @@ export interface Repairing<I> {
  * `resend` (re-sent now, e.g. Bigtable's isolation pass), `repair` (handed to {@link Backend.repair}),
  * then `terminal` (the writer fails; the rest is dropped with it), then `written` (counted, given
  * back) and `retry` (counted as retries, re-sent after the budget's wait). Every item of the batch
- * appears exactly once.
+ * appears at most once, and exactly once unless `terminal` is set (after a failure the rest no
+ * longer matters: the writer releases without committing).
  *
  * @internal
  */
