@@ -12,6 +12,8 @@ import type { Serializer } from "../../Bigtable/BigtableSink.ts"
 import type { RowMutationEntry } from "../../Bigtable/RowMutationEntry.ts"
 import { isUnroutable, type TableDestination, type Unroutable } from "../../Bigtable/TableDestination.ts"
 import { unresolved } from "../../Sink/FailedElement.ts"
+import type * as core from "../writer/backend.ts"
+import * as batcher from "./batcher.ts"
 import * as proto from "./mutationProto.ts"
 import { maxEntryBytes, maxMutationsPerEntry } from "./options.ts"
 
@@ -25,6 +27,8 @@ export interface Item {
   readonly table: TableDestination
   readonly key: string
   readonly entry: RowMutationEntry
+  /** One record per entry (what the writer core counts). */
+  readonly units: 1
   /** `entryByteSize(entry)`: measured (and validated) once, here. */
   readonly bytes: number
   readonly mutations: number
@@ -101,6 +105,7 @@ export const accept = (
     table,
     key: destination,
     entry: result,
+    units: 1,
     bytes,
     mutations: result.mutations.length,
     permitBytes: bytes,
@@ -108,6 +113,27 @@ export const accept = (
     isolated: false
   })
 }
+
+const serializerFailed = (table: TableDestination, cause: unknown): FailedMutation =>
+  new FailedMutation({
+    destination: String(table),
+    table,
+    message: `the serializer failed: ${describe(cause)}`,
+    cause
+  })
+
+interface PendingSerializer {
+  readonly table: TableDestination
+  readonly effect: Effect.Effect<unknown, unknown>
+}
+
+/** Runs the serializers that returned an `Effect`, one after the other, into `out`. */
+const runDeferred = (deferred: ReadonlyArray<PendingSerializer>, out: Prepared): Effect.Effect<void> =>
+  Effect.forEach(deferred, ({ effect, table }) =>
+    Effect.match(effect, {
+      onFailure: (cause) => void out.routed.push(serializerFailed(table, cause)),
+      onSuccess: (result) => accept(table, result, out)
+    }), { discard: true })
 
 /**
  * Prepares a chunk. Resolvers run first; a resolver that throws is a defect (the write dies); an
@@ -123,7 +149,7 @@ export const prepare = <A>(
 ): Effect.Effect<Prepared> =>
   Effect.suspend(() => {
     const out: Prepared = { items: [], routed: [], skipped: [] }
-    const deferred: Array<{ readonly table: TableDestination; readonly effect: Effect.Effect<unknown, unknown> }> = []
+    const deferred: Array<PendingSerializer> = []
     // The destination's string form, kept while consecutive records go to the same table object.
     let lastTable: TableDestination | undefined
     let lastKey = ""
@@ -144,14 +170,7 @@ export const prepare = <A>(
       try {
         result = serializer(record)
       } catch (cause) {
-        out.routed.push(
-          new FailedMutation({
-            destination: String(target),
-            table: target,
-            message: `the serializer failed: ${describe(cause)}`,
-            cause
-          })
-        )
+        out.routed.push(serializerFailed(target, cause))
         continue
       }
       // The serializer's type has no requirements, so its Effect needs no context.
@@ -164,22 +183,35 @@ export const prepare = <A>(
         accept(target, result, out, lastKey)
       }
     }
-    if (deferred.length === 0) return Effect.succeed(out)
-    return Effect.as(
-      Effect.forEach(deferred, ({ effect, table }) =>
-        Effect.match(effect, {
-          onFailure: (cause) => {
-            out.routed.push(
-              new FailedMutation({
-                destination: String(table),
-                table,
-                message: `the serializer failed: ${describe(cause)}`,
-                cause
-              })
-            )
-          },
-          onSuccess: (result) => accept(table, result, out)
-        }), { discard: true }),
-      out
-    )
+    return deferred.length === 0 ? Effect.succeed(out) : Effect.as(runDeferred(deferred, out), out)
   })
+
+/**
+ * Cuts a prepared chunk into admission slices: each takes its permit at once, so a slice is at most
+ * a batch (`thresholds`) and the writer's bounds (`limits`); an entry larger than the byte bound
+ * takes the whole bound (its `permitBytes`), so it is admitted once the writer is otherwise empty.
+ *
+ * @internal
+ */
+export const slices = (
+  prepared: Prepared,
+  limits: core.Limits,
+  thresholds: batcher.Thresholds
+): core.Prepared<ReadonlyArray<Item>, FailedMutation> => {
+  for (const item of prepared.items) item.permitBytes = Math.min(item.bytes, limits.maxBytes)
+  const groups = batcher.admissionGroups(
+    prepared.items,
+    (item) => item.permitBytes,
+    Math.min(limits.maxUnits, thresholds.batchElementCount),
+    Math.min(limits.maxBytes, thresholds.batchByteSize)
+  )
+  return {
+    slices: groups.map((group) => {
+      let bytes = 0
+      for (const item of group.items) bytes += item.bytes
+      return { payload: group.items, units: group.items.length, bytes, permitBytes: group.bytes }
+    }),
+    routed: prepared.routed,
+    skipped: prepared.skipped
+  }
+}
