@@ -55,7 +55,7 @@ const program = Effect.gen(function*() {
   const clients = Layer.mergeAll(
     BigtableClient.layer({
       projectId,
-      emulatorEndpoint: local?.bigtable,
+      emulator: local === undefined ? undefined : { grpc: local.bigtable },
       serviceAccountKeyFile: Option.getOrUndefined(config.keyFile)
     }),
     BigQueryClient.layer({
@@ -86,7 +86,7 @@ const program = Effect.gen(function*() {
       serializer: toMutations,
       createDisposition: "CREATE_IF_NEEDED",
       tableCreateOptions: { columnFamilies: { e: {} } },
-      failedMutationHandler: failureHandler
+      failureHandler: failureHandler
     })
     const bigqueryWriter = yield* BigQuerySink.writer({
       table: bigqueryTable,

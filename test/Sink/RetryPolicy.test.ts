@@ -5,10 +5,13 @@ import * as fc from "fast-check"
 import { delayMillis } from "../../src/internal/retrySchedule.ts"
 import { RetryPolicy, type RetryPolicyOptions, type SinkConfigError } from "../../src/Sink.ts"
 
-const policy = (initial: number, max: number, maxAttempts: number): RetryPolicy => ({
+const policy = (initial: number, max: number, maxAttempts: number): RetryPolicy.Backoff => ({
+  _tag: "Backoff",
   initialBackoff: Duration.millis(initial),
   maxBackoff: Duration.millis(max),
-  maxAttempts
+  maxAttempts,
+  multiplier: 2,
+  maxDuration: undefined
 })
 
 const configError = (exit: Exit.Exit<unknown, SinkConfigError>): SinkConfigError | undefined => {
@@ -98,9 +101,9 @@ describe("RetryPolicy", () => {
       assert.strictEqual(error?.path, path, JSON.stringify(options))
     }
     const nested = configError(
-      Effect.runSyncExit(RetryPolicy.make({ initialBackoff: 5, maxBackoff: 1, maxAttempts: 2 }, "writerOptions.retry"))
+      Effect.runSyncExit(RetryPolicy.make({ initialBackoff: 5, maxBackoff: 1, maxAttempts: 2 }, "writeMethod.retry"))
     )
-    assert.strictEqual(nested?.path, "writerOptions.retry.maxBackoff")
+    assert.strictEqual(nested?.path, "writeMethod.retry.maxBackoff")
     const ok = Effect.runSync(RetryPolicy.make({ initialBackoff: 100, maxBackoff: "5 seconds", maxAttempts: 1 }))
     assert.strictEqual(Duration.toMillis(ok.maxBackoff), 5000)
   })

@@ -31,6 +31,7 @@ import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import { name as codeName } from "../grpcStatus.ts"
+import { attemptBudget } from "../retrySchedule.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as Connection from "./connection.ts"
 import { encodeDescriptor } from "./descriptor.ts"
@@ -310,7 +311,7 @@ export const open = <A, E, R>(
           })
         })
       }
-      if (attempt >= settings.stream.recovery.maxAttempts) {
+      if (attempt >= attemptBudget(settings.stream.recovery)) {
         return yield* new BigQueryError({
           reason: new RetriesExhausted({
             method: "GetWriteStream",

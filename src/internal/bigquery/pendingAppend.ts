@@ -14,6 +14,7 @@ import { BigQueryError, RequestRejected, RetriesExhausted, SchemaMismatch } from
 import type { FailedRow } from "../../BigQuery/BigQueryFailure.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import { name as codeName } from "../grpcStatus.ts"
+import { attemptBudget, delayAfter } from "../retrySchedule.ts"
 import * as AppendRequest from "./appendRequest.ts"
 import type { Connection } from "./connection.ts"
 import { createIfMissing, createResource, type Destination, tableNotFound } from "./destination.ts"
@@ -107,7 +108,7 @@ export const run = <A, E, R>(
     const reconnect = (connection: Connection, failure: AppendFailure, detail: string, cause: unknown) =>
       Effect.gen(function*() {
         yield* destination.slot.retire(connection)
-        if (recovery >= s.recovery.maxAttempts) return yield* exhausted(failure, detail, cause, recovery + 1)
+        if (recovery >= attemptBudget(s.recovery)) return yield* exhausted(failure, detail, cause, recovery + 1)
         recovery++
         retries++
         yield* sleepBackoff(s.recovery, recovery)
@@ -156,14 +157,16 @@ export const run = <A, E, R>(
         case "retry": {
           const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
           if (firstLevel === 0) firstLevelStart = now
-          const limit = Duration.toMillis(s.maxRetryDuration)
-          if (firstLevel + 1 < s.retryMaxAttempts && (limit === 0 || now - firstLevelStart < limit)) {
-            const initial = Duration.toMillis(s.retryInitialDelay)
-            const cap = Duration.toMillis(s.retryMaxDelay)
-            const delay = initial * Math.pow(s.retryDelayMultiplier, firstLevel)
+          const limit = s.retry._tag === "Backoff" && s.retry.maxDuration !== undefined
+            ? Duration.toMillis(s.retry.maxDuration)
+            : Number.POSITIVE_INFINITY
+          const delay = yield* delayAfter(s.retry, firstLevel + 1)
+          if (
+            firstLevel + 1 < attemptBudget(s.retry) && now - firstLevelStart < limit && Option.isSome(delay)
+          ) {
             firstLevel++
             retries++
-            yield* Effect.sleep(Duration.millis(cap === 0 ? delay : Math.min(delay, cap)))
+            yield* Effect.sleep(delay.value)
             continue
           }
           // the first level gave up: rebuild the connection and re-append on the recovery budget
@@ -176,7 +179,7 @@ export const run = <A, E, R>(
           continue
         }
         case "createTable": {
-          if (recovery >= s.recovery.maxAttempts) return yield* exhausted(failure, detail, cause, recovery + 1)
+          if (recovery >= attemptBudget(s.recovery)) return yield* exhausted(failure, detail, cause, recovery + 1)
           // one repair per destination at a time: the batches that met the same missing table
           // skip theirs (their epoch is past) and re-append after it
           yield* destination.guard.repair(

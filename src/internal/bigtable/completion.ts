@@ -8,10 +8,9 @@
  * @internal
  */
 import * as Clock from "effect/Clock"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
-import * as Random from "effect/Random"
+import * as Option from "effect/Option"
 import type { EntryStatus } from "../../Bigtable/BigtableClient.ts"
 import { BigtableError, RpcFailed, TooManyRejections } from "../../Bigtable/BigtableError.ts"
 import { FailedMutation } from "../../Bigtable/BigtableFailure.ts"
@@ -71,13 +70,14 @@ const onStatuses = <A, EH, R>(
     const solo = items.length === 1
     const ok: Array<Item> = []
     const retry: Array<Item> = []
+    const lastStatus = new Map<Item, EntryStatus>()
     for (let i = 0; i < items.length; i++) {
       if (st.failure !== undefined) return
       const item = items[i] as Item
       const status = statuses[i] ?? { code: undefined, message: "no status" }
       const verdict = status.code === 0
         ? "applied"
-        : afterBudget(classify([status.code]), item.attempts, st.w.retry.maxAttempts)
+        : afterBudget(classify([status.code]), item.attempts, retrySchedule.attemptBudget(st.w.retry))
       switch (verdict) {
         case "applied":
           ok.push(item)
@@ -85,6 +85,7 @@ const onStatuses = <A, EH, R>(
         case "retry":
           yield* metrics.errorClass(grpc.name(status.code), 1)
           retry.push(item)
+          lastStatus.set(item, status)
           break
         case "rowLevel":
           if (solo || item.isolated) yield* reject(st, item, status)
@@ -108,9 +109,12 @@ const onStatuses = <A, EH, R>(
     if (retry.length > 0) {
       for (const item of retry) st.summary.add(item.key, "retries", 1)
       const attempt = Math.max(...retry.map((item) => item.attempts))
-      const u = yield* Random.next
-      const delay = Duration.millis(retrySchedule.delayMillis(st.w.retry, attempt, u))
-      yield* fork(st, Effect.sleep(delay).pipe(Effect.andThen(offer(st, { _tag: "Resend", items: retry }))))
+      const delay = yield* retrySchedule.delayAfter(st.w.retry, attempt)
+      if (Option.isNone(delay)) {
+        const first = retry[0] as Item
+        return yield* fail(st, rpcFailed(first, lastStatus.get(first) ?? { code: undefined, message: "no status" }))
+      }
+      yield* fork(st, Effect.sleep(delay.value).pipe(Effect.andThen(offer(st, { _tag: "Resend", items: retry }))))
     }
   })
 

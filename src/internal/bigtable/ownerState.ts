@@ -17,7 +17,7 @@ import type { EntryStatus } from "../../Bigtable/BigtableClient.ts"
 import type { BigtableError } from "../../Bigtable/BigtableError.ts"
 import type { FailedMutation } from "../../Bigtable/BigtableFailure.ts"
 import type { TableDestination } from "../../Bigtable/TableDestination.ts"
-import type { FailureHandler, RecordFailed } from "../../Sink/FailureHandler.ts"
+import type { FailureHandler } from "../../Sink/FailureHandler.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import type { Permit } from "../flowControl.ts"
 import type * as counters from "../summaryCounters.ts"
@@ -28,7 +28,7 @@ import type { Settings, WriterSettings } from "./options.ts"
 import type { Item } from "./prepare.ts"
 
 /** Everything a writer can fail with: its own errors and the failure handler's. @internal */
-export type WriterError<EH> = BigtableError | RecordFailed | SinkConfigError | EH
+export type WriterError<EH> = BigtableError | SinkConfigError | EH
 
 /** @internal */
 export type EnsureResults = ReadonlyArray<
@@ -90,7 +90,7 @@ export interface State<A, EH, R> {
   readonly ctx: OwnerContext<A, EH, R>
   readonly settings: Settings<A, EH, R>
   readonly client: Service
-  readonly handler: FailureHandler<FailedMutation, EH | RecordFailed, R>
+  readonly handler: FailureHandler<FailedMutation, EH, R>
   readonly w: WriterSettings
   readonly thresholds: batcher.Thresholds
   readonly summary: counters.SummaryCounters

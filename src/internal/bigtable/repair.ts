@@ -6,11 +6,10 @@
  *
  * @internal
  */
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
-import * as Random from "effect/Random"
+import * as Option from "effect/Option"
 import type { EntryStatus } from "../../Bigtable/BigtableClient.ts"
 import {
   BigtableError,
@@ -60,7 +59,8 @@ export const scheduleRound = <A, EH, R>(st: State<A, EH, R>, cause: unknown): Ef
     const repair = st.repair
     if (repair === undefined || repair.busy) return
     repair.lastCause = cause
-    if (repair.rounds >= st.w.recovery.maxAttempts) {
+    const delay = yield* retrySchedule.delayAfter(st.w.recovery, repair.rounds)
+    if (repair.rounds >= retrySchedule.attemptBudget(st.w.recovery) || Option.isNone(delay)) {
       const table = [...repair.tables][0] ?? "unknown"
       return yield* fail(
         st,
@@ -68,9 +68,7 @@ export const scheduleRound = <A, EH, R>(st: State<A, EH, R>, cause: unknown): Ef
       )
     }
     repair.busy = true
-    const u = yield* Random.next
-    const delay = Duration.millis(retrySchedule.delayMillis(st.w.recovery, repair.rounds, u))
-    yield* fork(st, Effect.sleep(delay).pipe(Effect.andThen(offer(st, { _tag: "RepairDue" }))))
+    yield* fork(st, Effect.sleep(delay.value).pipe(Effect.andThen(offer(st, { _tag: "RepairDue" }))))
   })
 
 /** A `RepairDue` command: the backoff is over. @internal */

@@ -8,16 +8,17 @@ import * as Effect from "effect/Effect"
 import * as Sink from "effect/Sink"
 import * as Stream from "effect/Stream"
 import type { BigtableClient } from "../../Bigtable/BigtableClient.ts"
-import type { BigtableSinkOptions } from "../../Bigtable/BigtableSink.ts"
+import type { BigtableSinkOptions, Handler } from "../../Bigtable/BigtableSink.ts"
+import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sink/SinkOptions.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as options from "./options.ts"
 import type { WriterError } from "./owner.ts"
 import * as writer from "./writer.ts"
 
 /** @internal */
-export const make = <A, EH = never, R = never>(
-  sinkOptions: BigtableSinkOptions<A, EH, R>
-): Sink.Sink<WriteSummary, A, never, WriterError<EH>, BigtableClient | R> =>
+export const make = <A, H extends Handler | undefined>(
+  sinkOptions: WithFailureHandler<BigtableSinkOptions<A>, H>
+): Sink.Sink<WriteSummary, A, never, WriterError<HandlerError<H>>, BigtableClient | HandlerContext<H>> =>
   Sink.make<A>()((input) =>
     Effect.gen(function*() {
       const settings = yield* options.settings(sinkOptions)

@@ -24,9 +24,9 @@ import * as Schedule from "effect/Schedule"
 import * as Scheduler from "effect/Scheduler"
 import type * as Scope from "effect/Scope"
 import { BigtableClient } from "../../Bigtable/BigtableClient.ts"
-import type { BigtableSinkOptions } from "../../Bigtable/BigtableSink.ts"
-import type { RecordFailed } from "../../Sink/FailureHandler.ts"
+import type { BigtableSinkOptions, Handler } from "../../Bigtable/BigtableSink.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sink/SinkOptions.ts"
 import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as flowControl from "../flowControl.ts"
@@ -56,12 +56,12 @@ export const ownerScheduler: Scheduler.Scheduler = new Scheduler.MixedScheduler(
 export const tickInterval = "100 millis"
 
 /** @internal */
-export const make = <A, EH = never, R = never>(
-  sinkOptions: BigtableSinkOptions<A, EH, R>
+export const make = <A, H extends Handler | undefined>(
+  sinkOptions: WithFailureHandler<BigtableSinkOptions<A>, H>
 ): Effect.Effect<
-  Writer<A, owner.WriterError<EH>>,
-  SinkConfigError | EH | RecordFailed,
-  BigtableClient | Scope.Scope | R
+  Writer<A, owner.WriterError<HandlerError<H>>>,
+  SinkConfigError | HandlerError<H>,
+  BigtableClient | Scope.Scope | HandlerContext<H>
 > => Effect.flatMap(options.settings(sinkOptions), fromSettings)
 
 /** {@link make} from options already validated (the sink reads `flushInterval` from them too). @internal */
@@ -69,7 +69,7 @@ export const fromSettings = <A, EH = never, R = never>(
   settings: options.Settings<A, EH, R>
 ): Effect.Effect<
   Writer<A, owner.WriterError<EH>>,
-  EH | RecordFailed,
+  EH,
   BigtableClient | Scope.Scope | R
 > =>
   Effect.gen(function*() {
