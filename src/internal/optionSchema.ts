@@ -20,9 +20,16 @@ import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import * as emulatorEndpoint from "./emulatorEndpoint.ts"
-import { describe } from "./optionChecks.ts"
 
-export { describe }
+/** A short, safe rendering of a rejected value for an error message. @internal */
+export const describe = (value: unknown): string => {
+  if (value === undefined) return "undefined"
+  if (value === null) return "null"
+  if (Predicate.isString(value)) return `'${value.length > 64 ? `${value.slice(0, 64)}...` : value}'`
+  if (Predicate.isNumber(value) || Predicate.isBoolean(value) || Predicate.isBigInt(value)) return String(value)
+  if (Duration.isDuration(value)) return Duration.format(value)
+  return Array.isArray(value) ? "an array" : `a value of type ${typeof value}`
+}
 
 /** A leaf rule: the value, or the message of the rule it broke. @internal */
 export type Rule<A> = (input: unknown) => Result.Result<A, string>
