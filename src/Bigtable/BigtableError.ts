@@ -112,7 +112,7 @@ export class ColumnFamilyTypeMismatch extends Schema.TaggedError<ColumnFamilyTyp
 
 /**
  * Creating missing tables or families and re-applying the parked mutations did not succeed within
- * the recovery budget (`recoveryMaxAttempts`); `cause` is the last failure.
+ * the recovery budget (`writeMethod.recovery`); `cause` is the last failure.
  *
  * @category errors
  * @since 0.1.0

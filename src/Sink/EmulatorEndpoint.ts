@@ -37,10 +37,10 @@ export interface EmulatorEndpoint {
  * ```ts
  * import { Effect } from "effect"
  * import { EmulatorEndpoint } from "effect-gcp-sinks/Sink"
- * Effect.runSync(EmulatorEndpoint.parse("localhost:8086", "emulatorEndpoint"))
+ * Effect.runSync(EmulatorEndpoint.parse("localhost:8086", "emulator.grpc"))
  * // => { host: "localhost", port: 8086, target: "localhost:8086" }
- * Effect.runSync(Effect.flip(EmulatorEndpoint.parse("localhost", "emulatorEndpoint"))).message
- * // => "emulatorEndpoint must be host:port, was 'localhost'"
+ * Effect.runSync(Effect.flip(EmulatorEndpoint.parse("localhost", "emulator.grpc"))).message
+ * // => "emulator.grpc must be host:port, was 'localhost'"
  * ```
  *
  * @category constructors

@@ -14,43 +14,13 @@ import * as retrySchedule from "../internal/retrySchedule.ts"
 import type { SinkConfigError } from "./SinkConfigError.ts"
 
 /**
- * Bounded exponential backoff: at most `maxAttempts` attempts in all, waiting `initialBackoff`
- * after the first failure, growing by `multiplier` per attempt up to `maxBackoff`, each wait scaled
- * by a random factor in [0.75, 1.25] (±25 %, mean-preserving, never below 1 ms), and no retry once
- * `maxDuration` (when set) has passed since the first failure.
- *
- * @category models
- * @since 0.1.0
- */
-export interface Backoff {
-  readonly _tag: "Backoff"
-  readonly initialBackoff: Duration.Duration
-  readonly maxBackoff: Duration.Duration
-  readonly maxAttempts: number
-  readonly multiplier: number
-  readonly maxDuration: Duration.Duration | undefined
-}
-
-/**
- * A caller's own `Schedule` (see {@link RetryPolicy.fromSchedule}): it alone decides how long to
- * wait and when to give up. Its input is the failure being retried.
- *
- * @category models
- * @since 0.1.0
- */
-export interface FromSchedule {
-  readonly _tag: "FromSchedule"
-  readonly schedule: Schedule.Schedule<unknown, unknown>
-}
-
-/**
- * A validated retry budget: {@link Backoff} or {@link FromSchedule}. Sinks run it only through
+ * A validated retry budget: {@link RetryPolicy.Backoff} or {@link RetryPolicy.FromSchedule}. Sinks run it only through
  * {@link RetryPolicy.toSchedule}.
  *
  * @category models
  * @since 0.1.0
  */
-export type RetryPolicy = Backoff | FromSchedule
+export type RetryPolicy = RetryPolicy.Backoff | RetryPolicy.FromSchedule
 
 /**
  * The options of {@link RetryPolicy.make}, as the sinks' `retry` and `recovery` options take them.
@@ -86,7 +56,7 @@ export interface RetryPolicyOptions {
 export type RetryPolicyInput = RetryPolicyOptions | RetryPolicy
 
 /**
- * Validates options into a {@link Backoff} policy.
+ * Validates options into a {@link RetryPolicy.Backoff} policy.
  *
  * **Details**
  *
@@ -105,7 +75,7 @@ export type RetryPolicyInput = RetryPolicyOptions | RetryPolicy
  * @category constructors
  * @since 0.1.0
  */
-const make = (options: RetryPolicyOptions, path = "retry"): Effect.Effect<Backoff, SinkConfigError> =>
+const make = (options: RetryPolicyOptions, path = "retry"): Effect.Effect<RetryPolicy.Backoff, SinkConfigError> =>
   internal.make(options, path)
 
 /**
@@ -129,15 +99,15 @@ const make = (options: RetryPolicyOptions, path = "retry"): Effect.Effect<Backof
  * @category constructors
  * @since 0.1.0
  */
-const fromSchedule = <Out>(schedule: Schedule.Schedule<Out, unknown>): FromSchedule => ({
+const fromSchedule = <Out>(schedule: Schedule.Schedule<Out, unknown>): RetryPolicy.FromSchedule => ({
   _tag: "FromSchedule",
   schedule: Schedule.map(schedule, (out): unknown => out)
 })
 
 /**
- * Turns a policy into a `Schedule` for `Effect.retry`. For {@link Backoff} it recurs
+ * Turns a policy into a `Schedule` for `Effect.retry`. For {@link RetryPolicy.Backoff} it recurs
  * `maxAttempts - 1` times (so the retried effect runs at most `maxAttempts` times), each output
- * being the delay before the next attempt; for {@link FromSchedule} it is the caller's schedule.
+ * being the delay before the next attempt; for {@link RetryPolicy.FromSchedule} it is the caller's schedule.
  *
  * **Example** (Retrying a flaky call)
  * ```ts
@@ -154,7 +124,7 @@ const fromSchedule = <Out>(schedule: Schedule.Schedule<Out, unknown>): FromSched
 const toSchedule: (policy: RetryPolicy) => Schedule.Schedule<unknown, unknown> = retrySchedule.toSchedule
 
 /**
- * The wait of a {@link Backoff} policy after failed attempt `attempt` (1-based) before jitter:
+ * The wait of a {@link RetryPolicy.Backoff} policy after failed attempt `attempt` (1-based) before jitter:
  * `initialBackoff * multiplier^(attempt-1)` capped at `maxBackoff`. The actual wait is this times a
  * factor in [0.75, 1.25].
  *
@@ -170,12 +140,12 @@ const toSchedule: (policy: RetryPolicy) => Schedule.Schedule<unknown, unknown> =
  * @category combinators
  * @since 0.1.0
  */
-const baseDelay = (policy: Backoff, attempt: number): Duration.Duration =>
+const baseDelay = (policy: RetryPolicy.Backoff, attempt: number): Duration.Duration =>
   Duration.millis(retrySchedule.delayMillis(policy, attempt, 0.5))
 
 /**
  * Returns a copy of the policy with another attempt budget (not validated; use
- * {@link RetryPolicy.make} for untrusted values). A {@link FromSchedule} policy also stops after
+ * {@link RetryPolicy.make} for untrusted values). A {@link RetryPolicy.FromSchedule} policy also stops after
  * `maxAttempts - 1` retries.
  *
  * **Example** (One attempt only)
@@ -231,35 +201,47 @@ export const RetryPolicy: {
   readonly baseDelay: typeof baseDelay
   readonly withMaxAttempts: typeof withMaxAttempts
   readonly isRetryPolicy: typeof isRetryPolicy
-  /** The jitter applied to every wait of a {@link Backoff} policy: ±25 %. */
+  /** The jitter applied to every wait of a {@link RetryPolicy.Backoff} policy: ±25 %. */
   readonly jitter: number
 } = { make, fromSchedule, toSchedule, baseDelay, withMaxAttempts, isRetryPolicy, jitter: retrySchedule.jitter }
 
 /**
- * The variants and option types of {@link RetryPolicy}, for imports of the `effect-gcp-sinks/Sink`
- * barrel (`RetryPolicy.Backoff`).
+ * The variants of {@link RetryPolicy} and the option types, also reachable through the
+ * `effect-gcp-sinks/Sink` barrel (`RetryPolicy.Backoff`).
  *
  * @category models
  * @since 0.1.0
  */
-type BackoffPolicy = Backoff
-type SchedulePolicy = FromSchedule
-
 export declare namespace RetryPolicy {
   /**
-   * See {@link Backoff}.
+   * Bounded exponential backoff: at most `maxAttempts` attempts in all, waiting `initialBackoff`
+   * after the first failure, growing by `multiplier` per attempt up to `maxBackoff`, each wait scaled
+   * by a random factor in [0.75, 1.25] (±25 %, mean-preserving, never below 1 ms), and no retry once
+   * `maxDuration` (when set) has passed since the first failure.
    *
+   * @category models
    * @since 0.1.0
    */
-  // oxlint-disable-next-line no-shadow -- the namespace re-exports the module's own types
-  export type Backoff = BackoffPolicy
+  export interface Backoff {
+    readonly _tag: "Backoff"
+    readonly initialBackoff: Duration.Duration
+    readonly maxBackoff: Duration.Duration
+    readonly maxAttempts: number
+    readonly multiplier: number
+    readonly maxDuration: Duration.Duration | undefined
+  }
+
   /**
-   * See {@link FromSchedule}.
+   * A caller's own `Schedule` (see {@link RetryPolicy.fromSchedule}): it alone decides how long to
+   * wait and when to give up. Its input is the failure being retried.
    *
+   * @category models
    * @since 0.1.0
    */
-  // oxlint-disable-next-line no-shadow -- the namespace re-exports the module's own types
-  export type FromSchedule = SchedulePolicy
+  export interface FromSchedule {
+    readonly _tag: "FromSchedule"
+    readonly schedule: Schedule.Schedule<unknown, unknown>
+  }
   /**
    * See {@link RetryPolicyInput}.
    *

@@ -10,7 +10,7 @@ import * as Predicate from "effect/Predicate"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
-import type { Backoff, FromSchedule, RetryPolicy, RetryPolicyOptions } from "../Sink/RetryPolicy.ts"
+import type { RetryPolicy, RetryPolicyOptions } from "../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import * as O from "./optionSchema.ts"
 import { defaultMultiplier } from "./retrySchedule.ts"
@@ -41,7 +41,7 @@ const BackoffSchema = OptionsFields.pipe(
   ))
 )
 
-const toBackoff = (o: typeof BackoffSchema.Type): Backoff => ({
+const toBackoff = (o: typeof BackoffSchema.Type): RetryPolicy.Backoff => ({
   _tag: "Backoff",
   initialBackoff: o.initialBackoff,
   maxBackoff: o.maxBackoff,
@@ -50,7 +50,7 @@ const toBackoff = (o: typeof BackoffSchema.Type): Backoff => ({
   maxDuration: o.maxDuration
 })
 
-const isFromSchedule = (u: unknown): u is FromSchedule =>
+const isFromSchedule = (u: unknown): u is RetryPolicy.FromSchedule =>
   Predicate.isObject(u) && "_tag" in u && u._tag === "FromSchedule" && "schedule" in u &&
   Schedule.isSchedule(u.schedule)
 
@@ -94,7 +94,7 @@ export const schema = (fallback: RetryPolicy) =>
   })
 
 /** @internal */
-export const make = (options: RetryPolicyOptions, path: string): Effect.Effect<Backoff, SinkConfigError> =>
+export const make = (options: RetryPolicyOptions, path: string): Effect.Effect<RetryPolicy.Backoff, SinkConfigError> =>
   Effect.map(O.decode(BackoffSchema, path)(options), toBackoff)
 
 /** A `Backoff` from trusted values (defaults). @internal */
@@ -104,7 +104,7 @@ export const backoff = (o: {
   readonly maxAttempts: number
   readonly multiplier?: number | undefined
   readonly maxDuration?: Duration.Duration | undefined
-}): Backoff => ({
+}): RetryPolicy.Backoff => ({
   _tag: "Backoff",
   initialBackoff: o.initialBackoff,
   maxBackoff: o.maxBackoff,

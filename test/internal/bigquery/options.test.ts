@@ -105,7 +105,7 @@ describe("BigQuery sink options: defaults", () => {
       assert.isFalse(s.perDestinationMetrics)
     }))
 
-  it.effect("writeMethod defaults to WriteMethod.atLeastOnce() with default DefaultStreamOptions", () =>
+  it.effect("writeMethod defaults to WriteMethod.atLeastOnce() with default AtLeastOnceOptions", () =>
     Effect.gen(function*() {
       const implicit = yield* Options.decode(base)
       const explicit = yield* Options.decode({ ...base, writeMethod: WriteMethod.atLeastOnce() })
