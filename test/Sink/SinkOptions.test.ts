@@ -5,7 +5,7 @@
  * signature of `make` / `writer` types the handler's error for each way of giving a handler.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, type Scope, type Sink as EffectSink, Stream } from "effect"
+import { Effect, Schedule, type Scope, type Sink as EffectSink, Stream } from "effect"
 import { expectTypeOf } from "vitest"
 import {
   type BigQueryClient,
@@ -24,7 +24,13 @@ import {
   TableDestination,
   WriteMethod
 } from "../../src/Bigtable/index.ts"
-import { FailureHandler, type RecordFailed, type SinkConfigError, type SinkOptions } from "../../src/Sink.ts"
+import {
+  FailureHandler,
+  type RecordFailed,
+  RetryPolicy,
+  type SinkConfigError,
+  type SinkOptions
+} from "../../src/Sink.ts"
 import type { Writer } from "../../src/Sink/Writer.ts"
 import type { WriteSummary } from "../../src/Sink/WriteSummary.ts"
 import * as F from "../BigQuery/sinkFixtures.ts"
@@ -125,6 +131,42 @@ describe("shared option vocabulary: Bigtable sink", () => {
       // @ts-expect-error: BigQuery's WriteMethod
       { table, serializer, writeMethod: BigQueryWriteMethod.atLeastOnce() },
       "writeMethod"
+    ))
+})
+
+describe("retry and recovery run a caller's Schedule", () => {
+  it.live("Bigtable: the retries end when RetryPolicy.fromSchedule's schedule ends", () =>
+    Effect.gen(function*() {
+      const fake = makeFake({ decide: () => ({ code: 4, message: "deadline" }) })
+      const error = yield* Stream.make("a").pipe(
+        Stream.run(BigtableSink.make({
+          table,
+          serializer,
+          writeMethod: WriteMethod.atLeastOnce({
+            retry: RetryPolicy.fromSchedule(Schedule.spaced("1 millis").pipe(Schedule.upTo({ times: 2 })))
+          })
+        })),
+        Effect.provide(fake.layer),
+        Effect.flip
+      )
+      assert.strictEqual(error._tag, "BigtableError")
+      assert.strictEqual(fake.requests.length, 3)
+    }))
+
+  it.live("BigQuery: recovery from a caller's schedule ends the re-appends when it ends", () =>
+    F.withFake(
+      { answer: () => ({ _tag: "error", code: 14, message: "unavailable" }) },
+      (fake) =>
+        Effect.gen(function*() {
+          const error = yield* Effect.flip(F.writeRows<never, never>(fake, 1, {
+            writeMethod: {
+              retry: RetryPolicy.fromSchedule(Schedule.recurs(0)),
+              recovery: RetryPolicy.fromSchedule(Schedule.recurs(2))
+            }
+          }))
+          assert.strictEqual(error._tag, "BigQueryError")
+          assert.strictEqual(fake.stats.requests, 3)
+        })
     ))
 })
 

@@ -108,10 +108,14 @@ export const run = <A, E, R>(
     const reconnect = (connection: Connection, failure: AppendFailure, detail: string, cause: unknown) =>
       Effect.gen(function*() {
         yield* destination.slot.retire(connection)
-        if (recovery >= attemptBudget(s.recovery)) return yield* exhausted(failure, detail, cause, recovery + 1)
+        // spent after maxAttempts, or when a caller's schedule ends
+        const delay = yield* delayAfter(s.recovery, recovery + 1)
+        if (recovery >= attemptBudget(s.recovery) || delay._tag === "None") {
+          return yield* exhausted(failure, detail, cause, recovery + 1)
+        }
         recovery++
         retries++
-        yield* sleepBackoff(s.recovery, recovery)
+        yield* Effect.sleep(delay.value)
       })
     for (;;) {
       // never sent while the destination's table is being repaired: wait, then append after it
@@ -179,7 +183,10 @@ export const run = <A, E, R>(
           continue
         }
         case "createTable": {
-          if (recovery >= attemptBudget(s.recovery)) return yield* exhausted(failure, detail, cause, recovery + 1)
+          const delay = recovery > 0 ? yield* delayAfter(s.recovery, recovery) : Option.some(Duration.zero)
+          if (recovery >= attemptBudget(s.recovery) || Option.isNone(delay)) {
+            return yield* exhausted(failure, detail, cause, recovery + 1)
+          }
           // one repair per destination at a time: the batches that met the same missing table
           // skip theirs (their epoch is past) and re-append after it
           yield* destination.guard.repair(
@@ -190,7 +197,7 @@ export const run = <A, E, R>(
             )
           )
           yield* destination.slot.retire(connection)
-          if (recovery > 0) yield* sleepBackoff(s.recovery, recovery)
+          if (recovery > 0) yield* Effect.sleep(delay.value)
           recovery++
           retries++
           continue
