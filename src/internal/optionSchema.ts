@@ -193,8 +193,7 @@ export const object = <A, B>(schema: Schema.Decoder<A>, fallback: B, is: (u: unk
   })
 
 /** An optional field: a missing key is decoded like `undefined`, so the leaf applies its default. @internal */
-export const field = <A>(schema: Schema.Codec<A, unknown>) =>
-  schema.pipe(Schema.withDecodingDefaultKey(Effect.succeed<unknown>(undefined)))
+export const field = <A>(schema: Schema.Codec<A, unknown>) => schema.pipe(Schema.withDecodingDefaultKey(Effect.void))
 
 /** An optional field from a rule. @internal */
 export const optional = <A>(is: (u: unknown) => u is A, rule: Rule<A>, fallback: A) =>

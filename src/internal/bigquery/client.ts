@@ -78,10 +78,10 @@ const acquireChannel = (open: Effect.Effect<grpc.Client>): Effect.Effect<grpc.Cl
   Effect.acquireRelease(open, (channel) => Effect.sync(() => channel.close()))
 
 /** `BigQueryClient.make`. @internal */
-export const make = (
+export const make: (
   config: BigQueryClientConfig
-): Effect.Effect<BigQueryClientService, SinkConfigError, Scope.Scope> =>
-  Effect.gen(function*() {
+) => Effect.Effect<BigQueryClientService, SinkConfigError, Scope.Scope> = Effect.fn("BigQueryClient.make")(
+  function*(config: BigQueryClientConfig) {
     const { emulator, keyFile, location, projectId, streamsPerChannel } = yield* settings(config)
     if (emulator !== undefined) {
       const write = yield* acquireChannel(Effect.sync(() => credentials.emulatorChannel(emulator.grpc)))
@@ -100,7 +100,8 @@ export const make = (
     yield* appendChannels(write, () => credentials.productionChannel(auth, true), streamsPerChannel)
     const rest = credentials.restClient({ projectId, location, auth: jwt })
     return { projectId, location, write, rest }
-  })
+  }
+)
 
 const isObject = (u: unknown): u is object => Predicate.isObject(u)
 

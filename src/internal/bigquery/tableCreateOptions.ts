@@ -31,7 +31,7 @@ const isColumns = (u: unknown): u is ReadonlyArray<string> | undefined =>
 
 /** 1 to 4 column names, not blank, distinct ignoring case; each rejection names its index. */
 const Clustering = O.fromEffect(isColumns, (input) => {
-  if (input === undefined) return Effect.succeed(undefined)
+  if (input === undefined) return Effect.undefined
   if (!Array.isArray(input) || input.length < 1 || input.length > 4) {
     const count = Array.isArray(input) ? input.length : O.describe(input)
     return Effect.fail(new SchemaIssue.InvalidValue({ message: `must have 1 to 4 columns, had ${count}` }, input))
