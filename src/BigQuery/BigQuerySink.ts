@@ -105,7 +105,9 @@ export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigErro
  * was lost is appended again.
  *
  * The error channel holds the handler's error: `RecordFailed` without a `failureHandler` (the
- * default `failJob`), exactly the handler's `E` with one.
+ * default `failJob`), exactly the handler's `E` with one (`never` for
+ * `FailureHandler.logAndDrop`; both for a handler that may be `undefined`). One generic signature
+ * gives this: `H` captures the handler's type and the error is `SinkOptions.HandlerError<H>`.
  *
  * **Example** (Streaming orders into a table)
  * ```ts
@@ -150,7 +152,9 @@ export const make = <A, H extends Handler | undefined = undefined>(
  *
  * Building it fails with a `SinkConfigError` for invalid options, or with the handler's error when
  * its `open` fails; its operations fail with a `BigQueryError` or the handler's error. The
- * handler's error is `RecordFailed` without a `failureHandler`, exactly the handler's `E` with one.
+ * handler's error is `RecordFailed` without a `failureHandler`, exactly the handler's `E` with one (`never` for
+ * `FailureHandler.logAndDrop`; both for a handler that may be `undefined`). One generic signature
+ * gives this: `H` captures the handler's type and the error is `SinkOptions.HandlerError<H>`.
  *
  * **Example** (Explicit barriers)
  * ```ts

@@ -96,7 +96,9 @@ export type BigtableSinkError<E = RecordFailed> = BigtableError | SinkConfigErro
  * once, within the writer-global `maxInFlightEntries` and `maxInFlightBytes`, and the stream waits
  * (backpressure) when they are reached. At the end of the input everything is flushed. The error
  * channel holds the handler's error: `RecordFailed` without a `failureHandler` (the default
- * `failJob`), exactly the handler's `E` with one. Delivery is
+ * `failJob`), exactly the handler's `E` with one (`never` for
+ * `FailureHandler.logAndDrop`; both for a handler that may be `undefined`). One generic signature
+ * gives this: `H` captures the handler's type and the error is `SinkOptions.HandlerError<H>`. Delivery is
  * at-least-once: a retried or replayed entry is applied again, so prefer explicit cell timestamps.
  * When calls go a minute without an answer, a warning naming the tables is logged (once a minute).
  *
@@ -136,7 +138,9 @@ export const make = <A, H extends Handler | undefined = undefined>(
  *
  * Building it fails with a `SinkConfigError` for invalid options, or with the handler's error when
  * its `open` fails; its operations fail with a {@link BigtableSinkError}. The handler's error is
- * `RecordFailed` without a `failureHandler`, exactly the handler's `E` with one.
+ * `RecordFailed` without a `failureHandler`, exactly the handler's `E` with one (`never` for
+ * `FailureHandler.logAndDrop`; both for a handler that may be `undefined`). One generic signature
+ * gives this: `H` captures the handler's type and the error is `SinkOptions.HandlerError<H>`.
  *
  * **Example** (Explicit barriers)
  * ```ts
