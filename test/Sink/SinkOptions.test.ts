@@ -195,7 +195,24 @@ describe("shared option vocabulary: BigQuery sink", () => {
           [{ table: bqTable, serializer: bqSerializer, failureHandler: 5 }, "failureHandler"],
           [{ table: bqTable, serializer: bqSerializer, schemaUpdate: 5 }, "schemaUpdate"],
           [{ table: bqTable, serializer: bqSerializer, retryMaxAttempts: 3 }, "retryMaxAttempts"],
-          [{ table: "p.d.t", serializer: bqSerializer }, "table"]
+          [{ table: "p.d.t", serializer: bqSerializer }, "table"],
+          [
+            { table: bqTable, serializer: bqSerializer, additionalFields: { fields: [null] } },
+            "additionalFields.fields[0]"
+          ],
+          [{ table: bqTable, serializer: bqSerializer, additionalFields: { fields: 5 } }, "additionalFields"],
+          [
+            { table: bqTable, serializer: bqSerializer, tableCreateOptions: { clustering: [1] } },
+            "tableCreateOptions.clustering[0]"
+          ],
+          [
+            { table: bqTable, serializer: bqSerializer, tableCreateOptions: { timePartitioning: null } },
+            "tableCreateOptions.timePartitioning"
+          ],
+          [
+            { table: bqTable, serializer: bqSerializer, schemaUpdate: { allowNewFields: "yes" } },
+            "schemaUpdate.allowNewFields"
+          ]
         ]
         for (const [options, path] of cases) {
           const error = yield* Stream.fromIterable(F.rows(1)).pipe(

@@ -100,6 +100,9 @@ export const make = <A>(
     const seen = new Set<string>()
     for (const [i, field] of fields.entries()) {
       const at = `${path}[${i}]`
+      // from JavaScript an element may be anything: a SinkConfigError, never a TypeError
+      const given: unknown = field
+      if (!check.isRecord(given)) return yield* check.fail(at, `must be an object, was ${check.describe(given)}`)
       const name: unknown = field.name
       if (!Predicate.isString(name)) {
         return yield* check.fail(`${at}.name`, `must be a string, was ${check.describe(name)}`)
