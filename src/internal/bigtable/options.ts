@@ -12,8 +12,6 @@ import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { FailedMutation } from "../../Bigtable/BigtableFailure.ts"
 import type { BigtableSinkOptions, Handler, Serializer } from "../../Bigtable/BigtableSink.ts"
-import type { GcRule } from "../../Bigtable/GcRule.ts"
-import type { ColumnFamilyType } from "../../Bigtable/TableCreateOptions.ts"
 import { isTableDestination, type TableDestination, type Unroutable } from "../../Bigtable/TableDestination.ts"
 import type { AtLeastOnceOptions as AtLeastOnceOptionsInput } from "../../Bigtable/WriteMethod.ts"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
@@ -24,6 +22,7 @@ import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sin
 import * as O from "../optionSchema.ts"
 import * as retryPolicy from "../retryPolicy.ts"
 import * as SinkOptionsSchema from "../sinkOptions.ts"
+import { type Declared, declared } from "./tableCreateOptions.ts"
 
 const MiB = 1024 * 1024
 
@@ -68,17 +67,7 @@ export interface WriterSettings {
   readonly adminTimeout: Duration.Duration
 }
 
-/** A declared family, validated. @internal */
-export interface DeclaredFamily {
-  readonly type: ColumnFamilyType
-  readonly gcRule: GcRule | undefined
-}
-
-/** @internal */
-export interface Declared {
-  readonly families: ReadonlyMap<string, DeclaredFamily>
-  readonly hasAggregate: boolean
-}
+export type { Declared, DeclaredFamily } from "./tableCreateOptions.ts"
 
 /** @internal */
 export interface Settings<A, E, R> {
@@ -151,66 +140,6 @@ const Options = Schema.Struct({
   tableCreateOptions: O.maybe(O.isRecord, O.guarded(O.isRecord, "TableCreateOptions (an object)")),
   failureHandler: SinkOptionsSchema.failureHandler
 })
-
-const familyTypes: ReadonlyArray<ColumnFamilyType> = ["RAW", "INT64_SUM", "INT64_MIN", "INT64_MAX", "INT64_HLL"]
-
-const gcRule = (path: string, rule: unknown): Effect.Effect<GcRule, SinkConfigError> =>
-  Effect.gen(function*() {
-    if (!Predicate.isObject(rule) || !Predicate.isString(rule["_tag"])) {
-      return yield* O.fail(path, `must be a GcRule, was ${O.describe(rule)}`)
-    }
-    switch (rule["_tag"]) {
-      case "MaxVersions": {
-        const versions = yield* O.decodeRule(
-          `${path}.versions`,
-          O.integer({ min: 1, max: 2_147_483_647 }),
-          rule["versions"]
-        )
-        return { _tag: "MaxVersions", versions }
-      }
-      case "MaxAge": {
-        const age = yield* O.decodeRule(`${path}.age`, O.duration("atLeastOneMilli"), rule["age"])
-        return { _tag: "MaxAge", age }
-      }
-      case "Union":
-      case "Intersection": {
-        const rules = rule["rules"]
-        if (!Array.isArray(rules) || rules.length < 2) {
-          return yield* O.fail(`${path}.rules`, `a ${rule["_tag"]} needs at least two rules`)
-        }
-        const nested: Array<GcRule> = []
-        for (let i = 0; i < rules.length; i++) nested.push(yield* gcRule(`${path}.rules[${i}]`, rules[i]))
-        return { _tag: rule["_tag"], rules: nested }
-      }
-      default:
-        return yield* O.fail(path, `unknown GcRule '${rule["_tag"]}'`)
-    }
-  })
-
-/** @internal */
-export const declared = (options: unknown, path = "tableCreateOptions"): Effect.Effect<Declared, SinkConfigError> =>
-  Effect.gen(function*() {
-    if (!Predicate.isObject(options) || !Predicate.isObject(options["columnFamilies"])) {
-      return yield* O.fail(`${path}.columnFamilies`, "must be an object of column families")
-    }
-    const families = new Map<string, DeclaredFamily>()
-    for (const [name, family] of Object.entries(options["columnFamilies"])) {
-      const at = `${path}.columnFamilies.${name}`
-      yield* O.decodeRule(at, O.notBlank, name)
-      if (!Predicate.isObject(family)) return yield* O.fail(at, `must be an object, was ${O.describe(family)}`)
-      const type = family["type"] ?? "RAW"
-      if (!familyTypes.includes(type as ColumnFamilyType)) {
-        return yield* O.fail(`${at}.type`, `must be one of ${familyTypes.join(", ")}, was ${O.describe(type)}`)
-      }
-      const rule = family["gcRule"] === undefined ? undefined : yield* gcRule(`${at}.gcRule`, family["gcRule"])
-      families.set(name, { type: type as ColumnFamilyType, gcRule: rule })
-    }
-    if (families.size === 0) {
-      return yield* O.fail(`${path}.columnFamilies`, "must declare at least one column family")
-    }
-    const hasAggregate = [...families.values()].some((f) => f.type !== "RAW")
-    return { families, hasAggregate }
-  })
 
 /** The id components of a table, each named under `path` (`table.projectId`, ...). @internal */
 export const checkTable = (path: string, table: TableDestination): Effect.Effect<void, SinkConfigError> =>
