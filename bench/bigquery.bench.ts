@@ -131,7 +131,7 @@ const main = async () => {
     projectId: fake.projectId,
     emulator: { grpc: fake.grpcEndpoint, rest: fake.restEndpoint }
   }))
-  const writeMethod = WriteMethod.atLeastOnce({ maxInflightRequests: depth, maxAppendRequestBytes: batchBytes })
+  const writeMethod = WriteMethod.atLeastOnce({ maxInFlightRequests: depth, maxAppendRequestBytes: batchBytes })
 
   const methods: Record<string, () => Promise<void>> = {
     raw: () =>

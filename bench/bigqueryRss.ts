@@ -50,7 +50,7 @@ const program = Effect.gen(function*() {
   )
   yield* sourceOnly ? Stream.runDrain(source) : source.pipe(
     Stream.run(
-      BigQuerySink.make({ table, serializer, writeMethod: WriteMethod.atLeastOnce({ maxInflightRequests: depth }) })
+      BigQuerySink.make({ table, serializer, writeMethod: WriteMethod.atLeastOnce({ maxInFlightRequests: depth }) })
     ),
     Effect.provide(layer)
   )

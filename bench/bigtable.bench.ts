@@ -27,7 +27,14 @@ import { Effect, Stream } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as v8 from "node:v8"
-import { BigtableClient, BigtableSink, Mutation, RowMutationEntry, TableDestination } from "../src/Bigtable/index.ts"
+import {
+  BigtableClient,
+  BigtableSink,
+  Mutation,
+  RowMutationEntry,
+  TableDestination,
+  WriteMethod
+} from "../src/Bigtable/index.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
 
@@ -105,7 +112,7 @@ const sinkStream = (client: Client, tableId: string, n: number) =>
     Stream.run(BigtableSink.make({
       table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
       serializer,
-      writerOptions: { batchElementCount: batch, maxInFlightEntries: batch * concurrency }
+      writeMethod: WriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
     })),
     Effect.provideService(BigtableClient.BigtableClient, client)
   )
@@ -143,7 +150,7 @@ const main = Effect.gen(function*() {
   const raw = new v2.BigtableClient(options)
   const admin = new v2.BigtableTableAdminClient(options)
   yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([raw.close(), admin.close()])))
-  const client = yield* BigtableClient.make({ projectId, emulatorEndpoint: emulator.emulatorHost })
+  const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
 
   const samples: { raw: Array<number>; sink: Array<number> } = { raw: [], sink: [] }
   // One warm-up pass of each, not recorded.

@@ -22,7 +22,7 @@ const keyFile = optional(Config.Redacted("EXAMPLE_KEY_FILE"))
 /** Bigtable: the emulator when `EXAMPLE_BIGTABLE_EMULATOR` is set, GCP otherwise. */
 export const BigtableLive = BigtableClient.layerConfig({
   projectId,
-  emulatorEndpoint: optional(Config.String("EXAMPLE_BIGTABLE_EMULATOR")),
+  emulator: Config.all({ grpc: Config.String("EXAMPLE_BIGTABLE_EMULATOR") }).pipe(Config.withDefault(undefined)),
   serviceAccountKeyFile: keyFile
 })
 

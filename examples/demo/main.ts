@@ -58,7 +58,7 @@ const program = Effect.fnUntraced(function*(config: DemoConfig) {
   const clients = Layer.mergeAll(
     BigtableClient.layer({
       projectId,
-      emulatorEndpoint: local?.bigtable,
+      emulator: local === undefined ? undefined : { grpc: local.bigtable },
       serviceAccountKeyFile: Option.getOrUndefined(config.keyFile)
     }),
     BigQueryClient.layer({
@@ -89,7 +89,7 @@ const program = Effect.fnUntraced(function*(config: DemoConfig) {
       serializer: toMutations,
       createDisposition: "CREATE_IF_NEEDED",
       tableCreateOptions: { columnFamilies: { e: {} } },
-      failedMutationHandler: failureHandler
+      failureHandler: failureHandler
     })
     const bigqueryWriter = yield* BigQuerySink.writer({
       table: bigqueryTable,

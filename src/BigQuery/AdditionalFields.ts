@@ -4,13 +4,10 @@
  *
  * @since 0.1.0
  */
-import * as Effect from "effect/Effect"
-import * as Predicate from "effect/Predicate"
+import type * as Effect from "effect/Effect"
 import * as internal from "../internal/bigquery/additionalFields.ts"
-import { nameError, scalarTypes } from "../internal/bigquery/schemaModel.ts"
-import * as check from "../internal/optionChecks.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
-import { descriptorOf, RowSerializationError, type RowSerializer } from "./RowSerializer.ts"
+import type { RowSerializer } from "./RowSerializer.ts"
 import type { TableSchema } from "./TableSchema.ts"
 
 /**
@@ -86,38 +83,10 @@ export interface AdditionalFields<A> {
  * @category constructors
  * @since 0.1.0
  */
-export const make = <A>(
+export const make: <A>(
   fields: ReadonlyArray<AdditionalField<A>>,
-  path = "additionalFields"
-): Effect.Effect<AdditionalFields<A>, SinkConfigError> =>
-  Effect.gen(function*() {
-    if (!Array.isArray(fields) || fields.length === 0) return yield* check.fail(path, "must have at least one field")
-    const seen = new Set<string>()
-    for (const [i, field] of fields.entries()) {
-      const at = `${path}[${i}]`
-      const name: unknown = field.name
-      if (!Predicate.isString(name)) {
-        return yield* check.fail(`${at}.name`, `must be a string, was ${check.describe(name)}`)
-      }
-      const bad = nameError(name)
-      if (bad !== undefined) {
-        return yield* check.fail(`${at}.name`, bad)
-      }
-      if (seen.has(name.toLowerCase())) return yield* check.fail(`${at}.name`, `repeats '${name}' (names ignore case)`)
-      seen.add(name.toLowerCase())
-      if (!scalarTypes.has(field.type)) {
-        return yield* check.fail(`${at}.type`, `must be a singular scalar type, was ${check.describe(field.type)}`)
-      }
-      if (field.nullPolicy !== "NULLABLE" && field.nullPolicy !== "REQUIRED") {
-        return yield* check.fail(
-          `${at}.nullPolicy`,
-          `must be NULLABLE or REQUIRED, was ${check.describe(field.nullPolicy)}`
-        )
-      }
-      if (!Predicate.isFunction(field.provider)) return yield* check.fail(`${at}.provider`, "must be a function")
-    }
-    return { fields: [...fields] }
-  })
+  path?: string
+) => Effect.Effect<AdditionalFields<A>, SinkConfigError> = internal.make
 
 /**
  * The table schema with the additional columns appended, failing when one collides (ignoring case)
@@ -136,20 +105,11 @@ export const make = <A>(
  * @category combinators
  * @since 0.1.0
  */
-export const extendSchema = <A>(
+export const extendSchema: <A>(
   additional: AdditionalFields<A>,
   schema: TableSchema,
-  path = "additionalFields"
-): Effect.Effect<TableSchema, SinkConfigError> =>
-  Effect.gen(function*() {
-    for (const [i, field] of additional.fields.entries()) {
-      const clash = schema.fields.find((f) => f.name.toLowerCase() === field.name.toLowerCase())
-      if (clash !== undefined) {
-        return yield* check.fail(`${path}[${i}].name`, `collides with the serializer's column '${clash.name}'`)
-      }
-    }
-    return internal.appendColumns(schema, additional)
-  })
+  path?: string
+) => Effect.Effect<TableSchema, SinkConfigError> = internal.extendSchema
 
 /**
  * A serializer writing the base serializer's rows followed by the additional fields.
@@ -172,25 +132,5 @@ export const extendSchema = <A>(
  * @category combinators
  * @since 0.1.0
  */
-export const augment = <A>(serializer: RowSerializer<A>, additional: AdditionalFields<A>): RowSerializer<A> => {
-  const compiled = new WeakMap<object, internal.AdditionalEncoder<A>>()
-  return {
-    tableSchema: (destination) => internal.appendColumns(serializer.tableSchema(destination), additional),
-    descriptor: (destination) => internal.appendDescriptor(descriptorOf(serializer, destination), additional),
-    ...(serializer.fingerprint === undefined ? {} : { fingerprint: serializer.fingerprint }),
-    serialize: (element, destination) => {
-      const row = serializer.serialize(element, destination)
-      if (!(row instanceof Uint8Array)) return row
-      const key: object = serializer.descriptor === undefined
-        ? serializer.tableSchema(destination)
-        : serializer.descriptor(destination)
-      let encode = compiled.get(key)
-      if (encode === undefined) {
-        encode = internal.compile(additional, descriptorOf(serializer, destination))
-        compiled.set(key, encode)
-      }
-      const out = encode(element, row)
-      return out instanceof Uint8Array ? out : new RowSerializationError({ path: out.path, reason: out.message })
-    }
-  }
-}
+export const augment: <A>(serializer: RowSerializer<A>, additional: AdditionalFields<A>) => RowSerializer<A> =
+  internal.augment

@@ -10,13 +10,9 @@ import * as Config from "effect/Config"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as Predicate from "effect/Predicate"
-import * as Redacted from "effect/Redacted"
+import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
-import * as AppendChannels from "../internal/bigquery/appendChannels.ts"
-import * as credentials from "../internal/bigquery/credentials.ts"
-import * as check from "../internal/optionChecks.ts"
-import { EmulatorEndpoint } from "../Sink/EmulatorEndpoint.ts"
+import * as internal from "../internal/bigquery/client.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 
 /**
@@ -24,8 +20,9 @@ import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
  *
  * - `projectId`: the project the clients bill to and whose tables are named without one.
  * - `location`: the BigQuery location (`US`, `europe-west1`); optional, forwarded to the REST client.
- * - `serviceAccountKeyFile`: path of a service-account JSON key; default application credentials.
- *   It is read when the layer is built; neither its path nor its contents appear in errors or logs.
+ * - `serviceAccountKeyFile`: path of a service-account JSON key, as `Redacted` (`Redacted.make`,
+ *   `Config.Redacted`; a plain string is rejected); default application credentials. It is read
+ *   when the layer is built; neither its path nor its contents appear in errors or logs.
  * - `emulator`: `{ grpc, rest }` endpoints as `host:port` (parsed with `EmulatorEndpoint.parse`):
  *   plaintext gRPC, REST with a static token, no metadata-server lookups. Rejected together with a
  *   key file.
@@ -39,7 +36,7 @@ import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 export interface BigQueryClientConfig {
   readonly projectId: string
   readonly location?: string | undefined
-  readonly serviceAccountKeyFile?: string | Redacted.Redacted<string> | undefined
+  readonly serviceAccountKeyFile?: Redacted.Redacted<string> | undefined
   readonly emulator?: {
     readonly grpc: string
     readonly rest: string
@@ -102,55 +99,7 @@ export class BigQueryClient extends Context.Service<BigQueryClient, BigQueryClie
 export const make = (
   config: BigQueryClientConfig
 ): Effect.Effect<BigQueryClientService, SinkConfigError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const projectId = yield* check.component("projectId", config.projectId)
-    const location = config.location === undefined ? undefined : yield* check.notBlank("location", config.location)
-    const streamsPerChannel = config.appendStreamsPerChannel === undefined
-      ? AppendChannels.defaultStreamsPerChannel
-      : yield* check.integer("appendStreamsPerChannel", config.appendStreamsPerChannel, { min: 1 })
-    const keyFile = config.serviceAccountKeyFile
-    if (config.emulator !== undefined) {
-      if (keyFile !== undefined) {
-        return yield* check.fail(
-          "serviceAccountKeyFile",
-          "cannot be combined with emulator: emulators take no credentials"
-        )
-      }
-      const grpcEndpoint = yield* EmulatorEndpoint.parse(config.emulator.grpc, "emulator.grpc")
-      const restEndpoint = yield* EmulatorEndpoint.parse(config.emulator.rest, "emulator.rest")
-      const write = yield* acquireChannel(Effect.sync(() => credentials.emulatorChannel(grpcEndpoint)))
-      yield* appendChannels(write, () => credentials.emulatorChannel(grpcEndpoint, true), streamsPerChannel)
-      const rest = credentials.restClient({
-        projectId,
-        location,
-        auth: credentials.staticTokenAuth(),
-        apiEndpoint: `http://${restEndpoint.target}`
-      })
-      return BigQueryClient.of({ projectId, location, write, rest })
-    }
-    const jwt = keyFile === undefined
-      ? undefined
-      : yield* credentials.loadKeyFile(Redacted.isRedacted(keyFile) ? keyFile : Redacted.make(keyFile))
-    const auth = jwt ?? credentials.applicationDefault(projectId)
-    const write = yield* acquireChannel(Effect.sync(() => credentials.productionChannel(auth)))
-    yield* appendChannels(write, () => credentials.productionChannel(auth, true), streamsPerChannel)
-    const rest = credentials.restClient({ projectId, location, auth: jwt })
-    return BigQueryClient.of({ projectId, location, write, rest })
-  })
-
-/** Registers the stream budget of `write`; the channels it opens are closed with the scope. */
-const appendChannels = (write: grpc.Client, open: () => grpc.Client, streamsPerChannel: number) =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      const channels = AppendChannels.make(write, open, streamsPerChannel)
-      AppendChannels.register(write, channels)
-      return channels
-    }),
-    (channels) => Effect.sync(() => channels.close())
-  )
-
-const acquireChannel = (open: Effect.Effect<grpc.Client>): Effect.Effect<grpc.Client, never, Scope.Scope> =>
-  Effect.acquireRelease(open, (channel) => Effect.sync(() => channel.close()))
+  Effect.map(internal.make(config), (service) => BigQueryClient.of(service))
 
 /**
  * The service from plain settings.
@@ -216,14 +165,4 @@ export const fromClients = (clients: {
   readonly write: grpc.Client
   readonly rest: BigQuery
 }): Layer.Layer<BigQueryClient, SinkConfigError> =>
-  Layer.effect(
-    BigQueryClient,
-    Effect.gen(function*() {
-      const projectId = yield* check.component("projectId", clients.projectId)
-      const location = clients.location === undefined ? undefined : yield* check.notBlank("location", clients.location)
-      if (!Predicate.isObject(clients.write) || !Predicate.isObject(clients.rest)) {
-        return yield* check.fail("write", "fromClients needs a grpc-js Client and a BigQuery REST client")
-      }
-      return BigQueryClient.of({ projectId, location, write: clients.write, rest: clients.rest })
-    })
-  )
+  Layer.effect(BigQueryClient, Effect.map(internal.fromClients(clients), (service) => BigQueryClient.of(service)))

@@ -6,12 +6,12 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Sink from "effect/Sink"
-import * as options from "../internal/bigquery/options.ts"
+import * as internalOptions from "../internal/bigquery/options.ts"
 import * as internalSink from "../internal/bigquery/sink.ts"
 import * as internalWriter from "../internal/bigquery/writer.ts"
-import type { CreateDisposition } from "../Sink/CreateDisposition.ts"
 import type { FailureHandler, RecordFailed } from "../Sink/FailureHandler.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
+import type { HandlerContext, HandlerError, SinkOptions, WithFailureHandler } from "../Sink/SinkOptions.ts"
 import type { Writer } from "../Sink/Writer.ts"
 import type { WriteSummary } from "../Sink/WriteSummary.ts"
 import type { AdditionalFields } from "./AdditionalFields.ts"
@@ -24,15 +24,19 @@ import type { DestinationResolver, TableDestination } from "./TableDestination.t
 import type { WriteMethod } from "./WriteMethod.ts"
 
 /**
- * The options of {@link make} and {@link writer}.
+ * The options of {@link make} and {@link writer}: the shared `SinkOptions` (destination, failure
+ * handler, write method) in BigQuery's types, plus the serializer, schema updates and additional
+ * fields.
  *
  * **Details**
  *
  * - `table` or `destinationResolver` (exactly one): a fixed table, or one per record; a resolver
  *   may return `TableDestination.unroutable(...)`, routed to the handler as `UnroutableRecord`.
  * - `serializer` (required): the table schema per destination and the row bytes; `null` skips.
- * - `writeMethod`: default `WriteMethod.atLeastOnce()`.
- * - `createDisposition`: default `"CREATE_IF_NEEDED"`: a missing table is created with the
+ * - `writeMethod`: default `WriteMethod.atLeastOnce()`; its options hold the tuning (in-flight
+ *   bounds, `retry`, `recovery`, `responseTimeout`, `adminTimeout`, `flushInterval`, ...).
+ * - `createDisposition`: default `"CREATE_IF_NEEDED"` (Bigtable's is `"CREATE_NEVER"`: see
+ *   `SinkOptions`): a missing table is created with the
  *   serializer's schema (plus `additionalFields`) and `tableCreateOptions` (fixed and validated
  *   when the sink starts, or a function of the destination whose result is validated, against the
  *   table's schema too, before the table is created: an invalid one is a terminal `BigQueryError`
@@ -48,25 +52,36 @@ import type { WriteMethod } from "./WriteMethod.ts"
  *   Its error type `E` is the write's: `RecordFailed` for the default, the handler's otherwise (a
  *   handler that drops, such as `FailureHandler.logAndDrop`, adds none).
  *
+ * Every option is decoded when the sink is built (`SinkConfigError` naming the option).
+ *
  * @category models
  * @since 0.1.0
  */
-export interface BigQuerySinkOptions<A, E = RecordFailed, R = never> {
-  readonly table?: TableDestination | undefined
-  readonly destinationResolver?: DestinationResolver<A> | undefined
+export interface BigQuerySinkOptions<A, E = RecordFailed, R = never> extends
+  SinkOptions<
+    BigQueryFailure,
+    E,
+    R,
+    TableDestination,
+    DestinationResolver<A>,
+    TableCreateOptionsInput | ((destination: TableDestination) => TableCreateOptions),
+    WriteMethod
+  >
+{
   readonly serializer: RowSerializer<A>
-  readonly writeMethod?: WriteMethod | undefined
-  readonly createDisposition?: CreateDisposition | undefined
-  readonly tableCreateOptions?:
-    | TableCreateOptionsInput
-    | ((destination: TableDestination) => TableCreateOptions)
-    | undefined
   readonly schemaUpdate?:
     | { readonly allowNewFields?: boolean | undefined; readonly allowFieldRelaxation?: boolean | undefined }
     | undefined
   readonly additionalFields?: AdditionalFields<A> | undefined
-  readonly failureHandler?: FailureHandler<BigQueryFailure, E, R> | undefined
 }
+
+/**
+ * What `failureHandler` may be: a handler of BigQuery's failures, with any error and services.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type Handler = FailureHandler<BigQueryFailure, unknown, unknown>
 
 /**
  * The error of a BigQuery sink: a terminal `BigQueryError`, a `SinkConfigError` for invalid
@@ -90,7 +105,9 @@ export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigErro
  * was lost is appended again.
  *
  * The error channel holds the handler's error: `RecordFailed` without a `failureHandler` (the
- * default `failJob`), exactly the handler's `E` with one.
+ * default `failJob`), exactly the handler's `E` with one (`never` for
+ * `FailureHandler.logAndDrop`; both for a handler that may be `undefined`). One generic signature
+ * gives this: `H` captures the handler's type and the error is `SinkOptions.HandlerError<H>`.
  *
  * **Example** (Streaming orders into a table)
  * ```ts
@@ -107,25 +124,21 @@ export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigErro
  * @category constructors
  * @since 0.1.0
  */
-export function make<A, E, R>(
-  sinkOptions: BigQuerySinkOptions<A, E, R> & { readonly failureHandler: FailureHandler<BigQueryFailure, E, R> }
-): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<E>, BigQueryClient | R>
-export function make<A, E = never, R = never>(
-  sinkOptions: BigQuerySinkOptions<A, E, R>
-): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<E | RecordFailed>, BigQueryClient | R>
-export function make<A, E, R>(
-  sinkOptions: BigQuerySinkOptions<A, E, R>
-): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<E | RecordFailed>, BigQueryClient | R> {
-  // `RecordFailed` comes only from the default `failJob`, used only when no handler is given:
-  // that is what lets the first overload leave it out.
-  return Sink.unwrap(
+export const make = <A, H extends Handler | undefined = undefined>(
+  options: WithFailureHandler<BigQuerySinkOptions<A>, H>
+): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<HandlerError<H>>, BigQueryClient | HandlerContext<H>> =>
+  Sink.unwrap(
     Effect.map(
-      options.decode(sinkOptions),
-      (settings): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<E | RecordFailed>, BigQueryClient | R> =>
-        internalSink.make(settings)
+      internalOptions.decode(options),
+      (settings): Sink.Sink<
+        WriteSummary,
+        A,
+        never,
+        BigQuerySinkError<HandlerError<H>>,
+        BigQueryClient | HandlerContext<H>
+      > => internalSink.make(settings)
     )
   )
-}
 
 /**
  * A scoped writer: `write` admits records (waiting when the in-flight bounds are reached),
@@ -139,7 +152,9 @@ export function make<A, E, R>(
  *
  * Building it fails with a `SinkConfigError` for invalid options, or with the handler's error when
  * its `open` fails; its operations fail with a `BigQueryError` or the handler's error. The
- * handler's error is `RecordFailed` without a `failureHandler`, exactly the handler's `E` with one.
+ * handler's error is `RecordFailed` without a `failureHandler`, exactly the handler's `E` with one (`never` for
+ * `FailureHandler.logAndDrop`; both for a handler that may be `undefined`). One generic signature
+ * gives this: `H` captures the handler's type and the error is `SinkOptions.HandlerError<H>`.
  *
  * **Example** (Explicit barriers)
  * ```ts
@@ -158,25 +173,10 @@ export function make<A, E, R>(
  * @category constructors
  * @since 0.1.0
  */
-export function writer<A, E, R>(
-  writerOptions: BigQuerySinkOptions<A, E, R> & { readonly failureHandler: FailureHandler<BigQueryFailure, E, R> }
-): Effect.Effect<Writer<A, BigQueryError | E>, SinkConfigError | E, BigQueryClient | R | Scope.Scope>
-export function writer<A, E = never, R = never>(
-  writerOptions: BigQuerySinkOptions<A, E, R>
+export const writer = <A, H extends Handler | undefined = undefined>(
+  options: WithFailureHandler<BigQuerySinkOptions<A>, H>
 ): Effect.Effect<
-  Writer<A, BigQueryError | E | RecordFailed>,
-  SinkConfigError | E | RecordFailed,
-  BigQueryClient | R | Scope.Scope
->
-export function writer<A, E, R>(
-  writerOptions: BigQuerySinkOptions<A, E, R>
-): Effect.Effect<
-  Writer<A, BigQueryError | E | RecordFailed>,
-  SinkConfigError | E | RecordFailed,
-  BigQueryClient | R | Scope.Scope
-> {
-  // as in `make`: `RecordFailed` only ever comes from the default handler
-  // The language service checks an overload implementation against the first overload's types.
-  // @effect-diagnostics-next-line missingEffectContext:off missingEffectError:off
-  return Effect.flatMap(options.decode(writerOptions), internalWriter.make)
-}
+  Writer<A, BigQueryError | HandlerError<H>>,
+  SinkConfigError | HandlerError<H>,
+  BigQueryClient | HandlerContext<H> | Scope.Scope
+> => Effect.flatMap(internalOptions.decode(options), internalWriter.make<A, HandlerError<H>, HandlerContext<H>>)

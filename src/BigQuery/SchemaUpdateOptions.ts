@@ -3,8 +3,9 @@
  *
  * @since 0.1.0
  */
-import * as Effect from "effect/Effect"
-import * as check from "../internal/optionChecks.ts"
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import * as O from "../internal/optionSchema.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 
 /**
@@ -48,6 +49,11 @@ export interface SchemaUpdateOptions {
  */
 export const defaults: SchemaUpdateOptions = { allowNewFields: false, allowFieldRelaxation: false }
 
+const Fields = Schema.Struct({
+  allowNewFields: O.optional(O.isBoolean, O.boolean, false),
+  allowFieldRelaxation: O.optional(O.isBoolean, O.boolean, false)
+})
+
 /**
  * Validates options read from untyped input or `Config`; a missing flag is off.
  *
@@ -65,15 +71,7 @@ export const defaults: SchemaUpdateOptions = { allowNewFields: false, allowField
 export const make = (
   options: { readonly allowNewFields?: boolean | undefined; readonly allowFieldRelaxation?: boolean | undefined },
   path = "schemaUpdateOptions"
-): Effect.Effect<SchemaUpdateOptions, SinkConfigError> =>
-  Effect.gen(function*() {
-    const allowNewFields = yield* check.boolean(`${path}.allowNewFields`, options.allowNewFields ?? false)
-    const allowFieldRelaxation = yield* check.boolean(
-      `${path}.allowFieldRelaxation`,
-      options.allowFieldRelaxation ?? false
-    )
-    return { allowNewFields, allowFieldRelaxation }
-  })
+): Effect.Effect<SchemaUpdateOptions, SinkConfigError> => O.decode(Fields, path)(options)
 
 /**
  * Whether any connector-driven schema update is enabled.

@@ -4,8 +4,8 @@
  * @since 0.1.0
  */
 import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
-import * as check from "../internal/optionChecks.ts"
+import type * as Effect from "effect/Effect"
+import * as internal from "../internal/bigquery/tableCreateOptions.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import type { TableSchema } from "./TableSchema.ts"
 
@@ -67,11 +67,6 @@ export interface TableCreateOptionsInput {
  */
 export const defaults: TableCreateOptions = {}
 
-// A typed value that JavaScript callers or Config may still hand over as null or a primitive.
-const isRecord = <A>(value: A): boolean => typeof value === "object" && value !== null && !Array.isArray(value)
-
-const partitionTypes: ReadonlySet<string> = new Set(["HOUR", "DAY", "MONTH", "YEAR"])
-
 /**
  * Validates creation options.
  *
@@ -99,74 +94,7 @@ const partitionTypes: ReadonlySet<string> = new Set(["HOUR", "DAY", "MONTH", "YE
 export const make = (
   input: TableCreateOptionsInput,
   path = "tableCreateOptions"
-): Effect.Effect<TableCreateOptions, SinkConfigError> =>
-  Effect.gen(function*() {
-    // Options may come from JavaScript callers or Config: check shapes before reading fields.
-    if (!isRecord(input)) return yield* check.fail(path, `must be an object, was ${check.describe(input)}`)
-    let timePartitioning: TimePartitioning | undefined
-    const partitioning = input.timePartitioning
-    if (partitioning !== undefined) {
-      const at = `${path}.timePartitioning`
-      if (!isRecord(partitioning)) {
-        return yield* check.fail(at, `must be an object, was ${check.describe(partitioning)}`)
-      }
-      if (!partitionTypes.has(partitioning.type)) {
-        return yield* check.fail(
-          `${at}.type`,
-          `must be HOUR, DAY, MONTH or YEAR, was ${check.describe(partitioning.type)}`
-        )
-      }
-      const field = partitioning.field === undefined
-        ? undefined
-        : yield* check.notBlank(`${at}.field`, partitioning.field)
-      const expiration = partitioning.expiration === undefined
-        ? undefined
-        : yield* check.duration(`${at}.expiration`, partitioning.expiration, "atLeastOneMilli")
-      timePartitioning = {
-        type: partitioning.type,
-        ...(field === undefined ? {} : { field }),
-        ...(expiration === undefined ? {} : { expiration })
-      }
-    }
-    let clustering: ReadonlyArray<string> | undefined
-    if (input.clustering !== undefined) {
-      const at = `${path}.clustering`
-      if (!Array.isArray(input.clustering) || input.clustering.length < 1 || input.clustering.length > 4) {
-        const count = Array.isArray(input.clustering) ? input.clustering.length : check.describe(input.clustering)
-        return yield* check.fail(at, `must have 1 to 4 columns, had ${count}`)
-      }
-      const seen = new Set<string>()
-      const names: Array<string> = []
-      for (let i = 0; i < input.clustering.length; i++) {
-        const name = yield* check.notBlank(`${at}[${i}]`, input.clustering[i])
-        if (seen.has(name.toLowerCase())) return yield* check.fail(`${at}[${i}]`, `repeats '${name}'`)
-        seen.add(name.toLowerCase())
-        names.push(name)
-      }
-      clustering = names
-    }
-    return {
-      ...(timePartitioning === undefined ? {} : { timePartitioning }),
-      ...(clustering === undefined ? {} : { clustering })
-    }
-  })
-
-const partitionColumnTypes: ReadonlySet<string> = new Set(["TIMESTAMP", "DATE", "DATETIME"])
-const clusterColumnTypes: ReadonlySet<string> = new Set([
-  "BIGNUMERIC",
-  "BOOL",
-  "DATE",
-  "DATETIME",
-  "GEOGRAPHY",
-  "INT64",
-  "NUMERIC",
-  "RANGE",
-  "STRING",
-  "TIMESTAMP"
-])
-
-const columnNamed = (schema: TableSchema, name: string) =>
-  schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase())
+): Effect.Effect<TableCreateOptions, SinkConfigError> => internal.make(input, path)
 
 /**
  * Checks the options against the schema of the table to create: the partitioning column is a
@@ -189,28 +117,7 @@ export const checkSchema = (
   options: TableCreateOptions,
   schema: TableSchema,
   path = "tableCreateOptions"
-): Effect.Effect<void, SinkConfigError> =>
-  Effect.gen(function*() {
-    const partitionField = options.timePartitioning?.field
-    if (partitionField !== undefined) {
-      const at = `${path}.timePartitioning.field`
-      const f = columnNamed(schema, partitionField)
-      if (f === undefined) return yield* check.fail(at, "is not a column of the table")
-      if (f.mode === "REPEATED" || !partitionColumnTypes.has(f.type)) {
-        return yield* check.fail(at, `must be a TIMESTAMP, DATE or DATETIME column, '${f.name}' is ${f.mode} ${f.type}`)
-      }
-      if (f.type === "DATE" && options.timePartitioning?.type === "HOUR") {
-        return yield* check.fail(at, "a DATE column cannot have HOUR partitions")
-      }
-    }
-    for (const [i, name] of (options.clustering ?? []).entries()) {
-      const f = columnNamed(schema, name)
-      if (f === undefined) return yield* check.fail(`${path}.clustering[${i}]`, "is not a column of the table")
-      if (f.mode === "REPEATED" || !clusterColumnTypes.has(f.type)) {
-        return yield* check.fail(`${path}.clustering[${i}]`, `'${f.name}' (${f.mode} ${f.type}) cannot cluster a table`)
-      }
-    }
-  })
+): Effect.Effect<void, SinkConfigError> => internal.checkSchema(options, schema, path)
 
 /**
  * The REST `tables.insert` fields of the options: `timePartitioning` (`expirationMs` as a string)

@@ -5,57 +5,44 @@
  *
  * @since 0.1.0
  */
-import type * as Duration from "effect/Duration"
+import type { WriterOptions } from "../Sink/SinkOptions.ts"
 
 /**
- * The options of {@link atLeastOnce} (reference section 2.5), each with its default.
+ * The options of {@link atLeastOnce} (reference section 2.5), each with its default: the shared
+ * {@link WriterOptions} plus what only BigQuery has.
  *
  * **Details**
  *
  * - `maxAppendRequestBytes` (512 KiB): a batch is appended once the next row would take it over
  *   this; at most 9 MiB, so a request stays under the service's 10 MB limit. Batching is by bytes
  *   only. A row larger than this (but at most 9 MiB) is sent alone.
- * - `recoveryInitialBackoff` (500 ms), `recoveryMaxBackoff` (10 s, at least the initial backoff),
- *   `recoveryMaxAttempts` (10):
- *   the writer-level budget for re-appending a batch after a transient or stale-connection
- *   failure, a missing table that was created, ±25 % jitter.
- * - `retryInitialDelay` (500 ms; 0 = no delay), `retryDelayMultiplier` (2.0, at least 1.0),
- *   `retryMaxDelay` (30 s; 0 or at least 1 ms, and at least `retryInitialDelay`),
- *   `retryMaxAttempts` (5), `maxRetryDuration` (5 min; 0 = no limit): the first-level retries of
- *   an in-band transient error on the same connection (what the Java SDK does before the writer
- *   sees the failure).
- * - `maxInflightRequests` (100), `maxInflightBytes` (100 MiB): writer-global bounds on appends
+ * - `maxInFlightRequests` (100), `maxInFlightBytes` (100 MiB): writer-global bounds on appends
  *   awaiting their response; admission waits when either is reached.
- * - `minConnectionsPerRegion` (2), `maxConnectionsPerRegion` (20, at least the minimum): validated for parity with the
- *   reference; this writer opens one connection per active destination.
- * - `destinationIdleTimeout` (1 h, positive): a destination idle for longer and with nothing in flight is
- *   closed at the next flush and reopened on demand.
+ * - `retry` (`{ initialBackoff: "500 millis", maxBackoff: "30 seconds", maxAttempts: 5, multiplier: 2,
+ *   maxDuration: "5 minutes" }`): the retries of an in-band transient error on the same connection
+ *   (what the Java SDK does before the writer sees the failure), ±25 % jitter. A
+ *   `RetryPolicy.fromSchedule(schedule)` replaces it with your own `Schedule`.
+ * - `recovery` (`{ initialBackoff: "500 millis", maxBackoff: "10 seconds", maxAttempts: 10 }`): the
+ *   writer-level budget for re-appending a batch after a transient or stale-connection failure, or
+ *   a missing table that was created, ±25 % jitter.
+ * - `responseTimeout` (5 min, at least 1 ms): an append without a response for this long counts as
+ *   `DEADLINE_EXCEEDED` on a stale connection (rebuilt, batch re-appended on `recovery`).
+ * - `adminTimeout` (1 min, at least 1 ms): the deadline of each `GetWriteStream` and REST tables
+ *   get / insert / patch call, retried on `recovery`.
+ * - `destinationIdleTimeout` (1 h, positive): a destination idle for longer and with nothing in
+ *   flight is closed at the next flush and reopened on demand.
  * - `flushInterval` (unset): a timer flush in `BigQuerySink.make`; at least 1 ms.
- * - `responseTimeout` (5 min, at least 1 ms): an append without a response for this long is treated as a stale
- *   connection (rebuilt, batch re-appended).
  * - `perDestinationMetrics` (false): adds a `destination` attribute to the record counters.
+ *
+ * Connections: destinations' AppendRows streams are spread over HTTP/2 connections by the
+ * client's `appendStreamsPerChannel` (see ADR 0015), so there is no per-region connection count.
  *
  * @category models
  * @since 0.1.0
  */
-export interface DefaultStreamOptions {
+export interface AtLeastOnceOptions extends WriterOptions {
   readonly maxAppendRequestBytes?: number | undefined
-  readonly recoveryInitialBackoff?: Duration.Input | undefined
-  readonly recoveryMaxBackoff?: Duration.Input | undefined
-  readonly recoveryMaxAttempts?: number | undefined
-  readonly retryInitialDelay?: Duration.Input | undefined
-  readonly retryDelayMultiplier?: number | undefined
-  readonly retryMaxDelay?: Duration.Input | undefined
-  readonly retryMaxAttempts?: number | undefined
-  readonly maxRetryDuration?: Duration.Input | undefined
-  readonly maxInflightRequests?: number | undefined
-  readonly maxInflightBytes?: number | undefined
-  readonly minConnectionsPerRegion?: number | undefined
-  readonly maxConnectionsPerRegion?: number | undefined
-  readonly destinationIdleTimeout?: Duration.Input | undefined
-  readonly flushInterval?: Duration.Input | undefined
-  readonly responseTimeout?: Duration.Input | undefined
-  readonly perDestinationMetrics?: boolean | undefined
+  readonly maxInFlightRequests?: number | undefined
 }
 
 /**
@@ -67,7 +54,8 @@ export interface DefaultStreamOptions {
  */
 export interface AtLeastOnce {
   readonly _tag: "AtLeastOnce"
-  readonly options: DefaultStreamOptions
+  readonly connector: "bigquery"
+  readonly options: AtLeastOnceOptions
 }
 
 /**
@@ -80,13 +68,17 @@ export interface AtLeastOnce {
 export type WriteMethod = AtLeastOnce
 
 /**
- * The default write method, with optional {@link DefaultStreamOptions} (validated when the sink is
+ * The default write method, with optional {@link AtLeastOnceOptions} (validated when the sink is
  * built, errors naming `writeMethod.<option>`).
  *
  * **Example** (Smaller requests, fewer in flight)
  * ```ts
  * import { WriteMethod } from "effect-gcp-sinks/BigQuery"
- * const method = WriteMethod.atLeastOnce({ maxAppendRequestBytes: 256 * 1024, maxInflightRequests: 20 })
+ * const method = WriteMethod.atLeastOnce({
+ *   maxAppendRequestBytes: 256 * 1024,
+ *   maxInFlightRequests: 20,
+ *   retry: { initialBackoff: "100 millis", maxBackoff: "5 seconds", maxAttempts: 8 }
+ * })
  * method._tag
  * // => "AtLeastOnce"
  * ```
@@ -94,8 +86,9 @@ export type WriteMethod = AtLeastOnce
  * @category constructors
  * @since 0.1.0
  */
-export const atLeastOnce = (options?: DefaultStreamOptions): AtLeastOnce => ({
+export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce => ({
   _tag: "AtLeastOnce",
+  connector: "bigquery",
   options: options ?? {}
 })
 
@@ -113,4 +106,5 @@ export const atLeastOnce = (options?: DefaultStreamOptions): AtLeastOnce => ({
  * @since 0.1.0
  */
 export const isWriteMethod = (u: unknown): u is WriteMethod =>
-  typeof u === "object" && u !== null && "_tag" in u && u._tag === "AtLeastOnce" && "options" in u
+  typeof u === "object" && u !== null && "_tag" in u && u._tag === "AtLeastOnce" && "connector" in u &&
+  u.connector === "bigquery" && "options" in u

@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import * as clientOptions from "../internal/bigtable/clientOptions.ts"
 import * as connect from "../internal/bigtable/connect.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import type { BigtableError } from "./BigtableError.ts"
@@ -24,10 +25,12 @@ import type { ColumnFamilyType } from "./TableCreateOptions.ts"
  * The settings of the client layer.
  *
  * - `projectId` (required): the default project of the clients.
- * - `emulatorEndpoint`: `host:port` of a Bigtable emulator: plaintext, no credentials, no
- *   metadata-server lookups, no Cloud Monitoring export. Parsed when the layer is built.
- * - `serviceAccountKeyFile`: path of a service-account JSON key, instead of application-default
- *   credentials; rejected together with `emulatorEndpoint`.
+ * - `emulator`: `{ grpc: "host:port" }` of a Bigtable emulator: plaintext, no credentials, no
+ *   metadata-server lookups, no Cloud Monitoring export (BigQuery's is `{ grpc, rest }`). Decoded
+ *   when the layer is built: `emulator: null`, `{ grpc: 1 }` are `SinkConfigError`s.
+ * - `serviceAccountKeyFile`: path of a service-account JSON key, as `Redacted` (`Redacted.make`,
+ *   `Config.Redacted`; a plain string is rejected), instead of application-default credentials;
+ *   rejected together with `emulator`. Its path appears in no error or log.
  * - `exportClientMetrics`: record per-RPC client metrics (`bigtable.client.attempts`,
  *   `bigtable.client.latency`, by method and status) through Effect `Metric`; default false.
  * - `exportClientMetricsToCloudMonitoring`: the official client's built-in export to Cloud
@@ -40,7 +43,7 @@ import type { ColumnFamilyType } from "./TableCreateOptions.ts"
  */
 export interface BigtableClientConfig {
   readonly projectId: string
-  readonly emulatorEndpoint?: string | undefined
+  readonly emulator?: { readonly grpc: string } | undefined
   readonly serviceAccountKeyFile?: Redacted.Redacted<string> | undefined
   readonly exportClientMetrics?: boolean | undefined
   readonly exportClientMetricsToCloudMonitoring?: boolean | undefined
@@ -185,7 +188,7 @@ export interface BigtableClientService {
  * import { Effect } from "effect"
  * import { BigtableClient } from "effect-gcp-sinks/Bigtable"
  * declare const program: Effect.Effect<void, never, BigtableClient.BigtableClient>
- * program.pipe(Effect.provide(BigtableClient.layer({ projectId: "p", emulatorEndpoint: "127.0.0.1:8086" })))
+ * program.pipe(Effect.provide(BigtableClient.layer({ projectId: "p", emulator: { grpc: "127.0.0.1:8086" } })))
  * ```
  *
  * @category services
@@ -196,20 +199,19 @@ export class BigtableClient
 {}
 
 /**
- * Builds the service from clients the caller already has (and closes): a `@grpc/grpc-js` channel
- * and a gapic table-admin client built with custom options, or in-process fakes speaking the same
- * protocol.
+ * The service as a layer from clients the caller already has (and closes): a `@grpc/grpc-js`
+ * channel and a gapic table-admin client built with custom options, or in-process fakes speaking
+ * the same protocol. `projectId` is validated when the layer is built.
  *
  * **Example** (A fake that accepts everything)
  * ```ts
- * import { Layer } from "effect"
  * import { BigtableClient } from "effect-gcp-sinks/Bigtable"
  * declare const data: BigtableClient.DataClient
  * declare const admin: BigtableClient.AdminClient
- * const layer = Layer.succeed(BigtableClient.BigtableClient, BigtableClient.fromClients({ projectId: "p", data, admin }))
+ * const layer = BigtableClient.fromClients({ projectId: "p", data, admin })
  * ```
  *
- * @category constructors
+ * @category layers
  * @since 0.1.0
  */
 export const fromClients = (options: {
@@ -217,7 +219,14 @@ export const fromClients = (options: {
   readonly data: DataClient
   readonly admin: AdminClient
   readonly exportClientMetrics?: boolean | undefined
-}): BigtableClient["Service"] => BigtableClient.of(connect.fromClients(options))
+}): Layer.Layer<BigtableClient, SinkConfigError> =>
+  Layer.effect(
+    BigtableClient,
+    Effect.map(
+      clientOptions.checkClients(options),
+      () => BigtableClient.of(connect.fromClients(options))
+    )
+  )
 
 /**
  * Validates the settings, creates the data channel (plaintext without credentials to an emulator;
@@ -228,7 +237,7 @@ export const fromClients = (options: {
  * ```ts
  * import { Effect } from "effect"
  * import { BigtableClient } from "effect-gcp-sinks/Bigtable"
- * const client = BigtableClient.make({ projectId: "p", emulatorEndpoint: "127.0.0.1:8086" })
+ * const client = BigtableClient.make({ projectId: "p", emulator: { grpc: "127.0.0.1:8086" } })
  * ```
  *
  * @category constructors
@@ -245,7 +254,7 @@ export const make = (
  * **Example** (Against the emulator)
  * ```ts
  * import { BigtableClient } from "effect-gcp-sinks/Bigtable"
- * const layer = BigtableClient.layer({ projectId: "p", emulatorEndpoint: "127.0.0.1:8086" })
+ * const layer = BigtableClient.layer({ projectId: "p", emulator: { grpc: "127.0.0.1:8086" } })
  * ```
  *
  * @category layers
@@ -263,8 +272,7 @@ export const layer = (config: BigtableClientConfig): Layer.Layer<BigtableClient,
  * import { BigtableClient } from "effect-gcp-sinks/Bigtable"
  * const layer = BigtableClient.layerConfig({
  *   projectId: Config.String("GCP_PROJECT"),
- *   emulatorEndpoint: Config.String("BIGTABLE_EMULATOR_HOST").pipe(Config.withDefault(undefined)),
- *   serviceAccountKeyFile: Config.Redacted("BIGTABLE_KEY_FILE").pipe(Config.withDefault(undefined))
+ *  *   serviceAccountKeyFile: Config.Redacted("BIGTABLE_KEY_FILE").pipe(Config.withDefault(undefined))
  * })
  * ```
  *

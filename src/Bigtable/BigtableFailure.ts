@@ -10,7 +10,7 @@ import type { TableDestination } from "./TableDestination.ts"
 const inspect = Symbol.for("nodejs.util.inspect.custom")
 
 /**
- * One record Bigtable will not take, handed to `failedMutationHandler`.
+ * One record Bigtable will not take, handed to `failureHandler`.
  *
  * **Details**
  *

@@ -4,16 +4,14 @@
  *
  * @since 0.1.0
  */
-import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type * as Sink from "effect/Sink"
 import * as internalSink from "../internal/bigtable/sink.ts"
 import * as internalWriter from "../internal/bigtable/writer.ts"
-import type { CreateDisposition } from "../Sink/CreateDisposition.ts"
 import type { FailureHandler, RecordFailed } from "../Sink/FailureHandler.ts"
-import type { RetryPolicyOptions } from "../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
+import type { HandlerContext, HandlerError, SinkOptions, WithFailureHandler } from "../Sink/SinkOptions.ts"
 import type { Writer } from "../Sink/Writer.ts"
 import type { WriteSummary } from "../Sink/WriteSummary.ts"
 import type { BigtableClient } from "./BigtableClient.ts"
@@ -22,6 +20,7 @@ import type { FailedMutation } from "./BigtableFailure.ts"
 import type { RowMutationEntry } from "./RowMutationEntry.ts"
 import type { TableCreateOptions } from "./TableCreateOptions.ts"
 import type { DestinationResolver, TableDestination } from "./TableDestination.ts"
+import type { WriteMethod } from "./WriteMethod.ts"
 
 /**
  * Turns a record into the mutations of one row, or `null` to skip it (written nowhere, counted in
@@ -34,74 +33,49 @@ import type { DestinationResolver, TableDestination } from "./TableDestination.t
 export type Serializer<A> = (record: A) => RowMutationEntry | null | Effect.Effect<RowMutationEntry | null, unknown>
 
 /**
- * Writer tuning (reference 3.4). Every count is in entries (one per record), not mutations.
- *
- * - `batchElementCount`: entries per request; 1..19,999, default 100.
- * - `batchByteSize`: bytes per request; 1..104,857,599 (under 100 MiB), default 20 MiB.
- *   A batch is also sent 1 s after its first entry, on `flush`, and whenever admission must wait.
- *   No request carries more than 100,000 mutations.
- * - `maxInFlightEntries`: entries admitted and not yet applied or routed, over all tables; > 0, default 1000.
- * - `maxInFlightBytes`: the same in bytes; > 0, default 64 MiB. An entry larger than this is admitted
- *   once the writer is otherwise empty.
- * - `maxConsecutiveRejections`: rejected mutations in a row, with none applied between, before the
- *   write fails; > 0 or -1 (unbounded), default 100.
- * - `recoveryInitialBackoff` / `recoveryMaxBackoff` / `recoveryMaxAttempts`: the budget for
- *   creating missing tables and families and re-applying the parked mutations; at least 1 ms /
- *   at least 1 ms and at least the initial backoff / > 0; default 500 ms / 10 s / 10.
- * - `destinationIdleTimeout`: a table idle this long is forgotten at the next flush (and reopened
- *   on demand); > 0, default 1 hour.
- * - `perDestinationMetrics`: add a `destination` attribute to the per-record metrics; default false
- *   (an unbounded resolver would create unbounded series).
- * - `retry`: the per-entry retry of transient statuses (`UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`,
- *   `RESOURCE_EXHAUSTED`); default 10 ms doubling to 1 minute, 15 attempts, ±25 % jitter.
- *
- * @category models
- * @since 0.1.0
- */
-export interface BigtableWriterOptions {
-  readonly batchElementCount?: number | undefined
-  readonly batchByteSize?: number | undefined
-  readonly maxInFlightEntries?: number | undefined
-  readonly maxInFlightBytes?: number | undefined
-  readonly maxConsecutiveRejections?: number | undefined
-  readonly recoveryInitialBackoff?: Duration.Input | undefined
-  readonly recoveryMaxBackoff?: Duration.Input | undefined
-  readonly recoveryMaxAttempts?: number | undefined
-  readonly destinationIdleTimeout?: Duration.Input | undefined
-  readonly perDestinationMetrics?: boolean | undefined
-  readonly retry?: RetryPolicyOptions | undefined
-}
-
-/**
- * The options of {@link make} and {@link writer}.
+ * The options of {@link make} and {@link writer}: the shared `SinkOptions` (destination, failure
+ * handler, write method) in Bigtable's types, plus the serializer and the app profile.
  *
  * - `table` or `destinationResolver` (exactly one): where each record goes. The resolver runs before
  *   the serializer and may declare a record unroutable (routed to the handler).
  * - `serializer` (required): see {@link Serializer}.
  * - `appProfileId`: the application profile of every request; default the instance's default profile.
- * - `writerOptions`: see {@link BigtableWriterOptions}.
- * - `createDisposition`: default `"CREATE_NEVER"`; `"CREATE_IF_NEEDED"` requires `tableCreateOptions`,
- *   which `"CREATE_NEVER"` rejects.
- * - `failedMutationHandler`: default `FailureHandler.failJob`. It receives serializer failures,
+ * - `writeMethod`: default `WriteMethod.atLeastOnce()`; its options hold the tuning (batching,
+ *   in-flight bounds, `retry`, `recovery`, `responseTimeout`, `adminTimeout`, `flushInterval`, ...).
+ * - `createDisposition`: default `"CREATE_NEVER"` (BigQuery's is `"CREATE_IF_NEEDED"`: see
+ *   `SinkOptions`); `"CREATE_IF_NEEDED"` requires `tableCreateOptions`, which `"CREATE_NEVER"` rejects.
+ * - `failureHandler`: default `FailureHandler.failJob`. It receives serializer failures,
  *   entries over the client limits, unroutable records and mutations Bigtable rejects as malformed.
  *   Its error type `E` is the write's: `RecordFailed` for the default, the handler's otherwise (a
  *   handler that drops, such as `FailureHandler.logAndDrop`, adds none).
- * - `flushInterval` (sink only): also flush on this timer; at least 1 ms.
+ *
+ * Every option is decoded when the sink is built (`SinkConfigError` naming the option).
  *
  * @category models
  * @since 0.1.0
  */
-export interface BigtableSinkOptions<A, E = RecordFailed, R = never> {
-  readonly table?: TableDestination | undefined
-  readonly destinationResolver?: DestinationResolver<A> | undefined
+export interface BigtableSinkOptions<A, E = RecordFailed, R = never> extends
+  SinkOptions<
+    FailedMutation,
+    E,
+    R,
+    TableDestination,
+    DestinationResolver<A>,
+    TableCreateOptions,
+    WriteMethod
+  >
+{
   readonly serializer: Serializer<A>
   readonly appProfileId?: string | undefined
-  readonly writerOptions?: BigtableWriterOptions | undefined
-  readonly createDisposition?: CreateDisposition | undefined
-  readonly tableCreateOptions?: TableCreateOptions | undefined
-  readonly failedMutationHandler?: FailureHandler<FailedMutation, E, R> | undefined
-  readonly flushInterval?: Duration.Input | undefined
 }
+
+/**
+ * What `failureHandler` may be: a handler of Bigtable's failures, with any error and services.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type Handler = FailureHandler<FailedMutation, unknown, unknown>
 
 /**
  * What a Bigtable write can fail with: a terminal `BigtableError`, a `SinkConfigError` for an
@@ -121,8 +95,10 @@ export type BigtableSinkError<E = RecordFailed> = BigtableError | SinkConfigErro
  * One batch per table is filled and sent as a MutateRows request; many requests are in flight at
  * once, within the writer-global `maxInFlightEntries` and `maxInFlightBytes`, and the stream waits
  * (backpressure) when they are reached. At the end of the input everything is flushed. The error
- * channel holds the handler's error: `RecordFailed` without a `failedMutationHandler` (the default
- * `failJob`), exactly the handler's `E` with one. Delivery is
+ * channel holds the handler's error: `RecordFailed` without a `failureHandler` (the default
+ * `failJob`), exactly the handler's `E` with one (`never` for
+ * `FailureHandler.logAndDrop`; both for a handler that may be `undefined`). One generic signature
+ * gives this: `H` captures the handler's type and the error is `SinkOptions.HandlerError<H>`. Delivery is
  * at-least-once: a retried or replayed entry is applied again, so prefer explicit cell timestamps.
  * When calls go a minute without an answer, a warning naming the tables is logged (once a minute).
  *
@@ -139,25 +115,16 @@ export type BigtableSinkError<E = RecordFailed> = BigtableError | SinkConfigErro
  *       RowMutationEntry.make(e.id, Mutation.setCell({ family: "cf", qualifier: "body", value: e.body }))
  *   })
  *   return yield* Stream.make({ id: "a", body: "x" }).pipe(Stream.run(sink))
- * }).pipe(Effect.provide(BigtableClient.layer({ projectId: "p", emulatorEndpoint: "127.0.0.1:8086" })))
+ * }).pipe(Effect.provide(BigtableClient.layer({ projectId: "p", emulator: { grpc: "127.0.0.1:8086" } })))
  * ```
  *
  * @category constructors
  * @since 0.1.0
  */
-export function make<A, E, R>(
-  options: BigtableSinkOptions<A, E, R> & { readonly failedMutationHandler: FailureHandler<FailedMutation, E, R> }
-): Sink.Sink<WriteSummary, A, never, BigtableSinkError<E>, BigtableClient | R>
-export function make<A, E = never, R = never>(
-  options: BigtableSinkOptions<A, E, R>
-): Sink.Sink<WriteSummary, A, never, BigtableSinkError<E | RecordFailed>, BigtableClient | R>
-export function make<A, E, R>(
-  options: BigtableSinkOptions<A, E, R>
-): Sink.Sink<WriteSummary, A, never, BigtableSinkError<E | RecordFailed>, BigtableClient | R> {
-  // `RecordFailed` comes only from the default `failJob`, used only when no handler is given:
-  // that is what lets the first overload leave it out.
-  return internalSink.make(options)
-}
+export const make = <A, H extends Handler | undefined = undefined>(
+  options: WithFailureHandler<BigtableSinkOptions<A>, H>
+): Sink.Sink<WriteSummary, A, never, BigtableSinkError<HandlerError<H>>, BigtableClient | HandlerContext<H>> =>
+  internalSink.make(options)
 
 /**
  * A scoped writer for callers that drive writes and flushes themselves.
@@ -171,7 +138,9 @@ export function make<A, E, R>(
  *
  * Building it fails with a `SinkConfigError` for invalid options, or with the handler's error when
  * its `open` fails; its operations fail with a {@link BigtableSinkError}. The handler's error is
- * `RecordFailed` without a `failedMutationHandler`, exactly the handler's `E` with one.
+ * `RecordFailed` without a `failureHandler`, exactly the handler's `E` with one (`never` for
+ * `FailureHandler.logAndDrop`; both for a handler that may be `undefined`). One generic signature
+ * gives this: `H` captures the handler's type and the error is `SinkOptions.HandlerError<H>`.
  *
  * **Example** (Explicit barriers)
  * ```ts
@@ -193,25 +162,10 @@ export function make<A, E, R>(
  * @category constructors
  * @since 0.1.0
  */
-export function writer<A, E, R>(
-  options: BigtableSinkOptions<A, E, R> & { readonly failedMutationHandler: FailureHandler<FailedMutation, E, R> }
-): Effect.Effect<Writer<A, BigtableSinkError<E>>, SinkConfigError | E, BigtableClient | Scope.Scope | R>
-export function writer<A, E = never, R = never>(
-  options: BigtableSinkOptions<A, E, R>
+export const writer = <A, H extends Handler | undefined = undefined>(
+  options: WithFailureHandler<BigtableSinkOptions<A>, H>
 ): Effect.Effect<
-  Writer<A, BigtableSinkError<E | RecordFailed>>,
-  SinkConfigError | E | RecordFailed,
-  BigtableClient | Scope.Scope | R
->
-export function writer<A, E, R>(
-  options: BigtableSinkOptions<A, E, R>
-): Effect.Effect<
-  Writer<A, BigtableSinkError<E | RecordFailed>>,
-  SinkConfigError | E | RecordFailed,
-  BigtableClient | Scope.Scope | R
-> {
-  // as in `make`: `RecordFailed` only ever comes from the default handler
-  // The language service checks an overload implementation against the first overload's types.
-  // @effect-diagnostics-next-line missingEffectContext:off missingEffectError:off
-  return internalWriter.make(options)
-}
+  Writer<A, BigtableSinkError<HandlerError<H>>>,
+  SinkConfigError | HandlerError<H>,
+  BigtableClient | Scope.Scope | HandlerContext<H>
+> => internalWriter.make(options)

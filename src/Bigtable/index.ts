@@ -80,3 +80,10 @@ export * as TableCreateOptions from "./TableCreateOptions.ts"
  * @since 0.1.0
  */
 export * as TableDestination from "./TableDestination.ts"
+
+/**
+ * How the sink writes: `WriteMethod.atLeastOnce({...})` carrying the writer tuning.
+ *
+ * @since 0.1.0
+ */
+export * as WriteMethod from "./WriteMethod.ts"

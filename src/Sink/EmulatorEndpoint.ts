@@ -5,6 +5,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as internal from "../internal/emulatorEndpoint.ts"
+import { describe } from "../internal/optionChecks.ts"
 import { SinkConfigError } from "./SinkConfigError.ts"
 
 /**
@@ -36,10 +37,10 @@ export interface EmulatorEndpoint {
  * ```ts
  * import { Effect } from "effect"
  * import { EmulatorEndpoint } from "effect-gcp-sinks/Sink"
- * Effect.runSync(EmulatorEndpoint.parse("localhost:8086", "emulatorEndpoint"))
+ * Effect.runSync(EmulatorEndpoint.parse("localhost:8086", "emulator.grpc"))
  * // => { host: "localhost", port: 8086, target: "localhost:8086" }
- * Effect.runSync(Effect.flip(EmulatorEndpoint.parse("localhost", "emulatorEndpoint"))).message
- * // => "emulatorEndpoint must be host:port, was 'localhost'"
+ * Effect.runSync(Effect.flip(EmulatorEndpoint.parse("localhost", "emulator.grpc"))).message
+ * // => "emulator.grpc must be host:port, was 'localhost'"
  * ```
  *
  * @category constructors
@@ -47,9 +48,19 @@ export interface EmulatorEndpoint {
  */
 const parse = (value: string, optionName: string): Effect.Effect<EmulatorEndpoint, SinkConfigError> =>
   Effect.suspend(() => {
-    const endpoint = internal.parse(value)
+    // from untyped JavaScript or JSON a value may be no string at all: a SinkConfigError, never a TypeError
+    const given: unknown = value
+    if (typeof given !== "string") {
+      return Effect.fail(
+        new SinkConfigError({
+          path: optionName,
+          message: `${optionName} must be host:port (a string), was ${describe(given)}`
+        })
+      )
+    }
+    const endpoint = internal.parse(given)
     return endpoint === undefined
-      ? Effect.fail(new SinkConfigError({ path: optionName, message: internal.message(optionName, value) }))
+      ? Effect.fail(new SinkConfigError({ path: optionName, message: internal.message(optionName, given) }))
       : Effect.succeed(endpoint)
   })
 

@@ -10,7 +10,7 @@ import * as Schema from "effect/Schema"
  *
  * **Details**
  *
- * `path` names the option as the user wrote it (`"writerOptions.batchElementCount"`,
+ * `path` names the option as the user wrote it (`"writeMethod.batchElementCount"`,
  * `"emulator.grpc"`), so the message can be acted on without reading the library's source.
  * It is raised before any network call.
  *

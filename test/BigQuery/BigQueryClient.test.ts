@@ -31,7 +31,11 @@ describe("BigQueryClient", () => {
   it.effect("rejects a key file together with an emulator", () =>
     Effect.gen(function*() {
       const error = configError(
-        yield* build({ projectId: "p", serviceAccountKeyFile: "/k.json", emulator: { grpc: "h:1", rest: "h:2" } })
+        yield* build({
+          projectId: "p",
+          serviceAccountKeyFile: Redacted.make("/k.json"),
+          emulator: { grpc: "h:1", rest: "h:2" }
+        })
       )
       assert.strictEqual(error.path, "serviceAccountKeyFile")
     }))
@@ -82,4 +86,41 @@ describe("BigQueryClient", () => {
       assert.strictEqual(client.projectId, "proj")
       assert.strictEqual(client.rest.apiEndpoint, "http://127.0.0.1:2")
     }))
+
+  it.effect("options from untyped JavaScript are decoded: a SinkConfigError naming the option, never a TypeError", () =>
+    Effect.gen(function*() {
+      const cases: ReadonlyArray<readonly [unknown, string]> = [
+        [{ projectId: "p", emulator: null }, "emulator"],
+        [{ projectId: "p", emulator: 9060 }, "emulator"],
+        [{ projectId: "p", emulator: { grpc: 1, rest: "h:1" } }, "emulator.grpc"],
+        [{ projectId: "p", emulator: { grpc: "h:1" } }, "emulator.rest"],
+        [{ projectId: "p", emulator: { grpc: "h:1", rest: null } }, "emulator.rest"],
+        [{ projectId: 5 }, "projectId"],
+        [null, "options"],
+        [{ projectId: "p", location: 3 }, "location"],
+        [{ projectId: "p", serviceAccountKeyFile: "/k.json" }, "serviceAccountKeyFile"],
+        [{ projectId: "p", appendStreamsPerChannel: "90" }, "appendStreamsPerChannel"],
+        [{ projectId: "p", appendStreamsPerChannel: Number.POSITIVE_INFINITY }, "appendStreamsPerChannel"]
+      ]
+      for (const [config, option] of cases) {
+        const error = configError(yield* build(untyped(config)))
+        assert.strictEqual(error.path, option, JSON.stringify(config))
+      }
+      const plain = configError(yield* build(untyped({ projectId: "p", serviceAccountKeyFile: "/secret/sa.json" })))
+      assert.notInclude(plain.message, "/secret/sa.json")
+    }))
+
+  it.effect("fromClients is a Layer that checks its arguments", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(
+        Layer.build(BigQueryClient.fromClients({ projectId: "p", write: untyped(null), rest: untyped({}) }))
+      )
+      assert.strictEqual(configError(exit).path, "write")
+    }))
 })
+
+/** A value as untyped JavaScript would pass it. */
+function untyped<T>(value: unknown): T
+function untyped(value: unknown): unknown {
+  return value
+}

@@ -35,7 +35,7 @@ describe("BigQuerySink on a black-holed connection", () => {
           createDisposition: "CREATE_NEVER",
           writeMethod: WriteMethod.atLeastOnce({
             ...fastRetries,
-            recoveryMaxAttempts: 3,
+            recovery: { ...fastRetries.recovery, maxAttempts: 3 },
             responseTimeout: "500 millis"
           })
         })),

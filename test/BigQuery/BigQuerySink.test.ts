@@ -139,7 +139,11 @@ describe("BigQuerySink against the fake", () => {
       { answer: () => ({ _tag: "streamError", code: Code.UNAVAILABLE, message: "down" }) },
       (fake) =>
         Effect.gen(function*() {
-          const exit = yield* Effect.exit(F.writeRows(fake, 3, { writeMethod: { recoveryMaxAttempts: 3 } }))
+          const exit = yield* Effect.exit(
+            F.writeRows(fake, 3, {
+              writeMethod: { recovery: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 3 } }
+            })
+          )
           const error = failureOf(exit) as { reason: { _tag: string; code: string; attempts: number } }
           assert.strictEqual(error.reason._tag, "RetriesExhausted")
           assert.strictEqual(error.reason.code, "UNAVAILABLE")
@@ -264,7 +268,7 @@ describe("BigQuerySink against the fake", () => {
           const writer = yield* BigQuerySink.writer({
             table: yield* F.destination(fake),
             serializer: yield* F.serializer,
-            writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 128, maxInflightRequests: 3 })
+            writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 128, maxInFlightRequests: 3 })
           })
           yield* writer.write(F.rows(100))
           yield* writer.flush
@@ -351,11 +355,11 @@ describe("BigQuerySink against the fake", () => {
     F.withFake({}, (fake) =>
       Effect.gen(function*() {
         const exit = yield* Effect.exit(
-          F.writeRows(fake, 1, { createTable: false, writeMethod: { maxInflightRequests: 0 } })
+          F.writeRows(fake, 1, { createTable: false, writeMethod: { maxInFlightRequests: 0 } })
         )
         const error = failureOf(exit) as { _tag: string; path: string }
         assert.strictEqual(error._tag, "SinkConfigError")
-        assert.strictEqual(error.path, "writeMethod.maxInflightRequests")
+        assert.strictEqual(error.path, "writeMethod.maxInFlightRequests")
         assert.strictEqual(fake.stats.requests, 0)
       })))
 
@@ -370,7 +374,7 @@ describe("BigQuerySink against the fake", () => {
           const w = yield* BigQuerySink.writer({
             table: yield* F.destination(fake),
             serializer: yield* F.serializer,
-            writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 256, maxInflightRequests: 2 })
+            writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 256, maxInFlightRequests: 2 })
           }).pipe(Scope.provide(scope))
           yield* w.write(F.rows(5))
           yield* w.flush
@@ -476,7 +480,7 @@ describe("BigQuerySink against the fake", () => {
         const name = `${f.projectId}.d.t`
         const summary = yield* F.writeRows(f, 300, {
           maxAppendRequestBytes: 256,
-          writeMethod: { maxInflightRequests: 8 }
+          writeMethod: { maxInFlightRequests: 8 }
         })
         assert.strictEqual(f.stats.restCalls.filter((c) => c.startsWith("POST")).length, 1, "one tables.insert")
         assert.strictEqual(summary.recordsWritten, 300)

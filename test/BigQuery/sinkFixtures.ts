@@ -40,10 +40,8 @@ export const rows = (n: number, from = 0): Array<Row> =>
 
 /** Fast retries so failure paths finish in milliseconds. */
 export const fastRetries = {
-  recoveryInitialBackoff: "1 millis",
-  recoveryMaxBackoff: "5 millis",
-  retryInitialDelay: "1 millis",
-  retryMaxDelay: "5 millis"
+  recovery: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 10 },
+  retry: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 5 }
 } as const
 
 export const destination = (fake: Fake.FakeBigQuery, table = "t") =>
@@ -71,7 +69,7 @@ export interface WriteRowsOptions<E, R> {
   readonly chunkSize?: number
   readonly maxAppendRequestBytes?: number
   /** Further at-least-once options, on top of {@link fastRetries} and `maxAppendRequestBytes`. */
-  readonly writeMethod?: WriteMethod.DefaultStreamOptions
+  readonly writeMethod?: WriteMethod.AtLeastOnceOptions
   /** Default: none given, so the sink's `failJob`. */
   readonly failureHandler?: FailureHandler<BigQueryFailure.BigQueryFailure, E, R>
   /** Further sink options: table creation and schema updates. */
@@ -97,7 +95,7 @@ export const writeRows = <E = never, R = never>(
     }
     const input = Stream.fromIterable(rows(n))
     return yield* (options.chunkSize === undefined ? input : Stream.rechunk(input, options.chunkSize)).pipe(
-      Stream.run(BigQuerySink.make({
+      Stream.run(BigQuerySink.make<Row, FailureHandler<BigQueryFailure.BigQueryFailure, E, R> | undefined>({
         ...options.sink,
         table: yield* destination(fake),
         serializer: yield* serializer,

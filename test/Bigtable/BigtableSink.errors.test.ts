@@ -69,7 +69,7 @@ describe("BigtableSink error channel (types)", () => {
     const custom = BigtableSink.writer({
       table,
       serializer,
-      failedMutationHandler: FailureHandler.make({
+      failureHandler: FailureHandler.make({
         handle: (f: BigtableFailure.FailedMutation) =>
           Effect.flatMap(Effect.service(NeedsService), () => Effect.fail(new Boom({ reason: f.message })))
       })
@@ -81,23 +81,23 @@ describe("BigtableSink error channel (types)", () => {
       >
     ] = [true]
     // writer, a handler that never fails (logAndDrop): no handler error at all
-    const dropping = BigtableSink.writer({ table, serializer, failedMutationHandler: FailureHandler.logAndDrop })
+    const dropping = BigtableSink.writer({ table, serializer, failureHandler: FailureHandler.logAndDrop })
     const droppingTypes: [
       Equals<typeof dropping, Effect.Effect<Writer<string, Terminal>, SinkConfigError, Client | Scope.Scope>>
     ] = [true]
     // failJob given explicitly is the default
-    const explicit = BigtableSink.writer({ table, serializer, failedMutationHandler: FailureHandler.failJob })
+    const explicit = BigtableSink.writer({ table, serializer, failureHandler: FailureHandler.failJob })
     const explicitTypes: [Equals<typeof explicit, typeof plain>] = [true]
     // a handler that may be absent: the default's RecordFailed joins its error
     const maybe = (on: boolean): FailureHandler<BigtableFailure.FailedMutation, Boom> | undefined =>
       on ? booming : undefined
-    const optional = BigtableSink.writer({ table, serializer, failedMutationHandler: maybe(true) })
+    const optional = BigtableSink.writer({ table, serializer, failureHandler: maybe(true) })
     const optionalTypes: [Equals<Effect.Error<typeof optional>, SinkConfigError | Boom | RecordFailed>] = [true]
 
     // the sink
     const sinkPlain = BigtableSink.make({ table, serializer })
-    const sinkCustom = BigtableSink.make({ table, serializer, failedMutationHandler: booming })
-    const sinkDropping = BigtableSink.make({ table, serializer, failedMutationHandler: FailureHandler.logAndDrop })
+    const sinkCustom = BigtableSink.make({ table, serializer, failureHandler: booming })
+    const sinkDropping = BigtableSink.make({ table, serializer, failureHandler: FailureHandler.logAndDrop })
     const sinkTypes: [
       Equals<typeof sinkPlain, Sink.Sink<WriteSummary, string, never, Terminal | RecordFailed, Client>>,
       Equals<BigtableSink.BigtableSinkError, Terminal | RecordFailed>,
@@ -130,7 +130,7 @@ describe("BigtableSink error channel (runtime, against the fake)", () => {
     const fake = makeFake()
     return Effect.gen(function*() {
       const exit = yield* Stream.make("a", "b").pipe(
-        Stream.run(BigtableSink.make({ table, serializer: throwing, failedMutationHandler: booming })),
+        Stream.run(BigtableSink.make({ table, serializer: throwing, failureHandler: booming })),
         Effect.exit
       )
       const error = failureOf(exit)
@@ -148,7 +148,7 @@ describe("BigtableSink error channel (runtime, against the fake)", () => {
       close: Effect.sync(() => void closed++)
     })
     return Effect.gen(function*() {
-      const writerExit = yield* BigtableSink.writer({ table, serializer, failedMutationHandler: failing }).pipe(
+      const writerExit = yield* BigtableSink.writer({ table, serializer, failureHandler: failing }).pipe(
         Effect.scoped,
         Effect.exit
       )
@@ -158,7 +158,7 @@ describe("BigtableSink error channel (runtime, against the fake)", () => {
       // a handler that never opened is not closed
       assert.strictEqual(closed, 0)
       const sinkExit = yield* Stream.make("a").pipe(
-        Stream.run(BigtableSink.make({ table, serializer, failedMutationHandler: failing })),
+        Stream.run(BigtableSink.make({ table, serializer, failureHandler: failing })),
         Effect.exit
       )
       assert.instanceOf(failureOf(sinkExit), Boom)

@@ -36,7 +36,7 @@ describe("BigtableSink lifecycle", () => {
       const fake = makeFake()
       const { handler, log } = counting()
       const summary = yield* Stream.fromIterable(["a", "bad", "b"]).pipe(
-        Stream.run(BigtableSink.make({ table, serializer, failedMutationHandler: handler })),
+        Stream.run(BigtableSink.make({ table, serializer, failureHandler: handler })),
         Effect.provide(fake.layer)
       )
       assert.deepStrictEqual([summary.recordsWritten, summary.recordsFailed], [2, 1])
@@ -48,7 +48,7 @@ describe("BigtableSink lifecycle", () => {
       const fake = makeFake()
       const flushedLast = counting()
       const s1 = yield* Scope.make()
-      const w1 = yield* BigtableSink.writer({ table, serializer, failedMutationHandler: flushedLast.handler }).pipe(
+      const w1 = yield* BigtableSink.writer({ table, serializer, failureHandler: flushedLast.handler }).pipe(
         Scope.provide(s1),
         Effect.provide(fake.layer)
       )
@@ -59,7 +59,7 @@ describe("BigtableSink lifecycle", () => {
 
       const notFlushed = counting()
       const s2 = yield* Scope.make()
-      const w2 = yield* BigtableSink.writer({ table, serializer, failedMutationHandler: notFlushed.handler }).pipe(
+      const w2 = yield* BigtableSink.writer({ table, serializer, failureHandler: notFlushed.handler }).pipe(
         Scope.provide(s2),
         Effect.provide(fake.layer)
       )
@@ -75,7 +75,7 @@ describe("BigtableSink lifecycle", () => {
         close: Effect.sync(() => void log.push("close"))
       })
       const s3 = yield* Scope.make()
-      const w3 = yield* BigtableSink.writer({ table, serializer, failedMutationHandler: refusing }).pipe(
+      const w3 = yield* BigtableSink.writer({ table, serializer, failureHandler: refusing }).pipe(
         Scope.provide(s3),
         Effect.provide(fake.layer)
       )

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Fiber, Layer, Logger } from "effect"
 import { TestClock } from "effect/testing"
-import { BigtableSink, Mutation, RowMutationEntry, TableDestination } from "../../src/Bigtable/index.ts"
+import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "../../src/Bigtable/index.ts"
 import { makeFake } from "./fakeBigtable.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
@@ -30,7 +30,7 @@ describe("BigtableSink stall reporting", () => {
       const writer = yield* BigtableSink.writer({
         table,
         serializer: (k: string) => entry(k),
-        writerOptions: { batchElementCount: 5 }
+        writeMethod: WriteMethod.atLeastOnce({ batchElementCount: 5 })
       })
       yield* writer.write(["a", "b", "c", "d", "e"])
       const flushing = yield* Effect.forkChild(writer.flush)

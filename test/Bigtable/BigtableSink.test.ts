@@ -5,7 +5,8 @@ import {
   BigtableSink,
   Mutation,
   RowMutationEntry,
-  TableDestination
+  TableDestination,
+  WriteMethod
 } from "../../src/Bigtable/index.ts"
 import { FailureHandler } from "../../src/Sink.ts"
 import { makeFake } from "./fakeBigtable.ts"
@@ -91,7 +92,7 @@ describe("BigtableSink", () => {
             if (k === "effect-fail") return Effect.fail("nope")
             return Effect.succeed(entry(k))
           },
-          failedMutationHandler: handler
+          failureHandler: handler
         })),
         Effect.provide(fake.layer)
       )
@@ -109,7 +110,7 @@ describe("BigtableSink", () => {
         Stream.run(BigtableSink.make({
           table,
           serializer: (k: string) => entry(k),
-          writerOptions: { maxInFlightEntries: 10, batchElementCount: 4 }
+          writeMethod: WriteMethod.atLeastOnce({ maxInFlightEntries: 10, batchElementCount: 4 })
         })),
         Effect.provide(fake.layer)
       )
@@ -125,7 +126,7 @@ describe("BigtableSink", () => {
         Stream.run(BigtableSink.make({
           table,
           serializer: (k: string) => entry(k),
-          writerOptions: { maxInFlightBytes: 64 }
+          writeMethod: WriteMethod.atLeastOnce({ maxInFlightBytes: 64 })
         })),
         Effect.provide(fake.layer)
       )
@@ -153,7 +154,7 @@ describe("BigtableSink", () => {
       })
       const { failures, handler } = collecting()
       const summary = yield* Stream.fromIterable(["a", "b", "bad", "c"]).pipe(
-        Stream.run(BigtableSink.make({ table, serializer: (k: string) => entry(k), failedMutationHandler: handler })),
+        Stream.run(BigtableSink.make({ table, serializer: (k: string) => entry(k), failureHandler: handler })),
         Effect.provide(fake.layer)
       )
       assert.strictEqual(summary.recordsWritten, 3)
@@ -173,8 +174,8 @@ describe("BigtableSink", () => {
         Stream.run(BigtableSink.make({
           table,
           serializer: (k: string) => entry(k),
-          failedMutationHandler: handler,
-          writerOptions: { maxConsecutiveRejections: 3, batchElementCount: 1 }
+          failureHandler: handler,
+          writeMethod: WriteMethod.atLeastOnce({ maxConsecutiveRejections: 3, batchElementCount: 1 })
         })),
         Effect.provide(fake.layer),
         Effect.flip
@@ -193,8 +194,12 @@ describe("BigtableSink", () => {
         Stream.run(BigtableSink.make({
           table,
           serializer: (k: string) => entry(k),
-          failedMutationHandler: handler,
-          writerOptions: { maxConsecutiveRejections: 2, batchElementCount: 1, maxInFlightEntries: 1 }
+          failureHandler: handler,
+          writeMethod: WriteMethod.atLeastOnce({
+            maxConsecutiveRejections: 2,
+            batchElementCount: 1,
+            maxInFlightEntries: 1
+          })
         })),
         Effect.provide(fake.layer)
       )
@@ -226,7 +231,9 @@ describe("BigtableSink", () => {
         }
       })
       const summary = yield* Stream.fromIterable(keys(20)).pipe(
-        Stream.run(BigtableSink.make({ table, serializer: (k: string) => entry(k), writerOptions: fast })),
+        Stream.run(
+          BigtableSink.make({ table, serializer: (k: string) => entry(k), writeMethod: WriteMethod.atLeastOnce(fast) })
+        ),
         Effect.provide(fake.layer)
       )
       assert.strictEqual(summary.recordsWritten, 20)
@@ -240,7 +247,9 @@ describe("BigtableSink", () => {
         Stream.run(BigtableSink.make({
           table,
           serializer: (k: string) => entry(k),
-          writerOptions: { retry: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 3 } }
+          writeMethod: WriteMethod.atLeastOnce({
+            retry: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 3 }
+          })
         })),
         Effect.provide(fake.layer),
         Effect.flip
@@ -286,7 +295,9 @@ describe("BigtableSink", () => {
           serializer: (k: string) => entry(k),
           createDisposition: "CREATE_IF_NEEDED",
           tableCreateOptions: { columnFamilies: { cf: {}, other: {} } },
-          writerOptions: { recoveryInitialBackoff: "1 millis", recoveryMaxBackoff: "2 millis" }
+          writeMethod: WriteMethod.atLeastOnce({
+            recovery: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 10 }
+          })
         })),
         Effect.provide(fake.layer)
       )
@@ -305,7 +316,9 @@ describe("BigtableSink", () => {
           serializer: (k: string) => entry(k, "extra"),
           createDisposition: "CREATE_IF_NEEDED",
           tableCreateOptions: { columnFamilies: { cf: {}, extra: {} } },
-          writerOptions: { recoveryInitialBackoff: "1 millis", recoveryMaxBackoff: "2 millis" }
+          writeMethod: WriteMethod.atLeastOnce({
+            recovery: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 10 }
+          })
         })),
         Effect.provide(fake.layer)
       )
@@ -323,7 +336,9 @@ describe("BigtableSink", () => {
           serializer: (k: string) => entry(k, "ghost"),
           createDisposition: "CREATE_IF_NEEDED",
           tableCreateOptions: { columnFamilies: { cf: {} } },
-          writerOptions: { recoveryInitialBackoff: "1 millis", recoveryMaxBackoff: "2 millis" }
+          writeMethod: WriteMethod.atLeastOnce({
+            recovery: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 10 }
+          })
         })),
         Effect.provide(fake.layer),
         Effect.flip
@@ -338,7 +353,7 @@ describe("BigtableSink", () => {
       const writer = yield* BigtableSink.writer({
         table,
         serializer: (k: string) => entry(k),
-        failedMutationHandler: handler
+        failureHandler: handler
       })
       yield* writer.write(keys(42))
       yield* writer.flush
@@ -366,8 +381,8 @@ describe("BigtableSink", () => {
           if (k.startsWith("bad")) throw new Error("unserializable")
           return k.startsWith("skip") ? null : entry(k)
         },
-        failedMutationHandler: handler,
-        writerOptions: { maxInFlightEntries: 20, batchElementCount: 10 }
+        failureHandler: handler,
+        writeMethod: WriteMethod.atLeastOnce({ maxInFlightEntries: 20, batchElementCount: 10 })
       })
       yield* writer.write([...keys(10), ...keys(3, "skip")])
       yield* writer.flush

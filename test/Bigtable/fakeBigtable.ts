@@ -5,7 +5,6 @@
  * `MutateRowsResponse` handed to the sink's own decoder, so the unit tests exercise both.
  */
 import type * as grpc from "@grpc/grpc-js"
-import { Layer } from "effect"
 import { EventEmitter } from "node:events"
 import { createRequire } from "node:module"
 import protobuf from "protobufjs"
@@ -188,7 +187,7 @@ export const makeFake = (options: FakeOptions = {}) => {
     close: () => Promise.resolve()
   }
 
-  const service = BigtableClient.fromClients({ projectId: "p", data, admin: adminClient })
+  const layer = BigtableClient.fromClients({ projectId: "p", data, admin: adminClient })
   return {
     requests,
     applied,
@@ -203,6 +202,6 @@ export const makeFake = (options: FakeOptions = {}) => {
       for (const answer of held.splice(0, held.length)) setTimeout(answer, 0)
     },
     held: () => held.length,
-    layer: Layer.succeed(BigtableClient.BigtableClient, service)
+    layer
   }
 }

@@ -75,4 +75,18 @@ describe("EmulatorEndpoint.parse", () => {
       rejected(`localhost:${bad}`)
     }
   })
+
+  it("a value that is no string (untyped JavaScript, JSON) is a SinkConfigError naming the option, never a TypeError", () => {
+    for (const value of [8086, null, undefined, { grpc: 1 }, ["h:1"]]) {
+      const given: unknown = value
+      const exit = Effect.runSyncExit(EmulatorEndpoint.parse(given as string, "emulator.grpc"))
+      assert.isTrue(Exit.isFailure(exit), String(value))
+      const reason = Exit.isFailure(exit) ? exit.cause.reasons[0] : undefined
+      assert.isTrue(reason?._tag === "Fail" && reason.error instanceof SinkConfigError, String(value))
+      if (reason?._tag === "Fail") {
+        assert.strictEqual(reason.error.path, "emulator.grpc")
+        assert.include(reason.error.message, "must be host:port (a string)")
+      }
+    }
+  })
 })

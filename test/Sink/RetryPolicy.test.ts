@@ -1,14 +1,17 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Exit, Fiber, Ref } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, Ref, Schedule } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
 import { delayMillis } from "../../src/internal/retrySchedule.ts"
 import { RetryPolicy, type RetryPolicyOptions, type SinkConfigError } from "../../src/Sink.ts"
 
-const policy = (initial: number, max: number, maxAttempts: number): RetryPolicy => ({
+const policy = (initial: number, max: number, maxAttempts: number): RetryPolicy.Backoff => ({
+  _tag: "Backoff",
   initialBackoff: Duration.millis(initial),
   maxBackoff: Duration.millis(max),
-  maxAttempts
+  maxAttempts,
+  multiplier: 2,
+  maxDuration: undefined
 })
 
 const configError = (exit: Exit.Exit<unknown, SinkConfigError>): SinkConfigError | undefined => {
@@ -98,10 +101,68 @@ describe("RetryPolicy", () => {
       assert.strictEqual(error?.path, path, JSON.stringify(options))
     }
     const nested = configError(
-      Effect.runSyncExit(RetryPolicy.make({ initialBackoff: 5, maxBackoff: 1, maxAttempts: 2 }, "writerOptions.retry"))
+      Effect.runSyncExit(RetryPolicy.make({ initialBackoff: 5, maxBackoff: 1, maxAttempts: 2 }, "writeMethod.retry"))
     )
-    assert.strictEqual(nested?.path, "writerOptions.retry.maxBackoff")
+    assert.strictEqual(nested?.path, "writeMethod.retry.maxBackoff")
     const ok = Effect.runSync(RetryPolicy.make({ initialBackoff: 100, maxBackoff: "5 seconds", maxAttempts: 1 }))
     assert.strictEqual(Duration.toMillis(ok.maxBackoff), 5000)
+  })
+
+  it("with a multiplier, delays grow by it from the initial backoff, capped, within the jitter", () => {
+    fc.assert(fc.property(
+      fc.integer({ min: 1, max: 10_000 }),
+      fc.integer({ min: 0, max: 100_000 }),
+      fc.double({ min: 1, max: 10, noNaN: true }),
+      fc.integer({ min: 1, max: 200 }),
+      fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+      (initial, extra, multiplier, attempt, u) => {
+        const p = { ...policy(initial, initial + extra, 10), multiplier }
+        const base = Math.min(initial * multiplier ** (attempt - 1), initial + extra)
+        const delay = delayMillis(p, attempt, u)
+        assert.isAtLeast(delay, Math.max(1, base * 0.75) - 1e-9)
+        assert.isAtMost(delay, Math.max(1, base * 1.25) + 1e-9)
+      }
+    ))
+  })
+
+  it.effect("maxDuration ends the retries once it has passed since the first failure", () =>
+    Effect.gen(function*() {
+      const p = { ...policy(100, 100, 1000), maxDuration: Duration.millis(1000) }
+      const calls = yield* Ref.make(0)
+      const attempt = Ref.update(calls, (n) => n + 1).pipe(Effect.andThen(Effect.fail("transient" as const)))
+      const fiber = yield* attempt.pipe(Effect.retry(RetryPolicy.toSchedule(p)), Effect.forkChild)
+      for (let i = 0; i < 100; i++) yield* TestClock.adjust("100 millis")
+      assert.isTrue(Exit.isFailure(yield* Fiber.await(fiber)))
+      const n = yield* Ref.get(calls)
+      // 100 ms ± 25 % apart: about ten retries fit in one second, far fewer than maxAttempts
+      assert.isAtLeast(n, 8)
+      assert.isAtMost(n, 16)
+    }))
+
+  it.effect("fromSchedule: the caller's schedule alone decides, and toSchedule is that schedule", () =>
+    Effect.gen(function*() {
+      const schedule = Schedule.recurs(3)
+      const p = RetryPolicy.fromSchedule(schedule)
+      assert.strictEqual(p._tag, "FromSchedule")
+      assert.isTrue(RetryPolicy.isRetryPolicy(p))
+      const calls = yield* Ref.make(0)
+      const attempt = Ref.update(calls, (n) => n + 1).pipe(Effect.andThen(Effect.fail("transient" as const)))
+      const exit = yield* Effect.exit(attempt.pipe(Effect.retry(RetryPolicy.toSchedule(p))))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.strictEqual(yield* Ref.get(calls), 4)
+      const capped = RetryPolicy.withMaxAttempts(p, 2)
+      yield* Ref.set(calls, 0)
+      yield* Effect.exit(attempt.pipe(Effect.retry(RetryPolicy.toSchedule(capped))))
+      assert.strictEqual(yield* Ref.get(calls), 2)
+    }))
+
+  it("make rejects NaN and infinities in every field", () => {
+    const base: RetryPolicyOptions = { initialBackoff: 10, maxBackoff: 100, maxAttempts: 3 }
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
+      for (const field of ["initialBackoff", "maxBackoff", "maxAttempts", "multiplier", "maxDuration"] as const) {
+        const error = configError(Effect.runSyncExit(RetryPolicy.make({ ...base, [field]: bad })))
+        assert.strictEqual(error?.path, `retry.${field}`, `${field}: ${bad}`)
+      }
+    }
   })
 })

@@ -5,21 +5,19 @@
  * `responseTimeout` options set).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, TableDestination, WriteMethod } from "../../src/BigQuery/index.ts"
 import {
   BigtableClient,
   BigtableSink,
   Mutation,
   RowMutationEntry,
-  TableDestination as BigtableTable
+  TableDestination as BigtableTable,
+  WriteMethod as BigtableWriteMethod
 } from "../../src/Bigtable/index.ts"
-import * as deadline from "../../src/internal/deadline.ts"
 import { serializer } from "../BigQuery/sinkFixtures.ts"
 import { silentTcp, unansweringHttp } from "../support/blackHole.ts"
 import * as Fake from "../support/fakeBigQueryWrite.ts"
-
-const short = Duration.millis(300)
 
 describe("deadlines: the sinks against a silent endpoint", () => {
   it.live(
@@ -35,17 +33,15 @@ describe("deadlines: the sinks against a silent endpoint", () => {
             serializer: yield* serializer,
             createDisposition: "CREATE_NEVER",
             writeMethod: WriteMethod.atLeastOnce({
-              recoveryInitialBackoff: "1 millis",
-              recoveryMaxBackoff: "5 millis",
-              recoveryMaxAttempts: 3,
-              responseTimeout: "300 millis"
+              recovery: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 3 },
+              responseTimeout: "300 millis",
+              adminTimeout: "300 millis"
             })
           })),
           Effect.provide(Layer.fresh(BigQueryClient.layer({
             projectId: "p",
             emulator: { grpc: grpc.target, rest: rest.target }
           }))),
-          Effect.provideService(deadline.AdminTimeout, short),
           Effect.flip
         )
         assert.strictEqual(error._tag, "BigQueryError")
@@ -74,16 +70,14 @@ describe("deadlines: the sinks against a silent endpoint", () => {
             serializer: yield* serializer,
             createDisposition: "CREATE_IF_NEEDED",
             writeMethod: WriteMethod.atLeastOnce({
-              recoveryInitialBackoff: "1 millis",
-              recoveryMaxBackoff: "5 millis",
-              recoveryMaxAttempts: 2
+              recovery: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 2 },
+              adminTimeout: "300 millis"
             })
           })),
           Effect.provide(Layer.fresh(BigQueryClient.layer({
             projectId: fake.projectId,
             emulator: { grpc: fake.grpcEndpoint, rest: rest.target }
           }))),
-          Effect.provideService(deadline.AdminTimeout, short),
           Effect.flip
         )
         assert.strictEqual(error._tag, "BigQueryError")
@@ -108,10 +102,12 @@ describe("deadlines: the sinks against a silent endpoint", () => {
             table: BigtableTable.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" }),
             serializer: (k: string) =>
               RowMutationEntry.make(k, Mutation.setCell({ family: "cf", qualifier: "q", value: k })),
-            writerOptions: { retry: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 3 } }
+            writeMethod: BigtableWriteMethod.atLeastOnce({
+              retry: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 3 },
+              responseTimeout: "300 millis"
+            })
           })),
-          Effect.provide(Layer.fresh(BigtableClient.layer({ projectId: "p", emulatorEndpoint: hole.target }))),
-          Effect.provideService(deadline.ResponseTimeout, short),
+          Effect.provide(Layer.fresh(BigtableClient.layer({ projectId: "p", emulator: { grpc: hole.target } }))),
           Effect.flip
         )
         assert.strictEqual(error._tag, "BigtableError")

@@ -170,7 +170,7 @@ describe("deadlines: Bigtable", () => {
     () =>
       Effect.scoped(Effect.gen(function*() {
         const hole = yield* silentTcp
-        const service = yield* connect.make({ projectId: "p", emulatorEndpoint: hole.target })
+        const service = yield* connect.make({ projectId: "p", emulator: { grpc: hole.target } })
         const ensured = yield* timed(admin.ensure(service, table, declared, short))
         assert.isTrue(Exit.isFailure(ensured.exit))
         if (Exit.isFailure(ensured.exit)) {

@@ -5,13 +5,18 @@
  *
  * @internal
  */
+import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import type { AdditionalField, AdditionalFields } from "../../BigQuery/AdditionalFields.ts"
+import { descriptorOf, RowSerializationError, type RowSerializer } from "../../BigQuery/RowSerializer.ts"
 import type { DescriptorProto, Field, TableSchema } from "../../BigQuery/TableSchema.ts"
+import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import * as check from "../optionSchema.ts"
 import { labels, scalarProtoType } from "./descriptor.ts"
 import { EncodeFailure } from "./encoder.ts"
 import { scalarEncoder, wireTypeOf } from "./scalarEncoders.ts"
+import { nameError, scalarTypes } from "./schemaModel.ts"
 import { tag, WireWriter } from "./wireWriter.ts"
 
 /** The column of an additional field. */
@@ -82,5 +87,82 @@ export const compile = <A>(additional: AdditionalFields<A>, base: DescriptorProt
       if (message !== undefined) return new EncodeFailure(field.name, message)
     }
     return writer.take(0)
+  }
+}
+
+/** `AdditionalFields.make`: validates the fields (they may come from JavaScript). @internal */
+export const make = <A>(
+  fields: ReadonlyArray<AdditionalField<A>>,
+  path = "additionalFields"
+): Effect.Effect<AdditionalFields<A>, SinkConfigError> =>
+  Effect.gen(function*() {
+    if (!Array.isArray(fields) || fields.length === 0) return yield* check.fail(path, "must have at least one field")
+    const seen = new Set<string>()
+    for (const [i, field] of fields.entries()) {
+      const at = `${path}[${i}]`
+      // from JavaScript an element may be anything: a SinkConfigError, never a TypeError
+      const given: unknown = field
+      if (!check.isRecord(given)) return yield* check.fail(at, `must be an object, was ${check.describe(given)}`)
+      const name: unknown = field.name
+      if (!Predicate.isString(name)) {
+        return yield* check.fail(`${at}.name`, `must be a string, was ${check.describe(name)}`)
+      }
+      const bad = nameError(name)
+      if (bad !== undefined) {
+        return yield* check.fail(`${at}.name`, bad)
+      }
+      if (seen.has(name.toLowerCase())) return yield* check.fail(`${at}.name`, `repeats '${name}' (names ignore case)`)
+      seen.add(name.toLowerCase())
+      if (!scalarTypes.has(field.type)) {
+        return yield* check.fail(`${at}.type`, `must be a singular scalar type, was ${check.describe(field.type)}`)
+      }
+      if (field.nullPolicy !== "NULLABLE" && field.nullPolicy !== "REQUIRED") {
+        return yield* check.fail(
+          `${at}.nullPolicy`,
+          `must be NULLABLE or REQUIRED, was ${check.describe(field.nullPolicy)}`
+        )
+      }
+      if (!Predicate.isFunction(field.provider)) return yield* check.fail(`${at}.provider`, "must be a function")
+    }
+    return { fields: [...fields] }
+  })
+
+/** `AdditionalFields.extendSchema`. @internal */
+export const extendSchema = <A>(
+  additional: AdditionalFields<A>,
+  schema: TableSchema,
+  path = "additionalFields"
+): Effect.Effect<TableSchema, SinkConfigError> =>
+  Effect.gen(function*() {
+    for (const [i, field] of additional.fields.entries()) {
+      const clash = schema.fields.find((f) => f.name.toLowerCase() === field.name.toLowerCase())
+      if (clash !== undefined) {
+        return yield* check.fail(`${path}[${i}].name`, `collides with the serializer's column '${clash.name}'`)
+      }
+    }
+    return appendColumns(schema, additional)
+  })
+
+/** `AdditionalFields.augment`. @internal */
+export const augment = <A>(serializer: RowSerializer<A>, additional: AdditionalFields<A>): RowSerializer<A> => {
+  const compiled = new WeakMap<object, AdditionalEncoder<A>>()
+  return {
+    tableSchema: (destination) => appendColumns(serializer.tableSchema(destination), additional),
+    descriptor: (destination) => appendDescriptor(descriptorOf(serializer, destination), additional),
+    ...(serializer.fingerprint === undefined ? {} : { fingerprint: serializer.fingerprint }),
+    serialize: (element, destination) => {
+      const row = serializer.serialize(element, destination)
+      if (!(row instanceof Uint8Array)) return row
+      const key: object = serializer.descriptor === undefined
+        ? serializer.tableSchema(destination)
+        : serializer.descriptor(destination)
+      let encode = compiled.get(key)
+      if (encode === undefined) {
+        encode = compile(additional, descriptorOf(serializer, destination))
+        compiled.set(key, encode)
+      }
+      const out = encode(element, row)
+      return out instanceof Uint8Array ? out : new RowSerializationError({ path: out.path, reason: out.message })
+    }
   }
 }

@@ -31,11 +31,12 @@ import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import { name as codeName } from "../grpcStatus.ts"
+import { attemptBudget, delayAfter } from "../retrySchedule.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as Connection from "./connection.ts"
 import { encodeDescriptor } from "./descriptor.ts"
 import type { Settings } from "./options.ts"
-import { classifyOpen, sleepBackoff } from "./retry.ts"
+import { classifyOpen } from "./retry.ts"
 import * as Split from "./split.ts"
 import * as tables from "./tables.ts"
 
@@ -310,7 +311,9 @@ export const open = <A, E, R>(
           })
         })
       }
-      if (attempt >= settings.stream.recovery.maxAttempts) {
+      // the budget is spent after maxAttempts, or when a caller's schedule ends
+      const delay = yield* delayAfter(settings.stream.recovery, attempt)
+      if (attempt >= attemptBudget(settings.stream.recovery) || delay._tag === "None") {
         return yield* new BigQueryError({
           reason: new RetriesExhausted({
             method: "GetWriteStream",
@@ -322,7 +325,7 @@ export const open = <A, E, R>(
           })
         })
       }
-      yield* sleepBackoff(settings.stream.recovery, attempt)
+      yield* Effect.sleep(delay.value)
     }
     return {
       destination,

@@ -7,52 +7,42 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import * as AdditionalFields from "../../BigQuery/AdditionalFields.ts"
 import type { BigQueryFailure } from "../../BigQuery/BigQueryFailure.ts"
+import type { BigQuerySinkOptions, Handler } from "../../BigQuery/BigQuerySink.ts"
 import type { RowSerializer } from "../../BigQuery/RowSerializer.ts"
 import * as SchemaUpdateOptions from "../../BigQuery/SchemaUpdateOptions.ts"
 import * as TableCreateOptions from "../../BigQuery/TableCreateOptions.ts"
 import * as TableDestination from "../../BigQuery/TableDestination.ts"
-import * as WriteMethod from "../../BigQuery/WriteMethod.ts"
+import type * as WriteMethod from "../../BigQuery/WriteMethod.ts"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
-import { FailureHandler, type RecordFailed } from "../../Sink/FailureHandler.ts"
+import type { FailureHandler } from "../../Sink/FailureHandler.ts"
+import type { RetryPolicy } from "../../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
-import * as check from "../optionChecks.ts"
-import type { Policy } from "../retrySchedule.ts"
+import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sink/SinkOptions.ts"
+import * as O from "../optionSchema.ts"
+import * as retryPolicy from "../retryPolicy.ts"
+import * as SinkOptionsSchema from "../sinkOptions.ts"
+import { augment } from "./additionalFields.ts"
 import { maxRowBytes } from "./appendRequest.ts"
 
 /** The options of the sink, as `BigQuerySink` documents them. @internal */
-export interface SinkOptions<A, E, R> {
-  readonly table?: TableDestination.TableDestination | undefined
-  readonly destinationResolver?: TableDestination.DestinationResolver<A> | undefined
-  readonly serializer: RowSerializer<A>
-  readonly writeMethod?: WriteMethod.WriteMethod | undefined
-  readonly createDisposition?: CreateDisposition | undefined
-  readonly tableCreateOptions?:
-    | TableCreateOptions.TableCreateOptionsInput
-    | ((destination: TableDestination.TableDestination) => TableCreateOptions.TableCreateOptions)
-    | undefined
-  readonly schemaUpdate?:
-    | { readonly allowNewFields?: boolean | undefined; readonly allowFieldRelaxation?: boolean | undefined }
-    | undefined
-  readonly additionalFields?: AdditionalFields.AdditionalFields<A> | undefined
-  readonly failureHandler?: FailureHandler<BigQueryFailure, E, R> | undefined
-}
+export type SinkOptions<A, E, R> = BigQuerySinkOptions<A, E, R>
 
-/** The decoded `DefaultStreamOptions`. @internal */
+/** The decoded `WriteMethod.atLeastOnce` options. @internal */
 export interface StreamSettings {
   readonly maxAppendRequestBytes: number
-  readonly recovery: Policy
-  readonly retryInitialDelay: Duration.Duration
-  readonly retryDelayMultiplier: number
-  readonly retryMaxDelay: Duration.Duration
-  readonly retryMaxAttempts: number
-  readonly maxRetryDuration: Duration.Duration
+  readonly recovery: RetryPolicy
+  readonly retry: RetryPolicy
   readonly maxInflightRequests: number
   readonly maxInflightBytes: number
   readonly destinationIdleTimeout: Duration.Duration
   readonly flushInterval: Duration.Duration | undefined
   readonly responseTimeout: Duration.Duration
+  readonly adminTimeout: Duration.Duration
   readonly perDestinationMetrics: boolean
 }
 
@@ -74,322 +64,188 @@ export interface Settings<A, E, R> {
 const KiB = 1024
 const MiB = 1024 * KiB
 
-/** The defaults of `DefaultStreamOptions` (reference 2.5). @internal */
+/** The defaults of `WriteMethod.atLeastOnce` (reference 2.5). @internal */
 export const streamDefaults = {
   maxAppendRequestBytes: 512 * KiB,
-  recoveryInitialBackoff: Duration.millis(500),
-  recoveryMaxBackoff: Duration.seconds(10),
-  recoveryMaxAttempts: 10,
-  retryInitialDelay: Duration.millis(500),
-  retryDelayMultiplier: 2,
-  retryMaxDelay: Duration.seconds(30),
-  retryMaxAttempts: 5,
-  maxRetryDuration: Duration.minutes(5),
-  maxInflightRequests: 100,
-  maxInflightBytes: 100 * MiB,
-  minConnectionsPerRegion: 2,
-  maxConnectionsPerRegion: 20,
+  recovery: retryPolicy.backoff({
+    initialBackoff: Duration.millis(500),
+    maxBackoff: Duration.seconds(10),
+    maxAttempts: 10
+  }),
+  retry: retryPolicy.backoff({
+    initialBackoff: Duration.millis(500),
+    maxBackoff: Duration.seconds(30),
+    maxAttempts: 5,
+    multiplier: 2,
+    maxDuration: Duration.minutes(5)
+  }),
+  maxInFlightRequests: 100,
+  maxInFlightBytes: 100 * MiB,
   destinationIdleTimeout: Duration.hours(1),
   responseTimeout: Duration.minutes(5),
+  adminTimeout: Duration.minutes(1),
   perDestinationMetrics: false
 } as const
 
-const intOr = (path: string, value: unknown, fallback: number, bounds: Parameters<typeof check.integer>[2]) =>
-  value === undefined ? Effect.succeed(fallback) : check.integer(path, value, bounds)
+/** The schema of `WriteMethod.atLeastOnce` options. @internal */
+export const AtLeastOnceOptions = Schema.Struct({
+  maxAppendRequestBytes: O.optional(
+    O.isNumber,
+    O.integer({ min: 1, max: maxRowBytes }),
+    streamDefaults.maxAppendRequestBytes
+  ),
+  maxInFlightRequests: O.optional(O.isNumber, O.integer({ min: 1 }), streamDefaults.maxInFlightRequests),
+  ...SinkOptionsSchema.tuningFields({
+    maxInFlightBytes: streamDefaults.maxInFlightBytes,
+    retry: streamDefaults.retry,
+    recovery: streamDefaults.recovery,
+    responseTimeout: streamDefaults.responseTimeout,
+    adminTimeout: streamDefaults.adminTimeout,
+    destinationIdleTimeout: streamDefaults.destinationIdleTimeout
+  })
+})
 
-const durationOr = (path: string, value: unknown, fallback: Duration.Duration, rule: check.DurationRule) =>
-  value === undefined ? Effect.succeed(fallback) : check.duration(path, value, rule)
+const toStream = (o: typeof AtLeastOnceOptions.Type): StreamSettings => ({
+  maxAppendRequestBytes: o.maxAppendRequestBytes,
+  recovery: o.recovery,
+  retry: o.retry,
+  maxInflightRequests: o.maxInFlightRequests,
+  maxInflightBytes: o.maxInFlightBytes,
+  destinationIdleTimeout: o.destinationIdleTimeout,
+  flushInterval: o.flushInterval,
+  responseTimeout: o.responseTimeout,
+  adminTimeout: o.adminTimeout,
+  perDestinationMetrics: o.perDestinationMetrics
+})
 
-const atLeast = (
-  path: string,
-  value: Duration.Duration,
-  lowerName: string,
-  lower: Duration.Duration
-): Effect.Effect<void, SinkConfigError> =>
-  Duration.isLessThan(value, lower)
-    ? check.fail(path, `must be at least ${lowerName} (${Duration.format(lower)}), was ${Duration.format(value)}`)
-    : Effect.void
+const isStream = (u: unknown): u is StreamSettings => O.isRecord(u) && "maxInflightRequests" in u
 
-/** @internal */
+const StreamSchema = AtLeastOnceOptions.pipe(
+  Schema.decodeTo(
+    Schema.declare(isStream),
+    SchemaTransformation.transform({
+      decode: toStream,
+      encode: (s: StreamSettings): typeof AtLeastOnceOptions.Type => ({
+        ...s,
+        maxInFlightRequests: s.maxInflightRequests,
+        maxInFlightBytes: s.maxInflightBytes
+      })
+    })
+  )
+)
+
+/** Decodes `WriteMethod.atLeastOnce` options alone, errors under `path`. @internal */
 export const decodeStreamOptions = (
-  options: WriteMethod.DefaultStreamOptions,
+  options: WriteMethod.AtLeastOnceOptions,
   path = "writeMethod"
-): Effect.Effect<StreamSettings, SinkConfigError> =>
-  Effect.gen(function*() {
-    if (!isRecord(options)) {
-      return yield* check.fail(path, `its options must be an object, was ${check.describe(options)}`)
-    }
-    const o: WriteMethod.DefaultStreamOptions = options
-    const d = streamDefaults
-    const maxAppendRequestBytes = yield* intOr(
-      `${path}.maxAppendRequestBytes`,
-      o.maxAppendRequestBytes,
-      d.maxAppendRequestBytes,
-      { min: 1, max: maxRowBytes }
-    )
-    const recoveryInitialBackoff = yield* durationOr(
-      `${path}.recoveryInitialBackoff`,
-      o.recoveryInitialBackoff,
-      d.recoveryInitialBackoff,
-      "atLeastOneMilli"
-    )
-    const recoveryMaxBackoff = yield* durationOr(
-      `${path}.recoveryMaxBackoff`,
-      o.recoveryMaxBackoff,
-      d.recoveryMaxBackoff,
-      "atLeastOneMilli"
-    )
-    yield* atLeast(`${path}.recoveryMaxBackoff`, recoveryMaxBackoff, "recoveryInitialBackoff", recoveryInitialBackoff)
-    const recoveryMaxAttempts = yield* intOr(
-      `${path}.recoveryMaxAttempts`,
-      o.recoveryMaxAttempts,
-      d.recoveryMaxAttempts,
-      { min: 1 }
-    )
-    const retryInitialDelay = yield* durationOr(
-      `${path}.retryInitialDelay`,
-      o.retryInitialDelay,
-      d.retryInitialDelay,
-      "atLeastOneMilliOrZero"
-    )
-    const retryDelayMultiplier: unknown = o.retryDelayMultiplier ?? d.retryDelayMultiplier
-    if (!Predicate.isNumber(retryDelayMultiplier) || !(retryDelayMultiplier >= 1) || !isFinite(retryDelayMultiplier)) {
-      return yield* check.fail(
-        `${path}.retryDelayMultiplier`,
-        `must be a finite number of at least 1.0, was ${check.describe(retryDelayMultiplier)}`
-      )
-    }
-    const retryMaxDelay = yield* durationOr(
-      `${path}.retryMaxDelay`,
-      o.retryMaxDelay,
-      d.retryMaxDelay,
-      "atLeastOneMilliOrZero"
-    )
-    yield* atLeast(`${path}.retryMaxDelay`, retryMaxDelay, "retryInitialDelay", retryInitialDelay)
-    const retryMaxAttempts = yield* intOr(`${path}.retryMaxAttempts`, o.retryMaxAttempts, d.retryMaxAttempts, {
-      min: 1
-    })
-    const maxRetryDuration = yield* durationOr(
-      `${path}.maxRetryDuration`,
-      o.maxRetryDuration,
-      d.maxRetryDuration,
-      "atLeastOneMilliOrZero"
-    )
-    const maxInflightRequests = yield* intOr(
-      `${path}.maxInflightRequests`,
-      o.maxInflightRequests,
-      d.maxInflightRequests,
-      { min: 1 }
-    )
-    const maxInflightBytes = yield* intOr(`${path}.maxInflightBytes`, o.maxInflightBytes, d.maxInflightBytes, {
-      min: 1
-    })
-    const minConnections = yield* intOr(
-      `${path}.minConnectionsPerRegion`,
-      o.minConnectionsPerRegion,
-      d.minConnectionsPerRegion,
-      { min: 1 }
-    )
-    const maxConnections = yield* intOr(
-      `${path}.maxConnectionsPerRegion`,
-      o.maxConnectionsPerRegion,
-      d.maxConnectionsPerRegion,
-      { min: 1 }
-    )
-    if (maxConnections < minConnections) {
-      return yield* check.fail(
-        `${path}.maxConnectionsPerRegion`,
-        `must be at least minConnectionsPerRegion (${minConnections}), was ${maxConnections}`
-      )
-    }
-    const destinationIdleTimeout = yield* durationOr(
-      `${path}.destinationIdleTimeout`,
-      o.destinationIdleTimeout,
-      d.destinationIdleTimeout,
-      "positive"
-    )
-    const flushInterval = o.flushInterval === undefined
-      ? undefined
-      : yield* check.duration(`${path}.flushInterval`, o.flushInterval, "atLeastOneMilli")
-    const responseTimeout = yield* durationOr(
-      `${path}.responseTimeout`,
-      o.responseTimeout,
-      d.responseTimeout,
-      "atLeastOneMilli"
-    )
-    const perDestinationMetrics = o.perDestinationMetrics === undefined
-      ? d.perDestinationMetrics
-      : yield* check.boolean(`${path}.perDestinationMetrics`, o.perDestinationMetrics)
-    return {
-      maxAppendRequestBytes,
-      recovery: {
-        initialBackoff: recoveryInitialBackoff,
-        maxBackoff: recoveryMaxBackoff,
-        maxAttempts: recoveryMaxAttempts
-      },
-      retryInitialDelay,
-      retryDelayMultiplier,
-      retryMaxDelay,
-      retryMaxAttempts,
-      maxRetryDuration,
-      maxInflightRequests,
-      maxInflightBytes,
-      destinationIdleTimeout,
-      flushInterval,
-      responseTimeout,
-      perDestinationMetrics
-    }
-  })
+): Effect.Effect<StreamSettings, SinkConfigError> => O.decode(StreamSchema, path)(options)
 
-const isRecord = (u: unknown): u is Record<string, unknown> => Predicate.isObject(u) && !Array.isArray(u)
+const isSerializer = (u: unknown): u is RowSerializer<unknown> =>
+  O.isRecord(u) && Predicate.isFunction(u.serialize) && Predicate.isFunction(u.tableSchema)
 
-const isFailureHandler = (u: unknown): boolean =>
-  isRecord(u) && Predicate.isFunction(u.handle) && Effect.isEffect(u.open) && Effect.isEffect(u.flush) &&
-  Effect.isEffect(u.close)
+const isTable = (u: unknown): u is TableDestination.TableDestination => u instanceof TableDestination.TableDestination
 
-const decodeDestination = <A>(
-  table: unknown,
-  destinationResolver: TableDestination.DestinationResolver<A> | undefined
-): Effect.Effect<
-  {
-    readonly resolve: TableDestination.DestinationResolver<A>
-    readonly fixed: TableDestination.TableDestination | undefined
-  },
-  SinkConfigError
-> =>
-  Effect.gen(function*() {
-    if (table !== undefined && destinationResolver !== undefined) {
-      return yield* check.fail("destinationResolver", "set either table or destinationResolver, not both")
-    }
-    if (table !== undefined) {
-      if (!(table instanceof TableDestination.TableDestination)) {
-        return yield* check.fail(
-          "table",
-          `must be a TableDestination (TableDestination.make), was ${check.describe(table)}`
-        )
-      }
-      // a TableDestination built with `new` skipped TableDestination.make's checks
-      yield* check.component("table.projectId", table.projectId)
-      yield* check.component("table.datasetId", table.datasetId)
-      yield* check.component("table.tableId", table.tableId)
-      return { resolve: TableDestination.fixed(table), fixed: table }
-    }
-    if (destinationResolver !== undefined) {
-      if (!Predicate.isFunction(destinationResolver)) {
-        return yield* check.fail(
-          "destinationResolver",
-          `must be a function, was ${check.describe(destinationResolver)}`
-        )
-      }
-      return { resolve: destinationResolver, fixed: undefined }
-    }
-    return yield* check.fail("table", "a destination is required: set table or destinationResolver")
-  })
+const isCreateOptions = (u: unknown): u is SinkOptions<unknown, unknown, unknown>["tableCreateOptions"] =>
+  u === undefined || O.isRecord(u) || Predicate.isFunction(u)
+
+/** The top-level options, field by field in the reference's order; cross-field rules follow. */
+const Options = Schema.Struct({
+  serializer: O.field(
+    O.leaf(isSerializer, (u) =>
+      isSerializer(u)
+        ? Result.succeed(u)
+        : Result.fail("a serializer is required (serialize and tableSchema functions)"))
+  ),
+  table: O.maybe(isTable, O.guarded(isTable, "a TableDestination (TableDestination.make)")),
+  destinationResolver: SinkOptionsSchema.functionOption,
+  writeMethod: SinkOptionsSchema.writeMethod(
+    "bigquery",
+    "BigQuery",
+    ["AtLeastOnce"],
+    StreamSchema,
+    isStream
+  ),
+  createDisposition: SinkOptionsSchema.createDisposition("CREATE_IF_NEEDED"),
+  tableCreateOptions: O.maybe(
+    isCreateOptions,
+    O.guarded(isCreateOptions, "TableCreateOptions or a function of the destination")
+  ),
+  schemaUpdate: O.maybe(O.isRecord, O.guarded(O.isRecord, "an object")),
+  additionalFields: O.maybe(
+    O.isRecord,
+    (u) =>
+      O.isRecord(u) && Array.isArray(u.fields)
+        ? Result.succeed(u)
+        : Result.fail(`must be AdditionalFields (AdditionalFields.make), was ${O.describe(u)}`)
+  ),
+  failureHandler: SinkOptionsSchema.failureHandler
+})
 
 const decodeCreateOptions = (
   input: SinkOptions<unknown, unknown, unknown>["tableCreateOptions"]
 ): Effect.Effect<
   (destination: TableDestination.TableDestination) => TableCreateOptions.TableCreateOptions,
   SinkConfigError
-> =>
-  Effect.gen(function*() {
-    if (input === undefined) return () => TableCreateOptions.defaults
-    if (Predicate.isFunction(input)) return input
-    if (!isRecord(input)) {
-      return yield* check.fail(
-        "tableCreateOptions",
-        `must be TableCreateOptions or a function of the destination, was ${check.describe(input)}`
-      )
-    }
-    if (input.timePartitioning !== undefined && !isRecord(input.timePartitioning)) {
-      return yield* check.fail(
-        "tableCreateOptions.timePartitioning",
-        `must be an object, was ${check.describe(input.timePartitioning)}`
-      )
-    }
-    const fixed = yield* TableCreateOptions.make(input, "tableCreateOptions")
-    return () => fixed
-  })
+> => {
+  if (input === undefined) return Effect.succeed(() => TableCreateOptions.defaults)
+  if (Predicate.isFunction(input)) return Effect.succeed(input)
+  return Effect.map(TableCreateOptions.make(input, "tableCreateOptions"), (fixed) => () => fixed)
+}
 
 /**
- * Validates the sink options, in the reference's order: serializer, destination, write method,
- * then the rest. Without a failure handler the default is `FailureHandler.failJob`, whose error
- * `RecordFailed` joins the handler's error type; `BigQuerySink`'s overloads narrow it away when a
- * handler is given.
+ * Validates the sink options with `Schema`, in the reference's order: serializer, destination,
+ * write method, then the rest; then the rules across options (one destination; with a fixed table,
+ * additional fields that collide with the serializer's columns). Without a failure handler the
+ * default is `FailureHandler.failJob` (see `withDefaultHandler` for the type of its error).
  *
  * @internal
  */
-export const decode = <A, E, R>(
-  options: SinkOptions<A, E, R>
-): Effect.Effect<Settings<A, E | RecordFailed, R>, SinkConfigError> =>
+export const decode = <A, H extends Handler | undefined>(
+  options: WithFailureHandler<SinkOptions<A, unknown, unknown>, H>
+): Effect.Effect<Settings<A, HandlerError<H>, HandlerContext<H>>, SinkConfigError> =>
   Effect.gen(function*() {
-    if (!isRecord(options)) return yield* check.fail("options", `must be an object, was ${check.describe(options)}`)
+    const decoded = yield* O.decode(Options)(options)
+    // the typed values come from `options`: the decode above checked them
+    const kind = yield* SinkOptionsSchema.exactlyOne(options.table, options.destinationResolver, "destinationResolver")
     const serializer = options.serializer
-    if (
-      !isRecord(serializer) || !Predicate.isFunction(serializer.serialize) ||
-      !Predicate.isFunction(serializer.tableSchema)
-    ) {
-      return yield* check.fail("serializer", "a serializer is required (serialize and tableSchema functions)")
-    }
-    const { fixed, resolve } = yield* decodeDestination(options.table, options.destinationResolver)
-    const method: unknown = options.writeMethod ?? WriteMethod.atLeastOnce()
-    if (!WriteMethod.isWriteMethod(method)) {
-      return yield* check.fail(
-        "writeMethod",
-        `must be a WriteMethod (WriteMethod.atLeastOnce(...)), was ${check.describe(method)}`
-      )
-    }
-    const stream = yield* decodeStreamOptions(method.options)
-    const createDisposition: unknown = options.createDisposition ?? "CREATE_IF_NEEDED"
-    if (createDisposition !== "CREATE_IF_NEEDED" && createDisposition !== "CREATE_NEVER") {
-      return yield* check.fail(
-        "createDisposition",
-        `must be CREATE_IF_NEEDED or CREATE_NEVER, was ${check.describe(createDisposition)}`
-      )
+    let fixed: TableDestination.TableDestination | undefined
+    let resolve: TableDestination.DestinationResolver<A>
+    if (kind === "table" && options.table !== undefined) {
+      const table = options.table
+      // a TableDestination built with `new` skipped TableDestination.make's checks
+      yield* O.decodeRule("table.projectId", O.component, table.projectId)
+      yield* O.decodeRule("table.datasetId", O.component, table.datasetId)
+      yield* O.decodeRule("table.tableId", O.component, table.tableId)
+      fixed = table
+      resolve = TableDestination.fixed(table)
+    } else if (options.destinationResolver !== undefined) {
+      resolve = options.destinationResolver
+    } else {
+      return yield* O.fail("table", "a destination is required: set table or destinationResolver")
     }
     const createOptions = yield* decodeCreateOptions(options.tableCreateOptions)
-    if (options.schemaUpdate !== undefined && !isRecord(options.schemaUpdate)) {
-      return yield* check.fail("schemaUpdate", `must be an object, was ${check.describe(options.schemaUpdate)}`)
-    }
     const schemaUpdate = options.schemaUpdate === undefined
       ? SchemaUpdateOptions.defaults
       : yield* SchemaUpdateOptions.make(options.schemaUpdate, "schemaUpdate")
     let withFields: RowSerializer<A> = serializer
     let additionalFields: AdditionalFields.AdditionalFields<A> | undefined
     if (options.additionalFields !== undefined) {
-      const given: unknown = options.additionalFields
-      if (!isRecord(given) || !Array.isArray(given.fields)) {
-        return yield* check.fail(
-          "additionalFields",
-          `must be AdditionalFields (AdditionalFields.make), was ${check.describe(given)}`
-        )
-      }
       // hand-built values skipped AdditionalFields.make's checks
       const additional = yield* AdditionalFields.make(options.additionalFields.fields, "additionalFields.fields")
       // with a fixed table the serializer's schema is known now: a colliding column fails before any I/O
       if (fixed !== undefined) yield* AdditionalFields.extendSchema(additional, serializer.tableSchema(fixed))
-      withFields = AdditionalFields.augment(serializer, additional)
+      withFields = augment(serializer, additional)
       additionalFields = additional
     }
-    if (options.failureHandler !== undefined && !isFailureHandler(options.failureHandler)) {
-      return yield* check.fail(
-        "failureHandler",
-        `must be a FailureHandler (open, handle, flush, close; see FailureHandler.make), was ${
-          check.describe(options.failureHandler)
-        }`
-      )
-    }
-    const failureHandler: FailureHandler<BigQueryFailure, E | RecordFailed, R> = options.failureHandler ??
-      FailureHandler.failJob
     return {
       resolve,
       serializer: withFields,
       baseSerializer: serializer,
       additionalFields,
-      createDisposition,
+      createDisposition: decoded.createDisposition,
       createOptions,
       schemaUpdate,
-      failureHandler,
-      stream
+      failureHandler: SinkOptionsSchema.withDefaultHandler<BigQueryFailure, H>(options.failureHandler),
+      stream: decoded.writeMethod
     }
   })

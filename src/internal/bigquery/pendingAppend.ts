@@ -14,6 +14,7 @@ import { BigQueryError, RequestRejected, RetriesExhausted, SchemaMismatch } from
 import type { FailedRow } from "../../BigQuery/BigQueryFailure.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import { name as codeName } from "../grpcStatus.ts"
+import { attemptBudget, delayAfter } from "../retrySchedule.ts"
 import * as AppendRequest from "./appendRequest.ts"
 import type { Connection } from "./connection.ts"
 import { createIfMissing, createResource, type Destination, tableNotFound } from "./destination.ts"
@@ -107,10 +108,14 @@ export const run = <A, E, R>(
     const reconnect = (connection: Connection, failure: AppendFailure, detail: string, cause: unknown) =>
       Effect.gen(function*() {
         yield* destination.slot.retire(connection)
-        if (recovery >= s.recovery.maxAttempts) return yield* exhausted(failure, detail, cause, recovery + 1)
+        // spent after maxAttempts, or when a caller's schedule ends
+        const delay = yield* delayAfter(s.recovery, recovery + 1)
+        if (recovery >= attemptBudget(s.recovery) || delay._tag === "None") {
+          return yield* exhausted(failure, detail, cause, recovery + 1)
+        }
         recovery++
         retries++
-        yield* sleepBackoff(s.recovery, recovery)
+        yield* Effect.sleep(delay.value)
       })
     for (;;) {
       // never sent while the destination's table is being repaired: wait, then append after it
@@ -156,14 +161,16 @@ export const run = <A, E, R>(
         case "retry": {
           const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
           if (firstLevel === 0) firstLevelStart = now
-          const limit = Duration.toMillis(s.maxRetryDuration)
-          if (firstLevel + 1 < s.retryMaxAttempts && (limit === 0 || now - firstLevelStart < limit)) {
-            const initial = Duration.toMillis(s.retryInitialDelay)
-            const cap = Duration.toMillis(s.retryMaxDelay)
-            const delay = initial * Math.pow(s.retryDelayMultiplier, firstLevel)
+          const limit = s.retry._tag === "Backoff" && s.retry.maxDuration !== undefined
+            ? Duration.toMillis(s.retry.maxDuration)
+            : Number.POSITIVE_INFINITY
+          const delay = yield* delayAfter(s.retry, firstLevel + 1)
+          if (
+            firstLevel + 1 < attemptBudget(s.retry) && now - firstLevelStart < limit && Option.isSome(delay)
+          ) {
             firstLevel++
             retries++
-            yield* Effect.sleep(Duration.millis(cap === 0 ? delay : Math.min(delay, cap)))
+            yield* Effect.sleep(delay.value)
             continue
           }
           // the first level gave up: rebuild the connection and re-append on the recovery budget
@@ -176,7 +183,10 @@ export const run = <A, E, R>(
           continue
         }
         case "createTable": {
-          if (recovery >= s.recovery.maxAttempts) return yield* exhausted(failure, detail, cause, recovery + 1)
+          const delay = recovery > 0 ? yield* delayAfter(s.recovery, recovery) : Option.some(Duration.zero)
+          if (recovery >= attemptBudget(s.recovery) || Option.isNone(delay)) {
+            return yield* exhausted(failure, detail, cause, recovery + 1)
+          }
           // one repair per destination at a time: the batches that met the same missing table
           // skip theirs (their epoch is past) and re-append after it
           yield* destination.guard.repair(
@@ -187,7 +197,7 @@ export const run = <A, E, R>(
             )
           )
           yield* destination.slot.retire(connection)
-          if (recovery > 0) yield* sleepBackoff(s.recovery, recovery)
+          if (recovery > 0) yield* Effect.sleep(delay.value)
           recovery++
           retries++
           continue

@@ -4,12 +4,10 @@
  *
  * @internal
  */
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Random from "effect/Random"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import { Code } from "../grpcStatus.ts"
-import { delayMillis, type Policy } from "../retrySchedule.ts"
+import { type AnyPolicy, delayAfter, type Policy } from "../retrySchedule.ts"
 
 /** `google.cloud.bigquery.storage.v1.StorageError.StorageErrorCode`. @internal */
 export const StorageCode = {
@@ -172,5 +170,8 @@ export const classifyAdmin = (
  *
  * @internal
  */
-export const sleepBackoff = (policy: Policy, attempt: number): Effect.Effect<void> =>
-  Effect.flatMap(Random.next, (u) => Effect.sleep(Duration.millis(delayMillis(policy, attempt, u))))
+export const sleepBackoff = (policy: AnyPolicy | Policy, attempt: number): Effect.Effect<void> =>
+  Effect.flatMap(
+    delayAfter(policy, attempt),
+    (delay) => delay._tag === "Some" ? Effect.sleep(delay.value) : Effect.void
+  )

@@ -15,7 +15,7 @@ import type { SchemaUpdateOptions } from "../../BigQuery/SchemaUpdateOptions.ts"
 import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
-import type { Policy } from "../retrySchedule.ts"
+import type { AnyPolicy } from "../retrySchedule.ts"
 import * as metrics from "./metrics.ts"
 import * as tables from "./tables.ts"
 
@@ -38,7 +38,7 @@ export interface Request {
   /** The validated creation options, computed only when the table has to be created. */
   readonly createResource: Effect.Effect<tables.CreateResource, BigQueryError>
   /** The budget of table creation when the table turns out to be missing. */
-  readonly recovery: Policy
+  readonly recovery: AnyPolicy
 }
 
 const mismatch = (destination: TableDestination, detail: string, cause: unknown) =>

@@ -13,9 +13,9 @@ import { BigQueryError, TableAdminFailed } from "../../BigQuery/BigQueryError.ts
 import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../BigQuery/TableSchema.ts"
 import * as deadline from "../deadline.ts"
-import type { Policy } from "../retrySchedule.ts"
+import { type AnyPolicy, toSchedule } from "../retrySchedule.ts"
 import * as metrics from "./metrics.ts"
-import { type AdminVerdict, classifyAdmin, sleepBackoff } from "./retry.ts"
+import { type AdminVerdict, classifyAdmin } from "./retry.ts"
 
 /** A REST failure: HTTP status (undefined for transport errors) and the first error reason. @internal */
 export interface AdminFailure {
@@ -171,16 +171,9 @@ export const patchSchema = (
  */
 export const retrying = <A>(
   call: Effect.Effect<A, AdminFailure>,
-  policy: Policy
-): Effect.Effect<A, AdminFailure> => {
-  const loop = (attempt: number): Effect.Effect<A, AdminFailure> =>
-    Effect.catchIf(
-      call,
-      (f) => verdictOf(f) === "retry" && attempt < policy.maxAttempts,
-      () => Effect.andThen(sleepBackoff(policy, attempt), Effect.suspend(() => loop(attempt + 1)))
-    )
-  return loop(1)
-}
+  policy: AnyPolicy
+): Effect.Effect<A, AdminFailure> =>
+  Effect.retry(call, { schedule: toSchedule(policy), while: (f) => verdictOf(f) === "retry" })
 
 /** Creation options as REST fragments (`timePartitioning`, `clustering`). @internal */
 export type CreateResource = Record<string, unknown>
@@ -196,7 +189,7 @@ export const create = (
   destination: TableDestination,
   schema: TableSchema.TableSchema,
   options: CreateResource,
-  policy: Policy
+  policy: AnyPolicy
 ): Effect.Effect<"created" | "exists", BigQueryError> =>
   retrying(
     insert(rest, destination, { ...options, schema: TableSchema.toRest(schema) }).pipe(

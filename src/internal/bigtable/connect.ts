@@ -17,12 +17,11 @@ import type {
   EntryStatus
 } from "../../Bigtable/BigtableClient.ts"
 import type { BigtableError } from "../../Bigtable/BigtableError.ts"
-import { EmulatorEndpoint } from "../../Sink/EmulatorEndpoint.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as grpc from "../grpcStatus.ts"
-import * as check from "../optionChecks.ts"
 import * as channel from "./channel.ts"
 import * as client from "./client.ts"
+import * as clientOptions from "./clientOptions.ts"
 import * as metrics from "./metrics.ts"
 
 /** The service shape, without the service tag. @internal */
@@ -69,51 +68,8 @@ export const fromClients = (options: {
   }
 }
 
-interface Settings {
-  readonly projectId: string
-  readonly endpoint: EmulatorEndpoint | undefined
-  readonly keyFile: Redacted.Redacted<string> | undefined
-  readonly exportClientMetrics: boolean
-}
-
 /** @internal */
-export const settings = (config: BigtableClientConfig): Effect.Effect<Settings, SinkConfigError> =>
-  Effect.gen(function*() {
-    const projectId = yield* check.component("projectId", config.projectId)
-    const endpoint = config.emulatorEndpoint === undefined
-      ? undefined
-      : yield* EmulatorEndpoint.parse(config.emulatorEndpoint, "emulatorEndpoint")
-    const keyFile = config.serviceAccountKeyFile
-    if (keyFile !== undefined) {
-      if (!Redacted.isRedacted(keyFile)) {
-        return yield* check.fail("serviceAccountKeyFile", "must be a Redacted path (Redacted.make or Config.Redacted)")
-      }
-      yield* check.notBlank("serviceAccountKeyFile", Redacted.value(keyFile))
-      if (endpoint !== undefined) {
-        return yield* check.fail(
-          "serviceAccountKeyFile",
-          "cannot be combined with emulatorEndpoint: the emulator channel is plaintext and carries no credentials"
-        )
-      }
-    }
-    const exportClientMetrics = config.exportClientMetrics === undefined
-      ? false
-      : yield* check.boolean("exportClientMetrics", config.exportClientMetrics)
-    const toCloudMonitoring = config.exportClientMetricsToCloudMonitoring === undefined
-      ? false
-      : yield* check.boolean("exportClientMetricsToCloudMonitoring", config.exportClientMetricsToCloudMonitoring)
-    if (toCloudMonitoring) {
-      return yield* check.fail(
-        "exportClientMetricsToCloudMonitoring",
-        endpoint !== undefined
-          ? "must be false with emulatorEndpoint: the emulator has no Cloud Monitoring"
-          : "is not supported yet: the sink talks to the Bigtable API directly, without the official client's " +
-            "Cloud Monitoring exporter; " +
-            "use exportClientMetrics and an Effect metrics exporter"
-      )
-    }
-    return { projectId, endpoint, keyFile, exportClientMetrics }
-  })
+export const settings = clientOptions.settings
 
 const scopes = ["https://www.googleapis.com/auth/bigtable.data", "https://www.googleapis.com/auth/bigtable.admin.table"]
 

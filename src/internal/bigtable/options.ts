@@ -7,31 +7,41 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { FailedMutation } from "../../Bigtable/BigtableFailure.ts"
-import type { BigtableSinkOptions, BigtableWriterOptions, Serializer } from "../../Bigtable/BigtableSink.ts"
-import type { GcRule } from "../../Bigtable/GcRule.ts"
-import type { ColumnFamilyType } from "../../Bigtable/TableCreateOptions.ts"
+import type { BigtableSinkOptions, Handler, Serializer } from "../../Bigtable/BigtableSink.ts"
 import { isTableDestination, type TableDestination, type Unroutable } from "../../Bigtable/TableDestination.ts"
+import type { AtLeastOnceOptions as AtLeastOnceOptionsInput } from "../../Bigtable/WriteMethod.ts"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
-import { FailureHandler, type RecordFailed } from "../../Sink/FailureHandler.ts"
-import { RetryPolicy } from "../../Sink/RetryPolicy.ts"
+import type { FailureHandler } from "../../Sink/FailureHandler.ts"
+import type { RetryPolicy } from "../../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
-import * as check from "../optionChecks.ts"
+import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sink/SinkOptions.ts"
+import * as O from "../optionSchema.ts"
+import * as retryPolicy from "../retryPolicy.ts"
+import * as SinkOptionsSchema from "../sinkOptions.ts"
+import { type Declared, declared } from "./tableCreateOptions.ts"
 
 const MiB = 1024 * 1024
 
-/** Defaults of `writerOptions` (reference 3.4). @internal */
+/** Defaults of `WriteMethod.atLeastOnce` (reference 3.4). @internal */
 export const defaults = {
   batchElementCount: 100,
   batchByteSize: 20 * MiB,
   maxInFlightEntries: 1000,
   maxInFlightBytes: 64 * MiB,
   maxConsecutiveRejections: 100,
-  recoveryInitialBackoff: Duration.millis(500),
-  recoveryMaxBackoff: Duration.seconds(10),
-  recoveryMaxAttempts: 10,
+  recovery: retryPolicy.backoff({
+    initialBackoff: Duration.millis(500),
+    maxBackoff: Duration.seconds(10),
+    maxAttempts: 10
+  }),
   destinationIdleTimeout: Duration.hours(1),
-  retry: { initialBackoff: Duration.millis(10), maxBackoff: Duration.minutes(1), maxAttempts: 15 }
+  retry: retryPolicy.backoff({ initialBackoff: Duration.millis(10), maxBackoff: Duration.minutes(1), maxAttempts: 15 }),
+  responseTimeout: Duration.minutes(1),
+  adminTimeout: Duration.minutes(1)
 } as const
 
 /** The batch timer: a non-empty batch is sent at the latest this long after its first entry. @internal */
@@ -53,19 +63,11 @@ export interface WriterSettings {
   readonly retry: RetryPolicy
   readonly destinationIdleTimeout: Duration.Duration
   readonly perDestinationMetrics: boolean
+  readonly responseTimeout: Duration.Duration
+  readonly adminTimeout: Duration.Duration
 }
 
-/** A declared family, validated. @internal */
-export interface DeclaredFamily {
-  readonly type: ColumnFamilyType
-  readonly gcRule: GcRule | undefined
-}
-
-/** @internal */
-export interface Declared {
-  readonly families: ReadonlyMap<string, DeclaredFamily>
-  readonly hasAggregate: boolean
-}
+export type { Declared, DeclaredFamily } from "./tableCreateOptions.ts"
 
 /** @internal */
 export interface Settings<A, E, R> {
@@ -75,233 +77,118 @@ export interface Settings<A, E, R> {
   readonly writer: WriterSettings
   readonly createDisposition: CreateDisposition
   readonly declared: Declared | undefined
-  readonly handler: FailureHandler<FailedMutation, E | RecordFailed, R>
+  readonly handler: FailureHandler<FailedMutation, E, R>
   readonly flushInterval: Duration.Duration | undefined
 }
 
-const intOr = (path: string, value: unknown, fallback: number, bounds: Parameters<typeof check.integer>[2]) =>
-  value === undefined ? Effect.succeed(fallback) : check.integer(path, value, bounds)
+/** The schema of `WriteMethod.atLeastOnce` options. @internal */
+export const AtLeastOnceOptions = Schema.Struct({
+  batchElementCount: O.optional(O.isNumber, O.integer({ min: 1, max: 19_999 }), defaults.batchElementCount),
+  batchByteSize: O.optional(O.isNumber, O.integer({ min: 1, max: 100 * MiB - 1 }), defaults.batchByteSize),
+  maxInFlightEntries: O.optional(O.isNumber, O.integer({ min: 1 }), defaults.maxInFlightEntries),
+  maxConsecutiveRejections: O.optional(
+    O.isNumber,
+    O.integer({ min: 1, sentinel: -1 }),
+    defaults.maxConsecutiveRejections
+  ),
+  ...SinkOptionsSchema.tuningFields(defaults)
+})
 
-const durationOr = (path: string, value: unknown, fallback: Duration.Duration, rule: check.DurationRule) =>
-  value === undefined ? Effect.succeed(fallback) : check.duration(path, value, rule)
+/** The decoded method: the writer's settings and the sink's timer. @internal */
+export interface MethodSettings {
+  readonly writer: WriterSettings
+  readonly flushInterval: Duration.Duration | undefined
+}
 
-/** @internal */
+const isMethodSettings = (u: unknown): u is MethodSettings => O.isRecord(u) && "writer" in u
+
+const MethodSchema = AtLeastOnceOptions.pipe(
+  Schema.decodeTo(
+    Schema.declare(isMethodSettings),
+    SchemaTransformation.transform({
+      decode: ({ flushInterval, ...writer }): MethodSettings => ({ writer, flushInterval }),
+      encode: (m: MethodSettings): typeof AtLeastOnceOptions.Type => ({ ...m.writer, flushInterval: m.flushInterval })
+    })
+  )
+)
+
+/** Decodes `WriteMethod.atLeastOnce` options alone, errors under `path`. @internal */
 export const writerSettings = (
-  options: BigtableWriterOptions | undefined,
-  path = "writerOptions"
+  options: AtLeastOnceOptionsInput | undefined,
+  path = "writeMethod"
 ): Effect.Effect<WriterSettings, SinkConfigError> =>
-  Effect.gen(function*() {
-    if (options !== undefined && !Predicate.isObject(options)) {
-      return yield* check.fail(path, `must be an object, was ${check.describe(options)}`)
-    }
-    const o: BigtableWriterOptions = options ?? {}
-    const batchElementCount = yield* intOr(
-      `${path}.batchElementCount`,
-      o.batchElementCount,
-      defaults.batchElementCount,
-      {
-        min: 1,
-        max: 19_999
-      }
-    )
-    const batchByteSize = yield* intOr(`${path}.batchByteSize`, o.batchByteSize, defaults.batchByteSize, {
-      min: 1,
-      max: 100 * MiB - 1
-    })
-    const maxInFlightEntries = yield* intOr(
-      `${path}.maxInFlightEntries`,
-      o.maxInFlightEntries,
-      defaults.maxInFlightEntries,
-      { min: 1 }
-    )
-    const maxInFlightBytes = yield* intOr(`${path}.maxInFlightBytes`, o.maxInFlightBytes, defaults.maxInFlightBytes, {
-      min: 1
-    })
-    const maxConsecutiveRejections = yield* intOr(
-      `${path}.maxConsecutiveRejections`,
-      o.maxConsecutiveRejections,
-      defaults.maxConsecutiveRejections,
-      { min: 1, sentinel: -1 }
-    )
-    const initialBackoff = yield* durationOr(
-      `${path}.recoveryInitialBackoff`,
-      o.recoveryInitialBackoff,
-      defaults.recoveryInitialBackoff,
-      "atLeastOneMilli"
-    )
-    const maxBackoff = yield* durationOr(
-      `${path}.recoveryMaxBackoff`,
-      o.recoveryMaxBackoff,
-      defaults.recoveryMaxBackoff,
-      "atLeastOneMilli"
-    )
-    if (Duration.isLessThan(maxBackoff, initialBackoff)) {
-      return yield* check.fail(
-        `${path}.recoveryMaxBackoff`,
-        `must be at least recoveryInitialBackoff (${Duration.format(initialBackoff)}), was ${
-          Duration.format(maxBackoff)
-        }`
-      )
-    }
-    const maxAttempts = yield* intOr(
-      `${path}.recoveryMaxAttempts`,
-      o.recoveryMaxAttempts,
-      defaults.recoveryMaxAttempts,
-      {
-        min: 1
-      }
-    )
-    const destinationIdleTimeout = yield* durationOr(
-      `${path}.destinationIdleTimeout`,
-      o.destinationIdleTimeout,
-      defaults.destinationIdleTimeout,
-      "positive"
-    )
-    const perDestinationMetrics = o.perDestinationMetrics === undefined
-      ? false
-      : yield* check.boolean(`${path}.perDestinationMetrics`, o.perDestinationMetrics)
-    const retry = o.retry === undefined ? defaults.retry : yield* RetryPolicy.make(o.retry, `${path}.retry`)
-    return {
-      batchElementCount,
-      batchByteSize,
-      maxInFlightEntries,
-      maxInFlightBytes,
-      maxConsecutiveRejections,
-      recovery: { initialBackoff, maxBackoff, maxAttempts },
-      retry,
-      destinationIdleTimeout,
-      perDestinationMetrics
-    }
-  })
+  Effect.map(O.decode(MethodSchema, path)(options ?? {}), (m) => m.writer)
 
-const familyTypes: ReadonlyArray<ColumnFamilyType> = ["RAW", "INT64_SUM", "INT64_MIN", "INT64_MAX", "INT64_HLL"]
+const isTable = (u: unknown): u is TableDestination => isTableDestination(u)
 
-const gcRule = (path: string, rule: unknown): Effect.Effect<GcRule, SinkConfigError> =>
-  Effect.gen(function*() {
-    if (!Predicate.isObject(rule) || !Predicate.isString(rule["_tag"])) {
-      return yield* check.fail(path, `must be a GcRule, was ${check.describe(rule)}`)
-    }
-    switch (rule["_tag"]) {
-      case "MaxVersions": {
-        const versions = yield* check.integer(`${path}.versions`, rule["versions"], { min: 1, max: 2_147_483_647 })
-        return { _tag: "MaxVersions", versions }
-      }
-      case "MaxAge": {
-        const age = yield* check.duration(`${path}.age`, rule["age"], "atLeastOneMilli")
-        return { _tag: "MaxAge", age }
-      }
-      case "Union":
-      case "Intersection": {
-        const rules = rule["rules"]
-        if (!Array.isArray(rules) || rules.length < 2) {
-          return yield* check.fail(`${path}.rules`, `a ${rule["_tag"]} needs at least two rules`)
-        }
-        const nested: Array<GcRule> = []
-        for (let i = 0; i < rules.length; i++) nested.push(yield* gcRule(`${path}.rules[${i}]`, rules[i]))
-        return { _tag: rule["_tag"], rules: nested }
-      }
-      default:
-        return yield* check.fail(path, `unknown GcRule '${rule["_tag"]}'`)
-    }
-  })
+const isSerializer = (u: unknown): u is Serializer<unknown> => Predicate.isFunction(u)
 
-/** @internal */
-export const declared = (options: unknown, path = "tableCreateOptions"): Effect.Effect<Declared, SinkConfigError> =>
-  Effect.gen(function*() {
-    if (!Predicate.isObject(options) || !Predicate.isObject(options["columnFamilies"])) {
-      return yield* check.fail(`${path}.columnFamilies`, "must be an object of column families")
-    }
-    const families = new Map<string, DeclaredFamily>()
-    for (const [name, family] of Object.entries(options["columnFamilies"])) {
-      const at = `${path}.columnFamilies.${name}`
-      yield* check.notBlank(at, name)
-      if (!Predicate.isObject(family)) return yield* check.fail(at, `must be an object, was ${check.describe(family)}`)
-      const type = family["type"] ?? "RAW"
-      if (!familyTypes.includes(type as ColumnFamilyType)) {
-        return yield* check.fail(`${at}.type`, `must be one of ${familyTypes.join(", ")}, was ${check.describe(type)}`)
-      }
-      const rule = family["gcRule"] === undefined ? undefined : yield* gcRule(`${at}.gcRule`, family["gcRule"])
-      families.set(name, { type: type as ColumnFamilyType, gcRule: rule })
-    }
-    if (families.size === 0) {
-      return yield* check.fail(`${path}.columnFamilies`, "must declare at least one column family")
-    }
-    const hasAggregate = [...families.values()].some((f) => f.type !== "RAW")
-    return { families, hasAggregate }
-  })
+/** The top-level options, field by field; cross-field rules follow. */
+const Options = Schema.Struct({
+  table: O.maybe(isTable, O.guarded(isTable, "a TableDestination (TableDestination.make)")),
+  destinationResolver: SinkOptionsSchema.functionOption,
+  serializer: O.field(
+    O.leaf(
+      isSerializer,
+      (u) =>
+        isSerializer(u) ? Result.succeed(u) : Result.fail(`is required and must be a function, was ${O.describe(u)}`)
+    )
+  ),
+  appProfileId: O.maybe(O.isString, O.notBlank),
+  writeMethod: SinkOptionsSchema.writeMethod("bigtable", "Bigtable", ["AtLeastOnce"], MethodSchema, isMethodSettings),
+  createDisposition: SinkOptionsSchema.createDisposition("CREATE_NEVER"),
+  tableCreateOptions: O.maybe(O.isRecord, O.guarded(O.isRecord, "TableCreateOptions (an object)")),
+  failureHandler: SinkOptionsSchema.failureHandler
+})
 
 /** The id components of a table, each named under `path` (`table.projectId`, ...). @internal */
 export const checkTable = (path: string, table: TableDestination): Effect.Effect<void, SinkConfigError> =>
   Effect.gen(function*() {
-    yield* check.component(`${path}.projectId`, table.projectId)
-    yield* check.component(`${path}.instanceId`, table.instanceId)
-    yield* check.component(`${path}.tableId`, table.tableId)
+    yield* O.decodeRule(`${path}.projectId`, O.component, table.projectId)
+    yield* O.decodeRule(`${path}.instanceId`, O.component, table.instanceId)
+    yield* O.decodeRule(`${path}.tableId`, O.component, table.tableId)
   })
 
 /** @internal */
-export const settings = <A, E, R>(
-  options: BigtableSinkOptions<A, E, R>
-): Effect.Effect<Settings<A, E, R>, SinkConfigError> =>
+export const settings = <A, H extends Handler | undefined>(
+  options: WithFailureHandler<BigtableSinkOptions<A>, H>
+): Effect.Effect<Settings<A, HandlerError<H>, HandlerContext<H>>, SinkConfigError> =>
   Effect.gen(function*() {
-    if (!Predicate.isObject(options)) return yield* check.fail("options", "must be an object")
-    const { table, destinationResolver } = options
-    if (table !== undefined && destinationResolver !== undefined) {
-      return yield* check.fail("table", "set either table or destinationResolver, not both")
-    }
+    const decoded = yield* O.decode(Options)(options)
+    // the typed values come from `options`: the decode above checked them
+    const { destinationResolver, table } = options
+    const kind = yield* SinkOptionsSchema.exactlyOne(table, destinationResolver, "table")
     let resolve: (record: A) => TableDestination | Unroutable
-    if (table !== undefined) {
-      if (!isTableDestination(table)) {
-        return yield* check.fail("table", "must be a TableDestination (TableDestination.make)")
-      }
+    if (kind === "table" && table !== undefined) {
       yield* checkTable("table", table)
       resolve = () => table
     } else if (destinationResolver !== undefined) {
-      if (!Predicate.isFunction(destinationResolver)) {
-        return yield* check.fail("destinationResolver", "must be a function")
-      }
       resolve = destinationResolver
     } else {
-      return yield* check.fail("table", "a destination is required: set table or destinationResolver")
+      return yield* O.fail("table", "a destination is required: set table or destinationResolver")
     }
-    if (!Predicate.isFunction(options.serializer)) {
-      return yield* check.fail("serializer", "is required and must be a function")
-    }
-    const appProfileId = options.appProfileId === undefined
-      ? undefined
-      : yield* check.notBlank("appProfileId", options.appProfileId)
-    const writer = yield* writerSettings(options.writerOptions)
-    const createDisposition = options.createDisposition ?? "CREATE_NEVER"
-    if (createDisposition !== "CREATE_NEVER" && createDisposition !== "CREATE_IF_NEEDED") {
-      return yield* check.fail(
-        "createDisposition",
-        `must be CREATE_IF_NEEDED or CREATE_NEVER, was ${check.describe(createDisposition)}`
-      )
-    }
+    const createDisposition = decoded.createDisposition
     let families: Declared | undefined
     if (createDisposition === "CREATE_NEVER" && options.tableCreateOptions !== undefined) {
-      return yield* check.fail("tableCreateOptions", "is only used with createDisposition CREATE_IF_NEEDED")
+      return yield* O.fail("tableCreateOptions", "is only used with createDisposition CREATE_IF_NEEDED")
     }
     if (createDisposition === "CREATE_IF_NEEDED") {
       if (options.tableCreateOptions === undefined) {
-        return yield* check.fail(
+        return yield* O.fail(
           "tableCreateOptions",
           "is required with createDisposition CREATE_IF_NEEDED: the sink cannot guess the column families"
         )
       }
       families = yield* declared(options.tableCreateOptions)
     }
-    const handler = options.failedMutationHandler ?? FailureHandler.failJob
-    const flushInterval = options.flushInterval === undefined
-      ? undefined
-      : yield* check.duration("flushInterval", options.flushInterval, "atLeastOneMilli")
     return {
       resolve,
       serializer: options.serializer,
-      appProfileId,
-      writer,
+      appProfileId: decoded.appProfileId,
+      writer: decoded.writeMethod.writer,
       createDisposition,
       declared: families,
-      handler,
-      flushInterval
+      handler: SinkOptionsSchema.withDefaultHandler<FailedMutation, H>(options.failureHandler),
+      flushInterval: decoded.writeMethod.flushInterval
     }
   })

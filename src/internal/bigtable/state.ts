@@ -12,7 +12,6 @@ import type * as Exit from "effect/Exit"
 import type { BigtableError } from "../../Bigtable/BigtableError.ts"
 import type { FailedMutation } from "../../Bigtable/BigtableFailure.ts"
 import type { TableDestination } from "../../Bigtable/TableDestination.ts"
-import type { RecordFailed } from "../../Sink/FailureHandler.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import type { Core } from "../writer/backend.ts"
 import type * as admin from "./admin.ts"
@@ -22,7 +21,7 @@ import type { Settings, WriterSettings } from "./options.ts"
 import type { Item } from "./prepare.ts"
 
 /** Everything a writer can fail with: its own errors and the failure handler's. @internal */
-export type WriterError<EH> = BigtableError | RecordFailed | SinkConfigError | EH
+export type WriterError<EH> = BigtableError | SinkConfigError | EH
 
 /** @internal */
 export type EnsureResults = ReadonlyArray<

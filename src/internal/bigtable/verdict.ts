@@ -13,6 +13,7 @@ import type { EntryStatus } from "../../Bigtable/BigtableClient.ts"
 import { BigtableError, RpcFailed, TooManyRejections } from "../../Bigtable/BigtableError.ts"
 import { FailedMutation } from "../../Bigtable/BigtableFailure.ts"
 import * as grpc from "../grpcStatus.ts"
+import * as retrySchedule from "../retrySchedule.ts"
 import type { Repairing, Routed, Verdict } from "../writer/backend.ts"
 import * as metrics from "./metrics.ts"
 import * as proto from "./mutationProto.ts"
@@ -94,7 +95,7 @@ export const judge = <A, EH, R>(
       const status = statuses[i] ?? noStatus
       const verdict = status.code === 0
         ? "applied"
-        : afterBudget(classify([status.code]), item.attempts, st.w.retry.maxAttempts)
+        : afterBudget(classify([status.code]), item.attempts, retrySchedule.attemptBudget(st.w.retry))
       switch (verdict) {
         case "applied":
           written.push(item)

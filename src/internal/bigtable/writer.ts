@@ -12,10 +12,11 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { BigtableClient } from "../../Bigtable/BigtableClient.ts"
-import type { BigtableSinkOptions } from "../../Bigtable/BigtableSink.ts"
-import type { RecordFailed } from "../../Sink/FailureHandler.ts"
+import type { BigtableSinkOptions, Handler } from "../../Bigtable/BigtableSink.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sink/SinkOptions.ts"
 import type { Writer } from "../../Sink/Writer.ts"
+import * as deadline from "../deadline.ts"
 import * as core from "../writer/writer.ts"
 import * as backend from "./backend.ts"
 import * as metrics from "./metrics.ts"
@@ -25,12 +26,12 @@ import type { WriterError } from "./state.ts"
 export type { WriterError } from "./state.ts"
 
 /** @internal */
-export const make = <A, EH = never, R = never>(
-  sinkOptions: BigtableSinkOptions<A, EH, R>
+export const make = <A, H extends Handler | undefined>(
+  sinkOptions: WithFailureHandler<BigtableSinkOptions<A>, H>
 ): Effect.Effect<
-  Writer<A, WriterError<EH>>,
-  SinkConfigError | EH | RecordFailed,
-  BigtableClient | Scope.Scope | R
+  Writer<A, WriterError<HandlerError<H>>>,
+  SinkConfigError | HandlerError<H>,
+  BigtableClient | Scope.Scope | HandlerContext<H>
 > => Effect.flatMap(options.settings(sinkOptions), fromSettings)
 
 /** {@link make} from options already validated (the sink reads `flushInterval` from them too). @internal */
@@ -38,7 +39,7 @@ export const fromSettings = <A, EH = never, R = never>(
   settings: options.Settings<A, EH, R>
 ): Effect.Effect<
   Writer<A, WriterError<EH>>,
-  EH | RecordFailed,
+  EH,
   BigtableClient | Scope.Scope | R
 > =>
   Effect.gen(function*() {
@@ -62,4 +63,8 @@ export const fromSettings = <A, EH = never, R = never>(
       },
       backend: backend.make(settings, client, (table) => options.checkTable("destinationResolver(...)", table))
     })
-  })
+  }).pipe(
+    // the deadlines of the client's calls (admin repair, MutateRows), inherited by the writer's fibers
+    Effect.provideService(deadline.AdminTimeout, settings.writer.adminTimeout),
+    Effect.provideService(deadline.ResponseTimeout, settings.writer.responseTimeout)
+  )

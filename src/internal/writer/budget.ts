@@ -25,7 +25,7 @@ export interface Budget {
 }
 
 /** The budget of `schedule`'s steps, starting afresh. @internal */
-export const make = (schedule: Schedule.Schedule<Duration.Duration, unknown>): Effect.Effect<Budget> =>
+export const make = (schedule: Schedule.Schedule<unknown, unknown>): Effect.Effect<Budget> =>
   Effect.map(Schedule.toStep(schedule), (step) => {
     let used = 0
     return {
@@ -49,7 +49,7 @@ export const make = (schedule: Schedule.Schedule<Duration.Duration, unknown>): E
  * @internal
  */
 export const delayAfter = (
-  schedule: Schedule.Schedule<Duration.Duration, unknown>,
+  schedule: Schedule.Schedule<unknown, unknown>,
   attempt: number
 ): Effect.Effect<Option.Option<Duration.Duration>> =>
   Effect.gen(function*() {

@@ -7,7 +7,6 @@
 import type * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
 import type * as Deferred from "effect/Deferred"
-import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as FiberSet from "effect/FiberSet"
 import type * as Metric from "effect/Metric"
@@ -86,7 +85,7 @@ export interface OwnerContext<S, I extends Accounted, B, O, Ev, F extends Failed
   readonly counters: SummaryCounters
   readonly metrics: CoreMetrics
   readonly release: (permit: Permit) => Effect.Effect<void>
-  readonly schedules: Readonly<Record<Budget, Schedule.Schedule<Duration.Duration, unknown>>>
+  readonly schedules: Readonly<Record<Budget, Schedule.Schedule<unknown, unknown>>>
   /** The context of the handler (and of the backend's owner-side steps). */
   readonly context: Context.Context<R>
   /** Set once the backend is built (the backend's factory receives the core first). */

@@ -194,7 +194,9 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
       const writer = yield* BigQuerySink.writer({
         table,
         serializer,
-        writeMethod: WriteMethod.atLeastOnce({ recoveryInitialBackoff: "10 millis" })
+        writeMethod: WriteMethod.atLeastOnce({
+          recovery: { initialBackoff: "10 millis", maxBackoff: "10 seconds", maxAttempts: 10 }
+        })
       })
       yield* writer.write(rows(100))
       yield* writer.flush
@@ -255,9 +257,8 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
         table,
         serializer: yield* Serializers.fromJson(schemaV1),
         writeMethod: WriteMethod.atLeastOnce({
-          recoveryMaxAttempts: 1,
-          retryMaxAttempts: 1,
-          recoveryInitialBackoff: "1 millis"
+          recovery: { initialBackoff: "1 millis", maxBackoff: "10 seconds", maxAttempts: 1 },
+          retry: { initialBackoff: "500 millis", maxBackoff: "30 seconds", maxAttempts: 1 }
         })
       })
       yield* writer.write(rows(5))

@@ -54,10 +54,8 @@ layer(BigQueryEmulator.layer, { timeout: "120 seconds", excludeTestServices: tru
           writeMethod: WriteMethod.atLeastOnce({
             maxAppendRequestBytes: 32 * 1024,
             // a shallow pipeline keeps each append's latency well under the reset interval
-            maxInflightRequests: 4,
-            recoveryInitialBackoff: "50 millis",
-            recoveryMaxBackoff: "1 second",
-            recoveryMaxAttempts: 20,
+            maxInFlightRequests: 4,
+            recovery: { initialBackoff: "50 millis", maxBackoff: "1 second", maxAttempts: 20 },
             responseTimeout: "5 seconds"
           })
         })),

@@ -12,7 +12,8 @@ import {
   GcRule,
   Mutation,
   RowMutationEntry,
-  TableDestination
+  TableDestination,
+  WriteMethod
 } from "../../../src/Bigtable/index.ts"
 import { FailureHandler } from "../../../src/Sink.ts"
 import { BigtableEmulator } from "../../support/BigtableEmulator.ts"
@@ -24,7 +25,7 @@ const instanceId = "sink"
 const Live = Layer.unwrap(
   Effect.gen(function*() {
     const emulator = yield* BigtableEmulator
-    return BigtableClient.layer({ projectId, emulatorEndpoint: emulator.emulatorHost })
+    return BigtableClient.layer({ projectId, emulator: { grpc: emulator.emulatorHost } })
   })
 ).pipe(Layer.provideMerge(BigtableEmulator.layer))
 
@@ -60,7 +61,7 @@ const cell = (key: string, value: string, timestampMicros: number | undefined = 
 // The official client's typings say `{} | string[]`; at runtime it takes `{ name, rule }` objects.
 const familiesWithRule: {} = [{ name: "cf", rule: { versions: 3 } }]
 
-const fastRecovery = { recoveryInitialBackoff: "20 millis", recoveryMaxBackoff: "200 millis" } as const
+const fastRecovery = { recovery: { initialBackoff: "20 millis", maxBackoff: "200 millis", maxAttempts: 10 } } as const
 
 const collect = () => {
   const failures: Array<BigtableFailure.FailedMutation> = []
@@ -85,7 +86,7 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("BigtableSink
         Stream.run(BigtableSink.make({
           table: destination(tableId),
           serializer: (i: number) => cell(`row${String(i).padStart(6, "0")}`, String(i)),
-          writerOptions: { batchElementCount: 1000 }
+          writeMethod: WriteMethod.atLeastOnce({ batchElementCount: 1000 })
         }))
       )
       assert.strictEqual(summary.recordsWritten, n)
@@ -193,8 +194,8 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("BigtableSink
         Stream.run(BigtableSink.make({
           table: destination(tableId),
           serializer: entryOrEmpty,
-          failedMutationHandler: handler,
-          writerOptions: { batchElementCount: 1 }
+          failureHandler: handler,
+          writeMethod: WriteMethod.atLeastOnce({ batchElementCount: 1 })
         }))
       )
       assert.strictEqual(summary.recordsWritten, 3)
@@ -212,7 +213,7 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("BigtableSink
       const { failures, handler } = collect()
       const summary = yield* Stream.make("empty1", "empty2", "empty3").pipe(
         Stream.run(
-          BigtableSink.make({ table: destination(tableId), serializer: entryOrEmpty, failedMutationHandler: handler })
+          BigtableSink.make({ table: destination(tableId), serializer: entryOrEmpty, failureHandler: handler })
         )
       )
       assert.strictEqual(summary.recordsFailed, 3)
@@ -230,7 +231,7 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("BigtableSink
       const { failures, handler } = collect()
       const summary = yield* Stream.make("a", "empty", "c").pipe(
         Stream.run(
-          BigtableSink.make({ table: destination(tableId), serializer: entryOrEmpty, failedMutationHandler: handler })
+          BigtableSink.make({ table: destination(tableId), serializer: entryOrEmpty, failureHandler: handler })
         )
       )
       assert.strictEqual(summary.recordsWritten, 3)
@@ -249,7 +250,7 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("BigtableSink
         Stream.run(BigtableSink.make({
           table: destination(tableId),
           serializer: (k: string) => cell(k, k, k === "bad" ? 1_001 : 2_000),
-          failedMutationHandler: FailureHandler.make({
+          failureHandler: FailureHandler.make({
             handle: (f: BigtableFailure.FailedMutation) => Effect.sync(() => void failures.push(f))
           })
         })),
@@ -305,7 +306,7 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("BigtableSink
           tableCreateOptions: {
             columnFamilies: { cf: { gcRule: GcRule.union(GcRule.maxVersions(1), GcRule.maxAge("30 days")) }, aux: {} }
           },
-          writerOptions: fastRecovery
+          writeMethod: WriteMethod.atLeastOnce(fastRecovery)
         }))
       )
       assert.strictEqual(summary.recordsWritten, 90)
@@ -335,7 +336,7 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("BigtableSink
           tableCreateOptions: {
             columnFamilies: { cf: { gcRule: GcRule.maxVersions(1) }, views: { type: "INT64_SUM" } }
           },
-          writerOptions: fastRecovery
+          writeMethod: WriteMethod.atLeastOnce(fastRecovery)
         }))
       )
       assert.strictEqual(summary.recordsWritten, 3)

@@ -10,7 +10,8 @@ import {
   BigtableSink,
   Mutation,
   RowMutationEntry,
-  TableDestination
+  TableDestination,
+  WriteMethod
 } from "../../../src/Bigtable/index.ts"
 import { BigtableEmulator } from "../../support/BigtableEmulator.ts"
 import * as Clients from "../../support/clients.ts"
@@ -44,12 +45,12 @@ layer(BigtableEmulator.layer, { timeout: "120 seconds", excludeTestServices: tru
                 `row${String(i).padStart(6, "0")}`,
                 Mutation.setCell({ family: "cf", qualifier: "i", value: BigInt(i), timestampMicros: 1_000_000 })
               ),
-            writerOptions: {
+            writeMethod: WriteMethod.atLeastOnce({
               batchElementCount: 50,
               retry: { initialBackoff: "5 millis", maxBackoff: "200 millis", maxAttempts: 30 }
-            }
+            })
           })),
-          Effect.provide(BigtableClient.layer({ projectId, emulatorEndpoint: proxy.target }).pipe(Layer.fresh))
+          Effect.provide(BigtableClient.layer({ projectId, emulator: { grpc: proxy.target } }).pipe(Layer.fresh))
         )
         assert.strictEqual(summary.recordsWritten, n)
         assert.isAbove(summary.retries, 0)

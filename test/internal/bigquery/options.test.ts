@@ -4,7 +4,7 @@
  * rule; numeric ranges are checked as properties.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Schema } from "effect"
+import { Duration, Effect, Schedule, Schema } from "effect"
 import {
   AdditionalFields,
   type BigQueryFailure,
@@ -15,7 +15,7 @@ import {
   WriteMethod
 } from "../../../src/BigQuery/index.ts"
 import * as Options from "../../../src/internal/bigquery/options.ts"
-import { FailureHandler, SinkConfigError } from "../../../src/Sink.ts"
+import { FailureHandler, RetryPolicy, type RetryPolicyOptions, SinkConfigError } from "../../../src/Sink.ts"
 
 interface Row {
   readonly id: bigint
@@ -49,23 +49,28 @@ const rejects = (options: Opts, path: string, rule: RegExp) =>
     assert.strictEqual(error.toString(), `SinkConfigError: ${path}: ${error.message}`)
   })
 
-const streamOf = (options: WriteMethod.DefaultStreamOptions) =>
+const streamOf = (options: WriteMethod.AtLeastOnceOptions) =>
   Effect.map(Options.decode({ ...base, writeMethod: WriteMethod.atLeastOnce(options) }), (s) => s.stream)
 
-const rejectsStream = (options: WriteMethod.DefaultStreamOptions, option: string, rule: RegExp) =>
+const rejectsStream = (options: WriteMethod.AtLeastOnceOptions, option: string, rule: RegExp) =>
   rejects({ ...base, writeMethod: WriteMethod.atLeastOnce(options) }, `writeMethod.${option}`, rule)
 
 const ms = Duration.millis
 
-const integerOptions = [
-  "recoveryMaxAttempts",
-  "retryMaxAttempts",
-  "maxInflightRequests",
-  "maxInflightBytes",
-  "minConnectionsPerRegion"
-] as const
-const atLeastOneMilli = ["recoveryInitialBackoff", "recoveryMaxBackoff", "responseTimeout", "flushInterval"] as const
-const zeroOrAtLeastOneMilli = ["retryInitialDelay", "retryMaxDelay", "maxRetryDuration"] as const
+const integerOptions = ["maxInFlightRequests", "maxInFlightBytes"] as const
+const atLeastOneMilli = ["responseTimeout", "adminTimeout", "flushInterval"] as const
+
+/** A valid `RetryPolicyOptions` with some fields replaced (possibly by invalid values). */
+const policy = (fields: Record<string, unknown>): RetryPolicyOptions => {
+  // the fields may be wrong on purpose: the options arrive as JavaScript would pass them
+  const options: Record<string, unknown> = {
+    initialBackoff: "1 millis",
+    maxBackoff: "1 second",
+    maxAttempts: 3,
+    ...fields
+  }
+  return options as unknown as RetryPolicyOptions
+}
 
 const Positive = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 2 ** 40 }))
 const NotPositive = Schema.Int.check(Schema.isBetween({ minimum: -(2 ** 40), maximum: 0 }))
@@ -83,65 +88,81 @@ describe("BigQuery sink options: defaults", () => {
       assert.strictEqual(settings.resolve({ id: 1n }), table)
       const s = settings.stream
       assert.strictEqual(s.maxAppendRequestBytes, 512 * 1024)
-      assert.deepStrictEqual(s.recovery, { initialBackoff: ms(500), maxBackoff: Duration.seconds(10), maxAttempts: 10 })
-      assert.deepStrictEqual(s.retryInitialDelay, ms(500))
-      assert.strictEqual(s.retryDelayMultiplier, 2)
-      assert.deepStrictEqual(s.retryMaxDelay, Duration.seconds(30))
-      assert.strictEqual(s.retryMaxAttempts, 5)
-      assert.deepStrictEqual(s.maxRetryDuration, Duration.minutes(5))
+      assert.deepStrictEqual(s.recovery, {
+        _tag: "Backoff",
+        initialBackoff: ms(500),
+        maxBackoff: Duration.seconds(10),
+        maxAttempts: 10,
+        multiplier: 2,
+        maxDuration: undefined
+      })
+      assert.deepStrictEqual(s.retry, {
+        _tag: "Backoff",
+        initialBackoff: ms(500),
+        maxBackoff: Duration.seconds(30),
+        maxAttempts: 5,
+        multiplier: 2,
+        maxDuration: Duration.minutes(5)
+      })
       assert.strictEqual(s.maxInflightRequests, 100)
       assert.strictEqual(s.maxInflightBytes, 100 * 1024 * 1024)
       assert.deepStrictEqual(s.destinationIdleTimeout, Duration.hours(1))
       assert.isUndefined(s.flushInterval)
       assert.deepStrictEqual(s.responseTimeout, Duration.minutes(5))
+      assert.deepStrictEqual(s.adminTimeout, Duration.minutes(1))
       assert.isFalse(s.perDestinationMetrics)
     }))
 
-  it.effect("writeMethod defaults to WriteMethod.atLeastOnce() with default DefaultStreamOptions", () =>
+  it.effect("writeMethod defaults to WriteMethod.atLeastOnce() with default AtLeastOnceOptions", () =>
     Effect.gen(function*() {
       const implicit = yield* Options.decode(base)
       const explicit = yield* Options.decode({ ...base, writeMethod: WriteMethod.atLeastOnce() })
       const empty = yield* Options.decode({ ...base, writeMethod: WriteMethod.atLeastOnce({}) })
       assert.deepStrictEqual(explicit.stream, implicit.stream)
       assert.deepStrictEqual(empty.stream, implicit.stream)
-      assert.deepStrictEqual(WriteMethod.atLeastOnce(), { _tag: "AtLeastOnce", options: {} })
+      assert.deepStrictEqual(WriteMethod.atLeastOnce(), { _tag: "AtLeastOnce", connector: "bigquery", options: {} })
       assert.isTrue(WriteMethod.isWriteMethod(WriteMethod.atLeastOnce()))
-      assert.isFalse(WriteMethod.isWriteMethod({ _tag: "ExactlyOnce", options: {} }))
+      assert.isFalse(WriteMethod.isWriteMethod({ _tag: "ExactlyOnce", connector: "bigquery", options: {} }))
+      assert.isFalse(WriteMethod.isWriteMethod({ _tag: "AtLeastOnce", connector: "bigtable", options: {} }))
     }))
 
-  it.effect("every DefaultStreamOptions value given is kept", () =>
+  it.effect("every AtLeastOnceOptions value given is kept", () =>
     Effect.gen(function*() {
       const s = yield* streamOf({
         maxAppendRequestBytes: 1000,
-        recoveryInitialBackoff: "2 millis",
-        recoveryMaxBackoff: "3 seconds",
-        recoveryMaxAttempts: 4,
-        retryInitialDelay: 0,
-        retryDelayMultiplier: 1.5,
-        retryMaxDelay: "0 millis",
-        retryMaxAttempts: 7,
-        maxRetryDuration: 0,
-        maxInflightRequests: 8,
-        maxInflightBytes: 9,
-        minConnectionsPerRegion: 3,
-        maxConnectionsPerRegion: 3,
+        recovery: { initialBackoff: "2 millis", maxBackoff: "3 seconds", maxAttempts: 4 },
+        retry: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 7, multiplier: 1.5 },
+        maxInFlightRequests: 8,
+        maxInFlightBytes: 9,
         destinationIdleTimeout: "1 nanos",
         flushInterval: "250 millis",
         responseTimeout: "1 millis",
+        adminTimeout: "2 seconds",
         perDestinationMetrics: true
       })
       assert.strictEqual(s.maxAppendRequestBytes, 1000)
-      assert.deepStrictEqual(s.recovery, { initialBackoff: ms(2), maxBackoff: Duration.seconds(3), maxAttempts: 4 })
-      assert.isTrue(Duration.isZero(s.retryInitialDelay))
-      assert.strictEqual(s.retryDelayMultiplier, 1.5)
-      assert.isTrue(Duration.isZero(s.retryMaxDelay))
-      assert.strictEqual(s.retryMaxAttempts, 7)
-      assert.isTrue(Duration.isZero(s.maxRetryDuration))
+      assert.deepStrictEqual(s.recovery, {
+        _tag: "Backoff",
+        initialBackoff: ms(2),
+        maxBackoff: Duration.seconds(3),
+        maxAttempts: 4,
+        multiplier: 2,
+        maxDuration: undefined
+      })
+      assert.deepStrictEqual(s.retry, {
+        _tag: "Backoff",
+        initialBackoff: ms(1),
+        maxBackoff: ms(2),
+        maxAttempts: 7,
+        multiplier: 1.5,
+        maxDuration: undefined
+      })
       assert.strictEqual(s.maxInflightRequests, 8)
       assert.strictEqual(s.maxInflightBytes, 9)
       assert.deepStrictEqual(s.destinationIdleTimeout, Duration.nanos(1n))
       assert.deepStrictEqual(s.flushInterval, ms(250))
       assert.deepStrictEqual(s.responseTimeout, ms(1))
+      assert.deepStrictEqual(s.adminTimeout, Duration.seconds(2))
       assert.isTrue(s.perDestinationMetrics)
     }))
 })
@@ -196,51 +217,55 @@ describe("BigQuery sink options: serializer and destination", () => {
     }))
 })
 
-describe("BigQuery sink options: writeMethod (DefaultStreamOptions, reference 2.5)", () => {
-  it.effect("writeMethod must be a WriteMethod with an options object", () =>
+describe("BigQuery sink options: writeMethod (WriteMethod.atLeastOnce, reference 2.5)", () => {
+  it.effect("writeMethod must be a BigQuery WriteMethod with an options object", () =>
     Effect.gen(function*() {
-      const exactlyOnce = { _tag: "ExactlyOnce", options: {} }
+      const exactlyOnce = { _tag: "ExactlyOnce", connector: "bigquery", options: {} }
       // @ts-expect-error: not a write method of this version
       yield* rejects({ ...base, writeMethod: exactlyOnce }, "writeMethod", /must be a WriteMethod/)
       // @ts-expect-error: options missing
       yield* rejects({ ...base, writeMethod: { _tag: "AtLeastOnce" } }, "writeMethod", /must be a WriteMethod/)
       yield* rejects(
         // @ts-expect-error: options not an object
-        { ...base, writeMethod: { _tag: "AtLeastOnce", options: 5 } },
+        { ...base, writeMethod: { _tag: "AtLeastOnce", connector: "bigquery", options: 5 } },
         "writeMethod",
         /options must be an object/
       )
+      // a method of the other backend (the wrong variant) is rejected at runtime too
+      const bigtable = { _tag: "AtLeastOnce", connector: "bigtable", options: {} }
+      // @ts-expect-error: Bigtable's WriteMethod
+      yield* rejects({ ...base, writeMethod: bigtable }, "writeMethod", /must be a WriteMethod of BigQuery/)
     }))
 
   it.effect("integer options reject non-integers, naming the option", () =>
     Effect.gen(function*() {
-      for (const option of [...integerOptions, "maxAppendRequestBytes", "maxConnectionsPerRegion"] as const) {
+      for (const option of [...integerOptions, "maxAppendRequestBytes"] as const) {
         yield* rejectsStream({ [option]: 1.5 }, option, /must be an integer, was 1.5/)
         yield* rejectsStream({ [option]: Number.NaN }, option, /must be an integer, was NaN/)
         yield* rejectsStream({ [option]: Number.POSITIVE_INFINITY }, option, /must be an integer/)
       }
+      for (const budget of ["retry", "recovery"] as const) {
+        yield* rejectsStream({ [budget]: policy({ maxAttempts: 1.5 }) }, `${budget}.maxAttempts`, /was 1.5/)
+        yield* rejectsStream({ [budget]: policy({ maxAttempts: Number.NaN }) }, `${budget}.maxAttempts`, /was NaN/)
+      }
       // @ts-expect-error: a string is not a count
-      yield* rejectsStream({ maxInflightRequests: "10" }, "maxInflightRequests", /must be an integer, was '10'/)
+      yield* rejectsStream({ maxInFlightRequests: "10" }, "maxInFlightRequests", /must be an integer, was '10'/)
     }))
 
   it.effect.prop("counts above 0 are kept", { n: Positive }, ({ n }) =>
     Effect.gen(function*() {
-      for (const option of integerOptions) {
-        const s = yield* streamOf({ [option]: n, maxConnectionsPerRegion: Number.MAX_SAFE_INTEGER })
-        const kept = option === "recoveryMaxAttempts"
-          ? s.recovery.maxAttempts
-          : option === "minConnectionsPerRegion"
-          ? n
-          : s[option]
-        assert.strictEqual(kept, n)
-      }
+      const s = yield* streamOf({ maxInFlightRequests: n, maxInFlightBytes: n, recovery: policy({ maxAttempts: n }) })
+      assert.strictEqual(s.maxInflightRequests, n)
+      assert.strictEqual(s.maxInflightBytes, n)
+      assert.strictEqual(s.recovery._tag === "Backoff" ? s.recovery.maxAttempts : 0, n)
     }))
 
   it.effect.prop("counts of 0 or less are rejected", { n: NotPositive }, ({ n }) =>
     Effect.gen(function*() {
-      for (const option of [...integerOptions, "maxAppendRequestBytes", "maxConnectionsPerRegion"] as const) {
+      for (const option of [...integerOptions, "maxAppendRequestBytes"] as const) {
         yield* rejectsStream({ [option]: n }, option, new RegExp(`must be (at least 1|between 1 and \\d+), was ${n}$`))
       }
+      yield* rejectsStream({ retry: policy({ maxAttempts: n }) }, "retry.maxAttempts", /must be at least 1, was/)
     }))
 
   it.effect.prop(
@@ -260,25 +285,16 @@ describe("BigQuery sink options: writeMethod (DefaultStreamOptions, reference 2.
       })
   )
 
-  it.effect.prop(
-    "maxConnectionsPerRegion is at least minConnectionsPerRegion",
-    { min: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1000 })), max: Positive },
-    ({ max, min }) =>
-      Effect.gen(function*() {
-        const options = { minConnectionsPerRegion: min, maxConnectionsPerRegion: max }
-        if (max >= min) yield* streamOf(options)
-        else {
-          yield* rejectsStream(
-            options,
-            "maxConnectionsPerRegion",
-            new RegExp(`must be at least minConnectionsPerRegion \\(${min}\\), was ${max}`)
-          )
-        }
-      })
-  )
-
-  it.effect("maxConnectionsPerRegion: below the default minimum of 2", () =>
-    rejectsStream({ maxConnectionsPerRegion: 1 }, "maxConnectionsPerRegion", /at least minConnectionsPerRegion \(2\)/))
+  it.effect("minConnectionsPerRegion / maxConnectionsPerRegion are gone (ADR 0015): named as unknown options", () =>
+    Effect.gen(function*() {
+      // @ts-expect-error: removed
+      yield* rejectsStream({ minConnectionsPerRegion: 2 }, "minConnectionsPerRegion", /is not an option here/)
+      // @ts-expect-error: removed
+      yield* rejectsStream({ maxConnectionsPerRegion: 20 }, "maxConnectionsPerRegion", /is not an option here/)
+      // an old spelling names itself too
+      // @ts-expect-error: renamed to maxInFlightRequests
+      yield* rejectsStream({ maxInflightRequests: 8 }, "maxInflightRequests", /is not an option here/)
+    }))
 
   it.effect("durations used at millisecond granularity must be at least 1 ms", () =>
     Effect.gen(function*() {
@@ -288,46 +304,64 @@ describe("BigQuery sink options: writeMethod (DefaultStreamOptions, reference 2.
         yield* rejectsStream({ [option]: "-5 millis" }, option, /must be (at least 1 ms|a duration)/)
         yield* rejectsStream({ [option]: "soon" }, option, /must be a duration, was 'soon'/)
       }
+      for (const budget of ["retry", "recovery"] as const) {
+        for (const field of ["initialBackoff", "maxBackoff", "maxDuration"] as const) {
+          yield* rejectsStream({ [budget]: policy({ [field]: "999 micros" }) }, `${budget}.${field}`, /at least 1 ms/)
+        }
+      }
+    }))
+
+  it.effect("NaN and infinities are rejected for every number and duration, before any I/O", () =>
+    Effect.gen(function*() {
+      for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+        for (const option of [...atLeastOneMilli, "destinationIdleTimeout"] as const) {
+          yield* rejectsStream({ [option]: bad }, option, /finite/)
+        }
+        for (const budget of ["retry", "recovery"] as const) {
+          for (const field of ["initialBackoff", "maxBackoff", "maxDuration"] as const) {
+            yield* rejectsStream({ [budget]: policy({ [field]: bad }) }, `${budget}.${field}`, /finite/)
+          }
+          yield* rejectsStream({ [budget]: policy({ multiplier: bad }) }, `${budget}.multiplier`, /finite/)
+        }
+      }
+      yield* rejectsStream({ responseTimeout: [Number.NaN, 0] }, "responseTimeout", /finite/)
+      yield* rejectsStream({ responseTimeout: { seconds: Number.NaN } }, "responseTimeout", /finite/)
+      yield* rejectsStream({ responseTimeout: "Infinity" }, "responseTimeout", /finite/)
     }))
 
   it.effect.prop("durations of at least 1 ms are kept", { n: Millis }, ({ n }) =>
     Effect.gen(function*() {
       const s = yield* streamOf({
-        recoveryInitialBackoff: ms(n),
-        recoveryMaxBackoff: ms(n),
+        recovery: policy({ initialBackoff: ms(n), maxBackoff: ms(n) }),
+        retry: policy({ initialBackoff: ms(n), maxBackoff: ms(n), maxDuration: ms(n) }),
         responseTimeout: ms(n),
+        adminTimeout: ms(n),
         flushInterval: ms(n),
-        destinationIdleTimeout: ms(n),
-        retryInitialDelay: ms(n),
-        retryMaxDelay: ms(n),
-        maxRetryDuration: ms(n)
+        destinationIdleTimeout: ms(n)
       })
+      assert.strictEqual(s.recovery._tag, "Backoff")
+      assert.strictEqual(s.retry._tag, "Backoff")
+      if (s.recovery._tag !== "Backoff" || s.retry._tag !== "Backoff") return
       for (
         const d of [
           s.recovery.initialBackoff,
           s.recovery.maxBackoff,
           s.responseTimeout,
+          s.adminTimeout,
           s.flushInterval ?? Duration.zero,
           s.destinationIdleTimeout,
-          s.retryInitialDelay,
-          s.retryMaxDelay,
-          s.maxRetryDuration
+          s.retry.initialBackoff,
+          s.retry.maxBackoff,
+          s.retry.maxDuration ?? Duration.zero
         ]
       ) assert.strictEqual(Duration.toMillis(d), n)
     }))
 
-  it.effect("SDK retry durations are 0 (none) or at least 1 ms", () =>
+  it.effect("retry.maxDuration is unset (no limit) or at least 1 ms", () =>
     Effect.gen(function*() {
-      for (const option of zeroOrAtLeastOneMilli) {
-        yield* rejectsStream(
-          { [option]: "500 micros", ...(option === "retryMaxDelay" ? { retryInitialDelay: 0 } : {}) },
-          option,
-          /must be 0 or at least 1 ms, was /
-        )
-      }
-      const s = yield* streamOf({ retryInitialDelay: 0, retryMaxDelay: 0, maxRetryDuration: 0 })
-      assert.isTrue(Duration.isZero(s.retryInitialDelay) && Duration.isZero(s.retryMaxDelay))
-      assert.isTrue(Duration.isZero(s.maxRetryDuration))
+      yield* rejectsStream({ retry: policy({ maxDuration: 0 }) }, "retry.maxDuration", /must be at least 1 ms, was /)
+      const s = yield* streamOf({ retry: policy({}) })
+      assert.isTrue(s.retry._tag === "Backoff" && s.retry.maxDuration === undefined)
     }))
 
   it.effect("destinationIdleTimeout is positive and expressible in nanoseconds", () =>
@@ -336,7 +370,7 @@ describe("BigQuery sink options: writeMethod (DefaultStreamOptions, reference 2.
       yield* rejectsStream(
         { destinationIdleTimeout: Duration.days(300 * 366) },
         "destinationIdleTimeout",
-        /must be expressible in nanoseconds \(at most about 292 years\)/
+        /must be finite and expressible in nanoseconds \(at most about 292 years\)/
       )
       yield* rejectsStream({ destinationIdleTimeout: Duration.infinity }, "destinationIdleTimeout", /292 years/)
       const s = yield* streamOf({ destinationIdleTimeout: "1 nanos" })
@@ -344,52 +378,62 @@ describe("BigQuery sink options: writeMethod (DefaultStreamOptions, reference 2.
     }))
 
   it.effect.prop(
-    "recoveryMaxBackoff is at least recoveryInitialBackoff",
+    "recovery.maxBackoff (and retry.maxBackoff) is at least its initialBackoff",
     { initial: Millis, max: Millis },
     ({ initial, max }) =>
       Effect.gen(function*() {
-        const options = { recoveryInitialBackoff: ms(initial), recoveryMaxBackoff: ms(max) }
-        if (max >= initial) assert.strictEqual(Duration.toMillis((yield* streamOf(options)).recovery.maxBackoff), max)
-        else {
-          yield* rejectsStream(options, "recoveryMaxBackoff", /must be at least recoveryInitialBackoff \(.+\), was /)
+        for (const budget of ["retry", "recovery"] as const) {
+          const options = { [budget]: policy({ initialBackoff: ms(initial), maxBackoff: ms(max) }) }
+          if (max >= initial) {
+            const p = (yield* streamOf(options))[budget]
+            assert.strictEqual(p._tag === "Backoff" ? Duration.toMillis(p.maxBackoff) : 0, max)
+          } else {
+            yield* rejectsStream(options, `${budget}.maxBackoff`, /must be at least initialBackoff \(.+\), was /)
+          }
         }
       })
   )
 
-  it.effect("recoveryMaxBackoff below the default initial backoff of 500 ms is rejected", () =>
-    rejectsStream({ recoveryMaxBackoff: "499 millis" }, "recoveryMaxBackoff", /at least recoveryInitialBackoff/))
+  it.effect("recovery needs all of initialBackoff, maxBackoff and maxAttempts", () =>
+    rejectsStream(
+      // @ts-expect-error: maxAttempts missing
+      { recovery: { initialBackoff: "1 millis", maxBackoff: "2 millis" } },
+      "recovery.maxAttempts",
+      /required/
+    ))
 
   it.effect.prop(
-    "retryMaxDelay is at least retryInitialDelay (0 only with an initial delay of 0)",
-    { initial: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 10 ** 6 })), max: Millis },
-    ({ initial, max }) =>
-      Effect.gen(function*() {
-        const options = { retryInitialDelay: ms(initial), retryMaxDelay: ms(max) }
-        if (max >= initial) assert.strictEqual(Duration.toMillis((yield* streamOf(options)).retryMaxDelay), max)
-        else yield* rejectsStream(options, "retryMaxDelay", /must be at least retryInitialDelay/)
-        if (initial > 0) {
-          yield* rejectsStream({ retryInitialDelay: ms(initial), retryMaxDelay: 0 }, "retryMaxDelay", /at least/)
-        }
-      })
-  )
-
-  it.effect.prop(
-    "retryDelayMultiplier is a finite number of at least 1.0",
+    "retry.multiplier is a finite number of at least 1",
     { m: Schema.Number.check(Schema.isBetween({ minimum: -1000, maximum: 1000 })) },
     ({ m }) =>
       Effect.gen(function*() {
-        if (m >= 1) assert.strictEqual((yield* streamOf({ retryDelayMultiplier: m })).retryDelayMultiplier, m)
-        else yield* rejectsStream({ retryDelayMultiplier: m }, "retryDelayMultiplier", /finite number of at least 1.0/)
+        if (m >= 1) {
+          const p = (yield* streamOf({ retry: policy({ multiplier: m }) })).retry
+          assert.strictEqual(p._tag === "Backoff" ? p.multiplier : 0, m)
+        } else {
+          yield* rejectsStream({ retry: policy({ multiplier: m }) }, "retry.multiplier", /finite number of at least 1/)
+        }
       })
   )
 
-  it.effect("retryDelayMultiplier rejects NaN, Infinity and non-numbers", () =>
+  it.effect("retry.multiplier rejects NaN, Infinity and non-numbers", () =>
     Effect.gen(function*() {
       for (const m of [Number.NaN, Number.POSITIVE_INFINITY, 0.999]) {
-        yield* rejectsStream({ retryDelayMultiplier: m }, "retryDelayMultiplier", /at least 1.0, was/)
+        yield* rejectsStream({ retry: policy({ multiplier: m }) }, "retry.multiplier", /at least 1, was/)
       }
-      // @ts-expect-error: a string is not a multiplier
-      yield* rejectsStream({ retryDelayMultiplier: "2" }, "retryDelayMultiplier", /was '2'/)
+      yield* rejectsStream({ retry: policy({ multiplier: "2" }) }, "retry.multiplier", /was '2'/)
+    }))
+
+  it.effect("retry and recovery take a RetryPolicy too: a user's Schedule", () =>
+    Effect.gen(function*() {
+      const custom = RetryPolicy.fromSchedule(Schedule.spaced("10 millis").pipe(Schedule.upTo({ times: 2 })))
+      const s = yield* streamOf({ retry: custom, recovery: custom })
+      assert.strictEqual(s.retry, custom)
+      assert.strictEqual(s.recovery, custom)
+      // @ts-expect-error: not a Schedule
+      yield* rejectsStream({ retry: { _tag: "FromSchedule", schedule: 5 } }, "retry.schedule", /must be a Schedule/)
+      // @ts-expect-error: neither options nor a policy
+      yield* rejectsStream({ retry: 5 }, "retry", /RetryPolicyOptions or a RetryPolicy/)
     }))
 
   it.effect("perDestinationMetrics is a boolean", () =>

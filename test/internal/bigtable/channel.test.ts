@@ -14,11 +14,11 @@ import {
   BigtableSink,
   Mutation,
   RowMutationEntry,
-  TableDestination
+  TableDestination,
+  WriteMethod
 } from "../../../src/Bigtable/index.ts"
 import * as client from "../../../src/internal/bigtable/client.ts"
 import * as connect from "../../../src/internal/bigtable/connect.ts"
-import * as deadline from "../../../src/internal/deadline.ts"
 import * as FaultProxy from "../../support/faultProxy.ts"
 import { serve } from "../../support/grpcServer.ts"
 
@@ -84,7 +84,7 @@ describe("Bigtable data channel on a black-holed connection", () => {
     () =>
       Effect.scoped(Effect.gen(function*() {
         const { proxy, upstream } = yield* blackHoled
-        const service = yield* connect.make({ projectId: "p", emulatorEndpoint: proxy.target })
+        const service = yield* connect.make({ projectId: "p", emulator: { grpc: proxy.target } })
         const request = { tableName: table.tableName, entries: [entry("a")], timeout: Duration.millis(300) }
         const first = yield* service.mutateRows(request)
         assert.deepStrictEqual(first.map((s) => s.code), [4], "swallowed, then DEADLINE_EXCEEDED")
@@ -107,10 +107,12 @@ describe("Bigtable data channel on a black-holed connection", () => {
           Stream.run(BigtableSink.make({
             table,
             serializer: entry,
-            writerOptions: { retry: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 3 } }
+            writeMethod: WriteMethod.atLeastOnce({
+              retry: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 3 },
+              responseTimeout: "500 millis"
+            })
           })),
-          Effect.provide(Layer.fresh(BigtableClient.layer({ projectId: "p", emulatorEndpoint: proxy.target }))),
-          Effect.provideService(deadline.ResponseTimeout, Duration.millis(500))
+          Effect.provide(Layer.fresh(BigtableClient.layer({ projectId: "p", emulator: { grpc: proxy.target } })))
         )
         assert.strictEqual(summary.recordsWritten, 3)
         assert.strictEqual(upstream.applied(), 3)

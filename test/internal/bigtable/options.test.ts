@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
-import { GcRule, TableDestination } from "../../../src/Bigtable/index.ts"
+import { GcRule, TableDestination, WriteMethod } from "../../../src/Bigtable/index.ts"
 import * as options from "../../../src/internal/bigtable/options.ts"
 import { FailureHandler } from "../../../src/Sink.ts"
 
@@ -16,7 +16,7 @@ const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tab
 const serializer = () => null
 const base = { table, serializer }
 
-const rejects = (input: Parameters<typeof options.settings<unknown, never, never>>[0], path: string) =>
+const rejects = (input: Parameters<typeof options.settings<unknown, undefined>>[0], path: string) =>
   Effect.gen(function*() {
     const error = yield* Effect.flip(options.settings(input))
     assert.strictEqual(error.path, path, error.message)
@@ -25,7 +25,7 @@ const rejects = (input: Parameters<typeof options.settings<unknown, never, never
 const writer = (w: Record<string, unknown>, path: string) =>
   Effect.gen(function*() {
     const error = yield* Effect.flip(options.writerSettings(w))
-    assert.strictEqual(error.path, `writerOptions.${path}`, error.message)
+    assert.strictEqual(error.path, `writeMethod.${path}`, error.message)
   })
 
 const gcRuleRejected = (gcRule: GcRule.GcRule, path: string) =>
@@ -47,9 +47,23 @@ describe("Bigtable options", () => {
       assert.strictEqual(s.writer.maxInFlightEntries, 1000)
       assert.strictEqual(s.writer.maxInFlightBytes, 64 * 1024 * 1024)
       assert.strictEqual(s.writer.maxConsecutiveRejections, 100)
-      assert.strictEqual(Duration.toMillis(s.writer.recovery.initialBackoff), 500)
-      assert.strictEqual(Duration.toMillis(s.writer.recovery.maxBackoff), 10_000)
-      assert.strictEqual(s.writer.recovery.maxAttempts, 10)
+      assert.strictEqual(s.writer.recovery._tag, "Backoff")
+      if (s.writer.recovery._tag === "Backoff") {
+        assert.strictEqual(Duration.toMillis(s.writer.recovery.initialBackoff), 500)
+        assert.strictEqual(Duration.toMillis(s.writer.recovery.maxBackoff), 10_000)
+        assert.strictEqual(s.writer.recovery.maxAttempts, 10)
+      }
+      assert.deepStrictEqual(s.writer.retry, {
+        _tag: "Backoff",
+        initialBackoff: Duration.millis(10),
+        maxBackoff: Duration.minutes(1),
+        maxAttempts: 15,
+        multiplier: 2,
+        maxDuration: undefined
+      })
+      assert.strictEqual(Duration.toMillis(s.writer.responseTimeout), 60_000)
+      assert.strictEqual(Duration.toMillis(s.writer.adminTimeout), 60_000)
+      assert.isUndefined(s.flushInterval)
       assert.strictEqual(Duration.toMillis(s.writer.destinationIdleTimeout), 3_600_000)
       assert.isFalse(s.writer.perDestinationMetrics)
       assert.strictEqual(s.createDisposition, "CREATE_NEVER")
@@ -120,10 +134,14 @@ describe("Bigtable options", () => {
       yield* writer({ maxInFlightBytes: 0 }, "maxInFlightBytes")
       yield* writer({ maxConsecutiveRejections: 0 }, "maxConsecutiveRejections")
       yield* writer({ maxConsecutiveRejections: -2 }, "maxConsecutiveRejections")
-      yield* writer({ recoveryInitialBackoff: "500 micros" }, "recoveryInitialBackoff")
-      yield* writer({ recoveryMaxBackoff: "0 millis" }, "recoveryMaxBackoff")
-      yield* writer({ recoveryInitialBackoff: "2 seconds", recoveryMaxBackoff: "1 second" }, "recoveryMaxBackoff")
-      yield* writer({ recoveryMaxAttempts: 0 }, "recoveryMaxAttempts")
+      const recovery = { initialBackoff: "500 millis", maxBackoff: "10 seconds", maxAttempts: 10 }
+      yield* writer({ recovery: { ...recovery, initialBackoff: "500 micros" } }, "recovery.initialBackoff")
+      yield* writer({ recovery: { ...recovery, maxBackoff: "0 millis" } }, "recovery.maxBackoff")
+      yield* writer(
+        { recovery: { ...recovery, initialBackoff: "2 seconds", maxBackoff: "1 second" } },
+        "recovery.maxBackoff"
+      )
+      yield* writer({ recovery: { ...recovery, maxAttempts: 0 } }, "recovery.maxAttempts")
       yield* writer({ destinationIdleTimeout: 0 }, "destinationIdleTimeout")
       yield* writer({ destinationIdleTimeout: "300 years" }, "destinationIdleTimeout")
       yield* writer({ perDestinationMetrics: "yes" }, "perDestinationMetrics")
@@ -139,5 +157,9 @@ describe("Bigtable options", () => {
       assert.strictEqual(ok.maxConsecutiveRejections, -1)
     }))
 
-  it.effect("flushInterval is at least 1 ms", () => rejects({ ...base, flushInterval: "10 micros" }, "flushInterval"))
+  it.effect("flushInterval is at least 1 ms", () =>
+    rejects(
+      { ...base, writeMethod: WriteMethod.atLeastOnce({ flushInterval: "10 micros" }) },
+      "writeMethod.flushInterval"
+    ))
 })

@@ -3,11 +3,19 @@ import { Duration, Effect, Option } from "effect"
 import * as budget from "../../../src/internal/writer/budget.ts"
 import { RetryPolicy } from "../../../src/Sink/RetryPolicy.ts"
 
+/** A backoff policy as `RetryPolicy.make` validates it (multiplier 2, no time limit). */
+const backoff = (p: { initialBackoff: Duration.Duration; maxBackoff: Duration.Duration; maxAttempts: number }) => ({
+  _tag: "Backoff" as const,
+  multiplier: 2,
+  maxDuration: undefined,
+  ...p
+})
+
 describe("writer budget", () => {
   it.effect("the schedule of a policy of n attempts gives n - 1 waits, each the jittered base delay", () =>
     Effect.gen(function*() {
       for (const maxAttempts of [1, 2, 5, 15]) {
-        const policy = { initialBackoff: Duration.millis(100), maxBackoff: Duration.seconds(2), maxAttempts }
+        const policy = backoff({ initialBackoff: Duration.millis(100), maxBackoff: Duration.seconds(2), maxAttempts })
         const schedule = RetryPolicy.toSchedule(policy)
         for (let attempt = 1; attempt < maxAttempts; attempt++) {
           const wait = yield* budget.delayAfter(schedule, attempt)
@@ -23,7 +31,7 @@ describe("writer budget", () => {
 
   it.effect("a budget stepped by hand gives maxAttempts - 1 waits, then none, and counts its steps", () =>
     Effect.gen(function*() {
-      const policy = { initialBackoff: Duration.millis(10), maxBackoff: Duration.millis(40), maxAttempts: 4 }
+      const policy = backoff({ initialBackoff: Duration.millis(10), maxBackoff: Duration.millis(40), maxAttempts: 4 })
       const b = yield* budget.make(RetryPolicy.toSchedule(policy))
       const waits: Array<boolean> = []
       for (let i = 0; i < 5; i++) waits.push(Option.isSome(yield* b.next))

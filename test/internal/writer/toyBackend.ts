@@ -10,6 +10,14 @@ import * as writer from "../../../src/internal/writer/writer.ts"
 import type { FailedElement } from "../../../src/Sink/FailedElement.ts"
 import type { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
 
+/** A backoff policy as `RetryPolicy.make` validates it (multiplier 2, no time limit). */
+const backoff = (p: { initialBackoff: Duration.Duration; maxBackoff: Duration.Duration; maxAttempts: number }) => ({
+  _tag: "Backoff" as const,
+  multiplier: 2,
+  maxDuration: undefined,
+  ...p
+})
+
 export class ToyError extends Data.TaggedError("ToyError")<{ readonly reason: string }> {}
 
 export interface Item {
@@ -146,8 +154,8 @@ export const make = (options: {
   writer.make({
     handler: options.handler,
     limits: { maxUnits: options.maxUnits ?? 100, maxBytes: 1_000_000, maxRequests: options.maxRequests },
-    retry: { initialBackoff: Duration.millis(1), maxBackoff: Duration.millis(1), maxAttempts: 3 },
-    recovery: { initialBackoff: Duration.millis(1), maxBackoff: Duration.millis(1), maxAttempts: 3 },
+    retry: backoff({ initialBackoff: Duration.millis(1), maxBackoff: Duration.millis(1), maxAttempts: 3 }),
+    recovery: backoff({ initialBackoff: Duration.millis(1), maxBackoff: Duration.millis(1), maxAttempts: 3 }),
     metrics: { inFlightUnits: options.inFlight, perDestination: false },
     backend: toy(options.service, options.batchSize ?? 2)
   })
