@@ -34,6 +34,7 @@ import { type BigQueryFailure, failedRow, unroutableRecord } from "../../BigQuer
 import * as TableDestination from "../../BigQuery/TableDestination.ts"
 import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
+import * as deadline from "../deadline.ts"
 import * as failureRouting from "../failureRouting.ts"
 import * as FlowControl from "../flowControl.ts"
 import * as summaryCounters from "../summaryCounters.ts"
@@ -316,4 +317,4 @@ export const make = <A, E, R>(
       Exit.isSuccess(exit) && terminal === undefined && unflushed ? Effect.orDie(writer.flush) : Effect.void
     )
     return writer
-  })
+  }).pipe(Effect.provideService(deadline.AdminTimeout, settings.stream.adminTimeout))
