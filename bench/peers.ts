@@ -51,6 +51,9 @@ import {
   RowMutationEntry,
   TableDestination as BigtableTable
 } from "../src/Bigtable/index.ts"
+import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
+import * as Connection from "../src/internal/bigquery/connection.ts"
+import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
@@ -78,6 +81,8 @@ const concurrency = argument("concurrency", 10)
 const onlyAt = process.argv.indexOf("--only")
 const only = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined
 const batchBytes = 512 * 1024
+/** `--no-baselines`: leave out the Node baselines of the other benchmarks (raw grpc-js, JSONWriter, gapic mutateRows). */
+const baselines = !process.argv.includes("--no-baselines")
 
 v8.setFlagsFromString("--expose-gc")
 const collect = vm.runInNewContext("gc") as () => void
@@ -160,6 +165,21 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
   }
   const rowsOf = (n: number) => Array.from({ length: n }, (_, i) => distinctRows[i % distinct]!)
   const encodedOf = (n: number) => Array.from({ length: n }, (_, i) => distinctEncoded[i % distinct]!)
+  /** The rows cut into appends by bytes, as the sink cuts them. */
+  const batchesOf = (n: number) => {
+    const batches: Array<Array<Uint8Array>> = [[]]
+    let frame = 0
+    for (const r of encodedOf(n)) {
+      const f = AppendRequest.rowFrameLength(r.length)
+      if (frame + f > batchBytes && batches.at(-1)!.length > 0) {
+        batches.push([])
+        frame = 0
+      }
+      batches.at(-1)!.push(r)
+      frame += f
+    }
+    return batches
+  }
   const go = (mode: string, n: number, warmup: number) =>
     runGo("bigquery", [
       "--target",
@@ -193,6 +213,96 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
             Effect.asVoid
           )
         )
+    },
+    /** bigquery.bench.ts's `raw` baseline: the sink's batches, pre-encoded, written by hand on a grpc-js call. */
+    raw: (n: number) => {
+      const descriptor = encodeDescriptor(RowSerializer.descriptorOf(serializer, table))
+      const batches = batchesOf(n)
+      return () =>
+        new Promise<void>((resolve, reject) => {
+          const client = new grpc.Client(fake.grpcTarget, grpc.credentials.createInsecure(), {
+            "grpc.max_send_message_length": -1
+          })
+          const metadata = new grpc.Metadata()
+          metadata.set("x-goog-request-params", Connection.routingParams("write_stream", table.defaultStream))
+          const call = client.makeBidiStreamRequest<Uint8Array, Buffer>(
+            "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows",
+            (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+            (b) => b,
+            metadata
+          )
+          const name = AppendRequest.utf8(table.defaultStream)
+          const first = { writeStream: name, descriptor, traceId: AppendRequest.traceId }
+          const later = { writeStream: name }
+          let sent = 0
+          let acked = 0
+          let inflight = 0
+          const pump = () => {
+            while (inflight < depth && sent < batches.length) {
+              call.write(AppendRequest.encode(sent === 0 ? first : later, batches[sent]!))
+              sent++
+              inflight++
+            }
+          }
+          call.on("data", () => {
+            acked++
+            inflight--
+            if (acked === batches.length) {
+              call.end()
+              client.close()
+              resolve()
+            } else pump()
+          })
+          call.on("error", reject)
+          pump()
+        })
+    },
+    /** bigquery.bench.ts's `jsonWriter` baseline: the Node managedwriter's JSONWriter, appends of ~4,890 rows. */
+    jsonWriter: (n: number) => {
+      const rows = rowsOf(n)
+      const rowsPerBatch = Math.ceil(n / batchesOf(n).length)
+      return async () => {
+        const { adapt, managedwriter } = await import("@google-cloud/bigquery-storage")
+        const writer = new managedwriter.WriterClient({
+          projectId: fake.projectId,
+          apiEndpoint: fake.grpcTarget.split(":")[0]!,
+          port: Number(fake.grpcTarget.split(":")[1]),
+          sslCreds: grpc.credentials.createInsecure(),
+          universeDomain: "googleapis.com"
+        })
+        const connection = await writer.createStreamConnection({
+          streamId: managedwriter.DefaultStream,
+          destinationTable: table.tablePath
+        })
+        connection.onConnectionError(() => {})
+        const protoDescriptor = adapt.convertStorageSchemaToProto2Descriptor(
+          adapt.convertBigQuerySchemaToStorageTableSchema({
+            fields: [
+              { name: "user", type: "STRING", mode: "REQUIRED" },
+              { name: "country", type: "STRING", mode: "REQUIRED" },
+              { name: "url", type: "STRING", mode: "REQUIRED" },
+              { name: "seq", type: "INTEGER", mode: "REQUIRED" },
+              { name: "amount", type: "INTEGER", mode: "REQUIRED" },
+              { name: "ts", type: "TIMESTAMP", mode: "REQUIRED" },
+              { name: "lat", type: "FLOAT", mode: "REQUIRED" },
+              { name: "lon", type: "FLOAT", mode: "REQUIRED" },
+              { name: "active", type: "BOOLEAN", mode: "REQUIRED" },
+              { name: "premium", type: "BOOLEAN", mode: "REQUIRED" }
+            ]
+          }),
+          "root"
+        )
+        const json = new managedwriter.JSONWriter({ connection, protoDescriptor })
+        const pending: Array<Promise<unknown>> = []
+        for (let i = 0; i < n; i += rowsPerBatch) {
+          pending.push(json.appendRows(rows.slice(i, i + rowsPerBatch)).getResult())
+          // oxlint-disable-next-line no-await-in-loop
+          if (pending.length >= depth) await pending.shift()
+        }
+        await Promise.all(pending)
+        connection.close()
+        writer.close()
+      }
     },
     sinkBytes: (n: number) => {
       const encoded = encodedOf(n)
@@ -270,6 +380,16 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
     // the warm-up of our methods (JIT); each Go pass warms itself up in its own process
     await sinkEncode()
     await sinkBytes()
+    if (baselines) {
+      const raw = methods.raw(rowCount)
+      const jsonWriter = methods.jsonWriter(rowCount)
+      await raw()
+      await jsonWriter()
+      order.push(["bigquery.node.raw", () => timeHere(rowCount, raw)], [
+        "bigquery.node.jsonWriter",
+        () => timeHere(rowCount, jsonWriter)
+      ])
+    }
     for (let pass = 0; pass < passes; pass++) {
       // who goes first rotates: a loaded machine's slow spell should not always hit the same method
       for (let k = 0; k < order.length; k++) {
@@ -296,6 +416,49 @@ const key = (i: number) => `row${String(i).padStart(9, "0")}`
 
 const bigtableSerializer = (i: number) =>
   RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
+
+type RawBigtable = InstanceType<typeof v2.BigtableClient>
+
+const mutateRows = (client: RawBigtable, tableName: string, entries: Array<object>) =>
+  new Promise<void>((resolve, reject) => {
+    const stream = client.mutateRows({ tableName, entries }, {
+      retryRequestOptions: { retries: 0, noResponseRetries: 0 }
+    })
+    stream.on("data", (response: { entries: Array<{ status?: { code?: number } }> }) => {
+      const failed = response.entries.find((e) => (e.status?.code ?? 0) !== 0)
+      if (failed !== undefined) reject(new Error(`entry failed with ${failed.status?.code}`))
+    })
+    stream.on("error", reject)
+    stream.on("end", () => resolve())
+  })
+
+/** `concurrency` workers, each with one call of `batch` entries in flight. */
+const mutateRowsLoop = async (client: RawBigtable, tableName: string): Promise<void> => {
+  let next = 0
+  const worker = async () => {
+    while (next < records) {
+      const from = next
+      next = Math.min(records, next + batch)
+      const entries: Array<object> = []
+      for (let i = from; i < next; i++) {
+        entries.push({
+          rowKey: Buffer.from(key(i)),
+          mutations: [{
+            setCell: {
+              familyName: "cf",
+              columnQualifier: Buffer.from("v"),
+              timestampMicros: 1_000_000,
+              value: Buffer.from(value)
+            }
+          }]
+        })
+      }
+      // oxlint-disable-next-line eslint/no-await-in-loop
+      await mutateRows(client, tableName, entries)
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+}
 
 const bigtable = (samples: Record<string, Array<Pass>>) =>
   Effect.gen(function*() {
@@ -367,6 +530,25 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
     yield* Effect.promise(() => sink(warm))
     yield* Effect.promise(() => dropTable(warm))
     const order: Array<[string, () => Promise<Pass>]> = [["bigtable.sink", sinkPass], ["bigtable.go.applyBulk", goPass]]
+    if (baselines) {
+      // bigtable.bench.ts's `raw` baseline: the official client's gapic mutateRows, the same batches and depth
+      const raw = new v2.BigtableClient({
+        servicePath: emulator.host,
+        port: emulator.port,
+        sslCreds: grpc.credentials.createInsecure(),
+        projectId,
+        universeDomain: "googleapis.com"
+      })
+      yield* Effect.addFinalizer(() => Effect.promise(() => raw.close()))
+      const rawPass = async () => {
+        const tableId = await createTable()
+        const p = await timeHere(records, () => mutateRowsLoop(raw, `${parent}/tables/${tableId}`))
+        await dropTable(tableId)
+        return p
+      }
+      yield* Effect.promise(rawPass)
+      order.push(["bigtable.node.mutateRows", rawPass])
+    }
     for (let pass = 0; pass < passes; pass++) {
       for (let k = 0; k < order.length; k++) {
         const [name, method] = order[(k + pass) % order.length]!
@@ -410,11 +592,18 @@ const main = async () => {
       cores: median(xs.map((p) => p.cpuSeconds / p.seconds))
     }
   }
-  const pairs: Array<[string, string, string]> = [
-    ["BigQuery, rows encoded from objects", "bigquery.sink.encode", "bigquery.go.encode"],
-    ["BigQuery, pre-encoded rows", "bigquery.sink.bytes", "bigquery.go.bytes"],
-    ["Bigtable, 1 SetCell per record", "bigtable.sink", "bigtable.go.applyBulk"]
-  ]
+  /** Each method and the Go peer it is compared with. */
+  const peerOf: Record<string, string> = {
+    "bigquery.sink.encode": "bigquery.go.encode",
+    "bigquery.node.jsonWriter": "bigquery.go.encode",
+    "bigquery.go.encode": "bigquery.go.encode",
+    "bigquery.sink.bytes": "bigquery.go.bytes",
+    "bigquery.node.raw": "bigquery.go.bytes",
+    "bigquery.go.bytes": "bigquery.go.bytes",
+    "bigtable.sink": "bigtable.go.applyBulk",
+    "bigtable.node.mutateRows": "bigtable.go.applyBulk",
+    "bigtable.go.applyBulk": "bigtable.go.applyBulk"
+  }
   const lines: Array<Record<string, unknown>> = []
   console.log(
     `\npeers: ${passes} passes, medians; node ${process.version}; load average ${
@@ -422,38 +611,37 @@ const main = async () => {
     }`
   )
   console.log(
-    "path                                  ours/s        Go/s  ratio  ours CPU/row  Go CPU/row  CPU ratio (Go/ours)"
+    "method                        items/s   CPU/item   cores busy   vs Go (items/s)   vs Go (CPU/item: Go's / ours)"
   )
-  for (const [label, ours, go] of pairs) {
-    const a = figure(ours)
+  for (const [name, go] of Object.entries(peerOf)) {
+    const a = figure(name)
     const b = figure(go)
     if (a === undefined || b === undefined) continue
     console.log(
-      `${label.padEnd(36)} ${Math.round(a.rate).toLocaleString("en").padStart(10)} ${
-        Math.round(b.rate).toLocaleString("en").padStart(11)
-      } ${(a.rate / b.rate).toFixed(2).padStart(5)}x ${a.cpuNs.toFixed(0).padStart(10)} ns ${
-        b.cpuNs.toFixed(0).padStart(8)
-      } ns ${(b.cpuNs / a.cpuNs).toFixed(2).padStart(8)}x`
+      `${name.padEnd(26)} ${Math.round(a.rate).toLocaleString("en").padStart(10)} ${
+        a.cpuNs.toFixed(0).padStart(7)
+      } ns ${a.cores.toFixed(2).padStart(10)} ${(a.rate / b.rate).toFixed(2).padStart(16)}x ${
+        (b.cpuNs / a.cpuNs).toFixed(2).padStart(16)
+      }x`
     )
-    for (const [name, f, baseline] of [[ours, a, b], [go, b, b]] as const) {
-      lines.push({
-        bench: "peers",
-        metric: `${name}.perSecond.median`,
-        value: Math.round(f.rate),
-        unit: name.startsWith("bigtable") ? "records/s" : "rows/s",
-        baseline: Math.round(baseline.rate),
-        ratio: Number((f.rate / baseline.rate).toFixed(3)),
-        cpuNsPerItem: Math.round(f.cpuNs),
-        cpuRatio: Number((baseline.cpuNs / f.cpuNs).toFixed(3)),
-        coresBusy: Number(f.cores.toFixed(2)),
-        passes,
-        ...(name.startsWith("bigtable")
-          ? { records, batch, concurrency }
-          : { rows: rowCount, depth, distinct, flowWindow, verified }),
-        date,
-        node: process.version
-      })
-    }
+    lines.push({
+      bench: "peers",
+      metric: `${name}.perSecond.median`,
+      value: Math.round(a.rate),
+      unit: name.startsWith("bigtable") ? "records/s" : "rows/s",
+      baseline: Math.round(b.rate),
+      ratio: Number((a.rate / b.rate).toFixed(3)),
+      peer: go,
+      cpuNsPerItem: Math.round(a.cpuNs),
+      cpuRatio: Number((b.cpuNs / a.cpuNs).toFixed(3)),
+      coresBusy: Number(a.cores.toFixed(2)),
+      passes,
+      ...(name.startsWith("bigtable")
+        ? { records, batch, concurrency }
+        : { rows: rowCount, depth, distinct, flowWindow, verified }),
+      date,
+      node: process.version
+    })
   }
   const results = path.join(here, "results")
   fs.mkdirSync(results, { recursive: true })
