@@ -262,7 +262,8 @@ const main = Effect.gen(function*() {
   }
   console.log(
     `rss: ${rssRecords} records per fresh process, median of ${rssRuns}: peak ${rss.maxMB} MB (highest ${rssHighest}), ` +
-      `start ${rss.startMB} MB, heap ${rss.heapMB} MB and array buffers ${rss.arrayBuffersMB} MB at the peak, ` +
+      `start ${rss.startMB} MB; at the peak heap ${rss.heapMB} MB used of ${rss.heapTotalMB} MB, external ${rss.externalMB} MB ` +
+      `(array buffers ${rss.arrayBuffersMB} MB); ` +
       `last quarter / second quarter x${rss.lateOverEarly}, ${rss.recordsPerSecond} records/s`
   )
   const common = { date, node: process.version, records, passes, batch, concurrency }
@@ -297,6 +298,8 @@ const main = Effect.gen(function*() {
       rssHighestMB: rssHighest,
       rssStartMB: rss.startMB,
       rssHeapMB: rss.heapMB,
+      rssHeapTotalMB: rss.heapTotalMB,
+      rssExternalMB: rss.externalMB,
       rssArrayBuffersMB: rss.arrayBuffersMB,
       rssLastQuarterOverSecondQuarter: rss.lateOverEarly,
       rssRecordsPerSecond: rss.recordsPerSecond,

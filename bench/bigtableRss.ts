@@ -27,8 +27,10 @@ const option = (name: string, fallback?: string): string => {
 export interface BigtableRssResult {
   readonly maxMB: number
   readonly startMB: number
-  /** The V8 heap and the array buffers at the peak. */
+  /** At the peak: the V8 heap in use and reserved, memory held outside it (external) and the array buffers within that. */
   readonly heapMB: number
+  readonly heapTotalMB: number
+  readonly externalMB: number
   readonly arrayBuffersMB: number
   /** Median RSS of the last quarter of the run over that of the second quarter. */
   readonly lateOverEarly: number
@@ -62,6 +64,8 @@ const program = Effect.gen(function*() {
 const startMB = process.memoryUsage().rss / 1e6
 let maxMB = startMB
 let heapMB = 0
+let heapTotalMB = 0
+let externalMB = 0
 let arrayBuffersMB = 0
 const samples: Array<number> = []
 const sampler = setInterval(() => {
@@ -70,6 +74,8 @@ const sampler = setInterval(() => {
   if (usage.rss / 1e6 > maxMB) {
     maxMB = usage.rss / 1e6
     heapMB = usage.heapUsed / 1e6
+    heapTotalMB = usage.heapTotal / 1e6
+    externalMB = usage.external / 1e6
     arrayBuffersMB = usage.arrayBuffers / 1e6
   }
 }, 50)
@@ -83,6 +89,8 @@ const result: BigtableRssResult = {
   maxMB: Math.round(maxMB),
   startMB: Math.round(startMB),
   heapMB: Math.round(heapMB),
+  heapTotalMB: Math.round(heapTotalMB),
+  externalMB: Math.round(externalMB),
   arrayBuffersMB: Math.round(arrayBuffersMB),
   lateOverEarly: Number((median(samples.slice(-quarter)) / median(samples.slice(quarter, 2 * quarter))).toFixed(3)),
   recordsPerSecond: Math.round(records / seconds)
