@@ -1,6 +1,6 @@
 module effect-gcp-sinks/bench/peers
 
-go 1.26.8
+go 1.26.0
 
 require (
 	cloud.google.com/go/bigquery v1.86.2
