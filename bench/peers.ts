@@ -15,7 +15,12 @@
  *   records per pass (default 100,000), 1 SetCell each, `--batch` (100) entries per call, `--concurrency`
  *   (10) calls in flight, each pass into fresh tables dropped afterwards.
  *
- * Every method is timed in `--passes` passes (default 3) after one untimed warm-up; figures are medians.
+ * - the Node baselines of the other benchmarks, in the same passes (`--no-baselines` leaves them out): the
+ *   raw grpc-js append loop and the Node managedwriter `JSONWriter` (bigquery.bench.ts), the gapic
+ *   `mutateRows` loop (bigtable.bench.ts); each is compared with the Go peer of its path.
+ *
+ * Every method is timed in `--passes` passes (default 3) after one untimed warm-up, the first method of a
+ * pass rotating from pass to pass; figures are medians.
  * Next to throughput, the client's CPU per row: the CPU time of the process that ran the method (all its
  * threads) during the pass, over the rows: this process for our sinks (`process.cpuUsage`), the Go
  * program's own `getrusage` for Go (each Go pass is a fresh process that first runs its own warm-up pass).
@@ -25,7 +30,7 @@
  * receives, and `--verify-rows` rows (default 20,000) sent by each BigQuery method must give the same
  * digest.
  *
- *   npm run bench:peers [-- --passes 3 --rows 2000000 --records 100000 --only bigquery|bigtable]
+ *   npm run bench:peers [-- --passes 3 --rows 2000000 --records 100000 --only bigquery|bigtable --no-baselines]
  *
  * Prints a table and appends JSON lines to bench/results/peers.jsonl. Not part of `npm test` or CI: it
  * needs the Go toolchain (`go` on PATH, or $GO, or /usr/local/go/bin/go).
