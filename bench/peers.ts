@@ -422,6 +422,21 @@ const key = (i: number) => `row${String(i).padStart(9, "0")}`
 const bigtableSerializer = (i: number) =>
   RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
 
+/** One pass of the Bigtable sink into `tableId`, on a client built once (as a service holds one). */
+const bigtableSink = async (client: BigtableClient.BigtableClient["Service"], tableId: string) => {
+  const summary = await Effect.runPromise(
+    Stream.range(0, records - 1).pipe(
+      Stream.run(BigtableSink.make({
+        table: BigtableTable.makeUnsafe({ projectId, instanceId, tableId }),
+        serializer: bigtableSerializer,
+        writerOptions: { batchElementCount: batch, maxInFlightEntries: batch * concurrency }
+      })),
+      Effect.provideService(BigtableClient.BigtableClient, client)
+    )
+  )
+  if (summary.recordsWritten !== records) throw new Error(`sink wrote ${summary.recordsWritten} of ${records}`)
+}
+
 type RawBigtable = InstanceType<typeof v2.BigtableClient>
 
 const mutateRows = (client: RawBigtable, tableName: string, entries: Array<object>) =>
@@ -486,19 +501,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
       return tableId
     }
     const dropTable = (tableId: string) => admin.deleteTable({ name: `${parent}/tables/${tableId}` })
-    const sink = async (tableId: string) => {
-      const summary = await Effect.runPromise(
-        Stream.range(0, records - 1).pipe(
-          Stream.run(BigtableSink.make({
-            table: BigtableTable.makeUnsafe({ projectId, instanceId, tableId }),
-            serializer: bigtableSerializer,
-            writerOptions: { batchElementCount: batch, maxInFlightEntries: batch * concurrency }
-          })),
-          Effect.provideService(BigtableClient.BigtableClient, client)
-        )
-      )
-      if (summary.recordsWritten !== records) throw new Error(`sink wrote ${summary.recordsWritten} of ${records}`)
-    }
+    const sink = (tableId: string) => bigtableSink(client, tableId)
     const sinkPass = async () => {
       const tableId = await createTable()
       const p = await timeHere(records, () => sink(tableId))
