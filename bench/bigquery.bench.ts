@@ -81,7 +81,12 @@ const batchBytes = 512 * 1024
 const inProcessFake = async (scope: Scope.Scope): Promise<FakeProcess.FakeProcess> => {
   const Fake = await import("../test/support/fakeBigQueryWrite.ts")
   const fake = await Effect.runPromise(Fake.make({ fastAck: true }).pipe(Scope.provide(scope)))
-  return { ...fake, rowCount: () => Promise.resolve(fake.rowCount()), close: () => {} }
+  return {
+    ...fake,
+    rowCount: () => Promise.resolve(fake.rowCount()),
+    digest: () => Promise.reject(new Error("the record mode runs in its own process")),
+    close: () => {}
+  }
 }
 
 const makeRow = rowGenerator(7)

@@ -12,21 +12,24 @@
  *
  * Each pass runs both methods into fresh tables, in one process, raw first on even passes and sink first on
  * odd ones (cbtemulator slows down as it holds more cells), then drops both tables; medians are compared.
- * Then `--rss-records` records are streamed through the sink while RSS is sampled every second: the report
- * compares the median RSS of the last quarter of the run with that of the second quarter (after warm-up),
- * and prints V8's heap, external and array-buffer figures before and after the run (what RSS is made of).
+ * Then memory, measured as the BigQuery benchmark measures it (bench/bigqueryRss.ts): `--rss-records`
+ * records streamed through the sink in each of `--rss-runs` fresh processes (default 3) running the
+ * built package from compiled JavaScript (bench/bigtableRss.ts, each into a fresh table), RSS sampled
+ * every 50 ms; the report gives the run of median peak (and the highest), what the peak was made of, and
+ * the median RSS of the last quarter of the run over that of the second quarter (flat: 1.0). This process's
+ * arrays, the raw client and Node's TypeScript stripping then count for nothing.
  *
  *   node bench/bigtable.bench.ts [--records 100000] [--passes 3] [--batch 100] [--concurrency 10]
- *                                [--rss-records 2000000]
+ *                                [--rss-records 2000000] [--rss-runs 3]
  *
  * Prints a table and appends JSON lines to bench/results/bigtable.jsonl.
  */
 import { v2 } from "@google-cloud/bigtable"
 import * as grpc from "@grpc/grpc-js"
 import { Effect, Stream } from "effect"
+import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as v8 from "node:v8"
 import {
   BigtableClient,
   BigtableSink,
@@ -37,6 +40,7 @@ import {
 } from "../src/Bigtable/index.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
+import type { BigtableRssResult } from "./bigtableRss.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
@@ -49,6 +53,9 @@ const passes = argument("passes", 3)
 const batch = argument("batch", 100)
 const concurrency = argument("concurrency", 10)
 const rssRecords = argument("rss-records", 2_000_000)
+const rssRuns = argument("rss-runs", 3)
+const here = path.dirname(new URL(import.meta.url).pathname)
+const root = path.dirname(here)
 
 const projectId = "bench"
 const instanceId = "bench"
@@ -133,7 +140,47 @@ const createTable = (admin: RawAdmin, tableId: string) =>
     table: { columnFamilies: { cf: {} } }
   })
 
-const mb = (b: number) => (b / 1024 / 1024).toFixed(1)
+/** Builds the package and the RSS script (bench/tsconfig.rss.json) from compiled JavaScript, as bigquery.bench.ts does. */
+const buildRss = () => {
+  for (const project of ["tsconfig.build.json", path.join("bench", "tsconfig.rss.json")]) {
+    const built = spawnSync(process.execPath, [
+      path.join(root, "node_modules", "typescript", "bin", "tsc"),
+      "-p",
+      path.join(root, project)
+    ], { stdio: "inherit" })
+    if (built.status !== 0) throw new Error(`tsc -p ${project} failed`)
+  }
+}
+
+/** One fresh process streaming `rssRecords` records into `tableId` (bench/bigtableRss.ts). */
+const rssOnce = (emulatorHost: string, tableId: string) =>
+  new Promise<BigtableRssResult>((resolve, reject) => {
+    const proc = spawn(process.execPath, [
+      path.join(here, ".build", "bigtableRss.js"),
+      "--emulator",
+      emulatorHost,
+      "--project",
+      projectId,
+      "--instance",
+      instanceId,
+      "--table",
+      tableId,
+      "--rss-records",
+      String(rssRecords),
+      "--batch",
+      String(batch),
+      "--concurrency",
+      String(concurrency)
+    ])
+    let stdout = ""
+    let stderr = ""
+    proc.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
+    proc.stderr.on("data", (d: Buffer) => (stderr += d.toString()))
+    proc.on("close", (code) => {
+      if (code !== 0) return reject(new Error(`bigtableRss failed: ${stderr}`))
+      resolve(JSON.parse(stdout.trim().split("\n").at(-1)!) as BigtableRssResult)
+    })
+  })
 
 const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
 
@@ -187,29 +234,20 @@ const main = Effect.gen(function*() {
     )
   }
 
-  // RSS while streaming a long run.
-  const memory = () => {
-    const m = process.memoryUsage()
-    const old = v8.getHeapSpaceStatistics().find((space) => space.space_name === "old_space")
-    return `rss ${mb(m.rss)}, heap used ${mb(m.heapUsed)} of ${mb(m.heapTotal)} (old space ${
-      mb(old?.space_size ?? 0)
-    }), external ${mb(m.external)}, array buffers ${mb(m.arrayBuffers)} MiB`
+  // RSS in fresh processes running the built package, each into a fresh table
+  yield* Effect.sync(buildRss)
+  const rssResults: Array<BigtableRssResult> = []
+  for (let run = 0; run < rssRuns; run++) {
+    const tableId = `rss${run}`
+    yield* Effect.promise(() => createTable(admin, tableId))
+    const result = yield* Effect.promise(() => rssOnce(emulator.emulatorHost, tableId))
+    yield* Effect.promise(() => admin.deleteTable({ name: tableName(tableId) }))
+    console.log(`rss run ${run + 1}: ${JSON.stringify(result)}`)
+    rssResults.push(result)
   }
-  const memoryBefore = memory()
-  const rss: Array<number> = []
-  yield* Effect.promise(() => createTable(admin, "rss"))
-  const timer = setInterval(() => rss.push(process.memoryUsage().rss), 1000)
-  const rssStart = performance.now()
-  const rssSummary = yield* sinkStream(client, "rss", rssRecords)
-  const rssSeconds = (performance.now() - rssStart) / 1000
-  clearInterval(timer)
-  rss.push(process.memoryUsage().rss)
-  const memoryAfter = memory()
-  if (rssSummary.recordsWritten !== rssRecords) throw new Error("the RSS run lost records")
-  const quarter = Math.max(1, Math.floor(rss.length / 4))
-  const early = median(rss.slice(quarter, 2 * quarter))
-  const late = median(rss.slice(-quarter))
-  const peak = Math.max(...rss)
+  const rssSorted = rssResults.toSorted((a, b) => a.maxMB - b.maxMB)
+  const rss = rssSorted[Math.floor(rssSorted.length / 2)]!
+  const rssHighest = rssSorted.at(-1)!.maxMB
 
   const rawMedian = median(samples.raw)
   const sinkMedian = median(samples.sink)
@@ -230,12 +268,11 @@ const main = Effect.gen(function*() {
     )
   }
   console.log(
-    `rss: ${rssRecords} records in ${rssSeconds.toFixed(1)} s (${Math.round(rssRecords / rssSeconds)} records/s); ` +
-      `RSS second quarter ${mb(early)} MiB, last quarter ${mb(late)} MiB (x${(late / early).toFixed(2)}), peak ${
-        mb(peak)
-      } MiB`
+    `rss: ${rssRecords} records per fresh process, median of ${rssRuns}: peak ${rss.maxMB} MB (highest ${rssHighest}), ` +
+      `start ${rss.startMB} MB; at the peak heap ${rss.heapMB} MB used of ${rss.heapTotalMB} MB, external ${rss.externalMB} MB ` +
+      `(array buffers ${rss.arrayBuffersMB} MB); ` +
+      `last quarter / second quarter x${rss.lateOverEarly}, ${rss.recordsPerSecond} records/s`
   )
-  console.log(`memory before the RSS run: ${memoryBefore}\nmemory after the RSS run:  ${memoryAfter}`)
   const common = { date, node: process.version, records, passes, batch, concurrency }
   const lines = [
     {
@@ -258,13 +295,22 @@ const main = Effect.gen(function*() {
     },
     {
       bench: "bigtable",
-      metric: "rss.lastQuarterOverSecondQuarter",
-      value: Number((late / early).toFixed(3)),
-      unit: "ratio",
-      baseline: Math.round(early),
-      ratio: Number((late / early).toFixed(3)),
+      metric: "rss.maxMB",
+      value: rss.maxMB,
+      unit: "MB",
+      baseline: null,
+      ratio: null,
       rssRecords,
-      peakRssBytes: peak,
+      rssRuns,
+      rssHighestMB: rssHighest,
+      rssStartMB: rss.startMB,
+      rssHeapMB: rss.heapMB,
+      rssHeapTotalMB: rss.heapTotalMB,
+      rssExternalMB: rss.externalMB,
+      rssArrayBuffersMB: rss.arrayBuffersMB,
+      rssLastQuarterOverSecondQuarter: rss.lateOverEarly,
+      rssRecordsPerSecond: rss.recordsPerSecond,
+      freshProcess: true,
       ...common
     }
   ]

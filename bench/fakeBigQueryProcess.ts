@@ -5,9 +5,14 @@
  *
  * Run as a script (`--serve`), it starts the fake, sends its endpoints over the IPC channel and answers
  * `"rowCount"` messages; imported, {@link start} forks it and talks to it.
+ *
+ * With `--record` (`start(window, { record: true })`) it is not a fast-ack server: every request is
+ * parsed, the table `d.t` exists in its catalog, and it keeps a SHA-256 of every row it received, which
+ * `"digest"` returns (and forgets): bench/peers.ts checks with it that two clients sent the same rows.
  */
 import { Effect, Scope } from "effect"
 import { fork } from "node:child_process"
+import { createHash } from "node:crypto"
 import http2 from "node:http2"
 
 const windowAt = process.argv.indexOf("--flowWindow")
@@ -38,7 +43,18 @@ export interface FakeProcess {
   readonly restEndpoint: string
   /** Rows the fake acknowledged so far. */
   readonly rowCount: () => Promise<number>
+  /** Record mode: the rows received since the last call, as a digest; the fake then forgets them. */
+  readonly digest: () => Promise<RowDigest>
   readonly close: () => void
+}
+
+/** What a recording fake received: rows, a digest of their bytes in arrival order and one of them as a set. */
+export interface RowDigest {
+  readonly rows: number
+  readonly ordered: string
+  readonly unordered: string
+  /** The first row received, hex. */
+  readonly first: string
 }
 
 interface Endpoints {
@@ -48,15 +64,18 @@ interface Endpoints {
   readonly restEndpoint: string
 }
 
-type Reply = { readonly ready: Endpoints } | { readonly rowCount: number }
+type Reply = { readonly ready: Endpoints } | { readonly rowCount: number } | { readonly digest: RowDigest }
 
 /** Forks the fake and resolves once it listens. */
-export const start = (flowWindow = 0): Promise<FakeProcess> =>
+export const start = (flowWindow = 0, options: { readonly record?: boolean } = {}): Promise<FakeProcess> =>
   new Promise((resolve, reject) => {
-    const child = fork(new URL(import.meta.url).pathname, ["--serve", "--flowWindow", String(flowWindow)], {
-      stdio: ["ignore", "inherit", "inherit", "ipc"]
-    })
+    const child = fork(
+      new URL(import.meta.url).pathname,
+      ["--serve", "--flowWindow", String(flowWindow), ...(options.record === true ? ["--record"] : [])],
+      { stdio: ["ignore", "inherit", "inherit", "ipc"] }
+    )
     const waiting: Array<(n: number) => void> = []
+    const digests: Array<(d: RowDigest) => void> = []
     child.on("error", reject)
     child.on("exit", (code) => {
       if (code !== 0 && code !== null) reject(new Error(`the fake BigQuery process exited with ${code}`))
@@ -70,8 +89,15 @@ export const start = (flowWindow = 0): Promise<FakeProcess> =>
               waiting.push(answer)
               child.send("rowCount")
             }),
+          digest: () =>
+            new Promise<RowDigest>((answer) => {
+              digests.push(answer)
+              child.send("digest")
+            }),
           close: () => child.kill()
         })
+      } else if ("digest" in message) {
+        digests.shift()?.(message.digest)
       } else {
         waiting.shift()?.(message.rowCount)
       }
@@ -80,13 +106,41 @@ export const start = (flowWindow = 0): Promise<FakeProcess> =>
 
 const send = (reply: Reply) => process.send?.(reply)
 
+const digestOf = (hashes: Array<string>) => createHash("sha256").update(hashes.join("\n")).digest("hex")
+
 const serve = async () => {
   if (servedWindow > 0) widenFlowControl(servedWindow)
   const Fake = await import("../test/support/fakeBigQueryWrite.ts")
   const scope = Effect.runSync(Scope.make())
-  const fake = await Effect.runPromise(Fake.make({ fastAck: true }).pipe(Scope.provide(scope)))
+  const record = process.argv.includes("--record")
+  const hashes: Array<string> = []
+  let first = ""
+  const fake = await Effect.runPromise(
+    Fake.make(
+      record
+        ? {
+          answer: (context) => {
+            for (const row of context.rows) {
+              if (hashes.length === 0) first = Buffer.from(row).toString("hex")
+              hashes.push(createHash("sha256").update(row).digest("hex"))
+            }
+            return { _tag: "ok" }
+          }
+        }
+        : { fastAck: true }
+    ).pipe(Scope.provide(scope))
+  )
+  // GetWriteStream (the Go managedwriter calls it) answers for tables in the catalog only
+  if (record) fake.createTable(`${fake.projectId}.d.t`, [])
+  const digest = (): RowDigest => {
+    const result = { rows: hashes.length, ordered: digestOf(hashes), unordered: digestOf(hashes.toSorted()), first }
+    hashes.length = 0
+    first = ""
+    return result
+  }
   process.on("message", (message) => {
     if (message === "rowCount") send({ rowCount: fake.rowCount() })
+    else if (message === "digest") send({ digest: digest() })
   })
   // the parent went away: nothing is left to serve
   process.on("disconnect", () => process.exit(0))

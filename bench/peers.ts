@@ -1,0 +1,663 @@
+/**
+ * The sinks side by side with Google's Go clients (issue 15), in one run: `npm run bench:peers`.
+ *
+ * Builds the Go programs of bench/peers/ (`go build` into the git-ignored bench/peers/.build; the
+ * modules come from bench/peers/go.mod and go.sum, through the Go module proxy on the first build),
+ * then interleaves, pass after pass:
+ *
+ * - BigQuery, into the fake BigQueryWrite server in its own process with 1 MiB windows (the BigQuery
+ *   benchmark's setting, bench/fakeBigQueryProcess.ts): `sink.encode` (rows as objects through
+ *   `RowSerializer.fromSchema`) against `go.encode` (the managedwriter, `proto.Marshal` of a generated
+ *   struct per row), and `sink.bytes` (pre-encoded rows) against `go.bytes` (the managedwriter appending
+ *   the same byte slices); `--rows` rows per pass (default 2,000,000) repeating 16,384 distinct rows,
+ *   ~512 KiB appends, `--depth` (100) in flight, on the default stream;
+ * - Bigtable, into a private cbtemulator: the Bigtable sink against Go's `Table.ApplyBulk`, `--records`
+ *   records per pass (default 100,000), 1 SetCell each, `--batch` (100) entries per call, `--concurrency`
+ *   (10) calls in flight, each pass into fresh tables dropped afterwards.
+ *
+ * - the Node baselines of the other benchmarks, in the same passes (`--no-baselines` leaves them out): the
+ *   raw grpc-js append loop and the Node managedwriter `JSONWriter` (bigquery.bench.ts), the gapic
+ *   `mutateRows` loop (bigtable.bench.ts); each is compared with the Go peer of its path.
+ *
+ * Every method is timed in `--passes` passes (default 3) after one untimed warm-up, the first method of a
+ * pass rotating from pass to pass; figures are medians.
+ * Next to throughput, the client's CPU per row: the CPU time of the process that ran the method (all its
+ * threads) during the pass, over the rows: this process for our sinks (`process.cpuUsage`), the Go
+ * program's own `getrusage` for Go (each Go pass is a fresh process that first runs its own warm-up pass).
+ * On a loaded machine the wall-clock rate depends on what else runs; CPU per row much less.
+ *
+ * Before timing, the rows are checked byte for byte: a recording fake (`--record`) hashes every row it
+ * receives, and `--verify-rows` rows (default 20,000) sent by each BigQuery method must give the same
+ * digest.
+ *
+ *   npm run bench:peers [-- --passes 3 --rows 2000000 --records 100000 --only bigquery|bigtable --no-baselines]
+ *
+ * Prints a table and appends JSON lines to bench/results/peers.jsonl. Not part of `npm test` or CI: it
+ * needs the Go toolchain (`go` on PATH, or $GO, or /usr/local/go/bin/go).
+ */
+import { v2 } from "@google-cloud/bigtable"
+import * as grpc from "@grpc/grpc-js"
+import { Effect, Layer, type Scope, Stream } from "effect"
+import { spawn, spawnSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
+import * as BigQueryClient from "../src/BigQuery/BigQueryClient.ts"
+import * as BigQuerySink from "../src/BigQuery/BigQuerySink.ts"
+import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
+import * as TableDestination from "../src/BigQuery/TableDestination.ts"
+import * as WriteMethod from "../src/BigQuery/WriteMethod.ts"
+import {
+  BigtableClient,
+  BigtableSink,
+  Mutation,
+  RowMutationEntry,
+  TableDestination as BigtableTable,
+  WriteMethod as BigtableWriteMethod
+} from "../src/Bigtable/index.ts"
+import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
+import * as Connection from "../src/internal/bigquery/connection.ts"
+import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
+import { ensureInstalled } from "../test/support/emulatorInstall.ts"
+import { startBigtable } from "../test/support/emulators.ts"
+import * as FakeProcess from "./fakeBigQueryProcess.ts"
+import { Row, rowGenerator } from "./rows.ts"
+
+process.env.METADATA_SERVER_DETECTION ??= "none"
+
+const here = path.dirname(new URL(import.meta.url).pathname)
+const peersDir = path.join(here, "peers")
+const buildDir = path.join(peersDir, ".build")
+
+const argument = (name: string, fallback: number): number => {
+  const at = process.argv.indexOf(`--${name}`)
+  return at >= 0 ? Number(process.argv[at + 1]) : fallback
+}
+const rowCount = argument("rows", 2_000_000)
+const distinct = argument("distinct", 16_384)
+const passes = argument("passes", 3)
+const depth = argument("depth", 100)
+const flowWindow = argument("flowWindow", 1024 * 1024)
+const verifyRows = argument("verify-rows", 20_000)
+const records = argument("records", 100_000)
+const batch = argument("batch", 100)
+const concurrency = argument("concurrency", 10)
+const onlyAt = process.argv.indexOf("--only")
+const only = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined
+const batchBytes = 512 * 1024
+/** `--no-baselines`: leave out the Node baselines of the other benchmarks (raw grpc-js, JSONWriter, gapic mutateRows). */
+const baselines = !process.argv.includes("--no-baselines")
+
+v8.setFlagsFromString("--expose-gc")
+const collect = vm.runInNewContext("gc") as () => void
+const median = (xs: ReadonlyArray<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+/** One timed pass of one method: the rows, the wall time, the CPU time of the process that ran it. */
+interface Pass {
+  readonly items: number
+  readonly seconds: number
+  readonly cpuSeconds: number
+}
+
+const goBinary = (): string => {
+  if (process.env["GO"] !== undefined) return process.env["GO"]
+  const found = spawnSync("go", ["version"])
+  return found.status === 0 ? "go" : "/usr/local/go/bin/go"
+}
+
+const buildGo = () => {
+  const go = goBinary()
+  for (const program of ["bigquery", "bigtable"]) {
+    const built = spawnSync(go, ["build", "-o", path.join(buildDir, program), `./cmd/${program}`], {
+      cwd: peersDir,
+      stdio: "inherit"
+    })
+    if (built.status !== 0) throw new Error(`go build ./cmd/${program} failed (is the Go toolchain installed?)`)
+  }
+}
+
+/** Runs a Go program to the end; its JSON lines are its passes (bench/peers/measure). */
+const runGo = (program: string, args: ReadonlyArray<string>): Promise<Array<Pass & { requests: number }>> =>
+  new Promise((resolve, reject) => {
+    const child = spawn(path.join(buildDir, program), args, { stdio: ["ignore", "pipe", "inherit"] })
+    let stdout = ""
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()))
+    child.on("error", reject)
+    child.on("close", (code) => {
+      if (code !== 0) return reject(new Error(`${program} ${args.join(" ")} exited with ${code}`))
+      resolve(stdout.trim().split("\n").map((line) => JSON.parse(line) as Pass & { requests: number }))
+    })
+  })
+
+/** Times a method run in this process: wall time and this process's CPU time (all threads). */
+const timeHere = async (items: number, method: () => Promise<void>): Promise<Pass> => {
+  collect()
+  const cpu = process.cpuUsage()
+  const start = performance.now()
+  await method()
+  const seconds = (performance.now() - start) / 1000
+  const used = process.cpuUsage(cpu)
+  return { items, seconds, cpuSeconds: (used.user + used.system) / 1e6 }
+}
+
+const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Promise<A> => Effect.runPromise(Effect.scoped(effect))
+
+// the generator is stateful: the distinct rows are made once, for our methods and the Go programs alike
+const makeRow = rowGenerator(7)
+const distinctRows = Array.from({ length: distinct }, (_, i) => makeRow(i))
+
+/** The BigQuery methods against one fake; `n` rows per call. */
+const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) => {
+  const serializer = await Effect.runPromise(RowSerializer.fromSchema(Row))
+  const table = await Effect.runPromise(
+    TableDestination.make({ projectId: fake.projectId, datasetId: "d", tableId: "t" })
+  )
+  const distinctEncoded = distinctRows.map((r) => {
+    const bytes = serializer.serialize(r, table)
+    if (!(bytes instanceof Uint8Array)) throw new Error("unencodable benchmark row")
+    return bytes
+  })
+  const layer = Layer.fresh(BigQueryClient.layer({
+    projectId: fake.projectId,
+    emulator: { grpc: fake.grpcEndpoint, rest: fake.restEndpoint }
+  }))
+  const writeMethod = WriteMethod.atLeastOnce({ maxInFlightRequests: depth, maxAppendRequestBytes: batchBytes })
+  const bytesSerializer = {
+    tableSchema: serializer.tableSchema,
+    descriptor: () => RowSerializer.descriptorOf(serializer, table),
+    serialize: (bytes: Uint8Array) => bytes
+  }
+  const rowsOf = (n: number) => Array.from({ length: n }, (_, i) => distinctRows[i % distinct]!)
+  const encodedOf = (n: number) => Array.from({ length: n }, (_, i) => distinctEncoded[i % distinct]!)
+  /** The rows cut into appends by bytes, as the sink cuts them. */
+  const batchesOf = (n: number) => {
+    const batches: Array<Array<Uint8Array>> = [[]]
+    let frame = 0
+    for (const r of encodedOf(n)) {
+      const f = AppendRequest.rowFrameLength(r.length)
+      if (frame + f > batchBytes && batches.at(-1)!.length > 0) {
+        batches.push([])
+        frame = 0
+      }
+      batches.at(-1)!.push(r)
+      frame += f
+    }
+    return batches
+  }
+  const go = (mode: string, n: number, warmup: number) =>
+    runGo("bigquery", [
+      "--target",
+      fake.grpcTarget,
+      "--project",
+      fake.projectId,
+      "--rows-file",
+      rowsFile,
+      "--mode",
+      mode,
+      "--rows",
+      String(n),
+      "--depth",
+      String(depth),
+      "--batch-bytes",
+      String(batchBytes),
+      "--warmup",
+      String(warmup),
+      "--passes",
+      "1"
+    ])
+  return {
+    sinkEncode: (n: number) => {
+      const rows = rowsOf(n)
+      return () =>
+        run(
+          Stream.fromIterable(rows).pipe(
+            Stream.rechunk(4096),
+            Stream.run(BigQuerySink.make({ table, writeMethod, serializer })),
+            Effect.provide(layer),
+            Effect.asVoid
+          )
+        )
+    },
+    /** bigquery.bench.ts's `raw` baseline: the sink's batches, pre-encoded, written by hand on a grpc-js call. */
+    raw: (n: number) => {
+      const descriptor = encodeDescriptor(RowSerializer.descriptorOf(serializer, table))
+      const batches = batchesOf(n)
+      return () =>
+        new Promise<void>((resolve, reject) => {
+          const client = new grpc.Client(fake.grpcTarget, grpc.credentials.createInsecure(), {
+            "grpc.max_send_message_length": -1
+          })
+          const metadata = new grpc.Metadata()
+          metadata.set("x-goog-request-params", Connection.routingParams("write_stream", table.defaultStream))
+          const call = client.makeBidiStreamRequest<Uint8Array, Buffer>(
+            "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows",
+            (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+            (b) => b,
+            metadata
+          )
+          const name = AppendRequest.utf8(table.defaultStream)
+          const first = { writeStream: name, descriptor, traceId: AppendRequest.traceId }
+          const later = { writeStream: name }
+          let sent = 0
+          let acked = 0
+          let inflight = 0
+          const pump = () => {
+            while (inflight < depth && sent < batches.length) {
+              call.write(AppendRequest.encode(sent === 0 ? first : later, batches[sent]!))
+              sent++
+              inflight++
+            }
+          }
+          call.on("data", () => {
+            acked++
+            inflight--
+            if (acked === batches.length) {
+              call.end()
+              client.close()
+              resolve()
+            } else pump()
+          })
+          call.on("error", reject)
+          pump()
+        })
+    },
+    /** bigquery.bench.ts's `jsonWriter` baseline: the Node managedwriter's JSONWriter, appends of ~4,890 rows. */
+    jsonWriter: (n: number) => {
+      const rows = rowsOf(n)
+      const rowsPerBatch = Math.ceil(n / batchesOf(n).length)
+      return async () => {
+        const { adapt, managedwriter } = await import("@google-cloud/bigquery-storage")
+        const writer = new managedwriter.WriterClient({
+          projectId: fake.projectId,
+          apiEndpoint: fake.grpcTarget.split(":")[0]!,
+          port: Number(fake.grpcTarget.split(":")[1]),
+          sslCreds: grpc.credentials.createInsecure(),
+          universeDomain: "googleapis.com"
+        })
+        const connection = await writer.createStreamConnection({
+          streamId: managedwriter.DefaultStream,
+          destinationTable: table.tablePath
+        })
+        connection.onConnectionError(() => {})
+        const protoDescriptor = adapt.convertStorageSchemaToProto2Descriptor(
+          adapt.convertBigQuerySchemaToStorageTableSchema({
+            fields: [
+              { name: "user", type: "STRING", mode: "REQUIRED" },
+              { name: "country", type: "STRING", mode: "REQUIRED" },
+              { name: "url", type: "STRING", mode: "REQUIRED" },
+              { name: "seq", type: "INTEGER", mode: "REQUIRED" },
+              { name: "amount", type: "INTEGER", mode: "REQUIRED" },
+              { name: "ts", type: "TIMESTAMP", mode: "REQUIRED" },
+              { name: "lat", type: "FLOAT", mode: "REQUIRED" },
+              { name: "lon", type: "FLOAT", mode: "REQUIRED" },
+              { name: "active", type: "BOOLEAN", mode: "REQUIRED" },
+              { name: "premium", type: "BOOLEAN", mode: "REQUIRED" }
+            ]
+          }),
+          "root"
+        )
+        const json = new managedwriter.JSONWriter({ connection, protoDescriptor })
+        const pending: Array<Promise<unknown>> = []
+        for (let i = 0; i < n; i += rowsPerBatch) {
+          pending.push(json.appendRows(rows.slice(i, i + rowsPerBatch)).getResult())
+          // oxlint-disable-next-line no-await-in-loop
+          if (pending.length >= depth) await pending.shift()
+        }
+        await Promise.all(pending)
+        connection.close()
+        writer.close()
+      }
+    },
+    sinkBytes: (n: number) => {
+      const encoded = encodedOf(n)
+      return () =>
+        run(
+          Stream.fromIterable(encoded).pipe(
+            Stream.rechunk(4096),
+            Stream.run(BigQuerySink.make({ table, writeMethod, serializer: bytesSerializer })),
+            Effect.provide(layer),
+            Effect.asVoid
+          )
+        )
+    },
+    go
+  }
+}
+
+/** Byte equality: every BigQuery method sends `verifyRows` rows to a recording fake; the digests must agree. */
+const verify = async (rowsFile: string) => {
+  const fake = await FakeProcess.start(flowWindow, { record: true })
+  try {
+    const methods = await bigQueryMethods(fake, rowsFile)
+    const digests: Record<string, FakeProcess.RowDigest> = {}
+    await methods.sinkEncode(verifyRows)()
+    digests["sink.encode"] = await fake.digest()
+    await methods.go("encode", verifyRows, 0)
+    digests["go.encode"] = await fake.digest()
+    await methods.sinkBytes(verifyRows)()
+    digests["sink.bytes"] = await fake.digest()
+    await methods.go("bytes", verifyRows, 0)
+    digests["go.bytes"] = await fake.digest()
+    const reference = digests["sink.encode"]
+    for (const [name, d] of Object.entries(digests)) {
+      console.log(
+        `verify ${name.padEnd(11)} ${d.rows} rows, set digest ${d.unordered.slice(0, 16)}, in order ${
+          d.ordered.slice(0, 16)
+        }`
+      )
+      if (d.rows !== verifyRows || d.unordered !== reference.unordered || d.first !== reference.first) {
+        throw new Error(
+          `${name} sent other rows than sink.encode (${JSON.stringify(d)} vs ${JSON.stringify(reference)})`
+        )
+      }
+    }
+    return {
+      rows: verifyRows,
+      digest: reference.unordered,
+      sameOrder: Object.values(digests).every((d) => d.ordered === reference.ordered)
+    }
+  } finally {
+    fake.close()
+  }
+}
+
+const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) => {
+  const fake = await FakeProcess.start(flowWindow)
+  try {
+    const methods = await bigQueryMethods(fake, rowsFile)
+    const sinkEncode = methods.sinkEncode(rowCount)
+    const sinkBytes = methods.sinkBytes(rowCount)
+    const counted = async (name: string, pass: () => Promise<Pass>) => {
+      const before = await fake.rowCount()
+      const p = await pass()
+      const acknowledged = (await fake.rowCount()) - before
+      if (acknowledged < rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
+      return p
+    }
+    const goPass = (mode: string) => async () => (await methods.go(mode, rowCount, 1))[0]!
+    const order: Array<[string, () => Promise<Pass>]> = [
+      ["bigquery.sink.encode", () => timeHere(rowCount, sinkEncode)],
+      ["bigquery.go.encode", goPass("encode")],
+      ["bigquery.sink.bytes", () => timeHere(rowCount, sinkBytes)],
+      ["bigquery.go.bytes", goPass("bytes")]
+    ]
+    // the warm-up of our methods (JIT); each Go pass warms itself up in its own process
+    await sinkEncode()
+    await sinkBytes()
+    if (baselines) {
+      const raw = methods.raw(rowCount)
+      const jsonWriter = methods.jsonWriter(rowCount)
+      await raw()
+      await jsonWriter()
+      order.push(["bigquery.node.raw", () => timeHere(rowCount, raw)], [
+        "bigquery.node.jsonWriter",
+        () => timeHere(rowCount, jsonWriter)
+      ])
+    }
+    for (let pass = 0; pass < passes; pass++) {
+      // who goes first rotates: a loaded machine's slow spell should not always hit the same method
+      for (let k = 0; k < order.length; k++) {
+        const [name, method] = order[(k + pass) % order.length]!
+        // oxlint-disable-next-line no-await-in-loop
+        const p = await counted(name, method)
+        ;(samples[name] ??= []).push(p)
+        console.log(
+          `pass ${pass + 1} ${name.padEnd(22)} ${
+            Math.round(p.items / p.seconds).toLocaleString("en").padStart(11)
+          } rows/s, ${(p.cpuSeconds / p.items * 1e9).toFixed(0)} ns CPU/row`
+        )
+      }
+    }
+  } finally {
+    fake.close()
+  }
+}
+
+const projectId = "bench"
+const instanceId = "bench"
+const value = "x".repeat(100)
+const key = (i: number) => `row${String(i).padStart(9, "0")}`
+
+const bigtableSerializer = (i: number) =>
+  RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
+
+/** One pass of the Bigtable sink into `tableId`, on a client built once (as a service holds one). */
+const bigtableSink = async (client: BigtableClient.BigtableClient["Service"], tableId: string) => {
+  const summary = await Effect.runPromise(
+    Stream.range(0, records - 1).pipe(
+      Stream.run(BigtableSink.make({
+        table: BigtableTable.makeUnsafe({ projectId, instanceId, tableId }),
+        serializer: bigtableSerializer,
+        writeMethod: BigtableWriteMethod.atLeastOnce({
+          batchElementCount: batch,
+          maxInFlightEntries: batch * concurrency
+        })
+      })),
+      Effect.provideService(BigtableClient.BigtableClient, client)
+    )
+  )
+  if (summary.recordsWritten !== records) throw new Error(`sink wrote ${summary.recordsWritten} of ${records}`)
+}
+
+type RawBigtable = InstanceType<typeof v2.BigtableClient>
+
+const mutateRows = (client: RawBigtable, tableName: string, entries: Array<object>) =>
+  new Promise<void>((resolve, reject) => {
+    const stream = client.mutateRows({ tableName, entries }, {
+      retryRequestOptions: { retries: 0, noResponseRetries: 0 }
+    })
+    stream.on("data", (response: { entries: Array<{ status?: { code?: number } }> }) => {
+      const failed = response.entries.find((e) => (e.status?.code ?? 0) !== 0)
+      if (failed !== undefined) reject(new Error(`entry failed with ${failed.status?.code}`))
+    })
+    stream.on("error", reject)
+    stream.on("end", () => resolve())
+  })
+
+/** `concurrency` workers, each with one call of `batch` entries in flight. */
+const mutateRowsLoop = async (client: RawBigtable, tableName: string): Promise<void> => {
+  let next = 0
+  const worker = async () => {
+    while (next < records) {
+      const from = next
+      next = Math.min(records, next + batch)
+      const entries: Array<object> = []
+      for (let i = from; i < next; i++) {
+        entries.push({
+          rowKey: Buffer.from(key(i)),
+          mutations: [{
+            setCell: {
+              familyName: "cf",
+              columnQualifier: Buffer.from("v"),
+              timestampMicros: 1_000_000,
+              value: Buffer.from(value)
+            }
+          }]
+        })
+      }
+      // oxlint-disable-next-line eslint/no-await-in-loop
+      await mutateRows(client, tableName, entries)
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+}
+
+const bigtable = (samples: Record<string, Array<Pass>>) =>
+  Effect.gen(function*() {
+    const manifest = yield* ensureInstalled
+    const emulator = yield* startBigtable(manifest)
+    const admin = new v2.BigtableTableAdminClient({
+      servicePath: emulator.host,
+      port: emulator.port,
+      sslCreds: grpc.credentials.createInsecure(),
+      projectId,
+      universeDomain: "googleapis.com"
+    })
+    yield* Effect.addFinalizer(() => Effect.promise(() => admin.close()))
+    const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
+    const parent = `projects/${projectId}/instances/${instanceId}`
+    let tables = 0
+    const createTable = async () => {
+      const tableId = `t${tables++}`
+      await admin.createTable({ parent, tableId, table: { columnFamilies: { cf: {} } } })
+      return tableId
+    }
+    const dropTable = (tableId: string) => admin.deleteTable({ name: `${parent}/tables/${tableId}` })
+    const sink = (tableId: string) => bigtableSink(client, tableId)
+    const sinkPass = async () => {
+      const tableId = await createTable()
+      const p = await timeHere(records, () => sink(tableId))
+      await dropTable(tableId)
+      return p
+    }
+    const goPass = async () => {
+      const warm = await createTable()
+      const tableId = await createTable()
+      const [p] = await runGo("bigtable", [
+        "--emulator",
+        emulator.emulatorHost,
+        "--project",
+        projectId,
+        "--instance",
+        instanceId,
+        "--table",
+        tableId,
+        "--warmup-table",
+        warm,
+        "--records",
+        String(records),
+        "--batch",
+        String(batch),
+        "--concurrency",
+        String(concurrency)
+      ])
+      await dropTable(warm)
+      await dropTable(tableId)
+      return p!
+    }
+    // warm-up of the sink (JIT)
+    const warm = yield* Effect.promise(createTable)
+    yield* Effect.promise(() => sink(warm))
+    yield* Effect.promise(() => dropTable(warm))
+    const order: Array<[string, () => Promise<Pass>]> = [["bigtable.sink", sinkPass], ["bigtable.go.applyBulk", goPass]]
+    if (baselines) {
+      // bigtable.bench.ts's `raw` baseline: the official client's gapic mutateRows, the same batches and depth
+      const raw = new v2.BigtableClient({
+        servicePath: emulator.host,
+        port: emulator.port,
+        sslCreds: grpc.credentials.createInsecure(),
+        projectId,
+        universeDomain: "googleapis.com"
+      })
+      yield* Effect.addFinalizer(() => Effect.promise(() => raw.close()))
+      const rawPass = async () => {
+        const tableId = await createTable()
+        const p = await timeHere(records, () => mutateRowsLoop(raw, `${parent}/tables/${tableId}`))
+        await dropTable(tableId)
+        return p
+      }
+      yield* Effect.promise(rawPass)
+      order.push(["bigtable.node.mutateRows", rawPass])
+    }
+    for (let pass = 0; pass < passes; pass++) {
+      for (let k = 0; k < order.length; k++) {
+        const [name, method] = order[(k + pass) % order.length]!
+        const p = yield* Effect.promise(method)
+        ;(samples[name] ??= []).push(p)
+        console.log(
+          `pass ${pass + 1} ${name.padEnd(22)} ${
+            Math.round(p.items / p.seconds).toLocaleString("en").padStart(11)
+          } records/s, ${(p.cpuSeconds / p.items * 1e9).toFixed(0)} ns CPU/record`
+        )
+      }
+    }
+  })
+
+const main = async () => {
+  buildGo()
+  fs.mkdirSync(buildDir, { recursive: true })
+  const rowsFile = path.join(buildDir, "rows.json")
+  // the distinct rows for the Go program: the same values, TIMESTAMP as microseconds (what the encoder writes)
+  fs.writeFileSync(
+    rowsFile,
+    JSON.stringify(distinctRows.map((r) => Object.assign({}, r, { ts: undefined, tsMicros: r.ts.getTime() * 1000 })))
+  )
+  const samples: Record<string, Array<Pass>> = {}
+  let verified: Awaited<ReturnType<typeof verify>> | undefined
+  if (only === undefined || only === "bigquery") {
+    verified = await verify(rowsFile)
+    await bigQuery(rowsFile, samples)
+  }
+  if (only === undefined || only === "bigtable") {
+    await Effect.runPromise(Effect.scoped(bigtable(samples)))
+  }
+
+  const date = new Date().toISOString()
+  const figure = (name: string) => {
+    const xs = samples[name]
+    if (xs === undefined) return undefined
+    return {
+      rate: median(xs.map((p) => p.items / p.seconds)),
+      cpuNs: median(xs.map((p) => p.cpuSeconds / p.items * 1e9)),
+      cores: median(xs.map((p) => p.cpuSeconds / p.seconds))
+    }
+  }
+  /** Each method and the Go peer it is compared with. */
+  const peerOf: Record<string, string> = {
+    "bigquery.sink.encode": "bigquery.go.encode",
+    "bigquery.node.jsonWriter": "bigquery.go.encode",
+    "bigquery.go.encode": "bigquery.go.encode",
+    "bigquery.sink.bytes": "bigquery.go.bytes",
+    "bigquery.node.raw": "bigquery.go.bytes",
+    "bigquery.go.bytes": "bigquery.go.bytes",
+    "bigtable.sink": "bigtable.go.applyBulk",
+    "bigtable.node.mutateRows": "bigtable.go.applyBulk",
+    "bigtable.go.applyBulk": "bigtable.go.applyBulk"
+  }
+  const lines: Array<Record<string, unknown>> = []
+  console.log(
+    `\npeers: ${passes} passes, medians; node ${process.version}; load average ${
+      os.loadavg().map((x) => x.toFixed(1)).join(" ")
+    }`
+  )
+  console.log(
+    "method                        items/s   CPU/item   cores busy   vs Go (items/s)   vs Go (CPU/item: Go's / ours)"
+  )
+  for (const [name, go] of Object.entries(peerOf)) {
+    const a = figure(name)
+    const b = figure(go)
+    if (a === undefined || b === undefined) continue
+    console.log(
+      `${name.padEnd(26)} ${Math.round(a.rate).toLocaleString("en").padStart(10)} ${
+        a.cpuNs.toFixed(0).padStart(7)
+      } ns ${a.cores.toFixed(2).padStart(10)} ${(a.rate / b.rate).toFixed(2).padStart(16)}x ${
+        (b.cpuNs / a.cpuNs).toFixed(2).padStart(16)
+      }x`
+    )
+    lines.push({
+      bench: "peers",
+      metric: `${name}.perSecond.median`,
+      value: Math.round(a.rate),
+      unit: name.startsWith("bigtable") ? "records/s" : "rows/s",
+      baseline: Math.round(b.rate),
+      ratio: Number((a.rate / b.rate).toFixed(3)),
+      peer: go,
+      cpuNsPerItem: Math.round(a.cpuNs),
+      cpuRatio: Number((b.cpuNs / a.cpuNs).toFixed(3)),
+      coresBusy: Number(a.cores.toFixed(2)),
+      passes,
+      ...(name.startsWith("bigtable")
+        ? { records, batch, concurrency }
+        : { rows: rowCount, depth, distinct, flowWindow, verified }),
+      date,
+      node: process.version
+    })
+  }
+  const results = path.join(here, "results")
+  fs.mkdirSync(results, { recursive: true })
+  fs.appendFileSync(path.join(results, "peers.jsonl"), `${lines.map((l) => JSON.stringify(l)).join("\n")}\n`)
+}
+
+await main()

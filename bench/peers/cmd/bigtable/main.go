@@ -1,0 +1,99 @@
+// Command bigtable is the Go peer of the Bigtable sink benchmark: cloud.google.com/go/bigtable's
+// Table.ApplyBulk into the cbtemulator that bench/peers.ts started, on loopback (BIGTABLE_EMULATOR_HOST:
+// an insecure connection, no credentials, no client-side metrics), 1 SetCell per record (family cf,
+// qualifier v, timestamp 1,000,000 µs, a 100-byte value, keys row000000000...), --batch entries per
+// call, --concurrency calls in flight. The tables are created (and dropped) by bench/peers.ts: the
+// warm-up pass writes to --warmup-table, the timed pass to --table. Each pass prints a JSON line.
+//
+//	bigtable --emulator 127.0.0.1:PORT --project P --instance I --table T --warmup-table W [--records 100000]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"cloud.google.com/go/bigtable"
+	"effect-gcp-sinks/bench/peers/measure"
+)
+
+func main() {
+	emulator := flag.String("emulator", "", "host:port of cbtemulator (loopback)")
+	project := flag.String("project", "bench", "project id")
+	instance := flag.String("instance", "bench", "instance id")
+	table := flag.String("table", "", "the timed pass's table")
+	warmupTable := flag.String("warmup-table", "", "the warm-up pass's table (none: no warm-up)")
+	records := flag.Int("records", 100_000, "records per pass")
+	batch := flag.Int("batch", 100, "entries per MutateRows call")
+	concurrency := flag.Int("concurrency", 10, "calls in flight")
+	flag.Parse()
+	measure.Guard()
+	check(os.Setenv("BIGTABLE_EMULATOR_HOST", *emulator))
+
+	ctx := context.Background()
+	client, err := bigtable.NewClientWithConfig(ctx, *project, *instance, bigtable.ClientConfig{
+		MetricsProvider: bigtable.NoopMetricsProvider{},
+		DisableSession:  true,
+	})
+	check(err)
+	defer client.Close()
+	value := []byte(strings.Repeat("x", 100))
+
+	pass := func(tableID string) func() int {
+		return func() int {
+			t := client.Open(tableID)
+			var mu sync.Mutex
+			next := 0
+			calls := 0
+			var wg sync.WaitGroup
+			for w := 0; w < *concurrency; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for {
+						mu.Lock()
+						from := next
+						next = min(*records, next+*batch)
+						to := next
+						if from < to {
+							calls++
+						}
+						mu.Unlock()
+						if from >= to {
+							return
+						}
+						keys := make([]string, 0, to-from)
+						muts := make([]*bigtable.Mutation, 0, to-from)
+						for i := from; i < to; i++ {
+							m := bigtable.NewMutation()
+							m.Set("cf", "v", bigtable.Timestamp(1_000_000), value)
+							keys = append(keys, fmt.Sprintf("row%09d", i))
+							muts = append(muts, m)
+						}
+						errs, err := t.ApplyBulk(ctx, keys, muts)
+						check(err)
+						for _, e := range errs {
+							check(e)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			return calls
+		}
+	}
+	if *warmupTable != "" {
+		pass(*warmupTable)()
+	}
+	measure.Print(measure.Time("go.bigtable.applyBulk", *records, pass(*table)))
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
