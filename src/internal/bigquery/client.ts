@@ -5,14 +5,17 @@
  *
  * @internal
  */
-import type { BigQuery } from "@google-cloud/bigquery"
 import type * as grpc from "@grpc/grpc-js"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import type { BigQueryClientConfig, BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
+import type {
+  BigQueryClientConfig,
+  BigQueryClientService,
+  fromClients as publicFromClients
+} from "../../BigQuery/BigQueryClient.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import type { Endpoint } from "../emulatorEndpoint.ts"
 import * as O from "../optionSchema.ts"
@@ -113,12 +116,9 @@ const Clients = Schema.Struct({
 })
 
 /** `BigQueryClient.fromClients`: the caller's clients, checked. @internal */
-export const fromClients = (clients: {
-  readonly projectId: string
-  readonly location?: string | undefined
-  readonly write: grpc.Client
-  readonly rest: BigQuery
-}): Effect.Effect<BigQueryClientService, SinkConfigError> =>
+export const fromClients = (
+  clients: Parameters<typeof publicFromClients>[0]
+): Effect.Effect<BigQueryClientService, SinkConfigError> =>
   Effect.map(O.decode(Clients)(clients), ({ location, projectId }) => ({
     projectId,
     location,
