@@ -51,20 +51,21 @@ export interface Settings {
 }
 
 /** Decodes the settings; a key file with an emulator is rejected. @internal */
-export const settings = (config: BigQueryClientConfig): Effect.Effect<Settings, SinkConfigError> =>
-  Effect.gen(function*() {
-    const c = yield* O.decode(Config)(config)
-    if (c.emulator !== undefined && c.serviceAccountKeyFile !== undefined) {
-      return yield* O.fail("serviceAccountKeyFile", "cannot be combined with emulator: emulators take no credentials")
-    }
-    return {
-      projectId: c.projectId,
-      location: c.location,
-      keyFile: c.serviceAccountKeyFile,
-      emulator: c.emulator,
-      streamsPerChannel: c.appendStreamsPerChannel
-    }
-  })
+export const settings: (
+  config: BigQueryClientConfig
+) => Effect.Effect<Settings, SinkConfigError> = Effect.fnUntraced(function*(config: BigQueryClientConfig) {
+  const c = yield* O.decode(Config)(config)
+  if (c.emulator !== undefined && c.serviceAccountKeyFile !== undefined) {
+    return yield* O.fail("serviceAccountKeyFile", "cannot be combined with emulator: emulators take no credentials")
+  }
+  return {
+    projectId: c.projectId,
+    location: c.location,
+    keyFile: c.serviceAccountKeyFile,
+    emulator: c.emulator,
+    streamsPerChannel: c.appendStreamsPerChannel
+  }
+})
 
 /** Registers the stream budget of `write`; the channels it opens are closed with the scope. */
 const appendChannels = (write: grpc.Client, open: () => grpc.Client, streamsPerChannel: number) =>
