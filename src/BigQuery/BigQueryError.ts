@@ -9,6 +9,14 @@ import * as Schema from "effect/Schema"
  * A transient failure (`UNAVAILABLE`, `ABORTED`, a dropped connection, ...) that was retried until
  * the budget ran out; `cause` is the last failure and `code` its gRPC status name.
  *
+ * **Example** (Handling this reason)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigQueryError } from "effect-gcp-sinks/BigQuery"
+ * declare const write: Effect.Effect<void, BigQueryError.BigQueryError>
+ * write.pipe(Effect.catchReason("BigQueryError", "RetriesExhausted", (r) => Effect.logWarning(`${r.code} after ${r.attempts} attempts`)))
+ * ```
+ *
  * @category errors
  * @since 0.1.0
  */
@@ -34,6 +42,14 @@ export class RetriesExhausted extends Schema.TaggedError<RetriesExhausted>()("Re
  * The service rejected a request for good: request-level `INVALID_ARGUMENT`, a storage error
  * without a repair, row errors that match no row of the batch, an error without a status.
  *
+ * **Example** (Handling this reason)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigQueryError } from "effect-gcp-sinks/BigQuery"
+ * declare const write: Effect.Effect<void, BigQueryError.BigQueryError>
+ * write.pipe(Effect.catchReason("BigQueryError", "RequestRejected", (r) => Effect.logError(`${r.method}: ${r.detail}`)))
+ * ```
+ *
  * @category errors
  * @since 0.1.0
  */
@@ -58,6 +74,14 @@ export class RequestRejected extends Schema.TaggedError<RequestRejected>()("Requ
  * The destination table does not exist (or the service masked it as `PERMISSION_DENIED`) and the
  * create disposition is `CREATE_NEVER`.
  *
+ * **Example** (Handling this reason)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigQueryError } from "effect-gcp-sinks/BigQuery"
+ * declare const write: Effect.Effect<void, BigQueryError.BigQueryError>
+ * write.pipe(Effect.catchReason("BigQueryError", "TableNotFound", (r) => Effect.logError(`create ${r.destination} first`)))
+ * ```
+ *
  * @category errors
  * @since 0.1.0
  */
@@ -81,6 +105,14 @@ export class TableNotFound extends Schema.TaggedError<TableNotFound>()("TableNot
  * Rows carry fields the table lacks (`SCHEMA_MISMATCH_EXTRA_FIELDS`) and connector-driven schema
  * updates are off, or the table kept refusing them past the schema-wait budget.
  *
+ * **Example** (Handling this reason)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigQueryError } from "effect-gcp-sinks/BigQuery"
+ * declare const write: Effect.Effect<void, BigQueryError.BigQueryError>
+ * write.pipe(Effect.catchReason("BigQueryError", "SchemaMismatch", (r) => Effect.logError(`${r.destination}: ${r.detail}`)))
+ * ```
+ *
  * @category errors
  * @since 0.1.0
  */
@@ -103,6 +135,14 @@ export class SchemaMismatch extends Schema.TaggedError<SchemaMismatch>()("Schema
  * A table could not be created or its schema updated: the union was refused (a type change, a
  * REPEATED change, a new field without `allowNewFields`), the etag race was lost too often, or the
  * REST call failed terminally. `status` is the HTTP status when there was one (0 otherwise).
+ *
+ * **Example** (Handling this reason)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigQueryError } from "effect-gcp-sinks/BigQuery"
+ * declare const write: Effect.Effect<void, BigQueryError.BigQueryError>
+ * write.pipe(Effect.catchReason("BigQueryError", "TableAdminFailed", (r) => Effect.logError(`${r.method} ${r.status}`)))
+ * ```
  *
  * @category errors
  * @since 0.1.0

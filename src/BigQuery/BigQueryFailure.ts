@@ -128,6 +128,14 @@ export const isFailedRow = (u: unknown): u is FailedRow =>
 /**
  * Tells whether a failed element is an {@link UnroutableRecord}.
  *
+ * **Example** (Counting unroutable records)
+ * ```ts
+ * import { BigQueryFailure } from "effect-gcp-sinks/BigQuery"
+ * import type { FailedElement } from "effect-gcp-sinks/Sink"
+ * declare const failures: ReadonlyArray<FailedElement>
+ * const unroutable = failures.filter(BigQueryFailure.isUnroutableRecord).length
+ * ```
+ *
  * @category guards
  * @since 0.1.0
  */

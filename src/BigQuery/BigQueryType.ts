@@ -18,6 +18,13 @@ export type BigQueryType = ScalarType | "RECORD" | `RANGE<${RangeElementType}>`
 /**
  * The annotation key read by `TableSchema.fromSchema`.
  *
+ * **Example** (The annotation key)
+ * ```ts
+ * import { BigQueryType } from "effect-gcp-sinks/BigQuery"
+ * BigQueryType.key
+ * // => "effect-gcp-sinks/BigQueryType"
+ * ```
+ *
  * @category models
  * @since 0.1.0
  */

@@ -29,6 +29,13 @@ import type { DescriptorProto, TableSchema } from "./TableSchema.ts"
  * `path` names the offending value (`items[2].price`; empty for the row itself) and `reason` says
  * what is wrong with it; `message` is both together.
  *
+ * **Example** (A rejected value)
+ * ```ts
+ * import { RowSerializer } from "effect-gcp-sinks/BigQuery"
+ * new RowSerializer.RowSerializationError({ path: "items[2].price", reason: "must be a number" }).message
+ * // => "items[2].price: must be a number"
+ * ```
+ *
  * @category errors
  * @since 0.1.0
  */
@@ -49,6 +56,13 @@ export class RowSerializationError extends Schema.TaggedError<RowSerializationEr
 
 /**
  * Tells a serialization failure from row bytes or a skip.
+ *
+ * **Example** (Checking a result)
+ * ```ts
+ * import { RowSerializer } from "effect-gcp-sinks/BigQuery"
+ * RowSerializer.isRowSerializationError(new RowSerializer.RowSerializationError({ path: "", reason: "no id" }))
+ * // => true
+ * ```
  *
  * @category guards
  * @since 0.1.0

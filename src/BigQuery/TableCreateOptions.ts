@@ -62,6 +62,13 @@ export interface TableCreateOptionsInput {
 /**
  * A plain, unpartitioned, unclustered table.
  *
+ * **Example** (A plain table)
+ * ```ts
+ * import { TableCreateOptions } from "effect-gcp-sinks/BigQuery"
+ * Object.keys(TableCreateOptions.defaults).length
+ * // => 0
+ * ```
+ *
  * @category constructors
  * @since 0.1.0
  */

@@ -28,8 +28,6 @@ export interface TableDestinationFields {
   readonly tableId: string
 }
 
-const components = ["projectId", "datasetId", "tableId"] as const
-
 /**
  * A destination table: pure identity, equal (`Equal.equals`) when the three ids are equal, so it
  * is a cache key. `toString()` is `project.dataset.table`.
@@ -96,6 +94,12 @@ class Checked extends TableDestination {
   }
 }
 
+const validated = ids.constructors<TableDestinationFields, TableDestination, Unroutable>({
+  components: ["projectId", "datasetId", "tableId"],
+  checked: (fields) => new Checked(fields),
+  unroutable: (reason) => new Unroutable({ reason })
+})
+
 /**
  * Validates the three ids into a {@link TableDestination}, for a sink's static `table`.
  *
@@ -117,21 +121,10 @@ class Checked extends TableDestination {
  * @category constructors
  * @since 0.1.0
  */
-export const make = (
+export const make: (
   fields: TableDestinationFields,
-  path = "table"
-): Effect.Effect<TableDestination, SinkConfigError> =>
-  Effect.suspend(() => {
-    const problem = ids.firstProblem(fields, components)
-    return problem === undefined
-      ? Effect.succeed(new Checked(fields))
-      : Effect.fail(
-        new SinkConfigError({
-          path: problem.component === "" ? path : `${path}.${problem.component}`,
-          message: problem.message
-        })
-      )
-  })
+  path?: string
+) => Effect.Effect<TableDestination, SinkConfigError> = validated.make
 
 /**
  * Validates the three ids synchronously, for a `destinationResolver`: the destination, or an
@@ -158,13 +151,7 @@ export const make = (
  * @category constructors
  * @since 0.1.0
  */
-export const resolve = (fields: TableDestinationFields): TableDestination | Unroutable => {
-  const problem = ids.firstProblem(fields, components)
-  return problem === undefined ? new Checked(fields) : new Unroutable({ reason: invalidReason(problem) })
-}
-
-const invalidReason = (problem: ids.IdProblem): string =>
-  `invalid destination: ${problem.component === "" ? "" : `${problem.component} `}${problem.message}`
+export const resolve: (fields: TableDestinationFields) => TableDestination | Unroutable = validated.resolve
 
 /**
  * Validates the three ids synchronously and throws the `SinkConfigError` of {@link make} when one
@@ -186,14 +173,7 @@ const invalidReason = (problem: ids.IdProblem): string =>
  * @category constructors
  * @since 0.1.0
  */
-export const makeUnsafe = (fields: TableDestinationFields): TableDestination => {
-  const problem = ids.firstProblem(fields, components)
-  if (problem === undefined) return new Checked(fields)
-  throw new SinkConfigError({
-    path: problem.component === "" ? "table" : `table.${problem.component}`,
-    message: problem.message
-  })
-}
+export const makeUnsafe: (fields: TableDestinationFields) => TableDestination = validated.makeUnsafe
 
 /**
  * Parses `project.dataset.table`, splitting at the last two dots (domain-scoped project ids such

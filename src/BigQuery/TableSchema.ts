@@ -490,6 +490,14 @@ export const fromSchema = (schema: Schema.Top, path = "schema"): Effect.Effect<T
  * column is missing from the table and `allowNewFields` is off). `path` names the column, like
  * `items.price`.
  *
+ * **Example** (A refused union)
+ * ```ts
+ * import { TableSchema } from "effect-gcp-sinks/BigQuery"
+ * const error = new TableSchema.SchemaUnionError({ reason: "NewField", path: "items.price", message: "new column" })
+ * error.reason
+ * // => "NewField"
+ * ```
+ *
  * @category errors
  * @since 0.1.0
  */

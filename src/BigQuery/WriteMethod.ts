@@ -5,7 +5,8 @@
  *
  * @since 0.1.0
  */
-import type { WriterOptions } from "../Sink/SinkOptions.ts"
+import * as method from "../internal/writeMethod.ts"
+import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
 
 /**
  * The options of {@link atLeastOnce} (reference section 2.5), each with its default: the shared
@@ -52,11 +53,7 @@ export interface AtLeastOnceOptions extends WriterOptions {
  * @category models
  * @since 0.1.0
  */
-export interface AtLeastOnce {
-  readonly _tag: "AtLeastOnce"
-  readonly connector: "bigquery"
-  readonly options: AtLeastOnceOptions
-}
+export interface AtLeastOnce extends WriteMethodOf<"AtLeastOnce", "bigquery", AtLeastOnceOptions> {}
 
 /**
  * Every write method. Today only {@link AtLeastOnce}; `ExactlyOnce` and `FileLoads` are added as
@@ -86,11 +83,8 @@ export type WriteMethod = AtLeastOnce
  * @category constructors
  * @since 0.1.0
  */
-export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce => ({
-  _tag: "AtLeastOnce",
-  connector: "bigquery",
-  options: options ?? {}
-})
+export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce =>
+  method.make("AtLeastOnce", "bigquery", options ?? {})
 
 /**
  * Tells whether a value is a {@link WriteMethod}.
@@ -105,6 +99,4 @@ export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce => ({
  * @category guards
  * @since 0.1.0
  */
-export const isWriteMethod = (u: unknown): u is WriteMethod =>
-  typeof u === "object" && u !== null && "_tag" in u && u._tag === "AtLeastOnce" && "connector" in u &&
-  u.connector === "bigquery" && "options" in u
+export const isWriteMethod: (u: unknown) => u is WriteMethod = method.guard<WriteMethod>("bigquery", ["AtLeastOnce"])

@@ -272,7 +272,7 @@ export const layer = (config: BigtableClientConfig): Layer.Layer<BigtableClient,
  * import { BigtableClient } from "effect-gcp-sinks/Bigtable"
  * const layer = BigtableClient.layerConfig({
  *   projectId: Config.String("GCP_PROJECT"),
- *  *   serviceAccountKeyFile: Config.Redacted("BIGTABLE_KEY_FILE").pipe(Config.withDefault(undefined))
+ *   serviceAccountKeyFile: Config.Redacted("BIGTABLE_KEY_FILE").pipe(Config.withDefault(undefined))
  * })
  * ```
  *
@@ -282,9 +282,4 @@ export const layer = (config: BigtableClientConfig): Layer.Layer<BigtableClient,
 export const layerConfig = (
   config: Config.Wrap<BigtableClientConfig>
 ): Layer.Layer<BigtableClient, Config.ConfigError | SinkConfigError> =>
-  Layer.effect(
-    BigtableClient,
-    Effect.gen(function*() {
-      return yield* make(yield* Config.unwrap(config))
-    })
-  )
+  Layer.effect(BigtableClient, Effect.flatMap(Config.unwrap(config), make))

@@ -29,6 +29,14 @@ const retryableCause = (cause: unknown): boolean => {
  * `ABORTED`, `RESOURCE_EXHAUSTED`) after the retry budget ran out. `code` is the gRPC status code,
  * `undefined` when the failure carried none.
  *
+ * **Example** (Handling this reason)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
+ * declare const write: Effect.Effect<void, BigtableError.BigtableError>
+ * write.pipe(Effect.catchReason("BigtableError", "RpcFailed", (reason) => Effect.logError(reason.message)))
+ * ```
+ *
  * @category errors
  * @since 0.1.0
  */
@@ -67,6 +75,14 @@ export class RpcFailed extends Schema.TaggedError<RpcFailed>()("RpcFailed", {
 /**
  * A table (or one of its column families) is missing and `createDisposition` is `CREATE_NEVER`.
  *
+ * **Example** (Handling this reason)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
+ * declare const write: Effect.Effect<void, BigtableError.BigtableError>
+ * write.pipe(Effect.catchReason("BigtableError", "TableNotFound", (reason) => Effect.logError(reason.message)))
+ * ```
+ *
  * @category errors
  * @since 0.1.0
  */
@@ -89,6 +105,14 @@ export class TableNotFound extends Schema.TaggedError<TableNotFound>()("TableNot
  * A mutation names a column family that `tableCreateOptions` does not declare, so the sink cannot
  * create it.
  *
+ * **Example** (Handling this reason)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
+ * declare const write: Effect.Effect<void, BigtableError.BigtableError>
+ * write.pipe(Effect.catchReason("BigtableError", "ColumnFamilyNotDeclared", (reason) => Effect.logError(reason.message)))
+ * ```
+ *
  * @category errors
  * @since 0.1.0
  */
@@ -110,6 +134,14 @@ export class ColumnFamilyNotDeclared extends Schema.TaggedError<ColumnFamilyNotD
  * An existing declared column family has another value type than declared; families are never
  * converted.
  *
+ * **Example** (Handling this reason)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
+ * declare const write: Effect.Effect<void, BigtableError.BigtableError>
+ * write.pipe(Effect.catchReason("BigtableError", "ColumnFamilyTypeMismatch", (reason) => Effect.logError(reason.message)))
+ * ```
+ *
  * @category errors
  * @since 0.1.0
  */
@@ -130,6 +162,14 @@ export class ColumnFamilyTypeMismatch extends Schema.TaggedError<ColumnFamilyTyp
 /**
  * Creating missing tables or families and re-applying the parked mutations did not succeed within
  * the recovery budget (`writeMethod.recovery`); `cause` is the last failure.
+ *
+ * **Example** (Handling this reason)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
+ * declare const write: Effect.Effect<void, BigtableError.BigtableError>
+ * write.pipe(Effect.catchReason("BigtableError", "RecoveryExhausted", (reason) => Effect.logError(reason.message)))
+ * ```
  *
  * @category errors
  * @since 0.1.0
@@ -159,6 +199,14 @@ export class RecoveryExhausted extends Schema.TaggedError<RecoveryExhausted>()("
 /**
  * `maxConsecutiveRejections` mutations in a row were rejected with nothing applied between them
  * (the last one was routed to the failure handler first).
+ *
+ * **Example** (Handling this reason)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
+ * declare const write: Effect.Effect<void, BigtableError.BigtableError>
+ * write.pipe(Effect.catchReason("BigtableError", "TooManyRejections", (reason) => Effect.logError(reason.message)))
+ * ```
  *
  * @category errors
  * @since 0.1.0

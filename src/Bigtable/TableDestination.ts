@@ -10,9 +10,9 @@
  * @since 0.1.0
  */
 import * as Data from "effect/Data"
-import * as Effect from "effect/Effect"
+import type * as Effect from "effect/Effect"
 import * as ids from "../internal/tableIds.ts"
-import { SinkConfigError } from "../Sink/SinkConfigError.ts"
+import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 
 /**
  * The ids of a destination, before validation.
@@ -25,8 +25,6 @@ export interface TableDestinationFields {
   readonly instanceId: string
   readonly tableId: string
 }
-
-const components = ["projectId", "instanceId", "tableId"] as const
 
 /**
  * The address of one Bigtable table. Two destinations with the same three ids are equal.
@@ -91,11 +89,11 @@ class Checked extends TableDestination {
   }
 }
 
-const configError = (path: string, problem: ids.IdProblem): SinkConfigError =>
-  new SinkConfigError({
-    path: problem.component === "" ? path : `${path}.${problem.component}`,
-    message: problem.message
-  })
+const validated = ids.constructors<TableDestinationFields, TableDestination, Unroutable>({
+  components: ["projectId", "instanceId", "tableId"],
+  checked: (fields) => new Checked(fields),
+  unroutable: (reason) => new Unroutable({ reason })
+})
 
 /**
  * Validates the three ids (not blank, no surrounding whitespace, no `/`) into a destination, for a
@@ -114,14 +112,10 @@ const configError = (path: string, problem: ids.IdProblem): SinkConfigError =>
  * @category constructors
  * @since 0.1.0
  */
-export const make = (
+export const make: (
   fields: TableDestinationFields,
-  path = "table"
-): Effect.Effect<TableDestination, SinkConfigError> =>
-  Effect.suspend(() => {
-    const problem = ids.firstProblem(fields, components)
-    return problem === undefined ? Effect.succeed(new Checked(fields)) : Effect.fail(configError(path, problem))
-  })
+  path?: string
+) => Effect.Effect<TableDestination, SinkConfigError> = validated.make
 
 /**
  * Validates the three ids synchronously, for a `destinationResolver`: the destination, or an
@@ -148,14 +142,7 @@ export const make = (
  * @category constructors
  * @since 0.1.0
  */
-export const resolve = (fields: TableDestinationFields): TableDestination | Unroutable => {
-  const problem = ids.firstProblem(fields, components)
-  return problem === undefined
-    ? new Checked(fields)
-    : new Unroutable({
-      reason: `invalid destination: ${problem.component === "" ? "" : `${problem.component} `}${problem.message}`
-    })
-}
+export const resolve: (fields: TableDestinationFields) => TableDestination | Unroutable = validated.resolve
 
 /**
  * Validates the three ids synchronously and throws the `SinkConfigError` of {@link make} when one
@@ -177,11 +164,7 @@ export const resolve = (fields: TableDestinationFields): TableDestination | Unro
  * @category constructors
  * @since 0.1.0
  */
-export const makeUnsafe = (fields: TableDestinationFields): TableDestination => {
-  const problem = ids.firstProblem(fields, components)
-  if (problem === undefined) return new Checked(fields)
-  throw configError("table", problem)
-}
+export const makeUnsafe: (fields: TableDestinationFields) => TableDestination = validated.makeUnsafe
 
 /**
  * A resolver's verdict that a record belongs to no table: it is routed to the failure handler

@@ -5,7 +5,8 @@
  *
  * @since 0.1.0
  */
-import type { WriterOptions } from "../Sink/SinkOptions.ts"
+import * as method from "../internal/writeMethod.ts"
+import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
 
 /**
  * The options of {@link atLeastOnce} (reference section 3.4): the shared {@link WriterOptions}
@@ -54,11 +55,7 @@ export interface AtLeastOnceOptions extends WriterOptions {
  * @category models
  * @since 0.1.0
  */
-export interface AtLeastOnce {
-  readonly _tag: "AtLeastOnce"
-  readonly connector: "bigtable"
-  readonly options: AtLeastOnceOptions
-}
+export interface AtLeastOnce extends WriteMethodOf<"AtLeastOnce", "bigtable", AtLeastOnceOptions> {}
 
 /**
  * Every write method of the Bigtable sink. Today only {@link AtLeastOnce}.
@@ -87,11 +84,8 @@ export type WriteMethod = AtLeastOnce
  * @category constructors
  * @since 0.1.0
  */
-export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce => ({
-  _tag: "AtLeastOnce",
-  connector: "bigtable",
-  options: options ?? {}
-})
+export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce =>
+  method.make("AtLeastOnce", "bigtable", options ?? {})
 
 /**
  * Tells whether a value is a Bigtable {@link WriteMethod} (a BigQuery one is not).
@@ -106,6 +100,4 @@ export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce => ({
  * @category guards
  * @since 0.1.0
  */
-export const isWriteMethod = (u: unknown): u is WriteMethod =>
-  typeof u === "object" && u !== null && "_tag" in u && u._tag === "AtLeastOnce" && "connector" in u &&
-  u.connector === "bigtable" && "options" in u
+export const isWriteMethod: (u: unknown) => u is WriteMethod = method.guard<WriteMethod>("bigtable", ["AtLeastOnce"])

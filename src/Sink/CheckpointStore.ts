@@ -37,6 +37,14 @@ export class CheckpointRecord extends Schema.Class<CheckpointRecord>("Checkpoint
  * Another writer saved a checkpoint for the same `writerId` since `expectedPreviousId`: this
  * writer is a zombie (or lost a race) and must stop without committing.
  *
+ * **Example** (Stopping a zombie writer)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { CheckpointConflict } from "effect-gcp-sinks/Sink"
+ * declare const save: Effect.Effect<void, CheckpointConflict>
+ * save.pipe(Effect.catchTag("CheckpointConflict", (e) => Effect.logWarning(`writer ${e.writerId} was fenced`)))
+ * ```
+ *
  * @category errors
  * @since 0.1.0
  */
@@ -61,6 +69,14 @@ const show = (id: string | undefined): string => (id === undefined ? "none" : `'
 /**
  * The store could not be read or written: `reason` is `"Corrupt"` (a stored record does not decode:
  * torn, truncated or foreign), `"Io"` (the file system refused) or `"InvalidWriterId"`.
+ *
+ * **Example** (Reporting a corrupt store)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { CheckpointStoreError } from "effect-gcp-sinks/Sink"
+ * declare const load: Effect.Effect<void, CheckpointStoreError>
+ * load.pipe(Effect.catchTag("CheckpointStoreError", (e) => Effect.logError(`${e.reason}: ${e.detail}`)))
+ * ```
  *
  * @category errors
  * @since 0.1.0

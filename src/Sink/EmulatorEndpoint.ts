@@ -67,6 +67,14 @@ const parse = (value: string, optionName: string): Effect.Effect<EmulatorEndpoin
 /**
  * Constructors of {@link EmulatorEndpoint}.
  *
+ * **Example** (Parsing an endpoint)
+ * ```ts
+ * import { Effect } from "effect"
+ * import { EmulatorEndpoint } from "effect-gcp-sinks/Sink"
+ * Effect.runSync(EmulatorEndpoint.parse("127.0.0.1:8086", "emulator.grpc")).port
+ * // => 8086
+ * ```
+ *
  * @category constructors
  * @since 0.1.0
  */

@@ -52,6 +52,13 @@ export type Connector = "bigquery" | "bigtable"
 /**
  * The destination of a record that no table could be resolved for.
  *
+ * **Example** (Failures no table was resolved for)
+ * ```ts
+ * import { unresolved, type FailedElement } from "effect-gcp-sinks/Sink"
+ * declare const failure: FailedElement
+ * const wasUnroutable = failure.destination === unresolved
+ * ```
+ *
  * @category models
  * @since 0.1.0
  */

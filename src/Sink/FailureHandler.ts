@@ -179,6 +179,14 @@ const deadLetter: <F, E = never, R = never>(
 /**
  * Constructors of {@link FailureHandler}.
  *
+ * **Example** (Dropping failures with a log line)
+ * ```ts
+ * import { BigtableSink } from "effect-gcp-sinks/Bigtable"
+ * import { FailureHandler } from "effect-gcp-sinks/Sink"
+ * declare const options: BigtableSink.BigtableSinkOptions<{ readonly id: string }>
+ * const sink = BigtableSink.make({ ...options, failureHandler: FailureHandler.logAndDrop })
+ * ```
+ *
  * @category constructors
  * @since 0.1.0
  */

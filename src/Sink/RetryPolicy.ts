@@ -191,6 +191,15 @@ const isRetryPolicy = (u: unknown): u is RetryPolicy =>
  * Constructors and combinators of {@link RetryPolicy}; its namespace also names the variants
  * (`RetryPolicy.Backoff`, `RetryPolicy.FromSchedule`) and the option types.
  *
+ * **Example** (A policy and its schedule)
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RetryPolicy } from "effect-gcp-sinks/Sink"
+ * const policy = RetryPolicy.make({ initialBackoff: "100 millis", maxBackoff: "5 seconds", maxAttempts: 5 })
+ * Effect.runSync(Effect.map(policy, RetryPolicy.withMaxAttempts(3))).maxAttempts
+ * // => 3
+ * ```
+ *
  * @category constructors
  * @since 0.1.0
  */
@@ -208,6 +217,13 @@ export const RetryPolicy: {
 /**
  * The variants of {@link RetryPolicy} and the option types, also reachable through the
  * `effect-gcp-sinks/Sink` barrel (`RetryPolicy.Backoff`).
+ *
+ * **Example** (Telling the variants apart)
+ * ```ts
+ * import { RetryPolicy } from "effect-gcp-sinks/Sink"
+ * const describe = (policy: RetryPolicy): string =>
+ *   policy._tag === "Backoff" ? `${policy.maxAttempts} attempts` : "a caller's schedule"
+ * ```
  *
  * @category models
  * @since 0.1.0

@@ -28,6 +28,7 @@
  */
 import type * as Duration from "effect/Duration"
 import type { CreateDisposition } from "./CreateDisposition.ts"
+import type { Connector } from "./FailedElement.ts"
 import type { FailureHandler, RecordFailed } from "./FailureHandler.ts"
 import type { RetryPolicyInput } from "./RetryPolicy.ts"
 
@@ -66,6 +67,31 @@ export interface WriterOptions {
   readonly destinationIdleTimeout?: Duration.Input | undefined
   readonly flushInterval?: Duration.Input | undefined
   readonly perDestinationMetrics?: boolean | undefined
+}
+
+/**
+ * The shape of every write method of both sinks: its `_tag`, the backend it belongs to
+ * (`connector`: a BigQuery method given to the Bigtable sink is rejected, and the other way round)
+ * and the method's own `options`. Build one with a backend's constructors
+ * (`WriteMethod.atLeastOnce(...)`).
+ *
+ * **Example** (A BigQuery method's shape)
+ * ```ts
+ * import type { SinkOptions } from "effect-gcp-sinks/Sink"
+ * import { WriteMethod } from "effect-gcp-sinks/BigQuery"
+ * const method: SinkOptions.WriteMethodOf<"AtLeastOnce", "bigquery", WriteMethod.AtLeastOnceOptions> =
+ *   WriteMethod.atLeastOnce({ maxInFlightRequests: 20 })
+ * method.connector
+ * // => "bigquery"
+ * ```
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface WriteMethodOf<Tag extends string, C extends Connector, Options> {
+  readonly _tag: Tag
+  readonly connector: C
+  readonly options: Options
 }
 
 /**

@@ -84,142 +84,168 @@ const removeQuietly = (file: string): Effect.Effect<void> =>
 // A file-system rejection kept whole, so callers can branch on its errno code.
 class FsFailure extends Data.TaggedError("FsFailure")<{ readonly cause: unknown }> {}
 
+// A failure of the store's steps, before `make` turns it into the caller's error type.
+class StoreFailure extends Data.TaggedError("StoreFailure")<{ readonly fields: ErrorFields }> {}
+
+const failure = (fields: ErrorFields): StoreFailure => new StoreFailure({ fields })
+
 const attempt = <A>(run: () => Promise<A>): Effect.Effect<A, FsFailure> =>
   Effect.tryPromise({ try: run, catch: (cause) => new FsFailure({ cause }) })
 
 const isCode = (cause: unknown, code: string): boolean =>
   typeof cause === "object" && cause !== null && "code" in cause && cause.code === code
 
+const io = <A>(writerId: string, detail: string, run: () => Promise<A>): Effect.Effect<A, StoreFailure> =>
+  Effect.tryPromise({ try: run, catch: (cause) => failure({ reason: "Io", writerId, detail, cause }) })
+
+const writerDirectory = (directory: string, writerId: string): Effect.Effect<string, StoreFailure> =>
+  writerId.length === 0
+    ? Effect.fail(failure({ reason: "InvalidWriterId", writerId, detail: "writerId must not be empty" }))
+    : Effect.succeed(path.join(directory, directoryName(writerId)))
+
+// A writer that never saved has no directory: that is "no record", not an error.
+const listSequences = (writerId: string, dir: string): Effect.Effect<ReadonlyArray<string>, StoreFailure> =>
+  attempt(() => fs.readdir(dir)).pipe(
+    Effect.catch(({ cause }) =>
+      isCode(cause, "ENOENT")
+        ? Effect.succeed([])
+        : Effect.fail(failure({ reason: "Io", writerId, detail: `list ${dir}`, cause }))
+    )
+  )
+
+const newestSequence = (names: ReadonlyArray<string>): number => {
+  let sequence = 0
+  for (const name of names) {
+    const match = recordFile.exec(name)
+    if (match?.[1] !== undefined) sequence = Math.max(sequence, Number(match[1]))
+  }
+  return sequence
+}
+
+const corrupt = (writerId: string, detail: string): StoreFailure => failure({ reason: "Corrupt", writerId, detail })
+
+// The newest envelope of a writer, checked against its file name; its record still undecoded.
+const readNewest = Effect.fnUntraced(function*(writerId: string, dir: string) {
+  const sequence = newestSequence(yield* listSequences(writerId, dir))
+  if (sequence === 0) return Option.none<Latest<unknown>>()
+  const file = path.join(dir, fileName(sequence))
+  const text = yield* io(writerId, `read ${file}`, () => fs.readFile(file, "utf8"))
+  const envelope = decodeEnvelope(text)
+  if (Result.isFailure(envelope)) {
+    return yield* corrupt(
+      writerId,
+      `${file} is not a valid checkpoint (torn or foreign file): ${envelope.failure.message}`
+    )
+  }
+  const { record, sequence: stored, writerId: storedWriter } = envelope.success
+  if (stored !== sequence || storedWriter !== writerId) {
+    return yield* corrupt(writerId, `${file} holds sequence ${stored} of writer '${storedWriter}'`)
+  }
+  return Option.some<Latest<unknown>>({ sequence, record })
+})
+
+const readLatest = <R>(
+  decode: (u: unknown) => Result.Result<R, Schema.SchemaError>,
+  writerId: string,
+  dir: string
+): Effect.Effect<Option.Option<Latest<R>>, StoreFailure> =>
+  Effect.flatMap(readNewest(writerId, dir), (newest) => {
+    if (Option.isNone(newest)) return Effect.succeedNone
+    const { record: raw, sequence } = newest.value
+    const record = decode(raw)
+    return Result.isFailure(record)
+      ? Effect.fail(
+        corrupt(writerId, `${path.join(dir, fileName(sequence))} holds an invalid record: ${record.failure.message}`)
+      )
+      : Effect.succeedSome({ sequence, record: record.success })
+  })
+
+const writeTemp = (writerId: string, dir: string, sequence: number, body: string) => {
+  const temp = path.join(dir, `.tmp-${String(sequence).padStart(20, "0")}-${crypto.randomBytes(6).toString("hex")}`)
+  return Effect.acquireUseRelease(
+    io(writerId, `create ${temp}`, () => fs.open(temp, "wx")),
+    (handle) =>
+      Effect.andThen(
+        io(writerId, `write ${temp}`, () => handle.writeFile(body, "utf8")),
+        io(writerId, `fsync ${temp}`, () => handle.sync())
+      ),
+    (handle) => closeQuietly(handle)
+  ).pipe(Effect.as(temp))
+}
+
+// link(2) fails with EEXIST instead of replacing: only one saver can create a given sequence.
+const linkNoClobber = (writerId: string, temp: string, target: string): Effect.Effect<boolean, StoreFailure> =>
+  attempt(() => fs.link(temp, target)).pipe(
+    Effect.as(true),
+    Effect.catch(({ cause }) =>
+      isCode(cause, "EEXIST")
+        ? Effect.succeed(false)
+        : Effect.fail(failure({ reason: "Io", writerId, detail: `link ${target}`, cause }))
+    ),
+    Effect.ensuring(removeQuietly(temp))
+  )
+
+const syncDirectory = (writerId: string, dir: string) =>
+  Effect.acquireUseRelease(
+    io(writerId, `open ${dir}`, () => fs.open(dir, "r")),
+    (handle) => io(writerId, `fsync ${dir}`, () => handle.sync()),
+    (handle) => closeQuietly(handle)
+  )
+
+// Keeps the newest two records; removes temporaries of sequences that can no longer win.
+const prune = Effect.fnUntraced(function*(writerId: string, dir: string, sequence: number) {
+  const names = yield* listSequences(writerId, dir)
+  const stale = names.filter((name) => {
+    const n = Number(recordFile.exec(name)?.[1] ?? tempFile.exec(name)?.[1] ?? Number.NaN)
+    return recordFile.test(name) ? n < sequence - 1 : n <= sequence
+  })
+  yield* Effect.forEach(
+    stale,
+    (name) => io(writerId, `remove ${name}`, () => fs.rm(path.join(dir, name), { force: true })),
+    {
+      discard: true
+    }
+  )
+})
+
+// Writes `record` as number `sequence`: false when another saver created that number first.
+const writeRecord = Effect.fnUntraced(function*(writerId: string, dir: string, sequence: number, record: unknown) {
+  const body = JSON.stringify({ format, version, writerId, sequence, record })
+  const temp = yield* writeTemp(writerId, dir, sequence, body)
+  const linked = yield* linkNoClobber(writerId, temp, path.join(dir, fileName(sequence)))
+  if (linked) yield* syncDirectory(writerId, dir)
+  return linked
+})
+
 /** @internal */
 export const make = <R extends { readonly id: string }, C, E>(directory: string, options: Options<R, C, E>) => {
-  const io = <A>(writerId: string, detail: string, run: () => Promise<A>): Effect.Effect<A, E> =>
-    Effect.tryPromise({ try: run, catch: (cause) => options.error({ reason: "Io", writerId, detail, cause }) })
-
-  const writerDirectory = (writerId: string): Effect.Effect<string, E> =>
-    writerId.length === 0
-      ? Effect.fail(options.error({ reason: "InvalidWriterId", writerId, detail: "writerId must not be empty" }))
-      : Effect.succeed(path.join(directory, directoryName(writerId)))
-
-  // A writer that never saved has no directory: that is "no record", not an error.
-  const listSequences = (writerId: string, dir: string): Effect.Effect<ReadonlyArray<string>, E> =>
-    attempt(() => fs.readdir(dir)).pipe(
-      Effect.catch(({ cause }) =>
-        isCode(cause, "ENOENT")
-          ? Effect.succeed([])
-          : Effect.fail(options.error({ reason: "Io", writerId, detail: `list ${dir}`, cause }))
-      )
-    )
-
-  const readLatest = (writerId: string, dir: string): Effect.Effect<Option.Option<Latest<R>>, E> =>
-    Effect.gen(function*() {
-      const names = yield* listSequences(writerId, dir)
-      let sequence = 0
-      for (const name of names) {
-        const match = recordFile.exec(name)
-        if (match?.[1] !== undefined) sequence = Math.max(sequence, Number(match[1]))
-      }
-      if (sequence === 0) return Option.none()
-      const file = path.join(dir, fileName(sequence))
-      const text = yield* io(writerId, `read ${file}`, () => fs.readFile(file, "utf8"))
-      const envelope = decodeEnvelope(text)
-      if (Result.isFailure(envelope)) {
-        return yield* Effect.fail(options.error({
-          reason: "Corrupt",
-          writerId,
-          detail: `${file} is not a valid checkpoint (torn or foreign file): ${envelope.failure.message}`
-        }))
-      }
-      const { record: raw, sequence: stored, writerId: storedWriter } = envelope.success
-      if (stored !== sequence || storedWriter !== writerId) {
-        return yield* Effect.fail(options.error({
-          reason: "Corrupt",
-          writerId,
-          detail: `${file} holds sequence ${stored} of writer '${storedWriter}'`
-        }))
-      }
-      const record = options.decode(raw)
-      if (Result.isFailure(record)) {
-        return yield* Effect.fail(options.error({
-          reason: "Corrupt",
-          writerId,
-          detail: `${file} holds an invalid record: ${record.failure.message}`
-        }))
-      }
-      return Option.some({ sequence, record: record.success })
-    })
+  const toError = (error: StoreFailure): E => options.error(error.fields)
 
   const load = (writerId: string): Effect.Effect<Option.Option<R>, E> =>
-    Effect.flatMap(writerDirectory(writerId), (dir) => readLatest(writerId, dir)).pipe(
-      Effect.map(Option.map((latest) => latest.record))
+    Effect.flatMap(writerDirectory(directory, writerId), (dir) => readLatest(options.decode, writerId, dir)).pipe(
+      Effect.map(Option.map((latest) => latest.record)),
+      Effect.mapError(toError)
     )
 
-  const save = (writerId: string, record: R, expectedPreviousId: string | undefined): Effect.Effect<void, C | E> =>
-    Effect.gen(function*() {
-      const dir = yield* writerDirectory(writerId)
-      yield* io(writerId, `create ${dir}`, () => fs.mkdir(dir, { recursive: true }))
-      const latest = yield* readLatest(writerId, dir)
-      const actualId = Option.isSome(latest) ? latest.value.record.id : undefined
-      if (actualId !== expectedPreviousId) {
-        return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId }))
-      }
-      const sequence = Option.isSome(latest) ? latest.value.sequence + 1 : 1
-      const body = JSON.stringify({ format, version, writerId, sequence, record })
-      const temp = yield* writeTemp(writerId, dir, sequence, body)
-      const linked = yield* linkNoClobber(writerId, temp, path.join(dir, fileName(sequence)))
-      if (!linked) return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId: undefined }))
-      yield* syncDirectory(writerId, dir)
-      yield* prune(writerId, dir, sequence)
-    })
-
-  const writeTemp = (writerId: string, dir: string, sequence: number, body: string) => {
-    const temp = path.join(dir, `.tmp-${String(sequence).padStart(20, "0")}-${crypto.randomBytes(6).toString("hex")}`)
-    return Effect.acquireUseRelease(
-      io(writerId, `create ${temp}`, () => fs.open(temp, "wx")),
-      (handle) =>
-        Effect.andThen(
-          io(writerId, `write ${temp}`, () => handle.writeFile(body, "utf8")),
-          io(writerId, `fsync ${temp}`, () => handle.sync())
-        ),
-      (handle) => closeQuietly(handle)
-    ).pipe(Effect.as(temp))
-  }
-
-  // link(2) fails with EEXIST instead of replacing: only one saver can create a given sequence.
-  const linkNoClobber = (writerId: string, temp: string, target: string): Effect.Effect<boolean, E> =>
-    attempt(() => fs.link(temp, target)).pipe(
-      Effect.as(true),
-      Effect.catch(({ cause }) =>
-        isCode(cause, "EEXIST")
-          ? Effect.succeed(false)
-          : Effect.fail(options.error({ reason: "Io", writerId, detail: `link ${target}`, cause }))
-      ),
-      Effect.ensuring(removeQuietly(temp))
-    )
-
-  const syncDirectory = (writerId: string, dir: string) =>
-    Effect.acquireUseRelease(
-      io(writerId, `open ${dir}`, () => fs.open(dir, "r")),
-      (handle) => io(writerId, `fsync ${dir}`, () => handle.sync()),
-      (handle) => closeQuietly(handle)
-    )
-
-  // Keeps the newest two records; removes temporaries of sequences that can no longer win.
-  const prune = (writerId: string, dir: string, sequence: number) =>
-    Effect.gen(function*() {
-      const names = yield* listSequences(writerId, dir)
-      const stale = names.filter((name) => {
-        const n = Number(recordFile.exec(name)?.[1] ?? tempFile.exec(name)?.[1] ?? Number.NaN)
-        return recordFile.test(name) ? n < sequence - 1 : n <= sequence
-      })
-      yield* Effect.forEach(stale, (name) =>
-        io(writerId, `remove ${name}`, () => fs.rm(path.join(dir, name), { force: true })), {
-        discard: true
-      })
-    }).pipe(
-      // A leftover old file costs disk, not correctness: report it, do not fail the checkpoint.
-      Effect.catch((error) =>
-        Effect.logWarning("could not prune old checkpoints", error)
-      )
+  const save: (writerId: string, record: R, expectedPreviousId: string | undefined) => Effect.Effect<void, C | E> =
+    Effect.fnUntraced(
+      function*(writerId: string, record: R, expectedPreviousId: string | undefined) {
+        const dir = yield* writerDirectory(directory, writerId)
+        yield* io(writerId, `create ${dir}`, () => fs.mkdir(dir, { recursive: true }))
+        const latest = yield* readLatest(options.decode, writerId, dir)
+        const actualId = Option.isSome(latest) ? latest.value.record.id : undefined
+        if (actualId !== expectedPreviousId) {
+          return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId }))
+        }
+        const sequence = Option.isSome(latest) ? latest.value.sequence + 1 : 1
+        const linked = yield* writeRecord(writerId, dir, sequence, record)
+        if (!linked) return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId: undefined }))
+        yield* prune(writerId, dir, sequence).pipe(
+          // A leftover old file costs disk, not correctness: report it, do not fail the checkpoint.
+          Effect.catch((error) => Effect.logWarning("could not prune old checkpoints", toError(error)))
+        )
+      },
+      Effect.mapError((error) => (error instanceof StoreFailure ? toError(error) : error))
     )
 
   return { load, save }

@@ -96,3 +96,19 @@ export const emulatorChannel = (
   endpoint: EmulatorEndpoint,
   options: grpc.ChannelOptions = channelOptions
 ): grpc.Client => new grpc.Client(endpoint.target, grpc.credentials.createInsecure(), options)
+
+/**
+ * The two channels of one service: `production(auth)` to `target` (TLS plus call credentials named
+ * after `service`) and `emulator(endpoint)` (plaintext); with `separate`, each on an HTTP/2
+ * connection of its own ({@link separateConnection}).
+ *
+ * @internal
+ */
+export const serviceChannels = (target: string, service: string): {
+  readonly production: (auth: HeaderSource, separate?: boolean) => grpc.Client
+  readonly emulator: (endpoint: EmulatorEndpoint, separate?: boolean) => grpc.Client
+} => ({
+  production: (auth, separate = false) =>
+    productionChannel(target, auth, service, undefined, separate ? separateConnection : channelOptions),
+  emulator: (endpoint, separate = false) => emulatorChannel(endpoint, separate ? separateConnection : channelOptions)
+})

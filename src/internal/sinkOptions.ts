@@ -28,14 +28,8 @@ export interface TuningDefaults {
   readonly destinationIdleTimeout: Duration.Duration
 }
 
-/** The decoded shared tuning. @internal */
-export interface Tuning {
-  readonly maxInFlightBytes: number
-  readonly retry: RetryPolicy
-  readonly recovery: RetryPolicy
-  readonly responseTimeout: Duration.Duration
-  readonly adminTimeout: Duration.Duration
-  readonly destinationIdleTimeout: Duration.Duration
+/** The decoded shared tuning: the defaulted fields, and the two whose default is fixed. @internal */
+export interface Tuning extends TuningDefaults {
   readonly flushInterval: Duration.Duration | undefined
   readonly perDestinationMetrics: boolean
 }

@@ -5,14 +5,17 @@
  *
  * @internal
  */
-import type { BigQuery } from "@google-cloud/bigquery"
 import type * as grpc from "@grpc/grpc-js"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import type { BigQueryClientConfig, BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
+import type {
+  BigQueryClientConfig,
+  BigQueryClientService,
+  fromClients as publicFromClients
+} from "../../BigQuery/BigQueryClient.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import type { Endpoint } from "../emulatorEndpoint.ts"
 import * as O from "../optionSchema.ts"
@@ -48,20 +51,21 @@ export interface Settings {
 }
 
 /** Decodes the settings; a key file with an emulator is rejected. @internal */
-export const settings = (config: BigQueryClientConfig): Effect.Effect<Settings, SinkConfigError> =>
-  Effect.gen(function*() {
-    const c = yield* O.decode(Config)(config)
-    if (c.emulator !== undefined && c.serviceAccountKeyFile !== undefined) {
-      return yield* O.fail("serviceAccountKeyFile", "cannot be combined with emulator: emulators take no credentials")
-    }
-    return {
-      projectId: c.projectId,
-      location: c.location,
-      keyFile: c.serviceAccountKeyFile,
-      emulator: c.emulator,
-      streamsPerChannel: c.appendStreamsPerChannel
-    }
-  })
+export const settings: (
+  config: BigQueryClientConfig
+) => Effect.Effect<Settings, SinkConfigError> = Effect.fnUntraced(function*(config: BigQueryClientConfig) {
+  const c = yield* O.decode(Config)(config)
+  if (c.emulator !== undefined && c.serviceAccountKeyFile !== undefined) {
+    return yield* O.fail("serviceAccountKeyFile", "cannot be combined with emulator: emulators take no credentials")
+  }
+  return {
+    projectId: c.projectId,
+    location: c.location,
+    keyFile: c.serviceAccountKeyFile,
+    emulator: c.emulator,
+    streamsPerChannel: c.appendStreamsPerChannel
+  }
+})
 
 /** Registers the stream budget of `write`; the channels it opens are closed with the scope. */
 const appendChannels = (write: grpc.Client, open: () => grpc.Client, streamsPerChannel: number) =>
@@ -113,12 +117,9 @@ const Clients = Schema.Struct({
 })
 
 /** `BigQueryClient.fromClients`: the caller's clients, checked. @internal */
-export const fromClients = (clients: {
-  readonly projectId: string
-  readonly location?: string | undefined
-  readonly write: grpc.Client
-  readonly rest: BigQuery
-}): Effect.Effect<BigQueryClientService, SinkConfigError> =>
+export const fromClients = (
+  clients: Parameters<typeof publicFromClients>[0]
+): Effect.Effect<BigQueryClientService, SinkConfigError> =>
   Effect.map(O.decode(Clients)(clients), ({ location, projectId }) => ({
     projectId,
     location,

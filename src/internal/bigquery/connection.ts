@@ -87,6 +87,146 @@ const identity = (bytes: Buffer): Buffer => bytes
 
 let nextId = 0
 
+type AppendCall = grpc.ClientDuplexStream<Uint8Array, Buffer>
+type Waiter = Deferred.Deferred<AppendResponse, StreamFailure>
+
+/**
+ * The appends awaiting a response, in request order, and the failure that broke the stream. Only
+ * the connection's synchronous blocks (append, the call's listeners) touch it, one at a time.
+ */
+const waitingAppends = () => {
+  const fifo: Array<Waiter | undefined> = []
+  let head = 0
+  let broken: StreamFailure | undefined
+  const reset = (): void => {
+    fifo.length = 0
+    head = 0
+  }
+  return {
+    broken: (): StreamFailure | undefined => broken,
+    markBroken: (failure: StreamFailure): void => {
+      broken ??= failure
+    },
+    push: (d: Waiter): void => {
+      fifo.push(d)
+    },
+    /** The oldest waiting append, removed; `undefined` when none waits. */
+    take: (): Waiter | undefined => {
+      const d = fifo[head]
+      if (d === undefined) return undefined
+      fifo[head++] = undefined
+      if (head === fifo.length) reset()
+      return d
+    },
+    /** Breaks the stream (the first failure stays) and fails every waiting append with `failure`. */
+    failAll: (failure: StreamFailure): void => {
+      broken ??= failure
+      while (head < fifo.length) {
+        const d = fifo[head]
+        fifo[head++] = undefined
+        if (d !== undefined) Deferred.doneUnsafe(d, Exit.fail(failure))
+      }
+      reset()
+    },
+    size: (): number => fifo.length - head
+  }
+}
+
+type Waiting = ReturnType<typeof waitingAppends>
+
+const startCall = (channel: grpc.Client, writeStream: string): AppendCall => {
+  const metadata = new grpc.Metadata()
+  metadata.set("x-goog-request-params", routingParams("write_stream", writeStream))
+  return channel.makeBidiStreamRequest<Uint8Array, Buffer>(appendRowsPath, toBuffer, identity, metadata)
+}
+
+const decodeAnswer = (bytes: Buffer): Exit.Exit<AppendResponse, StreamFailure> => {
+  try {
+    return Exit.succeed(decodeResponse(bytes))
+  } catch (cause) {
+    return Exit.fail(streamFailure(undefined, "malformed AppendRowsResponse", cause))
+  }
+}
+
+const trailersOf = (error: unknown): grpc.Metadata | undefined =>
+  typeof error === "object" && error !== null && "metadata" in error && error.metadata instanceof grpc.Metadata
+    ? error.metadata
+    : undefined
+
+/** Forwards each response to the oldest waiting append, and an error or the end to all of them. */
+const listen = (call: AppendCall, waiting: Waiting, lease: AppendChannels.Lease): void => {
+  call.on("data", (bytes: Buffer) => {
+    const d = waiting.take()
+    if (d === undefined) {
+      waiting.failAll(streamFailure(undefined, "a response arrived with no append waiting for it", undefined))
+      call.cancel()
+      return
+    }
+    Deferred.doneUnsafe(d, decodeAnswer(bytes))
+  })
+  call.on("error", (error: unknown) => {
+    const status = fromError(error)
+    waiting.failAll(streamFailure(status.code, status.message, error, storageCodeOfMetadata(trailersOf(error))))
+  })
+  call.on("end", () => {
+    waiting.failAll(streamFailure(Code.UNAVAILABLE, "the AppendRows stream ended", undefined))
+  })
+  // the stream's place on its channel is free once the call has ended, however it ended
+  call.on("status", lease.release)
+  call.on("error", lease.release)
+}
+
+/** The connection's operations over a listening call. */
+const connectionOf = (
+  call: AppendCall,
+  waiting: Waiting,
+  lease: AppendChannels.Lease,
+  writeStream: string,
+  descriptor: Uint8Array
+): Connection => {
+  // encoded once: every request carries the name
+  const streamName = AppendRequest.utf8(writeStream)
+  const firstHeader: AppendRequest.Header = { writeStream: streamName, descriptor, traceId: AppendRequest.traceId }
+  const laterHeader: AppendRequest.Header = { writeStream: streamName }
+  let first = true
+  return {
+    id: nextId++,
+    descriptor,
+    append: (body) =>
+      Effect.sync(() => {
+        const d = Deferred.makeUnsafe<AppendResponse, StreamFailure>()
+        const broken = waiting.broken()
+        if (broken !== undefined) {
+          Deferred.doneUnsafe(d, Exit.fail(broken))
+          return d
+        }
+        const header = first ? firstHeader : laterHeader
+        first = false
+        waiting.push(d)
+        call.write(AppendRequest.encodeBody(header, body))
+        return d
+      }),
+    isBroken: () => waiting.broken() !== undefined,
+    pending: waiting.size,
+    abort: (reason) =>
+      Effect.andThen(
+        Effect.sync(() => {
+          waiting.failAll(streamFailure(Code.CANCELLED, reason, undefined))
+          call.cancel()
+          // no answer may mean a black-holed connection: the next stream goes on another one
+          lease.abandon()
+        }),
+        Effect.logWarning(
+          `AppendRows on ${writeStream}: ${reason}; stream cancelled, its connection abandoned, appends re-sent`
+        ).pipe(Effect.annotateLogs({ method: "AppendRows", target: writeStream }))
+      ),
+    close: Effect.sync(() => {
+      waiting.markBroken(streamFailure(Code.CANCELLED, "connection closed", undefined))
+      call.end()
+    })
+  }
+}
+
 /**
  * Opens a connection on `writeStream` (`projects/p/datasets/d/tables/t/streams/_default`) over
  * `channel`. Opening sends nothing; the first append carries the descriptor.
@@ -99,108 +239,10 @@ export const open = (
   descriptor: Uint8Array
 ): Effect.Effect<Connection> =>
   Effect.sync(() => {
-    const channel = lease.channel
-    const metadata = new grpc.Metadata()
-    metadata.set("x-goog-request-params", routingParams("write_stream", writeStream))
-    const call = channel.makeBidiStreamRequest<Uint8Array, Buffer>(appendRowsPath, toBuffer, identity, metadata)
-    const fifo: Array<Deferred.Deferred<AppendResponse, StreamFailure> | undefined> = []
-    let head = 0
-    let broken: StreamFailure | undefined
-    let first = true
-    // encoded once: every request carries the name
-    const streamName = AppendRequest.utf8(writeStream)
-    const firstHeader: AppendRequest.Header = {
-      writeStream: streamName,
-      descriptor,
-      traceId: AppendRequest.traceId
-    }
-    const laterHeader: AppendRequest.Header = { writeStream: streamName }
-
-    const failAll = (failure: StreamFailure): void => {
-      broken ??= failure
-      while (head < fifo.length) {
-        const d = fifo[head]
-        fifo[head++] = undefined
-        if (d !== undefined) Deferred.doneUnsafe(d, Exit.fail(failure))
-      }
-      fifo.length = 0
-      head = 0
-    }
-    const onData = (bytes: Buffer): void => {
-      const d = fifo[head]
-      if (d === undefined) {
-        failAll(streamFailure(undefined, "a response arrived with no append waiting for it", undefined))
-        call.cancel()
-        return
-      }
-      fifo[head++] = undefined
-      if (head === fifo.length) {
-        fifo.length = 0
-        head = 0
-      }
-      let response: AppendResponse
-      try {
-        response = decodeResponse(bytes)
-      } catch (cause) {
-        Deferred.doneUnsafe(d, Exit.fail(streamFailure(undefined, "malformed AppendRowsResponse", cause)))
-        return
-      }
-      Deferred.doneUnsafe(d, Exit.succeed(response))
-    }
-    const onError = (error: unknown): void => {
-      const status = fromError(error)
-      const trailers = typeof error === "object" && error !== null && "metadata" in error &&
-          error.metadata instanceof grpc.Metadata
-        ? error.metadata
-        : undefined
-      failAll(streamFailure(status.code, status.message, error, storageCodeOfMetadata(trailers)))
-    }
-    const onEnd = (): void => {
-      failAll(streamFailure(Code.UNAVAILABLE, "the AppendRows stream ended", undefined))
-    }
-    call.on("data", onData)
-    call.on("error", onError)
-    call.on("end", onEnd)
-    // the stream's place on its channel is free once the call has ended, however it ended
-    call.on("status", lease.release)
-    call.on("error", lease.release)
-
-    const connection: Connection = {
-      id: nextId++,
-      descriptor,
-      append: (body) =>
-        Effect.sync(() => {
-          const d = Deferred.makeUnsafe<AppendResponse, StreamFailure>()
-          if (broken !== undefined) {
-            Deferred.doneUnsafe(d, Exit.fail(broken))
-            return d
-          }
-          const header = first ? firstHeader : laterHeader
-          first = false
-          fifo.push(d)
-          call.write(AppendRequest.encodeBody(header, body))
-          return d
-        }),
-      isBroken: () => broken !== undefined,
-      pending: () => fifo.length - head,
-      abort: (reason) =>
-        Effect.andThen(
-          Effect.sync(() => {
-            failAll(streamFailure(Code.CANCELLED, reason, undefined))
-            call.cancel()
-            // no answer may mean a black-holed connection: the next stream goes on another one
-            lease.abandon()
-          }),
-          Effect.logWarning(
-            `AppendRows on ${writeStream}: ${reason}; stream cancelled, its connection abandoned, appends re-sent`
-          ).pipe(Effect.annotateLogs({ method: "AppendRows", target: writeStream }))
-        ),
-      close: Effect.sync(() => {
-        broken ??= streamFailure(Code.CANCELLED, "connection closed", undefined)
-        call.end()
-      })
-    }
-    return connection
+    const call = startCall(lease.channel, writeStream)
+    const waiting = waitingAppends()
+    listen(call, waiting, lease)
+    return connectionOf(call, waiting, lease, writeStream, descriptor)
   })
 
 /** The gRPC method path of `GetWriteStream`. @internal */

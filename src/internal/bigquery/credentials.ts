@@ -59,19 +59,13 @@ export const loadKeyFile = (path: Redacted.Redacted<string>): Effect.Effect<JWT,
 /** Application default credentials, resolved lazily on the first call. @internal */
 export const applicationDefault = (projectId: string): AuthClient => new GoogleAuth({ scopes, projectId })
 
+const storageWrite = channels.serviceChannels(storageWriteTarget, "BigQuery")
+
 /** The production channel (TLS + call credentials); `separate`: on an HTTP/2 connection of its own. @internal */
-export const productionChannel = (auth: AuthClient, separate = false): grpc.Client =>
-  channels.productionChannel(
-    storageWriteTarget,
-    auth,
-    "BigQuery",
-    undefined,
-    separate ? channels.separateConnection : channels.channelOptions
-  )
+export const productionChannel: (auth: AuthClient, separate?: boolean) => grpc.Client = storageWrite.production
 
 /** A plaintext channel to an emulator or fake; `separate`: on an HTTP/2 connection of its own. @internal */
-export const emulatorChannel = (endpoint: EmulatorEndpoint, separate = false): grpc.Client =>
-  channels.emulatorChannel(endpoint, separate ? channels.separateConnection : channels.channelOptions)
+export const emulatorChannel: (endpoint: EmulatorEndpoint, separate?: boolean) => grpc.Client = storageWrite.emulator
 
 /**
  * An auth client that always answers one fixed bearer token: the emulator ignores it, and the

@@ -21,19 +21,13 @@ export const dataTarget = "bigtable.googleapis.com:443"
 /** @internal */
 export type HeaderSource = shared.HeaderSource
 
+const data = shared.serviceChannels(dataTarget, "Bigtable")
+
 /** The production channel (TLS plus call credentials); `separate`: on an HTTP/2 connection of its own. @internal */
-export const productionChannel = (auth: HeaderSource, separate = false): grpc.Client =>
-  shared.productionChannel(
-    dataTarget,
-    auth,
-    "Bigtable",
-    undefined,
-    separate ? shared.separateConnection : shared.channelOptions
-  )
+export const productionChannel: (auth: HeaderSource, separate?: boolean) => grpc.Client = data.production
 
 /** A plaintext channel without credentials to an emulator; `separate`: on an HTTP/2 connection of its own. @internal */
-export const emulatorChannel = (endpoint: EmulatorEndpoint, separate = false): grpc.Client =>
-  shared.emulatorChannel(endpoint, separate ? shared.separateConnection : shared.channelOptions)
+export const emulatorChannel: (endpoint: EmulatorEndpoint, separate?: boolean) => grpc.Client = data.emulator
 
 /**
  * A data client over `first` that moves to a new channel (`open()`, which must give a channel of its

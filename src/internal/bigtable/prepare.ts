@@ -1,7 +1,8 @@
 /**
  * The per-record hot path of `write`: resolve the destination, serialize, check the client-side
- * limits, and measure the entry's wire size (which also validates it: a measured entry encodes). Plain synchronous code (one pass per chunk); the
- * only `try`/`catch` guards calls into user code (resolver, serializer) and user-built mutations.
+ * limits, and measure the entry's wire size (which also validates it: a measured entry encodes).
+ * Plain synchronous code (one pass per chunk); the only `try`/`catch` guards calls into user code
+ * (resolver, serializer) and user-built mutations.
  *
  * @internal
  */
@@ -49,6 +50,33 @@ const describe = (cause: unknown): string => (cause instanceof Error ? cause.mes
 const isEntry = (u: unknown): u is RowMutationEntry =>
   Predicate.isObject(u) && u["rowKey"] instanceof Uint8Array && Array.isArray(u["mutations"])
 
+/** Why an entry is routed instead of sent: the failure's message, and what was thrown, if anything. */
+type Rejection = { readonly message: string } | { readonly message: string; readonly cause: unknown }
+
+/** The wire size of `entry`, or why it cannot be sent (too many mutations, malformed, too large). */
+const measure = (entry: RowMutationEntry): number | Rejection => {
+  if (entry.mutations.length > maxMutationsPerEntry) {
+    return {
+      message: `the entry has ${entry.mutations.length} mutations, more than the limit of ${maxMutationsPerEntry}`
+    }
+  }
+  let bytes: number
+  try {
+    bytes = proto.entryByteSize(entry)
+  } catch (cause) {
+    return { message: `malformed mutation: ${describe(cause)}`, cause }
+  }
+  return bytes > maxEntryBytes ? { message: `the entry has ${bytes} bytes, more than the limit of 200 MiB` } : bytes
+}
+
+const notAnEntry = (result: unknown): Rejection => ({
+  message: `the serializer returned ${Predicate.isObject(result) ? "an object" : typeof result}, not a RowMutationEntry`
+})
+
+const reject = (out: Prepared, table: TableDestination, destination: string, rejection: Rejection): void => {
+  out.routed.push(new FailedMutation({ destination, table, ...rejection }))
+}
+
 /** Validates and encodes one serializer result; pushes into `out`. @internal */
 export const accept = (
   table: TableDestination,
@@ -60,47 +88,9 @@ export const accept = (
     out.skipped.push(destination)
     return
   }
-  if (!isEntry(result)) {
-    out.routed.push(
-      new FailedMutation({
-        destination,
-        table,
-        message: `the serializer returned ${
-          Predicate.isObject(result) ? "an object" : typeof result
-        }, not a RowMutationEntry`
-      })
-    )
-    return
-  }
-  if (result.mutations.length > maxMutationsPerEntry) {
-    out.routed.push(
-      new FailedMutation({
-        destination,
-        table,
-        message: `the entry has ${result.mutations.length} mutations, more than the limit of ${maxMutationsPerEntry}`
-      })
-    )
-    return
-  }
-  let bytes: number
-  try {
-    bytes = proto.entryByteSize(result)
-  } catch (cause) {
-    out.routed.push(
-      new FailedMutation({ destination, table, message: `malformed mutation: ${describe(cause)}`, cause })
-    )
-    return
-  }
-  if (bytes > maxEntryBytes) {
-    out.routed.push(
-      new FailedMutation({
-        destination,
-        table,
-        message: `the entry has ${bytes} bytes, more than the limit of 200 MiB`
-      })
-    )
-    return
-  }
+  if (!isEntry(result)) return reject(out, table, destination, notAnEntry(result))
+  const bytes = measure(result)
+  if (typeof bytes !== "number") return reject(out, table, destination, bytes)
   out.items.push({
     table,
     key: destination,
