@@ -39,11 +39,13 @@ describe("BigQuerySink on a black-holed connection", () => {
             responseTimeout: "500 millis"
           })
         })),
-        Effect.provide(Layer.fresh(BigQueryClient.layer({
-          projectId: fake.projectId,
-          emulator: { grpc: proxy.target, rest: fake.restEndpoint }
-        }))),
-        Effect.provide(Logger.layer([logger]))
+        Effect.provide(Layer.mergeAll(
+          Layer.fresh(BigQueryClient.layer({
+            projectId: fake.projectId,
+            emulator: { grpc: proxy.target, rest: fake.restEndpoint }
+          })),
+          Logger.layer([logger])
+        ))
       )
       const elapsed = Date.now() - started
       assert.strictEqual(summary.recordsWritten, 20)
