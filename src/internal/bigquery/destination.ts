@@ -32,10 +32,11 @@ import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import { name as codeName } from "../grpcStatus.ts"
 import * as AppendChannels from "./appendChannels.ts"
+import * as Budget from "./budget.ts"
 import * as Connection from "./connection.ts"
 import { encodeDescriptor } from "./descriptor.ts"
 import type { Settings } from "./options.ts"
-import { classifyOpen, sleepBackoff } from "./retry.ts"
+import { classifyOpen } from "./retry.ts"
 import * as Split from "./split.ts"
 import * as tables from "./tables.ts"
 
@@ -263,7 +264,7 @@ export const tableNotFound = (
 /**
  * Opens a destination: `GetWriteStream` on its `_default` stream; a missing table is created
  * under `CREATE_IF_NEEDED` (terminal under `CREATE_NEVER`); transient failures are retried on the
- * recovery budget.
+ * recovery budget (`maxAttempts` attempts in all, the creation counted as one and not waited for).
  *
  * @internal
  */
@@ -275,58 +276,11 @@ export const open = <A, E, R>(
   pool: Split.Pool
 ): Effect.Effect<Destination, BigQueryError> =>
   Effect.gen(function*() {
-    const key = destination.toString()
     const { descriptor, fingerprint, schema } = yield* readSchema(settings, destination)
-    const context = { schemaUpdatesEnabled: false, createDisposition: settings.createDisposition }
-    let created = false
-    for (let attempt = 1;; attempt++) {
-      const result = yield* Effect.result(Connection.getWriteStream(client.write, destination.defaultStream))
-      if (result._tag === "Success") break
-      const failure = result.failure
-      const verdict = classifyOpen(failure.code, context)
-      if (verdict._tag === "createTable" && !created) {
-        created = true
-        yield* tables.create(
-          client.rest,
-          destination,
-          schema,
-          yield* createResource(settings, destination, schema),
-          settings.stream.recovery
-        )
-        continue
-      }
-      if (verdict._tag === "fail" && verdict.kind === "tableNotFound") {
-        return yield* tableNotFound(key, settings.createDisposition, failure.message, failure.cause)
-      }
-      const retriable = verdict._tag === "retry" || verdict._tag === "createTable"
-      if (!retriable) {
-        return yield* new BigQueryError({
-          reason: new RequestRejected({
-            method: "GetWriteStream",
-            destination: key,
-            code: codeName(failure.code),
-            detail: failure.message,
-            cause: failure.cause
-          })
-        })
-      }
-      if (attempt >= settings.stream.recovery.maxAttempts) {
-        return yield* new BigQueryError({
-          reason: new RetriesExhausted({
-            method: "GetWriteStream",
-            destination: key,
-            attempts: attempt,
-            code: codeName(failure.code),
-            detail: failure.message,
-            cause: failure.cause
-          })
-        })
-      }
-      yield* sleepBackoff(settings.stream.recovery, attempt)
-    }
+    yield* proveTable(client, settings, destination, schema)
     return {
       destination,
-      key,
+      key: destination.toString(),
       slot: yield* makeSlot(client.write, destination.defaultStream),
       guard: yield* makeGuard(),
       batch: Split.empty(pool),
@@ -336,5 +290,57 @@ export const open = <A, E, R>(
       lastUsedMillis: nowMillis,
       inFlight: 0,
       schemaPushed: false
+    }
+  })
+
+const openError = (
+  destination: TableDestination,
+  failure: Connection.StreamFailure,
+  attempts: number | undefined
+): BigQueryError => {
+  const common = {
+    method: "GetWriteStream",
+    destination: destination.toString(),
+    code: codeName(failure.code),
+    detail: failure.message,
+    cause: failure.cause
+  }
+  return new BigQueryError({
+    reason: attempts === undefined ? new RequestRejected(common) : new RetriesExhausted({ ...common, attempts })
+  })
+}
+
+/** `GetWriteStream` until the table is proven to exist (created once if missing and allowed). */
+const proveTable = <A, E, R>(
+  client: BigQueryClientService,
+  settings: Settings<A, E, R>,
+  destination: TableDestination,
+  schema: TableSchema.TableSchema
+): Effect.Effect<void, BigQueryError> =>
+  Effect.gen(function*() {
+    const context = { schemaUpdatesEnabled: false, createDisposition: settings.createDisposition }
+    const budget = yield* Budget.attempts(settings.stream.recovery)
+    let created = false
+    for (;;) {
+      const result = yield* Effect.result(Connection.getWriteStream(client.write, destination.defaultStream))
+      if (result._tag === "Success") return
+      const failure = result.failure
+      const verdict = classifyOpen(failure.code, context)
+      if (verdict._tag === "createTable" && !created) {
+        created = true
+        const resource = yield* createResource(settings, destination, schema)
+        yield* tables.create(client.rest, destination, schema, resource, settings.stream.recovery)
+        yield* budget.next
+        continue
+      }
+      if (verdict._tag === "fail" && verdict.kind === "tableNotFound") {
+        return yield* tableNotFound(destination.toString(), settings.createDisposition, failure.message, failure.cause)
+      }
+      if (verdict._tag !== "retry" && verdict._tag !== "createTable") {
+        return yield* openError(destination, failure, undefined)
+      }
+      const wait = yield* budget.next
+      if (wait === undefined) return yield* openError(destination, failure, budget.used + 1)
+      yield* Effect.sleep(wait)
     }
   })

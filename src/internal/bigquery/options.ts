@@ -42,12 +42,10 @@ export interface SinkOptions<A, E, R> {
 /** The decoded `DefaultStreamOptions`. @internal */
 export interface StreamSettings {
   readonly maxAppendRequestBytes: number
+  /** Reconnects, table creation and what `retry` gave up on (reference 2.5). */
   readonly recovery: Policy
-  readonly retryInitialDelay: Duration.Duration
-  readonly retryDelayMultiplier: number
-  readonly retryMaxDelay: Duration.Duration
-  readonly retryMaxAttempts: number
-  readonly maxRetryDuration: Duration.Duration
+  /** Re-sends of an in-band transient error on the same connection (the SDK's retry settings). */
+  readonly retry: Policy
   readonly maxInflightRequests: number
   readonly maxInflightBytes: number
   readonly destinationIdleTimeout: Duration.Duration
@@ -227,11 +225,14 @@ export const decodeStreamOptions = (
         maxBackoff: recoveryMaxBackoff,
         maxAttempts: recoveryMaxAttempts
       },
-      retryInitialDelay,
-      retryDelayMultiplier,
-      retryMaxDelay,
-      retryMaxAttempts,
-      maxRetryDuration,
+      retry: {
+        initialBackoff: retryInitialDelay,
+        // 0 = no cap, 0 = no limit
+        maxBackoff: Duration.isZero(retryMaxDelay) ? Duration.infinity : retryMaxDelay,
+        maxAttempts: retryMaxAttempts,
+        multiplier: retryDelayMultiplier,
+        maxDuration: Duration.isZero(maxRetryDuration) ? undefined : maxRetryDuration
+      },
       maxInflightRequests,
       maxInflightBytes,
       destinationIdleTimeout,

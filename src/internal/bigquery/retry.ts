@@ -4,12 +4,8 @@
  *
  * @internal
  */
-import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
-import * as Random from "effect/Random"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import { Code } from "../grpcStatus.ts"
-import { delayMillis, type Policy } from "../retrySchedule.ts"
 
 /** `google.cloud.bigquery.storage.v1.StorageError.StorageErrorCode`. @internal */
 export const StorageCode = {
@@ -165,12 +161,3 @@ export const classifyAdmin = (
   if (method === "patch" && (status === 409 || status === 412)) return "retry"
   return "fail"
 }
-
-/**
- * Sleeps the jittered backoff after failed attempt `attempt` (1-based) of `policy` (reference
- * 1.3: doubling from the initial backoff, capped, ±25 %, at least 1 ms), on the Effect `Clock`.
- *
- * @internal
- */
-export const sleepBackoff = (policy: Policy, attempt: number): Effect.Effect<void> =>
-  Effect.flatMap(Random.next, (u) => Effect.sleep(Duration.millis(delayMillis(policy, attempt, u))))

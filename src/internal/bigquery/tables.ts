@@ -11,9 +11,9 @@ import * as Predicate from "effect/Predicate"
 import { BigQueryError, TableAdminFailed } from "../../BigQuery/BigQueryError.ts"
 import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../BigQuery/TableSchema.ts"
-import type { Policy } from "../retrySchedule.ts"
+import { type Policy, toSchedule } from "../retrySchedule.ts"
 import * as metrics from "./metrics.ts"
-import { type AdminVerdict, classifyAdmin, sleepBackoff } from "./retry.ts"
+import { type AdminVerdict, classifyAdmin } from "./retry.ts"
 
 /** A REST failure: HTTP status (undefined for transport errors) and the first error reason. @internal */
 export interface AdminFailure {
@@ -125,23 +125,13 @@ export const patchSchema = (
   }).pipe(Effect.asVoid)
 
 /**
- * Runs a REST call again while its failure is retriable, waiting on `policy` (±25 % jitter);
- * anything else, or the last failure, is returned as is.
+ * Runs a REST call again while its failure is retriable, on `policy`'s schedule (at most
+ * `maxAttempts` calls, ±25 % jitter); anything else, or the last failure, is returned as is.
  *
  * @internal
  */
-export const retrying = <A>(
-  call: Effect.Effect<A, AdminFailure>,
-  policy: Policy
-): Effect.Effect<A, AdminFailure> => {
-  const loop = (attempt: number): Effect.Effect<A, AdminFailure> =>
-    Effect.catchIf(
-      call,
-      (f) => verdictOf(f) === "retry" && attempt < policy.maxAttempts,
-      () => Effect.andThen(sleepBackoff(policy, attempt), Effect.suspend(() => loop(attempt + 1)))
-    )
-  return loop(1)
-}
+export const retrying = <A>(call: Effect.Effect<A, AdminFailure>, policy: Policy): Effect.Effect<A, AdminFailure> =>
+  Effect.retry(call, { schedule: toSchedule(policy), while: (f) => verdictOf(f) === "retry" })
 
 /** Creation options as REST fragments (`timePartitioning`, `clustering`). @internal */
 export type CreateResource = Record<string, unknown>

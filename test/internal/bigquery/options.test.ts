@@ -76,11 +76,11 @@ describe("BigQuery sink options: defaults", () => {
       const s = settings.stream
       assert.strictEqual(s.maxAppendRequestBytes, 512 * 1024)
       assert.deepStrictEqual(s.recovery, { initialBackoff: ms(500), maxBackoff: Duration.seconds(10), maxAttempts: 10 })
-      assert.deepStrictEqual(s.retryInitialDelay, ms(500))
-      assert.strictEqual(s.retryDelayMultiplier, 2)
-      assert.deepStrictEqual(s.retryMaxDelay, Duration.seconds(30))
-      assert.strictEqual(s.retryMaxAttempts, 5)
-      assert.deepStrictEqual(s.maxRetryDuration, Duration.minutes(5))
+      assert.deepStrictEqual(s.retry.initialBackoff, ms(500))
+      assert.strictEqual(s.retry.multiplier, 2)
+      assert.deepStrictEqual(s.retry.maxBackoff, Duration.seconds(30))
+      assert.strictEqual(s.retry.maxAttempts, 5)
+      assert.deepStrictEqual(s.retry.maxDuration, Duration.minutes(5))
       assert.strictEqual(s.maxInflightRequests, 100)
       assert.strictEqual(s.maxInflightBytes, 100 * 1024 * 1024)
       assert.deepStrictEqual(s.destinationIdleTimeout, Duration.hours(1))
@@ -124,11 +124,12 @@ describe("BigQuery sink options: defaults", () => {
       })
       assert.strictEqual(s.maxAppendRequestBytes, 1000)
       assert.deepStrictEqual(s.recovery, { initialBackoff: ms(2), maxBackoff: Duration.seconds(3), maxAttempts: 4 })
-      assert.isTrue(Duration.isZero(s.retryInitialDelay))
-      assert.strictEqual(s.retryDelayMultiplier, 1.5)
-      assert.isTrue(Duration.isZero(s.retryMaxDelay))
-      assert.strictEqual(s.retryMaxAttempts, 7)
-      assert.isTrue(Duration.isZero(s.maxRetryDuration))
+      assert.isTrue(Duration.isZero(s.retry.initialBackoff))
+      assert.strictEqual(s.retry.multiplier, 1.5)
+      // retryMaxDelay 0: no cap; maxRetryDuration 0: no limit
+      assert.isFalse(Duration.isFinite(s.retry.maxBackoff))
+      assert.strictEqual(s.retry.maxAttempts, 7)
+      assert.isUndefined(s.retry.maxDuration)
       assert.strictEqual(s.maxInflightRequests, 8)
       assert.strictEqual(s.maxInflightBytes, 9)
       assert.deepStrictEqual(s.destinationIdleTimeout, Duration.nanos(1n))
@@ -220,6 +221,8 @@ describe("BigQuery sink options: writeMethod (DefaultStreamOptions, reference 2.
         const s = yield* streamOf({ [option]: n, maxConnectionsPerRegion: Number.MAX_SAFE_INTEGER })
         const kept = option === "recoveryMaxAttempts"
           ? s.recovery.maxAttempts
+          : option === "retryMaxAttempts"
+          ? s.retry.maxAttempts
           : option === "minConnectionsPerRegion"
           ? n
           : s[option]
@@ -300,9 +303,9 @@ describe("BigQuery sink options: writeMethod (DefaultStreamOptions, reference 2.
           s.responseTimeout,
           s.flushInterval ?? Duration.zero,
           s.destinationIdleTimeout,
-          s.retryInitialDelay,
-          s.retryMaxDelay,
-          s.maxRetryDuration
+          s.retry.initialBackoff,
+          s.retry.maxBackoff,
+          s.retry.maxDuration ?? Duration.zero
         ]
       ) assert.strictEqual(Duration.toMillis(d), n)
     }))
@@ -317,8 +320,9 @@ describe("BigQuery sink options: writeMethod (DefaultStreamOptions, reference 2.
         )
       }
       const s = yield* streamOf({ retryInitialDelay: 0, retryMaxDelay: 0, maxRetryDuration: 0 })
-      assert.isTrue(Duration.isZero(s.retryInitialDelay) && Duration.isZero(s.retryMaxDelay))
-      assert.isTrue(Duration.isZero(s.maxRetryDuration))
+      // 0 = no delay, no cap, no limit
+      assert.isTrue(Duration.isZero(s.retry.initialBackoff) && !Duration.isFinite(s.retry.maxBackoff))
+      assert.isUndefined(s.retry.maxDuration)
     }))
 
   it.effect("destinationIdleTimeout is positive and expressible in nanoseconds", () =>
@@ -356,7 +360,7 @@ describe("BigQuery sink options: writeMethod (DefaultStreamOptions, reference 2.
     ({ initial, max }) =>
       Effect.gen(function*() {
         const options = { retryInitialDelay: ms(initial), retryMaxDelay: ms(max) }
-        if (max >= initial) assert.strictEqual(Duration.toMillis((yield* streamOf(options)).retryMaxDelay), max)
+        if (max >= initial) assert.strictEqual(Duration.toMillis((yield* streamOf(options)).retry.maxBackoff), max)
         else yield* rejectsStream(options, "retryMaxDelay", /must be at least retryInitialDelay/)
         if (initial > 0) {
           yield* rejectsStream({ retryInitialDelay: ms(initial), retryMaxDelay: 0 }, "retryMaxDelay", /at least/)
@@ -369,7 +373,7 @@ describe("BigQuery sink options: writeMethod (DefaultStreamOptions, reference 2.
     { m: Schema.Number.check(Schema.isBetween({ minimum: -1000, maximum: 1000 })) },
     ({ m }) =>
       Effect.gen(function*() {
-        if (m >= 1) assert.strictEqual((yield* streamOf({ retryDelayMultiplier: m })).retryDelayMultiplier, m)
+        if (m >= 1) assert.strictEqual((yield* streamOf({ retryDelayMultiplier: m })).retry.multiplier, m)
         else yield* rejectsStream({ retryDelayMultiplier: m }, "retryDelayMultiplier", /finite number of at least 1.0/)
       })
   )
