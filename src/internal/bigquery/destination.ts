@@ -13,6 +13,7 @@
  * @internal
  */
 import type * as grpc from "@grpc/grpc-js"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
 import * as AdditionalFields from "../../BigQuery/AdditionalFields.ts"
@@ -160,13 +161,15 @@ export interface PreparedSchema {
 export const readSchema = <A, E, R>(
   settings: Settings<A, E, R>,
   destination: TableDestination
-): Effect.Effect<PreparedSchema, BigQueryError> =>
+): Effect.Effect<PreparedSchema, BigQueryError | SerializerThrew> =>
   Effect.gen(function*() {
     const serializer = settings.serializer
     const additional = settings.additionalFields
+    const base = yield* userCall("tableSchema", () =>
+      (additional === undefined ? serializer : settings.baseSerializer).tableSchema(destination))
     const schema = additional === undefined
-      ? serializer.tableSchema(destination)
-      : yield* AdditionalFields.extendSchema(additional, settings.baseSerializer.tableSchema(destination)).pipe(
+      ? base
+      : yield* AdditionalFields.extendSchema(additional, base).pipe(
         Effect.mapError((e) =>
           new BigQueryError({
             reason: new SchemaMismatch({
@@ -179,10 +182,26 @@ export const readSchema = <A, E, R>(
       )
     return {
       schema,
-      descriptor: encodeDescriptor(descriptorOf(serializer, destination)),
-      fingerprint: serializer.fingerprint?.(destination)
+      descriptor: yield* userCall("descriptor", () =>
+        encodeDescriptor(descriptorOf(serializer, destination))),
+      fingerprint: yield* userCall("fingerprint", () => serializer.fingerprint?.(destination))
     }
   })
+
+/**
+ * A serializer's schema call (`tableSchema`, `descriptor`, `fingerprint`) threw while a destination
+ * was opened or its schema re-read: the record that needed it is routed, as a record whose
+ * serializer threw is.
+ *
+ * @internal
+ */
+export class SerializerThrew extends Data.TaggedError("SerializerThrew")<{
+  readonly stage: "tableSchema" | "descriptor" | "fingerprint"
+  readonly cause: unknown
+}> {}
+
+const userCall = <X>(stage: SerializerThrew["stage"], f: () => X): Effect.Effect<X, SerializerThrew> =>
+  Effect.try({ try: f, catch: (cause) => new SerializerThrew({ stage, cause }) })
 
 /**
  * The REST fragments of the creation options for a destination, whose table would have `schema`.
@@ -274,7 +293,7 @@ export const open = <A, E, R>(
   destination: TableDestination,
   nowMillis: number,
   pool: Split.Pool
-): Effect.Effect<Destination, BigQueryError> =>
+): Effect.Effect<Destination, BigQueryError | SerializerThrew> =>
   Effect.gen(function*() {
     const { descriptor, fingerprint, schema } = yield* readSchema(settings, destination)
     yield* proveTable(client, settings, destination, schema)

@@ -22,7 +22,6 @@ import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Metric from "effect/Metric"
@@ -30,18 +29,18 @@ import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import { BigQueryClient } from "../../BigQuery/BigQueryClient.ts"
 import type { BigQueryError } from "../../BigQuery/BigQueryError.ts"
-import { type BigQueryFailure, failedRow, unroutableRecord } from "../../BigQuery/BigQueryFailure.ts"
-import * as TableDestination from "../../BigQuery/TableDestination.ts"
+import type { BigQueryFailure } from "../../BigQuery/BigQueryFailure.ts"
+import type * as TableDestination from "../../BigQuery/TableDestination.ts"
 import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as failureRouting from "../failureRouting.ts"
 import * as FlowControl from "../flowControl.ts"
 import * as summaryCounters from "../summaryCounters.ts"
-import { maxRowBytes } from "./appendRequest.ts"
 import * as Destination from "./destination.ts"
 import * as metrics from "./metrics.ts"
 import type { Settings } from "./options.ts"
 import * as PendingAppend from "./pendingAppend.ts"
+import * as RowLoop from "./rowLoop.ts"
 import * as Split from "./split.ts"
 
 type Command<E> =
@@ -76,8 +75,6 @@ export const make = <A, E, R>(
     const fibers = yield* FiberSet.make<void>()
     const commands = yield* Queue.bounded<Command<Err>>(16)
     const completions = yield* Queue.bounded<Completion>(s.maxInflightRequests + 1)
-    const serializer = settings.serializer
-    const encodeInto = serializer.encodeInto
     const maxBytes = s.maxAppendRequestBytes
     const pool = Split.makePool(maxBytes, 8)
     const perDestination = s.perDestinationMetrics
@@ -151,7 +148,9 @@ export const make = <A, E, R>(
     const dispatch = (d: Destination.Destination): Effect.Effect<void, Err, R> =>
       d.batch.count === 0 ? Effect.void : Effect.suspend(() => appendSealed(d, Split.seal(d.batch, pool)))
 
-    const refreshSchema = (d: Destination.Destination): Effect.Effect<void, BigQueryError> =>
+    const refreshSchema = (
+      d: Destination.Destination
+    ): Effect.Effect<void, BigQueryError | Destination.SerializerThrew> =>
       Effect.map(Destination.readSchema(settings, d.destination), (next) => {
         d.schema = next.schema
         d.descriptor = next.descriptor
@@ -170,79 +169,83 @@ export const make = <A, E, R>(
         return opened
       })
 
+    const loopEnv: RowLoop.Env<A> = {
+      resolve: settings.resolve,
+      serializer: settings.serializer,
+      destinations,
+      pool,
+      maxBytes,
+      skip: (d) => counters.add(d.key, "recordsSkipped", 1)
+    }
+
+    /** A serializer's schema call threw: the record is routed; any other error is the write's. */
+    const schemaThrew = (
+      c: RowLoop.Cursor<A>,
+      key: string,
+      error: BigQueryError | Destination.SerializerThrew
+    ): Effect.Effect<void, Err, R> => {
+      if (error._tag !== "SerializerThrew") return Effect.fail(error)
+      RowLoop.schemaThrew(c, key, error.stage, error.cause)
+      return Effect.forEach(c.routed.splice(0), route, { discard: true })
+    }
+
+    /** What the row loop asked for, done; the failures it collected routed. */
+    const serveNeed = (c: RowLoop.Cursor<A>, need: RowLoop.Need | undefined): Effect.Effect<void, Err, R> =>
+      Effect.gen(function*() {
+        if (c.routed.length > 0) yield* Effect.forEach(c.routed.splice(0), route, { discard: true })
+        switch (need) {
+          case "open": {
+            const pending = c.pending
+            if (pending === undefined) return
+            const opened = yield* Effect.result(destinationOf(pending, c.now))
+            if (opened._tag === "Failure") return yield* schemaThrew(c, pending.toString(), opened.failure)
+            const d = opened.success
+            d.lastUsedMillis = c.now
+            c.destination = d
+            c.lastResolution = pending
+            c.pending = undefined
+            c.resolvedAt = c.i
+            return
+          }
+          case "refresh": {
+            const d = c.destination
+            if (d === undefined) return
+            yield* dispatch(d)
+            const refreshed = yield* Effect.result(refreshSchema(d))
+            if (refreshed._tag === "Failure") return yield* schemaThrew(c, d.key, refreshed.failure)
+            return
+          }
+          case "send": {
+            const { sealed, sealedFor } = c
+            c.sealed = undefined
+            c.sealedFor = undefined
+            if (sealed !== undefined && sealedFor !== undefined) yield* appendSealed(sealedFor, sealed)
+            return
+          }
+          default:
+            return
+        }
+      })
+
+    /**
+     * Runs the row loop over `records` (rowLoop.ts), one `Effect.try` per stretch between two
+     * effectful steps: a record whose user code threw is routed and the loop goes on after it.
+     */
     const write = (records: Iterable<unknown>): Effect.Effect<void, Err, R> =>
       Effect.gen(function*() {
         yield* drain
         const now = yield* Clock.currentTimeMillis
-        let lastResolution: unknown
-        let d: Destination.Destination | undefined
-        let skipped = 0
-        // an index loop over the chunk: `for...of` in a generator allocates an iterator result per row
         const rows: ReadonlyArray<A> = Array.isArray(records) ? records : Array.from(records as Iterable<A>)
-        for (let i = 0; i < rows.length; i++) {
-          const record = rows[i] as A
-          const resolution = settings.resolve(record)
-          if (TableDestination.isUnroutable(resolution)) {
-            yield* route(unroutableRecord({ payload: resolution.payload, message: resolution.reason }))
-            continue
-          }
-          if (d === undefined || resolution !== lastResolution) {
-            d = yield* destinationOf(resolution, now)
-            lastResolution = resolution
-            d.lastUsedMillis = now
-          }
-          if (serializer.fingerprint !== undefined || d.schemaPushed) {
-            const fingerprint = serializer.fingerprint?.(d.destination)
-            if (d.schemaPushed || (fingerprint !== d.fingerprint && !Equal.equals(fingerprint, d.fingerprint))) {
-              yield* dispatch(d)
-              yield* refreshSchema(d)
-            }
-          }
-          const batch = d.batch
-          let at: number
-          let length: number
-          if (encodeInto !== undefined) {
-            at = Split.beginRow(batch)
-            const result = encodeInto(batch.writer, record, d.destination)
-            if (result !== undefined) {
-              Split.cancelRow(batch, at)
-              if (result === null) {
-                skipped++
-                counters.add(d.key, "recordsSkipped", 1)
-              } else {
-                yield* route(failedRow({ destination: d.key, message: result.message, cause: result }))
-              }
-              continue
-            }
-            length = Split.endRow(batch, at)
-          } else {
-            const row = serializer.serialize(record, d.destination)
-            if (row === null) {
-              skipped++
-              counters.add(d.key, "recordsSkipped", 1)
-              continue
-            }
-            if (!(row instanceof Uint8Array)) {
-              yield* route(failedRow({ destination: d.key, message: row.message, cause: row }))
-              continue
-            }
-            at = Split.appendRow(batch, row)
-            length = row.length
-          }
-          if (Split.isOversize(length)) {
-            const payload = Split.rowCopy(batch, length)
-            Split.cancelRow(batch, at)
-            yield* route(failedRow({
-              destination: d.key,
-              payload,
-              message: `row of ${length} bytes exceeds the ${maxRowBytes}-byte row limit; not sent`
-            }))
-            continue
-          }
-          const full = Split.admit(pool, batch, at, length, maxBytes)
-          if (full !== undefined) yield* appendSealed(d, full)
+        const c = RowLoop.cursor(rows, now)
+        const stretch = Effect.result(Effect.try({ try: () => RowLoop.run(c, loopEnv), catch: (cause) => cause }))
+        for (;;) {
+          const result = yield* stretch
+          const need = result._tag === "Success" ? result.success : undefined
+          if (result._tag === "Failure") RowLoop.threw(c, result.failure)
+          yield* serveNeed(c, need)
+          if (need === "done") break
         }
-        if (skipped > 0) yield* metrics.countRecords(metrics.recordsSkipped, skipped, undefined)
+        if (c.skipped > 0) yield* metrics.countRecords(metrics.recordsSkipped, c.skipped, undefined)
       })
 
     const awaitInFlight: Effect.Effect<void, Err, R> = Effect.whileLoop({
