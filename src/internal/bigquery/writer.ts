@@ -24,7 +24,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
-import * as Metric from "effect/Metric"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import { BigQueryClient } from "../../BigQuery/BigQueryClient.ts"
@@ -79,6 +78,14 @@ export const make = <A, E, R>(
     const pool = Split.makePool(maxBytes, 8)
     const perDestination = s.perDestinationMetrics
     let inFlight = 0
+    // The gauges are shared by every writer of the process: each moves them by deltas and takes its
+    // share back when it closes, however it ends.
+    yield* Effect.addFinalizer(() =>
+      Effect.andThen(
+        metrics.moveGauge(metrics.inFlightBatches, -inFlight),
+        metrics.moveGauge(metrics.openDestinations, -destinations.size)
+      )
+    )
     let terminal: Cause.Cause<Err> | undefined
     /** A write was served since the last successful barrier: closing the scope must flush. */
     let unflushed = false
@@ -94,7 +101,7 @@ export const make = <A, E, R>(
       Effect.gen(function*() {
         inFlight--
         c.destination.inFlight--
-        yield* Metric.update(metrics.inFlightBatches, inFlight)
+        yield* metrics.moveGauge(metrics.inFlightBatches, -1)
         if (Exit.isFailure(c.exit)) return yield* Effect.failCause(c.exit.cause)
         // answered: nothing refers to the batch's buffer any more (routed rows keep copies)
         Split.recycle(pool, c.batch.buffer)
@@ -124,7 +131,7 @@ export const make = <A, E, R>(
         }
         inFlight++
         d.inFlight++
-        yield* Metric.update(metrics.inFlightBatches, inFlight)
+        yield* metrics.moveGauge(metrics.inFlightBatches, 1)
         yield* metrics.countRecords(metrics.recordsSend, batch.count, perDestination ? d.key : undefined)
         yield* metrics.countRecords(metrics.bytesSend, batch.bytes, perDestination ? d.key : undefined)
         const append = PendingAppend.run(client, settings, d, {
@@ -165,7 +172,7 @@ export const make = <A, E, R>(
         if (known !== undefined) return known
         const opened = yield* Destination.open(client, settings, destination, now, pool)
         destinations.set(key, opened)
-        yield* Metric.update(metrics.openDestinations, destinations.size)
+        yield* metrics.moveGauge(metrics.openDestinations, 1)
         return opened
       })
 
@@ -260,10 +267,10 @@ export const make = <A, E, R>(
       for (const [key, d] of destinations) {
         if (now - d.lastUsedMillis > idle && d.inFlight === 0 && d.batch.count === 0) {
           destinations.delete(key)
+          yield* metrics.moveGauge(metrics.openDestinations, -1)
           yield* d.slot.close
         }
       }
-      yield* Metric.update(metrics.openDestinations, destinations.size)
     })
 
     const flush: Effect.Effect<void, Err, R> = Effect.gen(function*() {
