@@ -1,41 +1,44 @@
 /**
- * The owner's sending: requests cut from a table's batch (split under the request limits), held
- * while the table is repaired, each MutateRows call on its own fiber reporting `Completed` back,
- * and the re-sending of retried entries.
+ * The Bigtable backend's batching and sending: admitted entries join their table's batch (a full
+ * batch is sent), batches open for `batchDelay` are sent on the tick, requests are cut from a
+ * table's batch (split under the 100,000-mutation limit) or held while the table is repaired, and
+ * retried or isolated entries are re-sent. Each request goes through `core.send`, which runs
+ * {@link call} on a fiber of its own and brings the statuses back to `verdict.ts`.
  *
  * @internal
  */
-import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type { EntryStatus } from "../../Bigtable/BigtableClient.ts"
+import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as batcher from "./batcher.ts"
-import { type Dest, fork, offer, type State } from "./ownerState.ts"
+import { batchDelay } from "./options.ts"
 import type { Item } from "./prepare.ts"
-import { progressed } from "./stall.ts"
+import { open } from "./repair.ts"
+import type { Dest, Request, State } from "./state.ts"
 
-/** Starts one MutateRows call for `items` (one table) on a fiber of its own. @internal */
-export const send = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    if (items.length === 0) return
-    const first = items[0] as Item
+/** The MutateRows call of one request (one table); runs on its own fiber and never fails. @internal */
+export const call = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effect<ReadonlyArray<EntryStatus>> => {
+  const first = items[0] as Item
+  return st.client.mutateRows({
+    tableName: first.table.tableName,
+    appProfileId: st.settings.appProfileId,
+    entries: items.map((item) => item.entry),
+    entryByteSizes: items.map((item) => item.bytes)
+  }).pipe(
+    // Captured per request, the call-site stack would cost more than the span itself.
+    Effect.withSpan("BigtableSink.mutateRows", {
+      attributes: { "bigtable.table": first.key, "bigtable.entries": items.length }
+    }, { captureStackTrace: false })
+  )
+}
+
+/** Starts one MutateRows call for `items` (one table). @internal */
+export const send = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (items.length === 0) return Effect.void
     for (const item of items) item.attempts++
-    // the first call in flight starts the wait a stall is measured from
-    if (st.requestsInFlight === 0) progressed(st, yield* Clock.currentTimeMillis)
-    st.requestsInFlight++
-    yield* fork(
-      st,
-      st.client.mutateRows({
-        tableName: first.table.tableName,
-        appProfileId: st.settings.appProfileId,
-        entries: items.map((item) => item.entry),
-        entryByteSizes: items.map((item) => item.bytes)
-      }).pipe(
-        // Captured per request, the call-site stack would cost more than the span itself.
-        Effect.withSpan("BigtableSink.mutateRows", {
-          attributes: { "bigtable.table": first.key, "bigtable.entries": items.length }
-        }, { captureStackTrace: false }),
-        Effect.flatMap((statuses) => offer(st, { _tag: "Completed", items, statuses }))
-      )
-    )
+    return st.core.send(items)
   })
 
 /** Sends a table's entries, or holds them while the table is being repaired. @internal */
@@ -57,8 +60,36 @@ export const cutAll = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =>
     }
   })
 
-/** Re-sends entries after their retry backoff: isolated ones alone, the rest batched per table. @internal */
-export const onResend = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>): Effect.Effect<void> =>
+/** An admitted slice: its entries join their tables' batches (each holds its permit). @internal */
+export const admit = <A, EH, R>(
+  st: State<A, EH, R>,
+  items: ReadonlyArray<Item>,
+  now: number
+): Effect.Effect<void, SinkConfigError> =>
+  Effect.gen(function*() {
+    for (const item of items) {
+      if (st.core.failed()) return
+      const dest = st.dests.get(item.key) ?? (yield* open(st, item))
+      dest.inFlight++
+      dest.lastUsed = now
+      if (dest.batch.items.length === 0) dest.openedAt = now
+      for (const ready of batcher.add(dest.batch, item, st.thresholds)) yield* dispatch(st, dest, ready)
+    }
+  })
+
+/** The tick: sends the batches open for `batchDelay`. @internal */
+export const tick = <A, EH, R>(st: State<A, EH, R>, now: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const due = Duration.toMillis(batchDelay)
+    for (const dest of st.dests.values()) {
+      if (dest.batch.items.length > 0 && now - dest.openedAt >= due) {
+        yield* dispatch(st, dest, batcher.cut(dest.batch))
+      }
+    }
+  })
+
+/** Re-sends entries (after a retry wait, or isolated): isolated ones alone, the rest batched per table. @internal */
+export const resend = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>): Effect.Effect<void> =>
   Effect.gen(function*() {
     const byTable = new Map<string, Array<Item>>()
     for (const item of items) {

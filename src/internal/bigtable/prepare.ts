@@ -12,6 +12,8 @@ import type { Serializer } from "../../Bigtable/BigtableSink.ts"
 import type { RowMutationEntry } from "../../Bigtable/RowMutationEntry.ts"
 import { isUnroutable, type TableDestination, type Unroutable } from "../../Bigtable/TableDestination.ts"
 import { unresolved } from "../../Sink/FailedElement.ts"
+import type * as core from "../writer/backend.ts"
+import * as batcher from "./batcher.ts"
 import * as proto from "./mutationProto.ts"
 import { maxEntryBytes, maxMutationsPerEntry } from "./options.ts"
 
@@ -25,6 +27,8 @@ export interface Item {
   readonly table: TableDestination
   readonly key: string
   readonly entry: RowMutationEntry
+  /** One record per entry (what the writer core counts). */
+  readonly units: 1
   /** `entryByteSize(entry)`: measured (and validated) once, here. */
   readonly bytes: number
   readonly mutations: number
@@ -101,6 +105,7 @@ export const accept = (
     table,
     key: destination,
     entry: result,
+    units: 1,
     bytes,
     mutations: result.mutations.length,
     permitBytes: bytes,
@@ -181,3 +186,33 @@ export const prepare = <A>(
       out
     )
   })
+
+/**
+ * Cuts a prepared chunk into admission slices: each takes its permit at once, so a slice is at most
+ * a batch (`thresholds`) and the writer's bounds (`limits`); an entry larger than the byte bound
+ * takes the whole bound (its `permitBytes`), so it is admitted once the writer is otherwise empty.
+ *
+ * @internal
+ */
+export const slices = (
+  prepared: Prepared,
+  limits: core.Limits,
+  thresholds: batcher.Thresholds
+): core.Prepared<ReadonlyArray<Item>, FailedMutation> => {
+  for (const item of prepared.items) item.permitBytes = Math.min(item.bytes, limits.maxBytes)
+  const groups = batcher.admissionGroups(
+    prepared.items,
+    (item) => item.permitBytes,
+    Math.min(limits.maxUnits, thresholds.batchElementCount),
+    Math.min(limits.maxBytes, thresholds.batchByteSize)
+  )
+  return {
+    slices: groups.map((group) => {
+      let bytes = 0
+      for (const item of group.items) bytes += item.bytes
+      return { payload: group.items, units: group.items.length, bytes, permitBytes: group.bytes }
+    }),
+    routed: prepared.routed,
+    skipped: prepared.skipped
+  }
+}

@@ -3,15 +3,13 @@
  * NOT_FOUND parked, rounds of `admin.ensure` (create the table, add missing declared families,
  * check aggregate types) on a fiber of their own within the recovery budget, then the parked and
  * held entries re-applied. Under `CREATE_NEVER`, or for an undeclared family, NOT_FOUND is fatal.
+ * The waits between rounds are the writer core's `recovery` budget (its `Schedule`).
  *
  * @internal
  */
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
-import * as Random from "effect/Random"
-import type { EntryStatus } from "../../Bigtable/BigtableClient.ts"
 import {
   BigtableError,
   ColumnFamilyNotDeclared,
@@ -19,14 +17,14 @@ import {
   TableNotFound
 } from "../../Bigtable/BigtableError.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
-import * as retrySchedule from "../retrySchedule.ts"
+import type { Repairing } from "../writer/backend.ts"
 import * as admin from "./admin.ts"
 import * as batcher from "./batcher.ts"
 import { dispatch } from "./dispatch.ts"
 import * as metrics from "./metrics.ts"
-import { type Dest, type EnsureResults, fail, fork, offer, type Repair, type State } from "./ownerState.ts"
 import type { Item } from "./prepare.ts"
 import { isMissingFamily } from "./retry.ts"
+import type { Dest, EnsureResults, Event, Repair, State } from "./state.ts"
 
 /** Starts a round of `admin.ensure` over the tables under repair, unless one is under way. @internal */
 export const startRound = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =>
@@ -42,35 +40,31 @@ export const startRound = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =
       const dest = st.dests.get(key)
       return dest === undefined ? [] : [{ key, table: dest.table }]
     })
-    yield* fork(
-      st,
+    yield* st.core.fork(
       Effect.forEach(tables, ({ key, table }) =>
         Effect.map(Effect.exit(admin.ensure(st.client, table, declared)), (exit) => ({ key, exit }))).pipe(
           Effect.withSpan("BigtableSink.ensureTables", { attributes: { "bigtable.tables": keys.length } }),
           Effect.flatMap((results) =>
-            offer(st, { _tag: "Ensured", results })
+            st.core.offer({ _tag: "Ensured", results })
           )
         )
     )
   })
 
-/** Schedules the next round after the recovery backoff, or fails once the budget is spent. @internal */
+/** Schedules the next round after the recovery budget's wait, or fails once its schedule is spent. @internal */
 export const scheduleRound = <A, EH, R>(st: State<A, EH, R>, cause: unknown): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.suspend(() => {
     const repair = st.repair
-    if (repair === undefined || repair.busy) return
+    if (repair === undefined || repair.busy) return Effect.void
     repair.lastCause = cause
-    if (repair.rounds >= st.w.recovery.maxAttempts) {
-      const table = [...repair.tables][0] ?? "unknown"
-      return yield* fail(
-        st,
-        new BigtableError({ reason: new RecoveryExhausted({ table, attempts: repair.rounds, cause }) })
-      )
-    }
     repair.busy = true
-    const u = yield* Random.next
-    const delay = Duration.millis(retrySchedule.delayMillis(st.w.recovery, repair.rounds, u))
-    yield* fork(st, Effect.sleep(delay).pipe(Effect.andThen(offer(st, { _tag: "RepairDue" }))))
+    const table = [...repair.tables][0] ?? "unknown"
+    return st.core.after(
+      "recovery",
+      repair.rounds,
+      { _tag: "RepairDue" },
+      () => new BigtableError({ reason: new RecoveryExhausted({ table, attempts: repair.rounds, cause }) })
+    )
   })
 
 /** A `RepairDue` command: the backoff is over. @internal */
@@ -93,7 +87,7 @@ export const open = <A, EH, R>(st: State<A, EH, R>, item: Item): Effect.Effect<D
   Effect.gen(function*() {
     const known = st.dests.get(item.key)
     if (known !== undefined) return known
-    yield* st.ctx.validate(item.table)
+    yield* st.validate(item.table)
     const dest: Dest = {
       table: item.table,
       batch: batcher.empty(),
@@ -138,7 +132,7 @@ export const onEnsured = <A, EH, R>(st: State<A, EH, R>, results: EnsureResults)
         if (
           error !== undefined && error._tag === "Fail" && error.error.reason._tag === "ColumnFamilyTypeMismatch"
         ) {
-          return yield* fail(st, error.error)
+          return yield* st.core.fail(error.error)
         }
         lastCause = error?._tag === "Fail" ? error.error : exit.cause
       }
@@ -154,8 +148,7 @@ export const onEnsured = <A, EH, R>(st: State<A, EH, R>, results: EnsureResults)
         ready.set(item.key, list)
       } else stillParked.push(item)
     }
-    yield* Metric.modify(metrics.parkedEntries, -(repair.parked.length - stillParked.length))
-    st.parked -= repair.parked.length - stillParked.length
+    yield* st.core.gauge(metrics.parkedEntries, -(repair.parked.length - stillParked.length))
     repair.parked.splice(0, repair.parked.length, ...stillParked)
     for (const [key, items] of ready) {
       const dest = st.dests.get(key)
@@ -166,27 +159,30 @@ export const onEnsured = <A, EH, R>(st: State<A, EH, R>, results: EnsureResults)
   })
 
 /** An entry answered NOT_FOUND: parked for repair, or fatal (`CREATE_NEVER`, undeclared family). @internal */
-export const notFound = <A, EH, R>(st: State<A, EH, R>, item: Item, status: EntryStatus): Effect.Effect<void> =>
+export const notFound = <A, EH, R>(
+  st: State<A, EH, R>,
+  item: Item,
+  detail: string,
+  cause: unknown
+): Effect.Effect<void> =>
   Effect.gen(function*() {
     yield* metrics.errorClass("NOT_FOUND", 1)
     const dest = st.dests.get(item.key)
     const declared = st.settings.declared
     if (st.settings.createDisposition === "CREATE_NEVER" || declared === undefined || dest === undefined) {
-      return yield* fail(
-        st,
-        new BigtableError({ reason: new TableNotFound({ table: item.key, description: status.message }) })
+      return yield* st.core.fail(
+        new BigtableError({ reason: new TableNotFound({ table: item.key, description: detail }) })
       )
     }
-    if (dest.ensured && isMissingFamily(status.message)) {
+    if (dest.ensured && isMissingFamily(detail)) {
       const undeclared = item.entry.mutations.find((m) => "family" in m && !declared.families.has(m.family))
       if (undeclared !== undefined && "family" in undeclared) {
-        return yield* fail(
-          st,
+        return yield* st.core.fail(
           new BigtableError({
             reason: new ColumnFamilyNotDeclared({
               table: item.key,
               family: undeclared.family,
-              description: status.message
+              description: detail
             })
           })
         )
@@ -194,8 +190,21 @@ export const notFound = <A, EH, R>(st: State<A, EH, R>, item: Item, status: Entr
     }
     const repair = needsRepair(st, dest)
     repair.parked.push(item)
-    st.parked++
-    yield* Metric.modify(metrics.parkedEntries, 1)
+    yield* st.core.gauge(metrics.parkedEntries, 1)
     if (repair.rounds === 0) yield* startRound(st)
-    else if (!repair.busy) yield* scheduleRound(st, status)
+    else if (!repair.busy) yield* scheduleRound(st, cause)
   })
+
+/** Entries answered NOT_FOUND (the verdict's `repair`), one by one. @internal */
+export const repairAll = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Repairing<Item>>): Effect.Effect<void> =>
+  Effect.forEach(
+    items,
+    ({ cause, detail, item }) => st.core.failed() ? Effect.void : notFound(st, item, detail, cause),
+    {
+      discard: true
+    }
+  )
+
+/** A backend command: a round's results, or the end of a round's backoff. @internal */
+export const onEvent = <A, EH, R>(st: State<A, EH, R>, event: Event): Effect.Effect<void> =>
+  event._tag === "Ensured" ? onEnsured(st, event.results) : onRepairDue(st)

@@ -1,35 +1,25 @@
 /**
- * The Bigtable `Sink`: a scoped writer per run, `write` per chunk, an optional flush timer, and a
- * final flush before the summary.
+ * The Bigtable `Sink`: the writer core's sink (`internal/writer/sink.ts`) over a Bigtable writer.
  *
  * @internal
  */
 import * as Effect from "effect/Effect"
-import * as Sink from "effect/Sink"
-import * as Stream from "effect/Stream"
+import type * as Sink from "effect/Sink"
 import type { BigtableClient } from "../../Bigtable/BigtableClient.ts"
 import type { BigtableSinkOptions } from "../../Bigtable/BigtableSink.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
+import * as coreSink from "../writer/sink.ts"
 import * as options from "./options.ts"
-import type { WriterError } from "./owner.ts"
+import type { WriterError } from "./state.ts"
 import * as writer from "./writer.ts"
 
 /** @internal */
 export const make = <A, EH = never, R = never>(
   sinkOptions: BigtableSinkOptions<A, EH, R>
 ): Sink.Sink<WriteSummary, A, never, WriterError<EH>, BigtableClient | R> =>
-  Sink.make<A>()((input) =>
+  coreSink.make(
     Effect.gen(function*() {
       const settings = yield* options.settings(sinkOptions)
-      const flushInterval = settings.flushInterval
-      const w = yield* writer.fromSettings(settings)
-      const consume = input.pipe(Stream.runForEachArray((chunk) => w.write(chunk)))
-      if (flushInterval === undefined) yield* consume
-      else {
-        const timer = Effect.forever(Effect.sleep(flushInterval).pipe(Effect.andThen(w.flush)))
-        yield* Effect.raceFirst(consume, timer)
-      }
-      yield* w.flush
-      return yield* w.summary
+      return { writer: yield* writer.fromSettings(settings), flushInterval: settings.flushInterval }
     })
   )

@@ -1,0 +1,212 @@
+/**
+ * The writer core's `make`: opens the failure handler, builds the backend on the core, starts the
+ * owner fiber and the ticker, and admits records under the writer-global in-flight bounds.
+ *
+ * **Details**
+ *
+ * `write` prepares a run of records on the caller's fiber (the backend's `prepare`: resolve,
+ * serialize, measure), then takes an in-flight permit slice by slice and offers each slice to the
+ * owner. When a slice has to wait, it first asks the owner to send every open batch (`SendAll`), so
+ * the permits held by batched items come back; the wait is the backpressure. The fast path (permits
+ * free, queue not full) forks nothing and races nothing: one `tryAcquire` and one `offerUnsafe`.
+ *
+ * `flush` is a barrier command; `checkpoint` is the barrier followed by the exactly-once hook when
+ * one is given. Closing the scope after success runs a final barrier when anything was admitted
+ * since the last one; after failure or interruption it only releases.
+ *
+ * @internal
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberSet from "effect/FiberSet"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import * as Scheduler from "effect/Scheduler"
+import type * as Scope from "effect/Scope"
+import type { FailedElement } from "../../Sink/FailedElement.ts"
+import { RetryPolicy } from "../../Sink/RetryPolicy.ts"
+import type { Writer } from "../../Sink/Writer.ts"
+import type { WriteSummary } from "../../Sink/WriteSummary.ts"
+import * as failureRouting from "../failureRouting.ts"
+import * as flowControl from "../flowControl.ts"
+import * as summaryCounters from "../summaryCounters.ts"
+import type { Accounted, Backend, Core, Slice, WriterOptions } from "./backend.ts"
+import * as owner from "./owner.ts"
+
+/** Commands the owner's queue holds before `write` waits to offer. @internal */
+export const commandCapacity = 1024
+
+/**
+ * The scheduler of the owner fiber and the request fibers it forks: their tasks run as microtasks.
+ * A completion's path (the call's fiber resumes, the owner books it, releases permits, admits, and
+ * starts the next call) then runs within the I/O callback that delivered the answer, instead of one
+ * event-loop turn per hop; profiles showed those turns costing as much as encoding. The owner never
+ * runs unbounded: it handles a bounded queue and suspends when it is empty, and nothing can refill
+ * it while its microtasks run. Timers and other fibers keep their turns.
+ *
+ * @internal
+ */
+export const ownerScheduler: Scheduler.Scheduler = new Scheduler.MixedScheduler("sync")
+
+/** How often the owner ticks (batch delay, stall check). @internal */
+export const tickInterval = "100 millis"
+
+/**
+ * Builds a writer on the core in the current scope.
+ *
+ * @internal
+ */
+export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P = never, EH extends E = E>(
+  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, P, EH>
+): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
+  Effect.gen(function*() {
+    const context = yield* Effect.context<R>()
+    const counters = summaryCounters.make()
+    // A failing `open` fails building the writer with the handler's error (nothing to close then).
+    const router = yield* failureRouting.make<F, EH, R>(options.handler, counters)
+    const flow = yield* flowControl.make(options.limits)
+    const failed = yield* Deferred.make<never, E>()
+    const commands = yield* Queue.bounded<owner.Command<S, I, B, O, Ev, F, E>>(commandCapacity)
+    const fibers = yield* FiberSet.make<unknown, unknown>()
+    const state = owner.makeState<E>()
+    let backend: Backend<A, S, I, B, O, Ev, F, E, R> | undefined
+    const ctx: owner.OwnerContext<S, I, B, O, Ev, F, E, R> = {
+      state,
+      commands,
+      fibers,
+      failed,
+      router,
+      counters,
+      metrics: options.metrics,
+      release: flow.release,
+      schedules: { retry: RetryPolicy.toSchedule(options.retry), recovery: RetryPolicy.toSchedule(options.recovery) },
+      context,
+      backend: undefined,
+      maxRequests: options.limits.maxRequests ?? Number.POSITIVE_INFINITY,
+      queued: [],
+      call: (batch) => Effect.suspend(() => (backend === undefined ? Effect.never : backend.call(batch)))
+    }
+    const core: Core<I, B, Ev, F, E> = owner.makeCore(ctx)
+    const built: Backend<A, S, I, B, O, Ev, F, E, R> = yield* options.backend(core)
+    backend = built
+    ctx.backend = built
+    // The gauges this writer moved go back to where it found them, however it ends.
+    yield* Effect.addFinalizer(() => owner.releaseGauges(state))
+    yield* owner.run(ctx, core, built).pipe(
+      Effect.provideService(Scheduler.Scheduler, ownerScheduler),
+      Effect.provideContext(context),
+      Effect.forkScoped
+    )
+    yield* Queue.offer(commands, { _tag: "Tick" }).pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped)
+    const writer = admission(options, built, { commands, failed, flow, counters, state })
+    // Closing after success is the end of input: a barrier, unless nothing was admitted since the
+    // last one (the sink's own final flush, or the caller's, already flushed the handler: a second
+    // flush would only run it again). A finalizer has no error channel, so a failure of this flush
+    // is a defect: call `flush` before closing to get it typed. A failed writer is only released.
+    yield* Effect.addFinalizer((exit) =>
+      Exit.isSuccess(exit) && state.failure === undefined && owner.unflushed(state)
+        ? Effect.orDie(writer.flush)
+        : Effect.void
+    )
+    return writer
+  })
+
+interface Parts<S, I, B, O, Ev, F, E> {
+  readonly commands: Queue.Queue<owner.Command<S, I, B, O, Ev, F, E>>
+  readonly failed: Deferred.Deferred<never, E>
+  readonly flow: flowControl.FlowController
+  readonly counters: summaryCounters.SummaryCounters
+  readonly state: owner.State<E>
+}
+
+const orFailedWith =
+  <E>(failed: Deferred.Deferred<never, E>) => <X>(effect: Effect.Effect<X, E>): Effect.Effect<X, E> =>
+    Effect.raceFirst(effect, Deferred.await(failed))
+
+/** The caller-side admission of one prepared run: each slice takes its permit, then is offered. */
+const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  backend: Backend<A, S, I, B, O, Ev, F, E, R>,
+  parts: Parts<S, I, B, O, Ev, F, E>
+): (records: ReadonlyArray<A>) => Effect.Effect<void, E> => {
+  const { commands, failed, flow, state } = parts
+  const limits = { maxUnits: flow.maxUnits, maxBytes: flow.maxBytes }
+  const orFailed = orFailedWith(failed)
+  const sendAll = Effect.asVoid(Queue.offer(commands, { _tag: "SendAll" }))
+
+  const offer = (command: owner.Command<S, I, B, O, Ev, F, E>, permit: Slice<S> | undefined) =>
+    Effect.gen(function*() {
+      // The fast path (permits free, queue not full) takes no race: a race forks two fibers.
+      if (Deferred.isDoneUnsafe(failed)) return yield* Deferred.await(failed)
+      state.offered++
+      if (permit !== undefined) {
+        const p = { units: permit.units, bytes: permit.permitBytes }
+        if (!(yield* flow.tryAcquire(p))) yield* orFailed(flow.acquire(p, sendAll))
+      }
+      if (!Queue.offerUnsafe(commands, command)) yield* orFailed(Queue.offer(commands, command))
+    })
+
+  return (records) =>
+    Effect.gen(function*() {
+      const prepared = yield* backend.prepare(records, limits)
+      const slices = prepared.slices
+      if (slices.length === 0) {
+        if (prepared.routed.length > 0 || prepared.skipped.length > 0) {
+          yield* offer(
+            { _tag: "Admit", slice: undefined, routed: prepared.routed, skipped: prepared.skipped },
+            undefined
+          )
+        }
+        return
+      }
+      for (let i = 0; i < slices.length; i++) {
+        const slice = slices[i] as Slice<S>
+        const last = i === slices.length - 1
+        const routed = last ? prepared.routed : []
+        const skipped = last ? prepared.skipped : []
+        yield* offer({ _tag: "Admit", slice, routed, skipped }, slice)
+      }
+    })
+}
+
+/** The caller-side half: `write` (prepare, permits, offer), `flush`, `checkpoint`, `summary`. */
+const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P, EH extends E>(
+  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, P, EH>,
+  backend: Backend<A, S, I, B, O, Ev, F, E, R>,
+  parts: Parts<S, I, B, O, Ev, F, E>
+): Writer<A, E, P> => {
+  const { commands, counters, failed } = parts
+  const orFailed = orFailedWith(failed)
+  const admit = admitter(backend, parts)
+
+  // One run of records is prepared while earlier ones are in flight, then admitted as soon as
+  // permits free up: preparing a whole large chunk up front would let the requests drain meanwhile.
+  const size = Math.max(1, backend.sliceRecords)
+  const write = (records: Iterable<A>): Effect.Effect<void, E> =>
+    Effect.gen(function*() {
+      if (Deferred.isDoneUnsafe(failed)) return yield* Deferred.await(failed)
+      const all: ReadonlyArray<A> = Array.isArray(records) ? records : Array.from(records)
+      for (let from = 0; from < all.length; from += size) {
+        yield* admit(all.length <= size ? all : all.slice(from, from + size))
+      }
+    })
+
+  const flush: Effect.Effect<void, E> = Effect.gen(function*() {
+    const done = yield* Deferred.make<void, E>()
+    yield* orFailed(Queue.offer(commands, { _tag: "Flush", done }))
+    yield* orFailed(Deferred.await(done))
+  }).pipe(Effect.withSpan(`${backend.name}.flush`))
+
+  const hook = options.checkpoint
+  return {
+    write: (records) => write(records).pipe(Effect.withSpan(`${backend.name}.write`)),
+    flush,
+    // drain (the barrier), then prepare (the durable record), then commit
+    checkpoint: hook === undefined
+      ? () => flush
+      : (position) => flush.pipe(Effect.andThen(hook.prepare(position)), Effect.flatMap(hook.commit)),
+    // Read at once, never queued behind writes: the owner alone writes the counters, and a
+    // snapshot is taken between two of its steps (one thread).
+    summary: Effect.sync((): WriteSummary => counters.snapshot())
+  }
+}
