@@ -25,6 +25,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { BigQueryClient } from "../../BigQuery/BigQueryClient.ts"
 import type { BigQueryError } from "../../BigQuery/BigQueryError.ts"
@@ -35,12 +36,16 @@ import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as failureRouting from "../failureRouting.ts"
 import * as FlowControl from "../flowControl.ts"
 import * as summaryCounters from "../summaryCounters.ts"
+import * as stall from "../writer/stall.ts"
 import * as Destination from "./destination.ts"
 import * as metrics from "./metrics.ts"
 import type { Settings } from "./options.ts"
 import * as PendingAppend from "./pendingAppend.ts"
 import * as RowLoop from "./rowLoop.ts"
 import * as Split from "./split.ts"
+
+/** How often the writer checks for a stall. @internal */
+export const stallTick = Duration.seconds(1)
 
 type Command<E> =
   | { readonly _tag: "Write"; readonly records: Iterable<unknown>; readonly done: Deferred.Deferred<void, E> }
@@ -78,6 +83,14 @@ export const make = <A, E, R>(
     const pool = Split.makePool(maxBytes, 8)
     const perDestination = s.perDestinationMetrics
     let inFlight = 0
+    // appends not answered yet (`inFlight` counts those not booked yet), and the stall warning's state
+    let unanswered = 0
+    const stalled = stall.makeState()
+    const onAnswer = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.sync(() => {
+        unanswered--
+        stall.progressed(stalled, now)
+      }))
     // The gauges are shared by every writer of the process: each moves them by deltas and takes its
     // share back when it closes, however it ends.
     yield* Effect.addFinalizer(() =>
@@ -134,6 +147,8 @@ export const make = <A, E, R>(
         yield* metrics.moveGauge(metrics.inFlightBatches, 1)
         yield* metrics.countRecords(metrics.recordsSend, batch.count, perDestination ? d.key : undefined)
         yield* metrics.countRecords(metrics.bytesSend, batch.bytes, perDestination ? d.key : undefined)
+        if (unanswered === 0) stall.progressed(stalled, yield* Clock.currentTimeMillis)
+        unanswered++
         const append = PendingAppend.run(client, settings, d, {
           body: batch.body,
           count: batch.count,
@@ -144,6 +159,7 @@ export const make = <A, E, R>(
         yield* FiberSet.run(
           fibers,
           Effect.exit(append).pipe(
+            Effect.tap(onAnswer),
             Effect.flatMap((exit) =>
               Effect.andThen(flow.release(permit), Queue.offer(completions, { destination: d, exit, batch }))
             ),
@@ -302,6 +318,21 @@ export const make = <A, E, R>(
       yield* Deferred.done(command.done, exit)
     })
     yield* Effect.forkScoped(Effect.forever(serve))
+    // the stall warning (writer/stall.ts): appends a minute unanswered are logged, at most once a minute
+    const stallMessage = (waited: number) => {
+      const tables = [...destinations].filter(([, d]) => d.inFlight > 0).map(([key]) => key).toSorted()
+      return {
+        message: `BigQuery has answered no AppendRows request for ${Math.floor(waited / 1000)} s: ` +
+          `${unanswered} appends in flight, to ${tables.join(", ")}`,
+        destinations: tables.join(",")
+      }
+    }
+    yield* Effect.forkScoped(
+      Effect.repeat(
+        Effect.flatMap(Clock.currentTimeMillis, (now) => stall.check(stalled, now, unanswered, { stallMessage })),
+        Schedule.spaced(stallTick)
+      )
+    )
 
     const send = <X, Y>(command: (done: Deferred.Deferred<X, Y>) => Command<Err>) =>
       Effect.suspend(() => {
