@@ -114,6 +114,27 @@ export const accept = (
   })
 }
 
+const serializerFailed = (table: TableDestination, cause: unknown): FailedMutation =>
+  new FailedMutation({
+    destination: String(table),
+    table,
+    message: `the serializer failed: ${describe(cause)}`,
+    cause
+  })
+
+interface PendingSerializer {
+  readonly table: TableDestination
+  readonly effect: Effect.Effect<unknown, unknown>
+}
+
+/** Runs the serializers that returned an `Effect`, one after the other, into `out`. */
+const runDeferred = (deferred: ReadonlyArray<PendingSerializer>, out: Prepared): Effect.Effect<void> =>
+  Effect.forEach(deferred, ({ effect, table }) =>
+    Effect.match(effect, {
+      onFailure: (cause) => void out.routed.push(serializerFailed(table, cause)),
+      onSuccess: (result) => accept(table, result, out)
+    }), { discard: true })
+
 /**
  * Prepares a chunk. Resolvers run first; a resolver that throws is a defect (the write dies); an
  * unroutable verdict is routed. Serializers returning an `Effect` are run after the synchronous
@@ -128,7 +149,7 @@ export const prepare = <A>(
 ): Effect.Effect<Prepared> =>
   Effect.suspend(() => {
     const out: Prepared = { items: [], routed: [], skipped: [] }
-    const deferred: Array<{ readonly table: TableDestination; readonly effect: Effect.Effect<unknown, unknown> }> = []
+    const deferred: Array<PendingSerializer> = []
     // The destination's string form, kept while consecutive records go to the same table object.
     let lastTable: TableDestination | undefined
     let lastKey = ""
@@ -147,14 +168,7 @@ export const prepare = <A>(
       try {
         result = serializer(record)
       } catch (cause) {
-        out.routed.push(
-          new FailedMutation({
-            destination: String(target),
-            table: target,
-            message: `the serializer failed: ${describe(cause)}`,
-            cause
-          })
-        )
+        out.routed.push(serializerFailed(target, cause))
         continue
       }
       // The serializer's type has no requirements, so its Effect needs no context.
@@ -167,24 +181,7 @@ export const prepare = <A>(
         accept(target, result, out, lastKey)
       }
     }
-    if (deferred.length === 0) return Effect.succeed(out)
-    return Effect.as(
-      Effect.forEach(deferred, ({ effect, table }) =>
-        Effect.match(effect, {
-          onFailure: (cause) => {
-            out.routed.push(
-              new FailedMutation({
-                destination: String(table),
-                table,
-                message: `the serializer failed: ${describe(cause)}`,
-                cause
-              })
-            )
-          },
-          onSuccess: (result) => accept(table, result, out)
-        }), { discard: true }),
-      out
-    )
+    return deferred.length === 0 ? Effect.succeed(out) : Effect.as(runDeferred(deferred, out), out)
   })
 
 /**

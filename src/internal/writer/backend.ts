@@ -15,7 +15,8 @@
  * - failure routing through the `FailureHandler` lifecycle (`failureRouting.ts`): `recordsFailed` is
  *   counted once the handler succeeded (dropped the record), as `WriteSummary` documents;
  * - summary counters (read without queueing) and in-flight gauges moved by deltas, returned to 0 at close;
- * - timers: the tick (batch delay, stall warning) and idle-destination eviction at barriers;
+ * - timers: the tick (batch delay, stall warning, idle-destination eviction once a minute) and
+ *   eviction at every successful barrier;
  * - the one completion path: a batch's RPC runs on its own fiber and its outcome comes back to the
  *   owner as a command, where the backend's {@link Backend.judge} turns it into a {@link Verdict} the
  *   core acts on (count, route, retry on the `Schedule` of a `RetryPolicy`, repair, fail);
@@ -146,7 +147,8 @@ export interface Repairing<I> {
  * `resend` (re-sent now, e.g. Bigtable's isolation pass), `repair` (handed to {@link Backend.repair}),
  * then `terminal` (the writer fails; the rest is dropped with it), then `written` (counted, given
  * back) and `retry` (counted as retries, re-sent after the budget's wait). Every item of the batch
- * appears exactly once.
+ * appears at most once, and exactly once unless `terminal` is set (after a failure the rest no
+ * longer matters: the writer releases without committing).
  *
  * @internal
  */
@@ -266,7 +268,7 @@ export interface Backend<A, S, I extends Accounted, B, O, Ev, F extends FailedEl
   readonly onResolved: (items: ReadonlyArray<I>) => Effect.Effect<void>
   /** Owner: whether a barrier must wait besides outstanding units (e.g. a repair under way). */
   readonly busy: () => boolean
-  /** Owner, at a successful barrier: forgets destinations idle since before `now - idleTimeout`. */
+  /** Owner, at a successful barrier and once a minute on the tick: forgets destinations idle since before `now - idleTimeout`. */
   readonly evictIdle: (now: number) => Effect.Effect<void>
   /** The stall warning's text, once requests waited `waitedMillis` with no answer. */
   readonly stallMessage: (waitedMillis: number) => { readonly message: string; readonly destinations: string }

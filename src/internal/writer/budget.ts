@@ -1,19 +1,50 @@
 /**
- * The waits of a writer's two budgets (`retry`, `recovery`), read from the `Schedule` of their
- * `RetryPolicy`: the schedule alone decides how long to wait and when to give up.
+ * The waits of a writer's budgets (`retry`, `recovery`), read from the `Schedule` of their
+ * `RetryPolicy` (`RetryPolicy.toSchedule`): the schedule alone decides how long to wait and when to
+ * give up; `maxAttempts` is read only for messages.
  *
  * @internal
  */
 import * as Clock from "effect/Clock"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Pull from "effect/Pull"
 import * as Schedule from "effect/Schedule"
 
 /**
+ * A budget stepped by hand, for loops whose action differs by verdict: `next` takes a step and
+ * gives the wait before the next attempt, or `Option.none()` once the schedule is spent; `used`
+ * counts the steps taken.
+ *
+ * @internal
+ */
+export interface Budget {
+  readonly next: Effect.Effect<Option.Option<Duration.Duration>>
+  readonly used: () => number
+}
+
+/** The budget of `schedule`'s steps, starting afresh. @internal */
+export const make = (schedule: Schedule.Schedule<Duration.Duration, unknown>): Effect.Effect<Budget> =>
+  Effect.map(Schedule.toStep(schedule), (step) => {
+    let used = 0
+    return {
+      used: () => used,
+      next: Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        step(now, undefined).pipe(
+          Effect.map(([, delay]) => {
+            used++
+            return Option.some(delay)
+          }),
+          Pull.catchDone(() => Effect.succeed(Option.none()))
+        ))
+    }
+  })
+
+/**
  * The delay a schedule gives before attempt `attempt + 1`, `attempt` failed attempts in: its
- * `attempt`-th step, or `Option.none()` when it stops earlier (the budget is spent).
+ * `attempt`-th step, or `Option.none()` when it stops earlier (the budget is spent). For items that
+ * keep their own attempt count (a Bigtable entry), where no budget object lives between attempts.
  *
  * @internal
  */
@@ -22,13 +53,11 @@ export const delayAfter = (
   attempt: number
 ): Effect.Effect<Option.Option<Duration.Duration>> =>
   Effect.gen(function*() {
-    const step = yield* Schedule.toStep(schedule)
-    const now = yield* Clock.currentTimeMillis
+    const budget = yield* make(schedule)
     let delay: Option.Option<Duration.Duration> = Option.none()
     for (let i = 0; i < Math.max(1, attempt); i++) {
-      const exit = yield* Effect.exit(step(now, undefined))
-      if (Exit.isFailure(exit)) return Option.none()
-      delay = Option.some(exit.value[1])
+      delay = yield* budget.next
+      if (Option.isNone(delay)) return delay
     }
     return delay
   })

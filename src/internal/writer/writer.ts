@@ -32,7 +32,9 @@ import * as failureRouting from "../failureRouting.ts"
 import * as flowControl from "../flowControl.ts"
 import * as summaryCounters from "../summaryCounters.ts"
 import type { Accounted, Backend, Core, Slice, WriterOptions } from "./backend.ts"
+import * as actions from "./core.ts"
 import * as owner from "./owner.ts"
+import * as ownerState from "./state.ts"
 
 /** Commands the owner's queue holds before `write` waits to offer. @internal */
 export const commandCapacity = 1024
@@ -67,11 +69,11 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
     const router = yield* failureRouting.make<F, EH, R>(options.handler, counters)
     const flow = yield* flowControl.make(options.limits)
     const failed = yield* Deferred.make<never, E>()
-    const commands = yield* Queue.bounded<owner.Command<S, I, B, O, Ev, F, E>>(commandCapacity)
+    const commands = yield* Queue.bounded<ownerState.Command<S, I, B, O, Ev, F, E>>(commandCapacity)
     const fibers = yield* FiberSet.make<unknown, unknown>()
-    const state = owner.makeState<E>()
+    const state = ownerState.makeState<E>()
     let backend: Backend<A, S, I, B, O, Ev, F, E, R> | undefined
-    const ctx: owner.OwnerContext<S, I, B, O, Ev, F, E, R> = {
+    const ctx: ownerState.OwnerContext<S, I, B, O, Ev, F, E, R> = {
       state,
       commands,
       fibers,
@@ -87,12 +89,12 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
       queued: [],
       call: (batch) => Effect.suspend(() => (backend === undefined ? Effect.never : backend.call(batch)))
     }
-    const core: Core<I, B, Ev, F, E> = owner.makeCore(ctx)
+    const core: Core<I, B, Ev, F, E> = actions.makeCore(ctx)
     const built: Backend<A, S, I, B, O, Ev, F, E, R> = yield* options.backend(core)
     backend = built
     ctx.backend = built
     // The gauges this writer moved go back to where it found them, however it ends.
-    yield* Effect.addFinalizer(() => owner.releaseGauges(state))
+    yield* Effect.addFinalizer(() => actions.releaseGauges(state))
     yield* owner.run(ctx, core, built).pipe(
       Effect.provideService(Scheduler.Scheduler, ownerScheduler),
       Effect.provideContext(context),
@@ -105,7 +107,7 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
     // flush would only run it again). A finalizer has no error channel, so a failure of this flush
     // is a defect: call `flush` before closing to get it typed. A failed writer is only released.
     yield* Effect.addFinalizer((exit) =>
-      Exit.isSuccess(exit) && state.failure === undefined && owner.unflushed(state)
+      Exit.isSuccess(exit) && state.failure === undefined && ownerState.unflushed(state)
         ? Effect.orDie(writer.flush)
         : Effect.void
     )
@@ -113,11 +115,11 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
   })
 
 interface Parts<S, I, B, O, Ev, F, E> {
-  readonly commands: Queue.Queue<owner.Command<S, I, B, O, Ev, F, E>>
+  readonly commands: Queue.Queue<ownerState.Command<S, I, B, O, Ev, F, E>>
   readonly failed: Deferred.Deferred<never, E>
   readonly flow: flowControl.FlowController
   readonly counters: summaryCounters.SummaryCounters
-  readonly state: owner.State<E>
+  readonly state: ownerState.State<E>
 }
 
 const orFailedWith =
@@ -134,13 +136,19 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
   const orFailed = orFailedWith(failed)
   const sendAll = Effect.asVoid(Queue.offer(commands, { _tag: "SendAll" }))
 
-  const offer = (command: owner.Command<S, I, B, O, Ev, F, E>, permit: Slice<S> | undefined) =>
+  const offer = (command: ownerState.Command<S, I, B, O, Ev, F, E>, permit: Slice<S> | undefined) =>
     Effect.gen(function*() {
       // The fast path (permits free, queue not full) takes no race: a race forks two fibers.
       if (Deferred.isDoneUnsafe(failed)) return yield* Deferred.await(failed)
       state.offered++
       if (permit !== undefined) {
         const p = { units: permit.units, bytes: permit.permitBytes }
+        // a slice over a bound would wait forever: a backend bug, not backpressure
+        if (p.units > flow.maxUnits || p.bytes > flow.maxBytes) {
+          return yield* Effect.die(
+            new Error(`${backend.name}: a slice of ${p.units} units, ${p.bytes} bytes exceeds the bounds`)
+          )
+        }
         if (!(yield* flow.tryAcquire(p))) yield* orFailed(flow.acquire(p, sendAll))
       }
       if (!Queue.offerUnsafe(commands, command)) yield* orFailed(Queue.offer(commands, command))

@@ -30,9 +30,10 @@ export interface Service {
   readonly accepted: Array<string>
   hold: Deferred.Deferred<void> | undefined
   calls: number
+  evictions: number
 }
 
-export const makeService = (): Service => ({ accepted: [], hold: undefined, calls: 0 })
+export const makeService = (): Service => ({ accepted: [], hold: undefined, calls: 0, evictions: 0 })
 
 const toy =
   (service: Service, batchSize: number) => (core: Core<Item, ReadonlyArray<Item>, never, FailedElement, unknown>) =>
@@ -127,7 +128,7 @@ const toy =
           onEvent: () => Effect.void,
           onResolved: () => Effect.void,
           busy: () => false,
-          evictIdle: () => Effect.void,
+          evictIdle: () => Effect.sync(() => void service.evictions++),
           stallMessage: () => ({ message: "stalled", destinations: "" })
         }
       }

@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Metric, Ref, Schedule, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import type { FailedElement } from "../../../src/Sink/FailedElement.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
 import * as toy from "./toyBackend.ts"
@@ -209,5 +210,17 @@ describe("writer core", () => {
       yield* Deferred.succeed(service.hold, undefined)
       yield* Fiber.join(flushing)
       assert.strictEqual(yield* Ref.get(counted), 1)
+    }).pipe(Effect.scoped))
+
+  it.effect("idle destinations are looked at once a minute on the tick, without any barrier", () =>
+    Effect.gen(function*() {
+      const service = toy.makeService()
+      yield* toy.make({ service, handler: logging([]) })
+      yield* TestClock.adjust("30 seconds")
+      assert.strictEqual(service.evictions, 0)
+      yield* TestClock.adjust("31 seconds")
+      assert.strictEqual(service.evictions, 1)
+      yield* TestClock.adjust("60 seconds")
+      assert.strictEqual(service.evictions, 2)
     }).pipe(Effect.scoped))
 })

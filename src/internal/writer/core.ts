@@ -1,0 +1,209 @@
+/**
+ * The writer core's actions, run on the owner fiber: the {@link Core} a backend's steps call
+ * (send, retry, route, fail, gauges), the bookkeeping of items leaving the writer (counted, given
+ * back), and acting on a backend's verdict.
+ *
+ * @internal
+ */
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberSet from "effect/FiberSet"
+import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
+import type { FailedElement } from "../../Sink/FailedElement.ts"
+import type { Accounted, Backend, Budget, Core, Verdict } from "./backend.ts"
+import { delayAfter } from "./budget.ts"
+import * as stall from "./stall.ts"
+import type { Command, OwnerContext, State } from "./state.ts"
+
+export const offerTo = <C>(queue: Queue.Queue<C>, command: C): Effect.Effect<void> =>
+  Effect.suspend(() => (Queue.offerUnsafe(queue, command) ? Effect.void : Effect.asVoid(Queue.offer(queue, command))))
+
+/** Moves a gauge by `delta` and remembers it, to take it back at close. @internal */
+export const gauge = <E>(
+  st: State<E>,
+  metric: Metric.Gauge<number> | undefined,
+  delta: number
+): Effect.Effect<void> => {
+  if (metric === undefined || delta === 0) return Effect.void
+  st.gauges.set(metric, (st.gauges.get(metric) ?? 0) + delta)
+  return Metric.modify(metric, delta)
+}
+
+/** Takes back every gauge move of this writer (at close). @internal */
+export const releaseGauges = <E>(st: State<E>): Effect.Effect<void> =>
+  Effect.forEach(st.gauges, ([metric, total]) => Metric.modify(metric, -total), { discard: true }).pipe(
+    Effect.tap(() => Effect.sync(() => st.gauges.clear()))
+  )
+
+/** Starts a request's call on a fiber of its own; its outcome comes back as `Completed`. */
+export const startCall = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+  batch: B
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const st = ctx.state
+    // the first call in flight starts the wait a stall is measured from
+    if (st.requests === 0) stall.progressed(st.stall, yield* Clock.currentTimeMillis)
+    st.requests++
+    yield* gauge(st, ctx.metrics.inFlightRequests, 1)
+    yield* FiberSet.run(
+      ctx.fibers,
+      Effect.flatMap(ctx.call(batch), (outcome) => offerTo(ctx.commands, { _tag: "Completed", batch, outcome }))
+    )
+  })
+
+/** Builds the {@link Core} the backend's steps use. @internal */
+export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>
+): Core<I, B, Ev, F, E> => {
+  const st = ctx.state
+  const fork = (effect: Effect.Effect<unknown>): Effect.Effect<void> => Effect.asVoid(FiberSet.run(ctx.fibers, effect))
+  const failCause = (cause: Cause.Cause<E>): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (st.failure !== undefined) return Effect.void
+      st.failure = cause
+      return Effect.asVoid(Deferred.failCause(ctx.failed, cause))
+    })
+  const fail = (error: E) => failCause(Cause.fail(error))
+  const offer = (event: Ev) => offerTo(ctx.commands, { _tag: "Event", event })
+  const delay = (budget: Budget, attempt: number) => delayAfter(ctx.schedules[budget], attempt)
+  const after = (budget: Budget, attempt: number, command: Command<S, I, B, O, Ev, F, E>, exhausted: () => E) =>
+    Effect.flatMap(delay(budget, attempt), (wait) =>
+      Option.isNone(wait)
+        ? fail(exhausted())
+        : fork(Effect.andThen(Effect.sleep(wait.value), offerTo(ctx.commands, command))))
+  return {
+    send: (batch) => {
+      if (st.requests < ctx.maxRequests) return startCall(ctx, batch)
+      ctx.queued.push(batch)
+      return Effect.void
+    },
+    offer,
+    fork,
+    delay,
+    after: (budget, attempt, event, exhausted) => after(budget, attempt, { _tag: "Event", event }, exhausted),
+    retry: (retry) => after(retry.budget, retry.attempt, { _tag: "Retry", items: retry.items }, retry.exhausted),
+    resolved: (items) => resolved(ctx, items),
+    route: (failure) => route(ctx, failure, failCause),
+    fail,
+    failCause,
+    failed: () => st.failure !== undefined,
+    gauge: (metric, delta) => gauge(st, metric, delta),
+    outstanding: () => st.outstanding,
+    requestsInFlight: () => st.requests,
+    counters: ctx.counters
+  }
+}
+
+/** Items that leave the writer: outstanding counts down, permits and gauges back. One Effect per group. */
+const resolved = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+  items: ReadonlyArray<I>
+): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (items.length === 0) return Effect.void
+    const st = ctx.state
+    let units = 0
+    let bytes = 0
+    let permitBytes = 0
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as I
+      units += item.units
+      bytes += item.bytes
+      permitBytes += item.permitBytes
+    }
+    st.outstanding -= units
+    st.outstandingBytes -= bytes
+    return Effect.andThen(
+      ctx.release({ units, bytes: permitBytes }),
+      Effect.andThen(
+        Effect.andThen(gauge(st, ctx.metrics.inFlightUnits, -units), gauge(st, ctx.metrics.inFlightBytes, -bytes)),
+        ctx.backend === undefined ? Effect.void : ctx.backend.onResolved(items)
+      )
+    )
+  })
+
+const countPerDestination = (
+  metric: Metric.Counter<number> | undefined,
+  key: string,
+  amount: number
+): Effect.Effect<void> =>
+  metric === undefined ? Effect.void : Metric.update(Metric.withAttributes(metric, { destination: key }), amount)
+
+/** Written items: counted per run of one destination, then given back. */
+const written = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+  items: ReadonlyArray<I>
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    if (items.length === 0) return
+    const m = ctx.metrics
+    let units = 0
+    let bytes = 0
+    let runUnits = 0
+    let runBytes = 0
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as I
+      runUnits += item.units
+      runBytes += item.bytes
+      const next = items[i + 1]
+      if (next === undefined || next.key !== item.key) {
+        ctx.counters.add(item.key, "recordsWritten", runUnits)
+        ctx.counters.add(item.key, "bytesWritten", runBytes)
+        if (m.perDestination) yield* countPerDestination(m.destinationRecordsSend, item.key, runUnits)
+        units += runUnits
+        bytes += runBytes
+        runUnits = 0
+        runBytes = 0
+      }
+    }
+    yield* resolved(ctx, items)
+    if (m.recordsSend !== undefined) yield* Metric.update(m.recordsSend, units)
+    if (m.bytesSend !== undefined) yield* Metric.update(m.bytesSend, bytes)
+  })
+
+/** Hands one record to the failure handler; the handler's failure is the writer's. */
+const route = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+  failure: F,
+  failCause: (cause: Cause.Cause<E>) => Effect.Effect<void>
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    if (ctx.state.failure !== undefined) return
+    const exit = yield* Effect.exit(Effect.provideContext(ctx.router.route(failure), ctx.context))
+    if (Exit.isFailure(exit)) return yield* failCause(exit.cause)
+    const m = ctx.metrics
+    if (m.recordsSendErrors !== undefined) yield* Metric.update(m.recordsSendErrors, 1)
+    if (m.perDestination) yield* countPerDestination(m.destinationSendErrors, failure.destination, 1)
+  })
+
+/** Acts on a verdict, in the order its documentation gives. @internal */
+export const act = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+  core: Core<I, B, Ev, F, E>,
+  backend: Backend<never, S, I, B, O, Ev, F, E, R>,
+  verdict: Verdict<I, F, E>
+): Effect.Effect<void, E, R> =>
+  Effect.gen(function*() {
+    const st = ctx.state
+    for (const r of verdict.routed) {
+      if (st.failure !== undefined) return
+      yield* resolved(ctx, [r.item])
+      yield* core.route(r.failure)
+    }
+    if (verdict.resend.length > 0 && st.failure === undefined) yield* backend.resend(verdict.resend)
+    if (verdict.repair.length > 0 && st.failure === undefined) yield* backend.repair(verdict.repair)
+    if (verdict.terminal !== undefined) return yield* core.fail(verdict.terminal)
+    if (st.failure !== undefined) return
+    yield* written(ctx, verdict.written)
+    const retry = verdict.retry
+    if (retry !== undefined && retry.items.length > 0) {
+      for (const item of retry.items) ctx.counters.add(item.key, "retries", 1)
+      yield* core.retry(retry)
+    }
+  })
