@@ -15,6 +15,7 @@
 import type * as grpc from "@grpc/grpc-js"
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Semaphore from "effect/Semaphore"
 import * as AdditionalFields from "../../BigQuery/AdditionalFields.ts"
 import type { BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
@@ -359,7 +360,7 @@ const proveTable = <A, E, R>(
         return yield* openError(destination, failure, undefined)
       }
       const wait = yield* budget.next
-      if (wait === undefined) return yield* openError(destination, failure, budget.used + 1)
-      yield* Effect.sleep(wait)
+      if (Option.isNone(wait)) return yield* openError(destination, failure, budget.used() + 1)
+      yield* Effect.sleep(wait.value)
     }
   })

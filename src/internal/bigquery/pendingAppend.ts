@@ -119,7 +119,7 @@ const exhausted = <A, E, R>(env: Env<A, E, R>): BigQueryError =>
     reason: new RetriesExhausted({
       method: "AppendRows",
       destination: env.destination.key,
-      attempts: env.budgets.recovery.used + 1,
+      attempts: env.budgets.recovery.used() + 1,
       code: codeName(env.problem.failure.code),
       detail: env.problem.detail,
       cause: env.problem.cause
@@ -131,9 +131,9 @@ const reconnect: Action = (env) =>
   Effect.andThen(
     env.destination.slot.retire(env.connection),
     Effect.flatMap(env.budgets.recovery.next, (wait) => {
-      if (wait === undefined) return Effect.fail(exhausted(env))
+      if (Option.isNone(wait)) return Effect.fail(exhausted(env))
       env.state.retries++
-      return Effect.as(Effect.sleep(wait), "resend" as const)
+      return Effect.as(Effect.sleep(wait.value), "resend" as const)
     })
   )
 
@@ -143,9 +143,9 @@ const reconnect: Action = (env) =>
  */
 const resend: Action = (env) =>
   Effect.flatMap(env.budgets.firstLevel.next, (wait) => {
-    if (wait !== undefined) {
+    if (Option.isSome(wait)) {
       env.state.retries++
-      return Effect.as(Effect.sleep(wait), "resend" as const)
+      return Effect.as(Effect.sleep(wait.value), "resend" as const)
     }
     return Effect.flatMap(Budget.attempts(env.settings.stream.retry), (fresh) => {
       env.budgets.firstLevel = fresh
@@ -166,12 +166,12 @@ const repairThenResend = <A, E, R>(
   spent: () => BigQueryError
 ): Effect.Effect<Next, BigQueryError> =>
   Effect.flatMap(budget.next, (wait) => {
-    if (wait === undefined) return Effect.fail(spent())
+    if (Option.isNone(wait)) return Effect.fail(spent())
     const { connection, destination } = env
     env.state.retries++
     return destination.guard.repair(env.epoch, Effect.andThen(repair, destination.slot.retire(connection))).pipe(
       Effect.andThen(destination.slot.retire(connection)),
-      Effect.andThen(free ? resendAgain : Effect.as(Effect.sleep(wait), "resend" as const))
+      Effect.andThen(free ? resendAgain : Effect.as(Effect.sleep(wait.value), "resend" as const))
     )
   })
 
@@ -180,7 +180,7 @@ const createTable: Action = (env) =>
   repairThenResend(
     env,
     env.budgets.recovery,
-    env.budgets.recovery.used === 0,
+    env.budgets.recovery.used() === 0,
     createIfMissing(env.client, env.settings, env.destination.destination, env.batch.schema),
     () => exhausted(env)
   )
@@ -192,7 +192,7 @@ const updateSchema: Action = (env) => {
   return repairThenResend(
     env,
     waits,
-    waits.used === 0,
+    waits.used() === 0,
     schemaUpdate.reconcile({
       rest: client.rest,
       destination: destination.destination,
@@ -206,7 +206,7 @@ const updateSchema: Action = (env) => {
       new BigQueryError({
         reason: new SchemaMismatch({
           destination: destination.key,
-          detail: `the table still refuses the rows after ${waits.used} schema waits: ${env.problem.detail}`,
+          detail: `the table still refuses the rows after ${waits.used()} schema waits: ${env.problem.detail}`,
           cause: env.problem.cause
         })
       })
