@@ -140,6 +140,8 @@ export interface Destination {
   fingerprint: unknown
   lastUsedMillis: number
   inFlight: number
+  /** What the rows of `batch` took of the in-flight bytes permit (given back with the batch). */
+  permitBytes: number
   /** The service pushed a new table schema: re-read the serializer's before the next batch. */
   schemaPushed: boolean
 }
@@ -309,6 +311,7 @@ export const open = <A, E, R>(
       fingerprint,
       lastUsedMillis: nowMillis,
       inFlight: 0,
+      permitBytes: 0,
       schemaPushed: false
     }
   })
