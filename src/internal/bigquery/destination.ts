@@ -13,7 +13,9 @@
  * @internal
  */
 import type * as grpc from "@grpc/grpc-js"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import * as Semaphore from "effect/Semaphore"
 import * as AdditionalFields from "../../BigQuery/AdditionalFields.ts"
 import type { BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
@@ -31,8 +33,8 @@ import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import { name as codeName } from "../grpcStatus.ts"
-import { attemptBudget, delayAfter } from "../retrySchedule.ts"
 import * as AppendChannels from "./appendChannels.ts"
+import * as Budget from "./budget.ts"
 import * as Connection from "./connection.ts"
 import { encodeDescriptor } from "./descriptor.ts"
 import type { Settings } from "./options.ts"
@@ -138,6 +140,8 @@ export interface Destination {
   fingerprint: unknown
   lastUsedMillis: number
   inFlight: number
+  /** What the rows of `batch` took of the in-flight bytes permit (given back with the batch). */
+  permitBytes: number
   /** The service pushed a new table schema: re-read the serializer's before the next batch. */
   schemaPushed: boolean
 }
@@ -160,13 +164,15 @@ export interface PreparedSchema {
 export const readSchema = <A, E, R>(
   settings: Settings<A, E, R>,
   destination: TableDestination
-): Effect.Effect<PreparedSchema, BigQueryError> =>
+): Effect.Effect<PreparedSchema, BigQueryError | SerializerThrew> =>
   Effect.gen(function*() {
     const serializer = settings.serializer
     const additional = settings.additionalFields
+    const base = yield* userCall("tableSchema", () =>
+      (additional === undefined ? serializer : settings.baseSerializer).tableSchema(destination))
     const schema = additional === undefined
-      ? serializer.tableSchema(destination)
-      : yield* AdditionalFields.extendSchema(additional, settings.baseSerializer.tableSchema(destination)).pipe(
+      ? base
+      : yield* AdditionalFields.extendSchema(additional, base).pipe(
         Effect.mapError((e) =>
           new BigQueryError({
             reason: new SchemaMismatch({
@@ -179,10 +185,26 @@ export const readSchema = <A, E, R>(
       )
     return {
       schema,
-      descriptor: encodeDescriptor(descriptorOf(serializer, destination)),
-      fingerprint: serializer.fingerprint?.(destination)
+      descriptor: yield* userCall("descriptor", () =>
+        encodeDescriptor(descriptorOf(serializer, destination))),
+      fingerprint: yield* userCall("fingerprint", () => serializer.fingerprint?.(destination))
     }
   })
+
+/**
+ * A serializer's schema call (`tableSchema`, `descriptor`, `fingerprint`) threw while a destination
+ * was opened or its schema re-read: the record that needed it is routed, as a record whose
+ * serializer threw is.
+ *
+ * @internal
+ */
+export class SerializerThrew extends Data.TaggedError("SerializerThrew")<{
+  readonly stage: "tableSchema" | "descriptor" | "fingerprint"
+  readonly cause: unknown
+}> {}
+
+const userCall = <X>(stage: SerializerThrew["stage"], f: () => X): Effect.Effect<X, SerializerThrew> =>
+  Effect.try({ try: f, catch: (cause) => new SerializerThrew({ stage, cause }) })
 
 /**
  * The REST fragments of the creation options for a destination, whose table would have `schema`.
@@ -264,7 +286,7 @@ export const tableNotFound = (
 /**
  * Opens a destination: `GetWriteStream` on its `_default` stream; a missing table is created
  * under `CREATE_IF_NEEDED` (terminal under `CREATE_NEVER`); transient failures are retried on the
- * recovery budget.
+ * recovery budget (`maxAttempts` attempts in all, the creation counted as one and not waited for).
  *
  * @internal
  */
@@ -274,62 +296,13 @@ export const open = <A, E, R>(
   destination: TableDestination,
   nowMillis: number,
   pool: Split.Pool
-): Effect.Effect<Destination, BigQueryError> =>
+): Effect.Effect<Destination, BigQueryError | SerializerThrew> =>
   Effect.gen(function*() {
-    const key = destination.toString()
     const { descriptor, fingerprint, schema } = yield* readSchema(settings, destination)
-    const context = { schemaUpdatesEnabled: false, createDisposition: settings.createDisposition }
-    let created = false
-    for (let attempt = 1;; attempt++) {
-      const result = yield* Effect.result(Connection.getWriteStream(client.write, destination.defaultStream))
-      if (result._tag === "Success") break
-      const failure = result.failure
-      const verdict = classifyOpen(failure.code, context)
-      if (verdict._tag === "createTable" && !created) {
-        created = true
-        yield* tables.create(
-          client.rest,
-          destination,
-          schema,
-          yield* createResource(settings, destination, schema),
-          settings.stream.recovery
-        )
-        continue
-      }
-      if (verdict._tag === "fail" && verdict.kind === "tableNotFound") {
-        return yield* tableNotFound(key, settings.createDisposition, failure.message, failure.cause)
-      }
-      const retriable = verdict._tag === "retry" || verdict._tag === "createTable"
-      if (!retriable) {
-        return yield* new BigQueryError({
-          reason: new RequestRejected({
-            method: "GetWriteStream",
-            destination: key,
-            code: codeName(failure.code),
-            detail: failure.message,
-            cause: failure.cause
-          })
-        })
-      }
-      // the budget is spent after maxAttempts, or when a caller's schedule ends
-      const delay = yield* delayAfter(settings.stream.recovery, attempt)
-      if (attempt >= attemptBudget(settings.stream.recovery) || delay._tag === "None") {
-        return yield* new BigQueryError({
-          reason: new RetriesExhausted({
-            method: "GetWriteStream",
-            destination: key,
-            attempts: attempt,
-            code: codeName(failure.code),
-            detail: failure.message,
-            cause: failure.cause
-          })
-        })
-      }
-      yield* Effect.sleep(delay.value)
-    }
+    yield* proveTable(client, settings, destination, schema)
     return {
       destination,
-      key,
+      key: destination.toString(),
       slot: yield* makeSlot(client.write, destination.defaultStream),
       guard: yield* makeGuard(),
       batch: Split.empty(pool),
@@ -338,6 +311,59 @@ export const open = <A, E, R>(
       fingerprint,
       lastUsedMillis: nowMillis,
       inFlight: 0,
+      permitBytes: 0,
       schemaPushed: false
+    }
+  })
+
+const openError = (
+  destination: TableDestination,
+  failure: Connection.StreamFailure,
+  attempts: number | undefined
+): BigQueryError => {
+  const common = {
+    method: "GetWriteStream",
+    destination: destination.toString(),
+    code: codeName(failure.code),
+    detail: failure.message,
+    cause: failure.cause
+  }
+  return new BigQueryError({
+    reason: attempts === undefined ? new RequestRejected(common) : new RetriesExhausted({ ...common, attempts })
+  })
+}
+
+/** `GetWriteStream` until the table is proven to exist (created once if missing and allowed). */
+const proveTable = <A, E, R>(
+  client: BigQueryClientService,
+  settings: Settings<A, E, R>,
+  destination: TableDestination,
+  schema: TableSchema.TableSchema
+): Effect.Effect<void, BigQueryError> =>
+  Effect.gen(function*() {
+    const context = { schemaUpdatesEnabled: false, createDisposition: settings.createDisposition }
+    const budget = yield* Budget.attempts(settings.stream.recovery)
+    let created = false
+    for (;;) {
+      const result = yield* Effect.result(Connection.getWriteStream(client.write, destination.defaultStream))
+      if (result._tag === "Success") return
+      const failure = result.failure
+      const verdict = classifyOpen(failure.code, context)
+      if (verdict._tag === "createTable" && !created) {
+        created = true
+        const resource = yield* createResource(settings, destination, schema)
+        yield* tables.create(client.rest, destination, schema, resource, settings.stream.recovery)
+        yield* budget.next
+        continue
+      }
+      if (verdict._tag === "fail" && verdict.kind === "tableNotFound") {
+        return yield* tableNotFound(destination.toString(), settings.createDisposition, failure.message, failure.cause)
+      }
+      if (verdict._tag !== "retry" && verdict._tag !== "createTable") {
+        return yield* openError(destination, failure, undefined)
+      }
+      const wait = yield* budget.next
+      if (Option.isNone(wait)) return yield* openError(destination, failure, budget.used() + 1)
+      yield* Effect.sleep(wait.value)
     }
   })

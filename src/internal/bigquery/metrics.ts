@@ -34,12 +34,12 @@ export const recordsSkipped = Metric.counter("bigquery.recordsSkipped", {
 
 /** @internal */
 export const inFlightBatches = Metric.gauge("bigquery.inFlightBatches", {
-  description: "appends awaiting their response"
+  description: "appends awaiting their response (summed over the process's writers)"
 })
 
 /** @internal */
 export const openDestinations = Metric.gauge("bigquery.openDestinations", {
-  description: "destinations with open state"
+  description: "destinations with open state (summed over the process's writers)"
 })
 
 /** @internal */
@@ -79,3 +79,12 @@ export const countRecords = (
   amount === 0
     ? Effect.void
     : Metric.update(destination === undefined ? metric : Metric.withAttributes(metric, { destination }), amount)
+
+/**
+ * Moves a gauge by `delta`: each writer adds its own share and takes it back when it closes, so
+ * writers side by side add up and a closed one leaves nothing behind.
+ *
+ * @internal
+ */
+export const moveGauge = (metric: Metric.Gauge<number>, delta: number): Effect.Effect<void> =>
+  delta === 0 ? Effect.void : Metric.modify(metric, delta)

@@ -1,7 +1,8 @@
 /**
  * One in-flight append and its repair loop (cf. Go's `appendresult.go` and the Java writer's
- * repair): send, await the response (with a watchdog), classify a failure (`retry.ts`) and act on
- * the verdict until the rows are committed, routed, or the budget is spent.
+ * repair): send, await the response (with a watchdog), classify a failure (`retry.ts`, pure) and
+ * run the action the verdict names ({@link actions}) until the rows are committed, routed, or a
+ * budget is spent. Every wait is a step of a budget's `Schedule` (`RetryPolicy.toSchedule`).
  *
  * @internal
  */
@@ -14,18 +15,19 @@ import { BigQueryError, RequestRejected, RetriesExhausted, SchemaMismatch } from
 import type { FailedRow } from "../../BigQuery/BigQueryFailure.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import { name as codeName } from "../grpcStatus.ts"
-import { attemptBudget, delayAfter } from "../retrySchedule.ts"
+import type { Policy } from "../retrySchedule.ts"
 import * as AppendRequest from "./appendRequest.ts"
+import * as Budget from "./budget.ts"
 import type { Connection } from "./connection.ts"
 import { createIfMissing, createResource, type Destination, tableNotFound } from "./destination.ts"
 import * as metrics from "./metrics.ts"
 import type { Settings } from "./options.ts"
-import { type AppendFailure, classify, sleepBackoff } from "./retry.ts"
-import { splitByRowErrors } from "./rowErrors.ts"
+import { type AppendFailure, classify, type Verdict } from "./retry.ts"
+import { type RowError, splitByRowErrors } from "./rowErrors.ts"
 import * as schemaUpdate from "./schemaUpdate.ts"
 
 /** The schema-wait budget: flat 30 s, 30 attempts, ±25 % (not configurable, reference 2.4). @internal */
-export const schemaWait = {
+export const schemaWait: Policy = {
   initialBackoff: Duration.seconds(30),
   maxBackoff: Duration.seconds(30),
   maxAttempts: 30
@@ -62,10 +64,302 @@ const sumBytes = (rows: ReadonlyArray<Uint8Array>): number => {
   return n
 }
 
+/** The three budgets of one batch, made at its first failure. */
+interface Budgets {
+  /** Re-sends on the same connection (`retry`); renewed each time it gives up and reconnects. */
+  firstLevel: Budget.Budget
+  /** Reconnects, table creation and what the first level gave up on (`recovery`). */
+  readonly recovery: Budget.Budget
+  /** Schema reconciliations ({@link schemaWait}). */
+  readonly schemaWaits: Budget.Budget
+}
+
+/** One batch's progress through its appends. Belongs to the batch's append fiber. */
+interface State {
+  body: Uint8Array
+  count: number
+  bytes: number
+  retries: number
+  schemaPushed: boolean
+  readonly failed: Array<FailedRow>
+  budgets: Budgets | undefined
+}
+
+/** What went wrong with one attempt. */
+interface Problem {
+  readonly failure: AppendFailure
+  readonly detail: string
+  readonly cause: unknown
+  readonly rowErrors: ReadonlyArray<RowError>
+}
+
+/** What an action needs: the append, the attempt that failed and why. */
+interface Env<A, E, R> {
+  readonly client: BigQueryClientService
+  readonly settings: Settings<A, E, R>
+  readonly destination: Destination
+  readonly batch: Batch
+  readonly state: State
+  readonly budgets: Budgets
+  readonly connection: Connection
+  /** The repair epoch observed before the attempt (`RepairGuard`). */
+  readonly epoch: number
+  readonly problem: Problem
+}
+
+/** After an action: append the batch (what is left of it) again, or the batch is done. */
+type Next = "resend" | "done"
+
+type Action = <A, E, R>(env: Env<A, E, R>) => Effect.Effect<Next, BigQueryError>
+
+const resendAgain: Effect.Effect<Next> = Effect.succeed("resend")
+
+const exhausted = <A, E, R>(env: Env<A, E, R>): BigQueryError =>
+  new BigQueryError({
+    reason: new RetriesExhausted({
+      method: "AppendRows",
+      destination: env.destination.key,
+      attempts: env.budgets.recovery.used() + 1,
+      code: codeName(env.problem.failure.code),
+      detail: env.problem.detail,
+      cause: env.problem.cause
+    })
+  })
+
+/** Retires the connection and waits the next step of the recovery budget, or fails once it is spent. */
+const reconnect: Action = (env) =>
+  Effect.andThen(
+    env.destination.slot.retire(env.connection),
+    Effect.flatMap(env.budgets.recovery.next, (wait) => {
+      if (Option.isNone(wait)) return Effect.fail(exhausted(env))
+      env.state.retries++
+      return Effect.as(Effect.sleep(wait.value), "resend" as const)
+    })
+  )
+
+/**
+ * Re-sends on the same connection on the first-level budget; once it gives up, reconnects on the
+ * recovery budget, and the next in-band error starts a fresh first-level budget.
+ */
+const resend: Action = (env) =>
+  Effect.flatMap(env.budgets.firstLevel.next, (wait) => {
+    if (Option.isSome(wait)) {
+      env.state.retries++
+      return Effect.as(Effect.sleep(wait.value), "resend" as const)
+    }
+    return Effect.flatMap(Budget.attempts(env.settings.stream.retry), (fresh) => {
+      env.budgets.firstLevel = fresh
+      return reconnect(env)
+    })
+  })
+
+/**
+ * Runs `repair` once per incident (`RepairGuard`: the batches that met the same trouble skip theirs
+ * and re-append after it), retires the connection and re-sends, on a step of `budget`: the first
+ * repair of a batch's recovery is not waited for (`free`), later ones are.
+ */
+const repairThenResend = <A, E, R>(
+  env: Env<A, E, R>,
+  budget: Budget.Budget,
+  free: boolean,
+  repair: Effect.Effect<unknown, BigQueryError>,
+  spent: () => BigQueryError
+): Effect.Effect<Next, BigQueryError> =>
+  Effect.flatMap(budget.next, (wait) => {
+    if (Option.isNone(wait)) return Effect.fail(spent())
+    const { connection, destination } = env
+    env.state.retries++
+    return destination.guard.repair(env.epoch, Effect.andThen(repair, destination.slot.retire(connection))).pipe(
+      Effect.andThen(destination.slot.retire(connection)),
+      Effect.andThen(free ? resendAgain : Effect.as(Effect.sleep(wait.value), "resend" as const))
+    )
+  })
+
+/** A missing table under `CREATE_IF_NEEDED`: create it (unless `tables.get` finds it), on the recovery budget. */
+const createTable: Action = (env) =>
+  repairThenResend(
+    env,
+    env.budgets.recovery,
+    env.budgets.recovery.used() === 0,
+    createIfMissing(env.client, env.settings, env.destination.destination, env.batch.schema),
+    () => exhausted(env)
+  )
+
+/** Extra fields with schema updates enabled: reconcile the table, on the schema-wait budget. */
+const updateSchema: Action = (env) => {
+  const { batch, client, destination, settings } = env
+  const waits = env.budgets.schemaWaits
+  return repairThenResend(
+    env,
+    waits,
+    waits.used() === 0,
+    schemaUpdate.reconcile({
+      rest: client.rest,
+      destination: destination.destination,
+      desired: batch.schema,
+      options: settings.schemaUpdate,
+      createDisposition: settings.createDisposition,
+      createResource: createResource(settings, destination.destination, batch.schema),
+      recovery: settings.stream.recovery
+    }),
+    () =>
+      new BigQueryError({
+        reason: new SchemaMismatch({
+          destination: destination.key,
+          detail: `the table still refuses the rows after ${waits.used()} schema waits: ${env.problem.detail}`,
+          cause: env.problem.cause
+        })
+      })
+  )
+}
+
+const rejected = <A, E, R>(env: Env<A, E, R>, detail: string): BigQueryError =>
+  new BigQueryError({
+    reason: new RequestRejected({
+      method: "AppendRows",
+      destination: env.destination.key,
+      code: codeName(env.problem.failure.code),
+      detail,
+      cause: env.problem.cause
+    })
+  })
+
+/** Row errors: route the rows they name (each a copy of its bytes) and re-send the survivors. */
+const routeRows: Action = (env) =>
+  Effect.suspend(() => {
+    const { problem, state } = env
+    const rows = AppendRequest.rowsOf(state.body)
+    const split = splitByRowErrors(env.destination.key, rows, problem.rowErrors, problem.cause)
+    if (split === undefined) {
+      return Effect.fail(
+        rejected(env, `row errors name no row of the batch of ${rows.length} rows: ${problem.detail}`)
+      )
+    }
+    // a routed row keeps a copy of its bytes, not a view into the whole batch
+    for (const f of split.failed) state.failed.push(f.payload === undefined ? f : { ...f, payload: f.payload.slice() })
+    state.count = split.survivors.length
+    state.bytes = sumBytes(split.survivors)
+    state.body = AppendRequest.encodeRows(split.survivors)
+    if (state.count === 0) return Effect.succeed("done" as const)
+    state.retries++
+    return resendAgain
+  })
+
+/** A terminal verdict: the error of its kind. */
+const fail = (kind: Extract<Verdict, { _tag: "fail" }>["kind"]): Action => (env) => {
+  const { detail, cause } = env.problem
+  switch (kind) {
+    case "tableNotFound":
+      return Effect.fail(tableNotFound(env.destination.key, env.settings.createDisposition, detail, cause))
+    case "schemaMismatch":
+      return Effect.fail(
+        new BigQueryError({
+          reason: new SchemaMismatch({
+            destination: env.destination.key,
+            detail: `rows have fields the table lacks (${detail}); enable schemaUpdate: ` +
+              "{ allowNewFields: true } or add the columns to the table",
+            cause
+          })
+        })
+      )
+    case "rejected":
+      return Effect.fail(rejected(env, detail))
+  }
+}
+
+/**
+ * The verdict -> action table (reference 2.4): re-send, reconnect, repair the table (create it or
+ * reconcile its schema) and re-send, route rows and re-send the survivors, or fail.
+ *
+ * @internal
+ */
+export const actionOf = (verdict: Verdict): Action => {
+  switch (verdict._tag) {
+    case "retry":
+      return resend
+    case "reconnect":
+      return reconnect
+    case "createTable":
+      return createTable
+    case "updateSchema":
+      return updateSchema
+    case "routeRows":
+      return routeRows
+    case "fail":
+      return fail(verdict.kind)
+  }
+}
+
+/**
+ * Sends the batch (what is left of it) on `connection` and awaits the answer, at most
+ * `responseTimeout` (then the connection is aborted): `undefined` once it is committed, else what
+ * went wrong. A connection whose call failed is retired.
+ */
+const attempt = (
+  responseTimeout: Duration.Duration,
+  destination: Destination,
+  connection: Connection,
+  state: State
+): Effect.Effect<Problem | undefined> =>
+  Effect.gen(function*() {
+    const pending = yield* connection.append(state.body)
+    const answer = yield* Deferred.await(pending).pipe(Effect.result, Effect.timeoutOption(responseTimeout))
+    if (Option.isNone(answer)) {
+      yield* destination.slot.abort(connection, "no response within responseTimeout")
+      return {
+        failure: { origin: "watchdog", code: undefined, storageCode: undefined, rowErrors: 0 },
+        detail: `no response within ${Duration.format(responseTimeout)}`,
+        cause: undefined,
+        rowErrors: []
+      }
+    }
+    if (answer.value._tag === "Failure") {
+      const f = answer.value.failure
+      yield* destination.slot.retire(connection)
+      return {
+        failure: { origin: "stream", code: f.code, storageCode: f.storageCode, rowErrors: 0 },
+        detail: f.message,
+        cause: f.cause,
+        rowErrors: []
+      }
+    }
+    const response = answer.value.success
+    if (response.updatedSchema !== undefined) state.schemaPushed = true
+    if (response.ok) return undefined
+    return {
+      failure: {
+        origin: "response",
+        code: response.code,
+        storageCode: response.storageCode,
+        rowErrors: response.rowErrors.length
+      },
+      detail: response.message,
+      cause: response,
+      rowErrors: response.rowErrors
+    } satisfies Problem
+  })
+
+const budgetsOf = <A, E, R>(settings: Settings<A, E, R>): Effect.Effect<Budgets> =>
+  Effect.all({
+    firstLevel: Budget.attempts(settings.stream.retry),
+    recovery: Budget.recoveries(settings.stream.recovery),
+    schemaWaits: Budget.recoveries(schemaWait)
+  })
+
+const outcomeOf = (key: string, state: State): Outcome => ({
+  key,
+  written: state.count,
+  bytes: state.bytes,
+  retries: state.retries,
+  failed: state.failed,
+  schemaPushed: state.schemaPushed
+})
+
 /**
  * Appends `batch` to `destination` until it is committed (survivors of row errors included) or a
- * terminal error. Budgets: first-level retries of in-band transient errors on the same connection
- * (`retry*` options), then the recovery budget for reconnects, table creation and what the first
+ * terminal error: each failed attempt is classified (`retry.ts`) and its verdict's action run
+ * ({@link actionOf}), on the batch's budgets: the first level (`retry`) for in-band transient errors
+ * on the same connection, the recovery budget for reconnects, table creation and what the first
  * level gave up on, and the schema-wait budget for schema updates.
  *
  * @internal
@@ -77,211 +371,41 @@ export const run = <A, E, R>(
   batch: Batch
 ): Effect.Effect<Outcome, BigQueryError> =>
   Effect.gen(function*() {
-    const s = settings.stream
-    const key = destination.key
     const context = {
       schemaUpdatesEnabled: settings.schemaUpdate.allowNewFields || settings.schemaUpdate.allowFieldRelaxation,
       createDisposition: settings.createDisposition
     }
-    let body = batch.body
-    let count = batch.count
-    let bytes = batch.bytes
-    let recovery = 0
-    let schemaWaits = 0
-    let firstLevel = 0
-    let firstLevelStart = 0
-    let retries = 0
-    let schemaPushed = false
-    const failed: Array<FailedRow> = []
-    const exhausted = (failure: AppendFailure, detail: string, cause: unknown, attempts: number) =>
-      new BigQueryError({
-        reason: new RetriesExhausted({
-          method: "AppendRows",
-          destination: key,
-          attempts,
-          code: codeName(failure.code),
-          detail,
-          cause
-        })
-      })
-    /** Retires `connection` and sleeps before the next attempt on the recovery budget, or fails when it is spent. */
-    const reconnect = (connection: Connection, failure: AppendFailure, detail: string, cause: unknown) =>
-      Effect.gen(function*() {
-        yield* destination.slot.retire(connection)
-        // spent after maxAttempts, or when a caller's schedule ends
-        const delay = yield* delayAfter(s.recovery, recovery + 1)
-        if (recovery >= attemptBudget(s.recovery) || delay._tag === "None") {
-          return yield* exhausted(failure, detail, cause, recovery + 1)
-        }
-        recovery++
-        retries++
-        yield* Effect.sleep(delay.value)
-      })
+    const state: State = {
+      body: batch.body,
+      count: batch.count,
+      bytes: batch.bytes,
+      retries: 0,
+      schemaPushed: false,
+      failed: [],
+      budgets: undefined
+    }
     for (;;) {
       // never sent while the destination's table is being repaired: wait, then append after it
       yield* destination.guard.settled
       const epoch = destination.guard.epoch()
       const connection = yield* destination.slot.acquire(batch.descriptor)
-      const pending = yield* connection.append(body)
-      const answer = yield* Deferred.await(pending).pipe(Effect.result, Effect.timeoutOption(s.responseTimeout))
-      let failure: AppendFailure
-      let detail: string
-      let cause: unknown
-      let rowErrors: Parameters<typeof splitByRowErrors>[2] = []
-      if (Option.isNone(answer)) {
-        yield* destination.slot.abort(connection, "no response within responseTimeout")
-        failure = { origin: "watchdog", code: undefined, storageCode: undefined, rowErrors: 0 }
-        detail = `no response within ${Duration.format(s.responseTimeout)}`
-        cause = undefined
-      } else if (answer.value._tag === "Failure") {
-        const f = answer.value.failure
-        yield* destination.slot.retire(connection)
-        failure = { origin: "stream", code: f.code, storageCode: f.storageCode, rowErrors: 0 }
-        detail = f.message
-        cause = f.cause
-      } else {
-        const response = answer.value.success
-        if (response.updatedSchema !== undefined) schemaPushed = true
-        if (response.ok) {
-          return { key, written: count, bytes, retries, failed, schemaPushed }
-        }
-        failure = {
-          origin: "response",
-          code: response.code,
-          storageCode: response.storageCode,
-          rowErrors: response.rowErrors.length
-        }
-        detail = response.message
-        cause = response
-        rowErrors = response.rowErrors
-      }
-      yield* metrics.countError(codeName(failure.code))
-      const verdict = classify(failure, context)
-      switch (verdict._tag) {
-        case "retry": {
-          const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
-          if (firstLevel === 0) firstLevelStart = now
-          const limit = s.retry._tag === "Backoff" && s.retry.maxDuration !== undefined
-            ? Duration.toMillis(s.retry.maxDuration)
-            : Number.POSITIVE_INFINITY
-          const delay = yield* delayAfter(s.retry, firstLevel + 1)
-          if (
-            firstLevel + 1 < attemptBudget(s.retry) && now - firstLevelStart < limit && Option.isSome(delay)
-          ) {
-            firstLevel++
-            retries++
-            yield* Effect.sleep(delay.value)
-            continue
-          }
-          // the first level gave up: rebuild the connection and re-append on the recovery budget
-          firstLevel = 0
-          yield* reconnect(connection, failure, detail, cause)
-          continue
-        }
-        case "reconnect": {
-          yield* reconnect(connection, failure, detail, cause)
-          continue
-        }
-        case "createTable": {
-          const delay = recovery > 0 ? yield* delayAfter(s.recovery, recovery) : Option.some(Duration.zero)
-          if (recovery >= attemptBudget(s.recovery) || Option.isNone(delay)) {
-            return yield* exhausted(failure, detail, cause, recovery + 1)
-          }
-          // one repair per destination at a time: the batches that met the same missing table
-          // skip theirs (their epoch is past) and re-append after it
-          yield* destination.guard.repair(
-            epoch,
-            Effect.andThen(
-              createIfMissing(client, settings, destination.destination, batch.schema),
-              destination.slot.retire(connection)
-            )
-          )
-          yield* destination.slot.retire(connection)
-          if (recovery > 0) yield* Effect.sleep(delay.value)
-          recovery++
-          retries++
-          continue
-        }
-        case "updateSchema": {
-          if (schemaWaits >= schemaWait.maxAttempts) {
-            return yield* new BigQueryError({
-              reason: new SchemaMismatch({
-                destination: key,
-                detail: `the table still refuses the rows after ${schemaWaits} schema waits: ${detail}`,
-                cause
-              })
-            })
-          }
-          yield* destination.guard.repair(
-            epoch,
-            Effect.tap(
-              schemaUpdate.reconcile({
-                rest: client.rest,
-                destination: destination.destination,
-                desired: batch.schema,
-                options: settings.schemaUpdate,
-                createDisposition: settings.createDisposition,
-                createResource: createResource(settings, destination.destination, batch.schema),
-                recovery: s.recovery
-              }),
-              () => destination.slot.retire(connection)
-            )
-          )
-          yield* destination.slot.retire(connection)
-          if (schemaWaits > 0) yield* sleepBackoff(schemaWait, schemaWaits)
-          schemaWaits++
-          retries++
-          continue
-        }
-        case "routeRows": {
-          const rows = AppendRequest.rowsOf(body)
-          const split = splitByRowErrors(key, rows, rowErrors, cause)
-          if (split === undefined) {
-            return yield* new BigQueryError({
-              reason: new RequestRejected({
-                method: "AppendRows",
-                destination: key,
-                code: codeName(failure.code),
-                detail: `row errors name no row of the batch of ${rows.length} rows: ${detail}`,
-                cause
-              })
-            })
-          }
-          // a routed row keeps a copy of its bytes, not a view into the whole batch
-          for (const f of split.failed) failed.push(f.payload === undefined ? f : { ...f, payload: f.payload.slice() })
-          count = split.survivors.length
-          bytes = sumBytes(split.survivors)
-          body = AppendRequest.encodeRows(split.survivors)
-          if (count === 0) return { key, written: 0, bytes: 0, retries, failed, schemaPushed }
-          retries++
-          continue
-        }
-        case "fail": {
-          switch (verdict.kind) {
-            case "tableNotFound":
-              return yield* tableNotFound(key, settings.createDisposition, detail, cause)
-            case "schemaMismatch":
-              return yield* new BigQueryError({
-                reason: new SchemaMismatch({
-                  destination: key,
-                  detail: `rows have fields the table lacks (${detail}); enable schemaUpdate: ` +
-                    "{ allowNewFields: true } or add the columns to the table",
-                  cause
-                })
-              })
-            case "rejected":
-              return yield* new BigQueryError({
-                reason: new RequestRejected({
-                  method: "AppendRows",
-                  destination: key,
-                  code: codeName(failure.code),
-                  detail,
-                  cause
-                })
-              })
-          }
-        }
-      }
+      const problem = yield* attempt(settings.stream.responseTimeout, destination, connection, state)
+      if (problem === undefined) return outcomeOf(destination.key, state)
+      yield* metrics.countError(codeName(problem.failure.code))
+      state.budgets ??= yield* budgetsOf(settings)
+      const action = actionOf(classify(problem.failure, context))
+      const next = yield* action({
+        client,
+        settings,
+        destination,
+        batch,
+        state,
+        budgets: state.budgets,
+        connection,
+        epoch,
+        problem
+      })
+      if (next === "done") return outcomeOf(destination.key, state)
     }
   }).pipe(
     // one span per batch, without capturing a stack trace per append

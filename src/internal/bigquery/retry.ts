@@ -4,10 +4,8 @@
  *
  * @internal
  */
-import * as Effect from "effect/Effect"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import { Code } from "../grpcStatus.ts"
-import { type AnyPolicy, delayAfter, type Policy } from "../retrySchedule.ts"
 
 /** `google.cloud.bigquery.storage.v1.StorageError.StorageErrorCode`. @internal */
 export const StorageCode = {
@@ -163,15 +161,3 @@ export const classifyAdmin = (
   if (method === "patch" && (status === 409 || status === 412)) return "retry"
   return "fail"
 }
-
-/**
- * Sleeps the jittered backoff after failed attempt `attempt` (1-based) of `policy` (reference
- * 1.3: doubling from the initial backoff, capped, ±25 %, at least 1 ms), on the Effect `Clock`.
- *
- * @internal
- */
-export const sleepBackoff = (policy: AnyPolicy | Policy, attempt: number): Effect.Effect<void> =>
-  Effect.flatMap(
-    delayAfter(policy, attempt),
-    (delay) => delay._tag === "Some" ? Effect.sleep(delay.value) : Effect.void
-  )

@@ -89,6 +89,90 @@ export const empty = (pool: Pool): Batch => ({
   lengthGuess: 1
 })
 
+/** A batch expected to take `capacity` bytes: on a full-size pooled buffer when that is over half of one. @internal */
+export const sized = (pool: Pool, capacity: number): Batch => ({
+  writer: writerOf(pool, capacity),
+  count: 0,
+  bytes: 0,
+  lengthGuess: 1
+})
+
+/**
+ * Appends already framed rows (a prepared slice's body: `count` rows of `bytes` bytes) in one copy.
+ * The caller checks they fit ({@link frameBytes}).
+ *
+ * @internal
+ */
+export const appendFrames = (batch: Batch, frames: Uint8Array, count: number, bytes: number): void => {
+  const w = batch.writer
+  w.ensure(frames.length)
+  w.buf.set(frames, w.pos)
+  w.pos += frames.length
+  batch.count += count
+  batch.bytes += bytes
+}
+
+/**
+ * Makes an empty batch continue on `buffer`, whose `[headroom, headroom + frames.length)` holds
+ * `count` framed rows (a prepared slice's own buffer: no copy); the batch's buffer goes back to the pool.
+ *
+ * @internal
+ */
+export const adopt = (
+  pool: Pool,
+  batch: Batch,
+  buffer: Buffer,
+  frames: Uint8Array,
+  count: number,
+  bytes: number
+): void => {
+  recycle(pool, batch.writer.buf)
+  const w = WireWriter.over(buffer)
+  w.growLimit = pool.capacity
+  w.pos = headroom + frames.length
+  batch.writer = w
+  batch.count = count
+  batch.bytes = bytes
+}
+
+/** Framed rows of a body that fit: where they end, how many, and their own bytes. @internal */
+export interface Fit {
+  end: number
+  count: number
+  bytes: number
+}
+
+/**
+ * The rows framed in `frames[from, ...)` that fit in `room` bytes of frames (the first one even if
+ * it does not, when `atLeastOne`), walking the frames in place (tag, varint length, bytes).
+ *
+ * @internal
+ */
+export const fitFrames = (frames: Uint8Array, from: number, room: number, atLeastOne: boolean, out: Fit): void => {
+  let pos = from
+  let count = 0
+  let bytes = 0
+  while (pos < frames.length) {
+    let p = pos + 1 // tag 0x0a
+    let length = 0
+    let shift = 1
+    for (;;) {
+      const b = frames[p++] as number
+      length += (b & 0x7f) * shift
+      if (b < 0x80) break
+      shift *= 128
+    }
+    const end = p + length
+    if (end - from > room && !(atLeastOne && count === 0)) break
+    pos = end
+    count++
+    bytes += length
+  }
+  out.end = pos
+  out.count = count
+  out.bytes = bytes
+}
+
 /** The size of the batch's `ProtoRows` body. @internal */
 export const frameBytes = (batch: Batch): number => batch.writer.pos - headroom
 
@@ -157,11 +241,19 @@ export const isOversize = (length: number): boolean => length > maxRowBytes
 /**
  * Takes the row of `length` bytes framed at `at` into the batch. When it takes the body over
  * `maxBytes` and is not alone, the batch is sealed without it and returned, and the row moves to a
- * fresh buffer that the batch continues with.
+ * fresh buffer that the batch continues with. `fit: false` keeps the sealed rows in their buffer
+ * however large it is (a slice whose rows are copied out and its buffer given back at once).
  *
  * @internal
  */
-export const admit = (pool: Pool, batch: Batch, at: number, length: number, maxBytes: number): Sealed | undefined => {
+export const admit = (
+  pool: Pool,
+  batch: Batch,
+  at: number,
+  length: number,
+  maxBytes: number,
+  fit = true
+): Sealed | undefined => {
   const w = batch.writer
   if (batch.count === 0 || w.pos - headroom <= maxBytes) {
     batch.count++
@@ -174,7 +266,7 @@ export const admit = (pool: Pool, batch: Batch, at: number, length: number, maxB
   w.buf.copy(next.buf, headroom, at, w.pos)
   next.pos = headroom + frame
   w.pos = at
-  const sealed = seal(batch)
+  const sealed = seal(batch, undefined, fit)
   batch.writer = next
   batch.count = 1
   batch.bytes = length
@@ -183,14 +275,15 @@ export const admit = (pool: Pool, batch: Batch, at: number, length: number, maxB
 
 /**
  * Closes the batch (which must hold rows) and starts it again on a fresh buffer; a buffer much
- * larger than its rows (a flush of a few rows) gives them up in a copy of their size.
+ * larger than its rows (a flush of a few rows) gives them up in a copy of their size, unless `fit`
+ * is false.
  *
  * @internal
  */
-export const seal = (batch: Batch, pool?: Pool): Sealed => {
+export const seal = (batch: Batch, pool?: Pool, fit = true): Sealed => {
   let buffer = batch.writer.buf
   const end = batch.writer.pos
-  if (buffer.length > 2 * end + initialCapacity) {
+  if (fit && buffer.length > 2 * end + initialCapacity) {
     const fitted = Buffer.allocUnsafeSlow(end)
     buffer.copy(fitted, 0, 0, end)
     buffer = fitted

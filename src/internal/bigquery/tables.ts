@@ -164,8 +164,8 @@ export const patchSchema = (
   ).pipe(Effect.asVoid)
 
 /**
- * Runs a REST call again while its failure is retriable, waiting on `policy` (±25 % jitter);
- * anything else, or the last failure, is returned as is.
+ * Runs a REST call again while its failure is retriable, on `policy`'s schedule (at most
+ * `maxAttempts` calls, ±25 % jitter); anything else, or the last failure, is returned as is.
  *
  * @internal
  */

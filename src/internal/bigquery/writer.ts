@@ -1,59 +1,39 @@
 /**
- * The at-least-once writer (cf. Go's `managed_stream.go`): one owner fiber holds every mutable
- * structure (destinations, batches, counters) and serves `write` and `flush` commands from a
- * bounded queue; each cut batch runs in its own append fiber (`pendingAppend.ts`) under the
- * writer-global in-flight bounds, and reports back through a completion queue. `summary` does not
- * queue: it reads the counters the owner keeps (written by the owner only, read synchronously), so
- * a progress display answers at once even while a `write` waits on backpressure.
- *
- * **Details**
- *
- * - Admission: cutting a batch takes a permit of one request and its bytes; the owner waits when
- *   either bound is reached (backpressure), so a `write` returns only once its rows are batched or
- *   in flight.
- * - A terminal error (from an append, a handler, a table) is kept: the command that met it fails
- *   with it, and so does every later `write` and `flush`.
- * - Routed failures go to the handler from the owner fiber only.
+ * The at-least-once BigQuery writer: the writer core (`internal/writer/`) with the BigQuery backend
+ * (`backend.ts`). The core opens the failure handler, runs the owner fiber, admits rows under the
+ * writer-global in-flight bounds (`maxInflightBytes`; `maxInflightRequests` appends in flight, the
+ * others waiting in order), routes failures, keeps the counters and gauges, and closes after success
+ * with a barrier (release without flushing after a failure or an interruption).
  *
  * @internal
  */
-import type * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
-import * as Deferred from "effect/Deferred"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Equal from "effect/Equal"
-import * as Exit from "effect/Exit"
-import * as FiberSet from "effect/FiberSet"
-import * as Metric from "effect/Metric"
-import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import { BigQueryClient } from "../../BigQuery/BigQueryClient.ts"
 import type { BigQueryError } from "../../BigQuery/BigQueryError.ts"
-import { type BigQueryFailure, failedRow, unroutableRecord } from "../../BigQuery/BigQueryFailure.ts"
-import * as TableDestination from "../../BigQuery/TableDestination.ts"
+import type { BigQueryFailure } from "../../BigQuery/BigQueryFailure.ts"
 import type { Writer } from "../../Sink/Writer.ts"
-import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as deadline from "../deadline.ts"
-import * as failureRouting from "../failureRouting.ts"
-import * as FlowControl from "../flowControl.ts"
-import * as summaryCounters from "../summaryCounters.ts"
-import { maxRowBytes } from "./appendRequest.ts"
-import * as Destination from "./destination.ts"
+import type { Accounted, Limits } from "../writer/backend.ts"
+import * as core from "../writer/writer.ts"
+import * as Backend from "./backend.ts"
 import * as metrics from "./metrics.ts"
-import type { Settings } from "./options.ts"
-import * as PendingAppend from "./pendingAppend.ts"
-import * as Split from "./split.ts"
+import type { Settings, StreamSettings } from "./options.ts"
+import type * as Prepare from "./prepare.ts"
 
-type Command<E> =
-  | { readonly _tag: "Write"; readonly records: Iterable<unknown>; readonly done: Deferred.Deferred<void, E> }
-  | { readonly _tag: "Flush"; readonly done: Deferred.Deferred<void, E> }
-
-interface Completion {
-  readonly destination: Destination.Destination
-  readonly exit: Exit.Exit<PendingAppend.Outcome, BigQueryError>
-  readonly batch: Split.Sealed
-}
+/**
+ * The core's in-flight bounds for BigQuery, which bounds requests and bytes, not rows: at most
+ * `maxInflightRequests` appends in flight (the others wait in order), and rows admitted but not yet
+ * written (batched, queued or in flight) wait once they hold `maxInflightBytes`, or what
+ * `maxInflightRequests` full appends carry if that is less (admission waits for the request window).
+ *
+ * @internal
+ */
+export const limitsOf = (s: StreamSettings): Limits => ({
+  maxUnits: Number.MAX_SAFE_INTEGER,
+  maxBytes: Math.min(s.maxInflightBytes, s.maxInflightRequests * s.maxAppendRequestBytes),
+  maxRequests: s.maxInflightRequests
+})
 
 /**
  * Builds the writer in the current scope: opens the failure handler now (closed with the scope),
@@ -66,255 +46,35 @@ export const make = <A, E, R>(
   settings: Settings<A, E, R>
 ): Effect.Effect<Writer<A, BigQueryError | E>, E, BigQueryClient | R | Scope.Scope> =>
   Effect.gen(function*() {
-    type Err = BigQueryError | E
     const client = yield* BigQueryClient
     const s = settings.stream
-    const counters = summaryCounters.make()
-    const router = yield* failureRouting.make(settings.failureHandler, counters)
-    const flow = yield* FlowControl.make({ maxUnits: s.maxInflightRequests, maxBytes: s.maxInflightBytes })
-    const destinations = new Map<string, Destination.Destination>()
-    yield* Effect.addFinalizer(() => Effect.forEach(destinations.values(), (d) => d.slot.close, { discard: true }))
-    const fibers = yield* FiberSet.make<void>()
-    const commands = yield* Queue.bounded<Command<Err>>(16)
-    const completions = yield* Queue.bounded<Completion>(s.maxInflightRequests + 1)
-    const serializer = settings.serializer
-    const encodeInto = serializer.encodeInto
-    const maxBytes = s.maxAppendRequestBytes
-    const pool = Split.makePool(maxBytes, 8)
-    const perDestination = s.perDestinationMetrics
-    let inFlight = 0
-    let terminal: Cause.Cause<Err> | undefined
-    /** A write was served since the last successful barrier: closing the scope must flush. */
-    let unflushed = false
-
-    const route = (failure: BigQueryFailure): Effect.Effect<void, E, R> =>
-      router.route(failure).pipe(
-        Effect.andThen(
-          metrics.countRecords(metrics.recordsSendErrors, 1, perDestination ? failure.destination : undefined)
-        )
-      )
-
-    const complete = (c: Completion): Effect.Effect<void, Err, R> =>
-      Effect.gen(function*() {
-        inFlight--
-        c.destination.inFlight--
-        yield* Metric.update(metrics.inFlightBatches, inFlight)
-        if (Exit.isFailure(c.exit)) return yield* Effect.failCause(c.exit.cause)
-        // answered: nothing refers to the batch's buffer any more (routed rows keep copies)
-        Split.recycle(pool, c.batch.buffer)
-        const o = c.exit.value
-        counters.add(o.key, "recordsWritten", o.written)
-        counters.add(o.key, "bytesWritten", o.bytes)
-        counters.add(o.key, "retries", o.retries)
-        if (o.retries > 0) yield* metrics.countRecords(metrics.appendRetries, o.retries, undefined)
-        if (o.schemaPushed) c.destination.schemaPushed = true
-        for (const f of o.failed) yield* route(f)
-      })
-
-    const drain = Effect.flatMap(Queue.clear(completions), (cs) => Effect.forEach(cs, complete, { discard: true }))
-
-    /**
-     * Appends a sealed batch of `d` in its own fiber, once the in-flight bounds admit it; the
-     * answers that came in while waiting are counted then, so `summary` stays current.
-     */
-    const appendSealed = (d: Destination.Destination, batch: Split.Sealed): Effect.Effect<void, Err, R> =>
-      Effect.gen(function*() {
-        const permit = flow.permit(1, batch.frameBytes)
-        yield* flow.acquire(permit)
-        const answered = yield* Effect.exit(drain)
-        if (Exit.isFailure(answered)) {
-          yield* flow.release(permit)
-          return yield* Effect.failCause(answered.cause)
-        }
-        inFlight++
-        d.inFlight++
-        yield* Metric.update(metrics.inFlightBatches, inFlight)
-        yield* metrics.countRecords(metrics.recordsSend, batch.count, perDestination ? d.key : undefined)
-        yield* metrics.countRecords(metrics.bytesSend, batch.bytes, perDestination ? d.key : undefined)
-        const append = PendingAppend.run(client, settings, d, {
-          body: batch.body,
-          count: batch.count,
-          bytes: batch.bytes,
-          descriptor: d.descriptor,
-          schema: d.schema
-        })
-        yield* FiberSet.run(
-          fibers,
-          Effect.exit(append).pipe(
-            Effect.flatMap((exit) =>
-              Effect.andThen(flow.release(permit), Queue.offer(completions, { destination: d, exit, batch }))
-            ),
-            Effect.asVoid
-          )
-        )
-      })
-
-    const dispatch = (d: Destination.Destination): Effect.Effect<void, Err, R> =>
-      d.batch.count === 0 ? Effect.void : Effect.suspend(() => appendSealed(d, Split.seal(d.batch, pool)))
-
-    const refreshSchema = (d: Destination.Destination): Effect.Effect<void, BigQueryError> =>
-      Effect.map(Destination.readSchema(settings, d.destination), (next) => {
-        d.schema = next.schema
-        d.descriptor = next.descriptor
-        d.fingerprint = next.fingerprint
-        d.schemaPushed = false
-      })
-
-    const destinationOf = (destination: TableDestination.TableDestination, now: number) =>
-      Effect.gen(function*() {
-        const key = destination.toString()
-        const known = destinations.get(key)
-        if (known !== undefined) return known
-        const opened = yield* Destination.open(client, settings, destination, now, pool)
-        destinations.set(key, opened)
-        yield* Metric.update(metrics.openDestinations, destinations.size)
-        return opened
-      })
-
-    const write = (records: Iterable<unknown>): Effect.Effect<void, Err, R> =>
-      Effect.gen(function*() {
-        yield* drain
-        const now = yield* Clock.currentTimeMillis
-        let lastResolution: unknown
-        let d: Destination.Destination | undefined
-        let skipped = 0
-        // an index loop over the chunk: `for...of` in a generator allocates an iterator result per row
-        const rows: ReadonlyArray<A> = Array.isArray(records) ? records : Array.from(records as Iterable<A>)
-        for (let i = 0; i < rows.length; i++) {
-          const record = rows[i] as A
-          const resolution = settings.resolve(record)
-          if (TableDestination.isUnroutable(resolution)) {
-            yield* route(unroutableRecord({ payload: resolution.payload, message: resolution.reason }))
-            continue
-          }
-          if (d === undefined || resolution !== lastResolution) {
-            d = yield* destinationOf(resolution, now)
-            lastResolution = resolution
-            d.lastUsedMillis = now
-          }
-          if (serializer.fingerprint !== undefined || d.schemaPushed) {
-            const fingerprint = serializer.fingerprint?.(d.destination)
-            if (d.schemaPushed || (fingerprint !== d.fingerprint && !Equal.equals(fingerprint, d.fingerprint))) {
-              yield* dispatch(d)
-              yield* refreshSchema(d)
-            }
-          }
-          const batch = d.batch
-          let at: number
-          let length: number
-          if (encodeInto !== undefined) {
-            at = Split.beginRow(batch)
-            const result = encodeInto(batch.writer, record, d.destination)
-            if (result !== undefined) {
-              Split.cancelRow(batch, at)
-              if (result === null) {
-                skipped++
-                counters.add(d.key, "recordsSkipped", 1)
-              } else {
-                yield* route(failedRow({ destination: d.key, message: result.message, cause: result }))
-              }
-              continue
-            }
-            length = Split.endRow(batch, at)
-          } else {
-            const row = serializer.serialize(record, d.destination)
-            if (row === null) {
-              skipped++
-              counters.add(d.key, "recordsSkipped", 1)
-              continue
-            }
-            if (!(row instanceof Uint8Array)) {
-              yield* route(failedRow({ destination: d.key, message: row.message, cause: row }))
-              continue
-            }
-            at = Split.appendRow(batch, row)
-            length = row.length
-          }
-          if (Split.isOversize(length)) {
-            const payload = Split.rowCopy(batch, length)
-            Split.cancelRow(batch, at)
-            yield* route(failedRow({
-              destination: d.key,
-              payload,
-              message: `row of ${length} bytes exceeds the ${maxRowBytes}-byte row limit; not sent`
-            }))
-            continue
-          }
-          const full = Split.admit(pool, batch, at, length, maxBytes)
-          if (full !== undefined) yield* appendSealed(d, full)
-        }
-        if (skipped > 0) yield* metrics.countRecords(metrics.recordsSkipped, skipped, undefined)
-      })
-
-    const awaitInFlight: Effect.Effect<void, Err, R> = Effect.whileLoop({
-      while: () => inFlight > 0,
-      body: () => Effect.flatMap(Queue.take(completions), complete),
-      step: () => undefined
+    return yield* core.make<
+      A,
+      Prepare.Rows,
+      Accounted,
+      Backend.Request,
+      Backend.Outcome,
+      never,
+      BigQueryFailure,
+      BigQueryError | E,
+      R,
+      never,
+      E
+    >({
+      handler: settings.failureHandler,
+      limits: limitsOf(s),
+      retry: s.retry,
+      recovery: s.recovery,
+      metrics: {
+        recordsSendErrors: metrics.recordsSendErrors,
+        recordsSkipped: metrics.recordsSkipped,
+        destinationSendErrors: s.perDestinationMetrics ? metrics.recordsSendErrors : undefined,
+        inFlightRequests: metrics.inFlightBatches,
+        perDestination: s.perDestinationMetrics
+      },
+      backend: Backend.make(settings, client)
     })
-
-    const evictIdle = Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const idle = Duration.toMillis(s.destinationIdleTimeout)
-      for (const [key, d] of destinations) {
-        if (now - d.lastUsedMillis > idle && d.inFlight === 0 && d.batch.count === 0) {
-          destinations.delete(key)
-          yield* d.slot.close
-        }
-      }
-      yield* Metric.update(metrics.openDestinations, destinations.size)
-    })
-
-    const flush: Effect.Effect<void, Err, R> = Effect.gen(function*() {
-      yield* drain
-      for (const d of destinations.values()) yield* dispatch(d)
-      yield* awaitInFlight
-      yield* router.flush
-      yield* evictIdle
-    }).pipe(Effect.withSpan("BigQuerySink.flush"))
-
-    const handle = (command: Command<Err>): Effect.Effect<void, Err, R> => {
-      switch (command._tag) {
-        case "Write":
-          unflushed = true
-          return write(command.records)
-        case "Flush":
-          return Effect.tap(flush, () => Effect.sync(() => void (unflushed = false)))
-      }
-    }
-
-    const serve = Effect.gen(function*() {
-      const command = yield* Queue.take(commands)
-      if (terminal !== undefined) {
-        yield* Deferred.failCause(command.done, terminal)
-        return
-      }
-      const exit = yield* Effect.exit(handle(command))
-      if (Exit.isFailure(exit)) terminal = exit.cause
-      yield* Deferred.done(command.done, exit)
-    })
-    yield* Effect.forkScoped(Effect.forever(serve))
-
-    const send = <X, Y>(command: (done: Deferred.Deferred<X, Y>) => Command<Err>) =>
-      Effect.suspend(() => {
-        const done = Deferred.makeUnsafe<X, Y>()
-        return Effect.andThen(Queue.offer(commands, command(done)), Deferred.await(done))
-      })
-
-    const writer: Writer<A, Err> = {
-      write: (records) => send<void, Err>((done) => ({ _tag: "Write", records, done })),
-      flush: send<void, Err>((done) => ({ _tag: "Flush", done })),
-      checkpoint: () => send<void, Err>((done) => ({ _tag: "Flush", done })),
-      // not a command: the counters so far, without waiting behind queued writes
-      summary: Effect.sync((): WriteSummary => counters.snapshot())
-    }
-    // closing the scope after success is the end of input: a barrier, unless nothing was written
-    // since the last one (the sink's own final flush, or the caller's `flush`, already reported its
-    // outcome as a typed error and flushed the handler: a second flush would only run the
-    // handler's flush again). A finalizer has no error channel, so a failure of this closing
-    // flush can only be a defect: call `flush` before closing to get it typed. A writer that
-    // already failed was reported to its caller and is only released.
-    yield* Effect.addFinalizer((exit) =>
-      Exit.isSuccess(exit) && terminal === undefined && unflushed ? Effect.orDie(writer.flush) : Effect.void
-    )
-    return writer
-  }).pipe(Effect.provideService(deadline.AdminTimeout, settings.stream.adminTimeout))
+  }).pipe(
+    // the deadline of the client's unary calls (GetWriteStream, tables.*), inherited by the writer's fibers
+    Effect.provideService(deadline.AdminTimeout, settings.stream.adminTimeout)
+  )

@@ -244,6 +244,11 @@ export interface Core<I extends Accounted, B, Ev, F extends FailedElement, E> {
 export interface Backend<A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R> {
   /** Span and log prefix, e.g. `BigtableSink` (spans `BigtableSink.write`, `BigtableSink.flush`). */
   readonly name: string
+  /**
+   * Whether `write` returns only once the records its `prepare` routed are with the handler (so a
+   * failing handler fails that `write`, as BigQuery documents); absent or false: once offered.
+   */
+  readonly writeAwaitsRouted?: boolean | undefined
   /** Records prepared per `prepare` call: a slice is admitted while the next is prepared. */
   readonly sliceRecords: number
   /** Caller fiber: resolve, serialize, measure. Each slice within `limits`. */

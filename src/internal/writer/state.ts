@@ -26,6 +26,8 @@ export type Command<S, I, B, O, Ev, F, E> =
     readonly slice: Slice<S> | undefined
     readonly routed: ReadonlyArray<F>
     readonly skipped: ReadonlyArray<string>
+    /** Completed once `routed` went to the handler (failed with the latch when that failed the writer). */
+    readonly routedDone?: Deferred.Deferred<void, E> | undefined
   }
   | { readonly _tag: "SendAll" }
   | { readonly _tag: "Tick" }

@@ -158,22 +158,28 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
     Effect.gen(function*() {
       const prepared = yield* backend.prepare(records, limits)
       const slices = prepared.slices
+      // records routed before admission: with `writeAwaitsRouted` the write returns once the handler
+      // has them, so a handler that fails (failJob) fails this write (nothing routed: no wait)
+      const routedDone = backend.writeAwaitsRouted === true && prepared.routed.length > 0
+        ? Deferred.makeUnsafe<void, E>()
+        : undefined
       if (slices.length === 0) {
         if (prepared.routed.length > 0 || prepared.skipped.length > 0) {
           yield* offer(
-            { _tag: "Admit", slice: undefined, routed: prepared.routed, skipped: prepared.skipped },
+            { _tag: "Admit", slice: undefined, routed: prepared.routed, skipped: prepared.skipped, routedDone },
             undefined
           )
         }
-        return
+      } else {
+        for (let i = 0; i < slices.length; i++) {
+          const slice = slices[i] as Slice<S>
+          const last = i === slices.length - 1
+          const routed = last ? prepared.routed : []
+          const skipped = last ? prepared.skipped : []
+          yield* offer({ _tag: "Admit", slice, routed, skipped, routedDone: last ? routedDone : undefined }, slice)
+        }
       }
-      for (let i = 0; i < slices.length; i++) {
-        const slice = slices[i] as Slice<S>
-        const last = i === slices.length - 1
-        const routed = last ? prepared.routed : []
-        const skipped = last ? prepared.skipped : []
-        yield* offer({ _tag: "Admit", slice, routed, skipped }, slice)
-      }
+      if (routedDone !== undefined) yield* orFailed(Deferred.await(routedDone))
     })
 }
 

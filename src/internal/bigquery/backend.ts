@@ -1,0 +1,340 @@
+/**
+ * The BigQuery backend of the writer core (`internal/writer/`): what differs from Bigtable. Rows are
+ * encoded on the caller's fiber into slices (`prepare.ts`); the owner appends each slice to its
+ * destination's batch in one copy, opening the destination (`destination.ts`) and re-reading its
+ * schema when the serializer's fingerprint moved or the service pushed one; full batches, and every
+ * open one at a barrier, are sealed and sent; an append's whole repair loop runs in its call
+ * (`pendingAppend.ts`, on the verdicts of `retry.ts`) and its outcome is the verdict: rows written,
+ * rows routed, or the writer's error. The core does the rest.
+ *
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
+import * as Exit from "effect/Exit"
+import type * as Scope from "effect/Scope"
+import type { BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
+import type { BigQueryError } from "../../BigQuery/BigQueryError.ts"
+import { type BigQueryFailure, failedRow } from "../../BigQuery/BigQueryFailure.ts"
+import type * as TableSchema from "../../BigQuery/TableSchema.ts"
+import type { Accounted, Backend, Core, Verdict } from "../writer/backend.ts"
+import * as AppendRequest from "./appendRequest.ts"
+import * as Destination from "./destination.ts"
+import * as metrics from "./metrics.ts"
+import type { Settings } from "./options.ts"
+import * as PendingAppend from "./pendingAppend.ts"
+import * as Prepare from "./prepare.ts"
+import * as Split from "./split.ts"
+
+/** One sealed batch on its way: its destination, rows, and what it accounts for. @internal */
+export interface Request {
+  readonly d: Destination.Destination
+  readonly sealed: Split.Sealed
+  readonly item: Accounted
+  /** The schema in force when it was sealed (a refresh may come before a queued request starts). */
+  readonly descriptor: Uint8Array
+  readonly schema: TableSchema.TableSchema
+}
+
+/** @internal */
+export type Outcome = Exit.Exit<PendingAppend.Outcome, BigQueryError>
+
+/** The BigQuery backend's core. @internal */
+export type BigQueryCore<E> = Core<Accounted, Request, never, BigQueryFailure, E>
+
+/** The BigQuery backend's type on the core. @internal */
+export type BigQueryBackend<A, E, R> = Backend<
+  A,
+  Prepare.Rows,
+  Accounted,
+  Request,
+  Outcome,
+  never,
+  BigQueryFailure,
+  E,
+  R
+>
+
+/** Records prepared per `prepare` call. @internal */
+export const sliceRecords = 8192
+
+interface State<A, E, R> {
+  readonly core: BigQueryCore<BigQueryError | E>
+  readonly client: BigQueryClientService
+  readonly settings: Settings<A, E, R>
+  readonly destinations: Map<string, Destination.Destination>
+  /**
+   * Full-size buffers, shared by slices (taken on the caller's fiber) and batches (the owner's): a
+   * slice's buffer becomes its destination's batch buffer or is copied and given back; a batch's is
+   * given back once it is answered. One thread: no fiber ever waits on it.
+   */
+  readonly pool: Split.Pool
+  readonly prepareEnv: Prepare.Env<A>
+  readonly maxBytes: number
+  /** Scratch of `Split.fitFrames`. */
+  readonly fit: Split.Fit
+}
+
+const sendBatch = <A, E, R>(
+  st: State<A, E, R>,
+  d: Destination.Destination,
+  sealed: Split.Sealed,
+  permitBytes: number
+): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    d.inFlight++
+    const perDestination = st.settings.stream.perDestinationMetrics ? d.key : undefined
+    return metrics.countRecords(metrics.recordsSend, sealed.count, perDestination).pipe(
+      Effect.andThen(metrics.countRecords(metrics.bytesSend, sealed.bytes, perDestination)),
+      Effect.andThen(st.core.send({
+        d,
+        sealed,
+        item: { key: d.key, units: sealed.count, bytes: sealed.bytes, permitBytes },
+        descriptor: d.descriptor,
+        schema: d.schema
+      }))
+    )
+  })
+
+/** Seals `d`'s open batch (which has rows); the owner's own cuts come off the caller's projection. */
+const seal = <A, E, R>(st: State<A, E, R>, d: Destination.Destination, own: boolean): Split.Sealed => {
+  const sealed = Split.seal(d.batch)
+  // the next batch starts on a small buffer: the next slice's buffer usually becomes the batch's
+  d.batch.writer = Split.sized(st.pool, 0).writer
+  const projection = st.prepareEnv.projections.get(d.key)
+  if (own && projection !== undefined) projection.frames = Math.max(0, projection.frames - sealed.frameBytes)
+  return sealed
+}
+
+/** Seals and sends `d`'s open batch, if it has rows (a barrier, a schema refresh, or a slice completing it). */
+const cut = <A, E, R>(st: State<A, E, R>, d: Destination.Destination, own = true): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (d.batch.count === 0) return Effect.void
+    const permitBytes = d.permitBytes
+    d.permitBytes = 0
+    return sendBatch(st, d, seal(st, d, own), permitBytes)
+  })
+
+/**
+ * Appends a slice's rows to `d`'s batch: in one copy when they fit, else row by row, sealing and
+ * sending each batch the rows fill. The slice's buffer goes back to the slice pool.
+ */
+const appendRows = <A, E, R>(
+  st: State<A, E, R>,
+  d: Destination.Destination,
+  rows: Prepare.Rows
+): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const batch = d.batch
+    if (Split.frameBytes(batch) + rows.body.length <= st.maxBytes) {
+      // an empty batch takes the slice's buffer as it is; else one copy
+      if (batch.count === 0) Split.adopt(st.pool, batch, rows.buffer, rows.body, rows.count, rows.bytes)
+      else {
+        Split.appendFrames(batch, rows.body, rows.count, rows.bytes)
+        Split.recycle(st.pool, rows.buffer)
+      }
+      d.permitBytes += rows.body.length + rows.slack
+      return rows.sealsBatch ? cut(st, d, false) : Effect.void
+    }
+    // the rows that fit go in one copy, the batch is sealed, the rest go on in the next one
+    const full: Array<readonly [Split.Sealed, number]> = []
+    const body = rows.body
+    const fit = st.fit
+    let from = 0
+    while (from < body.length) {
+      Split.fitFrames(body, from, st.maxBytes - Split.frameBytes(batch), batch.count === 0, fit)
+      if (fit.count > 0) {
+        Split.appendFrames(batch, body.subarray(from, fit.end), fit.count, fit.bytes)
+        d.permitBytes += fit.end - from + (fit.end === body.length ? rows.slack : 0)
+        from = fit.end
+      }
+      if (from < body.length) {
+        full.push([seal(st, d, true), d.permitBytes])
+        d.permitBytes = 0
+      }
+    }
+    Split.recycle(st.pool, rows.buffer)
+    return Effect.forEach(full, ([sealed, permitBytes]) => sendBatch(st, d, sealed, permitBytes), { discard: true })
+      .pipe(Effect.andThen(rows.sealsBatch ? cut(st, d, false) : Effect.void))
+  })
+
+/**
+ * Opening a destination or re-reading its schema failed: a serializer's schema call that threw
+ * routes the slice's rows (each a failed row with its bytes); anything else is the writer's error.
+ */
+const schemaFailed = <A, E, R>(
+  st: State<A, E, R>,
+  rows: Prepare.Rows,
+  error: BigQueryError | Destination.SerializerThrew
+): Effect.Effect<void, BigQueryError> => {
+  if (error._tag !== "SerializerThrew") return Effect.fail(error)
+  const message = `the serializer's ${error.stage} threw: ${
+    error.cause instanceof Error ? error.cause.message : String(error.cause)
+  }`
+  const failures = AppendRequest.rowsOf(rows.body).map((row) =>
+    failedRow({ destination: rows.key, payload: row.slice(), message, cause: error.cause })
+  )
+  Split.recycle(st.pool, rows.buffer)
+  const projection = st.prepareEnv.projections.get(rows.key)
+  if (projection !== undefined) projection.frames = Math.max(0, projection.frames - rows.body.length)
+  return st.core.resolved([{
+    key: rows.key,
+    units: rows.count,
+    bytes: rows.bytes,
+    permitBytes: rows.body.length + rows.slack
+  }]).pipe(Effect.andThen(Effect.forEach(failures, st.core.route, { discard: true })))
+}
+
+/** The owner's side of a slice: its destination opened or refreshed as needed, then its rows batched. */
+const admit = <A, E, R>(
+  st: State<A, E, R>,
+  rows: Prepare.Rows,
+  now: number
+): Effect.Effect<void, BigQueryError> =>
+  Effect.gen(function*() {
+    let d = st.destinations.get(rows.key)
+    if (d === undefined) {
+      const opened = yield* Effect.result(Destination.open(st.client, st.settings, rows.destination, now, st.pool))
+      if (opened._tag === "Failure") return yield* schemaFailed(st, rows, opened.failure)
+      d = opened.success
+      st.destinations.set(rows.key, d)
+      yield* st.core.gauge(metrics.openDestinations, 1)
+    }
+    d.lastUsedMillis = now
+    if (d.schemaPushed || (rows.fingerprint !== d.fingerprint && !Equal.equals(rows.fingerprint, d.fingerprint))) {
+      // the rows before were encoded with the old schema: they go first
+      yield* cut(st, d, true)
+      const next = yield* Effect.result(Destination.readSchema(st.settings, d.destination))
+      if (next._tag === "Failure") return yield* schemaFailed(st, rows, next.failure)
+      d.schema = next.success.schema
+      d.descriptor = next.success.descriptor
+      d.fingerprint = next.success.fingerprint
+      d.schemaPushed = false
+    }
+    yield* appendRows(st, d, rows)
+  })
+
+const noVerdict: Verdict<Accounted, BigQueryFailure, never> = {
+  written: [],
+  routed: [],
+  resend: [],
+  repair: [],
+  retry: undefined,
+  terminal: undefined
+}
+
+/**
+ * The verdict on an append, once its repair loop is over: its rows written (the survivors of row
+ * errors) and routed (those the service rejected); a failure is the writer's.
+ */
+const judge = <A, E, R>(
+  st: State<A, E, R>,
+  request: Request,
+  exit: Outcome
+): Effect.Effect<Verdict<Accounted, BigQueryFailure, BigQueryError | E>> =>
+  Effect.suspend(() => {
+    const { d, item, sealed } = request
+    d.inFlight--
+    if (Exit.isFailure(exit)) return Effect.as(st.core.failCause(exit.cause), noVerdict)
+    // answered: nothing refers to the batch's buffer any more (routed rows keep copies)
+    Split.recycle(st.pool, sealed.buffer)
+    const o = exit.value
+    if (o.schemaPushed) d.schemaPushed = true
+    const key = item.key
+    const verdict: Verdict<Accounted, BigQueryFailure, BigQueryError | E> = {
+      ...noVerdict,
+      written: [{ key, units: o.written, bytes: o.bytes, permitBytes: item.permitBytes }],
+      // the routed rows take the rest of the batch's units and bytes (its permit went with the survivors)
+      routed: o.failed.map((failure, i) => ({
+        item: { key, units: 1, bytes: i === 0 ? item.bytes - o.bytes : 0, permitBytes: 0 },
+        failure
+      }))
+    }
+    if (o.retries === 0) return Effect.succeed(verdict)
+    st.core.counters.add(key, "retries", o.retries)
+    return Effect.as(metrics.countRecords(metrics.appendRetries, o.retries, undefined), verdict)
+  })
+
+/** Forgets destinations idle longer than `destinationIdleTimeout` with nothing pending. */
+const evictIdle = <A, E, R>(st: State<A, E, R>, now: number): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const idle = Duration.toMillis(st.settings.stream.destinationIdleTimeout)
+    const evicted: Array<Destination.Destination> = []
+    for (const [key, d] of st.destinations) {
+      if (now - d.lastUsedMillis > idle && d.inFlight === 0 && d.batch.count === 0) {
+        st.destinations.delete(key)
+        evicted.push(d)
+      }
+    }
+    if (evicted.length === 0) return Effect.void
+    return Effect.andThen(
+      Effect.forEach(evicted, (d) => d.slot.close, { discard: true }),
+      st.core.gauge(metrics.openDestinations, -evicted.length)
+    )
+  })
+
+const stallMessage = <A, E, R>(st: State<A, E, R>, waited: number) => {
+  const tables = [...st.destinations].filter(([, d]) => d.inFlight > 0).map(([key]) => key).toSorted()
+  return {
+    message: `BigQuery has answered no AppendRows request for ${Math.floor(waited / 1000)} s: ` +
+      `${st.core.requestsInFlight()} appends in flight, to ${tables.join(", ")}`,
+    destinations: tables.join(",")
+  }
+}
+
+/** Builds the backend on the core; the destinations' connections close with the writer's scope. @internal */
+export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClientService) =>
+(
+  core: BigQueryCore<BigQueryError | E>
+): Effect.Effect<BigQueryBackend<A, BigQueryError | E, R>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const s = settings.stream
+    const pool = Split.makePool(s.maxAppendRequestBytes, 32)
+    const st: State<A, E, R> = {
+      core,
+      client,
+      settings,
+      destinations: new Map(),
+      pool,
+      prepareEnv: {
+        resolve: settings.resolve,
+        serializer: settings.serializer,
+        maxAppendRequestBytes: s.maxAppendRequestBytes,
+        pool,
+        sizeHints: new Map(),
+        projections: new Map()
+      },
+      maxBytes: s.maxAppendRequestBytes,
+      fit: { end: 0, count: 0, bytes: 0 }
+    }
+    yield* Effect.addFinalizer(() => Effect.forEach(st.destinations.values(), (d) => d.slot.close, { discard: true }))
+    return {
+      name: "BigQuerySink",
+      // a record routed as it is admitted fails the write that brought it when the handler fails
+      writeAwaitsRouted: true,
+      sliceRecords,
+      prepare: (records, limits) => Prepare.prepare(st.prepareEnv, records, limits),
+      admit: (rows, now) => admit(st, rows, now),
+      cutAll: Effect.suspend(() =>
+        Effect.forEach(st.destinations.values(), (d) => cut(st, d, true), { discard: true })
+      ),
+      tick: () => Effect.void,
+      call: (request) =>
+        Effect.exit(PendingAppend.run(client, settings, request.d, {
+          body: request.sealed.body,
+          count: request.sealed.count,
+          bytes: request.sealed.bytes,
+          descriptor: request.descriptor,
+          schema: request.schema
+        })),
+      judge: (request, outcome) => judge(st, request, outcome),
+      resend: () => Effect.void,
+      repair: () => Effect.void,
+      onEvent: () => Effect.void,
+      onResolved: () => Effect.void,
+      busy: () => false,
+      evictIdle: (now) => evictIdle(st, now),
+      stallMessage: (waited) => stallMessage(st, waited)
+    }
+  })
