@@ -40,7 +40,10 @@ export const releaseGauges = <E>(st: State<E>): Effect.Effect<void> =>
     Effect.tap(() => Effect.sync(() => st.gauges.clear()))
   )
 
-/** Starts a request's call on a fiber of its own; its outcome comes back as `Completed`. */
+/**
+ * Starts a request's call on a fiber of its own; its outcome comes back as `Completed`, a defect as
+ * `CallFailed` (the fiber set keeps no one waiting for it: unreported, `flush` would wait forever).
+ */
 export const startCall = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
   ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
   batch: B
@@ -53,7 +56,13 @@ export const startCall = <S, I extends Accounted, B, O, Ev, F extends FailedElem
     yield* gauge(st, ctx.metrics.inFlightRequests, 1)
     yield* FiberSet.run(
       ctx.fibers,
-      Effect.flatMap(ctx.call(batch), (outcome) => offerTo(ctx.commands, { _tag: "Completed", batch, outcome }))
+      Effect.flatMap(Effect.exit(ctx.call(batch)), (exit) =>
+        offerTo(
+          ctx.commands,
+          Exit.isSuccess(exit)
+            ? { _tag: "Completed", batch, outcome: exit.value }
+            : { _tag: "CallFailed", cause: exit.cause }
+        ))
     )
   })
 

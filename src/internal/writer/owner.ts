@@ -148,6 +148,8 @@ const handle = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>
       )
     case "Completed":
       return onCompleted(ctx, core, backend, command.batch, command.outcome)
+    case "CallFailed":
+      return core.failCause(command.cause)
     case "Retry":
       return backend.resend(command.items)
     case "Event":

@@ -32,6 +32,8 @@ export type Command<S, I, B, O, Ev, F, E> =
   | { readonly _tag: "SendAll" }
   | { readonly _tag: "Tick" }
   | { readonly _tag: "Completed"; readonly batch: B; readonly outcome: O }
+  /** A call that died (or was interrupted on its own): latched as the writer's failure. */
+  | { readonly _tag: "CallFailed"; readonly cause: Cause.Cause<never> }
   | { readonly _tag: "Retry"; readonly items: ReadonlyArray<I> }
   | { readonly _tag: "Event"; readonly event: Ev }
   | { readonly _tag: "Flush"; readonly done: Deferred.Deferred<void, E> }

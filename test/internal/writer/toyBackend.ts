@@ -2,7 +2,8 @@
  * A backend of the writer core for its own tests: records are strings `"<table>:<name>"`; a name
  * starting with `bad` is routed before admission, `skip` is skipped, `rej` is rejected by the
  * "service" (routed by the verdict), `fatal` fails the writer, `flaky` fails once then succeeds.
- * Batches of `batchSize` items are "sent" to a call that can be held.
+ * Batches of `batchSize` items are "sent" to a call that can be held; a call holding a name starting
+ * with `die` dies, and `evictDies` makes `evictIdle` die.
  */
 import { Data, Deferred, Duration, Effect, Metric } from "effect"
 import type { Backend, Core, Verdict } from "../../../src/internal/writer/backend.ts"
@@ -39,9 +40,10 @@ export interface Service {
   hold: Deferred.Deferred<void> | undefined
   calls: number
   evictions: number
+  evictDies: boolean
 }
 
-export const makeService = (): Service => ({ accepted: [], hold: undefined, calls: 0, evictions: 0 })
+export const makeService = (): Service => ({ accepted: [], hold: undefined, calls: 0, evictions: 0, evictDies: false })
 
 const toy =
   (service: Service, batchSize: number) => (core: Core<Item, ReadonlyArray<Item>, never, FailedElement, unknown>) =>
@@ -97,6 +99,8 @@ const toy =
             Effect.gen(function*() {
               service.calls++
               if (service.hold !== undefined) yield* Deferred.await(service.hold)
+              const dying = batch.find((item) => item.name.startsWith("die"))
+              if (dying !== undefined) return yield* Effect.die(new Error(`call died on ${dying.name}`))
               return batch.map((item) => {
                 if (item.name.startsWith("rej")) return "rej" as const
                 if (item.name.startsWith("fatal")) return "fatal" as const
@@ -136,7 +140,8 @@ const toy =
           onEvent: () => Effect.void,
           onResolved: () => Effect.void,
           busy: () => false,
-          evictIdle: () => Effect.sync(() => void service.evictions++),
+          evictIdle: () =>
+            service.evictDies ? Effect.die(new Error("evictIdle died")) : Effect.sync(() => void service.evictions++),
           stallMessage: () => ({ message: "stalled", destinations: "" })
         }
       }

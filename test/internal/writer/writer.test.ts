@@ -4,7 +4,7 @@
  * counted once the handler dropped the record, retries, and gauges returned by delta at close.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Metric, Ref, Schedule, Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Metric, Ref, Schedule, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { FailedElement } from "../../../src/Sink/FailedElement.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
@@ -97,6 +97,20 @@ describe("writer core", () => {
       assert.isTrue(Exit.isFailure(yield* Effect.exit(w.flush)))
       yield* w.write(["t:y"]).pipe(Effect.exit)
       yield* Scope.close(scope, Exit.void)
+      assert.deepStrictEqual(log, ["open", "close"])
+    }))
+
+  it.live("a call that dies fails the writer: flush fails with the defect, and closing the scope returns", () =>
+    Effect.gen(function*() {
+      const log: Array<string> = []
+      const scope = yield* Scope.make()
+      const w = yield* toy.make({ service: toy.makeService(), handler: logging(log) }).pipe(Scope.provide(scope))
+      yield* w.write(["t:a", "t:die1"])
+      const exit = yield* w.flush.pipe(Effect.timeout("2 seconds"), Effect.exit)
+      assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), "the flush fails with the call's defect")
+      assert.isTrue(Exit.isFailure(yield* Effect.exit(w.write(["t:b"]))), "later writes fail with it")
+      const closed = yield* Scope.close(scope, Exit.void).pipe(Effect.timeout("2 seconds"), Effect.exit)
+      assert.isTrue(Exit.isSuccess(closed), "closing the scope after success does not hang")
       assert.deepStrictEqual(log, ["open", "close"])
     }))
 
