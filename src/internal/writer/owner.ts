@@ -160,8 +160,9 @@ const handle = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>
 }
 
 /**
- * The owner loop. Runs until interrupted; a fatal error is latched (published through `failed`)
- * and the loop keeps failing barriers.
+ * The owner loop. Runs until interrupted; a fatal error or defect of a step (settling the barriers
+ * included) is latched (published through `failed`) and the loop keeps failing barriers. However
+ * the loop itself ends, its cause is latched too, so no write or flush waits for a stopped owner.
  *
  * @internal
  */
@@ -169,12 +170,16 @@ export const run = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E
   ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
   core: Core<I, B, Ev, F, E>,
   backend: Backend<never, S, I, B, O, Ev, F, E, R>
-): Effect.Effect<never, never, R> =>
-  Effect.forever(
-    Queue.take(ctx.commands).pipe(
-      Effect.flatMap((command) =>
-        handle(ctx, core, backend, command).pipe(Effect.catchCause((cause) => core.failCause(cause)))
-      ),
-      Effect.andThen(settleBarriers(ctx, core, backend))
+): Effect.Effect<never, never, R> => {
+  const settle = settleBarriers(ctx, core, backend)
+  const step = (command: Command<S, I, B, O, Ev, F, E>) =>
+    handle(ctx, core, backend, command).pipe(
+      Effect.catchCause((cause) => core.failCause(cause)),
+      Effect.andThen(settle),
+      // the latch is set by now: settling again only fails the barriers left waiting
+      Effect.catchCause((cause) => Effect.andThen(core.failCause(cause), settle))
     )
+  return Effect.forever(Effect.flatMap(Queue.take(ctx.commands), step)).pipe(
+    Effect.onExit((exit) => (Exit.isFailure(exit) ? core.failCause(exit.cause) : Effect.void))
   )
+}

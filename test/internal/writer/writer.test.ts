@@ -114,6 +114,37 @@ describe("writer core", () => {
       assert.deepStrictEqual(log, ["open", "close"])
     }))
 
+  it.live("a barrier step that dies (evictIdle) fails the writer: the flush and later writes fail, none hangs", () =>
+    Effect.gen(function*() {
+      const service = toy.makeService()
+      const scope = yield* Scope.make()
+      const w = yield* toy.make({ service, handler: logging([]) }).pipe(Scope.provide(scope))
+      yield* eventually(() => service.evictions === 1) // the first tick's eviction; the next is a minute away
+      service.evictDies = true
+      yield* w.write(["t:a"])
+      const exit = yield* w.flush.pipe(Effect.timeout("2 seconds"), Effect.exit)
+      assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause), "the flush fails with the defect")
+      const later = yield* w.write(["t:b"]).pipe(Effect.andThen(w.flush), Effect.timeout("2 seconds"), Effect.exit)
+      assert.isTrue(Exit.isFailure(later) && Cause.hasDies(later.cause), "later writes and flushes fail with it")
+      const closed = yield* Scope.close(scope, Exit.void).pipe(Effect.timeout("2 seconds"), Effect.exit)
+      assert.isTrue(Exit.isSuccess(closed), "closing the scope does not hang")
+    }))
+
+  it.live("an owner fiber that stops (its scope closed) fails later writes and flushes instead of hanging them", () =>
+    Effect.gen(function*() {
+      const outer = yield* Scope.make()
+      const w = yield* toy.make({ service: toy.makeService(), handler: logging([]) }).pipe(Scope.provide(outer))
+      yield* w.write(["t:a"])
+      yield* w.flush
+      yield* Scope.close(outer, Exit.interrupt(0))
+      const exit = yield* w.write(["t:b"]).pipe(Effect.andThen(w.flush), Effect.timeout("2 seconds"), Effect.exit)
+      assert.isTrue(Exit.isFailure(exit) && !Cause.hasFails(exit.cause), "the stopped owner is the failure")
+      assert.isFalse(
+        Exit.isFailure(exit) && Cause.pretty(exit.cause).includes("TimeoutError"),
+        "not a timeout: nothing hangs"
+      )
+    }))
+
   it.live("closing after an interruption releases without flushing", () =>
     Effect.gen(function*() {
       const log: Array<string> = []
