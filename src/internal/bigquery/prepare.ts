@@ -306,11 +306,11 @@ export const prepare = <A>(
       builders: new Map(),
       out: { slices: [], routed: [], skipped: [] }
     }
-    const stretch = Effect.result(Effect.try({ try: () => run(c, env), catch: (cause) => cause }))
+    const stretch = Effect.result(Effect.try({ try: () => run(c, env), catch: (cause) => ({ thrown: cause }) }))
     for (;;) {
       const result = yield* stretch
       if (result._tag === "Success") break
-      threw(c, result.failure)
+      threw(c, result.failure.thrown)
     }
     for (const b of c.builders.values()) finish(c, env, b)
     return c.out
