@@ -6,7 +6,7 @@
  * @internal
  */
 import * as Clock from "effect/Clock"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Pull from "effect/Pull"
@@ -45,6 +45,8 @@ export const make = (schedule: Schedule.Schedule<unknown, unknown>): Effect.Effe
  * The delay a schedule gives before attempt `attempt + 1`, `attempt` failed attempts in: its
  * `attempt`-th step, or `Option.none()` when it stops earlier (the budget is spent). For items that
  * keep their own attempt count (a Bigtable entry), where no budget object lives between attempts.
+ * The schedule is replayed on a clock that runs on by each wait, as if every earlier attempt had
+ * waited its delay, so a time limit (`maxDuration`, a caller's `Schedule.during`) runs out.
  *
  * @internal
  */
@@ -53,11 +55,16 @@ export const delayAfter = (
   attempt: number
 ): Effect.Effect<Option.Option<Duration.Duration>> =>
   Effect.gen(function*() {
-    const budget = yield* make(schedule)
+    const step = yield* Schedule.toStep(schedule)
+    let now = yield* Clock.currentTimeMillis
     let delay: Option.Option<Duration.Duration> = Option.none()
     for (let i = 0; i < Math.max(1, attempt); i++) {
-      delay = yield* budget.next
+      delay = yield* step(now, undefined).pipe(
+        Effect.map(([, wait]) => Option.some(wait)),
+        Pull.catchDone(() => Effect.succeed(Option.none()))
+      )
       if (Option.isNone(delay)) return delay
+      now += Duration.toMillis(delay.value)
     }
     return delay
   })

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Option } from "effect"
+import { Duration, Effect, Option, Schedule } from "effect"
 import * as budget from "../../../src/internal/writer/budget.ts"
 import { RetryPolicy } from "../../../src/Sink/RetryPolicy.ts"
 
@@ -27,6 +27,20 @@ describe("writer budget", () => {
         }
         assert.isTrue(Option.isNone(yield* budget.delayAfter(schedule, maxAttempts)), "the budget is spent")
       }
+    }))
+
+  it.effect("delayAfter runs the clock on by each wait: maxDuration (or a caller's time limit) runs out", () =>
+    Effect.gen(function*() {
+      const policy = {
+        ...backoff({ initialBackoff: Duration.millis(100), maxBackoff: Duration.seconds(2), maxAttempts: 100 }),
+        maxDuration: Duration.seconds(5)
+      }
+      const schedule = RetryPolicy.toSchedule(policy)
+      assert.isTrue(Option.isSome(yield* budget.delayAfter(schedule, 1)), "the first retry is within 5 s")
+      assert.isTrue(Option.isNone(yield* budget.delayAfter(schedule, 50)), "50 waits of up to 2 s exceed 5 s")
+      const during = Schedule.spaced("1 second").pipe(Schedule.upTo({ duration: "5 seconds" }))
+      assert.isTrue(Option.isSome(yield* budget.delayAfter(during, 3)))
+      assert.isTrue(Option.isNone(yield* budget.delayAfter(during, 10)), "a caller's time-limited schedule runs out")
     }))
 
   it.effect("a budget stepped by hand gives maxAttempts - 1 waits, then none, and counts its steps", () =>
