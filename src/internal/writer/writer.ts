@@ -30,6 +30,7 @@ import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as failureRouting from "../failureRouting.ts"
 import * as flowControl from "../flowControl.ts"
+import type { Permit } from "../flowControl.ts"
 import * as summaryCounters from "../summaryCounters.ts"
 import type { Accounted, Backend, Core, Slice, WriterOptions } from "./backend.ts"
 import * as actions from "./core.ts"
@@ -136,22 +137,37 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
   const orFailed = orFailedWith(failed)
   const sendAll = Effect.asVoid(Queue.offer(commands, { _tag: "SendAll" }))
 
-  const offer = (command: ownerState.Command<S, I, B, O, Ev, F, E>, permit: Slice<S> | undefined) =>
-    Effect.gen(function*() {
-      // The fast path (permits free, queue not full) takes no race: a race forks two fibers.
-      if (Deferred.isDoneUnsafe(failed)) return yield* Deferred.await(failed)
-      state.offered++
-      if (permit !== undefined) {
-        const p = { units: permit.units, bytes: permit.permitBytes }
-        // a slice over a bound would wait forever: a backend bug, not backpressure
-        if (p.units > flow.maxUnits || p.bytes > flow.maxBytes) {
-          return yield* Effect.die(
-            new Error(`${backend.name}: a slice of ${p.units} units, ${p.bytes} bytes exceeds the bounds`)
-          )
+  // Taken permits are given back, and the offer uncounted, when the wait to offer is interrupted.
+  const enqueue = (command: ownerState.Command<S, I, B, O, Ev, F, E>, permit: Permit | undefined) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        if (permit !== undefined && !(yield* flow.tryAcquire(permit))) {
+          yield* restore(orFailed(flow.acquire(permit, sendAll)))
         }
-        if (!(yield* flow.tryAcquire(p))) yield* orFailed(flow.acquire(p, sendAll))
+        state.offered++
+        if (Queue.offerUnsafe(commands, command)) return
+        yield* restore(orFailed(Queue.offer(commands, command))).pipe(
+          Effect.onInterrupt(() =>
+            Effect.sync(() => void state.offered--).pipe(
+              Effect.andThen(permit === undefined ? Effect.void : flow.release(permit))
+            )
+          )
+        )
+      })
+    )
+
+  const offer = (command: ownerState.Command<S, I, B, O, Ev, F, E>, slice: Slice<S> | undefined) =>
+    Effect.suspend(() => {
+      // The fast path (permits free, queue not full) takes no race: a race forks two fibers.
+      if (Deferred.isDoneUnsafe(failed)) return Deferred.await(failed)
+      const p = slice === undefined ? undefined : { units: slice.units, bytes: slice.permitBytes }
+      // a slice over a bound would wait forever: a backend bug, not backpressure
+      if (p !== undefined && (p.units > flow.maxUnits || p.bytes > flow.maxBytes)) {
+        return Effect.die(
+          new Error(`${backend.name}: a slice of ${p.units} units, ${p.bytes} bytes exceeds the bounds`)
+        )
       }
-      if (!Queue.offerUnsafe(commands, command)) yield* orFailed(Queue.offer(commands, command))
+      return enqueue(command, p)
     })
 
   return (records) =>

@@ -4,7 +4,7 @@
  * counted once the handler dropped the record, retries, and gauges returned by delta at close.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber, Metric, Ref, Schedule, Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Metric, Option, Ref, Schedule, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import type { FailedElement } from "../../../src/Sink/FailedElement.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
@@ -143,6 +143,27 @@ describe("writer core", () => {
         Exit.isFailure(exit) && Cause.pretty(exit.cause).includes("TimeoutError"),
         "not a timeout: nothing hangs"
       )
+    }))
+
+  it.live("a write interrupted while the command queue is full gives its permit back", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const log: Array<string> = []
+      const handler = logging(log, () => Deferred.await(gate))
+      const w = yield* toy.make({ service: toy.makeService(), handler, maxUnits: 1100, batchSize: 1100 })
+      yield* w.write(["t:bad0"]) // the handler holds the owner: nothing leaves the queue
+      yield* settle
+      // fill the queue: the first write that has to wait to offer is interrupted (by its timeout)
+      let interrupted = false
+      for (let i = 0; i < 2 * 1024 && !interrupted; i++) {
+        interrupted = Option.isNone(yield* w.write([`t:a${i}`]).pipe(Effect.timeoutOption("5 millis")))
+      }
+      assert.isTrue(interrupted, "a write waited on the full queue and was interrupted")
+      yield* Deferred.succeed(gate, undefined)
+      yield* w.flush.pipe(Effect.timeout("1 second"), Effect.orDie)
+      const all = Array.from({ length: 1100 }, (_, i) => `t:b${i}`)
+      const exit = yield* w.write(all).pipe(Effect.timeout("1 second"), Effect.exit)
+      assert.isTrue(Exit.isSuccess(exit), "every permit is free again: a write of maxUnits is admitted")
     }))
 
   it.live("closing after an interruption releases without flushing", () =>
