@@ -123,6 +123,7 @@ const handle = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>
   command: Command<S, I, B, O, Ev, F, E>
 ): Effect.Effect<void, E, R> => {
   const st = ctx.state
+  if (command._tag === "Tick") st.tickPending = false
   if (st.failure !== undefined) {
     return command._tag === "Flush" ? Effect.asVoid(Deferred.failCause(command.done, st.failure)) : Effect.void
   }

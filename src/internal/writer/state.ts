@@ -58,6 +58,8 @@ export interface State<E> {
   readonly stall: stall.StallState
   /** When the tick last forgot idle destinations. */
   lastEvictionAt: number
+  /** A `Tick` waits in the queue: the ticker offers no other until the owner took it. */
+  tickPending: boolean
 }
 
 /** Whether anything was offered for admission since the last successful barrier. @internal */
@@ -76,7 +78,8 @@ export const makeState = <E>(): State<E> => ({
   failure: undefined,
   gauges: new Map(),
   stall: stall.makeState(),
-  lastEvictionAt: 0
+  lastEvictionAt: 0,
+  tickPending: false
 })
 
 /** What the owner is built from (by `writer.make`). @internal */

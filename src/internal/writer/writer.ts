@@ -101,7 +101,13 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
       Effect.provideContext(context),
       Effect.forkScoped
     )
-    yield* Queue.offer(commands, { _tag: "Tick" }).pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped)
+    // one tick at most waits in the queue: while the owner is busy, ticks would only fill it
+    const tick = Effect.suspend(() => {
+      if (state.tickPending) return Effect.void
+      state.tickPending = true
+      return Effect.asVoid(Queue.offer(commands, { _tag: "Tick" }))
+    })
+    yield* tick.pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped)
     const writer = admission(options, built, { commands, failed, flow, counters, state })
     // Closing after success is the end of input: a barrier, unless nothing was admitted since the
     // last one (the sink's own final flush, or the caller's, already flushed the handler: a second

@@ -166,6 +166,22 @@ describe("writer core", () => {
       assert.isTrue(Exit.isSuccess(exit), "every permit is free again: a write of maxUnits is admitted")
     }))
 
+  it.live("ticks do not pile up while the owner is busy: at most one waits in the queue", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const handler = logging([], () => Deferred.await(gate))
+      const w = yield* toy.make({ service: toy.makeService(), handler, maxUnits: 2000, batchSize: 2000 })
+      yield* w.write(["t:bad0"]) // the handler holds the owner
+      yield* Effect.sleep("550 millis") // five ticks
+      let admitted = 0
+      for (let i = 0; i < 2 * 1024; i++) {
+        if (Option.isNone(yield* w.write([`t:a${i}`]).pipe(Effect.timeoutOption("5 millis")))) break
+        admitted++
+      }
+      assert.isAtLeast(admitted, 1023, "the queue holds the writes and one tick")
+      yield* Deferred.succeed(gate, undefined)
+    }))
+
   it.live("closing after an interruption releases without flushing", () =>
     Effect.gen(function*() {
       const log: Array<string> = []
