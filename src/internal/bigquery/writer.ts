@@ -66,7 +66,8 @@ export const make = <A, E, R>(
       retry: s.retry,
       recovery: s.recovery,
       metrics: {
-        recordsSendErrors: metrics.recordsSendErrors,
+        // one counter: with per-destination metrics it is counted once, with the attribute
+        recordsSendErrors: s.perDestinationMetrics ? undefined : metrics.recordsSendErrors,
         recordsSkipped: metrics.recordsSkipped,
         destinationSendErrors: s.perDestinationMetrics ? metrics.recordsSendErrors : undefined,
         inFlightRequests: metrics.inFlightBatches,
