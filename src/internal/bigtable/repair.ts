@@ -63,7 +63,8 @@ export const scheduleRound = <A, EH, R>(st: State<A, EH, R>, cause: unknown): Ef
       "recovery",
       repair.rounds,
       { _tag: "RepairDue" },
-      () => new BigtableError({ reason: new RecoveryExhausted({ table, attempts: repair.rounds, cause }) })
+      () => new BigtableError({ reason: new RecoveryExhausted({ table, attempts: repair.rounds, cause }) }),
+      cause
     )
   })
 

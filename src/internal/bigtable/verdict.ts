@@ -128,7 +128,8 @@ export const judge = <A, EH, R>(
         items: retry,
         attempt: Math.max(...retry.map((item) => item.attempts)),
         budget: "retry",
-        exhausted: () => rpcFailed(first, retryStatus)
+        exhausted: () => rpcFailed(first, retryStatus),
+        failure: retryStatus
       },
       terminal
     }

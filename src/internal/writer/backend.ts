@@ -128,6 +128,8 @@ export interface Retry<I, E> {
   readonly budget: Budget
   /** The writer's failure when the schedule has no further attempt. */
   readonly exhausted: () => E
+  /** What failed: the schedule's input (`RetryPolicy.fromSchedule` may decide on it). */
+  readonly failure?: unknown
 }
 
 /** The two budgets of a writer, each a `RetryPolicy` run through its `Schedule`. @internal */
@@ -209,9 +211,19 @@ export interface Core<I extends Accounted, B, Ev, F extends FailedElement, E> {
    * The wait before attempt `attempt + 1` of `budget`, taken from the policy's `Schedule`
    * (`Option.none()` when the schedule allows no further attempt).
    */
-  readonly delay: (budget: Budget, attempt: number) => Effect.Effect<Option.Option<Duration.Duration>>
+  readonly delay: (
+    budget: Budget,
+    attempt: number,
+    failure?: unknown
+  ) => Effect.Effect<Option.Option<Duration.Duration>>
   /** {@link delay}, then `offer(event)` on a forked fiber; `exhausted` fails the writer when there is no wait. */
-  readonly after: (budget: Budget, attempt: number, event: Ev, exhausted: () => E) => Effect.Effect<void>
+  readonly after: (
+    budget: Budget,
+    attempt: number,
+    event: Ev,
+    exhausted: () => E,
+    failure?: unknown
+  ) => Effect.Effect<void>
   /** Re-sends `retry.items` through `Backend.resend` after the budget's wait (what a `retry` verdict does). */
   readonly retry: (retry: Retry<I, E>) => Effect.Effect<void>
   /** Items that leave the writer without being written or routed by a verdict (given back). */

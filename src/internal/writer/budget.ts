@@ -21,6 +21,8 @@ import * as Schedule from "effect/Schedule"
  */
 export interface Budget {
   readonly next: Effect.Effect<Option.Option<Duration.Duration>>
+  /** {@link next} with the failure as the schedule's input (what `RetryPolicy.fromSchedule` documents). */
+  readonly nextAfter: (failure: unknown) => Effect.Effect<Option.Option<Duration.Duration>>
   readonly used: () => number
 }
 
@@ -28,17 +30,16 @@ export interface Budget {
 export const make = (schedule: Schedule.Schedule<unknown, unknown>): Effect.Effect<Budget> =>
   Effect.map(Schedule.toStep(schedule), (step) => {
     let used = 0
-    return {
-      used: () => used,
-      next: Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        step(now, undefined).pipe(
+    const nextAfter = (failure: unknown) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        step(now, failure).pipe(
           Effect.map(([, delay]) => {
             used++
             return Option.some(delay)
           }),
           Pull.catchDone(() => Effect.succeed(Option.none()))
         ))
-    }
+    return { used: () => used, next: nextAfter(undefined), nextAfter }
   })
 
 /**
@@ -47,19 +48,21 @@ export const make = (schedule: Schedule.Schedule<unknown, unknown>): Effect.Effe
  * keep their own attempt count (a Bigtable entry), where no budget object lives between attempts.
  * The schedule is replayed on a clock that runs on by each wait, as if every earlier attempt had
  * waited its delay, so a time limit (`maxDuration`, a caller's `Schedule.during`) runs out.
+ * `failure` is the schedule's input at each step.
  *
  * @internal
  */
 export const delayAfter = (
   schedule: Schedule.Schedule<unknown, unknown>,
-  attempt: number
+  attempt: number,
+  failure?: unknown
 ): Effect.Effect<Option.Option<Duration.Duration>> =>
   Effect.gen(function*() {
     const step = yield* Schedule.toStep(schedule)
     let now = yield* Clock.currentTimeMillis
     let delay: Option.Option<Duration.Duration> = Option.none()
     for (let i = 0; i < Math.max(1, attempt); i++) {
-      delay = yield* step(now, undefined).pipe(
+      delay = yield* step(now, failure).pipe(
         Effect.map(([, wait]) => Option.some(wait)),
         Pull.catchDone(() => Effect.succeed(Option.none()))
       )

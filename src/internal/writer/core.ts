@@ -80,9 +80,16 @@ export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedEleme
     })
   const fail = (error: E) => failCause(Cause.fail(error))
   const offer = (event: Ev) => offerTo(ctx.commands, { _tag: "Event", event })
-  const delay = (budget: Budget, attempt: number) => delayAfter(ctx.schedules[budget], attempt)
-  const after = (budget: Budget, attempt: number, command: Command<S, I, B, O, Ev, F, E>, exhausted: () => E) =>
-    Effect.flatMap(delay(budget, attempt), (wait) =>
+  const delay = (budget: Budget, attempt: number, failure?: unknown) =>
+    delayAfter(ctx.schedules[budget], attempt, failure)
+  const after = (
+    budget: Budget,
+    attempt: number,
+    command: Command<S, I, B, O, Ev, F, E>,
+    exhausted: () => E,
+    failure: unknown
+  ) =>
+    Effect.flatMap(delay(budget, attempt, failure), (wait) =>
       Option.isNone(wait)
         ? fail(exhausted())
         : fork(Effect.andThen(Effect.sleep(wait.value), offerTo(ctx.commands, command))))
@@ -95,8 +102,10 @@ export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedEleme
     offer,
     fork,
     delay,
-    after: (budget, attempt, event, exhausted) => after(budget, attempt, { _tag: "Event", event }, exhausted),
-    retry: (retry) => after(retry.budget, retry.attempt, { _tag: "Retry", items: retry.items }, retry.exhausted),
+    after: (budget, attempt, event, exhausted, failure) =>
+      after(budget, attempt, { _tag: "Event", event }, exhausted, failure),
+    retry: (retry) =>
+      after(retry.budget, retry.attempt, { _tag: "Retry", items: retry.items }, retry.exhausted, retry.failure),
     resolved: (items) => resolved(ctx, items),
     route: (failure) => route(ctx, failure, failCause),
     fail,

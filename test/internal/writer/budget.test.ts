@@ -43,6 +43,16 @@ describe("writer budget", () => {
       assert.isTrue(Option.isNone(yield* budget.delayAfter(during, 10)), "a caller's time-limited schedule runs out")
     }))
 
+  it.effect("the failure is the schedule's input, as RetryPolicy.fromSchedule documents", () =>
+    Effect.gen(function*() {
+      const transientOnly = Schedule.spaced("1 millis").pipe(Schedule.while(({ input }) => input !== "fatal"))
+      assert.isTrue(Option.isSome(yield* budget.delayAfter(transientOnly, 2, "transient")))
+      assert.isTrue(Option.isNone(yield* budget.delayAfter(transientOnly, 1, "fatal")), "delayAfter passes it")
+      const b = yield* budget.make(transientOnly)
+      assert.isTrue(Option.isSome(yield* b.nextAfter("transient")))
+      assert.isTrue(Option.isNone(yield* b.nextAfter("fatal")), "nextAfter passes it")
+    }))
+
   it.effect("a budget stepped by hand gives maxAttempts - 1 waits, then none, and counts its steps", () =>
     Effect.gen(function*() {
       const policy = backoff({ initialBackoff: Duration.millis(10), maxBackoff: Duration.millis(40), maxAttempts: 4 })
