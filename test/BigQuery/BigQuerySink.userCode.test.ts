@@ -128,3 +128,33 @@ describe("BigQuerySink: user code that throws", () => {
         })))
   }
 })
+
+describe("BigQuerySink: a throwing fingerprint", () => {
+  it.live("routes the record under its own destination, not the previous record's", () =>
+    F.withFake({}, (fake) =>
+      Effect.gen(function*() {
+        fake.createTable(`${fake.projectId}.d.t`, F.columns)
+        const t = yield* F.destination(fake, "t")
+        const u = yield* F.destination(fake, "u")
+        const base = yield* F.serializer
+        const seen: Array<BigQueryFailure.BigQueryFailure> = []
+        const summary = yield* Stream.fromIterable(F.rows(10, 1)).pipe( // the first record (id 1) goes to u
+          Stream.run(BigQuerySink.make({
+            // even ids to t, odd ids to u, whose fingerprint throws
+            destinationResolver: (row: F.Row) => (row.id % 2n === 0n ? t : u),
+            serializer: {
+              ...base,
+              fingerprint: (d) => {
+                if (d.toString() === u.toString()) throw new Thrown("fingerprint broke")
+                return "v1"
+              }
+            },
+            failureHandler: FailureHandler.make({
+              handle: (f: BigQueryFailure.BigQueryFailure) => Effect.sync(() => void seen.push(f))
+            })
+          }))
+        )
+        assert.deepStrictEqual([summary.recordsWritten, summary.recordsFailed], [5, 5])
+        assert.deepStrictEqual(seen.map((f) => f.destination), Array(5).fill(u.toString()))
+      })))
+})

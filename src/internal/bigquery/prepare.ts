@@ -93,6 +93,8 @@ interface Cursor<A> {
   stage: Stage
   builder: Builder | undefined
   lastResolution: unknown
+  /** The resolved destination of record `i` while its fingerprint is read (a throw is routed there). */
+  fingerprintKey: string
   rowAt: number
   readonly builders: Map<string, Builder>
   readonly out: { slices: Array<Slice<Rows>>; routed: Array<BigQueryFailure>; skipped: Array<string> }
@@ -194,12 +196,13 @@ const builderOf = <A>(c: Cursor<A>, env: Env<A>, record: A): Builder | undefined
   const fingerprintOf = env.serializer.fingerprint
   if (fingerprintOf !== undefined) {
     c.stage = "fingerprint"
+    c.fingerprintKey = resolution.toString()
     const fingerprint = fingerprintOf(resolution)
     if (b !== undefined && fingerprint !== b.fingerprint && !Equal.equals(fingerprint, b.fingerprint)) {
       finish(c, env, b)
       b = undefined
     }
-    if (b === undefined) b = startBuilder(c, env, resolution, resolution.toString(), fingerprint)
+    if (b === undefined) b = startBuilder(c, env, resolution, c.fingerprintKey, fingerprint)
   } else if (b === undefined) b = startBuilder(c, env, resolution, resolution.toString(), undefined)
   c.builder = b
   return b
@@ -273,8 +276,10 @@ const run = <A>(c: Cursor<A>, env: Env<A>): void => {
 const threw = <A>(c: Cursor<A>, cause: unknown): void => {
   const message = `the ${c.stage} threw: ${describe(cause)}`
   const b = c.builder
-  if (c.stage === "destinationResolver" || b === undefined) c.out.routed.push(unroutable(undefined, message, cause))
-  else {
+  if (c.stage === "fingerprint") c.out.routed.push(failedRow({ destination: c.fingerprintKey, message, cause }))
+  else if (c.stage === "destinationResolver" || b === undefined) {
+    c.out.routed.push(unroutable(undefined, message, cause))
+  } else {
     if (c.rowAt >= 0) Split.cancelRow(b.batch, c.rowAt)
     c.out.routed.push(failedRow({ destination: b.key, message, cause }))
   }
@@ -302,6 +307,7 @@ export const prepare = <A>(
       stage: "destinationResolver",
       builder: undefined,
       lastResolution: undefined,
+      fingerprintKey: "",
       rowAt: -1,
       builders: new Map(),
       out: { slices: [], routed: [], skipped: [] }
