@@ -21,7 +21,7 @@ import type * as WriteMethod from "../../BigQuery/WriteMethod.ts"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import type { FailureHandler } from "../../Sink/FailureHandler.ts"
 import type { RetryPolicy } from "../../Sink/RetryPolicy.ts"
-import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sink/SinkOptions.ts"
 import * as O from "../optionSchema.ts"
 import * as retryPolicy from "../retryPolicy.ts"
@@ -192,6 +192,17 @@ const decodeCreateOptions = (
   return Effect.map(TableCreateOptions.make(input, "tableCreateOptions"), (fixed) => () => fixed)
 }
 
+/** The serializer's schema of `table`: a serializer that throws is a `SinkConfigError`, not a defect. */
+const tableSchemaOf = <A>(serializer: RowSerializer<A>, table: TableDestination.TableDestination) =>
+  Effect.try({
+    try: () => serializer.tableSchema(table),
+    catch: (cause) =>
+      new SinkConfigError({
+        path: "serializer",
+        message: `tableSchema threw: ${cause instanceof Error ? cause.message : String(cause)}`
+      })
+  })
+
 /**
  * Validates the sink options with `Schema`, in the reference's order: serializer, destination,
  * write method, then the rest; then the rules across options (one destination; with a fixed table,
@@ -233,7 +244,7 @@ export const decode = <A, H extends Handler | undefined>(
       // hand-built values skipped AdditionalFields.make's checks
       const additional = yield* AdditionalFields.make(options.additionalFields.fields, "additionalFields.fields")
       // with a fixed table the serializer's schema is known now: a colliding column fails before any I/O
-      if (fixed !== undefined) yield* AdditionalFields.extendSchema(additional, serializer.tableSchema(fixed))
+      if (fixed !== undefined) yield* AdditionalFields.extendSchema(additional, yield* tableSchemaOf(serializer, fixed))
       withFields = augment(serializer, additional)
       additionalFields = additional
     }

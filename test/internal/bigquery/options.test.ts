@@ -593,6 +593,18 @@ describe("BigQuery sink options: additionalFields (reference 2.13) and failureHa
       )
     }))
 
+  it.effect("with a fixed table, a serializer whose tableSchema throws is a SinkConfigError, not a defect", () =>
+    Effect.gen(function*() {
+      const additionalFields = yield* AdditionalFields.make([stamp("source")])
+      const throwing = {
+        ...serializer,
+        tableSchema: () => {
+          throw new Error("no schema for you")
+        }
+      }
+      yield* rejects({ ...base, serializer: throwing, additionalFields }, "serializer", /no schema for you/)
+    }))
+
   it.effect("with a fixed table, a column colliding with the serializer's fails before any I/O", () =>
     Effect.gen(function*() {
       const additionalFields = yield* AdditionalFields.make([stamp("source"), stamp("ID")])
