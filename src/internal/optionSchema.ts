@@ -125,9 +125,8 @@ export const integer = (
   bounds: { readonly min: number; readonly max?: number | undefined; readonly sentinel?: number | undefined }
 ): Rule<number> =>
 (input) => {
-  if (!Predicate.isNumber(input) || !Number.isSafeInteger(input)) {
-    return no(`must be an integer, was ${describe(input)}`)
-  }
+  if (!Predicate.isNumber(input) || !Number.isInteger(input)) return no(`must be an integer, was ${describe(input)}`)
+  if (!Number.isSafeInteger(input)) return no(`must be a safe integer (at most 2^53 - 1), was ${describe(input)}`)
   if (bounds.sentinel !== undefined && input === bounds.sentinel) return ok(input)
   const max = bounds.max ?? Number.MAX_SAFE_INTEGER
   if (input >= bounds.min && input <= max) return ok(input)

@@ -243,6 +243,10 @@ describe("BigQuery sink options: writeMethod (WriteMethod.atLeastOnce, reference
         yield* rejectsStream({ [option]: 1.5 }, option, /must be an integer, was 1.5/)
         yield* rejectsStream({ [option]: Number.NaN }, option, /must be an integer, was NaN/)
         yield* rejectsStream({ [option]: Number.POSITIVE_INFINITY }, option, /must be an integer/)
+        yield* rejectsStream({ [option]: 1e300 }, option, /must be a safe integer/)
+      }
+      for (const budget of ["retry", "recovery"] as const) {
+        yield* rejectsStream({ [budget]: policy({ maxAttempts: 1e300 }) }, `${budget}.maxAttempts`, /a safe integer/)
       }
       for (const budget of ["retry", "recovery"] as const) {
         yield* rejectsStream({ [budget]: policy({ maxAttempts: 1.5 }) }, `${budget}.maxAttempts`, /was 1.5/)
