@@ -237,6 +237,13 @@ describe("BigQuery sink options: writeMethod (WriteMethod.atLeastOnce, reference
       yield* rejects({ ...base, writeMethod: bigtable }, "writeMethod", /must be a WriteMethod of BigQuery/)
     }))
 
+  it.effect("a write method whose options are null is rejected, not taken as the defaults", () =>
+    Effect.gen(function*() {
+      const method = { ...WriteMethod.atLeastOnce({}), options: null }
+      // @ts-expect-error: null options
+      yield* rejects({ ...base, writeMethod: method }, "writeMethod", /its options must be an object, was null/)
+    }))
+
   it.effect("integer options reject non-integers, naming the option", () =>
     Effect.gen(function*() {
       for (const option of [...integerOptions, "maxAppendRequestBytes"] as const) {
