@@ -83,9 +83,26 @@ const finiteParts = (input: unknown): boolean => {
   return true
 }
 
+const durationObjectKeys: ReadonlySet<string> = new Set([
+  "weeks",
+  "days",
+  "hours",
+  "minutes",
+  "seconds",
+  "milliseconds",
+  "microseconds",
+  "nanoseconds"
+])
+
+/** A `Duration.DurationObject`: only its keys, each a number (or undefined). */
+const isDurationObject = (input: object): boolean =>
+  Object.entries(input).every(([key, value]) =>
+    durationObjectKeys.has(key) && (value === undefined || Predicate.isNumber(value))
+  )
+
 const isDurationInput = (input: unknown): input is Duration.Input =>
   Predicate.isNumber(input) || Predicate.isBigInt(input) || Predicate.isString(input) || Duration.isDuration(input) ||
-  Array.isArray(input) || Predicate.isObject(input)
+  Array.isArray(input) || (Predicate.isObject(input) && isDurationObject(input))
 
 /**
  * How small a duration may be:

@@ -307,6 +307,20 @@ describe("BigQuery sink options: writeMethod (WriteMethod.atLeastOnce, reference
       yield* rejectsStream({ maxInflightRequests: 8 }, "maxInflightRequests", /is not an option here/)
     }))
 
+  it.effect("a duration object takes only DurationObject's keys, each a number", () =>
+    Effect.gen(function*() {
+      // @ts-expect-error: a string field
+      yield* rejectsStream({ flushInterval: { seconds: "5" } }, "flushInterval", /must be a duration/)
+      // @ts-expect-error: an unknown key
+      yield* rejectsStream({ flushInterval: { seconds: 5, secs: 1 } }, "flushInterval", /must be a duration/)
+      const settings = yield* Options.decode({
+        ...base,
+        writeMethod: WriteMethod.atLeastOnce({ flushInterval: { seconds: 5 } })
+      })
+      const flushInterval = settings.stream.flushInterval
+      assert.isTrue(flushInterval !== undefined && Duration.equals(flushInterval, Duration.seconds(5)))
+    }))
+
   it.effect("durations used at millisecond granularity must be at least 1 ms", () =>
     Effect.gen(function*() {
       for (const option of atLeastOneMilli) {
