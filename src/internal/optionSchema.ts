@@ -83,9 +83,26 @@ const finiteParts = (input: unknown): boolean => {
   return true
 }
 
+const durationObjectKeys: ReadonlySet<string> = new Set([
+  "weeks",
+  "days",
+  "hours",
+  "minutes",
+  "seconds",
+  "milliseconds",
+  "microseconds",
+  "nanoseconds"
+])
+
+/** A `Duration.DurationObject`: only its keys, each a number (or undefined). */
+const isDurationObject = (input: object): boolean =>
+  Object.entries(input).every(([key, value]) =>
+    durationObjectKeys.has(key) && (value === undefined || Predicate.isNumber(value))
+  )
+
 const isDurationInput = (input: unknown): input is Duration.Input =>
   Predicate.isNumber(input) || Predicate.isBigInt(input) || Predicate.isString(input) || Duration.isDuration(input) ||
-  Array.isArray(input) || Predicate.isObject(input)
+  Array.isArray(input) || (Predicate.isObject(input) && isDurationObject(input))
 
 /**
  * How small a duration may be:
@@ -125,9 +142,8 @@ export const integer = (
   bounds: { readonly min: number; readonly max?: number | undefined; readonly sentinel?: number | undefined }
 ): Rule<number> =>
 (input) => {
-  if (!Predicate.isNumber(input) || !Number.isSafeInteger(input)) {
-    return no(`must be an integer, was ${describe(input)}`)
-  }
+  if (!Predicate.isNumber(input) || !Number.isInteger(input)) return no(`must be an integer, was ${describe(input)}`)
+  if (!Number.isSafeInteger(input)) return no(`must be a safe integer (at most 2^53 - 1), was ${describe(input)}`)
   if (bounds.sentinel !== undefined && input === bounds.sentinel) return ok(input)
   const max = bounds.max ?? Number.MAX_SAFE_INTEGER
   if (input >= bounds.min && input <= max) return ok(input)

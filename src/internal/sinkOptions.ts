@@ -72,7 +72,8 @@ export const writeMethod = <A>(
         new SchemaIssue.InvalidValue({ message: `must be ${expected}, was ${O.describe(given)}` }, given)
       )
     }
-    const methodOptions = given.options ?? {}
+    // absent options are the defaults; `null` is not absent
+    const methodOptions = given.options === undefined ? {} : given.options
     if (!O.isRecord(methodOptions)) {
       return Effect.fail(
         new SchemaIssue.InvalidValue({ message: `its options must be an object, was ${O.describe(methodOptions)}` })

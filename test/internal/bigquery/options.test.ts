@@ -237,12 +237,23 @@ describe("BigQuery sink options: writeMethod (WriteMethod.atLeastOnce, reference
       yield* rejects({ ...base, writeMethod: bigtable }, "writeMethod", /must be a WriteMethod of BigQuery/)
     }))
 
+  it.effect("a write method whose options are null is rejected, not taken as the defaults", () =>
+    Effect.gen(function*() {
+      const method = { ...WriteMethod.atLeastOnce({}), options: null }
+      // @ts-expect-error: null options
+      yield* rejects({ ...base, writeMethod: method }, "writeMethod", /its options must be an object, was null/)
+    }))
+
   it.effect("integer options reject non-integers, naming the option", () =>
     Effect.gen(function*() {
       for (const option of [...integerOptions, "maxAppendRequestBytes"] as const) {
         yield* rejectsStream({ [option]: 1.5 }, option, /must be an integer, was 1.5/)
         yield* rejectsStream({ [option]: Number.NaN }, option, /must be an integer, was NaN/)
         yield* rejectsStream({ [option]: Number.POSITIVE_INFINITY }, option, /must be an integer/)
+        yield* rejectsStream({ [option]: 1e300 }, option, /must be a safe integer/)
+      }
+      for (const budget of ["retry", "recovery"] as const) {
+        yield* rejectsStream({ [budget]: policy({ maxAttempts: 1e300 }) }, `${budget}.maxAttempts`, /a safe integer/)
       }
       for (const budget of ["retry", "recovery"] as const) {
         yield* rejectsStream({ [budget]: policy({ maxAttempts: 1.5 }) }, `${budget}.maxAttempts`, /was 1.5/)
@@ -294,6 +305,20 @@ describe("BigQuery sink options: writeMethod (WriteMethod.atLeastOnce, reference
       // an old spelling names itself too
       // @ts-expect-error: renamed to maxInFlightRequests
       yield* rejectsStream({ maxInflightRequests: 8 }, "maxInflightRequests", /is not an option here/)
+    }))
+
+  it.effect("a duration object takes only DurationObject's keys, each a number", () =>
+    Effect.gen(function*() {
+      // @ts-expect-error: a string field
+      yield* rejectsStream({ flushInterval: { seconds: "5" } }, "flushInterval", /must be a duration/)
+      // @ts-expect-error: an unknown key
+      yield* rejectsStream({ flushInterval: { seconds: 5, secs: 1 } }, "flushInterval", /must be a duration/)
+      const settings = yield* Options.decode({
+        ...base,
+        writeMethod: WriteMethod.atLeastOnce({ flushInterval: { seconds: 5 } })
+      })
+      const flushInterval = settings.stream.flushInterval
+      assert.isTrue(flushInterval !== undefined && Duration.equals(flushInterval, Duration.seconds(5)))
     }))
 
   it.effect("durations used at millisecond granularity must be at least 1 ms", () =>
