@@ -150,8 +150,8 @@ export const resolve: (fields: TableDestinationFields) => TableDestination | Unr
  *
  * **When to use**
  *
- * For constants known to be valid (tests, scripts). Never in a resolver: a throwing resolver fails
- * the write; use {@link resolve}.
+ * For constants known to be valid (tests, scripts). Never in a resolver: a throwing resolver's
+ * record is routed as unresolved, with no payload; use {@link resolve}.
  *
  * **Example** (A constant table)
  * ```ts
@@ -211,7 +211,8 @@ export const unroutable = (options: {
 
 /**
  * Chooses the table of each record, or declares it {@link Unroutable}. It runs before the serializer;
- * a resolver that throws fails the write (a defect).
+ * a resolver that throws has its record routed as unresolved (a `FailedMutation`), as an
+ * unroutable verdict is.
  *
  * **Example** (Even and odd tables)
  * ```ts

@@ -7,7 +7,6 @@
 import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
-import * as Predicate from "effect/Predicate"
 import * as Schedule from "effect/Schedule"
 import * as internal from "../internal/retryPolicy.ts"
 import * as retrySchedule from "../internal/retrySchedule.ts"
@@ -182,10 +181,7 @@ const withMaxAttempts: {
  * @category guards
  * @since 0.1.0
  */
-const isRetryPolicy = (u: unknown): u is RetryPolicy =>
-  Predicate.isObject(u) && "_tag" in u &&
-  ((u._tag === "FromSchedule" && "schedule" in u && Schedule.isSchedule(u.schedule)) ||
-    (u._tag === "Backoff" && "initialBackoff" in u && Duration.isDuration(u.initialBackoff)))
+const isRetryPolicy: (u: unknown) => u is RetryPolicy = internal.isRetryPolicy
 
 /**
  * Constructors and combinators of {@link RetryPolicy}; its namespace also names the variants

@@ -5,8 +5,8 @@
  * **Details**
  *
  * - Admission waits (backpressure) until both bounds have room; nothing is buffered without bound.
- * - One item larger than a bound is clamped to the bound, so it is admitted once the writer is
- *   otherwise empty instead of waiting forever.
+ * - A permit over a bound would wait forever: the writer refuses one (a backend bug) before it
+ *   asks (`writer/writer.ts`).
  * - Units are always taken before bytes, so two admitting fibers never wait on each other in a
  *   cycle; an acquisition interrupted halfway gives back what it took.
  *
@@ -15,7 +15,7 @@
 import * as Effect from "effect/Effect"
 import * as Semaphore from "effect/Semaphore"
 
-/** What one acquisition took, clamped to the bounds; hand exactly this back to `release`. @internal */
+/** What one acquisition took, each within its bound; hand exactly this back to `release`. @internal */
 export interface Permit {
   readonly units: number
   readonly bytes: number
@@ -25,8 +25,6 @@ export interface Permit {
 export interface FlowController {
   readonly maxUnits: number
   readonly maxBytes: number
-  /** The permit `units`/`bytes` would take: each clamped to its bound. */
-  readonly permit: (units: number, bytes: number) => Permit
   /** Takes a permit, waiting for room; runs `onWait` once first when it would have to wait. */
   readonly acquire: (permit: Permit, onWait?: Effect.Effect<void>) => Effect.Effect<void>
   /** Takes a permit only when both bounds have room now. */
@@ -41,10 +39,6 @@ export const make = (bounds: { readonly maxUnits: number; readonly maxBytes: num
     const maxBytes = Math.max(1, Math.floor(bounds.maxBytes))
     const units = yield* Semaphore.make(maxUnits)
     const bytes = yield* Semaphore.make(maxBytes)
-    const permit = (u: number, b: number): Permit => ({
-      units: Math.min(Math.max(0, Math.ceil(u)), maxUnits),
-      bytes: Math.min(Math.max(0, Math.ceil(b)), maxBytes)
-    })
     const tryAcquire = (p: Permit): Effect.Effect<boolean> =>
       Effect.uninterruptible(Effect.gen(function*() {
         if (!(yield* units.takeIfAvailable(p.units))) return false
@@ -66,5 +60,5 @@ export const make = (bounds: { readonly maxUnits: number; readonly maxBytes: num
       })
     const release = (p: Permit): Effect.Effect<void> =>
       Effect.andThen(units.release(p.units), bytes.release(p.bytes)).pipe(Effect.asVoid)
-    return { maxUnits, maxBytes, permit, acquire, tryAcquire, release }
+    return { maxUnits, maxBytes, acquire, tryAcquire, release }
   })

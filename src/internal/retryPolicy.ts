@@ -50,13 +50,11 @@ const toBackoff = (o: typeof BackoffSchema.Type): RetryPolicy.Backoff => ({
   maxDuration: o.maxDuration
 })
 
-const isFromSchedule = (u: unknown): u is RetryPolicy.FromSchedule =>
-  Predicate.isObject(u) && "_tag" in u && u._tag === "FromSchedule" && "schedule" in u &&
-  Schedule.isSchedule(u.schedule)
-
-/** @internal */
-export const isPolicy = (u: unknown): u is RetryPolicy =>
-  Predicate.isObject(u) && "_tag" in u && (u._tag === "Backoff" || u._tag === "FromSchedule")
+/** `RetryPolicy.isRetryPolicy`: a `FromSchedule` holding a `Schedule`, or a `Backoff`. @internal */
+export const isRetryPolicy = (u: unknown): u is RetryPolicy =>
+  Predicate.isObject(u) && "_tag" in u &&
+  ((u._tag === "FromSchedule" && "schedule" in u && Schedule.isSchedule(u.schedule)) ||
+    (u._tag === "Backoff" && "initialBackoff" in u && Duration.isDuration(u.initialBackoff)))
 
 /**
  * A `retry` / `recovery` option as a schema: `undefined` is `fallback`; a `RetryPolicy.fromSchedule`
@@ -66,7 +64,7 @@ export const isPolicy = (u: unknown): u is RetryPolicy =>
  * @internal
  */
 export const schema = (fallback: RetryPolicy) =>
-  O.fromEffect(isPolicy, (input, options) => {
+  O.fromEffect(isRetryPolicy, (input, options) => {
     if (input === undefined) return Effect.succeed(fallback)
     if (!O.isRecord(input)) {
       return Effect.fail(
@@ -76,7 +74,7 @@ export const schema = (fallback: RetryPolicy) =>
       )
     }
     if (input._tag === "FromSchedule") {
-      return isFromSchedule(input)
+      return isRetryPolicy(input)
         ? Effect.succeed<RetryPolicy>(input)
         : Effect.fail(
           new SchemaIssue.Pointer(

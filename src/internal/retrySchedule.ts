@@ -6,8 +6,6 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
-import * as Pull from "effect/Pull"
 import * as Random from "effect/Random"
 import * as Schedule from "effect/Schedule"
 
@@ -72,71 +70,3 @@ export const backoffSchedule = (policy: Policy): Schedule.Schedule<Duration.Dura
 /** The schedule of any policy: the backoff's, or the caller's own. @internal */
 export const toSchedule = (policy: AnyPolicy | Policy): Schedule.Schedule<unknown, unknown> =>
   "_tag" in policy && policy._tag === "FromSchedule" ? policy.schedule : backoffSchedule(policy)
-
-/**
- * A policy run by hand, for loops whose retries are not one `Effect.retry` (a budget shared by
- * several kinds of failure): each call of the returned `next(failure)` sleeps the schedule's next
- * delay and returns `true`, or returns `false` at once when the budget is spent. One driver per
- * budget run; `failure` is the schedule's input.
- *
- * @internal
- */
-export const driver = (
-  policy: AnyPolicy | Policy
-): Effect.Effect<(failure: unknown) => Effect.Effect<boolean>> =>
-  Effect.map(
-    Schedule.toStepWithSleep(toSchedule(policy)),
-    (step) => (failure: unknown) => step(failure).pipe(Effect.as(true), Pull.catchDone(() => Effect.succeed(false)))
-  )
-
-/**
- * The delay before attempt `attempt + 1` after `attempt` failed ones (1-based), read from the
- * policy's schedule stepped `attempt` times, or `None` once the schedule is done. For owners that
- * keep a per-item attempt count instead of one running schedule.
- *
- * @internal
- */
-export const nthDelay = (
-  policy: AnyPolicy | Policy,
-  attempt: number
-): Effect.Effect<Option.Option<Duration.Duration>> =>
-  Effect.gen(function*() {
-    const step = yield* Schedule.toStep(toSchedule(policy))
-    let now = 0
-    let delay: Option.Option<Duration.Duration> = Option.none()
-    for (let i = 0; i < Math.max(1, attempt); i++) {
-      const next = yield* step(now, undefined).pipe(
-        Effect.map(([, d]) => Option.some(d)),
-        Pull.catchDone(() => Effect.succeed(Option.none<Duration.Duration>())),
-        Effect.orElseSucceed(() => Option.none<Duration.Duration>())
-      )
-      if (Option.isNone(next)) return next
-      delay = next
-      now += Duration.toMillis(next.value)
-    }
-    return delay
-  })
-
-/**
- * The attempts a policy allows, for messages and per-item budgets: `maxAttempts` of a backoff,
- * unbounded for a caller's schedule (whose end {@link nthDelay} reports).
- *
- * @internal
- */
-export const attemptBudget = (policy: AnyPolicy | Policy): number =>
-  "_tag" in policy && policy._tag === "FromSchedule" ? Number.POSITIVE_INFINITY : policy.maxAttempts
-
-/**
- * The jittered wait after failed attempt `attempt` for owners that count attempts themselves and
- * check {@link attemptBudget}: a backoff's delay (no budget check), or a caller's schedule stepped
- * to that attempt (`None` once it is done).
- *
- * @internal
- */
-export const delayAfter = (
-  policy: AnyPolicy | Policy,
-  attempt: number
-): Effect.Effect<Option.Option<Duration.Duration>> =>
-  "_tag" in policy && policy._tag === "FromSchedule"
-    ? nthDelay(policy, attempt)
-    : Effect.map(Random.next, (u) => Option.some(Duration.millis(delayMillis(policy, attempt, u))))

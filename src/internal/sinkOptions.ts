@@ -130,19 +130,23 @@ export function withDefaultHandler(
 }
 
 /**
- * The destination pair: exactly one of `table` (checked by the caller) and `destinationResolver`.
+ * The destination pair: exactly one of `table` (checked by the caller) and `destinationResolver`,
+ * the one that is set.
  *
  * @internal
  */
-export const exactlyOne = (
-  table: unknown,
-  resolver: unknown,
+export const exactlyOne = <T, R>(
+  table: T | undefined,
+  resolver: R | undefined,
   bothAt: "table" | "destinationResolver"
-): Effect.Effect<"table" | "resolver", SinkConfigError> => {
+): Effect.Effect<
+  { readonly _tag: "table"; readonly table: T } | { readonly _tag: "resolver"; readonly resolver: R },
+  SinkConfigError
+> => {
   if (table !== undefined && resolver !== undefined) {
     return O.fail(bothAt, "set either table or destinationResolver, not both")
   }
-  if (table !== undefined) return Effect.succeed("table")
-  if (resolver !== undefined) return Effect.succeed("resolver")
+  if (table !== undefined) return Effect.succeed({ _tag: "table", table })
+  if (resolver !== undefined) return Effect.succeed({ _tag: "resolver", resolver })
   return O.fail("table", "a destination is required: set table or destinationResolver")
 }

@@ -33,8 +33,9 @@ import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import { name as codeName } from "../grpcStatus.ts"
+import { toSchedule } from "../retrySchedule.ts"
+import * as Budget from "../writer/budget.ts"
 import * as AppendChannels from "./appendChannels.ts"
-import * as Budget from "./budget.ts"
 import * as Connection from "./connection.ts"
 import { encodeDescriptor } from "./descriptor.ts"
 import type { Settings } from "./options.ts"
@@ -342,7 +343,7 @@ const proveTable = <A, E, R>(
 ): Effect.Effect<void, BigQueryError> =>
   Effect.gen(function*() {
     const context = { schemaUpdatesEnabled: false, createDisposition: settings.createDisposition }
-    const budget = yield* Budget.attempts(settings.stream.recovery)
+    const budget = yield* Budget.make(toSchedule(settings.stream.recovery))
     let created = false
     for (;;) {
       const result = yield* Effect.result(Connection.getWriteStream(client.write, destination.defaultStream))

@@ -217,22 +217,24 @@ export const decode = <A, H extends Handler | undefined>(
   Effect.gen(function*() {
     const decoded = yield* O.decode(Options)(options)
     // the typed values come from `options`: the decode above checked them
-    const kind = yield* SinkOptionsSchema.exactlyOne(options.table, options.destinationResolver, "destinationResolver")
+    const destination = yield* SinkOptionsSchema.exactlyOne(
+      options.table,
+      options.destinationResolver,
+      "destinationResolver"
+    )
     const serializer = options.serializer
     let fixed: TableDestination.TableDestination | undefined
     let resolve: TableDestination.DestinationResolver<A>
-    if (kind === "table" && options.table !== undefined) {
-      const table = options.table
+    if (destination._tag === "table") {
+      const table = destination.table
       // a TableDestination built with `new` skipped TableDestination.make's checks
       yield* O.decodeRule("table.projectId", O.component, table.projectId)
       yield* O.decodeRule("table.datasetId", O.component, table.datasetId)
       yield* O.decodeRule("table.tableId", O.component, table.tableId)
       fixed = table
       resolve = TableDestination.fixed(table)
-    } else if (options.destinationResolver !== undefined) {
-      resolve = options.destinationResolver
     } else {
-      return yield* O.fail("table", "a destination is required: set table or destinationResolver")
+      resolve = destination.resolver
     }
     const createOptions = yield* decodeCreateOptions(options.tableCreateOptions)
     const schemaUpdate = options.schemaUpdate === undefined

@@ -15,9 +15,9 @@ import { BigQueryError, RequestRejected, RetriesExhausted, SchemaMismatch } from
 import type { FailedRow } from "../../BigQuery/BigQueryFailure.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import { name as codeName } from "../grpcStatus.ts"
-import type { Policy } from "../retrySchedule.ts"
+import { type AnyPolicy, type Policy, toSchedule } from "../retrySchedule.ts"
+import * as Budget from "../writer/budget.ts"
 import * as AppendRequest from "./appendRequest.ts"
-import * as Budget from "./budget.ts"
 import type { Connection } from "./connection.ts"
 import { createIfMissing, createResource, type Destination, tableNotFound } from "./destination.ts"
 import * as metrics from "./metrics.ts"
@@ -147,7 +147,7 @@ const resend: Action = (env) =>
       env.state.retries++
       return Effect.as(Effect.sleep(wait.value), "resend" as const)
     }
-    return Effect.flatMap(Budget.attempts(env.settings.stream.retry), (fresh) => {
+    return Effect.flatMap(Budget.make(toSchedule(env.settings.stream.retry)), (fresh) => {
       env.budgets.firstLevel = fresh
       return reconnect(env)
     })
@@ -339,11 +339,19 @@ const attempt = (
     } satisfies Problem
   })
 
+/**
+ * `policy.maxAttempts` recoveries after a first attempt (so an exhausted budget reports
+ * `maxAttempts + 1` attempts): a policy of one more attempt. A caller's own `Schedule`
+ * (`RetryPolicy.fromSchedule`) is its own count, taken as it is.
+ */
+const recoveries = (policy: AnyPolicy | Policy): AnyPolicy | Policy =>
+  "_tag" in policy && policy._tag === "FromSchedule" ? policy : { ...policy, maxAttempts: policy.maxAttempts + 1 }
+
 const budgetsOf = <A, E, R>(settings: Settings<A, E, R>): Effect.Effect<Budgets> =>
   Effect.all({
-    firstLevel: Budget.attempts(settings.stream.retry),
-    recovery: Budget.recoveries(settings.stream.recovery),
-    schemaWaits: Budget.recoveries(schemaWait)
+    firstLevel: Budget.make(toSchedule(settings.stream.retry)),
+    recovery: Budget.make(toSchedule(recoveries(settings.stream.recovery))),
+    schemaWaits: Budget.make(toSchedule(recoveries(schemaWait)))
   })
 
 const outcomeOf = (key: string, state: State): Outcome => ({

@@ -156,16 +156,14 @@ export const settings = <A, H extends Handler | undefined>(
   Effect.gen(function*() {
     const decoded = yield* O.decode(Options)(options)
     // the typed values come from `options`: the decode above checked them
-    const { destinationResolver, table } = options
-    const kind = yield* SinkOptionsSchema.exactlyOne(table, destinationResolver, "table")
+    const destination = yield* SinkOptionsSchema.exactlyOne(options.table, options.destinationResolver, "table")
     let resolve: (record: A) => TableDestination | Unroutable
-    if (kind === "table" && table !== undefined) {
+    if (destination._tag === "table") {
+      const table = destination.table
       yield* checkTable("table", table)
       resolve = () => table
-    } else if (destinationResolver !== undefined) {
-      resolve = destinationResolver
     } else {
-      return yield* O.fail("table", "a destination is required: set table or destinationResolver")
+      resolve = destination.resolver
     }
     const createDisposition = decoded.createDisposition
     let families: Declared | undefined

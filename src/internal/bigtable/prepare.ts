@@ -6,6 +6,7 @@
  *
  * @internal
  */
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import { FailedMutation } from "../../Bigtable/BigtableFailure.ts"
@@ -117,17 +118,23 @@ interface PendingSerializer {
   readonly effect: Effect.Effect<unknown, unknown>
 }
 
-/** Runs the serializers that returned an `Effect`, one after the other, into `out`. */
+/**
+ * Runs the serializers that returned an `Effect`, one after the other, into `out`. One that fails or
+ * dies is a failed mutation (its error, else its defect); only an interruption stops the write.
+ */
 const runDeferred = (deferred: ReadonlyArray<PendingSerializer>, out: Prepared): Effect.Effect<void> =>
   Effect.forEach(deferred, ({ effect, table }) =>
-    Effect.match(effect, {
-      onFailure: (cause) => void out.routed.push(serializerFailed(table, cause)),
-      onSuccess: (result) => accept(table, result, out)
+    Effect.matchCauseEffect(effect, {
+      onFailure: (cause) =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.interrupt
+          : Effect.sync(() => void out.routed.push(serializerFailed(table, Cause.squash(cause)))),
+      onSuccess: (result) => Effect.sync(() => accept(table, result, out))
     }), { discard: true })
 
 /**
- * Prepares a chunk. Resolvers run first; a resolver that throws is a defect (the write dies); an
- * unroutable verdict is routed. Serializers returning an `Effect` are run after the synchronous
+ * Prepares a chunk. Resolvers run first; a resolver that throws, like an unroutable verdict, is
+ * routed unresolved (as BigQuery routes it unroutable). Serializers returning an `Effect` are run after the synchronous
  * pass, one after the other.
  *
  * @internal
@@ -148,7 +155,14 @@ export const prepare = <A>(
       try {
         target = resolve(record)
       } catch (cause) {
-        return Effect.die(cause)
+        out.routed.push(
+          new FailedMutation({
+            destination: unresolved,
+            message: `the destinationResolver threw: ${describe(cause)}`,
+            cause
+          })
+        )
+        continue
       }
       if (isUnroutable(target)) {
         out.routed.push(

@@ -16,6 +16,7 @@
  * @internal
  */
 import * as grpc from "../grpcStatus.ts"
+import type { AnyPolicy, Policy } from "../retrySchedule.ts"
 
 /** @internal */
 export type Verdict = "applied" | "tableNotFound" | "retry" | "rowLevel" | "fatal"
@@ -36,6 +37,15 @@ export const classify = (chain: ReadonlyArray<number | undefined>): Verdict => {
   if (transient) return "retry"
   return first === grpc.Code.INVALID_ARGUMENT ? "rowLevel" : "fatal"
 }
+
+/**
+ * The attempts an entry may use under `policy`: `maxAttempts` of a backoff, unbounded for a
+ * caller's schedule (whose end the core reports, stepping it with `writer/budget.ts`).
+ *
+ * @internal
+ */
+export const maxAttemptsOf = (policy: AnyPolicy | Policy): number =>
+  "_tag" in policy && policy._tag === "FromSchedule" ? Number.POSITIVE_INFINITY : policy.maxAttempts
 
 /** A `retry` verdict on an entry that has used `attempts` of `maxAttempts`. @internal */
 export const afterBudget = (verdict: Verdict, attempts: number, maxAttempts: number): Verdict =>

@@ -13,12 +13,11 @@ import type { EntryStatus } from "../../Bigtable/BigtableClient.ts"
 import { BigtableError, RpcFailed, TooManyRejections } from "../../Bigtable/BigtableError.ts"
 import { FailedMutation } from "../../Bigtable/BigtableFailure.ts"
 import * as grpc from "../grpcStatus.ts"
-import * as retrySchedule from "../retrySchedule.ts"
 import type { Repairing, Routed, Verdict } from "../writer/backend.ts"
 import * as metrics from "./metrics.ts"
 import * as proto from "./mutationProto.ts"
 import type { Item } from "./prepare.ts"
-import { afterBudget, classify } from "./retry.ts"
+import { afterBudget, classify, maxAttemptsOf } from "./retry.ts"
 import type { Request, State, WriterError } from "./state.ts"
 
 const rpcFailed = (item: Item, status: EntryStatus): BigtableError =>
@@ -95,7 +94,7 @@ export const judge = <A, EH, R>(
       const status = statuses[i] ?? noStatus
       const verdict = status.code === 0
         ? "applied"
-        : afterBudget(classify([status.code]), item.attempts, retrySchedule.attemptBudget(st.w.retry))
+        : afterBudget(classify([status.code]), item.attempts, maxAttemptsOf(st.w.retry))
       switch (verdict) {
         case "applied":
           written.push(item)

@@ -39,10 +39,8 @@
  * @internal
  */
 import type * as Cause from "effect/Cause"
-import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as Metric from "effect/Metric"
-import type * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import type { FailedElement } from "../../Sink/FailedElement.ts"
 import type { FailureHandler } from "../../Sink/FailureHandler.ts"
@@ -208,15 +206,9 @@ export interface Core<I extends Accounted, B, Ev, F extends FailedElement, E> {
   /** Runs `effect` on a fiber of the writer (interrupted when it closes). */
   readonly fork: (effect: Effect.Effect<unknown>) => Effect.Effect<void>
   /**
-   * The wait before attempt `attempt + 1` of `budget`, taken from the policy's `Schedule`
-   * (`Option.none()` when the schedule allows no further attempt).
+   * Waits before attempt `attempt + 1` of `budget` (the policy's `Schedule`), then `offer(event)` on a
+   * forked fiber; `exhausted` fails the writer when the schedule allows no further attempt.
    */
-  readonly delay: (
-    budget: Budget,
-    attempt: number,
-    failure?: unknown
-  ) => Effect.Effect<Option.Option<Duration.Duration>>
-  /** {@link delay}, then `offer(event)` on a forked fiber; `exhausted` fails the writer when there is no wait. */
   readonly after: (
     budget: Budget,
     attempt: number,

@@ -101,7 +101,6 @@ export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedEleme
     },
     offer,
     fork,
-    delay,
     after: (budget, attempt, event, exhausted, failure) =>
       after(budget, attempt, { _tag: "Event", event }, exhausted, failure),
     retry: (retry) =>
@@ -136,7 +135,6 @@ const resolved = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, 
       permitBytes += item.permitBytes
     }
     st.outstanding -= units
-    st.outstandingBytes -= bytes
     return Effect.andThen(
       ctx.release({ units, bytes: permitBytes }),
       Effect.andThen(

@@ -65,7 +65,6 @@ const onAdmit = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R
     const slice = command.slice
     if (slice !== undefined) {
       st.outstanding += slice.units
-      st.outstandingBytes += slice.bytes
       yield* gauge(st, ctx.metrics.inFlightUnits, slice.units)
       yield* gauge(st, ctx.metrics.inFlightBytes, slice.bytes)
       yield* backend.admit(slice.payload, yield* Clock.currentTimeMillis)

@@ -41,7 +41,6 @@ export type Command<S, I, B, O, Ev, F, E> =
 /** The core's mutable state; read and written on the owner fiber (the finalizers read it after it stopped). @internal */
 export interface State<E> {
   outstanding: number
-  outstandingBytes: number
   requests: number
   /** Admission is waiting for permits held by open batches: cut them once no request is in flight. */
   admissionWaiting: boolean
@@ -68,7 +67,6 @@ export const unflushed = <E>(st: State<E>): boolean => st.offered > st.flushedUp
 /** @internal */
 export const makeState = <E>(): State<E> => ({
   outstanding: 0,
-  outstandingBytes: 0,
   requests: 0,
   admissionWaiting: false,
   offered: 0,

@@ -1,7 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Schema } from "effect"
-import { TableDestination } from "../../../src/Bigtable/index.ts"
+import { Effect, Schema } from "effect"
+import { Mutation, RowMutationEntry, TableDestination } from "../../../src/Bigtable/index.ts"
 import * as prepare from "../../../src/internal/bigtable/prepare.ts"
+import { unresolved } from "../../../src/Sink/FailedElement.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
 
@@ -42,4 +43,39 @@ describe("prepare.slices", () => {
       }
     }
   )
+})
+
+describe("prepare.prepare", () => {
+  const entry = RowMutationEntry.make("k", Mutation.setCell({ family: "f", qualifier: "q", value: "v" }))
+
+  it.effect("a resolver that throws is routed unresolved; the other records go on", () =>
+    Effect.gen(function*() {
+      const out = yield* prepare.prepare(
+        [1, 2, 3],
+        (n: number) => {
+          if (n === 2) throw new Error("no table for 2")
+          return table
+        },
+        () => entry
+      )
+      assert.strictEqual(out.items.length, 2)
+      assert.strictEqual(out.routed.length, 1)
+      const [failed] = out.routed
+      assert.strictEqual(failed?.destination, unresolved)
+      assert.include(failed?.message, "no table for 2")
+      assert.instanceOf(failed?.cause, Error)
+    }))
+
+  it.effect("a serializer whose Effect dies is a failed mutation, as one whose Effect fails", () =>
+    Effect.gen(function*() {
+      const out = yield* prepare.prepare(
+        [1, 2, 3],
+        () => table,
+        (n: number) => n === 1 ? Effect.die(new Error("boom")) : n === 2 ? Effect.fail("nope") : Effect.succeed(entry)
+      )
+      assert.strictEqual(out.items.length, 1)
+      assert.deepStrictEqual(out.routed.map((f) => f.destination), [String(table), String(table)])
+      assert.include(out.routed[0]?.message, "boom")
+      assert.include(out.routed[1]?.message, "nope")
+    }))
 })

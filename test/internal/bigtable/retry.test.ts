@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Schema } from "effect"
+import { Duration, Schedule, Schema } from "effect"
 import { BigtableError, RecoveryExhausted, RpcFailed } from "../../../src/Bigtable/BigtableError.ts"
 import { isTerminal } from "../../../src/internal/bigtable/admin.ts"
 import {
@@ -7,8 +7,10 @@ import {
   afterBudget,
   classify,
   classifyAdmin,
-  isMissingFamily
+  isMissingFamily,
+  maxAttemptsOf
 } from "../../../src/internal/bigtable/retry.ts"
+import { RetryPolicy } from "../../../src/Sink.ts"
 
 const Code = Schema.UndefinedOr(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 16 })))
 
@@ -52,6 +54,19 @@ describe("Bigtable classification (reference 3.2)", () => {
     assert.strictEqual(afterBudget("retry", 2, 3), "retry")
     assert.strictEqual(afterBudget("retry", 3, 3), "fatal")
     assert.strictEqual(afterBudget("rowLevel", 9, 3), "rowLevel")
+    const backoff: RetryPolicy.Backoff = {
+      _tag: "Backoff",
+      initialBackoff: Duration.millis(100),
+      maxBackoff: Duration.millis(1000),
+      maxAttempts: 4,
+      multiplier: 2,
+      maxDuration: undefined
+    }
+    assert.strictEqual(maxAttemptsOf(backoff), 4)
+    assert.strictEqual(
+      maxAttemptsOf(RetryPolicy.fromSchedule(Schedule.spaced("7 millis").pipe(Schedule.upTo({ times: 2 })))),
+      Number.POSITIVE_INFINITY
+    )
   })
 
   it("recognises the service's missing-family phrase", () => {

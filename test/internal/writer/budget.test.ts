@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Option, Schedule } from "effect"
+import { TestClock } from "effect/testing"
 import * as budget from "../../../src/internal/writer/budget.ts"
 import { RetryPolicy } from "../../../src/Sink/RetryPolicy.ts"
 
@@ -51,6 +52,29 @@ describe("writer budget", () => {
       const b = yield* budget.make(transientOnly)
       assert.isTrue(Option.isSome(yield* b.nextAfter("transient")))
       assert.isTrue(Option.isNone(yield* b.nextAfter("fatal")), "nextAfter passes it")
+    }))
+
+  it.effect("a caller's schedule gives its delays until it ends", () =>
+    Effect.gen(function*() {
+      const custom = RetryPolicy.toSchedule(
+        RetryPolicy.fromSchedule(Schedule.spaced("7 millis").pipe(Schedule.upTo({ times: 2 })))
+      )
+      const delays = yield* Effect.forEach([1, 2, 3], (n) => budget.delayAfter(custom, n))
+      assert.deepStrictEqual(delays.map(Option.map(Duration.toMillis)), [Option.some(7), Option.some(7), Option.none()])
+    }))
+
+  it.effect("a budget stepped by hand gives each delay of the schedule and none once it is spent", () =>
+    Effect.gen(function*() {
+      const b = yield* budget.make(
+        RetryPolicy.toSchedule(RetryPolicy.fromSchedule(Schedule.spaced("1 second").pipe(Schedule.upTo({ times: 2 }))))
+      )
+      const waits: Array<Option.Option<number>> = []
+      for (let i = 0; i < 3; i++) {
+        const wait = yield* b.next
+        waits.push(Option.map(wait, Duration.toMillis))
+        if (Option.isSome(wait)) yield* TestClock.adjust(wait.value)
+      }
+      assert.deepStrictEqual(waits, [Option.some(1000), Option.some(1000), Option.none()])
     }))
 
   it.effect("a budget stepped by hand gives maxAttempts - 1 waits, then none, and counts its steps", () =>
