@@ -54,6 +54,7 @@ import * as Connection from "../src/internal/bigquery/connection.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
 import type { RssResult } from "./bigqueryRss.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
+import * as JsonWriter from "./jsonWriter.ts"
 import { Row, rowGenerator } from "./rows.ts"
 
 const here = path.dirname(new URL(import.meta.url).pathname)
@@ -99,7 +100,6 @@ const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs
 const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Promise<A> => Effect.runPromise(Effect.scoped(effect))
 
 const main = async () => {
-  const { adapt, managedwriter } = await import("@google-cloud/bigquery-storage")
   const scope = await Effect.runPromise(Scope.make())
   const fake = inProcess ? await inProcessFake(scope) : await FakeProcess.start(flowWindow)
   const serializer = await Effect.runPromise(RowSerializer.fromSchema(Row))
@@ -196,48 +196,15 @@ const main = async () => {
           Effect.asVoid
         )
       ),
-    jsonWriter: async () => {
-      const writer = new managedwriter.WriterClient({
+    jsonWriter: () =>
+      JsonWriter.appendAll({
         projectId: fake.projectId,
-        apiEndpoint: fake.grpcTarget.split(":")[0]!,
-        port: Number(fake.grpcTarget.split(":")[1]),
-        sslCreds: grpc.credentials.createInsecure(),
-        universeDomain: "googleapis.com"
-      })
-      const connection = await writer.createStreamConnection({
-        streamId: managedwriter.DefaultStream,
-        destinationTable: table.tablePath
-      })
-      connection.onConnectionError(() => {})
-      const protoDescriptor = adapt.convertStorageSchemaToProto2Descriptor(
-        adapt.convertBigQuerySchemaToStorageTableSchema({
-          fields: [
-            { name: "user", type: "STRING", mode: "REQUIRED" },
-            { name: "country", type: "STRING", mode: "REQUIRED" },
-            { name: "url", type: "STRING", mode: "REQUIRED" },
-            { name: "seq", type: "INTEGER", mode: "REQUIRED" },
-            { name: "amount", type: "INTEGER", mode: "REQUIRED" },
-            { name: "ts", type: "TIMESTAMP", mode: "REQUIRED" },
-            { name: "lat", type: "FLOAT", mode: "REQUIRED" },
-            { name: "lon", type: "FLOAT", mode: "REQUIRED" },
-            { name: "active", type: "BOOLEAN", mode: "REQUIRED" },
-            { name: "premium", type: "BOOLEAN", mode: "REQUIRED" }
-          ]
-        }),
-        "root"
-      )
-      const json = new managedwriter.JSONWriter({ connection, protoDescriptor })
-      const pending: Array<Promise<unknown>> = []
-      for (let i = 0; i < rowCount; i += rowsPerBatch) {
-        // JSONWriter takes the rows as they are: its encoder turns a TIMESTAMP `Date` into microseconds itself
-        pending.push(json.appendRows(rows.slice(i, i + rowsPerBatch)).getResult())
-        // oxlint-disable-next-line no-await-in-loop
-        if (pending.length >= depth) await pending.shift()
-      }
-      await Promise.all(pending)
-      connection.close()
-      writer.close()
-    },
+        grpcTarget: fake.grpcTarget,
+        tablePath: table.tablePath,
+        rows,
+        rowsPerBatch,
+        depth
+      }),
     "sink.encode": () =>
       run(
         Stream.fromIterable(rows).pipe(

@@ -63,6 +63,7 @@ import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
+import * as JsonWriter from "./jsonWriter.ts"
 import { Row, rowGenerator } from "./rows.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
@@ -267,48 +268,15 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
     jsonWriter: (n: number) => {
       const rows = rowsOf(n)
       const rowsPerBatch = Math.ceil(n / batchesOf(n).length)
-      return async () => {
-        const { adapt, managedwriter } = await import("@google-cloud/bigquery-storage")
-        const writer = new managedwriter.WriterClient({
+      return () =>
+        JsonWriter.appendAll({
           projectId: fake.projectId,
-          apiEndpoint: fake.grpcTarget.split(":")[0]!,
-          port: Number(fake.grpcTarget.split(":")[1]),
-          sslCreds: grpc.credentials.createInsecure(),
-          universeDomain: "googleapis.com"
+          grpcTarget: fake.grpcTarget,
+          tablePath: table.tablePath,
+          rows,
+          rowsPerBatch,
+          depth
         })
-        const connection = await writer.createStreamConnection({
-          streamId: managedwriter.DefaultStream,
-          destinationTable: table.tablePath
-        })
-        connection.onConnectionError(() => {})
-        const protoDescriptor = adapt.convertStorageSchemaToProto2Descriptor(
-          adapt.convertBigQuerySchemaToStorageTableSchema({
-            fields: [
-              { name: "user", type: "STRING", mode: "REQUIRED" },
-              { name: "country", type: "STRING", mode: "REQUIRED" },
-              { name: "url", type: "STRING", mode: "REQUIRED" },
-              { name: "seq", type: "INTEGER", mode: "REQUIRED" },
-              { name: "amount", type: "INTEGER", mode: "REQUIRED" },
-              { name: "ts", type: "TIMESTAMP", mode: "REQUIRED" },
-              { name: "lat", type: "FLOAT", mode: "REQUIRED" },
-              { name: "lon", type: "FLOAT", mode: "REQUIRED" },
-              { name: "active", type: "BOOLEAN", mode: "REQUIRED" },
-              { name: "premium", type: "BOOLEAN", mode: "REQUIRED" }
-            ]
-          }),
-          "root"
-        )
-        const json = new managedwriter.JSONWriter({ connection, protoDescriptor })
-        const pending: Array<Promise<unknown>> = []
-        for (let i = 0; i < n; i += rowsPerBatch) {
-          pending.push(json.appendRows(rows.slice(i, i + rowsPerBatch)).getResult())
-          // oxlint-disable-next-line no-await-in-loop
-          if (pending.length >= depth) await pending.shift()
-        }
-        await Promise.all(pending)
-        connection.close()
-        writer.close()
-      }
     },
     sinkBytes: (n: number) => {
       const encoded = encodedOf(n)
