@@ -26,30 +26,43 @@ const portOf = (server: net.Server | http.Server): number => {
   return typeof address === "object" && address !== null ? address.port : 0
 }
 
+/**
+ * Listens on a free loopback port for the life of the scope; on close, destroys every socket still
+ * open (so the server's `close` does not wait on them). `accepted` counts what the server counts.
+ */
+const listening = (
+  server: net.Server | http.Server,
+  accepted: () => number
+): Effect.Effect<BlackHole, never, Scope.Scope> => {
+  const sockets = new Set<net.Socket>()
+  server.on("connection", (socket: net.Socket) => {
+    sockets.add(socket)
+    socket.on("error", () => undefined)
+    socket.on("close", () => sockets.delete(socket))
+  })
+  return Effect.acquireRelease(
+    Effect.callback<BlackHole>((resume) => {
+      server.listen(0, "127.0.0.1", () => {
+        resume(Effect.succeed({ target: `127.0.0.1:${portOf(server)}`, accepted }))
+      })
+    }),
+    () =>
+      Effect.sync(() => {
+        for (const socket of sockets) socket.destroy()
+        server.close()
+      })
+  )
+}
+
 /** Accepts TCP and stays silent; every socket is destroyed with the scope. */
-export const silentTcp: Effect.Effect<BlackHole, never, Scope.Scope> = Effect.acquireRelease(
-  Effect.callback<{ hole: BlackHole; close: () => void }>((resume) => {
-    const sockets = new Set<net.Socket>()
-    let accepted = 0
-    const server = net.createServer((socket) => {
-      accepted++
-      sockets.add(socket)
-      socket.on("error", () => undefined)
-      socket.on("close", () => sockets.delete(socket))
-      socket.resume() // read and drop whatever the client sends
-    })
-    server.listen(0, "127.0.0.1", () => {
-      resume(Effect.succeed({
-        hole: { target: `127.0.0.1:${portOf(server)}`, accepted: () => accepted },
-        close: () => {
-          for (const socket of sockets) socket.destroy()
-          server.close()
-        }
-      }))
-    })
-  }),
-  ({ close }) => Effect.sync(close)
-).pipe(Effect.map(({ hole }) => hole))
+export const silentTcp: Effect.Effect<BlackHole, never, Scope.Scope> = Effect.suspend(() => {
+  let accepted = 0
+  const server = net.createServer((socket) => {
+    accepted++
+    socket.resume() // read and drop whatever the client sends
+  })
+  return listening(server, () => accepted)
+})
 
 /** A gRPC server whose `methods` (unary or server-streaming paths) accept every call and never answer. */
 export const unansweringGrpc = (
@@ -76,27 +89,11 @@ export const unansweringGrpc = (
   })
 
 /** An HTTP server that reads each request and never responds. */
-export const unansweringHttp: Effect.Effect<BlackHole, never, Scope.Scope> = Effect.acquireRelease(
-  Effect.callback<{ hole: BlackHole; close: () => void }>((resume) => {
-    let accepted = 0
-    const sockets = new Set<net.Socket>()
-    const server = http.createServer((req) => {
-      accepted++
-      req.resume()
-    })
-    server.on("connection", (socket: net.Socket) => {
-      sockets.add(socket)
-      socket.on("close", () => sockets.delete(socket))
-    })
-    server.listen(0, "127.0.0.1", () => {
-      resume(Effect.succeed({
-        hole: { target: `127.0.0.1:${portOf(server)}`, accepted: () => accepted },
-        close: () => {
-          for (const socket of sockets) socket.destroy()
-          server.close()
-        }
-      }))
-    })
-  }),
-  ({ close }) => Effect.sync(close)
-).pipe(Effect.map(({ hole }) => hole))
+export const unansweringHttp: Effect.Effect<BlackHole, never, Scope.Scope> = Effect.suspend(() => {
+  let accepted = 0
+  const server = http.createServer((req) => {
+    accepted++
+    req.resume()
+  })
+  return listening(server, () => accepted)
+})
