@@ -4,26 +4,11 @@
  * writer's ticker; the fake answers (or holds) over a real loopback connection.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Logger } from "effect"
+import { Effect, Exit } from "effect"
 import { TestClock } from "effect/testing"
 import { BigQuerySink } from "../../src/BigQuery/index.ts"
+import { eventually, warnings } from "../support/waiting.ts"
 import * as F from "./sinkFixtures.ts"
-
-/** A logger keeping the warnings' messages. */
-const warnings = () => {
-  const seen: Array<string> = []
-  const logger = Logger.make(({ logLevel, message }) => {
-    if (logLevel === "Warn") seen.push(Array.isArray(message) ? message.join(" ") : String(message))
-  })
-  return { seen, layer: Logger.layer([logger]) }
-}
-
-/** Waits in real time until `done` holds (the fake's I/O is real), failing after about five seconds. */
-const eventually = (what: string, done: () => boolean) =>
-  TestClock.withLive(Effect.gen(function*() {
-    for (let i = 0; i < 250 && !done(); i++) yield* Effect.sleep("20 millis")
-    assert.isTrue(done(), what)
-  }))
 
 describe("BigQuerySink stall reporting", () => {
   it.effect("warns after a minute without answers, naming the table, at most once a minute", () => {

@@ -9,20 +9,11 @@ import { type Cause, Effect, Fiber, Queue, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { type BigQueryFailure, BigQuerySink, TableDestination, WriteMethod } from "../../src/BigQuery/index.ts"
 import { FailureHandler } from "../../src/Sink.ts"
+import { eventually } from "../support/waiting.ts"
 import * as F from "./sinkFixtures.ts"
 
 /** Real time for the fake's network round trips while the TestClock stands still. */
 const settle = TestClock.withLive(Effect.sleep("150 millis"))
-
-/** Waits (in real time) until `done` holds, failing after about five seconds. */
-const eventually = (what: string, done: () => boolean) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 250; i++) {
-      if (done()) return
-      yield* TestClock.withLive(Effect.sleep("20 millis"))
-    }
-    assert.fail(`timed out waiting for ${what}`)
-  })
 
 const tableName = (fake: { readonly projectId: string }) => `${fake.projectId}.d.t`
 

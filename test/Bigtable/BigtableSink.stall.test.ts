@@ -4,23 +4,15 @@
  * the writer's ticker.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Layer, Logger } from "effect"
+import { Effect, Fiber, Layer } from "effect"
 import { TestClock } from "effect/testing"
 import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "../../src/Bigtable/index.ts"
+import { warnings } from "../support/waiting.ts"
 import { makeFake } from "./fakeBigtable.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
 const entry = (key: string) =>
   RowMutationEntry.make(key, Mutation.setCell({ family: "cf", qualifier: "q", value: key }))
-
-/** A logger keeping the warnings' messages. */
-const warnings = () => {
-  const seen: Array<string> = []
-  const logger = Logger.make(({ logLevel, message }) => {
-    if (logLevel === "Warn") seen.push(Array.isArray(message) ? message.join(" ") : String(message))
-  })
-  return { seen, layer: Logger.layer([logger]) }
-}
 
 describe("BigtableSink stall reporting", () => {
   it.effect("warns after a minute without answers, once a minute, and stops once answered", () => {
