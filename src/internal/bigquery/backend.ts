@@ -25,6 +25,7 @@ import * as metrics from "./metrics.ts"
 import type { Settings } from "./options.ts"
 import * as PendingAppend from "./pendingAppend.ts"
 import * as Prepare from "./prepare.ts"
+import * as SendBacklog from "./sendBacklog.ts"
 import * as Split from "./split.ts"
 
 /** One sealed batch on its way: its destination, rows, and what it accounts for. @internal */
@@ -70,6 +71,8 @@ interface State<A, E, R> {
    * given back once it is answered. One thread: no fiber ever waits on it.
    */
   readonly pool: Split.Pool
+  /** Requests grpc-js holds for the wire: admission waits while it is high (sendBacklog.ts). */
+  readonly backlog: SendBacklog.SendBacklog
   readonly prepareEnv: Prepare.Env<A>
   readonly maxBytes: number
   /** Scratch of `Split.fitFrames`. */
@@ -195,7 +198,9 @@ const admit = <A, E, R>(
   Effect.gen(function*() {
     let d = st.destinations.get(rows.key)
     if (d === undefined) {
-      const opened = yield* Effect.result(Destination.open(st.client, st.settings, rows.destination, now, st.pool))
+      const opened = yield* Effect.result(
+        Destination.open(st.client, st.settings, rows.destination, now, st.pool, st.backlog)
+      )
       if (opened._tag === "Failure") return yield* schemaFailed(st, rows, opened.failure)
       d = opened.success
       st.destinations.set(rows.key, d)
@@ -297,6 +302,7 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       settings,
       destinations: new Map(),
       pool,
+      backlog: SendBacklog.make(),
       prepareEnv: {
         resolve: settings.resolve,
         serializer: settings.serializer,
@@ -314,6 +320,7 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       // a record routed as it is admitted fails the write that brought it when the handler fails
       writeAwaitsRouted: true,
       sliceRecords,
+      admissionGate: st.backlog.wait,
       prepare: (records, limits) => Prepare.prepare(st.prepareEnv, records, limits),
       admit: (rows, now) => admit(st, rows, now),
       cutAll: Effect.suspend(() =>

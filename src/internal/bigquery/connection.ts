@@ -26,6 +26,8 @@ import { Code, fromError } from "../grpcStatus.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as AppendRequest from "./appendRequest.ts"
 import { type AppendResponse, decodeResponse, storageCodeOfMetadata } from "./rowErrors.ts"
+import type { SendBacklog } from "./sendBacklog.ts"
+import * as sendBacklog from "./sendBacklog.ts"
 import { encodeGetWriteStreamRequest } from "./writeProto.ts"
 
 /** The gRPC method path. @internal */
@@ -154,7 +156,7 @@ const trailersOf = (error: unknown): grpc.Metadata | undefined =>
     : undefined
 
 /** Forwards each response to the oldest waiting append, and an error or the end to all of them. */
-const listen = (call: AppendCall, waiting: Waiting, lease: AppendChannels.Lease): void => {
+const listen = (call: AppendCall, waiting: Waiting, lease: AppendChannels.Lease, onEnd: () => void): void => {
   call.on("data", (bytes: Buffer) => {
     const d = waiting.take()
     if (d === undefined) {
@@ -174,6 +176,8 @@ const listen = (call: AppendCall, waiting: Waiting, lease: AppendChannels.Lease)
   // the stream's place on its channel is free once the call has ended, however it ended
   call.on("status", lease.release)
   call.on("error", lease.release)
+  call.on("status", onEnd)
+  call.on("error", onEnd)
 }
 
 /** The connection's operations over a listening call. */
@@ -181,6 +185,7 @@ const connectionOf = (
   call: AppendCall,
   waiting: Waiting,
   lease: AppendChannels.Lease,
+  writes: ReturnType<typeof sendBacklog.forCall>,
   writeStream: string,
   descriptor: Uint8Array
 ): Connection => {
@@ -203,7 +208,8 @@ const connectionOf = (
         const header = first ? firstHeader : laterHeader
         first = false
         waiting.push(d)
-        call.write(AppendRequest.encodeBody(header, body))
+        const request = AppendRequest.encodeBody(header, body)
+        writes.write((taken) => call.write(request, taken))
         return d
       }),
     isBroken: () => waiting.broken() !== undefined,
@@ -213,6 +219,7 @@ const connectionOf = (
         Effect.sync(() => {
           waiting.failAll(streamFailure(Code.CANCELLED, reason, undefined))
           call.cancel()
+          writes.end()
           // no answer may mean a black-holed connection: the next stream goes on another one
           lease.abandon()
         }),
@@ -229,20 +236,23 @@ const connectionOf = (
 
 /**
  * Opens a connection on `writeStream` (`projects/p/datasets/d/tables/t/streams/_default`) over
- * `channel`. Opening sends nothing; the first append carries the descriptor.
+ * `channel`. Opening sends nothing; the first append carries the descriptor. Each request counts in
+ * the writer's `backlog` until grpc-js has taken it for the wire.
  *
  * @internal
  */
 export const open = (
   lease: AppendChannels.Lease,
   writeStream: string,
-  descriptor: Uint8Array
+  descriptor: Uint8Array,
+  backlog: SendBacklog
 ): Effect.Effect<Connection> =>
   Effect.sync(() => {
     const call = startCall(lease.channel, writeStream)
     const waiting = waitingAppends()
-    listen(call, waiting, lease)
-    return connectionOf(call, waiting, lease, writeStream, descriptor)
+    const writes = sendBacklog.forCall(backlog)
+    listen(call, waiting, lease, writes.end)
+    return connectionOf(call, waiting, lease, writes, writeStream, descriptor)
   })
 
 /** The gRPC method path of `GetWriteStream`. @internal */

@@ -40,6 +40,7 @@ import * as Connection from "./connection.ts"
 import { encodeDescriptor } from "./descriptor.ts"
 import type { Settings } from "./options.ts"
 import { classifyOpen } from "./retry.ts"
+import type { SendBacklog } from "./sendBacklog.ts"
 import * as Split from "./split.ts"
 import * as tables from "./tables.ts"
 
@@ -60,7 +61,11 @@ export interface ConnectionSlot {
  *
  * @internal
  */
-export const makeSlot = (channel: grpc.Client, writeStream: string): Effect.Effect<ConnectionSlot> =>
+export const makeSlot = (
+  channel: grpc.Client,
+  writeStream: string,
+  backlog: SendBacklog
+): Effect.Effect<ConnectionSlot> =>
   Effect.map(Semaphore.make(1), (lock) => {
     let current: Connection.Connection | undefined
     const locked = lock.withPermits(1)
@@ -80,7 +85,9 @@ export const makeSlot = (channel: grpc.Client, writeStream: string): Effect.Effe
           return Effect.tap(
             Effect.andThen(
               old === undefined ? Effect.void : old.close,
-              Effect.suspend(() => Connection.open(AppendChannels.of(channel).lease(), writeStream, descriptor))
+              Effect.suspend(() =>
+                Connection.open(AppendChannels.of(channel).lease(), writeStream, descriptor, backlog)
+              )
             ),
             (connection) => Effect.sync(() => void (current = connection))
           )
@@ -296,7 +303,8 @@ export const open = <A, E, R>(
   settings: Settings<A, E, R>,
   destination: TableDestination,
   nowMillis: number,
-  pool: Split.Pool
+  pool: Split.Pool,
+  backlog: SendBacklog
 ): Effect.Effect<Destination, BigQueryError | SerializerThrew> =>
   Effect.gen(function*() {
     const { descriptor, fingerprint, schema } = yield* readSchema(settings, destination)
@@ -304,7 +312,7 @@ export const open = <A, E, R>(
     return {
       destination,
       key: destination.toString(),
-      slot: yield* makeSlot(client.write, destination.defaultStream),
+      slot: yield* makeSlot(client.write, destination.defaultStream, backlog),
       guard: yield* makeGuard(),
       batch: Split.empty(pool),
       schema,

@@ -253,6 +253,11 @@ export interface Backend<A, S, I extends Accounted, B, O, Ev, F extends FailedEl
    * failing handler fails that `write`, as BigQuery documents); absent or false: once offered.
    */
   readonly writeAwaitsRouted?: boolean | undefined
+  /**
+   * Caller fiber, before each `prepare`: a wait for the transport (requests it has not yet taken
+   * for the wire), so records are not prepared ahead of what can be sent; `undefined`: go on.
+   */
+  readonly admissionGate?: (() => Effect.Effect<void> | undefined) | undefined
   /** Records prepared per `prepare` call: a slice is admitted while the next is prepared. */
   readonly sliceRecords: number
   /** Caller fiber: resolve, serialize, measure. Each slice within `limits`. */

@@ -64,6 +64,7 @@ const onAdmit = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R
     }
     const slice = command.slice
     if (slice !== undefined) {
+      yield* ctx.unstage
       st.outstanding += slice.units
       yield* gauge(st, ctx.metrics.inFlightUnits, slice.units)
       yield* gauge(st, ctx.metrics.inFlightBytes, slice.bytes)

@@ -90,6 +90,8 @@ export interface OwnerContext<S, I extends Accounted, B, O, Ev, F extends Failed
   readonly counters: SummaryCounters
   readonly metrics: CoreMetrics
   readonly release: (permit: Permit) => Effect.Effect<void>
+  /** The owner took an admitted slice from the queue: one more may be staged. */
+  readonly unstage: Effect.Effect<unknown>
   readonly schedules: Readonly<Record<Budget, Schedule.Schedule<unknown, unknown>>>
   /** The context of the handler (and of the backend's owner-side steps). */
   readonly context: Context.Context<R>

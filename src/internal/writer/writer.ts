@@ -24,6 +24,7 @@ import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Scheduler from "effect/Scheduler"
 import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import type { FailedElement } from "../../Sink/FailedElement.ts"
 import { RetryPolicy } from "../../Sink/RetryPolicy.ts"
 import type { Writer } from "../../Sink/Writer.ts"
@@ -52,6 +53,17 @@ export const commandCapacity = 1024
  */
 export const ownerScheduler: Scheduler.Scheduler = new Scheduler.MixedScheduler("sync")
 
+/**
+ * Prepared slices that may wait in the command queue for the owner to take them. The in-flight
+ * bounds count a slice from admission until its request is answered; without this second, small
+ * bound the caller (which encodes) could run a whole in-flight budget of encoded buffers ahead of
+ * the owner (which sends), and those buffers, not the requests on the wire, made the peak memory.
+ * Enough slices for the owner never to wait on the caller: it takes them as fast as it sends.
+ *
+ * @internal
+ */
+export const maxStagedSlices = 4
+
 /** How often the owner ticks (batch delay, stall check). @internal */
 export const tickInterval = "100 millis"
 
@@ -69,6 +81,7 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
     // A failing `open` fails building the writer with the handler's error (nothing to close then).
     const router = yield* failureRouting.make<F, EH, R>(options.handler, counters)
     const flow = yield* flowControl.make(options.limits)
+    const staged = yield* Semaphore.make(maxStagedSlices)
     const failed = yield* Deferred.make<never, E>()
     const commands = yield* Queue.bounded<ownerState.Command<S, I, B, O, Ev, F, E>>(commandCapacity)
     const fibers = yield* FiberSet.make<unknown, unknown>()
@@ -83,6 +96,7 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
       counters,
       metrics: options.metrics,
       release: flow.release,
+      unstage: staged.release(1),
       schedules: { retry: RetryPolicy.toSchedule(options.retry), recovery: RetryPolicy.toSchedule(options.recovery) },
       context,
       backend: undefined,
@@ -108,7 +122,7 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
       return Effect.asVoid(Queue.offer(commands, { _tag: "Tick" }))
     })
     yield* tick.pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped)
-    const writer = admission(options, built, { commands, failed, flow, counters, state })
+    const writer = admission(options, built, { commands, failed, flow, staged, counters, state })
     // Closing after success is the end of input: a barrier, unless nothing was admitted since the
     // last one (the sink's own final flush, or the caller's, already flushed the handler: a second
     // flush would only run it again). A finalizer has no error channel, so a failure of this flush
@@ -125,6 +139,8 @@ interface Parts<S, I, B, O, Ev, F, E> {
   readonly commands: Queue.Queue<ownerState.Command<S, I, B, O, Ev, F, E>>
   readonly failed: Deferred.Deferred<never, E>
   readonly flow: flowControl.FlowController
+  /** Slices offered and not yet taken by the owner (`maxStagedSlices`). */
+  readonly staged: Semaphore.Semaphore
   readonly counters: summaryCounters.SummaryCounters
   readonly state: ownerState.State<E>
 }
@@ -138,24 +154,29 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
   backend: Backend<A, S, I, B, O, Ev, F, E, R>,
   parts: Parts<S, I, B, O, Ev, F, E>
 ): (records: ReadonlyArray<A>) => Effect.Effect<void, E> => {
-  const { commands, failed, flow, state } = parts
+  const { commands, failed, flow, staged, state } = parts
   const limits = { maxUnits: flow.maxUnits, maxBytes: flow.maxBytes }
   const orFailed = orFailedWith(failed)
   const sendAll = Effect.asVoid(Queue.offer(commands, { _tag: "SendAll" }))
 
-  // Taken permits are given back, and the offer uncounted, when the wait to offer is interrupted.
+  // Taken permits (in flight, staged) are given back, and the offer uncounted, when a wait is interrupted.
   const enqueue = (command: ownerState.Command<S, I, B, O, Ev, F, E>, permit: Permit | undefined) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
-        if (permit !== undefined && !(yield* flow.tryAcquire(permit))) {
-          yield* restore(orFailed(flow.acquire(permit, sendAll)))
+        if (permit !== undefined) {
+          if (!(yield* flow.tryAcquire(permit))) yield* restore(orFailed(flow.acquire(permit, sendAll)))
+          if (!(yield* staged.takeIfAvailable(1))) {
+            yield* restore(orFailed(staged.take(1))).pipe(Effect.onInterrupt(() => flow.release(permit)))
+          }
         }
         state.offered++
         if (Queue.offerUnsafe(commands, command)) return
         yield* restore(orFailed(Queue.offer(commands, command))).pipe(
           Effect.onInterrupt(() =>
             Effect.sync(() => void state.offered--).pipe(
-              Effect.andThen(permit === undefined ? Effect.void : flow.release(permit))
+              Effect.andThen(
+                permit === undefined ? Effect.void : Effect.andThen(flow.release(permit), staged.release(1))
+              )
             )
           )
         )
@@ -178,6 +199,8 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
 
   return (records) =>
     Effect.gen(function*() {
+      const gate = backend.admissionGate?.()
+      if (gate !== undefined) yield* orFailed(gate)
       const prepared = yield* backend.prepare(records, limits)
       const slices = prepared.slices
       // records routed before admission: with `writeAwaitsRouted` the write returns once the handler

@@ -10,6 +10,7 @@ import { Deferred, Effect } from "effect"
 import * as AppendChannels from "../../../src/internal/bigquery/appendChannels.ts"
 import * as AppendRequest from "../../../src/internal/bigquery/appendRequest.ts"
 import * as Connection from "../../../src/internal/bigquery/connection.ts"
+import * as SendBacklog from "../../../src/internal/bigquery/sendBacklog.ts"
 import * as Split from "../../../src/internal/bigquery/split.ts"
 import { bytesMethod, serve } from "../../support/grpcServer.ts"
 
@@ -51,12 +52,14 @@ describe("connection", () => {
       assert.isAbove(batches.length, 2)
 
       const channels = AppendChannels.make(channel, undefined, 10)
-      const connection = yield* Connection.open(channels.lease(), name, descriptor)
+      const backlog = SendBacklog.make()
+      const connection = yield* Connection.open(channels.lease(), name, descriptor, backlog)
       assert.deepStrictEqual(channels.load(), [1], "the open stream holds a place on the channel")
       for (const batch of batches) {
         const answered = yield* connection.append(batch.body)
         yield* Deferred.await(answered)
       }
+      assert.strictEqual(backlog.size(), 0, "grpc-js took every answered request for the wire")
       yield* connection.close
       // the server ends the call after the half-close: the place is given back
       for (let i = 0; i < 100 && channels.load()[0] !== 0; i++) yield* Effect.sleep("10 millis")

@@ -39,14 +39,24 @@ export interface Service {
   readonly accepted: Array<string>
   hold: Deferred.Deferred<void> | undefined
   calls: number
+  /** Runs of records prepared. */
+  prepared: number
   evictions: number
   evictDies: boolean
 }
 
-export const makeService = (): Service => ({ accepted: [], hold: undefined, calls: 0, evictions: 0, evictDies: false })
+export const makeService = (): Service => ({
+  accepted: [],
+  hold: undefined,
+  calls: 0,
+  prepared: 0,
+  evictions: 0,
+  evictDies: false
+})
 
 const toy =
-  (service: Service, batchSize: number) => (core: Core<Item, ReadonlyArray<Item>, never, FailedElement, unknown>) =>
+  (service: Service, batchSize: number, gate: Deferred.Deferred<void> | undefined) =>
+  (core: Core<Item, ReadonlyArray<Item>, never, FailedElement, unknown>) =>
     Effect.sync(
       (): Backend<
         string,
@@ -70,8 +80,12 @@ const toy =
         return {
           name: "ToySink",
           sliceRecords: batchSize,
+          admissionGate: gate === undefined
+            ? undefined
+            : () => (Deferred.isDoneUnsafe(gate) ? undefined : Deferred.await(gate)),
           prepare: (records) =>
             Effect.sync(() => {
+              service.prepared++
               const items: Array<Item> = []
               const routed: Array<FailedElement> = []
               const skipped: Array<string> = []
@@ -155,6 +169,8 @@ export const make = (options: {
   readonly maxUnits?: number
   readonly maxRequests?: number
   readonly inFlight?: Metric.Gauge<number>
+  /** While not done, admission waits before preparing (the backend's `admissionGate`). */
+  readonly admissionGate?: Deferred.Deferred<void>
 }) =>
   writer.make({
     handler: options.handler,
@@ -162,7 +178,7 @@ export const make = (options: {
     retry: backoff({ initialBackoff: Duration.millis(1), maxBackoff: Duration.millis(1), maxAttempts: 3 }),
     recovery: backoff({ initialBackoff: Duration.millis(1), maxBackoff: Duration.millis(1), maxAttempts: 3 }),
     metrics: { inFlightUnits: options.inFlight, perDestination: false },
-    backend: toy(options.service, options.batchSize ?? 2)
+    backend: toy(options.service, options.batchSize ?? 2, options.admissionGate)
   })
 
 export const gauge = (name: string) => Metric.gauge(`test.writer.${name}.${Math.random().toString(36).slice(2)}`)

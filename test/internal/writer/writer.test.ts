@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber, Metric, Option, Ref, Schedule, Scope } from "effect"
 import { TestClock } from "effect/testing"
+import * as writer from "../../../src/internal/writer/writer.ts"
 import type { FailedElement } from "../../../src/Sink/FailedElement.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
 import * as toy from "./toyBackend.ts"
@@ -153,11 +154,12 @@ describe("writer core", () => {
       const w = yield* toy.make({ service: toy.makeService(), handler, maxUnits: 1100, batchSize: 1100 })
       yield* w.write(["t:bad0"]) // the handler holds the owner: nothing leaves the queue
       yield* settle
-      // fill the queue: the first write that has to wait to offer is interrupted (by its timeout)
-      let interrupted = false
-      for (let i = 0; i < 2 * 1024 && !interrupted; i++) {
-        interrupted = Option.isNone(yield* w.write([`t:a${i}`]).pipe(Effect.timeoutOption("5 millis")))
+      // fill the queue with routed records (they take no permit and no staging place)
+      for (let i = 1; i <= 1024; i++) {
+        if (Option.isNone(yield* w.write([`t:bad${i}`]).pipe(Effect.timeoutOption("5 millis")))) break
       }
+      // a write that took its permit and then has to wait to offer is interrupted (by its timeout)
+      const interrupted = Option.isNone(yield* w.write(["t:a0"]).pipe(Effect.timeoutOption("5 millis")))
       assert.isTrue(interrupted, "a write waited on the full queue and was interrupted")
       yield* Deferred.succeed(gate, undefined)
       yield* w.flush.pipe(Effect.timeout("1 second"), Effect.orDie)
@@ -174,12 +176,50 @@ describe("writer core", () => {
       yield* w.write(["t:bad0"]) // the handler holds the owner
       yield* Effect.sleep("550 millis") // five ticks
       let admitted = 0
-      for (let i = 0; i < 2 * 1024; i++) {
-        if (Option.isNone(yield* w.write([`t:a${i}`]).pipe(Effect.timeoutOption("5 millis")))) break
+      // routed records: each write is one command (slices would wait on the staging bound first)
+      for (let i = 1; i <= 2 * 1024; i++) {
+        if (Option.isNone(yield* w.write([`t:bad${i}`]).pipe(Effect.timeoutOption("5 millis")))) break
         admitted++
       }
       assert.isAtLeast(admitted, 1023, "the queue holds the writes and one tick")
       yield* Deferred.succeed(gate, undefined)
+    }))
+
+  it.live("at most maxStagedSlices slices wait for the owner; a write waiting for a place gives its permit back", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const service = toy.makeService()
+      const handler = logging([], () => Deferred.await(gate))
+      const w = yield* toy.make({ service, handler, maxUnits: 100, batchSize: 100 })
+      yield* w.write(["t:bad0"]) // the handler holds the owner: no slice is taken
+      yield* settle
+      let staged = 0
+      for (let i = 0; i < 10; i++) {
+        if (Option.isNone(yield* w.write([`t:a${i}`]).pipe(Effect.timeoutOption("5 millis")))) break
+        staged++
+      }
+      assert.strictEqual(staged, writer.maxStagedSlices, "the next slice waits until the owner takes one")
+      yield* Deferred.succeed(gate, undefined)
+      yield* w.flush.pipe(Effect.timeout("1 second"), Effect.orDie)
+      const all = Array.from({ length: 100 }, (_, i) => `t:b${i}`)
+      const exit = yield* w.write(all).pipe(Effect.timeout("1 second"), Effect.exit)
+      assert.isTrue(Exit.isSuccess(exit), "the interrupted write gave its permit back: a write of maxUnits is admitted")
+      yield* w.flush.pipe(Effect.timeout("1 second"), Effect.orDie)
+      assert.strictEqual(service.accepted.length, writer.maxStagedSlices + 100)
+    }))
+
+  it.live("admission waits on the backend's gate before preparing, and fails with the writer", () =>
+    Effect.gen(function*() {
+      const service = toy.makeService()
+      const open = yield* Deferred.make<void>()
+      const w = yield* toy.make({ service, handler: logging([]), admissionGate: open })
+      const waiting = yield* w.write(["t:a"]).pipe(Effect.timeoutOption("50 millis"))
+      assert.isTrue(Option.isNone(waiting), "the write waits while the gate is closed")
+      assert.strictEqual(service.prepared, 0, "nothing was prepared meanwhile")
+      yield* Deferred.succeed(open, undefined)
+      yield* w.write(["t:b"]).pipe(Effect.timeout("1 second"), Effect.orDie)
+      yield* w.flush.pipe(Effect.timeout("1 second"), Effect.orDie)
+      assert.deepStrictEqual(service.accepted, ["b"])
     }))
 
   it.live("closing after an interruption releases without flushing", () =>
