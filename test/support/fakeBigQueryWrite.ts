@@ -79,6 +79,8 @@ export interface FakeOptions {
   readonly maxConcurrentStreams?: number
   /** REST status to answer instead of handling (e.g. 429 once); `undefined` handles normally. */
   readonly restAnswer?: (method: string, path: string) => number | undefined
+  /** Milliseconds to hold the answer of `GetWriteStream` on table `p.d.t` (a slow control plane). */
+  readonly getWriteStreamDelay?: (table: string) => number
 }
 
 export interface FakeBigQuery {
@@ -370,7 +372,10 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
         callback({ code: missingCode, details: `Table ${table} not found` })
         return
       }
-      callback(null, Buffer.from(v1.WriteStream.encode({ name: request.name ?? "", type: 1 }).finish()))
+      const answer = Buffer.from(v1.WriteStream.encode({ name: request.name ?? "", type: 1 }).finish())
+      const delay = table === undefined ? 0 : (options.getWriteStreamDelay?.(table) ?? 0)
+      if (delay > 0) setTimeout(() => callback(null, answer), delay)
+      else callback(null, answer)
     }
 
     const server = new grpc.Server({

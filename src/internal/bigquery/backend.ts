@@ -9,10 +9,12 @@
  *
  * @internal
  */
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
+import type * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type { BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
 import type { BigQueryError } from "../../BigQuery/BigQueryError.ts"
@@ -42,7 +44,19 @@ export interface Request {
 export type Outcome = Exit.Exit<PendingAppend.Outcome, BigQueryError>
 
 /** The BigQuery backend's core. @internal */
-export type BigQueryCore<E> = Core<Accounted, Request, never, BigQueryFailure, E>
+export type BigQueryCore<E> = Core<Accounted, Request, Opened, BigQueryFailure, E>
+
+/**
+ * A destination's open (schema read, table proven or created) finished on its own fiber: the
+ * slices that waited for it are batched, or routed or failed with its error.
+ *
+ * @internal
+ */
+export interface Opened {
+  readonly _tag: "Opened"
+  readonly key: string
+  readonly result: Result.Result<Destination.Destination, BigQueryError | Destination.SerializerThrew>
+}
 
 /** The BigQuery backend's type on the core. @internal */
 export type BigQueryBackend<A, E, R> = Backend<
@@ -51,7 +65,7 @@ export type BigQueryBackend<A, E, R> = Backend<
   Accounted,
   Request,
   Outcome,
-  never,
+  Opened,
   BigQueryFailure,
   E,
   R
@@ -65,6 +79,11 @@ interface State<A, E, R> {
   readonly client: BigQueryClientService
   readonly settings: Settings<A, E, R>
   readonly destinations: Map<string, Destination.Destination>
+  /**
+   * Destinations being opened, each with the slices that came for it meanwhile (in order). An open
+   * runs on a fiber of its own: a slow `tables.insert` holds up its own table, not the others.
+   */
+  readonly opening: Map<string, Array<Prepare.Rows>>
   /**
    * Full-size buffers, shared by slices (taken on the caller's fiber) and batches (the owner's): a
    * slice's buffer becomes its destination's batch buffer or is copied and given back; a batch's is
@@ -189,23 +208,59 @@ const schemaFailed = <A, E, R>(
   }]).pipe(Effect.andThen(Effect.forEach(failures, st.core.route, { discard: true })))
 }
 
-/** The owner's side of a slice: its destination opened or refreshed as needed, then its rows batched. */
+/**
+ * The owner's side of a slice: batched on its open destination, or held while the destination
+ * opens on a fiber of its own (the first slice of a table starts the open).
+ */
 const admit = <A, E, R>(
   st: State<A, E, R>,
   rows: Prepare.Rows,
   now: number
 ): Effect.Effect<void, BigQueryError> =>
-  Effect.gen(function*() {
-    let d = st.destinations.get(rows.key)
-    if (d === undefined) {
-      const opened = yield* Effect.result(
-        Destination.open(st.client, st.settings, rows.destination, now, st.pool, st.backlog)
-      )
-      if (opened._tag === "Failure") return yield* schemaFailed(st, rows, opened.failure)
-      d = opened.success
-      st.destinations.set(rows.key, d)
-      yield* st.core.gauge(metrics.openDestinations, 1)
+  Effect.suspend(() => {
+    const d = st.destinations.get(rows.key)
+    if (d !== undefined) return batchRows(st, d, rows, now)
+    const waiting = st.opening.get(rows.key)
+    if (waiting !== undefined) {
+      waiting.push(rows)
+      return Effect.void
     }
+    st.opening.set(rows.key, [rows])
+    return st.core.fork(
+      Destination.open(st.client, st.settings, rows.destination, now, st.pool, st.backlog).pipe(
+        Effect.result,
+        Effect.flatMap((result) => st.core.offer({ _tag: "Opened", key: rows.key, result }))
+      )
+    )
+  })
+
+/** The open of a destination finished: its waiting slices are batched and sent, or routed or failed. */
+const opened = <A, E, R>(st: State<A, E, R>, event: Opened): Effect.Effect<void, BigQueryError> =>
+  Effect.gen(function*() {
+    const waiting = st.opening.get(event.key) ?? []
+    st.opening.delete(event.key)
+    const result = event.result
+    if (result._tag === "Failure") {
+      for (const rows of waiting) yield* schemaFailed(st, rows, result.failure)
+      return
+    }
+    const d = result.success
+    st.destinations.set(event.key, d)
+    yield* st.core.gauge(metrics.openDestinations, 1)
+    const now = yield* Clock.currentTimeMillis
+    for (const rows of waiting) yield* batchRows(st, d, rows, now)
+    // a barrier that came meanwhile already cut every batch: these rows would wait for a timer
+    if (st.core.awaited()) yield* cut(st, d, true)
+  })
+
+/** A slice on its open destination: the schema re-read when it changed, then its rows batched. */
+const batchRows = <A, E, R>(
+  st: State<A, E, R>,
+  d: Destination.Destination,
+  rows: Prepare.Rows,
+  now: number
+): Effect.Effect<void, BigQueryError> =>
+  Effect.gen(function*() {
     d.lastUsedMillis = now
     if (d.schemaPushed || (rows.fingerprint !== d.fingerprint && !Equal.equals(rows.fingerprint, d.fingerprint))) {
       // the rows before were encoded with the old schema: they go first
@@ -301,6 +356,7 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       client,
       settings,
       destinations: new Map(),
+      opening: new Map(),
       pool,
       backlog: SendBacklog.make(),
       prepareEnv: {
@@ -338,9 +394,9 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       judge: (request, outcome) => judge(st, request, outcome),
       resend: () => Effect.void,
       repair: () => Effect.void,
-      onEvent: () => Effect.void,
+      onEvent: (event) => opened(st, event),
       onResolved: () => Effect.void,
-      busy: () => false,
+      busy: () => st.opening.size > 0,
       evictIdle: (now) => evictIdle(st, now),
       stallMessage: (waited) => stallMessage(st, waited)
     }

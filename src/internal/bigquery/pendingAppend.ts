@@ -169,7 +169,8 @@ const repairThenResend = <A, E, R>(
     if (Option.isNone(wait)) return Effect.fail(spent())
     const { connection, destination } = env
     env.state.retries++
-    return destination.guard.repair(env.epoch, Effect.andThen(repair, destination.slot.retire(connection))).pipe(
+    // retired once, after the repair or after waiting for another batch's: the resend opens a new one
+    return destination.guard.repair(env.epoch, repair).pipe(
       Effect.andThen(destination.slot.retire(connection)),
       Effect.andThen(free ? resendAgain : Effect.as(Effect.sleep(wait.value), "resend" as const))
     )

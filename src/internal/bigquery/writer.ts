@@ -54,7 +54,7 @@ export const make = <A, E, R>(
       Accounted,
       Backend.Request,
       Backend.Outcome,
-      never,
+      Backend.Opened,
       BigQueryFailure,
       BigQueryError | E,
       R,

@@ -103,6 +103,13 @@ export const resend = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>
     }
     for (const [key, list] of byTable) {
       const dest = st.dests.get(key)
-      if (dest !== undefined) yield* dispatch(st, dest, list)
+      // a table is forgotten only once nothing of it is outstanding: dropping its entries here
+      // would leave them outstanding for ever (every later flush hanging), so this is a defect
+      if (dest === undefined) {
+        return yield* Effect.die(
+          new Error(`BigtableSink: ${list.length} entries to re-send to ${key}, a table the writer no longer tracks`)
+        )
+      }
+      yield* dispatch(st, dest, list)
     }
   })

@@ -1,0 +1,46 @@
+/**
+ * Destinations open on fibers of their own: a table whose control plane answers slowly (its
+ * `GetWriteStream`, a `tables.insert`) holds up its own rows, not the other tables' rows.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Fiber } from "effect"
+import { BigQuerySink } from "../../src/BigQuery/index.ts"
+import { columns, destination, type Row, rows, serializer, withFake } from "./sinkFixtures.ts"
+
+describe("BigQuerySink opening destinations", () => {
+  it.live("a slow table's open does not hold up the rows of the others; its own rows follow once it opens", () =>
+    Effect.scoped(
+      withFake(
+        { getWriteStreamDelay: (table) => (table.endsWith(".slow") ? 1500 : 0) },
+        (fake) =>
+          Effect.gen(function*() {
+            fake.createTable(`${fake.projectId}.d.slow`, columns)
+            fake.createTable(`${fake.projectId}.d.fast`, columns)
+            const slow = yield* destination(fake, "slow")
+            const fast = yield* destination(fake, "fast")
+            const writer = yield* BigQuerySink.writer({
+              destinationResolver: (row: Row) => (row.id < 100n ? slow : fast),
+              serializer: yield* serializer
+            })
+            const started = Date.now()
+            yield* writer.write(rows(100)) // the slow table first: its open starts and waits
+            yield* writer.write(rows(100, 100))
+            const flushed = yield* Effect.forkChild(writer.flush)
+            // the fast table's rows are committed while the slow table is still opening
+            while (fake.rows(`${fake.projectId}.d.fast`).length < 100 && Date.now() - started < 5000) {
+              yield* Effect.sleep("10 millis")
+            }
+            const fastAfter = Date.now() - started
+            assert.strictEqual(fake.rows(`${fake.projectId}.d.fast`).length, 100)
+            assert.isBelow(fastAfter, 1000, `the fast table's rows waited ${fastAfter} ms`)
+            assert.strictEqual(fake.rows(`${fake.projectId}.d.slow`).length, 0, "the slow table is still opening")
+            // the barrier waits for the slow table's rows, which go once it has opened
+            yield* Fiber.join(flushed)
+            assert.strictEqual(fake.rows(`${fake.projectId}.d.slow`).length, 100)
+            assert.isAtLeast(Date.now() - started, 1400)
+            const summary = yield* writer.summary
+            assert.strictEqual(summary.recordsWritten, 200)
+          })
+      )
+    ))
+})
