@@ -90,6 +90,23 @@ export const decodeSettings = <A, P>(input: unknown): Effect.Effect<Settings<A, 
   })
 
 /**
+ * Decodes the `checkpoint` option of the writer form (`{ resume }`), errors naming `checkpoint.resume`.
+ *
+ * @internal
+ */
+export const decodeResume = <P>(input: unknown): Effect.Effect<Resume<P>, SinkConfigError> =>
+  Effect.gen(function*() {
+    if (!O.isRecord(input)) {
+      return yield* O.fail("checkpoint", `is required by an exactly-once writer: { resume }, was ${O.describe(input)}`)
+    }
+    for (const key of Object.keys(input)) {
+      if (key !== "resume") return yield* O.fail(`checkpoint.${key}`, "is not an option here (expected resume)")
+    }
+    const resume = yield* O.decodeRule("checkpoint.resume", resumeRule, input.resume)
+    return resume as Resume<P>
+  })
+
+/**
  * The exactly-once sink over a writer built per run.
  *
  * @internal
