@@ -99,7 +99,9 @@ export const decodeResponse = (bytes: Uint8Array): AppendResponse => fromProto(d
 /** Decodes one response with its echoed offset, in one pass. Throws on malformed bytes. @internal */
 export const decodeAnswer = (bytes: Uint8Array): AppendAnswer => {
   const r = decodeAppendRowsResponse(bytes)
-  return { ...fromProto(r), offset: r.appendResult?.offset?.value }
+  // an Int64Value of 0 is present with its value left out (proto3 default)
+  const echoed = r.appendResult?.offset
+  return { ...fromProto(r), offset: echoed === undefined ? undefined : echoed.value ?? 0 }
 }
 
 const fromProto = (r: AppendRowsResponseProto): AppendResponse => {
