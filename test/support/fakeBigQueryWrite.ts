@@ -55,7 +55,12 @@ export interface AppendContext {
 }
 
 export type Answer =
-  | { readonly _tag: "ok"; readonly updatedSchema?: ReadonlyArray<Column> }
+  | {
+    readonly _tag: "ok"
+    readonly updatedSchema?: ReadonlyArray<Column>
+    /** Buffered streams: the offset to echo instead of the request's (a mismatch). */
+    readonly echoOffset?: number
+  }
   | {
     readonly _tag: "rowErrors"
     readonly errors: ReadonlyArray<{ readonly index: number; readonly message: string }>
@@ -334,10 +339,20 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
 
       /** Takes the rows on a buffered stream at the request's offset; the answer (an error keeps none). */
       const appendBuffered = (context: AppendContext, answer: Answer): Buffer => {
+        const table = catalog.get(context.table)
+        if (answer._tag === "default" && table !== undefined && !hasAllColumns(context.columns, table)) {
+          return encodeResponse({
+            _tag: "error",
+            code: grpc.status.INVALID_ARGUMENT,
+            message: "Input schema has more fields than BigQuery schema",
+            storageCode: 7
+          }, writeStream)
+        }
         const outcome = buffered.append(context.writeStream, context.offset, context.rows)
-        return outcome._tag === "ok"
-          ? encodeResponse(answer._tag === "ok" ? answer : { _tag: "ok" }, writeStream, outcome.offset)
-          : encodeResponse({ _tag: "error", ...outcome.error }, writeStream)
+        if (outcome._tag !== "ok") return encodeResponse({ _tag: "error", ...outcome.error }, writeStream)
+        return answer._tag === "ok"
+          ? encodeResponse(answer, writeStream, answer.echoOffset ?? outcome.offset)
+          : encodeResponse({ _tag: "ok" }, writeStream, outcome.offset)
       }
 
       const respond = async (answer: Answer, context: AppendContext): Promise<void> => {

@@ -187,13 +187,6 @@ export const make = (tableExists: (table: string) => boolean, faults: BufferedFa
       return callback(null, Buffer.from(v1.FlushRowsResponse.encode({ offset: fault.answerOffset }).finish()))
     }
     if (fault !== undefined) return answerError(callback, fault)
-    if (stream.finalized) {
-      return answerError(callback, {
-        code: grpc.status.INVALID_ARGUMENT,
-        message: `Stream ${name} is finalized`,
-        storageCode: 6
-      })
-    }
     if (faults.flushOffsets === "exclusive") {
       if (offset > stream.rows.length || offset === 0) {
         return answerError(callback, {
@@ -222,6 +215,14 @@ export const make = (tableExists: (table: string) => boolean, faults: BufferedFa
         code: grpc.status.ALREADY_EXISTS,
         message: `Offset ${offset} already flushed`,
         storageCode: 8
+      })
+    }
+    // a finalized stream takes no new flush (an already flushed offset is answered above)
+    if (stream.finalized) {
+      return answerError(callback, {
+        code: grpc.status.INVALID_ARGUMENT,
+        message: `Stream ${name} is finalized`,
+        storageCode: 6
       })
     }
     stream.visible = offset + 1
