@@ -662,3 +662,96 @@ describe("BigQuery sink options: additionalFields (reference 2.13) and failureHa
       )
     }))
 })
+
+describe("WriteMethod.exactlyOnce options (reference 2.7)", () => {
+  const decodeEo = (options: Opts) => Options.decode(options, "ExactlyOnce")
+  const rejectsEo = (options: Opts, path: string, rule: RegExp) =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(decodeEo(options))
+      assert.instanceOf(error, SinkConfigError)
+      assert.strictEqual(error.path, path)
+      assert.match(error.message, rule)
+    })
+
+  it.effect("defaults: 512 KiB, 1 h idle, the recovery and retry budgets; no flush interval", () =>
+    Effect.gen(function*() {
+      const implicit = yield* decodeEo(base)
+      const explicit = yield* decodeEo({ ...base, writeMethod: WriteMethod.exactlyOnce() })
+      assert.deepStrictEqual(explicit.stream, implicit.stream)
+      const s = implicit.stream
+      assert.strictEqual(s.method, "ExactlyOnce")
+      assert.strictEqual(s.maxAppendRequestBytes, 512 * 1024)
+      assert.deepStrictEqual(s.destinationIdleTimeout, Duration.hours(1))
+      assert.deepStrictEqual(s.recovery, Options.streamDefaults.recovery)
+      assert.deepStrictEqual(s.retry, Options.streamDefaults.retry)
+      assert.isUndefined(s.flushInterval)
+      assert.isFalse(s.perDestinationMetrics)
+      assert.isTrue(WriteMethod.isExactlyOnce(WriteMethod.exactlyOnce()))
+      assert.isFalse(WriteMethod.isExactlyOnce(WriteMethod.atLeastOnce()))
+    }))
+
+  it.effect("every value given is kept", () =>
+    Effect.gen(function*() {
+      const { stream } = yield* decodeEo({
+        ...base,
+        writeMethod: WriteMethod.exactlyOnce({
+          maxAppendRequestBytes: 1000,
+          destinationIdleTimeout: "2 minutes",
+          recovery: { initialBackoff: "2 millis", maxBackoff: "3 seconds", maxAttempts: 4 },
+          retry: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 7 }
+        })
+      })
+      assert.strictEqual(stream.maxAppendRequestBytes, 1000)
+      assert.deepStrictEqual(stream.destinationIdleTimeout, Duration.minutes(2))
+      assert.isTrue(stream.recovery._tag === "Backoff" && stream.recovery.maxAttempts === 4)
+      assert.isTrue(stream.retry._tag === "Backoff" && stream.retry.maxAttempts === 7)
+    }))
+
+  it.effect("invalid values name the option", () =>
+    Effect.gen(function*() {
+      const eo = (o: WriteMethod.ExactlyOnceOptions) => ({ ...base, writeMethod: WriteMethod.exactlyOnce(o) })
+      yield* rejectsEo(eo({ maxAppendRequestBytes: 0 }), "writeMethod.maxAppendRequestBytes", /between 1 and/)
+      yield* rejectsEo(eo({ maxAppendRequestBytes: 10 * 1024 * 1024 }), "writeMethod.maxAppendRequestBytes", /between/)
+      yield* rejectsEo(eo({ destinationIdleTimeout: "0 millis" }), "writeMethod.destinationIdleTimeout", /positive/)
+      yield* rejectsEo(
+        eo({ recovery: { initialBackoff: "0 millis", maxBackoff: "1 second", maxAttempts: 1 } }),
+        "writeMethod.recovery.initialBackoff",
+        /at least 1 ms/
+      )
+      yield* rejectsEo(
+        eo({ recovery: { initialBackoff: "1 second", maxBackoff: "1 second", maxAttempts: 0 } }),
+        "writeMethod.recovery.maxAttempts",
+        /at least 1/
+      )
+    }))
+
+  it.effect("options of another method are rejected at runtime (and by type)", () =>
+    Effect.gen(function*() {
+      for (const key of ["maxInFlightRequests", "maxInFlightBytes", "flushInterval", "perDestinationMetrics"]) {
+        const options = { [key]: 1 }
+        yield* rejectsEo(
+          { ...base, writeMethod: WriteMethod.exactlyOnce(options) },
+          `writeMethod.${key}`,
+          /is not an option here/
+        )
+      }
+      // @ts-expect-error: by type too
+      WriteMethod.exactlyOnce({ maxInFlightRequests: 1 })
+      yield* rejectsEo(
+        { ...base, writeMethod: WriteMethod.atLeastOnce() },
+        "writeMethod",
+        /WriteMethod\.exactlyOnce\(\.\.\.\)/
+      )
+      yield* rejects(
+        { ...base, writeMethod: WriteMethod.exactlyOnce() },
+        "writeMethod",
+        /WriteMethod\.atLeastOnce\(\.\.\.\)/
+      )
+      yield* rejects(
+        // @ts-expect-error: make and writer take no checkpoint
+        { ...base, checkpoint: {} },
+        "checkpoint",
+        /is not an option here/
+      )
+    }))
+})

@@ -1,0 +1,384 @@
+/**
+ * Reference section 2.6 row by row against the fake: the mid-run error table, the commit rules
+ * (`FlushRows`) and the restore probe. Each test drives an exactly-once writer on `d.t` and checks
+ * what became visible (exactly the rows expected, none twice) and what failed.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Sink } from "effect"
+import { type BigQueryFailure, BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
+import { FailureHandler } from "../../src/Sink.ts"
+import type * as Fake from "../support/fakeBigQueryWrite.ts"
+import type * as Buffered from "../support/fakeBufferedStreams.ts"
+import { eoWriter, range, resume, visibleIds, withEo } from "./exactlyOnceFixtures.ts"
+import { columns, destination, fastRetries, rows, serializer } from "./sinkFixtures.ts"
+
+/** Small batches: 40 rows go in several appends (each row is ~12 bytes framed). */
+const small = WriteMethod.exactlyOnce({ ...fastRetries, maxAppendRequestBytes: 120 })
+
+const buffered = (c: Fake.AppendContext) => c.offset !== undefined
+
+/** Answers `answer` to the `nth` append (0-based) on a buffered stream, the default to the others. */
+const nth = (n: number, answer: Fake.Answer) => {
+  let seen = 0
+  return (c: Fake.AppendContext): Fake.Answer => (buffered(c) && seen++ === n ? answer : { _tag: "default" })
+}
+
+const reasonOf = (error: unknown): string =>
+  typeof error === "object" && error !== null && "reason" in error &&
+    typeof error.reason === "object" && error.reason !== null && "_tag" in error.reason
+    ? String(error.reason._tag)
+    : String(error)
+
+const detailOf = (error: unknown): string =>
+  typeof error === "object" && error !== null && "message" in error ? String(error.message) : String(error)
+
+/** Writes rows 0..n-1 through a fresh writer and checkpoints; the checkpoint's failure, if any. */
+const writeAndCheckpoint = (fake: Fake.FakeBigQuery, n: number, method = small) =>
+  Effect.gen(function*() {
+    const { writer } = yield* eoWriter(fake, "w", method)
+    yield* writer.write(rows(n))
+    return yield* Effect.flip(writer.checkpoint(n)).pipe(Effect.option)
+  })
+
+describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
+  it.live("a transient in-band error is re-appended at the same offset", () =>
+    withEo({ answer: nth(1, { _tag: "error", code: 14, message: "try again" }) }, (fake) =>
+      Effect.gen(function*() {
+        const failed = yield* writeAndCheckpoint(fake, 40)
+        assert.isTrue(failed._tag === "None")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 40))
+        const [stream] = fake.buffered.streams.values()
+        assert.strictEqual(stream?.rows.length, 40)
+      })))
+
+  it.live("a broken connection (stream error) reconnects and re-appends at the same offset", () =>
+    withEo({ answer: nth(2, { _tag: "streamError", code: 14, message: "reset" }) }, (fake) =>
+      Effect.gen(function*() {
+        assert.isTrue((yield* writeAndCheckpoint(fake, 40))._tag === "None")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 40))
+      })))
+
+  it.live("a lost response: the re-append meets OFFSET_ALREADY_EXISTS, which is success (no duplicate)", () =>
+    withEo({ answer: nth(1, { _tag: "drop" }) }, (fake) =>
+      Effect.gen(function*() {
+        assert.isTrue((yield* writeAndCheckpoint(fake, 40))._tag === "None")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 40))
+        const [stream] = fake.buffered.streams.values()
+        assert.strictEqual(stream?.rows.length, 40, "appended once")
+      })))
+
+  it.live("OFFSET_OUT_OF_RANGE mid-run (a cascade) is re-appended at the same offset", () =>
+    withEo(
+      { answer: nth(1, { _tag: "error", code: 11, message: "out of range", storageCode: 9 }) },
+      (fake) =>
+        Effect.gen(function*() {
+          assert.isTrue((yield* writeAndCheckpoint(fake, 40))._tag === "None")
+          assert.deepStrictEqual(visibleIds(fake), range(0, 40))
+        })
+    ))
+
+  it.live("row-level rejection: failing rows routed, survivors and the batches behind at recomputed offsets", () =>
+    withEo({
+      answer: nth(1, { _tag: "rowErrors", errors: [{ index: 0, message: "bad value" }] })
+    }, (fake) =>
+      Effect.gen(function*() {
+        const routed: Array<BigQueryFailure.BigQueryFailure> = []
+        const r = yield* eoWriterWith(fake, (f) => void routed.push(f))
+        yield* r.write(rows(40))
+        yield* r.checkpoint(40)
+        assert.strictEqual(routed.length, 1)
+        const visible = visibleIds(fake)
+        assert.strictEqual(visible.length, 39)
+        assert.strictEqual(new Set(visible).size, 39)
+        const [stream] = fake.buffered.streams.values()
+        assert.strictEqual(stream?.rows.length, 39, "contiguous offsets: nothing stranded")
+        const summary = yield* r.summary
+        assert.strictEqual(summary.recordsWritten, 39)
+        assert.strictEqual(summary.recordsFailed, 1)
+      })))
+
+  it.live("during the replay, OFFSET_ALREADY_EXISTS is terminal", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => {
+        if (!buffered(c)) return { _tag: "default" }
+        const n = seen++
+        if (n === 1) return { _tag: "rowErrors", errors: [{ index: 0, message: "bad" }] }
+        if (n === 2) return { _tag: "error", code: 6, message: "exists", storageCode: 8 }
+        return { _tag: "default" }
+      }
+    }, (fake) =>
+      Effect.gen(function*() {
+        const r = yield* eoWriterWith(fake, () => undefined)
+        yield* r.write(rows(40))
+        const error = yield* Effect.flip(r.checkpoint(40))
+        assert.strictEqual(reasonOf(error), "RequestRejected")
+        assert.include(detailOf(error), "replaying")
+        assert.deepStrictEqual(visibleIds(fake), [])
+      }))
+  })
+
+  it.live("row errors naming no row of the batch are terminal", () =>
+    withEo(
+      { answer: nth(0, { _tag: "rowErrors", errors: [{ index: 99, message: "?" }] }) },
+      (fake) =>
+        Effect.gen(function*() {
+          const failed = yield* writeAndCheckpoint(fake, 5)
+          assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "RequestRejected")
+          assert.deepStrictEqual(visibleIds(fake), [])
+        })
+    ))
+
+  for (
+    const [name, answer] of [
+      ["STREAM_FINALIZED", { _tag: "error", code: 3, message: "finalized", storageCode: 6 }],
+      ["STREAM_NOT_FOUND", { _tag: "error", code: 5, message: "no stream", storageCode: 3 }],
+      ["INVALID_STREAM_STATE", { _tag: "error", code: 9, message: "bad state", storageCode: 5 }]
+    ] as const
+  ) {
+    it.live(`${name} mid-run is terminal (a restart and restore is the repair)`, () =>
+      withEo({ answer: nth(1, answer) }, (fake) =>
+        Effect.gen(function*() {
+          const failed = yield* writeAndCheckpoint(fake, 40)
+          assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "RequestRejected")
+          assert.deepStrictEqual(visibleIds(fake), [])
+          assert.strictEqual(fake.buffered.stats.creates, 1, "no new stream mid-run")
+        })))
+  }
+
+  it.live("a stream finalized between checkpoints fails the next append", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        const { writer } = yield* eoWriter(fake)
+        yield* writer.write(rows(5))
+        yield* writer.checkpoint(5)
+        for (const name of fake.buffered.streams.keys()) fake.buffered.finalize(name)
+        yield* writer.write(rows(5, 5))
+        const error = yield* Effect.flip(writer.checkpoint(10))
+        assert.strictEqual(reasonOf(error), "RequestRejected")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 5))
+      })))
+
+  it.live("an acknowledgement echoing another offset is terminal", () =>
+    withEo({ answer: nth(1, { _tag: "ok", echoOffset: 1234 }) }, (fake) =>
+      Effect.gen(function*() {
+        const failed = yield* writeAndCheckpoint(fake, 40)
+        assert.isTrue(failed._tag === "Some")
+        if (failed._tag === "Some") assert.include(detailOf(failed.value), "acknowledged at offset 1234")
+        assert.deepStrictEqual(visibleIds(fake), [])
+      })))
+
+  it.live("schema mismatch with updates enabled: the table is widened, the same stream re-appended at the same offset", () =>
+    withEo({ createTable: false }, (fake) =>
+      Effect.gen(function*() {
+        fake.createTable(`${fake.projectId}.d.t`, columns.filter((c) => c.name !== "name"))
+        const writer = yield* BigQuerySink.exactlyOnceWriter({
+          table: yield* destination(fake),
+          serializer: yield* serializer,
+          writeMethod: WriteMethod.exactlyOnce(fastRetries),
+          schemaUpdate: { allowNewFields: true },
+          checkpoint: { resume: yield* eoResume }
+        })
+        yield* writer.write(rows(10))
+        yield* writer.checkpoint(10)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 10))
+        assert.strictEqual(fake.buffered.stats.creates, 1, "the same stream")
+        assert.isTrue(fake.table(`${fake.projectId}.d.t`)?.schema.fields.some((f) => f.name === "name"))
+      })))
+
+  it.live("schema mismatch with updates disabled is terminal", () =>
+    withEo({ createTable: false }, (fake) =>
+      Effect.gen(function*() {
+        fake.createTable(`${fake.projectId}.d.t`, columns.filter((c) => c.name !== "name"))
+        const failed = yield* writeAndCheckpoint(fake, 10)
+        assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "SchemaMismatch")
+      })))
+
+  it.live("a missing table at stream creation: created under CREATE_IF_NEEDED, then the stream", () =>
+    withEo({ createTable: false }, (fake) =>
+      Effect.gen(function*() {
+        assert.isTrue((yield* writeAndCheckpoint(fake, 10))._tag === "None")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 10))
+        assert.isDefined(fake.table(`${fake.projectId}.d.t`))
+        assert.strictEqual(fake.buffered.stats.creates, 2, "CreateWriteStream: NOT_FOUND, then created")
+      })))
+
+  it.live("a missing table under CREATE_NEVER is terminal at stream creation", () =>
+    withEo({ createTable: false }, (fake) =>
+      Effect.gen(function*() {
+        const writer = yield* BigQuerySink.exactlyOnceWriter({
+          table: yield* destination(fake),
+          serializer: yield* serializer,
+          writeMethod: WriteMethod.exactlyOnce(fastRetries),
+          createDisposition: "CREATE_NEVER",
+          checkpoint: { resume: yield* eoResume }
+        })
+        const error = yield* Effect.flip(Effect.andThen(writer.write(rows(3)), writer.checkpoint(3)))
+        assert.strictEqual(reasonOf(error), "TableNotFound")
+        assert.isUndefined(fake.table(`${fake.projectId}.d.t`))
+      })))
+
+  it.live("a masked PERMISSION_DENIED at append is terminal (appends are never a propagation window)", () =>
+    withEo({ answer: nth(0, { _tag: "error", code: 7, message: "denied" }) }, (fake) =>
+      Effect.gen(function*() {
+        const failed = yield* writeAndCheckpoint(fake, 5)
+        assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "RequestRejected")
+      })))
+})
+
+describe("BigQuerySink.exactlyOnce: the commit rules (FlushRows)", () => {
+  const flushFault = (fault: Exclude<Buffered.BufferedFaults["flush"], undefined>) => ({ buffered: { flush: fault } })
+
+  it.live("a FlushRows answering another offset is terminal", () =>
+    withEo(flushFault(() => ({ answerOffset: 3 })), (fake) =>
+      Effect.gen(function*() {
+        const failed = yield* writeAndCheckpoint(fake, 10)
+        assert.isTrue(failed._tag === "Some" && detailOf(failed.value).includes("answered offset 3"))
+      })))
+
+  it.live("ALREADY_EXISTS is success: a re-commit of a flushed offset", () =>
+    withEo(flushFault((_s, _o, call) => (call === 0 ? { code: 6, message: "flushed", storageCode: 8 } : undefined)), (
+      fake
+    ) =>
+      Effect.gen(function*() {
+        assert.isTrue((yield* writeAndCheckpoint(fake, 10))._tag === "None")
+      })))
+
+  it.live("transient codes are retried in place", () =>
+    withEo(
+      flushFault((_s, _o, call) => (call < 2 ? { code: 14, message: "unavailable" } : undefined)),
+      (fake) =>
+        Effect.gen(function*() {
+          assert.isTrue((yield* writeAndCheckpoint(fake, 10))._tag === "None")
+          assert.deepStrictEqual(visibleIds(fake), range(0, 10))
+          assert.strictEqual(fake.buffered.stats.flushes, 3)
+        })
+    ))
+
+  it.live("a masked PERMISSION_DENIED is retried under CREATE_IF_NEEDED (a table just created)", () =>
+    withEo(
+      flushFault((_s, _o, call) => (call === 0 ? { code: 7, message: "denied" } : undefined)),
+      (fake) =>
+        Effect.gen(function*() {
+          assert.isTrue((yield* writeAndCheckpoint(fake, 10))._tag === "None")
+          assert.deepStrictEqual(visibleIds(fake), range(0, 10))
+        })
+    ))
+
+  it.live("a masked PERMISSION_DENIED is terminal under CREATE_NEVER", () =>
+    withEo(flushFault(() => ({ code: 7, message: "denied" })), (fake) =>
+      Effect.gen(function*() {
+        const writer = yield* BigQuerySink.exactlyOnceWriter({
+          table: yield* destination(fake),
+          serializer: yield* serializer,
+          writeMethod: WriteMethod.exactlyOnce(fastRetries),
+          createDisposition: "CREATE_NEVER",
+          checkpoint: { resume: yield* eoResume }
+        })
+        yield* writer.write(rows(3))
+        assert.strictEqual(reasonOf(yield* Effect.flip(writer.checkpoint(3))), "RequestRejected")
+        assert.strictEqual(fake.buffered.stats.flushes, 1)
+      })))
+
+  for (const [name, code] of [["NOT_FOUND", 5], ["INVALID_ARGUMENT", 3]] as const) {
+    it.live(`${name} is terminal at commit`, () =>
+      withEo(flushFault(() => ({ code, message: name })), (fake) =>
+        Effect.gen(function*() {
+          const failed = yield* writeAndCheckpoint(fake, 10)
+          assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "RequestRejected")
+          assert.strictEqual(fake.buffered.stats.flushes, 1)
+        })))
+  }
+})
+
+describe("BigQuerySink.exactlyOnce: the restore probe", () => {
+  /** A first run checkpointing 10 rows; then `between`; then a second run writing 10 more. */
+  const twoRuns = (fake: Fake.FakeBigQuery, between: () => void) =>
+    Effect.gen(function*() {
+      yield* Effect.scoped(Effect.gen(function*() {
+        const { writer } = yield* eoWriter(fake)
+        yield* writer.write(rows(10))
+        yield* writer.checkpoint(10)
+      }))
+      between()
+      const { writer } = yield* eoWriter(fake)
+      yield* writer.write(rows(10, 10))
+      yield* writer.checkpoint(20)
+    })
+
+  it.live("OFFSET_OUT_OF_RANGE at the probe abandons the stream for a fresh one", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => (buffered(c) && c.offset === 10 && seen++ === 0
+        ? { _tag: "error", code: 11, message: "out of range", storageCode: 9 }
+        : { _tag: "default" })
+    }, (fake) =>
+      Effect.gen(function*() {
+        yield* twoRuns(fake, () => undefined)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
+        assert.strictEqual(fake.buffered.stats.creates, 2)
+        assert.strictEqual(fake.buffered.stats.finalizes, 0, "the abandoned stream is not finalized")
+      }))
+  })
+
+  it.live("a finalized stream at the probe is abandoned", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        yield* twoRuns(fake, () => {
+          for (const name of fake.buffered.streams.keys()) fake.buffered.finalize(name)
+        })
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
+        assert.strictEqual(fake.buffered.stats.creates, 2)
+      })))
+
+  it.live("a transient failure of the probe is retried on the same stream", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => (buffered(c) && c.offset === 10 && seen++ === 0
+        ? { _tag: "error", code: 14, message: "unavailable" }
+        : { _tag: "default" })
+    }, (fake) =>
+      Effect.gen(function*() {
+        yield* twoRuns(fake, () => undefined)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
+        assert.strictEqual(fake.buffered.stats.creates, 1, "adopted")
+      }))
+  })
+
+  it.live("a row-level rejection at the probe keeps the stream", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => (buffered(c) && c.offset === 10 && seen++ === 0
+        ? { _tag: "rowErrors", errors: [{ index: 0, message: "bad" }] }
+        : { _tag: "default" })
+    }, (fake) =>
+      Effect.gen(function*() {
+        yield* Effect.scoped(Effect.gen(function*() {
+          const { writer } = yield* eoWriter(fake)
+          yield* writer.write(rows(10))
+          yield* writer.checkpoint(10)
+        }))
+        const writer = yield* eoWriterWith(fake, () => undefined)
+        yield* writer.write(rows(10, 10))
+        yield* writer.checkpoint(20)
+        assert.strictEqual(visibleIds(fake).length, 19)
+        assert.strictEqual(fake.buffered.stats.creates, 1)
+      }))
+  })
+})
+
+const eoResume = resume()
+
+/** An exactly-once writer whose failure handler hands each routed row to `onRouted`. */
+const eoWriterWith = (fake: Fake.FakeBigQuery, onRouted: (f: BigQueryFailure.BigQueryFailure) => void) =>
+  Effect.gen(function*() {
+    return yield* BigQuerySink.exactlyOnceWriter({
+      table: yield* destination(fake),
+      serializer: yield* serializer,
+      writeMethod: small,
+      failureHandler: FailureHandler.deadLetter(
+        Sink.forEach((f: BigQueryFailure.BigQueryFailure) => Effect.sync(() => onRouted(f)))
+      ),
+      checkpoint: { resume: yield* eoResume }
+    })
+  })
