@@ -65,7 +65,7 @@ export interface BigQuerySinkOptions<A, E = RecordFailed, R = never> extends
     TableDestination,
     DestinationResolver<A>,
     TableCreateOptionsInput | ((destination: TableDestination) => TableCreateOptions),
-    WriteMethod
+    WriteMethod<A>
   >
 {
   readonly serializer: RowSerializer<A>

@@ -7,6 +7,7 @@
  */
 import * as method from "../internal/writeMethod.ts"
 import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
+import type { CdcOptions } from "./Cdc.ts"
 
 /**
  * The options of {@link atLeastOnce} (reference section 2.5), each with its default: the shared
@@ -34,6 +35,9 @@ import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
  *   flight is closed at the next flush and reopened on demand.
  * - `flushInterval` (unset): a timer flush in `BigQuerySink.make`; at least 1 ms.
  * - `perDestinationMetrics` (false): adds a `destination` attribute to the record counters.
+ * - `cdc` (unset): change data capture (`Cdc.CdcOptions`): each row carries `_CHANGE_TYPE` (and
+ *   `_CHANGE_SEQUENCE_NUMBER`) and BigQuery applies it by the table's primary key; the tables are
+ *   provisioned and verified first (`CdcTableOptions`). `A` is the sink's element type.
  *
  * Connections: destinations' AppendRows streams are spread over HTTP/2 connections by the
  * client's `appendStreamsPerChannel` (see ADR 0015), so there is no per-region connection count.
@@ -41,9 +45,10 @@ import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
  * @category models
  * @since 0.1.0
  */
-export interface AtLeastOnceOptions extends WriterOptions {
+export interface AtLeastOnceOptions<A = unknown> extends WriterOptions {
   readonly maxAppendRequestBytes?: number | undefined
   readonly maxInFlightRequests?: number | undefined
+  readonly cdc?: CdcOptions<A> | undefined
 }
 
 /**
@@ -53,7 +58,7 @@ export interface AtLeastOnceOptions extends WriterOptions {
  * @category models
  * @since 0.1.0
  */
-export interface AtLeastOnce extends WriteMethodOf<"AtLeastOnce", "bigquery", AtLeastOnceOptions> {}
+export interface AtLeastOnce<A = unknown> extends WriteMethodOf<"AtLeastOnce", "bigquery", AtLeastOnceOptions<A>> {}
 
 /**
  * Every write method. Today only {@link AtLeastOnce}; `ExactlyOnce` and `FileLoads` are added as
@@ -62,7 +67,7 @@ export interface AtLeastOnce extends WriteMethodOf<"AtLeastOnce", "bigquery", At
  * @category models
  * @since 0.1.0
  */
-export type WriteMethod = AtLeastOnce
+export type WriteMethod<A = unknown> = AtLeastOnce<A>
 
 /**
  * The default write method, with optional {@link AtLeastOnceOptions} (validated when the sink is
@@ -83,7 +88,7 @@ export type WriteMethod = AtLeastOnce
  * @category constructors
  * @since 0.1.0
  */
-export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce =>
+export const atLeastOnce = <A = unknown>(options?: AtLeastOnceOptions<A>): AtLeastOnce<A> =>
   method.make("AtLeastOnce", "bigquery", options ?? {})
 
 /**

@@ -36,6 +36,7 @@ import { name as codeName } from "../grpcStatus.ts"
 import { toSchedule } from "../retrySchedule.ts"
 import * as Budget from "../writer/budget.ts"
 import * as AppendChannels from "./appendChannels.ts"
+import * as CdcOptions from "./cdc/options.ts"
 import * as Connection from "./connection.ts"
 import { encodeDescriptor } from "./descriptor.ts"
 import type { Settings } from "./options.ts"
@@ -184,6 +185,9 @@ export const readSchema = <A, E, R>(
           })
         )
       )
+    if (settings.cdc !== undefined) {
+      yield* cdcCollision(destination, schema)
+    }
     return {
       schema,
       descriptor: yield* userCall("descriptor", () =>
@@ -191,6 +195,16 @@ export const readSchema = <A, E, R>(
       fingerprint: yield* userCall("fingerprint", () => serializer.fingerprint?.(destination))
     }
   })
+
+/** A physical column named like a CDC pseudocolumn: terminal, as an additional field's collision. */
+const cdcCollision = (destination: TableDestination, schema: TableSchema.TableSchema) =>
+  Effect.mapError(
+    CdcOptions.checkSchema(schema, "serializer"),
+    (e) =>
+      new BigQueryError({
+        reason: new SchemaMismatch({ destination: destination.toString(), detail: `${e.path}: ${e.message}`, cause: e })
+      })
+  )
 
 /**
  * A serializer's schema call (`tableSchema`, `descriptor`, `fingerprint`) threw while a destination
