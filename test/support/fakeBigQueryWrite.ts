@@ -15,6 +15,7 @@ import { Effect, type Scope } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { ProtoReader } from "../../src/internal/protoReader.ts"
+import * as FakeCdc from "./fakeCdcTable.ts"
 import { bytesMethod, serve } from "./grpcServer.ts"
 
 const v1 = protos.google.cloud.bigquery.storage.v1
@@ -48,6 +49,8 @@ export interface AppendContext {
   readonly columns: ReadonlyArray<string>
   /** Whether this request carried a writer_schema. */
   readonly hadSchema: boolean
+  /** The writer schema in force on this connection (DescriptorProto bytes). */
+  readonly descriptor: Uint8Array | undefined
 }
 
 export type Answer =
@@ -91,12 +94,15 @@ export interface FakeBigQuery {
   /** Rows committed per table `p.d.t`, in arrival order. */
   readonly rows: (table: string) => ReadonlyArray<Uint8Array>
   readonly rowCount: () => number
-  readonly createTable: (table: string, fields: ReadonlyArray<Column>) => void
+  /** `extra`: further resource fields (`tableConstraints`, `labels`). */
+  readonly createTable: (table: string, fields: ReadonlyArray<Column>, extra?: Record<string, unknown>) => void
   /** Deletes a table from the catalog (its committed rows stay readable through `rows`). */
   readonly dropTable: (table: string) => void
   readonly table: (table: string) => TableResource | undefined
   readonly addColumn: (table: string, column: Column) => void
   readonly stats: { requests: number; connections: number; schemasSent: number; restCalls: Array<string> }
+  /** CDC: tables applied by primary key, `max_staleness`, query jobs (fakeCdcTable.ts). */
+  readonly cdc: FakeCdc.FakeCdc
 }
 
 interface Parsed {
@@ -249,11 +255,13 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
     const fastAckBytes = Buffer.from(v1.AppendRowsResponse.encode({ appendResult: {} }).finish())
     const missingCode = options.missingTableCode ?? grpc.status.NOT_FOUND
 
-    const commit = (table: string, rows: ReadonlyArray<Uint8Array>) => {
+    const cdc = FakeCdc.make()
+    const commit = (table: string, rows: ReadonlyArray<Uint8Array>, descriptor?: Uint8Array) => {
       let list = committed.get(table)
       if (list === undefined) committed.set(table, list = [])
       for (const r of rows) list.push(r)
       totalRows += rows.length
+      cdc.apply(table, catalog.get(table), descriptor, rows)
     }
 
     const appendRows = (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
@@ -261,6 +269,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
       stats.connections++
       let writeStream = ""
       let columns: ReadonlyArray<string> = []
+      let descriptor: Uint8Array | undefined
       let onConnection = 0
       let dead = false
       let chain: Promise<void> = Promise.resolve()
@@ -287,6 +296,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
         const hadSchema = parsed.descriptor !== undefined
         if (parsed.descriptor !== undefined) {
           stats.schemasSent++
+          descriptor = parsed.descriptor
           columns = (protos.google.protobuf.DescriptorProto.decode(parsed.descriptor).field ?? []).map((f) =>
             f.name ?? ""
           )
@@ -299,7 +309,8 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
           connection,
           rows: parsed.rows,
           columns,
-          hadSchema
+          hadSchema,
+          descriptor
         }
         const answer = options.answer?.(context) ?? { _tag: "default" }
         chain = chain.then(() => respond(answer, context))
@@ -322,7 +333,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
             return
           }
           case "drop":
-            commit(context.table, context.rows)
+            commit(context.table, context.rows, context.descriptor)
             dead = true
             call.emit("error", { code: grpc.status.UNAVAILABLE, details: "connection reset by the fake" })
             return
@@ -337,7 +348,12 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
               )
               return
             }
-            if (!hasAllColumns(context.columns, table)) {
+            const rejected = cdc.check(table, context.descriptor, context.rows)
+            if (rejected !== undefined) {
+              call.write(encodeResponse(rejected, writeStream))
+              return
+            }
+            if (!hasAllColumns(cdc.physical(context.columns), table)) {
               call.write(encodeResponse({
                 _tag: "error",
                 code: grpc.status.INVALID_ARGUMENT,
@@ -346,7 +362,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
               }, writeStream))
               return
             }
-            commit(context.table, context.rows)
+            commit(context.table, context.rows, context.descriptor)
             call.write(encodeResponse({ _tag: "ok" }, writeStream))
             return
           }
@@ -398,12 +414,14 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
           const reason = forced === 429 || forced === 403 ? "rateLimitExceeded" : "backendError"
           return sendJson(res, forced, { error: { code: forced, message: "forced by the fake", errors: [{ reason }] } })
         }
+        const body: Record<string, unknown> = chunks.length === 0 ? {} : JSON.parse(Buffer.concat(chunks).toString())
+        const job = cdc.rest(method, url.pathname, body, (key) => catalog.get(key), url.searchParams.get("location"))
+        if (job !== undefined) return sendJson(res, job.status, job.body)
         const m = /^\/bigquery\/v2\/projects\/([^/]+)\/datasets\/([^/]+)\/tables(?:\/([^/]+))?$/.exec(url.pathname)
         if (m === null) {
           return sendJson(res, 404, { error: { code: 404, message: "no route", errors: [{ reason: "notFound" }] } })
         }
         const [, p, d, t] = m
-        const body: Record<string, unknown> = chunks.length === 0 ? {} : JSON.parse(Buffer.concat(chunks).toString())
         if (method === "POST" && t === undefined) {
           const ref = body["tableReference"] as { tableId: string }
           const key = `${p}.${d}.${ref.tableId}`
@@ -462,9 +480,10 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
       restEndpoint: `127.0.0.1:${restPort}`,
       rows: (table) => committed.get(table) ?? [],
       rowCount: () => totalRows,
-      createTable: (table, fields) => {
+      createTable: (table, fields, extra) => {
         const [p, d, t] = table.split(".")
         catalog.set(table, {
+          ...extra,
           tableReference: { projectId: p!, datasetId: d!, tableId: t! },
           schema: { fields },
           etag: nextEtag()
@@ -477,6 +496,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
         if (existing === undefined) return
         catalog.set(table, { ...existing, schema: { fields: [...existing.schema.fields, column] }, etag: nextEtag() })
       },
-      stats
+      stats,
+      cdc
     }
   })

@@ -7,21 +7,14 @@ import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { Cdc } from "../../../../src/BigQuery/index.ts"
 import * as Seq from "../../../../src/internal/bigquery/cdc/sequenceNumber.ts"
+import { compareTuples, parseSequence } from "../../../support/fakeCdcTable.ts"
 
 const hexSection = fc.stringMatching(/^[0-9A-Fa-f]{1,16}$/)
 const valid = fc.array(hexSection, { minLength: 1, maxLength: 4 }).map((s) => s.join("/"))
 const u64 = fc.bigInt({ min: 0n, max: (1n << 64n) - 1n })
 
-/** The model: tuples of unsigned numbers compared lexicographically, a prefix first. */
-const model = (s: string): ReadonlyArray<bigint> => s.split("/").map((x) => BigInt(`0x${x}`))
-const compareTuples = (a: ReadonlyArray<bigint>, b: ReadonlyArray<bigint>): number => {
-  for (let i = 0; i < Math.min(a.length, b.length); i++) {
-    const x = a[i] ?? 0n
-    const y = b[i] ?? 0n
-    if (x !== y) return x < y ? -1 : 1
-  }
-  return Math.sign(a.length - b.length)
-}
+/** The model: the fake BigQuery's own reading (BigInt tuples, a prefix first). */
+const model = parseSequence
 
 /** Each provider's output, sorted with BigQuery's order, is sorted by the source's order. */
 const ordersLike = <P>(
