@@ -33,10 +33,12 @@ import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import { name as codeName } from "../grpcStatus.ts"
+import * as O from "../optionSchema.ts"
 import { toSchedule } from "../retrySchedule.ts"
 import * as Budget from "../writer/budget.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as CdcOptions from "./cdc/options.ts"
+import * as CdcProvision from "./cdc/provision.ts"
 import * as Connection from "./connection.ts"
 import { encodeDescriptor } from "./descriptor.ts"
 import type { Settings } from "./options.ts"
@@ -237,7 +239,14 @@ export const createResource = <A, E, R>(
   Effect.gen(function*() {
     const options = yield* TableCreateOptions.make(settings.createOptions(destination), "tableCreateOptions")
     yield* TableCreateOptions.checkSchema(options, schema, "tableCreateOptions")
-    return { ...TableCreateOptions.toRest(options) }
+    // a CDC table is created with its primary key and contract label, whichever path creates it
+    const cdc = settings.cdc === undefined ? undefined : CdcProvision.createFieldsOf(
+      yield* settings.cdc.tableOptions(destination)
+    )
+    if (settings.cdc !== undefined && cdc === undefined) {
+      return yield* O.fail("writeMethod.cdc.tableOptions.primaryKey", "is needed to create a CDC table")
+    }
+    return { ...TableCreateOptions.toRest(options), ...cdc }
   }).pipe(
     Effect.mapError((e) =>
       new BigQueryError({
@@ -314,6 +323,19 @@ export const open = <A, E, R>(
 ): Effect.Effect<Destination, BigQueryError | SerializerThrew> =>
   Effect.gen(function*() {
     const { descriptor, fingerprint, schema } = yield* readSchema(settings, destination)
+    if (settings.cdc !== undefined) {
+      // the CDC contract is complete before the appender opens (re-verified on each reopening)
+      yield* CdcProvision.provision(client, settings.cdc, destination, {
+        createDisposition: settings.createDisposition,
+        recovery: settings.stream.recovery,
+        create: (fields) =>
+          Effect.flatMap(
+            createResource(settings, destination, schema),
+            (resource) =>
+              tables.create(client.rest, destination, schema, { ...resource, ...fields }, settings.stream.recovery)
+          )
+      })
+    }
     yield* proveTable(client, settings, destination, schema)
     return {
       destination,
