@@ -106,7 +106,8 @@ const decode = (type: protobuf.Type, bytes: Uint8Array): Record<string, unknown>
 
 const invalid = (message: string): Answer => ({ _tag: "error", code: 3, message })
 
-const micros = (interval: bigint): string => {
+/** How the fake writes `max_staleness` in `TABLE_OPTIONS` (BigQuery's canonical interval literal). */
+export const stalenessText = (interval: bigint): string => {
   const s = interval / 1_000_000n
   const f = interval % 1_000_000n
   return `INTERVAL "0-0 ${s / 86_400n} ${(s % 86_400n) / 3600n}:${(s % 3600n) / 60n}:${s % 60n}${
@@ -204,7 +205,7 @@ export const make = (): FakeCdc => {
     const q = select.exec(sql)
     if (q !== null) {
       const value = staleness.get(`${q[1]}.${q[2]}`)
-      return value === undefined ? [] : [micros(value)]
+      return value === undefined ? [] : [stalenessText(value)]
     }
     return `the fake does not run: ${sql}`
   }
