@@ -74,7 +74,11 @@ const methodOf = (exit: Exit.Exit<unknown, unknown>): unknown => {
 layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("CDC on the emulator", (it) => {
   it.effect("the table is created with its label; tableConstraints is dropped (pinned), so the sink stops: no primary key", () =>
     Effect.gen(function*() {
-      for (const tableOptions of [{ primaryKey: ["id"] }, { primaryKey: ["id"], maxStaleness: "10 minutes" }]) {
+      const contracts: ReadonlyArray<CdcTableOptions.CdcTableOptionsInput> = [
+        { primaryKey: ["id"] },
+        { primaryKey: ["id"], maxStaleness: "10 minutes" }
+      ]
+      for (const tableOptions of contracts) {
         const { metadata, table } = yield* freshTable
         const exit = yield* Effect.exit(
           Stream.fromIterable(changes).pipe(Stream.run(BigQuerySink.make({

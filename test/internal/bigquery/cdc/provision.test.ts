@@ -12,6 +12,11 @@ import { stalenessText as fakeFormat } from "../../../support/fakeCdcTable.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" })
 
+const labelOf = (fields: Record<string, unknown> | undefined): unknown => {
+  const labels = fields?.["labels"]
+  return typeof labels === "object" && labels !== null ? Reflect.get(labels, "flink_gcp_cdc") : undefined
+}
+
 describe("CDC provisioning I/O", () => {
   it("max_staleness read back: interval literals, cleared for no value or zero, unreadable as -1", () => {
     assert.isUndefined(Provision.parseStaleness(undefined))
@@ -69,11 +74,11 @@ describe("CDC provisioning I/O", () => {
     const unmanaged = Provision.createFieldsOf({ primaryKey: ["id"], maxStaleness: { _tag: "Unmanaged" } })
     assert.deepStrictEqual(Reflect.get(unmanaged ?? {}, "tableConstraints"), { primaryKey: { columns: ["id"] } })
     assert.match(
-      String(Reflect.get(Reflect.get(unmanaged ?? {}, "labels"), "flink_gcp_cdc")),
+      String(labelOf(unmanaged)),
       /^complete_[0-9a-f]{32}$/
     )
     const managed = Provision.createFieldsOf({ primaryKey: ["id"], maxStaleness: { _tag: "Clear" } })
-    assert.match(String(Reflect.get(Reflect.get(managed ?? {}, "labels"), "flink_gcp_cdc")), /^pending_[0-9a-f]{32}$/)
+    assert.match(String(labelOf(managed)), /^pending_[0-9a-f]{32}$/)
     assert.isUndefined(Provision.createFieldsOf({ primaryKey: [], maxStaleness: { _tag: "Unmanaged" } }))
   })
 
