@@ -196,7 +196,7 @@ export const debeziumMySql: (sourceUuids: ReadonlyArray<string>) => (source: unk
  * ```ts
  * import { Cdc } from "effect-gcp-sinks/BigQuery"
  * Cdc.tiCdc("cluster-1")({ cluster_id: "cluster-1", commit_ts: 441234567890123777n })
- * // => "061F9AF4C3C80001"
+ * // => "061F948071B6BC01"
  * ```
  *
  * @category constructors

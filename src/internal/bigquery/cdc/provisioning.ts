@@ -23,7 +23,7 @@
  *   contract is never taken over; a completed other contract fails under `VERIFY_ONLY` and migrates
  *   under `RECONCILE`; an unlabelled table is only verified under `VERIFY_ONLY` (never labelled nor
  *   altered), adopted under `RECONCILE`. Under `RECONCILE` drift behind a matching complete label is
- *   repaired (the label goes back to pending first).
+ *   repaired (the label goes back to pending first). `RECONCILE` needs a configured primary key.
  * - Every run ends (`Done` or `Fail`) within {@link maxSteps} commands.
  *
  * @internal
@@ -150,19 +150,21 @@ const withLabel = (table: Snapshot, value: string): Readonly<Record<string, stri
   [labelKey]: value
 })
 
-/** The first command. @internal */
-export const start = (spec: Spec): readonly [State, Command] => [
-  {
-    spec,
-    steps: 1,
-    snapshot: undefined,
-    primaryKey: spec.options.primaryKey,
-    plan: undefined,
-    altered: false,
-    written: undefined
-  },
-  { _tag: "ReadTable" }
-]
+/** The first command (RECONCILE needs a primary key: a provider's options are checked here). @internal */
+export const start = (spec: Spec): readonly [State, Command] =>
+  spec.policy === "RECONCILE" && spec.options.primaryKey.length === 0
+    ? [initial(spec), { _tag: "Fail", reason: "NoPrimaryKey", message: "RECONCILE needs a configured primary key" }]
+    : [initial(spec), { _tag: "ReadTable" }]
+
+const initial = (spec: Spec): State => ({
+  spec,
+  steps: 1,
+  snapshot: undefined,
+  primaryKey: spec.options.primaryKey,
+  plan: undefined,
+  altered: false,
+  written: undefined
+})
 
 const onTable = (state: State, table: Snapshot | undefined): readonly [State, Command] => {
   const spec = state.spec

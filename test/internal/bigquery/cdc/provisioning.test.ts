@@ -156,8 +156,12 @@ describe("CDC provisioning", () => {
         const configured = spec.options.primaryKey
         const initialLabel = table?.labels[P.labelKey]
         const mutations = trace.commands.filter(mutating)
+        if (spec.policy === "RECONCILE" && configured.length === 0) {
+          assert.deepStrictEqual(trace.commands, [])
+          assert.strictEqual(end._tag === "Fail" ? end.reason : "", "NoPrimaryKey")
+        }
         if (table === undefined) {
-          if (spec.createDisposition === "CREATE_NEVER") {
+          if (spec.createDisposition === "CREATE_NEVER" && !(spec.policy === "RECONCILE" && configured.length === 0)) {
             assert.deepStrictEqual(end, {
               _tag: "Fail",
               reason: "TableNotFound",
@@ -283,6 +287,17 @@ describe("CDC provisioning", () => {
     assert.strictEqual(repaired.table?.staleness, 5n)
     const verified = simulate(specOf(), drifted)
     assert.strictEqual(verified.end._tag === "Fail" ? verified.end.reason : "", "StalenessMismatch")
+  })
+
+  it("RECONCILE without a configured primary key (a provider's options) fails before any I/O", () => {
+    const t = simulate(specOf({ policy: "RECONCILE", primaryKey: [] }), {
+      pk: ["id"],
+      labels: {},
+      etag: 0,
+      staleness: undefined
+    })
+    assert.deepStrictEqual(t.commands, [])
+    assert.strictEqual(t.end._tag === "Fail" ? t.end.reason : "", "NoPrimaryKey")
   })
 
   it("never converging under constant interference: NotConverging", () => {
