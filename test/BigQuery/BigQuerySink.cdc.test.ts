@@ -20,30 +20,8 @@ import {
 import { FailureHandler } from "../../src/Sink.ts"
 import type * as Fake from "../support/fakeBigQueryWrite.ts"
 import { compareTuples, parseSequence } from "../support/fakeCdcTable.ts"
+import { cdc, type Change, primaryKey, serializer } from "./cdcFixtures.ts"
 import * as F from "./sinkFixtures.ts"
-
-interface Change {
-  readonly op: Cdc.ChangeType
-  readonly id: bigint
-  readonly name?: string | undefined
-  readonly seq?: string | undefined
-}
-
-const schema: TableSchema.TableSchema = {
-  fields: [
-    TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" }),
-    TableSchema.field({ name: "name", type: "STRING" })
-  ]
-}
-
-const primaryKey = { tableConstraints: { primaryKey: { columns: ["id"] } } }
-
-const serializer = Effect.map(
-  Effect.orDie(RowSerializer.fromJson(schema)),
-  (json) => RowSerializer.contramap(json, ({ id, name }: Change) => ({ id, name }))
-)
-
-const cdc: Cdc.CdcOptions<Change> = { changeType: (c) => c.op, sequenceNumber: (c) => c.seq ?? "" }
 
 /** Streams `log` into `p.d.<table>` (created with a primary key unless it exists). */
 const stream = (
@@ -192,7 +170,7 @@ describe("BigQuerySink CDC", () => {
       Effect.gen(function*() {
         fake.createTable(`${fake.projectId}.d.t`, F.columns, primaryKey)
         const clash: TableSchema.TableSchema = {
-          fields: [...schema.fields, TableSchema.field({ name: "_change_sequence_number", type: "STRING" })]
+          fields: [...F.schema.fields, TableSchema.field({ name: "_change_sequence_number", type: "STRING" })]
         }
         const table = yield* F.destination(fake)
         const error = yield* Effect.flip(

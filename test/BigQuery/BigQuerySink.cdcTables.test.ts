@@ -20,25 +20,9 @@ import {
 import { encodeDescriptor } from "../../src/internal/bigquery/descriptor.ts"
 import type * as Fake from "../support/fakeBigQueryWrite.ts"
 import * as FakeCdc from "../support/fakeCdcTable.ts"
+import { type Change, serializer } from "./cdcFixtures.ts"
 import * as F from "./sinkFixtures.ts"
 
-interface Change {
-  readonly op: Cdc.ChangeType
-  readonly id: bigint
-  readonly name?: string | undefined
-  readonly seq: string
-}
-
-const schema: TableSchema.TableSchema = {
-  fields: [
-    TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" }),
-    TableSchema.field({ name: "name", type: "STRING" })
-  ]
-}
-const serializer = Effect.map(
-  Effect.orDie(RowSerializer.fromJson(schema)),
-  (json) => RowSerializer.contramap(json, ({ id, name }: Change) => ({ id, name }))
-)
 const changes: ReadonlyArray<Change> = [
   { op: "UPSERT", id: 1n, name: "a", seq: "2" },
   { op: "DELETE", id: 1n, seq: "1" },
@@ -66,7 +50,7 @@ const write = (
       serializer: yield* serializer,
       writeMethod: WriteMethod.atLeastOnce({
         ...F.fastRetries,
-        cdc: { changeType: (c) => c.op, sequenceNumber: (c) => c.seq, ...cdc }
+        cdc: { changeType: (c) => c.op, sequenceNumber: (c) => c.seq ?? "", ...cdc }
       })
     })))
   })
@@ -225,7 +209,7 @@ describe("BigQuerySink CDC tables", () => {
             destinationIdleTimeout: "1 minute",
             cdc: {
               changeType: (c: Change) => c.op,
-              sequenceNumber: (c: Change) => c.seq,
+              sequenceNumber: (c: Change) => c.seq ?? "",
               tableOptions: { primaryKey: ["id"] }
             }
           })
@@ -254,7 +238,7 @@ describe("BigQuerySink CDC tables", () => {
       // a serializer writing the pseudocolumns as ordinary fields, unchecked
       const raw = yield* Effect.orDie(RowSerializer.fromJson({
         fields: [
-          ...schema.fields,
+          ...F.schema.fields,
           TableSchema.field({ name: "_CHANGE_TYPE", type: "STRING" }),
           TableSchema.field({ name: "_CHANGE_SEQUENCE_NUMBER", type: "STRING" })
         ]
@@ -276,7 +260,7 @@ describe("BigQuerySink CDC tables", () => {
         ]
       })
       const sequenceOnly = yield* Effect.orDie(RowSerializer.fromJson({
-        fields: [...schema.fields, TableSchema.field({ name: "_CHANGE_SEQUENCE_NUMBER", type: "STRING" })]
+        fields: [...F.schema.fields, TableSchema.field({ name: "_CHANGE_SEQUENCE_NUMBER", type: "STRING" })]
       }))
       const answer = cdc.check(resource(["id"]), encodeDescriptor(RowSerializer.descriptorOf(sequenceOnly, table)), [])
       assert.deepStrictEqual(answer, {

@@ -138,6 +138,66 @@ export interface Env {
   readonly create: (fields: Record<string, unknown>) => Effect.Effect<unknown, BigQueryError>
 }
 
+/** The terminal error of a failed provisioning. */
+const failed = (
+  destination: TableDestination,
+  createDisposition: CreateDisposition,
+  command: P.Command & { readonly _tag: "Fail" }
+): BigQueryError =>
+  command.reason === "TableNotFound"
+    ? new BigQueryError({
+      reason: new TableNotFound({
+        destination: destination.toString(),
+        createDisposition,
+        detail: `CDC table ${destination.toString()}: ${command.message}`,
+        cause: command.reason
+      })
+    })
+    : failure(
+      destination,
+      `cdc.${command.reason}`,
+      `CDC table ${destination.toString()}: ${command.message}`,
+      command.reason
+    )
+
+/** Runs one command of the protocol: what it observed. */
+const execute = (
+  client: BigQueryClientService,
+  destination: TableDestination,
+  env: Env,
+  command: Exclude<P.Command, { readonly _tag: "Done" | "Fail" }>
+): Effect.Effect<P.Event, BigQueryError> => {
+  const retrying = <X>(call: Effect.Effect<X, tables.AdminFailure>) =>
+    Effect.mapError(tables.retrying(call, env.recovery), (f) => tables.toError(destination, f))
+  switch (command._tag) {
+    case "ReadTable":
+      return Effect.map(
+        retrying(tables.get(client.rest, destination)),
+        (live): P.Event => ({ _tag: "TableRead", table: live === undefined ? undefined : snapshotOf(live) })
+      )
+    case "CreateTable":
+      return Effect.as(env.create(createFields(command.primaryKey, command.label)), { _tag: "Created" })
+    case "ReadStaleness":
+      return Effect.map(
+        retrying(query(client, destination, selectSql(destination))),
+        (rows): P.Event => ({ _tag: "StalenessRead", staleness: parseStaleness(rows[0]) })
+      )
+    case "AlterStaleness":
+      return Effect.as(retrying(query(client, destination, alterSql(destination, command))), { _tag: "Altered" })
+    case "WriteLabels":
+      return retrying(
+        tables.patch(client.rest, destination, { labels: { ...command.labels } }, command.etag).pipe(
+          Effect.as<P.Event>({ _tag: "LabelsWritten" }),
+          // the condition lost (another writer) or the table vanished: re-read the durable state
+          Effect.catchIf(
+            (f) => f.status === 412 || f.status === 409 || f.status === 404,
+            () => Effect.succeed<P.Event>({ _tag: "LabelsLost" })
+          )
+        )
+      )
+  }
+}
+
 /**
  * Provisions one destination: runs the protocol until `Done` (its primary key) or a terminal
  * `BigQueryError` (`TableNotFound` under `CREATE_NEVER`, else `TableAdminFailed` whose `method` is
@@ -145,74 +205,22 @@ export interface Env {
  *
  * @internal
  */
-export const provision = Effect.fnUntraced(function*<A>(
+export const provision = Effect.fn("BigQuerySink.provisionCdcTable")(function*<A>(
   client: BigQueryClientService,
   cdc: CdcSettings<A>,
   destination: TableDestination,
   env: Env
 ) {
+  yield* Effect.annotateCurrentSpan("destination", destination.toString())
   const options = yield* Effect.mapError(
     cdc.tableOptions(destination),
     (e: SinkConfigError) => failure(destination, "cdc.tableOptions", `${e.path}: ${e.message}`, e)
   )
-  const retrying = <X>(call: Effect.Effect<X, tables.AdminFailure>) =>
-    Effect.mapError(tables.retrying(call, env.recovery), (f) => tables.toError(destination, f))
   let [state, command] = P.start({ options, policy: cdc.reconciliation, createDisposition: env.createDisposition })
-  for (;;) {
-    let event: P.Event
-    switch (command._tag) {
-      case "Done":
-        return command.primaryKey
-      case "Fail":
-        return yield* (command.reason === "TableNotFound"
-          ? new BigQueryError({
-            reason: new TableNotFound({
-              destination: destination.toString(),
-              createDisposition: env.createDisposition,
-              detail: `CDC table ${destination.toString()}: ${command.message}`,
-              cause: command.reason
-            })
-          })
-          : failure(
-            destination,
-            `cdc.${command.reason}`,
-            `CDC table ${destination.toString()}: ${command.message}`,
-            command.reason
-          ))
-      case "ReadTable": {
-        const live = yield* retrying(tables.get(client.rest, destination))
-        event = { _tag: "TableRead", table: live === undefined ? undefined : snapshotOf(live) }
-        break
-      }
-      case "CreateTable":
-        yield* env.create(createFields(command.primaryKey, command.label))
-        event = { _tag: "Created" }
-        break
-      case "ReadStaleness": {
-        const rows = yield* retrying(query(client, destination, selectSql(destination)))
-        event = { _tag: "StalenessRead", staleness: parseStaleness(rows[0]) }
-        break
-      }
-      case "AlterStaleness":
-        yield* retrying(query(client, destination, alterSql(destination, command)))
-        event = { _tag: "Altered" }
-        break
-      case "WriteLabels": {
-        const written = yield* tables.retrying(
-          tables.patch(client.rest, destination, { labels: { ...command.labels } }, command.etag).pipe(
-            Effect.as<P.Event>({ _tag: "LabelsWritten" }),
-            // the condition lost (another writer) or the table vanished: re-read the durable state
-            Effect.catchIf(
-              (f) => f.status === 412 || f.status === 409 || f.status === 404,
-              () => Effect.succeed<P.Event>({ _tag: "LabelsLost" })
-            )
-          ),
-          env.recovery
-        ).pipe(Effect.mapError((f) => tables.toError(destination, f)))
-        event = written
-        break
-      }
-    }
+  while (command._tag !== "Done" && command._tag !== "Fail") {
+    const event = yield* execute(client, destination, env, command)
     ;[state, command] = P.step(state, event)
   }
+  if (command._tag === "Fail") return yield* failed(destination, env.createDisposition, command)
+  return command.primaryKey
 })
