@@ -210,7 +210,14 @@ export const tiCdc: (clusterId: string) => (source: unknown) => string = interna
  * @category models
  * @since 0.1.0
  */
-export type SpannerPosition = internal.SpannerPosition
+export interface SpannerPosition {
+  /** The commit timestamp: microseconds since the epoch, or RFC 3339 (at most 6 fractional digits). */
+  readonly commitTimestamp: bigint | number | string
+  /** The record's sequence in its transaction (a decimal string in change streams). */
+  readonly recordSequence: bigint | number | string
+  /** The modification's index in its record. */
+  readonly modNumber: bigint | number | string
+}
 
 /**
  * The sequence number of a Spanner modification: 3 sections `commit timestamp (µs) / record

@@ -6,6 +6,7 @@
  * @internal
  */
 import * as Predicate from "effect/Predicate"
+import type { SpannerPosition } from "../../../BigQuery/Cdc.ts"
 import { parseTimestamp } from "../civilTime.ts"
 
 const pattern = /^[0-9A-Fa-f]{1,16}(?:\/[0-9A-Fa-f]{1,16}){0,3}$/
@@ -145,16 +146,6 @@ export const tiCdc = (clusterId: string) => (source: unknown): string => {
     throw new TypeError(`source.cluster_id ${describe(cluster)} is not the configured cluster '${clusterId}'`)
   }
   return section(unsigned(s["commit_ts"], "source.commit_ts"))
-}
-
-/** What a Spanner change record says of one modification's position. @internal */
-export interface SpannerPosition {
-  /** The commit timestamp: microseconds since the epoch, or an RFC 3339 timestamp (at most 6 fractional digits). */
-  readonly commitTimestamp: bigint | number | string
-  /** The record's sequence in its transaction (a decimal string in change streams). */
-  readonly recordSequence: bigint | number | string
-  /** The modification's index in its record. */
-  readonly modNumber: bigint | number | string
 }
 
 /** Microseconds since the epoch of a commit timestamp (Spanner's commit timestamps are microsecond-precise). @internal */
