@@ -12,6 +12,14 @@ import type { TableDestination } from "./TableDestination.ts"
 /**
  * What a change row does to the row of its primary key: replace it (or insert it), or delete it.
  *
+ * **Example** (From a Debezium operation)
+ * ```ts
+ * import type { Cdc } from "effect-gcp-sinks/BigQuery"
+ * const changeType = (op: "r" | "c" | "u" | "d"): Cdc.ChangeType => (op === "d" ? "DELETE" : "UPSERT")
+ * changeType("u")
+ * // => "UPSERT"
+ * ```
+ *
  * @category models
  * @since 0.1.0
  */
@@ -48,6 +56,14 @@ export const pseudoColumns = {
  *   required.
  *
  * A primary key that differs from the configured one always fails (never repaired), under both.
+ *
+ * **Example** (Adopting existing tables)
+ * ```ts
+ * import { Cdc, WriteMethod } from "effect-gcp-sinks/BigQuery"
+ * const method = WriteMethod.atLeastOnce<{ readonly id: number }>({
+ *   cdc: { changeType: Cdc.upsertOnly(), tableOptions: { primaryKey: ["id"] }, reconciliation: "RECONCILE" }
+ * })
+ * ```
  *
  * @category models
  * @since 0.1.0
@@ -206,6 +222,12 @@ export const tiCdc: (clusterId: string) => (source: unknown) => string = interna
 
 /**
  * The position of one modification in a Spanner change stream.
+ *
+ * **Example** (A data change record's modification)
+ * ```ts
+ * import type { Cdc } from "effect-gcp-sinks/BigQuery"
+ * const position: Cdc.SpannerPosition = { commitTimestamp: 1767323045123456n, recordSequence: "00000001", modNumber: 0 }
+ * ```
  *
  * @category models
  * @since 0.1.0

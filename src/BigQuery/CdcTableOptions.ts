@@ -15,6 +15,12 @@ import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
  * `ALTER TABLE ... SET OPTIONS` query jobs and verified through `INFORMATION_SCHEMA.TABLE_OPTIONS`
  * (the REST table resource drops it).
  *
+ * **Example** (Fifteen minutes)
+ * ```ts
+ * import type { CdcTableOptions } from "effect-gcp-sinks/BigQuery"
+ * const staleness: CdcTableOptions.MaxStaleness = { _tag: "Set", micros: 15n * 60n * 1_000_000n }
+ * ```
+ *
  * @category models
  * @since 0.1.0
  */
@@ -26,6 +32,15 @@ export type MaxStaleness =
 /**
  * Validated CDC table options. An empty `primaryKey` means none configured: a missing table cannot
  * then be created, and under `VERIFY_ONLY` an existing table's own primary key is adopted.
+ *
+ * **Example** (A composite key, staleness left alone)
+ * ```ts
+ * import type { CdcTableOptions } from "effect-gcp-sinks/BigQuery"
+ * const options: CdcTableOptions.CdcTableOptions = {
+ *   primaryKey: ["tenant", "id"],
+ *   maxStaleness: { _tag: "Unmanaged" }
+ * }
+ * ```
  *
  * @category models
  * @since 0.1.0
@@ -45,6 +60,12 @@ export interface CdcTableOptions {
  * - `maxStaleness`: a positive duration of whole microseconds, at most about 292 years.
  * - `clearMaxStaleness: true`: set `max_staleness` to NULL. Not together with `maxStaleness`.
  * - Neither: `max_staleness` is not managed.
+ *
+ * **Example** (Clearing max_staleness)
+ * ```ts
+ * import type { CdcTableOptions } from "effect-gcp-sinks/BigQuery"
+ * const input: CdcTableOptions.CdcTableOptionsInput = { primaryKey: ["id"], clearMaxStaleness: true }
+ * ```
  *
  * @category models
  * @since 0.1.0

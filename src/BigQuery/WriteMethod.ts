@@ -85,6 +85,14 @@ export type WriteMethod<A = unknown> = AtLeastOnce<A>
  * // => "AtLeastOnce"
  * ```
  *
+ * **Example** (Change data capture)
+ * ```ts
+ * import { Cdc, WriteMethod } from "effect-gcp-sinks/BigQuery"
+ * const upserts = WriteMethod.atLeastOnce<{ readonly id: number }>({
+ *   cdc: { changeType: Cdc.upsertOnly(), tableOptions: { primaryKey: ["id"] } }
+ * })
+ * ```
+ *
  * @category constructors
  * @since 0.1.0
  */

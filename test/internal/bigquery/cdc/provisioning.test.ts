@@ -300,6 +300,27 @@ describe("CDC provisioning", () => {
     assert.strictEqual(t.end._tag === "Fail" ? t.end.reason : "", "NoPrimaryKey")
   })
 
+  it("a matching pending label is resumed under VERIFY_ONLY too (alter, re-read, verify, flip)", () => {
+    const s = specOf()
+    const pending: ModelTable = {
+      pk: ["id"],
+      labels: { [P.labelKey]: P.labelValues(s.options).pending },
+      etag: 0,
+      staleness: undefined
+    }
+    const t = simulate(s, pending)
+    assert.deepStrictEqual(tags(t), [
+      "ReadTable",
+      "ReadStaleness",
+      "AlterStaleness",
+      "ReadTable",
+      "ReadStaleness",
+      "WriteLabels"
+    ])
+    assert.strictEqual(t.table?.labels[P.labelKey], P.labelValues(s.options).complete)
+    assert.strictEqual(t.table?.staleness, 5n)
+  })
+
   it("never converging under constant interference: NotConverging", () => {
     const t = simulate(
       specOf({ policy: "RECONCILE" }),
