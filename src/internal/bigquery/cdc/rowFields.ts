@@ -17,11 +17,17 @@
  * @internal
  */
 import * as Predicate from "effect/Predicate"
-import type { CdcOptions, ChangeType } from "../../../BigQuery/Cdc.ts"
-import { descriptorOf, RowSerializationError, type RowSerializer } from "../../../BigQuery/RowSerializer.ts"
+import type { CdcOptions } from "../../../BigQuery/Cdc.ts"
+import {
+  descriptorOf,
+  type RowBuffer,
+  RowSerializationError,
+  type RowSerializer
+} from "../../../BigQuery/RowSerializer.ts"
+import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import type { DescriptorProto, TableSchema } from "../../../BigQuery/TableSchema.ts"
 import { labels, protoTypes } from "../descriptor.ts"
-import { tag } from "../wireWriter.ts"
+import { tag, WireWriter } from "../wireWriter.ts"
 import * as SequenceNumber from "./sequenceNumber.ts"
 
 /** The pseudocolumns' names. @internal */
@@ -96,50 +102,83 @@ const threw = (column: string, cause: unknown): RowSerializationError =>
     cause
   })
 
-/** A failure of the providers, or the bytes of the pseudocolumns of one element. */
-type Trailer = RowSerializationError | readonly [Uint8Array, Uint8Array | undefined]
+const sequenceKey = stringField(sequenceNumberNumber, "").subarray(0, -1)
 
-/** Runs the providers on `element`. @internal */
-export const trailer = <A>(cdc: CdcOptions<A>, element: A): Trailer => {
-  let changeType: ChangeType | unknown
+/**
+ * Writes `_CHANGE_SEQUENCE_NUMBER` = `value` upper-cased at `out.pos` when it is 1 to 4 sections of 1 to
+ * 16 hex digits (the check of `SequenceNumber.normalize`, in the same pass); `false` otherwise, with
+ * `out.pos` unmoved.
+ */
+const writeSequence = (out: RowBuffer, value: string): boolean => {
+  const n = value.length
+  if (n === 0 || n > 67) return false
+  out.ensure(sequenceKey.length + 1 + n)
+  const buf = out.buf
+  let p = out.pos
+  buf.set(sequenceKey, p)
+  p += sequenceKey.length
+  buf[p++] = n
+  let sections = 1
+  let digits = 0
+  for (let i = 0; i < n; i++) {
+    let c = value.charCodeAt(i)
+    if (c === 47) {
+      if (digits === 0 || ++sections > 4) return false
+      digits = 0
+    } else {
+      if (c >= 97 && c <= 102) c -= 32
+      else if (!((c >= 48 && c <= 57) || (c >= 65 && c <= 70))) return false
+      if (++digits > 16) return false
+    }
+    buf[p++] = c
+  }
+  if (digits === 0) return false
+  out.pos = p
+  return true
+}
+
+const put = (out: RowBuffer, bytes: Uint8Array): void => {
+  out.ensure(bytes.length)
+  out.buf.set(bytes, out.pos)
+  out.pos += bytes.length
+}
+
+/**
+ * Runs the providers on `element` and writes the pseudocolumns at `out.pos`, or gives the failure
+ * (what was written after the row is then discarded by the caller).
+ *
+ * @internal
+ */
+export const writeTrailer = <A>(cdc: CdcOptions<A>, element: A, out: RowBuffer): RowSerializationError | undefined => {
+  let changeType: unknown
   try {
     changeType = cdc.changeType(element)
   } catch (cause) {
     return threw(changeTypeColumn, cause)
   }
-  const typeBytes = changeType === "UPSERT" ? upsertBytes : changeType === "DELETE" ? deleteBytes : undefined
-  if (typeBytes === undefined) {
+  if (changeType === "UPSERT") put(out, upsertBytes)
+  else if (changeType === "DELETE") put(out, deleteBytes)
+  else {
     return new RowSerializationError({
       path: changeTypeColumn,
       reason: `the provider must return UPSERT or DELETE, returned ${describe(changeType)}`
     })
   }
   const provider = cdc.sequenceNumber
-  if (provider === undefined) return [typeBytes, undefined]
+  if (provider === undefined) return undefined
   let raw: unknown
   try {
     raw = provider(element)
   } catch (cause) {
     return threw(sequenceNumberColumn, cause)
   }
-  const normalized = SequenceNumber.normalize(raw)
-  if (normalized === undefined) {
-    return new RowSerializationError({
-      path: sequenceNumberColumn,
-      reason: raw === undefined || raw === null
-        ? `the provider returned no value (${describe(raw)})`
-        : SequenceNumber.invalidMessage(raw)
-    })
-  }
-  return [typeBytes, stringField(sequenceNumberNumber, normalized)]
-}
-
-const concat = (row: Uint8Array, a: Uint8Array, b: Uint8Array | undefined): Uint8Array => {
-  const out = new Uint8Array(row.length + a.length + (b === undefined ? 0 : b.length))
-  out.set(row, 0)
-  out.set(a, row.length)
-  if (b !== undefined) out.set(b, row.length + a.length)
-  return out
+  if (Predicate.isString(raw) && writeSequence(out, raw)) return undefined
+  return new RowSerializationError({
+    path: sequenceNumberColumn,
+    reason: raw === undefined || raw === null
+      ? `the provider returned no value (${describe(raw)})`
+      : SequenceNumber.invalidMessage(raw)
+  })
 }
 
 /**
@@ -150,6 +189,7 @@ const concat = (row: Uint8Array, a: Uint8Array, b: Uint8Array | undefined): Uint
 export const augment = <A>(serializer: RowSerializer<A>, cdc: CdcOptions<A>): RowSerializer<A> => {
   const withSequence = cdc.sequenceNumber !== undefined
   const base = serializer.encodeInto
+  const scratch = new WireWriter(256)
   return {
     tableSchema: serializer.tableSchema,
     descriptor: (destination) => extendDescriptor(descriptorOf(serializer, destination), withSequence),
@@ -157,24 +197,15 @@ export const augment = <A>(serializer: RowSerializer<A>, cdc: CdcOptions<A>): Ro
     serialize: (element, destination) => {
       const row = serializer.serialize(element, destination)
       if (!(row instanceof Uint8Array)) return row
-      const t = trailer(cdc, element)
-      return t instanceof RowSerializationError ? t : concat(row, t[0], t[1])
+      scratch.pos = 0
+      put(scratch, row)
+      return writeTrailer(cdc, element, scratch) ?? scratch.take(0)
     },
     ...(base === undefined ? {} : {
-      encodeInto: (buffer, element, destination) => {
+      encodeInto: (buffer: RowBuffer, element: A, destination: TableDestination) => {
+        // a skip (null) or a failure of the row: the providers are not called
         const result = base(buffer, element, destination)
-        if (result !== undefined) return result
-        const t = trailer(cdc, element)
-        if (t instanceof RowSerializationError) return t
-        const [a, b] = t
-        buffer.ensure(a.length + (b === undefined ? 0 : b.length))
-        buffer.buf.set(a, buffer.pos)
-        buffer.pos += a.length
-        if (b !== undefined) {
-          buffer.buf.set(b, buffer.pos)
-          buffer.pos += b.length
-        }
-        return undefined
+        return result === undefined ? writeTrailer(cdc, element, buffer) : result
       }
     })
   }

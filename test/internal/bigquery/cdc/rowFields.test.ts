@@ -84,6 +84,34 @@ describe("CDC row fields", () => {
       }))
     }))
 
+  it.effect("any provided string: written upper-cased exactly when it is a valid sequence number", () =>
+    Effect.gen(function*() {
+      const toJson = yield* json
+      const s = CdcRow.augment(toJson, options)
+      const decoder = decoderOf(encodeDescriptor(RowSerializer.descriptorOf(s, table)))
+      const text = fc.string({ unit: fc.constantFrom(..."0123456789abcdefABCDEFgG/ xé"), maxLength: 72 })
+      fc.assert(
+        fc.property(text, (seq) => {
+          const normalized = Cdc.normalizeSequenceNumber(seq)
+          for (
+            const result of [
+              s.serialize({ id: 1n, op: "UPSERT", seq }, table),
+              viaEncodeInto(s, { id: 1n, op: "UPSERT", seq })
+            ]
+          ) {
+            if (normalized === undefined) {
+              assert.instanceOf(result, RowSerializer.RowSerializationError)
+            } else {
+              assert.instanceOf(result, Uint8Array)
+              const row = decodeRow(decoder, result as Uint8Array) as Record<string, unknown>
+              assert.strictEqual(row["_CHANGE_SEQUENCE_NUMBER"], normalized)
+            }
+          }
+        }),
+        { numRuns: 2000 }
+      )
+    }))
+
   it.effect("without encodeInto in the base, serialize alone is offered", () =>
     Effect.gen(function*() {
       const toJson = yield* json
