@@ -1,8 +1,19 @@
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
 // Two projects: unit tests need nothing; integration tests share one set of emulators that the
 // integration project's globalSetup starts once per run on free loopback ports.
 export default defineConfig({
+  // the examples import the package by name: resolve it to the sources (package.json's `source` condition)
+  resolve: {
+    alias: [
+      {
+        find: /^effect-gcp-sinks\/(BigQuery|Bigtable)$/,
+        replacement: fileURLToPath(new URL("./src/$1/index.ts", import.meta.url))
+      },
+      { find: /^effect-gcp-sinks\/Sink$/, replacement: fileURLToPath(new URL("./src/Sink.ts", import.meta.url)) }
+    ]
+  },
   test: {
     sequence: { concurrent: true },
     reporters: ["default", "./scripts/vitestSummaryReporter.ts"],

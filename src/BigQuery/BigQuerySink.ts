@@ -68,7 +68,7 @@ export interface BigQuerySinkOptions<A, E = RecordFailed, R = never> extends
     TableDestination,
     DestinationResolver<A>,
     TableCreateOptionsInput | ((destination: TableDestination) => TableCreateOptions),
-    AtLeastOnce
+    AtLeastOnce<A>
   >
 {
   readonly serializer: RowSerializer<A>

@@ -9,6 +9,7 @@ import type * as Duration from "effect/Duration"
 import * as method from "../internal/writeMethod.ts"
 import type { RetryPolicyInput } from "../Sink/RetryPolicy.ts"
 import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
+import type { CdcOptions } from "./Cdc.ts"
 
 /**
  * The options of {@link atLeastOnce} (reference section 2.5), each with its default: the shared
@@ -36,6 +37,9 @@ import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
  *   flight is closed at the next flush and reopened on demand.
  * - `flushInterval` (unset): a timer flush in `BigQuerySink.make`; at least 1 ms.
  * - `perDestinationMetrics` (false): adds a `destination` attribute to the record counters.
+ * - `cdc` (unset): change data capture (`Cdc.CdcOptions`): each row carries `_CHANGE_TYPE` (and
+ *   `_CHANGE_SEQUENCE_NUMBER`) and BigQuery applies it by the table's primary key; the tables are
+ *   provisioned and verified first (`CdcTableOptions`). `A` is the sink's element type.
  *
  * Connections: destinations' AppendRows streams are spread over HTTP/2 connections by the
  * client's `appendStreamsPerChannel` (see ADR 0015), so there is no per-region connection count.
@@ -43,9 +47,10 @@ import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
  * @category models
  * @since 0.1.0
  */
-export interface AtLeastOnceOptions extends WriterOptions {
+export interface AtLeastOnceOptions<A = unknown> extends WriterOptions {
   readonly maxAppendRequestBytes?: number | undefined
   readonly maxInFlightRequests?: number | undefined
+  readonly cdc?: CdcOptions<A> | undefined
 }
 
 /**
@@ -55,7 +60,7 @@ export interface AtLeastOnceOptions extends WriterOptions {
  * @category models
  * @since 0.1.0
  */
-export interface AtLeastOnce extends WriteMethodOf<"AtLeastOnce", "bigquery", AtLeastOnceOptions> {}
+export interface AtLeastOnce<A = unknown> extends WriteMethodOf<"AtLeastOnce", "bigquery", AtLeastOnceOptions<A>> {}
 
 /**
  * The options of {@link exactlyOnce} (reference 2.7), each with its default.
@@ -102,7 +107,7 @@ export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigquery", Ex
  * @category models
  * @since 0.1.0
  */
-export type WriteMethod = AtLeastOnce
+export type WriteMethod<A = unknown> = AtLeastOnce<A>
 
 /**
  * The default write method, with optional {@link AtLeastOnceOptions} (validated when the sink is
@@ -120,10 +125,18 @@ export type WriteMethod = AtLeastOnce
  * // => "AtLeastOnce"
  * ```
  *
+ * **Example** (Change data capture)
+ * ```ts
+ * import { Cdc, WriteMethod } from "effect-gcp-sinks/BigQuery"
+ * const upserts = WriteMethod.atLeastOnce<{ readonly id: number }>({
+ *   cdc: { changeType: Cdc.upsertOnly(), tableOptions: { primaryKey: ["id"] } }
+ * })
+ * ```
+ *
  * @category constructors
  * @since 0.1.0
  */
-export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce =>
+export const atLeastOnce = <A = unknown>(options?: AtLeastOnceOptions<A>): AtLeastOnce<A> =>
   method.make("AtLeastOnce", "bigquery", options ?? {})
 
 /**

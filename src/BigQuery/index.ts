@@ -102,3 +102,18 @@ export * as BigQuerySink from "./BigQuerySink.ts"
  * @since 0.1.0
  */
 export * as WriteMethod from "./WriteMethod.ts"
+
+/**
+ * Change data capture: the `_CHANGE_TYPE` and `_CHANGE_SEQUENCE_NUMBER` pseudocolumns, their
+ * providers and the sequence-number formats.
+ *
+ * @since 0.1.0
+ */
+export * as Cdc from "./Cdc.ts"
+
+/**
+ * The primary key and `max_staleness` of a CDC table.
+ *
+ * @since 0.1.0
+ */
+export * as CdcTableOptions from "./CdcTableOptions.ts"

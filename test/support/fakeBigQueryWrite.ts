@@ -16,6 +16,7 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { ProtoReader } from "../../src/internal/protoReader.ts"
 import * as Buffered from "./fakeBufferedStreams.ts"
+import * as FakeCdc from "./fakeCdcTable.ts"
 import { bytesMethod, serve } from "./grpcServer.ts"
 
 const v1 = protos.google.cloud.bigquery.storage.v1
@@ -52,6 +53,8 @@ export interface AppendContext {
   /** The stream the request went to, and its offset (buffered streams). */
   readonly writeStream: string
   readonly offset: number | undefined
+  /** The writer schema in force on this connection (DescriptorProto bytes). */
+  readonly descriptor: Uint8Array | undefined
 }
 
 export type Answer =
@@ -104,7 +107,8 @@ export interface FakeBigQuery {
   /** Rows committed per table `p.d.t`, in arrival order. */
   readonly rows: (table: string) => ReadonlyArray<Uint8Array>
   readonly rowCount: () => number
-  readonly createTable: (table: string, fields: ReadonlyArray<Column>) => void
+  /** `extra`: further resource fields (`tableConstraints`, `labels`). */
+  readonly createTable: (table: string, fields: ReadonlyArray<Column>, extra?: Record<string, unknown>) => void
   /** Deletes a table from the catalog (its committed rows stay readable through `rows`). */
   readonly dropTable: (table: string) => void
   readonly table: (table: string) => TableResource | undefined
@@ -112,6 +116,8 @@ export interface FakeBigQuery {
   readonly stats: { requests: number; connections: number; schemasSent: number; restCalls: Array<string> }
   /** The BUFFERED streams (`rows` includes what their flushes made visible). */
   readonly buffered: Buffered.BufferedStreams
+  /** CDC: tables applied by primary key, `max_staleness`, query jobs (fakeCdcTable.ts). */
+  readonly cdc: FakeCdc.FakeCdc
 }
 
 interface Header {
@@ -276,11 +282,13 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
     const missingCode = options.missingTableCode ?? grpc.status.NOT_FOUND
     const buffered = Buffered.make((table) => catalog.has(table), options.buffered)
 
-    const commit = (table: string, rows: ReadonlyArray<Uint8Array>) => {
+    const cdc = FakeCdc.make()
+    const commit = (table: string, rows: ReadonlyArray<Uint8Array>, descriptor?: Uint8Array) => {
       let list = committed.get(table)
       if (list === undefined) committed.set(table, list = [])
       for (const r of rows) list.push(r)
       totalRows += rows.length
+      cdc.apply(table, catalog.get(table), descriptor, rows)
     }
 
     const appendRows = (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
@@ -288,6 +296,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
       stats.connections++
       let writeStream = ""
       let columns: ReadonlyArray<string> = []
+      let descriptor: Uint8Array | undefined
       let onConnection = 0
       let dead = false
       let chain: Promise<void> = Promise.resolve()
@@ -319,6 +328,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
         const hadSchema = parsed.descriptor !== undefined
         if (parsed.descriptor !== undefined) {
           stats.schemasSent++
+          descriptor = parsed.descriptor
           columns = (protos.google.protobuf.DescriptorProto.decode(parsed.descriptor).field ?? []).map((f) =>
             f.name ?? ""
           )
@@ -333,7 +343,8 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
           columns,
           hadSchema,
           writeStream,
-          offset: parsed.offset
+          offset: parsed.offset,
+          descriptor
         }
         const answer = options.answer?.(context) ?? { _tag: "default" }
         chain = chain.then(() => respond(answer, context))
@@ -396,7 +407,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
             return
           }
           case "drop":
-            commit(context.table, context.rows)
+            commit(context.table, context.rows, context.descriptor)
             dead = true
             call.emit("error", { code: grpc.status.UNAVAILABLE, details: "connection reset by the fake" })
             return
@@ -411,7 +422,12 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
               )
               return
             }
-            if (!hasAllColumns(context.columns, table)) {
+            const rejected = cdc.check(table, context.descriptor, context.rows)
+            if (rejected !== undefined) {
+              call.write(encodeResponse(rejected, writeStream))
+              return
+            }
+            if (!hasAllColumns(cdc.physical(context.columns), table)) {
               call.write(encodeResponse({
                 _tag: "error",
                 code: grpc.status.INVALID_ARGUMENT,
@@ -420,7 +436,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
               }, writeStream))
               return
             }
-            commit(context.table, context.rows)
+            commit(context.table, context.rows, context.descriptor)
             call.write(encodeResponse({ _tag: "ok" }, writeStream))
             return
           }
@@ -478,12 +494,14 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
           const reason = forced === 429 || forced === 403 ? "rateLimitExceeded" : "backendError"
           return sendJson(res, forced, { error: { code: forced, message: "forced by the fake", errors: [{ reason }] } })
         }
+        const body: Record<string, unknown> = chunks.length === 0 ? {} : JSON.parse(Buffer.concat(chunks).toString())
+        const job = cdc.rest(method, url.pathname, body, (key) => catalog.get(key), url.searchParams.get("location"))
+        if (job !== undefined) return sendJson(res, job.status, job.body)
         const m = /^\/bigquery\/v2\/projects\/([^/]+)\/datasets\/([^/]+)\/tables(?:\/([^/]+))?$/.exec(url.pathname)
         if (m === null) {
           return sendJson(res, 404, { error: { code: 404, message: "no route", errors: [{ reason: "notFound" }] } })
         }
         const [, p, d, t] = m
-        const body: Record<string, unknown> = chunks.length === 0 ? {} : JSON.parse(Buffer.concat(chunks).toString())
         if (method === "POST" && t === undefined) {
           const ref = body["tableReference"] as { tableId: string }
           const key = `${p}.${d}.${ref.tableId}`
@@ -542,9 +560,10 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
       restEndpoint: `127.0.0.1:${restPort}`,
       rows: (table) => [...(committed.get(table) ?? []), ...buffered.visible(table)],
       rowCount: () => totalRows,
-      createTable: (table, fields) => {
+      createTable: (table, fields, extra) => {
         const [p, d, t] = table.split(".")
         catalog.set(table, {
+          ...extra,
           tableReference: { projectId: p!, datasetId: d!, tableId: t! },
           schema: { fields },
           etag: nextEtag()
@@ -558,6 +577,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
         catalog.set(table, { ...existing, schema: { fields: [...existing.schema.fields, column] }, etag: nextEtag() })
       },
       stats,
-      buffered
+      buffered,
+      cdc
     }
   })

@@ -33,9 +33,12 @@ import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import { name as codeName } from "../grpcStatus.ts"
+import * as O from "../optionSchema.ts"
 import { toSchedule } from "../retrySchedule.ts"
 import * as Budget from "../writer/budget.ts"
 import * as AppendChannels from "./appendChannels.ts"
+import * as CdcOptions from "./cdc/options.ts"
+import * as CdcProvision from "./cdc/provision.ts"
 import * as Connection from "./connection.ts"
 import { encodeDescriptor } from "./descriptor.ts"
 import type { BufferedStream } from "./exactlyOnce/stream.ts"
@@ -194,6 +197,9 @@ export const readSchema = <A, E, R>(
           })
         )
       )
+    if (settings.cdc !== undefined) {
+      yield* cdcCollision(destination, schema)
+    }
     return {
       schema,
       descriptor: yield* userCall("descriptor", () =>
@@ -201,6 +207,16 @@ export const readSchema = <A, E, R>(
       fingerprint: yield* userCall("fingerprint", () => serializer.fingerprint?.(destination))
     }
   })
+
+/** A physical column named like a CDC pseudocolumn: terminal, as an additional field's collision. */
+const cdcCollision = (destination: TableDestination, schema: TableSchema.TableSchema) =>
+  Effect.mapError(
+    CdcOptions.checkSchema(schema, "serializer"),
+    (e) =>
+      new BigQueryError({
+        reason: new SchemaMismatch({ destination: destination.toString(), detail: `${e.path}: ${e.message}`, cause: e })
+      })
+  )
 
 /**
  * A serializer's schema call (`tableSchema`, `descriptor`, `fingerprint`) threw while a destination
@@ -233,7 +249,14 @@ export const createResource = <A, E, R>(
   Effect.gen(function*() {
     const options = yield* TableCreateOptions.make(settings.createOptions(destination), "tableCreateOptions")
     yield* TableCreateOptions.checkSchema(options, schema, "tableCreateOptions")
-    return { ...TableCreateOptions.toRest(options) }
+    // a CDC table is created with its primary key and contract label, whichever path creates it
+    const cdc = settings.cdc === undefined ? undefined : CdcProvision.createFieldsOf(
+      yield* settings.cdc.tableOptions(destination)
+    )
+    if (settings.cdc !== undefined && cdc === undefined) {
+      return yield* O.fail("writeMethod.cdc.tableOptions.primaryKey", "is needed to create a CDC table")
+    }
+    return { ...TableCreateOptions.toRest(options), ...cdc }
   }).pipe(
     Effect.mapError((e) =>
       new BigQueryError({
@@ -310,16 +333,35 @@ export const open = <A, E, R>(
   backlog: SendBacklog
 ): Effect.Effect<Destination, BigQueryError | SerializerThrew> =>
   openWith(settings, destination, nowMillis, pool, (schema) =>
-    Effect.andThen(
-      untilTable(
+    provisionCdc(client, settings, destination, schema).pipe(
+      Effect.andThen(untilTable(
         client,
         settings,
         destination,
         schema,
         Connection.getWriteStream(client.write, destination.defaultStream)
-      ),
-      Effect.map(makeSlot(client.write, destination.defaultStream, backlog), (slot) => ({ slot, buffered: undefined }))
+      )),
+      Effect.andThen(
+        Effect.map(makeSlot(client.write, destination.defaultStream, backlog), (slot) => ({ slot, buffered: undefined }))
+      )
     ))
+
+/** A CDC table's contract, complete before the appender opens (re-verified on each reopening). */
+const provisionCdc = <A, E, R>(
+  client: BigQueryClientService,
+  settings: Settings<A, E, R>,
+  destination: TableDestination,
+  schema: TableSchema.TableSchema
+): Effect.Effect<void, BigQueryError> =>
+  settings.cdc === undefined ? Effect.void : CdcProvision.provision(client, settings.cdc, destination, {
+    createDisposition: settings.createDisposition,
+    recovery: settings.stream.recovery,
+    create: (fields) =>
+      Effect.flatMap(
+        createResource(settings, destination, schema),
+        (resource) => tables.create(client.rest, destination, schema, { ...resource, ...fields }, settings.stream.recovery)
+      )
+  })
 
 /**
  * Opens a destination whose connection `connect` provides, once the schema is read: `open` proves

@@ -28,10 +28,12 @@ import * as retryPolicy from "../retryPolicy.ts"
 import * as SinkOptionsSchema from "../sinkOptions.ts"
 import { augment } from "./additionalFields.ts"
 import { maxRowBytes } from "./appendRequest.ts"
+import * as Cdc from "./cdc/options.ts"
+import * as CdcRow from "./cdc/rowFields.ts"
 
 /** The options of the sink, as `BigQuerySink` documents them (with either write method). @internal */
 export type SinkOptions<A, E, R> = Omit<BigQuerySinkOptions<A, E, R>, "writeMethod"> & {
-  readonly writeMethod?: WriteMethod.WriteMethod | WriteMethod.ExactlyOnce | undefined
+  readonly writeMethod?: WriteMethod.WriteMethod<A> | WriteMethod.ExactlyOnce | undefined
 }
 
 /** The decoded `WriteMethod.atLeastOnce` or `WriteMethod.exactlyOnce` options. @internal */
@@ -63,6 +65,8 @@ export interface Settings<A, E, R> {
   readonly schemaUpdate: SchemaUpdateOptions.SchemaUpdateOptions
   readonly failureHandler: FailureHandler<BigQueryFailure, E, R>
   readonly stream: StreamSettings
+  /** The `cdc` option of `WriteMethod.atLeastOnce`: `serializer` then writes the pseudocolumns. */
+  readonly cdc: Cdc.CdcSettings<A> | undefined
 }
 
 const KiB = 1024
@@ -106,7 +110,9 @@ export const AtLeastOnceOptions = Schema.Struct({
     responseTimeout: streamDefaults.responseTimeout,
     adminTimeout: streamDefaults.adminTimeout,
     destinationIdleTimeout: streamDefaults.destinationIdleTimeout
-  })
+  }),
+  // checked here, decoded by `decode` (its providers are typed by the element)
+  cdc: O.maybe(O.isRecord, O.guarded(O.isRecord, "an object (Cdc.CdcOptions)"))
 })
 
 const toStream = (o: typeof AtLeastOnceOptions.Type): StreamSettings => ({
@@ -133,7 +139,8 @@ const StreamSchema = AtLeastOnceOptions.pipe(
       encode: ({ method: _method, ...s }: StreamSettings): typeof AtLeastOnceOptions.Type => ({
         ...s,
         maxInFlightRequests: s.maxInflightRequests,
-        maxInFlightBytes: s.maxInflightBytes
+        maxInFlightBytes: s.maxInflightBytes,
+        cdc: undefined
       })
     })
   )
@@ -324,6 +331,15 @@ export const decode = <A, H extends Handler | undefined>(
       withFields = augment(serializer, additional)
       additionalFields = additional
     }
+    let cdc: Cdc.CdcSettings<A> | undefined
+    const writeMethod = options.writeMethod
+    const cdcOptions = writeMethod?._tag === "AtLeastOnce" ? writeMethod.options.cdc : undefined
+    if (cdcOptions !== undefined) {
+      cdc = yield* Cdc.decode(cdcOptions, "writeMethod.cdc")
+      // with a fixed table the physical schema is known now: a pseudocolumn's name fails before any I/O
+      if (fixed !== undefined) yield* Cdc.checkSchema(yield* tableSchemaOf(withFields, fixed), "serializer")
+      withFields = CdcRow.augment(withFields, cdcOptions)
+    }
     return {
       resolve,
       serializer: withFields,
@@ -333,6 +349,7 @@ export const decode = <A, H extends Handler | undefined>(
       createOptions,
       schemaUpdate,
       failureHandler: SinkOptionsSchema.withDefaultHandler<BigQueryFailure, H>(options.failureHandler),
-      stream: decoded.writeMethod
+      stream: decoded.writeMethod,
+      cdc
     }
   })

@@ -147,12 +147,23 @@ export const classifyOpen = (code: number | undefined, context: Context): Verdic
  */
 export type AdminVerdict = "exists" | "retry" | "notFound" | "fail"
 
+/** The job error reasons a query job is run again for (reference 2.12). @internal */
+export const retriableJobReasons: ReadonlySet<string> = new Set([
+  "rateLimitExceeded",
+  "jobRateLimitExceeded",
+  "backendError",
+  "internalError",
+  "jobBackendError"
+])
+
 /** @internal */
 export const classifyAdmin = (
-  method: "insert" | "get" | "patch",
+  method: "insert" | "get" | "patch" | "query",
   status: number | undefined,
   reason: string | undefined
 ): AdminVerdict => {
+  // a query job's own error (reference 2.12): its reason decides, with or without an HTTP status
+  if (method === "query" && reason !== undefined) return retriableJobReasons.has(reason) ? "retry" : "fail"
   if (status === undefined) return "retry"
   if (status === 409 && method === "insert") return "exists"
   if (status === 404) return "notFound"

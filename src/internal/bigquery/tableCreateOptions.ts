@@ -29,32 +29,42 @@ const isTimePartitioning = (u: unknown): u is typeof TimePartitioningSchema.Type
 const isColumns = (u: unknown): u is ReadonlyArray<string> | undefined =>
   u === undefined || (Array.isArray(u) && u.every(Predicate.isString))
 
-/** 1 to 4 column names, not blank, distinct ignoring case; each rejection names its index. */
-const Clustering = O.fromEffect(isColumns, (input) => {
-  if (input === undefined) return Effect.undefined
-  if (!Array.isArray(input) || input.length < 1 || input.length > 4) {
-    const count = Array.isArray(input) ? input.length : O.describe(input)
-    return Effect.fail(new SchemaIssue.InvalidValue({ message: `must have 1 to 4 columns, had ${count}` }, input))
-  }
-  const seen = new Set<string>()
-  const names: Array<string> = []
-  for (const [i, name] of input.entries()) {
-    const checked = O.notBlank(name)
-    const message = checked._tag === "Failure"
-      ? checked.failure
-      : seen.has(checked.success.toLowerCase())
-      ? `repeats '${checked.success}'`
-      : undefined
-    if (message !== undefined) {
-      return Effect.fail(new SchemaIssue.Pointer([i], new SchemaIssue.InvalidValue({ message }, name)))
+/**
+ * A list of 1 to `max` column names, not blank, distinct ignoring case; each rejection names its
+ * index (clustering columns here, a CDC table's primary key).
+ *
+ * @internal
+ */
+export const columnList = (max: number) =>
+  O.fromEffect(isColumns, (input) => {
+    if (input === undefined) return Effect.undefined
+    if (!Array.isArray(input) || input.length < 1 || input.length > max) {
+      const count = Array.isArray(input) ? input.length : O.describe(input)
+      return Effect.fail(
+        new SchemaIssue.InvalidValue({ message: `must have 1 to ${max} columns, had ${count}` }, input)
+      )
     }
-    if (checked._tag === "Success") {
-      seen.add(checked.success.toLowerCase())
-      names.push(checked.success)
+    const seen = new Set<string>()
+    const names: Array<string> = []
+    for (const [i, name] of input.entries()) {
+      const checked = O.notBlank(name)
+      const message = checked._tag === "Failure"
+        ? checked.failure
+        : seen.has(checked.success.toLowerCase())
+        ? `repeats '${checked.success}'`
+        : undefined
+      if (message !== undefined) {
+        return Effect.fail(new SchemaIssue.Pointer([i], new SchemaIssue.InvalidValue({ message }, name)))
+      }
+      if (checked._tag === "Success") {
+        seen.add(checked.success.toLowerCase())
+        names.push(checked.success)
+      }
     }
-  }
-  return Effect.succeed(names)
-})
+    return Effect.succeed(names)
+  })
+
+const Clustering = columnList(4)
 
 const Input = Schema.Struct({
   timePartitioning: O.field(O.object(TimePartitioningSchema, undefined, isTimePartitioning)),

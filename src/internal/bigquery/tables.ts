@@ -5,7 +5,7 @@
  *
  * @internal
  */
-import type { BigQuery, TableField } from "@google-cloud/bigquery"
+import type { BigQuery, TableField, TableMetadata } from "@google-cloud/bigquery"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
@@ -20,14 +20,15 @@ import { type AdminVerdict, classifyAdmin } from "./retry.ts"
 /** A REST failure: HTTP status (undefined for transport errors) and the first error reason. @internal */
 export interface AdminFailure {
   readonly _tag: "AdminFailure"
-  readonly method: "insert" | "get" | "patch"
+  readonly method: "insert" | "get" | "patch" | "query"
   readonly status: number | undefined
   readonly reason: string | undefined
   readonly message: string
   readonly cause: unknown
 }
 
-const adminFailure = (method: AdminFailure["method"], cause: unknown): AdminFailure => {
+/** A REST failure from a driver error. @internal */
+export const adminFailure = (method: AdminFailure["method"], cause: unknown): AdminFailure => {
   const status = Predicate.isObject(cause) && Predicate.isNumber(cause["code"]) ? cause["code"] : undefined
   const errors = Predicate.isObject(cause) ? cause["errors"] : undefined
   const first: unknown = Array.isArray(errors) ? errors[0] : undefined
@@ -52,17 +53,20 @@ export const toError = (destination: TableDestination, failure: AdminFailure): B
     })
   })
 
-/** The live table: its schema as REST JSON and its etag. @internal */
+/** The live table: its schema as REST JSON and its etag (and the whole resource). @internal */
 export interface LiveTable {
   readonly schema: unknown
   readonly etag: string | undefined
+  readonly metadata: unknown
 }
 
 /**
  * A REST call with its deadline (`timeout`, else the fiber's `AdminTimeout`): past it the call is
  * abandoned, logged, and fails without an HTTP status, which `classifyAdmin` retries.
+ *
+ * @internal
  */
-const withDeadline = <A>(
+export const withDeadline = <A>(
   method: AdminFailure["method"],
   destination: TableDestination,
   timeout: Duration.Duration | undefined,
@@ -97,7 +101,8 @@ export const get = (
   ).pipe(
     Effect.map(([metadata]): LiveTable => ({
       schema: Predicate.isObject(metadata) ? metadata["schema"] : undefined,
-      etag: Predicate.isObject(metadata) && Predicate.isString(metadata["etag"]) ? metadata["etag"] : undefined
+      etag: Predicate.isObject(metadata) && Predicate.isString(metadata["etag"]) ? metadata["etag"] : undefined,
+      metadata
     })),
     Effect.catchIf((f) => f.status === 404, () => Effect.undefined)
   )
@@ -149,16 +154,22 @@ export const patchSchema = (
   etag: string | undefined,
   timeout?: Duration.Duration
 ): Effect.Effect<void, AdminFailure> =>
+  patch(rest, destination, { schema: { fields: mutableFields(schema.fields) } }, etag, timeout)
+
+/** Patches table fields (`schema`, `labels`), conditioned on `etag` (`If-Match`). @internal */
+export const patch = (
+  rest: BigQuery,
+  destination: TableDestination,
+  fields: TableMetadata,
+  etag: string | undefined,
+  timeout?: Duration.Duration
+): Effect.Effect<void, AdminFailure> =>
   withDeadline(
     "patch",
     destination,
     timeout,
     Effect.tryPromise({
-      try: () =>
-        tableOf(rest, destination).setMetadata({
-          schema: { fields: mutableFields(schema.fields) },
-          ...(etag === undefined ? {} : { etag })
-        }),
+      try: () => tableOf(rest, destination).setMetadata({ ...fields, ...(etag === undefined ? {} : { etag }) }),
       catch: (cause) => adminFailure("patch", cause)
     })
   ).pipe(Effect.asVoid)

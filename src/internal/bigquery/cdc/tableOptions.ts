@@ -1,0 +1,78 @@
+/**
+ * `CdcTableOptions.make`: the primary key and `max_staleness` of a CDC table decoded with `Schema`
+ * (reference 2.12), and the contract's label hash (a pure function of them).
+ *
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import { createHash } from "node:crypto"
+import type { CdcTableOptions, CdcTableOptionsInput, MaxStaleness } from "../../../BigQuery/CdcTableOptions.ts"
+import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import * as O from "../../optionSchema.ts"
+import { columnList } from "../tableCreateOptions.ts"
+
+/** The largest duration the options take: `Duration` in nanoseconds fits 2^63 - 1 (about 292 years). */
+const maxMicros = 9_223_372_036_854_775n
+
+/** A positive duration of whole microseconds, at most about 292 years. */
+const staleness: O.Rule<Duration.Duration> = (input) => {
+  const decoded = O.duration("positive")(input)
+  if (Result.isFailure(decoded)) return decoded
+  const nanos = Duration.toNanos(decoded.success)
+  if (nanos._tag === "None" || nanos.value % 1000n !== 0n) {
+    return Result.fail(`must be whole microseconds, was ${Duration.format(decoded.success)}`)
+  }
+  return nanos.value / 1000n > maxMicros ? Result.fail("must be at most about 292 years") : decoded
+}
+
+const Input = Schema.Struct({
+  primaryKey: O.field(columnList(16)),
+  maxStaleness: O.maybe(O.isDuration, staleness),
+  clearMaxStaleness: O.maybe(O.isBoolean, O.boolean)
+})
+
+/** `CdcTableOptions.make`. @internal */
+export const make = (input: CdcTableOptionsInput, path: string): Effect.Effect<CdcTableOptions, SinkConfigError> =>
+  Effect.flatMap(O.decode(Input, path)(input), (o) => {
+    if (o.maxStaleness !== undefined && o.clearMaxStaleness === true) {
+      return O.fail(`${path}.clearMaxStaleness`, "set either maxStaleness or clearMaxStaleness, not both")
+    }
+    const maxStaleness: MaxStaleness = o.maxStaleness !== undefined
+      ? {
+        _tag: "Set",
+        micros: Duration.toNanos(o.maxStaleness).pipe((n) => (n._tag === "Some" ? n.value : 0n)) / 1000n
+      }
+      : o.clearMaxStaleness === true
+      ? { _tag: "Clear" }
+      : { _tag: "Unmanaged" }
+    return Effect.succeed({ primaryKey: o.primaryKey ?? [], maxStaleness })
+  })
+
+/** Already-validated options (a provider may return either form). @internal */
+export const isValidated = (u: unknown): u is CdcTableOptions =>
+  O.isRecord(u) && Array.isArray(u.primaryKey) && O.isRecord(u.maxStaleness) &&
+  Predicate.isString(u.maxStaleness._tag)
+
+/** The `max_staleness` part of the label hash's input. @internal */
+export const stalenessKey = (m: MaxStaleness): string =>
+  m._tag === "Unmanaged"
+    ? "max_staleness=unmanaged"
+    : m._tag === "Clear"
+    ? "max_staleness=clear"
+    : `max_staleness_us=${m.micros}`
+
+/**
+ * The contract's hash: the first 128 bits (32 hex digits) of SHA-256 over the lower-cased primary-key
+ * columns, NUL-separated, then a NUL and the staleness key.
+ *
+ * @internal
+ */
+export const specHash = (options: CdcTableOptions): string =>
+  createHash("sha256")
+    .update([...options.primaryKey.map((c) => c.toLowerCase()), stalenessKey(options.maxStaleness)].join("\u0000"))
+    .digest("hex")
+    .slice(0, 32)
