@@ -10,35 +10,17 @@ import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { fileURLToPath } from "node:url"
 import * as CrashProof from "./crashProof.ts"
+import { exact, readToyDestination, toyPoints, toyScript } from "./crashToy.ts"
 
-const toy = fileURLToPath(new URL("./crashToyChild.ts", import.meta.url))
+const toy = toyScript
+const points = toyPoints
+const readDestination = readToyDestination
 
 const tempDir = Effect.acquireRelease(
   Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "crash-proof-"))),
   (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
 )
-
-/** COUNT, COUNT DISTINCT and SUM of the ids the toy destination made visible. */
-const readDestination = (dir: string) => {
-  const ids: Array<number> = []
-  const committed = path.join(dir, "committed")
-  for (const name of fs.readdirSync(committed)) {
-    const batch: unknown = JSON.parse(fs.readFileSync(path.join(committed, name), "utf8"))
-    if (Array.isArray(batch)) { for (const id of batch) if (typeof id === "number") ids.push(id) }
-  }
-  return { count: ids.length, distinct: new Set(ids).size, sum: ids.reduce((a, b) => a + b, 0) }
-}
-
-const exact = (n: number) => ({ count: n, distinct: n, sum: (n * (n - 1)) / 2 })
-
-const points: ReadonlyArray<CrashProof.KillPoint> = [
-  { _tag: "AfterStep", step: "saved", nth: [1, 2], hold: true }, // between a save and its commit
-  { _tag: "AfterStep", step: "commit-partial", nth: [1, 2], hold: true }, // in the middle of a commit
-  { _tag: "AfterStep", step: "staged", nth: [1, 6], delayMillis: [0, 5] }, // while writing
-  { _tag: "AtTime", millis: [50, 700] } // anywhere, start-up included
-]
 
 describe("crashProof", () => {
   it.effect("the kill plan is a function of the seed", () =>

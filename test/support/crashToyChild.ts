@@ -15,14 +15,16 @@
  *   `fenced`, exit code 3.
  *
  * Environment: TOY_DIR, TOY_TOTAL, TOY_CHUNK, TOY_EVERY, TOY_WRITER (default "toy"), TOY_BATCH_DELAY_MS
- * (a pause per batch, default 0: a slower source, so that two processes overlap).
+ * (a pause per batch, default 0: a slower source, so that two processes overlap); TOY_STORE `file`
+ * (default: `CheckpointStore.file` under TOY_DIR) or `gcs` (`CheckpointStore.gcs` on the emulator at
+ * TOY_GCS_EMULATOR `host:port`, bucket TOY_GCS_BUCKET).
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Option, Stream } from "effect"
+import { Effect, Layer, Option, Stream } from "effect"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { type CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../src/Sink.ts"
+import { type CheckpointConflict, CheckpointRecord, CheckpointStore, GcsClient } from "../../src/Sink.ts"
 import { fencedExitCode, intEnv, replayableSource, step, stringEnv } from "./crashChild.ts"
 
 const dir = stringEnv("TOY_DIR")
@@ -105,7 +107,13 @@ const program = Effect.gen(function*() {
       step("fenced", { expected: conflict.expectedPreviousId, actual: conflict.actualId }),
       Effect.sync(() => process.exit(fencedExitCode))
     )),
-  Effect.provide(CheckpointStore.file(path.join(dir, "store")))
+  Effect.provide(
+    stringEnv("TOY_STORE", "file") === "gcs"
+      ? CheckpointStore.gcs({ bucket: stringEnv("TOY_GCS_BUCKET"), prefix: "toy" }).pipe(
+        Layer.provide(GcsClient.layer({ projectId: "test-project", emulator: { rest: stringEnv("TOY_GCS_EMULATOR") } }))
+      )
+      : CheckpointStore.file(path.join(dir, "store"))
+  )
 )
 
 NodeRuntime.runMain(program)
