@@ -46,7 +46,9 @@ export interface BigQueryClientConfig {
 
 /**
  * The clients of one project: `write` is the Storage Write API channel (`@grpc/grpc-js`), `rest`
- * the `@google-cloud/bigquery` client used for tables and jobs.
+ * the `@google-cloud/bigquery` client used for tables and jobs. `emulator` is true when they talk to
+ * bqemulator (`layer({ emulator })`): the exactly-once writer then allows for its known deviations
+ * (its `FlushRows` offset is exclusive; see docs/exactly-once.md).
  *
  * @category models
  * @since 0.1.0
@@ -56,6 +58,7 @@ export interface BigQueryClientService {
   readonly location: string | undefined
   readonly write: grpc.Client
   readonly rest: BigQuery
+  readonly emulator?: boolean | undefined
 }
 
 /**

@@ -6,9 +6,12 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Sink from "effect/Sink"
+import * as internalExactlyOnce from "../internal/bigquery/exactlyOnce/writer.ts"
 import * as internalOptions from "../internal/bigquery/options.ts"
 import * as internalSink from "../internal/bigquery/sink.ts"
 import * as internalWriter from "../internal/bigquery/writer.ts"
+import * as internalCheckpointSink from "../internal/writer/checkpointSink.ts"
+import type * as Checkpoint from "../Sink/Checkpoint.ts"
 import type { FailureHandler, RecordFailed } from "../Sink/FailureHandler.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import type { HandlerContext, HandlerError, SinkOptions, WithFailureHandler } from "../Sink/SinkOptions.ts"
@@ -21,7 +24,7 @@ import type { BigQueryFailure } from "./BigQueryFailure.ts"
 import type { RowSerializer } from "./RowSerializer.ts"
 import type { TableCreateOptions, TableCreateOptionsInput } from "./TableCreateOptions.ts"
 import type { DestinationResolver, TableDestination } from "./TableDestination.ts"
-import type { WriteMethod } from "./WriteMethod.ts"
+import type { AtLeastOnce, ExactlyOnce } from "./WriteMethod.ts"
 
 /**
  * The options of {@link make} and {@link writer}: the shared `SinkOptions` (destination, failure
@@ -65,7 +68,7 @@ export interface BigQuerySinkOptions<A, E = RecordFailed, R = never> extends
     TableDestination,
     DestinationResolver<A>,
     TableCreateOptionsInput | ((destination: TableDestination) => TableCreateOptions),
-    WriteMethod
+    AtLeastOnce
   >
 {
   readonly serializer: RowSerializer<A>
@@ -180,3 +183,140 @@ export const writer = <A, H extends Handler | undefined = undefined>(
   SinkConfigError | HandlerError<H>,
   BigQueryClient | HandlerContext<H> | Scope.Scope
 > => Effect.flatMap(internalOptions.decode(options), internalWriter.make<A, HandlerError<H>, HandlerContext<H>>)
+
+/**
+ * The options of {@link exactlyOnce}: those of {@link make} with `WriteMethod.exactlyOnce` (the
+ * default) as the write method, and the `checkpoint` option (`Checkpoint.CheckpointOptions`): where
+ * the writer resumes (`Checkpoint.resume`), how often it checkpoints, and the source position a
+ * record stands for.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ExactlyOnceSinkOptions<A, P, E = RecordFailed, R = never>
+  extends Omit<BigQuerySinkOptions<A, E, R>, "writeMethod">
+{
+  readonly writeMethod?: ExactlyOnce | undefined
+  readonly checkpoint: Checkpoint.CheckpointOptions<A, P>
+}
+
+/**
+ * The options of {@link exactlyOnceWriter}: those of {@link exactlyOnce}, with only `resume` in
+ * `checkpoint` (the caller checkpoints with `writer.checkpoint(position)`).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ExactlyOnceWriterOptions<A, P, E = RecordFailed, R = never>
+  extends Omit<BigQuerySinkOptions<A, E, R>, "writeMethod">
+{
+  readonly writeMethod?: ExactlyOnce | undefined
+  readonly checkpoint: Checkpoint.WriterCheckpointOptions<P>
+}
+
+/**
+ * The error of an exactly-once sink or writer: that of {@link make}, and the checkpoint's
+ * (`CheckpointConflict`: another process advanced this writer, which stopped without committing;
+ * `CheckpointStoreError`).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type ExactlyOnceSinkError<E = RecordFailed> = BigQuerySinkError<E> | Checkpoint.CheckpointError
+
+/**
+ * An exactly-once sink (reference 2.6, DESIGN 6): every record lands once, across crashes and
+ * restarts, provided the source restarts at the position `Checkpoint.resume` returned.
+ *
+ * **Details**
+ *
+ * Each destination gets one BUFFERED stream, created when it is first written and reused across
+ * checkpoints (never finalized); batches are appended at explicit offsets and stay invisible. Every
+ * `checkpoint.every` (records or time), and always at the end of input, the sink drains every
+ * append, saves `{ id, position, commits }` to the `CheckpointStore` with compare-and-set, then
+ * flushes each stream up to its last row (`FlushRows`). On start it restores the record it was
+ * given: re-runs its flushes (idempotent) and adopts each stream through a probe append at the
+ * stored offset (a stream that cannot be adopted is left as it is and a fresh one is used). Rows
+ * written after the last checkpoint are never flushed: after a crash they stay invisible and the
+ * source replays them.
+ *
+ * If another process saved a checkpoint for the same `writerId` since (a zombie and its
+ * replacement), the save fails with `CheckpointConflict` and this sink stops without flushing.
+ *
+ * **Example** (Resuming a replayable source)
+ * ```ts
+ * import { Effect, Option, Schema, Stream } from "effect"
+ * import { BigQuerySink, RowSerializer, TableDestination, WriteMethod } from "effect-gcp-sinks/BigQuery"
+ * import { Checkpoint, CheckpointStore } from "effect-gcp-sinks/Sink"
+ * declare const linesFrom: (line: number) => Stream.Stream<{ readonly line: number; readonly text: string }>
+ * const Row = Schema.Struct({ line: Schema.Number, text: Schema.String })
+ * const program = Effect.gen(function*() {
+ *   const serializer = yield* RowSerializer.fromSchema(Row)
+ *   const table = yield* TableDestination.make({ projectId: "p", datasetId: "d", tableId: "lines" })
+ *   const resume = yield* Checkpoint.resume({ writerId: "lines-0", positionSchema: Schema.Number })
+ *   return yield* linesFrom(Option.getOrElse(resume.position, () => 0)).pipe(
+ *     Stream.run(BigQuerySink.exactlyOnce({
+ *       table,
+ *       serializer,
+ *       writeMethod: WriteMethod.exactlyOnce(),
+ *       checkpoint: { resume, every: "1 second", position: (row) => row.line + 1 }
+ *     }))
+ *   )
+ * }).pipe(Effect.provide(CheckpointStore.file("./checkpoints")))
+ * ```
+ *
+ * @see {@link exactlyOnceWriter} for explicit checkpoints
+ * @category constructors
+ * @since 0.1.0
+ */
+export const exactlyOnce = <A, P, H extends Handler | undefined = undefined>(
+  options: WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>
+): Sink.Sink<
+  WriteSummary,
+  A,
+  never,
+  ExactlyOnceSinkError<HandlerError<H>>,
+  BigQueryClient | HandlerContext<H>
+> =>
+  Sink.unwrap(
+    Effect.map(
+      internalOptions.decode(options, "ExactlyOnce"),
+      (settings) => internalExactlyOnce.sink<A, P, HandlerError<H>, HandlerContext<H>>(settings, options.checkpoint)
+    )
+  )
+
+/**
+ * An exactly-once writer: `write` as {@link writer}'s, and `checkpoint(position)`, which drains,
+ * saves the record with `position` and flushes the streams (see {@link exactlyOnce}). Rows written
+ * after the last checkpoint are never made visible: checkpoint before closing.
+ *
+ * **Example** (A checkpoint per batch of the source)
+ * ```ts
+ * import { Effect, Schema } from "effect"
+ * import { BigQuerySink, type RowSerializer, type TableDestination } from "effect-gcp-sinks/BigQuery"
+ * import { Checkpoint } from "effect-gcp-sinks/Sink"
+ * declare const serializer: RowSerializer.RowSerializer<{ id: number }>
+ * declare const table: TableDestination.TableDestination
+ * const program = Effect.scoped(Effect.gen(function*() {
+ *   const resume = yield* Checkpoint.resume({ writerId: "w-0", positionSchema: Schema.Number })
+ *   const writer = yield* BigQuerySink.exactlyOnceWriter({ table, serializer, checkpoint: { resume } })
+ *   yield* writer.write([{ id: 1 }, { id: 2 }])
+ *   yield* writer.checkpoint(3)
+ * }))
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const exactlyOnceWriter = <A, P, H extends Handler | undefined = undefined>(
+  options: WithFailureHandler<ExactlyOnceWriterOptions<A, P>, H>
+): Effect.Effect<
+  Writer<A, BigQueryError | Checkpoint.CheckpointError | HandlerError<H>, P>,
+  SinkConfigError | BigQueryError | Checkpoint.CheckpointError | HandlerError<H>,
+  BigQueryClient | HandlerContext<H> | Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const settings = yield* internalOptions.decode(options, "ExactlyOnce")
+    const resume = yield* internalCheckpointSink.decodeResume<P>(options.checkpoint)
+    return yield* internalExactlyOnce.make<A, P, HandlerError<H>, HandlerContext<H>>(settings, resume)
+  })

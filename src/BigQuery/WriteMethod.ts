@@ -1,11 +1,13 @@
 /**
- * How the BigQuery sink writes: `AtLeastOnce` on each table's Storage Write `_default` stream, with
- * its own options. Exactly-once (buffered streams) and file loads join this union as their own
- * variants, each carrying its own options, so options of one method cannot be given to another.
+ * How the BigQuery sink writes: `AtLeastOnce` on each table's Storage Write `_default` stream, or
+ * `ExactlyOnce` on buffered streams flushed at checkpoints, each with its own options, so options of
+ * one method cannot be given to another (file loads join as another variant).
  *
  * @since 0.1.0
  */
+import type * as Duration from "effect/Duration"
 import * as method from "../internal/writeMethod.ts"
+import type { RetryPolicyInput } from "../Sink/RetryPolicy.ts"
 import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
 
 /**
@@ -56,8 +58,46 @@ export interface AtLeastOnceOptions extends WriterOptions {
 export interface AtLeastOnce extends WriteMethodOf<"AtLeastOnce", "bigquery", AtLeastOnceOptions> {}
 
 /**
- * Every write method. Today only {@link AtLeastOnce}; `ExactlyOnce` and `FileLoads` are added as
- * further variants.
+ * The options of {@link exactlyOnce} (reference 2.7), each with its default.
+ *
+ * **Details**
+ *
+ * - `maxAppendRequestBytes` (512 KiB, at most 9 MiB): batches are cut by bytes and appended at
+ *   explicit offsets.
+ * - `destinationIdleTimeout` (1 h, positive): a destination idle for longer, with nothing in flight
+ *   and nothing written since the last checkpoint, is closed (its stream is not finalized); a later
+ *   record opens a new stream.
+ * - `recovery` (`{ initialBackoff: "500 millis", maxBackoff: "10 seconds", maxAttempts: 10 }`): stream
+ *   creation, re-appends at the same offset, the restore probe and `FlushRows` retries.
+ * - `retry` (as `atLeastOnce`): in-band transient errors re-sent on the same connection.
+ *
+ * No in-flight, flush-interval or metric knobs: each destination keeps one append in flight (each
+ * offset follows the previous answer), and rows become visible at checkpoints.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ExactlyOnceOptions {
+  readonly maxAppendRequestBytes?: number | undefined
+  readonly destinationIdleTimeout?: Duration.Input | undefined
+  readonly retry?: RetryPolicyInput | undefined
+  readonly recovery?: RetryPolicyInput | undefined
+}
+
+/**
+ * Exactly-once appends to one BUFFERED stream per destination, flushed (`FlushRows`) by each
+ * checkpoint after the checkpoint's record is saved: `BigQuerySink.exactlyOnce` and
+ * `BigQuerySink.exactlyOnceWriter` take it (with a `checkpoint` option); `make` and `writer` do not.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigquery", ExactlyOnceOptions> {}
+
+/**
+ * The write methods of `BigQuerySink.make` and `writer`: {@link AtLeastOnce} (`FileLoads` joins as a
+ * further variant). {@link ExactlyOnce} is the method of the exactly-once constructors, which need a
+ * checkpoint, and is not one of these.
  *
  * @category models
  * @since 0.1.0
@@ -87,6 +127,24 @@ export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce =>
   method.make("AtLeastOnce", "bigquery", options ?? {})
 
 /**
+ * The exactly-once write method, with optional {@link ExactlyOnceOptions} (validated when the sink
+ * is built, errors naming `writeMethod.<option>`; an option of another method is rejected).
+ *
+ * **Example** (Larger requests)
+ * ```ts
+ * import { WriteMethod } from "effect-gcp-sinks/BigQuery"
+ * const method = WriteMethod.exactlyOnce({ maxAppendRequestBytes: 1024 * 1024 })
+ * method._tag
+ * // => "ExactlyOnce"
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const exactlyOnce = (options?: ExactlyOnceOptions): ExactlyOnce =>
+  method.make("ExactlyOnce", "bigquery", options ?? {})
+
+/**
  * Tells whether a value is a {@link WriteMethod}.
  *
  * **Example** (Checking an untyped value)
@@ -100,3 +158,18 @@ export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce =>
  * @since 0.1.0
  */
 export const isWriteMethod: (u: unknown) => u is WriteMethod = method.guard<WriteMethod>("bigquery", ["AtLeastOnce"])
+
+/**
+ * Tells whether a value is an {@link ExactlyOnce} method.
+ *
+ * **Example** (Checking an untyped value)
+ * ```ts
+ * import { WriteMethod } from "effect-gcp-sinks/BigQuery"
+ * WriteMethod.isExactlyOnce(WriteMethod.exactlyOnce())
+ * // => true
+ * ```
+ *
+ * @category guards
+ * @since 0.1.0
+ */
+export const isExactlyOnce: (u: unknown) => u is ExactlyOnce = method.guard<ExactlyOnce>("bigquery", ["ExactlyOnce"])

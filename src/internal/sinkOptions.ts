@@ -63,7 +63,9 @@ export const writeMethod = <A>(
 ) =>
   O.field(O.fromEffect(is, (input, options) => {
     const given = input === undefined ? { _tag: tags[0], connector, options: {} } : input
-    const expected = `a WriteMethod of ${module} (WriteMethod.atLeastOnce(...) from effect-gcp-sinks/${module})`
+    const tag = tags[0] ?? "AtLeastOnce"
+    const constructor = `${tag.charAt(0).toLowerCase()}${tag.slice(1)}`
+    const expected = `a WriteMethod of ${module} (WriteMethod.${constructor}(...) from effect-gcp-sinks/${module})`
     if (
       !O.isRecord(given) || !Predicate.isString(given._tag) || !tags.includes(given._tag) ||
       given.connector !== connector

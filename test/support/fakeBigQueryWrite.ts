@@ -15,6 +15,7 @@ import { Effect, type Scope } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { ProtoReader } from "../../src/internal/protoReader.ts"
+import * as Buffered from "./fakeBufferedStreams.ts"
 import { bytesMethod, serve } from "./grpcServer.ts"
 
 const v1 = protos.google.cloud.bigquery.storage.v1
@@ -48,6 +49,9 @@ export interface AppendContext {
   readonly columns: ReadonlyArray<string>
   /** Whether this request carried a writer_schema. */
   readonly hadSchema: boolean
+  /** The stream the request went to, and its offset (buffered streams). */
+  readonly writeStream: string
+  readonly offset: number | undefined
 }
 
 export type Answer =
@@ -79,6 +83,8 @@ export interface FakeOptions {
   readonly maxConcurrentStreams?: number
   /** REST status to answer instead of handling (e.g. 429 once); `undefined` handles normally. */
   readonly restAnswer?: (method: string, path: string) => number | undefined
+  /** Faults of the BUFFERED stream calls (`fakeBufferedStreams.ts`). */
+  readonly buffered?: Buffered.BufferedFaults
 }
 
 export interface FakeBigQuery {
@@ -97,11 +103,17 @@ export interface FakeBigQuery {
   readonly table: (table: string) => TableResource | undefined
   readonly addColumn: (table: string, column: Column) => void
   readonly stats: { requests: number; connections: number; schemasSent: number; restCalls: Array<string> }
+  /** The BUFFERED streams (`rows` includes what their flushes made visible). */
+  readonly buffered: Buffered.BufferedStreams
 }
 
-interface Parsed {
+interface Header {
   readonly writeStream: string | undefined
   readonly descriptor: Uint8Array | undefined
+  readonly offset: number | undefined
+}
+
+interface Parsed extends Header {
   readonly rows: Array<Uint8Array>
 }
 
@@ -110,13 +122,11 @@ interface Parsed {
  * each serialized row (offsets, so counting allocates nothing); returns the stream name and the
  * writer schema's descriptor when present.
  */
-const walkRequest = (
-  buf: Uint8Array,
-  row: (start: number, end: number) => void
-): { readonly writeStream: string | undefined; readonly descriptor: Uint8Array | undefined } => {
+const walkRequest = (buf: Uint8Array, row: (start: number, end: number) => void): Header => {
   const r = new ProtoReader(buf, "AppendRowsRequest")
   let writeStream: string | undefined
   let descriptor: Uint8Array | undefined
+  let offset: number | undefined
   // each length-delimited field of interest is entered; everything else is skipped by wire type
   const fields = (end: number, on: (field: number, end: number) => boolean) => {
     while (r.pos < end) {
@@ -126,7 +136,16 @@ const walkRequest = (
   }
   fields(buf.length, (field, end) => {
     if (field === 1) writeStream = r.string(end)
-    else if (field === 4) {
+    else if (field === 2) {
+      // offset: Int64Value { 1: int64 }
+      const valueEnd = r.delimited(end)
+      offset = 0
+      while (r.pos < valueEnd) {
+        const key = r.key(valueEnd)
+        if (key === 8) offset = r.int64(valueEnd)
+        else r.skip(key & 7, valueEnd)
+      }
+    } else if (field === 4) {
       // proto_rows: writer_schema (1: proto_descriptor 1), rows (2: serialized_rows 1)
       fields(r.delimited(end), (part, data) => {
         if (part === 1) {
@@ -149,7 +168,7 @@ const walkRequest = (
     } else return false
     return true
   })
-  return { writeStream, descriptor }
+  return { writeStream, descriptor, offset }
 }
 
 /** Parses AppendRowsRequest framing; the rows are copies. */
@@ -161,12 +180,12 @@ const parseRequest = (buf: Uint8Array): Parsed => {
 
 /**
  * The rows of an AppendRowsRequest, counted without allocating per row (fast-ack mode: a
- * benchmark's server must cost as little as possible next to the client it measures).
+ * benchmark's server must cost as little as possible next to the client it measures), and its offset.
  */
-const countRows = (buf: Uint8Array): number => {
+const countRows = (buf: Uint8Array): { readonly count: number; readonly offset: number | undefined } => {
   let count = 0
-  walkRequest(buf, () => void count++)
-  return count
+  const { offset } = walkRequest(buf, () => void count++)
+  return { count, offset }
 }
 
 const tableOfStream = (name: string): string | undefined => {
@@ -184,7 +203,7 @@ const statusDetails = (code: number, message: string, storageCode: number | unde
     }]
   }).finish()
 
-const encodeResponse = (answer: Answer, writeStream: string): Buffer => {
+const encodeResponse = (answer: Answer, writeStream: string, offset?: number): Buffer => {
   switch (answer._tag) {
     case "rowErrors":
       return Buffer.from(
@@ -209,7 +228,7 @@ const encodeResponse = (answer: Answer, writeStream: string): Buffer => {
     case "ok":
       return Buffer.from(
         v1.AppendRowsResponse.encode({
-          appendResult: {},
+          appendResult: offset === undefined ? {} : { offset: { value: offset } },
           writeStream,
           ...(answer.updatedSchema === undefined ? {} : {
             updatedSchema: {
@@ -248,6 +267,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
     const stats = { requests: 0, connections: 0, schemasSent: 0, restCalls: [] as Array<string> }
     const fastAckBytes = Buffer.from(v1.AppendRowsResponse.encode({ appendResult: {} }).finish())
     const missingCode = options.missingTableCode ?? grpc.status.NOT_FOUND
+    const buffered = Buffered.make((table) => catalog.has(table), options.buffered)
 
     const commit = (table: string, rows: ReadonlyArray<Uint8Array>) => {
       let list = committed.get(table)
@@ -278,8 +298,13 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
       call.on("data", (buf: Buffer) => {
         stats.requests++
         if (options.fastAck === true) {
-          totalRows += countRows(buf)
-          call.write(fastAckBytes)
+          const { count, offset } = countRows(buf)
+          totalRows += count
+          call.write(
+            offset === undefined
+              ? fastAckBytes
+              : Buffer.from(v1.AppendRowsResponse.encode({ appendResult: { offset: { value: offset } } }).finish())
+          )
           return
         }
         const parsed = parseRequest(buf)
@@ -299,14 +324,46 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
           connection,
           rows: parsed.rows,
           columns,
-          hadSchema
+          hadSchema,
+          writeStream,
+          offset: parsed.offset
         }
         const answer = options.answer?.(context) ?? { _tag: "default" }
         chain = chain.then(() => respond(answer, context))
       })
 
+      /** Takes the rows on a buffered stream at the request's offset; the answer (an error keeps none). */
+      const appendBuffered = (context: AppendContext, answer: Answer): Buffer => {
+        const outcome = buffered.append(context.writeStream, context.offset, context.rows)
+        return outcome._tag === "ok"
+          ? encodeResponse(answer._tag === "ok" ? answer : { _tag: "ok" }, writeStream, outcome.offset)
+          : encodeResponse({ _tag: "error", ...outcome.error }, writeStream)
+      }
+
       const respond = async (answer: Answer, context: AppendContext): Promise<void> => {
         if (dead) return
+        if (buffered.isBuffered(context.writeStream)) {
+          if (answer._tag === "drop") {
+            buffered.append(context.writeStream, context.offset, context.rows)
+            dead = true
+            call.emit("error", { code: grpc.status.UNAVAILABLE, details: "connection reset by the fake" })
+            return
+          } else if (answer._tag === "default" || answer._tag === "ok") {
+            if (!buffered.streams.has(context.writeStream)) {
+              // an unknown stream ends the call, as BigQuery does
+              dead = true
+              const error = { code: grpc.status.NOT_FOUND, message: `Stream ${context.writeStream} not found` }
+              call.emit("error", {
+                ...error,
+                details: error.message,
+                metadata: Buffered.storageTrailer({ ...error, storageCode: 3 })
+              })
+              return
+            }
+            call.write(appendBuffered(context, answer))
+            return
+          }
+        }
         switch (answer._tag) {
           case "delay":
             await new Promise((resolve) => setTimeout(resolve, answer.millis))
@@ -381,8 +438,11 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
     })
     server.addService({
       AppendRows: bytesMethod("/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows", "bidi"),
-      GetWriteStream: bytesMethod("/google.cloud.bigquery.storage.v1.BigQueryWrite/GetWriteStream", "unary")
-    }, { AppendRows: appendRows, GetWriteStream: getWriteStream })
+      GetWriteStream: bytesMethod("/google.cloud.bigquery.storage.v1.BigQueryWrite/GetWriteStream", "unary"),
+      CreateWriteStream: bytesMethod("/google.cloud.bigquery.storage.v1.BigQueryWrite/CreateWriteStream", "unary"),
+      FlushRows: bytesMethod("/google.cloud.bigquery.storage.v1.BigQueryWrite/FlushRows", "unary"),
+      FinalizeWriteStream: bytesMethod("/google.cloud.bigquery.storage.v1.BigQueryWrite/FinalizeWriteStream", "unary")
+    }, { AppendRows: appendRows, GetWriteStream: getWriteStream, ...buffered.handlers })
 
     const grpcPort = yield* serve(server, grpc.ServerCredentials.createInsecure())
 
@@ -460,7 +520,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
       restUrl: `http://127.0.0.1:${restPort}`,
       grpcEndpoint: `127.0.0.1:${grpcPort}`,
       restEndpoint: `127.0.0.1:${restPort}`,
-      rows: (table) => committed.get(table) ?? [],
+      rows: (table) => [...(committed.get(table) ?? []), ...buffered.visible(table)],
       rowCount: () => totalRows,
       createTable: (table, fields) => {
         const [p, d, t] = table.split(".")
@@ -477,6 +537,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
         if (existing === undefined) return
         catalog.set(table, { ...existing, schema: { fields: [...existing.schema.fields, column] }, etag: nextEtag() })
       },
-      stats
+      stats,
+      buffered
     }
   })

@@ -8,7 +8,7 @@
  * bytes per request, written into the headroom before the rows, so the rows are still not copied.
  *
  * ```
- * AppendRowsRequest { 1: write_stream, 4: proto_rows ProtoData, 6: trace_id }
+ * AppendRowsRequest { 1: write_stream, 2: offset Int64Value { 1: int64 }, 4: proto_rows ProtoData, 6: trace_id }
  * ProtoData { 1: writer_schema ProtoSchema { 1: proto_descriptor }, 2: rows ProtoRows { 1: repeated bytes } }
  * ```
  *
@@ -51,6 +51,8 @@ export interface Header {
   /** Encoded `DescriptorProto`, on the first request and after a schema change only. */
   readonly descriptor?: Uint8Array | undefined
   readonly traceId?: string | Uint8Array | undefined
+  /** The offset the rows go at (buffered streams); absent on `_default`. */
+  readonly offset?: number | undefined
 }
 
 const encoder = new TextEncoder()
@@ -74,7 +76,31 @@ export const requestLength = (header: Header, rowsBytes: number): number => {
   const trace = traceLength === undefined ? 0 : lengthDelimited(traceLength)
   const schema = header.descriptor === undefined ? 0 : lengthDelimited(lengthDelimited(header.descriptor.length))
   const data = schema + lengthDelimited(rowsBytes)
-  return stream + lengthDelimited(data) + trace
+  return stream + offsetLength(header.offset) + lengthDelimited(data) + trace
+}
+
+/** The bytes of `Int64Value { 1: offset }` (tag and varint). */
+const int64ValueLength = (offset: number): number => 1 + varint64Length(offset)
+
+const varint64Length = (n: number): number => {
+  let length = 1
+  while (n >= 0x80) {
+    n = Math.floor(n / 128)
+    length++
+  }
+  return length
+}
+
+/** The bytes the `offset` field takes in a request (none when absent). */
+const offsetLength = (offset: number | undefined): number =>
+  offset === undefined ? 0 : lengthDelimited(int64ValueLength(offset))
+
+/** Writes the `offset` field (2: `Int64Value { 1: offset }`) at `pos`. */
+const writeOffset = (out: Uint8Array, pos: number, offset: number): number => {
+  out[pos++] = 0x12
+  pos = writeVarint(out, pos, int64ValueLength(offset))
+  out[pos++] = 0x08
+  return writeVarint(out, pos, offset)
 }
 
 /**
@@ -150,16 +176,21 @@ const writeField = (out: Uint8Array, pos: number, tag: number, bytes: Uint8Array
 }
 
 /**
- * Frames `write_stream` (when given) and the `proto_rows` prefix into the headroom before `body`,
- * or returns `undefined` when they do not fit (the caller copies instead).
+ * Frames `write_stream` and `offset` (when given) and the `proto_rows` prefix into the headroom
+ * before `body`, or returns `undefined` when they do not fit (the caller copies instead).
  */
-const frameInPlace = (stream: Uint8Array | undefined, body: Uint8Array): Uint8Array | undefined => {
+const frameInPlace = (
+  stream: Uint8Array | undefined,
+  offset: number | undefined,
+  body: Uint8Array
+): Uint8Array | undefined => {
   const dataPayload = lengthDelimited(body.length)
-  const prefix = (stream === undefined ? 0 : lengthDelimited(stream.length)) + 1 + varintLength(dataPayload) + 1 +
-    varintLength(body.length)
+  const prefix = (stream === undefined ? 0 : lengthDelimited(stream.length)) + offsetLength(offset) + 1 +
+    varintLength(dataPayload) + 1 + varintLength(body.length)
   if (prefix > headroom) return undefined
   const out = new Uint8Array(body.buffer, body.byteOffset - prefix, prefix + body.length)
   let pos = stream === undefined ? 0 : writeField(out, 0, 0x0a, stream)
+  if (offset !== undefined) pos = writeOffset(out, pos, offset)
   out[pos++] = 0x22
   pos = writeVarint(out, pos, dataPayload)
   out[pos++] = 0x12
@@ -181,17 +212,18 @@ const frameInPlace = (stream: Uint8Array | undefined, body: Uint8Array): Uint8Ar
 export const encodeBody = (header: Header, body: Uint8Array): Uint8Array => {
   const stream = header.writeStream === undefined ? undefined : utf8(header.writeStream)
   if (header.traceId === undefined && header.descriptor === undefined && withHeadroom.has(body)) {
-    const framed = frameInPlace(stream, body)
+    const framed = frameInPlace(stream, header.offset, body)
     if (framed !== undefined) return framed
   }
   const trace = header.traceId === undefined ? undefined : utf8(header.traceId)
   const descriptor = header.descriptor
   const schemaPayload = descriptor === undefined ? 0 : lengthDelimited(descriptor.length)
   const dataPayload = (descriptor === undefined ? 0 : lengthDelimited(schemaPayload)) + lengthDelimited(body.length)
-  const total = (stream === undefined ? 0 : lengthDelimited(stream.length)) + lengthDelimited(dataPayload) +
-    (trace === undefined ? 0 : lengthDelimited(trace.length))
+  const total = (stream === undefined ? 0 : lengthDelimited(stream.length)) + offsetLength(header.offset) +
+    lengthDelimited(dataPayload) + (trace === undefined ? 0 : lengthDelimited(trace.length))
   const out = new Uint8Array(total)
   let pos = stream === undefined ? 0 : writeField(out, 0, 0x0a, stream)
+  if (header.offset !== undefined) pos = writeOffset(out, pos, header.offset)
   out[pos++] = 0x22
   pos = writeVarint(out, pos, dataPayload)
   if (descriptor !== undefined) {

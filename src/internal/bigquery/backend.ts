@@ -17,6 +17,7 @@ import type * as Scope from "effect/Scope"
 import type { BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
 import type { BigQueryError } from "../../BigQuery/BigQueryError.ts"
 import { type BigQueryFailure, failedRow } from "../../BigQuery/BigQueryFailure.ts"
+import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import type { Accounted, Backend, Core, Verdict } from "../writer/backend.ts"
 import * as AppendRequest from "./appendRequest.ts"
@@ -35,13 +36,50 @@ export interface Request {
   /** The schema in force when it was sealed (a refresh may come before a queued request starts). */
   readonly descriptor: Uint8Array
   readonly schema: TableSchema.TableSchema
+  /** Buffered streams: the offset it goes at, stamped when it is sent. */
+  readonly offset?: number | undefined
 }
 
 /** @internal */
 export type Outcome = Exit.Exit<PendingAppend.Outcome, BigQueryError>
 
+/** A step run on the owner fiber with the open destinations (the exactly-once checkpoint reads them so). @internal */
+export interface Event {
+  readonly _tag: "OnOwner"
+  readonly run: (destinations: ReadonlyMap<string, Destination.Destination>) => Effect.Effect<void>
+}
+
+/**
+ * What the exactly-once mode changes (`exactlyOnce/mode.ts`); without one the backend appends to
+ * each table's `_default` stream.
+ *
+ * - `open`: opens a destination (its buffered stream, created or restored).
+ * - `send`: hands a sealed request to `send` (the core's): the buffered mode keeps one append in
+ *   flight per destination and stamps its offset.
+ * - `call`: the append of a request.
+ * - `answered`: after the owner judged an answer: the next offset, the next request.
+ * - `evictable`: whether an idle destination may be forgotten.
+ *
+ * @internal
+ */
+export interface Mode {
+  readonly open: (
+    destination: TableDestination,
+    now: number,
+    pool: Split.Pool
+  ) => Effect.Effect<Destination.Destination, BigQueryError | Destination.SerializerThrew>
+  readonly send: (request: Request, send: (request: Request) => Effect.Effect<void>) => Effect.Effect<void>
+  readonly call: (request: Request) => Effect.Effect<PendingAppend.Outcome, BigQueryError>
+  readonly answered: (
+    request: Request,
+    outcome: Outcome,
+    send: (request: Request) => Effect.Effect<void>
+  ) => Effect.Effect<void>
+  readonly evictable: (d: Destination.Destination) => boolean
+}
+
 /** The BigQuery backend's core. @internal */
-export type BigQueryCore<E> = Core<Accounted, Request, never, BigQueryFailure, E>
+export type BigQueryCore<E> = Core<Accounted, Request, Event, BigQueryFailure, E>
 
 /** The BigQuery backend's type on the core. @internal */
 export type BigQueryBackend<A, E, R> = Backend<
@@ -50,11 +88,20 @@ export type BigQueryBackend<A, E, R> = Backend<
   Accounted,
   Request,
   Outcome,
-  never,
+  Event,
   BigQueryFailure,
   E,
   R
 >
+
+/** The batch of a request, as its append takes it. @internal */
+export const batchOf = (request: Request): PendingAppend.Batch => ({
+  body: request.sealed.body,
+  count: request.sealed.count,
+  bytes: request.sealed.bytes,
+  descriptor: request.descriptor,
+  schema: request.schema
+})
 
 /** Records prepared per `prepare` call. @internal */
 export const sliceRecords = 8192
@@ -74,6 +121,7 @@ interface State<A, E, R> {
   readonly maxBytes: number
   /** Scratch of `Split.fitFrames`. */
   readonly fit: Split.Fit
+  readonly mode: Mode | undefined
 }
 
 const sendBatch = <A, E, R>(
@@ -85,15 +133,16 @@ const sendBatch = <A, E, R>(
   Effect.suspend(() => {
     d.inFlight++
     const perDestination = st.settings.stream.perDestinationMetrics ? d.key : undefined
+    const request: Request = {
+      d,
+      sealed,
+      item: { key: d.key, units: sealed.count, bytes: sealed.bytes, permitBytes },
+      descriptor: d.descriptor,
+      schema: d.schema
+    }
     return metrics.countRecords(metrics.recordsSend, sealed.count, perDestination).pipe(
       Effect.andThen(metrics.countRecords(metrics.bytesSend, sealed.bytes, perDestination)),
-      Effect.andThen(st.core.send({
-        d,
-        sealed,
-        item: { key: d.key, units: sealed.count, bytes: sealed.bytes, permitBytes },
-        descriptor: d.descriptor,
-        schema: d.schema
-      }))
+      Effect.andThen(st.mode === undefined ? st.core.send(request) : st.mode.send(request, st.core.send))
     )
   })
 
@@ -195,7 +244,11 @@ const admit = <A, E, R>(
   Effect.gen(function*() {
     let d = st.destinations.get(rows.key)
     if (d === undefined) {
-      const opened = yield* Effect.result(Destination.open(st.client, st.settings, rows.destination, now, st.pool))
+      const opened = yield* Effect.result(
+        st.mode === undefined
+          ? Destination.open(st.client, st.settings, rows.destination, now, st.pool)
+          : st.mode.open(rows.destination, now, st.pool)
+      )
       if (opened._tag === "Failure") return yield* schemaFailed(st, rows, opened.failure)
       d = opened.success
       st.destinations.set(rows.key, d)
@@ -234,12 +287,24 @@ const judge = <A, E, R>(
   exit: Outcome
 ): Effect.Effect<Verdict<Accounted, BigQueryFailure, BigQueryError | E>> =>
   Effect.suspend(() => {
-    const { d, item, sealed } = request
+    const { d } = request
     d.inFlight--
     if (Exit.isFailure(exit)) return Effect.as(st.core.failCause(exit.cause), noVerdict)
+    if (st.mode !== undefined) {
+      return Effect.andThen(st.mode.answered(request, exit, st.core.send), verdictOf(st, request, exit.value))
+    }
+    return verdictOf(st, request, exit.value)
+  })
+
+const verdictOf = <A, E, R>(
+  st: State<A, E, R>,
+  request: Request,
+  o: PendingAppend.Outcome
+): Effect.Effect<Verdict<Accounted, BigQueryFailure, BigQueryError | E>> =>
+  Effect.suspend(() => {
+    const { d, item, sealed } = request
     // answered: nothing refers to the batch's buffer any more (routed rows keep copies)
     Split.recycle(st.pool, sealed.buffer)
-    const o = exit.value
     if (o.schemaPushed) d.schemaPushed = true
     const key = item.key
     const verdict: Verdict<Accounted, BigQueryFailure, BigQueryError | E> = {
@@ -262,7 +327,10 @@ const evictIdle = <A, E, R>(st: State<A, E, R>, now: number): Effect.Effect<void
     const idle = Duration.toMillis(st.settings.stream.destinationIdleTimeout)
     const evicted: Array<Destination.Destination> = []
     for (const [key, d] of st.destinations) {
-      if (now - d.lastUsedMillis > idle && d.inFlight === 0 && d.batch.count === 0) {
+      if (
+        now - d.lastUsedMillis > idle && d.inFlight === 0 && d.batch.count === 0 &&
+        (st.mode === undefined || st.mode.evictable(d))
+      ) {
         st.destinations.delete(key)
         evicted.push(d)
       }
@@ -284,7 +352,7 @@ const stallMessage = <A, E, R>(st: State<A, E, R>, waited: number) => {
 }
 
 /** Builds the backend on the core; the destinations' connections close with the writer's scope. @internal */
-export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClientService) =>
+export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClientService, mode?: Mode) =>
 (
   core: BigQueryCore<BigQueryError | E>
 ): Effect.Effect<BigQueryBackend<A, BigQueryError | E, R>, never, Scope.Scope> =>
@@ -306,7 +374,8 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
         projections: new Map()
       },
       maxBytes: s.maxAppendRequestBytes,
-      fit: { end: 0, count: 0, bytes: 0 }
+      fit: { end: 0, count: 0, bytes: 0 },
+      mode
     }
     yield* Effect.addFinalizer(() => Effect.forEach(st.destinations.values(), (d) => d.slot.close, { discard: true }))
     return {
@@ -321,17 +390,15 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       ),
       tick: () => Effect.void,
       call: (request) =>
-        Effect.exit(PendingAppend.run(client, settings, request.d, {
-          body: request.sealed.body,
-          count: request.sealed.count,
-          bytes: request.sealed.bytes,
-          descriptor: request.descriptor,
-          schema: request.schema
-        })),
+        Effect.exit(
+          mode === undefined
+            ? PendingAppend.run(client, settings, request.d, batchOf(request))
+            : mode.call(request)
+        ),
       judge: (request, outcome) => judge(st, request, outcome),
       resend: () => Effect.void,
       repair: () => Effect.void,
-      onEvent: () => Effect.void,
+      onEvent: (event) => event.run(st.destinations),
       onResolved: () => Effect.void,
       busy: () => false,
       evictIdle: (now) => evictIdle(st, now),

@@ -96,7 +96,7 @@ export const make: (
         auth: credentials.staticTokenAuth(),
         apiEndpoint: `http://${emulator.rest.target}`
       })
-      return { projectId, location, write, rest }
+      return { projectId, location, write, rest, emulator: true }
     }
     const jwt = keyFile === undefined ? undefined : yield* credentials.loadKeyFile(keyFile)
     const auth = jwt ?? credentials.applicationDefault(projectId)

@@ -25,7 +25,7 @@ import * as deadline from "../deadline.ts"
 import { Code, fromError } from "../grpcStatus.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as AppendRequest from "./appendRequest.ts"
-import { type AppendResponse, decodeResponse, storageCodeOfMetadata } from "./rowErrors.ts"
+import { type AppendAnswer, decodeAnswer as decodeAppendAnswer, storageCodeOfMetadata } from "./rowErrors.ts"
 import { encodeGetWriteStreamRequest } from "./writeProto.ts"
 
 /** The gRPC method path. @internal */
@@ -59,7 +59,10 @@ export interface Connection {
    * free bytes before the body) now and returns the `Deferred` of its response; fails at once when
    * the connection is already broken.
    */
-  readonly append: (body: Uint8Array) => Effect.Effect<Deferred.Deferred<AppendResponse, StreamFailure>>
+  readonly append: (
+    body: Uint8Array,
+    offset?: number | undefined
+  ) => Effect.Effect<Deferred.Deferred<AppendAnswer, StreamFailure>>
   /** True once the stream failed or was closed: open a new one. */
   readonly isBroken: () => boolean
   /** Appends awaiting a response. */
@@ -88,7 +91,7 @@ const identity = (bytes: Buffer): Buffer => bytes
 let nextId = 0
 
 type AppendCall = grpc.ClientDuplexStream<Uint8Array, Buffer>
-type Waiter = Deferred.Deferred<AppendResponse, StreamFailure>
+type Waiter = Deferred.Deferred<AppendAnswer, StreamFailure>
 
 /**
  * The appends awaiting a response, in request order, and the failure that broke the stream. Only
@@ -140,9 +143,9 @@ const startCall = (channel: grpc.Client, writeStream: string): AppendCall => {
   return channel.makeBidiStreamRequest<Uint8Array, Buffer>(appendRowsPath, toBuffer, identity, metadata)
 }
 
-const decodeAnswer = (bytes: Buffer): Exit.Exit<AppendResponse, StreamFailure> => {
+const decodeAnswer = (bytes: Buffer): Exit.Exit<AppendAnswer, StreamFailure> => {
   try {
-    return Exit.succeed(decodeResponse(bytes))
+    return Exit.succeed(decodeAppendAnswer(bytes))
   } catch (cause) {
     return Exit.fail(streamFailure(undefined, "malformed AppendRowsResponse", cause))
   }
@@ -192,15 +195,16 @@ const connectionOf = (
   return {
     id: nextId++,
     descriptor,
-    append: (body) =>
+    append: (body, offset) =>
       Effect.sync(() => {
-        const d = Deferred.makeUnsafe<AppendResponse, StreamFailure>()
+        const d = Deferred.makeUnsafe<AppendAnswer, StreamFailure>()
         const broken = waiting.broken()
         if (broken !== undefined) {
           Deferred.doneUnsafe(d, Exit.fail(broken))
           return d
         }
-        const header = first ? firstHeader : laterHeader
+        const base = first ? firstHeader : laterHeader
+        const header = offset === undefined ? base : { ...base, offset }
         first = false
         waiting.push(d)
         call.write(AppendRequest.encodeBody(header, body))
@@ -249,13 +253,56 @@ export const open = (
 export const getWriteStreamPath = "/google.cloud.bigquery.storage.v1.BigQueryWrite/GetWriteStream"
 
 /**
+ * One unary `BigQueryWrite` call (`GetWriteStream`, `CreateWriteStream`, `FlushRows`) on the client's
+ * unary channel (`AppendChannels.unary`), with the routing header `routing` and a deadline (`timeout`,
+ * else the fiber's `AdminTimeout`): a server that never answers, or an endpoint that never speaks
+ * HTTP/2, fails it `DEADLINE_EXCEEDED` (logged), and its channel is abandoned so the caller's retry
+ * opens a new connection. Fails with the call's status; interruption cancels it.
+ *
+ * @internal
+ */
+export const unary = (
+  write: grpc.Client,
+  call: {
+    readonly method: string
+    readonly path: string
+    readonly request: Uint8Array
+    readonly routing: string
+    readonly target: string
+  },
+  timeout?: Duration.Duration
+): Effect.Effect<Buffer, StreamFailure> =>
+  Effect.flatMap(deadline.adminTimeout(timeout), (limit) =>
+    Effect.callback<Buffer, StreamFailure>((resume) => {
+      const channels = AppendChannels.of(write)
+      const channel = channels.unary()
+      const metadata = new grpc.Metadata()
+      metadata.set("x-goog-request-params", call.routing)
+      const pending = channel.makeUnaryRequest<Uint8Array, Buffer>(
+        call.path,
+        toBuffer,
+        identity,
+        call.request,
+        metadata,
+        { deadline: deadline.grpcDeadline(limit) },
+        (error, response) => {
+          if (error === null || error === undefined) return resume(Effect.succeed(response ?? Buffer.alloc(0)))
+          const status = fromError(error)
+          const failure = Effect.fail(
+            streamFailure(status.code, status.message, error, storageCodeOfMetadata(error.metadata))
+          )
+          if (status.code !== Code.DEADLINE_EXCEEDED) return resume(failure)
+          // unanswered: the connection may be black-holed, the next attempt goes on another one
+          channels.abandon(channel)
+          resume(Effect.andThen(deadline.logExceeded(call.method, call.target, limit), failure))
+        }
+      )
+      return Effect.sync(() => pending.cancel())
+    }))
+
+/**
  * `GetWriteStream` on `name` (view BASIC): proves the table exists before the first append, the
- * way the Java writer primes `_default`. Fails with the call's status; interruption cancels it.
- * The call carries a deadline (`timeout`, else the fiber's `AdminTimeout`): a server that never
- * answers, or an endpoint that never speaks HTTP/2, fails it `DEADLINE_EXCEEDED` (logged), which the
- * destination retries on the recovery budget. It goes on the client's unary channel
- * (`AppendChannels.unary`): a channel whose call went unanswered is abandoned, and the retry opens a
- * new connection.
+ * way the Java writer primes `_default`; a {@link unary} call.
  *
  * @internal
  */
@@ -264,31 +311,10 @@ export const getWriteStream = (
   name: string,
   timeout?: Duration.Duration
 ): Effect.Effect<void, StreamFailure> =>
-  Effect.flatMap(deadline.adminTimeout(timeout), (limit) =>
-    Effect.callback<void, StreamFailure>((resume) => {
-      const channels = AppendChannels.of(write)
-      const channel = channels.unary()
-      const request = encodeGetWriteStreamRequest(name, 1) // view BASIC
-      const metadata = new grpc.Metadata()
-      metadata.set("x-goog-request-params", routingParams("name", name))
-      const call = channel.makeUnaryRequest<Uint8Array, Buffer>(
-        getWriteStreamPath,
-        toBuffer,
-        identity,
-        request,
-        metadata,
-        { deadline: deadline.grpcDeadline(limit) },
-        (error) => {
-          if (error === null || error === undefined) return resume(Effect.void)
-          const status = fromError(error)
-          const failure = Effect.fail(
-            streamFailure(status.code, status.message, error, storageCodeOfMetadata(error.metadata))
-          )
-          if (status.code !== Code.DEADLINE_EXCEEDED) return resume(failure)
-          // unanswered: the connection may be black-holed, the next attempt goes on another one
-          channels.abandon(channel)
-          resume(Effect.andThen(deadline.logExceeded("GetWriteStream", name, limit), failure))
-        }
-      )
-      return Effect.sync(() => call.cancel())
-    }))
+  Effect.asVoid(unary(write, {
+    method: "GetWriteStream",
+    path: getWriteStreamPath,
+    request: encodeGetWriteStreamRequest(name, 1), // view BASIC
+    routing: routingParams("name", name),
+    target: name
+  }, timeout))

@@ -38,6 +38,7 @@ import * as Budget from "../writer/budget.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as Connection from "./connection.ts"
 import { encodeDescriptor } from "./descriptor.ts"
+import type { BufferedStream } from "./exactlyOnce/stream.ts"
 import type { Settings } from "./options.ts"
 import { classifyOpen } from "./retry.ts"
 import * as Split from "./split.ts"
@@ -145,6 +146,8 @@ export interface Destination {
   permitBytes: number
   /** The service pushed a new table schema: re-read the serializer's before the next batch. */
   schemaPushed: boolean
+  /** The exactly-once mode's state of its buffered stream (`exactlyOnce/`); absent on `_default`. */
+  readonly buffered?: BufferedStream | undefined
 }
 
 /** The schema, descriptor and fingerprint a destination's rows are written with. @internal */
@@ -298,13 +301,42 @@ export const open = <A, E, R>(
   nowMillis: number,
   pool: Split.Pool
 ): Effect.Effect<Destination, BigQueryError | SerializerThrew> =>
+  openWith(settings, destination, nowMillis, pool, (schema) =>
+    Effect.andThen(
+      untilTable(
+        client,
+        settings,
+        destination,
+        schema,
+        Connection.getWriteStream(client.write, destination.defaultStream)
+      ),
+      Effect.map(makeSlot(client.write, destination.defaultStream), (slot) => ({ slot, buffered: undefined }))
+    ))
+
+/**
+ * Opens a destination whose connection `connect` provides, once the schema is read: `open` proves
+ * the table and connects to `_default`; the exactly-once mode creates or restores a buffered stream.
+ *
+ * @internal
+ */
+export const openWith = <A, E, R>(
+  settings: Settings<A, E, R>,
+  destination: TableDestination,
+  nowMillis: number,
+  pool: Split.Pool,
+  connect: (schema: TableSchema.TableSchema) => Effect.Effect<
+    { readonly slot: ConnectionSlot; readonly buffered: BufferedStream | undefined },
+    BigQueryError
+  >
+): Effect.Effect<Destination, BigQueryError | SerializerThrew> =>
   Effect.gen(function*() {
     const { descriptor, fingerprint, schema } = yield* readSchema(settings, destination)
-    yield* proveTable(client, settings, destination, schema)
+    const { buffered, slot } = yield* connect(schema)
     return {
       destination,
       key: destination.toString(),
-      slot: yield* makeSlot(client.write, destination.defaultStream),
+      slot,
+      buffered,
       guard: yield* makeGuard(),
       batch: Split.empty(pool),
       schema,
@@ -318,12 +350,13 @@ export const open = <A, E, R>(
   })
 
 const openError = (
+  method: string,
   destination: TableDestination,
   failure: Connection.StreamFailure,
   attempts: number | undefined
 ): BigQueryError => {
   const common = {
-    method: "GetWriteStream",
+    method,
     destination: destination.toString(),
     code: codeName(failure.code),
     detail: failure.message,
@@ -334,20 +367,28 @@ const openError = (
   })
 }
 
-/** `GetWriteStream` until the table is proven to exist (created once if missing and allowed). */
-const proveTable = <A, E, R>(
+/**
+ * Runs `rpc` (`GetWriteStream` on `_default`, or `CreateWriteStream`) until it succeeds: a missing
+ * table is created once under `CREATE_IF_NEEDED` (terminal under `CREATE_NEVER`), transient failures
+ * retried on the recovery budget, anything else terminal.
+ *
+ * @internal
+ */
+export const untilTable = <A, E, R, X>(
   client: BigQueryClientService,
   settings: Settings<A, E, R>,
   destination: TableDestination,
-  schema: TableSchema.TableSchema
-): Effect.Effect<void, BigQueryError> =>
+  schema: TableSchema.TableSchema,
+  rpc: Effect.Effect<X, Connection.StreamFailure>,
+  method = "GetWriteStream"
+): Effect.Effect<X, BigQueryError> =>
   Effect.gen(function*() {
     const context = { schemaUpdatesEnabled: false, createDisposition: settings.createDisposition }
     const budget = yield* Budget.make(toSchedule(settings.stream.recovery))
     let created = false
     for (;;) {
-      const result = yield* Effect.result(Connection.getWriteStream(client.write, destination.defaultStream))
-      if (result._tag === "Success") return
+      const result = yield* Effect.result(rpc)
+      if (result._tag === "Success") return result.success
       const failure = result.failure
       const verdict = classifyOpen(failure.code, context)
       if (verdict._tag === "createTable" && !created) {
@@ -361,10 +402,10 @@ const proveTable = <A, E, R>(
         return yield* tableNotFound(destination.toString(), settings.createDisposition, failure.message, failure.cause)
       }
       if (verdict._tag !== "retry" && verdict._tag !== "createTable") {
-        return yield* openError(destination, failure, undefined)
+        return yield* openError(method, destination, failure, undefined)
       }
       const wait = yield* budget.next
-      if (Option.isNone(wait)) return yield* openError(destination, failure, budget.used() + 1)
+      if (Option.isNone(wait)) return yield* openError(method, destination, failure, budget.used() + 1)
       yield* Effect.sleep(wait.value)
     }
   })

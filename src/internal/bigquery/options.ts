@@ -29,11 +29,15 @@ import * as SinkOptionsSchema from "../sinkOptions.ts"
 import { augment } from "./additionalFields.ts"
 import { maxRowBytes } from "./appendRequest.ts"
 
-/** The options of the sink, as `BigQuerySink` documents them. @internal */
-export type SinkOptions<A, E, R> = BigQuerySinkOptions<A, E, R>
+/** The options of the sink, as `BigQuerySink` documents them (with either write method). @internal */
+export type SinkOptions<A, E, R> = Omit<BigQuerySinkOptions<A, E, R>, "writeMethod"> & {
+  readonly writeMethod?: WriteMethod.WriteMethod | WriteMethod.ExactlyOnce | undefined
+}
 
-/** The decoded `WriteMethod.atLeastOnce` options. @internal */
+/** The decoded `WriteMethod.atLeastOnce` or `WriteMethod.exactlyOnce` options. @internal */
 export interface StreamSettings {
+  /** `AtLeastOnce` on `_default`, or `ExactlyOnce` on buffered streams (`exactlyOnce/`). */
+  readonly method: "AtLeastOnce" | "ExactlyOnce"
   readonly maxAppendRequestBytes: number
   readonly recovery: RetryPolicy
   readonly retry: RetryPolicy
@@ -106,6 +110,7 @@ export const AtLeastOnceOptions = Schema.Struct({
 })
 
 const toStream = (o: typeof AtLeastOnceOptions.Type): StreamSettings => ({
+  method: "AtLeastOnce",
   maxAppendRequestBytes: o.maxAppendRequestBytes,
   recovery: o.recovery,
   retry: o.retry,
@@ -125,7 +130,7 @@ const StreamSchema = AtLeastOnceOptions.pipe(
     Schema.declare(isStream),
     SchemaTransformation.transform({
       decode: toStream,
-      encode: (s: StreamSettings): typeof AtLeastOnceOptions.Type => ({
+      encode: ({ method: _method, ...s }: StreamSettings): typeof AtLeastOnceOptions.Type => ({
         ...s,
         maxInFlightRequests: s.maxInflightRequests,
         maxInFlightBytes: s.maxInflightBytes
@@ -133,6 +138,59 @@ const StreamSchema = AtLeastOnceOptions.pipe(
     })
   )
 )
+
+/**
+ * The schema of `WriteMethod.exactlyOnce` options (reference 2.7): `maxAppendRequestBytes` (512 KiB,
+ * 1 to 9 MiB), `destinationIdleTimeout` (1 h, positive), `recovery` and `retry` (the at-least-once
+ * defaults and rules). No in-flight or flush knobs: the rest is fixed.
+ *
+ * @internal
+ */
+export const ExactlyOnceOptions = Schema.Struct({
+  maxAppendRequestBytes: O.optional(
+    O.isNumber,
+    O.integer({ min: 1, max: maxRowBytes }),
+    streamDefaults.maxAppendRequestBytes
+  ),
+  destinationIdleTimeout: O.optional(O.isDuration, O.duration("positive"), streamDefaults.destinationIdleTimeout),
+  retry: O.field(retryPolicy.schema(streamDefaults.retry)),
+  recovery: O.field(retryPolicy.schema(streamDefaults.recovery))
+})
+
+const toBuffered = (o: typeof ExactlyOnceOptions.Type): StreamSettings => ({
+  method: "ExactlyOnce",
+  maxAppendRequestBytes: o.maxAppendRequestBytes,
+  recovery: o.recovery,
+  retry: o.retry,
+  maxInflightRequests: streamDefaults.maxInFlightRequests,
+  maxInflightBytes: streamDefaults.maxInFlightBytes,
+  destinationIdleTimeout: o.destinationIdleTimeout,
+  flushInterval: undefined,
+  responseTimeout: streamDefaults.responseTimeout,
+  adminTimeout: streamDefaults.adminTimeout,
+  perDestinationMetrics: false
+})
+
+const BufferedSchema = ExactlyOnceOptions.pipe(
+  Schema.decodeTo(
+    Schema.declare(isStream),
+    SchemaTransformation.transform({
+      decode: toBuffered,
+      encode: (s: StreamSettings): typeof ExactlyOnceOptions.Type => ({
+        maxAppendRequestBytes: s.maxAppendRequestBytes,
+        destinationIdleTimeout: s.destinationIdleTimeout,
+        retry: s.retry,
+        recovery: s.recovery
+      })
+    })
+  )
+)
+
+/** Decodes `WriteMethod.exactlyOnce` options alone, errors under `path`. @internal */
+export const decodeBufferedOptions = (
+  options: WriteMethod.ExactlyOnceOptions,
+  path = "writeMethod"
+): Effect.Effect<StreamSettings, SinkConfigError> => O.decode(BufferedSchema, path)(options)
 
 /** Decodes `WriteMethod.atLeastOnce` options alone, errors under `path`. @internal */
 export const decodeStreamOptions = (
@@ -148,38 +206,46 @@ const isTable = (u: unknown): u is TableDestination.TableDestination => u instan
 const isCreateOptions = (u: unknown): u is SinkOptions<unknown, unknown, unknown>["tableCreateOptions"] =>
   u === undefined || O.isRecord(u) || Predicate.isFunction(u)
 
-/** The top-level options, field by field in the reference's order; cross-field rules follow. */
-const Options = Schema.Struct({
-  serializer: O.field(
-    O.leaf(isSerializer, (u) =>
-      isSerializer(u)
-        ? Result.succeed(u)
-        : Result.fail("a serializer is required (serialize and tableSchema functions)"))
-  ),
-  table: O.maybe(isTable, O.guarded(isTable, "a TableDestination (TableDestination.make)")),
-  destinationResolver: SinkOptionsSchema.functionOption,
-  writeMethod: SinkOptionsSchema.writeMethod(
-    "bigquery",
-    "BigQuery",
-    ["AtLeastOnce"],
-    StreamSchema,
-    isStream
-  ),
-  createDisposition: SinkOptionsSchema.createDisposition("CREATE_IF_NEEDED"),
-  tableCreateOptions: O.maybe(
-    isCreateOptions,
-    O.guarded(isCreateOptions, "TableCreateOptions or a function of the destination")
-  ),
-  schemaUpdate: O.maybe(O.isRecord, O.guarded(O.isRecord, "an object")),
-  additionalFields: O.maybe(
-    O.isRecord,
-    (u) =>
-      O.isRecord(u) && Array.isArray(u.fields)
-        ? Result.succeed(u)
-        : Result.fail(`must be AdditionalFields (AdditionalFields.make), was ${O.describe(u)}`)
-  ),
-  failureHandler: SinkOptionsSchema.failureHandler
-})
+/**
+ * The top-level options, field by field in the reference's order; cross-field rules follow. The
+ * write method is `method`'s only: `make` and `writer` take `WriteMethod.atLeastOnce`, the
+ * exactly-once constructors `WriteMethod.exactlyOnce` (its default when absent).
+ */
+const optionsOf = (method: StreamSettings["method"]) =>
+  Schema.Struct({
+    serializer: O.field(
+      O.leaf(isSerializer, (u) =>
+        isSerializer(u)
+          ? Result.succeed(u)
+          : Result.fail("a serializer is required (serialize and tableSchema functions)"))
+    ),
+    table: O.maybe(isTable, O.guarded(isTable, "a TableDestination (TableDestination.make)")),
+    destinationResolver: SinkOptionsSchema.functionOption,
+    writeMethod: SinkOptionsSchema.writeMethod(
+      "bigquery",
+      "BigQuery",
+      [method],
+      method === "AtLeastOnce" ? StreamSchema : BufferedSchema,
+      isStream
+    ),
+    createDisposition: SinkOptionsSchema.createDisposition("CREATE_IF_NEEDED"),
+    tableCreateOptions: O.maybe(
+      isCreateOptions,
+      O.guarded(isCreateOptions, "TableCreateOptions or a function of the destination")
+    ),
+    schemaUpdate: O.maybe(O.isRecord, O.guarded(O.isRecord, "an object")),
+    additionalFields: O.maybe(
+      O.isRecord,
+      (u) =>
+        O.isRecord(u) && Array.isArray(u.fields)
+          ? Result.succeed(u)
+          : Result.fail(`must be AdditionalFields (AdditionalFields.make), was ${O.describe(u)}`)
+    ),
+    failureHandler: SinkOptionsSchema.failureHandler
+  })
+
+const AtLeastOnceSinkOptions = optionsOf("AtLeastOnce")
+const ExactlyOnceSinkOptions = optionsOf("ExactlyOnce")
 
 const decodeCreateOptions = (
   input: SinkOptions<unknown, unknown, unknown>["tableCreateOptions"]
@@ -203,6 +269,11 @@ const tableSchemaOf = <A>(serializer: RowSerializer<A>, table: TableDestination.
       })
   })
 
+const withoutCheckpoint = (options: Record<string, unknown>): Record<string, unknown> => {
+  const { checkpoint: _checkpoint, ...rest } = options
+  return rest
+}
+
 /**
  * Validates the sink options with `Schema`, in the reference's order: serializer, destination,
  * write method, then the rest; then the rules across options (one destination; with a fixed table,
@@ -212,10 +283,13 @@ const tableSchemaOf = <A>(serializer: RowSerializer<A>, table: TableDestination.
  * @internal
  */
 export const decode = <A, H extends Handler | undefined>(
-  options: WithFailureHandler<SinkOptions<A, unknown, unknown>, H>
+  options: WithFailureHandler<SinkOptions<A, unknown, unknown>, H>,
+  method: StreamSettings["method"] = "AtLeastOnce"
 ): Effect.Effect<Settings<A, HandlerError<H>, HandlerContext<H>>, SinkConfigError> =>
   Effect.gen(function*() {
-    const decoded = yield* O.decode(Options)(options)
+    // the exactly-once constructors decode their `checkpoint` option themselves
+    const input: unknown = method === "ExactlyOnce" && O.isRecord(options) ? withoutCheckpoint(options) : options
+    const decoded = yield* O.decode(method === "AtLeastOnce" ? AtLeastOnceSinkOptions : ExactlyOnceSinkOptions)(input)
     // the typed values come from `options`: the decode above checked them
     const destination = yield* SinkOptionsSchema.exactlyOne(
       options.table,

@@ -20,6 +20,7 @@ import * as Budget from "../writer/budget.ts"
 import * as AppendRequest from "./appendRequest.ts"
 import type { Connection } from "./connection.ts"
 import { createIfMissing, createResource, type Destination, tableNotFound } from "./destination.ts"
+import * as Buffered from "./exactlyOnce/classify.ts"
 import * as metrics from "./metrics.ts"
 import type { Settings } from "./options.ts"
 import { type AppendFailure, classify, type Verdict } from "./retry.ts"
@@ -48,9 +49,27 @@ export interface Batch {
   readonly schema: TableSchema.TableSchema
 }
 
+/**
+ * An append at an explicit offset on a buffered stream (the exactly-once mode, reference 2.6).
+ *
+ * - `offset`: where the batch goes (the destination's next offset).
+ * - `probe`: the first append on a restored stream: a stream that cannot be adopted is abandoned.
+ * - `abandon`: creates a fresh stream and points the destination's connection slot at it (the old
+ *   one is left open, never finalized); the batch then goes at offset 0.
+ *
+ * @internal
+ */
+export interface AtOffset {
+  readonly offset: number
+  readonly probe: boolean
+  readonly abandon: Effect.Effect<void, BigQueryError>
+}
+
 /** What an append achieved. @internal */
 export interface Outcome {
   readonly key: string
+  /** Where the written rows start on a buffered stream (0 on `_default`). */
+  readonly offset: number
   readonly written: number
   readonly bytes: number
   readonly retries: number
@@ -83,6 +102,10 @@ interface State {
   schemaPushed: boolean
   readonly failed: Array<FailedRow>
   budgets: Budgets | undefined
+  /** Buffered streams: the offset the batch goes at, the phase, and the offset the last ack echoed. */
+  offset: number | undefined
+  phase: Buffered.Phase
+  echoed: number | undefined
 }
 
 /** What went wrong with one attempt. */
@@ -240,6 +263,8 @@ const routeRows: Action = (env) =>
     state.count = split.survivors.length
     state.bytes = sumBytes(split.survivors)
     state.body = AppendRequest.encodeRows(split.survivors)
+    // on a buffered stream the survivors go again at the rejected offset (nothing landed there)
+    state.phase = "replay"
     if (state.count === 0) return Effect.succeed("done" as const)
     state.retries++
     return resendAgain
@@ -302,7 +327,7 @@ const attempt = (
   state: State
 ): Effect.Effect<Problem | undefined> =>
   Effect.gen(function*() {
-    const pending = yield* connection.append(state.body)
+    const pending = yield* connection.append(state.body, state.offset)
     const answer = yield* Deferred.await(pending).pipe(Effect.result, Effect.timeoutOption(responseTimeout))
     if (Option.isNone(answer)) {
       yield* destination.slot.abort(connection, "no response within responseTimeout")
@@ -325,6 +350,7 @@ const attempt = (
     }
     const response = answer.value.success
     if (response.updatedSchema !== undefined) state.schemaPushed = true
+    state.echoed = response.offset
     if (response.ok) return undefined
     return {
       failure: {
@@ -356,12 +382,79 @@ const budgetsOf = <A, E, R>(settings: Settings<A, E, R>): Effect.Effect<Budgets>
 
 const outcomeOf = (key: string, state: State): Outcome => ({
   key,
+  offset: state.offset ?? 0,
   written: state.count,
   bytes: state.bytes,
   retries: state.retries,
   failed: state.failed,
   schemaPushed: state.schemaPushed
 })
+
+/**
+ * The exactly-once verdicts that differ from the at-least-once table (reference 2.6): an offset that
+ * already exists mid-run is the batch landed; a restored stream that cannot be adopted is abandoned
+ * for a fresh one (the batch goes at 0); an offset out of range mid-run is re-appended at the same
+ * offset after a reconnect, on the recovery budget; the rest is terminal.
+ */
+const atOffsetAction = (
+  verdict: Exclude<Buffered.Verdict, { readonly _tag: "shared" }>,
+  atOffset: AtOffset,
+  state: State,
+  destination: Destination,
+  connection: Connection,
+  problem: Problem
+): Effect.Effect<Next, BigQueryError> => {
+  const budgets = state.budgets
+  switch (verdict._tag) {
+    case "landed":
+      return Effect.succeed("done")
+    case "abandon":
+      return Effect.andThen(destination.slot.retire(connection), atOffset.abandon).pipe(
+        Effect.tap(() =>
+          Effect.sync(() => {
+            state.offset = 0
+            state.phase = "append"
+            state.retries++
+          })
+        ),
+        Effect.as("resend" as const)
+      )
+    case "reappend":
+      return Effect.andThen(
+        destination.slot.retire(connection),
+        Effect.flatMap(budgets === undefined ? Effect.succeedNone : budgets.recovery.next, (wait) => {
+          if (Option.isNone(wait)) {
+            return Effect.fail(
+              new BigQueryError({
+                reason: new RetriesExhausted({
+                  method: "AppendRows",
+                  destination: destination.key,
+                  attempts: (budgets?.recovery.used() ?? 0) + 1,
+                  code: codeName(problem.failure.code),
+                  detail: problem.detail,
+                  cause: problem.cause
+                })
+              })
+            )
+          }
+          state.retries++
+          return Effect.as(Effect.sleep(wait.value), "resend" as const)
+        })
+      )
+    case "terminal":
+      return Effect.fail(
+        new BigQueryError({
+          reason: new RequestRejected({
+            method: "AppendRows",
+            destination: destination.key,
+            code: codeName(problem.failure.code),
+            detail: `${verdict.detail} (offset ${state.offset}): ${problem.detail}`,
+            cause: problem.cause
+          })
+        })
+      )
+  }
+}
 
 /**
  * Appends `batch` to `destination` until it is committed (survivors of row errors included) or a
@@ -376,7 +469,8 @@ export const run = <A, E, R>(
   client: BigQueryClientService,
   settings: Settings<A, E, R>,
   destination: Destination,
-  batch: Batch
+  batch: Batch,
+  atOffset?: AtOffset
 ): Effect.Effect<Outcome, BigQueryError> =>
   Effect.gen(function*() {
     const context = {
@@ -390,17 +484,42 @@ export const run = <A, E, R>(
       retries: 0,
       schemaPushed: false,
       failed: [],
-      budgets: undefined
+      budgets: undefined,
+      offset: atOffset?.offset,
+      phase: atOffset?.probe === true ? "probe" : "append",
+      echoed: undefined
     }
     for (;;) {
       // never sent while the destination's table is being repaired: wait, then append after it
       yield* destination.guard.settled
       const epoch = destination.guard.epoch()
       const connection = yield* destination.slot.acquire(batch.descriptor)
+      state.echoed = undefined
       const problem = yield* attempt(settings.stream.responseTimeout, destination, connection, state)
-      if (problem === undefined) return outcomeOf(destination.key, state)
+      if (problem === undefined) {
+        if (atOffset !== undefined && state.echoed !== undefined && state.echoed !== state.offset) {
+          return yield* Effect.fail(
+            new BigQueryError({
+              reason: new RequestRejected({
+                method: "AppendRows",
+                destination: destination.key,
+                code: "OK",
+                detail: `the append at offset ${state.offset} was acknowledged at offset ${state.echoed}`,
+                cause: undefined
+              })
+            })
+          )
+        }
+        return outcomeOf(destination.key, state)
+      }
       yield* metrics.countError(codeName(problem.failure.code))
       state.budgets ??= yield* budgetsOf(settings)
+      const buffered = atOffset === undefined ? undefined : Buffered.classifyAppend(problem.failure, state.phase)
+      if (atOffset !== undefined && buffered !== undefined && buffered._tag !== "shared") {
+        const next = yield* atOffsetAction(buffered, atOffset, state, destination, connection, problem)
+        if (next === "done") return outcomeOf(destination.key, state)
+        continue
+      }
       const action = actionOf(classify(problem.failure, context))
       const next = yield* action({
         client,

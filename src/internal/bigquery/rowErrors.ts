@@ -10,6 +10,7 @@ import * as Predicate from "effect/Predicate"
 import { type FailedRow, failedRow } from "../../BigQuery/BigQueryFailure.ts"
 import {
   type AnyProto,
+  type AppendRowsResponseProto,
   decodeAppendRowsResponse,
   decodeStatus,
   decodeStorageError,
@@ -33,6 +34,11 @@ export interface AppendResponse {
   readonly rowErrors: ReadonlyArray<RowError>
   /** The table's new schema when the service pushed one (`updated_schema`). */
   readonly updatedSchema: TableSchemaProto | undefined
+}
+
+/** A response with the offset its `append_result` echoes (buffered streams), if any. @internal */
+export interface AppendAnswer extends AppendResponse {
+  readonly offset: number | undefined
 }
 
 const storageErrorType = "google.cloud.bigquery.storage.v1.StorageError"
@@ -88,8 +94,17 @@ const rowErrorCodeName = (code: number | undefined): string =>
   code === 1 ? "FIELDS_ERROR" : "ROW_ERROR_CODE_UNSPECIFIED"
 
 /** Decodes one response. Throws on malformed bytes (the caller turns that into a stream failure). @internal */
-export const decodeResponse = (bytes: Uint8Array): AppendResponse => {
+export const decodeResponse = (bytes: Uint8Array): AppendResponse => fromProto(decodeAppendRowsResponse(bytes))
+
+/** Decodes one response with its echoed offset, in one pass. Throws on malformed bytes. @internal */
+export const decodeAnswer = (bytes: Uint8Array): AppendAnswer => {
   const r = decodeAppendRowsResponse(bytes)
+  // an Int64Value of 0 is present with its value left out (proto3 default)
+  const echoed = r.appendResult?.offset
+  return { ...fromProto(r), offset: echoed === undefined ? undefined : echoed.value ?? 0 }
+}
+
+const fromProto = (r: AppendRowsResponseProto): AppendResponse => {
   const rowErrors: Array<RowError> = []
   for (const e of r.rowErrors ?? []) {
     rowErrors.push({ index: e.index ?? 0, code: rowErrorCodeName(e.code), message: e.message ?? "" })

@@ -9,7 +9,7 @@
  */
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import { BigQueryClient } from "../../BigQuery/BigQueryClient.ts"
+import { BigQueryClient, type BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
 import type { BigQueryError } from "../../BigQuery/BigQueryError.ts"
 import type { BigQueryFailure } from "../../BigQuery/BigQueryFailure.ts"
 import type { Writer } from "../../Sink/Writer.ts"
@@ -44,6 +44,20 @@ export const limitsOf = (s: StreamSettings): Limits => ({
  */
 export const make = <A, E, R>(
   settings: Settings<A, E, R>
+): Effect.Effect<Writer<A, BigQueryError | E>, E, BigQueryClient | R | Scope.Scope> => makeWith(settings)
+
+/**
+ * `make` with the exactly-once mode plugged in (`exactlyOnce/mode.ts`), handing the core the backend
+ * runs on to `onCore` (the checkpoint's participant reaches the owner through it).
+ *
+ * @internal
+ */
+export const makeWith = <A, E, R>(
+  settings: Settings<A, E, R>,
+  exactlyOnce?: {
+    readonly mode: (client: BigQueryClientService) => Backend.Mode
+    readonly onCore: (core: Backend.BigQueryCore<BigQueryError | E>) => void
+  }
 ): Effect.Effect<Writer<A, BigQueryError | E>, E, BigQueryClient | R | Scope.Scope> =>
   Effect.gen(function*() {
     const client = yield* BigQueryClient
@@ -54,7 +68,7 @@ export const make = <A, E, R>(
       Accounted,
       Backend.Request,
       Backend.Outcome,
-      never,
+      Backend.Event,
       BigQueryFailure,
       BigQueryError | E,
       R,
@@ -73,7 +87,10 @@ export const make = <A, E, R>(
         inFlightRequests: metrics.inFlightBatches,
         perDestination: s.perDestinationMetrics
       },
-      backend: Backend.make(settings, client)
+      backend: (bqCore) => {
+        exactlyOnce?.onCore(bqCore)
+        return Backend.make(settings, client, exactlyOnce?.mode(client))(bqCore)
+      }
     })
   }).pipe(
     // the deadline of the client's unary calls (GetWriteStream, tables.*), inherited by the writer's fibers

@@ -1,0 +1,161 @@
+/**
+ * The BigQuery participant of the checkpoint protocol (`internal/writer/checkpoint.ts`,
+ * reference 2.6): a commit is `(destination, stream, offset)`, the last row to flush, for every
+ * destination whose stream has rows; committing is `FlushRows` up to it; restoring adopts each
+ * destination's stream at the offset after it.
+ *
+ * **Commit rules** (`FlushRows`): success needs the answered offset to equal the requested one;
+ * `ALREADY_EXISTS` / `OFFSET_ALREADY_EXISTS` is success (flushed before: a re-commit); transient
+ * codes, and a masked `PERMISSION_DENIED` under `CREATE_IF_NEEDED`, are retried on the recovery
+ * budget; `NOT_FOUND` and the rest are terminal. A stream already flushed to the same offset by this
+ * writer is not flushed again.
+ *
+ * @internal
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
+import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
+import { BigQueryError, RequestRejected, RetriesExhausted } from "../../../BigQuery/BigQueryError.ts"
+import { Code, name as codeName } from "../../grpcStatus.ts"
+import { toSchedule } from "../../retrySchedule.ts"
+import * as Budget from "../../writer/budget.ts"
+import type { Participant } from "../../writer/checkpoint.ts"
+import type { BigQueryCore } from "../backend.ts"
+import type * as Destination from "../destination.ts"
+import type { Settings } from "../options.ts"
+import * as WriteStreams from "../writeStreams.ts"
+import { classifyFlush } from "./classify.ts"
+import type { Restored } from "./stream.ts"
+
+/**
+ * One commit: flush `stream` (of `destination`, `p.d.t`) up to `offset`, inclusive.
+ *
+ * @internal
+ */
+export const Commit = Schema.Struct({
+  destination: Schema.String,
+  stream: Schema.String,
+  offset: Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
+})
+
+/** @internal */
+export type Commit = typeof Commit.Type
+
+/** Runs `f` on the owner fiber with the open destinations. */
+const onOwner = <X, E>(
+  core: BigQueryCore<E>,
+  f: (destinations: ReadonlyMap<string, Destination.Destination>) => X
+): Effect.Effect<X> =>
+  Effect.gen(function*() {
+    const done = yield* Deferred.make<X>()
+    yield* core.offer({
+      _tag: "OnOwner",
+      run: (destinations) => Effect.asVoid(Deferred.succeed(done, f(destinations)))
+    })
+    return yield* Deferred.await(done)
+  })
+
+/** The commits of every destination whose stream has rows; each marked prepared (evictable once equal). */
+const prepared = (destinations: ReadonlyMap<string, Destination.Destination>): ReadonlyArray<Commit> => {
+  const commits: Array<Commit> = []
+  for (const d of destinations.values()) {
+    const b = d.buffered
+    if (b === undefined || b.nextOffset === 0) continue
+    b.prepared = b.nextOffset
+    commits.push({ destination: d.key, stream: b.name, offset: b.nextOffset - 1 })
+  }
+  return commits
+}
+
+const flushError = (commit: Commit, detail: string, code: number | undefined, cause: unknown, attempts?: number) =>
+  new BigQueryError({
+    reason: attempts === undefined
+      ? new RequestRejected({
+        method: "FlushRows",
+        destination: commit.destination,
+        code: codeName(code),
+        detail: `${commit.stream} at offset ${commit.offset}: ${detail}`,
+        cause
+      })
+      : new RetriesExhausted({
+        method: "FlushRows",
+        destination: commit.destination,
+        attempts,
+        code: codeName(code),
+        detail: `${commit.stream} at offset ${commit.offset}: ${detail}`,
+        cause
+      })
+  })
+
+/**
+ * `FlushRows` of one commit under the commit rules. bqemulator 1.4.0 takes the offset as exclusive
+ * (rows below it become visible) and answers a flush at or below the flushed offset `OUT_OF_RANGE`
+ * "already flushed": with `client.emulator` the request is `offset + 1` and that answer is success
+ * (pinned by test/integration/bigquery/bufferedStreams.test.ts).
+ *
+ * @internal
+ */
+export const flush = <A, E, R>(
+  client: BigQueryClientService,
+  settings: Settings<A, E, R>,
+  commit: Commit
+): Effect.Effect<void, BigQueryError> =>
+  Effect.gen(function*() {
+    const requested = client.emulator === true ? commit.offset + 1 : commit.offset
+    const budget = yield* Budget.make(toSchedule(settings.stream.recovery))
+    for (;;) {
+      const result = yield* Effect.result(
+        WriteStreams.flushRows(client.write, commit.stream, requested, settings.stream.adminTimeout)
+      )
+      if (result._tag === "Success") {
+        if (result.success === requested) return
+        return yield* flushError(commit, `FlushRows answered offset ${result.success}`, Code.OK, undefined)
+      }
+      const f = result.failure
+      if (client.emulator === true && f.code === Code.OUT_OF_RANGE && f.message.includes("already flushed")) return
+      const verdict = classifyFlush(f.code, f.storageCode, settings.createDisposition)
+      if (verdict === "flushed") return
+      if (verdict === "terminal") return yield* flushError(commit, f.message, f.code, f.cause)
+      const wait = yield* budget.next
+      if (Option.isNone(wait)) return yield* flushError(commit, f.message, f.code, f.cause, budget.used() + 1)
+      yield* Effect.sleep(wait.value)
+    }
+  }).pipe(
+    Effect.withSpan("BigQuerySink.flushRows", {
+      attributes: { "bigquery.destination": commit.destination, "bigquery.offset": commit.offset }
+    })
+  )
+
+/**
+ * The participant of one writer. `restored` is filled by `restore` before any write, and read when
+ * a destination opens.
+ *
+ * @internal
+ */
+export const make = <A, E, R, EC>(
+  client: BigQueryClientService,
+  settings: Settings<A, E, R>,
+  core: () => BigQueryCore<EC>,
+  restored: Map<string, Restored>
+): Participant<Commit, BigQueryError> => {
+  // what this writer flushed, by stream: a checkpoint with nothing new there does not flush it again
+  const flushed = new Map<string, number>()
+  return {
+    commitSchema: Commit,
+    prepare: Effect.suspend(() => onOwner(core(), prepared)),
+    commit: (commits) =>
+      Effect.forEach(commits, (commit) =>
+        flushed.get(commit.stream) === commit.offset
+          ? Effect.void
+          : Effect.tap(
+            flush(client, settings, commit),
+            () => Effect.sync(() => void flushed.set(commit.stream, commit.offset))
+          ), { discard: true }),
+    restore: (commits) =>
+      Effect.sync(() => {
+        for (const c of commits) restored.set(c.destination, { stream: c.stream, nextOffset: c.offset + 1 })
+      })
+  }
+}

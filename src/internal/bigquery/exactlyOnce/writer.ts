@@ -1,0 +1,60 @@
+/**
+ * The exactly-once BigQuery writer and sink: the at-least-once writer core and backend in the
+ * buffered mode (`mode.ts`), wrapped by the shared checkpoint protocol (`internal/writer/checkpoint.ts`)
+ * with the BigQuery participant (`participant.ts`): restore on build, `checkpoint(position)` =
+ * drain, prepare `(stream, offset)` commits, save, `FlushRows`.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import type * as Sink from "effect/Sink"
+import { BigQueryClient } from "../../../BigQuery/BigQueryClient.ts"
+import type { BigQueryError } from "../../../BigQuery/BigQueryError.ts"
+import type { CheckpointError, Resume } from "../../../Sink/Checkpoint.ts"
+import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import type { Writer } from "../../../Sink/Writer.ts"
+import type { WriteSummary } from "../../../Sink/WriteSummary.ts"
+import * as checkpoint from "../../writer/checkpoint.ts"
+import * as checkpointSink from "../../writer/checkpointSink.ts"
+import type { BigQueryCore } from "../backend.ts"
+import type { Settings } from "../options.ts"
+import * as writer from "../writer.ts"
+import * as Mode from "./mode.ts"
+import * as Participant from "./participant.ts"
+import type { Restored } from "./stream.ts"
+
+/** The exactly-once writer, restored from `resume`. @internal */
+export const make = <A, P, E, R>(
+  settings: Settings<A, E, R>,
+  resume: Resume<P>
+): Effect.Effect<
+  Writer<A, BigQueryError | E | CheckpointError, P>,
+  BigQueryError | E | CheckpointError,
+  BigQueryClient | R | Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const client = yield* BigQueryClient
+    const restored = new Map<string, Restored>()
+    let core: BigQueryCore<BigQueryError | E> | undefined
+    const base = yield* writer.makeWith(settings, {
+      mode: (c) => Mode.make(c, settings, restored),
+      onCore: (c) => void (core = c)
+    })
+    const participant = Participant.make(client, settings, () => {
+      if (core === undefined) throw new Error("BigQuerySink: the writer core is not built")
+      return core
+    }, restored)
+    return yield* checkpoint.make({ name: "BigQuerySink", writer: base, resume, participant })
+  })
+
+/** The exactly-once sink: a writer per run, checkpoints every `every` and at the end of input. @internal */
+export const sink = <A, P, E, R>(
+  settings: Settings<A, E, R>,
+  options: unknown
+): Sink.Sink<WriteSummary, A, never, BigQueryError | E | CheckpointError | SinkConfigError, BigQueryClient | R> =>
+  checkpointSink.make(Effect.gen(function*() {
+    const decoded = yield* checkpointSink.decodeSettings<A, P>(options)
+    const w = yield* make<A, P, E, R>(settings, decoded.resume)
+    return { writer: w, every: decoded.every, position: decoded.position }
+  }))

@@ -1,0 +1,126 @@
+/**
+ * `BigQuerySink.exactlyOnce` / `exactlyOnceWriter` against the fake's BUFFERED streams: rows
+ * invisible until a checkpoint, one stream per destination reused across checkpoints and never
+ * finalized, restore (re-commit, probe, abandon), fencing, and both `FlushRows` offset conventions.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Option, Stream } from "effect"
+import { BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
+import { CheckpointConflict } from "../../src/Sink.ts"
+import { eoWriter, range, resume, visibleIds, withEo } from "./exactlyOnceFixtures.ts"
+import { destination, fastRetries, rows, serializer } from "./sinkFixtures.ts"
+
+describe("BigQuerySink.exactlyOnce", () => {
+  for (const via of ["bigquery", "emulator"] as const) {
+    it.live(`rows become visible at checkpoints only, on one stream reused across checkpoints (${via})`, () =>
+      withEo({ via }, (fake) =>
+        Effect.gen(function*() {
+          const { writer } = yield* eoWriter(fake)
+          yield* writer.write(rows(100))
+          yield* writer.flush
+          assert.deepStrictEqual(visibleIds(fake), [], "appended, not flushed")
+          yield* writer.checkpoint(100)
+          assert.deepStrictEqual(visibleIds(fake), range(0, 100))
+          yield* writer.write(rows(50, 100))
+          yield* writer.checkpoint(150)
+          assert.deepStrictEqual(visibleIds(fake), range(0, 150))
+          assert.strictEqual(fake.buffered.stats.creates, 1)
+          assert.strictEqual(fake.buffered.stats.finalizes, 0)
+          const r = yield* resume()
+          assert.deepStrictEqual(r.position, Option.some(150))
+        })))
+  }
+
+  it.live("the sink checkpoints every N records and at the end of input", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        const r = yield* resume()
+        const summary = yield* Stream.fromIterable(rows(1000)).pipe(
+          Stream.rechunk(100),
+          Stream.run(BigQuerySink.exactlyOnce({
+            table: yield* destination(fake),
+            serializer: yield* serializer,
+            writeMethod: WriteMethod.exactlyOnce(fastRetries),
+            checkpoint: { resume: r, every: 300, position: (row) => Number(row.id) + 1 }
+          }))
+        )
+        assert.strictEqual(summary.recordsWritten, 1000)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 1000))
+        assert.strictEqual(fake.buffered.stats.flushes, 4)
+        const after = yield* resume()
+        assert.deepStrictEqual(after.position, Option.some(1000))
+      })))
+
+  it.live("a restart resumes at the stored position: rows after the last checkpoint are never visible nor doubled", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        // first run: checkpoint at 300, then 200 more rows appended, then a "crash" (scope closed without checkpoint)
+        yield* Effect.scoped(Effect.gen(function*() {
+          const { writer } = yield* eoWriter(fake)
+          yield* writer.write(rows(300))
+          yield* writer.checkpoint(300)
+          yield* writer.write(rows(200, 300))
+          yield* writer.flush
+        }))
+        assert.deepStrictEqual(visibleIds(fake), range(0, 300))
+        // second run resumes at 300: the probe at offset 300 finds rows there (OFFSET_ALREADY_EXISTS): abandon
+        const { resume: r, writer } = yield* eoWriter(fake)
+        assert.deepStrictEqual(r.position, Option.some(300))
+        yield* writer.write(rows(200, 300))
+        yield* writer.checkpoint(500)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 500))
+        assert.strictEqual(fake.buffered.stats.creates, 2, "the restored stream was abandoned for a fresh one")
+        assert.strictEqual(fake.buffered.stats.finalizes, 0)
+      })))
+
+  it.live("a restart after a clean checkpoint adopts the stored stream through the probe append", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        yield* Effect.scoped(Effect.gen(function*() {
+          const { writer } = yield* eoWriter(fake)
+          yield* writer.write(rows(10))
+          yield* writer.checkpoint(10)
+        }))
+        const { writer } = yield* eoWriter(fake)
+        yield* writer.write(rows(10, 10))
+        yield* writer.checkpoint(20)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
+        assert.strictEqual(fake.buffered.stats.creates, 1, "the stored stream was adopted")
+        const [stream] = fake.buffered.streams.values()
+        assert.strictEqual(stream?.rows.length, 20)
+      })))
+
+  it.live("a crash between save and flush: the restart re-runs the stored flush", () =>
+    withEo(
+      { buffered: { flush: (_stream, _offset, call) => (call === 0 ? { code: 5, message: "boom" } : undefined) } },
+      (
+        fake
+      ) =>
+        Effect.gen(function*() {
+          const first = yield* Effect.scoped(Effect.gen(function*() {
+            const { writer } = yield* eoWriter(fake)
+            yield* writer.write(rows(40))
+            return yield* Effect.flip(writer.checkpoint(40))
+          }))
+          assert.strictEqual(first._tag, "BigQueryError")
+          assert.deepStrictEqual(visibleIds(fake), [], "saved, not flushed")
+          const { resume: r } = yield* eoWriter(fake)
+          assert.deepStrictEqual(r.position, Option.some(40))
+          assert.deepStrictEqual(visibleIds(fake), range(0, 40), "the restore flushed the saved commit")
+        })
+    ))
+
+  it.live("a zombie is fenced: CheckpointConflict, and nothing it wrote becomes visible", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        const zombie = yield* eoWriter(fake)
+        const replacement = yield* eoWriter(fake)
+        yield* replacement.writer.write(rows(5))
+        yield* replacement.writer.checkpoint(5)
+        yield* zombie.writer.write(rows(5, 100))
+        const error = yield* Effect.flip(zombie.writer.checkpoint(105))
+        assert.instanceOf(error, CheckpointConflict)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 5))
+        assert.strictEqual(yield* Effect.flip(zombie.writer.write(rows(1))), error)
+      })))
+})
