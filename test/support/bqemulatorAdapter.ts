@@ -11,6 +11,12 @@
  *   "already flushed". That status becomes `ALREADY_EXISTS`.
  * - **offset 0**: bqemulator fails `FlushRows` at offset 0 with `UNKNOWN` (a Python `TypeError`: the zero
  *   `Int64Value` arrives as none); after the +1 it never receives 0.
+ *
+ * With `translate: false` it forwards `FlushRows` unchanged (for a client that handles the emulator's
+ * convention itself). With `flushHoldMillis`, every `FlushRows` is held that long before the emulator sees
+ * it and as long again before its answer goes back: a window in which a SIGKILL lands in the middle of a
+ * flush (not yet applied, or applied and not acknowledged); `stats.interruptedFlushes` counts the flushes
+ * whose caller went away inside it.
  */
 import { Effect, type Scope } from "effect"
 import * as http2 from "node:http2"
@@ -25,7 +31,7 @@ const grpcStatus = { OK: 0, ALREADY_EXISTS: 6, OUT_OF_RANGE: 11 } as const
 export interface BqemulatorAdapter {
   /** `127.0.0.1:<port>`: the sink's `emulator.grpc`. */
   readonly target: string
-  readonly stats: { flushes: number; reflushes: number; forwarded: number }
+  readonly stats: { flushes: number; reflushes: number; forwarded: number; interruptedFlushes: number }
 }
 
 interface FlushRequest {
@@ -126,10 +132,25 @@ const translateStatus = (
 export const start = (options: {
   readonly upstreamHost: string
   readonly upstreamPort: number
+  /** Translate FlushRows to BigQuery's conventions; default true. */
+  readonly translate?: boolean
+  /** Hold each FlushRows this long before forwarding it, and as long again before answering; default 0. */
+  readonly flushHoldMillis?: number
 }): Effect.Effect<BqemulatorAdapter, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.callback<{ adapter: BqemulatorAdapter; close: () => void }>((resume) => {
-      const stats = { flushes: 0, reflushes: 0, forwarded: 0 }
+      const stats = { flushes: 0, reflushes: 0, forwarded: 0, interruptedFlushes: 0 }
+      const translate = options.translate ?? true
+      const hold = options.flushHoldMillis ?? 0
+      const timers = new Set<ReturnType<typeof setTimeout>>()
+      const later = (f: () => void) => {
+        if (hold <= 0) return f()
+        const timer = setTimeout(() => {
+          timers.delete(timer)
+          f()
+        }, hold)
+        timers.add(timer)
+      }
       const sockets = new Set<net.Socket>()
       let upstream: http2.ClientHttp2Session | undefined
       const session = (): http2.ClientHttp2Session => {
@@ -174,36 +195,49 @@ export const start = (options: {
           stream.pipe(up)
           return
         }
-        // FlushRows: a unary call, buffered whole both ways and translated
+        // FlushRows: a unary call, buffered whole both ways, translated, held
         stats.flushes++
+        let answered = false
+        stream.on("close", () => {
+          if (!answered) stats.interruptedFlushes++
+        })
         const request: Array<Buffer> = []
         stream.on("data", (chunk: Buffer) => request.push(chunk))
         stream.on("end", () => {
           const messages = frames(Buffer.concat(request)).map((bytes) => {
+            if (!translate) return frame(bytes)
             const flush = decodeFlushRequest(bytes)
             return frame(encodeFlushRequest({ ...flush, offset: flush.offset + 1n }))
           })
-          up.end(Buffer.concat(messages))
+          later(() => up.destroyed || up.end(Buffer.concat(messages)))
         })
         const response: Array<Buffer> = []
         let responseHeaders: http2.OutgoingHttpHeaders = {}
+        const status = (h: http2.OutgoingHttpHeaders) => (translate ? translateStatus(h, stats) : h)
         up.on("response", (h, flags) => {
           responseHeaders = forwardable(h, false)
-          if ((flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0 && !stream.destroyed) {
+          if ((flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0) {
             // trailers-only: an error status
-            stream.respond(translateStatus(responseHeaders, stats), { endStream: true })
+            later(() => {
+              if (stream.destroyed) return
+              answered = true
+              stream.respond(status(responseHeaders), { endStream: true })
+            })
           }
         })
         up.on("data", (chunk: Buffer) => response.push(chunk))
         up.on("trailers", (t) => {
-          if (stream.destroyed) return
-          const trailers = translateStatus(forwardable(t, false), stats)
+          const trailers = status(forwardable(t, false))
           const body = frames(Buffer.concat(response)).map((bytes) =>
-            frame(encodeFlushResponse(decodeFlushResponse(bytes) - 1n))
+            translate ? frame(encodeFlushResponse(decodeFlushResponse(bytes) - 1n)) : frame(bytes)
           )
-          stream.respond(responseHeaders, { waitForTrailers: true })
-          stream.on("wantTrailers", () => stream.sendTrailers(trailers))
-          stream.end(Buffer.concat(body))
+          later(() => {
+            if (stream.destroyed) return
+            answered = true
+            stream.respond(responseHeaders, { waitForTrailers: true })
+            stream.on("wantTrailers", () => stream.sendTrailers(trailers))
+            stream.end(Buffer.concat(body))
+          })
         })
       })
       server.listen(0, "127.0.0.1", () => {
@@ -212,6 +246,7 @@ export const start = (options: {
         resume(Effect.succeed({
           adapter: { target: `127.0.0.1:${port}`, stats },
           close: () => {
+            for (const timer of timers) clearTimeout(timer)
             for (const socket of sockets) socket.destroy()
             upstream?.destroy()
             server.close()

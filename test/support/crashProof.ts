@@ -305,6 +305,12 @@ export const run = (options: CrashProofOptions): Effect.Effect<CrashProofFigures
         const outcome = yield* runStart(options, start, kill)
         history.push(outcome.figures)
         lastStderr = outcome.stderr
+        yield* Effect.logDebug(
+          `crash proof: start ${start} ${outcome.figures.killed ? `killed ${kill?.label ?? ""}` : "ended"} ` +
+            `(code ${outcome.figures.exitCode}) after ${outcome.figures.millis} ms, steps ${
+              JSON.stringify(outcome.figures.steps)
+            }`
+        )
         for (const [name, n] of Object.entries(outcome.figures.steps)) count(steps, name, n)
         if (outcome.figures.killed && kill !== undefined) {
           delivered++
