@@ -11,10 +11,16 @@
  *
  * Environment: CRASH_BQ_GRPC, CRASH_BQ_REST (host:port), CRASH_PROJECT, CRASH_DATASET, CRASH_TABLE,
  * CRASH_TOTAL, CRASH_CHUNK, CRASH_EVERY, CRASH_WRITER, CRASH_CHUNK_DELAY_MS (a pause per chunk of the
- * source, default 0: a slower source, so that two processes overlap).
+ * source, default 0: a slower source, so that two processes overlap), CRASH_BQ_CLIENT: `emulator`
+ * (default: `BigQueryClient.layer({ emulator })`, with the sink's allowances for bqemulator) or
+ * `production` (`BigQueryClient.fromClients` on plain clients: the production code path, for a
+ * CRASH_BQ_GRPC that translates bqemulator's deviations, `bqemulatorAdapter.ts`).
  */
 import { NodeRuntime } from "@effect/platform-node"
+import { BigQuery } from "@google-cloud/bigquery"
+import * as grpc from "@grpc/grpc-js"
 import { Array as Arr, Effect, Layer, Option, Schema, Stream } from "effect"
+import { OAuth2Client } from "google-auth-library"
 import * as path from "node:path"
 import {
   BigQueryClient,
@@ -48,6 +54,20 @@ const reportingStore = Layer.effect(
     })
   })
 )
+
+const clientLayer = (() => {
+  const endpoints = { grpc: stringEnv("CRASH_BQ_GRPC"), rest: stringEnv("CRASH_BQ_REST") }
+  if (stringEnv("CRASH_BQ_CLIENT", "emulator") === "emulator") {
+    return BigQueryClient.layer({ projectId, emulator: endpoints })
+  }
+  const auth = new OAuth2Client()
+  auth.setCredentials({ access_token: "emulator" })
+  return BigQueryClient.fromClients({
+    projectId,
+    write: new grpc.Client(endpoints.grpc, grpc.credentials.createInsecure()),
+    rest: new BigQuery({ projectId, apiEndpoint: `http://${endpoints.rest}`, authClient: auth })
+  })
+})()
 
 const baseStore = stringEnv("CRASH_STORE", "file") === "gcs"
   ? CheckpointStore.gcs({ bucket: stringEnv("CRASH_GCS_BUCKET"), prefix: "crash" }).pipe(
@@ -85,10 +105,7 @@ const program = Effect.gen(function*() {
     )),
   Effect.provide(Layer.mergeAll(
     reportingStore.pipe(Layer.provide(baseStore)),
-    BigQueryClient.layer({
-      projectId,
-      emulator: { grpc: stringEnv("CRASH_BQ_GRPC"), rest: stringEnv("CRASH_BQ_REST") }
-    })
+    clientLayer
   ))
 )
 

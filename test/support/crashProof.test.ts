@@ -93,7 +93,7 @@ describe("crashProof", () => {
         const total = 20_000
         const outcomes = yield* CrashProof.runConcurrently({
           script: toy,
-          env: { TOY_DIR: dir, TOY_TOTAL: String(total), TOY_CHUNK: "250", TOY_EVERY: "2", TOY_BATCH_DELAY_MS: "25" },
+          env: { TOY_DIR: dir, TOY_TOTAL: String(total), TOY_CHUNK: "250", TOY_EVERY: "2", TOY_BATCH_DELAY_MS: "50" },
           processes: 2,
           startAfter: { step: "saved", nth: 2 },
           timeout: "60 seconds"

@@ -10,6 +10,9 @@
  *    SUM(id) = N(N-1)/2, exactly.
  * 2. Two processes started for the same `writerId` (a zombie and its replacement) on
  *    `CheckpointStore.gcs`: one is fenced, and the table is still exact.
+ * 3. The same proof, smaller, on the production code path: the child builds its client with
+ *    `BigQueryClient.fromClients` (no emulator allowances), and `bqemulatorAdapter.ts` translates the
+ *    emulator's `FlushRows` deviations on the wire instead.
  *
  * Seeded and bounded in time. The figures are logged (N, kills, restarts, COUNT, DISTINCT, SUM).
  */
@@ -136,6 +139,55 @@ layer(Layer.merge(BigQueryEmulator.layer, GcsEmulator.layer), { timeout: "240 se
     )
 
     it.effect(
+      "the production FlushRows path (fromClients) through the translating adapter: 8 SIGKILLs, exact table",
+      () =>
+        Effect.gen(function*() {
+          const { datasetId, emulator, tally } = yield* freshTable
+          const dir = yield* tempDir
+          const adapter = yield* BqemulatorAdapter.start({
+            upstreamHost: emulator.grpcHost,
+            upstreamPort: emulator.grpcPort,
+            flushHoldMillis
+          })
+          const total = 30_000
+          const figures = yield* CrashProof.run({
+            script: child,
+            env: {
+              ...childEnv({
+                emulator,
+                grpc: adapter.target,
+                datasetId,
+                total,
+                writer: `production-${datasetId}`,
+                store: { CRASH_STORE: "file", CRASH_STORE_DIR: dir }
+              }),
+              CRASH_BQ_CLIENT: "production",
+              CRASH_EVERY: "2000"
+            },
+            seed: 7,
+            kills: 8,
+            points: [
+              { _tag: "AfterStep", step: "saved", nth: [1, 2], hold: true },
+              { _tag: "AfterStep", step: "saved", nth: [1, 2], delayMillis: [5, 2 * flushHoldMillis - 5] },
+              { _tag: "AfterStep", step: "restored", nth: [1, 1], delayMillis: [200, 800] },
+              { _tag: "AtTime", millis: [300, 3000] }
+            ],
+            timeout: "120 seconds"
+          })
+          const table = yield* tally
+          yield* Effect.log(
+            `BigQuery crash proof (production path): N=${total} kills=${figures.kills} COUNT=${table.count} ` +
+              `DISTINCT=${table.distinct} SUM=${table.sum} flushes=${adapter.stats.flushes} ` +
+              `re-flushes answered ALREADY_EXISTS=${adapter.stats.reflushes}`
+          )
+          assert.strictEqual(figures.kills, 8)
+          assert.deepStrictEqual(table, exact(total))
+          assert.isAtLeast(adapter.stats.reflushes, 1, "restores re-ran flushes that had landed")
+        }),
+      { timeout: 150_000 }
+    )
+
+    it.effect(
       "a zombie and its replacement on one writerId (CheckpointStore.gcs): one is fenced, exact table",
       () =>
         Effect.gen(function*() {
@@ -158,7 +210,7 @@ layer(Layer.merge(BigQueryEmulator.layer, GcsEmulator.layer), { timeout: "240 se
               }),
               CRASH_CHUNK: "500",
               CRASH_EVERY: "1000",
-              CRASH_CHUNK_DELAY_MS: "50"
+              CRASH_CHUNK_DELAY_MS: "100"
             },
             processes: 2,
             startAfter: { step: "saved", nth: 2 },

@@ -73,7 +73,7 @@ layer(GcsEmulator.layer, { timeout: "180 seconds", excludeTestServices: true })(
             TOY_TOTAL: String(total),
             TOY_CHUNK: "250",
             TOY_EVERY: "2",
-            TOY_BATCH_DELAY_MS: "25"
+            TOY_BATCH_DELAY_MS: "50"
           },
           processes: 2,
           startAfter: { step: "saved", nth: 2 },
