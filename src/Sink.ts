@@ -1,6 +1,6 @@
 /**
  * The vocabulary shared by the BigQuery and Bigtable sinks: failures and their handlers, write
- * summaries, option errors, emulator endpoints, retry policies and checkpoint storage.
+ * summaries, option errors, emulator endpoints, retry policies, checkpoints and their storage.
  *
  * **Example** (Routing failures to a dead-letter sink)
  * ```ts
@@ -11,6 +11,7 @@
  *
  * @since 0.1.0
  */
+export * as Checkpoint from "./Sink/Checkpoint.ts"
 export { CheckpointConflict, CheckpointRecord, CheckpointStore, CheckpointStoreError } from "./Sink/CheckpointStore.ts"
 export { CreateDisposition } from "./Sink/CreateDisposition.ts"
 export { EmulatorEndpoint } from "./Sink/EmulatorEndpoint.ts"

@@ -10,8 +10,8 @@
  *   to the owner; waiting for a permit is the backpressure;
  * - the terminal-failure latch: the first fatal cause is kept, every later `write`/`flush` fails with it;
  * - barriers: `flush` cuts every open batch, waits until nothing is outstanding, flushes the failure
- *   handler exactly once, then forgets idle destinations; `checkpoint` is the same barrier followed
- *   by the {@link CheckpointHook} (drain -> prepare -> commit) once exactly-once plugs in;
+ *   handler exactly once, then forgets idle destinations; the exactly-once protocol (`checkpoint.ts`)
+ *   drains through this barrier before it prepares and commits;
  * - failure routing through the `FailureHandler` lifecycle (`failureRouting.ts`): `recordsFailed` is
  *   counted once the handler succeeded (dropped the record), as `WriteSummary` documents;
  * - summary counters (read without queueing) and in-flight gauges moved by deltas, returned to 0 at close;
@@ -284,18 +284,6 @@ export interface Backend<A, S, I extends Accounted, B, O, Ev, F extends FailedEl
 }
 
 /**
- * Checkpoint hook of the exactly-once mode (DESIGN 6), run by `checkpoint(position)` after the
- * drain barrier: `prepare` saves the prepare record (durable), `commit` runs the staged commits
- * idempotently. Not plugged in yet: at-least-once writers have none, and `checkpoint` is `flush`.
- *
- * @internal
- */
-export interface CheckpointHook<P, C, E> {
-  readonly prepare: (position: P) => Effect.Effect<C, E>
-  readonly commit: (record: C) => Effect.Effect<void, E>
-}
-
-/**
  * How a backend builds its writer on the core: `writer.make(options)` (in `writer.ts`) returns a
  * `Writer<A, E, P>` in the current scope.
  *
@@ -304,7 +292,8 @@ export interface CheckpointHook<P, C, E> {
  * - `retry` / `recovery`: the two budgets, run through `RetryPolicy.toSchedule`.
  * - `metrics`: what the core counts and gauges for this backend.
  * - `backend`: builds the backend on the core (it may open resources in the scope).
- * - `checkpoint`: the exactly-once hook; absent, `checkpoint` is `flush`.
+ * - `checkpoint(position)` of the writer built here is its `flush`: the exactly-once writers wrap it
+ *   with the checkpoint protocol (`checkpoint.ts`), which drains through this `flush`.
  *
  * @internal
  */
@@ -318,7 +307,6 @@ export interface WriterOptions<
   F extends FailedElement,
   E,
   R,
-  P = never,
   EH extends E = E
 > {
   /** Its errors (`EH`, part of the writer's `E`) fail building the writer when `open` fails. */
@@ -330,5 +318,4 @@ export interface WriterOptions<
   readonly backend: (
     core: Core<I, B, Ev, F, E>
   ) => Effect.Effect<Backend<A, S, I, B, O, Ev, F, E, R>, EH, R | Scope.Scope>
-  readonly checkpoint?: CheckpointHook<P, unknown, E> | undefined
 }

@@ -10,8 +10,8 @@
  * the permits held by batched items come back; the wait is the backpressure. The fast path (permits
  * free, queue not full) forks nothing and races nothing: one `tryAcquire` and one `offerUnsafe`.
  *
- * `flush` is a barrier command; `checkpoint` is the barrier followed by the exactly-once hook when
- * one is given. Closing the scope after success runs a final barrier when anything was admitted
+ * `flush` is a barrier command; `checkpoint` is `flush` here (the exactly-once writers wrap this
+ * writer with the checkpoint protocol of `checkpoint.ts`). Closing the scope after success runs a final barrier when anything was admitted
  * since the last one; after failure or interruption it only releases.
  *
  * @internal
@@ -61,7 +61,7 @@ export const tickInterval = "100 millis"
  * @internal
  */
 export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P = never, EH extends E = E>(
-  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, P, EH>
+  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, EH>
 ): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
   Effect.gen(function*() {
     const context = yield* Effect.context<R>()
@@ -108,7 +108,7 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
       return Effect.asVoid(Queue.offer(commands, { _tag: "Tick" }))
     })
     yield* tick.pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped)
-    const writer = admission(options, built, { commands, failed, flow, counters, state })
+    const writer = admission<A, S, I, B, O, Ev, F, E, R, P>(built, { commands, failed, flow, counters, state })
     // Closing after success is the end of input: a barrier, unless nothing was admitted since the
     // last one (the sink's own final flush, or the caller's, already flushed the handler: a second
     // flush would only run it again). A finalizer has no error channel, so a failure of this flush
@@ -206,8 +206,7 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
 }
 
 /** The caller-side half: `write` (prepare, permits, offer), `flush`, `checkpoint`, `summary`. */
-const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P, EH extends E>(
-  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, P, EH>,
+const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P>(
   backend: Backend<A, S, I, B, O, Ev, F, E, R>,
   parts: Parts<S, I, B, O, Ev, F, E>
 ): Writer<A, E, P> => {
@@ -233,14 +232,11 @@ const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement,
     yield* orFailed(Deferred.await(done))
   }).pipe(Effect.withSpan(`${backend.name}.flush`))
 
-  const hook = options.checkpoint
   return {
     write: (records) => write(records).pipe(Effect.withSpan(`${backend.name}.write`)),
     flush,
-    // drain (the barrier), then prepare (the durable record), then commit
-    checkpoint: hook === undefined
-      ? () => flush
-      : (position) => flush.pipe(Effect.andThen(hook.prepare(position)), Effect.flatMap(hook.commit)),
+    // the exactly-once protocol (`checkpoint.ts`) wraps this writer and drains through `flush`
+    checkpoint: () => flush,
     // Read at once, never queued behind writes: the owner alone writes the counters, and a
     // snapshot is taken between two of its steps (one thread).
     summary: Effect.sync((): WriteSummary => counters.snapshot())

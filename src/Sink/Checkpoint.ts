@@ -1,0 +1,140 @@
+/**
+ * The caller's side of exactly-once writing (DESIGN 6): resume a writer from its last checkpoint,
+ * and say how often the sink form checkpoints and what position a record stands for.
+ *
+ * @since 0.1.0
+ */
+import type * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import type * as Option from "effect/Option"
+import type * as Schema from "effect/Schema"
+import * as internal from "../internal/writer/checkpoint.ts"
+import type { CheckpointConflict, CheckpointRecord, CheckpointStore, CheckpointStoreError } from "./CheckpointStore.ts"
+
+/**
+ * The errors of the checkpoint protocol itself: another process advanced this writer
+ * (`CheckpointConflict`: this one is a zombie and stopped without committing), or the store failed
+ * or holds a record that does not decode (`CheckpointStoreError`).
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export type CheckpointError = CheckpointConflict | CheckpointStoreError
+
+/**
+ * Where a writer resumes: its `writerId`, the stored `position` (none for a new writer) and the
+ * record it was read from. Give it to an exactly-once sink or writer (`checkpoint: { resume }`) and
+ * start the source at `position`.
+ *
+ * **Details**
+ *
+ * The record is read once, by {@link resume}, and the writer restores exactly that record: what the
+ * source was told and what the writer restores cannot differ. If another process advances the same
+ * `writerId` in between, this writer's first checkpoint fails with `CheckpointConflict` and nothing
+ * it wrote is committed. A `Resume` is therefore good for one run: resume again before restarting.
+ *
+ * `store`, `record` and `positionSchema` are what the writer restores from; callers read
+ * `writerId` and `position`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface Resume<P> {
+  readonly writerId: string
+  readonly position: Option.Option<P>
+  readonly record: Option.Option<CheckpointRecord>
+  readonly positionSchema: Schema.Codec<P, Schema.Json>
+  readonly store: CheckpointStore["Service"]
+}
+
+/**
+ * Options of {@link resume}: the writer's id (stable per process or source partition) and the
+ * `Schema` of its positions, which are stored as validated JSON.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ResumeOptions<P> {
+  readonly writerId: string
+  readonly positionSchema: Schema.Codec<P, Schema.Json>
+}
+
+/**
+ * Reads the last checkpoint of `writerId` from the `CheckpointStore` in context: the position to
+ * restart the source at (none for a new writer), and what the writer will restore.
+ *
+ * **Details**
+ *
+ * A stored record whose position does not decode with `positionSchema` fails with
+ * `CheckpointStoreError` (reason `"Corrupt"`); it is never skipped.
+ *
+ * **Example** (Resuming a file-backed source)
+ * ```ts
+ * import { Effect, Option, Schema } from "effect"
+ * import { Checkpoint, CheckpointStore } from "effect-gcp-sinks/Sink"
+ * const program = Effect.gen(function*() {
+ *   const resume = yield* Checkpoint.resume({ writerId: "orders-0", positionSchema: Schema.Number })
+ *   return Option.getOrElse(resume.position, () => 0) // the first line to read
+ * }).pipe(Effect.provide(CheckpointStore.file("./state")))
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const resume: <P>(
+  options: ResumeOptions<P>
+) => Effect.Effect<Resume<P>, CheckpointStoreError, CheckpointStore> = internal.resume
+
+/**
+ * How often the sink form checkpoints: a `Duration` (or a duration string such as `"1 second"`)
+ * since the last checkpoint, or a number of records written since it. It also checkpoints once at
+ * the end of input.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type Every = Duration.Duration | `${number} ${Duration.Unit}` | number
+
+/**
+ * The `checkpoint` option of an exactly-once sink (`BigQuerySink.make`): where it resumes, how often
+ * it checkpoints, and the source position a written record stands for.
+ *
+ * **Details**
+ *
+ * - `resume`: from {@link resume}; the source must start at its `position`.
+ * - `every` ({@link Every}): checked after each chunk (records) and on a timer (durations); a
+ *   checkpoint is taken only when something was written since the last one.
+ * - `position(a)`: where the source resumes once `a` and everything before it are written,
+ *   typically the offset after `a` (`a.offset + 1`). It must be encodable by the resume's
+ *   `positionSchema`.
+ *
+ * **Example** (A checkpoint every second)
+ * ```ts
+ * import type { Checkpoint } from "effect-gcp-sinks/Sink"
+ * declare const resume: Checkpoint.Resume<number>
+ * const checkpoint: Checkpoint.CheckpointOptions<{ readonly line: number }, number> = {
+ *   resume,
+ *   every: "1 second",
+ *   position: (row) => row.line + 1
+ * }
+ * ```
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface CheckpointOptions<A, P> {
+  readonly resume: Resume<P>
+  readonly every: Every
+  readonly position: (a: A) => P
+}
+
+/**
+ * The `checkpoint` option of an exactly-once writer (`BigQuerySink.writer`): where it resumes. The
+ * caller checkpoints with `writer.checkpoint(position)`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface WriterCheckpointOptions<P> {
+  readonly resume: Resume<P>
+}

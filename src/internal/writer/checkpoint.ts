@@ -1,0 +1,193 @@
+/**
+ * The checkpoint protocol of the exactly-once writers (DESIGN 6), shared by every backend: a backend
+ * supplies a {@link Participant} (what to commit, how to commit it, how to adopt a restored record);
+ * this module runs the rest.
+ *
+ * **Checkpoint** (`writer.checkpoint(position)`), exclusive with `write` (a write waits for a
+ * checkpoint under way, and the other way round, so `position` describes exactly the records written
+ * before it):
+ *
+ * 1. drain: the core's barrier (`flush`): every record written so far is acknowledged or routed;
+ * 2. prepare: the participant names its commits (JSON through its `commitSchema`);
+ * 3. save `{ id, position, commits }` with compare-and-set against the previous id (the one this
+ *    writer restored or last saved): the prepare is now durable. `CheckpointConflict` means another
+ *    process advanced this `writerId` (this one is a zombie): nothing is committed;
+ * 4. commit: the participant runs the commits, idempotently.
+ *
+ * Any failure of a checkpoint (the drain, a conflict, the store, a commit) or its interruption stops
+ * the writer: every later `write`, `flush` and `checkpoint` fails with it. A half-done checkpoint is
+ * repaired by a restart, which re-runs the saved commits; continuing would let the next record
+ * supersede commits that never ran.
+ *
+ * **Restore** (when the writer is built, before any write): the record read by {@link resume}
+ * (`load`; a position that does not decode is `CheckpointStoreError` `"Corrupt"`) has its commits
+ * decoded (likewise `"Corrupt"` when they do not decode), re-run through `commit` (idempotent: they
+ * may have run before the crash), then handed to `restore` for the participant to adopt its state
+ * (BigQuery: the streams and offsets to probe). The position goes back to the caller through
+ * `Resume.position`, read before the writer is built, so the source can start there.
+ *
+ * There is no separate "commits done" write (DESIGN 6 step 4): a record is superseded by the next
+ * save, and a restore re-runs its commits idempotently, so marking them done would only cost a
+ * second store write per checkpoint.
+ *
+ * **How a backend plugs in**
+ *
+ * ```ts
+ * const resume: Resume<P> = options.checkpoint.resume   // from Checkpoint.resume, in the caller
+ * const base = yield* core.make({ ..., backend })       // the at-least-once writer core
+ * const participant: Participant<C, E> = { commitSchema, prepare, commit, restore }
+ * const writer = yield* checkpoint.make({ name: "XSink", writer: base, resume, participant })
+ * ```
+ *
+ * `prepare`, `commit` and `restore` run on the caller's fiber; a participant whose state lives on the
+ * owner fiber reads it there (`Core.offer` an event carrying a `Deferred`).
+ *
+ * @internal
+ */
+import type * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Random from "effect/Random"
+import * as Schema from "effect/Schema"
+import * as Semaphore from "effect/Semaphore"
+import type { CheckpointError, Resume, ResumeOptions } from "../../Sink/Checkpoint.ts"
+import { CheckpointRecord, CheckpointStore, CheckpointStoreError } from "../../Sink/CheckpointStore.ts"
+import type { Writer } from "../../Sink/Writer.ts"
+
+/**
+ * What a backend supplies to the protocol. `C` is one commit (a stream to flush up to an offset, a
+ * staged envelope to apply); `E` the writer's error.
+ *
+ * - `commitSchema`: encodes a commit to JSON for the record, and decodes it back on restore.
+ * - `prepare`: after the drain, the commits that make every record written so far visible. Those of
+ *   earlier checkpoints may be named again (commits are idempotent), and must be when a restore
+ *   needs them to adopt its state.
+ * - `commit(commits)`: makes them visible; idempotent (run again on restore, possibly after they ran).
+ * - `restore(commits)`: at start, after the stored commits were re-run: adopt the state they name.
+ *
+ * @internal
+ */
+export interface Participant<C, E> {
+  readonly commitSchema: Schema.Codec<C, Schema.Json>
+  readonly prepare: Effect.Effect<ReadonlyArray<C>, E>
+  readonly commit: (commits: ReadonlyArray<C>) => Effect.Effect<void, E>
+  readonly restore: (commits: ReadonlyArray<C>) => Effect.Effect<void, E>
+}
+
+const corrupt = (writerId: string, detail: string, cause?: unknown) =>
+  new CheckpointStoreError({ reason: "Corrupt", writerId, detail, cause })
+
+/** `Checkpoint.resume`: reads the record, decodes its position. @internal */
+export const resume = <P>(
+  options: ResumeOptions<P>
+): Effect.Effect<Resume<P>, CheckpointStoreError, CheckpointStore> =>
+  Effect.gen(function*() {
+    const store = yield* CheckpointStore
+    const record = yield* store.load(options.writerId)
+    const position = Option.isNone(record)
+      ? Option.none<P>()
+      : Option.some(
+        yield* Schema.decodeUnknownEffect(options.positionSchema)(record.value.position).pipe(
+          Effect.mapError((e) =>
+            corrupt(options.writerId, `checkpoint '${record.value.id}': position does not decode: ${e.message}`, e)
+          )
+        )
+      )
+    return { writerId: options.writerId, position, record, positionSchema: options.positionSchema, store }
+  }).pipe(Effect.withSpan("Checkpoint.resume", { attributes: { "writer.id": options.writerId } }))
+
+/**
+ * The id of the checkpoint after `previous`: a sequence number (one more than the previous id's, for
+ * people reading the store) and a random part (two processes never save the same id).
+ *
+ * @internal
+ */
+export const nextId = (previous: string | undefined): Effect.Effect<string> =>
+  Effect.map(Random.nextIntBetween(0, 0x7fffffff), (random) => {
+    const sequence = previous === undefined ? 0 : Number.parseInt(previous, 10)
+    const next = Number.isSafeInteger(sequence) && sequence >= 0 ? sequence + 1 : 1
+    return `${next}-${random.toString(36).padStart(6, "0")}`
+  })
+
+/** What {@link make} wraps. @internal */
+export interface Options<A, P, C, E> {
+  /** Span prefix: `XSink.checkpoint`, `XSink.restore`. */
+  readonly name: string
+  /** The writer core's writer (its `flush` is the drain barrier). */
+  readonly writer: Writer<A, E>
+  readonly resume: Resume<P>
+  readonly participant: Participant<C, E>
+}
+
+/**
+ * Restores the participant from the resumed record, then returns the exactly-once writer: `write`
+ * and `flush` of the core writer, behind the checkpoint's lock and latch, and `checkpoint`.
+ *
+ * @internal
+ */
+export const make = <A, P, C, E>(
+  options: Options<A, P, C, E>
+): Effect.Effect<Writer<A, E | CheckpointError, P>, E | CheckpointError> =>
+  Effect.gen(function*() {
+    const { participant, resume: resumed, writer } = options
+    const writerId = resumed.writerId
+    const commitsSchema = Schema.Array(participant.commitSchema)
+    let previousId: string | undefined = undefined
+
+    if (Option.isSome(resumed.record)) {
+      const record = resumed.record.value
+      const commits = yield* Schema.decodeUnknownEffect(commitsSchema)(record.commits).pipe(
+        Effect.mapError((e) => corrupt(writerId, `checkpoint '${record.id}': commits do not decode: ${e.message}`, e))
+      )
+      yield* participant.commit(commits)
+      yield* participant.restore(commits)
+      previousId = record.id
+      yield* Effect.annotateCurrentSpan({ "checkpoint.id": record.id, "checkpoint.commits": commits.length })
+    }
+
+    // a write and a checkpoint never overlap: the position names exactly the records written before it
+    const lock = yield* Semaphore.make(1)
+    let failure: Cause.Cause<E | CheckpointError> | undefined = undefined
+    const latched = <X>(effect: Effect.Effect<X, E | CheckpointError>) =>
+      Effect.suspend(() => (failure === undefined ? effect : Effect.failCause(failure)))
+    const latch = <X>(exit: Exit.Exit<X, E | CheckpointError>) =>
+      Effect.sync(() => {
+        if (Exit.isFailure(exit) && failure === undefined) failure = exit.cause
+      })
+
+    const encodePosition = (position: P) =>
+      Schema.encodeEffect(resumed.positionSchema)(position).pipe(
+        Effect.mapError((e) => corrupt(writerId, `the position does not encode: ${e.message}`, e))
+      )
+    const encodeCommits = (commits: ReadonlyArray<C>) =>
+      Schema.encodeEffect(commitsSchema)(commits).pipe(
+        Effect.mapError((e) => corrupt(writerId, `the commits do not encode: ${e.message}`, e))
+      )
+
+    const checkpoint = (position: P): Effect.Effect<void, E | CheckpointError> =>
+      lock.withPermit(latched(Effect.gen(function*() {
+        yield* writer.flush
+        const commits = yield* participant.prepare
+        const id = yield* nextId(previousId)
+        const record = new CheckpointRecord({
+          id,
+          position: yield* encodePosition(position),
+          commits: yield* encodeCommits(commits)
+        })
+        yield* Effect.annotateCurrentSpan({ "checkpoint.id": id, "checkpoint.commits": commits.length })
+        yield* resumed.store.save(writerId, record, previousId)
+        previousId = id
+        yield* participant.commit(commits)
+      }))).pipe(
+        Effect.onExit(latch),
+        Effect.withSpan(`${options.name}.checkpoint`, { attributes: { "writer.id": writerId } })
+      )
+
+    return {
+      write: (records: Iterable<A>) => lock.withPermit(latched(writer.write(records))),
+      flush: latched(writer.flush),
+      checkpoint,
+      summary: writer.summary
+    }
+  }).pipe(Effect.withSpan(`${options.name}.restore`, { attributes: { "writer.id": options.resume.writerId } }))
