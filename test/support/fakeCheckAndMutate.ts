@@ -53,6 +53,10 @@ export interface FakeCheckAndMutateOptions {
     call: CallInfo
   ) => { readonly code: number; readonly message: string; readonly applied?: boolean } | undefined
   readonly latencyMs?: number
+  /** The tables' column families as GetTable answers them. Default: `m` raw, `c` INT64_SUM, `d` raw. */
+  readonly families?: Record<string, object>
+  /** The app profile as GetAppProfile answers it; absent: no instance admin client (like the emulator). */
+  readonly appProfile?: object
 }
 
 const text = new TextDecoder()
@@ -65,6 +69,7 @@ export const makeFakeCheckAndMutate = (options: FakeCheckAndMutateOptions = {}) 
   let peakInFlight = 0
   let cancelled = 0
   let applied = 0
+  const adminCalls: Array<string> = []
 
   const apply = (d: Decoded, rowKey: string, identity: string): boolean => {
     const key = `${d.tableName}|${rowKey}`
@@ -147,13 +152,27 @@ export const makeFakeCheckAndMutate = (options: FakeCheckAndMutateOptions = {}) 
     close: () => undefined
   }
   const admin: BigtableClient.AdminClient = {
-    getTable: () => Promise.reject(new Error("not used")),
+    getTable: (request) => {
+      adminCalls.push(`GetTable ${request.name}`)
+      return Promise.resolve([{
+        columnFamilies: options.families ?? { m: {}, c: { valueType: { aggregateType: { sum: {} } } }, d: {} }
+      }])
+    },
     createTable: () => Promise.reject(new Error("not used")),
     modifyColumnFamilies: () => Promise.reject(new Error("not used")),
     close: () => Promise.resolve()
   }
+  const appProfile = options.appProfile
+  const instanceAdmin: BigtableClient.InstanceAdminClient | undefined = appProfile === undefined ? undefined : {
+    getAppProfile: (request) => {
+      adminCalls.push(`GetAppProfile ${request.name}`)
+      return Promise.resolve([appProfile])
+    },
+    close: () => Promise.resolve()
+  }
   return {
-    layer: BigtableClient.fromClients({ projectId: "p", data, admin }),
+    layer: BigtableClient.fromClients({ projectId: "p", data, admin, instanceAdmin }),
+    adminCalls,
     calls,
     markers,
     sums,

@@ -35,7 +35,8 @@ export interface Committed {
   readonly deduplicated: number
 }
 
-const table = (tableName: string): string => {
+/** `projects/p/instances/i/tables/t` as `p.i.t` (the summary's key). @internal */
+export const tableKey = (tableName: string): string => {
   const m = /^projects\/([^/]+)\/instances\/([^/]+)\/tables\/([^/]+)$/.exec(tableName)
   return m === null ? tableName : `${m[1]}.${m[2]}.${m[3]}`
 }
@@ -48,7 +49,7 @@ const count = (
   perDestination
     ? Effect.andThen(
       Metric.update(counter, 1),
-      Metric.update(Metric.withAttributes(counter, { destination: table(tableName) }), 1)
+      Metric.update(Metric.withAttributes(counter, { destination: tableKey(tableName) }), 1)
     )
     : Metric.update(counter, 1)
 
@@ -82,7 +83,7 @@ export const commit = Effect.fn("BigtableSink.commit")(function*(
           Effect.fail(
             new BigtableError({
               reason: new CommitFailed({
-                table: table(envelope.tableName),
+                table: tableKey(envelope.tableName),
                 code: error.reason._tag === "RpcFailed" ? error.reason.code : undefined,
                 description: error.reason._tag === "RpcFailed" ? error.reason.description : error.message,
                 requests: envelopes.length,

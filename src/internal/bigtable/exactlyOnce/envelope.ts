@@ -16,9 +16,12 @@
  *
  * @internal
  */
+import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { Mutation } from "../../../Bigtable/Mutation.ts"
 import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
 import * as identity from "./identity.ts"
@@ -239,3 +242,31 @@ export const freeze = (options: {
     (stored) => Result.map(decode(stored), (envelope) => ({ envelope, stored }))
   )
 }
+
+const isEnvelope = (u: unknown): u is Envelope =>
+  Predicate.isObject(u) && typeof u["tableName"] === "string" && u["rowKey"] instanceof Uint8Array &&
+  typeof u["identity"] === "string" && typeof u["markerFamily"] === "string" && Array.isArray(u["mutations"])
+
+/**
+ * The envelope as a `Schema` codec to its JSON form: what the checkpoint protocol stores as a
+ * commit and decodes (validating every rule again) on restore.
+ *
+ * @internal
+ */
+export const Codec: Schema.Codec<Envelope, Schema.Json> = Schema.Json.pipe(
+  Schema.decodeTo(
+    Schema.declare(isEnvelope),
+    SchemaTransformation.transformEffect<Envelope, Schema.Json>({
+      decode: (json) =>
+        Result.match(decode(json), {
+          onFailure: (message) => Effect.fail(new SchemaIssue.InvalidValue({ message }, json)),
+          onSuccess: (e) => Effect.succeed(e)
+        }),
+      encode: (e) =>
+        Result.match(encode(e), {
+          onFailure: (message) => Effect.fail(new SchemaIssue.InvalidValue({ message }, e)),
+          onSuccess: (json): Effect.Effect<Schema.Json> => Effect.succeed(json)
+        })
+    })
+  )
+)
