@@ -37,14 +37,10 @@ export const marker = (envelope: Pick<Envelope, "markerFamily" | "identity">): M
 
 const utf8Length = (s: string): number => Buffer.byteLength(s, "utf8")
 
-/**
- * The envelope as `CheckAndMutateRowRequest` wire bytes.
- *
- * @internal
- */
-export const encodeRequest = (
-  envelope: Omit<Envelope, "appProfileId"> & { readonly appProfileId?: string | undefined }
-): Buffer => {
+type Guarded = Omit<Envelope, "appProfileId"> & { readonly appProfileId?: string | undefined }
+
+/** The sizes of a request's parts, computed once for {@link requestSize} and {@link encodeRequest}. */
+const layout = (envelope: Guarded) => {
   const table = utf8Length(envelope.tableName)
   const profile = envelope.appProfileId === undefined ? 0 : utf8Length(envelope.appProfileId)
   const family = familyRegex(envelope.markerFamily)
@@ -58,6 +54,20 @@ export const encodeRequest = (
   let size = lenField(table) + (profile > 0 ? lenField(profile) : 0) + lenField(envelope.rowKey.length) +
     lenField(predicate) + lenField(lenField(markBody))
   for (const body of bodies) size += lenField(lenField(body))
+  return { table, profile, family, familyFilter, qualifierFilter, chain, predicate, mark, bodies, markBody, size }
+}
+
+/** The exact size of the envelope's `CheckAndMutateRowRequest` in bytes. @internal */
+export const requestSize = (envelope: Guarded): number => layout(envelope).size
+
+/**
+ * The envelope as `CheckAndMutateRowRequest` wire bytes.
+ *
+ * @internal
+ */
+export const encodeRequest = (envelope: Guarded): Buffer => {
+  const { bodies, chain, family, familyFilter, mark, markBody, predicate, profile, qualifierFilter, size, table } =
+    layout(envelope)
   const buf = Buffer.allocUnsafe(size)
   const out = new Out(buf, 0)
   out.len(1, table)

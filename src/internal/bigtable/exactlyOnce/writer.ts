@@ -42,6 +42,7 @@ import { withDeadline } from "../admin.ts"
 import * as metrics from "../metrics.ts"
 import * as prepare from "../prepare.ts"
 import type { WriterError } from "../state.ts"
+import * as checkAndMutate from "./checkAndMutateProto.ts"
 import * as committer from "./committer.ts"
 import * as envelope from "./envelope.ts"
 import * as identity from "./identity.ts"
@@ -67,17 +68,6 @@ type StagingBackend<A, EH, R> = Backend<
   WriterError<EH>,
   R
 >
-
-const requestBytes = (e: envelope.Envelope): number => {
-  let bytes = e.tableName.length + e.rowKey.length + 2 * e.identity.length + 2 * e.markerFamily.length + 64
-  for (const m of e.mutations) {
-    bytes += 16
-    if (m._tag === "SetCell") bytes += m.qualifier.length + m.value.length
-    else if (m._tag === "AddToCell" || m._tag === "MergeToCell") bytes += m.qualifier.length + 10
-    else if (m._tag === "DeleteFromColumn") bytes += m.qualifier.length
-  }
-  return bytes
-}
 
 /** The staged envelopes of the owner fiber, and what they charge. */
 interface Stage {
@@ -117,7 +107,9 @@ const makeBackend = <A, EH, R, P>(
           if (typeof result !== "object" || result === null || !("rowKey" in result) || !("mutations" in result)) {
             return result
           }
-          const entry: RowMutationEntry = { rowKey: result.rowKey as Uint8Array, mutations: result.mutations as [] }
+          // a fresh object per record, so two records sharing an entry object keep their own identity
+          // (its fields are checked by `prepare`, and copied by `envelope.freeze`)
+          const entry = { rowKey: result.rowKey, mutations: result.mutations } as RowMutationEntry
           ids.set(entry, id)
           return entry
         }
@@ -157,7 +149,7 @@ const makeBackend = <A, EH, R, P>(
             )
             continue
           }
-          const charge = requestBytes(frozen.success.envelope) + entryOverhead
+          const charge = checkAndMutate.requestSize(frozen.success.envelope) + entryOverhead
           bytes += charge
           staged.push({ key: item.key, units: 1, bytes: charge, permitBytes: 0, envelope: frozen.success.envelope })
         }

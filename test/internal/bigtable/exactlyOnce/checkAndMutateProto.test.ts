@@ -74,7 +74,9 @@ describe("checkAndMutateProto", () => {
   it("encodes what protobufjs decodes: predicate, user mutations, then the marker", () => {
     fc.assert(
       fc.property(envelopeArb, (e) => {
-        const d = decode(codec.encodeRequest(e))
+        const request = codec.encodeRequest(e)
+        assert.strictEqual(codec.requestSize(e), request.length)
+        const d = decode(request)
         assert.strictEqual(d.tableName, e.tableName)
         assert.strictEqual(d.appProfileId, e.appProfileId)
         assert.deepStrictEqual([...(d.rowKey ?? [])], [...e.rowKey])
