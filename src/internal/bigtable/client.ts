@@ -47,6 +47,15 @@ export const requestParams = (tableName: string, appProfileId: string | undefine
     ? `table_name=${encodeURIComponent(tableName)}`
     : `table_name=${encodeURIComponent(tableName)}&app_profile_id=${encodeURIComponent(appProfileId)}`
 
+/** Interrupting a call: `settle` says whether it was still running (and marks it ended); then cancel it. */
+const interrupt = (call: DataCall, settle: () => boolean): Effect.Effect<void> =>
+  Effect.sync(() => {
+    if (!settle()) return
+    call.removeAllListeners("data")
+    call.removeAllListeners("end")
+    call.cancel()
+  })
+
 /**
  * One MutateRows call. An entry gets the status the server streamed for it; entries left without
  * one when the call fails get the call's status (so a reset connection reads as `UNAVAILABLE` for
@@ -109,13 +118,7 @@ export const mutateRows = (raw: DataClient) => (request: MutateRowsRequest): Eff
       // must not become an unhandled error event; once `done` it has no one left to tell.
       call.on("error", (error) => finish(grpc.fromError(error)))
       call.on("end", () => finish(missing))
-      return Effect.sync(() => {
-        if (done) return
-        done = true
-        call.removeAllListeners("data")
-        call.removeAllListeners("end")
-        call.cancel()
-      })
+      return interrupt(call, () => (done ? false : (done = true)))
     }))
 
 /**
@@ -184,13 +187,7 @@ export const checkAndMutateRow =
             done = true
             resume(Effect.succeed(matched))
           })
-          return Effect.sync(() => {
-            if (done) return
-            done = true
-            call.removeAllListeners("data")
-            call.removeAllListeners("end")
-            call.cancel()
-          })
+          return interrupt(call, () => (done ? false : (done = true)))
         })
     )
 
