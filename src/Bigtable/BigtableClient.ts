@@ -18,6 +18,7 @@ import * as clientOptions from "../internal/bigtable/clientOptions.ts"
 import * as connect from "../internal/bigtable/connect.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import type { BigtableError } from "./BigtableError.ts"
+import type { Mutation } from "./Mutation.ts"
 import type { RowMutationEntry } from "./RowMutationEntry.ts"
 import type { ColumnFamilyType } from "./TableCreateOptions.ts"
 
@@ -96,6 +97,51 @@ export type ColumnFamilyProto = protos.google.bigtable.admin.v2.IColumnFamily
  */
 export interface TableFamilies {
   readonly columnFamilies: ReadonlyMap<string, ColumnFamilyType | "UNKNOWN">
+  /** The families that carry a garbage-collection rule (none: every cell is kept). */
+  readonly withGcRule?: ReadonlySet<string> | undefined
+}
+
+/**
+ * One marker-guarded `CheckAndMutateRow` of the exactly-once mode: if the row has no cell
+ * `markerFamily:identity`, apply `mutations` and then that marker cell (timestamp 0, value `"1"`)
+ * atomically; otherwise apply nothing.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface CheckAndMutateRowRequest {
+  readonly tableName: string
+  readonly appProfileId?: string | undefined
+  readonly rowKey: Uint8Array
+  readonly markerFamily: string
+  /** 32 lowercase hex characters: the marker's qualifier. */
+  readonly identity: string
+  readonly mutations: ReadonlyArray<Mutation>
+  /** The call's deadline (one attempt). Default: the sink's `responseTimeout`. */
+  readonly timeout?: Duration.Duration | undefined
+}
+
+/**
+ * How an app profile routes writes, as the exactly-once mode checks it: `SingleCluster` with its
+ * cluster and whether single-row transactions are allowed, or `Other` (multi-cluster routing).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type AppProfileRouting =
+  | { readonly _tag: "SingleCluster"; readonly clusterId: string; readonly allowTransactionalWrites: boolean }
+  | { readonly _tag: "Other" }
+
+/**
+ * What the service needs of the gapic `v2.BigtableInstanceAdminClient`: `getAppProfile` (the
+ * exactly-once mode checks the profile's routing) and `close`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface InstanceAdminClient {
+  getAppProfile(request: protos.google.bigtable.admin.v2.IGetAppProfileRequest): Promise<ReadonlyArray<unknown>>
+  close(): Promise<void>
 }
 
 /**
@@ -171,6 +217,13 @@ export interface BigtableClientService {
     readonly tableName: string
     readonly create: { readonly [family: string]: ColumnFamilyProto }
   }) => Effect.Effect<TableFamilies, BigtableError>
+  /** One marker-guarded CheckAndMutateRow: `true` when the marker was already there (nothing applied). */
+  readonly checkAndMutateRow: (request: CheckAndMutateRowRequest) => Effect.Effect<boolean, BigtableError>
+  /**
+   * The routing of an app profile (`projects/p/instances/i/appProfiles/a`), or `undefined` when this
+   * client cannot ask (the emulator has no instance admin API; `fromClients` without `instanceAdmin`).
+   */
+  readonly getAppProfile: (name: string) => Effect.Effect<AppProfileRouting | undefined, BigtableError>
 }
 
 /**
@@ -182,6 +235,7 @@ export interface BigtableClientService {
  *   a status per entry (unanswered entries get the call's status). Interruption cancels the call.
  * - `getTable`, `createTable`, `modifyColumnFamilies`: the admin calls the sink uses for table
  *   creation, failing with a `BigtableError` whose reason is `RpcFailed`.
+ * - `checkAndMutateRow`, `getAppProfile`: what the exactly-once mode sends and checks.
  *
  * **Example** (Providing the client)
  * ```ts
@@ -218,6 +272,7 @@ export const fromClients = (options: {
   readonly projectId: string
   readonly data: DataClient
   readonly admin: AdminClient
+  readonly instanceAdmin?: InstanceAdminClient | undefined
   readonly exportClientMetrics?: boolean | undefined
 }): Layer.Layer<BigtableClient, SinkConfigError> =>
   Layer.effect(

@@ -227,6 +227,111 @@ export class TooManyRejections extends Schema.TaggedError<TooManyRejections>()("
 }
 
 /**
+ * A commit of the exactly-once mode failed: one `CheckAndMutateRow` failed (one attempt each; a
+ * `DEADLINE_EXCEEDED` is ambiguous: it may have been applied), the requests still in flight were
+ * cancelled and the write failed. Nothing is lost: restore the writer from its checkpoint store to
+ * retry the same envelopes; their markers absorb those already applied.
+ *
+ * **Example** (Restarting from the store)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
+ * declare const run: Effect.Effect<void, BigtableError.BigtableError>
+ * run.pipe(Effect.catchReason("BigtableError", "CommitFailed", (reason) => Effect.logWarning(reason.message)))
+ * ```
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class CommitFailed extends Schema.TaggedError<CommitFailed>()("CommitFailed", {
+  table: Schema.String,
+  code: Schema.UndefinedOr(Schema.Int),
+  description: Schema.String,
+  requests: Schema.Int,
+  completed: Schema.Int,
+  deduplicated: Schema.Int,
+  cause: Schema.Defect()
+}) {
+  /** @since 0.1.0 */
+  get isRetryable(): boolean {
+    return true
+  }
+  /** @since 0.1.0 */
+  override get message(): string {
+    return `CheckAndMutateRow on ${this.table} failed (${grpc.name(this.code)}: ${this.description}) after ` +
+      `${this.completed} applied and ${this.deduplicated} deduplicated of ${this.requests}; the rest were cancelled. ` +
+      "Restore the writer from its checkpoint store and retry: the same envelopes are re-sent and their markers " +
+      "absorb those already applied"
+  }
+}
+
+/**
+ * A precondition of the exactly-once mode does not hold on the live instance (reference 3.5),
+ * checked before any write: `subject` is `appProfile` (not single-cluster with transactional
+ * writes), `markerFamily` (missing, with a GC rule, or not raw) or `family` (a declared family
+ * missing or of another type). The sink never changes the table or the profile.
+ *
+ * **Example** (Reporting a misconfigured table)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
+ * declare const run: Effect.Effect<void, BigtableError.BigtableError>
+ * run.pipe(Effect.catchReason("BigtableError", "PreconditionFailed", (reason) => Effect.logError(reason.message)))
+ * ```
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class PreconditionFailed extends Schema.TaggedError<PreconditionFailed>()("PreconditionFailed", {
+  table: Schema.String,
+  subject: Schema.Literals(["appProfile", "markerFamily", "family"]),
+  detail: Schema.String
+}) {
+  /** @since 0.1.0 */
+  get isRetryable(): boolean {
+    return false
+  }
+  /** @since 0.1.0 */
+  override get message(): string {
+    return `exactly-once precondition on ${this.table} (${this.subject}): ${this.detail}`
+  }
+}
+
+/**
+ * The exactly-once writer staged `maxStagedEntries` entries or `maxStagedBytes` bytes since its
+ * last checkpoint: the write fails (staged envelopes stay in memory until `checkpoint`). Checkpoint
+ * more often, or raise the caps.
+ *
+ * **Example** (Reporting the caps)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
+ * declare const run: Effect.Effect<void, BigtableError.BigtableError>
+ * run.pipe(Effect.catchReason("BigtableError", "StagingFull", (reason) => Effect.logError(reason.message)))
+ * ```
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class StagingFull extends Schema.TaggedError<StagingFull>()("StagingFull", {
+  stagedEntries: Schema.Int,
+  stagedBytes: Schema.Int,
+  maxStagedEntries: Schema.Int,
+  maxStagedBytes: Schema.Int
+}) {
+  /** @since 0.1.0 */
+  get isRetryable(): boolean {
+    return false
+  }
+  /** @since 0.1.0 */
+  override get message(): string {
+    return `${this.stagedEntries} entries (${this.stagedBytes} bytes) are staged since the last checkpoint: ` +
+      `another would exceed maxStagedEntries (${this.maxStagedEntries}) or maxStagedBytes (${this.maxStagedBytes}); ` +
+      "checkpoint more often or raise the caps"
+  }
+}
+
+/**
  * Every terminal failure of the Bigtable sink and client, with its cause as a tagged `reason`.
  *
  * **Example** (Handling one reason)
@@ -250,7 +355,10 @@ export class BigtableError extends Schema.TaggedError<BigtableError>()("Bigtable
     ColumnFamilyNotDeclared,
     ColumnFamilyTypeMismatch,
     RecoveryExhausted,
-    TooManyRejections
+    TooManyRejections,
+    CommitFailed,
+    PreconditionFailed,
+    StagingFull
   ])
 }) {
   /**

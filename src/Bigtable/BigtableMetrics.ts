@@ -235,3 +235,78 @@ export const clientAttempts: Metric.Counter<number> = internal.clientAttempts
  * @since 0.1.0
  */
 export const clientLatency: Metric.Histogram<Duration.Duration> = internal.clientLatency
+
+/**
+ * `bigtable.stagedEntries`: exactly-once entries staged since the last checkpoint.
+ *
+ * **Example** (Reading the metric)
+ * ```ts
+ * import { Metric } from "effect"
+ * import { BigtableMetrics } from "effect-gcp-sinks/Bigtable"
+ * const value = Metric.value(BigtableMetrics.stagedEntries)
+ * ```
+ *
+ * @category metrics
+ * @since 0.1.0
+ */
+export const stagedEntries: Metric.Gauge<number> = internal.stagedEntries
+
+/**
+ * `bigtable.stagedBytes`: bytes of those staged entries (request size + 256 each).
+ *
+ * **Example** (Reading the metric)
+ * ```ts
+ * import { Metric } from "effect"
+ * import { BigtableMetrics } from "effect-gcp-sinks/Bigtable"
+ * const value = Metric.value(BigtableMetrics.stagedBytes)
+ * ```
+ *
+ * @category metrics
+ * @since 0.1.0
+ */
+export const stagedBytes: Metric.Gauge<number> = internal.stagedBytes
+
+/**
+ * `bigtable.requestsCompleted`: exactly-once CheckAndMutateRow requests that applied their mutations and marker.
+ *
+ * **Example** (Reading the metric)
+ * ```ts
+ * import { Metric } from "effect"
+ * import { BigtableMetrics } from "effect-gcp-sinks/Bigtable"
+ * const value = Metric.value(BigtableMetrics.requestsCompleted)
+ * ```
+ *
+ * @category metrics
+ * @since 0.1.0
+ */
+export const requestsCompleted: Metric.Counter<number> = internal.requestsCompleted
+
+/**
+ * `bigtable.requestsDeduplicated`: exactly-once requests whose marker was already there (applied earlier, absorbed).
+ *
+ * **Example** (Reading the metric)
+ * ```ts
+ * import { Metric } from "effect"
+ * import { BigtableMetrics } from "effect-gcp-sinks/Bigtable"
+ * const value = Metric.value(BigtableMetrics.requestsDeduplicated)
+ * ```
+ *
+ * @category metrics
+ * @since 0.1.0
+ */
+export const requestsDeduplicated: Metric.Counter<number> = internal.requestsDeduplicated
+
+/**
+ * `bigtable.requestsFailed`: exactly-once requests that failed (each fails the commit).
+ *
+ * **Example** (Reading the metric)
+ * ```ts
+ * import { Metric } from "effect"
+ * import { BigtableMetrics } from "effect-gcp-sinks/Bigtable"
+ * const value = Metric.value(BigtableMetrics.requestsFailed)
+ * ```
+ *
+ * @category metrics
+ * @since 0.1.0
+ */
+export const requestsFailed: Metric.Counter<number> = internal.requestsFailed

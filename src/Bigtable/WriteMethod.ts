@@ -1,10 +1,11 @@
 /**
- * How the Bigtable sink writes: `AtLeastOnce` bulk MutateRows, carrying its own tuning. An
- * exactly-once method (staged commits) joins this union as another variant with its own options,
+ * How the Bigtable sink writes: `AtLeastOnce` bulk MutateRows, or `ExactlyOnce` staged envelopes
+ * committed as marker-guarded CheckAndMutateRow at each checkpoint, each carrying its own tuning,
  * so options of one method cannot be given to another.
  *
  * @since 0.1.0
  */
+import type * as Duration from "effect/Duration"
 import * as method from "../internal/writeMethod.ts"
 import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
 
@@ -58,12 +59,53 @@ export interface AtLeastOnceOptions extends WriterOptions {
 export interface AtLeastOnce extends WriteMethodOf<"AtLeastOnce", "bigtable", AtLeastOnceOptions> {}
 
 /**
- * Every write method of the Bigtable sink. Today only {@link AtLeastOnce}.
+ * The options of {@link exactlyOnce} (reference 3.5), in the shared vocabulary.
+ *
+ * **Details**
+ *
+ * - `markerFamily` (required): the reserved column family of the marker cells. It must exist on
+ *   every table written, with no GC rule and no value type (raw), and no user mutation may touch it;
+ *   the sink checks this before the first request to a table and never changes the table.
+ * - `maxStagedEntries` (100,000), `maxStagedBytes` (64 MiB): what may be staged between two
+ *   checkpoints (an entry counts its CheckAndMutateRow request size plus 256 bytes); one more fails
+ *   the write with `StagingFull`: checkpoint more often.
+ * - `maxInFlightRequests` (100): CheckAndMutateRow requests outstanding while a checkpoint commits.
+ * - `responseTimeout` (20 s, at least 1 ms): the deadline of each request, its only attempt.
+ * - `adminTimeout` (1 min): the deadline of each metadata call of the precondition check.
+ * - `perDestinationMetrics` (false): add a `destination` attribute to the request counters.
  *
  * @category models
  * @since 0.1.0
  */
-export type WriteMethod = AtLeastOnce
+export interface ExactlyOnceOptions {
+  readonly markerFamily: string
+  readonly maxStagedEntries?: number | undefined
+  readonly maxStagedBytes?: number | undefined
+  readonly maxInFlightRequests?: number | undefined
+  readonly responseTimeout?: Duration.Input | undefined
+  readonly adminTimeout?: Duration.Input | undefined
+  readonly perDestinationMetrics?: boolean | undefined
+}
+
+/**
+ * Exactly-once writes: entries staged until `checkpoint(position)`, saved with the checkpoint,
+ * then committed as CheckAndMutateRow requests guarded by marker cells whose identities derive
+ * from the writer id and each record's position, so lost responses, restores and source replays
+ * are absorbed (ADR 0019).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigtable", ExactlyOnceOptions> {}
+
+/**
+ * Every write method of the Bigtable sink: {@link AtLeastOnce} (`BigtableSink.make` / `writer`) and
+ * {@link ExactlyOnce} (`BigtableSink.exactlyOnce` / `exactlyOnceWriter`).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type WriteMethod = AtLeastOnce | ExactlyOnce
 
 /**
  * The default write method, with optional {@link AtLeastOnceOptions} (validated when the sink is
@@ -88,6 +130,24 @@ export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce =>
   method.make("AtLeastOnce", "bigtable", options ?? {})
 
 /**
+ * The exactly-once write method with its {@link ExactlyOnceOptions} (validated when the sink is
+ * built, errors naming `writeMethod.<option>`). Use it with `BigtableSink.exactlyOnce` or
+ * `BigtableSink.exactlyOnceWriter`.
+ *
+ * **Example** (Counters that survive crashes)
+ * ```ts
+ * import { WriteMethod } from "effect-gcp-sinks/Bigtable"
+ * const method = WriteMethod.exactlyOnce({ markerFamily: "eo", maxStagedEntries: 50_000 })
+ * method._tag
+ * // => "ExactlyOnce"
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const exactlyOnce = (options: ExactlyOnceOptions): ExactlyOnce => method.make("ExactlyOnce", "bigtable", options)
+
+/**
  * Tells whether a value is a Bigtable {@link WriteMethod} (a BigQuery one is not).
  *
  * **Example** (Checking an untyped value)
@@ -100,4 +160,7 @@ export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce =>
  * @category guards
  * @since 0.1.0
  */
-export const isWriteMethod: (u: unknown) => u is WriteMethod = method.guard<WriteMethod>("bigtable", ["AtLeastOnce"])
+export const isWriteMethod: (u: unknown) => u is WriteMethod = method.guard<WriteMethod>("bigtable", [
+  "AtLeastOnce",
+  "ExactlyOnce"
+])

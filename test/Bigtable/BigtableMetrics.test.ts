@@ -19,7 +19,12 @@ describe("BigtableMetrics", () => {
       destinationRecordsSend: "bigtable.destination.recordsSend",
       destinationSendErrors: "bigtable.destination.sendErrors",
       clientAttempts: "bigtable.client.attempts",
-      clientLatency: "bigtable.client.latency"
+      clientLatency: "bigtable.client.latency",
+      stagedEntries: "bigtable.stagedEntries",
+      stagedBytes: "bigtable.stagedBytes",
+      requestsCompleted: "bigtable.requestsCompleted",
+      requestsDeduplicated: "bigtable.requestsDeduplicated",
+      requestsFailed: "bigtable.requestsFailed"
     })
     assert.strictEqual(BigtableMetrics.inFlightEntries, internal.inFlightEntries)
     assert.strictEqual(BigtableMetrics.clientLatency, internal.clientLatency)

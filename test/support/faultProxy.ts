@@ -25,6 +25,8 @@ export interface FaultProxyOptions {
   readonly unavailableEvery?: number
   /** Reset the client connection after one request in this many (0 = never). Default 0. */
   readonly resetEvery?: number
+  /** Stop resetting after this many resets (then every response is delivered). Default: never stop. */
+  readonly maxResets?: number
   /** Swallow every request of the first client connection after its first `n` (undefined = never). */
   readonly blackHoleFirstConnectionAfter?: number
 }
@@ -126,7 +128,7 @@ export const start = (options: FaultProxyOptions): Effect.Effect<FaultProxy, nev
           return
         }
         stats.forwarded++
-        const reset = resetEvery > 0 && n % resetEvery === 0
+        const reset = resetEvery > 0 && n % resetEvery === 0 && stats.resets < (options.maxResets ?? Infinity)
         const up = session().request(forwardable(headers))
         let trailers: http2.OutgoingHttpHeaders = {}
         up.on("error", () => stream.destroyed || stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR))

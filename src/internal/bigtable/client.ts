@@ -11,10 +11,13 @@ import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type {
   AdminClient,
+  AppProfileRouting,
+  CheckAndMutateRowRequest,
   ColumnFamilyProto,
   DataCall,
   DataClient,
   EntryStatus,
+  InstanceAdminClient,
   MutateRowsRequest,
   TableFamilies
 } from "../../Bigtable/BigtableClient.ts"
@@ -22,6 +25,7 @@ import { BigtableError, RpcFailed } from "../../Bigtable/BigtableError.ts"
 import type { ColumnFamilyType } from "../../Bigtable/TableCreateOptions.ts"
 import * as deadline from "../deadline.ts"
 import * as grpc from "../grpcStatus.ts"
+import * as checkAndMutate from "./exactlyOnce/checkAndMutateProto.ts"
 import { encodeRequest, entryByteSize } from "./mutationProto.ts"
 import { readResponse } from "./responseProto.ts"
 
@@ -42,6 +46,15 @@ export const requestParams = (tableName: string, appProfileId: string | undefine
   appProfileId === undefined
     ? `table_name=${encodeURIComponent(tableName)}`
     : `table_name=${encodeURIComponent(tableName)}&app_profile_id=${encodeURIComponent(appProfileId)}`
+
+/** Interrupting a call: `settle` says whether it was still running (and marks it ended); then cancel it. */
+const interrupt = (call: DataCall, settle: () => boolean): Effect.Effect<void> =>
+  Effect.sync(() => {
+    if (!settle()) return
+    call.removeAllListeners("data")
+    call.removeAllListeners("end")
+    call.cancel()
+  })
 
 /**
  * One MutateRows call. An entry gets the status the server streamed for it; entries left without
@@ -105,14 +118,78 @@ export const mutateRows = (raw: DataClient) => (request: MutateRowsRequest): Eff
       // must not become an unhandled error event; once `done` it has no one left to tell.
       call.on("error", (error) => finish(grpc.fromError(error)))
       call.on("end", () => finish(missing))
-      return Effect.sync(() => {
-        if (done) return
-        done = true
-        call.removeAllListeners("data")
-        call.removeAllListeners("end")
-        call.cancel()
-      })
+      return interrupt(call, () => (done ? false : (done = true)))
     }))
+
+/**
+ * One CheckAndMutateRow call guarded by a marker (`exactlyOnce/checkAndMutateProto.ts`): succeeds
+ * with `predicate_matched` (true: the marker was there, nothing applied), fails with `RpcFailed`.
+ * One attempt, no re-send: a call past its deadline (`request.timeout`, else the fiber's
+ * `ResponseTimeout`) fails `DEADLINE_EXCEEDED`, which is ambiguous (it may have been applied).
+ * Unary on the wire, it goes through the channel's `makeServerStreamRequest`: gRPC frames a unary
+ * and a server-streaming call alike, so the data client stays one call shape (ADR 0020).
+ *
+ * @internal
+ */
+export const checkAndMutateRow =
+  (raw: DataClient) => (request: CheckAndMutateRowRequest): Effect.Effect<boolean, BigtableError> =>
+    Effect.flatMap(
+      deadline.responseTimeout(request.timeout),
+      (limit) =>
+        Effect.callback<boolean, BigtableError>((resume) => {
+          let done = false
+          let matched: boolean | undefined
+          const fail = (cause: unknown) => {
+            if (done) return
+            done = true
+            const error = rpcError("CheckAndMutateRow", request.tableName, cause)
+            resume(
+              error.reason._tag === "RpcFailed" && error.reason.code === grpc.Code.DEADLINE_EXCEEDED
+                ? Effect.andThen(
+                  Effect.logWarning(
+                    `${deadline.message("CheckAndMutateRow", request.tableName, limit)}; ambiguous (it may have ` +
+                      "been applied): the write fails, restore its checkpoint to retry the same envelopes"
+                  ),
+                  Effect.fail(error)
+                )
+                : Effect.fail(error)
+            )
+          }
+          let call: DataCall
+          try {
+            const metadata = new grpcJs.Metadata()
+            metadata.set("x-goog-request-params", requestParams(request.tableName, request.appProfileId))
+            call = raw.makeServerStreamRequest(
+              checkAndMutate.checkAndMutateRowPath,
+              identity,
+              identity,
+              checkAndMutate.encodeRequest(request),
+              metadata,
+              { deadline: deadline.grpcDeadline(limit) }
+            )
+          } catch (cause) {
+            fail(cause)
+            return
+          }
+          call.on("data", (response) => {
+            if (done) return
+            try {
+              matched = checkAndMutate.readPredicateMatched(response)
+            } catch (cause) {
+              fail(new Error(`malformed CheckAndMutateRowResponse: ${grpc.fromError(cause).message}`))
+              call.cancel()
+            }
+          })
+          call.on("error", (error) => fail(error))
+          call.on("end", () => {
+            if (done) return
+            if (matched === undefined) return fail(new Error("CheckAndMutateRow ended without a response"))
+            done = true
+            resume(Effect.succeed(matched))
+          })
+          return interrupt(call, () => (done ? false : (done = true)))
+        })
+    )
 
 /** @internal */
 export const rpcError = (method: string, table: string, cause: unknown, attempts = 1): BigtableError => {
@@ -133,17 +210,49 @@ const aggregateType = (valueType: unknown): ColumnFamilyType | "UNKNOWN" => {
   return "UNKNOWN"
 }
 
+/** Whether a `GcRule` message sets a rule (an unset or empty message keeps every cell). */
+const hasGcRule = (rule: unknown): boolean => {
+  if (!Predicate.isObject(rule)) return false
+  const versions = rule["maxNumVersions"]
+  return (typeof versions === "number" && versions !== 0) || Predicate.isObject(rule["maxAge"]) ||
+    Predicate.isObject(rule["intersection"]) || Predicate.isObject(rule["union"])
+}
+
 /** The families of a `Table` message. @internal */
 export const tableSchema = (table: unknown): TableFamilies => {
   const columnFamilies = new Map<string, ColumnFamilyType | "UNKNOWN">()
+  const withGcRule = new Set<string>()
   const families = Predicate.isObject(table) ? table["columnFamilies"] : undefined
   if (Predicate.isObject(families)) {
     for (const [name, family] of Object.entries(families)) {
       columnFamilies.set(name, aggregateType(Predicate.isObject(family) ? family["valueType"] : undefined))
+      if (Predicate.isObject(family) && hasGcRule(family["gcRule"])) withGcRule.add(name)
     }
   }
-  return { columnFamilies }
+  return { columnFamilies, withGcRule }
 }
+
+/** The routing of an `AppProfile` message. @internal */
+export const appProfileRouting = (profile: unknown): AppProfileRouting => {
+  const single = Predicate.isObject(profile) ? profile["singleClusterRouting"] : undefined
+  if (Predicate.isObject(single)) {
+    const clusterId = single["clusterId"]
+    return {
+      _tag: "SingleCluster",
+      clusterId: typeof clusterId === "string" ? clusterId : "",
+      allowTransactionalWrites: single["allowTransactionalWrites"] === true
+    }
+  }
+  return { _tag: "Other" }
+}
+
+/** @internal */
+export const getAppProfile =
+  (raw: InstanceAdminClient) => (name: string): Effect.Effect<AppProfileRouting, BigtableError> =>
+    Effect.tryPromise({
+      try: () => raw.getAppProfile({ name }),
+      catch: (cause) => rpcError("GetAppProfile", name, cause)
+    }).pipe(Effect.map((response) => appProfileRouting(response[0])))
 
 /** @internal */
 export const getTable = (raw: AdminClient) => (tableName: string): Effect.Effect<TableFamilies, BigtableError> =>

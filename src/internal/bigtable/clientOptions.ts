@@ -68,6 +68,10 @@ const Clients = Schema.Struct({
   projectId: O.field(O.leaf(O.isString, O.component)),
   data: O.field(O.leaf(isObject, O.guarded(isObject, "a DataClient (a grpc-js Client)"))),
   admin: O.field(O.leaf(isObject, O.guarded(isObject, "an AdminClient (the gapic BigtableTableAdminClient)"))),
+  instanceAdmin: O.maybe(
+    isObject,
+    O.guarded(isObject, "an InstanceAdminClient (the gapic BigtableInstanceAdminClient)")
+  ),
   exportClientMetrics: O.optional(O.isBoolean, O.boolean, false)
 })
 

@@ -14,7 +14,8 @@ import type {
   BigtableClientConfig,
   BigtableClientService,
   DataClient,
-  EntryStatus
+  EntryStatus,
+  InstanceAdminClient
 } from "../../Bigtable/BigtableClient.ts"
 import type { BigtableError } from "../../Bigtable/BigtableError.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
@@ -49,14 +50,20 @@ export const fromClients = (options: {
   readonly projectId: string
   readonly data: DataClient
   readonly admin: AdminClient
+  readonly instanceAdmin?: InstanceAdminClient | undefined
   readonly exportClientMetrics?: boolean | undefined
 }): Service => {
+  const instanceAdmin = options.instanceAdmin
   const service: Service = {
     projectId: options.projectId,
     mutateRows: client.mutateRows(options.data),
     getTable: client.getTable(options.admin),
     createTable: client.createTable(options.admin),
-    modifyColumnFamilies: client.modifyColumnFamilies(options.admin)
+    modifyColumnFamilies: client.modifyColumnFamilies(options.admin),
+    checkAndMutateRow: client.checkAndMutateRow(options.data),
+    getAppProfile: instanceAdmin === undefined
+      ? () => Effect.succeed(undefined)
+      : (name) => client.getAppProfile(instanceAdmin)(name)
   }
   if (options.exportClientMetrics !== true) return service
   return {
@@ -64,7 +71,9 @@ export const fromClients = (options: {
     mutateRows: (request) => instrumentStatuses("MutateRows")(service.mutateRows(request)),
     getTable: (name) => instrumentAdmin("GetTable")(service.getTable(name)),
     createTable: (request) => instrumentAdmin("CreateTable")(service.createTable(request)),
-    modifyColumnFamilies: (request) => instrumentAdmin("ModifyColumnFamilies")(service.modifyColumnFamilies(request))
+    modifyColumnFamilies: (request) => instrumentAdmin("ModifyColumnFamilies")(service.modifyColumnFamilies(request)),
+    checkAndMutateRow: (request) => instrumentAdmin("CheckAndMutateRow")(service.checkAndMutateRow(request)),
+    getAppProfile: (name) => instrumentAdmin("GetAppProfile")(service.getAppProfile(name))
   }
 }
 
@@ -148,5 +157,16 @@ export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkC
       Effect.sync(() => new v2.BigtableTableAdminClient(adminOptions)),
       (c) => close("table admin", c)
     )
-    return fromClients({ projectId: s.projectId, data, admin, exportClientMetrics: s.exportClientMetrics })
+    // The emulator has no instance admin API (pinned by a test): app profiles are not checked there.
+    const instanceAdmin = endpoint !== undefined ? undefined : yield* Effect.acquireRelease(
+      Effect.sync(() => new v2.BigtableInstanceAdminClient(adminOptions)),
+      (c) => close("instance admin", c)
+    )
+    return fromClients({
+      projectId: s.projectId,
+      data,
+      admin,
+      instanceAdmin,
+      exportClientMetrics: s.exportClientMetrics
+    })
   })

@@ -75,3 +75,27 @@ export const clientCall = (method: string, status: string, duration: Duration.Du
     Metric.update(Metric.withAttributes(clientAttempts, { method, status }), 1),
     duration === undefined ? Effect.void : Metric.update(Metric.withAttributes(clientLatency, { method }), duration)
   )
+
+/** @internal */
+export const stagedEntries = Metric.gauge("bigtable.stagedEntries", {
+  description: "exactly-once: entries staged since the last checkpoint (sent at the next one)"
+})
+/** @internal */
+export const stagedBytes = Metric.gauge("bigtable.stagedBytes", {
+  description: "exactly-once: bytes of the staged entries (CheckAndMutateRow request size + 256)"
+})
+/** @internal */
+export const requestsCompleted = Metric.counter("bigtable.requestsCompleted", {
+  description: "exactly-once: CheckAndMutateRow requests that applied their mutations and marker",
+  incremental: true
+})
+/** @internal */
+export const requestsDeduplicated = Metric.counter("bigtable.requestsDeduplicated", {
+  description: "exactly-once: CheckAndMutateRow requests whose marker was already there (applied earlier)",
+  incremental: true
+})
+/** @internal */
+export const requestsFailed = Metric.counter("bigtable.requestsFailed", {
+  description: "exactly-once: CheckAndMutateRow requests that failed (the commit failed)",
+  incremental: true
+})

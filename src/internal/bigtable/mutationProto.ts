@@ -82,7 +82,8 @@ const numberVarintSize = (n: number): number => {
   return size
 }
 const uintSize = (n: number): number => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5)
-const lenField = (len: number): number => 1 + uintSize(len) + len
+/** The size of a length-delimited field of `len` bytes (key, length, body). @internal */
+export const lenField = (len: number): number => 1 + uintSize(len) + len
 const intField = (v: number | bigint): number =>
   1 + (typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER ? numberVarintSize(v) : varintSize(BigInt(v)))
 
@@ -101,7 +102,8 @@ const familyBytes = (name: string): Uint8Array => {
 const rawValueSize = (b: Uint8Array): number => lenField(b.length) // Value.raw_value = 8
 const valueOfInt = (v: bigint): number => intField(v) // Value.int_value = 6 / raw_timestamp_micros = 9
 
-const mutationBodySize = (m: Mutation): number => {
+/** The size of one `Mutation` message's body (without its own key and length). @internal */
+export const mutationBodySize = (m: Mutation): number => {
   switch (m._tag) {
     case "SetCell":
       return lenField(familyBytes(m.family).length) + lenField(m.qualifier.length) +
@@ -131,7 +133,8 @@ const checkBytes = (b: unknown, what: string): void => {
   if (!(b instanceof Uint8Array)) throw malformed(what)
 }
 
-const checkMutation = (m: Mutation): void => {
+/** Throws a `TypeError` on a mutation with a field of the wrong type. @internal */
+export const checkMutation = (m: Mutation): void => {
   switch (m._tag) {
     case "SetCell":
       checkBytes(m.qualifier, "qualifier")
@@ -172,8 +175,8 @@ export const entryByteSize = (entry: RowMutationEntry): number => {
   return size
 }
 
-/** A cursor writing protobuf fields into a buffer of known size. */
-class Out {
+/** A cursor writing protobuf fields into a buffer of known size. @internal */
+export class Out {
   readonly buf: Uint8Array
   pos: number
   constructor(buf: Uint8Array, pos: number) {
@@ -218,7 +221,8 @@ class Out {
   }
 }
 
-const writeMutation = (out: Out, m: Mutation, bodySize: number): void => {
+/** Writes one `Mutation` message's body (`bodySize` from {@link mutationBodySize}). @internal */
+export const writeMutation = (out: Out, m: Mutation, bodySize: number): void => {
   switch (m._tag) {
     case "SetCell":
       out.len(1, bodySize)

@@ -60,7 +60,7 @@ export const afterBudget = (verdict: Verdict, attempts: number, maxAttempts: num
 export const isMissingFamily = (message: string): boolean => /column family/i.test(message)
 
 /** The table-admin calls of the repair (`admin.ts`). @internal */
-export type AdminMethod = "GetTable" | "CreateTable" | "ModifyColumnFamilies"
+export type AdminMethod = "GetTable" | "CreateTable" | "ModifyColumnFamilies" | "GetAppProfile"
 
 /** @internal */
 export type AdminVerdict = "retry" | "fatal"

@@ -1,0 +1,85 @@
+/**
+ * The Bigtable counter of `bigtable-counter.ts`, exactly once: page views summed with AddToCell,
+ * staged until each checkpoint and committed as CheckAndMutateRow requests guarded by marker cells,
+ * with checkpoints in a local directory. Kill it and run it again: it resumes at the stored position
+ * and no view is counted twice. Run it with `REPLAY=1` to replay the whole source from offset 0 under
+ * a fresh store (an "older backup"): every envelope is absorbed by its marker, the sums do not move.
+ *
+ * The table and its families are provisioned first (exactly-once never creates them): `views`
+ * (INT64_SUM) and the marker family `eo` (raw, no GC rule).
+ *
+ *   npm run emulators   # in one shell; paste its exports into another, then:
+ *   node --conditions=source examples/bigtable-counter-exactly-once.ts
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Config, Effect, Layer, Metric, Option, Random, Schema, Stream } from "effect"
+import {
+  BigtableClient,
+  BigtableMetrics,
+  BigtableSink,
+  Mutation,
+  RowMutationEntry,
+  TableDestination,
+  WriteMethod
+} from "effect-gcp-sinks/Bigtable"
+import { Checkpoint, CheckpointStore } from "effect-gcp-sinks/Sink"
+import { BigtableLive, projectId } from "./config.ts"
+
+interface PageView {
+  readonly offset: number
+  readonly page: string
+}
+
+/** A replayable source: the same views at the same offsets on every run. */
+const viewsFrom = (offset: number): Stream.Stream<PageView> =>
+  Stream.range(offset, 9_999).pipe(Stream.map((i) => ({ offset: i, page: ["/", "/pricing", "/docs"][i % 3] ?? "/" })))
+
+const provision = (table: TableDestination.TableDestination) =>
+  Effect.gen(function*() {
+    const client = yield* BigtableClient.BigtableClient
+    yield* client.createTable({
+      instanceName: table.instanceName,
+      tableId: table.tableId,
+      columnFamilies: {
+        views: {
+          valueType: { aggregateType: { inputType: { int64Type: { encoding: { bigEndianBytes: {} } } }, sum: {} } }
+        },
+        eo: {}
+      }
+    }).pipe(
+      Effect.catchTag("BigtableError", (e) => e.message.includes("ALREADY_EXISTS") ? Effect.void : Effect.fail(e))
+    )
+  })
+
+const program = Effect.gen(function*() {
+  const project = yield* projectId
+  const table = yield* TableDestination.make({ projectId: project, instanceId: "examples", tableId: "page_views_eo" })
+  yield* provision(table)
+
+  const resume = yield* Checkpoint.resume({ writerId: "page-views-0", positionSchema: Schema.Number })
+  const from = Option.getOrElse(resume.position, () => 0)
+  yield* Effect.log(`resuming at offset ${from}`)
+  const summary = yield* viewsFrom(from).pipe(
+    Stream.run(BigtableSink.exactlyOnce({
+      table,
+      writeMethod: WriteMethod.exactlyOnce({ markerFamily: "eo" }),
+      checkpoint: { resume, every: 2_000, position: (view: PageView) => view.offset + 1 },
+      serializer: (view: PageView) =>
+        RowMutationEntry.make(
+          view.page,
+          Mutation.addToCell({ family: "views", qualifier: "n", timestampMicros: 0, input: 1n })
+        )
+    }))
+  )
+  const deduplicated = yield* Metric.value(BigtableMetrics.requestsDeduplicated)
+  yield* Effect.log(`committed ${summary.recordsWritten} views, ${deduplicated.count} absorbed as duplicates`)
+})
+
+// With REPLAY=1 a fresh store per run (the store forgets, the markers do not); else one that persists.
+const StoreLive = Layer.unwrap(Effect.gen(function*() {
+  const replay = yield* Config.Boolean("REPLAY").pipe(Config.withDefault(false))
+  const run = yield* Random.nextIntBetween(0, 1_000_000)
+  return CheckpointStore.file(replay ? `./.example-state/replay-${run}` : "./.example-state/counter")
+}))
+
+NodeRuntime.runMain(program.pipe(Effect.provide(StoreLive), Effect.provide(BigtableLive)))

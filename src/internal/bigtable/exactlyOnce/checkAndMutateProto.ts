@@ -1,0 +1,115 @@
+/**
+ * `CheckAndMutateRowRequest` as wire bytes, encoded by hand like `MutateRowsRequest` (ADR 0010,
+ * 0012), and the one field of `CheckAndMutateRowResponse` the committer reads.
+ *
+ * **Details**
+ *
+ * Fields (google/bigtable/v2/bigtable.proto): `table_name` 1, `app_profile_id` 7, `row_key` 2,
+ * `predicate_filter` 6, `false_mutations` 5 (no `true_mutations`). The predicate is
+ * `chain(family_name_regex_filter "^(?:<family>)$", column_qualifier_regex_filter "<identity>")`:
+ * the family quoted for RE2 and anchored (so it matches that family only, whether the service
+ * matches whole names or not), the identity being hex needs no quoting. The false branch is the
+ * user's mutations followed by the marker `SetCell(markerFamily, identity, 0, "1")`.
+ *
+ * @internal
+ */
+import type { Mutation } from "../../../Bigtable/Mutation.ts"
+import { ProtoReader } from "../../protoReader.ts"
+import { lenField, mutationBodySize, Out, writeMutation } from "../mutationProto.ts"
+import type { Envelope } from "./envelope.ts"
+import { markerTimestampMicros, markerValue } from "./envelope.ts"
+
+/** The gRPC method path of CheckAndMutateRow. @internal */
+export const checkAndMutateRowPath = "/google.bigtable.v2.Bigtable/CheckAndMutateRow"
+
+/** A column family name as an anchored RE2 literal. @internal */
+export const familyRegex = (family: string): string =>
+  `^(?:${family.replace(/[\\^$.|?*+()[\]{}-]/g, (c) => `\\${c}`)})$`
+
+/** The marker cell of an envelope. @internal */
+export const marker = (envelope: Pick<Envelope, "markerFamily" | "identity">): Mutation => ({
+  _tag: "SetCell",
+  family: envelope.markerFamily,
+  qualifier: Buffer.from(envelope.identity, "latin1"),
+  value: markerValue,
+  timestampMicros: markerTimestampMicros
+})
+
+const utf8Length = (s: string): number => Buffer.byteLength(s, "utf8")
+
+type Guarded = Omit<Envelope, "appProfileId"> & { readonly appProfileId?: string | undefined }
+
+/** The sizes of a request's parts, computed once for {@link requestSize} and {@link encodeRequest}. */
+const layout = (envelope: Guarded) => {
+  const table = utf8Length(envelope.tableName)
+  const profile = envelope.appProfileId === undefined ? 0 : utf8Length(envelope.appProfileId)
+  const family = familyRegex(envelope.markerFamily)
+  const familyFilter = lenField(utf8Length(family)) // RowFilter.family_name_regex_filter = 5
+  const qualifierFilter = lenField(envelope.identity.length) // RowFilter.column_qualifier_regex_filter = 6
+  const chain = lenField(familyFilter) + lenField(qualifierFilter) // Chain.filters = 1 (twice)
+  const predicate = lenField(chain) // RowFilter.chain = 1
+  const mark = marker(envelope)
+  const bodies = envelope.mutations.map(mutationBodySize)
+  const markBody = mutationBodySize(mark)
+  let size = lenField(table) + (profile > 0 ? lenField(profile) : 0) + lenField(envelope.rowKey.length) +
+    lenField(predicate) + lenField(lenField(markBody))
+  for (const body of bodies) size += lenField(lenField(body))
+  return { table, profile, family, familyFilter, qualifierFilter, chain, predicate, mark, bodies, markBody, size }
+}
+
+/** The exact size of the envelope's `CheckAndMutateRowRequest` in bytes. @internal */
+export const requestSize = (envelope: Guarded): number => layout(envelope).size
+
+/**
+ * The envelope as `CheckAndMutateRowRequest` wire bytes.
+ *
+ * @internal
+ */
+export const encodeRequest = (envelope: Guarded): Buffer => {
+  const { bodies, chain, family, familyFilter, mark, markBody, predicate, profile, qualifierFilter, size, table } =
+    layout(envelope)
+  const buf = Buffer.allocUnsafe(size)
+  const out = new Out(buf, 0)
+  out.len(1, table)
+  out.pos += buf.write(envelope.tableName, out.pos, "utf8")
+  out.lenBytes(2, envelope.rowKey, "rowKey")
+  out.len(6, predicate)
+  out.len(1, chain)
+  out.len(1, familyFilter)
+  out.len(5, utf8Length(family))
+  out.pos += buf.write(family, out.pos, "utf8")
+  out.len(1, qualifierFilter)
+  out.len(6, envelope.identity.length)
+  out.pos += buf.write(envelope.identity, out.pos, "latin1")
+  for (let i = 0; i < envelope.mutations.length; i++) {
+    const body = bodies[i] ?? 0
+    out.len(5, lenField(body))
+    writeMutation(out, envelope.mutations[i] as Mutation, body)
+  }
+  out.len(5, lenField(markBody))
+  writeMutation(out, mark, markBody)
+  if (profile > 0 && envelope.appProfileId !== undefined) {
+    out.len(7, profile)
+    out.pos += buf.write(envelope.appProfileId, out.pos, "utf8")
+  }
+  if (out.pos !== size) throw new RangeError(`CheckAndMutateRowRequest encoded to ${out.pos} bytes, not ${size}`)
+  return buf
+}
+
+/**
+ * `CheckAndMutateRowResponse.predicate_matched` (1, bool); unknown fields skipped. Throws a
+ * `RangeError` on bytes that are not a well-formed message.
+ *
+ * @internal
+ */
+export const readPredicateMatched = (bytes: Uint8Array): boolean => {
+  const r = new ProtoReader(bytes, "CheckAndMutateRowResponse")
+  const end = bytes.length
+  let matched = false
+  while (r.pos < end) {
+    const key = r.key(end)
+    if (key === 0x08) matched = r.int64(end) !== 0
+    else r.skip(key & 7, end)
+  }
+  return matched
+}

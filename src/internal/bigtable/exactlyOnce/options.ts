@@ -1,0 +1,146 @@
+/**
+ * Validation of the exactly-once sink's options (reference 3.5) into settings: the shared Bigtable
+ * options (destination, serializer, app profile, failure handler) through `../options.ts`, the
+ * `WriteMethod.exactlyOnce` options, `createDisposition` fixed to `CREATE_NEVER`, and the
+ * `checkpoint` option (the sink form's through `writer/checkpointSink.ts`). Every rule fails with a
+ * `SinkConfigError` naming the option as written.
+ *
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import { isTableDestination, type TableDestination } from "../../../Bigtable/TableDestination.ts"
+import type { ExactlyOnceOptions as ExactlyOnceOptionsInput } from "../../../Bigtable/WriteMethod.ts"
+import type { Resume } from "../../../Sink/Checkpoint.ts"
+import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import * as O from "../../optionSchema.ts"
+import * as checkpointSink from "../../writer/checkpointSink.ts"
+import type * as options from "../options.ts"
+
+const MiB = 1024 * 1024
+
+/** Defaults of `WriteMethod.exactlyOnce` (reference 3.5). @internal */
+export const defaults = {
+  maxStagedEntries: 100_000,
+  maxStagedBytes: 64 * MiB,
+  maxInFlightRequests: 100,
+  responseTimeout: Duration.seconds(20),
+  adminTimeout: Duration.minutes(1)
+} as const
+
+/** A column family name as Bigtable allows it: `[-_.a-zA-Z0-9]+`. @internal */
+export const familyRule: O.Rule<string> = (input) =>
+  Predicate.isString(input) && /^[-_.a-zA-Z0-9]+$/.test(input)
+    ? Result.succeed(input)
+    : Result.fail(`is required: a column family name ([-_.a-zA-Z0-9]+), was ${O.describe(input)}`)
+
+/** The schema of `WriteMethod.exactlyOnce` options. @internal */
+export const ExactlyOnceOptions = Schema.Struct({
+  markerFamily: O.field(O.leaf(O.isString, familyRule)),
+  maxStagedEntries: O.optional(O.isNumber, O.integer({ min: 1 }), defaults.maxStagedEntries),
+  maxStagedBytes: O.optional(O.isNumber, O.integer({ min: 1 }), defaults.maxStagedBytes),
+  maxInFlightRequests: O.optional(O.isNumber, O.integer({ min: 1 }), defaults.maxInFlightRequests),
+  responseTimeout: O.optional(O.isDuration, O.duration("atLeastOneMilli"), defaults.responseTimeout),
+  adminTimeout: O.optional(O.isDuration, O.duration("atLeastOneMilli"), defaults.adminTimeout),
+  perDestinationMetrics: O.optional(O.isBoolean, O.boolean, false)
+})
+
+/** The decoded method options. @internal */
+export type MethodSettings = typeof ExactlyOnceOptions.Type
+
+/** @internal */
+export interface Settings<A, E, R, P> {
+  readonly base: options.Settings<A, E, R>
+  /** The `table` option: checked before the first write; absent with a `destinationResolver`. */
+  readonly fixedTable: TableDestination | undefined
+  readonly method: MethodSettings
+  readonly resume: Resume<P>
+  readonly position: (a: A) => P
+  readonly every: checkpointSink.Every | undefined
+}
+
+/** Decodes `WriteMethod.exactlyOnce` options alone, errors under `path`. @internal */
+export const methodSettings = (
+  input: ExactlyOnceOptionsInput | unknown,
+  path = "writeMethod"
+): Effect.Effect<MethodSettings, SinkConfigError> => O.decode(ExactlyOnceOptions, path)(input)
+
+const decodeMethod = (input: unknown): Effect.Effect<MethodSettings, SinkConfigError> => {
+  const expected = "WriteMethod.exactlyOnce({ markerFamily, ... }) from effect-gcp-sinks/Bigtable"
+  if (!O.isRecord(input) || input._tag !== "ExactlyOnce" || input.connector !== "bigtable") {
+    return O.fail("writeMethod", `is required here: ${expected}, was ${O.describe(input)}`)
+  }
+  const given = input.options
+  if (!O.isRecord(given)) return O.fail("writeMethod", `its options must be an object, was ${O.describe(given)}`)
+  return methodSettings(given)
+}
+
+/** The writer form's `checkpoint`: `{ resume, position }`. */
+const decodeWriterCheckpoint = <A, P>(
+  input: unknown
+): Effect.Effect<{ readonly resume: Resume<P>; readonly position: (a: A) => P }, SinkConfigError> =>
+  Effect.gen(function*() {
+    if (!O.isRecord(input)) {
+      return yield* O.fail("checkpoint", `is required: { resume, position }, was ${O.describe(input)}`)
+    }
+    for (const key of Object.keys(input)) {
+      if (key !== "resume" && key !== "position") {
+        return yield* O.fail(`checkpoint.${key}`, "is not an option here (expected resume, position)")
+      }
+    }
+    if (!checkpointSink.isResume(input.resume)) {
+      return yield* O.fail(
+        "checkpoint.resume",
+        `must be the result of Checkpoint.resume(...), was ${O.describe(input.resume)}`
+      )
+    }
+    const position = input.position
+    if (!Predicate.isFunction(position)) {
+      return yield* O.fail("checkpoint.position", `must be a function (a) => position, was ${O.describe(position)}`)
+    }
+    // the option's type fixes `A` and `P`; the checks above are for untyped callers
+    return { resume: input.resume as Resume<P>, position: position as (a: A) => P }
+  })
+
+/**
+ * Decodes the exactly-once options; `form` says which `checkpoint` option is expected (the sink's
+ * `{ resume, every, position }` or the writer's `{ resume, position }`).
+ *
+ * @internal
+ */
+export const settings = <A, E, R, P>(
+  input: {
+    readonly writeMethod?: unknown
+    readonly checkpoint?: unknown
+    readonly createDisposition?: unknown
+    readonly tableCreateOptions?: unknown
+    readonly table?: TableDestination | undefined
+  },
+  form: "sink" | "writer",
+  base: (rest: Record<string, unknown>) => Effect.Effect<options.Settings<A, E, R>, SinkConfigError>
+): Effect.Effect<Settings<A, E, R, P>, SinkConfigError> =>
+  Effect.gen(function*() {
+    const method = yield* decodeMethod(input.writeMethod)
+    if (input.createDisposition !== undefined && input.createDisposition !== "CREATE_NEVER") {
+      return yield* O.fail(
+        "createDisposition",
+        `must be CREATE_NEVER with exactly-once (tables, their families and the marker family are provisioned by ` +
+          `the operator), was ${O.describe(input.createDisposition)}`
+      )
+    }
+    if (input.tableCreateOptions !== undefined) {
+      return yield* O.fail("tableCreateOptions", "is not used with exactly-once (CREATE_NEVER)")
+    }
+    const { checkpoint, writeMethod: _, ...rest } = input
+    const decodedBase = yield* base(rest)
+    const fixedTable = isTableDestination(input.table) ? input.table : undefined
+    if (form === "sink") {
+      const c = yield* checkpointSink.decodeSettings<A, P>(checkpoint)
+      return { base: decodedBase, fixedTable, method, resume: c.resume, position: c.position, every: c.every }
+    }
+    const c = yield* decodeWriterCheckpoint<A, P>(checkpoint)
+    return { base: decodedBase, fixedTable, method, resume: c.resume, position: c.position, every: undefined }
+  })

@@ -1,0 +1,314 @@
+/**
+ * The exactly-once Bigtable writer (reference 3.5, DESIGN 6): the writer core with a staging
+ * backend, wrapped in the shared checkpoint protocol (`writer/checkpoint.ts`).
+ *
+ * **Details**
+ *
+ * - `write` (caller fiber): each record's identity is derived from the writer id and its position
+ *   (`identity.ts`, ADR 0019); it is resolved, serialized and measured by the at-least-once
+ *   `prepare.ts`, then frozen into an envelope (`envelope.ts`): a `DeleteFromRow`, a mutation of
+ *   the marker family or more than 99,999 mutations route the record to the failure handler.
+ * - admission (owner fiber): envelopes are staged in memory, nothing is sent; past
+ *   `maxStagedEntries` / `maxStagedBytes` the writer fails with `StagingFull`.
+ * - `checkpoint(position)`: the drain (nothing in flight), then the participant hands the staged
+ *   envelopes over as the checkpoint's commits, the protocol saves them, then they are committed
+ *   (`committer.ts`) after the preconditions of each table were checked once (`preconditions.ts`).
+ * - restore: the stored envelopes are decoded (validated again) and committed again: the markers
+ *   absorb those already applied.
+ *
+ * `recordsWritten` counts the records of this run's checkpoints once committed (applied now or
+ * found applied); a restore's re-run is counted in the request metrics only.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Metric from "effect/Metric"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import { BigtableClient } from "../../../Bigtable/BigtableClient.ts"
+import type { TableFamilies } from "../../../Bigtable/BigtableClient.ts"
+import { BigtableError, StagingFull } from "../../../Bigtable/BigtableError.ts"
+import { FailedMutation } from "../../../Bigtable/BigtableFailure.ts"
+import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
+import type { CheckpointError } from "../../../Sink/Checkpoint.ts"
+import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import type { Writer } from "../../../Sink/Writer.ts"
+import * as deadline from "../../deadline.ts"
+import type { Accounted, Backend, Core, Prepared as CorePrepared } from "../../writer/backend.ts"
+import * as checkpoint from "../../writer/checkpoint.ts"
+import * as core from "../../writer/writer.ts"
+import { withDeadline } from "../admin.ts"
+import * as metrics from "../metrics.ts"
+import * as prepare from "../prepare.ts"
+import type { WriterError } from "../state.ts"
+import * as checkAndMutate from "./checkAndMutateProto.ts"
+import * as committer from "./committer.ts"
+import * as envelope from "./envelope.ts"
+import * as identity from "./identity.ts"
+import type { Settings } from "./options.ts"
+import * as preconditions from "./preconditions.ts"
+
+/** What a staged entry charges against `maxStagedBytes` besides its request (reference 3.5). @internal */
+export const entryOverhead = 256
+
+/** One staged entry, accounted by the core until admitted (then given back at once). @internal */
+export interface Staged extends Accounted {
+  readonly envelope: envelope.Envelope
+}
+
+type StagingBackend<A, EH, R> = Backend<
+  A,
+  ReadonlyArray<Staged>,
+  Staged,
+  never,
+  never,
+  never,
+  FailedMutation,
+  WriterError<EH>,
+  R
+>
+
+/** The staged envelopes of the owner fiber, and what they charge. */
+interface Stage {
+  envelopes: Array<envelope.Envelope>
+  bytes: number
+}
+
+const absurd = (n: never): never => n
+
+const makeBackend = <A, EH, R, P>(
+  settings: Settings<A, EH, R, P>,
+  stage: Stage
+) =>
+(c: Core<Staged, never, never, FailedMutation, WriterError<EH>>): Effect.Effect<StagingBackend<A, EH, R>> =>
+  Effect.sync(() => {
+    const { base, method } = settings
+    const sequencer = identity.sequencer(settings.resume.writerId)
+    const encodePosition = Schema.encodeUnknownSync(settings.resume.positionSchema)
+
+    const prepareRun = (
+      records: ReadonlyArray<A>
+    ): Effect.Effect<CorePrepared<ReadonlyArray<Staged>, FailedMutation>, WriterError<EH>> =>
+      Effect.gen(function*() {
+        // identities in record order: the resolver runs first for every record, the serializer next
+        const ids = new WeakMap<object, string>()
+        let current = ""
+        let positionError: unknown = undefined
+        const resolve = (record: A) => {
+          try {
+            current = sequencer.next(identity.canonicalJson(encodePosition(settings.position(record))))
+          } catch (cause) {
+            positionError ??= cause
+          }
+          return base.resolve(record)
+        }
+        const tag = (id: string, result: unknown): unknown => {
+          if (typeof result !== "object" || result === null || !("rowKey" in result) || !("mutations" in result)) {
+            return result
+          }
+          // a fresh object per record, so two records sharing an entry object keep their own identity
+          // (its fields are checked by `prepare`, and copied by `envelope.freeze`)
+          const entry = { rowKey: result.rowKey, mutations: result.mutations } as RowMutationEntry
+          ids.set(entry, id)
+          return entry
+        }
+        const serializer = (record: A) => {
+          const id = current
+          const result = base.serializer(record)
+          return Effect.isEffect(result) ?
+            Effect.map(result, (r) => tag(id, r) as RowMutationEntry | null) :
+            tag(id, result) as RowMutationEntry | null
+        }
+        const prepared = yield* prepare.prepare(records, resolve, serializer)
+        if (positionError !== undefined) {
+          return yield* new SinkConfigError({
+            path: "checkpoint.position",
+            message: `a record's position does not encode as JSON with the resume's positionSchema: ${
+              positionError instanceof Error ? positionError.message : String(positionError)
+            }`
+          })
+        }
+        const staged: Array<Staged> = []
+        let bytes = 0
+        for (const item of prepared.items) {
+          const frozen = envelope.freeze({
+            tableName: item.table.tableName,
+            appProfileId: base.appProfileId,
+            markerFamily: method.markerFamily,
+            identity: ids.get(item.entry) ?? "",
+            entry: item.entry
+          })
+          if (Result.isFailure(frozen)) {
+            prepared.routed.push(
+              new FailedMutation({
+                destination: item.key,
+                table: item.table,
+                message: `not an exactly-once envelope: ${frozen.failure}`
+              })
+            )
+            continue
+          }
+          const charge = checkAndMutate.requestSize(frozen.success.envelope) + entryOverhead
+          bytes += charge
+          staged.push({ key: item.key, units: 1, bytes: charge, permitBytes: 0, envelope: frozen.success.envelope })
+        }
+        return {
+          slices: staged.length === 0 ? [] : [{ payload: staged, units: staged.length, bytes, permitBytes: 0 }],
+          routed: prepared.routed,
+          skipped: prepared.skipped
+        }
+      })
+
+    const admit = (items: ReadonlyArray<Staged>): Effect.Effect<void, WriterError<EH>, R> =>
+      Effect.gen(function*() {
+        let bytes = 0
+        for (const item of items) bytes += item.bytes
+        if (
+          stage.envelopes.length + items.length > method.maxStagedEntries ||
+          stage.bytes + bytes > method.maxStagedBytes
+        ) {
+          yield* c.resolved(items)
+          return yield* new BigtableError({
+            reason: new StagingFull({
+              stagedEntries: stage.envelopes.length,
+              stagedBytes: stage.bytes,
+              maxStagedEntries: method.maxStagedEntries,
+              maxStagedBytes: method.maxStagedBytes
+            })
+          })
+        }
+        for (const item of items) stage.envelopes.push(item.envelope)
+        stage.bytes += bytes
+        yield* c.gauge(metrics.stagedEntries, items.length)
+        yield* c.gauge(metrics.stagedBytes, bytes)
+        yield* c.resolved(items)
+      })
+
+    return {
+      name: "BigtableSink",
+      sliceRecords: 1000,
+      prepare: (records) => prepareRun(records),
+      admit: (items) => admit(items),
+      cutAll: Effect.void,
+      tick: () => Effect.void,
+      call: absurd,
+      judge: absurd,
+      resend: () => Effect.void,
+      repair: () => Effect.void,
+      onEvent: absurd,
+      onResolved: () => Effect.void,
+      busy: () => false,
+      evictIdle: () => Effect.void,
+      stallMessage: () => ({ message: "", destinations: "" })
+    }
+  })
+
+/**
+ * Builds the exactly-once writer in the current scope: restores from `settings.resume` (the stored
+ * envelopes committed again) before the first write.
+ *
+ * @internal
+ */
+export const fromSettings = <A, EH, R, P>(
+  settings: Settings<A, EH, R, P>
+): Effect.Effect<
+  Writer<A, WriterError<EH> | CheckpointError, P>,
+  WriterError<EH> | CheckpointError,
+  BigtableClient | Scope.Scope | R
+> =>
+  Effect.gen(function*() {
+    const client = yield* BigtableClient
+    const { base, method } = settings
+    const stage: Stage = { envelopes: [], bytes: 0 }
+    let gauges: Core<Staged, never, never, FailedMutation, WriterError<EH>> | undefined
+    const writer = yield* core.make({
+      handler: base.handler,
+      limits: { maxUnits: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER },
+      retry: base.writer.retry,
+      recovery: base.writer.recovery,
+      metrics: {
+        recordsSendErrors: metrics.recordsSendErrors,
+        recordsSkipped: metrics.recordsSkipped,
+        destinationSendErrors: metrics.destinationSendErrors,
+        perDestination: method.perDestinationMetrics
+      },
+      backend: (c: Core<Staged, never, never, FailedMutation, WriterError<EH>>) => {
+        gauges = c
+        return makeBackend(settings, stage)(c)
+      }
+    })
+
+    // tables whose preconditions hold: their live families, read once
+    const checked = new Map<string, TableFamilies>()
+    const validate = (envelopes: ReadonlyArray<envelope.Envelope>) =>
+      Effect.gen(function*() {
+        const byTable = new Map<string, Array<envelope.Envelope>>()
+        for (const e of envelopes) {
+          const list = byTable.get(e.tableName)
+          if (list === undefined) byTable.set(e.tableName, [e])
+          else list.push(e)
+        }
+        for (const [tableName, list] of byTable) {
+          let families = checked.get(tableName)
+          if (families === undefined) {
+            yield* preconditions.checkAppProfile(client, tableName, list[0]?.appProfileId, method.adminTimeout)
+            families = yield* withDeadline("GetTable", tableName, method.adminTimeout, client.getTable(tableName))
+            yield* preconditions.checkMarkerFamily(tableName, families, method.markerFamily)
+            checked.set(tableName, families)
+          }
+          yield* preconditions.checkFamilies(tableName, families, list)
+        }
+      })
+
+    // false while the restore re-runs the stored commits
+    let live = false
+    const commitSettings = {
+      maxInFlightRequests: method.maxInFlightRequests,
+      requestTimeout: method.responseTimeout,
+      perDestinationMetrics: method.perDestinationMetrics
+    }
+    const participant: checkpoint.Participant<envelope.Envelope, WriterError<EH>> = {
+      commitSchema: envelope.Codec,
+      prepare: Effect.sync(() => {
+        const envelopes = stage.envelopes
+        const bytes = stage.bytes
+        stage.envelopes = []
+        stage.bytes = 0
+        return { envelopes, bytes }
+      }).pipe(
+        Effect.tap(({ bytes, envelopes }) =>
+          gauges === undefined ? Effect.void : Effect.andThen(
+            gauges.gauge(metrics.stagedEntries, -envelopes.length),
+            gauges.gauge(metrics.stagedBytes, -bytes)
+          )
+        ),
+        Effect.map(({ envelopes }) => envelopes)
+      ),
+      commit: (envelopes) =>
+        Effect.gen(function*() {
+          if (envelopes.length === 0) return
+          yield* validate(envelopes)
+          const done = yield* committer.commit(client, envelopes, commitSettings)
+          if (!live || gauges === undefined) return
+          // this run's records, once each (applied now or found applied)
+          for (const e of envelopes) gauges.counters.add(committer.tableKey(e.tableName), "recordsWritten", 1)
+          yield* Metric.update(metrics.recordsSend, done.completed + done.deduplicated)
+        }),
+      restore: () => Effect.void
+    }
+    // a fixed table is checked before anything is staged or restored
+    if (settings.fixedTable !== undefined) {
+      const tableName = settings.fixedTable.tableName
+      yield* preconditions.checkAppProfile(client, tableName, base.appProfileId, method.adminTimeout)
+      const families = yield* withDeadline("GetTable", tableName, method.adminTimeout, client.getTable(tableName))
+      yield* preconditions.checkMarkerFamily(tableName, families, method.markerFamily)
+      checked.set(tableName, families)
+    }
+    const exactlyOnce = yield* checkpoint.make({ name: "BigtableSink", writer, resume: settings.resume, participant })
+    live = true
+    return exactlyOnce
+  }).pipe(
+    Effect.provideService(deadline.AdminTimeout, settings.method.adminTimeout),
+    Effect.provideService(deadline.ResponseTimeout, settings.method.responseTimeout)
+  )

@@ -1,0 +1,290 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Option, Schema, Stream } from "effect"
+import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "../../src/Bigtable/index.ts"
+import { Checkpoint, CheckpointStore } from "../../src/Sink.ts"
+import { makeFakeCheckAndMutate } from "../support/fakeCheckAndMutate.ts"
+
+interface Click {
+  readonly offset: number
+  readonly page: string
+  readonly n: number
+}
+
+const clicks = (from: number, to: number): Array<Click> =>
+  Array.from({ length: to - from }, (_, i) => ({ offset: from + i, page: `page${(from + i) % 3}`, n: from + i + 1 }))
+
+const serializer = (c: Click) =>
+  RowMutationEntry.make(
+    c.page,
+    Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: BigInt(c.n) })
+  )
+
+const tableName = "projects/p/instances/i/tables/clicks"
+const table = TableDestination.make({ projectId: "p", instanceId: "i", tableId: "clicks" })
+
+const sum = (fake: ReturnType<typeof makeFakeCheckAndMutate>) =>
+  [0, 1, 2].reduce((s, r) => s + fake.sum(tableName, `page${r}`, "c", "n"), 0n)
+const expectedSum = (n: number) => BigInt((n * (n + 1)) / 2)
+
+/** One run of the writer form over `records`, checkpointing at `checkpointEvery` records. */
+const runWriter = (
+  fake: ReturnType<typeof makeFakeCheckAndMutate>,
+  records: ReadonlyArray<Click>,
+  checkpointEvery: number,
+  method = WriteMethod.exactlyOnce({ markerFamily: "m" })
+) =>
+  Effect.gen(function*() {
+    const resume = yield* Checkpoint.resume({ writerId: "w-1", positionSchema: Schema.Number })
+    const writer = yield* BigtableSink.exactlyOnceWriter({
+      table: yield* table,
+      writeMethod: method,
+      checkpoint: { resume, position: (c: Click) => c.offset + 1 },
+      serializer
+    })
+    for (let i = 0; i < records.length; i += checkpointEvery) {
+      const batch = records.slice(i, i + checkpointEvery)
+      yield* writer.write(batch)
+      yield* writer.checkpoint((batch.at(-1)?.offset ?? 0) + 1)
+    }
+    return { summary: yield* writer.summary, resumedAt: resume.position }
+  }).pipe(Effect.scoped, Effect.provide(Layer.orDie(fake.layer)))
+
+describe("BigtableSink.exactlyOnce (fake CheckAndMutateRow)", () => {
+  it.effect("stages until checkpoint, then commits each record once", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeCheckAndMutate()
+      const { summary } = yield* runWriter(fake, clicks(0, 30), 10)
+      assert.strictEqual(fake.applied(), 30)
+      assert.strictEqual(sum(fake), expectedSum(30))
+      assert.strictEqual(summary.recordsWritten, 30)
+      // preconditions checked once, before the first request
+      assert.deepStrictEqual(fake.adminCalls, [`GetTable ${tableName}`])
+      const store = yield* CheckpointStore
+      const record = yield* store.load("w-1")
+      assert.isTrue(Option.isSome(record))
+      if (Option.isSome(record)) {
+        assert.strictEqual(record.value.position, 30)
+        assert.strictEqual(record.value.commits.length, 10)
+      }
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+
+  it.effect("nothing is sent before a checkpoint", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeCheckAndMutate()
+      yield* Effect.gen(function*() {
+        const resume = yield* Checkpoint.resume({ writerId: "w-2", positionSchema: Schema.Number })
+        const writer = yield* BigtableSink.exactlyOnceWriter({
+          table: yield* table,
+          writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }),
+          checkpoint: { resume, position: (c: Click) => c.offset + 1 },
+          serializer
+        })
+        yield* writer.write(clicks(0, 5))
+        yield* writer.flush
+        assert.strictEqual(fake.calls.length, 0)
+      }).pipe(Effect.scoped, Effect.provide(Layer.orDie(fake.layer)))
+      assert.strictEqual(fake.calls.length, 0)
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+
+  it.effect("a commit that fails is re-run on restore: every effect applied exactly once", () =>
+    Effect.gen(function*() {
+      let failing = true
+      const fake = makeFakeCheckAndMutate({
+        fail: (call) => (failing && call.n === 15 ? { code: 4, message: "lost response", applied: true } : undefined)
+      })
+      const first = yield* runWriter(fake, clicks(0, 20), 20).pipe(Effect.flip)
+      assert.strictEqual(first._tag, "BigtableError")
+      assert.match(first.message, /CommitFailed/)
+      failing = false
+      // the restart: the stored envelopes are committed again, then the source resumes at 20
+      const second = yield* runWriter(fake, clicks(20, 30), 10)
+      assert.deepStrictEqual(second.resumedAt, Option.some(20))
+      assert.strictEqual(fake.applied(), 30)
+      assert.strictEqual(sum(fake), expectedSum(30))
+      // the restore's re-run is not this run's records
+      assert.strictEqual(second.summary.recordsWritten, 10)
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+
+  it.effect("a replay of the source from before the last checkpoint derives the same identities", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeCheckAndMutate()
+      yield* runWriter(fake, clicks(0, 12), 4).pipe(Effect.provide(CheckpointStore.memory))
+      // an older snapshot (a fresh store): the source replays from offset 0
+      yield* runWriter(fake, clicks(0, 12), 5).pipe(Effect.provide(CheckpointStore.memory))
+      assert.strictEqual(fake.applied(), 12)
+      assert.strictEqual(fake.calls.length, 24)
+      assert.strictEqual(sum(fake), expectedSum(12))
+    }))
+
+  it.effect("the sink form checkpoints every n records and at the end of input", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeCheckAndMutate()
+      const summary = yield* Effect.gen(function*() {
+        const resume = yield* Checkpoint.resume({ writerId: "s-1", positionSchema: Schema.Number })
+        return yield* Stream.fromIterable(clicks(0, 23)).pipe(
+          Stream.rechunk(4),
+          Stream.run(BigtableSink.exactlyOnce({
+            table: yield* table,
+            writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }),
+            checkpoint: { resume, every: 8, position: (c: Click) => c.offset + 1 },
+            serializer
+          }))
+        )
+      }).pipe(Effect.provide(Layer.orDie(fake.layer)))
+      assert.strictEqual(summary.recordsWritten, 23)
+      assert.strictEqual(sum(fake), expectedSum(23))
+      const record = yield* (yield* CheckpointStore).load("s-1")
+      assert.deepStrictEqual(Option.map(record, (r) => r.position), Option.some(23))
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+
+  it.effect("staging past maxStagedEntries fails the write with StagingFull", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeCheckAndMutate()
+      const error = yield* runWriter(
+        fake,
+        clicks(0, 10),
+        10,
+        WriteMethod.exactlyOnce({ markerFamily: "m", maxStagedEntries: 5 })
+      )
+        .pipe(Effect.flip)
+      assert.match(error.message, /StagingFull/)
+      assert.match(error.message, /maxStagedEntries \(5\)/)
+      assert.strictEqual(fake.calls.length, 0)
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+})
+
+const failsBeforeAnyWrite = (options: Parameters<typeof makeFakeCheckAndMutate>[0], expected: RegExp) =>
+  Effect.gen(function*() {
+    const fake = makeFakeCheckAndMutate(options)
+    const error = yield* runWriter(fake, clicks(0, 3), 3).pipe(Effect.flip)
+    assert.match(error.message, expected)
+    assert.strictEqual(fake.calls.length, 0)
+  }).pipe(Effect.provide(CheckpointStore.memory))
+
+describe("BigtableSink.exactlyOnce preconditions", () => {
+  it.effect("the marker family must exist", () =>
+    failsBeforeAnyWrite(
+      { families: { c: { valueType: { aggregateType: { sum: {} } } } } },
+      /marker family 'm' does not exist/
+    ))
+  it.effect("the marker family must have no GC rule", () =>
+    failsBeforeAnyWrite(
+      { families: { m: { gcRule: { maxNumVersions: 1 } }, c: { valueType: { aggregateType: { sum: {} } } } } },
+      /has a GC rule/
+    ))
+  it.effect("the marker family must be raw", () =>
+    failsBeforeAnyWrite(
+      {
+        families: { m: { valueType: { aggregateType: { sum: {} } } }, c: { valueType: { aggregateType: { sum: {} } } } }
+      },
+      /must be raw/
+    ))
+  it.effect("AddToCell must name an aggregate family that exists", () =>
+    Effect.gen(function*() {
+      yield* failsBeforeAnyWrite({ families: { m: {}, c: {} } }, /AddToCell on 'c', a raw family/)
+      yield* failsBeforeAnyWrite({ families: { m: {} } }, /column family 'c' does not exist/)
+    }))
+  it.effect("the app profile must be single-cluster with transactional writes, where the service reports it", () =>
+    Effect.gen(function*() {
+      yield* failsBeforeAnyWrite({ appProfile: { multiClusterRoutingUseAny: {} } }, /multi-cluster routing/)
+      yield* failsBeforeAnyWrite(
+        { appProfile: { singleClusterRouting: { clusterId: "c1", allowTransactionalWrites: false } } },
+        /does not allow transactional writes/
+      )
+      const fake = makeFakeCheckAndMutate({
+        appProfile: { singleClusterRouting: { clusterId: "c1", allowTransactionalWrites: true } }
+      })
+      yield* runWriter(fake, clicks(0, 3), 3).pipe(Effect.provide(CheckpointStore.memory))
+      assert.deepStrictEqual(fake.adminCalls.slice(0, 1), ["GetAppProfile projects/p/instances/i/appProfiles/default"])
+      assert.strictEqual(fake.applied(), 3)
+    }))
+})
+
+const build = (overrides: Record<string, unknown>) =>
+  Effect.gen(function*() {
+    const fake = makeFakeCheckAndMutate()
+    const resume = yield* Checkpoint.resume({ writerId: "o", positionSchema: Schema.Number })
+    const options = {
+      table: yield* table,
+      writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }),
+      checkpoint: { resume, position: (c: Click) => c.offset },
+      serializer,
+      ...overrides
+    }
+    return yield* BigtableSink.exactlyOnceWriter(
+      options as Parameters<typeof BigtableSink.exactlyOnceWriter<Click, number>>[0]
+    ).pipe(
+      Effect.scoped,
+      Effect.provide(Layer.orDie(fake.layer)),
+      Effect.flip
+    )
+  }).pipe(Effect.provide(CheckpointStore.memory))
+
+describe("BigtableSink.exactlyOnce options", () => {
+  it.effect("rejects CREATE_IF_NEEDED, a missing marker family, an at-least-once method, a bad checkpoint", () =>
+    Effect.gen(function*() {
+      const cases: ReadonlyArray<readonly [Record<string, unknown>, string, RegExp]> = [
+        [{ createDisposition: "CREATE_IF_NEEDED" }, "createDisposition", /must be CREATE_NEVER/],
+        [
+          { writeMethod: WriteMethod.exactlyOnce({ markerFamily: "" }) },
+          "writeMethod.markerFamily",
+          /column family name/
+        ],
+        [
+          { writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m", maxStagedBytes: 0 }) },
+          "writeMethod.maxStagedBytes",
+          /at least 1/
+        ],
+        [{ writeMethod: WriteMethod.atLeastOnce() }, "writeMethod", /WriteMethod.exactlyOnce/],
+        [{ checkpoint: { position: (c: Click) => c.offset } }, "checkpoint.resume", /Checkpoint.resume/],
+        [{ tableCreateOptions: {} }, "tableCreateOptions", /not used/]
+      ]
+      for (const [overrides, path, message] of cases) {
+        const error = yield* build(overrides)
+        assert.strictEqual(error._tag, "SinkConfigError", path)
+        if (error._tag === "SinkConfigError") {
+          assert.strictEqual(error.path, path)
+          assert.match(error.message, message)
+        }
+      }
+    }))
+
+  it.effect("BigtableSink.make refuses WriteMethod.exactlyOnce (it needs a checkpoint)", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeCheckAndMutate()
+      const error = yield* BigtableSink.writer({
+        table: yield* table,
+        // a JavaScript caller, past the types
+        writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }) as unknown as WriteMethod.AtLeastOnce,
+        serializer
+      }).pipe(Effect.scoped, Effect.provide(Layer.orDie(fake.layer)), Effect.flip)
+      assert.strictEqual(error._tag, "SinkConfigError")
+      assert.match(error.message, /BigtableSink.exactlyOnce/)
+    }))
+
+  it.effect("DeleteFromRow and mutations of the marker family are routed (failJob fails the write)", () =>
+    Effect.gen(function*() {
+      for (const m of [Mutation.deleteFromRow(), Mutation.setCell({ family: "m", qualifier: "x", value: "1" })]) {
+        const fake = makeFakeCheckAndMutate()
+        const error = yield* Effect.gen(function*() {
+          const resume = yield* Checkpoint.resume({ writerId: "r", positionSchema: Schema.Number })
+          const writer = yield* BigtableSink.exactlyOnceWriter({
+            table: yield* table,
+            writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }),
+            checkpoint: { resume, position: (n: number) => n },
+            serializer: () => RowMutationEntry.make("row", m)
+          })
+          yield* writer.write([1])
+          yield* writer.checkpoint(2)
+        }).pipe(
+          Effect.scoped,
+          Effect.provide(Layer.orDie(fake.layer)),
+          Effect.provide(CheckpointStore.memory),
+          Effect.flip
+        )
+        assert.strictEqual(error._tag, "RecordFailed")
+        assert.match(error.message, /DeleteFromRow is not allowed|must not touch the marker family/)
+        assert.strictEqual(fake.calls.length, 0)
+      }
+    }))
+})

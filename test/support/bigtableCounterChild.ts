@@ -1,0 +1,84 @@
+/**
+ * The child of the Bigtable exactly-once SIGKILL proof (`test/integration/bigtable/exactlyOnceCrash.test.ts`):
+ * a replayable source of `EO_TOTAL` increments (record `i` adds `i % 7 + 1` to counter `i % EO_COUNTERS`)
+ * streamed into `BigtableSink.exactlyOnce` on cbtemulator, checkpointing every `EO_EVERY` records into
+ * `CheckpointStore.file(EO_DIR)`, resuming the source at the stored position on every start.
+ *
+ * Steps (`crashChild.ts`): `started`, `chunk` (every `EO_CHUNK` records read), `saved` (a checkpoint's
+ * record is durable and its commit has not started: reported by a store wrapper, so a held kill lands
+ * between the save and the commit), `failed` (a commit failed: the child restores and runs again, as
+ * a supervisor would restart it), `done`.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Effect, Layer, Option, Schema, Stream } from "effect"
+import {
+  BigtableClient,
+  BigtableSink,
+  Mutation,
+  RowMutationEntry,
+  TableDestination,
+  WriteMethod
+} from "../../src/Bigtable/index.ts"
+import { Checkpoint, CheckpointStore } from "../../src/Sink.ts"
+import { intEnv, replayableSource, step, stringEnv } from "./crashChild.ts"
+
+const emulator = stringEnv("EO_EMULATOR")
+const tableId = stringEnv("EO_TABLE")
+const dir = stringEnv("EO_DIR")
+const total = intEnv("EO_TOTAL")
+const chunkSize = intEnv("EO_CHUNK")
+const every = intEnv("EO_EVERY")
+const counters = intEnv("EO_COUNTERS")
+const writerId = stringEnv("EO_WRITER", "counters-0")
+
+/** The file store, reporting `saved` once a save is durable (before the protocol commits). */
+const trackedStore = Layer.effect(
+  CheckpointStore,
+  Effect.gen(function*() {
+    const store = yield* CheckpointStore
+    return CheckpointStore.of({
+      load: store.load,
+      save: (id, record, expected) =>
+        Effect.tap(store.save(id, record, expected), () => step("saved", { position: record.position }))
+    })
+  })
+).pipe(Layer.provide(CheckpointStore.file(dir)))
+
+/** Record `i`: one increment of one counter. */
+export const increment = (i: number) =>
+  RowMutationEntry.make(
+    `counter${String(i % counters).padStart(4, "0")}`,
+    Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: BigInt((i % 7) + 1) })
+  )
+
+const program = Effect.gen(function*() {
+  const resume = yield* Checkpoint.resume({ writerId, positionSchema: Schema.Number })
+  const from = Option.getOrElse(resume.position, () => 0)
+  yield* step("started", { from })
+  const table = yield* TableDestination.make({ projectId: "test-project", instanceId: "crash", tableId })
+  const summary = yield* replayableSource({ total, from, chunkSize }).pipe(
+    Stream.tap((i) => (i % chunkSize === 0 ? step("chunk", { i }) : Effect.void)),
+    Stream.run(BigtableSink.exactlyOnce({
+      table,
+      writeMethod: WriteMethod.exactlyOnce({
+        markerFamily: "m",
+        maxInFlightRequests: 16,
+        responseTimeout: "2 minutes"
+      }),
+      checkpoint: { resume, every, position: (i: number) => i + 1 },
+      serializer: increment
+    }))
+  )
+  yield* step("done", { position: total, written: summary.recordsWritten })
+}).pipe(
+  // what a supervisor does with a failed commit (a deadline on a loaded emulator): restore and run again
+  Effect.tapError((e) => step("failed", { message: e.message })),
+  Effect.retry({
+    times: 5,
+    while: (e) => e._tag === "BigtableError" && e.reason._tag === "CommitFailed"
+  }),
+  Effect.provide(trackedStore),
+  Effect.provide(BigtableClient.layer({ projectId: "test-project", emulator: { grpc: emulator } }))
+)
+
+NodeRuntime.runMain(program)
