@@ -26,7 +26,8 @@ const Envelope = Schema.Struct({
   sequence: Schema.Int,
   record: Schema.Unknown
 })
-const decodeEnvelope = Schema.decodeUnknownResult(Schema.fromJsonString(Envelope))
+/** Decodes a stored checkpoint envelope (the JSON both the file and the GCS store write). @internal */
+export const decodeEnvelope = Schema.decodeUnknownResult(Schema.fromJsonString(Envelope))
 
 const recordFile = /^(\d{20})\.json$/
 const tempFile = /^\.tmp-(\d{20})-[0-9a-f]+$/

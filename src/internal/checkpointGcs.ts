@@ -22,7 +22,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type { RetryPolicy } from "../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
-import { directoryName, type ErrorFields, format, version } from "./checkpointFile.ts"
+import { decodeEnvelope, directoryName, type ErrorFields, format, version } from "./checkpointFile.ts"
 import type { Fields } from "./checkpointMemory.ts"
 import * as O from "./optionSchema.ts"
 import * as retryPolicy from "./retryPolicy.ts"
@@ -279,15 +279,6 @@ const calls = (storage: Storage, config: Settings): Calls => {
 
 // ---------------------------------------------------------------------------------------------
 // The store
-
-const Envelope = Schema.Struct({
-  format: Schema.Literal(format),
-  version: Schema.Literal(version),
-  writerId: Schema.String,
-  sequence: Schema.Int,
-  record: Schema.Unknown
-})
-const decodeEnvelope = Schema.decodeUnknownResult(Schema.fromJsonString(Envelope))
 
 /** What this store knows of a writer's object: the record at a generation. */
 interface Known {
