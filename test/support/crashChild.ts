@@ -6,7 +6,9 @@
  * - `step(name, data?)` writes `STEP <name> <json>` to stdout synchronously (a pipe write on Linux is
  *   synchronous, and `fs.writeSync` makes it so everywhere), then, when this start's kill plan is "after
  *   the n-th `name`" with a hold (env `CRASH_PROOF_HOLD=<name>`, `CRASH_PROOF_HOLD_NTH=<n>`), sleeps long
- *   enough for the SIGKILL to land right there: between a save and its commit, or inside a commit.
+ *   enough for the SIGKILL to land right there: between a save and its commit, or inside a commit. With
+ *   `CRASH_PROOF_GATE=<name>`, `CRASH_PROOF_GATE_NTH=<n>` and `CRASH_PROOF_GATE_FILE=<path>` it waits after
+ *   the n-th `name` until the file exists (a zombie kept alive until its replacement has restored).
  * - `replayableSource({ total, from, chunkSize })`: ids `from .. total-1` in chunks, the same ids for the
  *   same positions on every start: a source that resumes at the stored position.
  * - `intEnv(name)` / `stringEnv(name)`: the child's parameters.
@@ -33,7 +35,17 @@ export const step = (name: string, data?: unknown): Effect.Effect<void> =>
     const nth = (seen.get(name) ?? 0) + 1
     seen.set(name, nth)
     const hold = process.env.CRASH_PROOF_HOLD === name && Number(process.env.CRASH_PROOF_HOLD_NTH ?? "1") === nth
-    return hold ? Effect.sleep(`${Number(process.env.CRASH_PROOF_HOLD_MS ?? "10000")} millis`) : Effect.void
+    if (hold) return Effect.sleep(`${Number(process.env.CRASH_PROOF_HOLD_MS ?? "10000")} millis`)
+    const gate = process.env.CRASH_PROOF_GATE_FILE
+    const gated = gate !== undefined && process.env.CRASH_PROOF_GATE === name &&
+      Number(process.env.CRASH_PROOF_GATE_NTH ?? "1") === nth
+    return gated ? untilExists(gate) : Effect.void
+  })
+
+/** Waits (at most a minute) until the harness creates `file`: a zombie held until its replacement restored. */
+const untilExists = (file: string): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    for (let waited = 0; waited < 60_000 && !fs.existsSync(file); waited += 20) yield* Effect.sleep("20 millis")
   })
 
 /** A required integer parameter. */

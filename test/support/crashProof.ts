@@ -23,6 +23,9 @@
  */
 import { Data, Deferred, Duration, Effect, Fiber, Queue, Random, type Scope } from "effect"
 import { spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
 import * as readline from "node:readline"
 import { fencedExitCode } from "./crashChild.ts"
 
@@ -375,27 +378,44 @@ export interface ConcurrentOutcome {
  * first at once, each later one when the first has reported `startAfter.step` `startAfter.nth` times.
  * Waits for all to exit (each may complete, or be fenced with `fencedExitCode`), within `timeout`.
  */
+/** A directory of this run's, removed with its scope. */
+const tempDirectory = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "crash-proof-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
 export const runConcurrently = (options: {
   readonly script: string
   readonly env?: Readonly<Record<string, string>>
   readonly processes: number
   readonly startAfter: { readonly step: string; readonly nth: number }
+  /** The step a later child reports once it restored the shared record; default `"restored"`. */
+  readonly restoredStep?: string
   readonly completionStep?: string
   readonly timeout: Duration.Input
 }): Effect.Effect<ReadonlyArray<ConcurrentOutcome>, CrashProofError> =>
   Effect.scoped(Effect.gen(function*() {
     const completion = options.completionStep ?? "done"
-    const spawnOne = (index: number) =>
+    // the first child waits after `startAfter` until every later one restored: on a loaded machine a
+    // replacement's start-up can otherwise outlast the zombie's whole run, and nothing overlaps
+    const gate = path.join(yield* tempDirectory, "gate")
+    const spawnOne = (index: number, env: Readonly<Record<string, string>>) =>
       startChild({
         script: options.script,
-        env: { ...options.env, CRASH_PROOF_HOLD: "", CRASH_PROOF_INDEX: String(index) }
+        env: { ...options.env, ...env, CRASH_PROOF_HOLD: "", CRASH_PROOF_INDEX: String(index) }
       })
-    const first = yield* spawnOne(0)
+    const first = yield* spawnOne(0, {
+      CRASH_PROOF_GATE: options.startAfter.step,
+      CRASH_PROOF_GATE_NTH: String(options.startAfter.nth),
+      CRASH_PROOF_GATE_FILE: gate
+    })
     const children = [first]
     if (options.processes > 1) {
       yield* awaitStep(first, options.startAfter.step, options.startAfter.nth)
-      for (let i = 1; i < options.processes; i++) children.push(yield* spawnOne(i))
+      for (let i = 1; i < options.processes; i++) children.push(yield* spawnOne(i, {}))
+      yield* Effect.forEach(children.slice(1), (child) => awaitStep(child, options.restoredStep ?? "restored", 1))
     }
+    yield* Effect.sync(() => fs.writeFileSync(gate, ""))
     const exits = yield* Effect.forEach(children, (child) => Deferred.await(child.exited), {
       concurrency: "unbounded"
     })
