@@ -31,8 +31,10 @@ interface Decoded {
   readonly appProfileId?: string
   readonly rowKey?: Uint8Array
   readonly predicateFilter?: {
-    readonly chain?: {
-      readonly filters?: ReadonlyArray<{ familyNameRegexFilter?: string; columnQualifierRegexFilter?: Uint8Array }>
+    readonly columnRangeFilter?: {
+      readonly familyName?: string
+      readonly startQualifierClosed?: Uint8Array
+      readonly endQualifierClosed?: Uint8Array
     }
   }
   readonly falseMutations?: ReadonlyArray<DecodedMutation>
@@ -113,9 +115,11 @@ export const makeFakeCheckAndMutate = (options: FakeCheckAndMutateOptions = {}) 
       if (method !== "/google.bigtable.v2.Bigtable/CheckAndMutateRow") throw new Error(`unexpected ${method}`)
       const d = Request.toObject(Request.decode(serialize(argument)), { longs: String, defaults: false }) as Decoded
       const rowKey = text.decode(d.rowKey ?? new Uint8Array())
-      const identity = text.decode(
-        d.predicateFilter?.chain?.filters?.[1]?.columnQualifierRegexFilter ?? new Uint8Array()
-      )
+      const range = d.predicateFilter?.columnRangeFilter
+      const identity = text.decode(range?.startQualifierClosed ?? new Uint8Array())
+      if (identity === "" || text.decode(range?.endQualifierClosed ?? new Uint8Array()) !== identity) {
+        throw new Error("the predicate is not a column range closed on the identity")
+      }
       const info: CallInfo = {
         n: calls.length + 1,
         tableName: d.tableName ?? "",
