@@ -32,6 +32,7 @@ const table = TableDestination.make({ projectId: "p", instanceId: "i", tableId: 
 const sum = (fake: ReturnType<typeof makeFakeCheckAndMutate>) =>
   [0, 1, 2].reduce((s, r) => s + fake.sum(tableName, `page${r}`, "c", "n"), 0n)
 const expectedSum = (n: number) => BigInt((n * (n + 1)) / 2)
+const gauge = (metric: Metric.Gauge<number>) => Effect.map(Metric.value(metric), (state) => state.value)
 
 /** One run of the writer form over `records`, checkpointing at `checkpointEvery` records. */
 const runWriter = (
@@ -177,7 +178,6 @@ describe("BigtableSink.exactlyOnce (fake CheckAndMutateRow)", () => {
   it.effect("the staged gauges rise with each staged entry and fall at the checkpoint; a null is skipped", () =>
     Effect.gen(function*() {
       const fake = makeFakeCheckAndMutate()
-      const gauge = (metric: Metric.Gauge<number>) => Effect.map(Metric.value(metric), (state) => state.value)
       const entries0 = yield* gauge(BigtableMetrics.stagedEntries)
       const bytes0 = yield* gauge(BigtableMetrics.stagedBytes)
       const summary = yield* Effect.gen(function*() {
