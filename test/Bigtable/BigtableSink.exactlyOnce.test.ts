@@ -348,8 +348,7 @@ describe("BigtableSink.exactlyOnce options", () => {
           yield* writer.checkpoint(2)
         }).pipe(
           Effect.scoped,
-          Effect.provide(Layer.orDie(fake.layer)),
-          Effect.provide(CheckpointStore.memory),
+          Effect.provide(Layer.mergeAll(Layer.orDie(fake.layer), CheckpointStore.memory)),
           Effect.flip
         )
         assert.strictEqual(error._tag, "RecordFailed")

@@ -79,10 +79,10 @@ layer(BigtableEmulator.layer, { timeout: "120 seconds", excludeTestServices: tru
             yield* writer.checkpoint(3)
           }).pipe(
             Effect.scoped,
-            Effect.provide(CheckpointStore.memory),
-            Effect.provide(
+            Effect.provide(Layer.mergeAll(
+              CheckpointStore.memory,
               BigtableClient.layer({ projectId, emulator: { grpc: emulator.emulatorHost } }).pipe(Layer.orDie)
-            ),
+            )),
             Effect.flip
           )
           assert.match(error.message, c.expected)
