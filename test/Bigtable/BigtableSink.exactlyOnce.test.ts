@@ -113,6 +113,44 @@ describe("BigtableSink.exactlyOnce (fake CheckAndMutateRow)", () => {
       assert.strictEqual(second.summary.recordsWritten, 10)
     }).pipe(Effect.provide(CheckpointStore.memory)))
 
+  it.effect("a restored envelope keeps its app profile; each request's deadline is responseTimeout", () =>
+    Effect.gen(function*() {
+      let failing = true
+      const fake = makeFakeCheckAndMutate({
+        fail: (call) => (failing && call.n === 2 ? { code: 14, message: "reset", applied: false } : undefined)
+      })
+      const run = (appProfileId: string, records: ReadonlyArray<Click>) =>
+        Effect.gen(function*() {
+          const resume = yield* Checkpoint.resume({ writerId: "p-1", positionSchema: Schema.Number })
+          const writer = yield* BigtableSink.exactlyOnceWriter({
+            table: yield* table,
+            appProfileId,
+            writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m", responseTimeout: "7 seconds" }),
+            checkpoint: { resume, position: (c: Click) => c.offset + 1 },
+            serializer
+          })
+          yield* writer.write(records)
+          yield* writer.checkpoint((records.at(-1)?.offset ?? 0) + 1)
+        }).pipe(Effect.scoped, Effect.provide(Layer.orDie(fake.layer)))
+      yield* run("profile-a", clicks(0, 4)).pipe(Effect.flip)
+      failing = false
+      const before = fake.calls.length
+      // the restart runs under another profile: the stored envelopes keep theirs
+      yield* run("profile-b", clicks(4, 6))
+      const after = fake.calls.slice(before)
+      assert.deepStrictEqual(after.map((c) => c.appProfileId), [
+        ...Array.from({ length: 4 }, () => "profile-a"),
+        "profile-b",
+        "profile-b"
+      ])
+      assert.strictEqual(fake.applied(), 6)
+      for (const call of fake.calls) {
+        assert.isDefined(call.deadlineMillis)
+        assert.isAbove(call.deadlineMillis ?? 0, 6_000)
+        assert.isAtMost(call.deadlineMillis ?? 0, 7_000)
+      }
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+
   it.effect("a replay of the source from before the last checkpoint derives the same identities", () =>
     Effect.gen(function*() {
       const fake = makeFakeCheckAndMutate()

@@ -47,6 +47,8 @@ export interface CallInfo {
   readonly rowKey: string
   readonly identity: string
   readonly requestParams: ReadonlyArray<string>
+  /** The call's deadline as milliseconds from when it was made (`undefined`: none). */
+  readonly deadlineMillis: number | undefined
 }
 
 export interface FakeCheckAndMutateOptions {
@@ -100,7 +102,8 @@ export const makeFakeCheckAndMutate = (options: FakeCheckAndMutateOptions = {}) 
       serialize: (value: Buffer) => Buffer,
       deserialize: (value: Buffer) => Buffer,
       argument: Buffer,
-      metadata: grpc.Metadata
+      metadata: grpc.Metadata,
+      callOptions?: grpc.CallOptions
     ) {
       let done = false
       const stream = Object.assign(new EventEmitter(), {
@@ -126,7 +129,10 @@ export const makeFakeCheckAndMutate = (options: FakeCheckAndMutateOptions = {}) 
         appProfileId: d.appProfileId,
         rowKey,
         identity,
-        requestParams: metadata.get("x-goog-request-params").map(String)
+        requestParams: metadata.get("x-goog-request-params").map(String),
+        deadlineMillis: typeof callOptions?.deadline === "number"
+          ? callOptions.deadline - (performance.timeOrigin + performance.now())
+          : undefined
       }
       calls.push(info)
       inFlight++
