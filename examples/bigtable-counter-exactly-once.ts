@@ -82,4 +82,4 @@ const StoreLive = Layer.unwrap(Effect.gen(function*() {
   return CheckpointStore.file(replay ? `./.example-state/replay-${run}` : "./.example-state/counter")
 }))
 
-NodeRuntime.runMain(program.pipe(Effect.provide(StoreLive), Effect.provide(BigtableLive)))
+NodeRuntime.runMain(program.pipe(Effect.provide(Layer.mergeAll(StoreLive, BigtableLive))))

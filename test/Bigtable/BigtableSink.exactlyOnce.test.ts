@@ -1,6 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Option, Schema, Stream } from "effect"
-import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "../../src/Bigtable/index.ts"
+import { Effect, Layer, Metric, Option, Schema, Stream } from "effect"
+import {
+  BigtableMetrics,
+  BigtableSink,
+  Mutation,
+  RowMutationEntry,
+  TableDestination,
+  WriteMethod
+} from "../../src/Bigtable/index.ts"
 import { Checkpoint, CheckpointStore } from "../../src/Sink.ts"
 import { makeFakeCheckAndMutate } from "../support/fakeCheckAndMutate.ts"
 
@@ -25,6 +32,7 @@ const table = TableDestination.make({ projectId: "p", instanceId: "i", tableId: 
 const sum = (fake: ReturnType<typeof makeFakeCheckAndMutate>) =>
   [0, 1, 2].reduce((s, r) => s + fake.sum(tableName, `page${r}`, "c", "n"), 0n)
 const expectedSum = (n: number) => BigInt((n * (n + 1)) / 2)
+const gauge = (metric: Metric.Gauge<number>) => Effect.map(Metric.value(metric), (state) => state.value)
 
 /** One run of the writer form over `records`, checkpointing at `checkpointEvery` records. */
 const runWriter = (
@@ -105,6 +113,44 @@ describe("BigtableSink.exactlyOnce (fake CheckAndMutateRow)", () => {
       assert.strictEqual(second.summary.recordsWritten, 10)
     }).pipe(Effect.provide(CheckpointStore.memory)))
 
+  it.effect("a restored envelope keeps its app profile; each request's deadline is responseTimeout", () =>
+    Effect.gen(function*() {
+      let failing = true
+      const fake = makeFakeCheckAndMutate({
+        fail: (call) => (failing && call.n === 2 ? { code: 14, message: "reset", applied: false } : undefined)
+      })
+      const run = (appProfileId: string, records: ReadonlyArray<Click>) =>
+        Effect.gen(function*() {
+          const resume = yield* Checkpoint.resume({ writerId: "p-1", positionSchema: Schema.Number })
+          const writer = yield* BigtableSink.exactlyOnceWriter({
+            table: yield* table,
+            appProfileId,
+            writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m", responseTimeout: "7 seconds" }),
+            checkpoint: { resume, position: (c: Click) => c.offset + 1 },
+            serializer
+          })
+          yield* writer.write(records)
+          yield* writer.checkpoint((records.at(-1)?.offset ?? 0) + 1)
+        }).pipe(Effect.scoped, Effect.provide(Layer.orDie(fake.layer)))
+      yield* run("profile-a", clicks(0, 4)).pipe(Effect.flip)
+      failing = false
+      const before = fake.calls.length
+      // the restart runs under another profile: the stored envelopes keep theirs
+      yield* run("profile-b", clicks(4, 6))
+      const after = fake.calls.slice(before)
+      assert.deepStrictEqual(after.map((c) => c.appProfileId), [
+        ...Array.from({ length: 4 }, () => "profile-a"),
+        "profile-b",
+        "profile-b"
+      ])
+      assert.strictEqual(fake.applied(), 6)
+      for (const call of fake.calls) {
+        assert.isDefined(call.deadlineMillis)
+        assert.isAbove(call.deadlineMillis ?? 0, 6_000)
+        assert.isAtMost(call.deadlineMillis ?? 0, 7_000)
+      }
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+
   it.effect("a replay of the source from before the last checkpoint derives the same identities", () =>
     Effect.gen(function*() {
       const fake = makeFakeCheckAndMutate()
@@ -150,6 +196,53 @@ describe("BigtableSink.exactlyOnce (fake CheckAndMutateRow)", () => {
       assert.match(error.message, /StagingFull/)
       assert.match(error.message, /maxStagedEntries \(5\)/)
       assert.strictEqual(fake.calls.length, 0)
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+
+  it.effect("staging past maxStagedBytes fails the write with StagingFull", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeCheckAndMutate()
+      // each entry is charged its request size (~150 bytes here) + 256: 2,000 bytes hold a few, not 10
+      const error = yield* runWriter(
+        fake,
+        clicks(0, 10),
+        10,
+        WriteMethod.exactlyOnce({ markerFamily: "m", maxStagedBytes: 2_000 })
+      ).pipe(Effect.flip)
+      assert.match(error.message, /StagingFull/)
+      assert.match(error.message, /maxStagedBytes \(2000\)/)
+      assert.strictEqual(fake.calls.length, 0)
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+
+  it.effect("the staged gauges rise with each staged entry and fall at the checkpoint; a null is skipped", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeCheckAndMutate()
+      const entries0 = yield* gauge(BigtableMetrics.stagedEntries)
+      const bytes0 = yield* gauge(BigtableMetrics.stagedBytes)
+      const summary = yield* Effect.gen(function*() {
+        const resume = yield* Checkpoint.resume({ writerId: "g-1", positionSchema: Schema.Number })
+        const writer = yield* BigtableSink.exactlyOnceWriter({
+          table: yield* table,
+          writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }),
+          checkpoint: { resume, position: (c: Click) => c.offset + 1 },
+          // every other record is skipped by the serializer
+          serializer: (c: Click) => (c.offset % 2 === 0 ? serializer(c) : null)
+        })
+        yield* writer.write(clicks(0, 10))
+        yield* writer.flush
+        assert.strictEqual((yield* gauge(BigtableMetrics.stagedEntries)) - entries0, 5)
+        const staged = (yield* gauge(BigtableMetrics.stagedBytes)) - bytes0
+        // request size + 256 per entry
+        assert.isAbove(staged, 5 * 256)
+        assert.isBelow(staged, 5 * 512)
+        assert.strictEqual(fake.calls.length, 0)
+        yield* writer.checkpoint(10)
+        assert.strictEqual(yield* gauge(BigtableMetrics.stagedEntries), entries0)
+        assert.strictEqual(yield* gauge(BigtableMetrics.stagedBytes), bytes0)
+        return yield* writer.summary
+      }).pipe(Effect.scoped, Effect.provide(Layer.orDie(fake.layer)))
+      assert.strictEqual(fake.applied(), 5)
+      assert.strictEqual(summary.recordsWritten, 5)
+      assert.strictEqual(summary.recordsSkipped, 5)
     }).pipe(Effect.provide(CheckpointStore.memory)))
 })
 
@@ -235,6 +328,21 @@ describe("BigtableSink.exactlyOnce options", () => {
           "writeMethod.maxStagedBytes",
           /at least 1/
         ],
+        [
+          { writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m", maxStagedEntries: 0 }) },
+          "writeMethod.maxStagedEntries",
+          /at least 1/
+        ],
+        [
+          { writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m", maxInFlightRequests: 0 }) },
+          "writeMethod.maxInFlightRequests",
+          /at least 1/
+        ],
+        [
+          { writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m", responseTimeout: "0 millis" }) },
+          "writeMethod.responseTimeout",
+          /at least 1 ms/
+        ],
         [{ writeMethod: WriteMethod.atLeastOnce() }, "writeMethod", /WriteMethod.exactlyOnce/],
         [{ checkpoint: { position: (c: Click) => c.offset } }, "checkpoint.resume", /Checkpoint.resume/],
         [{ tableCreateOptions: {} }, "tableCreateOptions", /not used/]
@@ -278,8 +386,7 @@ describe("BigtableSink.exactlyOnce options", () => {
           yield* writer.checkpoint(2)
         }).pipe(
           Effect.scoped,
-          Effect.provide(Layer.orDie(fake.layer)),
-          Effect.provide(CheckpointStore.memory),
+          Effect.provide(Layer.mergeAll(Layer.orDie(fake.layer), CheckpointStore.memory)),
           Effect.flip
         )
         assert.strictEqual(error._tag, "RecordFailed")

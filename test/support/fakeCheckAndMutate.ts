@@ -31,8 +31,10 @@ interface Decoded {
   readonly appProfileId?: string
   readonly rowKey?: Uint8Array
   readonly predicateFilter?: {
-    readonly chain?: {
-      readonly filters?: ReadonlyArray<{ familyNameRegexFilter?: string; columnQualifierRegexFilter?: Uint8Array }>
+    readonly columnRangeFilter?: {
+      readonly familyName?: string
+      readonly startQualifierClosed?: Uint8Array
+      readonly endQualifierClosed?: Uint8Array
     }
   }
   readonly falseMutations?: ReadonlyArray<DecodedMutation>
@@ -45,6 +47,8 @@ export interface CallInfo {
   readonly rowKey: string
   readonly identity: string
   readonly requestParams: ReadonlyArray<string>
+  /** The call's deadline as milliseconds from when it was made (`undefined`: none). */
+  readonly deadlineMillis: number | undefined
 }
 
 export interface FakeCheckAndMutateOptions {
@@ -98,7 +102,8 @@ export const makeFakeCheckAndMutate = (options: FakeCheckAndMutateOptions = {}) 
       serialize: (value: Buffer) => Buffer,
       deserialize: (value: Buffer) => Buffer,
       argument: Buffer,
-      metadata: grpc.Metadata
+      metadata: grpc.Metadata,
+      callOptions?: grpc.CallOptions
     ) {
       let done = false
       const stream = Object.assign(new EventEmitter(), {
@@ -113,16 +118,21 @@ export const makeFakeCheckAndMutate = (options: FakeCheckAndMutateOptions = {}) 
       if (method !== "/google.bigtable.v2.Bigtable/CheckAndMutateRow") throw new Error(`unexpected ${method}`)
       const d = Request.toObject(Request.decode(serialize(argument)), { longs: String, defaults: false }) as Decoded
       const rowKey = text.decode(d.rowKey ?? new Uint8Array())
-      const identity = text.decode(
-        d.predicateFilter?.chain?.filters?.[1]?.columnQualifierRegexFilter ?? new Uint8Array()
-      )
+      const range = d.predicateFilter?.columnRangeFilter
+      const identity = text.decode(range?.startQualifierClosed ?? new Uint8Array())
+      if (identity === "" || text.decode(range?.endQualifierClosed ?? new Uint8Array()) !== identity) {
+        throw new Error("the predicate is not a column range closed on the identity")
+      }
       const info: CallInfo = {
         n: calls.length + 1,
         tableName: d.tableName ?? "",
         appProfileId: d.appProfileId,
         rowKey,
         identity,
-        requestParams: metadata.get("x-goog-request-params").map(String)
+        requestParams: metadata.get("x-goog-request-params").map(String),
+        deadlineMillis: typeof callOptions?.deadline === "number"
+          ? callOptions.deadline - (performance.timeOrigin + performance.now())
+          : undefined
       }
       calls.push(info)
       inFlight++

@@ -127,7 +127,7 @@ export const mutateRows = (raw: DataClient) => (request: MutateRowsRequest): Eff
  * One attempt, no re-send: a call past its deadline (`request.timeout`, else the fiber's
  * `ResponseTimeout`) fails `DEADLINE_EXCEEDED`, which is ambiguous (it may have been applied).
  * Unary on the wire, it goes through the channel's `makeServerStreamRequest`: gRPC frames a unary
- * and a server-streaming call alike, so the data client stays one call shape (ADR 0020).
+ * and a server-streaming call alike, so the data client stays one call shape (ADR 0024).
  *
  * @internal
  */

@@ -7,8 +7,9 @@
  * The 128 AddToCell effects are applied exactly once: the sum and the markers are exact.
  */
 import { assert, layer } from "@effect/vitest"
+import { v2 } from "@google-cloud/bigtable"
+import * as grpc from "@grpc/grpc-js"
 import { Effect, Layer, Metric, Schema } from "effect"
-import { createRequire } from "node:module"
 import {
   BigtableClient,
   BigtableMetrics,
@@ -39,9 +40,6 @@ layer(BigtableEmulator.layer, { timeout: "120 seconds", excludeTestServices: tru
     it.effect("pinned: the emulator has no instance admin API (GetAppProfile is UNIMPLEMENTED)", () =>
       Effect.gen(function*() {
         const emulator = yield* BigtableEmulator
-        const require = createRequire(import.meta.url)
-        const { v2 } = require("@google-cloud/bigtable") as typeof import("@google-cloud/bigtable")
-        const grpc = require("@grpc/grpc-js") as typeof import("@grpc/grpc-js")
         const client = new v2.BigtableInstanceAdminClient({
           servicePath: emulator.host,
           apiEndpoint: emulator.host,
@@ -81,10 +79,10 @@ layer(BigtableEmulator.layer, { timeout: "120 seconds", excludeTestServices: tru
             yield* writer.checkpoint(3)
           }).pipe(
             Effect.scoped,
-            Effect.provide(CheckpointStore.memory),
-            Effect.provide(
+            Effect.provide(Layer.mergeAll(
+              CheckpointStore.memory,
               BigtableClient.layer({ projectId, emulator: { grpc: emulator.emulatorHost } }).pipe(Layer.orDie)
-            ),
+            )),
             Effect.flip
           )
           assert.match(error.message, c.expected)

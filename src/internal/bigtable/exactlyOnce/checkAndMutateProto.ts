@@ -6,10 +6,12 @@
  *
  * Fields (google/bigtable/v2/bigtable.proto): `table_name` 1, `app_profile_id` 7, `row_key` 2,
  * `predicate_filter` 6, `false_mutations` 5 (no `true_mutations`). The predicate is
- * `chain(family_name_regex_filter "^(?:<family>)$", column_qualifier_regex_filter "<identity>")`:
- * the family quoted for RE2 and anchored (so it matches that family only, whether the service
- * matches whole names or not), the identity being hex needs no quoting. The false branch is the
- * user's mutations followed by the marker `SetCell(markerFamily, identity, 0, "1")`.
+ * `column_range_filter { family_name: markerFamily, start_qualifier_closed: identity,
+ * end_qualifier_closed: identity }`: exactly the marker cell, with no regular expression (the
+ * reference's `chain(family regex, qualifier regex)` selects the same cell, but needs RE2 quoting,
+ * and cbtemulator compiles each regex once per cell of the row, which makes rows with many markers
+ * slow there). The false branch is the user's mutations followed by the marker
+ * `SetCell(markerFamily, identity, 0, "1")`.
  *
  * @internal
  */
@@ -21,10 +23,6 @@ import { markerTimestampMicros, markerValue } from "./envelope.ts"
 
 /** The gRPC method path of CheckAndMutateRow. @internal */
 export const checkAndMutateRowPath = "/google.bigtable.v2.Bigtable/CheckAndMutateRow"
-
-/** A column family name as an anchored RE2 literal. @internal */
-export const familyRegex = (family: string): string =>
-  `^(?:${family.replace(/[\\^$.|?*+()[\]{}-]/g, (c) => `\\${c}`)})$`
 
 /** The marker cell of an envelope. @internal */
 export const marker = (envelope: Pick<Envelope, "markerFamily" | "identity">): Mutation => ({
@@ -43,18 +41,17 @@ type Guarded = Omit<Envelope, "appProfileId"> & { readonly appProfileId?: string
 const layout = (envelope: Guarded) => {
   const table = utf8Length(envelope.tableName)
   const profile = envelope.appProfileId === undefined ? 0 : utf8Length(envelope.appProfileId)
-  const family = familyRegex(envelope.markerFamily)
-  const familyFilter = lenField(utf8Length(family)) // RowFilter.family_name_regex_filter = 5
-  const qualifierFilter = lenField(envelope.identity.length) // RowFilter.column_qualifier_regex_filter = 6
-  const chain = lenField(familyFilter) + lenField(qualifierFilter) // Chain.filters = 1 (twice)
-  const predicate = lenField(chain) // RowFilter.chain = 1
+  const family = utf8Length(envelope.markerFamily)
+  // ColumnRange: family_name = 1, start_qualifier_closed = 2, end_qualifier_closed = 4
+  const range = lenField(family) + 2 * lenField(envelope.identity.length)
+  const predicate = lenField(range) // RowFilter.column_range_filter = 7
   const mark = marker(envelope)
   const bodies = envelope.mutations.map(mutationBodySize)
   const markBody = mutationBodySize(mark)
   let size = lenField(table) + (profile > 0 ? lenField(profile) : 0) + lenField(envelope.rowKey.length) +
     lenField(predicate) + lenField(lenField(markBody))
   for (const body of bodies) size += lenField(lenField(body))
-  return { table, profile, family, familyFilter, qualifierFilter, chain, predicate, mark, bodies, markBody, size }
+  return { table, profile, family, range, predicate, mark, bodies, markBody, size }
 }
 
 /** The exact size of the envelope's `CheckAndMutateRowRequest` in bytes. @internal */
@@ -66,20 +63,19 @@ export const requestSize = (envelope: Guarded): number => layout(envelope).size
  * @internal
  */
 export const encodeRequest = (envelope: Guarded): Buffer => {
-  const { bodies, chain, family, familyFilter, mark, markBody, predicate, profile, qualifierFilter, size, table } =
-    layout(envelope)
+  const { bodies, family, mark, markBody, predicate, profile, range, size, table } = layout(envelope)
   const buf = Buffer.allocUnsafe(size)
   const out = new Out(buf, 0)
   out.len(1, table)
   out.pos += buf.write(envelope.tableName, out.pos, "utf8")
   out.lenBytes(2, envelope.rowKey, "rowKey")
   out.len(6, predicate)
-  out.len(1, chain)
-  out.len(1, familyFilter)
-  out.len(5, utf8Length(family))
-  out.pos += buf.write(family, out.pos, "utf8")
-  out.len(1, qualifierFilter)
-  out.len(6, envelope.identity.length)
+  out.len(7, range)
+  out.len(1, family)
+  out.pos += buf.write(envelope.markerFamily, out.pos, "utf8")
+  out.len(2, envelope.identity.length)
+  out.pos += buf.write(envelope.identity, out.pos, "latin1")
+  out.len(4, envelope.identity.length)
   out.pos += buf.write(envelope.identity, out.pos, "latin1")
   for (let i = 0; i < envelope.mutations.length; i++) {
     const body = bodies[i] ?? 0

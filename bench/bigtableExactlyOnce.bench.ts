@@ -1,0 +1,291 @@
+/**
+ * Bigtable exactly-once throughput (issue 12), into a private cbtemulator started by the test harness,
+ * three methods in the same run:
+ *
+ * - `raw`: a hand-written loop of the official gapic client's `checkAndMutateRow`, `--concurrency`
+ *   requests in flight, each the request the mode sends (predicate: a column range closed on the
+ *   identity in the marker family; false mutations: one AddToCell, then the marker SetCell). Its
+ *   identity is the record number in hex, not a SHA-256: the loop does less work than the sink.
+ * - `eo`: the same records through `Stream.run(BigtableSink.exactlyOnce(...))` with
+ *   `maxInFlightRequests = --concurrency`, checkpointing every `--checkpoint` records into
+ *   `CheckpointStore.memory` (staging, saving the envelopes and committing are all in the time).
+ * - `alo`: the same AddToCell through the at-least-once sink (`BigtableSink.make`, default batching),
+ *   which does not deduplicate: what exactly-once costs over it.
+ *
+ * Every record increments its own row (`row<i>`): on cbtemulator a CheckAndMutateRow copies its whole row
+ * to evaluate the predicate, so hot rows accumulating markers would measure the emulator, not the sinks.
+ * Each pass runs the three methods into fresh tables (families `c` INT64_SUM and `m` raw), in a rotated
+ * order (cbtemulator slows down as it holds more cells), then drops them; medians are compared. After
+ * each exactly-once pass the sums are read back and checked.
+ *
+ *   node bench/bigtableExactlyOnce.bench.ts [--records 20000] [--passes 3] [--concurrency 100] [--checkpoint 5000]
+ *
+ * Prints a table and appends JSON lines to bench/results/bigtableExactlyOnce.jsonl.
+ */
+import { v2 } from "@google-cloud/bigtable"
+import * as grpc from "@grpc/grpc-js"
+import { Effect, Schema, Stream } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import {
+  BigtableClient,
+  BigtableSink,
+  Mutation,
+  RowMutationEntry,
+  TableDestination,
+  WriteMethod
+} from "../src/Bigtable/index.ts"
+import { Checkpoint, CheckpointStore } from "../src/Sink.ts"
+import { ensureInstalled } from "../test/support/emulatorInstall.ts"
+import { startBigtable } from "../test/support/emulators.ts"
+
+process.env.METADATA_SERVER_DETECTION ??= "none"
+
+const argument = (name: string, fallback: number): number => {
+  const at = process.argv.indexOf(`--${name}`)
+  return at >= 0 ? Number(process.argv[at + 1]) : fallback
+}
+const records = argument("records", 20_000)
+const passes = argument("passes", 3)
+const concurrency = argument("concurrency", 100)
+const checkpointEvery = argument("checkpoint", 5_000)
+
+const projectId = "bench"
+const instanceId = "bench"
+const key = (i: number) => `row${String(i).padStart(9, "0")}`
+
+type RawClient = InstanceType<typeof v2.BigtableClient>
+type RawAdmin = InstanceType<typeof v2.BigtableTableAdminClient>
+
+const tableName = (tableId: string) => `projects/${projectId}/instances/${instanceId}/tables/${tableId}`
+
+/** The baseline: one CheckAndMutateRow per record, `concurrency` workers with one request each in flight. */
+const runRaw = async (client: RawClient, table: string): Promise<number> => {
+  const start = performance.now()
+  let next = 0
+  let absorbed = 0
+  const worker = async () => {
+    while (next < records) {
+      const i = next++
+      const identity = Buffer.from(i.toString(16).padStart(32, "0"))
+      // oxlint-disable-next-line eslint/no-await-in-loop
+      const [response] = await client.checkAndMutateRow({
+        tableName: table,
+        rowKey: Buffer.from(key(i)),
+        predicateFilter: {
+          columnRangeFilter: { familyName: "m", startQualifierClosed: identity, endQualifierClosed: identity }
+        },
+        falseMutations: [
+          {
+            addToCell: {
+              familyName: "c",
+              columnQualifier: { rawValue: Buffer.from("n") },
+              timestamp: { rawTimestampMicros: 0 },
+              input: { intValue: 1 }
+            }
+          },
+          { setCell: { familyName: "m", columnQualifier: identity, timestampMicros: 0, value: Buffer.from("1") } }
+        ]
+      })
+      if (response.predicateMatched === true) absorbed++
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+  if (absorbed !== 0) throw new Error(`raw: ${absorbed} requests found their marker in a fresh table`)
+  return records / ((performance.now() - start) / 1000)
+}
+
+type Client = BigtableClient.BigtableClient["Service"]
+
+const increment = (i: number) =>
+  RowMutationEntry.make(key(i), Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: 1n }))
+
+const runExactlyOnce = async (client: Client, tableId: string): Promise<number> => {
+  const start = performance.now()
+  const summary = await Effect.runPromise(
+    Effect.gen(function*() {
+      const resume = yield* Checkpoint.resume({ writerId: tableId, positionSchema: Schema.Number })
+      return yield* Stream.range(0, records - 1).pipe(
+        Stream.run(BigtableSink.exactlyOnce({
+          table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
+          writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m", maxInFlightRequests: concurrency }),
+          checkpoint: { resume, every: checkpointEvery, position: (i: number) => i + 1 },
+          serializer: increment
+        }))
+      )
+    }).pipe(
+      Effect.provide(CheckpointStore.memory),
+      Effect.provideService(BigtableClient.BigtableClient, client)
+    )
+  )
+  if (summary.recordsWritten !== records) throw new Error(`eo wrote ${summary.recordsWritten} of ${records}`)
+  return records / ((performance.now() - start) / 1000)
+}
+
+const runAtLeastOnce = async (client: Client, tableId: string): Promise<number> => {
+  const start = performance.now()
+  const summary = await Effect.runPromise(
+    Stream.range(0, records - 1).pipe(
+      Stream.run(BigtableSink.make({
+        table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
+        serializer: increment
+      })),
+      Effect.provideService(BigtableClient.BigtableClient, client)
+    )
+  )
+  if (summary.recordsWritten !== records) throw new Error(`alo wrote ${summary.recordsWritten} of ${records}`)
+  return records / ((performance.now() - start) / 1000)
+}
+
+const createTable = (admin: RawAdmin, tableId: string) =>
+  admin.createTable({
+    parent: `projects/${projectId}/instances/${instanceId}`,
+    tableId,
+    table: {
+      columnFamilies: {
+        c: {
+          valueType: { aggregateType: { inputType: { int64Type: { encoding: { bigEndianBytes: {} } } }, sum: {} } }
+        },
+        m: {}
+      }
+    }
+  })
+
+/** Every row of the table holds exactly 1 in `c:n`, and there are `records` rows. */
+const checkSums = async (client: RawClient, table: string) => {
+  let rows = 0
+  let wrong = 0
+  await new Promise<void>((resolve, reject) => {
+    client.readRows({ tableName: table, filter: { familyNameRegexFilter: "c" } })
+      .on("data", (response: { chunks?: Array<{ value?: Uint8Array; rowKey?: Uint8Array }> }) => {
+        for (const chunk of response.chunks ?? []) {
+          if (chunk.rowKey !== undefined && chunk.rowKey.length > 0) rows++
+          const v = chunk.value === undefined ? 0n : Buffer.from(chunk.value).readBigInt64BE()
+          if (v !== 1n) wrong++
+        }
+      })
+      .on("error", reject)
+      .on("end", () => resolve())
+  })
+  if (rows !== records || wrong !== 0) throw new Error(`${table}: ${rows} rows, ${wrong} sums other than 1`)
+}
+
+const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
+
+const methods = ["raw", "eo", "alo"] as const
+type Method = typeof methods[number]
+
+const main = Effect.gen(function*() {
+  const manifest = yield* ensureInstalled
+  const emulator = yield* startBigtable(manifest)
+  const options = {
+    servicePath: emulator.host,
+    port: emulator.port,
+    sslCreds: grpc.credentials.createInsecure(),
+    projectId,
+    universeDomain: "googleapis.com"
+  }
+  const raw = new v2.BigtableClient(options)
+  const admin = new v2.BigtableTableAdminClient(options)
+  yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([raw.close(), admin.close()])))
+  const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
+
+  const samples: Record<Method, Array<number>> = { raw: [], eo: [], alo: [] }
+  // One warm-up pass, not recorded.
+  for (let pass = -1; pass < passes; pass++) {
+    const shift = (pass + 3) % 3
+    const order = [...methods.slice(shift), ...methods.slice(0, shift)]
+    const rates: Partial<Record<Method, number>> = {}
+    for (const method of order) {
+      const tableId = `${method}${pass + 1}`
+      yield* Effect.promise(() => createTable(admin, tableId))
+      const rate = yield* Effect.promise(() =>
+        method === "raw"
+          ? runRaw(raw, tableName(tableId))
+          : method === "eo"
+          ? runExactlyOnce(client, tableId)
+          : runAtLeastOnce(client, tableId)
+      )
+      if (method !== "alo") yield* Effect.promise(() => checkSums(raw, tableName(tableId)))
+      yield* Effect.promise(() => admin.deleteTable({ name: tableName(tableId) }))
+      rates[method] = rate
+      if (pass >= 0) samples[method].push(rate)
+    }
+    console.log(
+      `pass ${pass < 0 ? "warm-up" : pass + 1} (${order.join(", ")}): ` +
+        methods.map((m) => `${m} ${Math.round(rates[m] ?? 0)} records/s`).join(", ")
+    )
+  }
+
+  const rawMedian = median(samples.raw)
+  const eoMedian = median(samples.eo)
+  const aloMedian = median(samples.alo)
+  console.log(
+    `\nbigtable exactly-once: ${records} records x ${passes} passes, concurrency ${concurrency}, ` +
+      `checkpoint every ${checkpointEvery}, node ${process.version}`
+  )
+  console.log("method   records/s min   records/s median   records/s max   vs raw")
+  for (const m of methods) {
+    const sorted = samples[m].toSorted((a, b) => a - b)
+    console.log(
+      `${m.padEnd(8)} ${Math.round(sorted[0] ?? 0).toLocaleString("en").padStart(13)} ${
+        Math.round(median(sorted)).toLocaleString("en").padStart(18)
+      } ${Math.round(sorted.at(-1) ?? 0).toLocaleString("en").padStart(15)} ${
+        (median(sorted) / rawMedian).toFixed(2).padStart(7)
+      }x`
+    )
+  }
+  console.log(
+    `eo / raw checkAndMutate loop: ${(eoMedian / rawMedian).toFixed(2)}x; eo / at-least-once sink: ${
+      (eoMedian / aloMedian).toFixed(2)
+    }x`
+  )
+  const date = new Date().toISOString()
+  const common = { date, node: process.version, records, passes, concurrency, checkpointEvery }
+  const lines = [
+    {
+      bench: "bigtableExactlyOnce",
+      metric: "eo.recordsPerSecond.median",
+      value: Math.round(eoMedian),
+      unit: "records/s",
+      baseline: Math.round(rawMedian),
+      ratio: Number((eoMedian / rawMedian).toFixed(3)),
+      ...common
+    },
+    {
+      bench: "bigtableExactlyOnce",
+      metric: "eo.overAtLeastOnce",
+      value: Math.round(eoMedian),
+      unit: "records/s",
+      baseline: Math.round(aloMedian),
+      ratio: Number((eoMedian / aloMedian).toFixed(3)),
+      ...common
+    },
+    {
+      bench: "bigtableExactlyOnce",
+      metric: "raw.recordsPerSecond.median",
+      value: Math.round(rawMedian),
+      unit: "records/s",
+      baseline: Math.round(rawMedian),
+      ratio: 1,
+      ...common
+    },
+    {
+      bench: "bigtableExactlyOnce",
+      metric: "alo.recordsPerSecond.median",
+      value: Math.round(aloMedian),
+      unit: "records/s",
+      baseline: Math.round(rawMedian),
+      ratio: Number((aloMedian / rawMedian).toFixed(3)),
+      ...common
+    }
+  ]
+  const results = path.join(path.dirname(new URL(import.meta.url).pathname), "results")
+  fs.mkdirSync(results, { recursive: true })
+  fs.appendFileSync(
+    path.join(results, "bigtableExactlyOnce.jsonl"),
+    `${lines.map((l) => JSON.stringify(l)).join("\n")}\n`
+  )
+})
+
+await Effect.runPromise(Effect.scoped(main))
