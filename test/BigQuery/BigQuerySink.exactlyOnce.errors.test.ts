@@ -226,9 +226,9 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
       })))
 })
 
-describe("BigQuerySink.exactlyOnce: the commit rules (FlushRows)", () => {
-  const flushFault = (fault: Exclude<Buffered.BufferedFaults["flush"], undefined>) => ({ buffered: { flush: fault } })
+const flushFault = (fault: Exclude<Buffered.BufferedFaults["flush"], undefined>) => ({ buffered: { flush: fault } })
 
+describe("BigQuerySink.exactlyOnce: the commit rules (FlushRows)", () => {
   it.live("a FlushRows answering another offset is terminal", () =>
     withEo(flushFault(() => ({ answerOffset: 3 })), (fake) =>
       Effect.gen(function*() {
@@ -291,21 +291,21 @@ describe("BigQuerySink.exactlyOnce: the commit rules (FlushRows)", () => {
   }
 })
 
-describe("BigQuerySink.exactlyOnce: the restore probe", () => {
-  /** A first run checkpointing 10 rows; then `between`; then a second run writing 10 more. */
-  const twoRuns = (fake: Fake.FakeBigQuery, between: () => void) =>
-    Effect.gen(function*() {
-      yield* Effect.scoped(Effect.gen(function*() {
-        const { writer } = yield* eoWriter(fake)
-        yield* writer.write(rows(10))
-        yield* writer.checkpoint(10)
-      }))
-      between()
+/** A first run checkpointing 10 rows; then `between`; then a second run writing 10 more. */
+const twoRuns = (fake: Fake.FakeBigQuery, between: () => void) =>
+  Effect.gen(function*() {
+    yield* Effect.scoped(Effect.gen(function*() {
       const { writer } = yield* eoWriter(fake)
-      yield* writer.write(rows(10, 10))
-      yield* writer.checkpoint(20)
-    })
+      yield* writer.write(rows(10))
+      yield* writer.checkpoint(10)
+    }))
+    between()
+    const { writer } = yield* eoWriter(fake)
+    yield* writer.write(rows(10, 10))
+    yield* writer.checkpoint(20)
+  })
 
+describe("BigQuerySink.exactlyOnce: the restore probe", () => {
   it.live("OFFSET_OUT_OF_RANGE at the probe abandons the stream for a fresh one", () => {
     let seen = 0
     return withEo({
