@@ -118,6 +118,28 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
       }))
   })
 
+  it.live("during the replay, OFFSET_OUT_OF_RANGE is terminal (not re-appended)", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => {
+        if (!buffered(c)) return { _tag: "default" }
+        const n = seen++
+        if (n === 1) return { _tag: "rowErrors", errors: [{ index: 0, message: "bad" }] }
+        if (n === 2) return { _tag: "error", code: 11, message: "out of range", storageCode: 9 }
+        return { _tag: "default" }
+      }
+    }, (fake) =>
+      Effect.gen(function*() {
+        const r = yield* eoWriterWith(fake, () => undefined)
+        yield* r.write(rows(40))
+        const error = yield* Effect.flip(r.checkpoint(40))
+        assert.strictEqual(reasonOf(error), "RequestRejected")
+        assert.include(detailOf(error), "OFFSET_OUT_OF_RANGE")
+        assert.strictEqual(seen, 3, "the replay was not re-appended")
+        assert.deepStrictEqual(visibleIds(fake), [])
+      }))
+  })
+
   it.live("row errors naming no row of the batch are terminal", () =>
     withEo(
       { answer: nth(0, { _tag: "rowErrors", errors: [{ index: 99, message: "?" }] }) },
@@ -362,6 +384,36 @@ describe("BigQuerySink.exactlyOnce: the restore probe", () => {
         yield* writer.write(rows(10, 10))
         yield* writer.checkpoint(20)
         assert.strictEqual(visibleIds(fake).length, 19)
+        assert.strictEqual(fake.buffered.stats.creates, 1)
+      }))
+  })
+
+  it.live("an unknown stream at the probe (STREAM_NOT_FOUND) is abandoned, not finalized", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => (buffered(c) && c.offset === 10 && seen++ === 0
+        ? { _tag: "error", code: 5, message: "no stream", storageCode: 3 }
+        : { _tag: "default" })
+    }, (fake) =>
+      Effect.gen(function*() {
+        yield* twoRuns(fake, () => undefined)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
+        assert.strictEqual(fake.buffered.stats.creates, 2)
+        assert.strictEqual(fake.buffered.stats.finalizes, 0)
+      }))
+  })
+
+  it.live("any other failure of the probe is terminal", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => (buffered(c) && c.offset === 10 && seen++ === 0
+        ? { _tag: "error", code: 3, message: "invalid request" }
+        : { _tag: "default" })
+    }, (fake) =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(twoRuns(fake, () => undefined))
+        assert.strictEqual(reasonOf(error), "RequestRejected")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 10), "only the first run's checkpoint")
         assert.strictEqual(fake.buffered.stats.creates, 1)
       }))
   })
