@@ -4,11 +4,13 @@
  * what became visible (exactly the rows expected, none twice) and what failed.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Sink } from "effect"
+import { Effect, Fiber, Sink } from "effect"
+import { TestClock } from "effect/testing"
 import { type BigQueryFailure, BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
 import { FailureHandler } from "../../src/Sink.ts"
 import type * as Fake from "../support/fakeBigQueryWrite.ts"
 import type * as Buffered from "../support/fakeBufferedStreams.ts"
+import { eventually } from "../support/waiting.ts"
 import { eoWriter, range, resume, visibleIds, withEo } from "./exactlyOnceFixtures.ts"
 import { columns, destination, fastRetries, rows, serializer } from "./sinkFixtures.ts"
 
@@ -65,6 +67,34 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
         assert.deepStrictEqual(visibleIds(fake), range(0, 40))
         const [stream] = fake.buffered.streams.values()
         assert.strictEqual(stream?.rows.length, 40, "appended once")
+      })))
+
+  it.effect("an unanswered append (the 5-minute watchdog) is re-appended at the same offset", () =>
+    withEo({ answer: nth(1, { _tag: "hang" }) }, (fake) =>
+      Effect.gen(function*() {
+        let done = false
+        const fiber = yield* writeAndCheckpoint(fake, 40).pipe(
+          Effect.ensuring(Effect.sync(() => void (done = true))),
+          Effect.forkChild
+        )
+        yield* eventually("the unanswered append", () => fake.stats.requests >= 2)
+        yield* TestClock.withLive(Effect.sleep("150 millis"))
+        const [before] = fake.buffered.streams.values()
+        const landed = before?.rows.length ?? 0
+        yield* TestClock.adjust("4 minutes")
+        yield* TestClock.withLive(Effect.sleep("150 millis"))
+        assert.isFalse(done, "still waiting before the timeout")
+        // the timeout, then the recovery backoffs (milliseconds) on the TestClock
+        for (let i = 0; i < 20; i++) {
+          yield* TestClock.adjust("1 minute")
+          yield* TestClock.withLive(Effect.sleep("50 millis"))
+        }
+        const failed = yield* Fiber.join(fiber)
+        assert.isTrue(failed._tag === "None")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 40))
+        const [stream] = fake.buffered.streams.values()
+        assert.strictEqual(stream?.rows.length, 40, "appended once")
+        assert.isTrue(landed < 40, "rows were still missing while the append hung")
       })))
 
   it.live("OFFSET_OUT_OF_RANGE mid-run (a cascade) is re-appended at the same offset", () =>
