@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import { BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
 import { CheckpointConflict } from "../../src/Sink.ts"
 import { eoWriter, range, resume, visibleIds, withEo } from "./exactlyOnceFixtures.ts"
@@ -122,5 +123,30 @@ describe("BigQuerySink.exactlyOnce", () => {
         assert.instanceOf(error, CheckpointConflict)
         assert.deepStrictEqual(visibleIds(fake), range(0, 5))
         assert.strictEqual(yield* Effect.flip(zombie.writer.write(rows(1))), error)
+      })))
+
+  it.effect("destinationIdleTimeout: only a clean idle destination is closed (not finalized); a later record opens a new stream", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        const method = WriteMethod.exactlyOnce({ ...fastRetries, destinationIdleTimeout: "1 minute" })
+        const { writer } = yield* eoWriter(fake, "w", method)
+        yield* writer.write(rows(10))
+        yield* writer.checkpoint(10)
+        // rows written since the last prepare, then idle for longer than the timeout: the checkpoint keeps it
+        yield* writer.write(rows(10, 10))
+        yield* TestClock.adjust("2 minutes")
+        yield* writer.checkpoint(20)
+        yield* writer.write(rows(10, 20))
+        yield* writer.checkpoint(30)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 30))
+        assert.strictEqual(fake.buffered.stats.creates, 1, "a dirty destination is not closed")
+        // clean since that checkpoint and idle: the next checkpoint closes it
+        yield* TestClock.adjust("2 minutes")
+        yield* writer.checkpoint(30)
+        yield* writer.write(rows(10, 30))
+        yield* writer.checkpoint(40)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 40))
+        assert.strictEqual(fake.buffered.stats.creates, 2, "reopened on a new stream")
+        assert.strictEqual(fake.buffered.stats.finalizes, 0, "the closed stream is not finalized")
       })))
 })
