@@ -6,10 +6,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Stream } from "effect"
 import { TestClock } from "effect/testing"
-import { BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
+import { BigQuerySink, RowSerializer, TableSchema, WriteMethod } from "../../src/BigQuery/index.ts"
 import { CheckpointConflict } from "../../src/Sink.ts"
 import { eoWriter, range, resume, visibleIds, withEo } from "./exactlyOnceFixtures.ts"
-import { destination, fastRetries, rows, serializer } from "./sinkFixtures.ts"
+import { columns, destination, fastRetries, type Row, rows, schema, serializer } from "./sinkFixtures.ts"
 
 describe("BigQuerySink.exactlyOnce", () => {
   for (const via of ["bigquery", "emulator"] as const) {
@@ -123,6 +123,40 @@ describe("BigQuerySink.exactlyOnce", () => {
         assert.instanceOf(error, CheckpointConflict)
         assert.deepStrictEqual(visibleIds(fake), range(0, 5))
         assert.strictEqual(yield* Effect.flip(zombie.writer.write(rows(1))), error)
+      })))
+
+  it.live("a serializer's schema evolving mid-stream: the table widened, the same stream reopened at the same offset", () =>
+    withEo({ createTable: false }, (fake) =>
+      Effect.gen(function*() {
+        fake.createTable(`${fake.projectId}.d.t`, columns.filter((c) => c.name !== "name"))
+        const v1 = yield* RowSerializer.fromJson({
+          fields: [TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" })]
+        })
+        const v2 = yield* RowSerializer.fromJson(schema)
+        let version = 1
+        const current = () => (version === 1 ? v1 : v2)
+        const evolving: RowSerializer.RowSerializer<Row> = {
+          tableSchema: (d) => current().tableSchema(d),
+          descriptor: (d) => RowSerializer.descriptorOf(current(), d),
+          fingerprint: () => version,
+          serialize: (row, d) => current().serialize(row, d)
+        }
+        const writer = yield* BigQuerySink.exactlyOnceWriter({
+          table: yield* destination(fake),
+          serializer: evolving,
+          writeMethod: WriteMethod.exactlyOnce(fastRetries),
+          schemaUpdate: { allowNewFields: true },
+          checkpoint: { resume: yield* resume() }
+        })
+        yield* writer.write(rows(10).map((r) => ({ id: r.id })))
+        version = 2
+        yield* writer.write(rows(10, 10))
+        yield* writer.checkpoint(20)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
+        assert.strictEqual(fake.buffered.stats.creates, 1, "the same stream")
+        const [stream] = fake.buffered.streams.values()
+        assert.strictEqual(stream?.rows.length, 20, "contiguous offsets across the change")
+        assert.isTrue(fake.table(`${fake.projectId}.d.t`)?.schema.fields.some((f) => f.name === "name"))
       })))
 
   it.effect("destinationIdleTimeout: only a clean idle destination is closed (not finalized); a later record opens a new stream", () =>
