@@ -433,6 +433,37 @@ describe("BigQuerySink.exactlyOnce: the restore probe", () => {
       }))
   })
 
+  it.live("a schema mismatch at the probe reconciles and re-appends on the same stream at the same offset", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => (buffered(c) && c.offset === 10 && seen++ === 0
+        ? { _tag: "error", code: 3, message: "schema mismatch", storageCode: 7 }
+        : { _tag: "default" })
+    }, (fake) =>
+      Effect.gen(function*() {
+        const open = Effect.gen(function*() {
+          return yield* BigQuerySink.exactlyOnceWriter({
+            table: yield* destination(fake),
+            serializer: yield* serializer,
+            writeMethod: WriteMethod.exactlyOnce(fastRetries),
+            schemaUpdate: { allowNewFields: true },
+            checkpoint: { resume: yield* eoResume }
+          })
+        })
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* open
+          yield* writer.write(rows(10))
+          yield* writer.checkpoint(10)
+        }))
+        const writer = yield* open
+        yield* writer.write(rows(10, 10))
+        yield* writer.checkpoint(20)
+        assert.strictEqual(seen, 2, "the probe was re-sent once")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
+        assert.strictEqual(fake.buffered.stats.creates, 1, "the restored stream was kept")
+      }))
+  })
+
   it.live("any other failure of the probe is terminal", () => {
     let seen = 0
     return withEo({
