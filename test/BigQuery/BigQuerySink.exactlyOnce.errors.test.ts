@@ -433,6 +433,23 @@ describe("BigQuerySink.exactlyOnce: the restore probe", () => {
       }))
   })
 
+  it.live("a connection closed under the probe reconnects and re-sends it on the same stream", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => (buffered(c) && c.offset === 10 && seen++ === 0
+        ? { _tag: "streamError", code: 14, message: "reset" }
+        : { _tag: "default" })
+    }, (fake) =>
+      Effect.gen(function*() {
+        const connections = fake.stats.connections
+        yield* twoRuns(fake, () => undefined)
+        assert.strictEqual(seen, 2, "the probe was re-sent once")
+        assert.isTrue(fake.stats.connections > connections + 2, "a new connection after the reset")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
+        assert.strictEqual(fake.buffered.stats.creates, 1, "the restored stream was adopted")
+      }))
+  })
+
   it.live("a schema mismatch at the probe reconciles and re-appends on the same stream at the same offset", () => {
     let seen = 0
     return withEo({
