@@ -10,7 +10,14 @@
  * - `jsonWriter`: the Node managedwriter `JSONWriter` appending the same logical rows as objects, batches of
  *   the same row count, the same number of appends pending;
  * - `sink.encode`: `BigQuerySink.make` fed the rows as objects through `RowSerializer.fromSchema`: the
- *   whole path against `jsonWriter`.
+ *   whole path against `jsonWriter`;
+ * - `sink.exactlyOnce`: `BigQuerySink.exactlyOnce` fed the same rows, a checkpoint every second (a
+ *   memory `CheckpointStore`; the fake acknowledges BUFFERED appends and `FlushRows` at once), against
+ *   `sink.encode`; each checkpoint's latency (drain, prepare, save, `FlushRows`) is recorded through a
+ *   tracer on its `BigQuerySink.checkpoint` span (median and p99 over the timed passes). Its position is a
+ *   stand-in, the count of rows the source has emitted, kept per chunk (`Stream.mapArray`), not per row,
+ *   so the method pays for no per-row work the others skip; nothing is restored, so it is never read.
+ *   Each destination keeps one append in flight (offsets follow answers), so `--depth` does not apply.
  *
  * The setting is a client streaming to a remote service (BENCHMARKS.md says why each choice matters):
  *
@@ -30,15 +37,18 @@
  * `rss.sourceOnly`, the new rows drained without the sink.
  *
  *   node bench/bigquery.bench.ts [--rows 2000000] [--passes 3] [--warmup 1] [--depth 100] [--flowWindow 1048576]
- *                                [--distinct 16384] [--rss-rows 5000000] [--rss-runs 3] [--in-process] [--only raw,sink.bytes]
+ *                                [--distinct 16384] [--rss-rows 5000000] [--rss-runs 3] [--in-process]
+ *                                [--only raw,sink.bytes,jsonWriter,sink.encode,sink.exactlyOnce]
  *
  * Each method first runs `--warmup` untimed passes (JIT warm-up for every side alike); the timed passes
- * then interleave the methods and each figure is the median of its passes.
+ * then interleave the methods and each figure is the median of its passes. Beside rows/s, each method's
+ * CPU per row (user + system time of this process, all threads, over the pass; the fake's process is not
+ * counted) is recorded as `cpuNsPerRow`, which moves much less with the load on shared cores.
  *
  * Prints a table and appends JSON lines to bench/results/bigquery.jsonl.
  */
 import * as grpc from "@grpc/grpc-js"
-import { Effect, Exit, Layer, Scope, Stream } from "effect"
+import { Effect, Exit, Layer, Schema, Scope, Stream, Tracer } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -52,6 +62,8 @@ import * as WriteMethod from "../src/BigQuery/WriteMethod.ts"
 import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
 import * as Connection from "../src/internal/bigquery/connection.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
+import * as Checkpoint from "../src/Sink/Checkpoint.ts"
+import { CheckpointStore } from "../src/Sink/CheckpointStore.ts"
 import type { RssResult } from "./bigqueryRss.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import * as JsonWriter from "./jsonWriter.ts"
@@ -98,6 +110,18 @@ const collect = vm.runInNewContext("gc") as () => void
 const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Promise<A> => Effect.runPromise(Effect.scoped(effect))
+
+/** Milliseconds of every exactly-once checkpoint, read off its span. */
+const checkpointMillis: Array<number> = []
+class TimedSpan extends Tracer.NativeSpan {
+  override end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+    if (this.name === "BigQuerySink.checkpoint") checkpointMillis.push(Number(endTime - this.startTime) / 1e6)
+    super.end(endTime, exit)
+  }
+}
+const timing = Tracer.make({ span: (options) => new TimedSpan(options) })
+const percentile = (xs: ReadonlyArray<number>, p: number) =>
+  xs.length === 0 ? 0 : xs.toSorted((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))]!
 
 const main = async () => {
   const scope = await Effect.runPromise(Scope.make())
@@ -213,7 +237,32 @@ const main = async () => {
           Effect.provide(layer),
           Effect.asVoid
         )
+      ),
+    "sink.exactlyOnce": () => {
+      let written = 0
+      return run(
+        Effect.gen(function*() {
+          const resume = yield* Checkpoint.resume({ writerId: "bench", positionSchema: Schema.Number })
+          yield* Stream.fromIterable(rows).pipe(
+            Stream.rechunk(4096),
+            Stream.mapArray((chunk) => {
+              written += chunk.length
+              return chunk
+            }),
+            Stream.run(BigQuerySink.exactlyOnce({
+              table,
+              serializer,
+              writeMethod: WriteMethod.exactlyOnce({ maxAppendRequestBytes: batchBytes }),
+              checkpoint: { resume, every: "1 second", position: () => written }
+            }))
+          )
+        }).pipe(
+          Effect.provide(Layer.merge(layer, Layer.fresh(CheckpointStore.memory))),
+          Effect.withTracer(timing),
+          Effect.asVoid
+        )
       )
+    }
   }
 
   if (only !== undefined) {
@@ -224,8 +273,10 @@ const main = async () => {
     // oxlint-disable-next-line no-await-in-loop
     for (const method of Object.values(methods)) await method()
   }
+  // the checkpoints of the warm-up passes ran cold
+  checkpointMillis.length = 0
   const samples: Record<string, Array<number>> = {}
-  /** The measured process's CPU time (all its threads) per second of the method's wall time. */
+  /** The measured process's CPU time (all its threads) per row, in nanoseconds. */
   const cpuSamples: Record<string, Array<number>> = {}
   for (let pass = 0; pass < passes; pass++) {
     for (const [name, method] of Object.entries(methods)) {
@@ -239,7 +290,7 @@ const main = async () => {
       await method()
       const seconds = (performance.now() - start) / 1000
       const cpu = process.cpuUsage(cpuStart)
-      ;(cpuSamples[name] ??= []).push((cpu.user + cpu.system) / 1e6 / seconds)
+      ;(cpuSamples[name] ??= []).push((cpu.user + cpu.system) * 1000 / rowCount)
       // oxlint-disable-next-line no-await-in-loop
       const acknowledged = (await fake.rowCount()) - before
       if (acknowledged !== rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
@@ -251,8 +302,15 @@ const main = async () => {
     for (const [name, xs] of Object.entries(samples)) {
       console.log(
         `${name}: median ${Math.round(median(xs))} rows/s (${xs.map((x) => Math.round(x)).join(", ")}), cpu ${
-          median(cpuSamples[name]!).toFixed(2)
-        } s/s`
+          Math.round(median(cpuSamples[name]!))
+        } ns/row`
+      )
+    }
+    if (checkpointMillis.length > 0) {
+      console.log(
+        `checkpoints: ${checkpointMillis.length}, median ${percentile(checkpointMillis, 0.5).toFixed(1)} ms, p99 ${
+          percentile(checkpointMillis, 0.99).toFixed(1)
+        } ms`
       )
     }
     fake.close()
@@ -341,10 +399,20 @@ const main = async () => {
     })
   const raw = median(samples["raw"]!)
   const jsonWriter = median(samples["jsonWriter"]!)
-  line("raw.rowsPerSecond.median", raw, "rows/s", raw)
-  line("sink.bytes.rowsPerSecond.median", median(samples["sink.bytes"]!), "rows/s", raw)
-  line("jsonWriter.rowsPerSecond.median", jsonWriter, "rows/s", jsonWriter)
-  line("sink.encode.rowsPerSecond.median", median(samples["sink.encode"]!), "rows/s", jsonWriter)
+  const sinkEncode = median(samples["sink.encode"]!)
+  const cpuNsPerRow = (name: string) => ({ cpuNsPerRow: Math.round(median(cpuSamples[name]!)) })
+  line("raw.rowsPerSecond.median", raw, "rows/s", raw, cpuNsPerRow("raw"))
+  line("sink.bytes.rowsPerSecond.median", median(samples["sink.bytes"]!), "rows/s", raw, cpuNsPerRow("sink.bytes"))
+  line("jsonWriter.rowsPerSecond.median", jsonWriter, "rows/s", jsonWriter, cpuNsPerRow("jsonWriter"))
+  line("sink.encode.rowsPerSecond.median", sinkEncode, "rows/s", jsonWriter, cpuNsPerRow("sink.encode"))
+  line("sink.exactlyOnce.rowsPerSecond.median", median(samples["sink.exactlyOnce"]!), "rows/s", sinkEncode, {
+    ...cpuNsPerRow("sink.exactlyOnce"),
+    checkpointEvery: "1 second"
+  })
+  line("sink.exactlyOnce.checkpoint.median", percentile(checkpointMillis, 0.5), "ms", null, {
+    checkpoints: checkpointMillis.length,
+    p99Ms: Number(percentile(checkpointMillis, 0.99).toFixed(1))
+  })
   const rssLine = (metric: string, r: RssResult & { readonly highestMB: number }, extra: object = {}) =>
     line(metric, r.maxMB, "MB", null, {
       rssRows,
@@ -366,12 +434,14 @@ const main = async () => {
       bytesPerRow.toFixed(1)
     } B/row, ${batches.length} batches of ~${rowsPerBatch} rows, depth ${depth}, ${passes} passes`
   )
-  console.log("metric                              median        baseline   ratio")
+  console.log("metric                                  median        baseline   ratio  cpu ns/row")
   for (const l of lines) {
     console.log(
-      `${String(l["metric"]).padEnd(34)} ${String(l["value"]).padStart(10)} ${String(l["unit"]).padEnd(6)} ${
+      `${String(l["metric"]).padEnd(38)} ${String(l["value"]).padStart(10)} ${String(l["unit"]).padEnd(6)} ${
         String(l["baseline"] ?? "-").padStart(9)
-      } ${l["ratio"] === null ? "      -" : `${String(l["ratio"]).padStart(6)}x`}`
+      } ${l["ratio"] === null ? "      -" : `${String(l["ratio"]).padStart(6)}x`} ${
+        String(l["cpuNsPerRow"] ?? "-").padStart(10)
+      }`
     )
   }
   const results = path.join(here, "results")

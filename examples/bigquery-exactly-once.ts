@@ -8,7 +8,7 @@
  *   node --conditions=source examples/bigquery-exactly-once.ts
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Option, Schema, Stream } from "effect"
+import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, RowSerializer, TableDestination, WriteMethod } from "effect-gcp-sinks/BigQuery"
 import { Checkpoint, CheckpointStore } from "effect-gcp-sinks/Sink"
 import * as fs from "node:fs/promises"
@@ -65,5 +65,5 @@ const program = Effect.gen(function*() {
 })
 
 NodeRuntime.runMain(
-  program.pipe(Effect.provide(BigQueryLive), Effect.provide(CheckpointStore.file(path.join(directory, "checkpoints"))))
+  program.pipe(Effect.provide(Layer.merge(BigQueryLive, CheckpointStore.file(path.join(directory, "checkpoints")))))
 )

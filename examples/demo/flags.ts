@@ -46,7 +46,16 @@ export const flags = {
   dataset: text("dataset", "the BigQuery dataset (created when missing)", "effect_gcp_sinks_demo"),
   bigtableEmulator: optionalText("bigtable-emulator", "host:port of a running Bigtable emulator to reuse"),
   bigqueryEmulatorGrpc: optionalText("bigquery-emulator-grpc", "host:port of a running BigQuery emulator's gRPC port"),
-  bigqueryEmulatorRest: optionalText("bigquery-emulator-rest", "host:port of a running BigQuery emulator's REST port")
+  bigqueryEmulatorRest: optionalText("bigquery-emulator-rest", "host:port of a running BigQuery emulator's REST port"),
+  exactlyOnce: Flag.Boolean("exactly-once").pipe(
+    Flag.withDescription(
+      `BigQuery exactly once: buffered streams flushed at a checkpoint every 10 chunks and at the end (env ${
+        envName("exactly-once")
+      }, default false)`
+    ),
+    Flag.withFallbackConfig(Config.Boolean(envName("exactly-once"))),
+    Flag.withDefault(false)
+  )
 }
 
 /** The parsed command line. */
@@ -61,6 +70,7 @@ export interface DemoConfig {
   readonly bigtableEmulator: Option.Option<string>
   readonly bigqueryEmulatorGrpc: Option.Option<string>
   readonly bigqueryEmulatorRest: Option.Option<string>
+  readonly exactlyOnce: boolean
 }
 
 export const isRealGcp = (config: DemoConfig): boolean => Option.isSome(config.project)
@@ -75,6 +85,7 @@ export const command = <E, R>(run: (config: DemoConfig) => Effect.Effect<void, E
     Command.withExamples([
       { command: "npm start", description: "local emulators, 100,000 events" },
       { command: "npm start -- --events 20000", description: "fewer events" },
+      { command: "npm start -- --exactly-once", description: "BigQuery exactly once, checkpointed" },
       {
         command: "npm start -- --project my-project --instance my-instance --dataset demo --key-file key.json",
         description: "a real project"

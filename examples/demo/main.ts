@@ -4,6 +4,7 @@
  *
  *   npm start                              # local emulators, 100,000 events
  *   npm start -- --events 20000            # fewer events
+ *   npm start -- --exactly-once            # BigQuery exactly once (buffered streams, checkpoints)
  *   npm start -- --project my-project --instance my-instance --dataset demo [--key-file key.json]
  *   npm start -- --help                    # every flag, its environment variable and default
  *
@@ -11,13 +12,14 @@
  * Ctrl-C interrupts cleanly and prints what was written so far.
  */
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
-import { Clock, Data, Effect, Layer, Option, Ref, Sink, Stream } from "effect"
+import { Clock, Data, Effect, Layer, Option, Ref, Schema, Sink, Stream } from "effect"
 import {
   BigQueryClient,
   BigQueryMetrics,
   BigQuerySink,
   RowSerializer,
-  TableDestination as BigQueryTable
+  TableDestination as BigQueryTable,
+  WriteMethod
 } from "effect-gcp-sinks/BigQuery"
 import {
   BigtableClient,
@@ -27,7 +29,7 @@ import {
   RowMutationEntry,
   TableDestination as BigtableTable
 } from "effect-gcp-sinks/Bigtable"
-import { type FailedElement, FailureHandler } from "effect-gcp-sinks/Sink"
+import { Checkpoint, CheckpointStore, type FailedElement, FailureHandler } from "effect-gcp-sinks/Sink"
 import { Command } from "effect/cli"
 import { demoProject, endpoints } from "./emulators.ts"
 import { chunk, type Event, Event as EventSchema, invalidCount } from "./events.ts"
@@ -91,26 +93,57 @@ const program = Effect.fnUntraced(function*(config: DemoConfig) {
       tableCreateOptions: { columnFamilies: { e: {} } },
       failureHandler: failureHandler
     })
-    const bigqueryWriter = yield* BigQuerySink.writer({
-      table: bigqueryTable,
-      serializer: yield* RowSerializer.fromSchema(EventSchema),
-      failureHandler
-    })
+    const total = config.events
+    const chunks = Math.ceil(total / config.chunkSize)
+    /** The first event after chunk `i`: the position a checkpoint after that chunk stores. */
+    const endOf = (i: number) => Math.min(total, (i + 1) * config.chunkSize)
+    const events = Stream.range(0, chunks - 1).pipe(
+      Stream.map((i) => chunk(i * config.chunkSize, endOf(i), config.invalidEvery))
+    )
+    const serializer = yield* RowSerializer.fromSchema(EventSchema)
+
+    // At least once, the writer flushes at the end; exactly once, rows become visible only at
+    // checkpoints: one every 10 chunks and one at the end, each storing the next event to read (the
+    // demo's source starts at 0: its store is in memory, so a new run is a new writer).
+    const bigqueryWriter = config.exactlyOnce
+      ? yield* Effect.gen(function*() {
+        const resume = yield* Checkpoint.resume({ writerId: "demo-events", positionSchema: Schema.Number })
+        const writer = yield* BigQuerySink.exactlyOnceWriter({
+          table: bigqueryTable,
+          serializer,
+          writeMethod: WriteMethod.exactlyOnce(),
+          failureHandler,
+          checkpoint: { resume }
+        })
+        const write = Stream.range(0, chunks - 1).pipe(
+          Stream.runForEach((i) =>
+            writer.write(chunk(i * config.chunkSize, endOf(i), config.invalidEvery)).pipe(
+              Effect.andThen(i % 10 === 9 ? writer.checkpoint(endOf(i)) : Effect.void)
+            )
+          ),
+          Effect.andThen(writer.checkpoint(total))
+        )
+        return { summary: writer.summary, write }
+      })
+      : yield* Effect.gen(function*() {
+        const writer = yield* BigQuerySink.writer({ table: bigqueryTable, serializer, failureHandler })
+        const write = events.pipe(Stream.runForEach((batch) => writer.write(batch)), Effect.andThen(writer.flush))
+        return { summary: writer.summary, write }
+      })
 
     const sources: ReadonlyArray<Source> = [
       { name: "Bigtable", summary: bigtableWriter.summary, inFlight: gauge(BigtableMetrics.inFlightEntries) },
       { name: "BigQuery", summary: bigqueryWriter.summary, inFlight: gauge(BigQueryMetrics.inFlightBatches) }
     ]
-    const total = config.events
-    const events = Stream.range(0, Math.ceil(total / config.chunkSize) - 1).pipe(
-      Stream.map((i) => chunk(i * config.chunkSize, Math.min(total, (i + 1) * config.chunkSize), config.invalidEvery))
-    )
     const startedAt = yield* Clock.currentTimeMillis
-    yield* Effect.log(`streaming ${total} events into Bigtable ${bigtableTable} and BigQuery ${bigqueryTable}`)
+    yield* Effect.log(
+      `streaming ${total} events into Bigtable ${bigtableTable} and BigQuery ${bigqueryTable}` +
+        (config.exactlyOnce ? " (exactly once)" : "")
+    )
 
     const write = Effect.all([
       events.pipe(Stream.runForEach((batch) => bigtableWriter.write(batch)), Effect.andThen(bigtableWriter.flush)),
-      events.pipe(Stream.runForEach((batch) => bigqueryWriter.write(batch)), Effect.andThen(bigqueryWriter.flush))
+      bigqueryWriter.write
     ], { concurrency: 2, discard: true })
 
     yield* Effect.raceFirst(write, display(sources, total)).pipe(
@@ -165,7 +198,7 @@ const program = Effect.fnUntraced(function*(config: DemoConfig) {
     }
     if (!ok) return yield* new DemoError({ message: "read-back counts do not match what was written" })
     process.stdout.write("\nall records accounted for: written, or routed to the dead-letter sink\n")
-  }).pipe(Effect.scoped, Effect.provide(clients))
+  }).pipe(Effect.scoped, Effect.provide(Layer.merge(clients, CheckpointStore.memory)))
 })
 
 command((config) => program(config).pipe(Effect.scoped)).pipe(

@@ -4,11 +4,13 @@
  * what became visible (exactly the rows expected, none twice) and what failed.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Sink } from "effect"
+import { Effect, Fiber, Sink } from "effect"
+import { TestClock } from "effect/testing"
 import { type BigQueryFailure, BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
 import { FailureHandler } from "../../src/Sink.ts"
 import type * as Fake from "../support/fakeBigQueryWrite.ts"
 import type * as Buffered from "../support/fakeBufferedStreams.ts"
+import { eventually } from "../support/waiting.ts"
 import { eoWriter, range, resume, visibleIds, withEo } from "./exactlyOnceFixtures.ts"
 import { columns, destination, fastRetries, rows, serializer } from "./sinkFixtures.ts"
 
@@ -67,6 +69,34 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
         assert.strictEqual(stream?.rows.length, 40, "appended once")
       })))
 
+  it.effect("an unanswered append (the 5-minute watchdog) is re-appended at the same offset", () =>
+    withEo({ answer: nth(1, { _tag: "hang" }) }, (fake) =>
+      Effect.gen(function*() {
+        let done = false
+        const fiber = yield* writeAndCheckpoint(fake, 40).pipe(
+          Effect.ensuring(Effect.sync(() => void (done = true))),
+          Effect.forkChild
+        )
+        yield* eventually("the unanswered append", () => fake.stats.requests >= 2)
+        yield* TestClock.withLive(Effect.sleep("150 millis"))
+        const [before] = fake.buffered.streams.values()
+        const landed = before?.rows.length ?? 0
+        yield* TestClock.adjust("4 minutes")
+        yield* TestClock.withLive(Effect.sleep("150 millis"))
+        assert.isFalse(done, "still waiting before the timeout")
+        // the timeout, then the recovery backoffs (milliseconds) on the TestClock
+        for (let i = 0; i < 20; i++) {
+          yield* TestClock.adjust("1 minute")
+          yield* TestClock.withLive(Effect.sleep("50 millis"))
+        }
+        const failed = yield* Fiber.join(fiber)
+        assert.isTrue(failed._tag === "None")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 40))
+        const [stream] = fake.buffered.streams.values()
+        assert.strictEqual(stream?.rows.length, 40, "appended once")
+        assert.isTrue(landed < 40, "rows were still missing while the append hung")
+      })))
+
   it.live("OFFSET_OUT_OF_RANGE mid-run (a cascade) is re-appended at the same offset", () =>
     withEo(
       { answer: nth(1, { _tag: "error", code: 11, message: "out of range", storageCode: 9 }) },
@@ -114,6 +144,28 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
         const error = yield* Effect.flip(r.checkpoint(40))
         assert.strictEqual(reasonOf(error), "RequestRejected")
         assert.include(detailOf(error), "replaying")
+        assert.deepStrictEqual(visibleIds(fake), [])
+      }))
+  })
+
+  it.live("during the replay, OFFSET_OUT_OF_RANGE is terminal (not re-appended)", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => {
+        if (!buffered(c)) return { _tag: "default" }
+        const n = seen++
+        if (n === 1) return { _tag: "rowErrors", errors: [{ index: 0, message: "bad" }] }
+        if (n === 2) return { _tag: "error", code: 11, message: "out of range", storageCode: 9 }
+        return { _tag: "default" }
+      }
+    }, (fake) =>
+      Effect.gen(function*() {
+        const r = yield* eoWriterWith(fake, () => undefined)
+        yield* r.write(rows(40))
+        const error = yield* Effect.flip(r.checkpoint(40))
+        assert.strictEqual(reasonOf(error), "RequestRejected")
+        assert.include(detailOf(error), "OFFSET_OUT_OF_RANGE")
+        assert.strictEqual(seen, 3, "the replay was not re-appended")
         assert.deepStrictEqual(visibleIds(fake), [])
       }))
   })
@@ -226,9 +278,9 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
       })))
 })
 
-describe("BigQuerySink.exactlyOnce: the commit rules (FlushRows)", () => {
-  const flushFault = (fault: Exclude<Buffered.BufferedFaults["flush"], undefined>) => ({ buffered: { flush: fault } })
+const flushFault = (fault: Exclude<Buffered.BufferedFaults["flush"], undefined>) => ({ buffered: { flush: fault } })
 
+describe("BigQuerySink.exactlyOnce: the commit rules (FlushRows)", () => {
   it.live("a FlushRows answering another offset is terminal", () =>
     withEo(flushFault(() => ({ answerOffset: 3 })), (fake) =>
       Effect.gen(function*() {
@@ -291,21 +343,21 @@ describe("BigQuerySink.exactlyOnce: the commit rules (FlushRows)", () => {
   }
 })
 
-describe("BigQuerySink.exactlyOnce: the restore probe", () => {
-  /** A first run checkpointing 10 rows; then `between`; then a second run writing 10 more. */
-  const twoRuns = (fake: Fake.FakeBigQuery, between: () => void) =>
-    Effect.gen(function*() {
-      yield* Effect.scoped(Effect.gen(function*() {
-        const { writer } = yield* eoWriter(fake)
-        yield* writer.write(rows(10))
-        yield* writer.checkpoint(10)
-      }))
-      between()
+/** A first run checkpointing 10 rows; then `between`; then a second run writing 10 more. */
+const twoRuns = (fake: Fake.FakeBigQuery, between: () => void) =>
+  Effect.gen(function*() {
+    yield* Effect.scoped(Effect.gen(function*() {
       const { writer } = yield* eoWriter(fake)
-      yield* writer.write(rows(10, 10))
-      yield* writer.checkpoint(20)
-    })
+      yield* writer.write(rows(10))
+      yield* writer.checkpoint(10)
+    }))
+    between()
+    const { writer } = yield* eoWriter(fake)
+    yield* writer.write(rows(10, 10))
+    yield* writer.checkpoint(20)
+  })
 
+describe("BigQuerySink.exactlyOnce: the restore probe", () => {
   it.live("OFFSET_OUT_OF_RANGE at the probe abandons the stream for a fresh one", () => {
     let seen = 0
     return withEo({
@@ -362,6 +414,84 @@ describe("BigQuerySink.exactlyOnce: the restore probe", () => {
         yield* writer.write(rows(10, 10))
         yield* writer.checkpoint(20)
         assert.strictEqual(visibleIds(fake).length, 19)
+        assert.strictEqual(fake.buffered.stats.creates, 1)
+      }))
+  })
+
+  it.live("an unknown stream at the probe (STREAM_NOT_FOUND) is abandoned, not finalized", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => (buffered(c) && c.offset === 10 && seen++ === 0
+        ? { _tag: "error", code: 5, message: "no stream", storageCode: 3 }
+        : { _tag: "default" })
+    }, (fake) =>
+      Effect.gen(function*() {
+        yield* twoRuns(fake, () => undefined)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
+        assert.strictEqual(fake.buffered.stats.creates, 2)
+        assert.strictEqual(fake.buffered.stats.finalizes, 0)
+      }))
+  })
+
+  it.live("a connection closed under the probe reconnects and re-sends it on the same stream", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => (buffered(c) && c.offset === 10 && seen++ === 0
+        ? { _tag: "streamError", code: 14, message: "reset" }
+        : { _tag: "default" })
+    }, (fake) =>
+      Effect.gen(function*() {
+        const connections = fake.stats.connections
+        yield* twoRuns(fake, () => undefined)
+        assert.strictEqual(seen, 2, "the probe was re-sent once")
+        assert.isTrue(fake.stats.connections > connections + 2, "a new connection after the reset")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
+        assert.strictEqual(fake.buffered.stats.creates, 1, "the restored stream was adopted")
+      }))
+  })
+
+  it.live("a schema mismatch at the probe reconciles and re-appends on the same stream at the same offset", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => (buffered(c) && c.offset === 10 && seen++ === 0
+        ? { _tag: "error", code: 3, message: "schema mismatch", storageCode: 7 }
+        : { _tag: "default" })
+    }, (fake) =>
+      Effect.gen(function*() {
+        const open = Effect.gen(function*() {
+          return yield* BigQuerySink.exactlyOnceWriter({
+            table: yield* destination(fake),
+            serializer: yield* serializer,
+            writeMethod: WriteMethod.exactlyOnce(fastRetries),
+            schemaUpdate: { allowNewFields: true },
+            checkpoint: { resume: yield* eoResume }
+          })
+        })
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* open
+          yield* writer.write(rows(10))
+          yield* writer.checkpoint(10)
+        }))
+        const writer = yield* open
+        yield* writer.write(rows(10, 10))
+        yield* writer.checkpoint(20)
+        assert.strictEqual(seen, 2, "the probe was re-sent once")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
+        assert.strictEqual(fake.buffered.stats.creates, 1, "the restored stream was kept")
+      }))
+  })
+
+  it.live("any other failure of the probe is terminal", () => {
+    let seen = 0
+    return withEo({
+      answer: (c) => (buffered(c) && c.offset === 10 && seen++ === 0
+        ? { _tag: "error", code: 3, message: "invalid request" }
+        : { _tag: "default" })
+    }, (fake) =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(twoRuns(fake, () => undefined))
+        assert.strictEqual(reasonOf(error), "RequestRejected")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 10), "only the first run's checkpoint")
         assert.strictEqual(fake.buffered.stats.creates, 1)
       }))
   })

@@ -5,10 +5,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Stream } from "effect"
-import { BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
+import { TestClock } from "effect/testing"
+import { BigQuerySink, RowSerializer, TableSchema, WriteMethod } from "../../src/BigQuery/index.ts"
 import { CheckpointConflict } from "../../src/Sink.ts"
 import { eoWriter, range, resume, visibleIds, withEo } from "./exactlyOnceFixtures.ts"
-import { destination, fastRetries, rows, serializer } from "./sinkFixtures.ts"
+import { columns, destination, fastRetries, type Row, rows, schema, serializer } from "./sinkFixtures.ts"
 
 describe("BigQuerySink.exactlyOnce", () => {
   for (const via of ["bigquery", "emulator"] as const) {
@@ -122,5 +123,64 @@ describe("BigQuerySink.exactlyOnce", () => {
         assert.instanceOf(error, CheckpointConflict)
         assert.deepStrictEqual(visibleIds(fake), range(0, 5))
         assert.strictEqual(yield* Effect.flip(zombie.writer.write(rows(1))), error)
+      })))
+
+  it.live("a serializer's schema evolving mid-stream: the table widened, the same stream reopened at the same offset", () =>
+    withEo({ createTable: false }, (fake) =>
+      Effect.gen(function*() {
+        fake.createTable(`${fake.projectId}.d.t`, columns.filter((c) => c.name !== "name"))
+        const v1 = yield* RowSerializer.fromJson({
+          fields: [TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" })]
+        })
+        const v2 = yield* RowSerializer.fromJson(schema)
+        let version = 1
+        const current = () => (version === 1 ? v1 : v2)
+        const evolving: RowSerializer.RowSerializer<Row> = {
+          tableSchema: (d) => current().tableSchema(d),
+          descriptor: (d) => RowSerializer.descriptorOf(current(), d),
+          fingerprint: () => version,
+          serialize: (row, d) => current().serialize(row, d)
+        }
+        const writer = yield* BigQuerySink.exactlyOnceWriter({
+          table: yield* destination(fake),
+          serializer: evolving,
+          writeMethod: WriteMethod.exactlyOnce(fastRetries),
+          schemaUpdate: { allowNewFields: true },
+          checkpoint: { resume: yield* resume() }
+        })
+        yield* writer.write(rows(10).map((r) => ({ id: r.id })))
+        version = 2
+        yield* writer.write(rows(10, 10))
+        yield* writer.checkpoint(20)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
+        assert.strictEqual(fake.buffered.stats.creates, 1, "the same stream")
+        const [stream] = fake.buffered.streams.values()
+        assert.strictEqual(stream?.rows.length, 20, "contiguous offsets across the change")
+        assert.isTrue(fake.table(`${fake.projectId}.d.t`)?.schema.fields.some((f) => f.name === "name"))
+      })))
+
+  it.effect("destinationIdleTimeout: only a clean idle destination is closed (not finalized); a later record opens a new stream", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        const method = WriteMethod.exactlyOnce({ ...fastRetries, destinationIdleTimeout: "1 minute" })
+        const { writer } = yield* eoWriter(fake, "w", method)
+        yield* writer.write(rows(10))
+        yield* writer.checkpoint(10)
+        // rows written since the last prepare, then idle for longer than the timeout: the checkpoint keeps it
+        yield* writer.write(rows(10, 10))
+        yield* TestClock.adjust("2 minutes")
+        yield* writer.checkpoint(20)
+        yield* writer.write(rows(10, 20))
+        yield* writer.checkpoint(30)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 30))
+        assert.strictEqual(fake.buffered.stats.creates, 1, "a dirty destination is not closed")
+        // clean since that checkpoint and idle: the next checkpoint closes it
+        yield* TestClock.adjust("2 minutes")
+        yield* writer.checkpoint(30)
+        yield* writer.write(rows(10, 30))
+        yield* writer.checkpoint(40)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 40))
+        assert.strictEqual(fake.buffered.stats.creates, 2, "reopened on a new stream")
+        assert.strictEqual(fake.buffered.stats.finalizes, 0, "the closed stream is not finalized")
       })))
 })

@@ -280,7 +280,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
     const stats = { requests: 0, connections: 0, schemasSent: 0, restCalls: [] as Array<string> }
     const fastAckBytes = Buffer.from(v1.AppendRowsResponse.encode({ appendResult: {} }).finish())
     const missingCode = options.missingTableCode ?? grpc.status.NOT_FOUND
-    const buffered = Buffered.make((table) => catalog.has(table), options.buffered)
+    const buffered = Buffered.make((table) => catalog.has(table), options.buffered, options.fastAck === true)
 
     const cdc = FakeCdc.make()
     const commit = (table: string, rows: ReadonlyArray<Uint8Array>, descriptor?: Uint8Array) => {

@@ -47,6 +47,7 @@ describe("demo flags", () => {
         "effect_gcp_sinks_demo"
       ])
       assert.isTrue(Option.isNone(d.project))
+      assert.isFalse(d.exactlyOnce)
       const given = Option.getOrThrow(
         (yield* parse(["--events", "5000", "--chunk-size=50", "--project", "p", "--key-file", "k.json"])).config
       )
@@ -64,6 +65,13 @@ describe("demo flags", () => {
       )
       const flagWins = Option.getOrThrow((yield* parse(["--events", "9"], env)).config)
       assert.strictEqual(flagWins.events, 9)
+    }))
+
+  it.effect("--exactly-once, or DEMO_EXACTLY_ONCE, selects the exactly-once BigQuery mode", () =>
+    Effect.gen(function*() {
+      assert.isTrue(Option.getOrThrow((yield* parse(["--exactly-once"])).config).exactlyOnce)
+      assert.isTrue(Option.getOrThrow((yield* parse([], { DEMO_EXACTLY_ONCE: "true" })).config).exactlyOnce)
+      assert.isFalse(Option.getOrThrow((yield* parse([], { DEMO_EXACTLY_ONCE: "false" })).config).exactlyOnce)
     }))
 
   it.effect("an invalid value is refused before the demo runs", () =>

@@ -663,16 +663,17 @@ describe("BigQuery sink options: additionalFields (reference 2.13) and failureHa
     }))
 })
 
-describe("WriteMethod.exactlyOnce options (reference 2.7)", () => {
-  const decodeEo = (options: Opts) => Options.decode(options, "ExactlyOnce")
-  const rejectsEo = (options: Opts, path: string, rule: RegExp) =>
-    Effect.gen(function*() {
-      const error = yield* Effect.flip(decodeEo(options))
-      assert.instanceOf(error, SinkConfigError)
-      assert.strictEqual(error.path, path)
-      assert.match(error.message, rule)
-    })
+const decodeEo = (options: Opts) => Options.decode(options, "ExactlyOnce")
+const rejectsEo = (options: Opts, path: string, rule: RegExp) =>
+  Effect.gen(function*() {
+    const error = yield* Effect.flip(decodeEo(options))
+    assert.instanceOf(error, SinkConfigError)
+    assert.strictEqual(error.path, path)
+    assert.match(error.message, rule)
+  })
+const eo = (o: WriteMethod.ExactlyOnceOptions) => ({ ...base, writeMethod: WriteMethod.exactlyOnce(o) })
 
+describe("WriteMethod.exactlyOnce options (reference 2.7)", () => {
   it.effect("defaults: 512 KiB, 1 h idle, the recovery and retry budgets; no flush interval", () =>
     Effect.gen(function*() {
       const implicit = yield* decodeEo(base)
@@ -709,7 +710,6 @@ describe("WriteMethod.exactlyOnce options (reference 2.7)", () => {
 
   it.effect("invalid values name the option", () =>
     Effect.gen(function*() {
-      const eo = (o: WriteMethod.ExactlyOnceOptions) => ({ ...base, writeMethod: WriteMethod.exactlyOnce(o) })
       yield* rejectsEo(eo({ maxAppendRequestBytes: 0 }), "writeMethod.maxAppendRequestBytes", /between 1 and/)
       yield* rejectsEo(eo({ maxAppendRequestBytes: 10 * 1024 * 1024 }), "writeMethod.maxAppendRequestBytes", /between/)
       yield* rejectsEo(eo({ destinationIdleTimeout: "0 millis" }), "writeMethod.destinationIdleTimeout", /positive/)
