@@ -342,7 +342,10 @@ export const open = <A, E, R>(
         Connection.getWriteStream(client.write, destination.defaultStream)
       )),
       Effect.andThen(
-        Effect.map(makeSlot(client.write, destination.defaultStream, backlog), (slot) => ({ slot, buffered: undefined }))
+        Effect.map(
+          makeSlot(client.write, destination.defaultStream, backlog),
+          (slot) => ({ slot, buffered: undefined })
+        )
       )
     ))
 
@@ -359,7 +362,8 @@ const provisionCdc = <A, E, R>(
     create: (fields) =>
       Effect.flatMap(
         createResource(settings, destination, schema),
-        (resource) => tables.create(client.rest, destination, schema, { ...resource, ...fields }, settings.stream.recovery)
+        (resource) =>
+          tables.create(client.rest, destination, schema, { ...resource, ...fields }, settings.stream.recovery)
       )
   })
 
