@@ -12,11 +12,18 @@
  * @since 0.1.0
  */
 export * as Checkpoint from "./Sink/Checkpoint.ts"
-export { CheckpointConflict, CheckpointRecord, CheckpointStore, CheckpointStoreError } from "./Sink/CheckpointStore.ts"
+export {
+  CheckpointConflict,
+  CheckpointRecord,
+  CheckpointStore,
+  CheckpointStoreError,
+  type GcsCheckpointStoreOptions
+} from "./Sink/CheckpointStore.ts"
 export { CreateDisposition } from "./Sink/CreateDisposition.ts"
 export { EmulatorEndpoint } from "./Sink/EmulatorEndpoint.ts"
 export { type Connector, type FailedElement, isFailedElement, unresolved } from "./Sink/FailedElement.ts"
 export { type DeadLetterOptions, FailureHandler, RecordFailed } from "./Sink/FailureHandler.ts"
+export * as GcsClient from "./Sink/GcsClient.ts"
 export { RetryPolicy, type RetryPolicyInput, type RetryPolicyOptions } from "./Sink/RetryPolicy.ts"
 export { SinkConfigError } from "./Sink/SinkConfigError.ts"
 export type * as SinkOptions from "./Sink/SinkOptions.ts"

@@ -4,12 +4,17 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
-import type * as Effect from "effect/Effect"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as file from "../internal/checkpointFile.ts"
+import * as gcs from "../internal/checkpointGcs.ts"
 import * as memory from "../internal/checkpointMemory.ts"
+import { GcsClient } from "./GcsClient.ts"
+import type { RetryPolicyInput } from "./RetryPolicy.ts"
+import type { SinkConfigError } from "./SinkConfigError.ts"
 
 /**
  * One checkpoint of one writer.
@@ -68,7 +73,8 @@ const show = (id: string | undefined): string => (id === undefined ? "none" : `'
 
 /**
  * The store could not be read or written: `reason` is `"Corrupt"` (a stored record does not decode:
- * torn, truncated or foreign), `"Io"` (the file system refused) or `"InvalidWriterId"`.
+ * torn, truncated or foreign), `"Io"` (the file system or Cloud Storage refused, or did not answer
+ * within the retry budget) or `"InvalidWriterId"` (empty, or too long for an object name).
  *
  * **Example** (Reporting a corrupt store)
  * ```ts
@@ -95,6 +101,28 @@ export class CheckpointStoreError extends Schema.TaggedError<CheckpointStoreErro
   override get message(): string {
     return `checkpoint store (${this.reason}) for writer '${this.writerId}': ${this.detail}`
   }
+}
+
+/**
+ * The options of {@link CheckpointStore.gcs}.
+ *
+ * - `bucket`: an existing bucket (the store creates no bucket).
+ * - `prefix`: the folder of the checkpoint objects (`checkpoints/orders`); default the bucket's top
+ *   level. A trailing `/` is added. Each writer has one object, `<prefix><writerId>.json`, the id
+ *   escaped as in the file store (`%XX` for every character outside `[A-Za-z0-9_-]`).
+ * - `responseTimeout`: the deadline of each request; a request unanswered that long is retried like
+ *   a 503. Default 30 seconds.
+ * - `retry`: the budget for transient failures (408, 429, 5xx, network errors, deadlines) of each
+ *   request: `RetryPolicyOptions` or a `RetryPolicy`; default 8 attempts from 100 ms to 5 s.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface GcsCheckpointStoreOptions {
+  readonly bucket: string
+  readonly prefix?: string | undefined
+  readonly responseTimeout?: Duration.Input | undefined
+  readonly retry?: RetryPolicyInput | undefined
 }
 
 /**
@@ -168,4 +196,55 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
         conflict: (f) => new CheckpointConflict(f),
         error: (f) => new CheckpointStoreError(f)
       })))
+
+  /**
+   * A store in a Cloud Storage bucket: writers on different machines sharing a `writerId` fence
+   * each other.
+   *
+   * **When to use**
+   *
+   * When the process may be restarted on another machine (a container, a VM group): the memory store
+   * dies with the process, the file store with the disk.
+   *
+   * **Details**
+   *
+   * Each writer has one object, replaced on each save by a single upload under a generation-match
+   * precondition: `ifGenerationMatch: 0` (create only) for the first save, then the generation of the
+   * record this store last loaded or saved. When the expected previous id is not that record's, the
+   * stored object is read and its id compared first. A `412 Precondition Failed` is a
+   * {@link CheckpointConflict} naming both ids, unless the object holds this very save (an attempt
+   * whose answer was lost, recognised by a per-save nonce in the object's metadata). Every request
+   * has a deadline (`responseTimeout`) and transient failures are retried on `retry`; every other
+   * failure is a {@link CheckpointStoreError} (`Io`, `Corrupt` for an object that is not a checkpoint
+   * of this writer, `InvalidWriterId`). Objects hold the same versioned JSON envelope as the file
+   * store. Options are checked when the layer is built (`SinkConfigError` naming the option).
+   *
+   * **Example** (Checkpoints in a bucket, on fake-gcs-server)
+   * ```ts
+   * import { Layer } from "effect"
+   * import { CheckpointStore, GcsClient } from "effect-gcp-sinks/Sink"
+   * const layer = CheckpointStore.gcs({ bucket: "my-checkpoints", prefix: "orders" }).pipe(
+   *   Layer.provide(GcsClient.layer({ projectId: "test-project", emulator: { rest: "127.0.0.1:4443" } }))
+   * )
+   * ```
+   *
+   * @see {@link GcsClient}
+   * @category layers
+   * @since 0.1.0
+   */
+  static readonly gcs = (
+    options: GcsCheckpointStoreOptions
+  ): Layer.Layer<CheckpointStore, SinkConfigError, GcsClient> =>
+    Layer.effect(
+      CheckpointStore,
+      Effect.gen(function*() {
+        const settings = yield* gcs.settings(options)
+        const { storage } = yield* GcsClient
+        return CheckpointStore.of(gcs.make(storage, settings, {
+          decode: Schema.decodeUnknownResult(CheckpointRecord),
+          conflict: (f) => new CheckpointConflict(f),
+          error: (f) => new CheckpointStoreError(f)
+        }))
+      })
+    )
 }

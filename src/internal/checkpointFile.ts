@@ -174,16 +174,29 @@ const writeTemp = (writerId: string, dir: string, sequence: number, body: string
 }
 
 // link(2) fails with EEXIST instead of replacing: only one saver can create a given sequence.
-const linkNoClobber = (writerId: string, temp: string, target: string): Effect.Effect<boolean, StoreFailure> =>
-  attempt(() => fs.link(temp, target)).pipe(
+// ENOENT: the winner of this sequence (or a later one) pruned our temporary file first, which is a
+// lost race too; when no such record exists it is a real I/O failure.
+const linkNoClobber = (
+  writerId: string,
+  dir: string,
+  sequence: number,
+  temp: string
+): Effect.Effect<boolean, StoreFailure> => {
+  const target = path.join(dir, fileName(sequence))
+  const ioFailure = (cause: unknown) => failure({ reason: "Io", writerId, detail: `link ${target}`, cause })
+  return attempt(() => fs.link(temp, target)).pipe(
     Effect.as(true),
-    Effect.catch(({ cause }) =>
-      isCode(cause, "EEXIST")
-        ? Effect.succeed(false)
-        : Effect.fail(failure({ reason: "Io", writerId, detail: `link ${target}`, cause }))
-    ),
+    Effect.catch(({ cause }) => {
+      if (isCode(cause, "EEXIST")) return Effect.succeed(false)
+      if (!isCode(cause, "ENOENT")) return Effect.fail(ioFailure(cause))
+      return Effect.flatMap(
+        listSequences(writerId, dir),
+        (names) => newestSequence(names) >= sequence ? Effect.succeed(false) : Effect.fail(ioFailure(cause))
+      )
+    }),
     Effect.ensuring(removeQuietly(temp))
   )
+}
 
 const syncDirectory = (writerId: string, dir: string) =>
   Effect.acquireUseRelease(
@@ -212,7 +225,7 @@ const prune = Effect.fnUntraced(function*(writerId: string, dir: string, sequenc
 const writeRecord = Effect.fnUntraced(function*(writerId: string, dir: string, sequence: number, record: unknown) {
   const body = JSON.stringify({ format, version, writerId, sequence, record })
   const temp = yield* writeTemp(writerId, dir, sequence, body)
-  const linked = yield* linkNoClobber(writerId, temp, path.join(dir, fileName(sequence)))
+  const linked = yield* linkNoClobber(writerId, dir, sequence, temp)
   if (linked) yield* syncDirectory(writerId, dir)
   return linked
 })
@@ -239,7 +252,15 @@ export const make = <R extends { readonly id: string }, C, E>(directory: string,
         }
         const sequence = Option.isSome(latest) ? latest.value.sequence + 1 : 1
         const linked = yield* writeRecord(writerId, dir, sequence, record)
-        if (!linked) return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId: undefined }))
+        if (!linked) {
+          // Another saver created this sequence first: name the record that won.
+          const winner = yield* readLatest(options.decode, writerId, dir)
+          return yield* Effect.fail(options.conflict({
+            writerId,
+            expectedPreviousId,
+            actualId: Option.isSome(winner) ? winner.value.record.id : undefined
+          }))
+        }
         yield* prune(writerId, dir, sequence).pipe(
           // A leftover old file costs disk, not correctness: report it, do not fail the checkpoint.
           Effect.catch((error) => Effect.logWarning("could not prune old checkpoints", toError(error)))

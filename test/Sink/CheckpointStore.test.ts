@@ -4,6 +4,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../src/Sink.ts"
+import { checkLaws } from "../support/checkpointStoreLaws.ts"
 
 const record = (id: string, offset = 0) =>
   new CheckpointRecord({ id, position: { offset }, commits: [{ stream: `s-${id}`, rows: offset }] })
@@ -14,14 +15,28 @@ const tempDirectory = Effect.acquireRelease(
 )
 
 const stores: ReadonlyArray<
-  [string, Effect.Effect<Layer.Layer<CheckpointStore>, never, Scope.Scope>]
+  [string, Effect.Effect<Layer.Layer<CheckpointStore>, never, Scope.Scope>, number]
 > = [
-  ["memory", Effect.succeed(CheckpointStore.memory)],
-  ["file", Effect.map(tempDirectory, (dir) => CheckpointStore.file(dir))]
+  ["memory", Effect.succeed(CheckpointStore.memory), 200],
+  ["file", Effect.map(tempDirectory, (dir) => CheckpointStore.file(dir)), 40]
 ]
 
-for (const [name, makeLayer] of stores) {
+for (const [name, makeLayer, lawRuns] of stores) {
   describe(`CheckpointStore.${name}`, () => {
+    it.effect(
+      "property: exactly one of concurrent savers wins, conflicts name both ids, load gives the last winner",
+      () =>
+        Effect.gen(function*() {
+          const layer = yield* makeLayer
+          const store = yield* CheckpointStore.pipe(Effect.provide(layer))
+          for (const seed of [20261130, 7, 424242]) {
+            const figures = yield* checkLaws(store, { runs: Math.ceil(lawRuns / 3), seed, prefix: `laws-${seed}` })
+            assert.isAbove(figures.conflicts, 0, "the histories include races and stale expectations")
+          }
+        }),
+      120_000
+    )
+
     it.effect("a new writer has no record; saves chain by id", () =>
       Effect.gen(function*() {
         const layer = yield* makeLayer

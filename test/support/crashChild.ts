@@ -1,0 +1,65 @@
+/**
+ * The child side of the SIGKILL crash proof (`crashProof.ts`): what a child script uses to report its
+ * steps, to hold still where the harness wants to kill it, and to replay its source from a stored
+ * position.
+ *
+ * - `step(name, data?)` writes `STEP <name> <json>` to stdout synchronously (a pipe write on Linux is
+ *   synchronous, and `fs.writeSync` makes it so everywhere), then, when this start's kill plan is "after
+ *   the n-th `name`" with a hold (env `CRASH_PROOF_HOLD=<name>`, `CRASH_PROOF_HOLD_NTH=<n>`), sleeps long
+ *   enough for the SIGKILL to land right there: between a save and its commit, or inside a commit.
+ * - `replayableSource({ total, from, chunkSize })`: ids `from .. total-1` in chunks, the same ids for the
+ *   same positions on every start: a source that resumes at the stored position.
+ * - `intEnv(name)` / `stringEnv(name)`: the child's parameters.
+ *
+ * A child exits 0 after `step("done")`, 3 after `step("fenced")` (a `CheckpointConflict`: a zombie),
+ * and non-zero with its error on stderr otherwise.
+ */
+import { Effect, Stream } from "effect"
+import * as fs from "node:fs"
+
+/** The exit code of a child that was fenced (its save was a `CheckpointConflict`). */
+export const fencedExitCode = 3
+
+const seen = new Map<string, number>()
+
+/** The line a step is reported with. */
+export const stepLine = (name: string, data?: unknown): string =>
+  `STEP ${name} ${data === undefined ? "null" : JSON.stringify(data)}\n`
+
+/** Reports a step; holds after it when this start's kill plan says so (the kill then lands here). */
+export const step = (name: string, data?: unknown): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    fs.writeSync(1, stepLine(name, data))
+    const nth = (seen.get(name) ?? 0) + 1
+    seen.set(name, nth)
+    const hold = process.env.CRASH_PROOF_HOLD === name && Number(process.env.CRASH_PROOF_HOLD_NTH ?? "1") === nth
+    return hold ? Effect.sleep(`${Number(process.env.CRASH_PROOF_HOLD_MS ?? "10000")} millis`) : Effect.void
+  })
+
+/** A required integer parameter. */
+export const intEnv = (name: string, fallback?: number): number => {
+  const raw = process.env[name]
+  const value = raw === undefined ? fallback : Number(raw)
+  if (value === undefined || !Number.isSafeInteger(value)) throw new Error(`${name} must be an integer, was ${raw}`)
+  return value
+}
+
+/** A required string parameter. */
+export const stringEnv = (name: string, fallback?: string): string => {
+  const value = process.env[name] ?? fallback
+  if (value === undefined || value.length === 0) throw new Error(`${name} must be set`)
+  return value
+}
+
+/**
+ * Ids `from` to `total - 1`, `chunkSize` at a time: what a replayable source (a file, a topic partition)
+ * delivers from a stored position.
+ */
+export const replayableSource = (options: {
+  readonly total: number
+  readonly from: number
+  readonly chunkSize: number
+}): Stream.Stream<number> =>
+  options.from >= options.total
+    ? Stream.empty
+    : Stream.range(options.from, options.total - 1, options.chunkSize)
