@@ -1,0 +1,110 @@
+/**
+ * `WriteMethod.fileLoads` options (reference 2.9) decoded with `Schema` into the settings of the
+ * file-loads writer, each failure a `SinkConfigError` naming the option as written
+ * (`writeMethod.stagingPath`), before any I/O. Options of the other methods are not options here.
+ *
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import type * as WriteMethod from "../../../BigQuery/WriteMethod.ts"
+import type { RetryPolicy } from "../../../Sink/RetryPolicy.ts"
+import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import * as O from "../../optionSchema.ts"
+import * as retryPolicy from "../../retryPolicy.ts"
+import type { WriteDisposition } from "./plan.ts"
+
+/** A `gs://bucket[/prefix]` staging location, trailing `/` stripped. @internal */
+export interface StagingPath {
+  readonly bucket: string
+  /** Without leading or trailing `/`; empty for the bucket's root. */
+  readonly prefix: string
+}
+
+/** The decoded options. @internal */
+export interface FileLoadsSettings {
+  readonly stagingPath: StagingPath
+  readonly writeDisposition: WriteDisposition
+  readonly tempDataset: string | undefined
+  readonly maxStagingFileBytes: number
+  readonly stagingFormat: "AVRO"
+  readonly poll: RetryPolicy
+  readonly reconcile: RetryPolicy
+  readonly perDestinationMetrics: boolean
+}
+
+const MiB = 1024 * 1024
+
+/** The defaults of reference 2.9. @internal */
+export const defaults = {
+  writeDisposition: "WRITE_APPEND",
+  maxStagingFileBytes: 16 * MiB,
+  stagingFormat: "AVRO",
+  // completion polling has no attempt cap: the job's own timeout bounds it
+  poll: retryPolicy.backoff({
+    initialBackoff: Duration.seconds(1),
+    maxBackoff: Duration.seconds(30),
+    maxAttempts: Number.MAX_SAFE_INTEGER
+  }),
+  reconcile: retryPolicy.backoff({
+    initialBackoff: Duration.millis(500),
+    maxBackoff: Duration.seconds(10),
+    maxAttempts: 10
+  }),
+  perDestinationMetrics: false
+} as const
+
+// bucket names: 3-63 characters (222 with dots), lowercase letters, digits, '-', '_' and '.', starting
+// and ending with a letter or digit
+const bucketPattern = /^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/
+
+/** Reference 2.9: `gs://bucket[/prefix]`, lowercase scheme, trailing `/` stripped. @internal */
+export const stagingPath: O.Rule<StagingPath> = (input) => {
+  if (!O.isString(input)) return Result.fail(`must be gs://bucket[/prefix] (a string), was ${O.describe(input)}`)
+  const path = input.replace(/\/+$/, "")
+  if (!path.startsWith("gs://")) return Result.fail(`must be gs://bucket[/prefix], was ${O.describe(input)}`)
+  const rest = path.slice("gs://".length)
+  const slash = rest.indexOf("/")
+  const bucket = slash === -1 ? rest : rest.slice(0, slash)
+  const prefix = slash === -1 ? "" : rest.slice(slash + 1)
+  if (!bucketPattern.test(bucket)) {
+    return Result.fail(`must be gs://bucket[/prefix] with a valid bucket name, was ${O.describe(input)}`)
+  }
+  if (prefix.split("/").some((part) => part.length === 0) && prefix.length > 0) {
+    return Result.fail(`must not contain empty path segments ('//'), was ${O.describe(input)}`)
+  }
+  return Result.succeed({ bucket, prefix })
+}
+
+const isStagingPath = (u: unknown): u is StagingPath => O.isRecord(u) && O.isString(u.bucket)
+
+const stagingFormat: O.Rule<"AVRO"> = (input) =>
+  input === "PARQUET"
+    ? Result.fail(
+      "PARQUET is not supported yet: files are staged as Avro (see docs/adr/0022-no-parquet-staging-yet.md)"
+    )
+    : O.literal(["AVRO"])(input)
+
+/** The schema of `WriteMethod.fileLoads` options. @internal */
+export const FileLoadsOptions = Schema.Struct({
+  stagingPath: O.field(O.leaf(isStagingPath, stagingPath)),
+  writeDisposition: O.optional(
+    (u): u is WriteDisposition => O.isString(u),
+    O.literal(["WRITE_APPEND", "WRITE_TRUNCATE", "WRITE_TRUNCATE_DATA", "WRITE_EMPTY"]),
+    defaults.writeDisposition
+  ),
+  tempDataset: O.maybe(O.isString, O.component),
+  maxStagingFileBytes: O.optional(O.isNumber, O.integer({ min: 1 }), defaults.maxStagingFileBytes),
+  stagingFormat: O.optional((u): u is "AVRO" => u === "AVRO", stagingFormat, defaults.stagingFormat),
+  poll: O.field(retryPolicy.schema(defaults.poll)),
+  reconcile: O.field(retryPolicy.schema(defaults.reconcile)),
+  perDestinationMetrics: O.optional(O.isBoolean, O.boolean, defaults.perDestinationMetrics)
+})
+
+/** Decodes `WriteMethod.fileLoads` options alone, errors under `path`. @internal */
+export const decode = (
+  options: WriteMethod.FileLoadsOptions,
+  path = "writeMethod"
+): Effect.Effect<FileLoadsSettings, SinkConfigError> => O.decode(FileLoadsOptions, path)(options)
