@@ -7,12 +7,15 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Sink from "effect/Sink"
 import * as internalExactlyOnce from "../internal/bigquery/exactlyOnce/writer.ts"
+import * as internalFileLoadsOptions from "../internal/bigquery/fileLoads/options.ts"
+import * as internalFileLoads from "../internal/bigquery/fileLoads/writer.ts"
 import * as internalOptions from "../internal/bigquery/options.ts"
 import * as internalSink from "../internal/bigquery/sink.ts"
 import * as internalWriter from "../internal/bigquery/writer.ts"
 import * as internalCheckpointSink from "../internal/writer/checkpointSink.ts"
 import type * as Checkpoint from "../Sink/Checkpoint.ts"
 import type { FailureHandler, RecordFailed } from "../Sink/FailureHandler.ts"
+import type { GcsClient } from "../Sink/GcsClient.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import type { HandlerContext, HandlerError, SinkOptions, WithFailureHandler } from "../Sink/SinkOptions.ts"
 import type { Writer } from "../Sink/Writer.ts"
@@ -24,7 +27,7 @@ import type { BigQueryFailure } from "./BigQueryFailure.ts"
 import type { RowSerializer } from "./RowSerializer.ts"
 import type { TableCreateOptions, TableCreateOptionsInput } from "./TableCreateOptions.ts"
 import type { DestinationResolver, TableDestination } from "./TableDestination.ts"
-import type { AtLeastOnce, ExactlyOnce } from "./WriteMethod.ts"
+import type { AtLeastOnce, ExactlyOnce, FileLoads } from "./WriteMethod.ts"
 
 /**
  * The options of {@link make} and {@link writer}: the shared `SinkOptions` (destination, failure
@@ -320,3 +323,75 @@ export const exactlyOnceWriter = <A, P, H extends Handler | undefined = undefine
     const resume = yield* internalCheckpointSink.decodeResume<P>(options.checkpoint)
     return yield* internalExactlyOnce.make<A, P, HandlerError<H>, HandlerContext<H>>(settings, resume)
   })
+
+/**
+ * The options of {@link fileLoads}: those of {@link make} with `WriteMethod.fileLoads(...)` (required:
+ * it names the staging bucket) and the `checkpoint` option, whose `resume.writerId` is part of every
+ * staged object name and load job id.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface FileLoadsSinkOptions<A, P, E = RecordFailed, R = never>
+  extends Omit<BigQuerySinkOptions<A, E, R>, "writeMethod">
+{
+  readonly writeMethod: FileLoads
+  readonly checkpoint: Checkpoint.CheckpointOptions<A, P>
+}
+
+/**
+ * A file-loads sink (reference 2.8): records are staged as Avro files in Cloud Storage and loaded by
+ * load jobs at every checkpoint and at the end of input, free of streaming charges.
+ *
+ * **Details**
+ *
+ * Each record is resolved, serialized, converted to Avro and appended to its destination's open
+ * staging file, which streams into a resumable upload. Every checkpoint closes the open files and
+ * saves them in the checkpoint record, then loads each destination's files with one load job whose
+ * id is derived from the writer id, the destination and the files: a restart (or a re-run of the
+ * same record) looks each job up first and re-attaches to it instead of loading twice. Staged files
+ * are deleted after their load succeeded and kept when it failed. A commit too large for one load
+ * job per destination (10,000 files or 11 TiB) is refused (`FileLoadFailed` `plan`): temp tables and
+ * copy jobs are not implemented yet. Requires `BigQueryClient` and `GcsClient`.
+ *
+ * **Example** (A nightly backfill)
+ * ```ts
+ * import { Effect, Option, Schema, Stream } from "effect"
+ * import { BigQuerySink, RowSerializer, TableDestination, WriteMethod } from "effect-gcp-sinks/BigQuery"
+ * import { Checkpoint, CheckpointStore } from "effect-gcp-sinks/Sink"
+ * declare const linesFrom: (line: number) => Stream.Stream<{ readonly line: number; readonly text: string }>
+ * const Row = Schema.Struct({ line: Schema.Number, text: Schema.String })
+ * const program = Effect.gen(function*() {
+ *   const serializer = yield* RowSerializer.fromSchema(Row)
+ *   const table = yield* TableDestination.make({ projectId: "p", datasetId: "d", tableId: "lines" })
+ *   const resume = yield* Checkpoint.resume({ writerId: "backfill-0", positionSchema: Schema.Number })
+ *   return yield* linesFrom(Option.getOrElse(resume.position, () => 0)).pipe(
+ *     Stream.run(BigQuerySink.fileLoads({
+ *       table,
+ *       serializer,
+ *       writeMethod: WriteMethod.fileLoads({ stagingPath: "gs://my-staging/loads" }),
+ *       checkpoint: { resume, every: 1_000_000, position: (row) => row.line + 1 }
+ *     }))
+ *   )
+ * }).pipe(Effect.provide(CheckpointStore.file("./checkpoints")))
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const fileLoads = <A, P, H extends Handler | undefined = undefined>(
+  options: WithFailureHandler<FileLoadsSinkOptions<A, P>, H>
+): Sink.Sink<
+  WriteSummary,
+  A,
+  never,
+  ExactlyOnceSinkError<HandlerError<H>>,
+  BigQueryClient | GcsClient | HandlerContext<H>
+> =>
+  Sink.unwrap(
+    Effect.map(
+      internalFileLoadsOptions.decodeSink(options),
+      ({ files, settings }) =>
+        internalFileLoads.sink<A, P, HandlerError<H>, HandlerContext<H>>(settings, files, options.checkpoint)
+    )
+  )

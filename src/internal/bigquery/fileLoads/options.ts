@@ -6,14 +6,17 @@
  * @internal
  */
 import * as Duration from "effect/Duration"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import type { Handler } from "../../../BigQuery/BigQuerySink.ts"
 import type * as WriteMethod from "../../../BigQuery/WriteMethod.ts"
 import type { RetryPolicy } from "../../../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import type { HandlerContext, HandlerError, WithFailureHandler } from "../../../Sink/SinkOptions.ts"
 import * as O from "../../optionSchema.ts"
 import * as retryPolicy from "../../retryPolicy.ts"
+import { decode as decodeOptions, type Settings, type SinkOptions } from "../options.ts"
 import type { WriteDisposition } from "./plan.ts"
 
 /** A `gs://bucket[/prefix]` staging location, trailing `/` stripped. @internal */
@@ -108,3 +111,34 @@ export const decode = (
   options: WriteMethod.FileLoadsOptions,
   path = "writeMethod"
 ): Effect.Effect<FileLoadsSettings, SinkConfigError> => O.decode(FileLoadsOptions, path)(options)
+
+const isFileLoads = (u: unknown): u is WriteMethod.FileLoads =>
+  O.isRecord(u) && u._tag === "FileLoads" && u.connector === "bigquery"
+
+/**
+ * Decodes the options of `BigQuerySink.fileLoads`: `writeMethod` must be `WriteMethod.fileLoads(...)`
+ * (its options decoded here), `checkpoint` is decoded by the sink form, the rest as the other
+ * BigQuery sinks decode it.
+ *
+ * @internal
+ */
+export const decodeSink = <A, H extends Handler | undefined>(
+  options: WithFailureHandler<Omit<SinkOptions<A, unknown, unknown>, "writeMethod">, H>
+): Effect.Effect<
+  { readonly settings: Settings<A, HandlerError<H>, HandlerContext<H>>; readonly files: FileLoadsSettings },
+  SinkConfigError
+> =>
+  Effect.gen(function*() {
+    const input: unknown = options
+    if (!O.isRecord(input)) return yield* O.fail("options", `must be an object, was ${O.describe(input)}`)
+    const { checkpoint: _checkpoint, writeMethod, ...rest } = input
+    if (!isFileLoads(writeMethod)) {
+      return yield* O.fail(
+        "writeMethod",
+        `must be WriteMethod.fileLoads({ stagingPath }) from effect-gcp-sinks/BigQuery, was ${O.describe(writeMethod)}`
+      )
+    }
+    const files = yield* decode(writeMethod.options)
+    const settings = yield* decodeOptions(rest as WithFailureHandler<SinkOptions<A, unknown, unknown>, H>)
+    return { settings, files }
+  })
