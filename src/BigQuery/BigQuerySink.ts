@@ -27,7 +27,7 @@ import type { BigQueryFailure } from "./BigQueryFailure.ts"
 import type { RowSerializer } from "./RowSerializer.ts"
 import type { TableCreateOptions, TableCreateOptionsInput } from "./TableCreateOptions.ts"
 import type { DestinationResolver, TableDestination } from "./TableDestination.ts"
-import type { AtLeastOnce, ExactlyOnce, FileLoads } from "./WriteMethod.ts"
+import { type AtLeastOnce, type ExactlyOnce, type FileLoads, isFileLoads } from "./WriteMethod.ts"
 
 /**
  * The options of {@link make} and {@link writer}: the shared `SinkOptions` (destination, failure
@@ -130,21 +130,58 @@ export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigErro
  * @category constructors
  * @since 0.1.0
  */
-export const make = <A, H extends Handler | undefined = undefined>(
-  options: WithFailureHandler<BigQuerySinkOptions<A>, H>
-): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<HandlerError<H>>, BigQueryClient | HandlerContext<H>> =>
+export const make: {
+  <A, H extends Handler | undefined = undefined>(
+    options: WithFailureHandler<MakeFileLoadsOptions<A>, H>
+  ): Sink.Sink<
+    WriteSummary,
+    A,
+    never,
+    BigQuerySinkError<HandlerError<H>>,
+    BigQueryClient | GcsClient | HandlerContext<H>
+  >
+  <A, H extends Handler | undefined = undefined>(
+    options: WithFailureHandler<BigQuerySinkOptions<A>, H>
+  ): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<HandlerError<H>>, BigQueryClient | HandlerContext<H>>
+} = <A, H extends Handler | undefined = undefined>(
+  options: WithFailureHandler<BigQuerySinkOptions<A> | MakeFileLoadsOptions<A>, H>
+): Sink.Sink<
+  WriteSummary,
+  A,
+  never,
+  BigQuerySinkError<HandlerError<H>>,
+  BigQueryClient | GcsClient | HandlerContext<H>
+> =>
   Sink.unwrap(
-    Effect.map(
-      internalOptions.decode(options),
-      (settings): Sink.Sink<
-        WriteSummary,
-        A,
-        never,
-        BigQuerySinkError<HandlerError<H>>,
-        BigQueryClient | HandlerContext<H>
-      > => internalSink.make(settings)
-    )
+    isFileLoads(options.writeMethod)
+      ? Effect.map(
+        internalFileLoadsOptions.decodeSink(options, "plain"),
+        ({ files, settings }) => internalFileLoads.plainSink<A, HandlerError<H>, HandlerContext<H>>(settings, files)
+      )
+      : Effect.map(
+        internalOptions.decode(options as WithFailureHandler<BigQuerySinkOptions<A>, H>),
+        (settings): Sink.Sink<
+          WriteSummary,
+          A,
+          never,
+          BigQuerySinkError<HandlerError<H>>,
+          BigQueryClient | HandlerContext<H>
+        > => internalSink.make(settings)
+      )
   )
+
+/**
+ * The options of {@link make} with file loads: those of {@link make} with
+ * `WriteMethod.fileLoads(...)` as the write method (no `checkpoint`: see {@link fileLoads}).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface MakeFileLoadsOptions<A, E = RecordFailed, R = never>
+  extends Omit<BigQuerySinkOptions<A, E, R>, "writeMethod">
+{
+  readonly writeMethod: FileLoads
+}
 
 /**
  * A scoped writer: `write` admits records (waiting when the in-flight bounds are reached),

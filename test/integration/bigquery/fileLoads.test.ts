@@ -103,6 +103,32 @@ const readBack = (bq: BigQuery, table: string) =>
     )
   )
 
+const narrowRest = { fields: [{ name: "id", type: "INT64", mode: "REQUIRED" }, { name: "name", type: "STRING" }] }
+
+const wider: TableSchema.TableSchema = {
+  fields: [
+    TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" }),
+    TableSchema.field({ name: "name", type: "STRING" }),
+    TableSchema.field({ name: "score", type: "FLOAT64" })
+  ]
+}
+
+/** Two rows of the wider schema through `BigQuerySink.make` with file loads. */
+const evolve = (
+  at: { readonly bucket: string; readonly datasetId: string; readonly projectId: string },
+  serializer: RowSerializer.RowSerializer<unknown>,
+  tableId: string,
+  allowNewFields: boolean
+) =>
+  Stream.make({ id: 1, name: "a", score: 1.5 }, { id: 2, name: null, score: null }).pipe(
+    Stream.run(BigQuerySink.make({
+      table: TableDestination.makeUnsafe({ projectId: at.projectId, datasetId: at.datasetId, tableId }),
+      serializer,
+      schemaUpdate: { allowNewFields },
+      writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${at.bucket}/${tableId}`, poll: pollFast })
+    }))
+  )
+
 const stagedObjects = (storage: Storage, bucket: string) =>
   Effect.tryPromise(() => storage.bucket(bucket).getFiles()).pipe(Effect.map(([files]) => files.map((f) => f.name)))
 
@@ -141,6 +167,91 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
       assert.isAtLeast(ours.length, 6)
       assert.deepStrictEqual(yield* stagedObjects(storage, bucket), [])
     }).pipe(Effect.provide(CheckpointStore.memory)))
+
+  it.effect("BigQuerySink.make with WriteMethod.fileLoads stages and loads everything at the end of input", () =>
+    Effect.gen(function*() {
+      const { bq, bucket, datasetId, emulator, storage } = yield* freshSetup
+      const serializer = yield* RowSerializer.fromJson(schema)
+      const table = TableDestination.makeUnsafe({ projectId: emulator.projectId, datasetId, tableId: "plain" })
+      const rows = Array.from({ length: 120 }, (_, i) => rowOf(i))
+      const summary = yield* Stream.fromIterable(rows).pipe(
+        Stream.rechunk(16),
+        Stream.run(BigQuerySink.make({
+          table,
+          serializer,
+          writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${bucket}/plain`, maxStagingFileBytes: 1024 })
+        }))
+      )
+      assert.strictEqual(summary.recordsWritten, rows.length)
+      assert.deepStrictEqual(yield* readBack(bq, table.toString()), rows)
+      // one run writer id (run-...) names every job of the run
+      const [jobs] = yield* Effect.tryPromise(() => bq.getJobs())
+      const ours = jobs.filter((j) =>
+        (j.id ?? "").startsWith("effect-bq-load-run-") &&
+        j.metadata?.configuration?.load?.destinationTable?.datasetId === datasetId
+      )
+      assert.strictEqual(ours.length, 1)
+      assert.deepStrictEqual(yield* stagedObjects(storage, bucket), [])
+    }))
+
+  it.effect("a staging upload that fails (no such bucket) fails the write with FileLoadFailed stage", () =>
+    Effect.gen(function*() {
+      const { datasetId, emulator } = yield* freshSetup
+      const serializer = yield* RowSerializer.fromJson(schema)
+      const table = TableDestination.makeUnsafe({ projectId: emulator.projectId, datasetId, tableId: "nobucket" })
+      const exit = yield* Effect.exit(
+        Stream.fromIterable([rowOf(1), rowOf(2)]).pipe(
+          Stream.run(BigQuerySink.make({
+            table,
+            serializer,
+            writeMethod: WriteMethod.fileLoads({
+              stagingPath: `gs://${Clients.uniqueId("absent").replaceAll("_", "-")}`
+            })
+          }))
+        )
+      )
+      assert.isTrue(Exit.isFailure(exit))
+      const error = Exit.isFailure(exit) ? String(exit.cause) : ""
+      assert.match(error, /FileLoadFailed/)
+      assert.match(error, /upload failed/)
+    }))
+
+  it.effect("schema evolution without allowNewFields: the load of wider files is refused and the table kept", () =>
+    Effect.gen(function*() {
+      const { bq, bucket, datasetId, emulator } = yield* freshSetup
+      yield* Effect.tryPromise(() => bq.dataset(datasetId).createTable("kept", { schema: narrowRest }))
+      const serializer = yield* RowSerializer.fromJson(wider)
+      const exit = yield* Effect.exit(
+        evolve({ bucket, datasetId, projectId: emulator.projectId }, serializer, "kept", false)
+      )
+      assert.isTrue(Exit.isFailure(exit))
+      const error = Exit.isFailure(exit) ? String(exit.cause) : ""
+      assert.match(error, /FileLoadFailed/)
+      // BigQuery refuses the same load as a failed job ("Cannot add fields"); bqemulator already refuses
+      // jobs.insert, with its DuckDB binder error (pinned here: the outcome, a terminal FileLoadFailed, is the same)
+      assert.match(error, /jobs\.insert failed: .*has 2 columns but 3 values were supplied/)
+      const [kept] = yield* Effect.tryPromise(() => bq.dataset(datasetId).table("kept").getMetadata())
+      assert.deepStrictEqual((kept.schema.fields as Array<{ name: string }>).map((f) => f.name), ["id", "name"])
+    }))
+
+  it.effect("deviation: with allowNewFields the pre-load widening reaches the emulator's catalog, not its storage", () =>
+    Effect.gen(function*() {
+      // BigQuery: tables.patch adds the column, the load fills it. bqemulator's tables.patch updates its
+      // catalog only (its DuckDB table keeps two columns), so the load after the widening fails to bind.
+      const { bq, bucket, datasetId, emulator } = yield* freshSetup
+      yield* Effect.tryPromise(() => bq.dataset(datasetId).createTable("wide", { schema: narrowRest }))
+      const serializer = yield* RowSerializer.fromJson(wider)
+      const exit = yield* Effect.exit(
+        evolve({ bucket, datasetId, projectId: emulator.projectId }, serializer, "wide", true)
+      )
+      const [metadata] = yield* Effect.tryPromise(() => bq.dataset(datasetId).table("wide").getMetadata())
+      assert.deepStrictEqual(
+        (metadata.schema.fields as Array<{ name: string }>).map((f) => f.name),
+        ["id", "name", "score"]
+      )
+      assert.isTrue(Exit.isFailure(exit))
+      assert.match(Exit.isFailure(exit) ? String(exit.cause) : "", /has 2 columns but 3 values were supplied/)
+    }))
 
   it.effect("a restart re-runs the saved commit: the same job ids re-attach, nothing loads twice", () =>
     Effect.gen(function*() {
@@ -192,7 +303,11 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
           createDisposition: "CREATE_NEVER"
         }
       }
-      const ctx = { rest: bq, location: undefined, settings: { poll: pollFast } } as unknown as Runner.RunnerContext
+      const ctx = {
+        rest: bq,
+        location: undefined,
+        settings: { poll: pollFast, reconcile: pollFast }
+      } as unknown as Runner.RunnerContext
       const jobId = Clients.uniqueId("effect-bq-load-attach")
       const first = yield* Runner.runJob(ctx, jobId, configuration, table)
       assert.deepStrictEqual(first, { jobId, outcome: "ran" })

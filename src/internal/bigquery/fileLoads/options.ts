@@ -116,14 +116,19 @@ const isFileLoads = (u: unknown): u is WriteMethod.FileLoads =>
   O.isRecord(u) && u._tag === "FileLoads" && u.connector === "bigquery"
 
 /**
- * Decodes the options of `BigQuerySink.fileLoads`: `writeMethod` must be `WriteMethod.fileLoads(...)`
- * (its options decoded here), `checkpoint` is decoded by the sink form, the rest as the other
- * BigQuery sinks decode it.
+ * Decodes the options of `BigQuerySink.fileLoads` (`form: "checkpointed"`) or of `BigQuerySink.make`
+ * with file loads (`form: "plain"`): `writeMethod` must be `WriteMethod.fileLoads(...)` (its options
+ * decoded here); `checkpoint` is decoded by the checkpointed sink form and refused by the plain one
+ * (`checkpoint`: use `BigQuerySink.fileLoads`); the rest as the other BigQuery sinks decode it.
  *
  * @internal
  */
 export const decodeSink = <A, H extends Handler | undefined>(
-  options: WithFailureHandler<Omit<SinkOptions<A, unknown, unknown>, "writeMethod">, H>
+  options: WithFailureHandler<
+    Omit<SinkOptions<A, unknown, unknown>, "writeMethod"> & { readonly writeMethod?: unknown },
+    H
+  >,
+  form: "checkpointed" | "plain" = "checkpointed"
 ): Effect.Effect<
   { readonly settings: Settings<A, HandlerError<H>, HandlerContext<H>>; readonly files: FileLoadsSettings },
   SinkConfigError
@@ -131,7 +136,13 @@ export const decodeSink = <A, H extends Handler | undefined>(
   Effect.gen(function*() {
     const input: unknown = options
     if (!O.isRecord(input)) return yield* O.fail("options", `must be an object, was ${O.describe(input)}`)
-    const { checkpoint: _checkpoint, writeMethod, ...rest } = input
+    const { checkpoint, writeMethod, ...rest } = input
+    if (form === "plain" && checkpoint !== undefined) {
+      return yield* O.fail(
+        "checkpoint",
+        "is not an option of BigQuerySink.make: use BigQuerySink.fileLoads({ ..., checkpoint }) for checkpointed file loads"
+      )
+    }
     if (!isFileLoads(writeMethod)) {
       return yield* O.fail(
         "writeMethod",

@@ -3,7 +3,8 @@
  * reconciliation shared with the streaming paths (`schemaUpdate.reconcile`: create, union, new
  * REQUIRED fields as NULLABLE), then each load job by its deterministic id: looked up first and
  * re-attached (done ⇒ not re-run, running ⇒ awaited; failed ⇒ the next of `-r1`…`-r5`), completion
- * polled on the `poll` schedule. After success the staged objects are deleted, best effort; on failure
+ * polled on the `poll` schedule; a `jobs.get` or `jobs.insert` answered 429 or 5xx is retried on the
+ * `reconcile` budget (an insert whose answer was lost meets its own job as 409 and attaches). After success the staged objects are deleted, best effort; on failure
  * everything is kept so that a retry runs the same jobs.
  *
  * The overflow case (temp tables and copy jobs) is planned but not executed yet: such a plan is
@@ -90,13 +91,25 @@ export const lookup = (
     )
   )
 
+/** Whether a runner error came from an HTTP answer a retry may change (429 or 5xx). @internal */
+export const isTransient = (e: BigQueryError): boolean => {
+  const status = e.reason._tag === "FileLoadFailed" ? httpStatus(e.reason.cause) : undefined
+  return status !== undefined && (status === 429 || status >= 500)
+}
+
+/** {@link lookup}, a transient failure retried on the `reconcile` budget. */
+const lookupRetrying = (ctx: RunnerContext, jobId: string, destination: string) =>
+  lookup(ctx.rest, jobId, ctx.location, destination).pipe(
+    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
+  )
+
 class NotDone {
   readonly _tag = "NotDone"
 }
 
 /** Polls `jobId` on the `poll` schedule until it is done (no attempt cap by default). */
 const await_ = (ctx: RunnerContext, jobId: string, destination: string) =>
-  lookup(ctx.rest, jobId, ctx.location, destination).pipe(
+  lookupRetrying(ctx, jobId, destination).pipe(
     Effect.flatMap((state) => (state._tag === "Running" ? Effect.fail(new NotDone()) : Effect.succeed(state))),
     Effect.retry({ schedule: toSchedule(ctx.settings.poll), while: (e) => e instanceof NotDone }),
     Effect.catchIf(
@@ -116,12 +129,13 @@ const insert = (ctx: RunnerContext, jobId: string, configuration: Record<string,
     catch: (cause) => cause
   }).pipe(
     Effect.asVoid,
-    // another attempt inserted it first: attach to it
+    // another attempt inserted it first (or this one did and its answer was lost): attach to it
     Effect.catch((cause) =>
       httpStatus(cause) === 409
         ? Effect.void
         : Effect.fail(loadError(destination, `jobs.insert failed: ${String(cause)}`, jobId, cause))
-    )
+    ),
+    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
   )
 
 /** What {@link runJob} did: attached to a finished job, awaited a running one, or ran it. @internal */
@@ -144,7 +158,7 @@ export const runJob = (
     const failures: Array<string> = []
     for (let n = 0; n <= Plan.maxRetryIds; n++) {
       const id = n === 0 ? jobId : Plan.retryId(jobId, n)
-      const state = yield* lookup(ctx.rest, id, ctx.location, destination)
+      const state = yield* lookupRetrying(ctx, id, destination)
       if (state._tag === "Done") return { jobId: id, outcome: "attached" as const }
       if (state._tag === "Failed") {
         failures.push(`${id}: ${state.message}`)

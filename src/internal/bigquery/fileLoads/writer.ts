@@ -12,9 +12,11 @@
  */
 import avro from "avsc"
 import * as Effect from "effect/Effect"
+import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import type * as Sink from "effect/Sink"
+import * as Sink from "effect/Sink"
+import * as Stream from "effect/Stream"
 import { BigQueryClient } from "../../../BigQuery/BigQueryClient.ts"
 import { BigQueryError, FileLoadFailed } from "../../../BigQuery/BigQueryError.ts"
 import { type BigQueryFailure, failedRow, unroutableRecord } from "../../../BigQuery/BigQueryFailure.ts"
@@ -59,14 +61,20 @@ const schemaError = (destination: string, e: Avro.AvroError) =>
     reason: new FileLoadFailed({ step: "schema", destination, detail: `${e.path}: ${e.reason}`, cause: e })
   })
 
-/** The file-loads writer of `settings`, restored from `resume`. @internal */
-export const make = <A, P, E, R>(
+/**
+ * What both forms share: the staging writer (`write` stages, `flush` drains the handler) and the
+ * participant that closes the open files (`prepare`) and loads them (`commit`).
+ */
+const build = <A, E, R>(
   settings: Settings<A, E, R>,
   files: FileLoadsSettings,
-  resume: Resume<P>
+  writerId: string
 ): Effect.Effect<
-  Writer<A, BigQueryError | E | CheckpointError, P>,
-  BigQueryError | E | CheckpointError,
+  {
+    readonly base: Writer<A, BigQueryError | E>
+    readonly participant: checkpoint.Participant<Committable, BigQueryError | E>
+  },
+  E,
   BigQueryClient | GcsClient | R | Scope.Scope
 > =>
   Effect.gen(function*() {
@@ -78,7 +86,7 @@ export const make = <A, P, E, R>(
     const staging = yield* Staging.make({
       storage: gcs.storage,
       stagingPath: files.stagingPath,
-      writerId: resume.writerId,
+      writerId,
       maxStagingFileBytes: files.maxStagingFileBytes
     })
     // the schema of a destination is captured at its first record, for the writer's lifetime
@@ -149,8 +157,56 @@ export const make = <A, P, E, R>(
       commit: (commits) => Effect.asVoid(Runner.commit(ctx, commits)),
       restore: () => Effect.void
     }
+    return { base, participant }
+  })
+
+/** The file-loads writer of `settings`, restored from `resume`. @internal */
+export const make = <A, P, E, R>(
+  settings: Settings<A, E, R>,
+  files: FileLoadsSettings,
+  resume: Resume<P>
+): Effect.Effect<
+  Writer<A, BigQueryError | E | CheckpointError, P>,
+  BigQueryError | E | CheckpointError,
+  BigQueryClient | GcsClient | R | Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const { base, participant } = yield* build(settings, files, resume.writerId)
     return yield* checkpoint.make({ name: "BigQuerySink.fileLoads", writer: base, resume, participant })
   })
+
+/**
+ * The writer id of a run without a checkpoint: `run-` and random base-36 digits, so the staged
+ * object names and job ids of two runs never meet.
+ *
+ * @internal
+ */
+export const runWriterId: Effect.Effect<string> = Effect.map(
+  Effect.all([Random.nextIntBetween(0, 0x7fffffff), Random.nextIntBetween(0, 0x7fffffff)]),
+  ([a, b]) => `run-${a.toString(36).padStart(6, "0")}${b.toString(36).padStart(6, "0")}`
+)
+
+/**
+ * The file-loads sink of `BigQuerySink.make` (no checkpoint): every chunk is staged; at the end of
+ * input the open files are closed and loaded, under a fresh {@link runWriterId}. A run that fails or
+ * is interrupted loads nothing and leaves its staged files in place.
+ *
+ * @internal
+ */
+export const plainSink = <A, E, R>(
+  settings: Settings<A, E, R>,
+  files: FileLoadsSettings
+): Sink.Sink<WriteSummary, A, never, BigQueryError | E, BigQueryClient | GcsClient | R> =>
+  Sink.make<A>()((input) =>
+    Effect.gen(function*() {
+      const writerId = yield* runWriterId
+      const { base, participant } = yield* build(settings, files, writerId)
+      yield* input.pipe(Stream.runForEachArray((chunk) => base.write(chunk)))
+      yield* base.flush
+      yield* participant.commit(yield* participant.prepare)
+      return yield* base.summary
+    }).pipe(Effect.withSpan("BigQuerySink.make.fileLoads"))
+  )
 
 /** The file-loads sink: checkpoints every `every` and at the end of input, each loading its files. @internal */
 export const sink = <A, P, E, R>(

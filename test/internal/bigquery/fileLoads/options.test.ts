@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Schedule } from "effect"
-import { WriteMethod } from "../../../../src/BigQuery/index.ts"
+import { RowSerializer, TableDestination, TableSchema, WriteMethod } from "../../../../src/BigQuery/index.ts"
 import * as Options from "../../../../src/internal/bigquery/fileLoads/options.ts"
 import { RetryPolicy } from "../../../../src/Sink.ts"
 
@@ -119,4 +119,33 @@ describe("fileLoads options", () => {
     // @ts-expect-error stagingPath is required
     WriteMethod.fileLoads({})
   })
+
+  it.effect("the sink options: writeMethod must be fileLoads, checkpoint refused by make's form, the rest decoded", () =>
+    Effect.gen(function*() {
+      const serializer = yield* RowSerializer.fromJson({ fields: [TableSchema.field({ name: "id", type: "INT64" })] })
+      const table = yield* TableDestination.make({ projectId: "p", datasetId: "d", tableId: "t" })
+      const method = WriteMethod.fileLoads({ stagingPath: "gs://bucket/pre/" })
+      const sinkRefused = (options: Record<string, unknown>, form: "plain" | "checkpointed") =>
+        Options.decodeSink(options as never, form).pipe(Effect.flip)
+      const ok = yield* Options.decodeSink({ table, serializer, writeMethod: method }, "plain")
+      assert.deepStrictEqual(ok.files.stagingPath, { bucket: "bucket", prefix: "pre" })
+      assert.strictEqual(ok.settings.createDisposition, "CREATE_IF_NEEDED")
+      const checkpoint = yield* sinkRefused({ table, serializer, writeMethod: method, checkpoint: {} }, "plain")
+      assert.strictEqual(checkpoint.path, "checkpoint")
+      assert.match(checkpoint.message, /BigQuerySink.fileLoads/)
+      const other = yield* sinkRefused({ table, serializer, writeMethod: WriteMethod.atLeastOnce() }, "checkpointed")
+      assert.strictEqual(other.path, "writeMethod")
+      const staging = yield* sinkRefused(
+        { table, serializer, writeMethod: WriteMethod.fileLoads({ stagingPath: "s3://x" }) },
+        "plain"
+      )
+      assert.strictEqual(staging.path, "writeMethod.stagingPath")
+      const rest = yield* sinkRefused(
+        { table, serializer, writeMethod: method, createDisposition: "SOMETIMES" },
+        "plain"
+      )
+      assert.strictEqual(rest.path, "createDisposition")
+      const unknown = yield* sinkRefused({ table, serializer, writeMethod: method, flushEvery: 3 }, "plain")
+      assert.strictEqual(unknown.path, "flushEvery")
+    }))
 })
