@@ -15,6 +15,9 @@ const refused = (options: unknown) =>
     Effect.map((e) => ({ path: e.path, message: e.message }))
   )
 
+const sinkRefused = (options: Record<string, unknown>, form: "plain" | "checkpointed") =>
+  Options.decodeSink(options as never, form).pipe(Effect.flip)
+
 describe("fileLoads options", () => {
   it.effect("has the defaults of reference 2.9", () =>
     Effect.gen(function*() {
@@ -125,8 +128,6 @@ describe("fileLoads options", () => {
       const serializer = yield* RowSerializer.fromJson({ fields: [TableSchema.field({ name: "id", type: "INT64" })] })
       const table = yield* TableDestination.make({ projectId: "p", datasetId: "d", tableId: "t" })
       const method = WriteMethod.fileLoads({ stagingPath: "gs://bucket/pre/" })
-      const sinkRefused = (options: Record<string, unknown>, form: "plain" | "checkpointed") =>
-        Options.decodeSink(options as never, form).pipe(Effect.flip)
       const ok = yield* Options.decodeSink({ table, serializer, writeMethod: method }, "plain")
       assert.deepStrictEqual(ok.files.stagingPath, { bucket: "bucket", prefix: "pre" })
       assert.strictEqual(ok.settings.createDisposition, "CREATE_IF_NEEDED")
