@@ -14,6 +14,7 @@
  */
 import type { BigQuery, JobMetadata } from "@google-cloud/bigquery"
 import type { Storage } from "@google-cloud/storage"
+import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
@@ -72,6 +73,9 @@ const statusOf = (metadata: JobMetadata | undefined): JobState => {
 const httpStatus = (cause: unknown): number | undefined =>
   Predicate.isObject(cause) && Predicate.isNumber(cause["code"]) ? cause["code"] : undefined
 
+/** A REST call's rejection, before it is classified. */
+class CallFailed extends Data.TaggedError("CallFailed")<{ readonly cause: unknown }> {}
+
 /** `jobs.get` with an explicit location (a location-less lookup sees only the US multi-region). @internal */
 export const lookup = (
   rest: BigQuery,
@@ -81,10 +85,10 @@ export const lookup = (
 ): Effect.Effect<JobState, BigQueryError> =>
   Effect.tryPromise({
     try: () => rest.job(jobId, location === undefined ? {} : { location }).getMetadata(),
-    catch: (cause) => cause
+    catch: (cause) => new CallFailed({ cause })
   }).pipe(
     Effect.map(([metadata]) => statusOf(metadata)),
-    Effect.catch((cause) =>
+    Effect.catch(({ cause }) =>
       httpStatus(cause) === 404
         ? Effect.succeed<JobState>({ _tag: "Missing" })
         : Effect.fail(loadError(destination, `jobs.get failed: ${String(cause)}`, jobId, cause))
@@ -126,11 +130,11 @@ const insert = (ctx: RunnerContext, jobId: string, configuration: Record<string,
         ...(ctx.location === undefined ? {} : { location: ctx.location }),
         configuration
       }),
-    catch: (cause) => cause
+    catch: (cause) => new CallFailed({ cause })
   }).pipe(
     Effect.asVoid,
     // another attempt inserted it first (or this one did and its answer was lost): attach to it
-    Effect.catch((cause) =>
+    Effect.catch(({ cause }) =>
       httpStatus(cause) === 409
         ? Effect.void
         : Effect.fail(loadError(destination, `jobs.insert failed: ${String(cause)}`, jobId, cause))
