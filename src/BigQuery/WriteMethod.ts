@@ -105,7 +105,7 @@ export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigquery", Ex
  *   `WRITE_TRUNCATE_DATA` (data replaced, schema kept), `WRITE_EMPTY` (fails unless empty).
  * - `tempDataset` (the destination's dataset): where temp tables of large commits go.
  * - `maxStagingFileBytes` (16 MiB): a staged file is closed once it reaches this size.
- * - `stagingFormat` (`AVRO`): the only format for now (`PARQUET` is refused: ADR 0022).
+ * - `stagingFormat` (`AVRO`): the only format for now (`PARQUET` is refused: ADR 0023).
  * - `poll` (`{ initialBackoff: "1 second", maxBackoff: "30 seconds" }`, no attempt cap): the waits
  *   between load-job status reads; `RetryPolicy.fromSchedule(schedule)` gives your own `Schedule`.
  * - `reconcile` (`{ initialBackoff: "500 millis", maxBackoff: "10 seconds", maxAttempts: 10 }`):

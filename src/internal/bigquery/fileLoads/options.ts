@@ -86,7 +86,7 @@ const isStagingPath = (u: unknown): u is StagingPath => O.isRecord(u) && O.isStr
 const stagingFormat: O.Rule<"AVRO"> = (input) =>
   input === "PARQUET"
     ? Result.fail(
-      "PARQUET is not supported yet: files are staged as Avro (see docs/adr/0022-no-parquet-staging-yet.md)"
+      "PARQUET is not supported yet: files are staged as Avro (see docs/adr/0023-file-loads.md)"
     )
     : O.literal(["AVRO"])(input)
 
@@ -150,6 +150,15 @@ export const decodeSink = <A, H extends Handler | undefined>(
       )
     }
     const files = yield* decode(writeMethod.options)
+    // reference 2.8/2.9: a disposition that replaces or requires an empty table is for one batch load
+    // at the end of input; at every checkpoint it would replace the previous checkpoints' rows
+    if (form === "checkpointed" && files.writeDisposition !== "WRITE_APPEND") {
+      return yield* O.fail(
+        "writeMethod.writeDisposition",
+        `must be WRITE_APPEND with checkpoints (each checkpoint loads), was ${files.writeDisposition}: ` +
+          "use BigQuerySink.make for a single load at the end of input"
+      )
+    }
     const settings = yield* decodeOptions(rest as WithFailureHandler<SinkOptions<A, unknown, unknown>, H>)
     return { settings, files }
   })

@@ -22,7 +22,7 @@ import * as Data from "effect/Data"
 import * as Result from "effect/Result"
 import { createHash } from "node:crypto"
 
-/** The staging formats the planner knows (only Avro is staged today: see ADR 0022). @internal */
+/** The staging formats the planner knows (only Avro is staged today: see ADR 0023). @internal */
 export type StagingFormat = "AVRO" | "PARQUET"
 
 /** The write dispositions of `FileLoadsOptions` (reference 2.9). @internal */

@@ -182,7 +182,7 @@ const tableRefOf = (t: Plan.TableRef) => ({ projectId: t.projectId, datasetId: t
 export const loadConfiguration = (
   job: Plan.LoadJob,
   schemaUpdates: SchemaUpdateOptions,
-  schema: TableSchema.TableSchema | undefined
+  schema: unknown
 ): Record<string, unknown> => {
   const appending = job.writeDisposition === "WRITE_APPEND" || job.writeDisposition === "WRITE_TRUNCATE_DATA"
   const updates = [
@@ -197,20 +197,37 @@ export const loadConfiguration = (
       destinationTable: tableRefOf(job.table),
       writeDisposition: job.writeDisposition,
       createDisposition: job.createDisposition,
-      ...(schema === undefined ? {} : { schema: TableSchema.toRest(schema) }),
+      ...(schema === undefined ? {} : { schema }),
       ...(appending && updates.length > 0 ? { schemaUpdateOptions: updates } : {})
     }
   }
 }
 
-/** Creates the destination if missing, and widens its schema when updates are on (reference 2.8). */
-const reconcile = (ctx: RunnerContext, destination: TableDestination.TableDestination) =>
+/** The live table's schema as REST JSON, read after reconciliation (`undefined` when it has none). */
+const liveSchema = (ctx: RunnerContext, destination: TableDestination.TableDestination) =>
+  tables.retrying(tables.get(ctx.rest, destination), ctx.settings.reconcile).pipe(
+    Effect.mapError((f) => tables.toError(destination, f)),
+    Effect.map((live) => (Predicate.isObject(live?.schema) ? live.schema : undefined))
+  )
+
+/**
+ * Pre-load reconciliation (reference 2.8), once per destination per commit: a missing table is created
+ * (the serializer's schema and `tableCreateOptions`; `CREATE_NEVER` fails); with schema updates on the
+ * table is widened to the union (new REQUIRED fields as NULLABLE), shared with the streaming paths.
+ * Returns the schema every load job carries: the serializer's for `WRITE_TRUNCATE` (it replaces the
+ * table's), else the live one after reconciliation, so that with updates off staged fields the table
+ * lacks are ignored by BigQuery, as the reference says, instead of failing the load.
+ */
+const reconcile = (
+  ctx: RunnerContext,
+  destination: TableDestination.TableDestination
+): Effect.Effect<unknown, BigQueryError> =>
   Effect.gen(function*() {
     const desired = ctx.schemaOf(destination)
     const createResourceOf = Effect.suspend(() => ctx.createResource(destination, desired))
     const updatesOn = ctx.schemaUpdate.allowNewFields || ctx.schemaUpdate.allowFieldRelaxation
     if (updatesOn) {
-      return yield* schemaUpdate.reconcile({
+      yield* schemaUpdate.reconcile({
         rest: ctx.rest,
         destination,
         desired,
@@ -219,24 +236,26 @@ const reconcile = (ctx: RunnerContext, destination: TableDestination.TableDestin
         createResource: createResourceOf,
         recovery: ctx.settings.reconcile
       })
+    } else {
+      const live = yield* tables.retrying(tables.get(ctx.rest, destination), ctx.settings.reconcile).pipe(
+        Effect.mapError((f) => tables.toError(destination, f))
+      )
+      if (live === undefined) {
+        if (ctx.createDisposition === "CREATE_NEVER") {
+          return yield* new BigQueryError({
+            reason: new TableNotFound({
+              destination: destination.toString(),
+              createDisposition: ctx.createDisposition,
+              detail: "the destination of staged files does not exist",
+              cause: undefined
+            })
+          })
+        }
+        yield* tables.create(ctx.rest, destination, desired, yield* createResourceOf, ctx.settings.reconcile)
+      }
     }
-    // updates off: the live schema wins (BigQuery ignores staged fields it lacks); only create
-    const live = yield* tables.retrying(tables.get(ctx.rest, destination), ctx.settings.reconcile).pipe(
-      Effect.mapError((f) => tables.toError(destination, f))
-    )
-    if (live !== undefined) return "unchanged" as const
-    if (ctx.createDisposition === "CREATE_NEVER") {
-      return yield* new BigQueryError({
-        reason: new TableNotFound({
-          destination: destination.toString(),
-          createDisposition: ctx.createDisposition,
-          detail: "the destination of staged files does not exist",
-          cause: undefined
-        })
-      })
-    }
-    yield* tables.create(ctx.rest, destination, desired, yield* createResourceOf, ctx.settings.reconcile)
-    return "created" as const
+    if (ctx.settings.writeDisposition === "WRITE_TRUNCATE") return TableSchema.toRest(desired)
+    return yield* liveSchema(ctx, destination)
   })
 
 /** Deletes staged objects after their loads succeeded; failures are logged, never raised. */
@@ -281,8 +300,7 @@ export const commit = (
     const outcomes: Array<{ readonly jobId: string; readonly outcome: JobOutcome }> = []
     for (const d of planned.success.destinations) {
       const destination = TableDestination.makeUnsafe(d.destination)
-      yield* reconcile(ctx, destination)
-      const schema = ctx.settings.writeDisposition === "WRITE_TRUNCATE" ? ctx.schemaOf(destination) : undefined
+      const schema = yield* reconcile(ctx, destination)
       for (const job of d.loads) {
         outcomes.push(
           yield* runJob(

@@ -86,7 +86,7 @@ describe("fileLoads options", () => {
         [{ tempDataset: "a/b" }, "writeMethod.tempDataset", /must not contain '\/'/],
         [{ maxStagingFileBytes: 0 }, "writeMethod.maxStagingFileBytes", /at least 1/],
         [{ maxStagingFileBytes: 1.5 }, "writeMethod.maxStagingFileBytes", /integer/],
-        [{ stagingFormat: "PARQUET" }, "writeMethod.stagingFormat", /ADR|adr\/0022/],
+        [{ stagingFormat: "PARQUET" }, "writeMethod.stagingFormat", /ADR|adr\/0023/],
         [{ stagingFormat: "ORC" }, "writeMethod.stagingFormat", /must be AVRO/],
         [
           { poll: { initialBackoff: "2 seconds", maxBackoff: "1 second", maxAttempts: 1 } },
@@ -146,6 +146,12 @@ describe("fileLoads options", () => {
         "plain"
       )
       assert.strictEqual(rest.path, "createDisposition")
+      const truncating = WriteMethod.fileLoads({ stagingPath: "gs://bucket", writeDisposition: "WRITE_TRUNCATE" })
+      const streaming = yield* sinkRefused({ table, serializer, writeMethod: truncating }, "checkpointed")
+      assert.strictEqual(streaming.path, "writeMethod.writeDisposition")
+      assert.match(streaming.message, /WRITE_APPEND/)
+      const batch = yield* Options.decodeSink({ table, serializer, writeMethod: truncating }, "plain")
+      assert.strictEqual(batch.files.writeDisposition, "WRITE_TRUNCATE")
       const unknown = yield* sinkRefused({ table, serializer, writeMethod: method, flushEvery: 3 }, "plain")
       assert.strictEqual(unknown.path, "flushEvery")
     }))
