@@ -194,6 +194,30 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
       assert.deepStrictEqual(yield* stagedObjects(storage, bucket), [])
     }))
 
+  it.effect("make's single load takes the dispositions: WRITE_TRUNCATE replaces the rows, WRITE_EMPTY refuses a non-empty table", () =>
+    Effect.gen(function*() {
+      const { bq, bucket, datasetId, emulator } = yield* freshSetup
+      const serializer = yield* RowSerializer.fromJson(schema)
+      const table = TableDestination.makeUnsafe({ projectId: emulator.projectId, datasetId, tableId: "disp" })
+      const load = (rows: ReadonlyArray<Row>, writeDisposition: "WRITE_APPEND" | "WRITE_TRUNCATE" | "WRITE_EMPTY") =>
+        Stream.fromIterable(rows).pipe(
+          Stream.run(BigQuerySink.make({
+            table,
+            serializer,
+            writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${bucket}/disp`, writeDisposition, poll: pollFast })
+          }))
+        )
+      const first = Array.from({ length: 10 }, (_, i) => rowOf(i))
+      const second = Array.from({ length: 5 }, (_, i) => rowOf(100 + i))
+      yield* load(first, "WRITE_EMPTY")
+      yield* load(second, "WRITE_TRUNCATE")
+      assert.deepStrictEqual(yield* readBack(bq, table.toString()), second)
+      const exit = yield* Effect.exit(load(first, "WRITE_EMPTY"))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.match(Exit.isFailure(exit) ? String(exit.cause) : "", /FileLoadFailed/)
+      assert.deepStrictEqual(yield* readBack(bq, table.toString()), second)
+    }))
+
   it.effect("a staging upload that fails (no such bucket) fails the write with FileLoadFailed stage", () =>
     Effect.gen(function*() {
       const { datasetId, emulator } = yield* freshSetup
