@@ -110,6 +110,13 @@ export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigErro
  * when allowed. With `flushInterval` a timer flushes too. At least once: a batch whose response
  * was lost is appended again.
  *
+ * With `writeMethod: WriteMethod.fileLoads({ stagingPath })` (reference 2.8, batch mode) the sink
+ * stages instead: each record is converted to Avro and streamed into its destination's staging file in
+ * Cloud Storage (rolled at `maxStagingFileBytes`); at the end of input every file is loaded by load
+ * jobs with deterministic ids (no streaming charges; any `writeDisposition`). A run that fails loads
+ * nothing and leaves its staged files; the next run stages again under a new run id. This form needs
+ * a `GcsClient` too. For loads at checkpoints that survive restarts exactly once, see {@link fileLoads}.
+ *
  * The error channel holds the handler's error: `RecordFailed` without a `failureHandler` (the
  * default `failJob`), exactly the handler's `E` with one (`never` for
  * `FailureHandler.logAndDrop`; both for a handler that may be `undefined`). One generic signature
@@ -125,6 +132,24 @@ export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigErro
  *   const table = yield* TableDestination.make({ projectId: "p", datasetId: "shop", tableId: "orders" })
  *   return yield* Stream.make({ id: "a", total: 1 }).pipe(Stream.run(BigQuerySink.make({ table, serializer })))
  * }).pipe(Effect.provide(BigQueryClient.layer({ projectId: "p" })))
+ * ```
+ *
+ * **Example** (A nightly batch by file loads, replacing the table's rows)
+ * ```ts
+ * import { Effect, Layer, Schema, Stream } from "effect"
+ * import { BigQueryClient, BigQuerySink, RowSerializer, TableDestination, WriteMethod } from "effect-gcp-sinks/BigQuery"
+ * import { GcsClient } from "effect-gcp-sinks/Sink"
+ * declare const todays: Stream.Stream<{ readonly sku: string; readonly stock: number }>
+ * const Stock = Schema.Struct({ sku: Schema.String, stock: Schema.Number })
+ * const program = Effect.gen(function*() {
+ *   const serializer = yield* RowSerializer.fromSchema(Stock)
+ *   const table = yield* TableDestination.make({ projectId: "p", datasetId: "shop", tableId: "stock" })
+ *   return yield* todays.pipe(Stream.run(BigQuerySink.make({
+ *     table,
+ *     serializer,
+ *     writeMethod: WriteMethod.fileLoads({ stagingPath: "gs://my-staging/stock", writeDisposition: "WRITE_TRUNCATE_DATA" })
+ *   })))
+ * }).pipe(Effect.provide(Layer.mergeAll(BigQueryClient.layer({ projectId: "p" }), GcsClient.layer({ projectId: "p" }))))
  * ```
  *
  * @category constructors
@@ -377,19 +402,29 @@ export interface FileLoadsSinkOptions<A, P, E = RecordFailed, R = never>
 }
 
 /**
- * A file-loads sink (reference 2.8): records are staged as Avro files in Cloud Storage and loaded by
- * load jobs at every checkpoint and at the end of input, free of streaming charges.
+ * A file-loads sink with checkpoints (reference 2.8, streaming mode): records are staged as Avro files
+ * in Cloud Storage and loaded by load jobs at every checkpoint and at the end of input, free of
+ * streaming charges, exactly once across crashes and restarts provided the source restarts at the
+ * position `Checkpoint.resume` returned.
  *
  * **Details**
  *
  * Each record is resolved, serialized, converted to Avro and appended to its destination's open
- * staging file, which streams into a resumable upload. Every checkpoint closes the open files and
- * saves them in the checkpoint record, then loads each destination's files with one load job whose
- * id is derived from the writer id, the destination and the files: a restart (or a re-run of the
- * same record) looks each job up first and re-attaches to it instead of loading twice. Staged files
- * are deleted after their load succeeded and kept when it failed. A commit too large for one load
- * job per destination (10,000 files or 11 TiB) is refused (`FileLoadFailed` `plan`): temp tables and
- * copy jobs are not implemented yet. Requires `BigQueryClient` and `GcsClient`.
+ * staging file, which streams into a resumable upload (objects named
+ * `<prefix>/<writerId>/<project.dataset.table>/<run>-<seq>.avro`, never reused). Every checkpoint
+ * (`checkpoint.every` records or time, and the end of input) closes the open files, saves them in the
+ * checkpoint record (compare-and-set), then loads each destination's files with load jobs whose ids
+ * are derived from the writer id, the destination and the files. On start the stored record's loads
+ * run again: each job is looked up first and re-attached (done: not re-run; running: awaited; failed:
+ * the next of `-r1`…`-r5`), so a process killed between a save and its loads neither loses nor
+ * doubles a row. Files staged after the last checkpoint are never loaded: the source replays them.
+ * Staged files are deleted after their load succeeded and kept when it failed.
+ *
+ * Only `writeDisposition: "WRITE_APPEND"` is accepted here (each checkpoint loads; another disposition
+ * would replace the rows of the previous ones): `BigQuerySink.make` takes the others for one load at
+ * the end of input. A commit too large for one load job per destination (10,000 files or 11 TiB) is
+ * refused (`FileLoadFailed` `plan`), before any job: temp tables and copy jobs are planned but not run
+ * yet. Requires `BigQueryClient`, `GcsClient` and the `CheckpointStore` of `Checkpoint.resume`.
  *
  * **Example** (A nightly backfill)
  * ```ts

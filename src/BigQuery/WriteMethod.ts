@@ -1,7 +1,8 @@
 /**
- * How the BigQuery sink writes: `AtLeastOnce` on each table's Storage Write `_default` stream, or
- * `ExactlyOnce` on buffered streams flushed at checkpoints, each with its own options, so options of
- * one method cannot be given to another (file loads join as another variant).
+ * How the BigQuery sink writes: `AtLeastOnce` on each table's Storage Write `_default` stream,
+ * `ExactlyOnce` on buffered streams flushed at checkpoints, or `FileLoads` (Avro files staged in Cloud
+ * Storage, loaded by load jobs), each with its own options, so options of one method cannot be given
+ * to another.
  *
  * @since 0.1.0
  */
@@ -137,9 +138,9 @@ export interface FileLoadsOptions {
 export interface FileLoads extends WriteMethodOf<"FileLoads", "bigquery", FileLoadsOptions> {}
 
 /**
- * The write methods of `BigQuerySink.make` and `writer`: {@link AtLeastOnce} (`FileLoads` joins as a
- * further variant). {@link ExactlyOnce} is the method of the exactly-once constructors, which need a
- * checkpoint, and is not one of these.
+ * The write method of `BigQuerySink.writer`: {@link AtLeastOnce}. `BigQuerySink.make` also takes
+ * {@link FileLoads} (one load at the end of input), as `BigQuerySink.fileLoads` does with checkpoints;
+ * {@link ExactlyOnce} is the method of the exactly-once constructors, which need a checkpoint.
  *
  * @category models
  * @since 0.1.0
