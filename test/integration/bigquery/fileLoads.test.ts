@@ -6,7 +6,9 @@
 import { assert, layer } from "@effect/vitest"
 import type { BigQuery } from "@google-cloud/bigquery"
 import type { Storage } from "@google-cloud/storage"
+import avro from "avsc"
 import { Duration, Effect, Exit, Layer, Schema, Stream } from "effect"
+import * as zlib from "node:zlib"
 import { BigQuerySink, RowSerializer, TableDestination, TableSchema, WriteMethod } from "../../../src/BigQuery/index.ts"
 import * as Runner from "../../../src/internal/bigquery/fileLoads/runner.ts"
 import * as retryPolicy from "../../../src/internal/retryPolicy.ts"
@@ -348,6 +350,64 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
       assert.isTrue(Exit.isFailure(retried))
       const state = yield* Runner.lookup(bq, `${failedId}-r1`, undefined, table)
       assert.strictEqual(state._tag, "Failed")
+      // deviation: BigQuery accepts jobs.insert and reports the failure in the job's status; bqemulator runs
+      // the load inside jobs.insert, answers it with the error, and records the job as failed
+      const direct = Clients.uniqueId("effect-bq-load-direct")
+      const inserted = yield* Effect.exit(
+        Effect.tryPromise(() => bq.createJob({ jobId: direct, configuration: failing }))
+      )
+      assert.isTrue(Exit.isFailure(inserted))
+      assert.strictEqual((yield* Runner.lookup(bq, direct, undefined, table))._tag, "Failed")
+    }))
+
+  it.effect("deviation: bqemulator does not read zstandard Avro container files (BigQuery does): staging uses deflate", () =>
+    Effect.gen(function*() {
+      const { bq, bucket, datasetId, emulator, storage } = yield* freshSetup
+      const table = `${emulator.projectId}.${datasetId}.z`
+      yield* Effect.tryPromise(() =>
+        bq.dataset(datasetId).createTable("z", { schema: { fields: [{ name: "id", type: "INT64" }] } })
+      )
+      const type = avro.Type.forSchema({ type: "record", name: "Row", fields: [{ name: "id", type: "long" }] })
+      const codecs = {
+        zstandard: (buffer: Buffer, callback: (error: Error | null, result?: Buffer) => void) =>
+          zlib.zstdCompress(buffer, callback),
+        deflate: (buffer: Buffer, callback: (error: Error | null, result?: Buffer) => void) =>
+          zlib.deflateRaw(buffer, callback)
+      }
+      const upload = (codec: "zstandard" | "deflate") =>
+        Effect.callback<void, Error>((resume) => {
+          const file = storage.bucket(bucket).file(`${codec}.avro`)
+          const out = file.createWriteStream({ resumable: false })
+          const encoder = new avro.streams.BlockEncoder(type, { codec, codecs })
+          out.once("finish", () => resume(Effect.void))
+          out.once("error", (e) => resume(Effect.fail(e)))
+          encoder.pipe(out)
+          encoder.write({ id: 1 })
+          encoder.write({ id: 2 })
+          encoder.end()
+        })
+      const load = (codec: "zstandard" | "deflate") =>
+        Effect.exit(Effect.gen(function*() {
+          yield* upload(codec)
+          const ctx = {
+            rest: bq,
+            location: undefined,
+            settings: { poll: pollFast, reconcile: pollFast }
+          } as unknown as Runner.RunnerContext
+          return yield* Runner.runJob(ctx, Clients.uniqueId(`effect-bq-load-${codec}`), {
+            load: {
+              sourceUris: [`gs://${bucket}/${codec}.avro`],
+              sourceFormat: "AVRO",
+              destinationTable: { projectId: emulator.projectId, datasetId, tableId: "z" },
+              writeDisposition: "WRITE_APPEND",
+              createDisposition: "CREATE_NEVER"
+            }
+          }, table)
+        }))
+      assert.isTrue(Exit.isSuccess(yield* load("deflate")))
+      assert.isTrue(Exit.isFailure(yield* load("zstandard")))
+      const counted = yield* query<{ n: number }>(bq, `SELECT COUNT(*) AS n FROM \`${table}\``)
+      assert.strictEqual(Number(counted[0]?.n), 2)
     }))
 
   it.effect("deviation: bqemulator ignores Avro logical types, so a TIMESTAMP column fails to load", () =>
