@@ -9,8 +9,19 @@ import type { Storage } from "@google-cloud/storage"
 import avro from "avsc"
 import { Duration, Effect, Exit, Layer, Schema, Stream } from "effect"
 import * as zlib from "node:zlib"
-import { BigQuerySink, RowSerializer, TableDestination, TableSchema, WriteMethod } from "../../../src/BigQuery/index.ts"
+import {
+  BigQuerySink,
+  RowSerializer,
+  SchemaUpdateOptions,
+  TableDestination,
+  TableSchema,
+  WriteMethod
+} from "../../../src/BigQuery/index.ts"
+import * as Avro from "../../../src/internal/bigquery/fileLoads/avro.ts"
+import * as FileLoadsOptions from "../../../src/internal/bigquery/fileLoads/options.ts"
+import * as Plan from "../../../src/internal/bigquery/fileLoads/plan.ts"
 import * as Runner from "../../../src/internal/bigquery/fileLoads/runner.ts"
+import * as Staging from "../../../src/internal/bigquery/fileLoads/staging.ts"
 import * as retryPolicy from "../../../src/internal/retryPolicy.ts"
 import { Checkpoint, CheckpointStore, GcsClient } from "../../../src/Sink.ts"
 import { BigQueryEmulator } from "../../support/BigQueryEmulator.ts"
@@ -308,6 +319,65 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
       yield* program
       const back = yield* readBack(bq, table.toString())
       assert.deepStrictEqual(back, rows)
+    }))
+
+  it.effect("overflow (limits lowered): leaf loads, copy levels and the final copy run in plan order; temp tables dropped; a re-run attaches; deviation: a copy of several sources copies only the first", () =>
+    Effect.gen(function*() {
+      const { bq, bucket, datasetId, emulator, storage } = yield* freshSetup
+      const small: TableSchema.TableSchema = {
+        fields: [
+          TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" }),
+          TableSchema.field({ name: "name", type: "STRING", mode: "REQUIRED" })
+        ]
+      }
+      yield* Effect.tryPromise(() =>
+        bq.dataset(datasetId).createTable("over", { schema: TableSchema.toRest(small) as never })
+      )
+      const destination = TableDestination.makeUnsafe({ projectId: emulator.projectId, datasetId, tableId: "over" })
+      const avroSchema = Avro.avroSchema(small)
+      assert.isFalse(avroSchema instanceof Avro.AvroError)
+      const type = avro.Type.forSchema(avroSchema as avro.Schema)
+      const files = yield* FileLoadsOptions.decode({ stagingPath: `gs://${bucket}/over`, poll: pollFast })
+      // one file per row: 7 files; 2 URIs per load and 2 sources per copy give 4 leaf loads, 2 copies, 1 final copy
+      const staging = yield* Staging.make({
+        storage,
+        stagingPath: files.stagingPath,
+        writerId: "overflow",
+        maxStagingFileBytes: 1
+      })
+      const rows = Array.from({ length: 7 }, (_, i) => ({ id: i, name: `n${i}` }))
+      for (const row of rows) yield* staging.append(destination, type, row, 16)
+      const committables = yield* staging.closeAll
+      assert.strictEqual(committables.length, 7)
+      const ctx: Runner.RunnerContext = {
+        rest: bq,
+        storage,
+        location: undefined,
+        settings: { ...files, reconcile: pollFast },
+        createDisposition: "CREATE_NEVER",
+        schemaUpdate: SchemaUpdateOptions.defaults,
+        schemaOf: () => small,
+        createResource: () => Effect.die("the table exists"),
+        limits: { ...Plan.limits, maxUrisPerLoad: 2, maxSourcesPerCopy: 2 }
+      }
+      const first = yield* Runner.commit(ctx, committables)
+      assert.strictEqual(first.length, 4 + 2 + 1)
+      assert.isTrue(first.every((o) => o.outcome === "ran"))
+      const back = yield* query<{ id: number; name: string }>(
+        bq,
+        `SELECT id, name FROM \`${destination.toString()}\` ORDER BY id`
+      )
+      // BigQuery concatenates every sourceTables entry; bqemulator's copy job reads sourceTables[0] only.
+      // Leaves p0 {0,1} p1 {2,3} p2 {4,5} p3 {6}; level 1: [p0,p1] -> {0,1}, [p2,p3] -> {4,5}; final -> {0,1}
+      assert.deepStrictEqual(back.map((r) => ({ id: Number(r.id), name: r.name })), rows.slice(0, 2))
+      const [tablesLeft] = yield* Effect.tryPromise(() => bq.dataset(datasetId).getTables())
+      assert.deepStrictEqual(tablesLeft.map((t) => t.id), ["over"])
+      assert.deepStrictEqual(yield* stagedObjects(storage, bucket), [])
+      // the same commit again (a restart): every job re-attaches, nothing loads twice
+      const again = yield* Runner.commit(ctx, committables)
+      assert.isTrue(again.every((o) => o.outcome === "attached"))
+      const counted = yield* query<{ n: number }>(bq, `SELECT COUNT(*) AS n FROM \`${destination.toString()}\``)
+      assert.strictEqual(Number(counted[0]?.n), 2)
     }))
 
   it.effect("runJob looks a deterministic id up first: a finished job is attached, not run again", () =>

@@ -1,5 +1,5 @@
 /**
- * The load runner of file loads (reference 2.8) for the direct case: per destination, pre-load
+ * The load runner of file loads (reference 2.8): per destination, pre-load
  * reconciliation shared with the streaming paths (`schemaUpdate.reconcile`: create, union, new
  * REQUIRED fields as NULLABLE), then each load job by its deterministic id: looked up first and
  * re-attached (done ⇒ not re-run, running ⇒ awaited; failed ⇒ the next of `-r1`…`-r5`), completion
@@ -7,8 +7,9 @@
  * `reconcile` budget (an insert whose answer was lost meets its own job as 409 and attaches). After success the staged objects are deleted, best effort; on failure
  * everything is kept so that a retry runs the same jobs.
  *
- * The overflow case (temp tables and copy jobs) is planned but not executed yet: such a plan is
- * refused with `FileLoadFailed` `plan` naming the limit, before any table change or job.
+ * A commit over one load job per destination takes the overflow path of the plan: leaf loads into temp
+ * tables (`WRITE_TRUNCATE`, idempotent), copy levels of at most 1,200 sources, then the final copy (or,
+ * for `WRITE_TRUNCATE_DATA`, a copy into an aggregate temp table and one `SELECT *` query).
  *
  * @internal
  */
@@ -44,6 +45,8 @@ export interface RunnerContext {
     destination: TableDestination.TableDestination,
     schema: TableSchema.TableSchema
   ) => Effect.Effect<tables.CreateResource, BigQueryError>
+  /** The per-job limits (reference 2.8's unless given: tests lower them to reach the overflow path). */
+  readonly limits?: Plan.Limits | undefined
 }
 
 const loadError = (destination: string, detail: string, jobId?: string, cause?: unknown) =>
@@ -269,9 +272,63 @@ const cleanup = (storage: Storage, uris: ReadonlyArray<string>) =>
     )
   }, { concurrency: 8, discard: true })
 
+/** The `configuration` of a copy job of the overflow path. @internal */
+export const copyConfiguration = (job: Plan.CopyJob): Record<string, unknown> => ({
+  copy: {
+    sourceTables: job.sources.map(tableRefOf),
+    destinationTable: tableRefOf(job.table),
+    writeDisposition: job.writeDisposition,
+    createDisposition: job.createDisposition
+  }
+})
+
+/** The `configuration` of the terminal query of `WRITE_TRUNCATE_DATA` (an atomic data replace). @internal */
+export const queryConfiguration = (job: Plan.QueryJob): Record<string, unknown> => ({
+  query: {
+    query: `SELECT * FROM \`${Plan.tablePath(job.source)}\``,
+    useLegacySql: false,
+    destinationTable: tableRefOf(job.table),
+    writeDisposition: job.writeDisposition,
+    createDisposition: "CREATE_NEVER"
+  }
+})
+
+/** Deletes temp tables after their destination's jobs succeeded; failures are logged, never raised. */
+const dropTemporaries = (rest: BigQuery, temporaries: ReadonlyArray<Plan.TableRef>) =>
+  Effect.forEach(
+    temporaries,
+    (t) =>
+      Effect.tryPromise(() => rest.dataset(t.datasetId, { projectId: t.projectId }).table(t.tableId).delete()).pipe(
+        Effect.catch((cause) =>
+          httpStatus(cause) === 404
+            ? Effect.void
+            : Effect.logWarning(`file loads: could not delete temp table ${Plan.tablePath(t)}: ${String(cause)}`)
+        )
+      ),
+    { concurrency: 8, discard: true }
+  )
+
+/** The jobs of one destination in plan order: loads, then each copy level, then the query. */
+const runDestination = (ctx: RunnerContext, d: Plan.DestinationPlan, schema: unknown) =>
+  Effect.gen(function*() {
+    const path = Plan.tablePath(d.destination)
+    const outcomes: Array<{ readonly jobId: string; readonly outcome: JobOutcome }> = []
+    for (const job of d.loads) {
+      outcomes.push(yield* runJob(ctx, job.jobId, loadConfiguration(job, ctx.schemaUpdate, schema), path))
+    }
+    // each copy level completes before the next (reference 2.8)
+    for (const level of d.copies) {
+      for (const job of level) outcomes.push(yield* runJob(ctx, job.jobId, copyConfiguration(job), path))
+    }
+    if (d.query !== undefined) outcomes.push(yield* runJob(ctx, d.query.jobId, queryConfiguration(d.query), path))
+    return outcomes
+  })
+
 /**
- * Plans `committables`, refuses an overflow plan, then for each destination in order reconciles the
- * table, runs its load jobs and deletes its staged files.
+ * Plans `committables` (a refused plan fails with `FileLoadFailed` `plan` before any table change or
+ * job), then for each destination in order reconciles the table, runs its jobs (direct: the load
+ * jobs; overflow: leaf loads into temp tables, copy levels, the terminal query of
+ * `WRITE_TRUNCATE_DATA`) and deletes its staged files and temp tables, best effort.
  *
  * @internal
  */
@@ -283,34 +340,19 @@ export const commit = (
     if (committables.length === 0) return []
     const planned = Plan.plan(committables, {
       writeDisposition: ctx.settings.writeDisposition,
-      tempDataset: ctx.settings.tempDataset
+      tempDataset: ctx.settings.tempDataset,
+      limits: ctx.limits
     })
     if (Result.isFailure(planned)) {
       const e = planned.failure
       return yield* planError(committables[0]?.destination ?? "", e.message, e)
     }
-    const overflow = planned.success.destinations.find((d) => d._tag === "Overflow")
-    if (overflow !== undefined) {
-      const path = Plan.tablePath(overflow.destination)
-      return yield* planError(
-        path,
-        `${overflow.uris.length} staged files need ${overflow.loads.length} load jobs (limits: ${Plan.limits.maxUrisPerLoad} URIs and ${Plan.limits.maxBytesPerLoad} bytes per load job, maxUrisPerLoad / maxBytesPerLoad); loading through temp tables and copy jobs is not implemented yet: checkpoint more often or raise maxStagingFileBytes`
-      )
-    }
     const outcomes: Array<{ readonly jobId: string; readonly outcome: JobOutcome }> = []
     for (const d of planned.success.destinations) {
       const destination = TableDestination.makeUnsafe(d.destination)
       const schema = yield* reconcile(ctx, destination)
-      for (const job of d.loads) {
-        outcomes.push(
-          yield* runJob(
-            ctx,
-            job.jobId,
-            loadConfiguration(job, ctx.schemaUpdate, schema),
-            Plan.tablePath(d.destination)
-          )
-        )
-      }
+      outcomes.push(...(yield* runDestination(ctx, d, schema)))
+      yield* dropTemporaries(ctx.rest, d.temporaries)
       yield* cleanup(ctx.storage, d.uris)
     }
     return outcomes

@@ -5,7 +5,8 @@
  *
  * Object names are `<prefix>/<writer>/<project.dataset.table>/<run>-<seq>.avro`: `run` is random per
  * writer instance, `seq` grows for its lifetime, so names never repeat across checkpoints or restarts.
- * A file is closed when it reaches `maxStagingFileBytes` and at every `closeAll` (each checkpoint);
+ * A file is closed once the rows appended to it reach `maxStagingFileBytes` (their serialized sizes,
+ * uncompressed, so the deflated file is smaller) and at every `closeAll` (each checkpoint);
  * each closed file is one committable. A failed upload fails the write (`FileLoadFailed` `stage`).
  *
  * @internal
@@ -38,7 +39,10 @@ interface OpenFile {
   readonly name: string
   readonly encoder: avro.streams.BlockEncoder
   readonly upload: Writable
+  /** Bytes the encoder emitted (compressed): the committable's `byteCount`. */
   bytes: number
+  /** The appended rows' sizes as the caller measured them (uncompressed): what rolling counts. */
+  rowBytes: number
   rows: number
   /** Set by the upload's `finish`. */
   finished: boolean
@@ -74,11 +78,15 @@ const settled = (file: OpenFile, drain: boolean): Effect.Effect<void, { readonly
 
 /** The open files of one writer. @internal */
 export interface Staging {
-  /** Appends one Avro record to `destination`'s open file (opened with `schema` when none is). */
+  /**
+   * Appends one Avro record to `destination`'s open file (opened with `schema` when none is); `size` is
+   * the row's size as the caller measured it (the serialized row), counted toward `maxStagingFileBytes`.
+   */
   readonly append: (
     destination: TableDestination,
     schema: avro.Type,
-    record: unknown
+    record: unknown,
+    size: number
   ) => Effect.Effect<void, BigQueryError>
   /** Closes every open file; the committables of every file closed since the last call, by URI. */
   readonly closeAll: Effect.Effect<ReadonlyArray<Committable>, BigQueryError>
@@ -126,6 +134,7 @@ export const make = (options: StagingOptions): Effect.Effect<Staging, never, Sco
         encoder,
         upload,
         bytes: 0,
+        rowBytes: 0,
         rows: 0,
         finished: false,
         failure: undefined
@@ -156,7 +165,7 @@ export const make = (options: StagingOptions): Effect.Effect<Staging, never, Sco
         Effect.withSpan("FileLoads.closeStagingFile", { attributes: { "gcs.object": file.name } })
       )
 
-    const append = (destination: TableDestination, schema: avro.Type, record: unknown) =>
+    const append = (destination: TableDestination, schema: avro.Type, record: unknown, size: number) =>
       Effect.gen(function*() {
         const path = destination.toString()
         let file = open.get(path)
@@ -175,6 +184,7 @@ export const make = (options: StagingOptions): Effect.Effect<Staging, never, Sco
           catch: (cause) => stageError(path, `Avro encoding failed: ${causeText(cause)}`, cause)
         })
         current.rows++
+        current.rowBytes += size
         // a bounded buffer per open destination: wait for the upload to take what is queued
         if (!buffered) {
           yield* settled(current, true).pipe(
@@ -183,7 +193,8 @@ export const make = (options: StagingOptions): Effect.Effect<Staging, never, Sco
             )
           )
         }
-        if (current.bytes >= options.maxStagingFileBytes) {
+        // the encoder emits whole (deflated) blocks, later: roll on the rows' own sizes, an upper bound
+        if (current.rowBytes >= options.maxStagingFileBytes) {
           open.delete(path)
           closed.push(yield* close(current))
         }

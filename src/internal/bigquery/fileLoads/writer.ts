@@ -126,7 +126,7 @@ const build = <A, E, R>(
           const message = converted.path === "" ? converted.reason : `${converted.path}: ${converted.reason}`
           return yield* router.route(failedRow({ destination: key, message, payload: row, cause: converted }))
         }
-        yield* staging.append(resolution, state.type, converted)
+        yield* staging.append(resolution, state.type, converted, row.length)
         counters.add(key, "recordsWritten", 1)
         counters.add(key, "bytesWritten", row.length)
       })

@@ -4,7 +4,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { BigQuery } from "@google-cloud/bigquery"
-import { Duration, Effect, Exit } from "effect"
+import { Duration, Effect, Exit, Result } from "effect"
+import * as Plan from "../../../../src/internal/bigquery/fileLoads/plan.ts"
 import * as Runner from "../../../../src/internal/bigquery/fileLoads/runner.ts"
 import * as retryPolicy from "../../../../src/internal/retryPolicy.ts"
 
@@ -173,4 +174,68 @@ describe("fileLoads runner", () => {
       const exit = yield* Effect.exit(Runner.runJob(ctx, "j", configuration, "p.d.t"))
       assert.match(String(Exit.isFailure(exit) ? exit.cause : ""), /did not finish within the poll budget/)
     }))
+})
+
+describe("fileLoads job configurations", () => {
+  const files = Array.from({ length: 5 }, (_, i): Plan.Committable => ({
+    writerId: "w",
+    destination: "p.d.t",
+    uri: `gs://b/f${i}.avro`,
+    byteCount: 10,
+    rowCount: 1,
+    format: "AVRO"
+  }))
+  const limits = { ...Plan.limits, maxUrisPerLoad: 2, maxSourcesPerCopy: 2 }
+
+  it("overflow: leaf loads truncate temp tables, copies name their sources, WRITE_TRUNCATE_DATA ends in one query", () => {
+    const planned = Plan.plan(files, { writeDisposition: "WRITE_TRUNCATE_DATA", tempDataset: "tmp", limits })
+    assert.isTrue(Result.isSuccess(planned))
+    if (!Result.isSuccess(planned)) return
+    const [d] = planned.success.destinations
+    assert.strictEqual(d?._tag, "Overflow")
+    if (d === undefined) return
+    const firstLoad = d.loads[0]
+    assert.isDefined(firstLoad)
+    if (firstLoad === undefined) return
+    const leaf = Runner.loadConfiguration(firstLoad, { allowNewFields: true, allowFieldRelaxation: false }, {
+      fields: []
+    }) as { load: Record<string, unknown> }
+    assert.strictEqual(leaf.load["writeDisposition"], "WRITE_TRUNCATE")
+    assert.strictEqual(leaf.load["createDisposition"], "CREATE_IF_NEEDED")
+    assert.strictEqual((leaf.load["destinationTable"] as { datasetId: string }).datasetId, "tmp")
+    // a leaf truncates its temp table: no schema update options there
+    assert.isUndefined(leaf.load["schemaUpdateOptions"])
+    const copies = d.copies.flat().map((job) => Runner.copyConfiguration(job) as { copy: Record<string, unknown> })
+    for (const [i, job] of d.copies.flat().entries()) {
+      const sources = (copies[i]?.copy["sourceTables"] ?? []) as ReadonlyArray<{ tableId: string }>
+      assert.deepStrictEqual(sources.map((t) => t.tableId), job.sources.map((t) => t.tableId))
+      assert.isAtMost(sources.length, 2)
+    }
+    const last = copies[copies.length - 1]?.copy["destinationTable"] as { tableId: string } | undefined
+    assert.match(last?.tableId ?? "", /_aggregate$/)
+    assert.isDefined(d.query)
+    if (d.query === undefined) return
+    const query = Runner.queryConfiguration(d.query) as { query: Record<string, unknown> }
+    assert.strictEqual(query.query["writeDisposition"], "WRITE_TRUNCATE_DATA")
+    assert.strictEqual(query.query["createDisposition"], "CREATE_NEVER")
+    assert.match(query.query["query"] as string, /^SELECT \* FROM `p\.tmp\.tmp_w_[0-9a-f]{12}_aggregate`$/)
+    assert.deepStrictEqual(query.query["destinationTable"], { projectId: "p", datasetId: "d", tableId: "t" })
+  })
+
+  it("direct: the load appends with the carried schema and the enabled schema update options", () => {
+    const planned = Plan.plan(files.slice(0, 2), { writeDisposition: "WRITE_APPEND", limits })
+    assert.isTrue(Result.isSuccess(planned))
+    if (!Result.isSuccess(planned)) return
+    const job = planned.success.destinations[0]?.loads[0]
+    assert.isDefined(job)
+    if (job === undefined) return
+    const schema = { fields: [{ name: "id", type: "INTEGER" }] }
+    const config = Runner.loadConfiguration(job, { allowNewFields: true, allowFieldRelaxation: true }, schema) as {
+      load: Record<string, unknown>
+    }
+    assert.deepStrictEqual(config.load["schema"], schema)
+    assert.deepStrictEqual(config.load["schemaUpdateOptions"], ["ALLOW_FIELD_ADDITION", "ALLOW_FIELD_RELAXATION"])
+    assert.strictEqual(config.load["useAvroLogicalTypes"], true)
+    assert.deepStrictEqual(config.load["sourceUris"], ["gs://b/f0.avro", "gs://b/f1.avro"])
+  })
 })
