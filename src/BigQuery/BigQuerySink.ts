@@ -422,9 +422,9 @@ export interface FileLoadsSinkOptions<A, P, E = RecordFailed, R = never>
  *
  * Only `writeDisposition: "WRITE_APPEND"` is accepted here (each checkpoint loads; another disposition
  * would replace the rows of the previous ones): `BigQuerySink.make` takes the others for one load at
- * the end of input. A commit too large for one load job per destination (10,000 files or 11 TiB) is
- * refused (`FileLoadFailed` `plan`), before any job: temp tables and copy jobs are planned but not run
- * yet. Requires `BigQueryClient`, `GcsClient` and the `CheckpointStore` of `Checkpoint.resume`.
+ * the end of input. A commit too large for one load job per destination (10,000 files or 11 TiB)
+ * loads through temp tables and copy jobs (reference 2.8), all with deterministic ids. Requires
+ * `BigQueryClient`, `GcsClient` and the `CheckpointStore` of `Checkpoint.resume`.
  *
  * **Example** (A nightly backfill)
  * ```ts

@@ -105,7 +105,8 @@ export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigquery", Ex
  * - `writeDisposition` (`WRITE_APPEND`): or `WRITE_TRUNCATE` (data and schema replaced),
  *   `WRITE_TRUNCATE_DATA` (data replaced, schema kept), `WRITE_EMPTY` (fails unless empty).
  * - `tempDataset` (the destination's dataset): where temp tables of large commits go.
- * - `maxStagingFileBytes` (16 MiB): a staged file is closed once it reaches this size.
+ * - `maxStagingFileBytes` (16 MiB): a staged file is closed once its rows' serialized sizes reach
+ *   this (uncompressed: the deflated file is smaller).
  * - `stagingFormat` (`AVRO`): the only format for now (`PARQUET` is refused: ADR 0023).
  * - `poll` (`{ initialBackoff: "1 second", maxBackoff: "30 seconds" }`, no attempt cap): the waits
  *   between load-job status reads; `RetryPolicy.fromSchedule(schedule)` gives your own `Schedule`.
