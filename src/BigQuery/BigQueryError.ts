@@ -167,12 +167,53 @@ export class TableAdminFailed extends Schema.TaggedError<TableAdminFailed>()("Ta
 }
 
 /**
+ * A step of file loads failed (`WriteMethod.fileLoads`): `step` is `plan` (the commit breaks a limit
+ * or rule, nothing ran), `stage` (a Cloud Storage upload failed), `schema` (the table's columns cannot
+ * be staged as Avro), or `load` (a load job failed, or could not be submitted or read). `jobId` names
+ * the job when there is one; the staged files are kept for a deterministic retry.
+ *
+ * **Example** (Handling this reason)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { BigQueryError } from "effect-gcp-sinks/BigQuery"
+ * declare const write: Effect.Effect<void, BigQueryError.BigQueryError>
+ * write.pipe(Effect.catchReason("BigQueryError", "FileLoadFailed", (r) => Effect.logError(`${r.step} ${r.jobId}`)))
+ * ```
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class FileLoadFailed extends Schema.TaggedError<FileLoadFailed>()("FileLoadFailed", {
+  step: Schema.Literals(["plan", "stage", "schema", "load"]),
+  destination: Schema.String,
+  jobId: Schema.optional(Schema.String),
+  detail: Schema.String,
+  cause: Schema.Defect()
+}) {
+  /**
+   * A failed upload or job read may succeed later (the same deterministic jobs re-run); a refused
+   * plan, an unsupported schema or a job that failed on its own rows will not.
+   *
+   * @since 0.1.0
+   */
+  get isRetryable(): boolean {
+    return this.step === "stage"
+  }
+}
+
+/**
  * Any reason of a {@link BigQueryError}.
  *
  * @category errors
  * @since 0.1.0
  */
-export type BigQueryErrorReason = RetriesExhausted | RequestRejected | TableNotFound | SchemaMismatch | TableAdminFailed
+export type BigQueryErrorReason =
+  | RetriesExhausted
+  | RequestRejected
+  | TableNotFound
+  | SchemaMismatch
+  | TableAdminFailed
+  | FileLoadFailed
 
 /**
  * The error of every BigQuery operation that failed terminally. Match the family with
@@ -190,7 +231,14 @@ export type BigQueryErrorReason = RetriesExhausted | RequestRejected | TableNotF
  * @since 0.1.0
  */
 export class BigQueryError extends Schema.TaggedError<BigQueryError>()("BigQueryError", {
-  reason: Schema.Union([RetriesExhausted, RequestRejected, TableNotFound, SchemaMismatch, TableAdminFailed])
+  reason: Schema.Union([
+    RetriesExhausted,
+    RequestRejected,
+    TableNotFound,
+    SchemaMismatch,
+    TableAdminFailed,
+    FileLoadFailed
+  ])
 }) {
   /**
    * The reason tag, where it happened and what the service said.

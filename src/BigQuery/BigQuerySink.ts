@@ -7,12 +7,15 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Sink from "effect/Sink"
 import * as internalExactlyOnce from "../internal/bigquery/exactlyOnce/writer.ts"
+import * as internalFileLoadsOptions from "../internal/bigquery/fileLoads/options.ts"
+import * as internalFileLoads from "../internal/bigquery/fileLoads/writer.ts"
 import * as internalOptions from "../internal/bigquery/options.ts"
 import * as internalSink from "../internal/bigquery/sink.ts"
 import * as internalWriter from "../internal/bigquery/writer.ts"
 import * as internalCheckpointSink from "../internal/writer/checkpointSink.ts"
 import type * as Checkpoint from "../Sink/Checkpoint.ts"
 import type { FailureHandler, RecordFailed } from "../Sink/FailureHandler.ts"
+import type { GcsClient } from "../Sink/GcsClient.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import type { HandlerContext, HandlerError, SinkOptions, WithFailureHandler } from "../Sink/SinkOptions.ts"
 import type { Writer } from "../Sink/Writer.ts"
@@ -24,7 +27,7 @@ import type { BigQueryFailure } from "./BigQueryFailure.ts"
 import type { RowSerializer } from "./RowSerializer.ts"
 import type { TableCreateOptions, TableCreateOptionsInput } from "./TableCreateOptions.ts"
 import type { DestinationResolver, TableDestination } from "./TableDestination.ts"
-import type { AtLeastOnce, ExactlyOnce } from "./WriteMethod.ts"
+import { type AtLeastOnce, type ExactlyOnce, type FileLoads, isFileLoads } from "./WriteMethod.ts"
 
 /**
  * The options of {@link make} and {@link writer}: the shared `SinkOptions` (destination, failure
@@ -107,6 +110,13 @@ export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigErro
  * when allowed. With `flushInterval` a timer flushes too. At least once: a batch whose response
  * was lost is appended again.
  *
+ * With `writeMethod: WriteMethod.fileLoads({ stagingPath })` (reference 2.8, batch mode) the sink
+ * stages instead: each record is converted to Avro and streamed into its destination's staging file in
+ * Cloud Storage (rolled at `maxStagingFileBytes`); at the end of input every file is loaded by load
+ * jobs with deterministic ids (no streaming charges; any `writeDisposition`). A run that fails loads
+ * nothing and leaves its staged files; the next run stages again under a new run id. This form needs
+ * a `GcsClient` too. For loads at checkpoints that survive restarts exactly once, see {@link fileLoads}.
+ *
  * The error channel holds the handler's error: `RecordFailed` without a `failureHandler` (the
  * default `failJob`), exactly the handler's `E` with one (`never` for
  * `FailureHandler.logAndDrop`; both for a handler that may be `undefined`). One generic signature
@@ -124,24 +134,80 @@ export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigErro
  * }).pipe(Effect.provide(BigQueryClient.layer({ projectId: "p" })))
  * ```
  *
+ * **Example** (A nightly batch by file loads, replacing the table's rows)
+ * ```ts
+ * import { Effect, Layer, Schema, Stream } from "effect"
+ * import { BigQueryClient, BigQuerySink, RowSerializer, TableDestination, WriteMethod } from "effect-gcp-sinks/BigQuery"
+ * import { GcsClient } from "effect-gcp-sinks/Sink"
+ * declare const todays: Stream.Stream<{ readonly sku: string; readonly stock: number }>
+ * const Stock = Schema.Struct({ sku: Schema.String, stock: Schema.Number })
+ * const program = Effect.gen(function*() {
+ *   const serializer = yield* RowSerializer.fromSchema(Stock)
+ *   const table = yield* TableDestination.make({ projectId: "p", datasetId: "shop", tableId: "stock" })
+ *   return yield* todays.pipe(Stream.run(BigQuerySink.make({
+ *     table,
+ *     serializer,
+ *     writeMethod: WriteMethod.fileLoads({ stagingPath: "gs://my-staging/stock", writeDisposition: "WRITE_TRUNCATE_DATA" })
+ *   })))
+ * }).pipe(Effect.provide(Layer.mergeAll(BigQueryClient.layer({ projectId: "p" }), GcsClient.layer({ projectId: "p" }))))
+ * ```
+ *
  * @category constructors
  * @since 0.1.0
  */
-export const make = <A, H extends Handler | undefined = undefined>(
-  options: WithFailureHandler<BigQuerySinkOptions<A>, H>
-): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<HandlerError<H>>, BigQueryClient | HandlerContext<H>> =>
+export const make: {
+  // the at-least-once overload first: an inline WriteMethod.atLeastOnce infers its element type from it
+  <A, H extends Handler | undefined = undefined>(
+    options: WithFailureHandler<BigQuerySinkOptions<A>, H>
+  ): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<HandlerError<H>>, BigQueryClient | HandlerContext<H>>
+  <A, H extends Handler | undefined = undefined>(
+    options: WithFailureHandler<MakeFileLoadsOptions<A>, H>
+  ): Sink.Sink<
+    WriteSummary,
+    A,
+    never,
+    BigQuerySinkError<HandlerError<H>>,
+    BigQueryClient | GcsClient | HandlerContext<H>
+  >
+} = <A, H extends Handler | undefined = undefined>(
+  options: WithFailureHandler<BigQuerySinkOptions<A> | MakeFileLoadsOptions<A>, H>
+): Sink.Sink<
+  WriteSummary,
+  A,
+  never,
+  BigQuerySinkError<HandlerError<H>>,
+  BigQueryClient | GcsClient | HandlerContext<H>
+> =>
   Sink.unwrap(
-    Effect.map(
-      internalOptions.decode(options),
-      (settings): Sink.Sink<
-        WriteSummary,
-        A,
-        never,
-        BigQuerySinkError<HandlerError<H>>,
-        BigQueryClient | HandlerContext<H>
-      > => internalSink.make(settings)
-    )
+    isFileLoads(options.writeMethod)
+      ? Effect.map(
+        internalFileLoadsOptions.decodeSink(options, "plain"),
+        ({ files, settings }) => internalFileLoads.plainSink<A, HandlerError<H>, HandlerContext<H>>(settings, files)
+      )
+      : Effect.map(
+        internalOptions.decode(options as WithFailureHandler<BigQuerySinkOptions<A>, H>),
+        (settings): Sink.Sink<
+          WriteSummary,
+          A,
+          never,
+          BigQuerySinkError<HandlerError<H>>,
+          BigQueryClient | HandlerContext<H>
+        > => internalSink.make(settings)
+      )
   )
+
+/**
+ * The options of {@link make} with file loads: those of {@link make} with
+ * `WriteMethod.fileLoads(...)` as the write method (no `checkpoint`: see {@link fileLoads}).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface MakeFileLoadsOptions<A, E = RecordFailed, R = never>
+  extends Omit<BigQuerySinkOptions<A, E, R>, "writeMethod">
+{
+  readonly writeMethod: FileLoads
+}
 
 /**
  * A scoped writer: `write` admits records (waiting when the in-flight bounds are reached),
@@ -320,3 +386,85 @@ export const exactlyOnceWriter = <A, P, H extends Handler | undefined = undefine
     const resume = yield* internalCheckpointSink.decodeResume<P>(options.checkpoint)
     return yield* internalExactlyOnce.make<A, P, HandlerError<H>, HandlerContext<H>>(settings, resume)
   })
+
+/**
+ * The options of {@link fileLoads}: those of {@link make} with `WriteMethod.fileLoads(...)` (required:
+ * it names the staging bucket) and the `checkpoint` option, whose `resume.writerId` is part of every
+ * staged object name and load job id.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface FileLoadsSinkOptions<A, P, E = RecordFailed, R = never>
+  extends Omit<BigQuerySinkOptions<A, E, R>, "writeMethod">
+{
+  readonly writeMethod: FileLoads
+  readonly checkpoint: Checkpoint.CheckpointOptions<A, P>
+}
+
+/**
+ * A file-loads sink with checkpoints (reference 2.8, streaming mode): records are staged as Avro files
+ * in Cloud Storage and loaded by load jobs at every checkpoint and at the end of input, free of
+ * streaming charges, exactly once across crashes and restarts provided the source restarts at the
+ * position `Checkpoint.resume` returned.
+ *
+ * **Details**
+ *
+ * Each record is resolved, serialized, converted to Avro and appended to its destination's open
+ * staging file, which streams into a resumable upload (objects named
+ * `<prefix>/<writerId>/<project.dataset.table>/<run>-<seq>.avro`, never reused). Every checkpoint
+ * (`checkpoint.every` records or time, and the end of input) closes the open files, saves them in the
+ * checkpoint record (compare-and-set), then loads each destination's files with load jobs whose ids
+ * are derived from the writer id, the destination and the files. On start the stored record's loads
+ * run again: each job is looked up first and re-attached (done: not re-run; running: awaited; failed:
+ * the next of `-r1`…`-r5`), so a process killed between a save and its loads neither loses nor
+ * doubles a row. Files staged after the last checkpoint are never loaded: the source replays them.
+ * Staged files are deleted after their load succeeded and kept when it failed.
+ *
+ * Only `writeDisposition: "WRITE_APPEND"` is accepted here (each checkpoint loads; another disposition
+ * would replace the rows of the previous ones): `BigQuerySink.make` takes the others for one load at
+ * the end of input. A commit too large for one load job per destination (10,000 files or 11 TiB)
+ * loads through temp tables and copy jobs (reference 2.8), all with deterministic ids. Requires
+ * `BigQueryClient`, `GcsClient` and the `CheckpointStore` of `Checkpoint.resume`.
+ *
+ * **Example** (A nightly backfill)
+ * ```ts
+ * import { Effect, Option, Schema, Stream } from "effect"
+ * import { BigQuerySink, RowSerializer, TableDestination, WriteMethod } from "effect-gcp-sinks/BigQuery"
+ * import { Checkpoint, CheckpointStore } from "effect-gcp-sinks/Sink"
+ * declare const linesFrom: (line: number) => Stream.Stream<{ readonly line: number; readonly text: string }>
+ * const Row = Schema.Struct({ line: Schema.Number, text: Schema.String })
+ * const program = Effect.gen(function*() {
+ *   const serializer = yield* RowSerializer.fromSchema(Row)
+ *   const table = yield* TableDestination.make({ projectId: "p", datasetId: "d", tableId: "lines" })
+ *   const resume = yield* Checkpoint.resume({ writerId: "backfill-0", positionSchema: Schema.Number })
+ *   return yield* linesFrom(Option.getOrElse(resume.position, () => 0)).pipe(
+ *     Stream.run(BigQuerySink.fileLoads({
+ *       table,
+ *       serializer,
+ *       writeMethod: WriteMethod.fileLoads({ stagingPath: "gs://my-staging/loads" }),
+ *       checkpoint: { resume, every: 1_000_000, position: (row) => row.line + 1 }
+ *     }))
+ *   )
+ * }).pipe(Effect.provide(CheckpointStore.file("./checkpoints")))
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const fileLoads = <A, P, H extends Handler | undefined = undefined>(
+  options: WithFailureHandler<FileLoadsSinkOptions<A, P>, H>
+): Sink.Sink<
+  WriteSummary,
+  A,
+  never,
+  ExactlyOnceSinkError<HandlerError<H>>,
+  BigQueryClient | GcsClient | HandlerContext<H>
+> =>
+  Sink.unwrap(
+    Effect.map(
+      internalFileLoadsOptions.decodeSink(options),
+      ({ files, settings }) =>
+        internalFileLoads.sink<A, P, HandlerError<H>, HandlerContext<H>>(settings, files, options.checkpoint)
+    )
+  )

@@ -1,7 +1,8 @@
 /**
- * How the BigQuery sink writes: `AtLeastOnce` on each table's Storage Write `_default` stream, or
- * `ExactlyOnce` on buffered streams flushed at checkpoints, each with its own options, so options of
- * one method cannot be given to another (file loads join as another variant).
+ * How the BigQuery sink writes: `AtLeastOnce` on each table's Storage Write `_default` stream,
+ * `ExactlyOnce` on buffered streams flushed at checkpoints, or `FileLoads` (Avro files staged in Cloud
+ * Storage, loaded by load jobs), each with its own options, so options of one method cannot be given
+ * to another.
  *
  * @since 0.1.0
  */
@@ -100,9 +101,52 @@ export interface ExactlyOnceOptions {
 export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigquery", ExactlyOnceOptions> {}
 
 /**
- * The write methods of `BigQuerySink.make` and `writer`: {@link AtLeastOnce} (`FileLoads` joins as a
- * further variant). {@link ExactlyOnce} is the method of the exactly-once constructors, which need a
- * checkpoint, and is not one of these.
+ * The options of {@link fileLoads} (reference 2.9), each with its default.
+ *
+ * **Details**
+ *
+ * - `stagingPath` (required): `gs://bucket[/prefix]` (lowercase scheme; a trailing `/` is dropped)
+ *   where files are staged, as `<prefix>/<writerId>/<project.dataset.table>/<run>-<seq>.avro`.
+ * - `writeDisposition` (`WRITE_APPEND`): or `WRITE_TRUNCATE` (data and schema replaced),
+ *   `WRITE_TRUNCATE_DATA` (data replaced, schema kept), `WRITE_EMPTY` (fails unless empty).
+ * - `tempDataset` (the destination's dataset): where temp tables of large commits go.
+ * - `maxStagingFileBytes` (16 MiB): a staged file is closed once its rows' serialized sizes reach
+ *   this (uncompressed: the deflated file is smaller).
+ * - `stagingFormat` (`AVRO`): the only format for now (`PARQUET` is refused: ADR 0023).
+ * - `poll` (`{ initialBackoff: "1 second", maxBackoff: "30 seconds" }`, no attempt cap): the waits
+ *   between load-job status reads; `RetryPolicy.fromSchedule(schedule)` gives your own `Schedule`.
+ * - `reconcile` (`{ initialBackoff: "500 millis", maxBackoff: "10 seconds", maxAttempts: 10 }`):
+ *   the budget of table creation and schema reconciliation before a load.
+ * - `perDestinationMetrics` (false): adds a `destination` attribute to the record counters.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface FileLoadsOptions {
+  readonly stagingPath: string
+  readonly writeDisposition?: "WRITE_APPEND" | "WRITE_TRUNCATE" | "WRITE_TRUNCATE_DATA" | "WRITE_EMPTY" | undefined
+  readonly tempDataset?: string | undefined
+  readonly maxStagingFileBytes?: number | undefined
+  readonly stagingFormat?: "AVRO" | undefined
+  readonly poll?: RetryPolicyInput | undefined
+  readonly reconcile?: RetryPolicyInput | undefined
+  readonly perDestinationMetrics?: boolean | undefined
+}
+
+/**
+ * File loads (reference 2.8): records are staged as Avro files in Cloud Storage and loaded by load
+ * jobs with deterministic ids, at each checkpoint and at the end of input: no streaming charges, and
+ * a re-run re-attaches to the jobs of the same files instead of loading them twice.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface FileLoads extends WriteMethodOf<"FileLoads", "bigquery", FileLoadsOptions> {}
+
+/**
+ * The write method of `BigQuerySink.writer`: {@link AtLeastOnce}. `BigQuerySink.make` also takes
+ * {@link FileLoads} (one load at the end of input), as `BigQuerySink.fileLoads` does with checkpoints;
+ * {@link ExactlyOnce} is the method of the exactly-once constructors, which need a checkpoint.
  *
  * @category models
  * @since 0.1.0
@@ -158,6 +202,26 @@ export const exactlyOnce = (options?: ExactlyOnceOptions): ExactlyOnce =>
   method.make("ExactlyOnce", "bigquery", options ?? {})
 
 /**
+ * The file-loads write method with its {@link FileLoadsOptions} (validated when the sink is built,
+ * errors naming `writeMethod.<option>`; an option of another method is rejected).
+ *
+ * **Example** (Staging under a prefix, replacing the table's data)
+ * ```ts
+ * import { WriteMethod } from "effect-gcp-sinks/BigQuery"
+ * const method = WriteMethod.fileLoads({
+ *   stagingPath: "gs://my-staging/loads",
+ *   writeDisposition: "WRITE_TRUNCATE_DATA"
+ * })
+ * method._tag
+ * // => "FileLoads"
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const fileLoads = (options: FileLoadsOptions): FileLoads => method.make("FileLoads", "bigquery", options)
+
+/**
  * Tells whether a value is a {@link WriteMethod}.
  *
  * **Example** (Checking an untyped value)
@@ -186,3 +250,18 @@ export const isWriteMethod: (u: unknown) => u is WriteMethod = method.guard<Writ
  * @since 0.1.0
  */
 export const isExactlyOnce: (u: unknown) => u is ExactlyOnce = method.guard<ExactlyOnce>("bigquery", ["ExactlyOnce"])
+
+/**
+ * Tells whether a value is a {@link FileLoads} method.
+ *
+ * **Example** (Checking an untyped value)
+ * ```ts
+ * import { WriteMethod } from "effect-gcp-sinks/BigQuery"
+ * WriteMethod.isFileLoads(WriteMethod.fileLoads({ stagingPath: "gs://b" }))
+ * // => true
+ * ```
+ *
+ * @category guards
+ * @since 0.1.0
+ */
+export const isFileLoads: (u: unknown) => u is FileLoads = method.guard<FileLoads>("bigquery", ["FileLoads"])

@@ -260,7 +260,10 @@ describe("one generic signature for make and writer", () => {
 
   it("BigQuerySink.make: no handler, logAndDrop, custom", () => {
     const boom = FailureHandler.make({ handle: (_: BigQueryFailure.BigQueryFailure) => Effect.fail("boom" as const) })
-    expectTypeOf<ReturnType<typeof BigQuerySink.make<F.Row, typeof boom>>>().toEqualTypeOf<
+    // make is overloaded (file loads add GcsClient), so its at-least-once form is read off a call
+    const atLeastOnce = (options: Omit<BigQuerySink.BigQuerySinkOptions<F.Row>, "failureHandler">) =>
+      BigQuerySink.make({ ...options, failureHandler: boom })
+    expectTypeOf<ReturnType<typeof atLeastOnce>>().toEqualTypeOf<
       EffectSink.Sink<WriteSummary, F.Row, never, BigQuerySink.BigQuerySinkError<"boom">, BigQueryClient.BigQueryClient>
     >()
     expectTypeOf<Effect.Error<ReturnType<typeof BigQuerySink.writer<F.Row, undefined>>>>().toEqualTypeOf<

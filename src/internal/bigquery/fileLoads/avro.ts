@@ -1,0 +1,312 @@
+/**
+ * Rows as Avro for file loads (reference 2.8): the Avro schema of a destination's `TableSchema`, and
+ * the conversion of a serialized row (the serializer's protobuf bytes, read through its descriptor)
+ * into the Avro record of that schema.
+ *
+ * Type mapping: STRING, JSON, GEOGRAPHY → `string`; BYTES → `bytes`; INT64 → `long`; FLOAT64 →
+ * `double`; BOOL → `boolean`; TIMESTAMP → `timestamp-micros`; DATE → `date`; TIME → `time-micros`;
+ * DATETIME → `local-timestamp-micros`; NUMERIC / BIGNUMERIC → `decimal` bytes (precision and scale
+ * kept); RECORD → a nested record; REPEATED → `array`; NULLABLE → `["null", T]`. RANGE and flexible
+ * column names cannot be staged (the reference refuses them too; INTERVAL is no column type here).
+ *
+ * @internal
+ */
+import type { DescriptorProto, Field, TableSchema } from "../../../BigQuery/TableSchema.ts"
+import { ProtoReader } from "../../protoReader.ts"
+import { parseDate } from "../civilTime.ts"
+import { limitsOf } from "../decimal.ts"
+import { protoTypes } from "../descriptor.ts"
+
+/** An Avro schema as JSON. @internal */
+export type AvroSchema = string | { readonly [key: string]: unknown } | ReadonlyArray<AvroSchema>
+
+/** A column that cannot be staged, or a row that cannot be converted. @internal */
+export class AvroError {
+  readonly _tag = "AvroError"
+  readonly path: string
+  readonly reason: string
+  constructor(path: string, reason: string) {
+    this.path = path
+    this.reason = reason
+  }
+}
+
+const decimalShape = (field: Field): { readonly precision: number; readonly scale: number } => {
+  const typeName = field.type === "BIGNUMERIC" ? "BIGNUMERIC" : "NUMERIC"
+  const limits = limitsOf(typeName, field.precision, field.scale)
+  return { precision: Math.ceil(limits.integerDigits + limits.scale), scale: limits.scale }
+}
+
+const scalarSchema = (field: Field, path: string): AvroSchema | AvroError => {
+  switch (field.type) {
+    case "STRING":
+    case "JSON":
+    case "GEOGRAPHY":
+      return "string"
+    case "BYTES":
+      return "bytes"
+    case "INT64":
+      return "long"
+    case "FLOAT64":
+      return "double"
+    case "BOOL":
+      return "boolean"
+    case "TIMESTAMP":
+      return { type: "long", logicalType: "timestamp-micros" }
+    case "DATE":
+      return { type: "int", logicalType: "date" }
+    case "TIME":
+      return { type: "long", logicalType: "time-micros" }
+    case "DATETIME":
+      return { type: "long", logicalType: "local-timestamp-micros" }
+    case "NUMERIC":
+    case "BIGNUMERIC":
+      return { type: "bytes", logicalType: "decimal", ...decimalShape(field) }
+    default:
+      return new AvroError(path, `${field.type} columns cannot be staged as Avro for file loads`)
+  }
+}
+
+const isAvroName = (name: string) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name)
+
+const recordSchema = (
+  name: string,
+  fields: ReadonlyArray<Field>,
+  path: string
+): AvroSchema | AvroError => {
+  const out: Array<AvroSchema> = []
+  for (const field of fields) {
+    const at = path === "" ? field.name : `${path}.${field.name}`
+    if (!isAvroName(field.name)) {
+      return new AvroError(at, "flexible column names cannot be staged as Avro for file loads")
+    }
+    const inner = field.type === "RECORD"
+      ? recordSchema(`${name}_${field.name}`, field.fields, at)
+      : scalarSchema(field, at)
+    if (inner instanceof AvroError) return inner
+    const type: AvroSchema = field.mode === "REPEATED"
+      ? { type: "array", items: inner }
+      : field.mode === "NULLABLE"
+      ? ["null", inner]
+      : inner
+    out.push(field.mode === "NULLABLE" ? { name: field.name, type, default: null } : { name: field.name, type })
+  }
+  return { type: "record", name, fields: out }
+}
+
+/** The Avro schema of a table schema, or the first column that cannot be staged. @internal */
+export const avroSchema = (schema: TableSchema): AvroSchema | AvroError => recordSchema("Row", schema.fields, "")
+
+// ---------------------------------------------------------------------------------------------
+// protobuf row → Avro record
+// ---------------------------------------------------------------------------------------------
+
+interface WireField {
+  readonly name: string
+  readonly protoType: number
+  readonly typeName: string | undefined
+}
+
+/** Field number → descriptor field, for every message of a descriptor (nested ones by name). */
+const messages = (descriptor: DescriptorProto): Map<string, Map<number, WireField>> => {
+  const out = new Map<string, Map<number, WireField>>()
+  const visit = (d: DescriptorProto) => {
+    out.set(d.name, new Map(d.field.map((f) => [f.number, { name: f.name, protoType: f.type, typeName: f.typeName }])))
+    for (const n of d.nestedType) visit(n)
+  }
+  visit(descriptor)
+  return out
+}
+
+const two32 = 4_294_967_296
+const timePattern = /^(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$/
+
+const timeMicros = (s: string): number | undefined => {
+  const m = timePattern.exec(s)
+  if (m === null) return undefined
+  const [h, mi, se] = [Number(m[1]), Number(m[2]), Number(m[3])]
+  if (h > 23 || mi > 59 || se > 59) return undefined
+  return ((h * 60 + mi) * 60 + se) * 1_000_000 + Number((m[4] ?? "").padEnd(6, "0"))
+}
+
+const datetimeMicros = (s: string): number | undefined => {
+  if (s.length < 19 || (s[10] !== " " && s[10] !== "T")) return undefined
+  const days = parseDate(s.slice(0, 10))
+  const time = timeMicros(s.slice(11))
+  return days === undefined || time === undefined ? undefined : days * 86_400_000_000 + time
+}
+
+/** A decimal string as the big-endian two's complement of its unscaled value at `scale`. */
+const decimalBytes = (s: string, scale: number): Uint8Array | undefined => {
+  const m = /^(-?)(\d+)(?:\.(\d+))?$/.exec(s)
+  if (m === null) return undefined
+  const fraction = m[3] ?? ""
+  if (fraction.replace(/0+$/, "").length > scale) return undefined
+  let unscaled = BigInt(`${m[2] ?? "0"}${fraction.padEnd(scale, "0").slice(0, scale)}`)
+  if (m[1] === "-") unscaled = -unscaled
+  const bytes: Array<number> = []
+  let v = unscaled
+  // at least one byte; stop once the remaining value is the sign extension of the last byte's top bit
+  do {
+    bytes.unshift(Number(v & 0xffn))
+    v >>= 8n
+  } while (!((v === 0n && ((bytes[0] ?? 0) & 0x80) === 0) || (v === -1n && ((bytes[0] ?? 0) & 0x80) !== 0)))
+  return Uint8Array.from(bytes)
+}
+
+type Value = unknown
+
+/** Reads one scalar wire value of `protoType` at the reader's position. */
+const readScalar = (r: ProtoReader, protoType: number, wire: number, end: number): Value => {
+  switch (wire) {
+    case 0: {
+      r.varint(end)
+      if (protoType === protoTypes.bool) return r.lo !== 0 || r.hi !== 0
+      if (protoType === 17 || protoType === 18) {
+        // sint32 / sint64: zig-zag
+        const n = (r.hi >>> 0) * two32 + r.lo
+        return n % 2 === 0 ? n / 2 : -(n + 1) / 2
+      }
+      if (protoType === protoTypes.int32 || protoType === 14) return r.lo | 0
+      if (protoType === 4 || protoType === 13) return (r.hi >>> 0) * two32 + r.lo
+      return (r.hi | 0) * two32 + r.lo
+    }
+    case 1: {
+      const view = new DataView(r.buf.buffer, r.buf.byteOffset + r.pos, 8)
+      r.pos += 8
+      if (protoType === protoTypes.double) return view.getFloat64(0, true)
+      return protoType === 16 ? Number(view.getBigInt64(0, true)) : Number(view.getBigUint64(0, true))
+    }
+    case 5: {
+      const view = new DataView(r.buf.buffer, r.buf.byteOffset + r.pos, 4)
+      r.pos += 4
+      if (protoType === 2) return view.getFloat32(0, true)
+      return protoType === 15 ? view.getInt32(0, true) : view.getUint32(0, true)
+    }
+    case 2:
+      return protoType === protoTypes.string ? r.string(end) : r.bytes(end)
+    default:
+      throw r.malformed(`unsupported wire type ${wire}`)
+  }
+}
+
+/** A decoded proto value as the Avro value of `field`, or why not. */
+const toAvro = (field: Field, value: Value, path: string): Value | AvroError => {
+  const bad = (what: string) => new AvroError(path, `${field.type} ${what}`)
+  switch (field.type) {
+    case "STRING":
+    case "JSON":
+    case "GEOGRAPHY":
+      return typeof value === "string" ? value : bad("must be a string on the wire")
+    case "BYTES":
+      return value instanceof Uint8Array ? Buffer.from(value) : bad("must be bytes on the wire")
+    case "INT64":
+    case "TIMESTAMP":
+    case "DATE":
+      if (typeof value !== "number") return bad("must be an integer on the wire")
+      return Number.isSafeInteger(value) ? value : bad(`value beyond 2^53 cannot be staged exactly`)
+    case "FLOAT64":
+      return typeof value === "number" ? value : bad("must be a number on the wire")
+    case "BOOL":
+      return typeof value === "boolean" ? value : bad("must be a bool on the wire")
+    case "TIME": {
+      const micros = typeof value === "string" ? timeMicros(value) : undefined
+      return micros ?? bad(`must be HH:MM:SS[.ffffff], was ${String(value)}`)
+    }
+    case "DATETIME": {
+      const micros = typeof value === "string" ? datetimeMicros(value) : undefined
+      return micros ?? bad(`must be YYYY-MM-DD HH:MM:SS[.ffffff], was ${String(value)}`)
+    }
+    case "NUMERIC":
+    case "BIGNUMERIC": {
+      const bytes = typeof value === "string" ? decimalBytes(value, decimalShape(field).scale) : undefined
+      return bytes === undefined
+        ? bad(`must be a decimal string within its scale, was ${String(value)}`)
+        : Buffer.from(bytes)
+    }
+    default:
+      return bad("cannot be staged as Avro")
+  }
+}
+
+/** Converts the serializer's protobuf rows of one destination into Avro records. @internal */
+export interface RowConverter {
+  readonly convert: (row: Uint8Array) => Record<string, Value> | AvroError
+}
+
+const isPackable = (protoType: number) =>
+  protoType !== protoTypes.string && protoType !== protoTypes.bytes && protoType !== protoTypes.message
+
+/** A converter for rows encoded with `descriptor` into records of `schema`'s Avro schema. @internal */
+export const converter = (schema: TableSchema, descriptor: DescriptorProto): RowConverter => {
+  const types = messages(descriptor)
+  const decodeMessage = (
+    r: ProtoReader,
+    end: number,
+    typeName: string,
+    fields: ReadonlyArray<Field>,
+    path: string,
+    depth: number
+  ): Record<string, Value> | AvroError => {
+    if (depth > 100) throw r.malformed("nesting deeper than 100")
+    const wireFields = types.get(typeName) ?? new Map<number, WireField>()
+    const byName = new Map(fields.map((f) => [f.name.toLowerCase(), f]))
+    const out: Record<string, Value> = {}
+    for (const f of fields) out[f.name] = f.mode === "REPEATED" ? [] : null
+    while (r.pos < end) {
+      const key = r.key(end)
+      const number = Math.floor(key / 8)
+      const wire = key & 7
+      const wf = wireFields.get(number)
+      const field = wf === undefined ? undefined : byName.get(wf.name.toLowerCase())
+      if (wf === undefined || field === undefined) {
+        r.skip(wire, end) // a field the table lacks: BigQuery ignores it on load too
+        continue
+      }
+      const at = path === "" ? field.name : `${path}.${field.name}`
+      const values: Array<Value> = []
+      if (field.type === "RECORD") {
+        const to = r.delimited(end)
+        const nested = decodeMessage(r, to, wf.typeName ?? "", field.fields, at, depth + 1)
+        if (nested instanceof AvroError) return nested
+        r.pos = to
+        values.push(nested)
+      } else if (wire === 2 && isPackable(wf.protoType)) {
+        const to = r.delimited(end)
+        const elementWire = wf.protoType === protoTypes.double || wf.protoType === 6 || wf.protoType === 16
+          ? 1
+          : wf.protoType === 2 || wf.protoType === 7 || wf.protoType === 15
+          ? 5
+          : 0
+        while (r.pos < to) values.push(readScalar(r, wf.protoType, elementWire, to))
+      } else {
+        values.push(readScalar(r, wf.protoType, wire, end))
+      }
+      for (const raw of values) {
+        const value = field.type === "RECORD" ? raw : toAvro(field, raw, at)
+        if (value instanceof AvroError) return value
+        if (field.mode === "REPEATED") {
+          const list = out[field.name]
+          if (Array.isArray(list)) list.push(value)
+        } else {
+          out[field.name] = value
+        }
+      }
+    }
+    for (const f of fields) {
+      if (f.mode === "REQUIRED" && out[f.name] === null) {
+        return new AvroError(path === "" ? f.name : `${path}.${f.name}`, "a REQUIRED field has no value")
+      }
+    }
+    return out
+  }
+  return {
+    convert: (row) => {
+      try {
+        return decodeMessage(new ProtoReader(row, "row"), row.length, descriptor.name, schema.fields, "", 0)
+      } catch (e) {
+        return new AvroError("", `the serialized row is malformed: ${e instanceof Error ? e.message : String(e)}`)
+      }
+    }
+  }
+}

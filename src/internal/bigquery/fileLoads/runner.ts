@@ -1,0 +1,359 @@
+/**
+ * The load runner of file loads (reference 2.8): per destination, pre-load
+ * reconciliation shared with the streaming paths (`schemaUpdate.reconcile`: create, union, new
+ * REQUIRED fields as NULLABLE), then each load job by its deterministic id: looked up first and
+ * re-attached (done ⇒ not re-run, running ⇒ awaited; failed ⇒ the next of `-r1`…`-r5`), completion
+ * polled on the `poll` schedule; a `jobs.get` or `jobs.insert` answered 429 or 5xx is retried on the
+ * `reconcile` budget (an insert whose answer was lost meets its own job as 409 and attaches). After success the staged objects are deleted, best effort; on failure
+ * everything is kept so that a retry runs the same jobs.
+ *
+ * A commit over one load job per destination takes the overflow path of the plan: leaf loads into temp
+ * tables (`WRITE_TRUNCATE`, idempotent), copy levels of at most 1,200 sources, then the final copy (or,
+ * for `WRITE_TRUNCATE_DATA`, a copy into an aggregate temp table and one `SELECT *` query).
+ *
+ * @internal
+ */
+import type { BigQuery, JobMetadata } from "@google-cloud/bigquery"
+import type { Storage } from "@google-cloud/storage"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
+import { BigQueryError, FileLoadFailed, TableNotFound } from "../../../BigQuery/BigQueryError.ts"
+import type { SchemaUpdateOptions } from "../../../BigQuery/SchemaUpdateOptions.ts"
+import * as TableDestination from "../../../BigQuery/TableDestination.ts"
+import * as TableSchema from "../../../BigQuery/TableSchema.ts"
+import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
+import { toSchedule } from "../../retrySchedule.ts"
+import * as schemaUpdate from "../schemaUpdate.ts"
+import * as tables from "../tables.ts"
+import type { FileLoadsSettings } from "./options.ts"
+import * as Plan from "./plan.ts"
+
+/** What the runner needs besides the plan. @internal */
+export interface RunnerContext {
+  readonly rest: BigQuery
+  readonly storage: Storage
+  readonly location: string | undefined
+  readonly settings: FileLoadsSettings
+  readonly createDisposition: CreateDisposition
+  readonly schemaUpdate: SchemaUpdateOptions
+  /** The serializer's schema of a destination (captured at its first record, else asked). */
+  readonly schemaOf: (destination: TableDestination.TableDestination) => TableSchema.TableSchema
+  /** The validated creation options of a destination (`destination.createResource`). */
+  readonly createResource: (
+    destination: TableDestination.TableDestination,
+    schema: TableSchema.TableSchema
+  ) => Effect.Effect<tables.CreateResource, BigQueryError>
+  /** The per-job limits (reference 2.8's unless given: tests lower them to reach the overflow path). */
+  readonly limits?: Plan.Limits | undefined
+}
+
+const loadError = (destination: string, detail: string, jobId?: string, cause?: unknown) =>
+  new BigQueryError({
+    reason: new FileLoadFailed({ step: "load", destination, detail, cause, ...(jobId === undefined ? {} : { jobId }) })
+  })
+
+const planError = (destination: string, detail: string, cause?: unknown) =>
+  new BigQueryError({ reason: new FileLoadFailed({ step: "plan", destination, detail, cause }) })
+
+/** A job's state as the runner reads it. @internal */
+export type JobState =
+  | { readonly _tag: "Missing" }
+  | { readonly _tag: "Running" }
+  | { readonly _tag: "Done" }
+  | { readonly _tag: "Failed"; readonly message: string }
+
+const statusOf = (metadata: JobMetadata | undefined): JobState => {
+  const status = metadata?.status
+  if (status?.state !== "DONE") return { _tag: "Running" }
+  const error = status.errorResult
+  return error === undefined || error === null
+    ? { _tag: "Done" }
+    : { _tag: "Failed", message: `${error.reason ?? "error"}: ${error.message ?? ""}` }
+}
+
+const httpStatus = (cause: unknown): number | undefined =>
+  Predicate.isObject(cause) && Predicate.isNumber(cause["code"]) ? cause["code"] : undefined
+
+/** A REST call's rejection, before it is classified. */
+class CallFailed extends Data.TaggedError("CallFailed")<{ readonly cause: unknown }> {}
+
+/** `jobs.get` with an explicit location (a location-less lookup sees only the US multi-region). @internal */
+export const lookup = (
+  rest: BigQuery,
+  jobId: string,
+  location: string | undefined,
+  destination: string
+): Effect.Effect<JobState, BigQueryError> =>
+  Effect.tryPromise({
+    try: () => rest.job(jobId, location === undefined ? {} : { location }).getMetadata(),
+    catch: (cause) => new CallFailed({ cause })
+  }).pipe(
+    Effect.map(([metadata]) => statusOf(metadata)),
+    Effect.catch(({ cause }) =>
+      httpStatus(cause) === 404
+        ? Effect.succeed<JobState>({ _tag: "Missing" })
+        : Effect.fail(loadError(destination, `jobs.get failed: ${String(cause)}`, jobId, cause))
+    )
+  )
+
+/** Whether a runner error came from an HTTP answer a retry may change (429 or 5xx). @internal */
+export const isTransient = (e: BigQueryError): boolean => {
+  const status = e.reason._tag === "FileLoadFailed" ? httpStatus(e.reason.cause) : undefined
+  return status !== undefined && (status === 429 || status >= 500)
+}
+
+/** {@link lookup}, a transient failure retried on the `reconcile` budget. */
+const lookupRetrying = (ctx: RunnerContext, jobId: string, destination: string) =>
+  lookup(ctx.rest, jobId, ctx.location, destination).pipe(
+    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
+  )
+
+class NotDone {
+  readonly _tag = "NotDone"
+}
+
+/** Polls `jobId` on the `poll` schedule until it is done (no attempt cap by default). */
+const await_ = (ctx: RunnerContext, jobId: string, destination: string) =>
+  lookupRetrying(ctx, jobId, destination).pipe(
+    Effect.flatMap((state) => (state._tag === "Running" ? Effect.fail(new NotDone()) : Effect.succeed(state))),
+    Effect.retry({ schedule: toSchedule(ctx.settings.poll), while: (e) => e instanceof NotDone }),
+    Effect.catchIf(
+      (e): e is NotDone => e instanceof NotDone,
+      () => Effect.fail(loadError(destination, "the job did not finish within the poll budget", jobId))
+    )
+  )
+
+const insert = (ctx: RunnerContext, jobId: string, configuration: Record<string, unknown>, destination: string) =>
+  Effect.tryPromise({
+    try: () =>
+      ctx.rest.createJob({
+        jobId,
+        ...(ctx.location === undefined ? {} : { location: ctx.location }),
+        configuration
+      }),
+    catch: (cause) => new CallFailed({ cause })
+  }).pipe(
+    Effect.asVoid,
+    // another attempt inserted it first (or this one did and its answer was lost): attach to it
+    Effect.catch(({ cause }) =>
+      httpStatus(cause) === 409
+        ? Effect.void
+        : Effect.fail(loadError(destination, `jobs.insert failed: ${String(cause)}`, jobId, cause))
+    ),
+    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
+  )
+
+/** What {@link runJob} did: attached to a finished job, awaited a running one, or ran it. @internal */
+export type JobOutcome = "attached" | "awaited" | "ran"
+
+/**
+ * Runs the job of deterministic id `jobId`: looked up first (done ⇒ not re-run, running ⇒ awaited);
+ * when it failed before, the next of `-r1`…`-r5` is probed the same way; a job submitted now that
+ * fails is a `FileLoadFailed` `load`.
+ *
+ * @internal
+ */
+export const runJob = (
+  ctx: RunnerContext,
+  jobId: string,
+  configuration: Record<string, unknown>,
+  destination: string
+): Effect.Effect<{ readonly jobId: string; readonly outcome: JobOutcome }, BigQueryError> =>
+  Effect.gen(function*() {
+    const failures: Array<string> = []
+    for (let n = 0; n <= Plan.maxRetryIds; n++) {
+      const id = n === 0 ? jobId : Plan.retryId(jobId, n)
+      const state = yield* lookupRetrying(ctx, id, destination)
+      if (state._tag === "Done") return { jobId: id, outcome: "attached" as const }
+      if (state._tag === "Failed") {
+        failures.push(`${id}: ${state.message}`)
+        continue
+      }
+      if (state._tag === "Missing") yield* insert(ctx, id, configuration, destination)
+      const final = yield* await_(ctx, id, destination)
+      if (final._tag === "Failed") return yield* loadError(destination, final.message, id)
+      return { jobId: id, outcome: state._tag === "Running" ? "awaited" as const : "ran" as const }
+    }
+    return yield* loadError(destination, `every deterministic id failed: ${failures.join("; ")}`, jobId)
+  }).pipe(Effect.withSpan("FileLoads.runJob", { attributes: { "job.id": jobId, destination } }))
+
+const tableRefOf = (t: Plan.TableRef) => ({ projectId: t.projectId, datasetId: t.datasetId, tableId: t.tableId })
+
+/** The `configuration` of a load job. @internal */
+export const loadConfiguration = (
+  job: Plan.LoadJob,
+  schemaUpdates: SchemaUpdateOptions,
+  schema: unknown
+): Record<string, unknown> => {
+  const appending = job.writeDisposition === "WRITE_APPEND" || job.writeDisposition === "WRITE_TRUNCATE_DATA"
+  const updates = [
+    ...(schemaUpdates.allowNewFields ? ["ALLOW_FIELD_ADDITION"] : []),
+    ...(schemaUpdates.allowFieldRelaxation ? ["ALLOW_FIELD_RELAXATION"] : [])
+  ]
+  return {
+    load: {
+      sourceUris: job.uris,
+      sourceFormat: job.format,
+      useAvroLogicalTypes: true,
+      destinationTable: tableRefOf(job.table),
+      writeDisposition: job.writeDisposition,
+      createDisposition: job.createDisposition,
+      ...(schema === undefined ? {} : { schema }),
+      ...(appending && updates.length > 0 ? { schemaUpdateOptions: updates } : {})
+    }
+  }
+}
+
+/** The live table's schema as REST JSON, read after reconciliation (`undefined` when it has none). */
+const liveSchema = (ctx: RunnerContext, destination: TableDestination.TableDestination) =>
+  tables.retrying(tables.get(ctx.rest, destination), ctx.settings.reconcile).pipe(
+    Effect.mapError((f) => tables.toError(destination, f)),
+    Effect.map((live) => (Predicate.isObject(live?.schema) ? live.schema : undefined))
+  )
+
+/**
+ * Pre-load reconciliation (reference 2.8), once per destination per commit: a missing table is created
+ * (the serializer's schema and `tableCreateOptions`; `CREATE_NEVER` fails); with schema updates on the
+ * table is widened to the union (new REQUIRED fields as NULLABLE), shared with the streaming paths.
+ * Returns the schema every load job carries: the serializer's for `WRITE_TRUNCATE` (it replaces the
+ * table's), else the live one after reconciliation, so that with updates off staged fields the table
+ * lacks are ignored by BigQuery, as the reference says, instead of failing the load.
+ */
+const reconcile = (
+  ctx: RunnerContext,
+  destination: TableDestination.TableDestination
+): Effect.Effect<unknown, BigQueryError> =>
+  Effect.gen(function*() {
+    const desired = ctx.schemaOf(destination)
+    const createResourceOf = Effect.suspend(() => ctx.createResource(destination, desired))
+    const updatesOn = ctx.schemaUpdate.allowNewFields || ctx.schemaUpdate.allowFieldRelaxation
+    if (updatesOn) {
+      yield* schemaUpdate.reconcile({
+        rest: ctx.rest,
+        destination,
+        desired,
+        options: ctx.schemaUpdate,
+        createDisposition: ctx.createDisposition,
+        createResource: createResourceOf,
+        recovery: ctx.settings.reconcile
+      })
+    } else {
+      const live = yield* tables.retrying(tables.get(ctx.rest, destination), ctx.settings.reconcile).pipe(
+        Effect.mapError((f) => tables.toError(destination, f))
+      )
+      if (live === undefined) {
+        if (ctx.createDisposition === "CREATE_NEVER") {
+          return yield* new BigQueryError({
+            reason: new TableNotFound({
+              destination: destination.toString(),
+              createDisposition: ctx.createDisposition,
+              detail: "the destination of staged files does not exist",
+              cause: undefined
+            })
+          })
+        }
+        yield* tables.create(ctx.rest, destination, desired, yield* createResourceOf, ctx.settings.reconcile)
+      }
+    }
+    if (ctx.settings.writeDisposition === "WRITE_TRUNCATE") return TableSchema.toRest(desired)
+    return yield* liveSchema(ctx, destination)
+  })
+
+/** Deletes staged objects after their loads succeeded; failures are logged, never raised. */
+const cleanup = (storage: Storage, uris: ReadonlyArray<string>) =>
+  Effect.forEach(uris, (uri) => {
+    const match = /^gs:\/\/([^/]+)\/(.+)$/.exec(uri)
+    if (match === null) return Effect.void
+    const [, bucket = "", name = ""] = match
+    return Effect.tryPromise(() => storage.bucket(bucket).file(name).delete({ ignoreNotFound: true })).pipe(
+      Effect.catch((cause) => Effect.logWarning(`file loads: could not delete ${uri}: ${String(cause)}`))
+    )
+  }, { concurrency: 8, discard: true })
+
+/** The `configuration` of a copy job of the overflow path. @internal */
+export const copyConfiguration = (job: Plan.CopyJob): Record<string, unknown> => ({
+  copy: {
+    sourceTables: job.sources.map(tableRefOf),
+    destinationTable: tableRefOf(job.table),
+    writeDisposition: job.writeDisposition,
+    createDisposition: job.createDisposition
+  }
+})
+
+/** The `configuration` of the terminal query of `WRITE_TRUNCATE_DATA` (an atomic data replace). @internal */
+export const queryConfiguration = (job: Plan.QueryJob): Record<string, unknown> => ({
+  query: {
+    query: `SELECT * FROM \`${Plan.tablePath(job.source)}\``,
+    useLegacySql: false,
+    destinationTable: tableRefOf(job.table),
+    writeDisposition: job.writeDisposition,
+    createDisposition: "CREATE_NEVER"
+  }
+})
+
+/** Deletes temp tables after their destination's jobs succeeded; failures are logged, never raised. */
+const dropTemporaries = (rest: BigQuery, temporaries: ReadonlyArray<Plan.TableRef>) =>
+  Effect.forEach(
+    temporaries,
+    (t) =>
+      Effect.tryPromise(() => rest.dataset(t.datasetId, { projectId: t.projectId }).table(t.tableId).delete()).pipe(
+        Effect.catch((cause) =>
+          httpStatus(cause) === 404
+            ? Effect.void
+            : Effect.logWarning(`file loads: could not delete temp table ${Plan.tablePath(t)}: ${String(cause)}`)
+        )
+      ),
+    { concurrency: 8, discard: true }
+  )
+
+/** The jobs of one destination in plan order: loads, then each copy level, then the query. */
+const runDestination = (ctx: RunnerContext, d: Plan.DestinationPlan, schema: unknown) =>
+  Effect.gen(function*() {
+    const path = Plan.tablePath(d.destination)
+    const outcomes: Array<{ readonly jobId: string; readonly outcome: JobOutcome }> = []
+    for (const job of d.loads) {
+      outcomes.push(yield* runJob(ctx, job.jobId, loadConfiguration(job, ctx.schemaUpdate, schema), path))
+    }
+    // each copy level completes before the next (reference 2.8)
+    for (const level of d.copies) {
+      for (const job of level) outcomes.push(yield* runJob(ctx, job.jobId, copyConfiguration(job), path))
+    }
+    if (d.query !== undefined) outcomes.push(yield* runJob(ctx, d.query.jobId, queryConfiguration(d.query), path))
+    return outcomes
+  })
+
+/**
+ * Plans `committables` (a refused plan fails with `FileLoadFailed` `plan` before any table change or
+ * job), then for each destination in order reconciles the table, runs its jobs (direct: the load
+ * jobs; overflow: leaf loads into temp tables, copy levels, the terminal query of
+ * `WRITE_TRUNCATE_DATA`) and deletes its staged files and temp tables, best effort.
+ *
+ * @internal
+ */
+export const commit = (
+  ctx: RunnerContext,
+  committables: ReadonlyArray<Plan.Committable>
+): Effect.Effect<ReadonlyArray<{ readonly jobId: string; readonly outcome: JobOutcome }>, BigQueryError> =>
+  Effect.gen(function*() {
+    if (committables.length === 0) return []
+    const planned = Plan.plan(committables, {
+      writeDisposition: ctx.settings.writeDisposition,
+      tempDataset: ctx.settings.tempDataset,
+      limits: ctx.limits
+    })
+    if (Result.isFailure(planned)) {
+      const e = planned.failure
+      return yield* planError(committables[0]?.destination ?? "", e.message, e)
+    }
+    const outcomes: Array<{ readonly jobId: string; readonly outcome: JobOutcome }> = []
+    for (const d of planned.success.destinations) {
+      const destination = TableDestination.makeUnsafe(d.destination)
+      const schema = yield* reconcile(ctx, destination)
+      outcomes.push(...(yield* runDestination(ctx, d, schema)))
+      yield* dropTemporaries(ctx.rest, d.temporaries)
+      yield* cleanup(ctx.storage, d.uris)
+    }
+    return outcomes
+  }).pipe(Effect.withSpan("FileLoads.commit", { attributes: { "files": committables.length } }))

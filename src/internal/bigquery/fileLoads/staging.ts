@@ -1,0 +1,213 @@
+/**
+ * Staging of file loads (reference 2.8): one open Avro container file per destination, streamed
+ * through `avsc`'s block encoder (deflate) into a Cloud Storage resumable upload, so the heap holds
+ * at most a block and the upload's buffer per open destination, never the rows of a file.
+ *
+ * Object names are `<prefix>/<writer>/<project.dataset.table>/<run>-<seq>.avro`: `run` is random per
+ * writer instance, `seq` grows for its lifetime, so names never repeat across checkpoints or restarts.
+ * A file is closed once the rows appended to it reach `maxStagingFileBytes` (their serialized sizes,
+ * uncompressed, so the deflated file is smaller) and at every `closeAll` (each checkpoint);
+ * each closed file is one committable. A failed upload fails the write (`FileLoadFailed` `stage`).
+ *
+ * @internal
+ */
+import type { Storage } from "@google-cloud/storage"
+import avro from "avsc"
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import { randomBytes } from "node:crypto"
+import type { Writable } from "node:stream"
+import { BigQueryError, FileLoadFailed } from "../../../BigQuery/BigQueryError.ts"
+import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
+import type { StagingPath } from "./options.ts"
+import { type Committable, idPart } from "./plan.ts"
+
+/** The Avro container codec: deflate (see HANDOFF / README: zstandard is not read by the emulator). @internal */
+export const codec = "deflate"
+
+/** @internal */
+export interface StagingOptions {
+  readonly storage: Storage
+  readonly stagingPath: StagingPath
+  readonly writerId: string
+  readonly maxStagingFileBytes: number
+}
+
+interface OpenFile {
+  readonly destination: string
+  readonly bucket: string
+  readonly name: string
+  readonly encoder: avro.streams.BlockEncoder
+  readonly upload: Writable
+  /** Bytes the encoder emitted (compressed): the committable's `byteCount`. */
+  bytes: number
+  /** The appended rows' sizes as the caller measured them (uncompressed): what rolling counts. */
+  rowBytes: number
+  rows: number
+  /** Set by the upload's `finish`. */
+  finished: boolean
+  /** The first `error` of the encoder or the upload. */
+  failure: { readonly cause: unknown } | undefined
+}
+
+/**
+ * Resumes when `file` is settled: the upload finished, or either stream failed; or, with `drain`,
+ * when the encoder drained. Listeners are removed when it resumes or is interrupted.
+ */
+const settled = (file: OpenFile, drain: boolean): Effect.Effect<void, { readonly cause: unknown }> =>
+  Effect.callback<void, { readonly cause: unknown }>((resume) => {
+    const check = () => {
+      if (file.failure !== undefined) resume(Effect.fail(file.failure))
+      else if (file.finished || (drain && !file.encoder.writableNeedDrain)) resume(Effect.void)
+    }
+    const onDrain = () => resume(Effect.void)
+    const onError = () => check()
+    const onFinish = () => check()
+    file.upload.on("finish", onFinish)
+    file.upload.on("error", onError)
+    file.encoder.on("error", onError)
+    if (drain) file.encoder.on("drain", onDrain)
+    check()
+    return Effect.sync(() => {
+      file.upload.off("finish", onFinish)
+      file.upload.off("error", onError)
+      file.encoder.off("error", onError)
+      file.encoder.off("drain", onDrain)
+    })
+  })
+
+/** The open files of one writer. @internal */
+export interface Staging {
+  /**
+   * Appends one Avro record to `destination`'s open file (opened with `schema` when none is); `size` is
+   * the row's size as the caller measured it (the serialized row), counted toward `maxStagingFileBytes`.
+   */
+  readonly append: (
+    destination: TableDestination,
+    schema: avro.Type,
+    record: unknown,
+    size: number
+  ) => Effect.Effect<void, BigQueryError>
+  /** Closes every open file; the committables of every file closed since the last call, by URI. */
+  readonly closeAll: Effect.Effect<ReadonlyArray<Committable>, BigQueryError>
+  /** The object names staged so far and not yet handed out (for tests). */
+  readonly openCount: () => number
+}
+
+const stageError = (destination: string, detail: string, cause: unknown) =>
+  new BigQueryError({ reason: new FileLoadFailed({ step: "stage", destination, detail, cause }) })
+
+const causeText = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
+
+/** The staging of one writer; open files are abandoned (uploads destroyed) when the scope closes. @internal */
+export const make = (options: StagingOptions): Effect.Effect<Staging, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const run = randomBytes(4).toString("hex")
+    let seq = 0
+    const open = new Map<string, OpenFile>()
+    const closed: Array<Committable> = []
+    const { bucket, prefix } = options.stagingPath
+    const base = `${prefix.length === 0 ? "" : `${prefix}/`}${idPart(options.writerId)}`
+
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        for (const file of open.values()) {
+          file.encoder.destroy()
+          file.upload.destroy()
+        }
+        open.clear()
+      })
+    )
+
+    const openFile = (path: string, schema: avro.Type): OpenFile => {
+      const name = `${base}/${path}/${run}-${String(seq++).padStart(8, "0")}.avro`
+      const upload = options.storage.bucket(bucket).file(name).createWriteStream({
+        resumable: true,
+        contentType: "avro/binary",
+        metadata: { contentType: "avro/binary" }
+      })
+      const encoder = new avro.streams.BlockEncoder(schema, { codec })
+      const file: OpenFile = {
+        destination: path,
+        bucket,
+        name,
+        encoder,
+        upload,
+        bytes: 0,
+        rowBytes: 0,
+        rows: 0,
+        finished: false,
+        failure: undefined
+      }
+      // these listeners live as long as the streams: every error is kept and surfaces at the next append or close
+      upload.on("finish", () => void (file.finished = true))
+      upload.on("error", (cause: unknown) => void (file.failure ??= { cause }))
+      encoder.on("error", (cause: unknown) => void (file.failure ??= { cause }))
+      encoder.on("data", (chunk: Buffer) => void (file.bytes += chunk.length))
+      encoder.pipe(upload)
+      return file
+    }
+
+    const close = (file: OpenFile): Effect.Effect<Committable, BigQueryError> =>
+      Effect.sync(() => file.encoder.end()).pipe(
+        Effect.andThen(settled(file, false)),
+        Effect.mapError(({ cause }) =>
+          stageError(file.destination, `gs://${file.bucket}/${file.name}: upload failed: ${causeText(cause)}`, cause)
+        ),
+        Effect.map((): Committable => ({
+          writerId: options.writerId,
+          destination: file.destination,
+          uri: `gs://${file.bucket}/${file.name}`,
+          byteCount: file.bytes,
+          rowCount: file.rows,
+          format: "AVRO"
+        })),
+        Effect.withSpan("FileLoads.closeStagingFile", { attributes: { "gcs.object": file.name } })
+      )
+
+    const append = (destination: TableDestination, schema: avro.Type, record: unknown, size: number) =>
+      Effect.gen(function*() {
+        const path = destination.toString()
+        let file = open.get(path)
+        if (file === undefined) {
+          file = openFile(path, schema)
+          open.set(path, file)
+        }
+        const current = file
+        if (current.failure !== undefined) {
+          open.delete(path)
+          const { cause } = current.failure
+          return yield* stageError(path, `gs://${bucket}/${current.name}: upload failed: ${causeText(cause)}`, cause)
+        }
+        const buffered = yield* Effect.try({
+          try: () => current.encoder.write(record),
+          catch: (cause) => stageError(path, `Avro encoding failed: ${causeText(cause)}`, cause)
+        })
+        current.rows++
+        current.rowBytes += size
+        // a bounded buffer per open destination: wait for the upload to take what is queued
+        if (!buffered) {
+          yield* settled(current, true).pipe(
+            Effect.mapError(({ cause }) =>
+              stageError(path, `gs://${bucket}/${current.name}: upload failed: ${causeText(cause)}`, cause)
+            )
+          )
+        }
+        // the encoder emits whole (deflated) blocks, later: roll on the rows' own sizes, an upper bound
+        if (current.rowBytes >= options.maxStagingFileBytes) {
+          open.delete(path)
+          closed.push(yield* close(current))
+        }
+      })
+
+    const closeAll = Effect.gen(function*() {
+      const files = [...open.values()]
+      open.clear()
+      const done = yield* Effect.forEach(files, close, { concurrency: "unbounded" })
+      const all = [...closed, ...done].toSorted((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0))
+      closed.length = 0
+      return all
+    })
+
+    return { append, closeAll, openCount: () => open.size }
+  })

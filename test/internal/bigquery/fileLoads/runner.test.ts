@@ -1,0 +1,241 @@
+/**
+ * The load runner against a scripted `jobs.get` / `jobs.insert` (what bqemulator cannot show: its jobs
+ * finish inside `jobs.insert`, it never answers 5xx, and it never loses an answer).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import type { BigQuery } from "@google-cloud/bigquery"
+import { Duration, Effect, Exit, Result } from "effect"
+import * as Plan from "../../../../src/internal/bigquery/fileLoads/plan.ts"
+import * as Runner from "../../../../src/internal/bigquery/fileLoads/runner.ts"
+import * as retryPolicy from "../../../../src/internal/retryPolicy.ts"
+
+type Answer =
+  | { readonly _tag: "missing" }
+  | { readonly _tag: "running" }
+  | { readonly _tag: "done" }
+  | { readonly _tag: "failed"; readonly message: string }
+  | { readonly _tag: "error"; readonly code: number }
+
+interface Script {
+  /** Answers of `jobs.get` per job id, in order; the last one repeats. */
+  readonly get: Record<string, Array<Answer>>
+  /** Answers of `jobs.insert` per job id, in order; then the job becomes `after`. */
+  readonly insert?: Record<string, Array<{ readonly code: number }>>
+  /** What `jobs.get` answers after a successful insert (default: done). */
+  readonly after?: Record<string, Array<Answer>>
+}
+
+const httpError = (code: number) => Object.assign(new Error(`HTTP ${code}`), { code })
+
+/** A structural stand-in for the two `BigQuery` calls the runner makes, with a call log. */
+const fakeRest = (script: Script) => {
+  const calls: Array<string> = []
+  const gets = new Map(Object.entries(script.get).map(([k, v]) => [k, [...v]]))
+  const inserts = new Map(Object.entries(script.insert ?? {}).map(([k, v]) => [k, [...v]]))
+  const next = (id: string): Answer => {
+    const queue = gets.get(id) ?? [{ _tag: "missing" }]
+    const answer = queue.length > 1 ? queue.shift() : queue[0]
+    return answer ?? { _tag: "missing" }
+  }
+  const rest = {
+    job: (id: string) => ({
+      getMetadata: () => {
+        calls.push(`get ${id}`)
+        const answer = next(id)
+        switch (answer._tag) {
+          case "missing":
+            return Promise.reject(httpError(404))
+          case "error":
+            return Promise.reject(httpError(answer.code))
+          case "running":
+            return Promise.resolve([{ status: { state: "RUNNING" } }])
+          case "done":
+            return Promise.resolve([{ status: { state: "DONE" } }])
+          case "failed":
+            return Promise.resolve([{
+              status: { state: "DONE", errorResult: { reason: "invalid", message: answer.message } }
+            }])
+        }
+      }
+    }),
+    createJob: (request: { readonly jobId: string }) => {
+      calls.push(`insert ${request.jobId}`)
+      const queue = inserts.get(request.jobId)
+      const failure = queue?.shift()
+      if (failure !== undefined) return Promise.reject(httpError(failure.code))
+      gets.set(request.jobId, [...(script.after?.[request.jobId] ?? [{ _tag: "done" }])])
+      return Promise.resolve([{}])
+    }
+  }
+  const fast = retryPolicy.backoff({
+    initialBackoff: Duration.millis(1),
+    maxBackoff: Duration.millis(2),
+    maxAttempts: 5
+  })
+  const ctx = {
+    rest: rest as unknown as BigQuery,
+    location: undefined,
+    settings: { poll: fast, reconcile: fast }
+  } as unknown as Runner.RunnerContext
+  return { ctx, calls }
+}
+
+const configuration = { load: { sourceUris: ["gs://b/x.avro"] } }
+
+describe("fileLoads runner", () => {
+  it.live("a missing job is inserted and polled until done", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({
+        get: {},
+        after: { j: [{ _tag: "running" }, { _tag: "running" }, { _tag: "done" }] }
+      })
+      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
+      assert.deepStrictEqual(result, { jobId: "j", outcome: "ran" })
+      assert.deepStrictEqual(calls, ["get j", "insert j", "get j", "get j", "get j"])
+    }))
+
+  it.live("a running job is awaited, never inserted again", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({ get: { j: [{ _tag: "running" }, { _tag: "running" }, { _tag: "done" }] } })
+      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
+      assert.deepStrictEqual(result, { jobId: "j", outcome: "awaited" })
+      assert.isFalse(calls.some((c) => c.startsWith("insert")))
+    }))
+
+  it.live("an insert answered 409 (its answer lost, or another attempt first) attaches to the job", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({
+        get: { j: [{ _tag: "missing" }, { _tag: "done" }] },
+        insert: { j: [{ code: 409 }] }
+      })
+      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
+      assert.deepStrictEqual(result, { jobId: "j", outcome: "ran" })
+      assert.deepStrictEqual(calls, ["get j", "insert j", "get j"])
+    }))
+
+  it.live("transient 503s of jobs.get and jobs.insert are retried on the reconcile budget", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({
+        get: { j: [{ _tag: "error", code: 503 }, { _tag: "missing" }] },
+        insert: { j: [{ code: 500 }, { code: 429 }] }
+      })
+      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
+      assert.deepStrictEqual(result, { jobId: "j", outcome: "ran" })
+      assert.deepStrictEqual(calls, ["get j", "get j", "insert j", "insert j", "insert j", "get j"])
+    }))
+
+  it.live("a 403 of jobs.get is terminal: FileLoadFailed load naming the job", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({ get: { j: [{ _tag: "error", code: 403 }] } })
+      const exit = yield* Effect.exit(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.isTrue(Exit.isFailure(exit))
+      if (Exit.isFailure(exit)) {
+        const error = exit.cause.reasons.find((r) => r._tag === "Fail")
+        const reason = error?._tag === "Fail"
+          ? (error.error.reason as { _tag: string; step: string; jobId: string })
+          : undefined
+        assert.strictEqual(reason?._tag, "FileLoadFailed")
+        assert.strictEqual(reason?.step, "load")
+        assert.strictEqual(reason?.jobId, "j")
+      }
+      assert.deepStrictEqual(calls, ["get j"])
+    }))
+
+  it.live("a failed job is not re-run under its id: the next of -r1..-r5 is probed, a done one attached", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({
+        get: {
+          j: [{ _tag: "failed", message: "boom" }],
+          "j-r1": [{ _tag: "failed", message: "boom" }],
+          "j-r2": [{ _tag: "done" }]
+        }
+      })
+      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
+      assert.deepStrictEqual(result, { jobId: "j-r2", outcome: "attached" })
+      assert.deepStrictEqual(calls, ["get j", "get j-r1", "get j-r2"])
+    }))
+
+  it.live("every deterministic id failed: a terminal error listing them, nothing inserted", () =>
+    Effect.gen(function*() {
+      const failed = { _tag: "failed", message: "bad rows" } as const
+      const { calls, ctx } = fakeRest({
+        get: Object.fromEntries(["j", "j-r1", "j-r2", "j-r3", "j-r4", "j-r5"].map((id) => [id, [failed]]))
+      })
+      const exit = yield* Effect.exit(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.match(String(Exit.isFailure(exit) ? exit.cause : ""), /every deterministic id failed/)
+      assert.strictEqual(calls.length, 6)
+      assert.isFalse(calls.some((c) => c.startsWith("insert")))
+    }))
+
+  it.live("a job still running when the poll budget ends fails the commit, naming the job", () =>
+    Effect.gen(function*() {
+      const { ctx } = fakeRest({ get: { j: [{ _tag: "running" }] } })
+      const exit = yield* Effect.exit(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.match(String(Exit.isFailure(exit) ? exit.cause : ""), /did not finish within the poll budget/)
+    }))
+})
+
+describe("fileLoads job configurations", () => {
+  const files = Array.from({ length: 5 }, (_, i): Plan.Committable => ({
+    writerId: "w",
+    destination: "p.d.t",
+    uri: `gs://b/f${i}.avro`,
+    byteCount: 10,
+    rowCount: 1,
+    format: "AVRO"
+  }))
+  const limits = { ...Plan.limits, maxUrisPerLoad: 2, maxSourcesPerCopy: 2 }
+
+  it("overflow: leaf loads truncate temp tables, copies name their sources, WRITE_TRUNCATE_DATA ends in one query", () => {
+    const planned = Plan.plan(files, { writeDisposition: "WRITE_TRUNCATE_DATA", tempDataset: "tmp", limits })
+    assert.isTrue(Result.isSuccess(planned))
+    if (!Result.isSuccess(planned)) return
+    const [d] = planned.success.destinations
+    assert.strictEqual(d?._tag, "Overflow")
+    if (d === undefined) return
+    const firstLoad = d.loads[0]
+    assert.isDefined(firstLoad)
+    if (firstLoad === undefined) return
+    const leaf = Runner.loadConfiguration(firstLoad, { allowNewFields: true, allowFieldRelaxation: false }, {
+      fields: []
+    }) as { load: Record<string, unknown> }
+    assert.strictEqual(leaf.load["writeDisposition"], "WRITE_TRUNCATE")
+    assert.strictEqual(leaf.load["createDisposition"], "CREATE_IF_NEEDED")
+    assert.strictEqual((leaf.load["destinationTable"] as { datasetId: string }).datasetId, "tmp")
+    // a leaf truncates its temp table: no schema update options there
+    assert.isUndefined(leaf.load["schemaUpdateOptions"])
+    const copies = d.copies.flat().map((job) => Runner.copyConfiguration(job) as { copy: Record<string, unknown> })
+    for (const [i, job] of d.copies.flat().entries()) {
+      const sources = (copies[i]?.copy["sourceTables"] ?? []) as ReadonlyArray<{ tableId: string }>
+      assert.deepStrictEqual(sources.map((t) => t.tableId), job.sources.map((t) => t.tableId))
+      assert.isAtMost(sources.length, 2)
+    }
+    const last = copies[copies.length - 1]?.copy["destinationTable"] as { tableId: string } | undefined
+    assert.match(last?.tableId ?? "", /_aggregate$/)
+    assert.isDefined(d.query)
+    if (d.query === undefined) return
+    const query = Runner.queryConfiguration(d.query) as { query: Record<string, unknown> }
+    assert.strictEqual(query.query["writeDisposition"], "WRITE_TRUNCATE_DATA")
+    assert.strictEqual(query.query["createDisposition"], "CREATE_NEVER")
+    assert.match(query.query["query"] as string, /^SELECT \* FROM `p\.tmp\.tmp_w_[0-9a-f]{12}_aggregate`$/)
+    assert.deepStrictEqual(query.query["destinationTable"], { projectId: "p", datasetId: "d", tableId: "t" })
+  })
+
+  it("direct: the load appends with the carried schema and the enabled schema update options", () => {
+    const planned = Plan.plan(files.slice(0, 2), { writeDisposition: "WRITE_APPEND", limits })
+    assert.isTrue(Result.isSuccess(planned))
+    if (!Result.isSuccess(planned)) return
+    const job = planned.success.destinations[0]?.loads[0]
+    assert.isDefined(job)
+    if (job === undefined) return
+    const schema = { fields: [{ name: "id", type: "INTEGER" }] }
+    const config = Runner.loadConfiguration(job, { allowNewFields: true, allowFieldRelaxation: true }, schema) as {
+      load: Record<string, unknown>
+    }
+    assert.deepStrictEqual(config.load["schema"], schema)
+    assert.deepStrictEqual(config.load["schemaUpdateOptions"], ["ALLOW_FIELD_ADDITION", "ALLOW_FIELD_RELAXATION"])
+    assert.strictEqual(config.load["useAvroLogicalTypes"], true)
+    assert.deepStrictEqual(config.load["sourceUris"], ["gs://b/f0.avro", "gs://b/f1.avro"])
+  })
+})

@@ -1,0 +1,80 @@
+/**
+ * The file-loads child of the crash proof: `BigQuerySink.fileLoads` on the emulators (bqemulator and
+ * fake-gcs-server), a replayable source of ids resumed at the stored position, a checkpoint every
+ * LOADS_EVERY records and at the end of input. The `CheckpointStore.file` it uses is wrapped only to
+ * report the step `saved` after each save (so the harness can kill between a save and its load jobs);
+ * `staged` is reported per chunk written.
+ *
+ * Environment: LOADS_DIR (checkpoint folder), LOADS_TOTAL, LOADS_CHUNK, LOADS_EVERY, LOADS_WRITER,
+ * LOADS_PROJECT, LOADS_DATASET, LOADS_BUCKET, LOADS_BQ_GRPC, LOADS_BQ_REST, LOADS_GCS (host:port each).
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
+import * as path from "node:path"
+import {
+  BigQueryClient,
+  BigQuerySink,
+  RowSerializer,
+  TableDestination,
+  TableSchema,
+  WriteMethod
+} from "../../src/BigQuery/index.ts"
+import { Checkpoint, type CheckpointConflict, CheckpointStore, GcsClient } from "../../src/Sink.ts"
+import { fencedExitCode, intEnv, replayableSource, step, stringEnv } from "./crashChild.ts"
+
+const total = intEnv("LOADS_TOTAL")
+const chunkSize = intEnv("LOADS_CHUNK")
+const every = intEnv("LOADS_EVERY")
+const writerId = stringEnv("LOADS_WRITER")
+const projectId = stringEnv("LOADS_PROJECT")
+
+/** `CheckpointStore.file`, reporting `saved` after each save. */
+const reportingStore = Layer.effect(
+  CheckpointStore,
+  Effect.gen(function*() {
+    const store = yield* CheckpointStore
+    return CheckpointStore.of({
+      load: store.load,
+      save: (id, record, expected) =>
+        Effect.tap(store.save(id, record, expected), () => step("saved", { id: record.id, position: record.position }))
+    })
+  })
+).pipe(Layer.provide(CheckpointStore.file(path.join(stringEnv("LOADS_DIR"), "store"))))
+
+const program = Effect.gen(function*() {
+  const serializer = yield* RowSerializer.fromJson({
+    fields: [TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" })]
+  })
+  const table = yield* TableDestination.make({ projectId, datasetId: stringEnv("LOADS_DATASET"), tableId: "ids" })
+  const resume = yield* Checkpoint.resume({ writerId, positionSchema: Schema.Number })
+  const from = Option.getOrElse(resume.position, () => 0)
+  yield* step("restored", { position: from })
+  const fast = { initialBackoff: Duration.millis(20), maxBackoff: Duration.millis(200), maxAttempts: 1000 }
+  yield* replayableSource({ total, from, chunkSize }).pipe(
+    Stream.map((id) => ({ id })),
+    Stream.mapArrayEffect((chunk) => Effect.as(step("staged", { first: chunk[0]?.id }), chunk)),
+    Stream.run(BigQuerySink.fileLoads({
+      table,
+      serializer,
+      writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${stringEnv("LOADS_BUCKET")}/stage`, poll: fast }),
+      checkpoint: { resume, every, position: (row: { readonly id: number }) => row.id + 1 }
+    }))
+  )
+  yield* step("done", { position: total })
+}).pipe(
+  Effect.catchTag("CheckpointConflict", (conflict: CheckpointConflict) =>
+    Effect.andThen(
+      step("fenced", { expected: conflict.expectedPreviousId, actual: conflict.actualId }),
+      Effect.sync(() => process.exit(fencedExitCode))
+    )),
+  Effect.provide(Layer.mergeAll(
+    reportingStore,
+    BigQueryClient.layer({
+      projectId,
+      emulator: { grpc: stringEnv("LOADS_BQ_GRPC"), rest: stringEnv("LOADS_BQ_REST") }
+    }),
+    GcsClient.layer({ projectId, emulator: { rest: stringEnv("LOADS_GCS") } })
+  ))
+)
+
+NodeRuntime.runMain(program)
