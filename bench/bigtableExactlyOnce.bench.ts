@@ -19,6 +19,11 @@
  * each exactly-once pass the sums are read back and checked.
  *
  *   node bench/bigtableExactlyOnce.bench.ts [--records 20000] [--passes 3] [--concurrency 100] [--checkpoint 5000]
+ *     [--only raw|eo|alo]
+ *
+ * CPU per record is this process's `process.cpuUsage()` (user + system) over the method's run, divided
+ * by the records: the emulator runs in its own process, so it is the client's CPU alone, which is what
+ * decides the ratio on a loaded machine. `--only` runs one method (for `node --cpu-prof`).
  *
  * Prints a table and appends JSON lines to bench/results/bigtableExactlyOnce.jsonl.
  */
@@ -26,6 +31,7 @@ import { v2 } from "@google-cloud/bigtable"
 import * as grpc from "@grpc/grpc-js"
 import { Effect, Schema, Stream } from "effect"
 import * as fs from "node:fs"
+import * as os from "node:os"
 import * as path from "node:path"
 import {
   BigtableClient,
@@ -49,6 +55,7 @@ const records = argument("records", 20_000)
 const passes = argument("passes", 3)
 const concurrency = argument("concurrency", 100)
 const checkpointEvery = argument("checkpoint", 5_000)
+const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined
 
 const projectId = "bench"
 const instanceId = "bench"
@@ -190,15 +197,19 @@ const main = Effect.gen(function*() {
   yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([raw.close(), admin.close()])))
   const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
 
+  const selected = methods.filter((m) => only === undefined || m === only)
   const samples: Record<Method, Array<number>> = { raw: [], eo: [], alo: [] }
+  const cpu: Record<Method, Array<number>> = { raw: [], eo: [], alo: [] }
   // One warm-up pass, not recorded.
   for (let pass = -1; pass < passes; pass++) {
     const shift = (pass + 3) % 3
-    const order = [...methods.slice(shift), ...methods.slice(0, shift)]
+    const order = [...methods.slice(shift), ...methods.slice(0, shift)].filter((m) => selected.includes(m))
     const rates: Partial<Record<Method, number>> = {}
+    const cpus: Partial<Record<Method, number>> = {}
     for (const method of order) {
       const tableId = `${method}${pass + 1}`
       yield* Effect.promise(() => createTable(admin, tableId))
+      const before = process.cpuUsage()
       const rate = yield* Effect.promise(() =>
         method === "raw"
           ? runRaw(raw, tableName(tableId))
@@ -206,14 +217,22 @@ const main = Effect.gen(function*() {
           ? runExactlyOnce(client, tableId)
           : runAtLeastOnce(client, tableId)
       )
+      const used = process.cpuUsage(before)
+      const perRecord = (used.user + used.system) / records
       if (method !== "alo") yield* Effect.promise(() => checkSums(raw, tableName(tableId)))
       yield* Effect.promise(() => admin.deleteTable({ name: tableName(tableId) }))
       rates[method] = rate
-      if (pass >= 0) samples[method].push(rate)
+      cpus[method] = perRecord
+      if (pass >= 0) {
+        samples[method].push(rate)
+        cpu[method].push(perRecord)
+      }
     }
     console.log(
       `pass ${pass < 0 ? "warm-up" : pass + 1} (${order.join(", ")}): ` +
-        methods.map((m) => `${m} ${Math.round(rates[m] ?? 0)} records/s`).join(", ")
+        order.map((m) => `${m} ${Math.round(rates[m] ?? 0)} records/s ${(cpus[m] ?? 0).toFixed(1)} µs CPU/record`).join(
+          ", "
+        )
     )
   }
 
@@ -222,17 +241,19 @@ const main = Effect.gen(function*() {
   const aloMedian = median(samples.alo)
   console.log(
     `\nbigtable exactly-once: ${records} records x ${passes} passes, concurrency ${concurrency}, ` +
-      `checkpoint every ${checkpointEvery}, node ${process.version}`
+      `checkpoint every ${checkpointEvery}, node ${process.version}, load average ${
+        os.loadavg().map((l) => l.toFixed(1)).join(" ")
+      }`
   )
-  console.log("method   records/s min   records/s median   records/s max   vs raw")
-  for (const m of methods) {
+  console.log("method   records/s min   records/s median   records/s max   vs raw   CPU µs/record (median)")
+  for (const m of selected) {
     const sorted = samples[m].toSorted((a, b) => a - b)
     console.log(
       `${m.padEnd(8)} ${Math.round(sorted[0] ?? 0).toLocaleString("en").padStart(13)} ${
         Math.round(median(sorted)).toLocaleString("en").padStart(18)
       } ${Math.round(sorted.at(-1) ?? 0).toLocaleString("en").padStart(15)} ${
         (median(sorted) / rawMedian).toFixed(2).padStart(7)
-      }x`
+      }x ${median(cpu[m]).toFixed(1).padStart(24)}`
     )
   }
   console.log(
@@ -240,8 +261,22 @@ const main = Effect.gen(function*() {
       (eoMedian / aloMedian).toFixed(2)
     }x`
   )
+  if (only !== undefined) return
   const date = new Date().toISOString()
-  const common = { date, node: process.version, records, passes, concurrency, checkpointEvery }
+  const common = {
+    date,
+    node: process.version,
+    records,
+    passes,
+    concurrency,
+    checkpointEvery,
+    loadAverage: Number(os.loadavg()[0]?.toFixed(1)),
+    cpuMicrosPerRecord: {
+      raw: Number(median(cpu.raw).toFixed(1)),
+      eo: Number(median(cpu.eo).toFixed(1)),
+      alo: Number(median(cpu.alo).toFixed(1))
+    }
+  }
   const lines = [
     {
       bench: "bigtableExactlyOnce",

@@ -267,7 +267,8 @@ export const stagedEntries: Metric.Gauge<number> = internal.stagedEntries
 export const stagedBytes: Metric.Gauge<number> = internal.stagedBytes
 
 /**
- * `bigtable.requestsCompleted`: exactly-once CheckAndMutateRow requests that applied their mutations and marker.
+ * `bigtable.requestsCompleted`: exactly-once CheckAndMutateRow requests that applied their mutations and marker
+ * (added once per commit, when it ends).
  *
  * **Example** (Reading the metric)
  * ```ts
@@ -282,7 +283,8 @@ export const stagedBytes: Metric.Gauge<number> = internal.stagedBytes
 export const requestsCompleted: Metric.Counter<number> = internal.requestsCompleted
 
 /**
- * `bigtable.requestsDeduplicated`: exactly-once requests whose marker was already there (applied earlier, absorbed).
+ * `bigtable.requestsDeduplicated`: exactly-once requests whose marker was already there (applied earlier, absorbed;
+ * added once per commit, when it ends).
  *
  * **Example** (Reading the metric)
  * ```ts
@@ -297,7 +299,7 @@ export const requestsCompleted: Metric.Counter<number> = internal.requestsComple
 export const requestsDeduplicated: Metric.Counter<number> = internal.requestsDeduplicated
 
 /**
- * `bigtable.requestsFailed`: exactly-once requests that failed (each fails the commit).
+ * `bigtable.requestsFailed`: exactly-once requests that failed (each fails the commit; added when it ends).
  *
  * **Example** (Reading the metric)
  * ```ts

@@ -7,6 +7,7 @@
  * @internal
  */
 import * as grpcJs from "@grpc/grpc-js"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type {
@@ -131,65 +132,80 @@ export const mutateRows = (raw: DataClient) => (request: MutateRowsRequest): Eff
  *
  * @internal
  */
-export const checkAndMutateRow =
-  (raw: DataClient) => (request: CheckAndMutateRowRequest): Effect.Effect<boolean, BigtableError> =>
-    Effect.flatMap(
-      deadline.responseTimeout(request.timeout),
-      (limit) =>
-        Effect.callback<boolean, BigtableError>((resume) => {
-          let done = false
-          let matched: boolean | undefined
-          const fail = (cause: unknown) => {
-            if (done) return
-            done = true
-            const error = rpcError("CheckAndMutateRow", request.tableName, cause)
-            resume(
-              error.reason._tag === "RpcFailed" && error.reason.code === grpc.Code.DEADLINE_EXCEEDED
-                ? Effect.andThen(
-                  Effect.logWarning(
-                    `${deadline.message("CheckAndMutateRow", request.tableName, limit)}; ambiguous (it may have ` +
-                      "been applied): the write fails, restore its checkpoint to retry the same envelopes"
-                  ),
-                  Effect.fail(error)
-                )
-                : Effect.fail(error)
+export const checkAndMutateRow = (raw: DataClient) => {
+  // The routing header of the last table and profile called, kept per client (this function is
+  // applied once per client, in `connect.fromClients`): recomputed whenever they change, so correct
+  // for any mix of tables, and free when consecutive requests share one (the usual commit).
+  let lastTable: string | undefined
+  let lastProfile: string | undefined
+  let lastParams = ""
+  const paramsOf = (tableName: string, appProfileId: string | undefined): string => {
+    if (tableName !== lastTable || appProfileId !== lastProfile) {
+      lastParams = requestParams(tableName, appProfileId)
+      lastTable = tableName
+      lastProfile = appProfileId
+    }
+    return lastParams
+  }
+  const send = (request: CheckAndMutateRowRequest, limit: Duration.Duration): Effect.Effect<boolean, BigtableError> =>
+    Effect.callback<boolean, BigtableError>((resume) => {
+      let done = false
+      let matched: boolean | undefined
+      const fail = (cause: unknown) => {
+        if (done) return
+        done = true
+        const error = rpcError("CheckAndMutateRow", request.tableName, cause)
+        resume(
+          error.reason._tag === "RpcFailed" && error.reason.code === grpc.Code.DEADLINE_EXCEEDED
+            ? Effect.andThen(
+              Effect.logWarning(
+                `${deadline.message("CheckAndMutateRow", request.tableName, limit)}; ambiguous (it may have ` +
+                  "been applied): the write fails, restore its checkpoint to retry the same envelopes"
+              ),
+              Effect.fail(error)
             )
-          }
-          let call: DataCall
-          try {
-            const metadata = new grpcJs.Metadata()
-            metadata.set("x-goog-request-params", requestParams(request.tableName, request.appProfileId))
-            call = raw.makeServerStreamRequest(
-              checkAndMutate.checkAndMutateRowPath,
-              identity,
-              identity,
-              checkAndMutate.encodeRequest(request),
-              metadata,
-              { deadline: deadline.grpcDeadline(limit) }
-            )
-          } catch (cause) {
-            fail(cause)
-            return
-          }
-          call.on("data", (response) => {
-            if (done) return
-            try {
-              matched = checkAndMutate.readPredicateMatched(response)
-            } catch (cause) {
-              fail(new Error(`malformed CheckAndMutateRowResponse: ${grpc.fromError(cause).message}`))
-              call.cancel()
-            }
-          })
-          call.on("error", (error) => fail(error))
-          call.on("end", () => {
-            if (done) return
-            if (matched === undefined) return fail(new Error("CheckAndMutateRow ended without a response"))
-            done = true
-            resume(Effect.succeed(matched))
-          })
-          return interrupt(call, () => (done ? false : (done = true)))
-        })
-    )
+            : Effect.fail(error)
+        )
+      }
+      let call: DataCall
+      try {
+        const metadata = new grpcJs.Metadata()
+        metadata.set("x-goog-request-params", paramsOf(request.tableName, request.appProfileId))
+        call = raw.makeServerStreamRequest(
+          checkAndMutate.checkAndMutateRowPath,
+          identity,
+          identity,
+          checkAndMutate.encodeRequest(request),
+          metadata,
+          { deadline: deadline.grpcDeadline(limit) }
+        )
+      } catch (cause) {
+        fail(cause)
+        return
+      }
+      call.on("data", (response) => {
+        if (done) return
+        try {
+          matched = checkAndMutate.readPredicateMatched(response)
+        } catch (cause) {
+          fail(new Error(`malformed CheckAndMutateRowResponse: ${grpc.fromError(cause).message}`))
+          call.cancel()
+        }
+      })
+      call.on("error", (error) => fail(error))
+      call.on("end", () => {
+        if (done) return
+        if (matched === undefined) return fail(new Error("CheckAndMutateRow ended without a response"))
+        done = true
+        resume(Effect.succeed(matched))
+      })
+      return interrupt(call, () => (done ? false : (done = true)))
+    })
+  return (request: CheckAndMutateRowRequest): Effect.Effect<boolean, BigtableError> =>
+    request.timeout !== undefined
+      ? send(request, request.timeout)
+      : Effect.flatMap(deadline.responseTimeout(undefined), (limit) => send(request, limit))
+}
 
 /** @internal */
 export const rpcError = (method: string, table: string, cause: unknown, attempts = 1): BigtableError => {

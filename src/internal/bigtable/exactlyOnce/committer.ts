@@ -41,20 +41,29 @@ export const tableKey = (tableName: string): string => {
   return m === null ? tableName : `${m[1]}.${m[2]}.${m[3]}`
 }
 
-const count = (
-  counter: Metric.Counter<number>,
-  tableName: string,
-  perDestination: boolean
-): Effect.Effect<void> =>
-  perDestination
+/** The requests of one table that a commit counted, applied to the metrics once at its end. */
+interface Tally {
+  completed: number
+  deduplicated: number
+  failed: number
+}
+
+const update = (counter: Metric.Counter<number>, n: number, tableName: string, perDestination: boolean) =>
+  n === 0 ? Effect.void : perDestination
     ? Effect.andThen(
-      Metric.update(counter, 1),
-      Metric.update(Metric.withAttributes(counter, { destination: tableKey(tableName) }), 1)
+      Metric.update(counter, n),
+      Metric.update(Metric.withAttributes(counter, { destination: tableKey(tableName) }), n)
     )
-    : Metric.update(counter, 1)
+    : Metric.update(counter, n)
 
 /**
  * Commits `envelopes` (see the module comment).
+ *
+ * **Details**
+ *
+ * `maxInFlightRequests` workers take the envelopes in order, one request each in flight (not a
+ * fiber per envelope); the first failure interrupts the others. The request metrics are counted per
+ * table as the answers arrive and added to the counters once when the commit ends, failed or not.
  *
  * @internal
  */
@@ -66,21 +75,43 @@ export const commit = Effect.fn("BigtableSink.commit")(function*(
   yield* Effect.annotateCurrentSpan("requests", envelopes.length)
   let completed = 0
   let deduplicated = 0
-  const send = (envelope: Envelope) =>
-    client.checkAndMutateRow({ ...envelope, timeout: settings.requestTimeout }).pipe(
-      Effect.flatMap((matched) => {
-        if (matched) deduplicated++
-        else completed++
-        return count(
-          matched ? metrics.requestsDeduplicated : metrics.requestsCompleted,
-          envelope.tableName,
-          settings.perDestinationMetrics
-        )
+  let next = 0
+  const timeout = settings.requestTimeout
+  const tallies = new Map<string, Tally>()
+  const tally = (tableName: string): Tally => {
+    let t = tallies.get(tableName)
+    if (t === undefined) {
+      t = { completed: 0, deduplicated: 0, failed: 0 }
+      tallies.set(tableName, t)
+    }
+    return t
+  }
+  const send = (envelope: Envelope): Effect.Effect<void, BigtableError> =>
+    Effect.matchEffect(
+      client.checkAndMutateRow({
+        tableName: envelope.tableName,
+        appProfileId: envelope.appProfileId,
+        rowKey: envelope.rowKey,
+        markerFamily: envelope.markerFamily,
+        identity: envelope.identity,
+        mutations: envelope.mutations,
+        timeout
       }),
-      Effect.catch((error) =>
-        Effect.andThen(
-          count(metrics.requestsFailed, envelope.tableName, settings.perDestinationMetrics),
-          Effect.fail(
+      {
+        onSuccess: (matched) => {
+          const t = tally(envelope.tableName)
+          if (matched) {
+            deduplicated++
+            t.deduplicated++
+          } else {
+            completed++
+            t.completed++
+          }
+          return Effect.void
+        },
+        onFailure: (error) => {
+          tally(envelope.tableName).failed++
+          return Effect.fail(
             new BigtableError({
               reason: new CommitFailed({
                 table: tableKey(envelope.tableName),
@@ -93,9 +124,31 @@ export const commit = Effect.fn("BigtableSink.commit")(function*(
               })
             })
           )
-        )
-      )
+        }
+      }
     )
-  yield* Effect.forEach(envelopes, send, { concurrency: Math.max(1, settings.maxInFlightRequests), discard: true })
+  const worker = Effect.whileLoop({
+    while: () => next < envelopes.length,
+    body: () => {
+      const envelope = envelopes[next++]
+      return envelope === undefined ? Effect.void : send(envelope)
+    },
+    step: () => {}
+  })
+  const flushMetrics = Effect.suspend(() =>
+    Effect.forEach(tallies, ([tableName, t]) =>
+      Effect.andThen(
+        update(metrics.requestsCompleted, t.completed, tableName, settings.perDestinationMetrics),
+        Effect.andThen(
+          update(metrics.requestsDeduplicated, t.deduplicated, tableName, settings.perDestinationMetrics),
+          update(metrics.requestsFailed, t.failed, tableName, settings.perDestinationMetrics)
+        )
+      ), { discard: true })
+  )
+  const width = Math.min(envelopes.length, Math.max(1, settings.maxInFlightRequests))
+  yield* Effect.forEach(Array.from({ length: width }, () => worker), (w) => w, {
+    concurrency: width,
+    discard: true
+  }).pipe(Effect.ensuring(flushMetrics))
   return { completed, deduplicated } satisfies Committed
 })
