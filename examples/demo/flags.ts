@@ -3,8 +3,8 @@
  * (`npm start -- --help`), and falls back to a `DEMO_*` environment variable (`--events 5000` or
  * `DEMO_EVENTS=5000`), then to its default.
  */
-import { Config, type Effect, Option, type Redacted } from "effect"
-import { Command, Flag } from "effect/cli"
+import { Config, Effect, Option, type Redacted } from "effect"
+import { CliError, Command, Flag } from "effect/cli"
 
 /** `--name`, falling back to `DEMO_NAME` (`--chunk-size` to `DEMO_CHUNK_SIZE`). */
 const envName = (flag: string): string => `DEMO_${flag.replaceAll("-", "_").toUpperCase()}`
@@ -55,6 +55,24 @@ export const flags = {
     ),
     Flag.withFallbackConfig(Config.Boolean(envName("exactly-once"))),
     Flag.withDefault(false)
+  ),
+  fileLoads: Flag.Boolean("file-loads").pipe(
+    Flag.withDescription(
+      "BigQuery by file loads: rows staged as Avro in Cloud Storage (fake-gcs-server locally) and loaded by " +
+        "load jobs at a checkpoint every 10 chunks and at the end, so rows appear in steps, free of streaming " +
+        `charges; not with --exactly-once (env ${envName("file-loads")}, default false)`
+    ),
+    Flag.withFallbackConfig(Config.Boolean(envName("file-loads"))),
+    Flag.withDefault(false)
+  ),
+  stagingBucket: optionalText(
+    "staging-bucket",
+    "the bucket --file-loads stages into, created when missing (default demo-staging locally, <project>-demo-staging on GCP)"
+  ),
+  gcsEmulator: optionalText(
+    "gcs-emulator",
+    "host:port of a running fake-gcs-server to reuse with --file-loads (its root must be the BigQuery emulator's " +
+      "BQEMU_GCS_LOCAL_ROOT)"
   )
 }
 
@@ -71,13 +89,28 @@ export interface DemoConfig {
   readonly bigqueryEmulatorGrpc: Option.Option<string>
   readonly bigqueryEmulatorRest: Option.Option<string>
   readonly exactlyOnce: boolean
+  readonly fileLoads: boolean
+  readonly stagingBucket: Option.Option<string>
+  readonly gcsEmulator: Option.Option<string>
 }
 
 export const isRealGcp = (config: DemoConfig): boolean => Option.isSome(config.project)
 
+/** Combinations of flags the demo refuses before it starts: the BigQuery write methods exclude each other. */
+export const validate = (config: DemoConfig): Effect.Effect<void, CliError.ValidationError> =>
+  config.exactlyOnce && config.fileLoads
+    ? Effect.fail(
+      new CliError.ValidationError({
+        message: "--exactly-once and --file-loads are exclusive: each is a way of writing the BigQuery side; " +
+          "choose one (file loads are exactly once too, at their checkpoints)"
+      })
+    )
+    : Effect.void
+
 /** The `demo` command: the flags above, help text and examples, around the demo itself. */
 export const command = <E, R>(run: (config: DemoConfig) => Effect.Effect<void, E, R>) =>
   Command.make("demo", flags, run).pipe(
+    Command.validate(validate),
     Command.withDescription(
       "Streams synthetic events through BigtableSink and BigQuerySink at once, with live progress, routes the " +
         "invalid ones to a dead-letter sink, then reads both tables back. Without --project it starts local emulators."
@@ -86,6 +119,7 @@ export const command = <E, R>(run: (config: DemoConfig) => Effect.Effect<void, E
       { command: "npm start", description: "local emulators, 100,000 events" },
       { command: "npm start -- --events 20000", description: "fewer events" },
       { command: "npm start -- --exactly-once", description: "BigQuery exactly once, checkpointed" },
+      { command: "npm start -- --file-loads", description: "BigQuery by file loads: staged Avro, load jobs" },
       {
         command: "npm start -- --project my-project --instance my-instance --dataset demo --key-file key.json",
         description: "a real project"

@@ -5,6 +5,7 @@
  *   npm start                              # local emulators, 100,000 events
  *   npm start -- --events 20000            # fewer events
  *   npm start -- --exactly-once            # BigQuery exactly once (buffered streams, checkpoints)
+ *   npm start -- --file-loads              # BigQuery by file loads (Avro staged in Cloud Storage, load jobs)
  *   npm start -- --project my-project --instance my-instance --dataset demo [--key-file key.json]
  *   npm start -- --help                    # every flag, its environment variable and default
  *
@@ -29,10 +30,11 @@ import {
   RowMutationEntry,
   TableDestination as BigtableTable
 } from "effect-gcp-sinks/Bigtable"
-import { Checkpoint, CheckpointStore, type FailedElement, FailureHandler } from "effect-gcp-sinks/Sink"
+import { Checkpoint, CheckpointStore, type FailedElement, FailureHandler, GcsClient } from "effect-gcp-sinks/Sink"
 import { Command } from "effect/cli"
 import { demoProject, endpoints } from "./emulators.ts"
 import { chunk, type Event, Event as EventSchema, invalidCount } from "./events.ts"
+import * as FileLoads from "./fileLoads.ts"
 import { command, type DemoConfig } from "./flags.ts"
 import { display, finalFrame, gauge, type Source } from "./progress.ts"
 import { bigQueryCount, bigtableCount } from "./readback.ts"
@@ -72,11 +74,9 @@ const program = Effect.fnUntraced(function*(config: DemoConfig) {
 
   yield* Effect.gen(function*() {
     const bigtableTable = yield* BigtableTable.make({ projectId, instanceId: config.instance, tableId: "events" })
-    const bigqueryTable = yield* BigQueryTable.make({
-      projectId: projectId,
-      datasetId: config.dataset,
-      tableId: "events"
-    })
+    const bigqueryTable = config.fileLoads
+      ? yield* FileLoads.table(projectId, config.dataset)
+      : yield* BigQueryTable.make({ projectId: projectId, datasetId: config.dataset, tableId: "events" })
     const bigquery = yield* BigQueryClient.BigQueryClient
     yield* Effect.tryPromise(() => bigquery.rest.dataset(config.dataset).get({ autoCreate: true }))
 
@@ -105,7 +105,25 @@ const program = Effect.fnUntraced(function*(config: DemoConfig) {
     // At least once, the writer flushes at the end; exactly once, rows become visible only at
     // checkpoints: one every 10 chunks and one at the end, each storing the next event to read (the
     // demo's source starts at 0: its store is in memory, so a new run is a new writer).
-    const bigqueryWriter = config.exactlyOnce
+    const bigqueryWriter = config.fileLoads
+      ? yield* Effect.gen(function*() {
+        const gcs = yield* GcsClient.make({
+          projectId,
+          emulator: local?.gcs === undefined ? undefined : { rest: local.gcs },
+          serviceAccountKeyFile: Option.getOrUndefined(config.keyFile)
+        })
+        return yield* FileLoads.make({
+          table: bigqueryTable,
+          serializer: yield* FileLoads.serializer(real),
+          failureHandler,
+          gcs,
+          bucket: Option.getOrElse(config.stagingBucket, () => real ? `${projectId}-demo-staging` : "demo-staging"),
+          events,
+          chunkSize: config.chunkSize,
+          routed: Effect.map(Ref.get(deadLetters), (all) => all.filter((f) => f.connector === "bigquery").length)
+        })
+      })
+      : config.exactlyOnce
       ? yield* Effect.gen(function*() {
         const resume = yield* Checkpoint.resume({ writerId: "demo-events", positionSchema: Schema.Number })
         const writer = yield* BigQuerySink.exactlyOnceWriter({
@@ -123,22 +141,31 @@ const program = Effect.fnUntraced(function*(config: DemoConfig) {
           ),
           Effect.andThen(writer.checkpoint(total))
         )
-        return { summary: writer.summary, write }
+        return { summary: writer.summary, write, inFlight: gauge(BigQueryMetrics.inFlightBatches), detail: undefined }
       })
       : yield* Effect.gen(function*() {
         const writer = yield* BigQuerySink.writer({ table: bigqueryTable, serializer, failureHandler })
         const write = events.pipe(Stream.runForEach((batch) => writer.write(batch)), Effect.andThen(writer.flush))
-        return { summary: writer.summary, write }
+        return { summary: writer.summary, write, inFlight: gauge(BigQueryMetrics.inFlightBatches), detail: undefined }
       })
 
     const sources: ReadonlyArray<Source> = [
       { name: "Bigtable", summary: bigtableWriter.summary, inFlight: gauge(BigtableMetrics.inFlightEntries) },
-      { name: "BigQuery", summary: bigqueryWriter.summary, inFlight: gauge(BigQueryMetrics.inFlightBatches) }
+      {
+        name: "BigQuery",
+        summary: bigqueryWriter.summary,
+        inFlight: bigqueryWriter.inFlight,
+        detail: bigqueryWriter.detail
+      }
     ]
     const startedAt = yield* Clock.currentTimeMillis
     yield* Effect.log(
       `streaming ${total} events into Bigtable ${bigtableTable} and BigQuery ${bigqueryTable}` +
-        (config.exactlyOnce ? " (exactly once)" : "")
+        (config.exactlyOnce
+          ? " (exactly once)"
+          : config.fileLoads
+          ? " (file loads: staged to Cloud Storage, loaded at a checkpoint every 10 chunks and at the end)"
+          : "")
     )
 
     const write = Effect.all([

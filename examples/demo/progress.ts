@@ -10,6 +10,8 @@ export interface Source {
   readonly summary: Effect.Effect<WriteSummary>
   /** Records admitted and not yet acknowledged or routed. */
   readonly inFlight: Effect.Effect<number>
+  /** A note appended to the source's line (file loads: the checkpoints so far). */
+  readonly detail?: Effect.Effect<string> | undefined
 }
 
 /** Reads a gauge a sink publishes (`BigtableMetrics.inFlightEntries`), summed over its attribute sets. */
@@ -34,6 +36,7 @@ const frame = (sources: ReadonlyArray<Source>, total: number, since: Sample) =>
     const at = yield* Clock.currentTimeMillis
     const summaries = yield* Effect.forEach(sources, (s) => s.summary)
     const inFlight = yield* Effect.forEach(sources, (s) => s.inFlight)
+    const details = yield* Effect.forEach(sources, (s) => s.detail ?? Effect.succeed(""))
     const seconds = Math.max(0.001, (at - since.at) / 1000)
     const lines = summaries.map((s, i) => {
       const rate = (s.recordsWritten - (since.written[i] ?? 0)) / seconds
@@ -41,7 +44,8 @@ const frame = (sources: ReadonlyArray<Source>, total: number, since: Sample) =>
       const bar = "#".repeat(Math.min(20, Math.round((20 * done) / Math.max(1, total)))).padEnd(20, ".")
       return `${(sources[i]?.name ?? "").padEnd(8)} [${bar}] ${pad(s.recordsWritten, 8)} written ` +
         `${pad(Math.round(rate), 7)} rows/s ${pad(inFlight[i] ?? 0, 6)} in flight ` +
-        `${pad(s.retries, 4)} retries ${pad(s.recordsFailed, 3)} routed`
+        `${pad(s.retries, 4)} retries ${pad(s.recordsFailed, 3)} routed` +
+        (details[i] === undefined || details[i] === "" ? "" : `, ${details[i]}`)
     })
     return { lines, sample: { at, written: summaries.map((s) => s.recordsWritten) } }
   })

@@ -48,6 +48,9 @@ describe("demo flags", () => {
       ])
       assert.isTrue(Option.isNone(d.project))
       assert.isFalse(d.exactlyOnce)
+      assert.isFalse(d.fileLoads)
+      assert.isTrue(Option.isNone(d.stagingBucket))
+      assert.isTrue(Option.isNone(d.gcsEmulator))
       const given = Option.getOrThrow(
         (yield* parse(["--events", "5000", "--chunk-size=50", "--project", "p", "--key-file", "k.json"])).config
       )
@@ -72,6 +75,44 @@ describe("demo flags", () => {
       assert.isTrue(Option.getOrThrow((yield* parse(["--exactly-once"])).config).exactlyOnce)
       assert.isTrue(Option.getOrThrow((yield* parse([], { DEMO_EXACTLY_ONCE: "true" })).config).exactlyOnce)
       assert.isFalse(Option.getOrThrow((yield* parse([], { DEMO_EXACTLY_ONCE: "false" })).config).exactlyOnce)
+    }))
+
+  it.effect("--file-loads, or DEMO_FILE_LOADS, selects file loads; its bucket and emulator flags too", () =>
+    Effect.gen(function*() {
+      assert.isTrue(Option.getOrThrow((yield* parse(["--file-loads"])).config).fileLoads)
+      assert.isTrue(Option.getOrThrow((yield* parse([], { DEMO_FILE_LOADS: "true" })).config).fileLoads)
+      assert.isFalse(Option.getOrThrow((yield* parse([], { DEMO_FILE_LOADS: "false" })).config).fileLoads)
+      const given = Option.getOrThrow(
+        (yield* parse(["--file-loads", "--staging-bucket", "b", "--gcs-emulator", "127.0.0.1:4443"])).config
+      )
+      assert.deepStrictEqual(
+        [Option.getOrNull(given.stagingBucket), Option.getOrNull(given.gcsEmulator)],
+        ["b", "127.0.0.1:4443"]
+      )
+      const fromEnv = Option.getOrThrow(
+        (yield* parse(["--file-loads"], { DEMO_STAGING_BUCKET: "e", DEMO_GCS_EMULATOR: "localhost:1" })).config
+      )
+      assert.deepStrictEqual(
+        [Option.getOrNull(fromEnv.stagingBucket), Option.getOrNull(fromEnv.gcsEmulator)],
+        ["e", "localhost:1"]
+      )
+    }))
+
+  it.effect("--exactly-once with --file-loads, by flag or environment, is refused with a message naming both", () =>
+    Effect.gen(function*() {
+      for (
+        const [args, env] of [
+          [["--exactly-once", "--file-loads"], {}],
+          [["--file-loads"], { DEMO_EXACTLY_ONCE: "true" }],
+          [[], { DEMO_EXACTLY_ONCE: "true", DEMO_FILE_LOADS: "true" }]
+        ] as const
+      ) {
+        const { config, exit, presented } = yield* parse(args, env)
+        assert.isTrue(Exit.isFailure(exit), args.join(" "))
+        assert.isTrue(Option.isNone(config))
+        const shown = JSON.stringify(presented)
+        assert.include(shown, "--exactly-once and --file-loads are exclusive")
+      }
     }))
 
   it.effect("an invalid value is refused before the demo runs", () =>

@@ -56,11 +56,23 @@ interface OpenFile {
  */
 const settled = (file: OpenFile, drain: boolean): Effect.Effect<void, { readonly cause: unknown }> =>
   Effect.callback<void, { readonly cause: unknown }>((resume) => {
-    const check = () => {
-      if (file.failure !== undefined) resume(Effect.fail(file.failure))
-      else if (file.finished || (drain && !file.encoder.writableNeedDrain)) resume(Effect.void)
+    // the returned effect runs on interruption only: resuming removes the listeners itself, or every
+    // wait for a drain would leave four behind on streams that live as long as the file
+    const remove = () => {
+      file.upload.off("finish", onFinish)
+      file.upload.off("error", onError)
+      file.encoder.off("error", onError)
+      file.encoder.off("drain", onDrain)
     }
-    const onDrain = () => resume(Effect.void)
+    const done = (result: Effect.Effect<void, { readonly cause: unknown }>) => {
+      remove()
+      resume(result)
+    }
+    const check = () => {
+      if (file.failure !== undefined) done(Effect.fail(file.failure))
+      else if (file.finished || (drain && !file.encoder.writableNeedDrain)) done(Effect.void)
+    }
+    const onDrain = () => done(Effect.void)
     const onError = () => check()
     const onFinish = () => check()
     file.upload.on("finish", onFinish)
@@ -68,12 +80,7 @@ const settled = (file: OpenFile, drain: boolean): Effect.Effect<void, { readonly
     file.encoder.on("error", onError)
     if (drain) file.encoder.on("drain", onDrain)
     check()
-    return Effect.sync(() => {
-      file.upload.off("finish", onFinish)
-      file.upload.off("error", onError)
-      file.encoder.off("error", onError)
-      file.encoder.off("drain", onDrain)
-    })
+    return Effect.sync(remove)
   })
 
 /** The open files of one writer. @internal */
