@@ -5,7 +5,7 @@
  * report the step `saved` after each save (so the harness can kill between a save and its load jobs);
  * `staged` is reported per chunk written.
  *
- * Environment: LOADS_DIR (checkpoint folder), LOADS_TOTAL, LOADS_CHUNK, LOADS_EVERY, LOADS_WRITER,
+ * Environment: LOADS_DIR (checkpoint folder), LOADS_TOTAL, LOADS_CHUNK, LOADS_EVERY, LOADS_PACE_MS, LOADS_WRITER,
  * LOADS_PROJECT, LOADS_DATASET, LOADS_BUCKET, LOADS_BQ_GRPC, LOADS_BQ_REST, LOADS_GCS (host:port each).
  */
 import { NodeRuntime } from "@effect/platform-node"
@@ -25,6 +25,7 @@ import { fencedExitCode, intEnv, replayableSource, step, stringEnv } from "./cra
 const total = intEnv("LOADS_TOTAL")
 const chunkSize = intEnv("LOADS_CHUNK")
 const every = intEnv("LOADS_EVERY")
+const pace = intEnv("LOADS_PACE_MS")
 const writerId = stringEnv("LOADS_WRITER")
 const projectId = stringEnv("LOADS_PROJECT")
 
@@ -52,7 +53,10 @@ const program = Effect.gen(function*() {
   const fast = { initialBackoff: Duration.millis(20), maxBackoff: Duration.millis(200), maxAttempts: 1000 }
   yield* replayableSource({ total, from, chunkSize }).pipe(
     Stream.map((id) => ({ id })),
-    Stream.mapArrayEffect((chunk) => Effect.as(step("staged", { first: chunk[0]?.id }), chunk)),
+    // paced (LOADS_PACE_MS per chunk) so that a start's progress is bounded by its time
+    Stream.mapArrayEffect((chunk) =>
+      Effect.as(Effect.andThen(Effect.sleep(Duration.millis(pace)), step("staged", { first: chunk[0]?.id })), chunk)
+    ),
     Stream.run(BigQuerySink.fileLoads({
       table,
       serializer,

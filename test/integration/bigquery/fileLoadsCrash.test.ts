@@ -23,10 +23,13 @@ const tempDir = Effect.acquireRelease(
   (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
 )
 
+// Every planned kill must land before the child completes. A start moves the stored position by at most
+// 800 ids (two saves of 400) at a "saved" kill, 400 at a "staged" one, and 1,500 at a timed one (100 ms
+// per chunk of 100 for at most 1.5 s): 2 x (800 + 400 + 1,500) = 5,400 < 6,000, however fast the machine.
 const points: ReadonlyArray<CrashProof.KillPoint> = [
   { _tag: "AfterStep", step: "saved", nth: [1, 2], hold: true },
   { _tag: "AfterStep", step: "staged", nth: [1, 6], delayMillis: [0, 20] },
-  { _tag: "AtTime", millis: [300, 2500] }
+  { _tag: "AtTime", millis: [300, 1500] }
 ]
 
 layer(Layer.mergeAll(BigQueryEmulator.layer, GcsEmulator.layer), { timeout: "300 seconds", excludeTestServices: true })(
@@ -43,7 +46,7 @@ layer(Layer.mergeAll(BigQueryEmulator.layer, GcsEmulator.layer), { timeout: "300
         const bucket = Clients.uniqueId("crash-loads").replaceAll("_", "-")
         yield* Effect.tryPromise(() => bq.createDataset(datasetId))
         yield* Effect.tryPromise(() => storage.createBucket(bucket))
-        const total = 3_000
+        const total = 6_000
         const figures = yield* CrashProof.run({
           script,
           env: {
@@ -51,6 +54,7 @@ layer(Layer.mergeAll(BigQueryEmulator.layer, GcsEmulator.layer), { timeout: "300
             LOADS_TOTAL: String(total),
             LOADS_CHUNK: "100",
             LOADS_EVERY: "400",
+            LOADS_PACE_MS: "100",
             LOADS_WRITER: "crash-loads",
             LOADS_PROJECT: emulator.projectId,
             LOADS_DATASET: datasetId,
