@@ -52,6 +52,37 @@ describe("BigQuerySink.exactlyOnce", () => {
         assert.deepStrictEqual(after.position, Option.some(1000))
       })))
 
+  it.live("maxInFlightBytes bounds the rows admitted and not acknowledged: a budget of one append", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        const { writer } = yield* eoWriter(
+          fake,
+          "w",
+          WriteMethod.exactlyOnce({ ...fastRetries, maxAppendRequestBytes: 256, maxInFlightBytes: 256 })
+        )
+        const before = fake.stats.requests
+        yield* writer.write(rows(1000))
+        yield* writer.checkpoint(1000)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 1000))
+        // 1000 rows of at least 10 framed bytes, at most 256 bytes an append
+        assert.isAtLeast(fake.stats.requests - before, 40)
+        yield* writer.write(rows(500, 1000))
+        yield* writer.checkpoint(1500)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 1500))
+        assert.strictEqual(fake.buffered.stats.creates, 1)
+      })))
+
+  it.live("the default budget (four appends) leaves appends whole: 1000 small rows are one append", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        const { writer } = yield* eoWriter(fake)
+        const before = fake.stats.requests
+        yield* writer.write(rows(1000))
+        yield* writer.checkpoint(1000)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 1000))
+        assert.strictEqual(fake.stats.requests - before, 1)
+      })))
+
   it.live("a restart resumes at the stored position: rows after the last checkpoint are never visible nor doubled", () =>
     withEo({}, (fake) =>
       Effect.gen(function*() {

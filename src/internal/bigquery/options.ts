@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import * as AdditionalFields from "../../BigQuery/AdditionalFields.ts"
 import type { BigQueryFailure } from "../../BigQuery/BigQueryFailure.ts"
@@ -147,9 +148,20 @@ const StreamSchema = AtLeastOnceOptions.pipe(
 )
 
 /**
+ * The default admission budget of `WriteMethod.exactlyOnce`, in appends: `maxInFlightBytes` is this
+ * many times `maxAppendRequestBytes` unless given. Each destination has one append in flight, and a
+ * checkpoint first drains every admitted row one append at a time, so a budget of a few appends keeps
+ * the next batches ready without holding the checkpoint (and the source) behind a long drain.
+ *
+ * @internal
+ */
+export const exactlyOnceBudgetAppends = 4
+
+/**
  * The schema of `WriteMethod.exactlyOnce` options (reference 2.7): `maxAppendRequestBytes` (512 KiB,
- * 1 to 9 MiB), `destinationIdleTimeout` (1 h, positive), `recovery` and `retry` (the at-least-once
- * defaults and rules). No in-flight or flush knobs: the rest is fixed.
+ * 1 to 9 MiB), `maxInFlightBytes` (at least `maxAppendRequestBytes`; {@link exactlyOnceBudgetAppends}
+ * times `maxAppendRequestBytes` when absent), `destinationIdleTimeout` (1 h, positive), `recovery` and
+ * `retry` (the at-least-once defaults and rules). No request-count or flush knobs: the rest is fixed.
  *
  * @internal
  */
@@ -159,6 +171,7 @@ export const ExactlyOnceOptions = Schema.Struct({
     O.integer({ min: 1, max: maxRowBytes }),
     streamDefaults.maxAppendRequestBytes
   ),
+  maxInFlightBytes: O.maybe(O.isNumber, O.integer({ min: 1 })),
   destinationIdleTimeout: O.optional(O.isDuration, O.duration("positive"), streamDefaults.destinationIdleTimeout),
   retry: O.field(retryPolicy.schema(streamDefaults.retry)),
   recovery: O.field(retryPolicy.schema(streamDefaults.recovery))
@@ -170,7 +183,7 @@ const toBuffered = (o: typeof ExactlyOnceOptions.Type): StreamSettings => ({
   recovery: o.recovery,
   retry: o.retry,
   maxInflightRequests: streamDefaults.maxInFlightRequests,
-  maxInflightBytes: streamDefaults.maxInFlightBytes,
+  maxInflightBytes: o.maxInFlightBytes ?? exactlyOnceBudgetAppends * o.maxAppendRequestBytes,
   destinationIdleTimeout: o.destinationIdleTimeout,
   flushInterval: undefined,
   responseTimeout: streamDefaults.responseTimeout,
@@ -178,17 +191,35 @@ const toBuffered = (o: typeof ExactlyOnceOptions.Type): StreamSettings => ({
   perDestinationMetrics: false
 })
 
+/**
+ * The budget must hold a whole append: with less (4 KiB against 1 MiB appends, 1000 rows) admission
+ * was seen to wait forever, in the at-least-once writer too, whose `maxInFlightBytes` has no such rule.
+ */
+const checkBudget = (o: typeof ExactlyOnceOptions.Type): Effect.Effect<StreamSettings, SchemaIssue.Issue> =>
+  o.maxInFlightBytes === undefined || o.maxInFlightBytes >= o.maxAppendRequestBytes
+    ? Effect.succeed(toBuffered(o))
+    : Effect.fail(
+      new SchemaIssue.Pointer(
+        ["maxInFlightBytes"],
+        new SchemaIssue.InvalidValue({
+          message: `must be at least maxAppendRequestBytes (${o.maxAppendRequestBytes}), was ${o.maxInFlightBytes}`
+        }, o.maxInFlightBytes)
+      )
+    )
+
 const BufferedSchema = ExactlyOnceOptions.pipe(
   Schema.decodeTo(
     Schema.declare(isStream),
-    SchemaTransformation.transform({
-      decode: toBuffered,
-      encode: (s: StreamSettings): typeof ExactlyOnceOptions.Type => ({
-        maxAppendRequestBytes: s.maxAppendRequestBytes,
-        destinationIdleTimeout: s.destinationIdleTimeout,
-        retry: s.retry,
-        recovery: s.recovery
-      })
+    SchemaTransformation.transformEffect({
+      decode: checkBudget,
+      encode: (s: StreamSettings) =>
+        Effect.succeed<typeof ExactlyOnceOptions.Type>({
+          maxAppendRequestBytes: s.maxAppendRequestBytes,
+          maxInFlightBytes: s.maxInflightBytes,
+          destinationIdleTimeout: s.destinationIdleTimeout,
+          retry: s.retry,
+          recovery: s.recovery
+        })
     })
   )
 )

@@ -15,6 +15,7 @@ import {
   WriteMethod
 } from "../../../src/BigQuery/index.ts"
 import * as Options from "../../../src/internal/bigquery/options.ts"
+import { limitsOf } from "../../../src/internal/bigquery/writer.ts"
 import { FailureHandler, RetryPolicy, type RetryPolicyOptions, SinkConfigError } from "../../../src/Sink.ts"
 
 interface Row {
@@ -682,6 +683,7 @@ describe("WriteMethod.exactlyOnce options (reference 2.7)", () => {
       const s = implicit.stream
       assert.strictEqual(s.method, "ExactlyOnce")
       assert.strictEqual(s.maxAppendRequestBytes, 512 * 1024)
+      assert.strictEqual(s.maxInflightBytes, 2 * 1024 * 1024)
       assert.deepStrictEqual(s.destinationIdleTimeout, Duration.hours(1))
       assert.deepStrictEqual(s.recovery, Options.streamDefaults.recovery)
       assert.deepStrictEqual(s.retry, Options.streamDefaults.retry)
@@ -697,19 +699,43 @@ describe("WriteMethod.exactlyOnce options (reference 2.7)", () => {
         ...base,
         writeMethod: WriteMethod.exactlyOnce({
           maxAppendRequestBytes: 1000,
+          maxInFlightBytes: 3000,
           destinationIdleTimeout: "2 minutes",
           recovery: { initialBackoff: "2 millis", maxBackoff: "3 seconds", maxAttempts: 4 },
           retry: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 7 }
         })
       })
       assert.strictEqual(stream.maxAppendRequestBytes, 1000)
+      assert.strictEqual(stream.maxInflightBytes, 3000)
       assert.deepStrictEqual(stream.destinationIdleTimeout, Duration.minutes(2))
       assert.isTrue(stream.recovery._tag === "Backoff" && stream.recovery.maxAttempts === 4)
       assert.isTrue(stream.retry._tag === "Backoff" && stream.retry.maxAttempts === 7)
     }))
 
+  it.effect("maxInFlightBytes defaults to four appends of maxAppendRequestBytes; the admission budget follows it", () =>
+    Effect.gen(function*() {
+      const derived = (yield* decodeEo(eo({ maxAppendRequestBytes: 1024 * 1024 }))).stream
+      assert.strictEqual(derived.maxInflightBytes, Options.exactlyOnceBudgetAppends * 1024 * 1024)
+      assert.strictEqual(limitsOf(derived).maxBytes, 4 * 1024 * 1024)
+      const given = (yield* decodeEo(eo({ maxAppendRequestBytes: 100, maxInFlightBytes: 100 }))).stream
+      assert.strictEqual(limitsOf(given).maxBytes, 100)
+      // the request window still bounds it: 100 appends of 512 KiB
+      const large = (yield* decodeEo(eo({ maxInFlightBytes: 1024 * 1024 * 1024 }))).stream
+      assert.strictEqual(limitsOf(large).maxBytes, 100 * 512 * 1024)
+    }))
+
   it.effect("invalid values name the option", () =>
     Effect.gen(function*() {
+      yield* rejectsEo(eo({ maxInFlightBytes: 0 }), "writeMethod.maxInFlightBytes", /at least 1/)
+      yield* rejectsEo(eo({ maxInFlightBytes: 1.5 }), "writeMethod.maxInFlightBytes", /must be an integer/)
+      yield* rejectsEo(eo({ maxInFlightBytes: Number.NaN }), "writeMethod.maxInFlightBytes", /must be an integer/)
+      // a budget must hold a whole append (a batch below it would never be cut)
+      yield* rejectsEo(
+        eo({ maxAppendRequestBytes: 1024, maxInFlightBytes: 1023 }),
+        "writeMethod.maxInFlightBytes",
+        /must be at least maxAppendRequestBytes \(1024\), was 1023/
+      )
+      yield* rejectsEo(eo({ maxInFlightBytes: 512 * 1024 - 1 }), "writeMethod.maxInFlightBytes", /at least/)
       yield* rejectsEo(eo({ maxAppendRequestBytes: 0 }), "writeMethod.maxAppendRequestBytes", /between 1 and/)
       yield* rejectsEo(eo({ maxAppendRequestBytes: 10 * 1024 * 1024 }), "writeMethod.maxAppendRequestBytes", /between/)
       yield* rejectsEo(eo({ destinationIdleTimeout: "0 millis" }), "writeMethod.destinationIdleTimeout", /positive/)
@@ -727,7 +753,7 @@ describe("WriteMethod.exactlyOnce options (reference 2.7)", () => {
 
   it.effect("options of another method are rejected at runtime (and by type)", () =>
     Effect.gen(function*() {
-      for (const key of ["maxInFlightRequests", "maxInFlightBytes", "flushInterval", "perDestinationMetrics"]) {
+      for (const key of ["maxInFlightRequests", "flushInterval", "perDestinationMetrics"]) {
         const options = { [key]: 1 }
         yield* rejectsEo(
           { ...base, writeMethod: WriteMethod.exactlyOnce(options) },
