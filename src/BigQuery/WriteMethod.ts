@@ -21,8 +21,9 @@ import type { CdcOptions } from "./Cdc.ts"
  * - `maxAppendRequestBytes` (512 KiB): a batch is appended once the next row would take it over
  *   this; at most 9 MiB, so a request stays under the service's 10 MB limit. Batching is by bytes
  *   only. A row larger than this (but at most 9 MiB) is sent alone.
- * - `maxInFlightRequests` (100), `maxInFlightBytes` (100 MiB): writer-global bounds on appends
- *   awaiting their response; admission waits when either is reached.
+ * - `maxInFlightRequests` (100), `maxInFlightBytes` (100 MiB, at least `maxAppendRequestBytes`, or
+ *   a batch could never fill): writer-global bounds on appends awaiting their response; admission
+ *   waits when either is reached.
  * - `retry` (`{ initialBackoff: "500 millis", maxBackoff: "30 seconds", maxAttempts: 5, multiplier: 2,
  *   maxDuration: "5 minutes" }`): the retries of an in-band transient error on the same connection
  *   (what the Java SDK does before the writer sees the failure), ±25 % jitter. A

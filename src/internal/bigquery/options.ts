@@ -130,19 +130,40 @@ const toStream = (o: typeof AtLeastOnceOptions.Type): StreamSettings => ({
   perDestinationMetrics: o.perDestinationMetrics
 })
 
+/**
+ * An admission budget must hold a whole append (both methods): a batch is sent once it is full, and a
+ * budget below `maxAppendRequestBytes` (4 KiB against 1 MiB appends) left admission waiting forever.
+ */
+const checkBudget = (
+  budget: number | undefined,
+  maxAppendRequestBytes: number,
+  settings: () => StreamSettings
+): Effect.Effect<StreamSettings, SchemaIssue.Issue> =>
+  budget === undefined || budget >= maxAppendRequestBytes
+    ? Effect.sync(settings)
+    : Effect.fail(
+      new SchemaIssue.Pointer(
+        ["maxInFlightBytes"],
+        new SchemaIssue.InvalidValue({
+          message: `must be at least maxAppendRequestBytes (${maxAppendRequestBytes}), was ${budget}`
+        }, budget)
+      )
+    )
+
 const isStream = (u: unknown): u is StreamSettings => O.isRecord(u) && "maxInflightRequests" in u
 
 const StreamSchema = AtLeastOnceOptions.pipe(
   Schema.decodeTo(
     Schema.declare(isStream),
-    SchemaTransformation.transform({
-      decode: toStream,
-      encode: ({ method: _method, ...s }: StreamSettings): typeof AtLeastOnceOptions.Type => ({
-        ...s,
-        maxInFlightRequests: s.maxInflightRequests,
-        maxInFlightBytes: s.maxInflightBytes,
-        cdc: undefined
-      })
+    SchemaTransformation.transformEffect({
+      decode: (o) => checkBudget(o.maxInFlightBytes, o.maxAppendRequestBytes, () => toStream(o)),
+      encode: ({ method: _method, ...s }: StreamSettings) =>
+        Effect.succeed<typeof AtLeastOnceOptions.Type>({
+          ...s,
+          maxInFlightRequests: s.maxInflightRequests,
+          maxInFlightBytes: s.maxInflightBytes,
+          cdc: undefined
+        })
     })
   )
 )
@@ -191,27 +212,11 @@ const toBuffered = (o: typeof ExactlyOnceOptions.Type): StreamSettings => ({
   perDestinationMetrics: false
 })
 
-/**
- * The budget must hold a whole append: with less (4 KiB against 1 MiB appends, 1000 rows) admission
- * was seen to wait forever, in the at-least-once writer too, whose `maxInFlightBytes` has no such rule.
- */
-const checkBudget = (o: typeof ExactlyOnceOptions.Type): Effect.Effect<StreamSettings, SchemaIssue.Issue> =>
-  o.maxInFlightBytes === undefined || o.maxInFlightBytes >= o.maxAppendRequestBytes
-    ? Effect.succeed(toBuffered(o))
-    : Effect.fail(
-      new SchemaIssue.Pointer(
-        ["maxInFlightBytes"],
-        new SchemaIssue.InvalidValue({
-          message: `must be at least maxAppendRequestBytes (${o.maxAppendRequestBytes}), was ${o.maxInFlightBytes}`
-        }, o.maxInFlightBytes)
-      )
-    )
-
 const BufferedSchema = ExactlyOnceOptions.pipe(
   Schema.decodeTo(
     Schema.declare(isStream),
     SchemaTransformation.transformEffect({
-      decode: checkBudget,
+      decode: (o) => checkBudget(o.maxInFlightBytes, o.maxAppendRequestBytes, () => toBuffered(o)),
       encode: (s: StreamSettings) =>
         Effect.succeed<typeof ExactlyOnceOptions.Type>({
           maxAppendRequestBytes: s.maxAppendRequestBytes,

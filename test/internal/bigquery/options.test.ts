@@ -134,7 +134,7 @@ describe("BigQuery sink options: defaults", () => {
         recovery: { initialBackoff: "2 millis", maxBackoff: "3 seconds", maxAttempts: 4 },
         retry: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 7, multiplier: 1.5 },
         maxInFlightRequests: 8,
-        maxInFlightBytes: 9,
+        maxInFlightBytes: 9000,
         destinationIdleTimeout: "1 nanos",
         flushInterval: "250 millis",
         responseTimeout: "1 millis",
@@ -159,7 +159,7 @@ describe("BigQuery sink options: defaults", () => {
         maxDuration: undefined
       })
       assert.strictEqual(s.maxInflightRequests, 8)
-      assert.strictEqual(s.maxInflightBytes, 9)
+      assert.strictEqual(s.maxInflightBytes, 9000)
       assert.deepStrictEqual(s.destinationIdleTimeout, Duration.nanos(1n))
       assert.deepStrictEqual(s.flushInterval, ms(250))
       assert.deepStrictEqual(s.responseTimeout, ms(1))
@@ -264,9 +264,26 @@ describe("BigQuery sink options: writeMethod (WriteMethod.atLeastOnce, reference
       yield* rejectsStream({ maxInFlightRequests: "10" }, "maxInFlightRequests", /must be an integer, was '10'/)
     }))
 
+  it.effect("maxInFlightBytes below maxAppendRequestBytes is rejected: a batch could never fill (admission waited forever)", () =>
+    Effect.gen(function*() {
+      yield* rejectsStream(
+        { maxAppendRequestBytes: 1024 * 1024, maxInFlightBytes: 4096 },
+        "maxInFlightBytes",
+        /must be at least maxAppendRequestBytes \(1048576\), was 4096/
+      )
+      yield* rejectsStream({ maxInFlightBytes: 512 * 1024 - 1 }, "maxInFlightBytes", /at least maxAppendRequestBytes/)
+      const equal = yield* streamOf({ maxAppendRequestBytes: 4096, maxInFlightBytes: 4096 })
+      assert.strictEqual(equal.maxInflightBytes, 4096)
+    }))
+
   it.effect.prop("counts above 0 are kept", { n: Positive }, ({ n }) =>
     Effect.gen(function*() {
-      const s = yield* streamOf({ maxInFlightRequests: n, maxInFlightBytes: n, recovery: policy({ maxAttempts: n }) })
+      const s = yield* streamOf({
+        maxAppendRequestBytes: 1,
+        maxInFlightRequests: n,
+        maxInFlightBytes: n,
+        recovery: policy({ maxAttempts: n })
+      })
       assert.strictEqual(s.maxInflightRequests, n)
       assert.strictEqual(s.maxInflightBytes, n)
       assert.strictEqual(s.recovery._tag === "Backoff" ? s.recovery.maxAttempts : 0, n)
