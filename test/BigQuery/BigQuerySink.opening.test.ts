@@ -3,8 +3,8 @@
  * `GetWriteStream`, a `tables.insert`) holds up its own rows, not the other tables' rows.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber } from "effect"
-import { BigQuerySink } from "../../src/BigQuery/index.ts"
+import { Effect, Fiber, Stream } from "effect"
+import { BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
 import { columns, destination, type Row, rows, serializer, withFake } from "./sinkFixtures.ts"
 
 describe("BigQuerySink opening destinations", () => {
@@ -40,6 +40,38 @@ describe("BigQuerySink opening destinations", () => {
             assert.isAtLeast(Date.now() - started, 1400)
             const summary = yield* writer.summary
             assert.strictEqual(summary.recordsWritten, 200)
+          })
+      )
+    ))
+})
+
+describe("BigQuerySink admission while a table opens", () => {
+  it.live("a table's first open does not let the caller encode the admission budget ahead of it", () =>
+    Effect.scoped(
+      withFake(
+        { getWriteStreamDelay: () => 1500 },
+        (fake) =>
+          Effect.gen(function*() {
+            fake.createTable(`${fake.projectId}.d.t`, columns)
+            let pulled = 0
+            // batches of ~10 rows, a budget of ~1,000 rows (100 appends of 1 KiB): without a bound on
+            // the slices parked behind the open, the caller would encode all of that before it opens
+            const written = yield* Stream.fromIterable(rows(3000)).pipe(
+              Stream.tap(() => Effect.sync(() => void pulled++)),
+              Stream.rechunk(10),
+              Stream.run(BigQuerySink.make({
+                table: yield* destination(fake),
+                serializer: yield* serializer,
+                writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 1024, maxInFlightRequests: 100 })
+              })),
+              Effect.forkChild
+            )
+            yield* Effect.sleep("1 second")
+            assert.strictEqual(fake.rows(`${fake.projectId}.d.t`).length, 0, "the table is still opening")
+            assert.isBelow(pulled, 250, `${pulled} rows were pulled while the table opened`)
+            const summary = yield* Fiber.join(written)
+            assert.strictEqual(summary.recordsWritten, 3000)
+            assert.strictEqual(fake.rows(`${fake.projectId}.d.t`).length, 3000)
           })
       )
     ))

@@ -100,6 +100,9 @@ export interface Opened {
   readonly result: Result.Result<Destination.Destination, BigQueryError | Destination.SerializerThrew>
 }
 
+/** Slices parked behind opens past which admission waits (as the core stages 4 for the owner). */
+const maxParkedSlices = 4
+
 /** The BigQuery backend's type on the core. @internal */
 export type BigQueryBackend<A, E, R> = Backend<
   A,
@@ -143,6 +146,14 @@ interface State<A, E, R> {
   readonly pool: Split.Pool
   /** Requests grpc-js holds for the wire: admission waits while it is high (sendBacklog.ts). */
   readonly backlog: SendBacklog.SendBacklog
+  /**
+   * Slices parked behind an open in `opening` (each table's first slice, which starts its open, not
+   * counted, so many new tables still open at once), on the same level gate: the owner has taken
+   * them, so the core's staging bound no longer holds them back, and without this a table's first
+   * open let the caller encode the whole admission budget ahead (50 MiB of rows in twice that in
+   * buffers: the RSS peak).
+   */
+  readonly parked: SendBacklog.SendBacklog
   readonly prepareEnv: Prepare.Env<A>
   readonly maxBytes: number
   /** Scratch of `Split.fitFrames`. */
@@ -276,6 +287,7 @@ const admit = <A, E, R>(
     const waiting = st.opening.get(rows.key)
     if (waiting !== undefined) {
       waiting.push(rows)
+      st.parked.sent()
       return Effect.void
     }
     st.opening.set(rows.key, [rows])
@@ -294,6 +306,7 @@ const opened = <A, E, R>(st: State<A, E, R>, event: Opened): Effect.Effect<void,
   Effect.gen(function*() {
     const waiting = st.opening.get(event.key) ?? []
     st.opening.delete(event.key)
+    st.parked.taken(Math.max(0, waiting.length - 1))
     const result = event.result
     if (result._tag === "Failure") {
       for (const rows of waiting) yield* schemaFailed(st, rows, result.failure)
@@ -429,6 +442,7 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       opening: new Map(),
       pool,
       backlog: SendBacklog.make(),
+      parked: SendBacklog.make(maxParkedSlices),
       prepareEnv: {
         resolve: settings.resolve,
         serializer: settings.serializer,
@@ -447,7 +461,7 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       // a record routed as it is admitted fails the write that brought it when the handler fails
       writeAwaitsRouted: true,
       sliceRecords,
-      admissionGate: st.backlog.wait,
+      admissionGate: () => st.backlog.wait() ?? st.parked.wait(),
       prepare: (records, limits) => Prepare.prepare(st.prepareEnv, records, limits),
       admit: (rows, now) => admit(st, rows, now),
       cutAll: Effect.suspend(() =>
