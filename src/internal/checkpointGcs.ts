@@ -309,6 +309,87 @@ const io = (writerId: string, failure: CallFailure) =>
   fail({ reason: "Io", writerId, detail: failure.detail, cause: failure.cause })
 const corrupt = (writerId: string, detail: string) => fail({ reason: "Corrupt", writerId, detail })
 
+/** The object name of a writer, or `InvalidWriterId`. */
+const nameOf = (config: Settings, writerId: string): Effect.Effect<string, StoreFailure> => {
+  if (writerId.length === 0) {
+    return fail({ reason: "InvalidWriterId", writerId, detail: "writerId must not be empty" })
+  }
+  const name = objectName(config.prefix, writerId)
+  return new TextEncoder().encode(name).length > maxObjectNameBytes
+    ? fail({
+      reason: "InvalidWriterId",
+      writerId,
+      detail: `the object name of this writerId is longer than ${maxObjectNameBytes} bytes`
+    })
+    : Effect.succeed(name)
+}
+
+/** A stored object's record, checked against its writer and the caller's record schema. */
+const decodeObject = <R extends { readonly id: string }, C, E>(
+  config: Settings,
+  options: Options<R, C, E>,
+  writerId: string,
+  name: string,
+  head: Head,
+  bytes: Uint8Array
+) => {
+  const where = `gs://${config.bucket}/${name}`
+  const envelope = decodeEnvelope(new TextDecoder().decode(bytes))
+  if (Result.isFailure(envelope)) {
+    return corrupt(
+      writerId,
+      `${where}#${head.generation} is not a valid checkpoint (foreign or damaged object): ` +
+        envelope.failure.message
+    )
+  }
+  const { record: raw, sequence, writerId: storedWriter } = envelope.success
+  if (storedWriter !== writerId) {
+    return corrupt(writerId, `${where}#${head.generation} holds a checkpoint of writer '${storedWriter}'`)
+  }
+  const record = options.decode(raw)
+  if (Result.isFailure(record)) {
+    return corrupt(writerId, `${where}#${head.generation} holds an invalid record: ${record.failure.message}`)
+  }
+  const current: Current<R> = {
+    id: record.success.id,
+    generation: head.generation,
+    sequence,
+    nonce: head.nonce,
+    record: record.success
+  }
+  return Effect.succeed(current)
+}
+
+// The stored record with the generation it was read at. The metadata gives the generation, the
+// contents are read at exactly that generation; if the object was replaced in between, that read
+// is a 404 and both are read again.
+const readCurrent = <R extends { readonly id: string }, C, E>(
+  driver: Calls,
+  config: Settings,
+  options: Options<R, C, E>
+) =>
+(writerId: string, name: string): Effect.Effect<Option.Option<Current<R>>, StoreFailure> =>
+  Effect.gen(function*() {
+    for (let race = 0; race < readRaces; race++) {
+      const head = yield* Effect.result(driver.head(name))
+      if (Result.isFailure(head)) {
+        if (head.failure.verdict === "notFound") return Option.none()
+        return yield* io(writerId, head.failure)
+      }
+      const bytes = yield* Effect.result(driver.read(name, head.success.generation))
+      if (Result.isFailure(bytes)) {
+        if (bytes.failure.verdict === "notFound") continue
+        return yield* io(writerId, bytes.failure)
+      }
+      return Option.some(yield* decodeObject(config, options, writerId, name, head.success, bytes.success))
+    }
+    return yield* fail({
+      reason: "Io",
+      writerId,
+      detail: `gs://${config.bucket}/${name} was replaced ${readRaces} times while being read`
+    })
+  })
+
 /** @internal */
 export const make = <R extends { readonly id: string }, C, E>(
   storage: Storage,
@@ -316,76 +397,10 @@ export const make = <R extends { readonly id: string }, C, E>(
   options: Options<R, C, E>
 ) => {
   const driver = calls(storage, config)
-  const where = (name: string) => `gs://${config.bucket}/${name}`
   // Read and written in single synchronous steps only (as the memory store's map).
   const known = new Map<string, Known>()
 
-  const nameOf = (writerId: string): Effect.Effect<string, StoreFailure> => {
-    if (writerId.length === 0) {
-      return fail({ reason: "InvalidWriterId", writerId, detail: "writerId must not be empty" })
-    }
-    const name = objectName(config.prefix, writerId)
-    return new TextEncoder().encode(name).length > maxObjectNameBytes
-      ? fail({
-        reason: "InvalidWriterId",
-        writerId,
-        detail: `the object name of this writerId is longer than ${maxObjectNameBytes} bytes`
-      })
-      : Effect.succeed(name)
-  }
-
-  const decodeObject = (writerId: string, name: string, head: Head, bytes: Uint8Array) => {
-    const envelope = decodeEnvelope(new TextDecoder().decode(bytes))
-    if (Result.isFailure(envelope)) {
-      return corrupt(
-        writerId,
-        `${where(name)}#${head.generation} is not a valid checkpoint (foreign or damaged object): ` +
-          envelope.failure.message
-      )
-    }
-    const { record: raw, sequence, writerId: storedWriter } = envelope.success
-    if (storedWriter !== writerId) {
-      return corrupt(writerId, `${where(name)}#${head.generation} holds a checkpoint of writer '${storedWriter}'`)
-    }
-    const record = options.decode(raw)
-    if (Result.isFailure(record)) {
-      return corrupt(writerId, `${where(name)}#${head.generation} holds an invalid record: ${record.failure.message}`)
-    }
-    const current: Current<R> = {
-      id: record.success.id,
-      generation: head.generation,
-      sequence,
-      nonce: head.nonce,
-      record: record.success
-    }
-    return Effect.succeed(current)
-  }
-
-  // The stored record with the generation it was read at. The metadata gives the generation, the
-  // contents are read at exactly that generation; if the object was replaced in between, that read
-  // is a 404 and both are read again.
-  const readCurrent = (writerId: string, name: string): Effect.Effect<Option.Option<Current<R>>, StoreFailure> =>
-    Effect.gen(function*() {
-      for (let race = 0; race < readRaces; race++) {
-        const head = yield* Effect.result(driver.head(name))
-        if (Result.isFailure(head)) {
-          if (head.failure.verdict === "notFound") return Option.none()
-          return yield* io(writerId, head.failure)
-        }
-        const bytes = yield* Effect.result(driver.read(name, head.success.generation))
-        if (Result.isFailure(bytes)) {
-          if (bytes.failure.verdict === "notFound") continue
-          return yield* io(writerId, bytes.failure)
-        }
-        return Option.some(yield* decodeObject(writerId, name, head.success, bytes.success))
-      }
-      return yield* fail({
-        reason: "Io",
-        writerId,
-        detail: `${where(name)} was replaced ${readRaces} times while being read`
-      })
-    })
-
+  const readStored = readCurrent(driver, config, options)
   const remember = (writerId: string, current: Option.Option<Known>): void => {
     if (Option.isSome(current)) {
       const { generation, id, sequence } = current.value
@@ -403,8 +418,8 @@ export const make = <R extends { readonly id: string }, C, E>(
   const load = Effect.fn("CheckpointStore.gcs.load")(
     function*(writerId: string) {
       yield* Effect.annotateCurrentSpan("checkpoint.writerId", writerId)
-      const name = yield* nameOf(writerId)
-      const current = yield* readCurrent(writerId, name)
+      const name = yield* nameOf(config, writerId)
+      const current = yield* readStored(writerId, name)
       remember(writerId, current)
       return Option.map(current, (c) => c.record)
     },
@@ -416,7 +431,7 @@ export const make = <R extends { readonly id: string }, C, E>(
     if (expected === undefined) return Result.succeed<Known | undefined>(undefined)
     const cached = known.get(writerId)
     if (cached?.id === expected) return Result.succeed<Known | undefined>(cached)
-    const current = yield* readCurrent(writerId, name)
+    const current = yield* readStored(writerId, name)
     remember(writerId, current)
     const actualId = Option.isSome(current) ? current.value.id : undefined
     return actualId === expected && Option.isSome(current)
@@ -427,7 +442,7 @@ export const make = <R extends { readonly id: string }, C, E>(
   const save = Effect.fn("CheckpointStore.gcs.save")(
     function*(writerId: string, record: R, expectedPreviousId: string | undefined) {
       yield* Effect.annotateCurrentSpan("checkpoint.writerId", writerId)
-      const name = yield* nameOf(writerId)
+      const name = yield* nameOf(config, writerId)
       const base = yield* baseOf(writerId, name, expectedPreviousId)
       if (Result.isFailure(base)) return yield* Effect.fail(options.conflict(base.failure))
       const sequence = (base.success?.sequence ?? 0) + 1
@@ -445,7 +460,7 @@ export const make = <R extends { readonly id: string }, C, E>(
       }
       if (written.failure.verdict !== "precondition") return yield* io(writerId, written.failure)
       // 412: another writer replaced the object, or an attempt of this save landed without its answer.
-      const current = yield* readCurrent(writerId, name)
+      const current = yield* readStored(writerId, name)
       if (Option.isSome(current) && current.value.nonce === saveNonce) {
         remember(writerId, current)
         return

@@ -20,7 +20,7 @@ import {
   WriteMethod
 } from "../../src/Bigtable/index.ts"
 import { Checkpoint, CheckpointStore } from "../../src/Sink.ts"
-import { intEnv, replayableSource, step, stringEnv } from "./crashChild.ts"
+import { intEnv, replayableSource, reportingSaves, step, stringEnv } from "./crashChild.ts"
 
 const emulator = stringEnv("EO_EMULATOR")
 const tableId = stringEnv("EO_TABLE")
@@ -32,17 +32,7 @@ const counters = intEnv("EO_COUNTERS")
 const writerId = stringEnv("EO_WRITER", "counters-0")
 
 /** The file store, reporting `saved` once a save is durable (before the protocol commits). */
-const trackedStore = Layer.effect(
-  CheckpointStore,
-  Effect.gen(function*() {
-    const store = yield* CheckpointStore
-    return CheckpointStore.of({
-      load: store.load,
-      save: (id, record, expected) =>
-        Effect.tap(store.save(id, record, expected), () => step("saved", { position: record.position }))
-    })
-  })
-).pipe(Layer.provide(CheckpointStore.file(dir)))
+const trackedStore = reportingSaves.pipe(Layer.provide(CheckpointStore.file(dir)))
 
 /** Record `i`: one increment of one counter. */
 export const increment = (i: number) =>

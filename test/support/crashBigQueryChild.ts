@@ -31,7 +31,7 @@ import {
   WriteMethod
 } from "../../src/BigQuery/index.ts"
 import { Checkpoint, type CheckpointConflict, CheckpointStore, GcsClient } from "../../src/Sink.ts"
-import { fencedExitCode, intEnv, replayableSource, step, stringEnv } from "./crashChild.ts"
+import { fencedExitCode, intEnv, replayableSource, reportingSaves, step, stringEnv } from "./crashChild.ts"
 
 const total = intEnv("CRASH_TOTAL")
 const chunkSize = intEnv("CRASH_CHUNK")
@@ -41,19 +41,6 @@ const projectId = stringEnv("CRASH_PROJECT")
 const chunkDelay = intEnv("CRASH_CHUNK_DELAY_MS", 0)
 
 const schema: TableSchema.TableSchema = { fields: [TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" })] }
-
-/** The caller's store, reporting each durable save (and holding there when the kill plan says so). */
-const reportingStore = Layer.effect(
-  CheckpointStore,
-  Effect.gen(function*() {
-    const store = yield* CheckpointStore
-    return CheckpointStore.of({
-      load: store.load,
-      save: (id, record, expected) =>
-        Effect.andThen(store.save(id, record, expected), step("saved", { id: record.id, position: record.position }))
-    })
-  })
-)
 
 const clientLayer = (() => {
   const endpoints = { grpc: stringEnv("CRASH_BQ_GRPC"), rest: stringEnv("CRASH_BQ_REST") }
@@ -104,7 +91,7 @@ const program = Effect.gen(function*() {
       Effect.sync(() => process.exit(fencedExitCode))
     )),
   Effect.provide(Layer.mergeAll(
-    reportingStore.pipe(Layer.provide(baseStore)),
+    reportingSaves.pipe(Layer.provide(baseStore)),
     clientLayer
   ))
 )

@@ -12,12 +12,14 @@
  * - `replayableSource({ total, from, chunkSize })`: ids `from .. total-1` in chunks, the same ids for the
  *   same positions on every start: a source that resumes at the stored position.
  * - `intEnv(name)` / `stringEnv(name)`: the child's parameters.
+ * - `reportingSaves`: wraps the child's `CheckpointStore` to report `saved` once each save is durable.
  *
  * A child exits 0 after `step("done")`, 3 after `step("fenced")` (a `CheckpointConflict`: a zombie),
  * and non-zero with its error on stderr otherwise.
  */
-import { Effect, Stream } from "effect"
+import { Effect, Layer, Stream } from "effect"
 import * as fs from "node:fs"
+import { CheckpointStore } from "../../src/Sink.ts"
 
 /** The exit code of a child that was fenced (its save was a `CheckpointConflict`). */
 export const fencedExitCode = 3
@@ -75,3 +77,19 @@ export const replayableSource = (options: {
   options.from >= options.total
     ? Stream.empty
     : Stream.range(options.from, options.total - 1, options.chunkSize)
+
+/**
+ * The child's `CheckpointStore` (provided below this layer), reporting `saved` with the record's id and
+ * position once each save is durable, before the protocol commits: a kill "after saved" lands there.
+ */
+export const reportingSaves: Layer.Layer<CheckpointStore, never, CheckpointStore> = Layer.effect(
+  CheckpointStore,
+  Effect.gen(function*() {
+    const store = yield* CheckpointStore
+    return CheckpointStore.of({
+      load: store.load,
+      save: (id, record, expected) =>
+        Effect.tap(store.save(id, record, expected), () => step("saved", { id: record.id, position: record.position }))
+    })
+  })
+)

@@ -20,7 +20,7 @@ import {
   WriteMethod
 } from "../../src/BigQuery/index.ts"
 import { Checkpoint, type CheckpointConflict, CheckpointStore, GcsClient } from "../../src/Sink.ts"
-import { fencedExitCode, intEnv, replayableSource, step, stringEnv } from "./crashChild.ts"
+import { fencedExitCode, intEnv, replayableSource, reportingSaves, step, stringEnv } from "./crashChild.ts"
 
 const total = intEnv("LOADS_TOTAL")
 const chunkSize = intEnv("LOADS_CHUNK")
@@ -30,17 +30,9 @@ const writerId = stringEnv("LOADS_WRITER")
 const projectId = stringEnv("LOADS_PROJECT")
 
 /** `CheckpointStore.file`, reporting `saved` after each save. */
-const reportingStore = Layer.effect(
-  CheckpointStore,
-  Effect.gen(function*() {
-    const store = yield* CheckpointStore
-    return CheckpointStore.of({
-      load: store.load,
-      save: (id, record, expected) =>
-        Effect.tap(store.save(id, record, expected), () => step("saved", { id: record.id, position: record.position }))
-    })
-  })
-).pipe(Layer.provide(CheckpointStore.file(path.join(stringEnv("LOADS_DIR"), "store"))))
+const reportingStore = reportingSaves.pipe(
+  Layer.provide(CheckpointStore.file(path.join(stringEnv("LOADS_DIR"), "store")))
+)
 
 const program = Effect.gen(function*() {
   const serializer = yield* RowSerializer.fromJson({
