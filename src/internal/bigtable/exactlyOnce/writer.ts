@@ -77,13 +77,80 @@ interface Stage {
 
 const absurd = (n: never): never => n
 
+/**
+ * The prepared entries as envelopes with their identities, each charged its exact request size; an entry
+ * that is not a valid envelope is routed (added to `prepared.routed`).
+ */
+const envelopesOf = <A, EH, R, P>(
+  settings: Settings<A, EH, R, P>,
+  prepared: prepare.Prepared,
+  ids: WeakMap<object, string>
+): { readonly staged: Array<Staged>; readonly bytes: number } => {
+  const staged: Array<Staged> = []
+  let bytes = 0
+  for (const item of prepared.items) {
+    const frozen = envelope.freeze({
+      tableName: item.table.tableName,
+      appProfileId: settings.base.appProfileId,
+      markerFamily: settings.method.markerFamily,
+      identity: ids.get(item.entry) ?? "",
+      entry: item.entry
+    })
+    if (Result.isFailure(frozen)) {
+      prepared.routed.push(
+        new FailedMutation({
+          destination: item.key,
+          table: item.table,
+          message: `not an exactly-once envelope: ${frozen.failure}`
+        })
+      )
+      continue
+    }
+    const charge = checkAndMutate.requestSize(frozen.success.envelope) + entryOverhead
+    bytes += charge
+    staged.push({ key: item.key, units: 1, bytes: charge, permitBytes: 0, envelope: frozen.success.envelope })
+  }
+  return { staged, bytes }
+}
+
+/** Stages admitted envelopes until the checkpoint, or fails with `StagingFull` past either bound. */
+const admitStaged = <EH>(
+  c: Core<Staged, never, never, FailedMutation, WriterError<EH>>,
+  stage: Stage,
+  method: Settings<unknown, EH, never, unknown>["method"],
+  items: ReadonlyArray<Staged>
+): Effect.Effect<void, WriterError<EH>> =>
+  Effect.gen(function*() {
+    let bytes = 0
+    for (const item of items) bytes += item.bytes
+    if (
+      stage.envelopes.length + items.length > method.maxStagedEntries ||
+      stage.bytes + bytes > method.maxStagedBytes
+    ) {
+      yield* c.resolved(items)
+      return yield* new BigtableError({
+        reason: new StagingFull({
+          stagedEntries: stage.envelopes.length,
+          stagedBytes: stage.bytes,
+          maxStagedEntries: method.maxStagedEntries,
+          maxStagedBytes: method.maxStagedBytes
+        })
+      })
+    }
+    for (const item of items) stage.envelopes.push(item.envelope)
+    stage.bytes += bytes
+    yield* c.gauge(metrics.stagedEntries, items.length)
+    yield* c.gauge(metrics.stagedBytes, bytes)
+    yield* c.resolved(items)
+  })
+
 const makeBackend = <A, EH, R, P>(
   settings: Settings<A, EH, R, P>,
   stage: Stage
 ) =>
 (c: Core<Staged, never, never, FailedMutation, WriterError<EH>>): Effect.Effect<StagingBackend<A, EH, R>> =>
   Effect.sync(() => {
-    const { base, method } = settings
+    const { base } = settings
     const sequencer = identity.sequencer(settings.resume.writerId)
     const encodePosition = Schema.encodeUnknownSync(settings.resume.positionSchema)
 
@@ -129,30 +196,7 @@ const makeBackend = <A, EH, R, P>(
             }`
           })
         }
-        const staged: Array<Staged> = []
-        let bytes = 0
-        for (const item of prepared.items) {
-          const frozen = envelope.freeze({
-            tableName: item.table.tableName,
-            appProfileId: base.appProfileId,
-            markerFamily: method.markerFamily,
-            identity: ids.get(item.entry) ?? "",
-            entry: item.entry
-          })
-          if (Result.isFailure(frozen)) {
-            prepared.routed.push(
-              new FailedMutation({
-                destination: item.key,
-                table: item.table,
-                message: `not an exactly-once envelope: ${frozen.failure}`
-              })
-            )
-            continue
-          }
-          const charge = checkAndMutate.requestSize(frozen.success.envelope) + entryOverhead
-          bytes += charge
-          staged.push({ key: item.key, units: 1, bytes: charge, permitBytes: 0, envelope: frozen.success.envelope })
-        }
+        const { staged, bytes } = envelopesOf(settings, prepared, ids)
         return {
           slices: staged.length === 0 ? [] : [{ payload: staged, units: staged.length, bytes, permitBytes: 0 }],
           routed: prepared.routed,
@@ -160,36 +204,11 @@ const makeBackend = <A, EH, R, P>(
         }
       })
 
-    const admit = (items: ReadonlyArray<Staged>): Effect.Effect<void, WriterError<EH>, R> =>
-      Effect.gen(function*() {
-        let bytes = 0
-        for (const item of items) bytes += item.bytes
-        if (
-          stage.envelopes.length + items.length > method.maxStagedEntries ||
-          stage.bytes + bytes > method.maxStagedBytes
-        ) {
-          yield* c.resolved(items)
-          return yield* new BigtableError({
-            reason: new StagingFull({
-              stagedEntries: stage.envelopes.length,
-              stagedBytes: stage.bytes,
-              maxStagedEntries: method.maxStagedEntries,
-              maxStagedBytes: method.maxStagedBytes
-            })
-          })
-        }
-        for (const item of items) stage.envelopes.push(item.envelope)
-        stage.bytes += bytes
-        yield* c.gauge(metrics.stagedEntries, items.length)
-        yield* c.gauge(metrics.stagedBytes, bytes)
-        yield* c.resolved(items)
-      })
-
     return {
       name: "BigtableSink",
       sliceRecords: 1000,
       prepare: (records) => prepareRun(records),
-      admit: (items) => admit(items),
+      admit: (items) => admitStaged(c, stage, settings.method, items),
       cutAll: Effect.void,
       tick: () => Effect.void,
       call: absurd,
