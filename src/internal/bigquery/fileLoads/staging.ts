@@ -106,6 +106,55 @@ const stageError = (destination: string, detail: string, cause: unknown) =>
 
 const causeText = (cause: unknown) => (cause instanceof Error ? cause.message : String(cause))
 
+/** A file's upload failed: the write fails naming the object. */
+const uploadFailed = (destination: string, file: OpenFile, cause: unknown) =>
+  stageError(destination, `gs://${file.bucket}/${file.name}: upload failed: ${causeText(cause)}`, cause)
+
+/** A staging file streamed into a resumable upload of `gs://bucket/name`. */
+const openFile = (storage: Storage, bucket: string, name: string, path: string, schema: avro.Type): OpenFile => {
+  const upload = storage.bucket(bucket).file(name).createWriteStream({
+    resumable: true,
+    contentType: "avro/binary",
+    metadata: { contentType: "avro/binary" }
+  })
+  const encoder = new avro.streams.BlockEncoder(schema, { codec })
+  const file: OpenFile = {
+    destination: path,
+    bucket,
+    name,
+    encoder,
+    upload,
+    bytes: 0,
+    rowBytes: 0,
+    rows: 0,
+    finished: false,
+    failure: undefined
+  }
+  // these listeners live as long as the streams: every error is kept and surfaces at the next append or close
+  upload.on("finish", () => void (file.finished = true))
+  upload.on("error", (cause: unknown) => void (file.failure ??= { cause }))
+  encoder.on("error", (cause: unknown) => void (file.failure ??= { cause }))
+  encoder.on("data", (chunk: Buffer) => void (file.bytes += chunk.length))
+  encoder.pipe(upload)
+  return file
+}
+
+/** Ends a file's encoder and waits for its upload: its committable. */
+const close = (writerId: string, file: OpenFile): Effect.Effect<Committable, BigQueryError> =>
+  Effect.sync(() => file.encoder.end()).pipe(
+    Effect.andThen(settled(file, false)),
+    Effect.mapError(({ cause }) => uploadFailed(file.destination, file, cause)),
+    Effect.map((): Committable => ({
+      writerId,
+      destination: file.destination,
+      uri: `gs://${file.bucket}/${file.name}`,
+      byteCount: file.bytes,
+      rowCount: file.rows,
+      format: "AVRO"
+    })),
+    Effect.withSpan("FileLoads.closeStagingFile", { attributes: { "gcs.object": file.name } })
+  )
+
 /** The staging of one writer; open files are abandoned (uploads destroyed) when the scope closes. @internal */
 export const make = (options: StagingOptions): Effect.Effect<Staging, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -126,65 +175,24 @@ export const make = (options: StagingOptions): Effect.Effect<Staging, never, Sco
       })
     )
 
-    const openFile = (path: string, schema: avro.Type): OpenFile => {
-      const name = `${base}/${path}/${run}-${String(seq++).padStart(8, "0")}.avro`
-      const upload = options.storage.bucket(bucket).file(name).createWriteStream({
-        resumable: true,
-        contentType: "avro/binary",
-        metadata: { contentType: "avro/binary" }
-      })
-      const encoder = new avro.streams.BlockEncoder(schema, { codec })
-      const file: OpenFile = {
-        destination: path,
-        bucket,
-        name,
-        encoder,
-        upload,
-        bytes: 0,
-        rowBytes: 0,
-        rows: 0,
-        finished: false,
-        failure: undefined
-      }
-      // these listeners live as long as the streams: every error is kept and surfaces at the next append or close
-      upload.on("finish", () => void (file.finished = true))
-      upload.on("error", (cause: unknown) => void (file.failure ??= { cause }))
-      encoder.on("error", (cause: unknown) => void (file.failure ??= { cause }))
-      encoder.on("data", (chunk: Buffer) => void (file.bytes += chunk.length))
-      encoder.pipe(upload)
-      return file
-    }
-
-    const close = (file: OpenFile): Effect.Effect<Committable, BigQueryError> =>
-      Effect.sync(() => file.encoder.end()).pipe(
-        Effect.andThen(settled(file, false)),
-        Effect.mapError(({ cause }) =>
-          stageError(file.destination, `gs://${file.bucket}/${file.name}: upload failed: ${causeText(cause)}`, cause)
-        ),
-        Effect.map((): Committable => ({
-          writerId: options.writerId,
-          destination: file.destination,
-          uri: `gs://${file.bucket}/${file.name}`,
-          byteCount: file.bytes,
-          rowCount: file.rows,
-          format: "AVRO"
-        })),
-        Effect.withSpan("FileLoads.closeStagingFile", { attributes: { "gcs.object": file.name } })
-      )
-
     const append = (destination: TableDestination, schema: avro.Type, record: unknown, size: number) =>
       Effect.gen(function*() {
         const path = destination.toString()
         let file = open.get(path)
         if (file === undefined) {
-          file = openFile(path, schema)
+          file = openFile(
+            options.storage,
+            bucket,
+            `${base}/${path}/${run}-${String(seq++).padStart(8, "0")}.avro`,
+            path,
+            schema
+          )
           open.set(path, file)
         }
         const current = file
         if (current.failure !== undefined) {
           open.delete(path)
-          const { cause } = current.failure
-          return yield* stageError(path, `gs://${bucket}/${current.name}: upload failed: ${causeText(cause)}`, cause)
+          return yield* uploadFailed(path, current, current.failure.cause)
         }
         const buffered = yield* Effect.try({
           try: () => current.encoder.write(record),
@@ -195,22 +203,20 @@ export const make = (options: StagingOptions): Effect.Effect<Staging, never, Sco
         // a bounded buffer per open destination: wait for the upload to take what is queued
         if (!buffered) {
           yield* settled(current, true).pipe(
-            Effect.mapError(({ cause }) =>
-              stageError(path, `gs://${bucket}/${current.name}: upload failed: ${causeText(cause)}`, cause)
-            )
+            Effect.mapError(({ cause }) => uploadFailed(path, current, cause))
           )
         }
         // the encoder emits whole (deflated) blocks, later: roll on the rows' own sizes, an upper bound
         if (current.rowBytes >= options.maxStagingFileBytes) {
           open.delete(path)
-          closed.push(yield* close(current))
+          closed.push(yield* close(options.writerId, current))
         }
       })
 
     const closeAll = Effect.gen(function*() {
       const files = [...open.values()]
       open.clear()
-      const done = yield* Effect.forEach(files, close, { concurrency: "unbounded" })
+      const done = yield* Effect.forEach(files, (file) => close(options.writerId, file), { concurrency: "unbounded" })
       const all = [...closed, ...done].toSorted((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0))
       closed.length = 0
       return all
