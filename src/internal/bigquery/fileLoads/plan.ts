@@ -260,67 +260,34 @@ interface Group {
   readonly files: ReadonlyArray<Committable>
 }
 
-const planDestination = (
+/** A load job of `files`, its sources and counts read off them. */
+const loadJob = (
+  files: ReadonlyArray<Committable>,
+  format: StagingFormat,
+  job: Pick<LoadJob, "jobId" | "role" | "table" | "writeDisposition" | "createDisposition">
+): LoadJob => ({
+  _tag: "Load",
+  ...job,
+  uris: files.map((f) => f.uri),
+  format,
+  byteCount: sum(files, (f) => f.byteCount),
+  rowCount: sum(files, (f) => f.rowCount)
+})
+
+/**
+ * The copy levels reducing `leaves` to at most `maxSourcesPerCopy` tables (singletons carried up): the
+ * levels' jobs, the intermediate tables they create, the top level and its number.
+ */
+const copyLevels = (
   writerId: string,
-  destination: TableRef,
-  groups: ReadonlyArray<Group>,
-  options: PlanOptions,
-  l: Limits
-): DestinationPlan => {
-  const path = tablePath(destination)
-  const disposition = options.writeDisposition
-  const partitioned = groups.map((g) => ({ group: g, partitions: binPack(g.files, l) }))
-  const uris = groups.flatMap((g) => g.files.map((f) => f.uri))
-  const replacing = disposition === "WRITE_TRUNCATE" || disposition === "WRITE_TRUNCATE_DATA"
-  const direct = partitioned.every((p) => p.partitions.length === 1) && (groups.length === 1 || !replacing)
-  if (direct) {
-    const loads = partitioned.map(({ group, partitions }): LoadJob => {
-      const files = partitions[0] ?? []
-      const sources = files.map((f) => f.uri)
-      return {
-        _tag: "Load",
-        jobId: jobId("load", writerId, path, sources),
-        role: "direct",
-        table: destination,
-        uris: sources,
-        format: group.format,
-        byteCount: sum(files, (f) => f.byteCount),
-        rowCount: sum(files, (f) => f.rowCount),
-        writeDisposition: disposition,
-        createDisposition: "CREATE_NEVER"
-      }
-    })
-    return { _tag: "Direct", destination, loads, copies: [], query: undefined, temporaries: [], uris }
-  }
-  const material = sha256(`${path}\n${[...uris].toSorted().join("\n")}`).slice(0, 12)
-  const temp = (suffix: string): TableRef => ({
-    projectId: destination.projectId,
-    datasetId: options.tempDataset ?? destination.datasetId,
-    tableId: `tmp_${idPart(writerId)}_${material}_${suffix}`
-  })
-  const loads: Array<LoadJob> = []
-  for (const { group, partitions } of partitioned) {
-    for (const files of partitions) {
-      const i = loads.length
-      const table = temp(`p${i}`)
-      const sources = files.map((f) => f.uri)
-      loads.push({
-        _tag: "Load",
-        jobId: jobId("load", writerId, path, sources, `p${i}`),
-        role: "leaf",
-        table,
-        uris: sources,
-        format: group.format,
-        byteCount: sum(files, (f) => f.byteCount),
-        rowCount: sum(files, (f) => f.rowCount),
-        writeDisposition: "WRITE_TRUNCATE",
-        createDisposition: "CREATE_IF_NEEDED"
-      })
-    }
-  }
-  const temporaries: Array<TableRef> = loads.map((job) => job.table)
+  path: string,
+  leaves: ReadonlyArray<TableRef>,
+  l: Limits,
+  temp: (suffix: string) => TableRef
+) => {
   const copies: Array<Array<CopyJob>> = []
-  let level: ReadonlyArray<TableRef> = temporaries.slice()
+  const tables: Array<TableRef> = []
+  let level: ReadonlyArray<TableRef> = leaves.slice() // the caller goes on adding to its own array
   let n = 1
   while (level.length > l.maxSourcesPerCopy) {
     const next: Array<TableRef> = []
@@ -342,13 +309,64 @@ const planDestination = (
         writeDisposition: "WRITE_TRUNCATE",
         createDisposition: "CREATE_IF_NEEDED"
       })
-      temporaries.push(table)
+      tables.push(table)
       next.push(table)
     }
     copies.push(jobs)
     level = next
     n++
   }
+  return { copies, tables, top: level, nextLevel: n }
+}
+
+const planDestination = (
+  writerId: string,
+  destination: TableRef,
+  groups: ReadonlyArray<Group>,
+  options: PlanOptions,
+  l: Limits
+): DestinationPlan => {
+  const path = tablePath(destination)
+  const disposition = options.writeDisposition
+  const partitioned = groups.map((g) => ({ group: g, partitions: binPack(g.files, l) }))
+  const uris = groups.flatMap((g) => g.files.map((f) => f.uri))
+  const replacing = disposition === "WRITE_TRUNCATE" || disposition === "WRITE_TRUNCATE_DATA"
+  const direct = partitioned.every((p) => p.partitions.length === 1) && (groups.length === 1 || !replacing)
+  if (direct) {
+    const loads = partitioned.map(({ group, partitions }): LoadJob => {
+      const files = partitions[0] ?? []
+      return loadJob(files, group.format, {
+        jobId: jobId("load", writerId, path, files.map((f) => f.uri)),
+        role: "direct",
+        table: destination,
+        writeDisposition: disposition,
+        createDisposition: "CREATE_NEVER"
+      })
+    })
+    return { _tag: "Direct", destination, loads, copies: [], query: undefined, temporaries: [], uris }
+  }
+  const material = sha256(`${path}\n${[...uris].toSorted().join("\n")}`).slice(0, 12)
+  const temp = (suffix: string): TableRef => ({
+    projectId: destination.projectId,
+    datasetId: options.tempDataset ?? destination.datasetId,
+    tableId: `tmp_${idPart(writerId)}_${material}_${suffix}`
+  })
+  const loads: Array<LoadJob> = []
+  for (const { group, partitions } of partitioned) {
+    for (const files of partitions) {
+      const i = loads.length
+      loads.push(loadJob(files, group.format, {
+        jobId: jobId("load", writerId, path, files.map((f) => f.uri), `p${i}`),
+        role: "leaf",
+        table: temp(`p${i}`),
+        writeDisposition: "WRITE_TRUNCATE",
+        createDisposition: "CREATE_IF_NEEDED"
+      }))
+    }
+  }
+  const temporaries: Array<TableRef> = loads.map((job) => job.table)
+  const { copies, tables, top: level, nextLevel: n } = copyLevels(writerId, path, temporaries, l, temp)
+  temporaries.push(...tables)
   const truncateData = disposition === "WRITE_TRUNCATE_DATA"
   const aggregate = temp("aggregate")
   const finalTable = truncateData ? aggregate : destination
