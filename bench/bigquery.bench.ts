@@ -39,11 +39,14 @@
  *   node bench/bigquery.bench.ts [--rows 2000000] [--passes 3] [--warmup 1] [--depth 100] [--flowWindow 1048576]
  *                                [--distinct 16384] [--rss-rows 5000000] [--rss-runs 3] [--in-process]
  *                                [--only raw,sink.bytes,jsonWriter,sink.encode,sink.exactlyOnce]
+ *                                [--shared-process]
  *
- * Each method first runs `--warmup` untimed passes (JIT warm-up for every side alike); the timed passes
- * then interleave the methods and each figure is the median of its passes. Beside rows/s, each method's
- * CPU per row (user + system time of this process, all threads, over the pass; the fake's process is not
- * counted) is recorded as `cpuNsPerRow`, which moves much less with the load on shared cores.
+ * Each timed pass of each method runs in a fresh process (bench/isolated.ts says why), the methods
+ * alternating; each process first runs `--warmup` untimed passes (JIT warm-up for every side alike),
+ * and each figure is the median of its passes. `--shared-process` times them all in this process
+ * instead, interleaved after every method's warm-up. Beside rows/s, each method's CPU per row (user +
+ * system time of its process, all threads, over the pass; the fake's process is not counted) is
+ * recorded as `cpuNsPerRow`, which moves much less with the load on shared cores.
  *
  * Prints a table and appends JSON lines to bench/results/bigquery.jsonl.
  */
@@ -66,6 +69,7 @@ import * as Checkpoint from "../src/Sink/Checkpoint.ts"
 import { CheckpointStore } from "../src/Sink/CheckpointStore.ts"
 import type { RssResult } from "./bigqueryRss.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
+import * as Isolated from "./isolated.ts"
 import * as JsonWriter from "./jsonWriter.ts"
 import { Row, rowGenerator } from "./rows.ts"
 
@@ -76,19 +80,31 @@ const argument = (name: string, fallback: number): number => {
   const at = process.argv.indexOf(`--${name}`)
   return at >= 0 ? Number(process.argv[at + 1]) : fallback
 }
+/** In a child of the isolated run (bench/isolated.ts): the one method it times, in one pass. */
+const childOf = Isolated.childMethod()
 const rowCount = argument("rows", 2_000_000)
 const distinct = argument("distinct", 16_384)
-const passes = argument("passes", 3)
+const passes = childOf === undefined ? argument("passes", 3) : 1
 const warmup = argument("warmup", 1)
 const depth = argument("depth", 100)
 const flowWindow = argument("flowWindow", 1024 * 1024)
 const rssRows = argument("rss-rows", 5_000_000)
 const heapCapMB = argument("heap-cap-mb", 128)
 const rssRuns = argument("rss-runs", 3)
-/** `--only <method>[,<method>...]`: time those methods alone, print its rows/s and record nothing (for `--cpu-prof`). */
-const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined
+/**
+ * `--only <method>[,<method>...]`: time those methods alone, print their rows/s and record nothing
+ * (with `--shared-process`, in this process: for `--cpu-prof`).
+ */
+const only = childOf ?? (process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined)
 /** `--in-process`: serve the fake from this process (as the tests do) instead of its own. */
 const inProcess = process.argv.includes("--in-process")
+/** `--shared-process`: time every method in this one process, interleaved (the method before 2026-12-01). */
+const sharedProcess = process.argv.includes("--shared-process")
+/** What a child of the isolated run takes over: the workload, not the passes or the RSS runs. */
+const forwarded = ["rows", "distinct", "warmup", "depth", "flowWindow"].flatMap((name) => {
+  const at = process.argv.indexOf(`--${name}`)
+  return at >= 0 ? [`--${name}`, process.argv[at + 1]!] : []
+}).concat(inProcess ? ["--in-process"] : [])
 const batchBytes = 512 * 1024
 
 const inProcessFake = async (scope: Scope.Scope): Promise<FakeProcess.FakeProcess> => {
@@ -269,33 +285,59 @@ const main = async () => {
     const chosen = only.split(",")
     for (const name of Object.keys(methods)) if (!chosen.includes(name)) delete methods[name]
   }
-  for (let pass = 0; pass < warmup; pass++) {
-    // oxlint-disable-next-line no-await-in-loop
-    for (const method of Object.values(methods)) await method()
+  /** Every method's warm-up passes, then `passes` timed passes interleaved, all in this process. */
+  const timeInProcess = async (
+    samples: Record<string, Array<number>>,
+    cpuSamples: Record<string, Array<number>>
+  ): Promise<void> => {
+    for (let pass = 0; pass < warmup; pass++) {
+      // oxlint-disable-next-line no-await-in-loop
+      for (const method of Object.values(methods)) await method()
+    }
+    // the checkpoints of the warm-up passes ran cold
+    checkpointMillis.length = 0
+    for (let pass = 0; pass < passes; pass++) {
+      for (const [name, method] of Object.entries(methods)) {
+        // each method starts on a collected heap, not paying for the garbage of the one before it
+        collect()
+        // oxlint-disable-next-line no-await-in-loop
+        const before = await fake.rowCount()
+        const start = performance.now()
+        const cpuStart = process.cpuUsage()
+        // oxlint-disable-next-line no-await-in-loop
+        await method()
+        const seconds = (performance.now() - start) / 1000
+        const cpu = process.cpuUsage(cpuStart)
+        ;(cpuSamples[name] ??= []).push((cpu.user + cpu.system) * 1000 / rowCount)
+        // oxlint-disable-next-line no-await-in-loop
+        const acknowledged = (await fake.rowCount()) - before
+        if (acknowledged !== rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
+        ;(samples[name] ??= []).push(rowCount / seconds)
+      }
+    }
   }
-  // the checkpoints of the warm-up passes ran cold
-  checkpointMillis.length = 0
   const samples: Record<string, Array<number>> = {}
   /** The measured process's CPU time (all its threads) per row, in nanoseconds. */
   const cpuSamples: Record<string, Array<number>> = {}
-  for (let pass = 0; pass < passes; pass++) {
-    for (const [name, method] of Object.entries(methods)) {
-      // each method starts on a collected heap, not paying for the garbage of the one before it
-      collect()
-      // oxlint-disable-next-line no-await-in-loop
-      const before = await fake.rowCount()
-      const start = performance.now()
-      const cpuStart = process.cpuUsage()
-      // oxlint-disable-next-line no-await-in-loop
-      await method()
-      const seconds = (performance.now() - start) / 1000
-      const cpu = process.cpuUsage(cpuStart)
-      ;(cpuSamples[name] ??= []).push((cpu.user + cpu.system) * 1000 / rowCount)
-      // oxlint-disable-next-line no-await-in-loop
-      const acknowledged = (await fake.rowCount()) - before
-      if (acknowledged !== rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
-      ;(samples[name] ??= []).push(rowCount / seconds)
+  if (childOf === undefined && !sharedProcess) {
+    const isolated = Isolated.run(new URL(import.meta.url).pathname, Object.keys(methods), passes, forwarded)
+    for (const [name, xs] of Object.entries(isolated)) {
+      samples[name] = xs.map((x) => x.rowsPerSecond)
+      cpuSamples[name] = xs.map((x) => x.cpuNsPerRow)
+      for (const x of xs) checkpointMillis.push(...(x.extra?.["checkpointMillis"] ?? []))
     }
+  } else {
+    await timeInProcess(samples, cpuSamples)
+  }
+  if (childOf !== undefined) {
+    Isolated.report({
+      rowsPerSecond: samples[childOf]![0]!,
+      cpuNsPerRow: cpuSamples[childOf]![0]!,
+      extra: { checkpointMillis }
+    })
+    fake.close()
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    return
   }
 
   if (only !== undefined) {
