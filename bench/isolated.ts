@@ -47,16 +47,18 @@ export const run = (
   const samples: Record<string, Array<Sample>> = {}
   for (let pass = 0; pass < passes; pass++) {
     const order = pass % 2 === 0 ? methods : methods.toReversed()
-    for (const method of order) {
-      const child = spawnSync(process.execPath, ["--expose-gc", script, ...args, childFlag, method], {
-        stdio: ["ignore", "pipe", "inherit"],
-        encoding: "utf8",
-        maxBuffer: 16 * 1024 * 1024
-      })
-      if (child.status !== 0) throw new Error(`${method}: child exited with ${child.status ?? child.signal}`)
-      const last = child.stdout.trim().split("\n").at(-1) ?? ""
-      ;(samples[method] ??= []).push(JSON.parse(last) as Sample)
-    }
+    for (const method of order) (samples[method] ??= []).push(once(script, method, args))
   }
   return samples
+}
+
+/** One timed pass of `method` in a fresh process running `script` with `args`. */
+export const once = (script: string, method: string, args: ReadonlyArray<string>): Sample => {
+  const proc = spawnSync(process.execPath, ["--expose-gc", script, ...args, childFlag, method], {
+    stdio: ["ignore", "pipe", "inherit"],
+    encoding: "utf8",
+    maxBuffer: 16 * 1024 * 1024
+  })
+  if (proc.status !== 0) throw new Error(`${method}: child exited with ${proc.status ?? proc.signal}`)
+  return JSON.parse(proc.stdout.trim().split("\n").at(-1) ?? "") as Sample
 }

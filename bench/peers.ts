@@ -20,7 +20,9 @@
  *   `mutateRows` loop (bigtable.bench.ts); each is compared with the Go peer of its path.
  *
  * Every method is timed in `--passes` passes (default 3) after one untimed warm-up, the first method of a
- * pass rotating from pass to pass; figures are medians.
+ * pass rotating from pass to pass; figures are medians. Each BigQuery pass, ours as Go's, runs in a fresh
+ * process that warms itself up first (bench/isolated.ts says why; `--shared-process` times ours in this
+ * process instead, after one warm-up of each); the Bigtable methods share this process and the emulator.
  * Next to throughput, the client's CPU per row: the CPU time of the process that ran the method (all its
  * threads) during the pass, over the rows: this process for our sinks (`process.cpuUsage`), the Go
  * program's own `getrusage` for Go (each Go pass is a fresh process that first runs its own warm-up pass).
@@ -63,6 +65,7 @@ import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
+import * as Isolated from "./isolated.ts"
 import * as JsonWriter from "./jsonWriter.ts"
 import { Row, rowGenerator } from "./rows.ts"
 
@@ -90,6 +93,15 @@ const only = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined
 const batchBytes = 512 * 1024
 /** `--no-baselines`: leave out the Node baselines of the other benchmarks (raw grpc-js, JSONWriter, gapic mutateRows). */
 const baselines = !process.argv.includes("--no-baselines")
+/** In a child (bench/isolated.ts): the one BigQuery method of ours it times, in one pass after a warm-up. */
+const childOf = Isolated.childMethod()
+/** `--shared-process`: time our BigQuery methods in this process, interleaved (the method before 2026-12-01). */
+const sharedProcess = process.argv.includes("--shared-process")
+/** What a child takes over: the BigQuery workload. */
+const forwarded = ["rows", "distinct", "depth", "flowWindow"].flatMap((name) => {
+  const at = process.argv.indexOf(`--${name}`)
+  return at >= 0 ? [`--${name}`, process.argv[at + 1]!] : []
+})
 
 v8.setFlagsFromString("--expose-gc")
 const collect = vm.runInNewContext("gc") as () => void
@@ -338,6 +350,8 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
     const sinkEncode = methods.sinkEncode(rowCount)
     const sinkBytes = methods.sinkBytes(rowCount)
     const counted = async (name: string, pass: () => Promise<Pass>) => {
+      // a pass of ours in a child process goes to the child's own fake, which the child checks
+      if (!sharedProcess && !name.startsWith("bigquery.go.")) return pass()
       const before = await fake.rowCount()
       const p = await pass()
       const acknowledged = (await fake.rowCount()) - before
@@ -345,24 +359,34 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
       return p
     }
     const goPass = (mode: string) => async () => (await methods.go(mode, rowCount, 1))[0]!
+    const ours: Record<string, () => Promise<void>> = {
+      "bigquery.sink.encode": sinkEncode,
+      "bigquery.sink.bytes": sinkBytes,
+      ...(baselines
+        ? { "bigquery.node.raw": methods.raw(rowCount), "bigquery.node.jsonWriter": methods.jsonWriter(rowCount) }
+        : {})
+    }
+    // each Go pass runs in a fresh process that warms itself up; so does each of ours unless
+    // --shared-process, which warms them up here once
+    if (sharedProcess) {
+      // oxlint-disable-next-line no-await-in-loop
+      for (const method of Object.values(ours)) await method()
+    }
+    const ourPass = (name: string, method: () => Promise<void>) => async (): Promise<Pass> => {
+      if (sharedProcess) return timeHere(rowCount, method)
+      const sample = Isolated.once(new URL(import.meta.url).pathname, name, forwarded)
+      const seconds = rowCount / sample.rowsPerSecond
+      return { items: rowCount, seconds, cpuSeconds: sample.cpuNsPerRow * rowCount / 1e9 }
+    }
     const order: Array<[string, () => Promise<Pass>]> = [
-      ["bigquery.sink.encode", () => timeHere(rowCount, sinkEncode)],
+      ["bigquery.sink.encode", ourPass("bigquery.sink.encode", sinkEncode)],
       ["bigquery.go.encode", goPass("encode")],
-      ["bigquery.sink.bytes", () => timeHere(rowCount, sinkBytes)],
+      ["bigquery.sink.bytes", ourPass("bigquery.sink.bytes", sinkBytes)],
       ["bigquery.go.bytes", goPass("bytes")]
     ]
-    // the warm-up of our methods (JIT); each Go pass warms itself up in its own process
-    await sinkEncode()
-    await sinkBytes()
-    if (baselines) {
-      const raw = methods.raw(rowCount)
-      const jsonWriter = methods.jsonWriter(rowCount)
-      await raw()
-      await jsonWriter()
-      order.push(["bigquery.node.raw", () => timeHere(rowCount, raw)], [
-        "bigquery.node.jsonWriter",
-        () => timeHere(rowCount, jsonWriter)
-      ])
+    for (const name of ["bigquery.node.raw", "bigquery.node.jsonWriter"]) {
+      const method = ours[name]
+      if (method !== undefined) order.push([name, ourPass(name, method)])
     }
     for (let pass = 0; pass < passes; pass++) {
       // who goes first rotates: a loaded machine's slow spell should not always hit the same method
@@ -543,7 +567,32 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
     }
   })
 
+/** A child's pass: one of our BigQuery methods, warmed up, then timed once, against a fake of its own. */
+const childPass = async (name: string) => {
+  const fake = await FakeProcess.start(flowWindow)
+  try {
+    const methods = await bigQueryMethods(fake, "")
+    const byName: Record<string, (n: number) => () => Promise<void>> = {
+      "bigquery.sink.encode": methods.sinkEncode,
+      "bigquery.sink.bytes": methods.sinkBytes,
+      "bigquery.node.raw": methods.raw,
+      "bigquery.node.jsonWriter": methods.jsonWriter
+    }
+    const method = byName[name]?.(rowCount)
+    if (method === undefined) throw new Error(`no method ${name}`)
+    await method()
+    const before = await fake.rowCount()
+    const p = await timeHere(rowCount, method)
+    const acknowledged = (await fake.rowCount()) - before
+    if (acknowledged < rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
+    Isolated.report({ rowsPerSecond: p.items / p.seconds, cpuNsPerRow: p.cpuSeconds / p.items * 1e9 })
+  } finally {
+    fake.close()
+  }
+}
+
 const main = async () => {
+  if (childOf !== undefined) return childPass(childOf)
   buildGo()
   fs.mkdirSync(buildDir, { recursive: true })
   const rowsFile = path.join(buildDir, "rows.json")
