@@ -40,6 +40,7 @@ import {
 } from "../src/Bigtable/index.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
+import { key, runRaw } from "./bigtableRaw.ts"
 import type { BigtableRssResult } from "./bigtableRss.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
@@ -60,54 +61,7 @@ const root = path.dirname(here)
 const projectId = "bench"
 const instanceId = "bench"
 const value = "x".repeat(100)
-const key = (i: number) => `row${String(i).padStart(9, "0")}`
-
-type RawClient = InstanceType<typeof v2.BigtableClient>
 type RawAdmin = InstanceType<typeof v2.BigtableTableAdminClient>
-
-const mutateRows = (client: RawClient, tableName: string, entries: Array<object>) =>
-  new Promise<void>((resolve, reject) => {
-    const stream = client.mutateRows({ tableName, entries }, {
-      retryRequestOptions: { retries: 0, noResponseRetries: 0 }
-    })
-    stream.on("data", (response: { entries: Array<{ status?: { code?: number } }> }) => {
-      const failed = response.entries.find((e) => (e.status?.code ?? 0) !== 0)
-      if (failed !== undefined) reject(new Error(`entry failed with ${failed.status?.code}`))
-    })
-    stream.on("error", reject)
-    stream.on("end", () => resolve())
-  })
-
-/** The baseline: batches of `batch` entries, `concurrency` requests in flight. */
-const runRaw = async (client: RawClient, tableName: string): Promise<number> => {
-  const start = performance.now()
-  let next = 0
-  const worker = async () => {
-    while (next < records) {
-      const from = next
-      next = Math.min(records, next + batch)
-      const entries: Array<object> = []
-      for (let i = from; i < next; i++) {
-        entries.push({
-          rowKey: Buffer.from(key(i)),
-          mutations: [{
-            setCell: {
-              familyName: "cf",
-              columnQualifier: Buffer.from("v"),
-              timestampMicros: 1_000_000,
-              value: Buffer.from(value)
-            }
-          }]
-        })
-      }
-      // Each worker keeps one request in flight: `concurrency` workers, `concurrency` requests.
-      // oxlint-disable-next-line eslint/no-await-in-loop
-      await mutateRows(client, tableName, entries)
-    }
-  }
-  await Promise.all(Array.from({ length: concurrency }, worker))
-  return records / ((performance.now() - start) / 1000)
-}
 
 const serializer = (i: number) =>
   RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
@@ -153,7 +107,7 @@ const buildRss = () => {
 }
 
 /** One fresh process streaming `rssRecords` records into `tableId` (bench/bigtableRss.ts). */
-const rssOnce = (emulatorHost: string, tableId: string) =>
+const rssOnce = (emulatorHost: string, tableId: string, extra: ReadonlyArray<string>) =>
   new Promise<BigtableRssResult>((resolve, reject) => {
     const proc = spawn(process.execPath, [
       path.join(here, ".build", "bigtableRss.js"),
@@ -170,7 +124,8 @@ const rssOnce = (emulatorHost: string, tableId: string) =>
       "--batch",
       String(batch),
       "--concurrency",
-      String(concurrency)
+      String(concurrency),
+      ...extra
     ])
     let stdout = ""
     let stderr = ""
@@ -206,7 +161,7 @@ const main = Effect.gen(function*() {
     const sinkTable = `sink${pass + 1}`
     yield* Effect.promise(() => createTable(admin, rawTable))
     yield* Effect.promise(() => createTable(admin, sinkTable))
-    const rawRun = Effect.promise(() => runRaw(raw, tableName(rawTable)))
+    const rawRun = Effect.promise(() => runRaw(raw, tableName(rawTable), { records, batch, concurrency, value }))
     const sinkPass = Effect.promise(() => runSink(client, sinkTable))
     // Who goes first alternates: cbtemulator slows down as it holds more cells, so a fixed order would
     // always hand the second method the fuller emulator.
@@ -236,18 +191,27 @@ const main = Effect.gen(function*() {
 
   // RSS in fresh processes running the built package, each into a fresh table
   yield* Effect.sync(buildRss)
-  const rssResults: Array<BigtableRssResult> = []
-  for (let run = 0; run < rssRuns; run++) {
-    const tableId = `rss${run}`
-    yield* Effect.promise(() => createTable(admin, tableId))
-    const result = yield* Effect.promise(() => rssOnce(emulator.emulatorHost, tableId))
-    yield* Effect.promise(() => admin.deleteTable({ name: tableName(tableId) }))
-    console.log(`rss run ${run + 1}: ${JSON.stringify(result)}`)
-    rssResults.push(result)
-  }
-  const rssSorted = rssResults.toSorted((a, b) => a.maxMB - b.maxMB)
-  const rss = rssSorted[Math.floor(rssSorted.length / 2)]!
-  const rssHighest = rssSorted.at(-1)!.maxMB
+  /** `rssRuns` fresh processes: the one of median peak, and the highest peak. */
+  const rssOf = (method: "sink" | "raw") =>
+    Effect.gen(function*() {
+      const results: Array<BigtableRssResult> = []
+      for (let run = 0; run < rssRuns; run++) {
+        const tableId = `rss${method}${run}`
+        yield* Effect.promise(() => createTable(admin, tableId))
+        const result = yield* Effect.promise(() =>
+          rssOnce(emulator.emulatorHost, tableId, method === "raw" ? ["--raw"] : [])
+        )
+        yield* Effect.promise(() => admin.deleteTable({ name: tableName(tableId) }))
+        console.log(`rss ${method} run ${run + 1}: ${JSON.stringify(result)}`)
+        results.push(result)
+      }
+      const sorted = results.toSorted((a, b) => a.maxMB - b.maxMB)
+      return { ...sorted[Math.floor(sorted.length / 2)]!, highestMB: sorted.at(-1)!.maxMB }
+    })
+  const rss = yield* rssOf("sink")
+  const rssHighest = rss.highestMB
+  // the floor: the raw client's loop in the same harness
+  const rssRaw = yield* rssOf("raw")
 
   const rawMedian = median(samples.raw)
   const sinkMedian = median(samples.sink)
@@ -272,6 +236,10 @@ const main = Effect.gen(function*() {
       `start ${rss.startMB} MB; at the peak heap ${rss.heapMB} MB used of ${rss.heapTotalMB} MB, external ${rss.externalMB} MB ` +
       `(array buffers ${rss.arrayBuffersMB} MB); ` +
       `last quarter / second quarter x${rss.lateOverEarly}, ${rss.recordsPerSecond} records/s`
+  )
+  console.log(
+    `rss of the raw client's loop, the same way: peak ${rssRaw.maxMB} MB (highest ${rssRaw.highestMB}), start ` +
+      `${rssRaw.startMB} MB; at the peak heap ${rssRaw.heapMB} MB used of ${rssRaw.heapTotalMB} MB`
   )
   const common = { date, node: process.version, records, passes, batch, concurrency }
   const lines = [
@@ -310,6 +278,23 @@ const main = Effect.gen(function*() {
       rssArrayBuffersMB: rss.arrayBuffersMB,
       rssLastQuarterOverSecondQuarter: rss.lateOverEarly,
       rssRecordsPerSecond: rss.recordsPerSecond,
+      freshProcess: true,
+      ...common
+    },
+    {
+      bench: "bigtable",
+      metric: "rss.raw.maxMB",
+      value: rssRaw.maxMB,
+      unit: "MB",
+      baseline: null,
+      ratio: null,
+      rssRecords,
+      rssRuns,
+      rssHighestMB: rssRaw.highestMB,
+      rssStartMB: rssRaw.startMB,
+      rssHeapMB: rssRaw.heapMB,
+      rssHeapTotalMB: rssRaw.heapTotalMB,
+      rssRecordsPerSecond: rssRaw.recordsPerSecond,
       freshProcess: true,
       ...common
     }

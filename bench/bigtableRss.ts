@@ -10,8 +10,13 @@
  * would (bigtable.bench.ts builds it first and runs this file compiled by bench/tsconfig.rss.json).
  *
  *   node bench/.build/bigtableRss.js --emulator host:port --table t [--project bench] [--instance bench]
- *                                    [--rss-records 2000000] [--batch 100] [--concurrency 10]
+ *                                    [--rss-records 2000000] [--batch 100] [--concurrency 10] [--raw]
+ *
+ * `--raw` runs the benchmark's baseline instead (bench/bigtableRaw.ts: the gapic client's `mutateRows`
+ * loop, the same batches and requests in flight): the memory of the official client alone.
  */
+import { v2 } from "@google-cloud/bigtable"
+import * as grpc from "@grpc/grpc-js"
 import { Effect, Stream } from "effect"
 import {
   BigtableClient,
@@ -21,6 +26,7 @@ import {
   TableDestination,
   WriteMethod
 } from "effect-gcp-sinks/Bigtable"
+import { key, runRaw } from "./bigtableRaw.ts"
 
 process.env["METADATA_SERVER_DETECTION"] ??= "none"
 
@@ -50,6 +56,27 @@ const concurrency = Number(option("concurrency", "10"))
 const projectId = option("project", "bench")
 const instanceId = option("instance", "bench")
 const value = "x".repeat(100)
+/** `--raw`: the baseline's loop on the gapic client instead of the sink (bigtableRaw.ts): the floor. */
+const raw = process.argv.includes("--raw")
+
+const rawLoop = async () => {
+  const emulator = option("emulator")
+  const colon = emulator.lastIndexOf(":")
+  const client = new v2.BigtableClient({
+    servicePath: emulator.slice(0, colon),
+    port: Number(emulator.slice(colon + 1)),
+    sslCreds: grpc.credentials.createInsecure(),
+    projectId,
+    universeDomain: "googleapis.com"
+  })
+  await runRaw(client, `projects/${projectId}/instances/${instanceId}/tables/${option("table")}`, {
+    records,
+    batch,
+    concurrency,
+    value
+  })
+  await client.close()
+}
 
 const program = Effect.gen(function*() {
   const client = yield* BigtableClient.make({ projectId, emulator: { grpc: option("emulator") } })
@@ -58,7 +85,7 @@ const program = Effect.gen(function*() {
       table: TableDestination.makeUnsafe({ projectId, instanceId, tableId: option("table") }),
       serializer: (i: number) =>
         RowMutationEntry.make(
-          `row${String(i).padStart(9, "0")}`,
+          key(i),
           Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 })
         ),
       writeMethod: WriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
@@ -87,7 +114,7 @@ const sampler = setInterval(() => {
   }
 }, 50)
 const start = performance.now()
-await Effect.runPromise(Effect.scoped(program))
+await (raw ? rawLoop() : Effect.runPromise(Effect.scoped(program)))
 const seconds = (performance.now() - start) / 1000
 clearInterval(sampler)
 const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
