@@ -5,6 +5,8 @@
  * - `raw`: a raw `@grpc/grpc-js` AppendRows loop sending identical, already-encoded batches (the same
  *   hand framing: write_stream on every request, writer_schema on the first only) at the same in-flight
  *   depth;
+ * - `raw.http2`: the same loop without grpc-js, on `node:http2` (gRPC's length-prefixed messages written to
+ *   the stream by hand): what the transport under grpc-js costs alone, the floor of any Node client;
  * - `sink.bytes`: `BigQuerySink.make` fed the same pre-encoded rows (serializer = identity): the sink's
  *   own cost (admission, batching, flow control, response handling) against `raw`;
  * - `jsonWriter`: the Node managedwriter `JSONWriter` appending the same logical rows as objects, batches of
@@ -38,7 +40,7 @@
  *
  *   node bench/bigquery.bench.ts [--rows 2000000] [--passes 3] [--warmup 1] [--depth 100] [--flowWindow 1048576]
  *                                [--distinct 16384] [--rss-rows 5000000] [--rss-runs 3] [--in-process]
- *                                [--only raw,sink.bytes,jsonWriter,sink.encode,sink.exactlyOnce]
+ *                                [--only raw,raw.http2,sink.bytes,jsonWriter,sink.encode,sink.exactlyOnce]
  *                                [--shared-process]
  *
  * Each timed pass of each method runs in a fresh process (bench/isolated.ts says why), the methods
@@ -54,6 +56,7 @@ import * as grpc from "@grpc/grpc-js"
 import { Effect, Exit, Layer, Schema, Scope, Stream, Tracer } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
+import * as http2 from "node:http2"
 import * as path from "node:path"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
@@ -217,6 +220,56 @@ const main = async () => {
           } else pump()
         })
         call.on("error", reject)
+        pump()
+      }),
+    "raw.http2": () =>
+      new Promise<void>((resolve, reject) => {
+        // the requests in flight (up to 50 MiB) are queued in the session, as grpc-js lets them be
+        const session = http2.connect(`http://${fake.grpcTarget}`, { maxSessionMemory: 1024 })
+        session.on("error", reject)
+        const stream = session.request({
+          ":method": "POST",
+          ":path": "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows",
+          "content-type": "application/grpc",
+          "te": "trailers",
+          "x-goog-request-params": Connection.routingParams("write_stream", table.defaultStream)
+        })
+        const name = AppendRequest.utf8(table.defaultStream)
+        const first = { writeStream: name, descriptor, traceId: AppendRequest.traceId }
+        const later = { writeStream: name }
+        let sent = 0
+        let acked = 0
+        let inflight = 0
+        // gRPC's length-prefixed messages written straight to the HTTP/2 stream: prefix and body as two
+        // writes, no copy of the body
+        const pump = () => {
+          while (inflight < depth && sent < batches.length) {
+            const body = AppendRequest.encode(sent === 0 ? first : later, batches[sent]!)
+            const prefix = Buffer.allocUnsafe(5)
+            prefix[0] = 0
+            prefix.writeUInt32BE(body.length, 1)
+            stream.write(prefix)
+            stream.write(body)
+            sent++
+            inflight++
+          }
+        }
+        // each answer is one length-prefixed message: count them as they complete
+        let pending: Buffer = Buffer.alloc(0)
+        stream.on("data", (chunk: Buffer) => {
+          pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
+          while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
+            pending = pending.subarray(5 + pending.readUInt32BE(1))
+            acked++
+            inflight--
+          }
+          if (acked === batches.length) {
+            stream.close()
+            session.close()
+            resolve()
+          } else pump()
+        })
+        stream.on("error", reject)
         pump()
       }),
     "sink.bytes": () =>
@@ -444,6 +497,7 @@ const main = async () => {
   const sinkEncode = median(samples["sink.encode"]!)
   const cpuNsPerRow = (name: string) => ({ cpuNsPerRow: Math.round(median(cpuSamples[name]!)) })
   line("raw.rowsPerSecond.median", raw, "rows/s", raw, cpuNsPerRow("raw"))
+  line("raw.http2.rowsPerSecond.median", median(samples["raw.http2"]!), "rows/s", raw, cpuNsPerRow("raw.http2"))
   line("sink.bytes.rowsPerSecond.median", median(samples["sink.bytes"]!), "rows/s", raw, cpuNsPerRow("sink.bytes"))
   line("jsonWriter.rowsPerSecond.median", jsonWriter, "rows/s", jsonWriter, cpuNsPerRow("jsonWriter"))
   line("sink.encode.rowsPerSecond.median", sinkEncode, "rows/s", jsonWriter, cpuNsPerRow("sink.encode"))
