@@ -27,7 +27,7 @@ import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import { BigtableClient } from "../../../Bigtable/BigtableClient.ts"
-import type { TableFamilies } from "../../../Bigtable/BigtableClient.ts"
+import type { BigtableClientService, TableFamilies } from "../../../Bigtable/BigtableClient.ts"
 import { BigtableError, StagingFull } from "../../../Bigtable/BigtableError.ts"
 import { FailedMutation } from "../../../Bigtable/BigtableFailure.ts"
 import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
@@ -46,7 +46,7 @@ import * as checkAndMutate from "./checkAndMutateProto.ts"
 import * as committer from "./committer.ts"
 import * as envelope from "./envelope.ts"
 import * as identity from "./identity.ts"
-import type { Settings } from "./options.ts"
+import type { MethodSettings, Settings } from "./options.ts"
 import * as preconditions from "./preconditions.ts"
 
 /** What a staged entry charges against `maxStagedBytes` besides its request (reference 3.5). @internal */
@@ -224,6 +224,87 @@ const makeBackend = <A, EH, R, P>(
   })
 
 /**
+ * The preconditions of the tables written (app profile, marker family, the envelopes' families),
+ * each table's live families read once.
+ */
+const preconditionsOf = (client: BigtableClientService, method: MethodSettings) => {
+  const checked = new Map<string, TableFamilies>()
+  const familiesOf = (tableName: string, appProfileId: string | undefined) =>
+    Effect.gen(function*() {
+      const known = checked.get(tableName)
+      if (known !== undefined) return known
+      yield* preconditions.checkAppProfile(client, tableName, appProfileId, method.adminTimeout)
+      const families = yield* withDeadline("GetTable", tableName, method.adminTimeout, client.getTable(tableName))
+      yield* preconditions.checkMarkerFamily(tableName, families, method.markerFamily)
+      checked.set(tableName, families)
+      return families
+    })
+  const validate = (envelopes: ReadonlyArray<envelope.Envelope>) =>
+    Effect.gen(function*() {
+      const byTable = new Map<string, Array<envelope.Envelope>>()
+      for (const e of envelopes) {
+        const list = byTable.get(e.tableName)
+        if (list === undefined) byTable.set(e.tableName, [e])
+        else list.push(e)
+      }
+      for (const [tableName, list] of byTable) {
+        const families = yield* familiesOf(tableName, list[0]?.appProfileId)
+        yield* preconditions.checkFamilies(tableName, families, list)
+      }
+    })
+  return { familiesOf, validate }
+}
+
+/**
+ * The writer's core once built, and whether this run's checkpoints are being committed (`false`
+ * while a restore re-runs the stored commits, which only the request metrics count).
+ */
+interface Run<EH> {
+  core: Core<Staged, never, never, FailedMutation, WriterError<EH>> | undefined
+  live: boolean
+}
+
+/** The checkpoint participant: `prepare` hands the staged envelopes over, `commit` checks their tables and commits them. */
+const participantOf = <EH>(
+  client: BigtableClientService,
+  method: MethodSettings,
+  stage: Stage,
+  tables: ReturnType<typeof preconditionsOf>,
+  run: Run<EH>
+): checkpoint.Participant<envelope.Envelope, WriterError<EH>> => {
+  const commitSettings = {
+    maxInFlightRequests: method.maxInFlightRequests,
+    requestTimeout: method.responseTimeout,
+    perDestinationMetrics: method.perDestinationMetrics
+  }
+  return {
+    commitSchema: envelope.Codec,
+    prepare: Effect.suspend(() => {
+      const { bytes, envelopes } = stage
+      stage.envelopes = []
+      stage.bytes = 0
+      const c = run.core
+      const gauges = c === undefined
+        ? Effect.void
+        : Effect.andThen(c.gauge(metrics.stagedEntries, -envelopes.length), c.gauge(metrics.stagedBytes, -bytes))
+      return Effect.as(gauges, envelopes)
+    }),
+    commit: (envelopes) =>
+      Effect.gen(function*() {
+        if (envelopes.length === 0) return
+        yield* tables.validate(envelopes)
+        const done = yield* committer.commit(client, envelopes, commitSettings)
+        const c = run.core
+        if (!run.live || c === undefined) return
+        // this run's records, once each (applied now or found applied)
+        for (const e of envelopes) c.counters.add(committer.tableKey(e.tableName), "recordsWritten", 1)
+        yield* Metric.update(metrics.recordsSend, done.completed + done.deduplicated)
+      }),
+    restore: () => Effect.void
+  }
+}
+
+/**
  * Builds the exactly-once writer in the current scope: restores from `settings.resume` (the stored
  * envelopes committed again) before the first write.
  *
@@ -240,7 +321,7 @@ export const fromSettings = <A, EH, R, P>(
     const client = yield* BigtableClient
     const { base, method } = settings
     const stage: Stage = { envelopes: [], bytes: 0 }
-    let gauges: Core<Staged, never, never, FailedMutation, WriterError<EH>> | undefined
+    const run: Run<EH> = { core: undefined, live: false }
     const writer = yield* core.make({
       handler: base.handler,
       limits: { maxUnits: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER },
@@ -253,79 +334,17 @@ export const fromSettings = <A, EH, R, P>(
         perDestination: method.perDestinationMetrics
       },
       backend: (c: Core<Staged, never, never, FailedMutation, WriterError<EH>>) => {
-        gauges = c
+        run.core = c
         return makeBackend(settings, stage)(c)
       }
     })
 
-    // tables whose preconditions hold: their live families, read once
-    const checked = new Map<string, TableFamilies>()
-    const validate = (envelopes: ReadonlyArray<envelope.Envelope>) =>
-      Effect.gen(function*() {
-        const byTable = new Map<string, Array<envelope.Envelope>>()
-        for (const e of envelopes) {
-          const list = byTable.get(e.tableName)
-          if (list === undefined) byTable.set(e.tableName, [e])
-          else list.push(e)
-        }
-        for (const [tableName, list] of byTable) {
-          let families = checked.get(tableName)
-          if (families === undefined) {
-            yield* preconditions.checkAppProfile(client, tableName, list[0]?.appProfileId, method.adminTimeout)
-            families = yield* withDeadline("GetTable", tableName, method.adminTimeout, client.getTable(tableName))
-            yield* preconditions.checkMarkerFamily(tableName, families, method.markerFamily)
-            checked.set(tableName, families)
-          }
-          yield* preconditions.checkFamilies(tableName, families, list)
-        }
-      })
-
-    // false while the restore re-runs the stored commits
-    let live = false
-    const commitSettings = {
-      maxInFlightRequests: method.maxInFlightRequests,
-      requestTimeout: method.responseTimeout,
-      perDestinationMetrics: method.perDestinationMetrics
-    }
-    const participant: checkpoint.Participant<envelope.Envelope, WriterError<EH>> = {
-      commitSchema: envelope.Codec,
-      prepare: Effect.sync(() => {
-        const envelopes = stage.envelopes
-        const bytes = stage.bytes
-        stage.envelopes = []
-        stage.bytes = 0
-        return { envelopes, bytes }
-      }).pipe(
-        Effect.tap(({ bytes, envelopes }) =>
-          gauges === undefined ? Effect.void : Effect.andThen(
-            gauges.gauge(metrics.stagedEntries, -envelopes.length),
-            gauges.gauge(metrics.stagedBytes, -bytes)
-          )
-        ),
-        Effect.map(({ envelopes }) => envelopes)
-      ),
-      commit: (envelopes) =>
-        Effect.gen(function*() {
-          if (envelopes.length === 0) return
-          yield* validate(envelopes)
-          const done = yield* committer.commit(client, envelopes, commitSettings)
-          if (!live || gauges === undefined) return
-          // this run's records, once each (applied now or found applied)
-          for (const e of envelopes) gauges.counters.add(committer.tableKey(e.tableName), "recordsWritten", 1)
-          yield* Metric.update(metrics.recordsSend, done.completed + done.deduplicated)
-        }),
-      restore: () => Effect.void
-    }
+    const tables = preconditionsOf(client, method)
     // a fixed table is checked before anything is staged or restored
-    if (settings.fixedTable !== undefined) {
-      const tableName = settings.fixedTable.tableName
-      yield* preconditions.checkAppProfile(client, tableName, base.appProfileId, method.adminTimeout)
-      const families = yield* withDeadline("GetTable", tableName, method.adminTimeout, client.getTable(tableName))
-      yield* preconditions.checkMarkerFamily(tableName, families, method.markerFamily)
-      checked.set(tableName, families)
-    }
+    if (settings.fixedTable !== undefined) yield* tables.familiesOf(settings.fixedTable.tableName, base.appProfileId)
+    const participant = participantOf(client, method, stage, tables, run)
     const exactlyOnce = yield* checkpoint.make({ name: "BigtableSink", writer, resume: settings.resume, participant })
-    live = true
+    run.live = true
     return exactlyOnce
   }).pipe(
     Effect.provideService(deadline.AdminTimeout, settings.method.adminTimeout),
