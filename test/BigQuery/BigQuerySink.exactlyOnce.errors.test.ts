@@ -25,6 +25,21 @@ const nth = (n: number, answer: Fake.Answer) => {
   return (c: Fake.AppendContext): Fake.Answer => (buffered(c) && seen++ === n ? answer : { _tag: "default" })
 }
 
+/**
+ * Answers the buffered appends: row errors to the second (its survivors are then replayed at the
+ * same offset), `replay` to the third (that replay), the default to the others; counts them.
+ */
+const failingReplay = (replay: Fake.Answer) => {
+  const counted = { seen: 0 }
+  const answer = (c: Fake.AppendContext): Fake.Answer => {
+    if (!buffered(c)) return { _tag: "default" }
+    const n = counted.seen++
+    if (n === 1) return { _tag: "rowErrors", errors: [{ index: 0, message: "bad" }] }
+    return n === 2 ? replay : { _tag: "default" }
+  }
+  return { answer, counted }
+}
+
 const reasonOf = (error: unknown): string =>
   typeof error === "object" && error !== null && "reason" in error &&
     typeof error.reason === "object" && error.reason !== null && "_tag" in error.reason
@@ -127,48 +142,30 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
         assert.strictEqual(summary.recordsFailed, 1)
       })))
 
-  it.live("during the replay, OFFSET_ALREADY_EXISTS is terminal", () => {
-    let seen = 0
-    return withEo({
-      answer: (c) => {
-        if (!buffered(c)) return { _tag: "default" }
-        const n = seen++
-        if (n === 1) return { _tag: "rowErrors", errors: [{ index: 0, message: "bad" }] }
-        if (n === 2) return { _tag: "error", code: 6, message: "exists", storageCode: 8 }
-        return { _tag: "default" }
-      }
-    }, (fake) =>
-      Effect.gen(function*() {
-        const r = yield* eoWriterWith(fake, () => undefined)
-        yield* r.write(rows(40))
-        const error = yield* Effect.flip(r.checkpoint(40))
-        assert.strictEqual(reasonOf(error), "RequestRejected")
-        assert.include(detailOf(error), "replaying")
-        assert.deepStrictEqual(visibleIds(fake), [])
-      }))
-  })
-
-  it.live("during the replay, OFFSET_OUT_OF_RANGE is terminal (not re-appended)", () => {
-    let seen = 0
-    return withEo({
-      answer: (c) => {
-        if (!buffered(c)) return { _tag: "default" }
-        const n = seen++
-        if (n === 1) return { _tag: "rowErrors", errors: [{ index: 0, message: "bad" }] }
-        if (n === 2) return { _tag: "error", code: 11, message: "out of range", storageCode: 9 }
-        return { _tag: "default" }
-      }
-    }, (fake) =>
-      Effect.gen(function*() {
-        const r = yield* eoWriterWith(fake, () => undefined)
-        yield* r.write(rows(40))
-        const error = yield* Effect.flip(r.checkpoint(40))
-        assert.strictEqual(reasonOf(error), "RequestRejected")
-        assert.include(detailOf(error), "OFFSET_OUT_OF_RANGE")
-        assert.strictEqual(seen, 3, "the replay was not re-appended")
-        assert.deepStrictEqual(visibleIds(fake), [])
-      }))
-  })
+  for (
+    const [name, replay, detail] of [
+      ["OFFSET_ALREADY_EXISTS", { _tag: "error", code: 6, message: "exists", storageCode: 8 }, "replaying"],
+      [
+        "OFFSET_OUT_OF_RANGE",
+        { _tag: "error", code: 11, message: "out of range", storageCode: 9 },
+        "OFFSET_OUT_OF_RANGE"
+      ]
+    ] as const
+  ) {
+    it.live(`during the replay, ${name} is terminal (not re-appended)`, () => {
+      const { answer, counted } = failingReplay(replay)
+      return withEo({ answer }, (fake) =>
+        Effect.gen(function*() {
+          const r = yield* eoWriterWith(fake, () => undefined)
+          yield* r.write(rows(40))
+          const error = yield* Effect.flip(r.checkpoint(40))
+          assert.strictEqual(reasonOf(error), "RequestRejected")
+          assert.include(detailOf(error), detail)
+          assert.strictEqual(counted.seen, 3, "the replay was not re-appended")
+          assert.deepStrictEqual(visibleIds(fake), [])
+        }))
+    })
+  }
 
   it.live("row errors naming no row of the batch are terminal", () =>
     withEo(
