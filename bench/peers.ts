@@ -64,6 +64,7 @@ import * as Connection from "../src/internal/bigquery/connection.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
+import { key, runRaw } from "./bigtableRaw.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import * as Isolated from "./isolated.ts"
 import * as JsonWriter from "./jsonWriter.ts"
@@ -410,7 +411,6 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
 const projectId = "bench"
 const instanceId = "bench"
 const value = "x".repeat(100)
-const key = (i: number) => `row${String(i).padStart(9, "0")}`
 
 const bigtableSerializer = (i: number) =>
   RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
@@ -431,49 +431,6 @@ const bigtableSink = async (client: BigtableClient.BigtableClient["Service"], ta
     )
   )
   if (summary.recordsWritten !== records) throw new Error(`sink wrote ${summary.recordsWritten} of ${records}`)
-}
-
-type RawBigtable = InstanceType<typeof v2.BigtableClient>
-
-const mutateRows = (client: RawBigtable, tableName: string, entries: Array<object>) =>
-  new Promise<void>((resolve, reject) => {
-    const stream = client.mutateRows({ tableName, entries }, {
-      retryRequestOptions: { retries: 0, noResponseRetries: 0 }
-    })
-    stream.on("data", (response: { entries: Array<{ status?: { code?: number } }> }) => {
-      const failed = response.entries.find((e) => (e.status?.code ?? 0) !== 0)
-      if (failed !== undefined) reject(new Error(`entry failed with ${failed.status?.code}`))
-    })
-    stream.on("error", reject)
-    stream.on("end", () => resolve())
-  })
-
-/** `concurrency` workers, each with one call of `batch` entries in flight. */
-const mutateRowsLoop = async (client: RawBigtable, tableName: string): Promise<void> => {
-  let next = 0
-  const worker = async () => {
-    while (next < records) {
-      const from = next
-      next = Math.min(records, next + batch)
-      const entries: Array<object> = []
-      for (let i = from; i < next; i++) {
-        entries.push({
-          rowKey: Buffer.from(key(i)),
-          mutations: [{
-            setCell: {
-              familyName: "cf",
-              columnQualifier: Buffer.from("v"),
-              timestampMicros: 1_000_000,
-              value: Buffer.from(value)
-            }
-          }]
-        })
-      }
-      // oxlint-disable-next-line eslint/no-await-in-loop
-      await mutateRows(client, tableName, entries)
-    }
-  }
-  await Promise.all(Array.from({ length: concurrency }, worker))
 }
 
 const bigtable = (samples: Record<string, Array<Pass>>) =>
@@ -546,7 +503,9 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
       yield* Effect.addFinalizer(() => Effect.promise(() => raw.close()))
       const rawPass = async () => {
         const tableId = await createTable()
-        const p = await timeHere(records, () => mutateRowsLoop(raw, `${parent}/tables/${tableId}`))
+        const p = await timeHere(records, async () => {
+          await runRaw(raw, `${parent}/tables/${tableId}`, { records, batch, concurrency, value })
+        })
         await dropTable(tableId)
         return p
       }
