@@ -52,11 +52,9 @@
  *
  * Prints a table and appends JSON lines to bench/results/bigquery.jsonl.
  */
-import * as grpc from "@grpc/grpc-js"
 import { Effect, Exit, Layer, Schema, Scope, Stream, Tracer } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
-import * as http2 from "node:http2"
 import * as path from "node:path"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
@@ -66,10 +64,10 @@ import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
 import * as TableDestination from "../src/BigQuery/TableDestination.ts"
 import * as WriteMethod from "../src/BigQuery/WriteMethod.ts"
 import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
-import * as Connection from "../src/internal/bigquery/connection.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
 import * as Checkpoint from "../src/Sink/Checkpoint.ts"
 import { CheckpointStore } from "../src/Sink/CheckpointStore.ts"
+import * as Raw from "./bigqueryRaw.ts"
 import type { RssResult } from "./bigqueryRss.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import * as Isolated from "./isolated.ts"
@@ -182,96 +180,8 @@ const main = async () => {
   const writeMethod = WriteMethod.atLeastOnce({ maxInFlightRequests: depth, maxAppendRequestBytes: batchBytes })
 
   const methods: Record<string, () => Promise<void>> = {
-    raw: () =>
-      new Promise<void>((resolve, reject) => {
-        const client = new grpc.Client(fake.grpcTarget, grpc.credentials.createInsecure(), {
-          "grpc.max_send_message_length": -1
-        })
-        const metadata = new grpc.Metadata()
-        metadata.set("x-goog-request-params", Connection.routingParams("write_stream", table.defaultStream))
-        const call = client.makeBidiStreamRequest<Uint8Array, Buffer>(
-          "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows",
-          (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength),
-          (b) => b,
-          metadata
-        )
-        // the sink's header: write_stream on every request, writer_schema and trace_id on the first
-        const name = AppendRequest.utf8(table.defaultStream)
-        const first = { writeStream: name, descriptor, traceId: AppendRequest.traceId }
-        const later = { writeStream: name }
-        let sent = 0
-        let acked = 0
-        let inflight = 0
-        const pump = () => {
-          while (inflight < depth && sent < batches.length) {
-            const header = sent === 0 ? first : later
-            call.write(AppendRequest.encode(header, batches[sent]!))
-            sent++
-            inflight++
-          }
-        }
-        call.on("data", () => {
-          acked++
-          inflight--
-          if (acked === batches.length) {
-            call.end()
-            client.close()
-            resolve()
-          } else pump()
-        })
-        call.on("error", reject)
-        pump()
-      }),
-    "raw.http2": () =>
-      new Promise<void>((resolve, reject) => {
-        // the requests in flight (up to 50 MiB) are queued in the session, as grpc-js lets them be
-        const session = http2.connect(`http://${fake.grpcTarget}`, { maxSessionMemory: 1024 })
-        session.on("error", reject)
-        const stream = session.request({
-          ":method": "POST",
-          ":path": "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows",
-          "content-type": "application/grpc",
-          "te": "trailers",
-          "x-goog-request-params": Connection.routingParams("write_stream", table.defaultStream)
-        })
-        const name = AppendRequest.utf8(table.defaultStream)
-        const first = { writeStream: name, descriptor, traceId: AppendRequest.traceId }
-        const later = { writeStream: name }
-        let sent = 0
-        let acked = 0
-        let inflight = 0
-        // gRPC's length-prefixed messages written straight to the HTTP/2 stream: prefix and body as two
-        // writes, no copy of the body
-        const pump = () => {
-          while (inflight < depth && sent < batches.length) {
-            const body = AppendRequest.encode(sent === 0 ? first : later, batches[sent]!)
-            const prefix = Buffer.allocUnsafe(5)
-            prefix[0] = 0
-            prefix.writeUInt32BE(body.length, 1)
-            stream.write(prefix)
-            stream.write(body)
-            sent++
-            inflight++
-          }
-        }
-        // each answer is one length-prefixed message: count them as they complete
-        let pending: Buffer = Buffer.alloc(0)
-        stream.on("data", (chunk: Buffer) => {
-          pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
-          while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
-            pending = pending.subarray(5 + pending.readUInt32BE(1))
-            acked++
-            inflight--
-          }
-          if (acked === batches.length) {
-            stream.close()
-            session.close()
-            resolve()
-          } else pump()
-        })
-        stream.on("error", reject)
-        pump()
-      }),
+    raw: () => Raw.grpcJs({ target: fake.grpcTarget, table, descriptor, batches, depth }),
+    "raw.http2": () => Raw.http2({ target: fake.grpcTarget, table, descriptor, batches, depth }),
     "sink.bytes": () =>
       run(
         Stream.fromIterable(encoded).pipe(

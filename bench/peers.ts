@@ -60,10 +60,10 @@ import {
   WriteMethod as BigtableWriteMethod
 } from "../src/Bigtable/index.ts"
 import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
-import * as Connection from "../src/internal/bigquery/connection.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
+import * as Raw from "./bigqueryRaw.ts"
 import { key, runRaw } from "./bigtableRaw.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import * as Isolated from "./isolated.ts"
@@ -238,44 +238,7 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
     raw: (n: number) => {
       const descriptor = encodeDescriptor(RowSerializer.descriptorOf(serializer, table))
       const batches = batchesOf(n)
-      return () =>
-        new Promise<void>((resolve, reject) => {
-          const client = new grpc.Client(fake.grpcTarget, grpc.credentials.createInsecure(), {
-            "grpc.max_send_message_length": -1
-          })
-          const metadata = new grpc.Metadata()
-          metadata.set("x-goog-request-params", Connection.routingParams("write_stream", table.defaultStream))
-          const call = client.makeBidiStreamRequest<Uint8Array, Buffer>(
-            "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows",
-            (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength),
-            (b) => b,
-            metadata
-          )
-          const name = AppendRequest.utf8(table.defaultStream)
-          const first = { writeStream: name, descriptor, traceId: AppendRequest.traceId }
-          const later = { writeStream: name }
-          let sent = 0
-          let acked = 0
-          let inflight = 0
-          const pump = () => {
-            while (inflight < depth && sent < batches.length) {
-              call.write(AppendRequest.encode(sent === 0 ? first : later, batches[sent]!))
-              sent++
-              inflight++
-            }
-          }
-          call.on("data", () => {
-            acked++
-            inflight--
-            if (acked === batches.length) {
-              call.end()
-              client.close()
-              resolve()
-            } else pump()
-          })
-          call.on("error", reject)
-          pump()
-        })
+      return () => Raw.grpcJs({ target: fake.grpcTarget, table, descriptor, batches, depth })
     },
     /** bigquery.bench.ts's `jsonWriter` baseline: the Node managedwriter's JSONWriter, appends of ~4,890 rows. */
     jsonWriter: (n: number) => {

@@ -1,0 +1,117 @@
+/**
+ * The BigQuery benchmarks' raw baselines, shared by bigquery.bench.ts and peers.ts: pre-encoded
+ * batches appended to the default stream by hand, `depth` requests in flight, with the sink's own
+ * framing (write_stream on every request, writer_schema and trace_id on the first only).
+ *
+ * - {@link grpcJs}: on a `@grpc/grpc-js` bidi call, as a user of that library would write it;
+ * - {@link http2}: on a bare `node:http2` stream, gRPC's length-prefixed messages written by hand: what
+ *   the transport under grpc-js costs alone.
+ */
+import * as grpc from "@grpc/grpc-js"
+import * as http2Module from "node:http2"
+import type { TableDestination } from "../src/BigQuery/TableDestination.ts"
+import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
+import * as Connection from "../src/internal/bigquery/connection.ts"
+
+/** What a raw loop appends, and where. */
+export interface RawAppends {
+  /** `host:port` of the fake's gRPC server. */
+  readonly target: string
+  readonly table: TableDestination
+  /** The encoded `DescriptorProto` of the rows. */
+  readonly descriptor: Uint8Array
+  readonly batches: ReadonlyArray<ReadonlyArray<Uint8Array>>
+  readonly depth: number
+}
+
+const appendRows = "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows"
+
+/** The request of batch `i`: the header on the first carries the schema. */
+const requests = (r: RawAppends) => {
+  const name = AppendRequest.utf8(r.table.defaultStream)
+  const first = { writeStream: name, descriptor: r.descriptor, traceId: AppendRequest.traceId }
+  const later = { writeStream: name }
+  return (i: number) => AppendRequest.encode(i === 0 ? first : later, r.batches[i]!)
+}
+
+/** Sends while fewer than `depth` are unanswered; `answered(n)` after `n` answers; resolves after the last. */
+const window = (r: RawAppends, write: (i: number) => void, done: () => void) => {
+  let sent = 0
+  let acked = 0
+  const pump = () => {
+    while (sent - acked < r.depth && sent < r.batches.length) write(sent++)
+  }
+  return {
+    pump,
+    answered: (n: number) => {
+      acked += n
+      if (acked === r.batches.length) done()
+      else pump()
+    }
+  }
+}
+
+/** The grpc-js loop. */
+export const grpcJs = (r: RawAppends): Promise<void> =>
+  new Promise<void>((resolve, reject) => {
+    const client = new grpc.Client(r.target, grpc.credentials.createInsecure(), { "grpc.max_send_message_length": -1 })
+    const metadata = new grpc.Metadata()
+    metadata.set("x-goog-request-params", Connection.routingParams("write_stream", r.table.defaultStream))
+    const call = client.makeBidiStreamRequest<Uint8Array, Buffer>(
+      appendRows,
+      (b) => Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+      (b) => b,
+      metadata
+    )
+    const request = requests(r)
+    const w = window(r, (i) => call.write(request(i)), () => {
+      call.end()
+      client.close()
+      resolve()
+    })
+    call.on("data", () => w.answered(1))
+    call.on("error", reject)
+    w.pump()
+  })
+
+/** The same loop on `node:http2`. */
+export const http2 = (r: RawAppends): Promise<void> =>
+  new Promise<void>((resolve, reject) => {
+    // the requests in flight (up to 50 MiB) are queued in the session, as grpc-js lets them be
+    const session = http2Module.connect(`http://${r.target}`, { maxSessionMemory: 1024 })
+    session.on("error", reject)
+    const stream = session.request({
+      ":method": "POST",
+      ":path": appendRows,
+      "content-type": "application/grpc",
+      "te": "trailers",
+      "x-goog-request-params": Connection.routingParams("write_stream", r.table.defaultStream)
+    })
+    const request = requests(r)
+    // prefix and body as two writes: no copy of the body
+    const w = window(r, (i) => {
+      const body = request(i)
+      const prefix = Buffer.allocUnsafe(5)
+      prefix[0] = 0
+      prefix.writeUInt32BE(body.length, 1)
+      stream.write(prefix)
+      stream.write(body)
+    }, () => {
+      stream.close()
+      session.close()
+      resolve()
+    })
+    // each answer is one length-prefixed message: count them as they complete
+    let pending: Buffer = Buffer.alloc(0)
+    stream.on("data", (chunk: Buffer) => {
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
+      let answers = 0
+      while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
+        pending = pending.subarray(5 + pending.readUInt32BE(1))
+        answers++
+      }
+      if (answers > 0) w.answered(answers)
+    })
+    stream.on("error", reject)
+    w.pump()
+  })
