@@ -56,8 +56,6 @@ import { Effect, Exit, Layer, Schema, Scope, Stream, Tracer } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as v8 from "node:v8"
-import * as vm from "node:vm"
 import * as BigQueryClient from "../src/BigQuery/BigQueryClient.ts"
 import * as BigQuerySink from "../src/BigQuery/BigQuerySink.ts"
 import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
@@ -73,6 +71,7 @@ import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import * as Isolated from "./isolated.ts"
 import * as JsonWriter from "./jsonWriter.ts"
 import { Row, rowGenerator } from "./rows.ts"
+import { timePass } from "./timing.ts"
 
 const here = path.dirname(new URL(import.meta.url).pathname)
 const root = path.dirname(here)
@@ -120,9 +119,6 @@ const inProcessFake = async (scope: Scope.Scope): Promise<FakeProcess.FakeProces
 }
 
 const makeRow = rowGenerator(7)
-
-v8.setFlagsFromString("--expose-gc")
-const collect = vm.runInNewContext("gc") as () => void
 
 const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
@@ -261,17 +257,11 @@ const main = async () => {
     checkpointMillis.length = 0
     for (let pass = 0; pass < passes; pass++) {
       for (const [name, method] of Object.entries(methods)) {
-        // each method starts on a collected heap, not paying for the garbage of the one before it
-        collect()
         // oxlint-disable-next-line no-await-in-loop
         const before = await fake.rowCount()
-        const start = performance.now()
-        const cpuStart = process.cpuUsage()
         // oxlint-disable-next-line no-await-in-loop
-        await method()
-        const seconds = (performance.now() - start) / 1000
-        const cpu = process.cpuUsage(cpuStart)
-        ;(cpuSamples[name] ??= []).push((cpu.user + cpu.system) * 1000 / rowCount)
+        const { cpuSeconds, seconds } = await timePass(method)
+        ;(cpuSamples[name] ??= []).push(cpuSeconds * 1e9 / rowCount)
         // oxlint-disable-next-line no-await-in-loop
         const acknowledged = (await fake.rowCount()) - before
         if (acknowledged !== rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)

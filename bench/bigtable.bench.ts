@@ -209,7 +209,6 @@ const main = Effect.gen(function*() {
       return { ...sorted[Math.floor(sorted.length / 2)]!, highestMB: sorted.at(-1)!.maxMB }
     })
   const rss = yield* rssOf("sink")
-  const rssHighest = rss.highestMB
   // the floor: the raw client's loop in the same harness
   const rssRaw = yield* rssOf("raw")
 
@@ -232,7 +231,7 @@ const main = Effect.gen(function*() {
     )
   }
   console.log(
-    `rss: ${rssRecords} records per fresh process, median of ${rssRuns}: peak ${rss.maxMB} MB (highest ${rssHighest}), ` +
+    `rss: ${rssRecords} records per fresh process, median of ${rssRuns}: peak ${rss.maxMB} MB (highest ${rss.highestMB}), ` +
       `start ${rss.startMB} MB; at the peak heap ${rss.heapMB} MB used of ${rss.heapTotalMB} MB, external ${rss.externalMB} MB ` +
       `(array buffers ${rss.arrayBuffersMB} MB); ` +
       `last quarter / second quarter x${rss.lateOverEarly}, ${rss.recordsPerSecond} records/s`
@@ -270,7 +269,7 @@ const main = Effect.gen(function*() {
       ratio: null,
       rssRecords,
       rssRuns,
-      rssHighestMB: rssHighest,
+      rssHighestMB: rss.highestMB,
       rssStartMB: rss.startMB,
       rssHeapMB: rss.heapMB,
       rssHeapTotalMB: rss.heapTotalMB,

@@ -31,8 +31,6 @@ import { Effect, Exit, Layer, Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as v8 from "node:v8"
-import * as vm from "node:vm"
 import * as BigQueryClient from "../src/BigQuery/BigQueryClient.ts"
 import * as BigQuerySink from "../src/BigQuery/BigQuerySink.ts"
 import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
@@ -46,6 +44,7 @@ import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startGcs } from "../test/support/emulators.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import { Row, rowGenerator } from "./rows.ts"
+import { timePass } from "./timing.ts"
 
 const here = path.dirname(new URL(import.meta.url).pathname)
 
@@ -62,9 +61,6 @@ const flowWindow = argument("flowWindow", 1024 * 1024)
 const maxStagingFileBytes = argument("max-file-mb", 16) * 1024 * 1024
 const batchBytes = 512 * 1024
 const bucket = "bench-staging"
-
-v8.setFlagsFromString("--expose-gc")
-const collect = vm.runInNewContext("gc") as () => void
 
 const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
@@ -185,15 +181,10 @@ const main = async () => {
   let stagedBytes = 0
   for (let pass = 0; pass < passes; pass++) {
     for (const [name, method] of Object.entries(methods)) {
-      collect()
       // oxlint-disable-next-line no-await-in-loop
       const before = await fake.rowCount()
-      const start = performance.now()
-      const cpuStart = process.cpuUsage()
       // oxlint-disable-next-line no-await-in-loop
-      await method()
-      const seconds = (performance.now() - start) / 1000
-      const cpu = process.cpuUsage(cpuStart)
+      const { cpuSeconds, seconds } = await timePass(method)
       // oxlint-disable-next-line no-await-in-loop
       const checked = await check(name, before)
       if (checked !== undefined) {
@@ -201,7 +192,7 @@ const main = async () => {
         stagedBytes = checked.bytes
       }
       ;(samples[name] ??= []).push(rowCount / seconds)
-      ;(cpuSamples[name] ??= []).push((cpu.user + cpu.system) * 1000 / rowCount)
+      ;(cpuSamples[name] ??= []).push(cpuSeconds * 1e9 / rowCount)
     }
   }
   const loadAverage = os.loadavg().map((l) => Number(l.toFixed(2)))

@@ -44,8 +44,6 @@ import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as v8 from "node:v8"
-import * as vm from "node:vm"
 import * as BigQueryClient from "../src/BigQuery/BigQueryClient.ts"
 import * as BigQuerySink from "../src/BigQuery/BigQuerySink.ts"
 import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
@@ -69,6 +67,7 @@ import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import * as Isolated from "./isolated.ts"
 import * as JsonWriter from "./jsonWriter.ts"
 import { Row, rowGenerator } from "./rows.ts"
+import { timePass } from "./timing.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
@@ -104,8 +103,6 @@ const forwarded = ["rows", "distinct", "depth", "flowWindow"].flatMap((name) => 
   return at >= 0 ? [`--${name}`, process.argv[at + 1]!] : []
 })
 
-v8.setFlagsFromString("--expose-gc")
-const collect = vm.runInNewContext("gc") as () => void
 const median = (xs: ReadonlyArray<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 /** One timed pass of one method: the rows, the wall time, the CPU time of the process that ran it. */
@@ -145,16 +142,11 @@ const runGo = (program: string, args: ReadonlyArray<string>): Promise<Array<Pass
     })
   })
 
-/** Times a method run in this process: wall time and this process's CPU time (all threads). */
-const timeHere = async (items: number, method: () => Promise<void>): Promise<Pass> => {
-  collect()
-  const cpu = process.cpuUsage()
-  const start = performance.now()
-  await method()
-  const seconds = (performance.now() - start) / 1000
-  const used = process.cpuUsage(cpu)
-  return { items, seconds, cpuSeconds: (used.user + used.system) / 1e6 }
-}
+/** Times a method run in this process (bench/timing.ts) over `items`. */
+const timeHere = async (items: number, method: () => Promise<void>): Promise<Pass> => ({
+  items,
+  ...(await timePass(method))
+})
 
 const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Promise<A> => Effect.runPromise(Effect.scoped(effect))
 

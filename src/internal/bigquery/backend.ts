@@ -22,6 +22,7 @@ import { type BigQueryFailure, failedRow } from "../../BigQuery/BigQueryFailure.
 import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import type { Accounted, Backend, Core, Verdict } from "../writer/backend.ts"
+import { maxStagedSlices } from "../writer/writer.ts"
 import * as AppendRequest from "./appendRequest.ts"
 import * as Destination from "./destination.ts"
 import * as metrics from "./metrics.ts"
@@ -99,9 +100,6 @@ export interface Opened {
   readonly key: string
   readonly result: Result.Result<Destination.Destination, BigQueryError | Destination.SerializerThrew>
 }
-
-/** Slices parked behind opens past which admission waits (as the core stages 4 for the owner). */
-const maxParkedSlices = 4
 
 /** The BigQuery backend's type on the core. @internal */
 export type BigQueryBackend<A, E, R> = Backend<
@@ -442,7 +440,8 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       opening: new Map(),
       pool,
       backlog: SendBacklog.make(),
-      parked: SendBacklog.make(maxParkedSlices),
+      // as many slices parked behind opens as the core stages for the owner
+      parked: SendBacklog.make(maxStagedSlices),
       prepareEnv: {
         resolve: settings.resolve,
         serializer: settings.serializer,

@@ -135,18 +135,16 @@ const toStream = (o: typeof AtLeastOnceOptions.Type): StreamSettings => ({
  * budget below `maxAppendRequestBytes` (4 KiB against 1 MiB appends) left admission waiting forever.
  */
 const checkBudget = (
-  budget: number | undefined,
-  maxAppendRequestBytes: number,
-  settings: () => StreamSettings
-): Effect.Effect<StreamSettings, SchemaIssue.Issue> =>
-  budget === undefined || budget >= maxAppendRequestBytes
-    ? Effect.sync(settings)
+  o: { readonly maxInFlightBytes?: number | undefined; readonly maxAppendRequestBytes: number }
+): Effect.Effect<void, SchemaIssue.Issue> =>
+  o.maxInFlightBytes === undefined || o.maxInFlightBytes >= o.maxAppendRequestBytes
+    ? Effect.void
     : Effect.fail(
       new SchemaIssue.Pointer(
         ["maxInFlightBytes"],
         new SchemaIssue.InvalidValue({
-          message: `must be at least maxAppendRequestBytes (${maxAppendRequestBytes}), was ${budget}`
-        }, budget)
+          message: `must be at least maxAppendRequestBytes (${o.maxAppendRequestBytes}), was ${o.maxInFlightBytes}`
+        }, o.maxInFlightBytes)
       )
     )
 
@@ -156,7 +154,7 @@ const StreamSchema = AtLeastOnceOptions.pipe(
   Schema.decodeTo(
     Schema.declare(isStream),
     SchemaTransformation.transformEffect({
-      decode: (o) => checkBudget(o.maxInFlightBytes, o.maxAppendRequestBytes, () => toStream(o)),
+      decode: (o) => Effect.as(checkBudget(o), toStream(o)),
       encode: ({ method: _method, ...s }: StreamSettings) =>
         Effect.succeed<typeof AtLeastOnceOptions.Type>({
           ...s,
@@ -216,7 +214,7 @@ const BufferedSchema = ExactlyOnceOptions.pipe(
   Schema.decodeTo(
     Schema.declare(isStream),
     SchemaTransformation.transformEffect({
-      decode: (o) => checkBudget(o.maxInFlightBytes, o.maxAppendRequestBytes, () => toBuffered(o)),
+      decode: (o) => Effect.as(checkBudget(o), toBuffered(o)),
       encode: (s: StreamSettings) =>
         Effect.succeed<typeof ExactlyOnceOptions.Type>({
           maxAppendRequestBytes: s.maxAppendRequestBytes,

@@ -73,8 +73,6 @@ export const commit = Effect.fn("BigtableSink.commit")(function*(
   settings: CommitSettings
 ) {
   yield* Effect.annotateCurrentSpan("requests", envelopes.length)
-  let completed = 0
-  let deduplicated = 0
   let next = 0
   const timeout = settings.requestTimeout
   const tallies = new Map<string, Tally>()
@@ -85,6 +83,16 @@ export const commit = Effect.fn("BigtableSink.commit")(function*(
       tallies.set(tableName, t)
     }
     return t
+  }
+  /** The requests of every table that were applied, or found applied, so far. */
+  const totals = (): Committed => {
+    let completed = 0
+    let deduplicated = 0
+    for (const t of tallies.values()) {
+      completed += t.completed
+      deduplicated += t.deduplicated
+    }
+    return { completed, deduplicated }
   }
   const send = (envelope: Envelope): Effect.Effect<void, BigtableError> =>
     Effect.matchEffect(
@@ -100,13 +108,8 @@ export const commit = Effect.fn("BigtableSink.commit")(function*(
       {
         onSuccess: (matched) => {
           const t = tally(envelope.tableName)
-          if (matched) {
-            deduplicated++
-            t.deduplicated++
-          } else {
-            completed++
-            t.completed++
-          }
+          if (matched) t.deduplicated++
+          else t.completed++
           return Effect.void
         },
         onFailure: (error) => {
@@ -118,8 +121,7 @@ export const commit = Effect.fn("BigtableSink.commit")(function*(
                 code: error.reason._tag === "RpcFailed" ? error.reason.code : undefined,
                 description: error.reason._tag === "RpcFailed" ? error.reason.description : error.message,
                 requests: envelopes.length,
-                completed,
-                deduplicated,
+                ...totals(),
                 cause: error
               })
             })
@@ -146,9 +148,8 @@ export const commit = Effect.fn("BigtableSink.commit")(function*(
       ), { discard: true })
   )
   const width = Math.min(envelopes.length, Math.max(1, settings.maxInFlightRequests))
-  yield* Effect.forEach(Array.from({ length: width }, () => worker), (w) => w, {
-    concurrency: width,
-    discard: true
-  }).pipe(Effect.ensuring(flushMetrics))
-  return { completed, deduplicated } satisfies Committed
+  yield* Effect.all(Array.from({ length: width }, () => worker), { concurrency: width, discard: true }).pipe(
+    Effect.ensuring(flushMetrics)
+  )
+  return totals()
 })

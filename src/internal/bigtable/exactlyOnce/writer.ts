@@ -117,7 +117,7 @@ const envelopesOf = <A, EH, R, P>(
 const admitStaged = <EH>(
   c: Core<Staged, never, never, FailedMutation, WriterError<EH>>,
   stage: Stage,
-  method: Settings<unknown, EH, never, unknown>["method"],
+  method: MethodSettings,
   items: ReadonlyArray<Staged>
 ): Effect.Effect<void, WriterError<EH>> =>
   Effect.gen(function*() {
