@@ -7,7 +7,8 @@
  * catalog fails (`NOT_FOUND`, or `PERMISSION_DENIED` as the service masks it), rows whose descriptor has
  * columns the table lacks get `SCHEMA_MISMATCH_EXTRA_FIELDS`. On top, `answer` decides per request: row
  * errors, in-band errors, stream errors, delays, dropped connections after applying (a lost response),
- * never answering, a pushed `updated_schema`. `fastAck` only counts rows and acknowledges at once (benchmarks).
+ * never answering, a pushed `updated_schema`. Answers on a connection go out in order, as gRPC's
+ * AppendRows answers them: a delayed or unanswered request holds back the ones behind it. `fastAck` only counts rows and acknowledges at once (benchmarks).
  */
 import { protos } from "@google-cloud/bigquery-storage"
 import * as grpc from "@grpc/grpc-js"
@@ -74,7 +75,7 @@ export type Answer =
   | { readonly _tag: "delay"; readonly millis: number; readonly next: Answer }
   /** Applies the rows, then ends the call with UNAVAILABLE without answering: a lost response. */
   | { readonly _tag: "drop" }
-  /** Never answers (the connection stays open). */
+  /** Never answers (the connection stays open; the requests behind it on the connection wait too). */
   | { readonly _tag: "hang" }
   /** The default behaviour (catalog and schema checks). */
   | { readonly _tag: "default" }
@@ -390,6 +391,13 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
             }
             call.write(appendBuffered(context, answer))
             return
+          } else if (answer._tag === "rowErrors") {
+            // the service checks the stream and the offset before it reads the rows
+            const error = buffered.check(context.writeStream, context.offset)
+            if (error !== undefined) {
+              call.write(encodeResponse({ _tag: "error", ...error }, writeStream))
+              return
+            }
           }
         }
         switch (answer._tag) {
@@ -397,7 +405,8 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
             await new Promise((resolve) => setTimeout(resolve, answer.millis))
             return respond(answer.next, context)
           case "hang":
-            return
+            // answers come in order: nothing after it on this connection is answered either
+            return new Promise<void>(() => undefined)
           case "streamError": {
             dead = true
             const metadata = new grpc.Metadata()

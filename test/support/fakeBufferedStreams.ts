@@ -106,6 +106,8 @@ export interface BufferedStreams {
   /** Whether `name` is a buffered stream name (not `_default`). */
   readonly isBuffered: (name: string) => boolean
   readonly append: (name: string, offset: number | undefined, rows: ReadonlyArray<Uint8Array>) => AppendOutcome
+  /** The stream-level error (unknown, finalized, offset) an append at `offset` would meet; nothing is appended. */
+  readonly check: (name: string, offset: number | undefined) => CallError | undefined
   /** Rows made visible in `table` by flushes, stream by stream in creation order. */
   readonly visible: (table: string) => ReadonlyArray<Uint8Array>
   /** Counters: CreateWriteStream and FlushRows calls (failed ones included), finalizations. */
@@ -165,6 +167,12 @@ export const make = (
     }
     for (const row of rows) stream.rows.push(row)
     return { _tag: "ok", offset: at }
+  }
+
+  /** The stream-level error an append at `offset` meets (before its rows are looked at), if any. */
+  const check = (name: string, offset: number | undefined): CallError | undefined => {
+    const outcome = append(name, offset, [])
+    return outcome._tag === "error" ? outcome.error : undefined
   }
 
   const CreateWriteStream: grpc.handleUnaryCall<Buffer, Buffer> = (call, callback) => {
@@ -259,6 +267,7 @@ export const make = (
     streams,
     isBuffered: (name) => name.length > 0 && !name.endsWith("/_default"),
     append,
+    check,
     visible: (table) => {
       const out: Array<Uint8Array> = []
       for (const stream of [...forgotten, ...streams.values()]) {

@@ -25,6 +25,7 @@ import type { Accounted, Backend, Core, Verdict } from "../writer/backend.ts"
 import { maxStagedSlices } from "../writer/writer.ts"
 import * as AppendRequest from "./appendRequest.ts"
 import * as Destination from "./destination.ts"
+import type { Link } from "./exactlyOnce/stream.ts"
 import * as metrics from "./metrics.ts"
 import type { Settings } from "./options.ts"
 import * as PendingAppend from "./pendingAppend.ts"
@@ -42,6 +43,8 @@ export interface Request {
   readonly schema: TableSchema.TableSchema
   /** Buffered streams: the offset it goes at, stamped when it is sent. */
   readonly offset?: number | undefined
+  /** Buffered streams: its place in the stream's chain of pipelined appends. */
+  readonly link?: Link | undefined
 }
 
 /** @internal */
@@ -61,8 +64,8 @@ export interface OnOwner {
  * each table's `_default` stream.
  *
  * - `open`: opens a destination (its buffered stream, created or restored).
- * - `send`: hands a sealed request to `send` (the core's): the buffered mode keeps one append in
- *   flight per destination and stamps its offset.
+ * - `send`: hands a sealed request to `send` (the core's): the buffered mode stamps its offset and
+ *   links it to the append before it (pipelined), or holds it behind a restored stream's probe.
  * - `call`: the append of a request.
  * - `answered`: after the owner judged an answer: the next offset, the next request.
  * - `evictable`: whether an idle destination may be forgotten.

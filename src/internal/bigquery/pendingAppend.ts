@@ -52,10 +52,13 @@ export interface Batch {
 /**
  * An append at an explicit offset on a buffered stream (the exactly-once mode, reference 2.6).
  *
- * - `offset`: where the batch goes (the destination's next offset).
+ * - `offset`: where the batch goes: its stamp, the end of the appends before it if they all land whole.
  * - `probe`: the first append on a restored stream: a stream that cannot be adopted is abandoned.
  * - `abandon`: creates a fresh stream and points the destination's connection slot at it (the old
  *   one is left open, never finalized); the batch then goes at offset 0.
+ * - `after`: the final end of the append before it (it waits for that append to settle): where the
+ *   batch goes when the service answers its stamp `OFFSET_OUT_OF_RANGE` (rows before it were
+ *   rejected, or it overtook its predecessor).
  *
  * @internal
  */
@@ -63,6 +66,7 @@ export interface AtOffset {
   readonly offset: number
   readonly probe: boolean
   readonly abandon: Effect.Effect<void, BigQueryError>
+  readonly after: Effect.Effect<number, BigQueryError>
 }
 
 /** What an append achieved. @internal */
@@ -106,6 +110,8 @@ interface State {
   offset: number | undefined
   phase: Buffered.Phase
   echoed: number | undefined
+  /** Buffered streams: moved to its predecessor's end once already (a second `OUT_OF_RANGE` waits on the budget). */
+  restamped: boolean
 }
 
 /** What went wrong with one attempt. */
@@ -394,8 +400,9 @@ const outcomeOf = (key: string, state: State): Outcome => ({
 /**
  * The exactly-once verdicts that differ from the at-least-once table (reference 2.6): an offset that
  * already exists mid-run is the batch landed; a restored stream that cannot be adopted is abandoned
- * for a fresh one (the batch goes at 0); an offset out of range mid-run is re-appended at the same
- * offset after a reconnect, on the recovery budget; the rest is terminal.
+ * for a fresh one (the batch goes at 0); an offset out of range mid-run is re-appended at the end
+ * of the append before it once that one settled, and if that happens again, at the same offset after
+ * a reconnect, on the recovery budget; the rest is terminal.
  */
 const atOffsetAction = (
   verdict: Exclude<Buffered.Verdict, { readonly _tag: "shared" }>,
@@ -421,6 +428,16 @@ const atOffsetAction = (
         Effect.as("resend" as const)
       )
     case "reappend":
+      // the first time, the predecessor's final end says where the rows go: behind rejected rows
+      // (lower) or where they were (it overtook its predecessor); no reconnect, no wait
+      if (!state.restamped) {
+        state.restamped = true
+        return Effect.map(atOffset.after, (end) => {
+          state.offset = end
+          state.retries++
+          return "resend" as const
+        })
+      }
       return Effect.andThen(
         destination.slot.retire(connection),
         Effect.flatMap(budgets === undefined ? Effect.succeedNone : budgets.recovery.next, (wait) => {
@@ -488,7 +505,8 @@ export const run = <A, E, R>(
       budgets: undefined,
       offset: atOffset?.offset,
       phase: atOffset?.probe === true ? "probe" : "append",
-      echoed: undefined
+      echoed: undefined,
+      restamped: false
     }
     for (;;) {
       // never sent while the destination's table is being repaired: wait, then append after it

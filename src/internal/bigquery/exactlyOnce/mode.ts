@@ -1,32 +1,61 @@
 /**
  * The exactly-once mode of the BigQuery backend (`backend.ts` `Mode`, reference 2.6): each
- * destination appends to its own BUFFERED stream at explicit offsets, one append in flight per
- * destination (each offset follows the previous answer, so a row-level rejection, whose survivors
- * are re-appended at the rejected offset, never strands batches behind it), destinations in
- * parallel. Everything else (preparing, batching by bytes, the append's repair loop, routing,
+ * destination appends to its own BUFFERED stream at explicit offsets, destinations in parallel, and
+ * each destination's appends pipelined (ADR 0026): a request is stamped when it is sent with the
+ * offset its rows go at if every append before it lands whole (`stream.ts` `nextStamp`), and linked
+ * to the end of the append before it. After a row-level rejection (the survivors are re-appended at
+ * the rejected offset) the appends behind it are answered `OFFSET_OUT_OF_RANGE` and each goes again
+ * at its predecessor's final end: the reference's replay at recomputed offsets, without stopping the
+ * pipeline. An append acknowledged at an offset other than its predecessor's end is terminal (an
+ * inconsistent stream). A restored stream's probe goes alone; the requests behind it wait for its
+ * answer. Everything else (preparing, batching by bytes, the append's repair loop, routing,
  * counters) is the at-least-once backend's.
  *
  * @internal
  */
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
+import { BigQueryError, RequestRejected } from "../../../BigQuery/BigQueryError.ts"
 import type { Mode, Request } from "../backend.ts"
 import { batchOf } from "../backend.ts"
 import * as Destination from "../destination.ts"
 import type { Settings } from "../options.ts"
 import * as PendingAppend from "../pendingAppend.ts"
-import { type BufferedStream, connect, create, type Restored } from "./stream.ts"
+import { type BufferedStream, connect, create, nextStamp, type Restored } from "./stream.ts"
 
 const bufferedOf = (d: Destination.Destination): BufferedStream => {
   if (d.buffered === undefined) throw new Error(`BigQuerySink: destination ${d.key} has no buffered stream`)
   return d.buffered
 }
 
+/** Stamps `request` at the stream's next offset and links it behind the last append sent. */
 const stamp = (request: Request, b: BufferedStream): Request => {
-  b.sending = true
-  return { ...request, offset: b.nextOffset }
+  const offset = nextStamp(b)
+  const previous = b.last
+  const end = Deferred.makeUnsafe<number, BigQueryError>()
+  b.inFlight++
+  b.inFlightRows += request.sealed.count
+  b.last = end
+  return {
+    ...request,
+    offset,
+    link: { after: previous === undefined ? Effect.succeed(offset) : Deferred.await(previous), end }
+  }
 }
+
+const inconsistent = (key: string, offset: number, after: number) =>
+  new BigQueryError({
+    reason: new RequestRejected({
+      method: "AppendRows",
+      destination: key,
+      code: "OK",
+      detail: `the append at offset ${offset} was acknowledged, but the append before it ended at offset ` +
+        `${after}: the stream is inconsistent`,
+      cause: undefined
+    })
+  })
 
 /**
  * The mode; `restored` holds the streams a checkpoint restored, by destination key (read when a
@@ -50,7 +79,8 @@ export const make = <A, E, R>(
   send: (request, send) =>
     Effect.suspend(() => {
       const b = bufferedOf(request.d)
-      if (b.sending) {
+      // behind a probe in flight (it may move the stream and its offsets), the next ones wait
+      if (b.queue.length > 0 || (b.probe && b.inFlight > 0)) {
         b.queue.push(request)
         return Effect.void
       }
@@ -60,6 +90,9 @@ export const make = <A, E, R>(
     Effect.suspend(() => {
       const d = request.d
       const b = bufferedOf(d)
+      const probe = b.probe
+      const offset = request.offset ?? nextStamp(b)
+      const after = request.link?.after ?? Effect.succeed(offset)
       const abandon = Effect.gen(function*() {
         const old = b.name
         const name = yield* create(client, settings, d.destination, request.schema)
@@ -70,23 +103,36 @@ export const make = <A, E, R>(
             `${name} from offset 0 (the old one is left as it is, never finalized)`
         )
       })
-      return PendingAppend.run(client, settings, d, batchOf(request), {
-        offset: request.offset ?? b.nextOffset,
-        probe: b.probe,
-        abandon
-      })
+      const append = PendingAppend.run(client, settings, d, batchOf(request), { offset, probe, abandon, after })
+      // acknowledged: its rows must start where the append before it ended (a probe has none before it)
+      const checked = probe ?
+        append :
+        Effect.flatMap(append, (o) =>
+          Effect.flatMap(
+            after,
+            (end) => end === o.offset ? Effect.succeed(o) : Effect.fail(inconsistent(d.key, o.offset, end))
+          ))
+      const link = request.link
+      return link === undefined
+        ? checked
+        : Effect.onExit(checked, (exit) => Deferred.done(link.end, Exit.map(exit, (o) => o.offset + o.written)))
     }),
   answered: (request, outcome, send) =>
     Effect.suspend(() => {
       const b = bufferedOf(request.d)
-      b.sending = false
+      b.inFlight--
+      b.inFlightRows -= request.sealed.count
+      if (b.inFlight === 0) b.last = undefined
       if (Exit.isFailure(outcome)) return Effect.void
+      const end = outcome.value.offset + outcome.value.written
+      // a probe may have abandoned the restored stream for a fresh one (its rows then start at 0)
+      b.nextOffset = b.probe ? end : Math.max(b.nextOffset, end)
       b.probe = false
-      b.nextOffset = outcome.value.offset + outcome.value.written
-      const next = b.queue.shift()
-      return next === undefined ? Effect.void : send(stamp(next, b))
+      if (b.queue.length === 0) return Effect.void
+      const waiting = b.queue.splice(0)
+      return Effect.forEach(waiting, (next) => send(stamp(next, b)), { discard: true })
     }),
   evictable: (d) =>
     d.buffered === undefined ||
-    (!d.buffered.sending && d.buffered.queue.length === 0 && d.buffered.nextOffset === d.buffered.prepared)
+    (d.buffered.inFlight === 0 && d.buffered.queue.length === 0 && d.buffered.nextOffset === d.buffered.prepared)
 })

@@ -7,6 +7,7 @@
  * @internal
  */
 import type * as grpc from "@grpc/grpc-js"
+import type * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import type { BigQueryError } from "../../../BigQuery/BigQueryError.ts"
@@ -20,27 +21,56 @@ import * as WriteStreams from "../writeStreams.ts"
 
 /**
  * The exactly-once state of one destination. Owned by the writer's owner fiber, except `name`,
- * which the destination's one append in flight rewrites when it abandons a restored stream (the
- * owner reads it only once nothing is in flight: at a checkpoint's prepare).
+ * which the destination's probe rewrites when it abandons a restored stream (the owner reads it
+ * only once nothing is in flight: at a checkpoint's prepare).
+ *
+ * Appends are pipelined: each request is stamped, when it is sent, with the offset its rows go at if
+ * every append before it lands whole ({@link nextStamp}), and carries a link to its predecessor's
+ * final end (`Link`), which it waits for only when the service says the stamp is off.
  *
  * @internal
  */
 export interface BufferedStream {
   /** The stream appended to. */
   name: string
-  /** The offset of the next batch: rows `0..nextOffset-1` are appended (acknowledged). */
+  /** The end of the appended rows: the highest `offset + written` of the answered appends. */
   nextOffset: number
-  /** Restored and not yet probed: the next append is the probe. */
+  /** Restored and not yet probed: the next append is the probe, alone in flight. */
   probe: boolean
-  /** The append in flight (one at a time: each offset follows the previous answer). */
-  sending: boolean
-  /** Sealed requests waiting for it, in order. */
+  /** Appends sent and not yet answered. */
+  inFlight: number
+  /** Their rows. */
+  inFlightRows: number
+  /** The end of the last append sent: its successor's stamp is checked against it. */
+  last: Deferred.Deferred<number, BigQueryError> | undefined
+  /** Sealed requests waiting for the probe's answer, in order. */
   readonly queue: Array<Request>
   /** `nextOffset` at the last checkpoint's prepare: the destination is clean (evictable) when equal. */
   prepared: number
   /** Points the slot at another stream (after an abandon). */
   readonly switchTo: (name: string) => Effect.Effect<void>
 }
+
+/**
+ * A pipelined request's place in its stream's chain: `after`, the final end of the append sent before
+ * it (the offset its rows truly go at, once that one settled); `end`, its own, completed when it settles.
+ *
+ * @internal
+ */
+export interface Link {
+  readonly after: Effect.Effect<number, BigQueryError>
+  readonly end: Deferred.Deferred<number, BigQueryError>
+}
+
+/**
+ * The offset of the next request: `nextOffset` plus the rows in flight. Never below where the rows
+ * belong (an append writes at most its rows, and answers out of order only count some twice), so an
+ * `OFFSET_ALREADY_EXISTS` at a stamp can only be the request's own earlier attempt; too high, and the
+ * request is restamped at its predecessor's end after `OFFSET_OUT_OF_RANGE`.
+ *
+ * @internal
+ */
+export const nextStamp = (b: BufferedStream): number => b.nextOffset + b.inFlightRows
 
 /** A connection slot whose stream can change: the current one closed, the next opened on demand. @internal */
 export const switchableSlot = (
@@ -117,7 +147,9 @@ export const connect = <A, E, R>(
       name,
       nextOffset,
       probe: restored !== undefined,
-      sending: false,
+      inFlight: 0,
+      inFlightRows: 0,
+      last: undefined,
       queue: [],
       prepared: nextOffset,
       switchTo
