@@ -19,7 +19,9 @@
  *   tracer on its `BigQuerySink.checkpoint` span (median and p99 over the timed passes). Its position is a
  *   stand-in, the count of rows the source has emitted, kept per chunk (`Stream.mapArray`), not per row,
  *   so the method pays for no per-row work the others skip; nothing is restored, so it is never read.
- *   Each destination keeps one append in flight (offsets follow answers), so `--depth` does not apply.
+ *   Its appends are pipelined within the admission budget (`maxInFlightBytes`, 16 appends by default),
+ *   not `--depth`. `--latency <ms>` makes the fake hold every answer that long (a round trip to a
+ *   remote service), which is where pipelining shows.
  *
  * The setting is a client streaming to a remote service (BENCHMARKS.md says why each choice matters):
  *
@@ -41,7 +43,7 @@
  *   node bench/bigquery.bench.ts [--rows 2000000] [--passes 3] [--warmup 1] [--depth 100] [--flowWindow 1048576]
  *                                [--distinct 16384] [--rss-rows 5000000] [--rss-runs 3] [--in-process]
  *                                [--only raw,raw.http2,sink.bytes,jsonWriter,sink.encode,sink.exactlyOnce]
- *                                [--shared-process]
+ *                                [--shared-process] [--latency 0]
  *
  * Each timed pass of each method runs in a fresh process (bench/isolated.ts says why), the methods
  * alternating; each process first runs `--warmup` untimed passes (JIT warm-up for every side alike),
@@ -91,6 +93,8 @@ const flowWindow = argument("flowWindow", 1024 * 1024)
 const rssRows = argument("rss-rows", 5_000_000)
 const heapCapMB = argument("heap-cap-mb", 128)
 const rssRuns = argument("rss-runs", 3)
+/** `--latency <ms>`: the fake holds each append's answer that long (a round trip to a remote service). */
+const latencyMillis = argument("latency", 0)
 /**
  * `--only <method>[,<method>...]`: time those methods alone, print their rows/s and record nothing
  * (with `--shared-process`, in this process: for `--cpu-prof`).
@@ -101,7 +105,7 @@ const inProcess = process.argv.includes("--in-process")
 /** `--shared-process`: time every method in this one process, interleaved (the method before 2026-12-01). */
 const sharedProcess = process.argv.includes("--shared-process")
 /** What a child of the isolated run takes over: the workload, not the passes or the RSS runs. */
-const forwarded = ["rows", "distinct", "warmup", "depth", "flowWindow"].flatMap((name) => {
+const forwarded = ["rows", "distinct", "warmup", "depth", "flowWindow", "latency"].flatMap((name) => {
   const at = process.argv.indexOf(`--${name}`)
   return at >= 0 ? [`--${name}`, process.argv[at + 1]!] : []
 }).concat(inProcess ? ["--in-process"] : [])
@@ -109,7 +113,7 @@ const batchBytes = 512 * 1024
 
 const inProcessFake = async (scope: Scope.Scope): Promise<FakeProcess.FakeProcess> => {
   const Fake = await import("../test/support/fakeBigQueryWrite.ts")
-  const fake = await Effect.runPromise(Fake.make({ fastAck: true }).pipe(Scope.provide(scope)))
+  const fake = await Effect.runPromise(Fake.make({ fastAck: true, latencyMillis }).pipe(Scope.provide(scope)))
   return {
     ...fake,
     rowCount: () => Promise.resolve(fake.rowCount()),
@@ -138,7 +142,7 @@ const percentile = (xs: ReadonlyArray<number>, p: number) =>
 
 const main = async () => {
   const scope = await Effect.runPromise(Scope.make())
-  const fake = inProcess ? await inProcessFake(scope) : await FakeProcess.start(flowWindow)
+  const fake = inProcess ? await inProcessFake(scope) : await FakeProcess.start(flowWindow, { latencyMillis })
   const serializer = await Effect.runPromise(RowSerializer.fromSchema(Row))
   const table = await Effect.runPromise(
     TableDestination.make({ projectId: fake.projectId, datasetId: "d", tableId: "t" })
@@ -388,6 +392,7 @@ const main = async () => {
       rowsPerBatch,
       distinct,
       flowWindow: inProcess ? "in-process" : flowWindow,
+      latencyMillis,
       ...extra,
       date,
       node: process.version

@@ -18,6 +18,9 @@ import http2 from "node:http2"
 const windowAt = process.argv.indexOf("--flowWindow")
 /** The window the served fake grants (its process's argument). */
 const servedWindow = windowAt >= 0 ? Number(process.argv[windowAt + 1]) : 0
+const latencyAt = process.argv.indexOf("--latency")
+/** The round trip the served fake holds each answer for, in milliseconds (its process's argument). */
+const servedLatency = latencyAt >= 0 ? Number(process.argv[latencyAt + 1]) : 0
 
 /**
  * grpc-js servers keep Node's 64 KiB HTTP/2 windows and have no option to widen them; production gRPC
@@ -67,11 +70,21 @@ interface Endpoints {
 type Reply = { readonly ready: Endpoints } | { readonly rowCount: number } | { readonly digest: RowDigest }
 
 /** Forks the fake and resolves once it listens. */
-export const start = (flowWindow = 0, options: { readonly record?: boolean } = {}): Promise<FakeProcess> =>
+export const start = (
+  flowWindow = 0,
+  options: { readonly record?: boolean; readonly latencyMillis?: number } = {}
+): Promise<FakeProcess> =>
   new Promise((resolve, reject) => {
     const child = fork(
       new URL(import.meta.url).pathname,
-      ["--serve", "--flowWindow", String(flowWindow), ...(options.record === true ? ["--record"] : [])],
+      [
+        "--serve",
+        "--flowWindow",
+        String(flowWindow),
+        "--latency",
+        String(options.latencyMillis ?? 0),
+        ...(options.record === true ? ["--record"] : [])
+      ],
       { stdio: ["ignore", "inherit", "inherit", "ipc"] }
     )
     const waiting: Array<(n: number) => void> = []
@@ -127,7 +140,7 @@ const serve = async () => {
             return { _tag: "ok" }
           }
         }
-        : { fastAck: true }
+        : { fastAck: true, latencyMillis: servedLatency }
     ).pipe(Scope.provide(scope))
   )
   // GetWriteStream (the Go managedwriter calls it) answers for tables in the catalog only

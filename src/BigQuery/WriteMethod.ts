@@ -71,12 +71,12 @@ export interface AtLeastOnce<A = unknown> extends WriteMethodOf<"AtLeastOnce", "
  *
  * - `maxAppendRequestBytes` (512 KiB, at most 9 MiB): batches are cut by bytes and appended at
  *   explicit offsets.
- * - `maxInFlightBytes` (4 × `maxAppendRequestBytes`: 2 MiB by default; at least
+ * - `maxInFlightBytes` (16 × `maxAppendRequestBytes`: 8 MiB by default; at least
  *   `maxAppendRequestBytes`): writer-global bound on rows admitted and not yet acknowledged
- *   (batched, queued behind an append, or in flight); admission waits when it is reached. A
- *   checkpoint first drains all of it, one append per destination at a time, so a small budget keeps
- *   checkpoints short; raise it when many destinations are written at once (each needs room for its
- *   own batches).
+ *   (batched, held behind a restored stream's probe, or in flight); admission waits when it is
+ *   reached. A destination pipelines its appends within it, so it is what covers the round trip to
+ *   BigQuery; a checkpoint first drains all of it. Raise it when many destinations are written at
+ *   once (each needs room for its own batches) or the round trip is long.
  * - `destinationIdleTimeout` (1 h, positive): a destination idle for longer, with nothing in flight
  *   and nothing written since the last checkpoint, is closed (its stream is not finalized); a later
  *   record opens a new stream.
@@ -84,8 +84,8 @@ export interface AtLeastOnce<A = unknown> extends WriteMethodOf<"AtLeastOnce", "
  *   creation, re-appends at the same offset, the restore probe and `FlushRows` retries.
  * - `retry` (as `atLeastOnce`): in-band transient errors re-sent on the same connection.
  *
- * No request-count, flush-interval or metric knobs: each destination keeps one append in flight
- * (each offset follows the previous answer), and rows become visible at checkpoints.
+ * No request-count, flush-interval or metric knobs: each append is stamped with its offset when it is
+ * sent (pipelined, and restamped after a rejection before it); rows become visible at checkpoints.
  *
  * @category models
  * @since 0.1.0

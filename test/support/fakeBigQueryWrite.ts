@@ -79,6 +79,8 @@ export type Answer =
   | { readonly _tag: "hang" }
   /** The default behaviour (catalog and schema checks). */
   | { readonly _tag: "default" }
+  /** Buffered streams: acknowledges at the request's offset without taking its rows (an inconsistent server). */
+  | { readonly _tag: "ack" }
 
 export interface FakeOptions {
   readonly projectId?: string
@@ -88,6 +90,11 @@ export interface FakeOptions {
   readonly missingTableCode?: number
   /** Only count rows and acknowledge at once: no parsing of rows, no catalog. */
   readonly fastAck?: boolean
+  /**
+   * Milliseconds between an AppendRows request's arrival and its answer (a network round trip), the
+   * answers of a connection still in order; 0 (the default) answers as soon as it can.
+   */
+  readonly latencyMillis?: number
   /** The HTTP/2 `MAX_CONCURRENT_STREAMS` the server announces (Google's front ends: 100). */
   readonly maxConcurrentStreams?: number
   /** REST status to answer instead of handling (e.g. 429 once); `undefined` handles normally. */
@@ -256,6 +263,10 @@ const encodeResponse = (answer: Answer, writeStream: string, offset?: number): B
   }
 }
 
+/** Resolves at `due` (epoch milliseconds), at once if it has passed. */
+const untilTime = (due: number): Promise<void> =>
+  new Promise((resolve) => setTimeout(resolve, Math.max(0, due - Date.now())))
+
 const sendJson = (res: http.ServerResponse, status: number, body: unknown): void => {
   res.writeHead(status, { "content-type": "application/json" })
   res.end(JSON.stringify(body))
@@ -281,6 +292,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
     const stats = { requests: 0, connections: 0, schemasSent: 0, restCalls: [] as Array<string> }
     const fastAckBytes = Buffer.from(v1.AppendRowsResponse.encode({ appendResult: {} }).finish())
     const missingCode = options.missingTableCode ?? grpc.status.NOT_FOUND
+    const latency = options.latencyMillis ?? 0
     const buffered = Buffered.make((table) => catalog.has(table), options.buffered, options.fastAck === true)
 
     const cdc = FakeCdc.make()
@@ -317,11 +329,12 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
         if (options.fastAck === true) {
           const { count, offset } = countRows(buf)
           totalRows += count
-          call.write(
-            offset === undefined
-              ? fastAckBytes
-              : Buffer.from(v1.AppendRowsResponse.encode({ appendResult: { offset: { value: offset } } }).finish())
-          )
+          const answer = offset === undefined
+            ? fastAckBytes
+            : Buffer.from(v1.AppendRowsResponse.encode({ appendResult: { offset: { value: offset } } }).finish())
+          // timers of one duration fire in the order they were set: the answers stay in order
+          if (latency > 0) setTimeout(() => dead || call.write(answer), latency)
+          else call.write(answer)
           return
         }
         const parsed = parseRequest(buf)
@@ -348,7 +361,10 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
           descriptor
         }
         const answer = options.answer?.(context) ?? { _tag: "default" }
-        chain = chain.then(() => respond(answer, context))
+        const due = Date.now() + latency
+        chain = latency > 0
+          ? chain.then(() => untilTime(due)).then(() => respond(answer, context))
+          : chain.then(() => respond(answer, context))
       })
 
       /** Takes the rows on a buffered stream at the request's offset; the answer (an error keeps none). */
@@ -390,6 +406,9 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
               return
             }
             call.write(appendBuffered(context, answer))
+            return
+          } else if (answer._tag === "ack") {
+            call.write(encodeResponse({ _tag: "ok" }, writeStream, context.offset))
             return
           } else if (answer._tag === "rowErrors") {
             // the service checks the stream and the offset before it reads the rows

@@ -168,13 +168,14 @@ const StreamSchema = AtLeastOnceOptions.pipe(
 
 /**
  * The default admission budget of `WriteMethod.exactlyOnce`, in appends: `maxInFlightBytes` is this
- * many times `maxAppendRequestBytes` unless given. Each destination has one append in flight, and a
- * checkpoint first drains every admitted row one append at a time, so a budget of a few appends keeps
- * the next batches ready without holding the checkpoint (and the source) behind a long drain.
+ * many times `maxAppendRequestBytes` unless given (8 MiB with 512 KiB appends). A destination
+ * pipelines its appends within it (ADR 0026), so the budget is what covers the round trip: 16
+ * appends in flight keep a stream busy at 10 ms and 1 Gbit/s; a checkpoint drains all of it, in about
+ * one round trip when the appends are pipelined.
  *
  * @internal
  */
-export const exactlyOnceBudgetAppends = 4
+export const exactlyOnceBudgetAppends = 16
 
 /**
  * The schema of `WriteMethod.exactlyOnce` options (reference 2.7): `maxAppendRequestBytes` (512 KiB,
