@@ -700,7 +700,7 @@ describe("WriteMethod.exactlyOnce options (reference 2.7)", () => {
       const s = implicit.stream
       assert.strictEqual(s.method, "ExactlyOnce")
       assert.strictEqual(s.maxAppendRequestBytes, 512 * 1024)
-      assert.strictEqual(s.maxInflightBytes, 2 * 1024 * 1024)
+      assert.strictEqual(s.maxInflightBytes, 8 * 1024 * 1024)
       assert.deepStrictEqual(s.destinationIdleTimeout, Duration.hours(1))
       assert.deepStrictEqual(s.recovery, Options.streamDefaults.recovery)
       assert.deepStrictEqual(s.retry, Options.streamDefaults.retry)
@@ -729,11 +729,11 @@ describe("WriteMethod.exactlyOnce options (reference 2.7)", () => {
       assert.isTrue(stream.retry._tag === "Backoff" && stream.retry.maxAttempts === 7)
     }))
 
-  it.effect("maxInFlightBytes defaults to four appends of maxAppendRequestBytes; the admission budget follows it", () =>
+  it.effect("maxInFlightBytes defaults to 16 appends of maxAppendRequestBytes; the admission budget follows it", () =>
     Effect.gen(function*() {
       const derived = (yield* decodeEo(eo({ maxAppendRequestBytes: 1024 * 1024 }))).stream
       assert.strictEqual(derived.maxInflightBytes, Options.exactlyOnceBudgetAppends * 1024 * 1024)
-      assert.strictEqual(limitsOf(derived).maxBytes, 4 * 1024 * 1024)
+      assert.strictEqual(limitsOf(derived).maxBytes, 16 * 1024 * 1024)
       const given = (yield* decodeEo(eo({ maxAppendRequestBytes: 100, maxInFlightBytes: 100 }))).stream
       assert.strictEqual(limitsOf(given).maxBytes, 100)
       // the request window still bounds it: 100 appends of 512 KiB
