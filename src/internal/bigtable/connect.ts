@@ -143,7 +143,7 @@ const close = (name: string, c: { close(): Promise<void> }) =>
  * closed.
  *
  * `make` creates the admin clients this way: their modules (google-gax, protobufjs and the admin
- * API's descriptors) add some 45 MB of RSS at load and held the sink's peak RSS while streaming
+ * API's descriptors) add 45-55 MB of RSS at load and held the sink's peak RSS while streaming
  * some 150 MB higher (BENCHMARKS.md, "Bigtable sink"), though the at-least-once sink calls the
  * admin API only to repair a missing table or family.
  *
