@@ -285,8 +285,11 @@ export const fromClients = (options: {
 
 /**
  * Validates the settings, creates the data channel (plaintext without credentials to an emulator;
- * TLS with Google call credentials to `bigtable.googleapis.com:443` otherwise) and the table-admin
- * client in the current scope, and closes them when it closes.
+ * TLS with Google call credentials to `bigtable.googleapis.com:443` otherwise) in the current scope,
+ * and closes it when the scope closes. The gapic admin clients (table admin; instance admin in
+ * production) are loaded and created on the first admin call, once, and closed with the same scope:
+ * a sink that never calls the admin API (at least once, with its tables in place) never loads them,
+ * which keeps their modules out of the process's memory.
  *
  * **Example** (A scoped client)
  * ```ts

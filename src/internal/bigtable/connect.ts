@@ -1,14 +1,16 @@
 /**
  * Creating the clients (emulator or production, credentials, channel options) and wrapping them
  * into the service shape, with optional per-RPC client metrics: a `@grpc/grpc-js` channel for
- * MutateRows (ADR 0010) and the gapic table-admin client for the admin calls.
+ * MutateRows (ADR 0010) and the gapic table-admin client for the admin calls, created on the first
+ * admin call ({@link lazyClient}).
  *
  * @internal
  */
 import type { Client as GrpcClient } from "@grpc/grpc-js"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Redacted from "effect/Redacted"
-import type * as Scope from "effect/Scope"
+import * as Scope from "effect/Scope"
 import type {
   AdminClient,
   BigtableClientConfig,
@@ -45,7 +47,41 @@ const instrumentAdmin = (method: string) => <A, R>(self: Effect.Effect<A, Bigtab
     )
   )
 
-/** @internal */
+/** What the service is made of: the admin clients as effects giving them (created on first use by `make`). */
+interface Clients {
+  readonly projectId: string
+  readonly data: DataClient
+  readonly admin: Effect.Effect<AdminClient>
+  readonly instanceAdmin?: Effect.Effect<InstanceAdminClient> | undefined
+  readonly exportClientMetrics?: boolean | undefined
+}
+
+const service = (options: Clients): Service => {
+  const { admin, instanceAdmin } = options
+  const base: Service = {
+    projectId: options.projectId,
+    mutateRows: client.mutateRows(options.data),
+    getTable: (name) => Effect.flatMap(admin, (raw) => client.getTable(raw)(name)),
+    createTable: (request) => Effect.flatMap(admin, (raw) => client.createTable(raw)(request)),
+    modifyColumnFamilies: (request) => Effect.flatMap(admin, (raw) => client.modifyColumnFamilies(raw)(request)),
+    checkAndMutateRow: client.checkAndMutateRow(options.data),
+    getAppProfile: instanceAdmin === undefined
+      ? () => Effect.succeed(undefined)
+      : (name) => Effect.flatMap(instanceAdmin, (raw) => client.getAppProfile(raw)(name))
+  }
+  if (options.exportClientMetrics !== true) return base
+  return {
+    projectId: base.projectId,
+    mutateRows: (request) => instrumentStatuses("MutateRows")(base.mutateRows(request)),
+    getTable: (name) => instrumentAdmin("GetTable")(base.getTable(name)),
+    createTable: (request) => instrumentAdmin("CreateTable")(base.createTable(request)),
+    modifyColumnFamilies: (request) => instrumentAdmin("ModifyColumnFamilies")(base.modifyColumnFamilies(request)),
+    checkAndMutateRow: (request) => instrumentAdmin("CheckAndMutateRow")(base.checkAndMutateRow(request)),
+    getAppProfile: (name) => instrumentAdmin("GetAppProfile")(base.getAppProfile(name))
+  }
+}
+
+/** The service over clients the caller already has (and closes). @internal */
 export const fromClients = (options: {
   readonly projectId: string
   readonly data: DataClient
@@ -54,27 +90,13 @@ export const fromClients = (options: {
   readonly exportClientMetrics?: boolean | undefined
 }): Service => {
   const instanceAdmin = options.instanceAdmin
-  const service: Service = {
+  return service({
     projectId: options.projectId,
-    mutateRows: client.mutateRows(options.data),
-    getTable: client.getTable(options.admin),
-    createTable: client.createTable(options.admin),
-    modifyColumnFamilies: client.modifyColumnFamilies(options.admin),
-    checkAndMutateRow: client.checkAndMutateRow(options.data),
-    getAppProfile: instanceAdmin === undefined
-      ? () => Effect.succeed(undefined)
-      : (name) => client.getAppProfile(instanceAdmin)(name)
-  }
-  if (options.exportClientMetrics !== true) return service
-  return {
-    projectId: service.projectId,
-    mutateRows: (request) => instrumentStatuses("MutateRows")(service.mutateRows(request)),
-    getTable: (name) => instrumentAdmin("GetTable")(service.getTable(name)),
-    createTable: (request) => instrumentAdmin("CreateTable")(service.createTable(request)),
-    modifyColumnFamilies: (request) => instrumentAdmin("ModifyColumnFamilies")(service.modifyColumnFamilies(request)),
-    checkAndMutateRow: (request) => instrumentAdmin("CheckAndMutateRow")(service.checkAndMutateRow(request)),
-    getAppProfile: (name) => instrumentAdmin("GetAppProfile")(service.getAppProfile(name))
-  }
+    data: options.data,
+    admin: Effect.succeed(options.admin),
+    instanceAdmin: instanceAdmin === undefined ? undefined : Effect.succeed(instanceAdmin),
+    exportClientMetrics: options.exportClientMetrics
+  })
 }
 
 /** @internal */
@@ -112,12 +134,47 @@ const close = (name: string, c: { close(): Promise<void> }) =>
     Effect.catch((cause) => Effect.logWarning(`closing the Bigtable ${name} client failed`, cause))
   )
 
+/**
+ * A client created by `create` on the first evaluation of the returned effect, once: concurrent
+ * first calls share one creation and every later call gets the same client (a creation that dies
+ * is not retried). The creation runs in a fiber of the current scope, so a caller interrupted
+ * while it runs leaves it to finish for the next. A created client is closed when that scope
+ * closes (at once if it closed during the creation); one never created costs nothing and is not
+ * closed.
+ *
+ * `make` creates the admin clients this way: their modules (google-gax, protobufjs and the admin
+ * API's descriptors) add 45-55 MB of RSS at load and held the sink's peak RSS while streaming
+ * some 150 MB higher (BENCHMARKS.md, "Bigtable sink"), though the at-least-once sink calls the
+ * admin API only to repair a missing table or family.
+ *
+ * @internal
+ */
+export const lazyClient = <C extends { close(): Promise<void> }>(
+  name: string,
+  create: Effect.Effect<C>
+): Effect.Effect<Effect.Effect<C>, never, Scope.Scope> =>
+  Effect.flatMap(Effect.scope, (scope) =>
+    Effect.map(
+      Effect.cached(
+        Effect.forkIn(Scope.provide(Effect.acquireRelease(create, (c) => close(name, c)), scope), scope)
+      ),
+      (creation) => Effect.flatMap(creation, Fiber.join)
+    ))
+
+/**
+ * The gapic clients alone (`@google-cloud/bigtable`'s `v2`, generated by gapic-generator-typescript):
+ * the package's main module also loads its handwritten wrapper with googleapis, the Cloud Monitoring
+ * exporter and the OpenTelemetry SDK, another ~25 MB of RSS and ~0.4 s the sink never uses.
+ */
+const gapic = Effect.map(
+  Effect.promise(() => import("@google-cloud/bigtable/build/src/v2/index.js")),
+  (module) => module.default
+)
+
 /** @internal */
 export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkConfigError, Scope.Scope> =>
   Effect.gen(function*() {
     const s = yield* settings(config)
-    const bigtable = yield* Effect.promise(() => import("@google-cloud/bigtable"))
-    const { v2 } = bigtable.default
     const grpcJs = yield* Effect.promise(() => import("@grpc/grpc-js"))
     const base = {
       projectId: s.projectId,
@@ -153,16 +210,16 @@ export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkC
       Effect.sync(() => channel.renewing(opener(false), () => opener(true))),
       (c) => Effect.sync(() => c.close())
     )
-    const admin = yield* Effect.acquireRelease(
-      Effect.sync(() => new v2.BigtableTableAdminClient(adminOptions)),
-      (c) => close("table admin", c)
+    const admin = yield* lazyClient(
+      "table admin",
+      Effect.map(gapic, (v2) => new v2.BigtableTableAdminClient(adminOptions))
     )
     // The emulator has no instance admin API (pinned by a test): app profiles are not checked there.
-    const instanceAdmin = endpoint !== undefined ? undefined : yield* Effect.acquireRelease(
-      Effect.sync(() => new v2.BigtableInstanceAdminClient(adminOptions)),
-      (c) => close("instance admin", c)
+    const instanceAdmin = endpoint !== undefined ? undefined : yield* lazyClient(
+      "instance admin",
+      Effect.map(gapic, (v2) => new v2.BigtableInstanceAdminClient(adminOptions))
     )
-    return fromClients({
+    return service({
       projectId: s.projectId,
       data,
       admin,
