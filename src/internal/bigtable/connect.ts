@@ -1,7 +1,8 @@
 /**
  * Creating the clients (emulator or production, credentials, channel options) and wrapping them
  * into the service shape, with optional per-RPC client metrics: a `@grpc/grpc-js` channel for
- * MutateRows (ADR 0010) and the gapic table-admin client for the admin calls.
+ * the data calls, made straight on it (ADR 0010, 0027), and the gapic table-admin client for the
+ * admin calls.
  *
  * @internal
  */
@@ -23,6 +24,8 @@ import * as grpc from "../grpcStatus.ts"
 import * as channel from "./channel.ts"
 import * as client from "./client.ts"
 import * as clientOptions from "./clientOptions.ts"
+import * as dataCall from "./dataCall.ts"
+import type { StartCall } from "./dataCall.ts"
 import * as metrics from "./metrics.ts"
 
 /** The service shape, without the service tag. @internal */
@@ -45,10 +48,14 @@ const instrumentAdmin = (method: string) => <A, R>(self: Effect.Effect<A, Bigtab
     )
   )
 
-/** @internal */
-export const fromClients = (options: {
+/**
+ * The service over `start` for the data calls (`dataCall.ts`) and the admin clients.
+ *
+ * @internal
+ */
+export const fromCalls = (options: {
   readonly projectId: string
-  readonly data: DataClient
+  readonly start: StartCall
   readonly admin: AdminClient
   readonly instanceAdmin?: InstanceAdminClient | undefined
   readonly exportClientMetrics?: boolean | undefined
@@ -56,11 +63,11 @@ export const fromClients = (options: {
   const instanceAdmin = options.instanceAdmin
   const service: Service = {
     projectId: options.projectId,
-    mutateRows: client.mutateRows(options.data),
+    mutateRows: client.mutateRows(options.start),
     getTable: client.getTable(options.admin),
     createTable: client.createTable(options.admin),
     modifyColumnFamilies: client.modifyColumnFamilies(options.admin),
-    checkAndMutateRow: client.checkAndMutateRow(options.data),
+    checkAndMutateRow: client.checkAndMutateRow(options.start),
     getAppProfile: instanceAdmin === undefined
       ? () => Effect.succeed(undefined)
       : (name) => client.getAppProfile(instanceAdmin)(name)
@@ -76,6 +83,27 @@ export const fromClients = (options: {
     getAppProfile: (name) => instrumentAdmin("GetAppProfile")(service.getAppProfile(name))
   }
 }
+
+/**
+ * The service over clients the caller has (`BigtableClient.fromClients`): the data calls through
+ * `data.makeServerStreamRequest`, so a grpc-js `Client`'s interceptors and a fake's behaviour apply.
+ *
+ * @internal
+ */
+export const fromClients = (options: {
+  readonly projectId: string
+  readonly data: DataClient
+  readonly admin: AdminClient
+  readonly instanceAdmin?: InstanceAdminClient | undefined
+  readonly exportClientMetrics?: boolean | undefined
+}): Service =>
+  fromCalls({
+    projectId: options.projectId,
+    start: dataCall.overClient(options.data),
+    admin: options.admin,
+    instanceAdmin: options.instanceAdmin,
+    exportClientMetrics: options.exportClientMetrics
+  })
 
 /** @internal */
 export const settings = clientOptions.settings
@@ -162,9 +190,9 @@ export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkC
       Effect.sync(() => new v2.BigtableInstanceAdminClient(adminOptions)),
       (c) => close("instance admin", c)
     )
-    return fromClients({
+    return fromCalls({
       projectId: s.projectId,
-      data,
+      start: data.start,
       admin,
       instanceAdmin,
       exportClientMetrics: s.exportClientMetrics
