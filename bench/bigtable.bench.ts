@@ -22,6 +22,9 @@
  *   node bench/bigtable.bench.ts [--records 100000] [--passes 3] [--batch 100] [--concurrency 10]
  *                                [--rss-records 2000000] [--rss-runs 3]
  *
+ * CPU per record is this process's `process.cpuUsage()` over the method's pass (bench/timing.ts), divided by
+ * the records: the emulator runs in its own process, so it is the client's CPU alone.
+ *
  * Prints a table and appends JSON lines to bench/results/bigtable.jsonl.
  */
 import { v2 } from "@google-cloud/bigtable"
@@ -42,6 +45,7 @@ import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
 import { key, runRaw } from "./bigtableRaw.ts"
 import type { BigtableRssResult } from "./bigtableRss.ts"
+import { type Timed, timePass } from "./timing.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
@@ -78,12 +82,17 @@ const sinkStream = (client: Client, tableId: string, n: number) =>
     Effect.provideService(BigtableClient.BigtableClient, client)
   )
 
-const runSink = async (client: Client, tableId: string): Promise<number> => {
-  const start = performance.now()
+const runSink = async (client: Client, tableId: string): Promise<void> => {
   const summary = await Effect.runPromise(sinkStream(client, tableId, records))
   if (summary.recordsWritten !== records) throw new Error(`sink wrote ${summary.recordsWritten} of ${records}`)
-  return records / ((performance.now() - start) / 1000)
 }
+
+/** One method's pass as records per second and this process's CPU microseconds per record. */
+interface Sample {
+  readonly rate: number
+  readonly cpu: number
+}
+const sampleOf = (timed: Timed): Sample => ({ rate: records / timed.seconds, cpu: timed.cpuSeconds * 1e6 / records })
 
 const tableName = (tableId: string) => `projects/${projectId}/instances/${instanceId}/tables/${tableId}`
 
@@ -154,20 +163,23 @@ const main = Effect.gen(function*() {
   yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([raw.close(), admin.close()])))
   const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
 
-  const samples: { raw: Array<number>; sink: Array<number> } = { raw: [], sink: [] }
+  const samples: { raw: Array<Sample>; sink: Array<Sample> } = { raw: [], sink: [] }
   // One warm-up pass of each, not recorded.
   for (let pass = -1; pass < passes; pass++) {
     const rawTable = `raw${pass + 1}`
     const sinkTable = `sink${pass + 1}`
     yield* Effect.promise(() => createTable(admin, rawTable))
     yield* Effect.promise(() => createTable(admin, sinkTable))
-    const rawRun = Effect.promise(() => runRaw(raw, tableName(rawTable), { records, batch, concurrency, value }))
-    const sinkPass = Effect.promise(() => runSink(client, sinkTable))
+    const rawRun = Effect.map(
+      Effect.promise(() => timePass(() => runRaw(raw, tableName(rawTable), { records, batch, concurrency, value }))),
+      sampleOf
+    )
+    const sinkPass = Effect.map(Effect.promise(() => timePass(() => runSink(client, sinkTable))), sampleOf)
     // Who goes first alternates: cbtemulator slows down as it holds more cells, so a fixed order would
     // always hand the second method the fuller emulator.
     const first = pass % 2 === 0 ? "raw" : "sink"
-    let r = 0
-    let s = 0
+    let r: Sample
+    let s: Sample
     if (first === "raw") {
       r = yield* rawRun
       s = yield* sinkPass
@@ -183,9 +195,8 @@ const main = Effect.gen(function*() {
       samples.sink.push(s)
     }
     console.log(
-      `pass ${pass < 0 ? "warm-up" : pass + 1} (${first} first): raw ${Math.round(r)} records/s, sink ${
-        Math.round(s)
-      } records/s`
+      `pass ${pass < 0 ? "warm-up" : pass + 1} (${first} first): raw ${Math.round(r.rate)} records/s ` +
+        `${r.cpu.toFixed(1)} µs CPU/record, sink ${Math.round(s.rate)} records/s ${s.cpu.toFixed(1)} µs CPU/record`
     )
   }
 
@@ -212,24 +223,27 @@ const main = Effect.gen(function*() {
   // the floor: the raw client's loop in the same harness
   const rssRaw = yield* rssOf("raw")
 
-  const rawMedian = median(samples.raw)
-  const sinkMedian = median(samples.sink)
+  const rates = { raw: samples.raw.map((x) => x.rate), sink: samples.sink.map((x) => x.rate) }
+  const cpus = { raw: median(samples.raw.map((x) => x.cpu)), sink: median(samples.sink.map((x) => x.cpu)) }
+  const rawMedian = median(rates.raw)
+  const sinkMedian = median(rates.sink)
   const ratio = sinkMedian / rawMedian
   const date = new Date().toISOString()
   console.log(
     `\nbigtable: ${records} records x ${passes} passes, batch ${batch}, concurrency ${concurrency}, node ${process.version}`
   )
-  console.log("method   records/s min   records/s median   records/s max   vs raw")
-  for (const [name, xs] of Object.entries(samples)) {
+  console.log("method   records/s min   records/s median   records/s max   vs raw   CPU µs/record (median)")
+  for (const [name, xs] of Object.entries(rates)) {
     const sorted = xs.toSorted((a, b) => a - b)
     console.log(
       `${name.padEnd(8)} ${Math.round(sorted[0] ?? 0).toLocaleString("en").padStart(13)} ${
         Math.round(median(xs)).toLocaleString("en").padStart(18)
       } ${Math.round(sorted[sorted.length - 1] ?? 0).toLocaleString("en").padStart(15)} ${
         (median(xs) / rawMedian).toFixed(2).padStart(7)
-      }x`
+      }x ${cpus[name as keyof typeof cpus].toFixed(1).padStart(24)}`
     )
   }
+  console.log(`sink / raw: ${ratio.toFixed(2)}x records/s, ${(cpus.sink / cpus.raw).toFixed(2)}x CPU per record`)
   console.log(
     `rss: ${rssRecords} records per fresh process, median of ${rssRuns}: peak ${rss.maxMB} MB (highest ${rss.highestMB}), ` +
       `start ${rss.startMB} MB; at the peak heap ${rss.heapMB} MB used of ${rss.heapTotalMB} MB, external ${rss.externalMB} MB ` +
@@ -249,6 +263,15 @@ const main = Effect.gen(function*() {
       unit: "records/s",
       baseline: Math.round(rawMedian),
       ratio: Number(ratio.toFixed(3)),
+      ...common
+    },
+    {
+      bench: "bigtable",
+      metric: "sink.cpuMicrosPerRecord.median",
+      value: Number(cpus.sink.toFixed(2)),
+      unit: "µs/record",
+      baseline: Number(cpus.raw.toFixed(2)),
+      ratio: Number((cpus.sink / cpus.raw).toFixed(3)),
       ...common
     },
     {

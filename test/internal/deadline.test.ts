@@ -16,6 +16,7 @@ import * as tables from "../../src/internal/bigquery/tables.ts"
 import * as admin from "../../src/internal/bigtable/admin.ts"
 import * as client from "../../src/internal/bigtable/client.ts"
 import * as connect from "../../src/internal/bigtable/connect.ts"
+import * as directCall from "../../src/internal/bigtable/directCall.ts"
 import * as deadline from "../../src/internal/deadline.ts"
 import { type BlackHole, silentTcp, unansweringGrpc, unansweringHttp } from "../support/blackHole.ts"
 
@@ -162,7 +163,11 @@ describe("deadlines: Bigtable", () => {
           yield* unansweringGrpc([{ path: client.mutateRowsPath, kind: "serverStream" }])
         )
         const { elapsed, exit, warnings } = yield* timed(
-          client.mutateRows(channel)({ tableName: table.tableName, entries, timeout: short })
+          client.mutateRows(directCall.onChannel(channel.getChannel()))({
+            tableName: table.tableName,
+            entries,
+            timeout: short
+          })
         )
         assert.deepStrictEqual(Exit.isSuccess(exit) ? exit.value.map((s) => s.code) : [], [4])
         assert.isBelow(elapsed, late)

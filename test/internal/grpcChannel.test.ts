@@ -7,44 +7,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as grpc from "@grpc/grpc-js"
 import { Effect } from "effect"
-import { execFile } from "node:child_process"
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import { type HeaderSource, productionChannel } from "../../src/internal/grpcChannel.ts"
 import { bytesMethod, identity, serve } from "../support/grpcServer.ts"
+import { selfSigned } from "../support/selfSigned.ts"
 
 const echoPath = "/test.Echo/Echo"
-
-/** A self-signed certificate and key for `localhost`, in a temporary directory removed afterwards. */
-const selfSigned = Effect.gen(function*() {
-  const dir = yield* Effect.acquireRelease(
-    Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "grpc-channel-test-"))),
-    (created) => Effect.sync(() => fs.rmSync(created, { recursive: true, force: true }))
-  )
-  const keyFile = path.join(dir, "key.pem")
-  const certFile = path.join(dir, "cert.pem")
-  yield* Effect.callback<void>((resume) => {
-    execFile("openssl", [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-keyout",
-      keyFile,
-      "-out",
-      certFile,
-      "-days",
-      "1",
-      "-subj",
-      "/CN=localhost",
-      "-addext",
-      "subjectAltName=DNS:localhost"
-    ], (error) => resume(error === null ? Effect.void : Effect.die(error)))
-  })
-  return { key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile) }
-})
 
 /** A TLS-only server whose one unary method answers with the call's `authorization` value. */
 const tlsServer = Effect.gen(function*() {

@@ -1,8 +1,9 @@
 /**
- * The driver edge of the Bigtable client. MutateRows goes straight through `@grpc/grpc-js` with
- * hand-encoded request bytes and a minimal response decoder (ADR 0010), folding every outcome into
- * per-entry statuses; the admin calls go through the gapic table-admin client and fail with a
- * classified `BigtableError`.
+ * The driver edge of the Bigtable client. MutateRows and CheckAndMutateRow are data calls
+ * (`dataCall.ts`: straight on the grpc-js channel, ADR 0027) with hand-encoded request bytes and
+ * minimal response decoders (ADR 0010, 0024), MutateRows folding every outcome into per-entry
+ * statuses; the admin calls go through the gapic table-admin client and fail with a classified
+ * `BigtableError`.
  *
  * @internal
  */
@@ -15,8 +16,6 @@ import type {
   AppProfileRouting,
   CheckAndMutateRowRequest,
   ColumnFamilyProto,
-  DataCall,
-  DataClient,
   EntryStatus,
   InstanceAdminClient,
   MutateRowsRequest,
@@ -26,6 +25,7 @@ import { BigtableError, RpcFailed } from "../../Bigtable/BigtableError.ts"
 import type { ColumnFamilyType } from "../../Bigtable/TableCreateOptions.ts"
 import * as deadline from "../deadline.ts"
 import * as grpc from "../grpcStatus.ts"
+import type { StartCall } from "./dataCall.ts"
 import * as checkAndMutate from "./exactlyOnce/checkAndMutateProto.ts"
 import { encodeRequest, entryByteSize } from "./mutationProto.ts"
 import { readResponse } from "./responseProto.ts"
@@ -34,8 +34,6 @@ import { readResponse } from "./responseProto.ts"
 export const mutateRowsPath = "/google.bigtable.v2.Bigtable/MutateRows"
 
 const missing: EntryStatus = { code: undefined, message: "MutateRows ended without a status for this entry" }
-
-const identity = (bytes: Buffer): Buffer => bytes
 
 /**
  * The routing header gax sends with MutateRows (`querystring` escaping, as gax's `routingHeader`):
@@ -47,15 +45,6 @@ export const requestParams = (tableName: string, appProfileId: string | undefine
   appProfileId === undefined
     ? `table_name=${encodeURIComponent(tableName)}`
     : `table_name=${encodeURIComponent(tableName)}&app_profile_id=${encodeURIComponent(appProfileId)}`
-
-/** Interrupting a call: `settle` says whether it was still running (and marks it ended); then cancel it. */
-const interrupt = (call: DataCall, settle: () => boolean): Effect.Effect<void> =>
-  Effect.sync(() => {
-    if (!settle()) return
-    call.removeAllListeners("data")
-    call.removeAllListeners("end")
-    call.cancel()
-  })
 
 /**
  * One MutateRows call. An entry gets the status the server streamed for it; entries left without
@@ -70,7 +59,7 @@ const interrupt = (call: DataCall, settle: () => boolean): Effect.Effect<void> =
  *
  * @internal
  */
-export const mutateRows = (raw: DataClient) => (request: MutateRowsRequest): Effect.Effect<Array<EntryStatus>> =>
+export const mutateRows = (start: StartCall) => (request: MutateRowsRequest): Effect.Effect<Array<EntryStatus>> =>
   Effect.flatMap(deadline.responseTimeout(request.timeout), (limit) =>
     Effect.callback<Array<EntryStatus>>((resume) => {
       const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
@@ -85,14 +74,12 @@ export const mutateRows = (raw: DataClient) => (request: MutateRowsRequest): Eff
             : result
         )
       }
-      let call: DataCall
+      let cancel: () => void
       try {
         const metadata = new grpcJs.Metadata()
         metadata.set("x-goog-request-params", requestParams(request.tableName, request.appProfileId))
-        call = raw.makeServerStreamRequest(
+        cancel = start(
           mutateRowsPath,
-          identity,
-          identity,
           encodeRequest(
             request.tableName,
             request.appProfileId,
@@ -100,26 +87,29 @@ export const mutateRows = (raw: DataClient) => (request: MutateRowsRequest): Eff
             request.entryByteSizes ?? request.entries.map(entryByteSize)
           ),
           metadata,
-          { deadline: deadline.grpcDeadline(limit) }
+          deadline.grpcDeadline(limit),
+          {
+            onMessage: (response) => {
+              if (done) return
+              try {
+                readResponse(response, statuses)
+              } catch (cause) {
+                finish({ code: undefined, message: `malformed MutateRowsResponse: ${grpc.fromError(cause).message}` })
+                cancel()
+              }
+            },
+            onEnd: (error) => finish(error === undefined ? missing : grpc.fromError(error))
+          }
         )
       } catch (cause) {
         finish(grpc.fromError(cause))
         return
       }
-      call.on("data", (response) => {
+      return Effect.sync(() => {
         if (done) return
-        try {
-          readResponse(response, statuses)
-        } catch (cause) {
-          finish({ code: undefined, message: `malformed MutateRowsResponse: ${grpc.fromError(cause).message}` })
-          call.cancel()
-        }
+        done = true
+        cancel()
       })
-      // Stays attached after completion: a cancelled call still emits 'error' (CANCELLED), which
-      // must not become an unhandled error event; once `done` it has no one left to tell.
-      call.on("error", (error) => finish(grpc.fromError(error)))
-      call.on("end", () => finish(missing))
-      return interrupt(call, () => (done ? false : (done = true)))
     }))
 
 /**
@@ -127,14 +117,14 @@ export const mutateRows = (raw: DataClient) => (request: MutateRowsRequest): Eff
  * with `predicate_matched` (true: the marker was there, nothing applied), fails with `RpcFailed`.
  * One attempt, no re-send: a call past its deadline (`request.timeout`, else the fiber's
  * `ResponseTimeout`) fails `DEADLINE_EXCEEDED`, which is ambiguous (it may have been applied).
- * Unary on the wire, it goes through the channel's `makeServerStreamRequest`: gRPC frames a unary
- * and a server-streaming call alike, so the data client stays one call shape (ADR 0024).
+ * Unary on the wire, it is sent in the server-streaming call shape: gRPC frames a unary and a
+ * server-streaming call alike, so the data calls stay one call shape (ADR 0024, `dataCall.ts`).
  *
  * @internal
  */
-export const checkAndMutateRow = (raw: DataClient) => {
+export const checkAndMutateRow = (start: StartCall) => {
   // The routing header of the last table and profile called, kept per client (this function is
-  // applied once per client, in `connect.fromClients`): recomputed whenever they change, so correct
+  // applied once per client, in `connect.ts` `service`): recomputed whenever they change, so correct
   // for any mix of tables, and free when consecutive requests share one (the usual commit).
   let lastTable: string | undefined
   let lastProfile: string | undefined
@@ -167,39 +157,43 @@ export const checkAndMutateRow = (raw: DataClient) => {
             : Effect.fail(error)
         )
       }
-      let call: DataCall
+      let cancel: () => void
       try {
         const metadata = new grpcJs.Metadata()
         metadata.set("x-goog-request-params", paramsOf(request.tableName, request.appProfileId))
-        call = raw.makeServerStreamRequest(
+        cancel = start(
           checkAndMutate.checkAndMutateRowPath,
-          identity,
-          identity,
           checkAndMutate.encodeRequest(request),
           metadata,
-          { deadline: deadline.grpcDeadline(limit) }
+          deadline.grpcDeadline(limit),
+          {
+            onMessage: (response) => {
+              if (done) return
+              try {
+                matched = checkAndMutate.readPredicateMatched(response)
+              } catch (cause) {
+                fail(new Error(`malformed CheckAndMutateRowResponse: ${grpc.fromError(cause).message}`))
+                cancel()
+              }
+            },
+            onEnd: (error) => {
+              if (done) return
+              if (error !== undefined) return fail(error)
+              if (matched === undefined) return fail(new Error("CheckAndMutateRow ended without a response"))
+              done = true
+              resume(Effect.succeed(matched))
+            }
+          }
         )
       } catch (cause) {
         fail(cause)
         return
       }
-      call.on("data", (response) => {
+      return Effect.sync(() => {
         if (done) return
-        try {
-          matched = checkAndMutate.readPredicateMatched(response)
-        } catch (cause) {
-          fail(new Error(`malformed CheckAndMutateRowResponse: ${grpc.fromError(cause).message}`))
-          call.cancel()
-        }
-      })
-      call.on("error", (error) => fail(error))
-      call.on("end", () => {
-        if (done) return
-        if (matched === undefined) return fail(new Error("CheckAndMutateRow ended without a response"))
         done = true
-        resume(Effect.succeed(matched))
+        cancel()
       })
-      return interrupt(call, () => (done ? false : (done = true)))
     })
   return (request: CheckAndMutateRowRequest): Effect.Effect<boolean, BigtableError> =>
     request.timeout !== undefined

@@ -1,8 +1,8 @@
 /**
  * Creating the clients (emulator or production, credentials, channel options) and wrapping them
  * into the service shape, with optional per-RPC client metrics: a `@grpc/grpc-js` channel for
- * MutateRows (ADR 0010) and the gapic table-admin client for the admin calls, created on the first
- * admin call ({@link lazyClient}).
+ * the data calls, made straight on it (ADR 0010, 0027), and the gapic table-admin client for the
+ * admin calls, created on the first admin call ({@link lazyClient}).
  *
  * @internal
  */
@@ -25,6 +25,8 @@ import * as grpc from "../grpcStatus.ts"
 import * as channel from "./channel.ts"
 import * as client from "./client.ts"
 import * as clientOptions from "./clientOptions.ts"
+import * as dataCall from "./dataCall.ts"
+import type { StartCall } from "./dataCall.ts"
 import * as metrics from "./metrics.ts"
 
 /** The service shape, without the service tag. @internal */
@@ -47,10 +49,10 @@ const instrumentAdmin = (method: string) => <A, R>(self: Effect.Effect<A, Bigtab
     )
   )
 
-/** What the service is made of: the admin clients as effects giving them (created on first use by `make`). */
+/** What the service is made of: the data calls, and the admin clients as effects giving them (created on first use by `make`). */
 interface Clients {
   readonly projectId: string
-  readonly data: DataClient
+  readonly start: StartCall
   readonly admin: Effect.Effect<AdminClient>
   readonly instanceAdmin?: Effect.Effect<InstanceAdminClient> | undefined
   readonly exportClientMetrics?: boolean | undefined
@@ -60,11 +62,11 @@ const service = (options: Clients): Service => {
   const { admin, instanceAdmin } = options
   const base: Service = {
     projectId: options.projectId,
-    mutateRows: client.mutateRows(options.data),
+    mutateRows: client.mutateRows(options.start),
     getTable: (name) => Effect.flatMap(admin, (raw) => client.getTable(raw)(name)),
     createTable: (request) => Effect.flatMap(admin, (raw) => client.createTable(raw)(request)),
     modifyColumnFamilies: (request) => Effect.flatMap(admin, (raw) => client.modifyColumnFamilies(raw)(request)),
-    checkAndMutateRow: client.checkAndMutateRow(options.data),
+    checkAndMutateRow: client.checkAndMutateRow(options.start),
     getAppProfile: instanceAdmin === undefined
       ? () => Effect.succeed(undefined)
       : (name) => Effect.flatMap(instanceAdmin, (raw) => client.getAppProfile(raw)(name))
@@ -81,7 +83,12 @@ const service = (options: Clients): Service => {
   }
 }
 
-/** The service over clients the caller already has (and closes). @internal */
+/**
+ * The service over clients the caller has (`BigtableClient.fromClients`): the data calls through
+ * `data.makeServerStreamRequest`, so a grpc-js `Client`'s interceptors and a fake's behaviour apply.
+ *
+ * @internal
+ */
 export const fromClients = (options: {
   readonly projectId: string
   readonly data: DataClient
@@ -92,7 +99,7 @@ export const fromClients = (options: {
   const instanceAdmin = options.instanceAdmin
   return service({
     projectId: options.projectId,
-    data: options.data,
+    start: dataCall.overClient(options.data),
     admin: Effect.succeed(options.admin),
     instanceAdmin: instanceAdmin === undefined ? undefined : Effect.succeed(instanceAdmin),
     exportClientMetrics: options.exportClientMetrics
@@ -221,7 +228,7 @@ export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkC
     )
     return service({
       projectId: s.projectId,
-      data,
+      start: data.start,
       admin,
       instanceAdmin,
       exportClientMetrics: s.exportClientMetrics

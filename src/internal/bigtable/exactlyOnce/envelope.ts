@@ -9,8 +9,9 @@
  * The stored form (inside a checkpoint record, as JSON) carries the parts the request is derived
  * from: table, app profile, row key, identity, marker family and the user's mutations. The
  * predicate and the marker are rebuilt from `markerFamily` and `identity`, so they cannot disagree
- * with them. The same {@link Envelope} schema validates an envelope when it is staged and when it
- * is read back from a store: table path shape, profile id without `/`, non-empty row key, a
+ * with them. The same {@link Stored} schema validates an envelope once when it is staged (which
+ * gives its stored form, saved as it is by a checkpoint: {@link Frozen}) and again when it is read
+ * back from a store: table path shape, profile id without `/`, non-empty row key, a
  * 32-hex identity, 1..99,999 user mutations of the allowed kinds (`DeleteFromRow` has no stored
  * form: it would erase markers), none touching the marker family.
  *
@@ -114,17 +115,31 @@ export const Stored = Schema.Struct({
 /** The JSON form written into a checkpoint record. @internal */
 export type StoredJson = typeof Stored.Encoded
 
+/**
+ * A copy of a byte field (a later change to the user's buffer changes nothing staged); anything else
+ * is passed on as it is, for the schema to reject (`new Uint8Array` would turn a number or a string
+ * into valid bytes).
+ */
+const copy = (bytes: Uint8Array): Uint8Array => bytes instanceof Uint8Array ? new Uint8Array(bytes) : bytes
+
+/** The stored form of a mutation, its byte fields copied; or why it has none. */
 const toStored = (m: Mutation): StoredMutation | string => {
   switch (m._tag) {
     case "SetCell":
       return m.timestampMicros === undefined
-        ? { _tag: m._tag, family: m.family, qualifier: m.qualifier, value: m.value }
-        : { _tag: m._tag, family: m.family, qualifier: m.qualifier, value: m.value, timestampMicros: m.timestampMicros }
+        ? { _tag: m._tag, family: m.family, qualifier: copy(m.qualifier), value: copy(m.value) }
+        : {
+          _tag: m._tag,
+          family: m.family,
+          qualifier: copy(m.qualifier),
+          value: copy(m.value),
+          timestampMicros: m.timestampMicros
+        }
     case "DeleteFromColumn":
       return {
         _tag: m._tag,
         family: m.family,
-        qualifier: m.qualifier,
+        qualifier: copy(m.qualifier),
         ...(m.startTimestampMicros === undefined ? {} : { startTimestampMicros: m.startTimestampMicros }),
         ...(m.endTimestampMicros === undefined ? {} : { endTimestampMicros: m.endTimestampMicros })
       }
@@ -134,7 +149,7 @@ const toStored = (m: Mutation): StoredMutation | string => {
       return {
         _tag: m._tag,
         family: m.family,
-        qualifier: m.qualifier,
+        qualifier: copy(m.qualifier),
         timestampMicros: m.timestampMicros,
         input: m.input
       }
@@ -142,9 +157,9 @@ const toStored = (m: Mutation): StoredMutation | string => {
       return {
         _tag: m._tag,
         family: m.family,
-        qualifier: m.qualifier,
+        qualifier: copy(m.qualifier),
         timestampMicros: m.timestampMicros,
-        input: typeof m.input === "bigint" ? { int: m.input } : { bytes: m.input }
+        input: typeof m.input === "bigint" ? { int: m.input } : { bytes: copy(m.input) }
       }
     case "DeleteFromRow":
       return "DeleteFromRow is not allowed exactly-once: it would erase the row's markers"
@@ -170,30 +185,42 @@ const fromStored = (m: StoredMutation): Mutation => {
 const encodeStored = Schema.encodeUnknownResult(Stored)
 const decodeStored = Schema.decodeUnknownResult(Stored)
 
-/**
- * Validates `envelope` (the rules of the module comment) and returns its JSON form, or why it is
- * not a valid envelope.
- *
- * @internal
- */
-export const encode = (envelope: Envelope): Result.Result<StoredJson, string> => {
+/** An envelope's stored form as `Type` (bytes copied), or why it has none. */
+const storedOf = (envelope: Envelope): Result.Result<typeof Stored.Type, string> => {
   const mutations: Array<StoredMutation> = []
   for (let i = 0; i < envelope.mutations.length; i++) {
     const m = toStored(envelope.mutations[i] as Mutation)
     if (typeof m === "string") return Result.fail(`${m}\n  at ["mutations"][${i}]`)
     mutations.push(m)
   }
-  const stored: typeof Stored.Type = {
+  return Result.succeed({
     v: version,
     table: envelope.tableName,
     ...(envelope.appProfileId === undefined ? {} : { appProfile: envelope.appProfileId }),
-    rowKey: envelope.rowKey,
+    rowKey: copy(envelope.rowKey),
     identity: envelope.identity,
     markerFamily: envelope.markerFamily,
     mutations
-  }
-  return Result.mapError(encodeStored(stored), (e) => e.message)
+  })
 }
+
+const fromStoredEnvelope = (s: typeof Stored.Type): Envelope => ({
+  tableName: s.table,
+  appProfileId: s.appProfile,
+  rowKey: s.rowKey,
+  identity: s.identity,
+  markerFamily: s.markerFamily,
+  mutations: s.mutations.map(fromStored)
+})
+
+/**
+ * Validates `envelope` (the rules of the module comment) and returns its JSON form, or why it is
+ * not a valid envelope.
+ *
+ * @internal
+ */
+export const encode = (envelope: Envelope): Result.Result<StoredJson, string> =>
+  Result.flatMap(storedOf(envelope), (stored) => Result.mapError(encodeStored(stored), (e) => e.message))
 
 /**
  * Reads an envelope back from its JSON form (a checkpoint record), validating it again; fails
@@ -202,21 +229,24 @@ export const encode = (envelope: Envelope): Result.Result<StoredJson, string> =>
  * @internal
  */
 export const decode = (json: unknown): Result.Result<Envelope, string> =>
-  Result.mapBoth(decodeStored(json), {
-    onFailure: (e) => e.message,
-    onSuccess: (s): Envelope => ({
-      tableName: s.table,
-      appProfileId: s.appProfile,
-      rowKey: s.rowKey,
-      identity: s.identity,
-      markerFamily: s.markerFamily,
-      mutations: s.mutations.map(fromStored)
-    })
-  })
+  Result.mapBoth(decodeStored(json), { onFailure: (e) => e.message, onSuccess: fromStoredEnvelope })
+
+/**
+ * A staged envelope with its stored form: the JSON was produced by validating the envelope, once,
+ * when it was frozen (or read back), so saving it into a checkpoint encodes nothing again. Made only
+ * by {@link freeze} and {@link Codec}'s decode.
+ *
+ * @internal
+ */
+export interface Frozen {
+  readonly envelope: Envelope
+  readonly stored: Schema.Json
+}
 
 /**
  * Freezes a serialized entry into an envelope: copies the row key and every byte field (a later
- * change to the user's object or buffers does not change what is committed), then validates it.
+ * change to the user's object or buffers does not change what is committed), validates the copy
+ * and encodes its stored form, in one pass of the schema.
  *
  * @internal
  */
@@ -226,12 +256,12 @@ export const freeze = (options: {
   readonly markerFamily: string
   readonly identity: string
   readonly entry: RowMutationEntry
-}): Result.Result<{ readonly envelope: Envelope; readonly stored: StoredJson }, string> => {
+}): Result.Result<Frozen, string> => {
   if (!Predicate.isObject(options.entry) || !Array.isArray(options.entry.mutations)) {
     return Result.fail("the serializer did not return a RowMutationEntry")
   }
   return Result.flatMap(
-    encode({
+    storedOf({
       tableName: options.tableName,
       appProfileId: options.appProfileId,
       rowKey: options.entry.rowKey,
@@ -239,34 +269,35 @@ export const freeze = (options: {
       markerFamily: options.markerFamily,
       mutations: options.entry.mutations
     }),
-    (stored) => Result.map(decode(stored), (envelope) => ({ envelope, stored }))
+    (copied) =>
+      Result.mapBoth(encodeStored(copied), {
+        onFailure: (e) => e.message,
+        onSuccess: (stored): Frozen => ({ envelope: fromStoredEnvelope(copied), stored })
+      })
   )
 }
 
-const isEnvelope = (u: unknown): u is Envelope =>
-  Predicate.isObject(u) && typeof u["tableName"] === "string" && u["rowKey"] instanceof Uint8Array &&
-  typeof u["identity"] === "string" && typeof u["markerFamily"] === "string" && Array.isArray(u["mutations"])
+const isFrozen = (u: unknown): u is Frozen =>
+  Predicate.isObject(u) && Predicate.isObject(u["envelope"]) && Predicate.isObject(u["stored"])
 
 /**
- * The envelope as a `Schema` codec to its JSON form: what the checkpoint protocol stores as a
- * commit and decodes (validating every rule again) on restore.
+ * A frozen envelope as a `Schema` codec to its JSON form: what the checkpoint protocol stores as a
+ * commit, and decodes on restore. Decoding validates every rule again (a store is not trusted);
+ * encoding hands over the stored form validated when the envelope was frozen or decoded.
  *
  * @internal
  */
-export const Codec: Schema.Codec<Envelope, Schema.Json> = Schema.Json.pipe(
+export const Codec: Schema.Codec<Frozen, Schema.Json> = Schema.Json.pipe(
   Schema.decodeTo(
-    Schema.declare(isEnvelope),
-    SchemaTransformation.transformEffect<Envelope, Schema.Json>({
+    Schema.declare(isFrozen),
+    SchemaTransformation.transformEffect<Frozen, Schema.Json>({
       decode: (json) =>
         Result.match(decode(json), {
           onFailure: (message) => Effect.fail(new SchemaIssue.InvalidValue({ message }, json)),
-          onSuccess: (e) => Effect.succeed(e)
+          // `json` is a valid stored form: the decode above checked it
+          onSuccess: (envelope) => Effect.succeed({ envelope, stored: json })
         }),
-      encode: (e) =>
-        Result.match(encode(e), {
-          onFailure: (message) => Effect.fail(new SchemaIssue.InvalidValue({ message }, e)),
-          onSuccess: (json): Effect.Effect<Schema.Json> => Effect.succeed(json)
-        })
+      encode: (frozen): Effect.Effect<Schema.Json> => Effect.succeed(frozen.stored)
     })
   )
 )

@@ -54,7 +54,7 @@ export const entryOverhead = 256
 
 /** One staged entry, accounted by the core until admitted (then given back at once). @internal */
 export interface Staged extends Accounted {
-  readonly envelope: envelope.Envelope
+  readonly frozen: envelope.Frozen
 }
 
 type StagingBackend<A, EH, R> = Backend<
@@ -71,7 +71,7 @@ type StagingBackend<A, EH, R> = Backend<
 
 /** The staged envelopes of the owner fiber, and what they charge. */
 interface Stage {
-  envelopes: Array<envelope.Envelope>
+  envelopes: Array<envelope.Frozen>
   bytes: number
 }
 
@@ -108,7 +108,7 @@ const envelopesOf = <A, EH, R, P>(
     }
     const charge = checkAndMutate.requestSize(frozen.success.envelope) + entryOverhead
     bytes += charge
-    staged.push({ key: item.key, units: 1, bytes: charge, permitBytes: 0, envelope: frozen.success.envelope })
+    staged.push({ key: item.key, units: 1, bytes: charge, permitBytes: 0, frozen: frozen.success })
   }
   return { staged, bytes }
 }
@@ -137,7 +137,7 @@ const admitStaged = <EH>(
         })
       })
     }
-    for (const item of items) stage.envelopes.push(item.envelope)
+    for (const item of items) stage.envelopes.push(item.frozen)
     stage.bytes += bytes
     yield* c.gauge(metrics.stagedEntries, items.length)
     yield* c.gauge(metrics.stagedBytes, bytes)
@@ -271,7 +271,7 @@ const participantOf = <EH>(
   stage: Stage,
   tables: ReturnType<typeof preconditionsOf>,
   run: Run<EH>
-): checkpoint.Participant<envelope.Envelope, WriterError<EH>> => {
+): checkpoint.Participant<envelope.Frozen, WriterError<EH>> => {
   const commitSettings = {
     maxInFlightRequests: method.maxInFlightRequests,
     requestTimeout: method.responseTimeout,
@@ -289,9 +289,10 @@ const participantOf = <EH>(
         : Effect.andThen(c.gauge(metrics.stagedEntries, -envelopes.length), c.gauge(metrics.stagedBytes, -bytes))
       return Effect.as(gauges, envelopes)
     }),
-    commit: (envelopes) =>
+    commit: (frozen) =>
       Effect.gen(function*() {
-        if (envelopes.length === 0) return
+        if (frozen.length === 0) return
+        const envelopes = frozen.map((f) => f.envelope)
         yield* tables.validate(envelopes)
         const done = yield* committer.commit(client, envelopes, commitSettings)
         const c = run.core

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Result } from "effect"
+import { Result, Schema } from "effect"
 import * as fc from "fast-check"
 import { Mutation, RowMutationEntry } from "../../../../src/Bigtable/index.ts"
 import * as envelope from "../../../../src/internal/bigtable/exactlyOnce/envelope.ts"
@@ -119,6 +119,62 @@ describe("envelope", () => {
     assert.deepStrictEqual([...frozen.envelope.rowKey], [7])
     const m = frozen.envelope.mutations[0]
     assert.deepStrictEqual(m?._tag === "SetCell" ? [...m.value] : [], [0x76])
+  })
+
+  it("freeze validates once: its stored form is the envelope's, and decodes back to it", () => {
+    fc.assert(
+      fc.property(validEnvelope, (e) => {
+        const frozen = Result.getOrThrow(envelope.freeze({
+          tableName: e.tableName,
+          appProfileId: e.appProfileId,
+          markerFamily: e.markerFamily,
+          identity: e.identity,
+          entry: { rowKey: e.rowKey, mutations: e.mutations }
+        }))
+        assert.deepStrictEqual(frozen.envelope, e)
+        assert.deepStrictEqual(frozen.stored, Result.getOrThrow(envelope.encode(e)))
+        assert.deepStrictEqual(roundTrip(frozen.envelope), e)
+      }),
+      { numRuns: 200 }
+    )
+  })
+
+  it("freeze rejects byte fields that are not bytes (a copy does not turn them into bytes)", () => {
+    for (
+      const entry of [
+        { rowKey: "k", mutations: [Mutation.setCell({ family: "c", qualifier: "q", value: "v" })] },
+        { rowKey: new Uint8Array([1]), mutations: [{ _tag: "SetCell", family: "c", qualifier: 5, value: "v" }] },
+        { rowKey: new Uint8Array([1]), mutations: [{ _tag: "DeleteFromColumn", family: "c", qualifier: "q" }] }
+      ]
+    ) {
+      const r = envelope.freeze({
+        tableName: "projects/p/instances/i/tables/t",
+        appProfileId: undefined,
+        markerFamily: "m",
+        identity: identity.derive("w", "1", 0),
+        entry: entry as unknown as RowMutationEntry.RowMutationEntry
+      })
+      assert.isTrue(Result.isFailure(r), JSON.stringify(entry))
+    }
+  })
+
+  it("Codec: encoding hands over the stored form of freeze; decoding validates again", () => {
+    const frozen = Result.getOrThrow(envelope.freeze({
+      tableName: "projects/p/instances/i/tables/t",
+      appProfileId: "eo",
+      markerFamily: "m",
+      identity: identity.derive("w", "1", 0),
+      entry: RowMutationEntry.make(new Uint8Array([7]), [
+        Mutation.mergeToCell({ family: "c", qualifier: "q", timestampMicros: 0, input: new Uint8Array([1, 2]) })
+      ])
+    }))
+    const json = Schema.encodeSync(envelope.Codec)(frozen)
+    assert.strictEqual(json, frozen.stored)
+    const back = Schema.decodeUnknownSync(envelope.Codec)(JSON.parse(JSON.stringify(json)))
+    assert.deepStrictEqual(back.envelope, frozen.envelope)
+    assert.deepStrictEqual(back.stored, frozen.stored)
+    const tampered = { ...storedBase(), markerFamily: "c" }
+    assert.throws(() => Schema.decodeUnknownSync(envelope.Codec)(tampered), /marker family/)
   })
 
   it("rejects DeleteFromRow and mutations of the marker family when staged", () => {
