@@ -67,8 +67,9 @@ const program = Effect.gen(function*() {
     times: 5,
     while: (e) => e._tag === "BigtableError" && e.reason._tag === "CommitFailed"
   }),
-  Effect.provide(trackedStore),
-  Effect.provide(BigtableClient.layer({ projectId: "test-project", emulator: { grpc: emulator } }))
+  Effect.provide(
+    Layer.merge(trackedStore, BigtableClient.layer({ projectId: "test-project", emulator: { grpc: emulator } }))
+  )
 )
 
 NodeRuntime.runMain(program)

@@ -61,7 +61,9 @@ const program = Effect.gen(function*() {
   Effect.catchTag("CheckpointConflict", (conflict: CheckpointConflict) =>
     Effect.andThen(
       step("fenced", { expected: conflict.expectedPreviousId, actual: conflict.actualId }),
-      Effect.sync(() => process.exit(fencedExitCode))
+      Effect.sync((): void => {
+        process.exit(fencedExitCode)
+      })
     )),
   Effect.provide(Layer.mergeAll(
     reportingStore,
