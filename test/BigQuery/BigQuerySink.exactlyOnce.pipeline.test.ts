@@ -117,6 +117,53 @@ describe("BigQuerySink.exactlyOnce: pipelined appends", () => {
       }))
   })
 
+  it.live("survivors of a batch behind a rejected one go at the predecessor's end (row errors before the offset check)", () =>
+    withEo({
+      // a service that reports row errors before it looks at the offset: rows 50 and 90 are bad
+      answer: (c) => {
+        if (!buffered(c)) return { _tag: "default" }
+        const errors = c.rows.flatMap((row, index) => {
+          const id = idOf(row)
+          return id === 50 || id === 90 ? [{ index, message: `row ${id} is bad` }] : []
+        })
+        return errors.length === 0 ? { _tag: "default" } : { _tag: "rowErrors", errors, uncheckedOffset: true }
+      },
+      latencyMillis: 5
+    }, (fake) =>
+      Effect.gen(function*() {
+        const { routed, summary } = yield* writeAll(fake, 200)
+        const expected = range(0, 200).filter((id) => id !== 50 && id !== 90)
+        assert.deepStrictEqual(visibleIds(fake), expected)
+        assert.deepStrictEqual(streamIds(fake), expected)
+        assert.strictEqual(routed.length, 2)
+        assert.strictEqual(summary.recordsWritten, 198)
+      })))
+
+  it.live("a batch whose attempt at a stale offset went unanswered is not moved: terminal, nothing flushed", () => {
+    let seen = 0
+    let rejectedAt: number | undefined
+    return withEo({
+      answer: (c) => {
+        if (!buffered(c)) return { _tag: "default" }
+        const n = seen++
+        if (n === 1) {
+          rejectedAt = c.offset
+          return { _tag: "rowErrors", errors: [{ index: 0, message: "bad" }] }
+        }
+        // the batch behind the rejected one, at its stale offset: the connection breaks before it is answered
+        return n === 2 && c.offset !== rejectedAt
+          ? { _tag: "streamError", code: 14, message: "reset" }
+          : { _tag: "default" }
+      },
+      latencyMillis: 5
+    }, (fake) =>
+      Effect.gen(function*() {
+        const error = yield* Effect.flip(writeAll(fake, 40))
+        assert.include(String(error), "never answered")
+        assert.deepStrictEqual(visibleIds(fake), [], "nothing flushed: the restore is the repair")
+      }))
+  })
+
   it.live(
     "property: any rejections and transient failures leave every surviving row visible exactly once",
     () =>

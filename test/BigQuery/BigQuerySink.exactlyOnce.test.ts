@@ -214,4 +214,26 @@ describe("BigQuerySink.exactlyOnce", () => {
         assert.strictEqual(fake.buffered.stats.creates, 2, "reopened on a new stream")
         assert.strictEqual(fake.buffered.stats.finalizes, 0, "the closed stream is not finalized")
       })))
+
+  it.effect("a destination whose restored stream was abandoned is not clean until the next checkpoint", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        const method = WriteMethod.exactlyOnce({ ...fastRetries, destinationIdleTimeout: "1 minute" })
+        yield* Effect.scoped(Effect.gen(function*() {
+          const { writer } = yield* eoWriter(fake, "w", method)
+          yield* writer.write(rows(10))
+          yield* writer.checkpoint(10)
+        }))
+        // the crashed run had appended past its checkpoint: the restore's probe at 10 meets
+        // OFFSET_ALREADY_EXISTS and abandons the stream for a fresh one
+        const [first] = fake.buffered.streams.keys()
+        fake.buffered.append(first ?? "", 10, Array.from({ length: 5 }, () => new Uint8Array([8, 1])))
+        const { writer } = yield* eoWriter(fake, "w", method)
+        // as many rows as the restored offset: the fresh stream's offset equals the last prepare's
+        yield* writer.write(rows(10, 10))
+        yield* TestClock.adjust("2 minutes")
+        yield* writer.checkpoint(20)
+        assert.strictEqual(fake.buffered.stats.creates, 2, "the restored stream was abandoned")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20), "the fresh stream's rows were flushed")
+      })))
 })

@@ -69,6 +69,8 @@ export type Answer =
     readonly _tag: "rowErrors"
     readonly errors: ReadonlyArray<{ readonly index: number; readonly message: string }>
     readonly code?: number
+    /** Buffered streams: reported without checking the request's offset first (a service that reads rows first). */
+    readonly uncheckedOffset?: boolean
   }
   | { readonly _tag: "error"; readonly code: number; readonly message: string; readonly storageCode?: number }
   | { readonly _tag: "streamError"; readonly code: number; readonly message: string; readonly storageCode?: number }
@@ -410,7 +412,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
           } else if (answer._tag === "ack") {
             call.write(encodeResponse({ _tag: "ok" }, writeStream, context.offset))
             return
-          } else if (answer._tag === "rowErrors") {
+          } else if (answer._tag === "rowErrors" && answer.uncheckedOffset !== true) {
             // the service checks the stream and the offset before it reads the rows
             const error = buffered.check(context.writeStream, context.offset)
             if (error !== undefined) {

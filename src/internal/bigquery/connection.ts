@@ -72,7 +72,7 @@ export interface Connection {
   /**
    * Cancels the stream: every waiting append fails with `CANCELLED` (used by the watchdog), and the
    * channel under it is abandoned (appendChannels.ts), so the next connection opens a new HTTP/2
-   * connection instead of re-sending into the same silent one.
+   * connection instead of re-sending into the same silent one. Once: later calls do nothing.
    */
   readonly abort: (reason: string) => Effect.Effect<void>
   /** Half-closes the stream; the service still answers what was sent. */
@@ -197,6 +197,7 @@ const connectionOf = (
   const firstHeader: AppendRequest.Header = { writeStream: streamName, descriptor, traceId: AppendRequest.traceId }
   const laterHeader: AppendRequest.Header = { writeStream: streamName }
   let first = true
+  let aborted = false
   return {
     id: nextId++,
     descriptor,
@@ -219,18 +220,19 @@ const connectionOf = (
     isBroken: () => waiting.broken() !== undefined,
     pending: waiting.size,
     abort: (reason) =>
-      Effect.andThen(
-        Effect.sync(() => {
-          waiting.failAll(streamFailure(Code.CANCELLED, reason, undefined))
-          call.cancel()
-          writes.end()
-          // no answer may mean a black-holed connection: the next stream goes on another one
-          lease.abandon()
-        }),
-        Effect.logWarning(
+      Effect.suspend(() => {
+        // once: several appends' watchdogs may fire on one connection
+        if (aborted) return Effect.void
+        aborted = true
+        waiting.failAll(streamFailure(Code.CANCELLED, reason, undefined))
+        call.cancel()
+        writes.end()
+        // no answer may mean a black-holed connection: the next stream goes on another one
+        lease.abandon()
+        return Effect.logWarning(
           `AppendRows on ${writeStream}: ${reason}; stream cancelled, its connection abandoned, appends re-sent`
         ).pipe(Effect.annotateLogs({ method: "AppendRows", target: writeStream }))
-      ),
+      }),
     close: Effect.sync(() => {
       waiting.markBroken(streamFailure(Code.CANCELLED, "connection closed", undefined))
       call.end()

@@ -54,7 +54,7 @@ export interface ConnectionSlot {
   readonly acquire: (descriptor: Uint8Array) => Effect.Effect<Connection.Connection>
   /** Half-closes `connection` if it is still current, so the next acquire opens a new one. */
   readonly retire: (connection: Connection.Connection) => Effect.Effect<void>
-  /** Cancels `connection` (no response came): its waiting appends fail and are retried. */
+  /** Cancels `connection` (no response came), current or already retired: its waiting appends fail and are retried. */
   readonly abort: (connection: Connection.Connection, reason: string) => Effect.Effect<void>
   readonly close: Effect.Effect<void>
 }
@@ -97,7 +97,12 @@ export const makeSlot = (
           )
         })),
       retire: (connection) => drop(connection, connection.close),
-      abort: (connection, reason) => drop(connection, connection.abort(reason)),
+      // a retired connection is cancelled too: half-closed, it could still deliver what it holds
+      abort: (connection, reason) =>
+        locked(Effect.suspend(() => {
+          if (current === connection) current = undefined
+          return connection.abort(reason)
+        })),
       close: locked(Effect.suspend(() => {
         const old = current
         current = undefined

@@ -112,6 +112,11 @@ interface State {
   echoed: number | undefined
   /** Buffered streams: moved to its predecessor's end once already (a second `OUT_OF_RANGE` waits on the budget). */
   restamped: boolean
+  /**
+   * Buffered streams: an attempt at the current offset ended without an answer (a broken stream, the
+   * watchdog), so the service may still take it there: the batch must not move to another offset.
+   */
+  unanswered: boolean
 }
 
 /** What went wrong with one attempt. */
@@ -398,6 +403,23 @@ const outcomeOf = (key: string, state: State): Outcome => ({
 })
 
 /**
+ * A batch on a buffered stream must move from offset `from` to `to`, but an attempt at `from` was
+ * never answered: the service may still apply it there, over another batch's rows. Terminal; the
+ * restore from the last checkpoint is the repair (rows past it were never flushed).
+ */
+const unansweredAt = (key: string, problem: Problem, what: string, from: number, to: number): BigQueryError =>
+  new BigQueryError({
+    reason: new RequestRejected({
+      method: "AppendRows",
+      destination: key,
+      code: codeName(problem.failure.code),
+      detail: `${what} at offset ${from} belong at ${to}, but an attempt at ${from} was never answered and ` +
+        "may still be applied there: restore from the last checkpoint",
+      cause: problem.cause
+    })
+  })
+
+/**
  * The exactly-once verdicts that differ from the at-least-once table (reference 2.6): an offset that
  * already exists mid-run is the batch landed; a restored stream that cannot be adopted is abandoned
  * for a fresh one (the batch goes at 0); an offset out of range mid-run is re-appended at the end
@@ -422,6 +444,8 @@ const atOffsetAction = (
           Effect.sync(() => {
             state.offset = 0
             state.phase = "append"
+            // what went unanswered went to the abandoned stream
+            state.unanswered = false
             state.retries++
           })
         ),
@@ -432,10 +456,14 @@ const atOffsetAction = (
       // (lower) or where they were (it overtook its predecessor); no reconnect, no wait
       if (!state.restamped) {
         state.restamped = true
-        return Effect.map(atOffset.after, (end) => {
+        return Effect.flatMap(atOffset.after, (end) => {
+          if (end !== state.offset && state.unanswered) {
+            // an unanswered attempt at the stale offset could still land there, over another batch's rows
+            return Effect.fail(unansweredAt(destination.key, problem, "the rows", state.offset ?? 0, end))
+          }
           state.offset = end
           state.retries++
-          return "resend" as const
+          return Effect.succeed("resend" as const)
         })
       }
       return Effect.andThen(
@@ -506,7 +534,8 @@ export const run = <A, E, R>(
       offset: atOffset?.offset,
       phase: atOffset?.probe === true ? "probe" : "append",
       echoed: undefined,
-      restamped: false
+      restamped: false,
+      unanswered: false
     }
     for (;;) {
       // never sent while the destination's table is being repaired: wait, then append after it
@@ -532,6 +561,7 @@ export const run = <A, E, R>(
         return outcomeOf(destination.key, state)
       }
       yield* metrics.countError(codeName(problem.failure.code))
+      if (problem.failure.origin !== "response") state.unanswered = true
       state.budgets ??= yield* budgetsOf(settings)
       const buffered = atOffset === undefined ? undefined : Buffered.classifyAppend(problem.failure, state.phase)
       if (atOffset !== undefined && buffered !== undefined && buffered._tag !== "shared") {
@@ -540,6 +570,7 @@ export const run = <A, E, R>(
         continue
       }
       const action = actionOf(classify(problem.failure, context))
+      const replaying = state.phase === "replay"
       const next = yield* action({
         client,
         settings,
@@ -551,6 +582,15 @@ export const run = <A, E, R>(
         epoch,
         problem
       })
+      if (atOffset !== undefined && !replaying && state.phase === "replay") {
+        // the survivors of a rejection go where the rows before them end: this batch's stamp is high
+        // when the batch before it lost rows too (and a service may report row errors before the offset)
+        const end = yield* atOffset.after
+        if (end !== state.offset && state.unanswered) {
+          return yield* unansweredAt(destination.key, problem, "the survivors", state.offset ?? 0, end)
+        }
+        state.offset = end
+      }
       if (next === "done") return outcomeOf(destination.key, state)
     }
   }).pipe(

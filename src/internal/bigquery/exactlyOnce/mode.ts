@@ -98,6 +98,8 @@ export const make = <A, E, R>(
         const name = yield* create(client, settings, d.destination, request.schema)
         yield* b.switchTo(name)
         b.name = name
+        // the new stream's rows are not in the last checkpoint, whatever its offset: not clean
+        b.prepared = -1
         yield* Effect.logWarning(
           `BigQuerySink: the restored stream ${old} of ${d.key} cannot be adopted; appending to a new stream ` +
             `${name} from offset 0 (the old one is left as it is, never finalized)`

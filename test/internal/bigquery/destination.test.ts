@@ -1,0 +1,57 @@
+/**
+ * A destination's connection slot against a bare grpc-js server that takes AppendRows requests and
+ * never answers them: the watchdog's `abort` cancels the connection it is given, also once the slot
+ * has retired it (a half-closed call could still deliver what it holds).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import protos from "@google-cloud/bigquery-storage/build/protos/protos.js"
+import * as grpc from "@grpc/grpc-js"
+import { Deferred, Effect } from "effect"
+import * as Connection from "../../../src/internal/bigquery/connection.ts"
+import * as Destination from "../../../src/internal/bigquery/destination.ts"
+import * as SendBacklog from "../../../src/internal/bigquery/sendBacklog.ts"
+import * as Split from "../../../src/internal/bigquery/split.ts"
+import { Code } from "../../../src/internal/grpcStatus.ts"
+import { bytesMethod, serve } from "../../support/grpcServer.ts"
+
+/** A server that counts AppendRows requests and answers none. */
+const silentServer = Effect.gen(function*() {
+  const received = { requests: 0 }
+  const server = new grpc.Server()
+  server.addService({ AppendRows: bytesMethod(Connection.appendRowsPath, "bidi") }, {
+    AppendRows: (call: grpc.ServerDuplexStream<Buffer, Buffer>) => {
+      call.on("data", () => void received.requests++)
+    }
+  })
+  const port = yield* serve(server, grpc.ServerCredentials.createInsecure())
+  const channel = yield* Effect.acquireRelease(
+    Effect.sync(() => new grpc.Client(`127.0.0.1:${port}`, grpc.credentials.createInsecure())),
+    (client) => Effect.sync(() => client.close())
+  )
+  return { received, channel }
+})
+
+const stream = "projects/p/datasets/d/tables/t/streams/s"
+const descriptor = protos.google.protobuf.DescriptorProto.encode({ name: "root" }).finish()
+
+describe("destination: the connection slot", () => {
+  it.live("abort cancels a connection the slot already retired: its waiting appends fail CANCELLED", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { channel, received } = yield* silentServer
+      const slot = yield* Destination.makeSlot(channel, stream, SendBacklog.make())
+      const connection = yield* slot.acquire(descriptor)
+      const [batch] = Split.split([new Uint8Array([8, 1])], 1024, Split.makePool(1024, 2))
+      const pending = yield* connection.append(batch?.body ?? new Uint8Array())
+      for (let i = 0; i < 250 && received.requests === 0; i++) yield* Effect.sleep("20 millis")
+      assert.isAbove(received.requests, 0, "the request reached the server")
+      // retired (half-closed, no longer current), then its watchdog fires
+      yield* slot.retire(connection)
+      yield* slot.abort(connection, "no response within responseTimeout")
+      const outcome = yield* Deferred.await(pending).pipe(Effect.result, Effect.timeout("5 seconds"))
+      assert.isTrue(outcome._tag === "Failure" && outcome.failure.code === Code.CANCELLED)
+      // a second watchdog on the same connection changes nothing
+      yield* slot.abort(connection, "no response within responseTimeout")
+      const next = yield* slot.acquire(descriptor)
+      assert.notStrictEqual(next, connection, "the next append opens a new connection")
+    })))
+})
