@@ -159,7 +159,7 @@ describe("BigQuerySink.exactlyOnce: pipelined appends", () => {
     }, (fake) =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(writeAll(fake, 40))
-        assert.include(String(error), "never answered")
+        assert.include(String(error), "got no answer")
         assert.deepStrictEqual(visibleIds(fake), [], "nothing flushed: the restore is the repair")
       }))
   })

@@ -413,7 +413,7 @@ const unansweredAt = (key: string, problem: Problem, what: string, from: number,
       method: "AppendRows",
       destination: key,
       code: codeName(problem.failure.code),
-      detail: `${what} at offset ${from} belong at ${to}, but an attempt at ${from} was never answered and ` +
+      detail: `${what} at offset ${from} belong at ${to}, but its attempt at ${from} got no answer and ` +
         "may still be applied there: restore from the last checkpoint",
       cause: problem.cause
     })
