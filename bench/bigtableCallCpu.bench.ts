@@ -35,6 +35,7 @@ import { onChannel } from "../src/internal/bigtable/directCall.ts"
 import { entryByteSize } from "../src/internal/bigtable/mutationProto.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
+import { checkAndMutate, key, mutateRows, type RawClient, setCellEntries } from "./bigtableRaw.ts"
 import { timePass } from "./timing.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
@@ -52,10 +53,8 @@ const projectId = "bench"
 const instanceId = "bench"
 const value = "x".repeat(100)
 const tableName = (tableId: string) => `projects/${projectId}/instances/${instanceId}/tables/${tableId}`
-const key = (i: number) => `row${String(i).padStart(9, "0")}`
 const identityOf = (i: number) => i.toString(16).padStart(32, "0")
 
-type RawClient = InstanceType<typeof v2.BigtableClient>
 type RawAdmin = InstanceType<typeof v2.BigtableTableAdminClient>
 
 /** `calls` calls of `one(i)`, `concurrency` workers with one call each in flight. */
@@ -72,53 +71,10 @@ const loop = async (one: (i: number) => Promise<void>): Promise<void> => {
 }
 
 const gapicMutateRows = (raw: RawClient, table: string) => (call: number) =>
-  new Promise<void>((resolve, reject) => {
-    const entries: Array<object> = []
-    for (let i = call * batch; i < (call + 1) * batch; i++) {
-      entries.push({
-        rowKey: Buffer.from(key(i)),
-        mutations: [{
-          setCell: {
-            familyName: "c",
-            columnQualifier: Buffer.from("v"),
-            timestampMicros: 1_000_000,
-            value: Buffer.from(value)
-          }
-        }]
-      })
-    }
-    const stream = raw.mutateRows({ tableName: table, entries }, {
-      retryRequestOptions: { retries: 0, noResponseRetries: 0 }
-    })
-    stream.on("data", (response: { entries: Array<{ status?: { code?: number } }> }) => {
-      const failed = response.entries.find((e) => (e.status?.code ?? 0) !== 0)
-      if (failed !== undefined) reject(new Error(`entry failed with ${failed.status?.code}`))
-    })
-    stream.on("error", reject)
-    stream.on("end", () => resolve())
-  })
+  mutateRows(raw, table, setCellEntries(call * batch, (call + 1) * batch, "c", value))
 
 const gapicCheckAndMutate = (raw: RawClient, table: string) => async (i: number) => {
-  const identity = Buffer.from(identityOf(i))
-  const [response] = await raw.checkAndMutateRow({
-    tableName: table,
-    rowKey: Buffer.from(key(i)),
-    predicateFilter: {
-      columnRangeFilter: { familyName: "m", startQualifierClosed: identity, endQualifierClosed: identity }
-    },
-    falseMutations: [
-      {
-        addToCell: {
-          familyName: "s",
-          columnQualifier: { rawValue: Buffer.from("n") },
-          timestamp: { rawTimestampMicros: 0 },
-          input: { intValue: 1 }
-        }
-      },
-      { setCell: { familyName: "m", columnQualifier: identity, timestampMicros: 0, value: Buffer.from("1") } }
-    ]
-  })
-  if (response.predicateMatched === true) throw new Error("gapic: a marker in a fresh table")
+  if (await checkAndMutate(raw, table, i, "s")) throw new Error("gapic: a marker in a fresh table")
 }
 
 /** The request the sink's writer hands the client: entries and their sizes, built per call as the sink builds them. */

@@ -44,6 +44,7 @@ import {
 import { Checkpoint, CheckpointStore } from "../src/Sink.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
+import { checkAndMutate, key, type RawClient } from "./bigtableRaw.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
@@ -59,9 +60,7 @@ const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf
 
 const projectId = "bench"
 const instanceId = "bench"
-const key = (i: number) => `row${String(i).padStart(9, "0")}`
 
-type RawClient = InstanceType<typeof v2.BigtableClient>
 type RawAdmin = InstanceType<typeof v2.BigtableTableAdminClient>
 
 const tableName = (tableId: string) => `projects/${projectId}/instances/${instanceId}/tables/${tableId}`
@@ -74,27 +73,8 @@ const runRaw = async (client: RawClient, table: string): Promise<number> => {
   const worker = async () => {
     while (next < records) {
       const i = next++
-      const identity = Buffer.from(i.toString(16).padStart(32, "0"))
       // oxlint-disable-next-line eslint/no-await-in-loop
-      const [response] = await client.checkAndMutateRow({
-        tableName: table,
-        rowKey: Buffer.from(key(i)),
-        predicateFilter: {
-          columnRangeFilter: { familyName: "m", startQualifierClosed: identity, endQualifierClosed: identity }
-        },
-        falseMutations: [
-          {
-            addToCell: {
-              familyName: "c",
-              columnQualifier: { rawValue: Buffer.from("n") },
-              timestamp: { rawTimestampMicros: 0 },
-              input: { intValue: 1 }
-            }
-          },
-          { setCell: { familyName: "m", columnQualifier: identity, timestampMicros: 0, value: Buffer.from("1") } }
-        ]
-      })
-      if (response.predicateMatched === true) absorbed++
+      if (await checkAndMutate(client, table, i, "c")) absorbed++
     }
   }
   await Promise.all(Array.from({ length: concurrency }, worker))

@@ -12,7 +12,8 @@ export type RawClient = InstanceType<typeof v2.BigtableClient>
 /** The benchmark's row key of record `i`. */
 export const key = (i: number): string => `row${String(i).padStart(9, "0")}`
 
-const mutateRows = (client: RawClient, tableName: string, entries: Array<object>) =>
+/** One gapic `mutateRows` call, no retries; rejects when an entry failed. */
+export const mutateRows = (client: RawClient, tableName: string, entries: Array<object>) =>
   new Promise<void>((resolve, reject) => {
     const stream = client.mutateRows({ tableName, entries }, {
       retryRequestOptions: { retries: 0, noResponseRetries: 0 }
@@ -24,6 +25,58 @@ const mutateRows = (client: RawClient, tableName: string, entries: Array<object>
     stream.on("error", reject)
     stream.on("end", () => resolve())
   })
+
+/** Records `from..to-1` as gapic entries: one SetCell of `value` in `family`, qualifier `v`, each. */
+export const setCellEntries = (from: number, to: number, family: string, value: string): Array<object> => {
+  const entries: Array<object> = []
+  for (let i = from; i < to; i++) {
+    entries.push({
+      rowKey: Buffer.from(key(i)),
+      mutations: [{
+        setCell: {
+          familyName: family,
+          columnQualifier: Buffer.from("v"),
+          timestampMicros: 1_000_000,
+          value: Buffer.from(value)
+        }
+      }]
+    })
+  }
+  return entries
+}
+
+/**
+ * The exactly-once mode's request for record `i` through the gapic `checkAndMutateRow`: predicate a
+ * column range closed on the identity (the record number in hex) in marker family `m`; false
+ * mutations one AddToCell of 1 in `counterFamily`, then the marker SetCell. Resolves `predicate_matched`.
+ */
+export const checkAndMutate = async (
+  client: RawClient,
+  tableName: string,
+  i: number,
+  counterFamily: string
+): Promise<boolean> => {
+  const identity = Buffer.from(i.toString(16).padStart(32, "0"))
+  const [response] = await client.checkAndMutateRow({
+    tableName,
+    rowKey: Buffer.from(key(i)),
+    predicateFilter: {
+      columnRangeFilter: { familyName: "m", startQualifierClosed: identity, endQualifierClosed: identity }
+    },
+    falseMutations: [
+      {
+        addToCell: {
+          familyName: counterFamily,
+          columnQualifier: { rawValue: Buffer.from("n") },
+          timestamp: { rawTimestampMicros: 0 },
+          input: { intValue: 1 }
+        }
+      },
+      { setCell: { familyName: "m", columnQualifier: identity, timestampMicros: 0, value: Buffer.from("1") } }
+    ]
+  })
+  return response.predicateMatched === true
+}
 
 /** Writes `records` records; returns records per second. */
 export const runRaw = async (
@@ -38,20 +91,7 @@ export const runRaw = async (
     while (next < records) {
       const from = next
       next = Math.min(records, next + batch)
-      const entries: Array<object> = []
-      for (let i = from; i < next; i++) {
-        entries.push({
-          rowKey: Buffer.from(key(i)),
-          mutations: [{
-            setCell: {
-              familyName: "cf",
-              columnQualifier: Buffer.from("v"),
-              timestampMicros: 1_000_000,
-              value: Buffer.from(value)
-            }
-          }]
-        })
-      }
+      const entries = setCellEntries(from, next, "cf", value)
       // Each worker keeps one request in flight: `concurrency` workers, `concurrency` requests.
       // oxlint-disable-next-line eslint/no-await-in-loop
       await mutateRows(client, tableName, entries)

@@ -43,15 +43,34 @@ const streamIds = (fake: Fake.FakeBigQuery): Array<number> => {
 
 /**
  * Row errors for the rows of `rejected`, wherever they come (bad rows stay bad); the fake answers a
- * request at a stale offset with the offset error first, as the service checks the offset first.
+ * request at a stale offset with the offset error first, as the service checks the offset first,
+ * unless `uncheckedOffset` (a service that reads the rows first).
  */
-const rejecting = (rejected: ReadonlySet<number>) => (c: Fake.AppendContext): Fake.Answer => {
+const rejecting = (rejected: ReadonlySet<number>, uncheckedOffset = false) => (c: Fake.AppendContext): Fake.Answer => {
   if (!buffered(c)) return { _tag: "default" }
   const errors = c.rows.flatMap((row, index) => {
     const id = idOf(row)
     return rejected.has(id) ? [{ index, message: `row ${id} is bad` }] : []
   })
-  return errors.length === 0 ? { _tag: "default" } : { _tag: "rowErrors", errors }
+  return errors.length === 0 ? { _tag: "default" } : { _tag: "rowErrors", errors, uncheckedOffset }
+}
+
+/**
+ * Row errors for the second buffered append, and `behind` for the third when it comes at another
+ * offset (the batch behind the rejected one, at its stale stamp); the default for the rest.
+ */
+const behindRejection = (behind: Fake.Answer) => {
+  let seen = 0
+  let rejectedAt: number | undefined
+  return (c: Fake.AppendContext): Fake.Answer => {
+    if (!buffered(c)) return { _tag: "default" }
+    const n = seen++
+    if (n === 1) {
+      rejectedAt = c.offset
+      return { _tag: "rowErrors", errors: [{ index: 0, message: "bad" }] }
+    }
+    return n === 2 && c.offset !== rejectedAt ? behind : { _tag: "default" }
+  }
 }
 
 describe("BigQuerySink.exactlyOnce: pipelined appends", () => {
@@ -94,42 +113,18 @@ describe("BigQuerySink.exactlyOnce: pipelined appends", () => {
       }))
   })
 
-  it.live("an append acknowledged at an offset other than its predecessor's end is terminal", () => {
-    let seen = 0
-    let rejectedAt: number | undefined
-    return withEo({
-      answer: (c) => {
-        if (!buffered(c)) return { _tag: "default" }
-        const n = seen++
-        if (n === 1) {
-          rejectedAt = c.offset
-          return { _tag: "rowErrors", errors: [{ index: 0, message: "bad" }] }
-        }
-        // the batch behind the rejected one is acknowledged at its stale offset: a server that lies
-        return n === 2 && c.offset !== rejectedAt ? { _tag: "ack" } : { _tag: "default" }
-      },
-      latencyMillis: 5
-    }, (fake) =>
+  it.live("an append acknowledged at an offset other than its predecessor's end is terminal", () =>
+    // the batch behind the rejected one is acknowledged at its stale offset: a server that lies
+    withEo({ answer: behindRejection({ _tag: "ack" }), latencyMillis: 5 }, (fake) =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(writeAll(fake, 40))
         assert.include(String(error), "inconsistent")
         assert.deepStrictEqual(visibleIds(fake), [], "nothing flushed")
-      }))
-  })
+      })))
 
   it.live("survivors of a batch behind a rejected one go at the predecessor's end (row errors before the offset check)", () =>
-    withEo({
-      // a service that reports row errors before it looks at the offset: rows 50 and 90 are bad
-      answer: (c) => {
-        if (!buffered(c)) return { _tag: "default" }
-        const errors = c.rows.flatMap((row, index) => {
-          const id = idOf(row)
-          return id === 50 || id === 90 ? [{ index, message: `row ${id} is bad` }] : []
-        })
-        return errors.length === 0 ? { _tag: "default" } : { _tag: "rowErrors", errors, uncheckedOffset: true }
-      },
-      latencyMillis: 5
-    }, (fake) =>
+    // a service that reports row errors before it looks at the offset: rows 50 and 90 are bad
+    withEo({ answer: rejecting(new Set([50, 90]), true), latencyMillis: 5 }, (fake) =>
       Effect.gen(function*() {
         const { routed, summary } = yield* writeAll(fake, 200)
         const expected = range(0, 200).filter((id) => id !== 50 && id !== 90)
@@ -139,30 +134,14 @@ describe("BigQuerySink.exactlyOnce: pipelined appends", () => {
         assert.strictEqual(summary.recordsWritten, 198)
       })))
 
-  it.live("a batch whose attempt at a stale offset went unanswered is not moved: terminal, nothing flushed", () => {
-    let seen = 0
-    let rejectedAt: number | undefined
-    return withEo({
-      answer: (c) => {
-        if (!buffered(c)) return { _tag: "default" }
-        const n = seen++
-        if (n === 1) {
-          rejectedAt = c.offset
-          return { _tag: "rowErrors", errors: [{ index: 0, message: "bad" }] }
-        }
-        // the batch behind the rejected one, at its stale offset: the connection breaks before it is answered
-        return n === 2 && c.offset !== rejectedAt
-          ? { _tag: "streamError", code: 14, message: "reset" }
-          : { _tag: "default" }
-      },
-      latencyMillis: 5
-    }, (fake) =>
+  it.live("a batch whose attempt at a stale offset went unanswered is not moved: terminal, nothing flushed", () =>
+    // the batch behind the rejected one, at its stale offset: the connection breaks before it is answered
+    withEo({ answer: behindRejection({ _tag: "streamError", code: 14, message: "reset" }), latencyMillis: 5 }, (fake) =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(writeAll(fake, 40))
         assert.include(String(error), "got no answer")
         assert.deepStrictEqual(visibleIds(fake), [], "nothing flushed: the restore is the repair")
-      }))
-  })
+      })))
 
   it.live(
     "property: any rejections and transient failures leave every surviving row visible exactly once",

@@ -41,9 +41,7 @@ export interface Request {
   /** The schema in force when it was sealed (a refresh may come before a queued request starts). */
   readonly descriptor: Uint8Array
   readonly schema: TableSchema.TableSchema
-  /** Buffered streams: the offset it goes at, stamped when it is sent. */
-  readonly offset?: number | undefined
-  /** Buffered streams: its place in the stream's chain of pipelined appends. */
+  /** Buffered streams: its offset, stamped when it is sent, and its place in the chain of appends. */
   readonly link?: Link | undefined
 }
 

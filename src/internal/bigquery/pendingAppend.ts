@@ -403,20 +403,36 @@ const outcomeOf = (key: string, state: State): Outcome => ({
 })
 
 /**
- * A batch on a buffered stream must move from offset `from` to `to`, but an attempt at `from` was
- * never answered: the service may still apply it there, over another batch's rows. Terminal; the
- * restore from the last checkpoint is the repair (rows past it were never flushed).
+ * Moves a batch on a buffered stream to where the append before it ended (`atOffset.after`, waited
+ * for). If the batch must move but an attempt at its current offset got no answer, the service may
+ * still apply that attempt there, over another batch's rows: terminal, and the restore from the last
+ * checkpoint is the repair (rows past it were never flushed). `what` names the rows in the message.
  */
-const unansweredAt = (key: string, problem: Problem, what: string, from: number, to: number): BigQueryError =>
-  new BigQueryError({
-    reason: new RequestRejected({
-      method: "AppendRows",
-      destination: key,
-      code: codeName(problem.failure.code),
-      detail: `${what} at offset ${from} belong at ${to}, but its attempt at ${from} got no answer and ` +
-        "may still be applied there: restore from the last checkpoint",
-      cause: problem.cause
-    })
+const toPredecessorEnd = (
+  atOffset: AtOffset,
+  state: State,
+  key: string,
+  problem: Problem,
+  what: string
+): Effect.Effect<void, BigQueryError> =>
+  Effect.flatMap(atOffset.after, (end) => {
+    const from = state.offset ?? 0
+    if (end === from) return Effect.void
+    if (state.unanswered) {
+      return Effect.fail(
+        new BigQueryError({
+          reason: new RequestRejected({
+            method: "AppendRows",
+            destination: key,
+            code: codeName(problem.failure.code),
+            detail: `${what} at offset ${from} belong at ${end}, but its attempt at ${from} got no answer and ` +
+              "may still be applied there: restore from the last checkpoint",
+            cause: problem.cause
+          })
+        })
+      )
+    }
+    return Effect.sync(() => void (state.offset = end))
   })
 
 /**
@@ -456,15 +472,8 @@ const atOffsetAction = (
       // (lower) or where they were (it overtook its predecessor); no reconnect, no wait
       if (!state.restamped) {
         state.restamped = true
-        return Effect.flatMap(atOffset.after, (end) => {
-          if (end !== state.offset && state.unanswered) {
-            // an unanswered attempt at the stale offset could still land there, over another batch's rows
-            return Effect.fail(unansweredAt(destination.key, problem, "the rows", state.offset ?? 0, end))
-          }
-          state.offset = end
-          state.retries++
-          return Effect.succeed("resend" as const)
-        })
+        state.retries++
+        return Effect.as(toPredecessorEnd(atOffset, state, destination.key, problem, "the rows"), "resend" as const)
       }
       return Effect.andThen(
         destination.slot.retire(connection),
@@ -585,11 +594,7 @@ export const run = <A, E, R>(
       if (atOffset !== undefined && !replaying && state.phase === "replay") {
         // the survivors of a rejection go where the rows before them end: this batch's stamp is high
         // when the batch before it lost rows too (and a service may report row errors before the offset)
-        const end = yield* atOffset.after
-        if (end !== state.offset && state.unanswered) {
-          return yield* unansweredAt(destination.key, problem, "the survivors", state.offset ?? 0, end)
-        }
-        state.offset = end
+        yield* toPredecessorEnd(atOffset, state, destination.key, problem, "the survivors")
       }
       if (next === "done") return outcomeOf(destination.key, state)
     }

@@ -46,6 +46,12 @@ export const requestParams = (tableName: string, appProfileId: string | undefine
     ? `table_name=${encodeURIComponent(tableName)}`
     : `table_name=${encodeURIComponent(tableName)}&app_profile_id=${encodeURIComponent(appProfileId)}`
 
+/** Interrupting a call: `settle` says whether it was still running (and marks it ended); then cancel it. */
+const interrupt = (settle: () => boolean, cancel: () => void): Effect.Effect<void> =>
+  Effect.sync(() => {
+    if (settle()) cancel()
+  })
+
 /**
  * One MutateRows call. An entry gets the status the server streamed for it; entries left without
  * one when the call fails get the call's status (so a reset connection reads as `UNAVAILABLE` for
@@ -105,11 +111,7 @@ export const mutateRows = (start: StartCall) => (request: MutateRowsRequest): Ef
         finish(grpc.fromError(cause))
         return
       }
-      return Effect.sync(() => {
-        if (done) return
-        done = true
-        cancel()
-      })
+      return interrupt(() => (done ? false : (done = true)), cancel)
     }))
 
 /**
@@ -189,11 +191,7 @@ export const checkAndMutateRow = (start: StartCall) => {
         fail(cause)
         return
       }
-      return Effect.sync(() => {
-        if (done) return
-        done = true
-        cancel()
-      })
+      return interrupt(() => (done ? false : (done = true)), cancel)
     })
   return (request: CheckAndMutateRowRequest): Effect.Effect<boolean, BigtableError> =>
     request.timeout !== undefined

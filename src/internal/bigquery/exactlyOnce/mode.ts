@@ -23,11 +23,17 @@ import { batchOf } from "../backend.ts"
 import * as Destination from "../destination.ts"
 import type { Settings } from "../options.ts"
 import * as PendingAppend from "../pendingAppend.ts"
-import { type BufferedStream, connect, create, nextStamp, type Restored } from "./stream.ts"
+import { type BufferedStream, connect, create, isClean, type Link, nextStamp, type Restored } from "./stream.ts"
 
 const bufferedOf = (d: Destination.Destination): BufferedStream => {
   if (d.buffered === undefined) throw new Error(`BigQuerySink: destination ${d.key} has no buffered stream`)
   return d.buffered
+}
+
+/** The link `stamp` gave a request: every request of this mode is stamped before it is sent. */
+const linkOf = (request: Request): Link => {
+  if (request.link === undefined) throw new Error(`BigQuerySink: an append to ${request.d.key} was sent unstamped`)
+  return request.link
 }
 
 /** Stamps `request` at the stream's next offset and links it behind the last append sent. */
@@ -40,8 +46,7 @@ const stamp = (request: Request, b: BufferedStream): Request => {
   b.last = end
   return {
     ...request,
-    offset,
-    link: { after: previous === undefined ? Effect.succeed(offset) : Deferred.await(previous), end }
+    link: { offset, after: previous === undefined ? Effect.succeed(offset) : Deferred.await(previous), end }
   }
 }
 
@@ -91,15 +96,12 @@ export const make = <A, E, R>(
       const d = request.d
       const b = bufferedOf(d)
       const probe = b.probe
-      const offset = request.offset ?? nextStamp(b)
-      const after = request.link?.after ?? Effect.succeed(offset)
+      const { offset, after, end } = linkOf(request)
       const abandon = Effect.gen(function*() {
         const old = b.name
         const name = yield* create(client, settings, d.destination, request.schema)
         yield* b.switchTo(name)
         b.name = name
-        // the new stream's rows are not in the last checkpoint, whatever its offset: not clean
-        b.prepared = -1
         yield* Effect.logWarning(
           `BigQuerySink: the restored stream ${old} of ${d.key} cannot be adopted; appending to a new stream ` +
             `${name} from offset 0 (the old one is left as it is, never finalized)`
@@ -112,12 +114,9 @@ export const make = <A, E, R>(
         Effect.flatMap(append, (o) =>
           Effect.flatMap(
             after,
-            (end) => end === o.offset ? Effect.succeed(o) : Effect.fail(inconsistent(d.key, o.offset, end))
+            (before) => before === o.offset ? Effect.succeed(o) : Effect.fail(inconsistent(d.key, o.offset, before))
           ))
-      const link = request.link
-      return link === undefined
-        ? checked
-        : Effect.onExit(checked, (exit) => Deferred.done(link.end, Exit.map(exit, (o) => o.offset + o.written)))
+      return Effect.onExit(checked, (exit) => Deferred.done(end, Exit.map(exit, (o) => o.offset + o.written)))
     }),
   answered: (request, outcome, send) =>
     Effect.suspend(() => {
@@ -135,6 +134,5 @@ export const make = <A, E, R>(
       return Effect.forEach(waiting, (next) => send(stamp(next, b)), { discard: true })
     }),
   evictable: (d) =>
-    d.buffered === undefined ||
-    (d.buffered.inFlight === 0 && d.buffered.queue.length === 0 && d.buffered.nextOffset === d.buffered.prepared)
+    d.buffered === undefined || (d.buffered.inFlight === 0 && d.buffered.queue.length === 0 && isClean(d.buffered))
 })

@@ -63,7 +63,7 @@ const prepared = (destinations: ReadonlyMap<string, Destination.Destination>): R
   for (const d of destinations.values()) {
     const b = d.buffered
     if (b === undefined || b.nextOffset === 0) continue
-    b.prepared = b.nextOffset
+    b.prepared = { name: b.name, offset: b.nextOffset }
     commits.push({ destination: d.key, stream: b.name, offset: b.nextOffset - 1 })
   }
   return commits

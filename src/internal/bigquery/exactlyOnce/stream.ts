@@ -45,19 +45,24 @@ export interface BufferedStream {
   last: Deferred.Deferred<number, BigQueryError> | undefined
   /** Sealed requests waiting for the probe's answer, in order. */
   readonly queue: Array<Request>
-  /** `nextOffset` at the last checkpoint's prepare: the destination is clean (evictable) when equal. */
-  prepared: number
+  /**
+   * The stream and `nextOffset` at the last checkpoint's prepare: the destination is clean (evictable)
+   * when both are still the same (a probe that abandons the stream changes the name).
+   */
+  prepared: { readonly name: string; readonly offset: number }
   /** Points the slot at another stream (after an abandon). */
   readonly switchTo: (name: string) => Effect.Effect<void>
 }
 
 /**
- * A pipelined request's place in its stream's chain: `after`, the final end of the append sent before
- * it (the offset its rows truly go at, once that one settled); `end`, its own, completed when it settles.
+ * A pipelined request's stamp and place in its stream's chain: `offset`, where it is sent; `after`,
+ * the final end of the append sent before it (the offset its rows truly go at, once that one
+ * settled); `end`, its own, completed when it settles.
  *
  * @internal
  */
 export interface Link {
+  readonly offset: number
   readonly after: Effect.Effect<number, BigQueryError>
   readonly end: Deferred.Deferred<number, BigQueryError>
 }
@@ -71,6 +76,9 @@ export interface Link {
  * @internal
  */
 export const nextStamp = (b: BufferedStream): number => b.nextOffset + b.inFlightRows
+
+/** Whether `b` is as the last checkpoint's prepare left it: same stream, same offset. @internal */
+export const isClean = (b: BufferedStream): boolean => b.name === b.prepared.name && b.nextOffset === b.prepared.offset
 
 /** A connection slot whose stream can change: the current one closed, the next opened on demand. @internal */
 export const switchableSlot = (
@@ -151,7 +159,7 @@ export const connect = <A, E, R>(
       inFlightRows: 0,
       last: undefined,
       queue: [],
-      prepared: nextOffset,
+      prepared: { name, offset: nextOffset },
       switchTo
     }
     return { slot, buffered }

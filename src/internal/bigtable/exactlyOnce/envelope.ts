@@ -204,6 +204,10 @@ const storedOf = (envelope: Envelope): Result.Result<typeof Stored.Type, string>
   })
 }
 
+/** The JSON form of a stored envelope, validated by the schema, or why it is not valid. */
+const jsonOf = (stored: typeof Stored.Type): Result.Result<StoredJson, string> =>
+  Result.mapError(encodeStored(stored), (e) => e.message)
+
 const fromStoredEnvelope = (s: typeof Stored.Type): Envelope => ({
   tableName: s.table,
   appProfileId: s.appProfile,
@@ -220,7 +224,7 @@ const fromStoredEnvelope = (s: typeof Stored.Type): Envelope => ({
  * @internal
  */
 export const encode = (envelope: Envelope): Result.Result<StoredJson, string> =>
-  Result.flatMap(storedOf(envelope), (stored) => Result.mapError(encodeStored(stored), (e) => e.message))
+  Result.flatMap(storedOf(envelope), jsonOf)
 
 /**
  * Reads an envelope back from its JSON form (a checkpoint record), validating it again; fails
@@ -269,11 +273,7 @@ export const freeze = (options: {
       markerFamily: options.markerFamily,
       mutations: options.entry.mutations
     }),
-    (copied) =>
-      Result.mapBoth(encodeStored(copied), {
-        onFailure: (e) => e.message,
-        onSuccess: (stored): Frozen => ({ envelope: fromStoredEnvelope(copied), stored })
-      })
+    (copied) => Result.map(jsonOf(copied), (stored): Frozen => ({ envelope: fromStoredEnvelope(copied), stored }))
   )
 }
 
