@@ -10,7 +10,10 @@
  *   `CRASH_PROOF_GATE=<name>`, `CRASH_PROOF_GATE_NTH=<n>` and `CRASH_PROOF_GATE_FILE=<path>` it waits after
  *   the n-th `name` until the file exists (a zombie kept alive until its replacement has restored).
  * - `replayableSource({ total, from, chunkSize })`: ids `from .. total-1` in chunks, the same ids for the
- *   same positions on every start: a source that resumes at the stored position.
+ *   same positions on every start: a source that resumes at the stored position. While this start still
+ *   has a kill planned (env `CRASH_PROOF_KILL_PENDING=1`) it does not end: it reports `drained` after its
+ *   last id and holds there, so a child cannot complete before every planned kill was delivered (the
+ *   harness kills a drained child at once).
  * - `intEnv(name)` / `stringEnv(name)`: the child's parameters.
  * - `reportingSaves`: wraps the child's `CheckpointStore` to report `saved` once each save is durable.
  *
@@ -65,18 +68,26 @@ export const stringEnv = (name: string, fallback?: string): string => {
   return value
 }
 
+/** The step a source reports when it has delivered its last id but a kill is still planned. */
+export const drainedStep = "drained"
+
 /**
  * Ids `from` to `total - 1`, `chunkSize` at a time: what a replayable source (a file, a topic partition)
- * delivers from a stored position.
+ * delivers from a stored position. With a kill still planned for this start it then reports `drained`
+ * and never ends: on a fast machine a start could otherwise finish the work before its kill point.
  */
 export const replayableSource = (options: {
   readonly total: number
   readonly from: number
   readonly chunkSize: number
-}): Stream.Stream<number> =>
-  options.from >= options.total
+}): Stream.Stream<number> => {
+  const ids = options.from >= options.total
     ? Stream.empty
     : Stream.range(options.from, options.total - 1, options.chunkSize)
+  return process.env.CRASH_PROOF_KILL_PENDING === "1"
+    ? Stream.concat(ids, Stream.fromEffectDrain(Effect.andThen(step(drainedStep), Effect.never)))
+    : ids
+}
 
 /**
  * The child's `CheckpointStore` (provided below this layer), reporting `saved` with the record's id and

@@ -86,6 +86,33 @@ describe("crashProof", () => {
   )
 
   it.live(
+    "more kills than the work has room for: each is delivered, the late ones at the end of input",
+    () =>
+      Effect.gen(function*() {
+        const dir = yield* tempDir
+        // 6 batches, 2 checkpoints: most planned points are never reached before the source drains
+        const total = 3_000
+        const figures = yield* CrashProof.run({
+          script: toy,
+          env: { TOY_DIR: dir, TOY_TOTAL: String(total), TOY_CHUNK: "500", TOY_EVERY: "3" },
+          seed: 20261201,
+          kills: 8,
+          points,
+          timeout: "60 seconds"
+        })
+        assert.strictEqual(figures.kills, 8)
+        assert.strictEqual(figures.restarts, 8)
+        assert.isAtLeast(figures.killsByPoint[CrashProof.endOfInputLabel] ?? 0, 1)
+        assert.strictEqual(figures.steps.drained, figures.killsByPoint[CrashProof.endOfInputLabel])
+        // the last start had no kill left: its source ended and it completed
+        assert.strictEqual(figures.history.at(-1)?.steps.drained, undefined)
+        assert.deepStrictEqual(figures.completion, { position: total })
+        assert.deepStrictEqual(readDestination(dir), exact(total))
+      }),
+    90_000
+  )
+
+  it.live(
     "a zombie and its replacement on one writer: one is fenced, the destination is still exact",
     () =>
       Effect.gen(function*() {

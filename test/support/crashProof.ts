@@ -13,8 +13,10 @@
  *   lands exactly there: after a save and before its commit, or between two commits of one checkpoint.
  * - `AtTime`: `millis` (drawn from a range) after the start, wherever the child is.
  *
- * A start whose plan never triggers (the child finished first) ends normally; the next kill is tried
- * on the next start only if the child has not completed. A child that exits on its own without
+ * A start with a kill planned cannot complete: its source reports `drained` after the last id and holds
+ * (`crashChild.ts`), and the harness kills it there if the planned point has not come first, counted
+ * under `at end of input`. So every planned kill is delivered however fast the child is, and a kill
+ * after the source ended (before its last checkpoint) is one of the points. A child that exits on its own without
  * completing, or exits non-zero, fails the proof with its stderr tail, unless it exits with
  * `fencedExitCode` and the caller allows it (two-process runs).
  *
@@ -27,7 +29,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as readline from "node:readline"
-import { fencedExitCode } from "./crashChild.ts"
+import { drainedStep, fencedExitCode } from "./crashChild.ts"
 
 export type KillPoint =
   | {
@@ -84,6 +86,8 @@ export interface StartFigures {
   readonly start: number
   readonly plan: PlannedKill | undefined
   readonly killed: boolean
+  /** Where the kill landed: the plan's label, or `at end of input` when the source drained first. */
+  readonly killedAt: string | undefined
   readonly exitCode: number | null
   readonly signal: string | null
   readonly millis: number
@@ -96,7 +100,7 @@ export interface CrashProofFigures {
   readonly restarts: number
   readonly starts: number
   readonly durationMillis: number
-  /** Kills per point label (`after saved #2 (hold)`, `at 120 ms`, ...). */
+  /** Kills per point label (`after saved (hold)`, `at time`, `at end of input`, ...). */
   readonly killsByPoint: Readonly<Record<string, number>>
   /** Step occurrences over all starts. */
   readonly steps: Readonly<Record<string, number>>
@@ -193,6 +197,28 @@ export const startChild = (options: {
     (child) => Effect.andThen(child.kill, Deferred.await(child.exited).pipe(Effect.timeoutOption("5 seconds")))
   )
 
+/** The label of a kill delivered because the child's source drained before the planned point. */
+export const endOfInputLabel = "at end of input"
+
+/**
+ * Waits for a planned kill's trigger: the `nth` occurrence of its step (an `AtTime` kill: its time), or
+ * the child's source draining first; `exited` if the child exits before either.
+ */
+const awaitTrigger = (child: Child, kill: PlannedKill): Effect.Effect<"planned" | "drained" | "exited"> => {
+  const events = Effect.gen(function*() {
+    let count = 0
+    while (true) {
+      const event = yield* Queue.take(child.events)
+      if (event.name === drainedStep) return "drained" as const
+      if (event.name === kill.step && ++count >= kill.nth) return "planned" as const
+    }
+  })
+  const trigger = kill.step === undefined
+    ? Effect.raceFirst(events, Effect.as(Effect.sleep(Duration.millis(kill.delayMillis)), "planned" as const))
+    : events
+  return Effect.raceFirst(trigger, Effect.as(Deferred.await(child.exited), "exited" as const))
+}
+
 /** Waits for the `nth` occurrence of `step` (or for the child to exit first: `false`). */
 const awaitStep = (child: Child, step: string, nth: number): Effect.Effect<boolean> =>
   Effect.gen(function*() {
@@ -202,8 +228,7 @@ const awaitStep = (child: Child, step: string, nth: number): Effect.Effect<boole
       if (event.name === step && ++count >= nth) return true
     }
   }).pipe(
-    Effect.raceFirst(Effect.as(Deferred.await(child.exited), false)),
-    Effect.catch(() => Effect.succeed(false))
+    Effect.raceFirst(Effect.as(Deferred.await(child.exited), false))
   )
 
 // ---------------------------------------------------------------------------------------------
@@ -255,17 +280,24 @@ const runStart = (options: CrashProofOptions, start: number, kill: PlannedKill |
     const child = yield* startChild({
       script: options.script,
       args: options.args,
-      env: { ...options.env, ...holdEnv(kill, options.holdMillis ?? 10_000), CRASH_PROOF_START: String(start) }
+      env: {
+        ...options.env,
+        ...holdEnv(kill, options.holdMillis ?? 10_000),
+        CRASH_PROOF_START: String(start),
+        CRASH_PROOF_KILL_PENDING: kill === undefined ? "0" : "1"
+      }
     })
     const completion = options.completionStep ?? "done"
+    let killedAt: string | undefined
     const killer = kill === undefined
       ? Effect.never
       : Effect.gen(function*() {
-        if (kill.step !== undefined) {
-          const reached = yield* awaitStep(child, kill.step, kill.nth)
-          if (!reached) return yield* Effect.never
+        const trigger = yield* awaitTrigger(child, kill)
+        if (trigger === "exited") return yield* Effect.never
+        if (trigger === "planned" && kill.step !== undefined && kill.delayMillis > 0) {
+          yield* Effect.sleep(Duration.millis(kill.delayMillis))
         }
-        if (kill.delayMillis > 0) yield* Effect.sleep(Duration.millis(kill.delayMillis))
+        killedAt = trigger === "planned" ? kill.label : endOfInputLabel
         yield* child.kill
       })
     const killerFiber = yield* Effect.forkScoped(killer)
@@ -277,6 +309,7 @@ const runStart = (options: CrashProofOptions, start: number, kill: PlannedKill |
       start,
       plan: kill,
       killed,
+      killedAt: killed ? killedAt : undefined,
       exitCode: exit.code,
       signal: exit.signal,
       millis: Math.round(performance.now() - begun),
@@ -309,7 +342,9 @@ export const run = (options: CrashProofOptions): Effect.Effect<CrashProofFigures
         history.push(outcome.figures)
         lastStderr = outcome.stderr
         yield* Effect.logDebug(
-          `crash proof: start ${start} ${outcome.figures.killed ? `killed ${kill?.label ?? ""}` : "ended"} ` +
+          `crash proof: start ${start} ${
+            outcome.figures.killed ? `killed ${outcome.figures.killedAt ?? ""}` : "ended"
+          } ` +
             `(code ${outcome.figures.exitCode}) after ${outcome.figures.millis} ms, steps ${
               JSON.stringify(outcome.figures.steps)
             }`
@@ -317,7 +352,7 @@ export const run = (options: CrashProofOptions): Effect.Effect<CrashProofFigures
         for (const [name, n] of Object.entries(outcome.figures.steps)) count(steps, name, n)
         if (outcome.figures.killed && kill !== undefined) {
           delivered++
-          count(killsByPoint, kill.label)
+          count(killsByPoint, outcome.figures.killedAt ?? kill.label)
           continue
         }
         if (outcome.completed !== undefined && outcome.figures.exitCode === 0) return outcome.completed.data
