@@ -8,7 +8,10 @@
  * - `stream`: the library's `client.ts` calls over `makeServerStreamRequest` of a grpc-js `Client`
  *   (`dataCall.overClient`: interceptor chain, `ClientReadableStream`, events), what `fromClients` does;
  * - `direct`: the same calls straight on the client's channel (`directCall.onChannel`), what
- *   `BigtableClient.make` does.
+ *   `BigtableClient.make` does;
+ * - `http2`: the same calls on a bare `node:http2` session (`http2Session` in bench/bigtableRaw.ts:
+ *   gRPC framing by hand, no credentials, deadlines or reconnection): the floor of a data call in Node
+ *   with no gRPC library above the HTTP/2 stream, which the library does not ship.
  *
  * Each pass runs every method for `--calls` calls with `--concurrency` in flight, in a rotated order,
  * each into a fresh table dropped after it; CPU per call is this process's `process.cpuUsage()`
@@ -35,7 +38,7 @@ import { onChannel } from "../src/internal/bigtable/directCall.ts"
 import { entryByteSize } from "../src/internal/bigtable/mutationProto.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
-import { checkAndMutate, key, mutateRows, type RawClient, setCellEntries } from "./bigtableRaw.ts"
+import { checkAndMutate, http2Session, key, mutateRows, type RawClient, setCellEntries } from "./bigtableRaw.ts"
 import { timePass } from "./timing.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
@@ -132,7 +135,7 @@ const createTable = (admin: RawAdmin, tableId: string) =>
 
 const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
 
-const transports = ["gapic", "stream", "direct"] as const
+const transports = ["gapic", "stream", "direct", "http2"] as const
 type Transport = typeof transports[number]
 const rpcs = ["MutateRows", "CheckAndMutateRow"] as const
 type Rpc = typeof rpcs[number]
@@ -153,16 +156,19 @@ const main = Effect.gen(function*() {
   const endpoint = { host: emulator.host, port: emulator.port, target: emulator.emulatorHost }
   const streamClient = channel.emulatorChannel(endpoint, true)
   const directClient = channel.emulatorChannel(endpoint, true)
+  const bare = http2Session(emulator.emulatorHost)
   yield* Effect.addFinalizer(() =>
     Effect.promise(() => {
       streamClient.close()
       directClient.close()
+      bare.close()
       return Promise.all([raw.close(), admin.close()])
     })
   )
   const starts: Record<Exclude<Transport, "gapic">, StartCall> = {
     stream: overClient(streamClient),
-    direct: onChannel(directClient.getChannel())
+    direct: onChannel(directClient.getChannel()),
+    http2: bare.start
   }
   const runOf = (transport: Transport, rpc: Rpc, table: string): (i: number) => Promise<void> =>
     transport === "gapic"
