@@ -159,8 +159,8 @@ export const resolve: (fields: TableDestinationFields) => TableDestination | Unr
  *
  * **When to use**
  *
- * For constants known to be valid (tests, scripts). Never in a resolver: a throwing resolver fails
- * the write; use {@link resolve}.
+ * For constants known to be valid (tests, scripts). Never in a resolver: a throwing resolver's
+ * record is routed as an `UnroutableRecord` with only the thrown message; use {@link resolve}.
  *
  * **Example** (A constant table)
  * ```ts
