@@ -3,7 +3,8 @@
  * a failed key-file read may contain it (nor its directory), however the read fails.
  *
  * The admin clients are created on first use (`lazyClient`): not before, once under concurrent
- * first calls, and closed with the scope only when they were created.
+ * first calls, and closed with the scope only when they were created. They come from a file inside
+ * `@google-cloud/bigtable` (`gapic`), pinned here.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Redacted } from "effect"
@@ -123,5 +124,18 @@ describe("lazyClient", () => {
         yield* Deferred.await(started)
       }))
       assert.deepStrictEqual(log, { created: 1, closed: 1 })
+    }))
+})
+
+describe("the gapic module of @google-cloud/bigtable", () => {
+  it.live("still holds both admin clients at the path the client loads", () =>
+    Effect.gen(function*() {
+      const v2 = yield* connect.gapic
+      assert.strictEqual(typeof v2.BigtableTableAdminClient, "function")
+      assert.strictEqual(typeof v2.BigtableInstanceAdminClient, "function")
+      const admin = new v2.BigtableTableAdminClient({ projectId: "p", universeDomain: "googleapis.com" })
+      assert.strictEqual(typeof admin.getTable, "function")
+      assert.strictEqual(typeof admin.createTable, "function")
+      yield* Effect.promise(() => admin.close())
     }))
 })
