@@ -15,6 +15,7 @@ import { BigQueryError, RequestRejected, RetriesExhausted, SchemaMismatch } from
 import type { FailedRow } from "../../BigQuery/BigQueryFailure.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
 import { name as codeName } from "../grpcStatus.ts"
+import { hotSpan } from "../hotSpan.ts"
 import { type AnyPolicy, type Policy, toSchedule } from "../retrySchedule.ts"
 import * as Budget from "../writer/budget.ts"
 import * as AppendRequest from "./appendRequest.ts"
@@ -599,10 +600,5 @@ export const run = <A, E, R>(
       if (next === "done") return outcomeOf(destination.key, state)
     }
   }).pipe(
-    // one span per batch, without capturing a stack trace per append
-    Effect.withSpan(
-      "BigQuerySink.append",
-      { attributes: { "bigquery.destination": destination.key, "bigquery.rows": batch.count } },
-      { captureStackTrace: false }
-    )
+    hotSpan("BigQuerySink.append", { "bigquery.destination": destination.key, "bigquery.rows": batch.count })
   )

@@ -11,6 +11,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { EntryStatus } from "../../Bigtable/BigtableClient.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import { hotSpan } from "../hotSpan.ts"
 import * as batcher from "./batcher.ts"
 import { batchDelay } from "./options.ts"
 import type { Item } from "./prepare.ts"
@@ -26,10 +27,7 @@ export const call = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effe
     entries: items.map((item) => item.entry),
     entryByteSizes: items.map((item) => item.bytes)
   }).pipe(
-    // Captured per request, the call-site stack would cost more than the span itself.
-    Effect.withSpan("BigtableSink.mutateRows", {
-      attributes: { "bigtable.table": first.key, "bigtable.entries": items.length }
-    }, { captureStackTrace: false })
+    hotSpan("BigtableSink.mutateRows", { "bigtable.table": first.key, "bigtable.entries": items.length })
   )
 }
 

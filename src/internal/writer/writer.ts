@@ -32,6 +32,7 @@ import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as failureRouting from "../failureRouting.ts"
 import * as flowControl from "../flowControl.ts"
 import type { Permit } from "../flowControl.ts"
+import { hotSpan } from "../hotSpan.ts"
 import * as summaryCounters from "../summaryCounters.ts"
 import type { Accounted, Backend, Core, Slice, WriterOptions } from "./backend.ts"
 import * as actions from "./core.ts"
@@ -257,8 +258,8 @@ const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement,
   }).pipe(Effect.withSpan(`${backend.name}.flush`))
 
   return {
-    // one span per chunk: a stack trace captured per chunk would cost more than the span (27 us a chunk)
-    write: (records) => write(records).pipe(Effect.withSpan(writeSpan, undefined, { captureStackTrace: false })),
+    // one span per chunk
+    write: (records) => write(records).pipe(hotSpan(writeSpan)),
     flush,
     // the exactly-once protocol (`checkpoint.ts`) wraps this writer and drains through `flush`
     checkpoint: () => flush,
