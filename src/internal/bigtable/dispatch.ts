@@ -18,7 +18,20 @@ import type { Item } from "./prepare.ts"
 import { open } from "./repair.ts"
 import type { Dest, Request, State } from "./state.ts"
 
-/** The MutateRows call of one request (one table); runs on its own fiber and never fails. @internal */
+/** How many entries a call did not apply. */
+const notApplied = (statuses: ReadonlyArray<EntryStatus>): number => {
+  let n = 0
+  for (const status of statuses) if (status.code !== 0) n++
+  return n
+}
+
+/**
+ * The MutateRows call of one request (one table); runs on its own fiber and never fails. Its span
+ * counts the entries not applied (`bigtable.failedEntries`): a failed call is per-entry statuses here,
+ * not a failed effect.
+ *
+ * @internal
+ */
 export const call = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effect<ReadonlyArray<EntryStatus>> => {
   const first = items[0] as Item
   return st.client.mutateRows({
@@ -27,6 +40,7 @@ export const call = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effe
     entries: items.map((item) => item.entry),
     entryByteSizes: items.map((item) => item.bytes)
   }).pipe(
+    Effect.tap((statuses) => Effect.annotateCurrentSpan("bigtable.failedEntries", notApplied(statuses))),
     hotSpan("BigtableSink.mutateRows", { "bigtable.table": first.key, "bigtable.entries": items.length })
   )
 }

@@ -1,0 +1,69 @@
+/**
+ * The Bigtable sink's spans (README "Tracing"): one `BigtableSink.write` per chunk, one
+ * `BigtableSink.mutateRows` per call with its table and entry count, `BigtableSink.flush` at the end
+ * of input, all under the caller's span; a call that fails counts its entries not applied
+ * (`bigtable.failedEntries`), and the retry has a span of its own.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Stream } from "effect"
+import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "../../src/Bigtable/index.ts"
+import { named, recordingTracer } from "../support/recordingTracer.ts"
+import { makeFake } from "./fakeBigtable.ts"
+
+const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
+const serializer = (i: number) =>
+  RowMutationEntry.make(`k${i}`, Mutation.setCell({ family: "cf", qualifier: "q", value: "v" }))
+
+describe("BigtableSink spans", () => {
+  it.live("a span per chunk, per MutateRows call (table, entries) and for the flush, under the caller's span", () =>
+    Effect.gen(function*() {
+      const { ended, tracer } = recordingTracer()
+      const fake = makeFake()
+      yield* Stream.range(0, 249).pipe(
+        Stream.rechunk(50),
+        Stream.run(BigtableSink.make({
+          table,
+          serializer,
+          writeMethod: WriteMethod.atLeastOnce({ batchElementCount: 100 })
+        })),
+        Effect.withSpan("ingest"),
+        Effect.provide(fake.layer),
+        Effect.withTracer(tracer)
+      )
+      assert.strictEqual(named(ended, "BigtableSink.write").length, 5, "one per chunk of 50")
+      const calls = named(ended, "BigtableSink.mutateRows")
+      assert.deepStrictEqual(calls.map((s) => s.attributes.get("bigtable.entries")), [100, 100, 50])
+      assert.isTrue(
+        calls.every((s) =>
+          s.attributes.get("bigtable.table") === "p.i.t" && s.attributes.get("bigtable.failedEntries") === 0
+        )
+      )
+      assert.strictEqual(named(ended, "BigtableSink.flush").length, 1)
+      const own = ended.filter((s) => s.name !== "ingest")
+      assert.deepStrictEqual([...new Set(own.map((s) => s.parent))], ["ingest"])
+      assert.isTrue(own.every((s) => !s.failed))
+    }))
+
+  it.live("a failed call counts its entries not applied; the retry that lands has its own span", () =>
+    Effect.gen(function*() {
+      const { ended, tracer } = recordingTracer()
+      let calls = 0
+      const fake = makeFake({ callError: () => (++calls === 1 ? { code: 14, message: "unavailable" } : undefined) })
+      const summary = yield* Stream.range(0, 9).pipe(
+        Stream.run(BigtableSink.make({
+          table,
+          serializer,
+          writeMethod: WriteMethod.atLeastOnce({
+            retry: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 3 }
+          })
+        })),
+        Effect.provide(fake.layer),
+        Effect.withTracer(tracer)
+      )
+      assert.strictEqual(summary.recordsWritten, 10)
+      // the call's effect does not fail (each entry carries its status): its span counts the entries
+      const spans = named(ended, "BigtableSink.mutateRows")
+      assert.deepStrictEqual(spans.map((s) => s.attributes.get("bigtable.failedEntries")), [10, 0])
+      assert.isTrue(spans.every((s) => s.attributes.get("bigtable.entries") === 10))
+    }))
+})
