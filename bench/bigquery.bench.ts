@@ -67,48 +67,44 @@ import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
 import * as Checkpoint from "../src/Sink/Checkpoint.ts"
 import { CheckpointStore } from "../src/Sink/CheckpointStore.ts"
+import { flag, forwardedArgs, numberArg, optionalArg } from "./args.ts"
 import * as Raw from "./bigqueryRaw.ts"
 import type { RssResult } from "./bigqueryRss.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import * as Isolated from "./isolated.ts"
 import * as JsonWriter from "./jsonWriter.ts"
 import { Row, rowGenerator } from "./rows.ts"
-import { timePass } from "./timing.ts"
+import { median, timePass } from "./timing.ts"
 
 const here = path.dirname(new URL(import.meta.url).pathname)
 const root = path.dirname(here)
 
-const argument = (name: string, fallback: number): number => {
-  const at = process.argv.indexOf(`--${name}`)
-  return at >= 0 ? Number(process.argv[at + 1]) : fallback
-}
 /** In a child of the isolated run (bench/isolated.ts): the one method it times, in one pass. */
 const childOf = Isolated.childMethod()
-const rowCount = argument("rows", 2_000_000)
-const distinct = argument("distinct", 16_384)
-const passes = childOf === undefined ? argument("passes", 3) : 1
-const warmup = argument("warmup", 1)
-const depth = argument("depth", 100)
-const flowWindow = argument("flowWindow", 1024 * 1024)
-const rssRows = argument("rss-rows", 5_000_000)
-const heapCapMB = argument("heap-cap-mb", 128)
-const rssRuns = argument("rss-runs", 3)
+const rowCount = numberArg("rows", 2_000_000)
+const distinct = numberArg("distinct", 16_384)
+const passes = childOf === undefined ? numberArg("passes", 3) : 1
+const warmup = numberArg("warmup", 1)
+const depth = numberArg("depth", 100)
+const flowWindow = numberArg("flowWindow", 1024 * 1024)
+const rssRows = numberArg("rss-rows", 5_000_000)
+const heapCapMB = numberArg("heap-cap-mb", 128)
+const rssRuns = numberArg("rss-runs", 3)
 /** `--latency <ms>`: the fake holds each append's answer that long (a round trip to a remote service). */
-const latencyMillis = argument("latency", 0)
+const latencyMillis = numberArg("latency", 0)
 /**
  * `--only <method>[,<method>...]`: time those methods alone, print their rows/s and record nothing
  * (with `--shared-process`, in this process: for `--cpu-prof`).
  */
-const only = childOf ?? (process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined)
+const only = childOf ?? optionalArg("only")
 /** `--in-process`: serve the fake from this process (as the tests do) instead of its own. */
-const inProcess = process.argv.includes("--in-process")
+const inProcess = flag("in-process")
 /** `--shared-process`: time every method in this one process, interleaved (the method before 2026-12-01). */
-const sharedProcess = process.argv.includes("--shared-process")
+const sharedProcess = flag("shared-process")
 /** What a child of the isolated run takes over: the workload, not the passes or the RSS runs. */
-const forwarded = ["rows", "distinct", "warmup", "depth", "flowWindow", "latency"].flatMap((name) => {
-  const at = process.argv.indexOf(`--${name}`)
-  return at >= 0 ? [`--${name}`, process.argv[at + 1]!] : []
-}).concat(inProcess ? ["--in-process"] : [])
+const forwarded = forwardedArgs(["rows", "distinct", "warmup", "depth", "flowWindow", "latency"]).concat(
+  inProcess ? ["--in-process"] : []
+)
 const batchBytes = 512 * 1024
 
 const inProcessFake = async (scope: Scope.Scope): Promise<FakeProcess.FakeProcess> => {
@@ -123,8 +119,6 @@ const inProcessFake = async (scope: Scope.Scope): Promise<FakeProcess.FakeProces
 }
 
 const makeRow = rowGenerator(7)
-
-const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Promise<A> => Effect.runPromise(Effect.scoped(effect))
 

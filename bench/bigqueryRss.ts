@@ -13,14 +13,8 @@
  */
 import { Effect, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, RowSerializer, TableDestination, WriteMethod } from "effect-gcp-sinks/BigQuery"
+import { flag, textArg } from "./args.ts"
 import { Row, rowGenerator } from "./rows.ts"
-
-const option = (name: string, fallback?: string): string => {
-  const at = process.argv.indexOf(`--${name}`)
-  const value = at >= 0 ? process.argv[at + 1] : fallback
-  if (value === undefined) throw new Error(`--${name} is required`)
-  return value
-}
 
 export interface RssResult {
   readonly maxMB: number
@@ -31,18 +25,18 @@ export interface RssResult {
   readonly rowsPerSecond: number
 }
 
-const rows = Number(option("rss-rows", "5000000"))
-const depth = Number(option("depth", "100"))
-const sourceOnly = process.argv.includes("--source-only")
+const rows = Number(textArg("rss-rows", "5000000"))
+const depth = Number(textArg("depth", "100"))
+const sourceOnly = flag("source-only")
 /** `--distinct N`: draw the rows from N prebuilt ones instead of building each (a source that allocates nothing per row). */
-const distinct = Number(option("distinct", "0"))
-const projectId = option("project")
+const distinct = Number(textArg("distinct", "0"))
+const projectId = textArg("project")
 const makeRow = rowGenerator(7)
 
 const program = Effect.gen(function*() {
   const serializer = yield* RowSerializer.fromSchema(Row)
   const table = yield* TableDestination.make({ projectId, datasetId: "d", tableId: "t" })
-  const layer = BigQueryClient.layer({ projectId, emulator: { grpc: option("grpc"), rest: option("rest") } })
+  const layer = BigQueryClient.layer({ projectId, emulator: { grpc: textArg("grpc"), rest: textArg("rest") } })
   const pool = Array.from({ length: distinct }, (_, i) => makeRow(i))
   const source = Stream.range(0, rows - 1).pipe(
     Stream.map(distinct > 0 ? (i) => pool[i % distinct]! : makeRow),

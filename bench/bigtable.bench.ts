@@ -27,8 +27,6 @@
  *
  * Prints a table and appends JSON lines to bench/results/bigtable.jsonl.
  */
-import { v2 } from "@google-cloud/bigtable"
-import * as grpc from "@grpc/grpc-js"
 import { Effect, Stream } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -41,31 +39,24 @@ import {
   TableDestination,
   WriteMethod
 } from "../src/Bigtable/index.ts"
-import { ensureInstalled } from "../test/support/emulatorInstall.ts"
-import { startBigtable } from "../test/support/emulators.ts"
+import { numberArg } from "./args.ts"
 import { key, runRaw } from "./bigtableRaw.ts"
 import type { BigtableRssResult } from "./bigtableRss.ts"
-import { type Timed, timePass } from "./timing.ts"
+import { emulatorWithGapic, instanceId, projectId, type RawAdmin, tableName } from "./bigtableSetup.ts"
+import { median, type Timed, timePass } from "./timing.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
-const argument = (name: string, fallback: number): number => {
-  const at = process.argv.indexOf(`--${name}`)
-  return at >= 0 ? Number(process.argv[at + 1]) : fallback
-}
-const records = argument("records", 100_000)
-const passes = argument("passes", 3)
-const batch = argument("batch", 100)
-const concurrency = argument("concurrency", 10)
-const rssRecords = argument("rss-records", 2_000_000)
-const rssRuns = argument("rss-runs", 3)
+const records = numberArg("records", 100_000)
+const passes = numberArg("passes", 3)
+const batch = numberArg("batch", 100)
+const concurrency = numberArg("concurrency", 10)
+const rssRecords = numberArg("rss-records", 2_000_000)
+const rssRuns = numberArg("rss-runs", 3)
 const here = path.dirname(new URL(import.meta.url).pathname)
 const root = path.dirname(here)
 
-const projectId = "bench"
-const instanceId = "bench"
 const value = "x".repeat(100)
-type RawAdmin = InstanceType<typeof v2.BigtableTableAdminClient>
 
 const serializer = (i: number) =>
   RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
@@ -93,8 +84,6 @@ interface Sample {
   readonly cpu: number
 }
 const sampleOf = (timed: Timed): Sample => ({ rate: records / timed.seconds, cpu: timed.cpuSeconds * 1e6 / records })
-
-const tableName = (tableId: string) => `projects/${projectId}/instances/${instanceId}/tables/${tableId}`
 
 const createTable = (admin: RawAdmin, tableId: string) =>
   admin.createTable({
@@ -146,21 +135,8 @@ const rssOnce = (emulatorHost: string, tableId: string, extra: ReadonlyArray<str
     })
   })
 
-const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
-
 const main = Effect.gen(function*() {
-  const manifest = yield* ensureInstalled
-  const emulator = yield* startBigtable(manifest)
-  const options = {
-    servicePath: emulator.host,
-    port: emulator.port,
-    sslCreds: grpc.credentials.createInsecure(),
-    projectId,
-    universeDomain: "googleapis.com"
-  }
-  const raw = new v2.BigtableClient(options)
-  const admin = new v2.BigtableTableAdminClient(options)
-  yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([raw.close(), admin.close()])))
+  const { admin, emulator, raw } = yield* emulatorWithGapic
   const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
 
   const samples: { raw: Array<Sample>; sink: Array<Sample> } = { raw: [], sink: [] }

@@ -9,7 +9,7 @@
  *   (`dataCall.overClient`: interceptor chain, `ClientReadableStream`, events), what `fromClients` does;
  * - `direct`: the same calls straight on the client's channel (`directCall.onChannel`), what
  *   `BigtableClient.make` does;
- * - `http2`: the same calls on a bare `node:http2` session (`http2Session` in bench/bigtableRaw.ts:
+ * - `http2`: the same calls on a bare `node:http2` session (`http2Session` in bench/bigtableHttp2.ts:
  *   gRPC framing by hand, no credentials, deadlines or reconnection): the floor of a data call in Node
  *   with no gRPC library above the HTTP/2 stream, which the library does not ship.
  *
@@ -22,8 +22,6 @@
  *
  * Prints a table and appends JSON lines to bench/results/bigtableCallCpu.jsonl.
  */
-import { v2 } from "@google-cloud/bigtable"
-import * as grpc from "@grpc/grpc-js"
 import { Duration, Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -36,29 +34,21 @@ import type { StartCall } from "../src/internal/bigtable/dataCall.ts"
 import { overClient } from "../src/internal/bigtable/dataCall.ts"
 import { onChannel } from "../src/internal/bigtable/directCall.ts"
 import { entryByteSize } from "../src/internal/bigtable/mutationProto.ts"
-import { ensureInstalled } from "../test/support/emulatorInstall.ts"
-import { startBigtable } from "../test/support/emulators.ts"
-import { checkAndMutate, http2Session, key, mutateRows, type RawClient, setCellEntries } from "./bigtableRaw.ts"
-import { timePass } from "./timing.ts"
+import { numberArg } from "./args.ts"
+import { http2Session } from "./bigtableHttp2.ts"
+import { checkAndMutate, key, mutateRows, type RawClient, setCellEntries } from "./bigtableRaw.ts"
+import { emulatorWithGapic, instanceId, projectId, type RawAdmin, tableName } from "./bigtableSetup.ts"
+import { median, timePass } from "./timing.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
-const argument = (name: string, fallback: number): number => {
-  const at = process.argv.indexOf(`--${name}`)
-  return at >= 0 ? Number(process.argv[at + 1]) : fallback
-}
-const calls = argument("calls", 2_000)
-const passes = argument("passes", 3)
-const batch = argument("batch", 100)
-const concurrency = argument("concurrency", 10)
+const calls = numberArg("calls", 2_000)
+const passes = numberArg("passes", 3)
+const batch = numberArg("batch", 100)
+const concurrency = numberArg("concurrency", 10)
 
-const projectId = "bench"
-const instanceId = "bench"
 const value = "x".repeat(100)
-const tableName = (tableId: string) => `projects/${projectId}/instances/${instanceId}/tables/${tableId}`
 const identityOf = (i: number) => i.toString(16).padStart(32, "0")
-
-type RawAdmin = InstanceType<typeof v2.BigtableTableAdminClient>
 
 /** `calls` calls of `one(i)`, `concurrency` workers with one call each in flight. */
 const loop = async (one: (i: number) => Promise<void>): Promise<void> => {
@@ -133,36 +123,23 @@ const createTable = (admin: RawAdmin, tableId: string) =>
     }
   })
 
-const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
-
 const transports = ["gapic", "stream", "direct", "http2"] as const
 type Transport = typeof transports[number]
 const rpcs = ["MutateRows", "CheckAndMutateRow"] as const
 type Rpc = typeof rpcs[number]
 
 const main = Effect.gen(function*() {
-  const manifest = yield* ensureInstalled
-  const emulator = yield* startBigtable(manifest)
-  const options = {
-    servicePath: emulator.host,
-    port: emulator.port,
-    sslCreds: grpc.credentials.createInsecure(),
-    projectId,
-    universeDomain: "googleapis.com"
-  }
-  const raw = new v2.BigtableClient(options)
-  const admin = new v2.BigtableTableAdminClient(options)
+  const { admin, emulator, raw } = yield* emulatorWithGapic
   // the sink's channel (its options), one for each library transport
   const endpoint = { host: emulator.host, port: emulator.port, target: emulator.emulatorHost }
   const streamClient = channel.emulatorChannel(endpoint, true)
   const directClient = channel.emulatorChannel(endpoint, true)
   const bare = http2Session(emulator.emulatorHost)
   yield* Effect.addFinalizer(() =>
-    Effect.promise(() => {
+    Effect.sync(() => {
       streamClient.close()
       directClient.close()
       bare.close()
-      return Promise.all([raw.close(), admin.close()])
     })
   )
   const starts: Record<Exclude<Transport, "gapic">, StartCall> = {

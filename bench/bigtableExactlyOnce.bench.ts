@@ -27,8 +27,6 @@
  *
  * Prints a table and appends JSON lines to bench/results/bigtableExactlyOnce.jsonl.
  */
-import { v2 } from "@google-cloud/bigtable"
-import * as grpc from "@grpc/grpc-js"
 import { Effect, Schema, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -42,28 +40,18 @@ import {
   WriteMethod
 } from "../src/Bigtable/index.ts"
 import { Checkpoint, CheckpointStore } from "../src/Sink.ts"
-import { ensureInstalled } from "../test/support/emulatorInstall.ts"
-import { startBigtable } from "../test/support/emulators.ts"
+import { numberArg, optionalArg } from "./args.ts"
 import { checkAndMutate, key, type RawClient } from "./bigtableRaw.ts"
+import { emulatorWithGapic, instanceId, projectId, type RawAdmin, tableName } from "./bigtableSetup.ts"
+import { median } from "./timing.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
-const argument = (name: string, fallback: number): number => {
-  const at = process.argv.indexOf(`--${name}`)
-  return at >= 0 ? Number(process.argv[at + 1]) : fallback
-}
-const records = argument("records", 20_000)
-const passes = argument("passes", 3)
-const concurrency = argument("concurrency", 100)
-const checkpointEvery = argument("checkpoint", 5_000)
-const only = process.argv.includes("--only") ? process.argv[process.argv.indexOf("--only") + 1] : undefined
-
-const projectId = "bench"
-const instanceId = "bench"
-
-type RawAdmin = InstanceType<typeof v2.BigtableTableAdminClient>
-
-const tableName = (tableId: string) => `projects/${projectId}/instances/${instanceId}/tables/${tableId}`
+const records = numberArg("records", 20_000)
+const passes = numberArg("passes", 3)
+const concurrency = numberArg("concurrency", 100)
+const checkpointEvery = numberArg("checkpoint", 5_000)
+const only = optionalArg("only")
 
 /** The baseline: one CheckAndMutateRow per record, `concurrency` workers with one request each in flight. */
 const runRaw = async (client: RawClient, table: string): Promise<number> => {
@@ -157,24 +145,11 @@ const checkSums = async (client: RawClient, table: string) => {
   if (rows !== records || wrong !== 0) throw new Error(`${table}: ${rows} rows, ${wrong} sums other than 1`)
 }
 
-const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
-
 const methods = ["raw", "eo", "alo"] as const
 type Method = typeof methods[number]
 
 const main = Effect.gen(function*() {
-  const manifest = yield* ensureInstalled
-  const emulator = yield* startBigtable(manifest)
-  const options = {
-    servicePath: emulator.host,
-    port: emulator.port,
-    sslCreds: grpc.credentials.createInsecure(),
-    projectId,
-    universeDomain: "googleapis.com"
-  }
-  const raw = new v2.BigtableClient(options)
-  const admin = new v2.BigtableTableAdminClient(options)
-  yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([raw.close(), admin.close()])))
+  const { admin, emulator, raw } = yield* emulatorWithGapic
   const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
 
   const selected = methods.filter((m) => only === undefined || m === only)

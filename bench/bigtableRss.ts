@@ -15,16 +15,10 @@
  * `--raw` runs the benchmark's baseline instead (bench/bigtableRaw.ts: the gapic client's `mutateRows`
  * loop, the same batches and requests in flight): the memory of the official client alone.
  */
+import { flag, textArg } from "./args.ts"
 import { key, runRaw } from "./bigtableRaw.ts"
 
 process.env["METADATA_SERVER_DETECTION"] ??= "none"
-
-const option = (name: string, fallback?: string): string => {
-  const at = process.argv.indexOf(`--${name}`)
-  const value = at >= 0 ? process.argv[at + 1] : fallback
-  if (value === undefined) throw new Error(`--${name} is required`)
-  return value
-}
 
 export interface BigtableRssResult {
   readonly maxMB: number
@@ -39,19 +33,19 @@ export interface BigtableRssResult {
   readonly recordsPerSecond: number
 }
 
-const records = Number(option("rss-records", "2000000"))
-const batch = Number(option("batch", "100"))
-const concurrency = Number(option("concurrency", "10"))
-const projectId = option("project", "bench")
-const instanceId = option("instance", "bench")
+const records = Number(textArg("rss-records", "2000000"))
+const batch = Number(textArg("batch", "100"))
+const concurrency = Number(textArg("concurrency", "10"))
+const projectId = textArg("project", "bench")
+const instanceId = textArg("instance", "bench")
 const value = "x".repeat(100)
 /** `--raw`: the baseline's loop on the gapic client instead of the sink (bigtableRaw.ts): the floor. */
-const raw = process.argv.includes("--raw")
+const raw = flag("raw")
 
 const rawLoop = async () => {
   const { v2 } = await import("@google-cloud/bigtable")
   const grpc = await import("@grpc/grpc-js")
-  const emulator = option("emulator")
+  const emulator = textArg("emulator")
   const colon = emulator.lastIndexOf(":")
   const client = new v2.BigtableClient({
     servicePath: emulator.slice(0, colon),
@@ -60,7 +54,7 @@ const rawLoop = async () => {
     projectId,
     universeDomain: "googleapis.com"
   })
-  await runRaw(client, `projects/${projectId}/instances/${instanceId}/tables/${option("table")}`, {
+  await runRaw(client, `projects/${projectId}/instances/${instanceId}/tables/${textArg("table")}`, {
     records,
     batch,
     concurrency,
@@ -77,10 +71,10 @@ const sinkLoop = async () => {
     "effect-gcp-sinks/Bigtable"
   )
   const program = Effect.gen(function*() {
-    const client = yield* BigtableClient.make({ projectId, emulator: { grpc: option("emulator") } })
+    const client = yield* BigtableClient.make({ projectId, emulator: { grpc: textArg("emulator") } })
     const summary = yield* Stream.range(0, records - 1).pipe(
       Stream.run(BigtableSink.make({
-        table: TableDestination.makeUnsafe({ projectId, instanceId, tableId: option("table") }),
+        table: TableDestination.makeUnsafe({ projectId, instanceId, tableId: textArg("table") }),
         serializer: (i: number) =>
           RowMutationEntry.make(
             key(i),

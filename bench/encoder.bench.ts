@@ -27,14 +27,11 @@ import * as TableDestination from "../src/BigQuery/TableDestination.ts"
 import * as TableSchema from "../src/BigQuery/TableSchema.ts"
 import { compile } from "../src/internal/bigquery/encoder.ts"
 import { WireWriter } from "../src/internal/bigquery/wireWriter.ts"
+import { numberArg } from "./args.ts"
 import { Row, seededRandom } from "./rows.ts"
 
-const argument = (name: string, fallback: number): number => {
-  const at = process.argv.indexOf(`--${name}`)
-  return at >= 0 ? Number(process.argv[at + 1]) : fallback
-}
-const rowCount = argument("rows", 200_000)
-const passes = argument("passes", 7)
+const rowCount = numberArg("rows", 200_000)
+const passes = numberArg("passes", 7)
 
 const random = seededRandom(42)
 const word = (length: number): string => {

@@ -14,13 +14,12 @@ import { Effect, Scope } from "effect"
 import { fork } from "node:child_process"
 import { createHash } from "node:crypto"
 import http2 from "node:http2"
+import { flag, numberArg } from "./args.ts"
 
-const windowAt = process.argv.indexOf("--flowWindow")
 /** The window the served fake grants (its process's argument). */
-const servedWindow = windowAt >= 0 ? Number(process.argv[windowAt + 1]) : 0
-const latencyAt = process.argv.indexOf("--latency")
+const servedWindow = numberArg("flowWindow", 0)
 /** The round trip the served fake holds each answer for, in milliseconds (its process's argument). */
-const servedLatency = latencyAt >= 0 ? Number(process.argv[latencyAt + 1]) : 0
+const servedLatency = numberArg("latency", 0)
 
 /**
  * grpc-js servers keep Node's 64 KiB HTTP/2 windows and have no option to widen them; production gRPC
@@ -125,7 +124,7 @@ const serve = async () => {
   if (servedWindow > 0) widenFlowControl(servedWindow)
   const Fake = await import("../test/support/fakeBigQueryWrite.ts")
   const scope = Effect.runSync(Scope.make())
-  const record = process.argv.includes("--record")
+  const record = flag("record")
   const hashes: Array<string> = []
   let first = ""
   const fake = await Effect.runPromise(
@@ -167,4 +166,4 @@ const serve = async () => {
   })
 }
 
-if (process.argv.includes("--serve")) await serve()
+if (flag("serve")) await serve()

@@ -42,27 +42,22 @@ import * as Staging from "../src/internal/bigquery/fileLoads/staging.ts"
 import * as GcsClient from "../src/Sink/GcsClient.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startGcs } from "../test/support/emulators.ts"
+import { numberArg } from "./args.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import { Row, rowGenerator } from "./rows.ts"
-import { timePass } from "./timing.ts"
+import { median, timePass } from "./timing.ts"
 
 const here = path.dirname(new URL(import.meta.url).pathname)
 
-const argument = (name: string, fallback: number): number => {
-  const at = process.argv.indexOf(`--${name}`)
-  return at >= 0 ? Number(process.argv[at + 1]) : fallback
-}
-const rowCount = argument("rows", 1_000_000)
-const distinct = argument("distinct", 16_384)
-const passes = argument("passes", 3)
-const warmup = argument("warmup", 1)
-const depth = argument("depth", 100)
-const flowWindow = argument("flowWindow", 1024 * 1024)
-const maxStagingFileBytes = argument("max-file-mb", 16) * 1024 * 1024
+const rowCount = numberArg("rows", 1_000_000)
+const distinct = numberArg("distinct", 16_384)
+const passes = numberArg("passes", 3)
+const warmup = numberArg("warmup", 1)
+const depth = numberArg("depth", 100)
+const flowWindow = numberArg("flowWindow", 1024 * 1024)
+const maxStagingFileBytes = numberArg("max-file-mb", 16) * 1024 * 1024
 const batchBytes = 512 * 1024
 const bucket = "bench-staging"
-
-const median = (xs: Array<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!
 
 const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Promise<A> => Effect.runPromise(Effect.scoped(effect))
 

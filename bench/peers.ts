@@ -61,13 +61,14 @@ import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
+import { flag, forwardedArgs, numberArg, optionalArg } from "./args.ts"
 import * as Raw from "./bigqueryRaw.ts"
 import { key, runRaw } from "./bigtableRaw.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import * as Isolated from "./isolated.ts"
 import * as JsonWriter from "./jsonWriter.ts"
 import { Row, rowGenerator } from "./rows.ts"
-import { timePass } from "./timing.ts"
+import { median, timePass } from "./timing.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
@@ -75,35 +76,25 @@ const here = path.dirname(new URL(import.meta.url).pathname)
 const peersDir = path.join(here, "peers")
 const buildDir = path.join(peersDir, ".build")
 
-const argument = (name: string, fallback: number): number => {
-  const at = process.argv.indexOf(`--${name}`)
-  return at >= 0 ? Number(process.argv[at + 1]) : fallback
-}
-const rowCount = argument("rows", 2_000_000)
-const distinct = argument("distinct", 16_384)
-const passes = argument("passes", 3)
-const depth = argument("depth", 100)
-const flowWindow = argument("flowWindow", 1024 * 1024)
-const verifyRows = argument("verify-rows", 20_000)
-const records = argument("records", 100_000)
-const batch = argument("batch", 100)
-const concurrency = argument("concurrency", 10)
-const onlyAt = process.argv.indexOf("--only")
-const only = onlyAt >= 0 ? process.argv[onlyAt + 1] : undefined
+const rowCount = numberArg("rows", 2_000_000)
+const distinct = numberArg("distinct", 16_384)
+const passes = numberArg("passes", 3)
+const depth = numberArg("depth", 100)
+const flowWindow = numberArg("flowWindow", 1024 * 1024)
+const verifyRows = numberArg("verify-rows", 20_000)
+const records = numberArg("records", 100_000)
+const batch = numberArg("batch", 100)
+const concurrency = numberArg("concurrency", 10)
+const only = optionalArg("only")
 const batchBytes = 512 * 1024
 /** `--no-baselines`: leave out the Node baselines of the other benchmarks (raw grpc-js, JSONWriter, gapic mutateRows). */
-const baselines = !process.argv.includes("--no-baselines")
+const baselines = !flag("no-baselines")
 /** In a child (bench/isolated.ts): the one BigQuery method of ours it times, in one pass after a warm-up. */
 const childOf = Isolated.childMethod()
 /** `--shared-process`: time our BigQuery methods in this process, interleaved (the method before 2026-12-01). */
-const sharedProcess = process.argv.includes("--shared-process")
+const sharedProcess = flag("shared-process")
 /** What a child takes over: the BigQuery workload. */
-const forwarded = ["rows", "distinct", "depth", "flowWindow"].flatMap((name) => {
-  const at = process.argv.indexOf(`--${name}`)
-  return at >= 0 ? [`--${name}`, process.argv[at + 1]!] : []
-})
-
-const median = (xs: ReadonlyArray<number>) => xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]!
+const forwarded = forwardedArgs(["rows", "distinct", "depth", "flowWindow"])
 
 /** One timed pass of one method: the rows, the wall time, the CPU time of the process that ran it. */
 interface Pass {

@@ -26,3 +26,7 @@ export const timePass = async (method: () => Promise<unknown>): Promise<Timed> =
   const used = process.cpuUsage(cpu)
   return { seconds, cpuSeconds: (used.user + used.system) / 1e6 }
 }
+
+/** The median (the upper one of an even count; 0 for none). */
+export const median = (xs: ReadonlyArray<number>): number =>
+  xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
