@@ -10,10 +10,12 @@
  *   `CRASH_PROOF_GATE=<name>`, `CRASH_PROOF_GATE_NTH=<n>` and `CRASH_PROOF_GATE_FILE=<path>` it waits after
  *   the n-th `name` until the file exists (a zombie kept alive until its replacement has restored).
  * - `replayableSource({ total, from, chunkSize })`: ids `from .. total-1` in chunks, the same ids for the
- *   same positions on every start: a source that resumes at the stored position. While this start still
- *   has a kill planned (env `CRASH_PROOF_KILL_PENDING=1`) it does not end: it reports `drained` after its
- *   last id and holds there, so a child cannot complete before every planned kill was delivered (the
- *   harness kills a drained child at once).
+ *   same positions on every start: a source that resumes at the stored position.
+ * - A start that still has a kill planned cannot complete, so that every planned kill is delivered: with
+ *   env `CRASH_PROOF_KILL_PENDING=input` the source reports `drained` after its last id and holds (the
+ *   kill lands after the input ended, before the final checkpoint); with `=done`, `step("done")`
+ *   reports `finished` instead and holds (the final checkpoint ran, so kills planned inside it still
+ *   fire, and the fallback lands after the last commit). The harness kills a held child at once.
  * - `intEnv(name)` / `stringEnv(name)`: the child's parameters.
  * - `reportingSaves`: wraps the child's `CheckpointStore` to report `saved` once each save is durable.
  *
@@ -33,9 +35,22 @@ const seen = new Map<string, number>()
 export const stepLine = (name: string, data?: unknown): string =>
   `STEP ${name} ${data === undefined ? "null" : JSON.stringify(data)}\n`
 
+/** The step a source reports when it has delivered its last id but a kill is still planned. */
+export const drainedStep = "drained"
+
+/** The step reported instead of `done` while a kill is still planned. */
+export const finishedStep = "finished"
+
+/** Where a start with a kill still planned holds: `input` (end of the source) or `done`, else none. */
+const pendingHold = (): string | undefined => process.env.CRASH_PROOF_KILL_PENDING
+
 /** Reports a step; holds after it when this start's kill plan says so (the kill then lands here). */
 export const step = (name: string, data?: unknown): Effect.Effect<void> =>
   Effect.suspend(() => {
+    if (name === "done" && pendingHold() === "done") {
+      fs.writeSync(1, stepLine(finishedStep, data))
+      return Effect.never
+    }
     fs.writeSync(1, stepLine(name, data))
     const nth = (seen.get(name) ?? 0) + 1
     seen.set(name, nth)
@@ -68,13 +83,11 @@ export const stringEnv = (name: string, fallback?: string): string => {
   return value
 }
 
-/** The step a source reports when it has delivered its last id but a kill is still planned. */
-export const drainedStep = "drained"
-
 /**
  * Ids `from` to `total - 1`, `chunkSize` at a time: what a replayable source (a file, a topic partition)
- * delivers from a stored position. With a kill still planned for this start it then reports `drained`
- * and never ends: on a fast machine a start could otherwise finish the work before its kill point.
+ * delivers from a stored position. When this start holds at the end of its input (a kill still planned),
+ * it then reports `drained` and never ends: on a fast machine a start could otherwise finish the work
+ * before its kill point.
  */
 export const replayableSource = (options: {
   readonly total: number
@@ -84,7 +97,7 @@ export const replayableSource = (options: {
   const ids = options.from >= options.total
     ? Stream.empty
     : Stream.range(options.from, options.total - 1, options.chunkSize)
-  return process.env.CRASH_PROOF_KILL_PENDING === "1"
+  return pendingHold() === "input"
     ? Stream.concat(ids, Stream.fromEffectDrain(Effect.andThen(step(drainedStep), Effect.never)))
     : ids
 }

@@ -54,7 +54,9 @@ describe("crashProof", () => {
         assert.deepStrictEqual(figures.completion, { position: total })
         assert.deepStrictEqual(readDestination(dir), exact(total))
         // the kills landed where they were aimed
-        for (const start of figures.history.filter((s) => s.killed && s.plan?.hold === true)) {
+        // the kills that landed at their planned point (a start whose work ran out first was killed where it held)
+        const aimed = figures.history.filter((s) => s.killed && s.plan?.hold === true && s.killedAt === s.plan.label)
+        for (const start of aimed) {
           const plan = start.plan
           if (plan?.step === "saved") {
             assert.strictEqual(start.steps.saved, plan.nth, "killed at the planned save")
@@ -86,7 +88,7 @@ describe("crashProof", () => {
   )
 
   it.live(
-    "more kills than the work has room for: each is delivered, the late ones at the end of input",
+    "more kills than the work has room for: each is delivered, the late ones where the child held",
     () =>
       Effect.gen(function*() {
         const dir = yield* tempDir
@@ -102,12 +104,20 @@ describe("crashProof", () => {
         })
         assert.strictEqual(figures.kills, 8)
         assert.strictEqual(figures.restarts, 8)
-        assert.isAtLeast(figures.killsByPoint[CrashProof.endOfInputLabel] ?? 0, 1)
-        assert.strictEqual(figures.steps.drained, figures.killsByPoint[CrashProof.endOfInputLabel])
+        const atEnd = figures.history.filter((s) => s.killedAt === CrashProof.endOfInputLabel)
+        const afterLast = figures.history.filter((s) => s.killedAt === CrashProof.afterLastCheckpointLabel)
+        assert.isAtLeast(atEnd.length + afterLast.length, 1, "some kills had no work left to land in")
+        // a start killed where it held had reached that hold: its source drained, or its work was done
+        assert.isTrue(atEnd.every((s) => s.plan?.fallback === "input" && s.steps.drained === 1))
+        assert.isTrue(afterLast.every((s) => s.plan?.fallback === "done" && s.steps.finished === 1))
         // the last start had no kill left: its source ended and it completed
-        assert.strictEqual(figures.history.at(-1)?.steps.drained, undefined)
+        const last = figures.history.at(-1)
+        assert.strictEqual(last?.plan, undefined)
+        assert.strictEqual(last?.steps.drained, undefined)
+        assert.strictEqual(last?.steps.done, 1)
         assert.deepStrictEqual(figures.completion, { position: total })
         assert.deepStrictEqual(readDestination(dir), exact(total))
+        yield* Effect.log(`crash proof (toy, little work): by point=${JSON.stringify(figures.killsByPoint)}`)
       }),
     90_000
   )
@@ -150,6 +160,22 @@ describe("crashProof", () => {
       assert.strictEqual(error.reason, "Timeout")
       assert.strictEqual(error.history.filter((s) => s.killed).length, 1, "the planned kill was delivered first")
       assert.isBelow(performance.now() - started, 8_000)
+    }))
+
+  it.live("a child that completes with a kill still planned (it does not hold) fails the proof", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDir
+      const script = path.join(dir, "eager.mjs")
+      fs.writeFileSync(script, "process.stdout.write('STEP done null\\n')\n")
+      const error = yield* Effect.flip(CrashProof.run({
+        script,
+        seed: 1,
+        kills: 1,
+        points: [{ _tag: "AfterStep", step: "never", nth: [1, 1] }],
+        timeout: "20 seconds"
+      }))
+      assert.strictEqual(error.reason, "KillNotDelivered")
+      assert.strictEqual(error.history.length, 1)
     }))
 
   it.live("a child that fails on its own fails the proof with its stderr", () =>

@@ -13,11 +13,14 @@
  *   lands exactly there: after a save and before its commit, or between two commits of one checkpoint.
  * - `AtTime`: `millis` (drawn from a range) after the start, wherever the child is.
  *
- * A start with a kill planned cannot complete: its source reports `drained` after the last id and holds
- * (`crashChild.ts`), and the harness kills it there if the planned point has not come first, counted
- * under `at end of input`. So every planned kill is delivered however fast the child is, and a kill
- * after the source ended (before its last checkpoint) is one of the points. A child that exits on its own without
- * completing, or exits non-zero, fails the proof with its stderr tail, unless it exits with
+ * **Every planned kill is delivered**, however fast the child is: a start with a kill planned cannot
+ * complete (`crashChild.ts`). It holds, alternately from kill to kill, at the end of its input (its
+ * source reports `drained` and does not end: a kill before the final checkpoint) or in place of `done`
+ * (it reports `finished`: the final checkpoint ran, so points planned inside it still fire, and the kill
+ * lands after the last commit). The harness kills a held child at once, counted under `at end of input`
+ * or `after the last checkpoint` instead of the planned point. A start that completes with a kill still
+ * planned fails the proof (`KillNotDelivered`: a child that does not hold). A child that exits on its own
+ * without completing, or exits non-zero, fails the proof with its stderr tail, unless it exits with
  * `fencedExitCode` and the caller allows it (two-process runs).
  *
  * `runConcurrently` starts several children at once (a zombie and its replacement sharing a writer id),
@@ -29,7 +32,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as readline from "node:readline"
-import { drainedStep, fencedExitCode } from "./crashChild.ts"
+import { drainedStep, fencedExitCode, finishedStep } from "./crashChild.ts"
 
 export type KillPoint =
   | {
@@ -55,6 +58,8 @@ export interface PlannedKill {
   readonly nth: number
   readonly delayMillis: number
   readonly hold: boolean
+  /** Where the start holds if the planned point has not come when its work is done (kills alternate). */
+  readonly fallback: "input" | "done"
 }
 
 export interface StepEvent {
@@ -74,8 +79,6 @@ export interface CrashProofOptions {
   readonly kills: number
   /** Drawn from uniformly for each kill. */
   readonly points: ReadonlyArray<KillPoint>
-  /** The step that means the child finished its work; default `"done"`. */
-  readonly completionStep?: string
   /** The bound on the whole proof, restarts included. */
   readonly timeout: Duration.Input
   /** How long a holding child sleeps; default 10 s (the kill comes within milliseconds). */
@@ -110,7 +113,7 @@ export interface CrashProofFigures {
 }
 
 export class CrashProofError extends Data.TaggedError("CrashProofError")<{
-  readonly reason: "Timeout" | "ChildFailed" | "NoCompletion"
+  readonly reason: "Timeout" | "ChildFailed" | "NoCompletion" | "KillNotDelivered"
   readonly message: string
   readonly history: ReadonlyArray<StartFigures>
   readonly stderr: string
@@ -197,19 +200,25 @@ export const startChild = (options: {
     (child) => Effect.andThen(child.kill, Deferred.await(child.exited).pipe(Effect.timeoutOption("5 seconds")))
   )
 
+/** The step that means the child finished its work. */
+const completionStep = "done"
+
 /** The label of a kill delivered because the child's source drained before the planned point. */
 export const endOfInputLabel = "at end of input"
 
+/** The label of a kill delivered because the child finished its work before the planned point. */
+export const afterLastCheckpointLabel = "after the last checkpoint"
+
 /**
  * Waits for a planned kill's trigger: the `nth` occurrence of its step (an `AtTime` kill: its time), or
- * the child's source draining first; `exited` if the child exits before either.
+ * the child holding first (its work done); `exited` if the child exits before either.
  */
-const awaitTrigger = (child: Child, kill: PlannedKill): Effect.Effect<"planned" | "drained" | "exited"> => {
+const awaitTrigger = (child: Child, kill: PlannedKill): Effect.Effect<"planned" | "held" | "exited"> => {
   const events = Effect.gen(function*() {
     let count = 0
     while (true) {
       const event = yield* Queue.take(child.events)
-      if (event.name === drainedStep) return "drained" as const
+      if (event.name === drainedStep || event.name === finishedStep) return "held" as const
       if (event.name === kill.step && ++count >= kill.nth) return "planned" as const
     }
   })
@@ -236,16 +245,17 @@ const awaitStep = (child: Child, step: string, nth: number): Effect.Effect<boole
 
 const drawInt = (range: readonly [number, number]) => Random.nextIntBetween(range[0], range[1])
 
-const draw = (point: KillPoint): Effect.Effect<PlannedKill> =>
+const draw = (point: KillPoint, fallback: PlannedKill["fallback"]): Effect.Effect<PlannedKill> =>
   Effect.gen(function*() {
     if (point._tag === "AtTime") {
       const delayMillis = yield* drawInt(point.millis)
-      return { label: "at time", step: undefined, nth: 0, delayMillis, hold: false }
+      return { label: "at time", step: undefined, nth: 0, delayMillis, hold: false, fallback }
     }
     const nth = yield* drawInt(point.nth)
     const delayMillis = point.delayMillis === undefined ? 0 : yield* drawInt(point.delayMillis)
     const hold = point.hold ?? false
-    return { label: `after ${point.step}${hold ? " (hold)" : ""}`, step: point.step, nth, delayMillis, hold }
+    const label = `after ${point.step}${hold ? " (hold)" : ""}`
+    return { label, step: point.step, nth, delayMillis, hold, fallback }
   })
 
 /**
@@ -260,7 +270,7 @@ export const plan = (options: Pick<CrashProofOptions, "seed" | "kills" | "points
     for (let i = 0; i < options.kills && options.points.length > 0; i++) {
       if (round.length === 0) round = yield* Random.shuffle(options.points)
       const point = round.pop()
-      if (point !== undefined) kills.push(yield* draw(point))
+      if (point !== undefined) kills.push(yield* draw(point, i % 2 === 0 ? "input" : "done"))
     }
     return kills
   }).pipe(Random.withSeed(options.seed))
@@ -284,10 +294,9 @@ const runStart = (options: CrashProofOptions, start: number, kill: PlannedKill |
         ...options.env,
         ...holdEnv(kill, options.holdMillis ?? 10_000),
         CRASH_PROOF_START: String(start),
-        CRASH_PROOF_KILL_PENDING: kill === undefined ? "0" : "1"
+        CRASH_PROOF_KILL_PENDING: kill === undefined ? "" : kill.fallback
       }
     })
-    const completion = options.completionStep ?? "done"
     let killedAt: string | undefined
     const killer = kill === undefined
       ? Effect.never
@@ -297,14 +306,18 @@ const runStart = (options: CrashProofOptions, start: number, kill: PlannedKill |
         if (trigger === "planned" && kill.step !== undefined && kill.delayMillis > 0) {
           yield* Effect.sleep(Duration.millis(kill.delayMillis))
         }
-        killedAt = trigger === "planned" ? kill.label : endOfInputLabel
+        killedAt = trigger === "planned"
+          ? kill.label
+          : kill.fallback === "input"
+          ? endOfInputLabel
+          : afterLastCheckpointLabel
         yield* child.kill
       })
     const killerFiber = yield* Effect.forkScoped(killer)
     const exit = yield* Deferred.await(child.exited)
     yield* Fiber.interrupt(killerFiber)
     const killed = exit.signal === "SIGKILL"
-    const completed = child.lastData.has(completion) ? { data: child.lastData.get(completion) } : undefined
+    const completed = child.lastData.has(completionStep) ? { data: child.lastData.get(completionStep) } : undefined
     const figures: StartFigures = {
       start,
       plan: kill,
@@ -355,7 +368,16 @@ export const run = (options: CrashProofOptions): Effect.Effect<CrashProofFigures
           count(killsByPoint, outcome.figures.killedAt ?? kill.label)
           continue
         }
-        if (outcome.completed !== undefined && outcome.figures.exitCode === 0) return outcome.completed.data
+        if (outcome.completed !== undefined && outcome.figures.exitCode === 0) {
+          if (kill === undefined) return outcome.completed.data
+          return yield* new CrashProofError({
+            reason: "KillNotDelivered",
+            message: `start ${start} of ${options.script} completed with its kill (${kill.label}) still planned: ` +
+              `the child does not hold (crashChild.ts replayableSource, step)`,
+            history,
+            stderr: outcome.stderr
+          })
+        }
         return yield* new CrashProofError({
           reason: outcome.figures.exitCode === 0 ? "NoCompletion" : "ChildFailed",
           message: `start ${start} of ${options.script} ended with code ${outcome.figures.exitCode} signal ` +
@@ -426,18 +448,22 @@ export const runConcurrently = (options: {
   readonly startAfter: { readonly step: string; readonly nth: number }
   /** The step a later child reports once it restored the shared record; default `"restored"`. */
   readonly restoredStep?: string
-  readonly completionStep?: string
   readonly timeout: Duration.Input
 }): Effect.Effect<ReadonlyArray<ConcurrentOutcome>, CrashProofError> =>
   Effect.scoped(Effect.gen(function*() {
-    const completion = options.completionStep ?? "done"
     // the first child waits after `startAfter` until every later one restored: on a loaded machine a
     // replacement's start-up can otherwise outlast the zombie's whole run, and nothing overlaps
     const gate = path.join(yield* tempDirectory, "gate")
     const spawnOne = (index: number, env: Readonly<Record<string, string>>) =>
       startChild({
         script: options.script,
-        env: { ...options.env, ...env, CRASH_PROOF_HOLD: "", CRASH_PROOF_INDEX: String(index) }
+        env: {
+          ...options.env,
+          ...env,
+          CRASH_PROOF_HOLD: "",
+          CRASH_PROOF_KILL_PENDING: "",
+          CRASH_PROOF_INDEX: String(index)
+        }
       })
     const first = yield* spawnOne(0, {
       CRASH_PROOF_GATE: options.startAfter.step,
@@ -461,7 +487,7 @@ export const runConcurrently = (options: {
         exitCode: exit.code,
         signal: exit.signal,
         fenced: exit.code === fencedExitCode,
-        completed: exit.code === 0 && (child.steps.get(completion) ?? 0) > 0,
+        completed: exit.code === 0 && (child.steps.get(completionStep) ?? 0) > 0,
         steps: Object.fromEntries(child.steps),
         stderr: child.stderrTail()
       }

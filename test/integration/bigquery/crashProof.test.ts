@@ -130,7 +130,9 @@ layer(Layer.merge(BigQueryEmulator.layer, GcsEmulator.layer), { timeout: "240 se
           assert.strictEqual(figures.restarts, 20)
           assert.deepStrictEqual(table, exact(total))
           // the kills landed where they were aimed: after a save, before its flush ...
-          const betweenSaveAndFlush = figures.history.filter((s) => s.killed && s.plan?.hold === true)
+          const betweenSaveAndFlush = figures.history.filter((s) =>
+            s.killed && s.plan?.hold === true && s.killedAt === s.plan.label
+          )
           assert.isAtLeast(betweenSaveAndFlush.length, 1)
           // ... and while a FlushRows was held by the proxy
           assert.isAtLeast(proxy.stats.interruptedFlushes, 1, "a kill landed inside a flush")
