@@ -13,7 +13,7 @@
  */
 import { Effect, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, RowSerializer, TableDestination, WriteMethod } from "effect-gcp-sinks/BigQuery"
-import { flag, textArg } from "./args.ts"
+import { flag, numberArg, textArg } from "./args.ts"
 import { Row, rowGenerator } from "./rows.ts"
 
 export interface RssResult {
@@ -25,11 +25,11 @@ export interface RssResult {
   readonly rowsPerSecond: number
 }
 
-const rows = Number(textArg("rss-rows", "5000000"))
-const depth = Number(textArg("depth", "100"))
+const rows = numberArg("rss-rows", 5_000_000)
+const depth = numberArg("depth", 100)
 const sourceOnly = flag("source-only")
 /** `--distinct N`: draw the rows from N prebuilt ones instead of building each (a source that allocates nothing per row). */
-const distinct = Number(textArg("distinct", "0"))
+const distinct = numberArg("distinct", 0)
 const projectId = textArg("project")
 const makeRow = rowGenerator(7)
 

@@ -145,6 +145,9 @@ const checkSums = async (client: RawClient, table: string) => {
   if (rows !== records || wrong !== 0) throw new Error(`${table}: ${rows} rows, ${wrong} sums other than 1`)
 }
 
+/** A method left out by `--only` has no samples: NaN in the table, not a figure. */
+const medianOf = (xs: ReadonlyArray<number>): number => (xs.length === 0 ? Number.NaN : median(xs))
+
 const methods = ["raw", "eo", "alo"] as const
 type Method = typeof methods[number]
 
@@ -191,9 +194,9 @@ const main = Effect.gen(function*() {
     )
   }
 
-  const rawMedian = median(samples.raw)
-  const eoMedian = median(samples.eo)
-  const aloMedian = median(samples.alo)
+  const rawMedian = medianOf(samples.raw)
+  const eoMedian = medianOf(samples.eo)
+  const aloMedian = medianOf(samples.alo)
   console.log(
     `\nbigtable exactly-once: ${records} records x ${passes} passes, concurrency ${concurrency}, ` +
       `checkpoint every ${checkpointEvery}, node ${process.version}, load average ${
@@ -205,10 +208,10 @@ const main = Effect.gen(function*() {
     const sorted = samples[m].toSorted((a, b) => a - b)
     console.log(
       `${m.padEnd(8)} ${Math.round(sorted[0] ?? 0).toLocaleString("en").padStart(13)} ${
-        Math.round(median(sorted)).toLocaleString("en").padStart(18)
+        Math.round(medianOf(sorted)).toLocaleString("en").padStart(18)
       } ${Math.round(sorted.at(-1) ?? 0).toLocaleString("en").padStart(15)} ${
-        (median(sorted) / rawMedian).toFixed(2).padStart(7)
-      }x ${median(cpu[m]).toFixed(1).padStart(24)}`
+        (medianOf(sorted) / rawMedian).toFixed(2).padStart(7)
+      }x ${medianOf(cpu[m]).toFixed(1).padStart(24)}`
     )
   }
   console.log(
@@ -227,9 +230,9 @@ const main = Effect.gen(function*() {
     checkpointEvery,
     loadAverage: Number(os.loadavg()[0]?.toFixed(1)),
     cpuMicrosPerRecord: {
-      raw: Number(median(cpu.raw).toFixed(1)),
-      eo: Number(median(cpu.eo).toFixed(1)),
-      alo: Number(median(cpu.alo).toFixed(1))
+      raw: Number(medianOf(cpu.raw).toFixed(1)),
+      eo: Number(medianOf(cpu.eo).toFixed(1)),
+      alo: Number(medianOf(cpu.alo).toFixed(1))
     }
   }
   const lines = [

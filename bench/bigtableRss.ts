@@ -15,7 +15,7 @@
  * `--raw` runs the benchmark's baseline instead (bench/bigtableRaw.ts: the gapic client's `mutateRows`
  * loop, the same batches and requests in flight): the memory of the official client alone.
  */
-import { flag, textArg } from "./args.ts"
+import { flag, numberArg, textArg } from "./args.ts"
 import { key, runRaw } from "./bigtableRaw.ts"
 
 process.env["METADATA_SERVER_DETECTION"] ??= "none"
@@ -33,9 +33,9 @@ export interface BigtableRssResult {
   readonly recordsPerSecond: number
 }
 
-const records = Number(textArg("rss-records", "2000000"))
-const batch = Number(textArg("batch", "100"))
-const concurrency = Number(textArg("concurrency", "10"))
+const records = numberArg("rss-records", 2_000_000)
+const batch = numberArg("batch", 100)
+const concurrency = numberArg("concurrency", 10)
 const projectId = textArg("project", "bench")
 const instanceId = textArg("instance", "bench")
 const value = "x".repeat(100)

@@ -27,6 +27,9 @@ export const timePass = async (method: () => Promise<unknown>): Promise<Timed> =
   return { seconds, cpuSeconds: (used.user + used.system) / 1e6 }
 }
 
-/** The median (the upper one of an even count; 0 for none). */
-export const median = (xs: ReadonlyArray<number>): number =>
-  xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0
+/** The median (the upper one of an even count); there is none of no samples (`--passes 0`). */
+export const median = (xs: ReadonlyArray<number>): number => {
+  const middle = xs.toSorted((a, b) => a - b)[Math.floor(xs.length / 2)]
+  if (middle === undefined) throw new Error("no samples to take a median of: run at least one pass")
+  return middle
+}

@@ -1,6 +1,9 @@
-/** `hotSpan`: a span with its attributes, under the caller's span, failed when its effect fails. */
+/**
+ * `hotSpan`: a span with its attributes, under the caller's span, failed when its effect fails, and
+ * without the call-site stack trace `Effect.withSpan` captures by default.
+ */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, References } from "effect"
 import { hotSpan } from "../../src/internal/hotSpan.ts"
 import { named, recordingTracer } from "../support/recordingTracer.ts"
 
@@ -18,5 +21,14 @@ describe("hotSpan", () => {
       ])
       assert.deepStrictEqual(named(ended, "with").map((s) => s.attributes.get("a.b")), [2])
       assert.deepStrictEqual(named(ended, "failing").map((s) => s.failed), [true])
+    }))
+
+  it.effect("captures no call-site stack, where a plain withSpan does", () =>
+    Effect.gen(function*() {
+      const stackIn = Effect.map(References.CurrentStackFrame, (frame) => frame?.stack())
+      const plain = yield* stackIn.pipe(Effect.withSpan("plain"))
+      const hot = yield* stackIn.pipe(hotSpan("hot"))
+      assert.isString(plain, "the control: a plain span carries its call site")
+      assert.isUndefined(hot)
     }))
 })

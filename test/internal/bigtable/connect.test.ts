@@ -134,8 +134,11 @@ describe("the gapic module of @google-cloud/bigtable", () => {
       assert.strictEqual(typeof v2.BigtableTableAdminClient, "function")
       assert.strictEqual(typeof v2.BigtableInstanceAdminClient, "function")
       const admin = new v2.BigtableTableAdminClient({ projectId: "p", universeDomain: "googleapis.com" })
-      assert.strictEqual(typeof admin.getTable, "function")
-      assert.strictEqual(typeof admin.createTable, "function")
-      yield* Effect.promise(() => admin.close())
+      for (const method of ["getTable", "createTable", "modifyColumnFamilies"] as const) {
+        assert.strictEqual(typeof admin[method], "function", method)
+      }
+      const instances = new v2.BigtableInstanceAdminClient({ projectId: "p", universeDomain: "googleapis.com" })
+      assert.strictEqual(typeof instances.getAppProfile, "function")
+      yield* Effect.promise(() => Promise.all([admin.close(), instances.close()]))
     }))
 })
