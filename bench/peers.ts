@@ -20,9 +20,9 @@
  *   `mutateRows` loop (bigtable.bench.ts); each is compared with the Go peer of its path.
  *
  * Every method is timed in `--passes` passes (default 3) after one untimed warm-up, the first method of a
- * pass rotating from pass to pass; figures are medians. Each BigQuery pass, ours as Go's, runs in a fresh
- * process that warms itself up first (bench/isolated.ts says why; `--shared-process` times ours in this
- * process instead, after one warm-up of each); the Bigtable methods share this process and the emulator.
+ * pass rotating from pass to pass; figures are medians. Each pass, ours as Go's, runs in a fresh process
+ * that warms itself up first (bench/isolated.ts says why; `--shared-process` times ours in this process
+ * instead, after one warm-up of each); the Bigtable passes share the emulator, each into fresh tables.
  * Next to throughput, the client's CPU per row: the CPU time of the process that ran the method (all its
  * threads) during the pass, over the rows: this process for our sinks (`process.cpuUsage`), the Go
  * program's own `getrusage` for Go (each Go pass is a fresh process that first runs its own warm-up pass).
@@ -61,7 +61,7 @@ import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
-import { flag, forwardedArgs, numberArg, optionalArg } from "./args.ts"
+import { flag, forwardedArgs, numberArg, optionalArg, textArg } from "./args.ts"
 import * as Raw from "./bigqueryRaw.ts"
 import { key, runRaw } from "./bigtableRaw.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
@@ -379,17 +379,57 @@ const bigtableSink = async (client: BigtableClient.BigtableClient["Service"], ta
   if (summary.recordsWritten !== records) throw new Error(`sink wrote ${summary.recordsWritten} of ${records}`)
 }
 
+/** The gapic clients' options for the emulator at `host:port`. */
+const gapicOptions = (emulatorHost: string) => {
+  const at = emulatorHost.lastIndexOf(":")
+  return {
+    servicePath: emulatorHost.slice(0, at),
+    port: Number(emulatorHost.slice(at + 1)),
+    sslCreds: grpc.credentials.createInsecure(),
+    projectId,
+    universeDomain: "googleapis.com"
+  }
+}
+
+/** What a Bigtable child takes over: the workload. */
+const bigtableForwarded = forwardedArgs(["records", "batch", "concurrency"])
+
+/**
+ * A child's pass of one of our Bigtable methods (`--emulator`, `--table`, `--warmup-table` from the
+ * parent): a warm-up pass into the warm-up table, then one timed pass, reported as bench/isolated.ts
+ * reads it.
+ */
+const bigtableChildPass = async (name: string) => {
+  const emulatorHost = textArg("emulator")
+  const tableId = textArg("table")
+  const warm = textArg("warmup-table")
+  let p: Pass
+  if (name === "bigtable.sink") {
+    p = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulatorHost } })
+      yield* Effect.promise(() => bigtableSink(client, warm))
+      return yield* Effect.promise(() => timeHere(records, () => bigtableSink(client, tableId)))
+    })))
+  } else if (name === "bigtable.node.mutateRows") {
+    const raw = new v2.BigtableClient(gapicOptions(emulatorHost))
+    const parent = `projects/${projectId}/instances/${instanceId}`
+    const run = async (table: string) => {
+      await runRaw(raw, `${parent}/tables/${table}`, { records, batch, concurrency, value })
+    }
+    await run(warm)
+    p = await timeHere(records, () => run(tableId))
+    await raw.close()
+  } else {
+    throw new Error(`no Bigtable method ${name}`)
+  }
+  Isolated.report({ rowsPerSecond: p.items / p.seconds, cpuNsPerRow: p.cpuSeconds / p.items * 1e9 })
+}
+
 const bigtable = (samples: Record<string, Array<Pass>>) =>
   Effect.gen(function*() {
     const manifest = yield* ensureInstalled
     const emulator = yield* startBigtable(manifest)
-    const admin = new v2.BigtableTableAdminClient({
-      servicePath: emulator.host,
-      port: emulator.port,
-      sslCreds: grpc.credentials.createInsecure(),
-      projectId,
-      universeDomain: "googleapis.com"
-    })
+    const admin = new v2.BigtableTableAdminClient(gapicOptions(emulator.emulatorHost))
     yield* Effect.addFinalizer(() => Effect.promise(() => admin.close()))
     const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
     const parent = `projects/${projectId}/instances/${instanceId}`
@@ -401,12 +441,32 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
     }
     const dropTable = (tableId: string) => admin.deleteTable({ name: `${parent}/tables/${tableId}` })
     const sink = (tableId: string) => bigtableSink(client, tableId)
-    const sinkPass = async () => {
+    // unless --shared-process, each pass of ours runs in a fresh process that warms itself up (as each
+    // Go pass does, and as the BigQuery passes do: ADR 0025), each into fresh tables
+    const isolatedPass = (name: string) => async (): Promise<Pass> => {
+      const warm = await createTable()
       const tableId = await createTable()
-      const p = await timeHere(records, () => sink(tableId))
+      const sample = Isolated.once(new URL(import.meta.url).pathname, name, [
+        ...bigtableForwarded,
+        "--emulator",
+        emulator.emulatorHost,
+        "--table",
+        tableId,
+        "--warmup-table",
+        warm
+      ])
+      await dropTable(warm)
       await dropTable(tableId)
-      return p
+      return { items: records, seconds: records / sample.rowsPerSecond, cpuSeconds: sample.cpuNsPerRow * records / 1e9 }
     }
+    const sinkPass = sharedProcess ?
+      async () => {
+        const tableId = await createTable()
+        const p = await timeHere(records, () => sink(tableId))
+        await dropTable(tableId)
+        return p
+      } :
+      isolatedPass("bigtable.sink")
     const goPass = async () => {
       const warm = await createTable()
       const tableId = await createTable()
@@ -432,31 +492,31 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
       await dropTable(tableId)
       return p!
     }
-    // warm-up of the sink (JIT)
-    const warm = yield* Effect.promise(createTable)
-    yield* Effect.promise(() => sink(warm))
-    yield* Effect.promise(() => dropTable(warm))
+    if (sharedProcess) {
+      // warm-up of the sink (JIT)
+      const warm = yield* Effect.promise(createTable)
+      yield* Effect.promise(() => sink(warm))
+      yield* Effect.promise(() => dropTable(warm))
+    }
     const order: Array<[string, () => Promise<Pass>]> = [["bigtable.sink", sinkPass], ["bigtable.go.applyBulk", goPass]]
     if (baselines) {
       // bigtable.bench.ts's `raw` baseline: the official client's gapic mutateRows, the same batches and depth
-      const raw = new v2.BigtableClient({
-        servicePath: emulator.host,
-        port: emulator.port,
-        sslCreds: grpc.credentials.createInsecure(),
-        projectId,
-        universeDomain: "googleapis.com"
-      })
-      yield* Effect.addFinalizer(() => Effect.promise(() => raw.close()))
-      const rawPass = async () => {
-        const tableId = await createTable()
-        const p = await timeHere(records, async () => {
-          await runRaw(raw, `${parent}/tables/${tableId}`, { records, batch, concurrency, value })
-        })
-        await dropTable(tableId)
-        return p
+      if (sharedProcess) {
+        const raw = new v2.BigtableClient(gapicOptions(emulator.emulatorHost))
+        yield* Effect.addFinalizer(() => Effect.promise(() => raw.close()))
+        const rawPass = async () => {
+          const tableId = await createTable()
+          const p = await timeHere(records, async () => {
+            await runRaw(raw, `${parent}/tables/${tableId}`, { records, batch, concurrency, value })
+          })
+          await dropTable(tableId)
+          return p
+        }
+        yield* Effect.promise(rawPass)
+        order.push(["bigtable.node.mutateRows", rawPass])
+      } else {
+        order.push(["bigtable.node.mutateRows", isolatedPass("bigtable.node.mutateRows")])
       }
-      yield* Effect.promise(rawPass)
-      order.push(["bigtable.node.mutateRows", rawPass])
     }
     for (let pass = 0; pass < passes; pass++) {
       for (let k = 0; k < order.length; k++) {
@@ -497,7 +557,7 @@ const childPass = async (name: string) => {
 }
 
 const main = async () => {
-  if (childOf !== undefined) return childPass(childOf)
+  if (childOf !== undefined) return childOf.startsWith("bigtable.") ? bigtableChildPass(childOf) : childPass(childOf)
   buildGo()
   fs.mkdirSync(buildDir, { recursive: true })
   const rowsFile = path.join(buildDir, "rows.json")
