@@ -413,11 +413,11 @@ const bigtableChildPass = async (name: string) => {
   } else if (name === "bigtable.node.mutateRows") {
     const raw = new v2.BigtableClient(gapicOptions(emulatorHost))
     const parent = `projects/${projectId}/instances/${instanceId}`
-    const run = async (table: string) => {
+    const mutateAll = async (table: string) => {
       await runRaw(raw, `${parent}/tables/${table}`, { records, batch, concurrency, value })
     }
-    await run(warm)
-    p = await timeHere(records, () => run(tableId))
+    await mutateAll(warm)
+    p = await timeHere(records, () => mutateAll(tableId))
     await raw.close()
   } else {
     throw new Error(`no Bigtable method ${name}`)
