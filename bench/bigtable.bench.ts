@@ -42,7 +42,7 @@ import {
 import { numberArg } from "./args.ts"
 import { key, runRaw } from "./bigtableRaw.ts"
 import type { BigtableRssResult } from "./bigtableRss.ts"
-import { emulatorWithGapic, instanceId, projectId, type RawAdmin, tableName } from "./bigtableSetup.ts"
+import { createTable, dropTable, emulatorWithGapic, instanceId, projectId, tableName } from "./bigtableSetup.ts"
 import { median, type Timed, timePass } from "./timing.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
@@ -57,6 +57,8 @@ const here = path.dirname(new URL(import.meta.url).pathname)
 const root = path.dirname(here)
 
 const value = "x".repeat(100)
+/** The one column family the records go to. */
+const plain = { cf: {} }
 
 const serializer = (i: number) =>
   RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
@@ -84,13 +86,6 @@ interface Sample {
   readonly cpu: number
 }
 const sampleOf = (timed: Timed): Sample => ({ rate: records / timed.seconds, cpu: timed.cpuSeconds * 1e6 / records })
-
-const createTable = (admin: RawAdmin, tableId: string) =>
-  admin.createTable({
-    parent: `projects/${projectId}/instances/${instanceId}`,
-    tableId,
-    table: { columnFamilies: { cf: {} } }
-  })
 
 /** Builds the package and the RSS script (bench/tsconfig.rss.json) from compiled JavaScript, as bigquery.bench.ts does. */
 const buildRss = () => {
@@ -144,8 +139,8 @@ const main = Effect.gen(function*() {
   for (let pass = -1; pass < passes; pass++) {
     const rawTable = `raw${pass + 1}`
     const sinkTable = `sink${pass + 1}`
-    yield* Effect.promise(() => createTable(admin, rawTable))
-    yield* Effect.promise(() => createTable(admin, sinkTable))
+    yield* Effect.promise(() => createTable(admin, rawTable, plain))
+    yield* Effect.promise(() => createTable(admin, sinkTable, plain))
     const rawRun = Effect.map(
       Effect.promise(() => timePass(() => runRaw(raw, tableName(rawTable), { records, batch, concurrency, value }))),
       sampleOf
@@ -164,8 +159,8 @@ const main = Effect.gen(function*() {
       r = yield* rawRun
     }
     // Both tables are dropped after the pass, so every pass starts from the same emulator state.
-    yield* Effect.promise(() => admin.deleteTable({ name: tableName(rawTable) }))
-    yield* Effect.promise(() => admin.deleteTable({ name: tableName(sinkTable) }))
+    yield* Effect.promise(() => dropTable(admin, rawTable))
+    yield* Effect.promise(() => dropTable(admin, sinkTable))
     if (pass >= 0) {
       samples.raw.push(r)
       samples.sink.push(s)
@@ -184,11 +179,11 @@ const main = Effect.gen(function*() {
       const results: Array<BigtableRssResult> = []
       for (let run = 0; run < rssRuns; run++) {
         const tableId = `rss${method}${run}`
-        yield* Effect.promise(() => createTable(admin, tableId))
+        yield* Effect.promise(() => createTable(admin, tableId, plain))
         const result = yield* Effect.promise(() =>
           rssOnce(emulator.emulatorHost, tableId, method === "raw" ? ["--raw"] : [])
         )
-        yield* Effect.promise(() => admin.deleteTable({ name: tableName(tableId) }))
+        yield* Effect.promise(() => dropTable(admin, tableId))
         console.log(`rss ${method} run ${run + 1}: ${JSON.stringify(result)}`)
         results.push(result)
       }

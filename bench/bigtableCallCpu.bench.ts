@@ -37,7 +37,7 @@ import { entryByteSize } from "../src/internal/bigtable/mutationProto.ts"
 import { numberArg } from "./args.ts"
 import { http2Session } from "./bigtableHttp2.ts"
 import { checkAndMutate, key, mutateRows, type RawClient, setCellEntries } from "./bigtableRaw.ts"
-import { emulatorWithGapic, instanceId, projectId, type RawAdmin, tableName } from "./bigtableSetup.ts"
+import { counterFamily, createTable, dropTable, emulatorWithGapic, tableName } from "./bigtableSetup.ts"
 import { median, timePass } from "./timing.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
@@ -108,21 +108,6 @@ const libraryCheckAndMutate = (start: StartCall, table: string) => {
     })
 }
 
-const createTable = (admin: RawAdmin, tableId: string) =>
-  admin.createTable({
-    parent: `projects/${projectId}/instances/${instanceId}`,
-    tableId,
-    table: {
-      columnFamilies: {
-        c: {},
-        s: {
-          valueType: { aggregateType: { inputType: { int64Type: { encoding: { bigEndianBytes: {} } } }, sum: {} } }
-        },
-        m: {}
-      }
-    }
-  })
-
 const transports = ["gapic", "stream", "direct", "http2"] as const
 type Transport = typeof transports[number]
 const rpcs = ["MutateRows", "CheckAndMutateRow"] as const
@@ -162,10 +147,10 @@ const main = Effect.gen(function*() {
     for (const rpc of rpcs) {
       for (const transport of order) {
         const tableId = `t${tables++}`
-        yield* Effect.promise(() => createTable(admin, tableId))
+        yield* Effect.promise(() => createTable(admin, tableId, { c: {}, s: counterFamily, m: {} }))
         const one = runOf(transport, rpc, tableName(tableId))
         const timed = yield* Effect.promise(() => timePass(() => loop(one)))
-        yield* Effect.promise(() => admin.deleteTable({ name: tableName(tableId) }))
+        yield* Effect.promise(() => dropTable(admin, tableId))
         const sample = { cpu: timed.cpuSeconds * 1e6 / calls, rate: calls / timed.seconds }
         if (pass >= 0) {
           const k = `${rpc} ${transport}`

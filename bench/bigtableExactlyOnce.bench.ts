@@ -42,7 +42,15 @@ import {
 import { Checkpoint, CheckpointStore } from "../src/Sink.ts"
 import { numberArg, optionalArg } from "./args.ts"
 import { checkAndMutate, key, type RawClient } from "./bigtableRaw.ts"
-import { emulatorWithGapic, instanceId, projectId, type RawAdmin, tableName } from "./bigtableSetup.ts"
+import {
+  counterFamily,
+  createTable,
+  dropTable,
+  emulatorWithGapic,
+  instanceId,
+  projectId,
+  tableName
+} from "./bigtableSetup.ts"
 import { median } from "./timing.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
@@ -112,20 +120,6 @@ const runAtLeastOnce = async (client: Client, tableId: string): Promise<number> 
   return records / ((performance.now() - start) / 1000)
 }
 
-const createTable = (admin: RawAdmin, tableId: string) =>
-  admin.createTable({
-    parent: `projects/${projectId}/instances/${instanceId}`,
-    tableId,
-    table: {
-      columnFamilies: {
-        c: {
-          valueType: { aggregateType: { inputType: { int64Type: { encoding: { bigEndianBytes: {} } } }, sum: {} } }
-        },
-        m: {}
-      }
-    }
-  })
-
 /** Every row of the table holds exactly 1 in `c:n`, and there are `records` rows. */
 const checkSums = async (client: RawClient, table: string) => {
   let rows = 0
@@ -166,7 +160,7 @@ const main = Effect.gen(function*() {
     const cpus: Partial<Record<Method, number>> = {}
     for (const method of order) {
       const tableId = `${method}${pass + 1}`
-      yield* Effect.promise(() => createTable(admin, tableId))
+      yield* Effect.promise(() => createTable(admin, tableId, { c: counterFamily, m: {} }))
       const before = process.cpuUsage()
       const rate = yield* Effect.promise(() =>
         method === "raw"
@@ -178,7 +172,7 @@ const main = Effect.gen(function*() {
       const used = process.cpuUsage(before)
       const perRecord = (used.user + used.system) / records
       if (method !== "alo") yield* Effect.promise(() => checkSums(raw, tableName(tableId)))
-      yield* Effect.promise(() => admin.deleteTable({ name: tableName(tableId) }))
+      yield* Effect.promise(() => dropTable(admin, tableId))
       rates[method] = rate
       cpus[method] = perRecord
       if (pass >= 0) {

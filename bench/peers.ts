@@ -38,7 +38,6 @@
  * needs the Go toolchain (`go` on PATH, or $GO, or /usr/local/go/bin/go).
  */
 import { v2 } from "@google-cloud/bigtable"
-import * as grpc from "@grpc/grpc-js"
 import { Effect, Layer, type Scope, Stream } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -64,6 +63,14 @@ import { startBigtable } from "../test/support/emulators.ts"
 import { flag, forwardedArgs, numberArg, optionalArg, textArg } from "./args.ts"
 import * as Raw from "./bigqueryRaw.ts"
 import { key, runRaw } from "./bigtableRaw.ts"
+import {
+  createTable,
+  dropTable as dropTableOf,
+  gapicOptions,
+  instanceId,
+  projectId,
+  tableName
+} from "./bigtableSetup.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import * as Isolated from "./isolated.ts"
 import * as JsonWriter from "./jsonWriter.ts"
@@ -354,8 +361,6 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
   }
 }
 
-const projectId = "bench"
-const instanceId = "bench"
 const value = "x".repeat(100)
 
 const bigtableSerializer = (i: number) =>
@@ -379,18 +384,6 @@ const bigtableSink = async (client: BigtableClient.BigtableClient["Service"], ta
   if (summary.recordsWritten !== records) throw new Error(`sink wrote ${summary.recordsWritten} of ${records}`)
 }
 
-/** The gapic clients' options for the emulator at `host:port`. */
-const gapicOptions = (emulatorHost: string) => {
-  const at = emulatorHost.lastIndexOf(":")
-  return {
-    servicePath: emulatorHost.slice(0, at),
-    port: Number(emulatorHost.slice(at + 1)),
-    sslCreds: grpc.credentials.createInsecure(),
-    projectId,
-    universeDomain: "googleapis.com"
-  }
-}
-
 /** What a Bigtable child takes over: the workload. */
 const bigtableForwarded = forwardedArgs(["records", "batch", "concurrency"])
 
@@ -412,9 +405,8 @@ const bigtableChildPass = async (name: string) => {
     })))
   } else if (name === "bigtable.node.mutateRows") {
     const raw = new v2.BigtableClient(gapicOptions(emulatorHost))
-    const parent = `projects/${projectId}/instances/${instanceId}`
     const mutateAll = async (table: string) => {
-      await runRaw(raw, `${parent}/tables/${table}`, { records, batch, concurrency, value })
+      await runRaw(raw, tableName(table), { records, batch, concurrency, value })
     }
     await mutateAll(warm)
     p = await timeHere(records, () => mutateAll(tableId))
@@ -432,20 +424,19 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
     const admin = new v2.BigtableTableAdminClient(gapicOptions(emulator.emulatorHost))
     yield* Effect.addFinalizer(() => Effect.promise(() => admin.close()))
     const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
-    const parent = `projects/${projectId}/instances/${instanceId}`
     let tables = 0
-    const createTable = async () => {
+    const freshTable = async () => {
       const tableId = `t${tables++}`
-      await admin.createTable({ parent, tableId, table: { columnFamilies: { cf: {} } } })
+      await createTable(admin, tableId, { cf: {} })
       return tableId
     }
-    const dropTable = (tableId: string) => admin.deleteTable({ name: `${parent}/tables/${tableId}` })
+    const dropTable = (tableId: string) => dropTableOf(admin, tableId)
     const sink = (tableId: string) => bigtableSink(client, tableId)
     // unless --shared-process, each pass of ours runs in a fresh process that warms itself up (as each
     // Go pass does, and as the BigQuery passes do: ADR 0025), each into fresh tables
     const isolatedPass = (name: string) => async (): Promise<Pass> => {
-      const warm = await createTable()
-      const tableId = await createTable()
+      const warm = await freshTable()
+      const tableId = await freshTable()
       const sample = Isolated.once(new URL(import.meta.url).pathname, name, [
         ...bigtableForwarded,
         "--emulator",
@@ -461,15 +452,15 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
     }
     const sinkPass = sharedProcess ?
       async () => {
-        const tableId = await createTable()
+        const tableId = await freshTable()
         const p = await timeHere(records, () => sink(tableId))
         await dropTable(tableId)
         return p
       } :
       isolatedPass("bigtable.sink")
     const goPass = async () => {
-      const warm = await createTable()
-      const tableId = await createTable()
+      const warm = await freshTable()
+      const tableId = await freshTable()
       const [p] = await runGo("bigtable", [
         "--emulator",
         emulator.emulatorHost,
@@ -494,7 +485,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
     }
     if (sharedProcess) {
       // warm-up of the sink (JIT)
-      const warm = yield* Effect.promise(createTable)
+      const warm = yield* Effect.promise(freshTable)
       yield* Effect.promise(() => sink(warm))
       yield* Effect.promise(() => dropTable(warm))
     }
@@ -505,9 +496,9 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
         const raw = new v2.BigtableClient(gapicOptions(emulator.emulatorHost))
         yield* Effect.addFinalizer(() => Effect.promise(() => raw.close()))
         const rawPass = async () => {
-          const tableId = await createTable()
+          const tableId = await freshTable()
           const p = await timeHere(records, async () => {
-            await runRaw(raw, `${parent}/tables/${tableId}`, { records, batch, concurrency, value })
+            await runRaw(raw, tableName(tableId), { records, batch, concurrency, value })
           })
           await dropTable(tableId)
           return p

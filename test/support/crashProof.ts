@@ -214,14 +214,12 @@ export const afterLastCheckpointLabel = "after the last checkpoint"
  * the child holding first (its work done); `exited` if the child exits before either.
  */
 const awaitTrigger = (child: Child, kill: PlannedKill): Effect.Effect<"planned" | "held" | "exited"> => {
-  const events = Effect.gen(function*() {
-    let count = 0
-    while (true) {
-      const event = yield* Queue.take(child.events)
-      if (event.name === drainedStep || event.name === finishedStep) return "held" as const
-      if (event.name === kill.step && ++count >= kill.nth) return "planned" as const
-    }
-  })
+  const events = untilEvent(
+    child,
+    (event) => event.name === drainedStep || event.name === finishedStep ? "held" : undefined,
+    kill.step,
+    kill.nth
+  )
   const trigger = kill.step === undefined
     ? Effect.raceFirst(events, Effect.as(Effect.sleep(Duration.millis(kill.delayMillis)), "planned" as const))
     : events
@@ -230,15 +228,30 @@ const awaitTrigger = (child: Child, kill: PlannedKill): Effect.Effect<"planned" 
 
 /** Waits for the `nth` occurrence of `step` (or for the child to exit first: `false`). */
 const awaitStep = (child: Child, step: string, nth: number): Effect.Effect<boolean> =>
+  Effect.raceFirst(
+    Effect.as(untilEvent(child, () => undefined, step, nth), true),
+    Effect.as(Deferred.await(child.exited), false)
+  )
+
+/**
+ * Takes the child's events until `stop` answers one (its answer) or `step` has come `nth` times
+ * (`"planned"`; never without a step).
+ */
+const untilEvent = <S extends string>(
+  child: Child,
+  stop: (event: StepEvent) => S | undefined,
+  step: string | undefined,
+  nth: number
+): Effect.Effect<S | "planned"> =>
   Effect.gen(function*() {
     let count = 0
     while (true) {
       const event = yield* Queue.take(child.events)
-      if (event.name === step && ++count >= nth) return true
+      const stopped = stop(event)
+      if (stopped !== undefined) return stopped
+      if (event.name === step && ++count >= nth) return "planned" as const
     }
-  }).pipe(
-    Effect.raceFirst(Effect.as(Deferred.await(child.exited), false))
-  )
+  })
 
 // ---------------------------------------------------------------------------------------------
 // Plans
