@@ -50,7 +50,8 @@ export const tuningFields = (d: TuningDefaults) => ({
  * The `writeMethod` option: `undefined` is the default method; otherwise a value of this backend's
  * `WriteMethod` constructors (`_tag` among `tags`, `connector` this backend's: a BigQuery method
  * given to Bigtable is rejected), whose `options` are decoded by `schema` with paths directly under
- * `writeMethod` (`writeMethod.maxInFlightBytes`).
+ * `writeMethod` (`writeMethod.maxInFlightBytes`). `misplaced` may say better than the generic
+ * message why a method of this backend is not taken here (another sink form's, an option it lacks).
  *
  * @internal
  */
@@ -59,13 +60,16 @@ export const writeMethod = <A>(
   module: string,
   tags: ReadonlyArray<string>,
   schema: Schema.Decoder<A>,
-  is: (u: unknown) => u is A
+  is: (u: unknown) => u is A,
+  misplaced: (given: Record<string, unknown>) => string | undefined = () => undefined
 ) =>
   O.field(O.fromEffect(is, (input, options) => {
     const given = input === undefined ? { _tag: tags[0], connector, options: {} } : input
     const tag = tags[0] ?? "AtLeastOnce"
     const constructor = `${tag.charAt(0).toLowerCase()}${tag.slice(1)}`
     const expected = `a WriteMethod of ${module} (WriteMethod.${constructor}(...) from effect-gcp-sinks/${module})`
+    const hint = O.isRecord(given) && given.connector === connector ? misplaced(given) : undefined
+    if (hint !== undefined) return Effect.fail(new SchemaIssue.InvalidValue({ message: hint }, given))
     if (
       !O.isRecord(given) || !Predicate.isString(given._tag) || !tags.includes(given._tag) ||
       given.connector !== connector

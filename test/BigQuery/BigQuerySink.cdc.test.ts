@@ -192,6 +192,33 @@ describe("BigQuerySink CDC", () => {
       }))))
 })
 
+describe("BigQuerySink CDC: primary key against the serializer's schema", () => {
+  it.live("a primary-key column the serializer's schema lacks fails when the destination opens, naming it", () =>
+    Effect.scoped(F.withFake({}, (fake) =>
+      Effect.gen(function*() {
+        // the table does not exist: without the check, tables.insert would be the first to object
+        const error = yield* Effect.flip(
+          Stream.fromIterable([up(1, "a", "1")]).pipe(Stream.run(BigQuerySink.make({
+            table: yield* F.destination(fake, "absent"),
+            serializer: yield* serializer,
+            writeMethod: WriteMethod.atLeastOnce({
+              ...F.fastRetries,
+              cdc: { ...cdc, tableOptions: { primaryKey: ["id", "ident"] } }
+            })
+          })))
+        )
+        assert.strictEqual(error._tag, "BigQueryError")
+        assert.match(error.message, /SchemaMismatch/)
+        assert.match(
+          String(Reflect.get(Reflect.get(error, "reason") ?? {}, "detail")),
+          /writeMethod\.cdc\.tableOptions\.primaryKey\[1\]: 'ident' is not a column of the serializer's schema/
+        )
+        // caught before any table was asked for, not by tables.insert
+        assert.isFalse(fake.stats.restCalls.some((call) => call.includes("POST")))
+        assert.strictEqual(fake.stats.requests, 0)
+      }))))
+})
+
 /** The model: per key, the change with the greatest (sequence number, arrival); a DELETE removes it. */
 const model = (changes: ReadonlyArray<Change>): ReadonlyArray<string> => {
   const winners = new Map<bigint, { readonly change: Change; readonly index: number }>()

@@ -27,6 +27,7 @@ import {
   TableAdminFailed,
   TableNotFound
 } from "../../BigQuery/BigQueryError.ts"
+import type { CdcTableOptions } from "../../BigQuery/CdcTableOptions.ts"
 import { descriptorOf } from "../../BigQuery/RowSerializer.ts"
 import * as TableCreateOptions from "../../BigQuery/TableCreateOptions.ts"
 import type { TableDestination } from "../../BigQuery/TableDestination.ts"
@@ -204,6 +205,11 @@ export const readSchema = <A, E, R>(
       )
     if (settings.cdc !== undefined) {
       yield* cdcCollision(destination, schema)
+      // a provider that fails is reported by the table's provisioning, with its own method name
+      const options = yield* Effect.option(settings.cdc.tableOptions(destination))
+      if (Option.isSome(options)) {
+        yield* cdcPrimaryKey(destination, options.value, schema)
+      }
     }
     return {
       schema,
@@ -217,6 +223,16 @@ export const readSchema = <A, E, R>(
 const cdcCollision = (destination: TableDestination, schema: TableSchema.TableSchema) =>
   Effect.mapError(
     CdcOptions.checkSchema(schema, "serializer"),
+    (e) =>
+      new BigQueryError({
+        reason: new SchemaMismatch({ destination: destination.toString(), detail: `${e.path}: ${e.message}`, cause: e })
+      })
+  )
+
+/** A primary-key column the schema lacks: terminal, a `SchemaMismatch` naming the column. */
+const cdcPrimaryKey = (destination: TableDestination, options: CdcTableOptions, schema: TableSchema.TableSchema) =>
+  Effect.mapError(
+    CdcOptions.checkPrimaryKey(options, schema, "writeMethod.cdc.tableOptions.primaryKey"),
     (e) =>
       new BigQueryError({
         reason: new SchemaMismatch({ destination: destination.toString(), detail: `${e.path}: ${e.message}`, cause: e })

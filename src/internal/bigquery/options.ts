@@ -249,6 +249,28 @@ const isCreateOptions = (u: unknown): u is SinkOptions<unknown, unknown, unknown
   u === undefined || O.isRecord(u) || Predicate.isFunction(u)
 
 /**
+ * Why a BigQuery write method is not taken by this sink form, where the generic "must be a WriteMethod"
+ * would not say: CDC is at-least-once only, and each method has its own constructors.
+ */
+const misplacedMethod = (method: StreamSettings["method"], given: Record<string, unknown>): string | undefined => {
+  const cdc = O.isRecord(given.options) && given.options.cdc !== undefined
+  if (cdc && (given._tag !== "AtLeastOnce" || method !== "AtLeastOnce")) {
+    return "CDC is at-least-once only: give WriteMethod.atLeastOnce({ cdc }) to BigQuerySink.make or writer"
+  }
+  const expected = method === "AtLeastOnce"
+    ? "must be a WriteMethod of make and writer (WriteMethod.atLeastOnce(...))"
+    : "must be a WriteMethod of exactlyOnce and exactlyOnceWriter (WriteMethod.exactlyOnce(...))"
+  const takenBy = given._tag === method ? undefined : forms.get(String(given._tag))
+  return takenBy === undefined ? undefined : `${expected}: ${takenBy}`
+}
+
+const forms = new Map([
+  ["AtLeastOnce", "WriteMethod.atLeastOnce(...) is taken by BigQuerySink.make and writer"],
+  ["ExactlyOnce", "WriteMethod.exactlyOnce(...) is taken by BigQuerySink.exactlyOnce and exactlyOnceWriter"],
+  ["FileLoads", "WriteMethod.fileLoads(...) is taken by BigQuerySink.fileLoads"]
+])
+
+/**
  * The top-level options, field by field in the reference's order; cross-field rules follow. The
  * write method is `method`'s only: `make` and `writer` take `WriteMethod.atLeastOnce`, the
  * exactly-once constructors `WriteMethod.exactlyOnce` (its default when absent).
@@ -268,7 +290,8 @@ const optionsOf = (method: StreamSettings["method"]) =>
       "BigQuery",
       [method],
       method === "AtLeastOnce" ? StreamSchema : BufferedSchema,
-      isStream
+      isStream,
+      (given) => misplacedMethod(method, given)
     ),
     createDisposition: SinkOptionsSchema.createDisposition("CREATE_IF_NEEDED"),
     tableCreateOptions: O.maybe(

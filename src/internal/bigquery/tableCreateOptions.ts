@@ -38,10 +38,17 @@ const isColumns = (u: unknown): u is ReadonlyArray<string> | undefined =>
 export const columnList = (max: number) =>
   O.fromEffect(isColumns, (input) => {
     if (input === undefined) return Effect.undefined
-    if (!Array.isArray(input) || input.length < 1 || input.length > max) {
-      const count = Array.isArray(input) ? input.length : O.describe(input)
+    if (!Array.isArray(input)) {
       return Effect.fail(
-        new SchemaIssue.InvalidValue({ message: `must have 1 to ${max} columns, had ${count}` }, input)
+        new SchemaIssue.InvalidValue(
+          { message: `must be an array of 1 to ${max} column names, was ${O.describe(input)}` },
+          input
+        )
+      )
+    }
+    if (input.length < 1 || input.length > max) {
+      return Effect.fail(
+        new SchemaIssue.InvalidValue({ message: `must have 1 to ${max} columns, had ${input.length}` }, input)
       )
     }
     const seen = new Set<string>()

@@ -238,6 +238,42 @@ describe("BigQuery sink options: writeMethod (WriteMethod.atLeastOnce, reference
       yield* rejects({ ...base, writeMethod: bigtable }, "writeMethod", /must be a WriteMethod of BigQuery/)
     }))
 
+  it.effect("a method of another sink form names the form that takes it; CDC says it is at-least-once only", () =>
+    Effect.gen(function*() {
+      const cdc = { changeType: () => "UPSERT" as const, tableOptions: { primaryKey: ["id"] } }
+      const eoWithCdc = { _tag: "ExactlyOnce", connector: "bigquery", options: { cdc } }
+      // @ts-expect-error: exactly-once takes no cdc
+      yield* rejects(
+        { ...base, writeMethod: eoWithCdc },
+        "writeMethod",
+        /^CDC is at-least-once only: give WriteMethod\.atLeastOnce\(\{ cdc \}\) to BigQuerySink\.make or writer$/
+      )
+      const rejectsExactlyOnce = (writeMethod: unknown, rule: RegExp) =>
+        Effect.gen(function*() {
+          const error = yield* Effect.flip(Options.decode({ ...base, writeMethod } as Opts, "ExactlyOnce"))
+          assert.strictEqual(error.path, "writeMethod")
+          assert.match(error.message, rule)
+        })
+      yield* rejectsExactlyOnce(WriteMethod.atLeastOnce({ cdc }), /^CDC is at-least-once only/)
+      yield* rejectsExactlyOnce(eoWithCdc, /^CDC is at-least-once only/)
+      yield* rejectsExactlyOnce(
+        WriteMethod.atLeastOnce(),
+        /atLeastOnce\(\.\.\.\) is taken by BigQuerySink\.make and writer/
+      )
+      yield* rejects(
+        // @ts-expect-error: the exactly-once constructors' method
+        { ...base, writeMethod: WriteMethod.exactlyOnce() },
+        "writeMethod",
+        /exactlyOnce\(\.\.\.\) is taken by BigQuerySink\.exactlyOnce and exactlyOnceWriter/
+      )
+      yield* rejects(
+        // @ts-expect-error: the file-loads method
+        { ...base, writeMethod: WriteMethod.fileLoads({ stagingPath: "gs://b/p" }) },
+        "writeMethod",
+        /fileLoads\(\.\.\.\) is taken by BigQuerySink\.fileLoads/
+      )
+    }))
+
   it.effect("a write method whose options are null is rejected, not taken as the defaults", () =>
     Effect.gen(function*() {
       const method = { ...WriteMethod.atLeastOnce({}), options: null }

@@ -89,3 +89,21 @@ export const checkSchema = (schema: TableSchema, path: string): Effect.Effect<vo
   const clash = collision(schema)
   return clash === undefined ? Effect.void : O.fail(path, collisionMessage(clash))
 }
+
+/**
+ * Each primary-key column is a column of the destination's schema (case-insensitive, as BigQuery
+ * names are): caught when the destination opens, not by `tables.insert` or a later append.
+ *
+ * @internal
+ */
+export const checkPrimaryKey = (
+  options: CdcTableOptions,
+  schema: TableSchema,
+  path: string
+): Effect.Effect<void, SinkConfigError> => {
+  const columns = new Set(schema.fields.map((f) => f.name.toLowerCase()))
+  const missing = options.primaryKey.findIndex((name) => !columns.has(name.toLowerCase()))
+  return missing === -1
+    ? Effect.void
+    : O.fail(`${path}[${missing}]`, `'${options.primaryKey[missing]}' is not a column of the serializer's schema`)
+}
