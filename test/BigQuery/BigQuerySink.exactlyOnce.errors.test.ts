@@ -484,6 +484,76 @@ describe("BigQuerySink.exactlyOnce: the restore probe", () => {
       }))
   })
 
+  /**
+   * A first run checkpointing 10 rows, then 5 more rows on its stream past the checkpoint (the
+   * crashed run's): the next restore's probe at 10 meets OFFSET_ALREADY_EXISTS and abandons the
+   * stream. `rejectOnFresh` picks the row errors of the fresh stream's first append.
+   */
+  const abandonedWith = (rejectOnFresh: (c: Fake.AppendContext) => ReadonlyArray<number>) => {
+    let first: string | undefined
+    let rejected = false
+    const answer = (c: Fake.AppendContext): Fake.Answer => {
+      if (!buffered(c)) return { _tag: "default" }
+      first ??= c.writeStream
+      if (c.writeStream === first || rejected) return { _tag: "default" }
+      rejected = true
+      const errors = rejectOnFresh(c).map((index) => ({ index, message: "bad" }))
+      return errors.length === 0 ? { _tag: "default" } : { _tag: "rowErrors", errors }
+    }
+    const crashedPastCheckpoint = (fake: Fake.FakeBigQuery) =>
+      Effect.scoped(Effect.gen(function*() {
+        const { writer } = yield* eoWriter(fake)
+        yield* writer.write(rows(10))
+        yield* writer.checkpoint(10)
+        const [name] = fake.buffered.streams.keys()
+        fake.buffered.append(name ?? "", 10, Array.from({ length: 5 }, () => new Uint8Array([8, 99])))
+      }))
+    return { answer, crashedPastCheckpoint }
+  }
+
+  it.live("an abandoned probe with row errors: the survivors go at the fresh stream's offset, not the old one's", () => {
+    const { answer, crashedPastCheckpoint } = abandonedWith(() => [0])
+    return withEo({ answer }, (fake) =>
+      Effect.gen(function*() {
+        yield* crashedPastCheckpoint(fake)
+        const routed: Array<BigQueryFailure.BigQueryFailure> = []
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* eoWriterWith(fake, (f) => void routed.push(f))
+          yield* writer.write(rows(10, 10))
+          yield* writer.checkpoint(20)
+        }))
+        assert.strictEqual(routed.length, 1)
+        assert.deepStrictEqual(visibleIds(fake), [...range(0, 10), ...range(11, 20)])
+        assert.strictEqual(fake.buffered.stats.creates, 2, "the restored stream was abandoned")
+        // the next run restores the fresh stream and appends behind its rows
+        const { writer } = yield* eoWriter(fake)
+        yield* writer.write(rows(5, 20))
+        yield* writer.checkpoint(25)
+        assert.deepStrictEqual(visibleIds(fake), [...range(0, 10), ...range(11, 25)])
+      }))
+  })
+
+  it.live("an abandoned probe whose rows are all rejected saves no commit past the fresh stream's end", () => {
+    const { answer, crashedPastCheckpoint } = abandonedWith((c) => c.rows.map((_, i) => i))
+    return withEo({ answer }, (fake) =>
+      Effect.gen(function*() {
+        yield* crashedPastCheckpoint(fake)
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* eoWriterWith(fake, () => undefined)
+          yield* writer.write(rows(1, 10))
+          yield* writer.checkpoint(11)
+          yield* writer.write(rows(5, 11))
+          yield* writer.checkpoint(16)
+        }))
+        assert.deepStrictEqual(visibleIds(fake), [...range(0, 10), ...range(11, 16)])
+        // every restore re-runs the stored commits: none of them may point past a stream's end
+        const { writer } = yield* eoWriter(fake)
+        yield* writer.write(rows(4, 16))
+        yield* writer.checkpoint(20)
+        assert.deepStrictEqual(visibleIds(fake), [...range(0, 10), ...range(11, 20)])
+      }))
+  })
+
   it.live("any other failure of the probe is terminal", () => {
     let seen = 0
     return withEo({

@@ -114,6 +114,11 @@ interface State {
   /** Buffered streams: moved to its predecessor's end once already (a second `OUT_OF_RANGE` waits on the budget). */
   restamped: boolean
   /**
+   * Buffered streams: the final end of the append before this batch on the stream it now goes to
+   * (`AtOffset.after`, until an abandon moves it to a fresh stream, where nothing precedes it: 0).
+   */
+  after: Effect.Effect<number, BigQueryError>
+  /**
    * Buffered streams: an attempt at the current offset ended without an answer (a broken stream, the
    * watchdog), so the service may still take it there: the batch must not move to another offset.
    */
@@ -404,19 +409,18 @@ const outcomeOf = (key: string, state: State): Outcome => ({
 })
 
 /**
- * Moves a batch on a buffered stream to where the append before it ended (`atOffset.after`, waited
+ * Moves a batch on a buffered stream to where the append before it ended (`state.after`, waited
  * for). If the batch must move but an attempt at its current offset got no answer, the service may
  * still apply that attempt there, over another batch's rows: terminal, and the restore from the last
  * checkpoint is the repair (rows past it were never flushed). `what` names the rows in the message.
  */
 const toPredecessorEnd = (
-  atOffset: AtOffset,
   state: State,
   key: string,
   problem: Problem,
   what: string
 ): Effect.Effect<void, BigQueryError> =>
-  Effect.flatMap(atOffset.after, (end) => {
+  Effect.flatMap(state.after, (end) => {
     const from = state.offset ?? 0
     if (end === from) return Effect.void
     if (state.unanswered) {
@@ -461,6 +465,9 @@ const atOffsetAction = (
           Effect.sync(() => {
             state.offset = 0
             state.phase = "append"
+            // offsets are the fresh stream's from now on: nothing is before the batch there (the
+            // probe's `after` was the abandoned stream's)
+            state.after = Effect.succeed(0)
             // what went unanswered went to the abandoned stream
             state.unanswered = false
             state.retries++
@@ -474,7 +481,7 @@ const atOffsetAction = (
       if (!state.restamped) {
         state.restamped = true
         state.retries++
-        return Effect.as(toPredecessorEnd(atOffset, state, destination.key, problem, "the rows"), "resend" as const)
+        return Effect.as(toPredecessorEnd(state, destination.key, problem, "the rows"), "resend" as const)
       }
       return Effect.andThen(
         destination.slot.retire(connection),
@@ -545,7 +552,8 @@ export const run = <A, E, R>(
       phase: atOffset?.probe === true ? "probe" : "append",
       echoed: undefined,
       restamped: false,
-      unanswered: false
+      unanswered: false,
+      after: atOffset?.after ?? Effect.succeed(0)
     }
     for (;;) {
       // never sent while the destination's table is being repaired: wait, then append after it
@@ -595,7 +603,7 @@ export const run = <A, E, R>(
       if (atOffset !== undefined && !replaying && state.phase === "replay") {
         // the survivors of a rejection go where the rows before them end: this batch's stamp is high
         // when the batch before it lost rows too (and a service may report row errors before the offset)
-        yield* toPredecessorEnd(atOffset, state, destination.key, problem, "the survivors")
+        yield* toPredecessorEnd(state, destination.key, problem, "the survivors")
       }
       if (next === "done") return outcomeOf(destination.key, state)
     }
