@@ -4,7 +4,7 @@
  * what became visible (exactly the rows expected, none twice) and what failed.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Sink } from "effect"
+import { Effect, Fiber, Option, Sink } from "effect"
 import { TestClock } from "effect/testing"
 import { type BigQueryFailure, BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
 import { FailureHandler } from "../../src/Sink.ts"
@@ -88,6 +88,29 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
         assert.deepStrictEqual(visibleIds(fake), range(0, 40))
         const [stream] = fake.buffered.streams.values()
         assert.strictEqual(stream?.rows.length, 40, "appended once")
+      })))
+
+  it.live("OFFSET_ALREADY_EXISTS on a first attempt (another writer's rows there) is terminal: no checkpoint past the stream's end", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        const { writer } = yield* eoWriter(fake)
+        yield* writer.write(rows(10))
+        yield* writer.checkpoint(10)
+        // a zombie appends 3 rows where this writer's next batch of 10 goes: the batch never landed
+        const [name] = fake.buffered.streams.keys()
+        fake.buffered.append(name ?? "", 10, Array.from({ length: 3 }, () => new Uint8Array([8, 99])))
+        const error = yield* Effect.flip(Effect.andThen(writer.write(rows(10, 10)), writer.checkpoint(20)))
+        assert.strictEqual(reasonOf(error), "RequestRejected")
+        assert.include(detailOf(error), "AppendRows")
+        assert.include(detailOf(error), "OFFSET_ALREADY_EXISTS")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 10))
+        const r = yield* resume()
+        assert.deepStrictEqual(r.position, Option.some(10), "nothing saved past the stream's end")
+        // the restart restores the last checkpoint and leaves the stream the zombie wrote to
+        const next = yield* eoWriter(fake)
+        yield* next.writer.write(rows(10, 10))
+        yield* next.writer.checkpoint(20)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
       })))
 
   it.effect("an unanswered append (the 5-minute watchdog) is re-appended at the same offset", () =>

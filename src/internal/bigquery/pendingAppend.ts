@@ -442,7 +442,7 @@ const toPredecessorEnd = (
 
 /**
  * The exactly-once verdicts that differ from the at-least-once table (reference 2.6): an offset that
- * already exists mid-run is the batch landed; a restored stream that cannot be adopted is abandoned
+ * already exists mid-run after an unanswered attempt is the batch landed; a restored stream that cannot be adopted is abandoned
  * for a fresh one (the batch goes at 0); an offset out of range mid-run is re-appended at the end
  * of the append before it once that one settled, and if that happens again, at the same offset after
  * a reconnect, on the recovery budget; the rest is terminal.
@@ -579,9 +579,13 @@ export const run = <A, E, R>(
         return outcomeOf(destination.key, state)
       }
       yield* metrics.countError(codeName(problem.failure.code))
+      // whether an earlier attempt may have landed: read before this attempt counts
+      const earlierUnanswered = state.unanswered
       if (problem.failure.origin !== "response") state.unanswered = true
       state.budgets ??= yield* budgetsOf(settings)
-      const buffered = atOffset === undefined ? undefined : Buffered.classifyAppend(problem.failure, state.phase)
+      const buffered = atOffset === undefined
+        ? undefined
+        : Buffered.classifyAppend(problem.failure, state.phase, earlierUnanswered)
       if (atOffset !== undefined && buffered !== undefined && buffered._tag !== "shared") {
         const next = yield* atOffsetAction(buffered, atOffset, state, destination, connection, problem)
         if (next === "done") return outcomeOf(destination.key, state)
