@@ -383,6 +383,34 @@ const twoRuns = (fake: Fake.FakeBigQuery, between: () => void) =>
     yield* writer.checkpoint(20)
   })
 
+/**
+ * A first run checkpointing 10 rows, then 5 more rows on its stream past the checkpoint (the crashed
+ * run's): the next restore's probe at 10 meets OFFSET_ALREADY_EXISTS and abandons the stream.
+ */
+const crashedPastCheckpoint = (fake: Fake.FakeBigQuery) =>
+  Effect.scoped(Effect.gen(function*() {
+    const { writer } = yield* eoWriter(fake)
+    yield* writer.write(rows(10))
+    yield* writer.checkpoint(10)
+    const [name] = fake.buffered.streams.keys()
+    fake.buffered.append(name ?? "", 10, Array.from({ length: 5 }, () => new Uint8Array([8, 99])))
+  }))
+
+/** Answers the fresh stream's first append (after an abandon) with row errors for the rows `rejectOnFresh` picks. */
+const abandonedWith = (rejectOnFresh: (c: Fake.AppendContext) => ReadonlyArray<number>) => {
+  let first: string | undefined
+  let rejected = false
+  const answer = (c: Fake.AppendContext): Fake.Answer => {
+    if (!buffered(c)) return { _tag: "default" }
+    first ??= c.writeStream
+    if (c.writeStream === first || rejected) return { _tag: "default" }
+    rejected = true
+    const errors = rejectOnFresh(c).map((index) => ({ index, message: "bad" }))
+    return errors.length === 0 ? { _tag: "default" } : { _tag: "rowErrors", errors }
+  }
+  return answer
+}
+
 describe("BigQuerySink.exactlyOnce: the restore probe", () => {
   it.live("OFFSET_OUT_OF_RANGE at the probe abandons the stream for a fresh one", () => {
     let seen = 0
@@ -507,35 +535,8 @@ describe("BigQuerySink.exactlyOnce: the restore probe", () => {
       }))
   })
 
-  /**
-   * A first run checkpointing 10 rows, then 5 more rows on its stream past the checkpoint (the
-   * crashed run's): the next restore's probe at 10 meets OFFSET_ALREADY_EXISTS and abandons the
-   * stream. `rejectOnFresh` picks the row errors of the fresh stream's first append.
-   */
-  const abandonedWith = (rejectOnFresh: (c: Fake.AppendContext) => ReadonlyArray<number>) => {
-    let first: string | undefined
-    let rejected = false
-    const answer = (c: Fake.AppendContext): Fake.Answer => {
-      if (!buffered(c)) return { _tag: "default" }
-      first ??= c.writeStream
-      if (c.writeStream === first || rejected) return { _tag: "default" }
-      rejected = true
-      const errors = rejectOnFresh(c).map((index) => ({ index, message: "bad" }))
-      return errors.length === 0 ? { _tag: "default" } : { _tag: "rowErrors", errors }
-    }
-    const crashedPastCheckpoint = (fake: Fake.FakeBigQuery) =>
-      Effect.scoped(Effect.gen(function*() {
-        const { writer } = yield* eoWriter(fake)
-        yield* writer.write(rows(10))
-        yield* writer.checkpoint(10)
-        const [name] = fake.buffered.streams.keys()
-        fake.buffered.append(name ?? "", 10, Array.from({ length: 5 }, () => new Uint8Array([8, 99])))
-      }))
-    return { answer, crashedPastCheckpoint }
-  }
-
   it.live("an abandoned probe with row errors: the survivors go at the fresh stream's offset, not the old one's", () => {
-    const { answer, crashedPastCheckpoint } = abandonedWith(() => [0])
+    const answer = abandonedWith(() => [0])
     return withEo({ answer }, (fake) =>
       Effect.gen(function*() {
         yield* crashedPastCheckpoint(fake)
@@ -557,7 +558,7 @@ describe("BigQuerySink.exactlyOnce: the restore probe", () => {
   })
 
   it.live("an abandoned probe whose rows are all rejected saves no commit past the fresh stream's end", () => {
-    const { answer, crashedPastCheckpoint } = abandonedWith((c) => c.rows.map((_, i) => i))
+    const answer = abandonedWith((c) => c.rows.map((_, i) => i))
     return withEo({ answer }, (fake) =>
       Effect.gen(function*() {
         yield* crashedPastCheckpoint(fake)

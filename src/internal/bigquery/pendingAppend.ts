@@ -519,6 +519,34 @@ const atOffsetAction = (
   }
 }
 
+const initialState = (batch: Batch, atOffset: AtOffset | undefined): State => ({
+  body: batch.body,
+  count: batch.count,
+  bytes: batch.bytes,
+  retries: 0,
+  schemaPushed: false,
+  failed: [],
+  budgets: undefined,
+  offset: atOffset?.offset,
+  phase: atOffset?.probe === true ? "probe" : "append",
+  echoed: undefined,
+  restamped: false,
+  unanswered: false,
+  after: atOffset?.after ?? Effect.succeed(0)
+})
+
+/** A buffered append acknowledged at an offset other than the one it was sent at. */
+const echoedElsewhere = (key: string, state: State): BigQueryError =>
+  new BigQueryError({
+    reason: new RequestRejected({
+      method: "AppendRows",
+      destination: key,
+      code: "OK",
+      detail: `the append at offset ${state.offset} was acknowledged at offset ${state.echoed}`,
+      cause: undefined
+    })
+  })
+
 /**
  * Appends `batch` to `destination` until it is committed (survivors of row errors included) or a
  * terminal error: each failed attempt is classified (`retry.ts`) and its verdict's action run
@@ -540,21 +568,7 @@ export const run = <A, E, R>(
       schemaUpdatesEnabled: settings.schemaUpdate.allowNewFields || settings.schemaUpdate.allowFieldRelaxation,
       createDisposition: settings.createDisposition
     }
-    const state: State = {
-      body: batch.body,
-      count: batch.count,
-      bytes: batch.bytes,
-      retries: 0,
-      schemaPushed: false,
-      failed: [],
-      budgets: undefined,
-      offset: atOffset?.offset,
-      phase: atOffset?.probe === true ? "probe" : "append",
-      echoed: undefined,
-      restamped: false,
-      unanswered: false,
-      after: atOffset?.after ?? Effect.succeed(0)
-    }
+    const state = initialState(batch, atOffset)
     for (;;) {
       // never sent while the destination's table is being repaired: wait, then append after it
       yield* destination.guard.settled
@@ -564,17 +578,7 @@ export const run = <A, E, R>(
       const problem = yield* attempt(settings.stream.responseTimeout, destination, connection, state)
       if (problem === undefined) {
         if (atOffset !== undefined && state.echoed !== undefined && state.echoed !== state.offset) {
-          return yield* Effect.fail(
-            new BigQueryError({
-              reason: new RequestRejected({
-                method: "AppendRows",
-                destination: destination.key,
-                code: "OK",
-                detail: `the append at offset ${state.offset} was acknowledged at offset ${state.echoed}`,
-                cause: undefined
-              })
-            })
-          )
+          return yield* Effect.fail(echoedElsewhere(destination.key, state))
         }
         return outcomeOf(destination.key, state)
       }
