@@ -96,8 +96,9 @@ export const resume: <P>(
 export type Every = Duration.Duration | `${number} ${Duration.Unit}` | number
 
 /**
- * The `checkpoint` option of an exactly-once sink (`BigQuerySink.make`): where it resumes, how often
- * it checkpoints, and the source position a written record stands for.
+ * The `checkpoint` option of an exactly-once sink (`BigQuerySink.exactlyOnce`, `BigQuerySink.fileLoads`,
+ * `BigtableSink.exactlyOnce`): where it resumes, how often it checkpoints, and the source position a
+ * written record stands for.
  *
  * **Details**
  *
@@ -129,8 +130,8 @@ export interface CheckpointOptions<A, P> {
 }
 
 /**
- * The `checkpoint` option of an exactly-once writer (`BigQuerySink.writer`): where it resumes. The
- * caller checkpoints with `writer.checkpoint(position)`.
+ * The `checkpoint` option of the exactly-once BigQuery writer (`BigQuerySink.exactlyOnceWriter`): where
+ * it resumes. The caller checkpoints with `writer.checkpoint(position)`.
  *
  * @category models
  * @since 0.1.0

@@ -4,7 +4,7 @@
  * what became visible (exactly the rows expected, none twice) and what failed.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Sink } from "effect"
+import { Effect, Fiber, Option, Sink } from "effect"
 import { TestClock } from "effect/testing"
 import { type BigQueryFailure, BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
 import { FailureHandler } from "../../src/Sink.ts"
@@ -88,6 +88,29 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
         assert.deepStrictEqual(visibleIds(fake), range(0, 40))
         const [stream] = fake.buffered.streams.values()
         assert.strictEqual(stream?.rows.length, 40, "appended once")
+      })))
+
+  it.live("OFFSET_ALREADY_EXISTS on a first attempt (another writer's rows there) is terminal: no checkpoint past the stream's end", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        const { writer } = yield* eoWriter(fake)
+        yield* writer.write(rows(10))
+        yield* writer.checkpoint(10)
+        // a zombie appends 3 rows where this writer's next batch of 10 goes: the batch never landed
+        const [name] = fake.buffered.streams.keys()
+        fake.buffered.append(name ?? "", 10, Array.from({ length: 3 }, () => new Uint8Array([8, 99])))
+        const error = yield* Effect.flip(Effect.andThen(writer.write(rows(10, 10)), writer.checkpoint(20)))
+        assert.strictEqual(reasonOf(error), "RequestRejected")
+        assert.include(detailOf(error), "AppendRows")
+        assert.include(detailOf(error), "OFFSET_ALREADY_EXISTS")
+        assert.deepStrictEqual(visibleIds(fake), range(0, 10))
+        const r = yield* resume()
+        assert.deepStrictEqual(r.position, Option.some(10), "nothing saved past the stream's end")
+        // the restart restores the last checkpoint and leaves the stream the zombie wrote to
+        const next = yield* eoWriter(fake)
+        yield* next.writer.write(rows(10, 10))
+        yield* next.writer.checkpoint(20)
+        assert.deepStrictEqual(visibleIds(fake), range(0, 20))
       })))
 
   it.effect("an unanswered append (the 5-minute watchdog) is re-appended at the same offset", () =>
@@ -360,6 +383,34 @@ const twoRuns = (fake: Fake.FakeBigQuery, between: () => void) =>
     yield* writer.checkpoint(20)
   })
 
+/**
+ * A first run checkpointing 10 rows, then 5 more rows on its stream past the checkpoint (the crashed
+ * run's): the next restore's probe at 10 meets OFFSET_ALREADY_EXISTS and abandons the stream.
+ */
+const crashedPastCheckpoint = (fake: Fake.FakeBigQuery) =>
+  Effect.scoped(Effect.gen(function*() {
+    const { writer } = yield* eoWriter(fake)
+    yield* writer.write(rows(10))
+    yield* writer.checkpoint(10)
+    const [name] = fake.buffered.streams.keys()
+    fake.buffered.append(name ?? "", 10, Array.from({ length: 5 }, () => new Uint8Array([8, 99])))
+  }))
+
+/** Answers the fresh stream's first append (after an abandon) with row errors for the rows `rejectOnFresh` picks. */
+const abandonedWith = (rejectOnFresh: (c: Fake.AppendContext) => ReadonlyArray<number>) => {
+  let first: string | undefined
+  let rejected = false
+  const answer = (c: Fake.AppendContext): Fake.Answer => {
+    if (!buffered(c)) return { _tag: "default" }
+    first ??= c.writeStream
+    if (c.writeStream === first || rejected) return { _tag: "default" }
+    rejected = true
+    const errors = rejectOnFresh(c).map((index) => ({ index, message: "bad" }))
+    return errors.length === 0 ? { _tag: "default" } : { _tag: "rowErrors", errors }
+  }
+  return answer
+}
+
 describe("BigQuerySink.exactlyOnce: the restore probe", () => {
   it.live("OFFSET_OUT_OF_RANGE at the probe abandons the stream for a fresh one", () => {
     let seen = 0
@@ -481,6 +532,49 @@ describe("BigQuerySink.exactlyOnce: the restore probe", () => {
         assert.strictEqual(seen, 2, "the probe was re-sent once")
         assert.deepStrictEqual(visibleIds(fake), range(0, 20))
         assert.strictEqual(fake.buffered.stats.creates, 1, "the restored stream was kept")
+      }))
+  })
+
+  it.live("an abandoned probe with row errors: the survivors go at the fresh stream's offset, not the old one's", () => {
+    const answer = abandonedWith(() => [0])
+    return withEo({ answer }, (fake) =>
+      Effect.gen(function*() {
+        yield* crashedPastCheckpoint(fake)
+        const routed: Array<BigQueryFailure.BigQueryFailure> = []
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* eoWriterWith(fake, (f) => void routed.push(f))
+          yield* writer.write(rows(10, 10))
+          yield* writer.checkpoint(20)
+        }))
+        assert.strictEqual(routed.length, 1)
+        assert.deepStrictEqual(visibleIds(fake), [...range(0, 10), ...range(11, 20)])
+        assert.strictEqual(fake.buffered.stats.creates, 2, "the restored stream was abandoned")
+        // the next run restores the fresh stream and appends behind its rows
+        const { writer } = yield* eoWriter(fake)
+        yield* writer.write(rows(5, 20))
+        yield* writer.checkpoint(25)
+        assert.deepStrictEqual(visibleIds(fake), [...range(0, 10), ...range(11, 25)])
+      }))
+  })
+
+  it.live("an abandoned probe whose rows are all rejected saves no commit past the fresh stream's end", () => {
+    const answer = abandonedWith((c) => c.rows.map((_, i) => i))
+    return withEo({ answer }, (fake) =>
+      Effect.gen(function*() {
+        yield* crashedPastCheckpoint(fake)
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* eoWriterWith(fake, () => undefined)
+          yield* writer.write(rows(1, 10))
+          yield* writer.checkpoint(11)
+          yield* writer.write(rows(5, 11))
+          yield* writer.checkpoint(16)
+        }))
+        assert.deepStrictEqual(visibleIds(fake), [...range(0, 10), ...range(11, 16)])
+        // every restore re-runs the stored commits: none of them may point past a stream's end
+        const { writer } = yield* eoWriter(fake)
+        yield* writer.write(rows(4, 16))
+        yield* writer.checkpoint(20)
+        assert.deepStrictEqual(visibleIds(fake), [...range(0, 10), ...range(11, 20)])
       }))
   })
 

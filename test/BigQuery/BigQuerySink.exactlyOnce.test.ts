@@ -83,6 +83,35 @@ describe("BigQuerySink.exactlyOnce", () => {
         assert.strictEqual(fake.stats.requests - before, 1)
       })))
 
+  it.live("the summary counts bytesWritten as the at-least-once writer does", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        const { writer } = yield* eoWriter(fake)
+        yield* writer.write(rows(20))
+        yield* writer.checkpoint(20)
+        const exactlyOnce = yield* writer.summary
+        const table = yield* destination(fake)
+        const sinkSummary = yield* Stream.run(
+          Stream.fromIterable(rows(20)),
+          BigQuerySink.exactlyOnce({
+            table,
+            serializer: yield* serializer,
+            writeMethod: WriteMethod.exactlyOnce(fastRetries),
+            checkpoint: { resume: yield* resume("sink"), every: 7, position: (row) => Number(row.id) + 1 }
+          })
+        )
+        const atLeastOnce = yield* Stream.run(
+          Stream.fromIterable(rows(20)),
+          BigQuerySink.make({ table, serializer: yield* serializer })
+        )
+        assert.isAbove(atLeastOnce.bytesWritten, 0)
+        for (const summary of [exactlyOnce, sinkSummary]) {
+          assert.strictEqual(summary.recordsWritten, 20)
+          assert.strictEqual(summary.bytesWritten, atLeastOnce.bytesWritten)
+          assert.strictEqual(summary.destinations[`${fake.projectId}.d.t`]?.bytesWritten, atLeastOnce.bytesWritten)
+        }
+      })))
+
   it.live("a restart resumes at the stored position: rows after the last checkpoint are never visible nor doubled", () =>
     withEo({}, (fake) =>
       Effect.gen(function*() {

@@ -58,6 +58,17 @@ const runWriter = (
   }).pipe(Effect.scoped, Effect.provide(Layer.orDie(fake.layer)))
 
 describe("BigtableSink.exactlyOnce (fake CheckAndMutateRow)", () => {
+  it.effect("the summary counts bytesWritten as the at-least-once sink does: each committed entry's size", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeCheckAndMutate()
+      const records = clicks(0, 30)
+      const { summary } = yield* runWriter(fake, records, 10)
+      const expected = records.reduce((n, c) => n + RowMutationEntry.byteSize(serializer(c)), 0)
+      assert.isAbove(expected, 0)
+      assert.strictEqual(summary.bytesWritten, expected)
+      assert.strictEqual(summary.destinations["p.i.clicks"]?.bytesWritten, expected)
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+
   it.effect("stages until checkpoint, then commits each record once", () =>
     Effect.gen(function*() {
       const fake = makeFakeCheckAndMutate()

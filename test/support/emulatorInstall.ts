@@ -20,8 +20,9 @@ export const emulatorsDir = (): string => process.env.EMULATORS_DIR ?? path.join
 export interface EmulatorManifest {
   readonly version: 1
   readonly bqemulator: {
-    /** The venv's python, which runs `launcher` (bqemulator's CLI behind a thread-safety fix). */
+    /** The venv's python, which runs the launcher (bqemulator's CLI behind a thread-safety fix). */
     readonly python: string
+    /** The launcher of the checkout that installed; the harness runs {@link bqemulatorLauncher} instead. */
     readonly launcher: string
     /** HOME for bqemulator: DuckDB finds the spatial and avro extensions under it. */
     readonly home: string
@@ -31,6 +32,12 @@ export interface EmulatorManifest {
   readonly fakeGcsServer: { readonly bin: string; readonly source: string }
   readonly cbtemulator: { readonly bin: string; readonly source: string }
 }
+
+/**
+ * `scripts/emulators/bqemulator_launch.py` of this checkout: the launcher is source, versioned with the
+ * tests that rely on it, so a worktree sharing another checkout's `.emulators` runs its own.
+ */
+export const bqemulatorLauncher = (): string => path.join(repoRoot(), "scripts", "emulators", "bqemulator_launch.py")
 
 const installScript = (): string => path.join(repoRoot(), "scripts", "emulators", "install.sh")
 

@@ -12,7 +12,7 @@
 import { Effect, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import type { EmulatorManifest } from "./emulatorInstall.ts"
+import { bqemulatorLauncher, type EmulatorManifest } from "./emulatorInstall.ts"
 import * as EmulatorProcess from "./emulatorProcess.ts"
 
 /** Process facts shared by every endpoint record. */
@@ -144,7 +144,7 @@ export const startBigQuery = (
         // bqemulator's CLI behind a fix for a REST/gRPC deadlock (see scripts/emulators/bqemulator_launch.py)
         command: manifest.bqemulator.python,
         args: [
-          manifest.bqemulator.launcher,
+          bqemulatorLauncher(),
           "start",
           "--rest-host",
           LOOPBACK,

@@ -114,6 +114,11 @@ interface State {
   /** Buffered streams: moved to its predecessor's end once already (a second `OUT_OF_RANGE` waits on the budget). */
   restamped: boolean
   /**
+   * Buffered streams: the final end of the append before this batch on the stream it now goes to
+   * (`AtOffset.after`, until an abandon moves it to a fresh stream, where nothing precedes it: 0).
+   */
+  after: Effect.Effect<number, BigQueryError>
+  /**
    * Buffered streams: an attempt at the current offset ended without an answer (a broken stream, the
    * watchdog), so the service may still take it there: the batch must not move to another offset.
    */
@@ -404,19 +409,18 @@ const outcomeOf = (key: string, state: State): Outcome => ({
 })
 
 /**
- * Moves a batch on a buffered stream to where the append before it ended (`atOffset.after`, waited
+ * Moves a batch on a buffered stream to where the append before it ended (`state.after`, waited
  * for). If the batch must move but an attempt at its current offset got no answer, the service may
  * still apply that attempt there, over another batch's rows: terminal, and the restore from the last
  * checkpoint is the repair (rows past it were never flushed). `what` names the rows in the message.
  */
 const toPredecessorEnd = (
-  atOffset: AtOffset,
   state: State,
   key: string,
   problem: Problem,
   what: string
 ): Effect.Effect<void, BigQueryError> =>
-  Effect.flatMap(atOffset.after, (end) => {
+  Effect.flatMap(state.after, (end) => {
     const from = state.offset ?? 0
     if (end === from) return Effect.void
     if (state.unanswered) {
@@ -438,7 +442,7 @@ const toPredecessorEnd = (
 
 /**
  * The exactly-once verdicts that differ from the at-least-once table (reference 2.6): an offset that
- * already exists mid-run is the batch landed; a restored stream that cannot be adopted is abandoned
+ * already exists mid-run after an unanswered attempt is the batch landed; a restored stream that cannot be adopted is abandoned
  * for a fresh one (the batch goes at 0); an offset out of range mid-run is re-appended at the end
  * of the append before it once that one settled, and if that happens again, at the same offset after
  * a reconnect, on the recovery budget; the rest is terminal.
@@ -461,6 +465,9 @@ const atOffsetAction = (
           Effect.sync(() => {
             state.offset = 0
             state.phase = "append"
+            // offsets are the fresh stream's from now on: nothing is before the batch there (the
+            // probe's `after` was the abandoned stream's)
+            state.after = Effect.succeed(0)
             // what went unanswered went to the abandoned stream
             state.unanswered = false
             state.retries++
@@ -474,7 +481,7 @@ const atOffsetAction = (
       if (!state.restamped) {
         state.restamped = true
         state.retries++
-        return Effect.as(toPredecessorEnd(atOffset, state, destination.key, problem, "the rows"), "resend" as const)
+        return Effect.as(toPredecessorEnd(state, destination.key, problem, "the rows"), "resend" as const)
       }
       return Effect.andThen(
         destination.slot.retire(connection),
@@ -512,6 +519,34 @@ const atOffsetAction = (
   }
 }
 
+const initialState = (batch: Batch, atOffset: AtOffset | undefined): State => ({
+  body: batch.body,
+  count: batch.count,
+  bytes: batch.bytes,
+  retries: 0,
+  schemaPushed: false,
+  failed: [],
+  budgets: undefined,
+  offset: atOffset?.offset,
+  phase: atOffset?.probe === true ? "probe" : "append",
+  echoed: undefined,
+  restamped: false,
+  unanswered: false,
+  after: atOffset?.after ?? Effect.succeed(0)
+})
+
+/** A buffered append acknowledged at an offset other than the one it was sent at. */
+const echoedElsewhere = (key: string, state: State): BigQueryError =>
+  new BigQueryError({
+    reason: new RequestRejected({
+      method: "AppendRows",
+      destination: key,
+      code: "OK",
+      detail: `the append at offset ${state.offset} was acknowledged at offset ${state.echoed}`,
+      cause: undefined
+    })
+  })
+
 /**
  * Appends `batch` to `destination` until it is committed (survivors of row errors included) or a
  * terminal error: each failed attempt is classified (`retry.ts`) and its verdict's action run
@@ -533,20 +568,7 @@ export const run = <A, E, R>(
       schemaUpdatesEnabled: settings.schemaUpdate.allowNewFields || settings.schemaUpdate.allowFieldRelaxation,
       createDisposition: settings.createDisposition
     }
-    const state: State = {
-      body: batch.body,
-      count: batch.count,
-      bytes: batch.bytes,
-      retries: 0,
-      schemaPushed: false,
-      failed: [],
-      budgets: undefined,
-      offset: atOffset?.offset,
-      phase: atOffset?.probe === true ? "probe" : "append",
-      echoed: undefined,
-      restamped: false,
-      unanswered: false
-    }
+    const state = initialState(batch, atOffset)
     for (;;) {
       // never sent while the destination's table is being repaired: wait, then append after it
       yield* destination.guard.settled
@@ -556,24 +578,18 @@ export const run = <A, E, R>(
       const problem = yield* attempt(settings.stream.responseTimeout, destination, connection, state)
       if (problem === undefined) {
         if (atOffset !== undefined && state.echoed !== undefined && state.echoed !== state.offset) {
-          return yield* Effect.fail(
-            new BigQueryError({
-              reason: new RequestRejected({
-                method: "AppendRows",
-                destination: destination.key,
-                code: "OK",
-                detail: `the append at offset ${state.offset} was acknowledged at offset ${state.echoed}`,
-                cause: undefined
-              })
-            })
-          )
+          return yield* Effect.fail(echoedElsewhere(destination.key, state))
         }
         return outcomeOf(destination.key, state)
       }
       yield* metrics.countError(codeName(problem.failure.code))
+      // whether an earlier attempt may have landed: read before this attempt counts
+      const earlierUnanswered = state.unanswered
       if (problem.failure.origin !== "response") state.unanswered = true
       state.budgets ??= yield* budgetsOf(settings)
-      const buffered = atOffset === undefined ? undefined : Buffered.classifyAppend(problem.failure, state.phase)
+      const buffered = atOffset === undefined
+        ? undefined
+        : Buffered.classifyAppend(problem.failure, state.phase, earlierUnanswered)
       if (atOffset !== undefined && buffered !== undefined && buffered._tag !== "shared") {
         const next = yield* atOffsetAction(buffered, atOffset, state, destination, connection, problem)
         if (next === "done") return outcomeOf(destination.key, state)
@@ -595,7 +611,7 @@ export const run = <A, E, R>(
       if (atOffset !== undefined && !replaying && state.phase === "replay") {
         // the survivors of a rejection go where the rows before them end: this batch's stamp is high
         // when the batch before it lost rows too (and a service may report row errors before the offset)
-        yield* toPredecessorEnd(atOffset, state, destination.key, problem, "the survivors")
+        yield* toPredecessorEnd(state, destination.key, problem, "the survivors")
       }
       if (next === "done") return outcomeOf(destination.key, state)
     }

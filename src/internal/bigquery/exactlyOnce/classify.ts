@@ -21,7 +21,9 @@ import { type AppendFailure, isTransient, StorageCode } from "../retry.ts"
 export type Phase = "probe" | "append" | "replay"
 
 /**
- * - `landed`: `OFFSET_ALREADY_EXISTS` mid-run: an earlier attempt (or an SDK retry) landed: success.
+ * - `landed`: `OFFSET_ALREADY_EXISTS` mid-run after an earlier attempt of the batch went unanswered:
+ *   that attempt landed: success. On an attempt with no unanswered one before it, the rows there are
+ *   someone else's (a zombie appending to the same stream): `terminal`.
  * - `abandon`: the restored stream cannot be adopted: leave it (never finalized), create a fresh
  *   stream and append from offset 0.
  * - `reappend`: `OFFSET_OUT_OF_RANGE` mid-run (a cascade from an earlier repaired failure): reconnect
@@ -64,17 +66,24 @@ export const staleStream = (failure: AppendFailure): boolean =>
 
 /**
  * The verdict on a failed append at an explicit offset, in the order of reference 2.6.
+ * `unanswered`: an earlier attempt of the same batch at the same offset ended without an answer
+ * (the watchdog, a broken or reset connection), so it may have landed.
  *
  * @internal
  */
-export const classifyAppend = (failure: AppendFailure, phase: Phase): Verdict => {
+export const classifyAppend = (failure: AppendFailure, phase: Phase, unanswered: boolean): Verdict => {
   if (failure.origin !== "watchdog") {
     if (offsetExists(failure)) {
       if (phase === "probe") return { _tag: "abandon" }
       if (phase === "replay") {
         return { _tag: "terminal", detail: "OFFSET_ALREADY_EXISTS while replaying after a row-level rejection" }
       }
-      return { _tag: "landed" }
+      // only a retry of an attempt that may have landed can find its own rows there
+      return unanswered ? { _tag: "landed" } : {
+        _tag: "terminal",
+        detail: "OFFSET_ALREADY_EXISTS on an attempt with no unanswered one before it: the rows there are " +
+          "another writer's (a zombie on the same stream?); restore from the last checkpoint"
+      }
     }
     if (offsetOutOfRange(failure)) {
       if (phase === "probe") return { _tag: "abandon" }

@@ -70,7 +70,8 @@ export interface Link {
 /**
  * The offset of the next request: `nextOffset` plus the rows in flight. Never below where the rows
  * belong (an append writes at most its rows, and answers out of order only count some twice), so an
- * `OFFSET_ALREADY_EXISTS` at a stamp can only be the request's own earlier attempt; too high, and the
+ * `OFFSET_ALREADY_EXISTS` at a stamp is the request's own earlier, unanswered attempt or another
+ * writer's rows (`classify.ts` tells them apart); too high, and the
  * request is restamped at its predecessor's end after `OFFSET_OUT_OF_RANGE`.
  *
  * @internal

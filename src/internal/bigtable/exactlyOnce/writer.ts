@@ -16,8 +16,9 @@
  * - restore: the stored envelopes are decoded (validated again) and committed again: the markers
  *   absorb those already applied.
  *
- * `recordsWritten` counts the records of this run's checkpoints once committed (applied now or
- * found applied); a restore's re-run is counted in the request metrics only.
+ * `recordsWritten` and `bytesWritten` (each entry's serialized size, as the at-least-once sink counts
+ * it) count the records of this run's checkpoints once committed (applied now or found applied); a
+ * restore's re-run is counted in the request metrics only.
  *
  * @internal
  */
@@ -40,6 +41,7 @@ import * as checkpoint from "../../writer/checkpoint.ts"
 import * as core from "../../writer/writer.ts"
 import { withDeadline } from "../admin.ts"
 import * as metrics from "../metrics.ts"
+import * as mutationProto from "../mutationProto.ts"
 import * as prepare from "../prepare.ts"
 import type { WriterError } from "../state.ts"
 import * as checkAndMutate from "./checkAndMutateProto.ts"
@@ -297,8 +299,13 @@ const participantOf = <EH>(
         const done = yield* committer.commit(client, envelopes, commitSettings)
         const c = run.core
         if (!run.live || c === undefined) return
-        // this run's records, once each (applied now or found applied)
-        for (const e of envelopes) c.counters.add(committer.tableKey(e.tableName), "recordsWritten", 1)
+        // this run's records, once each (applied now or found applied), with the serialized size the
+        // at-least-once sink counts: the user's entry, without the marker mutation
+        for (const e of envelopes) {
+          const key = committer.tableKey(e.tableName)
+          c.counters.add(key, "recordsWritten", 1)
+          c.counters.add(key, "bytesWritten", mutationProto.entryByteSize({ rowKey: e.rowKey, mutations: e.mutations }))
+        }
         yield* Metric.update(metrics.recordsSend, done.completed + done.deduplicated)
       }),
     restore: () => Effect.void

@@ -15,13 +15,30 @@ const failure = (code: number | undefined, storageCode?: number, origin: AppendF
   rowErrors: 0
 })
 
-const tags = (f: AppendFailure) =>
-  (["probe", "append", "replay"] as const).map((phase: Phase) => classifyAppend(f, phase)._tag)
+/** The verdicts by phase; `unanswered`: an earlier attempt of the batch went unanswered. */
+const tags = (f: AppendFailure, unanswered = false) =>
+  (["probe", "append", "replay"] as const).map((phase: Phase) => classifyAppend(f, phase, unanswered)._tag)
 
 describe("classifyAppend", () => {
-  it("OFFSET_ALREADY_EXISTS: abandon at the probe, landed mid-run, terminal in a replay", () => {
-    assert.deepStrictEqual(tags(failure(6, 8)), ["abandon", "landed", "terminal"])
-    assert.deepStrictEqual(tags(failure(6)), ["abandon", "landed", "terminal"], "bqemulator: no StorageError")
+  it("OFFSET_ALREADY_EXISTS: abandon at the probe, landed mid-run after an unanswered attempt, terminal in a replay", () => {
+    assert.deepStrictEqual(tags(failure(6, 8), true), ["abandon", "landed", "terminal"])
+    assert.deepStrictEqual(tags(failure(6), true), ["abandon", "landed", "terminal"], "bqemulator: no StorageError")
+  })
+
+  it("OFFSET_ALREADY_EXISTS with no unanswered attempt before it is terminal mid-run (another writer's rows)", () => {
+    for (const f of [failure(6, 8), failure(6), failure(6, 8, "stream"), failure(6, undefined, "stream")]) {
+      assert.deepStrictEqual(tags(f), ["abandon", "terminal", "terminal"])
+    }
+  })
+
+  it.prop("landed only after an unanswered attempt", [
+    Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 16 })),
+    Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 12 })),
+    Schema.Literals(["response", "stream", "watchdog"]),
+    Schema.Literals(["probe", "append", "replay"])
+  ], ([code, storage, origin, phase]) => {
+    const verdict = classifyAppend(failure(code, storage, origin), phase, false)
+    assert.notStrictEqual(verdict._tag, "landed")
   })
 
   it("OFFSET_OUT_OF_RANGE: abandon at the probe, re-append mid-run, terminal in a replay", () => {
@@ -55,7 +72,7 @@ describe("classifyAppend", () => {
     for (const phase of ["probe", "append", "replay"] as const) {
       assert.include(
         ["landed", "abandon", "reappend", "terminal", "shared"],
-        classifyAppend(failure(code, storage), phase)._tag
+        classifyAppend(failure(code, storage), phase, true)._tag
       )
     }
   })
