@@ -179,7 +179,11 @@ const finish = <A>(c: Cursor<A>, env: Env<A>, b: Builder): void => {
   emit(c, env, b, { body: bodyIn(w.buf, w.pos), buffer: w.buf, count: batch.count, bytes: batch.bytes }, false)
 }
 
-/** The builder of record `c.i`'s destination, or `undefined` when the record was routed. */
+/**
+ * The builder of record `c.i`'s destination, or `undefined` when the record was routed. The user
+ * code (resolver, fingerprint) runs before the cursor changes: a throw leaves the cursor as the last
+ * record left it, so the next record is matched against a builder and resolution that agree.
+ */
 const builderOf = <A>(c: Cursor<A>, env: Env<A>, record: A): Builder | undefined => {
   c.stage = "destinationResolver"
   const last = c.lastResolution
@@ -193,22 +197,24 @@ const builderOf = <A>(c: Cursor<A>, env: Env<A>, record: A): Builder | undefined
     return undefined
   } else resolution = resolved
   let b = c.builder
-  if (b === undefined || resolution !== last) {
-    const key = resolution.toString()
-    b = c.builders.get(key)
-    c.lastResolution = resolution
-  }
+  const moved = b === undefined || resolution !== last
+  const key = moved || b === undefined ? resolution.toString() : b.key
+  if (moved) b = c.builders.get(key)
   const fingerprintOf = env.serializer.fingerprint
+  let fingerprint: unknown = undefined
+  let stale = false
   if (fingerprintOf !== undefined) {
     c.stage = "fingerprint"
-    c.fingerprintKey = resolution.toString()
-    const fingerprint = fingerprintOf(resolution)
-    if (b !== undefined && fingerprint !== b.fingerprint && !Equal.equals(fingerprint, b.fingerprint)) {
-      finish(c, env, b)
-      b = undefined
-    }
-    if (b === undefined) b = startBuilder(c, env, resolution, c.fingerprintKey, fingerprint)
-  } else if (b === undefined) b = startBuilder(c, env, resolution, resolution.toString(), undefined)
+    c.fingerprintKey = key
+    fingerprint = fingerprintOf(resolution)
+    stale = b !== undefined && fingerprint !== b.fingerprint && !Equal.equals(fingerprint, b.fingerprint)
+  }
+  c.lastResolution = resolution
+  if (stale && b !== undefined) {
+    finish(c, env, b)
+    b = undefined
+  }
+  if (b === undefined) b = startBuilder(c, env, resolution, key, fingerprint)
   c.builder = b
   return b
 }
