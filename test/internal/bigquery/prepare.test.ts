@@ -86,20 +86,20 @@ const check = (records: ReadonlyArray<Rec>, prepared: Prepare.Prepared<Prepare.R
 }
 
 describe("prepare: a throwing fingerprint", () => {
-  const records: ReadonlyArray<Rec> = [{ i: 0, table: 0 }, { i: 1, table: 1 }, { i: 2, table: 1 }]
+  const tuu: ReadonlyArray<Rec> = [{ i: 0, table: 0 }, { i: 1, table: 1 }, { i: 2, table: 1 }]
 
   it.effect("[t, u, u] with one fingerprint for all: u's second record goes to u, not t", () =>
     Effect.gen(function*() {
-      const prepared = yield* Prepare.prepare(envOf(throwingOn(new Set([2]), () => "v1")), records, limits)
-      check(records, prepared, 1)
+      const prepared = yield* Prepare.prepare(envOf(throwingOn(new Set([2]), () => "v1")), tuu, limits)
+      check(tuu, prepared, 1)
       assert.deepStrictEqual(prepared.routed.map((f) => f.destination), ["p.d.u"])
       assert.deepStrictEqual(prepared.slices.map((s) => [s.payload.key, s.payload.count]), [["p.d.t", 1], ["p.d.u", 1]])
     }))
 
   it.effect("[t, u, u] with a fingerprint per table: t's builder is emitted once", () =>
     Effect.gen(function*() {
-      const prepared = yield* Prepare.prepare(envOf(throwingOn(new Set([2]), (d) => d.tableId)), records, limits)
-      check(records, prepared, 1)
+      const prepared = yield* Prepare.prepare(envOf(throwingOn(new Set([2]), (d) => d.tableId)), tuu, limits)
+      check(tuu, prepared, 1)
       assert.deepStrictEqual(prepared.slices.map((s) => [s.payload.key, s.payload.count]), [["p.d.t", 1], ["p.d.u", 1]])
     }))
 
