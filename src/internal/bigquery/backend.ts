@@ -17,7 +17,7 @@ import * as Exit from "effect/Exit"
 import type * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type { BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
-import type { BigQueryError } from "../../BigQuery/BigQueryError.ts"
+import { BigQueryError, TableAdminFailed } from "../../BigQuery/BigQueryError.ts"
 import { type BigQueryFailure, failedRow } from "../../BigQuery/BigQueryFailure.ts"
 import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
@@ -294,10 +294,25 @@ const admit = <A, E, R>(
       (st.mode === undefined
         ? Destination.open(st.client, st.settings, rows.destination, now, st.pool, st.backlog)
         : st.mode.open(rows.destination, now, st.pool, st.backlog)).pipe(
+          // a defect (user code that threw: `tableCreateOptions`, CDC table options) must come back
+          // too: an open that never reports leaves the table opening and every barrier waiting
+          Effect.catchDefect((defect) => Effect.fail(openDied(rows.key, defect))),
           Effect.result,
           Effect.flatMap((result) => st.core.offer({ _tag: "Opened", key: rows.key, result }))
         )
     )
+  })
+
+/** The terminal error of an open that died, naming its table. */
+const openDied = (key: string, defect: unknown): BigQueryError =>
+  new BigQueryError({
+    reason: new TableAdminFailed({
+      method: "open",
+      destination: key,
+      status: 0,
+      detail: `opening the table died: ${defect instanceof Error ? defect.message : String(defect)}`,
+      cause: defect
+    })
   })
 
 /** The open of a destination finished: its waiting slices are batched and sent, or routed or failed. */
