@@ -323,6 +323,7 @@ const opened = <A, E, R>(st: State<A, E, R>, event: Opened): Effect.Effect<void,
     st.parked.taken(Math.max(0, waiting.length - 1))
     const result = event.result
     if (result._tag === "Failure") {
+      Prepare.forget(st.prepareEnv, event.key)
       for (const rows of waiting) yield* schemaFailed(st, rows, result.failure)
       return
     }
@@ -421,6 +422,7 @@ const evictIdle = <A, E, R>(st: State<A, E, R>, now: number): Effect.Effect<void
         (st.mode === undefined || st.mode.evictable(d))
       ) {
         st.destinations.delete(key)
+        Prepare.forget(st.prepareEnv, key)
         evicted.push(d)
       }
     }
@@ -444,7 +446,14 @@ const stallMessage = <A, E, R>(st: State<A, E, R>, waited: number) => {
 export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClientService, mode?: Mode) =>
 (
   core: BigQueryCore<BigQueryError | E>
-): Effect.Effect<BigQueryBackend<A, BigQueryError | E, R>, never, Scope.Scope> =>
+): Effect.Effect<
+  BigQueryBackend<A, BigQueryError | E, R> & {
+    /** What `prepare` keeps per destination on the caller's side (bounded by eviction). */
+    readonly prepareEnv: Prepare.Env<A>
+  },
+  never,
+  Scope.Scope
+> =>
   Effect.gen(function*() {
     const s = settings.stream
     const pool = Split.makePool(s.maxAppendRequestBytes, 32)
@@ -496,6 +505,7 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       onResolved: () => Effect.void,
       busy: () => st.opening.size > 0,
       evictIdle: (now) => evictIdle(st, now),
-      stallMessage: (waited) => stallMessage(st, waited)
+      stallMessage: (waited) => stallMessage(st, waited),
+      prepareEnv: st.prepareEnv
     }
   })

@@ -125,3 +125,24 @@ describe("prepare: a throwing fingerprint", () => {
     { arbitrary: { runs: 300 } }
   )
 })
+
+describe("prepare: per-destination state", () => {
+  it.effect("a destination whose every record is skipped leaves no projection or size hint", () =>
+    Effect.gen(function*() {
+      const env = envOf(() => "v1")
+      const skipping: Prepare.Env<Rec> = { ...env, serializer: { ...env.serializer, serialize: () => null } }
+      const prepared = yield* Prepare.prepare(skipping, [{ i: 0, table: 0 }, { i: 1, table: 1 }], limits)
+      assert.strictEqual(prepared.skipped.length, 2)
+      assert.deepStrictEqual([skipping.projections.size, skipping.sizeHints.size], [0, 0])
+    }))
+
+  it.effect("forget drops a destination's projection and size hint", () =>
+    Effect.gen(function*() {
+      const env = envOf(() => "v1")
+      yield* Prepare.prepare(env, [{ i: 0, table: 0 }, { i: 1, table: 1 }], limits)
+      assert.deepStrictEqual([env.projections.size, env.sizeHints.size], [2, 2])
+      Prepare.forget(env, "p.d.t")
+      assert.deepStrictEqual([...env.projections.keys()], ["p.d.u"])
+      assert.deepStrictEqual([...env.sizeHints.keys()], ["p.d.u"])
+    }))
+})
