@@ -69,7 +69,7 @@ export const deadLetter = <F, E, R, S>(
   const counting = consumedBy(sink)
   // The sink runs once per pass over what is left: a sink that ends early (`Sink.take`) is run
   // again on the rest, and one that consumes nothing fails instead of being re-run for ever.
-  const drain: Effect.Effect<void, E | S> = Effect.gen(function*() {
+  const drain: Effect.Effect<void, E | S, R> = Effect.gen(function*() {
     let rest: ReadonlyArray<F> = buffer.splice(0, buffer.length)
     bytes = 0
     while (rest.length > 0) {

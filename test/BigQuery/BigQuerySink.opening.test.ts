@@ -100,6 +100,7 @@ describe("BigQuerySink: a defect while a table opens", () => {
           assert.isTrue(Option.isSome(error), `a typed error, not ${Cause.pretty(exit.cause)}`)
           if (Option.isNone(error)) return
           assert.strictEqual(error.value._tag, "BigQueryError")
+          if (error.value._tag !== "BigQueryError") return
           assert.strictEqual(error.value.reason._tag, "TableAdminFailed")
           assert.include(error.value.message, table.toString())
           assert.include(error.value.message, "no options for you")

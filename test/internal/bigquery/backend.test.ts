@@ -6,14 +6,22 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { TestClock } from "effect/testing"
-import { BigQueryClient, BigQuerySink, type TableDestination, WriteMethod } from "../../../src/BigQuery/index.ts"
+import {
+  BigQueryClient,
+  type BigQueryError,
+  type BigQueryFailure,
+  BigQuerySink,
+  type TableDestination,
+  WriteMethod
+} from "../../../src/BigQuery/index.ts"
 import * as Backend from "../../../src/internal/bigquery/backend.ts"
 import * as Options from "../../../src/internal/bigquery/options.ts"
 import type * as Prepare from "../../../src/internal/bigquery/prepare.ts"
 import { limitsOf } from "../../../src/internal/bigquery/writer.ts"
 import { Code } from "../../../src/internal/grpcStatus.ts"
+import type { Accounted } from "../../../src/internal/writer/backend.ts"
 import * as core from "../../../src/internal/writer/writer.ts"
-import { FailureHandler } from "../../../src/Sink.ts"
+import { FailureHandler, type RecordFailed } from "../../../src/Sink.ts"
 import { columns, destination, type Row, rows, serializer, withFake } from "../../BigQuery/sinkFixtures.ts"
 import * as Fake from "../../support/fakeBigQueryWrite.ts"
 
@@ -31,11 +39,24 @@ describe("BigQuery backend: per-destination state", () => {
         const settings = yield* Options.decode({
           destinationResolver: (row: Row) => tables[Number(row.id)] ?? tables[0] as TableDestination.TableDestination,
           serializer: yield* serializer,
+          failureHandler: FailureHandler.failJob,
           writeMethod: WriteMethod.atLeastOnce({ destinationIdleTimeout: "1 second" })
         })
         const client = yield* BigQueryClient.BigQueryClient
         let env: Prepare.Env<Row> | undefined
-        const writer = yield* core.make({
+        const writer = yield* core.make<
+          Row,
+          Prepare.Rows,
+          Accounted,
+          Backend.Request,
+          Backend.Outcome,
+          Backend.Event,
+          BigQueryFailure.BigQueryFailure,
+          BigQueryError.BigQueryError | RecordFailed,
+          never,
+          never,
+          RecordFailed
+        >({
           handler: settings.failureHandler,
           limits: limitsOf(settings.stream),
           retry: settings.stream.retry,

@@ -5,11 +5,13 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
+import type { BigQueryFailure } from "../../../src/BigQuery/BigQueryFailure.ts"
 import type { RowSerializer } from "../../../src/BigQuery/RowSerializer.ts"
 import * as TableDestination from "../../../src/BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../src/BigQuery/TableSchema.ts"
 import * as Prepare from "../../../src/internal/bigquery/prepare.ts"
 import * as Split from "../../../src/internal/bigquery/split.ts"
+import type { Prepared } from "../../../src/internal/writer/backend.ts"
 
 const tables = ["t", "u", "v"].map((tableId) =>
   TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId })
@@ -66,7 +68,7 @@ const throwingOn = (throwsOn: ReadonlySet<number>, value: (d: TableDestination.T
 }
 
 /** Checks each slice holds rows of its own destination, and every record is in one slice or routed once. */
-const check = (records: ReadonlyArray<Rec>, prepared: Prepare.Prepared<Prepare.Rows>, thrown: number) => {
+const check = (records: ReadonlyArray<Rec>, prepared: Prepared<Prepare.Rows, BigQueryFailure>, thrown: number) => {
   const seen = new Map<number, number>()
   const buffers = new Set<Buffer>()
   for (const { payload } of prepared.slices) {
