@@ -23,7 +23,7 @@ import type { Accounted } from "../../../src/internal/writer/backend.ts"
 import * as core from "../../../src/internal/writer/writer.ts"
 import { FailureHandler, type RecordFailed } from "../../../src/Sink.ts"
 import { columns, destination, type Row, rows, serializer, withFake } from "../../BigQuery/sinkFixtures.ts"
-import * as Fake from "../../support/fakeBigQueryWrite.ts"
+import type * as Fake from "../../support/fakeBigQueryWrite.ts"
 
 describe("BigQuery backend: per-destination state", () => {
   it.effect("destinations evicted one after another leave no prepare state behind", () =>
