@@ -34,7 +34,7 @@ import * as flowControl from "../flowControl.ts"
 import type { Permit } from "../flowControl.ts"
 import { hotSpan } from "../hotSpan.ts"
 import * as summaryCounters from "../summaryCounters.ts"
-import type { Accounted, Backend, Core, Slice, WriterOptions } from "./backend.ts"
+import type { Accounted, Backend, Core, Prepared, Slice, WriterOptions } from "./backend.ts"
 import * as actions from "./core.ts"
 import * as owner from "./owner.ts"
 import * as ownerState from "./state.ts"
@@ -157,6 +157,44 @@ const chargeOf = (routed: ReadonlyArray<FailedElement>, maxBytes: number): Permi
   return bytes === 0 ? undefined : { units: 0, bytes: Math.min(bytes, maxBytes) }
 }
 
+type Offer<S, I, B, O, Ev, F, E> = (
+  command: ownerState.Command<S, I, B, O, Ev, F, E>,
+  slice: Slice<S> | undefined,
+  routedPermit?: Permit
+) => Effect.Effect<void, E>
+
+/**
+ * Offers a prepared run: its slices in order, and its routed records with the last one, or, when
+ * their payloads hold bytes (an oversize row is up to 10 MiB), on a command of their own charged
+ * those bytes in the in-flight bound until the handler has them.
+ */
+const offerAll = <S, I, B, O, Ev, F extends FailedElement, E>(
+  prepared: Prepared<S, F>,
+  routedDone: Deferred.Deferred<void, E> | undefined,
+  maxBytes: number,
+  offer: Offer<S, I, B, O, Ev, F, E>
+): Effect.Effect<void, E> =>
+  Effect.gen(function*() {
+    const slices = prepared.slices
+    const routedPermit = chargeOf(prepared.routed, maxBytes)
+    const apart = routedPermit !== undefined || slices.length === 0
+    for (let i = 0; i < slices.length; i++) {
+      const slice = slices[i] as Slice<S>
+      const last = i === slices.length - 1 && !apart
+      const routed = last ? prepared.routed : []
+      const skipped = i === slices.length - 1 ? prepared.skipped : []
+      yield* offer({ _tag: "Admit", slice, routed, skipped, routedDone: last ? routedDone : undefined }, slice)
+    }
+    if (apart && (prepared.routed.length > 0 || (slices.length === 0 && prepared.skipped.length > 0))) {
+      const skipped = slices.length === 0 ? prepared.skipped : []
+      yield* offer(
+        { _tag: "Admit", slice: undefined, routed: prepared.routed, skipped, routedDone, routedPermit },
+        undefined,
+        routedPermit
+      )
+    }
+  })
+
 /** The caller-side admission of one prepared run: each slice takes its permit, then is offered. */
 const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
   backend: Backend<A, S, I, B, O, Ev, F, E, R>,
@@ -194,11 +232,7 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
       })
     )
 
-  const offer = (
-    command: ownerState.Command<S, I, B, O, Ev, F, E>,
-    slice: Slice<S> | undefined,
-    routedPermit?: Permit
-  ) =>
+  const offer: Offer<S, I, B, O, Ev, F, E> = (command, slice, routedPermit) =>
     Effect.suspend(() => {
       // The fast path (permits free, queue not full) takes no race: a race forks two fibers.
       if (Deferred.isDoneUnsafe(failed)) return Deferred.await(failed)
@@ -217,30 +251,12 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
       const gate = backend.admissionGate?.()
       if (gate !== undefined) yield* orFailed(gate)
       const prepared = yield* backend.prepare(records, limits)
-      const slices = prepared.slices
       // records routed before admission: with `writeAwaitsRouted` the write returns once the handler
       // has them, so a handler that fails (failJob) fails this write (nothing routed: no wait)
       const routedDone = backend.writeAwaitsRouted === true && prepared.routed.length > 0
         ? Deferred.makeUnsafe<void, E>()
         : undefined
-      // routed payloads held until the handler has them count in the in-flight bytes, on a command of their own
-      const routedPermit = chargeOf(prepared.routed, flow.maxBytes)
-      const apart = routedPermit !== undefined || slices.length === 0
-      for (let i = 0; i < slices.length; i++) {
-        const slice = slices[i] as Slice<S>
-        const last = i === slices.length - 1 && !apart
-        const routed = last ? prepared.routed : []
-        const skipped = i === slices.length - 1 ? prepared.skipped : []
-        yield* offer({ _tag: "Admit", slice, routed, skipped, routedDone: last ? routedDone : undefined }, slice)
-      }
-      if (apart && (prepared.routed.length > 0 || (slices.length === 0 && prepared.skipped.length > 0))) {
-        const skipped = slices.length === 0 ? prepared.skipped : []
-        yield* offer(
-          { _tag: "Admit", slice: undefined, routed: prepared.routed, skipped, routedDone, routedPermit },
-          undefined,
-          routedPermit
-        )
-      }
+      yield* offerAll(prepared, routedDone, flow.maxBytes, offer)
       if (routedDone !== undefined) yield* orFailed(Deferred.await(routedDone))
     })
 }
