@@ -22,7 +22,7 @@ export {
 export { CreateDisposition } from "./Sink/CreateDisposition.ts"
 export { EmulatorEndpoint } from "./Sink/EmulatorEndpoint.ts"
 export { type Connector, type FailedElement, isFailedElement, unresolved } from "./Sink/FailedElement.ts"
-export { type DeadLetterOptions, FailureHandler, RecordFailed } from "./Sink/FailureHandler.ts"
+export { type DeadLetterOptions, DeadLetterStalled, FailureHandler, RecordFailed } from "./Sink/FailureHandler.ts"
 export * as GcsClient from "./Sink/GcsClient.ts"
 export { RetryPolicy, type RetryPolicyInput, type RetryPolicyOptions } from "./Sink/RetryPolicy.ts"
 export { SinkConfigError } from "./Sink/SinkConfigError.ts"

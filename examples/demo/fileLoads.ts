@@ -9,9 +9,11 @@ import { BigQuerySink, RowSerializer, TableDestination, WriteMethod } from "effe
 import {
   Checkpoint,
   CheckpointStore,
+  type DeadLetterStalled,
   type FailedElement,
   type FailureHandler,
   GcsClient,
+  type SinkConfigError,
   WriteSummary
 } from "effect-gcp-sinks/Sink"
 import { type Event, Event as EventSchema } from "./events.ts"
@@ -91,7 +93,8 @@ const observedStore = (saved: Ref.Ref<Saved>): Layer.Layer<CheckpointStore> =>
 export interface FileLoadsOptions {
   readonly table: TableDestination.TableDestination
   readonly serializer: RowSerializer.RowSerializer<Event>
-  readonly failureHandler: FailureHandler<FailedElement>
+  /** The demo's dead-letter handler (its sink never fails; the handler's own errors stay typed). */
+  readonly failureHandler: FailureHandler<FailedElement, DeadLetterStalled | SinkConfigError>
   readonly gcs: GcsClient.GcsClientService
   readonly bucket: string
   readonly events: Stream.Stream<Array<Event>>

@@ -8,6 +8,7 @@ import * as Schema from "effect/Schema"
 import type * as Sink from "effect/Sink"
 import * as internal from "../internal/failureHandler.ts"
 import { type FailedElement, isFailedElement } from "./FailedElement.ts"
+import type { SinkConfigError } from "./SinkConfigError.ts"
 
 /**
  * Receives the records a sink could not write, with a lifecycle driven by the writer.
@@ -137,16 +138,49 @@ const logAndDrop: FailureHandler<FailedElement> = make({
 })
 
 /**
+ * The error of a {@link FailureHandler.deadLetter} whose sink ended without consuming any of the
+ * failures handed to it (a `Sink.fromEffect`, say): they would be lost, so the write fails.
+ * `remaining` counts the failures not delivered.
+ *
+ * **Example** (Catching it)
+ * ```ts
+ * import { Effect } from "effect"
+ * import type { DeadLetterStalled } from "effect-gcp-sinks/Sink"
+ * declare const write: Effect.Effect<void, DeadLetterStalled>
+ * write.pipe(Effect.catchTag("DeadLetterStalled", (e) => Effect.logError(`${e.remaining} undelivered`)))
+ * ```
+ *
+ * @category errors
+ * @since 0.1.0
+ */
+export class DeadLetterStalled extends Schema.TaggedError<DeadLetterStalled>()("DeadLetterStalled", {
+  remaining: Schema.Int
+}) {
+  /**
+   * How many failures the sink left.
+   *
+   * @since 0.1.0
+   */
+  override get message(): string {
+    return `the dead-letter sink ended without consuming any of ${this.remaining} failures`
+  }
+}
+
+/**
  * The options of {@link FailureHandler.deadLetter}.
  *
  * - `maxBuffered`: failures held before the dead-letter sink is run early, without waiting for the
  *   next barrier; default 1000. `1` (or less) forwards each failure at once; `Infinity` only at barriers.
+ * - `maxBufferedBytes`: the same bound on the failures' payload bytes (an oversize row routed whole
+ *   is up to 10 MiB); default 8 MiB, a positive number or `Infinity`. An invalid value fails the
+ *   handler's `open` (so building the writer) with a `SinkConfigError` at `deadLetter.maxBufferedBytes`.
  *
  * @category models
  * @since 0.1.0
  */
 export interface DeadLetterOptions {
   readonly maxBuffered?: number | undefined
+  readonly maxBufferedBytes?: number | undefined
 }
 
 /**
@@ -155,10 +189,11 @@ export interface DeadLetterOptions {
  *
  * **Details**
  *
- * Failures are buffered and fed to `sink` at each `flush` and whenever `maxBuffered` are waiting;
- * the sink is run again until the batch is consumed, so a sink that ends early loses nothing. A
- * failing sink fails the write with its error. Delivery is at-least-once for failures that recur
- * when the input is replayed.
+ * Failures are buffered and fed to `sink` at each `flush` and whenever `maxBuffered` failures or
+ * `maxBufferedBytes` of payloads are waiting; the sink is run again over the rest of the batch
+ * while it consumes some, so a sink that ends early loses nothing, and one that ends consuming none
+ * fails the write with {@link DeadLetterStalled}. A failing sink fails the write with its error.
+ * Delivery is at-least-once for failures that recur when the input is replayed.
  *
  * **Example** (Dead letters to a queue)
  * ```ts
@@ -174,7 +209,8 @@ export interface DeadLetterOptions {
 const deadLetter: <F, E = never, R = never>(
   sink: Sink.Sink<unknown, F, F, E, R>,
   options?: DeadLetterOptions
-) => FailureHandler<F, E, R> = internal.deadLetter
+) => FailureHandler<F, E | DeadLetterStalled | SinkConfigError, R> = (sink, options) =>
+  internal.deadLetter(sink, options, (remaining) => new DeadLetterStalled({ remaining }))
 
 /**
  * Constructors of {@link FailureHandler}.

@@ -3,7 +3,7 @@
  * `GetWriteStream`, a `tables.insert`) holds up its own rows, not the other tables' rows.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Stream } from "effect"
+import { Cause, Effect, Exit, Fiber, Option, Stream } from "effect"
 import { BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
 import { columns, destination, type Row, rows, serializer, withFake } from "./sinkFixtures.ts"
 
@@ -74,5 +74,37 @@ describe("BigQuerySink admission while a table opens", () => {
             assert.strictEqual(fake.rows(`${fake.projectId}.d.t`).length, 3000)
           })
       )
+    ))
+})
+
+describe("BigQuerySink: a defect while a table opens", () => {
+  it.live("a tableCreateOptions function that throws fails the write with an error naming the table, no hang", () =>
+    Effect.scoped(
+      withFake({}, (fake) =>
+        Effect.gen(function*() {
+          const table = yield* destination(fake, "missing")
+          const exit = yield* Stream.fromIterable(rows(3)).pipe(
+            Stream.run(BigQuerySink.make({
+              table,
+              serializer: yield* serializer,
+              tableCreateOptions: () => {
+                throw new Error("no options for you")
+              }
+            })),
+            Effect.timeoutOption("5 seconds"),
+            Effect.exit
+          )
+          assert.isTrue(Exit.isFailure(exit), Exit.isSuccess(exit) && Option.isNone(exit.value) ? "hung" : "succeeded")
+          if (Exit.isSuccess(exit)) return
+          const error = Cause.findErrorOption(exit.cause)
+          assert.isTrue(Option.isSome(error), `a typed error, not ${Cause.pretty(exit.cause)}`)
+          if (Option.isNone(error)) return
+          assert.strictEqual(error.value._tag, "BigQueryError")
+          if (error.value._tag !== "BigQueryError") return
+          assert.strictEqual(error.value.reason._tag, "TableAdminFailed")
+          assert.include(error.value.message, table.toString())
+          assert.include(error.value.message, "no options for you")
+          assert.isUndefined(fake.table(table.toString()), "no table was created")
+        }))
     ))
 })

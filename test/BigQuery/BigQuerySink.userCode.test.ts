@@ -6,14 +6,14 @@
  * with the raw exception.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Stream } from "effect"
+import { Effect, Exit, Sink, Stream } from "effect"
 import {
   type BigQueryFailure,
   BigQuerySink,
   type RowSerializer,
   type TableDestination
 } from "../../src/BigQuery/index.ts"
-import { FailureHandler } from "../../src/Sink.ts"
+import { DeadLetterStalled, FailureHandler } from "../../src/Sink.ts"
 import * as F from "./sinkFixtures.ts"
 
 class Thrown extends Error {}
@@ -156,5 +156,28 @@ describe("BigQuerySink: a throwing fingerprint", () => {
         )
         assert.deepStrictEqual([summary.recordsWritten, summary.recordsFailed], [5, 5])
         assert.deepStrictEqual(seen.map((f) => f.destination), Array(5).fill(u.toString()))
+      })))
+})
+
+describe("BigQuerySink: a dead-letter sink that consumes nothing", () => {
+  it.live("the write fails with DeadLetterStalled instead of re-running the sink for ever on the owner", () =>
+    F.withFake({
+      answer: (c) => (c.request === 0 ? { _tag: "rowErrors", errors: [{ index: 0, message: "bad value" }] } : {
+        _tag: "default"
+      })
+    }, (fake) =>
+      Effect.gen(function*() {
+        let runs = 0
+        const exit = yield* F.writeRows(fake, 10, {
+          failureHandler: FailureHandler.deadLetter(Sink.fromEffect(Effect.sync(() => void runs++)))
+        }).pipe(Effect.timeoutOption("5 seconds"), Effect.exit)
+        assert.isTrue(Exit.isFailure(exit), `no typed failure (the sink ran ${runs} times)`)
+        if (Exit.isSuccess(exit)) return
+        const reason = exit.cause.reasons[0]
+        assert.strictEqual(reason?._tag, "Fail", "a typed failure, not a defect")
+        const error: unknown = reason?._tag === "Fail" ? reason.error : undefined
+        assert.instanceOf(error, DeadLetterStalled)
+        assert.strictEqual(runs, 1)
+        assert.strictEqual(fake.rows(`${fake.projectId}.d.t`).length, 9)
       })))
 })

@@ -58,6 +58,8 @@ export interface FakeOptions {
   readonly tables?: Map<string, Set<string>>
   /** Hold every MutateRows answer until `release()` is called. */
   readonly hold?: boolean
+  /** A CreateTable of a table that does not exist yet waits for this promise before it creates it. */
+  readonly createTableGate?: (name: string) => Promise<void>
 }
 
 const decoder = new TextDecoder()
@@ -171,8 +173,13 @@ export const makeFake = (options: FakeOptions = {}) => {
       admin.push(`CreateTable ${name} ${Object.keys(request.table?.columnFamilies ?? {}).toSorted().join(",")}`)
       if (tables === undefined) return Promise.reject(alreadyExists(name))
       if (tables.has(name)) return Promise.reject(alreadyExists(name))
-      tables.set(name, new Set(Object.keys(request.table?.columnFamilies ?? {})))
-      return Promise.resolve([{}])
+      const create = () => {
+        if (tables.has(name)) throw alreadyExists(name)
+        tables.set(name, new Set(Object.keys(request.table?.columnFamilies ?? {})))
+        return [{}]
+      }
+      const gate = options.createTableGate
+      return gate === undefined ? Promise.resolve(create()) : gate(name).then(create)
     },
     modifyColumnFamilies(request) {
       const name = request.name ?? ""

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Logger, Ref, References, Sink } from "effect"
-import { type FailedElement, FailureHandler, RecordFailed } from "../../src/Sink.ts"
+import { Cause, Effect, Exit, Logger, Ref, References, Sink } from "effect"
+import { DeadLetterStalled, type FailedElement, FailureHandler, RecordFailed, SinkConfigError } from "../../src/Sink.ts"
 
 const failure = (i: number): FailedElement => ({
   connector: i % 2 === 0 ? "bigquery" : "bigtable",
@@ -94,5 +94,47 @@ describe("FailureHandler", () => {
       yield* handler.flush
       yield* handler.close
       assert.strictEqual(yield* Ref.get(count), 1)
+    }))
+
+  it.live("a dead-letter sink that consumes nothing fails the flush with a typed error after one run, no spin", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const handler = FailureHandler.deadLetter(Sink.fromEffect(Effect.sync(() => void runs++)))
+      yield* handler.open
+      for (let i = 0; i < 3; i++) yield* handler.handle(failure(i))
+      const exit = yield* handler.flush.pipe(Effect.timeoutOption("2 seconds"), Effect.exit)
+      assert.isTrue(Exit.isFailure(exit), `the flush did not fail (after ${runs} runs of the sink)`)
+      if (Exit.isSuccess(exit)) return
+      const error = Cause.squash(exit.cause)
+      assert.instanceOf(error, DeadLetterStalled)
+      if (!(error instanceof DeadLetterStalled)) return
+      assert.strictEqual(error.remaining, 3)
+      assert.include(error.message, "3 failures")
+      assert.strictEqual(runs, 1)
+    }))
+
+  it.effect("deadLetter runs the sink early when maxBufferedBytes of payloads are waiting", () =>
+    Effect.gen(function*() {
+      const batches = yield* Ref.make<Array<number>>([])
+      const handler = FailureHandler.deadLetter(
+        Sink.forEachArray((fs: ReadonlyArray<FailedElement>) => Ref.update(batches, (b) => [...b, fs.length])),
+        { maxBuffered: Infinity, maxBufferedBytes: 100 }
+      )
+      yield* handler.open
+      for (let i = 0; i < 5; i++) yield* handler.handle({ ...failure(i), payload: new Uint8Array(60) })
+      assert.deepStrictEqual(yield* Ref.get(batches), [2, 2])
+      yield* handler.flush
+      assert.deepStrictEqual(yield* Ref.get(batches), [2, 2, 1])
+    }))
+
+  it.effect("an invalid maxBufferedBytes fails the handler's open with a SinkConfigError naming it", () =>
+    Effect.gen(function*() {
+      for (const maxBufferedBytes of [0, -1, Number.NaN]) {
+        const handler = FailureHandler.deadLetter(Sink.drain, { maxBufferedBytes })
+        const error = yield* Effect.flip(handler.open)
+        assert.instanceOf(error, SinkConfigError)
+        if (!(error instanceof SinkConfigError)) return
+        assert.strictEqual(error.path, "deadLetter.maxBufferedBytes")
+      }
     }))
 })

@@ -123,7 +123,14 @@ export interface FakeBigQuery {
   readonly dropTable: (table: string) => void
   readonly table: (table: string) => TableResource | undefined
   readonly addColumn: (table: string, column: Column) => void
-  readonly stats: { requests: number; connections: number; schemasSent: number; restCalls: Array<string> }
+  /** `openStreams`: AppendRows calls neither side has ended or cancelled yet. */
+  readonly stats: {
+    requests: number
+    connections: number
+    openStreams: number
+    schemasSent: number
+    restCalls: Array<string>
+  }
   /** The BUFFERED streams (`rows` includes what their flushes made visible). */
   readonly buffered: Buffered.BufferedStreams
   /** CDC: tables applied by primary key, `max_staleness`, query jobs (fakeCdcTable.ts). */
@@ -291,7 +298,7 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
     let totalRows = 0
     let requestCounter = 0
     let connectionCounter = 0
-    const stats = { requests: 0, connections: 0, schemasSent: 0, restCalls: [] as Array<string> }
+    const stats = { requests: 0, connections: 0, openStreams: 0, schemasSent: 0, restCalls: [] as Array<string> }
     const fastAckBytes = Buffer.from(v1.AppendRowsResponse.encode({ appendResult: {} }).finish())
     const missingCode = options.missingTableCode ?? grpc.status.NOT_FOUND
     const latency = options.latencyMillis ?? 0
@@ -315,13 +322,22 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
       let onConnection = 0
       let dead = false
       let chain: Promise<void> = Promise.resolve()
+      stats.openStreams++
+      let ended = false
+      const closed = () => {
+        if (!ended) stats.openStreams--
+        ended = true
+      }
       call.on("error", () => {
         dead = true
+        closed()
       })
       call.on("cancelled", () => {
         dead = true
+        closed()
       })
       call.on("end", () => {
+        closed()
         chain = chain.then(() => {
           if (!dead) call.end()
         })

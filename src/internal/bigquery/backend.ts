@@ -17,7 +17,7 @@ import * as Exit from "effect/Exit"
 import type * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type { BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
-import type { BigQueryError } from "../../BigQuery/BigQueryError.ts"
+import { BigQueryError, TableAdminFailed } from "../../BigQuery/BigQueryError.ts"
 import { type BigQueryFailure, failedRow } from "../../BigQuery/BigQueryFailure.ts"
 import type { TableDestination } from "../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../BigQuery/TableSchema.ts"
@@ -294,10 +294,25 @@ const admit = <A, E, R>(
       (st.mode === undefined
         ? Destination.open(st.client, st.settings, rows.destination, now, st.pool, st.backlog)
         : st.mode.open(rows.destination, now, st.pool, st.backlog)).pipe(
+          // a defect (user code that threw: `tableCreateOptions`, CDC table options) must come back
+          // too: an open that never reports leaves the table opening and every barrier waiting
+          Effect.catchDefect((defect) => Effect.fail(openDied(rows.key, defect))),
           Effect.result,
           Effect.flatMap((result) => st.core.offer({ _tag: "Opened", key: rows.key, result }))
         )
     )
+  })
+
+/** The terminal error of an open that died, naming its table. */
+const openDied = (key: string, defect: unknown): BigQueryError =>
+  new BigQueryError({
+    reason: new TableAdminFailed({
+      method: "open",
+      destination: key,
+      status: 0,
+      detail: `opening the table died: ${defect instanceof Error ? defect.message : String(defect)}`,
+      cause: defect
+    })
   })
 
 /** The open of a destination finished: its waiting slices are batched and sent, or routed or failed. */
@@ -308,6 +323,7 @@ const opened = <A, E, R>(st: State<A, E, R>, event: Opened): Effect.Effect<void,
     st.parked.taken(Math.max(0, waiting.length - 1))
     const result = event.result
     if (result._tag === "Failure") {
+      Prepare.forget(st.prepareEnv, event.key)
       for (const rows of waiting) yield* schemaFailed(st, rows, result.failure)
       return
     }
@@ -406,6 +422,7 @@ const evictIdle = <A, E, R>(st: State<A, E, R>, now: number): Effect.Effect<void
         (st.mode === undefined || st.mode.evictable(d))
       ) {
         st.destinations.delete(key)
+        Prepare.forget(st.prepareEnv, key)
         evicted.push(d)
       }
     }
@@ -429,7 +446,14 @@ const stallMessage = <A, E, R>(st: State<A, E, R>, waited: number) => {
 export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClientService, mode?: Mode) =>
 (
   core: BigQueryCore<BigQueryError | E>
-): Effect.Effect<BigQueryBackend<A, BigQueryError | E, R>, never, Scope.Scope> =>
+): Effect.Effect<
+  BigQueryBackend<A, BigQueryError | E, R> & {
+    /** What `prepare` keeps per destination on the caller's side (bounded by eviction). */
+    readonly prepareEnv: Prepare.Env<A>
+  },
+  never,
+  Scope.Scope
+> =>
   Effect.gen(function*() {
     const s = settings.stream
     const pool = Split.makePool(s.maxAppendRequestBytes, 32)
@@ -481,6 +505,7 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       onResolved: () => Effect.void,
       busy: () => st.opening.size > 0,
       evictIdle: (now) => evictIdle(st, now),
-      stallMessage: (waited) => stallMessage(st, waited)
+      stallMessage: (waited) => stallMessage(st, waited),
+      prepareEnv: st.prepareEnv
     }
   })

@@ -57,6 +57,7 @@ export interface ConnectionSlot {
   readonly retire: (connection: Connection.Connection) => Effect.Effect<void>
   /** Cancels `connection` (no response came), current or already retired: its waiting appends fail and are retried. */
   readonly abort: (connection: Connection.Connection, reason: string) => Effect.Effect<void>
+  /** Ends the current connection; a later `acquire` opens none (it is interrupted). */
   readonly close: Effect.Effect<void>
 }
 
@@ -73,6 +74,9 @@ export const makeSlot = (
 ): Effect.Effect<ConnectionSlot> =>
   Effect.map(Semaphore.make(1), (lock) => {
     let current: Connection.Connection | undefined
+    // The writer closes its slots before it interrupts the append fibers: one waking from a
+    // reconnect wait in between must not open a stream nobody would close.
+    let closed = false
     const locked = lock.withPermits(1)
     const drop = (connection: Connection.Connection, f: Effect.Effect<void>) =>
       locked(Effect.suspend(() => {
@@ -83,6 +87,7 @@ export const makeSlot = (
     return {
       acquire: (descriptor) =>
         locked(Effect.suspend(() => {
+          if (closed) return Effect.interrupt
           if (current !== undefined && !current.isBroken() && current.descriptor === descriptor) {
             return Effect.succeed(current)
           }
@@ -107,6 +112,7 @@ export const makeSlot = (
       close: locked(Effect.suspend(() => {
         const old = current
         current = undefined
+        closed = true
         return old === undefined ? Effect.void : old.close
       }))
     }

@@ -68,7 +68,8 @@ interface Builder {
   readonly key: string
   readonly fingerprint: unknown
   readonly batch: Split.Batch
-  readonly projection: Projection
+  /** Its destination's projection, made when its first slice is emitted (skipped rows leave none). */
+  projection: Projection | undefined
   /** Frames this builder may take before the batch it feeds is full. */
   room: number
 }
@@ -80,9 +81,21 @@ export interface Env<A> {
   readonly maxAppendRequestBytes: number
   /** Buffers of slices the owner has copied, for the next ones (one thread: no fiber waits on it). */
   readonly pool: Split.Pool
-  /** The frame bytes of each destination's last slice: the buffer the next one starts with. */
+  /**
+   * The frame bytes of each destination's last slice: the buffer the next one starts with. Both
+   * maps hold destinations the writer has open or opening: eviction {@link forget}s them.
+   */
   readonly sizeHints: Map<string, number>
   readonly projections: Map<string, Projection>
+}
+
+/**
+ * Drops what the caller's side keeps for a destination the writer no longer holds (evicted, or
+ * failed to open), so a resolver over ever new tables keeps these maps bounded. @internal
+ */
+export const forget = <A>(env: Env<A>, key: string): void => {
+  env.sizeHints.delete(key)
+  env.projections.delete(key)
 }
 
 interface Cursor<A> {
@@ -123,11 +136,7 @@ const startBuilder = <A>(
   key: string,
   fingerprint: unknown
 ): Builder => {
-  let projection = env.projections.get(key)
-  if (projection === undefined) {
-    projection = { frames: 0 }
-    env.projections.set(key, projection)
-  }
+  const projection = env.projections.get(key)
   const builder = {
     destination,
     key,
@@ -135,7 +144,7 @@ const startBuilder = <A>(
     // a destination whose last slice was large starts on a full-size pooled buffer
     batch: Split.sized(env.pool, sizeOf(env.pool, env.sizeHints.get(key) ?? 0)),
     projection,
-    room: Math.max(0, env.maxAppendRequestBytes - projection.frames)
+    room: Math.max(0, env.maxAppendRequestBytes - (projection?.frames ?? 0))
   }
   c.builders.set(key, builder)
   return builder
@@ -152,7 +161,13 @@ const emit = <A>(
   const frames = rows.body.length
   const permitBytes = Math.min(frames, c.maxBytes)
   env.sizeHints.set(b.key, frames)
-  b.projection.frames = sealsBatch ? 0 : b.projection.frames + frames
+  let projection = b.projection
+  if (projection === undefined) {
+    projection = env.projections.get(b.key) ?? { frames: 0 }
+    env.projections.set(b.key, projection)
+    b.projection = projection
+  }
+  projection.frames = sealsBatch ? 0 : projection.frames + frames
   c.out.slices.push({
     payload: {
       destination: b.destination,
@@ -179,7 +194,11 @@ const finish = <A>(c: Cursor<A>, env: Env<A>, b: Builder): void => {
   emit(c, env, b, { body: bodyIn(w.buf, w.pos), buffer: w.buf, count: batch.count, bytes: batch.bytes }, false)
 }
 
-/** The builder of record `c.i`'s destination, or `undefined` when the record was routed. */
+/**
+ * The builder of record `c.i`'s destination, or `undefined` when the record was routed. The user
+ * code (resolver, fingerprint) runs before the cursor changes: a throw leaves the cursor as the last
+ * record left it, so the next record is matched against a builder and resolution that agree.
+ */
 const builderOf = <A>(c: Cursor<A>, env: Env<A>, record: A): Builder | undefined => {
   c.stage = "destinationResolver"
   const last = c.lastResolution
@@ -193,22 +212,24 @@ const builderOf = <A>(c: Cursor<A>, env: Env<A>, record: A): Builder | undefined
     return undefined
   } else resolution = resolved
   let b = c.builder
-  if (b === undefined || resolution !== last) {
-    const key = resolution.toString()
-    b = c.builders.get(key)
-    c.lastResolution = resolution
-  }
+  const moved = b === undefined || resolution !== last
+  const key = moved || b === undefined ? resolution.toString() : b.key
+  if (moved) b = c.builders.get(key)
   const fingerprintOf = env.serializer.fingerprint
+  let fingerprint: unknown = undefined
+  let stale = false
   if (fingerprintOf !== undefined) {
     c.stage = "fingerprint"
-    c.fingerprintKey = resolution.toString()
-    const fingerprint = fingerprintOf(resolution)
-    if (b !== undefined && fingerprint !== b.fingerprint && !Equal.equals(fingerprint, b.fingerprint)) {
-      finish(c, env, b)
-      b = undefined
-    }
-    if (b === undefined) b = startBuilder(c, env, resolution, c.fingerprintKey, fingerprint)
-  } else if (b === undefined) b = startBuilder(c, env, resolution, resolution.toString(), undefined)
+    c.fingerprintKey = key
+    fingerprint = fingerprintOf(resolution)
+    stale = b !== undefined && fingerprint !== b.fingerprint && !Equal.equals(fingerprint, b.fingerprint)
+  }
+  c.lastResolution = resolution
+  if (stale && b !== undefined) {
+    finish(c, env, b)
+    b = undefined
+  }
+  if (b === undefined) b = startBuilder(c, env, resolution, key, fingerprint)
   c.builder = b
   return b
 }

@@ -34,7 +34,6 @@ export const startRound = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =
     const declared = st.settings.declared
     if (declared === undefined) return
     repair.busy = true
-    repair.rounds++
     const keys = [...repair.tables]
     const tables = keys.flatMap((key) => {
       const dest = st.dests.get(key)
@@ -51,19 +50,29 @@ export const startRound = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =
     )
   })
 
-/** Schedules the next round after the recovery budget's wait, or fails once its schedule is spent. @internal */
+/**
+ * Starts the next round: at once when no table under repair has failed a round (tables new to the
+ * repair), else after the recovery budget's wait for the table that failed most, failing once that
+ * table's schedule is spent. @internal
+ */
 export const scheduleRound = <A, EH, R>(st: State<A, EH, R>, cause: unknown): Effect.Effect<void> =>
   Effect.suspend(() => {
     const repair = st.repair
     if (repair === undefined || repair.busy) return Effect.void
     repair.lastCause = cause
+    let table = "unknown"
+    let attempts = 0
+    for (const key of repair.tables) {
+      const failed = repair.failures.get(key) ?? 0
+      if (failed > attempts) [table, attempts] = [key, failed]
+    }
+    if (attempts === 0) return startRound(st)
     repair.busy = true
-    const table = [...repair.tables][0] ?? "unknown"
     return st.core.after(
       "recovery",
-      repair.rounds,
+      attempts,
       { _tag: "RepairDue" },
-      () => new BigtableError({ reason: new RecoveryExhausted({ table, attempts: repair.rounds, cause }) }),
+      () => new BigtableError({ reason: new RecoveryExhausted({ table, attempts, cause }) }),
       cause
     )
   })
@@ -77,7 +86,8 @@ export const onRepairDue = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> 
 
 const needsRepair = <A, EH, R>(st: State<A, EH, R>, dest: Dest): Repair => {
   dest.ready = false
-  const repair = st.repair ?? { tables: new Set<string>(), parked: [], rounds: 0, lastCause: undefined, busy: false }
+  const repair = st.repair ??
+    { tables: new Set<string>(), parked: [], failures: new Map<string, number>(), lastCause: undefined, busy: false }
   st.repair = repair
   repair.tables.add(String(dest.table))
   return repair
@@ -119,6 +129,7 @@ export const onEnsured = <A, EH, R>(st: State<A, EH, R>, results: EnsureResults)
       const dest = st.dests.get(key)
       if (Exit.isSuccess(exit)) {
         repair.tables.delete(key)
+        repair.failures.delete(key)
         if (exit.value.created) yield* Metric.update(metrics.tablesCreated, 1)
         if (exit.value.familiesAdded > 0) {
           yield* Metric.update(metrics.columnFamiliesAdded, exit.value.familiesAdded)
@@ -134,6 +145,7 @@ export const onEnsured = <A, EH, R>(st: State<A, EH, R>, results: EnsureResults)
           return yield* st.core.fail(error.error)
         }
         lastCause = error?._tag === "Fail" ? error.error : exit.cause
+        repair.failures.set(key, (repair.failures.get(key) ?? 0) + 1)
       }
     }
     // Re-apply the parked entries of every repaired table (exempt from admission: they hold permits).
@@ -190,8 +202,7 @@ export const notFound = <A, EH, R>(
     const repair = needsRepair(st, dest)
     repair.parked.push(item)
     yield* st.core.gauge(metrics.parkedEntries, 1)
-    if (repair.rounds === 0) yield* startRound(st)
-    else if (!repair.busy) yield* scheduleRound(st, cause)
+    if (!repair.busy) yield* scheduleRound(st, cause)
   })
 
 /** Entries answered NOT_FOUND (the verdict's `repair`), one by one. @internal */

@@ -51,11 +51,15 @@ export interface Dest {
   lastUsed: number
 }
 
-/** The table repair under way: the tables to ensure, the entries parked on them, the rounds spent. @internal */
+/**
+ * The table repair under way: the tables to ensure, the entries parked on them, and the failed
+ * rounds of each table (its recovery attempts: a round that creates some tables while new ones go
+ * missing spends nobody's budget). @internal
+ */
 export interface Repair {
   readonly tables: Set<string>
   readonly parked: Array<Item>
-  rounds: number
+  readonly failures: Map<string, number>
   lastCause: unknown
   busy: boolean
 }

@@ -71,6 +71,7 @@ const onAdmit = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R
       yield* backend.admit(slice.payload, yield* Clock.currentTimeMillis)
     }
     for (const failed of command.routed) yield* core.route(failed)
+    if (command.routedPermit !== undefined) yield* ctx.release(command.routedPermit)
     const done = command.routedDone
     if (done !== undefined) {
       yield* st.failure === undefined ? Deferred.succeed(done, undefined) : Deferred.failCause(done, st.failure)

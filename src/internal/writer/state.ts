@@ -28,6 +28,8 @@ export type Command<S, I, B, O, Ev, F, E> =
     readonly skipped: ReadonlyArray<string>
     /** Completed once `routed` went to the handler (failed with the latch when that failed the writer). */
     readonly routedDone?: Deferred.Deferred<void, E> | undefined
+    /** The in-flight bytes `routed`'s payloads were charged (an oversize row is up to 10 MiB), given back once routed. */
+    readonly routedPermit?: Permit | undefined
   }
   | { readonly _tag: "SendAll" }
   | { readonly _tag: "Tick" }

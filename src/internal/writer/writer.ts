@@ -34,7 +34,7 @@ import * as flowControl from "../flowControl.ts"
 import type { Permit } from "../flowControl.ts"
 import { hotSpan } from "../hotSpan.ts"
 import * as summaryCounters from "../summaryCounters.ts"
-import type { Accounted, Backend, Core, Slice, WriterOptions } from "./backend.ts"
+import type { Accounted, Backend, Core, Prepared, Slice, WriterOptions } from "./backend.ts"
 import * as actions from "./core.ts"
 import * as owner from "./owner.ts"
 import * as ownerState from "./state.ts"
@@ -150,6 +150,51 @@ const orFailedWith =
   <E>(failed: Deferred.Deferred<never, E>) => <X>(effect: Effect.Effect<X, E>): Effect.Effect<X, E> =>
     Effect.raceFirst(effect, Deferred.await(failed))
 
+/** The in-flight permit of routed records' payloads (at most the whole bound), or none when they hold no bytes. */
+const chargeOf = (routed: ReadonlyArray<FailedElement>, maxBytes: number): Permit | undefined => {
+  let bytes = 0
+  for (let i = 0; i < routed.length; i++) bytes += routed[i]?.payload?.length ?? 0
+  return bytes === 0 ? undefined : { units: 0, bytes: Math.min(bytes, maxBytes) }
+}
+
+type Offer<S, I, B, O, Ev, F, E> = (
+  command: ownerState.Command<S, I, B, O, Ev, F, E>,
+  slice: Slice<S> | undefined,
+  routedPermit?: Permit
+) => Effect.Effect<void, E>
+
+/**
+ * Offers a prepared run: its slices in order, and its routed records with the last one, or, when
+ * their payloads hold bytes (an oversize row is up to 10 MiB), on a command of their own charged
+ * those bytes in the in-flight bound until the handler has them.
+ */
+const offerAll = <S, I, B, O, Ev, F extends FailedElement, E>(
+  prepared: Prepared<S, F>,
+  routedDone: Deferred.Deferred<void, E> | undefined,
+  maxBytes: number,
+  offer: Offer<S, I, B, O, Ev, F, E>
+): Effect.Effect<void, E> =>
+  Effect.gen(function*() {
+    const slices = prepared.slices
+    const routedPermit = chargeOf(prepared.routed, maxBytes)
+    const apart = routedPermit !== undefined || slices.length === 0
+    for (let i = 0; i < slices.length; i++) {
+      const slice = slices[i] as Slice<S>
+      const last = i === slices.length - 1 && !apart
+      const routed = last ? prepared.routed : []
+      const skipped = i === slices.length - 1 ? prepared.skipped : []
+      yield* offer({ _tag: "Admit", slice, routed, skipped, routedDone: last ? routedDone : undefined }, slice)
+    }
+    if (apart && (prepared.routed.length > 0 || (slices.length === 0 && prepared.skipped.length > 0))) {
+      const skipped = slices.length === 0 ? prepared.skipped : []
+      yield* offer(
+        { _tag: "Admit", slice: undefined, routed: prepared.routed, skipped, routedDone, routedPermit },
+        undefined,
+        routedPermit
+      )
+    }
+  })
+
 /** The caller-side admission of one prepared run: each slice takes its permit, then is offered. */
 const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
   backend: Backend<A, S, I, B, O, Ev, F, E, R>,
@@ -161,12 +206,13 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
   const sendAll = Effect.asVoid(Queue.offer(commands, { _tag: "SendAll" }))
 
   // Taken permits (in flight, staged) are given back, and the offer uncounted, when a wait is interrupted.
-  const enqueue = (command: ownerState.Command<S, I, B, O, Ev, F, E>, permit: Permit | undefined) =>
+  // A slice takes a staging place too; routed records only their in-flight bytes.
+  const enqueue = (command: ownerState.Command<S, I, B, O, Ev, F, E>, permit: Permit | undefined, stage: boolean) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         if (permit !== undefined) {
           if (!(yield* flow.tryAcquire(permit))) yield* restore(orFailed(flow.acquire(permit, sendAll)))
-          if (!(yield* staged.takeIfAvailable(1))) {
+          if (stage && !(yield* staged.takeIfAvailable(1))) {
             yield* restore(orFailed(staged.take(1))).pipe(Effect.onInterrupt(() => flow.release(permit)))
           }
         }
@@ -176,7 +222,9 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
           Effect.onInterrupt(() =>
             Effect.sync(() => void state.offered--).pipe(
               Effect.andThen(
-                permit === undefined ? Effect.void : Effect.andThen(flow.release(permit), staged.release(1))
+                permit === undefined
+                  ? Effect.void
+                  : Effect.andThen(flow.release(permit), stage ? staged.release(1) : Effect.void)
               )
             )
           )
@@ -184,18 +232,18 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
       })
     )
 
-  const offer = (command: ownerState.Command<S, I, B, O, Ev, F, E>, slice: Slice<S> | undefined) =>
+  const offer: Offer<S, I, B, O, Ev, F, E> = (command, slice, routedPermit) =>
     Effect.suspend(() => {
       // The fast path (permits free, queue not full) takes no race: a race forks two fibers.
       if (Deferred.isDoneUnsafe(failed)) return Deferred.await(failed)
-      const p = slice === undefined ? undefined : { units: slice.units, bytes: slice.permitBytes }
+      const p = slice === undefined ? routedPermit : { units: slice.units, bytes: slice.permitBytes }
       // a slice over a bound would wait forever: a backend bug, not backpressure
       if (p !== undefined && (p.units > flow.maxUnits || p.bytes > flow.maxBytes)) {
         return Effect.die(
           new Error(`${backend.name}: a slice of ${p.units} units, ${p.bytes} bytes exceeds the bounds`)
         )
       }
-      return enqueue(command, p)
+      return enqueue(command, p, slice !== undefined)
     })
 
   return (records) =>
@@ -203,28 +251,12 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
       const gate = backend.admissionGate?.()
       if (gate !== undefined) yield* orFailed(gate)
       const prepared = yield* backend.prepare(records, limits)
-      const slices = prepared.slices
       // records routed before admission: with `writeAwaitsRouted` the write returns once the handler
       // has them, so a handler that fails (failJob) fails this write (nothing routed: no wait)
       const routedDone = backend.writeAwaitsRouted === true && prepared.routed.length > 0
         ? Deferred.makeUnsafe<void, E>()
         : undefined
-      if (slices.length === 0) {
-        if (prepared.routed.length > 0 || prepared.skipped.length > 0) {
-          yield* offer(
-            { _tag: "Admit", slice: undefined, routed: prepared.routed, skipped: prepared.skipped, routedDone },
-            undefined
-          )
-        }
-      } else {
-        for (let i = 0; i < slices.length; i++) {
-          const slice = slices[i] as Slice<S>
-          const last = i === slices.length - 1
-          const routed = last ? prepared.routed : []
-          const skipped = last ? prepared.skipped : []
-          yield* offer({ _tag: "Admit", slice, routed, skipped, routedDone: last ? routedDone : undefined }, slice)
-        }
-      }
+      yield* offerAll(prepared, routedDone, flow.maxBytes, offer)
       if (routedDone !== undefined) yield* orFailed(Deferred.await(routedDone))
     })
 }

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import protos from "@google-cloud/bigquery-storage/build/protos/protos.js"
 import * as grpc from "@grpc/grpc-js"
-import { Deferred, Effect } from "effect"
+import { Cause, Deferred, Effect, Exit } from "effect"
 import * as Connection from "../../../src/internal/bigquery/connection.ts"
 import * as Destination from "../../../src/internal/bigquery/destination.ts"
 import * as SendBacklog from "../../../src/internal/bigquery/sendBacklog.ts"
@@ -53,5 +53,18 @@ describe("destination: the connection slot", () => {
       yield* slot.abort(connection, "no response within responseTimeout")
       const next = yield* slot.acquire(descriptor)
       assert.notStrictEqual(next, connection, "the next append opens a new connection")
+    })))
+
+  it.live("a closed slot opens no connection: an append waking after the writer closed cannot leak a stream", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { channel } = yield* silentServer
+      const slot = yield* Destination.makeSlot(channel, stream, SendBacklog.make())
+      const first = yield* slot.acquire(descriptor)
+      yield* slot.close
+      assert.isTrue(first.isBroken(), "close ends the current connection")
+      // what an append fiber in its reconnect loop does next, if it runs before it is interrupted
+      const exit = yield* Effect.exit(slot.acquire(descriptor))
+      assert.isTrue(Exit.isFailure(exit), "acquire after close opened a connection nobody closes")
+      if (Exit.isFailure(exit)) assert.isTrue(Cause.hasInterruptsOnly(exit.cause))
     })))
 })

@@ -1,6 +1,6 @@
 /**
  * A backend of the writer core for its own tests: records are strings `"<table>:<name>"`; a name
- * starting with `bad` is routed before admission, `skip` is skipped, `rej` is rejected by the
+ * starting with `bad` is routed before admission (`big`: with a payload of 100 bytes), `skip` is skipped, `rej` is rejected by the
  * "service" (routed by the verdict), `fatal` fails the writer, `flaky` fails once then succeeds.
  * Batches of `batchSize` items are "sent" to a call that can be held; a call holding a name starting
  * with `die` dies, and `evictDies` makes `evictIdle` die.
@@ -91,7 +91,8 @@ const toy =
               const skipped: Array<string> = []
               for (const record of records) {
                 const [key = "t", name = ""] = record.split(":")
-                if (name.startsWith("bad")) routed.push(failure(key, "unserializable"))
+                if (name.startsWith("big")) routed.push({ ...failure(key, "oversize"), payload: new Uint8Array(100) })
+                else if (name.startsWith("bad")) routed.push(failure(key, "unserializable"))
                 else if (name.startsWith("skip")) skipped.push(key)
                 else items.push({ key, name, units: 1, bytes: 10, permitBytes: 10, attempts: 0 })
               }
@@ -167,6 +168,7 @@ export const make = (options: {
   readonly handler: FailureHandler<FailedElement, unknown>
   readonly batchSize?: number
   readonly maxUnits?: number
+  readonly maxBytes?: number
   readonly maxRequests?: number
   readonly inFlight?: Metric.Gauge<number>
   /** While not done, admission waits before preparing (the backend's `admissionGate`). */
@@ -174,7 +176,11 @@ export const make = (options: {
 }) =>
   writer.make({
     handler: options.handler,
-    limits: { maxUnits: options.maxUnits ?? 100, maxBytes: 1_000_000, maxRequests: options.maxRequests },
+    limits: {
+      maxUnits: options.maxUnits ?? 100,
+      maxBytes: options.maxBytes ?? 1_000_000,
+      maxRequests: options.maxRequests
+    },
     retry: backoff({ initialBackoff: Duration.millis(1), maxBackoff: Duration.millis(1), maxAttempts: 3 }),
     recovery: backoff({ initialBackoff: Duration.millis(1), maxBackoff: Duration.millis(1), maxAttempts: 3 }),
     metrics: { inFlightUnits: options.inFlight, perDestination: false },

@@ -345,4 +345,25 @@ describe("writer core", () => {
       yield* TestClock.adjust("60 seconds")
       assert.strictEqual(service.evictions, 2)
     }).pipe(Effect.scoped))
+
+  it.live("routed records' payloads count in the in-flight bytes until the handler has them", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const handler = logging([], () => Deferred.await(gate))
+      const w = yield* toy.make({ service: toy.makeService(), handler, maxBytes: 250 })
+      // each routed record holds 100 bytes; the handler holds the owner, so none is given back
+      yield* w.write(["t:big0"])
+      yield* w.write(["t:big1"])
+      const third = yield* Effect.forkChild(w.write(["t:big2"]))
+      yield* settle
+      assert.isUndefined(third.pollUnsafe(), "a third routed payload would take the bytes past the bound")
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(third)
+      yield* w.flush
+      // every permit is back: a write of the whole bound is admitted at once
+      const all = Array.from({ length: 25 }, (_, i) => `t:a${i}`)
+      const exit = yield* w.write(all).pipe(Effect.timeout("1 second"), Effect.exit)
+      assert.isTrue(Exit.isSuccess(exit), "the routed records' bytes were given back")
+      assert.strictEqual((yield* w.summary).recordsFailed, 3)
+    }).pipe(Effect.scoped))
 })

@@ -95,10 +95,12 @@ export const switchableSlot = (
       abort: (connection, reason) => Effect.suspend(() => inner.abort(connection, reason)),
       close: Effect.suspend(() => inner.close)
     }
+    // the next slot is in place before the old one closes: a closed slot opens nothing (`makeSlot`)
     const switchTo = (name: string) =>
-      Effect.suspend(() => {
+      Effect.flatMap(makeSlot(channel, name, backlog), (next) => {
         const old = inner
-        return Effect.andThen(old.close, Effect.map(makeSlot(channel, name, backlog), (next) => void (inner = next)))
+        inner = next
+        return old.close
       })
     return { slot, switchTo }
   })
