@@ -9,7 +9,7 @@ import type { BigQuery } from "@google-cloud/bigquery"
 import { Duration, Effect, Exit, Layer, Schema, Stream } from "effect"
 import { BigQuerySink, RowSerializer, TableDestination, TableSchema, WriteMethod } from "../../../src/BigQuery/index.ts"
 import * as retryPolicy from "../../../src/internal/retryPolicy.ts"
-import { Checkpoint, CheckpointStore, GcsClient, type RetryPolicy } from "../../../src/Sink.ts"
+import { Checkpoint, CheckpointStore, GcsClient, type RetryPolicyInput } from "../../../src/Sink.ts"
 import { BigQueryEmulator } from "../../support/BigQueryEmulator.ts"
 import * as Clients from "../../support/clients.ts"
 import { GcsEmulator } from "../../support/GcsEmulator.ts"
@@ -176,7 +176,7 @@ const cases: ReadonlyArray<{ readonly input: Record<string, unknown>; readonly b
 const without = (drop: ReadonlyArray<string>) => {
   const fields = (fs: ReadonlyArray<TableSchema.Field>, at: string): Array<TableSchema.Field> =>
     fs.filter((f) => !drop.includes(`${at}${f.name}`)).map((f) =>
-      f.type === "RECORD" ? { ...f, fields: fields(f.fields, `${f.name}.`) } : f
+      f.type === "RECORD" ? TableSchema.record({ ...f, fields: fields(f.fields, `${f.name}.`) }) : f
     )
   const value = (v: Record<string, unknown>, at: string): Record<string, unknown> =>
     Object.fromEntries(
@@ -243,7 +243,8 @@ const readBack = (bq: BigQuery, table: string) =>
   Effect.gen(function*() {
     const rows = yield* query(bq, `SELECT * EXCEPT (g) FROM \`${table}\` ORDER BY id`)
     const wkt = yield* query(bq, `SELECT ST_ASTEXT(g) AS g FROM \`${table}\` ORDER BY id`)
-    return rows.map((row, k) => ({ ...row, g: wkt[k]?.["g"] ?? null }))
+    rows.forEach((row, k) => void (row["g"] = wkt[k]?.["g"] ?? null))
+    return rows
   })
 
 type Mode = "batch" | "streaming"
@@ -255,7 +256,7 @@ const load = (
   tableSchema: TableSchema.TableSchema,
   rows: ReadonlyArray<Record<string, unknown>>,
   tableId: string,
-  reconcile?: RetryPolicy.RetryPolicyInput
+  reconcile?: RetryPolicyInput
 ) =>
   Effect.gen(function*() {
     const serializer = yield* RowSerializer.fromJson(tableSchema)
