@@ -124,7 +124,10 @@ export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigquery", Ex
  * - `poll` (`{ initialBackoff: "1 second", maxBackoff: "30 seconds" }`, no attempt cap): the waits
  *   between load-job status reads; `RetryPolicy.fromSchedule(schedule)` gives your own `Schedule`.
  * - `reconcile` (`{ initialBackoff: "500 millis", maxBackoff: "10 seconds", maxAttempts: 10 }`):
- *   the budget of table creation and schema reconciliation before a load.
+ *   the budget of table creation and schema reconciliation before a load, of transient `jobs.get` /
+ *   `jobs.insert` / `datasets.get` failures, and of looking up again a job this sink inserted that
+ *   `jobs.get` answers 404 for (then `FileLoadFailed` naming the job; it is never counted as run).
+ *   Jobs run in the client's `location`, else the destination dataset's.
  * - `perDestinationMetrics` (false): adds a `destination` attribute to the record counters.
  *
  * @category models

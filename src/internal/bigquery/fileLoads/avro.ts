@@ -3,14 +3,18 @@
  * the conversion of a serialized row (the serializer's protobuf bytes, read through its descriptor)
  * into the Avro record of that schema.
  *
- * Type mapping: STRING, JSON, GEOGRAPHY → `string`; BYTES → `bytes`; INT64 → `long`; FLOAT64 →
- * `double`; BOOL → `boolean`; TIMESTAMP → `timestamp-micros`; DATE → `date`; TIME → `time-micros`;
- * DATETIME → `local-timestamp-micros`; NUMERIC / BIGNUMERIC → `decimal` bytes (precision and scale
- * kept); RECORD → a nested record; REPEATED → `array`; NULLABLE → `["null", T]`. RANGE and flexible
- * column names cannot be staged (the reference refuses them too; INTERVAL is no column type here).
+ * Type mapping (BigQuery's Avro logical types, read with `useAvroLogicalTypes`): STRING, JSON,
+ * GEOGRAPHY → `string`; BYTES → `bytes`; INT64 → `long`; FLOAT64 → `double`; BOOL → `boolean`;
+ * TIMESTAMP → `timestamp-micros`; DATE → `date`; TIME → `time-micros`; DATETIME → `string` with
+ * logical type `datetime`; NUMERIC / BIGNUMERIC → `decimal` bytes (precision and scale kept, 38/9 and
+ * 77/38 by default); RECORD → a nested record; REPEATED → `array`; NULLABLE → `["null", T]`. Every
+ * `long` is an exact 64-bit value (`bigint`), so snowflake ids and BigQuery's whole TIMESTAMP range
+ * stage exactly. RANGE and flexible column names cannot be staged (the reference refuses them too;
+ * INTERVAL is no column type here).
  *
  * @internal
  */
+import avro from "avsc"
 import type { DescriptorProto, Field, TableSchema } from "../../../BigQuery/TableSchema.ts"
 import { ProtoReader } from "../../protoReader.ts"
 import { parseDate } from "../civilTime.ts"
@@ -58,7 +62,7 @@ const scalarSchema = (field: Field, path: string): AvroSchema | AvroError => {
     case "TIME":
       return { type: "long", logicalType: "time-micros" }
     case "DATETIME":
-      return { type: "long", logicalType: "local-timestamp-micros" }
+      return { type: "string", logicalType: "datetime" }
     case "NUMERIC":
     case "BIGNUMERIC":
       return { type: "bytes", logicalType: "decimal", ...decimalShape(field) }
@@ -97,6 +101,73 @@ const recordSchema = (
 /** The Avro schema of a table schema, or the first column that cannot be staged. @internal */
 export const avroSchema = (schema: TableSchema): AvroSchema | AvroError => recordSchema("Row", schema.fields, "")
 
+/** An exact 64-bit `long`: `bigint` values (avsc's own `long` is a number, exact only below 2^53). */
+const exactLong = avro.types.LongType.__with({
+  fromBuffer: (buf: Buffer) => buf.readBigInt64LE(0),
+  toBuffer: (n: bigint) => {
+    const buf = Buffer.alloc(8)
+    buf.writeBigInt64LE(n)
+    return buf
+  },
+  fromJSON: (json: number | string) => BigInt(json),
+  toJSON: (n: bigint) => n.toString(),
+  isValid: (n: unknown) => typeof n === "bigint",
+  compare: (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0)
+})
+
+/**
+ * A logical type kept as written: values pass through as their underlying type, and the container
+ * header carries `logicalType` (and a decimal's precision and scale). avsc drops unknown logical
+ * types from the header, and BigQuery then loads a TIMESTAMP column from a bare `long` and fails.
+ */
+class Annotated extends avro.types.LogicalType {
+  private readonly attrs: Record<string, unknown>
+  constructor(schema: avro.Schema, opts?: unknown) {
+    super(schema, opts)
+    const s = schema as Record<string, unknown>
+    this.attrs = s["logicalType"] === "decimal" ? { precision: s["precision"], scale: s["scale"] } : {}
+  }
+  protected override _fromValue(value: unknown): unknown {
+    return value
+  }
+  protected override _toValue(value: unknown): unknown {
+    return value
+  }
+  protected override _resolve(type: avro.Type): ((value: unknown) => unknown) | undefined {
+    return type.typeName === this.underlyingType.typeName ? (value) => value : undefined
+  }
+  protected override _export(schema: avro.Schema): void {
+    Object.assign(schema, this.attrs)
+  }
+}
+
+const logicalTypes = Object.fromEntries(["date", "datetime", "decimal"].map((name) => [name, Annotated]))
+
+/** The schemas of logical longs' underlying types, which {@link longHook} makes exact. */
+const underlying = new WeakSet<object>()
+
+/**
+ * Every `long` is {@link exactLong}, a logical one wrapped in {@link Annotated} (avsc's registry does
+ * not reach `{ type: "long" }` objects, so a hook does it; the copy marks the underlying schema).
+ */
+const longHook = (schema: avro.Schema, opts: Partial<avro.ForSchemaOptions>): avro.Type | undefined => {
+  if (schema === "long") return exactLong
+  if (!isRecord(schema) || schema["type"] !== "long") return undefined
+  if (schema["logicalType"] === undefined || underlying.has(schema)) return exactLong
+  const own = { ...schema }
+  underlying.add(own)
+  return new Annotated(own as avro.Schema, opts)
+}
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+/**
+ * The `avsc` type that encodes the records of `schema` (from {@link converter}) and writes its
+ * container header with every logical type. @internal
+ */
+export const avroType = (schema: AvroSchema): avro.Type =>
+  avro.Type.forSchema(schema as avro.Schema, { logicalTypes, typeHook: longHook })
+
 // ---------------------------------------------------------------------------------------------
 // protobuf row → Avro record
 // ---------------------------------------------------------------------------------------------
@@ -118,7 +189,6 @@ const messages = (descriptor: DescriptorProto): Map<string, Map<number, WireFiel
   return out
 }
 
-const two32 = 4_294_967_296
 const timePattern = /^(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?$/
 
 const timeMicros = (s: string): number | undefined => {
@@ -162,20 +232,19 @@ const readScalar = (r: ProtoReader, protoType: number, wire: number, end: number
     case 0: {
       r.varint(end)
       if (protoType === protoTypes.bool) return r.lo !== 0 || r.hi !== 0
-      if (protoType === 17 || protoType === 18) {
-        // sint32 / sint64: zig-zag
-        const n = (r.hi >>> 0) * two32 + r.lo
-        return n % 2 === 0 ? n / 2 : -(n + 1) / 2
-      }
       if (protoType === protoTypes.int32 || protoType === 14) return r.lo | 0
-      if (protoType === 4 || protoType === 13) return (r.hi >>> 0) * two32 + r.lo
-      return (r.hi | 0) * two32 + r.lo
+      if (protoType === 13) return r.lo >>> 0
+      if (protoType === 17) return ((r.lo >>> 1) ^ -(r.lo & 1)) | 0 // sint32: zig-zag
+      // 64-bit integers as bigint: exact over the whole range
+      const u = (BigInt(r.hi >>> 0) << 32n) | BigInt(r.lo >>> 0)
+      if (protoType === 18) return (u >> 1n) ^ -(u & 1n) // sint64: zig-zag
+      return protoType === 4 ? u : BigInt.asIntN(64, u)
     }
     case 1: {
       const view = new DataView(r.buf.buffer, r.buf.byteOffset + r.pos, 8)
       r.pos += 8
       if (protoType === protoTypes.double) return view.getFloat64(0, true)
-      return protoType === 16 ? Number(view.getBigInt64(0, true)) : Number(view.getBigUint64(0, true))
+      return protoType === 16 ? view.getBigInt64(0, true) : view.getBigUint64(0, true)
     }
     case 5: {
       const view = new DataView(r.buf.buffer, r.buf.byteOffset + r.pos, 4)
@@ -202,21 +271,28 @@ const toAvro = (field: Field, value: Value, path: string): Value | AvroError => 
       return value instanceof Uint8Array ? Buffer.from(value) : bad("must be bytes on the wire")
     case "INT64":
     case "TIMESTAMP":
-    case "DATE":
-      if (typeof value !== "number") return bad("must be an integer on the wire")
-      return Number.isSafeInteger(value) ? value : bad(`value beyond 2^53 cannot be staged exactly`)
+      // a Avro long: exact 64 bits
+      if (typeof value === "bigint") return BigInt.asIntN(64, value) === value ? value : bad("value beyond 64 bits")
+      return Number.isInteger(value) ? BigInt(value as number) : bad("must be an integer on the wire")
+    case "DATE": {
+      const days = typeof value === "bigint" ? Number(value) : value
+      return Number.isInteger(days) && Math.abs(days as number) <= 2 ** 31
+        ? days
+        : bad("must be a 32-bit integer on the wire")
+    }
     case "FLOAT64":
       return typeof value === "number" ? value : bad("must be a number on the wire")
     case "BOOL":
       return typeof value === "boolean" ? value : bad("must be a bool on the wire")
     case "TIME": {
       const micros = typeof value === "string" ? timeMicros(value) : undefined
-      return micros ?? bad(`must be HH:MM:SS[.ffffff], was ${String(value)}`)
+      return micros === undefined ? bad(`must be HH:MM:SS[.ffffff], was ${String(value)}`) : BigInt(micros)
     }
-    case "DATETIME": {
-      const micros = typeof value === "string" ? datetimeMicros(value) : undefined
-      return micros ?? bad(`must be YYYY-MM-DD HH:MM:SS[.ffffff], was ${String(value)}`)
-    }
+    case "DATETIME":
+      // staged as the string itself (logical type `datetime`), once it is known to be one
+      return typeof value === "string" && datetimeMicros(value) !== undefined
+        ? value
+        : bad(`must be YYYY-MM-DD HH:MM:SS[.ffffff], was ${String(value)}`)
     case "NUMERIC":
     case "BIGNUMERIC": {
       const bytes = typeof value === "string" ? decimalBytes(value, decimalShape(field).scale) : undefined

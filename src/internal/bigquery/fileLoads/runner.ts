@@ -4,8 +4,11 @@
  * REQUIRED fields as NULLABLE), then each load job by its deterministic id: looked up first and
  * re-attached (done ⇒ not re-run, running ⇒ awaited; failed ⇒ the next of `-r1`…`-r5`), completion
  * polled on the `poll` schedule; a `jobs.get` or `jobs.insert` answered 429 or 5xx is retried on the
- * `reconcile` budget (an insert whose answer was lost meets its own job as 409 and attaches). After success the staged objects are deleted, best effort; on failure
- * everything is kept so that a retry runs the same jobs.
+ * `reconcile` budget (an insert whose answer was lost meets its own job as 409 and attaches). Jobs run
+ * in the client's location, else the destination dataset's (`datasets.get`); a job inserted and then
+ * answered 404 is looked up again on the `reconcile` budget and then fails naming it, never counted as
+ * run. Only after every job of a destination was seen `DONE` without error are its staged objects
+ * deleted, best effort; on failure everything is kept so that a retry runs the same jobs.
  *
  * A commit over one load job per destination takes the overflow path of the plan: leaf loads into temp
  * tables (`WRITE_TRUNCATE`, idempotent), copy levels of at most 1,200 sources, then the final copy (or,
@@ -114,9 +117,37 @@ class NotDone {
   readonly _tag = "NotDone"
 }
 
-/** Polls `jobId` on the `poll` schedule until it is done (no attempt cap by default). */
-const await_ = (ctx: RunnerContext, jobId: string, destination: string) =>
+class Unseen {
+  readonly _tag = "Unseen"
+}
+
+const where = (location: string | undefined) => (location === undefined ? "without a location" : `in ${location}`)
+
+/**
+ * Looks up a job this commit inserted (or met as 409): BigQuery answers 404 for a job looked up
+ * outside its location, and a job we cannot see was not seen to finish, so a 404 is looked up again
+ * on the `reconcile` budget, then fails naming the job; it is never taken as done.
+ */
+const lookupInserted = (ctx: RunnerContext, jobId: string, destination: string) =>
   lookupRetrying(ctx, jobId, destination).pipe(
+    Effect.flatMap((state) => (state._tag === "Missing" ? Effect.fail(new Unseen()) : Effect.succeed(state))),
+    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: (e) => e instanceof Unseen }),
+    Effect.catchIf(
+      (e): e is Unseen => e instanceof Unseen,
+      () =>
+        Effect.fail(
+          loadError(
+            destination,
+            `job ${jobId} was inserted but jobs.get ${where(ctx.location)} answers not found: not counted as run`,
+            jobId
+          )
+        )
+    )
+  )
+
+/** Polls `jobId` on the `poll` schedule until it is seen done (no attempt cap by default). */
+const await_ = (ctx: RunnerContext, jobId: string, destination: string) =>
+  lookupInserted(ctx, jobId, destination).pipe(
     Effect.flatMap((state) => (state._tag === "Running" ? Effect.fail(new NotDone()) : Effect.succeed(state))),
     Effect.retry({ schedule: toSchedule(ctx.settings.poll), while: (e) => e instanceof NotDone }),
     Effect.catchIf(
@@ -261,6 +292,28 @@ const reconcile = (
     return yield* liveSchema(ctx, destination)
   })
 
+/**
+ * The location of `destination`'s jobs: the client's, else the dataset's (`datasets.get`), so that
+ * jobs are inserted and looked up where BigQuery runs them (a location-less `jobs.get` sees only the US
+ * multi-region and answers 404 elsewhere).
+ */
+const jobLocation = (
+  ctx: RunnerContext,
+  destination: TableDestination.TableDestination
+): Effect.Effect<string | undefined, BigQueryError> =>
+  ctx.location !== undefined ? Effect.succeed(ctx.location) : Effect.tryPromise({
+    try: () => ctx.rest.dataset(destination.datasetId, { projectId: destination.projectId }).getMetadata(),
+    catch: (cause) => new CallFailed({ cause })
+  }).pipe(
+    Effect.map(([metadata]) =>
+      Predicate.isObject(metadata) && Predicate.isString(metadata["location"]) ? metadata["location"] : undefined
+    ),
+    Effect.catch(({ cause }) =>
+      Effect.fail(loadError(destination.toString(), `datasets.get failed: ${String(cause)}`, undefined, cause))
+    ),
+    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
+  )
+
 /** Deletes staged objects after their loads succeeded; failures are logged, never raised. */
 const cleanup = (storage: Storage, uris: ReadonlyArray<string>) =>
   Effect.forEach(uris, (uri) => {
@@ -351,7 +404,9 @@ export const commit = (
     for (const d of planned.success.destinations) {
       const destination = TableDestination.makeUnsafe(d.destination)
       const schema = yield* reconcile(ctx, destination)
-      outcomes.push(...(yield* runDestination(ctx, d, schema)))
+      const located: RunnerContext = { ...ctx, location: yield* jobLocation(ctx, destination) }
+      // every job of the destination was seen DONE without error: only now are its files deleted
+      outcomes.push(...(yield* runDestination(located, d, schema)))
       yield* dropTemporaries(ctx.rest, d.temporaries)
       yield* cleanup(ctx.storage, d.uris)
     }

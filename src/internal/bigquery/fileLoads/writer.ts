@@ -10,7 +10,7 @@
  *
  * @internal
  */
-import avro from "avsc"
+import type avro from "avsc"
 import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
@@ -101,7 +101,7 @@ const build = <A, E, R>(
         if (avroSchema instanceof Avro.AvroError) return yield* schemaError(key, avroSchema)
         const state: DestinationState = {
           schema,
-          type: avro.Type.forSchema(avroSchema as avro.Schema),
+          type: Avro.avroType(avroSchema),
           converter: Avro.converter(schema, RowSerializer.descriptorOf(settings.serializer, destination))
         }
         destinations.set(key, state)

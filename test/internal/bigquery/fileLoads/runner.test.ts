@@ -4,7 +4,9 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import type { BigQuery } from "@google-cloud/bigquery"
-import { Duration, Effect, Exit, Result } from "effect"
+import type { Storage } from "@google-cloud/storage"
+import { Duration, Effect, Exit, Fiber, Result } from "effect"
+import { TestClock } from "effect/testing"
 import * as Plan from "../../../../src/internal/bigquery/fileLoads/plan.ts"
 import * as Runner from "../../../../src/internal/bigquery/fileLoads/runner.ts"
 import * as retryPolicy from "../../../../src/internal/retryPolicy.ts"
@@ -238,4 +240,148 @@ describe("fileLoads job configurations", () => {
     assert.strictEqual(config.load["useAvroLogicalTypes"], true)
     assert.deepStrictEqual(config.load["sourceUris"], ["gs://b/f0.avro", "gs://b/f1.avro"])
   })
+})
+
+/**
+ * BigQuery answers `jobs.get` 404 for a job looked up outside its location: a fake that keeps jobs in
+ * one location (the destination dataset's), with the dataset, the live table and staged-object deletes
+ * the commit path touches. Time is virtual: every wait of the runner runs on the TestClock.
+ */
+const locatedRest = (options: {
+  /** The destination dataset's location (`datasets.get`). */
+  readonly datasetLocation: string
+  /** `jobs.get` answers for a job inserted, in order, the last repeating (default: done). */
+  readonly afterInsert?: ReadonlyArray<"missing" | "done">
+}) => {
+  const calls: Array<string> = []
+  const jobs = new Map<string, { readonly location: string | undefined; readonly answers: Array<string> }>()
+  const rest = {
+    dataset: (datasetId: string) => ({
+      getMetadata: () => {
+        calls.push(`datasets.get ${datasetId}`)
+        return Promise.resolve([{ location: options.datasetLocation }])
+      },
+      table: () => ({
+        getMetadata: () => Promise.resolve([{ schema: { fields: [{ name: "id", type: "INTEGER" }] }, etag: "e" }]),
+        delete: () => Promise.resolve([{}])
+      })
+    }),
+    job: (id: string, opts: { readonly location?: string }) => ({
+      getMetadata: () => {
+        calls.push(`get ${id} @${opts.location ?? "-"}`)
+        const job = jobs.get(id)
+        // a location-less lookup sees only the US multi-region
+        if (job === undefined || (opts.location ?? "US") !== (job.location ?? "US")) {
+          return Promise.reject(httpError(404))
+        }
+        const answer = job.answers.length > 1 ? job.answers.shift() : job.answers[0]
+        return answer === "done"
+          ? Promise.resolve([{ status: { state: "DONE" } }])
+          : Promise.reject(httpError(404))
+      }
+    }),
+    createJob: (request: { readonly jobId: string; readonly location?: string }) => {
+      calls.push(`insert ${request.jobId} @${request.location ?? "-"}`)
+      // BigQuery runs the job in the dataset's location whatever the request says
+      jobs.set(request.jobId, { location: options.datasetLocation, answers: [...(options.afterInsert ?? ["done"])] })
+      return Promise.resolve([{}])
+    }
+  }
+  const deleted: Array<string> = []
+  const storage = {
+    bucket: (b: string) => ({
+      file: (n: string) => ({
+        delete: () => {
+          deleted.push(`gs://${b}/${n}`)
+          return Promise.resolve([{}])
+        }
+      })
+    })
+  }
+  const policy = retryPolicy.backoff({
+    initialBackoff: Duration.seconds(1),
+    maxBackoff: Duration.seconds(2),
+    maxAttempts: 5
+  })
+  const ctx = {
+    rest: rest as unknown as BigQuery,
+    storage: storage as unknown as Storage,
+    location: undefined,
+    settings: { poll: policy, reconcile: policy, writeDisposition: "WRITE_APPEND", tempDataset: undefined },
+    createDisposition: "CREATE_NEVER",
+    schemaUpdate: { allowNewFields: false, allowFieldRelaxation: false },
+    schemaOf: () => ({ fields: [] }),
+    createResource: () => Effect.die("no table is created here")
+  } as unknown as Runner.RunnerContext
+  return { ctx, calls, deleted }
+}
+
+/** Runs `effect` forked, moving the TestClock a second at a time until it ends. */
+const virtually = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.forkChild(effect)
+    for (let i = 0; i < 600 && fiber.pollUnsafe() === undefined; i++) yield* TestClock.adjust("1 second")
+    return yield* Effect.exit(Fiber.join(fiber))
+  })
+
+const failureOf = (exit: Exit.Exit<unknown, unknown>) => {
+  if (!Exit.isFailure(exit)) return undefined
+  const fail = exit.cause.reasons.find((r) => r._tag === "Fail")
+  return fail?._tag === "Fail"
+    ? (fail.error as { reason: { _tag: string; step: string; jobId?: string; detail: string } }).reason
+    : undefined
+}
+
+const staged: ReadonlyArray<Plan.Committable> = [{
+  writerId: "w",
+  destination: "p.d.t",
+  uri: "gs://b/f0.avro",
+  byteCount: 10,
+  rowCount: 1,
+  format: "AVRO"
+}]
+
+describe("fileLoads runner: a job we inserted and cannot see", () => {
+  it.effect("is polled again until it is seen DONE, never counted as run while unseen", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({
+        get: {},
+        after: { j: [{ _tag: "missing" }, { _tag: "missing" }, { _tag: "done" }] }
+      })
+      const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(exit, Exit.succeed({ jobId: "j", outcome: "ran" as const }))
+      assert.deepStrictEqual(calls, ["get j", "insert j", "get j", "get j", "get j"])
+    }))
+
+  it.effect("that stays unseen fails after the bounded budget with FileLoadFailed naming the job", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({ get: {}, after: { j: [{ _tag: "missing" }] } })
+      const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      const reason = failureOf(exit)
+      assert.strictEqual(reason?._tag, "FileLoadFailed")
+      assert.strictEqual(reason?.jobId, "j")
+      assert.match(reason?.detail ?? "", /not found/)
+      // the lookup before the insert, then the reconcile budget's 5 attempts
+      assert.strictEqual(calls.filter((c) => c === "get j").length, 1 + 5)
+    }))
+
+  it.effect("commit without a client location takes the dataset's: jobs inserted and looked up there, files deleted after DONE", () =>
+    Effect.gen(function*() {
+      const { calls, ctx, deleted } = locatedRest({ datasetLocation: "europe-west3" })
+      const exit = yield* virtually(Runner.commit(ctx, staged))
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.isTrue(calls.includes("datasets.get d"))
+      const jobCalls = calls.filter((c) => c.startsWith("get ") || c.startsWith("insert "))
+      assert.isTrue(jobCalls.length > 0)
+      assert.isTrue(jobCalls.every((c) => c.endsWith("@europe-west3")), jobCalls.join(", "))
+      assert.deepStrictEqual(deleted, ["gs://b/f0.avro"])
+    }))
+
+  it.effect("commit whose job is never seen fails and keeps the staged files", () =>
+    Effect.gen(function*() {
+      const { ctx, deleted } = locatedRest({ datasetLocation: "europe-west3", afterInsert: ["missing"] })
+      const exit = yield* virtually(Runner.commit(ctx, staged))
+      assert.strictEqual(failureOf(exit)?._tag, "FileLoadFailed")
+      assert.deepStrictEqual(deleted, [])
+    }))
 })
