@@ -8,12 +8,13 @@
  * A chunk's write and the bookkeeping of its last record run under one lock, and so does a timed
  * checkpoint, so a checkpoint's position is always that of the last record its drain covers. The
  * timer races the input: a failed checkpoint (a fenced zombie, a store failure) ends the run with
- * its error at once.
+ * its error at once, and the end of input waits for a timed checkpoint under way before the last one.
  *
  * @internal
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
@@ -141,13 +142,20 @@ export const make = <A, P, E, E0, R>(
           }))
         )
       )
-      if (every._tag === "Records") yield* consume
-      else {
-        const timer = Effect.forever(Effect.sleep(every.interval).pipe(Effect.andThen(lock.withPermit(checkpoint))))
-        yield* Effect.raceFirst(consume, timer)
+      if (every._tag === "Records") {
+        yield* consume
+        // the end of input: a last checkpoint covers everything written
+        yield* lock.withPermit(checkpoint)
+      } else {
+        const timer = yield* Effect.forkChild(
+          Effect.forever(Effect.sleep(every.interval).pipe(Effect.andThen(lock.withPermit(checkpoint))))
+        )
+        // The race joins the timer, never interrupts it: a failed timed checkpoint ends the run at once,
+        // and one under way when the input ends (an interruption would latch the writer) is waited for
+        // under the lock, where the timer can only be sleeping or waiting for the lock.
+        yield* Effect.raceFirst(consume, Fiber.join(timer))
+        yield* lock.withPermit(Effect.andThen(Fiber.interrupt(timer), checkpoint))
       }
-      // the end of input: a last checkpoint covers everything written
-      yield* lock.withPermit(checkpoint)
       return yield* writer.summary
     })
   )
