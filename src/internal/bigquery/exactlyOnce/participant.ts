@@ -43,18 +43,21 @@ export const Commit = Schema.Struct({
 /** @internal */
 export type Commit = typeof Commit.Type
 
-/** Runs `f` on the owner fiber with the open destinations. */
+/**
+ * Runs `f` on the owner fiber with the open destinations, or fails with the core's failure: an owner
+ * that failed after the drain drops the question, and the answer never comes.
+ */
 const onOwner = <X, E>(
   core: BigQueryCore<E>,
   f: (destinations: ReadonlyMap<string, Destination.Destination>) => X
-): Effect.Effect<X> =>
+): Effect.Effect<X, E> =>
   Effect.gen(function*() {
     const done = yield* Deferred.make<X>()
     yield* core.offer({
       _tag: "OnOwner",
       run: (destinations) => Effect.asVoid(Deferred.succeed(done, f(destinations)))
     })
-    return yield* Deferred.await(done)
+    return yield* Effect.raceFirst(Deferred.await(done), core.failure)
   })
 
 /** The commits of every destination whose stream has rows; each marked prepared (evictable once equal). */
@@ -139,7 +142,7 @@ export const make = <A, E, R, EC>(
   settings: Settings<A, E, R>,
   core: () => BigQueryCore<EC>,
   restored: Map<string, Restored>
-): Participant<Commit, BigQueryError> => {
+): Participant<Commit, BigQueryError | EC> => {
   // what this writer flushed, by stream: a checkpoint with nothing new there does not flush it again
   const flushed = new Map<string, number>()
   return {
