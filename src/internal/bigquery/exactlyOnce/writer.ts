@@ -33,7 +33,7 @@ const probes = new WeakMap<object, () => Participant.Sizes>()
  *
  * @internal
  */
-export const sizesOf = (writer: object): Participant.Sizes | undefined => probes.get(writer)?.()
+export const sizesOf = (w: object): Participant.Sizes | undefined => probes.get(w)?.()
 
 /** The exactly-once writer, restored from `resume`. @internal */
 export const make = <A, P, E, R>(
