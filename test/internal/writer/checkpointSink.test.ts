@@ -98,14 +98,14 @@ describe("checkpoint sink", () => {
         Effect.map(CheckpointStore, (inner) =>
           CheckpointStore.of({
             load: inner.load,
-            save: (writerId, record, expected) =>
+            save: (writerId, saved, expected) =>
               Effect.gen(function*() {
                 if (saves.length === 0) {
                   yield* Deferred.succeed(saving, undefined)
                   yield* Deferred.await(release)
                 }
-                yield* inner.save(writerId, record, expected)
-                saves.push(record.position)
+                yield* inner.save(writerId, saved, expected)
+                saves.push(saved.position)
               })
           }))
       ).pipe(Layer.provide(CheckpointStore.memory))
