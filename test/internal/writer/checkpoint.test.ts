@@ -98,13 +98,13 @@ describe("checkpoint protocol", () => {
         const { record, w } = yield* Effect.gen(function*() {
           const resume = yield* resumeW
           const base = yield* toy.make({ service: toy.makeService(), handler: FailureHandler.failJob })
-          const w = yield* checkpoint.make({
+          const restored = yield* checkpoint.make({
             name: "ToySink",
             writer: base,
             resume,
             participant: { ...participant(toy.makeService(), makeLog()), restore: () => Effect.void }
           })
-          return { w, record: new WeakRef(Option.getOrThrow(resume.record)) }
+          return { w: restored, record: new WeakRef(Option.getOrThrow(resume.record)) }
         })
         yield* collect
         assert.isUndefined(record.deref(), "the restored record is still reachable")

@@ -23,6 +23,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -31,7 +32,7 @@ import type { BigtableClientService, TableFamilies } from "../../../Bigtable/Big
 import { BigtableError, StagingFull } from "../../../Bigtable/BigtableError.ts"
 import { FailedMutation } from "../../../Bigtable/BigtableFailure.ts"
 import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
-import type { CheckpointError } from "../../../Sink/Checkpoint.ts"
+import type { CheckpointError, Resume } from "../../../Sink/Checkpoint.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Writer } from "../../../Sink/Writer.ts"
 import * as deadline from "../../deadline.ts"
@@ -369,7 +370,28 @@ export const fromSettings = <A, EH, R, P>(
  */
 export const build = <A, EH, R, P>(
   settings: Settings<A, EH, R, P>
-): Effect.Effect<Built<A, EH, P>, WriterError<EH> | CheckpointError, BigtableClient | Scope.Scope | R> =>
+): Effect.Effect<Built<A, EH, P>, WriterError<EH> | CheckpointError, BigtableClient | Scope.Scope | R> => {
+  const resume = settings.resume
+  // What the writer keeps is built from settings without the restored record, which only the
+  // restore reads (it holds every envelope of the last checkpoint).
+  const kept: Settings<A, EH, R, P> = { ...settings, resume: { ...resume, record: Option.none() } }
+  return Effect.flatMap(partsOf(kept), (parts) => restoreInto(parts, resume)).pipe(
+    Effect.provideService(deadline.AdminTimeout, settings.method.adminTimeout),
+    Effect.provideService(deadline.ResponseTimeout, settings.method.responseTimeout)
+  )
+}
+
+/** The writer's parts before the restore: the core writer on the staging backend, and its participant. */
+interface Parts<A, EH> {
+  readonly writer: Writer<A, WriterError<EH>>
+  readonly participant: checkpoint.Participant<envelope.Frozen, WriterError<EH>>
+  readonly run: Run<EH>
+  readonly room: () => number
+}
+
+const partsOf = <A, EH, R, P>(
+  settings: Settings<A, EH, R, P>
+): Effect.Effect<Parts<A, EH>, WriterError<EH>, BigtableClient | Scope.Scope | R> =>
   Effect.gen(function*() {
     const client = yield* BigtableClient
     const { base, method } = settings
@@ -392,15 +414,21 @@ export const build = <A, EH, R, P>(
         return makeBackend(settings, stage, pending)(c)
       }
     })
-
     const tables = preconditionsOf(client, method)
     // a fixed table is checked before anything is staged or restored
     if (settings.fixedTable !== undefined) yield* tables.familiesOf(settings.fixedTable.tableName, base.appProfileId)
     const participant = participantOf(client, method, stage, pending, tables, run)
-    const exactlyOnce = yield* checkpoint.make({ name: "BigtableSink", writer, resume: settings.resume, participant })
-    run.live = true
-    return { writer: exactlyOnce, room: () => roomOf(method, pending) }
-  }).pipe(
-    Effect.provideService(deadline.AdminTimeout, settings.method.adminTimeout),
-    Effect.provideService(deadline.ResponseTimeout, settings.method.responseTimeout)
+    return { writer, participant, run, room: () => roomOf(method, pending) }
+  })
+
+const restoreInto = <A, EH, P>(
+  parts: Parts<A, EH>,
+  resume: Resume<P>
+): Effect.Effect<Built<A, EH, P>, WriterError<EH> | CheckpointError> =>
+  Effect.map(
+    checkpoint.make({ name: "BigtableSink", writer: parts.writer, resume, participant: parts.participant }),
+    (writer) => {
+      parts.run.live = true
+      return { writer, room: parts.room }
+    }
   )
