@@ -63,6 +63,8 @@ export interface Options<R, C, E> {
   readonly decode: (u: unknown) => Result.Result<R, Schema.SchemaError>
   readonly conflict: (fields: Fields) => C
   readonly error: (fields: ErrorFields) => E
+  /** Test seam: runs after a save read the newest record, before it writes its own. */
+  readonly afterRead?: ((writerId: string, sequence: number) => Effect.Effect<void>) | undefined
 }
 
 interface Latest<R> {
@@ -222,6 +224,11 @@ const prune = Effect.fnUntraced(function*(writerId: string, dir: string, sequenc
   )
 })
 
+// A saver that paused after reading can link into a slot that a later saver's prune freed; it
+// did not win, since every prune follows a link two sequences higher, which this check sees.
+const isNewest = (writerId: string, dir: string, sequence: number): Effect.Effect<boolean, StoreFailure> =>
+  Effect.map(listSequences(writerId, dir), (names) => newestSequence(names) === sequence)
+
 // Writes `record` as number `sequence`: false when another saver created that number first.
 const writeRecord = Effect.fnUntraced(function*(writerId: string, dir: string, sequence: number, record: unknown) {
   const body = JSON.stringify({ format, version, writerId, sequence, record })
@@ -252,9 +259,10 @@ export const make = <R extends { readonly id: string }, C, E>(directory: string,
           return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId }))
         }
         const sequence = Option.isSome(latest) ? latest.value.sequence + 1 : 1
+        if (options.afterRead !== undefined) yield* options.afterRead(writerId, sequence)
         const linked = yield* writeRecord(writerId, dir, sequence, record)
-        if (!linked) {
-          // Another saver created this sequence first: name the record that won.
+        if (!linked || !(yield* isNewest(writerId, dir, sequence))) {
+          // Another saver created this sequence first, or a later one: name the record that won.
           const winner = yield* readLatest(options.decode, writerId, dir)
           return yield* Effect.fail(options.conflict({
             writerId,

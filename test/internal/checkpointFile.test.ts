@@ -1,10 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Deferred, Effect, Fiber, Option, Result, Schema } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { directoryName, fileName } from "../../src/internal/checkpointFile.ts"
-import { CheckpointRecord, CheckpointStore, CheckpointStoreError } from "../../src/Sink.ts"
+import { directoryName, type ErrorFields, fileName, make } from "../../src/internal/checkpointFile.ts"
+import type { Fields as ConflictFields } from "../../src/internal/checkpointMemory.ts"
+import { CheckpointConflict, CheckpointRecord, CheckpointStore, CheckpointStoreError } from "../../src/Sink.ts"
 
 const tempDirectory = Effect.acquireRelease(
   Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "checkpoint-file-"))),
@@ -99,5 +100,41 @@ describe("checkpointFile", () => {
       const dir = yield* tempDirectory
       const error = yield* Effect.flip(CheckpointStore.use((s) => s.load("")).pipe(withStore(dir)))
       assert.strictEqual(error.reason, "InvalidWriterId")
+    }))
+})
+
+describe("checkpointFile zombie", () => {
+  const options = {
+    decode: Schema.decodeUnknownResult(CheckpointRecord),
+    conflict: (f: ConflictFields) => new CheckpointConflict(f),
+    error: (f: ErrorFields) => new CheckpointStoreError(f)
+  }
+
+  it.effect("a zombie paused after reading gets CheckpointConflict though its slot was pruned", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDirectory
+      const paused = yield* Deferred.make<void>()
+      const resume = yield* Deferred.make<void>()
+      const zombie = make(dir, {
+        ...options,
+        afterRead: () => Effect.andThen(Deferred.succeed(paused, undefined), Deferred.await(resume))
+      })
+      const replacement = make(dir, options)
+      yield* replacement.save("w", record("a"), undefined)
+      // The zombie read "a" (sequence 1) and will write sequence 2, then stalls for a long time.
+      const zombieSave = yield* Effect.forkChild(Effect.result(zombie.save("w", record("z"), "a")))
+      yield* Deferred.await(paused)
+      // Meanwhile the replacement moves on far enough that its prune frees sequence 2 again.
+      yield* replacement.save("w", record("b"), "a")
+      yield* replacement.save("w", record("c"), "b")
+      yield* replacement.save("w", record("d"), "c")
+      yield* Deferred.succeed(resume, undefined)
+      const saved = yield* Fiber.join(zombieSave)
+      assert.isTrue(Result.isFailure(saved), "the zombie's save must fail")
+      assert.instanceOf(Result.getFailure(saved).pipe(Option.getOrUndefined), CheckpointConflict)
+      assert.strictEqual(Option.getOrThrow(yield* replacement.load("w")).id, "d")
+      // The replacement chains on as if the zombie had never been there.
+      yield* replacement.save("w", record("e"), "d")
+      assert.strictEqual(Option.getOrThrow(yield* replacement.load("w")).id, "e")
     }))
 })

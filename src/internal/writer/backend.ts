@@ -227,6 +227,11 @@ export interface Core<I extends Accounted, B, Ev, F extends FailedElement, E> {
   readonly failCause: (cause: Cause.Cause<E>) => Effect.Effect<void>
   /** Whether the writer has failed. */
   readonly failed: () => boolean
+  /**
+   * Fails with the writer's failure once latched (never succeeds). A wait for an answer from the
+   * owner races it: a failed owner drops the commands it is sent, so that answer may never come.
+   */
+  readonly failure: Effect.Effect<never, E>
   /** Moves a gauge by `delta`; the core takes the sum back at close. */
   readonly gauge: (metric: Metric.Gauge<number>, delta: number) => Effect.Effect<void>
   /** Units outstanding in the whole writer, and requests in flight. */

@@ -120,6 +120,17 @@ export interface Options<A, P, C, E> {
   readonly participant: Participant<C, E>
 }
 
+/** What the writer keeps once restored: never the restored record (a Bigtable one holds every envelope). */
+interface Kept<A, P, C, E> {
+  readonly name: string
+  readonly writer: Writer<A, E>
+  readonly writerId: string
+  readonly store: Resume<P>["store"]
+  readonly positionSchema: Resume<P>["positionSchema"]
+  readonly participant: Participant<C, E>
+  readonly previousId: string | undefined
+}
+
 /**
  * Restores the participant from the resumed record, then returns the exactly-once writer: `write`
  * and `flush` of the core writer, behind the checkpoint's lock and latch, and `checkpoint`.
@@ -130,14 +141,12 @@ export const make = <A, P, C, E>(
   options: Options<A, P, C, E>
 ): Effect.Effect<Writer<A, E | CheckpointError, P>, E | CheckpointError> =>
   Effect.gen(function*() {
-    const { participant, resume: resumed, writer } = options
+    const { participant, resume: resumed } = options
     const writerId = resumed.writerId
-    const commitsSchema = Schema.Array(participant.commitSchema)
     let previousId: string | undefined = undefined
-
     if (Option.isSome(resumed.record)) {
       const record = resumed.record.value
-      const commits = yield* Schema.decodeUnknownEffect(commitsSchema)(record.commits).pipe(
+      const commits = yield* Schema.decodeUnknownEffect(Schema.Array(participant.commitSchema))(record.commits).pipe(
         Effect.mapError((e) => corrupt(writerId, `checkpoint '${record.id}': commits do not decode: ${e.message}`, e))
       )
       yield* participant.commit(commits)
@@ -145,6 +154,25 @@ export const make = <A, P, C, E>(
       previousId = record.id
       yield* Effect.annotateCurrentSpan({ "checkpoint.id": record.id, "checkpoint.commits": commits.length })
     }
+    // built apart from this scope, so that nothing the writer holds reaches the restored record
+    return yield* protocol<A, P, C, E>({
+      name: options.name,
+      writer: options.writer,
+      writerId,
+      store: resumed.store,
+      positionSchema: resumed.positionSchema,
+      participant,
+      previousId
+    })
+  }).pipe(Effect.withSpan(`${options.name}.restore`, { attributes: { "writer.id": options.resume.writerId } }))
+
+const protocol = <A, P, C, E>(
+  kept: Kept<A, P, C, E>
+): Effect.Effect<Writer<A, E | CheckpointError, P>> =>
+  Effect.gen(function*() {
+    const { participant, positionSchema, store, writer, writerId } = kept
+    const commitsSchema = Schema.Array(participant.commitSchema)
+    let previousId = kept.previousId
 
     // a write and a checkpoint never overlap: the position names exactly the records written before it
     const lock = yield* Semaphore.make(1)
@@ -157,7 +185,7 @@ export const make = <A, P, C, E>(
       })
 
     const encodePosition = (position: P) =>
-      Schema.encodeEffect(resumed.positionSchema)(position).pipe(
+      Schema.encodeEffect(positionSchema)(position).pipe(
         Effect.mapError((e) => corrupt(writerId, `the position does not encode: ${e.message}`, e))
       )
     const encodeCommits = (commits: ReadonlyArray<C>) =>
@@ -176,12 +204,12 @@ export const make = <A, P, C, E>(
           commits: yield* encodeCommits(commits)
         })
         yield* Effect.annotateCurrentSpan({ "checkpoint.id": id, "checkpoint.commits": commits.length })
-        yield* resumed.store.save(writerId, record, previousId)
+        yield* store.save(writerId, record, previousId)
         previousId = id
         yield* participant.commit(commits)
       }))).pipe(
         Effect.onExit(latch),
-        Effect.withSpan(`${options.name}.checkpoint`, { attributes: { "writer.id": writerId } })
+        Effect.withSpan(`${kept.name}.checkpoint`, { attributes: { "writer.id": writerId } })
       )
 
     return {
@@ -190,4 +218,4 @@ export const make = <A, P, C, E>(
       checkpoint,
       summary: writer.summary
     }
-  }).pipe(Effect.withSpan(`${options.name}.restore`, { attributes: { "writer.id": options.resume.writerId } }))
+  })

@@ -8,12 +8,13 @@
  * A chunk's write and the bookkeeping of its last record run under one lock, and so does a timed
  * checkpoint, so a checkpoint's position is always that of the last record its drain covers. The
  * timer races the input: a failed checkpoint (a fenced zombie, a store failure) ends the run with
- * its error at once.
+ * its error at once, and the end of input waits for a timed checkpoint under way before the last one.
  *
  * @internal
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
@@ -107,20 +108,31 @@ export const decodeResume = <P>(input: unknown): Effect.Effect<Resume<P>, SinkCo
   })
 
 /**
+ * What the sink runs on: the writer, when it checkpoints, and where a record's position is.
+ * `room`, when the writer stages what it writes until a checkpoint within bounds (Bigtable), is
+ * how many more records it can take before one: a write is cut to fit, and a checkpoint is taken
+ * early when nothing more fits, whatever `every` says.
+ *
+ * @internal
+ */
+export interface Built<A, E, P> {
+  readonly writer: Writer<A, E, P>
+  readonly every: Every
+  readonly position: (a: A) => P
+  readonly room?: (() => number) | undefined
+}
+
+/**
  * The exactly-once sink over a writer built per run.
  *
  * @internal
  */
 export const make = <A, P, E, E0, R>(
-  build: Effect.Effect<
-    { readonly writer: Writer<A, E, P>; readonly every: Every; readonly position: (a: A) => P },
-    E0,
-    R | Scope.Scope
-  >
+  build: Effect.Effect<Built<A, E, P>, E0, R | Scope.Scope>
 ): Sink.Sink<WriteSummary, A, never, E | E0, Exclude<R, Scope.Scope>> =>
   Sink.make<A>()((input) =>
     Effect.gen(function*() {
-      const { every, position, writer } = yield* build
+      const { every, position, room, writer } = yield* build
       const lock = yield* Semaphore.make(1)
       let last: { readonly record: A } | undefined = undefined
       let since = 0 // records written since the last checkpoint
@@ -131,23 +143,51 @@ export const make = <A, P, E, E0, R>(
         return Effect.tap(writer.checkpoint(at), () => Effect.sync(() => void (since = 0)))
       })
 
+      const writeRun = (records: ReadonlyArray<A>) =>
+        Effect.tap(writer.write(records), () =>
+          Effect.sync(() => {
+            last = { record: records[records.length - 1] as A }
+            since += records.length
+          }))
+
+      // A chunk in runs that fit the writer's room, a checkpoint before a run when nothing fits
+      // (a run of one then when even an empty stage has no room: it fails with the writer's error).
+      const writeFitting = (chunk: ReadonlyArray<A>, fits: () => number) =>
+        Effect.gen(function*() {
+          for (let from = 0; from < chunk.length;) {
+            let n = fits()
+            if (n < 1 && since > 0) {
+              yield* checkpoint
+              n = fits()
+            }
+            const run = from === 0 && n >= chunk.length ? chunk : chunk.slice(from, from + Math.max(1, n))
+            yield* writeRun(run)
+            from += run.length
+          }
+        })
+
       const consume = input.pipe(
         Stream.runForEachArray((chunk) =>
           lock.withPermit(Effect.gen(function*() {
-            yield* writer.write(chunk)
-            last = { record: chunk[chunk.length - 1] as A }
-            since += chunk.length
+            yield* room === undefined ? writeRun(chunk) : writeFitting(chunk, room)
             if (every._tag === "Records" && since >= every.records) yield* checkpoint
           }))
         )
       )
-      if (every._tag === "Records") yield* consume
-      else {
-        const timer = Effect.forever(Effect.sleep(every.interval).pipe(Effect.andThen(lock.withPermit(checkpoint))))
-        yield* Effect.raceFirst(consume, timer)
+      if (every._tag === "Records") {
+        yield* consume
+        // the end of input: a last checkpoint covers everything written
+        yield* lock.withPermit(checkpoint)
+      } else {
+        const timer = yield* Effect.forkChild(
+          Effect.forever(Effect.sleep(every.interval).pipe(Effect.andThen(lock.withPermit(checkpoint))))
+        )
+        // The race joins the timer, never interrupts it: a failed timed checkpoint ends the run at once,
+        // and one under way when the input ends (an interruption would latch the writer) is waited for
+        // under the lock, where the timer can only be sleeping or waiting for the lock.
+        yield* Effect.raceFirst(consume, Fiber.join(timer))
+        yield* lock.withPermit(Effect.andThen(Fiber.interrupt(timer), checkpoint))
       }
-      // the end of input: a last checkpoint covers everything written
-      yield* lock.withPermit(checkpoint)
       return yield* writer.summary
     })
   )

@@ -110,6 +110,7 @@ export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedEleme
     fail,
     failCause,
     failed: () => st.failure !== undefined,
+    failure: Deferred.await(ctx.failed),
     gauge: (metric, delta) => gauge(st, metric, delta),
     outstanding: () => st.outstanding,
     requestsInFlight: () => st.requests,

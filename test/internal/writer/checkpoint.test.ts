@@ -5,6 +5,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Option, Schedule, Schema } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
 import * as checkpoint from "../../../src/internal/writer/checkpoint.ts"
 import { Checkpoint, CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../../src/Sink.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
@@ -71,7 +76,44 @@ const eventually = (condition: () => boolean) =>
     Effect.orDie
   )
 
+// A full collection on demand (the flag exposes `gc` in contexts created after it is set).
+v8.setFlagsFromString("--expose-gc")
+const gc = vm.runInNewContext("gc") as () => void
+// WeakRefs hold their target until the end of the job that created or read them: collect in a fresh one.
+const nextTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+const collect = Effect.andThen(nextTurn, Effect.andThen(Effect.sync(gc), nextTurn))
+
 describe("checkpoint protocol", () => {
+  it.live("the restored record is not kept reachable by the writer once restored", () =>
+    Effect.gen(function*() {
+      const dir = yield* Effect.acquireRelease(
+        Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "checkpoint-restored-"))),
+        (d) => Effect.sync(() => fs.rmSync(d, { recursive: true, force: true }))
+      )
+      const run = Effect.gen(function*() {
+        const store = yield* CheckpointStore
+        const commits = Array.from({ length: 1000 }, (_, i) => ({ upTo: i }))
+        yield* store.save("w", new CheckpointRecord({ id: "1-x", position: 1, commits }), undefined)
+        // the caller keeps nothing of the resume: only the writer, and a weak reference to the record
+        const { record, w } = yield* Effect.gen(function*() {
+          const resume = yield* resumeW
+          const base = yield* toy.make({ service: toy.makeService(), handler: FailureHandler.failJob })
+          const restored = yield* checkpoint.make({
+            name: "ToySink",
+            writer: base,
+            resume,
+            participant: { ...participant(toy.makeService(), makeLog()), restore: () => Effect.void }
+          })
+          return { w: restored, record: new WeakRef(Option.getOrThrow(resume.record)) }
+        })
+        yield* collect
+        assert.isUndefined(record.deref(), "the restored record is still reachable")
+        yield* w.write(["t:a"])
+        yield* w.checkpoint(2)
+      })
+      yield* run.pipe(Effect.provide(CheckpointStore.file(dir)))
+    }).pipe(Effect.scoped))
+
   it.live("a checkpoint drains, prepares, saves the record, then commits", () => {
     const log = makeLog()
     return Effect.gen(function*() {

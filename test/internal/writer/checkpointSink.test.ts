@@ -4,8 +4,9 @@
  * decoding into `SinkConfigError`s.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Cause, Duration, Effect, Fiber, Option, Queue, Schema, Stream } from "effect"
+import { type Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Schema, Stream } from "effect"
 import { TestClock } from "effect/testing"
+import * as checkpoint from "../../../src/internal/writer/checkpoint.ts"
 import * as checkpointSink from "../../../src/internal/writer/checkpointSink.ts"
 import { Checkpoint, CheckpointStore } from "../../../src/Sink.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
@@ -19,6 +20,14 @@ const logged = (service: toy.Service, checkpoints: Array<string>) =>
     checkpoint: (position) =>
       Effect.tap(w.flush, () => Effect.sync(() => void checkpoints.push(`${position}@${service.accepted.length}`)))
   }))
+
+/** A participant with nothing to commit: the protocol's drain, save and latch are what is tested. */
+const participant: checkpoint.Participant<number, unknown> = {
+  commitSchema: Schema.Int,
+  prepare: Effect.succeed([]),
+  commit: () => Effect.void,
+  restore: () => Effect.void
+}
 
 const record = (i: number) => `t:r${i}`
 const positionOf = (r: string) => Number(r.slice(3)) + 1
@@ -75,6 +84,52 @@ describe("checkpoint sink", () => {
       yield* Queue.end(input)
       yield* Fiber.join(fiber)
       assert.deepStrictEqual(checkpoints.map((c) => c.split("@")[0]), ["2", "3"])
+    }))
+
+  it.effect("input that ends during a timer checkpoint waits for it, then takes the final one", () =>
+    Effect.gen(function*() {
+      const service = toy.makeService()
+      const saves: Array<unknown> = []
+      const saving = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      // A store whose first save holds until released: the timer's checkpoint holds the lock there.
+      const store = Layer.effect(
+        CheckpointStore,
+        Effect.map(CheckpointStore, (inner) =>
+          CheckpointStore.of({
+            load: inner.load,
+            save: (writerId, saved, expected) =>
+              Effect.gen(function*() {
+                if (saves.length === 0) {
+                  yield* Deferred.succeed(saving, undefined)
+                  yield* Deferred.await(release)
+                }
+                yield* inner.save(writerId, saved, expected)
+                saves.push(saved.position)
+              })
+          }))
+      ).pipe(Layer.provide(CheckpointStore.memory))
+      const input = yield* Queue.unbounded<string, Cause.Done>()
+      const run = Effect.gen(function*() {
+        const resume = yield* Checkpoint.resume({ writerId: "w", positionSchema: Schema.Int })
+        const sink = checkpointSink.make(Effect.gen(function*() {
+          const base = yield* toy.make({ service, handler: FailureHandler.failJob })
+          const writer = yield* checkpoint.make({ name: "ToySink", writer: base, resume, participant })
+          return { writer, every: { _tag: "Interval" as const, interval: Duration.seconds(1) }, position: positionOf }
+        }))
+        return yield* Stream.fromQueue(input).pipe(Stream.run(sink))
+      }).pipe(Effect.provide(store))
+      const fiber = yield* Effect.forkChild(Effect.exit(run))
+      yield* Queue.offerAll(input, [record(0), record(1)])
+      yield* TestClock.adjust("1 second")
+      yield* Deferred.await(saving)
+      // the input ends while the timer's checkpoint is saving
+      yield* Queue.end(input)
+      for (let i = 0; i < 10; i++) yield* Effect.yieldNow
+      yield* Deferred.succeed(release, undefined)
+      const exit = yield* Fiber.join(fiber)
+      assert.isTrue(Exit.isSuccess(exit), `the run must succeed, was ${String(exit)}`)
+      assert.deepStrictEqual(saves, [2], "the timer's checkpoint covered everything: no second save")
     }))
 
   it.effect("the checkpoint option is decoded into SinkConfigErrors naming its field", () =>

@@ -63,7 +63,7 @@ const inconsistent = (key: string, offset: number, after: number) =>
   })
 
 /**
- * The mode; `restored` holds the streams a checkpoint restored, by destination key (read when a
+ * The mode; `restored` holds the streams a checkpoint restored, by destination key (taken when a
  * destination opens, after the restore).
  *
  * @internal
@@ -71,16 +71,21 @@ const inconsistent = (key: string, offset: number, after: number) =>
 export const make = <A, E, R>(
   client: BigQueryClientService,
   settings: Settings<A, E, R>,
-  restored: ReadonlyMap<string, Restored>
+  restored: Map<string, Restored>
 ): Mode => ({
-  open: (destination, now, pool, backlog) =>
-    Destination.openWith(
+  open: (destination, now, pool, backlog) => {
+    const key = destination.toString()
+    const connectTo = connect(client, settings, destination, restored.get(key), backlog)
+    // A restored stream is adopted once: the destination's state moves on from its offset, so a
+    // reopen after an eviction must not probe it again (and the entry must not outlive it).
+    return Destination.openWith(
       settings,
       destination,
       now,
       pool,
-      connect(client, settings, destination, restored.get(destination.toString()), backlog)
-    ),
+      (schema) => Effect.tap(connectTo(schema), () => Effect.sync(() => void restored.delete(key)))
+    )
+  },
   send: (request, send) =>
     Effect.suspend(() => {
       const b = bufferedOf(request.d)

@@ -43,18 +43,21 @@ export const Commit = Schema.Struct({
 /** @internal */
 export type Commit = typeof Commit.Type
 
-/** Runs `f` on the owner fiber with the open destinations. */
+/**
+ * Runs `f` on the owner fiber with the open destinations, or fails with the core's failure: an owner
+ * that failed after the drain drops the question, and the answer never comes.
+ */
 const onOwner = <X, E>(
   core: BigQueryCore<E>,
   f: (destinations: ReadonlyMap<string, Destination.Destination>) => X
-): Effect.Effect<X> =>
+): Effect.Effect<X, E> =>
   Effect.gen(function*() {
     const done = yield* Deferred.make<X>()
     yield* core.offer({
       _tag: "OnOwner",
       run: (destinations) => Effect.asVoid(Deferred.succeed(done, f(destinations)))
     })
-    return yield* Deferred.await(done)
+    return yield* Effect.raceFirst(Deferred.await(done), core.failure)
   })
 
 /** The commits of every destination whose stream has rows; each marked prepared (evictable once equal). */
@@ -128,6 +131,12 @@ export const flush = <A, E, R>(
     })
   )
 
+/** The sizes of a participant's per-stream state. @internal */
+export interface Sizes {
+  readonly flushed: number
+  readonly restored: number
+}
+
 /**
  * The participant of one writer. `restored` is filled by `restore` before any write, and read when
  * a destination opens.
@@ -139,10 +148,11 @@ export const make = <A, E, R, EC>(
   settings: Settings<A, E, R>,
   core: () => BigQueryCore<EC>,
   restored: Map<string, Restored>
-): Participant<Commit, BigQueryError> => {
+): Participant<Commit, BigQueryError | EC> & { readonly sizes: () => Sizes } => {
   // what this writer flushed, by stream: a checkpoint with nothing new there does not flush it again
   const flushed = new Map<string, number>()
   return {
+    sizes: () => ({ flushed: flushed.size, restored: restored.size }),
     commitSchema: Commit,
     prepare: Effect.suspend(() => onOwner(core(), prepared)),
     commit: (commits) =>
@@ -152,7 +162,15 @@ export const make = <A, E, R, EC>(
           : Effect.tap(
             flush(client, settings, commit),
             () => Effect.sync(() => void flushed.set(commit.stream, commit.offset))
-          ), { discard: true }),
+          ), { discard: true }).pipe(
+          // a stream no longer named (its destination evicted) is never flushed again: forget it
+          Effect.tap(() =>
+            Effect.sync(() => {
+              const named = new Set(commits.map((c) => c.stream))
+              for (const stream of flushed.keys()) if (!named.has(stream)) flushed.delete(stream)
+            })
+          )
+        ),
     restore: (commits) =>
       Effect.sync(() => {
         for (const c of commits) restored.set(c.destination, { stream: c.stream, nextOffset: c.offset + 1 })

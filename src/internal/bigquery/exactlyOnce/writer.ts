@@ -24,6 +24,17 @@ import * as Mode from "./mode.ts"
 import * as Participant from "./participant.ts"
 import type { Restored } from "./stream.ts"
 
+/** What an exactly-once writer keeps per destination and stream, by writer (a test's size probe). */
+const probes = new WeakMap<object, () => Participant.Sizes>()
+
+/**
+ * The sizes of a writer's per-stream state (`flushed`, `restored`): a long run must keep them flat.
+ * `undefined` for a writer this module did not build.
+ *
+ * @internal
+ */
+export const sizesOf = (w: object): Participant.Sizes | undefined => probes.get(w)?.()
+
 /** The exactly-once writer, restored from `resume`. @internal */
 export const make = <A, P, E, R>(
   settings: Settings<A, E, R>,
@@ -45,7 +56,9 @@ export const make = <A, P, E, R>(
       if (core === undefined) throw new Error("BigQuerySink: the writer core is not built")
       return core
     }, restored)
-    return yield* checkpoint.make({ name: "BigQuerySink", writer: base, resume, participant })
+    const exactlyOnce = yield* checkpoint.make({ name: "BigQuerySink", writer: base, resume, participant })
+    probes.set(exactlyOnce, participant.sizes)
+    return exactlyOnce
   })
 
 /** The exactly-once sink: a writer per run, checkpoints every `every` and at the end of input. @internal */

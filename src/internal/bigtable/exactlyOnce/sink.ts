@@ -47,8 +47,13 @@ export const make = <A, P, H extends Handler | undefined>(
         "sink",
         base<A, H>
       )
-      const w = yield* writer.fromSettings(settings)
-      return { writer: w, every: settings.every ?? { _tag: "Records", records: 1 }, position: settings.position }
+      const { room, writer: w } = yield* writer.build(settings)
+      return {
+        writer: w,
+        every: settings.every ?? { _tag: "Records", records: 1 },
+        position: settings.position,
+        room
+      }
     })
   )
 

@@ -24,6 +24,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
+import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
@@ -32,7 +33,7 @@ import type { BigtableClientService, TableFamilies } from "../../../Bigtable/Big
 import { BigtableError, StagingFull } from "../../../Bigtable/BigtableError.ts"
 import { FailedMutation } from "../../../Bigtable/BigtableFailure.ts"
 import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
-import type { CheckpointError } from "../../../Sink/Checkpoint.ts"
+import type { CheckpointError, Resume } from "../../../Sink/Checkpoint.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Writer } from "../../../Sink/Writer.ts"
 import * as deadline from "../../deadline.ts"
@@ -75,6 +76,28 @@ type StagingBackend<A, EH, R> = Backend<
 interface Stage {
   envelopes: Array<envelope.Frozen>
   bytes: number
+}
+
+/**
+ * What the caller's writes prepared since the last checkpoint, counted on the caller's fiber (the
+ * stage itself is the owner's): the sink form sizes its writes by it, so that a backlog checkpoints
+ * early instead of staging past a bound. `largest` is the largest entry charged so far.
+ */
+interface Pending {
+  entries: number
+  bytes: number
+  largest: number
+}
+
+/**
+ * How many more records may be written before a checkpoint must be taken: an entry per record at
+ * most, and, for the bytes, at most the largest charge seen per record. Before anything was
+ * measured, one record (its size is not known yet).
+ */
+const roomOf = (method: MethodSettings, pending: Pending): number => {
+  const entries = method.maxStagedEntries - pending.entries
+  if (pending.largest === 0) return Math.min(1, entries)
+  return Math.max(0, Math.min(entries, Math.floor((method.maxStagedBytes - pending.bytes) / pending.largest)))
 }
 
 const absurd = (n: never): never => n
@@ -146,66 +169,73 @@ const admitStaged = <EH>(
     yield* c.resolved(items)
   })
 
+/** The backend's `prepare`: identities, then envelopes, each counted in `pending`. */
+const preparer = <A, EH, R, P>(settings: Settings<A, EH, R, P>, pending: Pending) => {
+  const { base } = settings
+  const sequencer = identity.sequencer(settings.resume.writerId)
+  const encodePosition = Schema.encodeUnknownSync(settings.resume.positionSchema)
+  return (
+    records: ReadonlyArray<A>
+  ): Effect.Effect<CorePrepared<ReadonlyArray<Staged>, FailedMutation>, WriterError<EH>> =>
+    Effect.gen(function*() {
+      // identities in record order: the resolver runs first for every record, the serializer next
+      const ids = new WeakMap<object, string>()
+      let current = ""
+      let positionError: unknown = undefined
+      const resolve = (record: A) => {
+        try {
+          current = sequencer.next(identity.canonicalJson(encodePosition(settings.position(record))))
+        } catch (cause) {
+          positionError ??= cause
+        }
+        return base.resolve(record)
+      }
+      const tag = (id: string, result: unknown): unknown => {
+        if (typeof result !== "object" || result === null || !("rowKey" in result) || !("mutations" in result)) {
+          return result
+        }
+        // a fresh object per record, so two records sharing an entry object keep their own identity
+        // (its fields are checked by `prepare`, and copied by `envelope.freeze`)
+        const entry = { rowKey: result.rowKey, mutations: result.mutations } as RowMutationEntry
+        ids.set(entry, id)
+        return entry
+      }
+      const serializer = (record: A) => {
+        const id = current
+        const result = base.serializer(record)
+        return Effect.isEffect(result) ?
+          Effect.map(result, (r) => tag(id, r) as RowMutationEntry | null) :
+          tag(id, result) as RowMutationEntry | null
+      }
+      const prepared = yield* prepare.prepare(records, resolve, serializer)
+      if (positionError !== undefined) {
+        return yield* new SinkConfigError({
+          path: "checkpoint.position",
+          message: `a record's position does not encode as JSON with the resume's positionSchema: ${
+            positionError instanceof Error ? positionError.message : String(positionError)
+          }`
+        })
+      }
+      const { staged, bytes } = envelopesOf(settings, prepared, ids)
+      pending.entries += staged.length
+      pending.bytes += bytes
+      for (const item of staged) pending.largest = Math.max(pending.largest, item.bytes)
+      return {
+        slices: staged.length === 0 ? [] : [{ payload: staged, units: staged.length, bytes, permitBytes: 0 }],
+        routed: prepared.routed,
+        skipped: prepared.skipped
+      }
+    })
+}
+
 const makeBackend = <A, EH, R, P>(
   settings: Settings<A, EH, R, P>,
-  stage: Stage
+  stage: Stage,
+  pending: Pending
 ) =>
 (c: Core<Staged, never, never, FailedMutation, WriterError<EH>>): Effect.Effect<StagingBackend<A, EH, R>> =>
   Effect.sync(() => {
-    const { base } = settings
-    const sequencer = identity.sequencer(settings.resume.writerId)
-    const encodePosition = Schema.encodeUnknownSync(settings.resume.positionSchema)
-
-    const prepareRun = (
-      records: ReadonlyArray<A>
-    ): Effect.Effect<CorePrepared<ReadonlyArray<Staged>, FailedMutation>, WriterError<EH>> =>
-      Effect.gen(function*() {
-        // identities in record order: the resolver runs first for every record, the serializer next
-        const ids = new WeakMap<object, string>()
-        let current = ""
-        let positionError: unknown = undefined
-        const resolve = (record: A) => {
-          try {
-            current = sequencer.next(identity.canonicalJson(encodePosition(settings.position(record))))
-          } catch (cause) {
-            positionError ??= cause
-          }
-          return base.resolve(record)
-        }
-        const tag = (id: string, result: unknown): unknown => {
-          if (typeof result !== "object" || result === null || !("rowKey" in result) || !("mutations" in result)) {
-            return result
-          }
-          // a fresh object per record, so two records sharing an entry object keep their own identity
-          // (its fields are checked by `prepare`, and copied by `envelope.freeze`)
-          const entry = { rowKey: result.rowKey, mutations: result.mutations } as RowMutationEntry
-          ids.set(entry, id)
-          return entry
-        }
-        const serializer = (record: A) => {
-          const id = current
-          const result = base.serializer(record)
-          return Effect.isEffect(result) ?
-            Effect.map(result, (r) => tag(id, r) as RowMutationEntry | null) :
-            tag(id, result) as RowMutationEntry | null
-        }
-        const prepared = yield* prepare.prepare(records, resolve, serializer)
-        if (positionError !== undefined) {
-          return yield* new SinkConfigError({
-            path: "checkpoint.position",
-            message: `a record's position does not encode as JSON with the resume's positionSchema: ${
-              positionError instanceof Error ? positionError.message : String(positionError)
-            }`
-          })
-        }
-        const { staged, bytes } = envelopesOf(settings, prepared, ids)
-        return {
-          slices: staged.length === 0 ? [] : [{ payload: staged, units: staged.length, bytes, permitBytes: 0 }],
-          routed: prepared.routed,
-          skipped: prepared.skipped
-        }
-      })
-
+    const prepareRun = preparer(settings, pending)
     return {
       name: "BigtableSink",
       sliceRecords: 1000,
@@ -271,6 +301,7 @@ const participantOf = <EH>(
   client: BigtableClientService,
   method: MethodSettings,
   stage: Stage,
+  pending: Pending,
   tables: ReturnType<typeof preconditionsOf>,
   run: Run<EH>
 ): checkpoint.Participant<envelope.Frozen, WriterError<EH>> => {
@@ -285,6 +316,8 @@ const participantOf = <EH>(
       const { bytes, envelopes } = stage
       stage.envelopes = []
       stage.bytes = 0
+      pending.entries = 0
+      pending.bytes = 0
       const c = run.core
       const gauges = c === undefined
         ? Effect.void
@@ -313,6 +346,17 @@ const participantOf = <EH>(
 }
 
 /**
+ * The exactly-once writer, and how many more records its stage can take before a checkpoint must
+ * be taken (what the sink form sizes its writes by).
+ *
+ * @internal
+ */
+export interface Built<A, EH, P> {
+  readonly writer: Writer<A, WriterError<EH> | CheckpointError, P>
+  readonly room: () => number
+}
+
+/**
  * Builds the exactly-once writer in the current scope: restores from `settings.resume` (the stored
  * envelopes committed again) before the first write.
  *
@@ -324,11 +368,42 @@ export const fromSettings = <A, EH, R, P>(
   Writer<A, WriterError<EH> | CheckpointError, P>,
   WriterError<EH> | CheckpointError,
   BigtableClient | Scope.Scope | R
-> =>
+> => Effect.map(build(settings), (built) => built.writer)
+
+/**
+ * {@link fromSettings}, with the room of the stage.
+ *
+ * @internal
+ */
+export const build = <A, EH, R, P>(
+  settings: Settings<A, EH, R, P>
+): Effect.Effect<Built<A, EH, P>, WriterError<EH> | CheckpointError, BigtableClient | Scope.Scope | R> => {
+  const resume = settings.resume
+  // What the writer keeps is built from settings without the restored record, which only the
+  // restore reads (it holds every envelope of the last checkpoint).
+  const kept: Settings<A, EH, R, P> = { ...settings, resume: { ...resume, record: Option.none() } }
+  return Effect.flatMap(partsOf(kept), (parts) => restoreInto(parts, resume)).pipe(
+    Effect.provideService(deadline.AdminTimeout, settings.method.adminTimeout),
+    Effect.provideService(deadline.ResponseTimeout, settings.method.responseTimeout)
+  )
+}
+
+/** The writer's parts before the restore: the core writer on the staging backend, and its participant. */
+interface Parts<A, EH> {
+  readonly writer: Writer<A, WriterError<EH>>
+  readonly participant: checkpoint.Participant<envelope.Frozen, WriterError<EH>>
+  readonly run: Run<EH>
+  readonly room: () => number
+}
+
+const partsOf = <A, EH, R, P>(
+  settings: Settings<A, EH, R, P>
+): Effect.Effect<Parts<A, EH>, WriterError<EH>, BigtableClient | Scope.Scope | R> =>
   Effect.gen(function*() {
     const client = yield* BigtableClient
     const { base, method } = settings
     const stage: Stage = { envelopes: [], bytes: 0 }
+    const pending: Pending = { entries: 0, bytes: 0, largest: 0 }
     const run: Run<EH> = { core: undefined, live: false }
     const writer = yield* core.make({
       handler: base.handler,
@@ -343,18 +418,24 @@ export const fromSettings = <A, EH, R, P>(
       },
       backend: (c: Core<Staged, never, never, FailedMutation, WriterError<EH>>) => {
         run.core = c
-        return makeBackend(settings, stage)(c)
+        return makeBackend(settings, stage, pending)(c)
       }
     })
-
     const tables = preconditionsOf(client, method)
     // a fixed table is checked before anything is staged or restored
     if (settings.fixedTable !== undefined) yield* tables.familiesOf(settings.fixedTable.tableName, base.appProfileId)
-    const participant = participantOf(client, method, stage, tables, run)
-    const exactlyOnce = yield* checkpoint.make({ name: "BigtableSink", writer, resume: settings.resume, participant })
-    run.live = true
-    return exactlyOnce
-  }).pipe(
-    Effect.provideService(deadline.AdminTimeout, settings.method.adminTimeout),
-    Effect.provideService(deadline.ResponseTimeout, settings.method.responseTimeout)
+    const participant = participantOf(client, method, stage, pending, tables, run)
+    return { writer, participant, run, room: () => roomOf(method, pending) }
+  })
+
+const restoreInto = <A, EH, P>(
+  parts: Parts<A, EH>,
+  resume: Resume<P>
+): Effect.Effect<Built<A, EH, P>, WriterError<EH> | CheckpointError> =>
+  Effect.map(
+    checkpoint.make({ name: "BigtableSink", writer: parts.writer, resume, participant: parts.participant }),
+    (writer) => {
+      parts.run.live = true
+      return { writer, room: parts.room }
+    }
   )
