@@ -5,8 +5,9 @@
  * trip) when one is set, for the whole of a long run; sink and writer forms, plain rows and CDC.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Cause, Effect, Fiber, Queue, Stream } from "effect"
-import { BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
+import { type Cause, type Duration, Effect, Fiber, Queue, type Sink, Stream } from "effect"
+import { type BigQueryClient, BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
+import type { WriteSummary } from "../../src/Sink.ts"
 import * as LowRate from "../support/lowRate.ts"
 import { cdc, type Change, primaryKey, serializer as cdcSerializer } from "./cdcFixtures.ts"
 import * as F from "./sinkFixtures.ts"
@@ -15,14 +16,17 @@ import * as F from "./sinkFixtures.ts"
 const fakeOptions = { latencyMillis: 20 } as const
 const records = 100
 
+/** A new key per record, so the CDC table grows by one row each. */
+const change = (i: number): Change => ({ op: "UPSERT", id: BigInt(i), name: `c${i}`, seq: i.toString(16) })
+
 const table = (fake: { readonly projectId: string }) => `${fake.projectId}.d.t`
 
 /** Streams a queue through `sink`, runs the low-rate source into it, then ends the input. */
 const throughSink = <A>(
-  sink: ReturnType<typeof BigQuerySink.make<A>>,
+  sink: Sink.Sink<WriteSummary, A, never, unknown, BigQueryClient.BigQueryClient>,
   record: (i: number) => A,
   landed: () => number,
-  within: string
+  within: Duration.Input
 ) =>
   Effect.gen(function*() {
     const input = yield* Queue.unbounded<A, Cause.Done>()
@@ -79,7 +83,6 @@ describe("BigQuerySink latency (TestClock)", () => {
             serializer: yield* cdcSerializer,
             writeMethod: WriteMethod.atLeastOnce({ cdc })
           })
-          const change = (i: number): Change => ({ op: "UPSERT", id: BigInt(i), name: `c${i}`, seq: i.toString(16) })
           yield* throughSink(sink, change, () => fake.rows(table(fake)).length, "999 millis")
           assert.strictEqual(fake.cdc.rows(table(fake)).length, records)
         })),

@@ -84,7 +84,9 @@ describe("BigQuerySink admission while a table opens", () => {
         Effect.gen(function*() {
           const tables = ["a", "b", "c"]
           for (const t of tables) fake.createTable(`${fake.projectId}.d.${t}`, columns)
-          const [a, b, c] = yield* Effect.forEach(tables, (t) => destination(fake, t))
+          const a = yield* destination(fake, "a")
+          const b = yield* destination(fake, "b")
+          const c = yield* destination(fake, "c")
           const writer = yield* BigQuerySink.writer({
             destinationResolver: (row: Row) => (row.id < 20n || row.id >= 60n ? a : row.id < 40n ? b : c),
             serializer: yield* serializer,

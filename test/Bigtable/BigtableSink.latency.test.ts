@@ -5,7 +5,7 @@
  * when one is set, for the whole of a long run; sink and writer forms.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Cause, Effect, Fiber, Queue, Stream } from "effect"
+import { type Cause, type Duration, Effect, Fiber, Queue, Stream } from "effect"
 import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "../../src/Bigtable/index.ts"
 import * as LowRate from "../support/lowRate.ts"
 import { makeFake } from "./fakeBigtable.ts"
@@ -15,27 +15,28 @@ const serializer = (key: string) =>
   RowMutationEntry.make(key, Mutation.setCell({ family: "cf", qualifier: "q", value: key, timestampMicros: 1000 }))
 const records = 100
 
-describe("BigtableSink latency (TestClock)", () => {
-  const throughSink = (within: string, writeMethod?: WriteMethod.AtLeastOnce) =>
-    Effect.gen(function*() {
-      const fake = makeFake({ latencyMs: 20 })
-      const input = yield* Queue.unbounded<string, Cause.Done>()
-      const fiber = yield* Stream.fromQueue(input).pipe(
-        Stream.run(BigtableSink.make({ table, serializer, writeMethod })),
-        Effect.provide(fake.layer),
-        Effect.forkChild
-      )
-      yield* LowRate.run({
-        records,
-        write: (i) => Queue.offer(input, `r${i}`),
-        landed: () => fake.applied.size,
-        within,
-        gap: LowRate.defaultGap
-      })
-      yield* Queue.end(input)
-      assert.strictEqual((yield* Fiber.join(fiber)).recordsWritten, records)
+/** Streams a queue through the sink while the low-rate source writes into it. */
+const throughSink = (within: Duration.Input, writeMethod?: WriteMethod.AtLeastOnce) =>
+  Effect.gen(function*() {
+    const fake = makeFake({ latencyMs: 20 })
+    const input = yield* Queue.unbounded<string, Cause.Done>()
+    const fiber = yield* Stream.fromQueue(input).pipe(
+      Stream.run(BigtableSink.make({ table, serializer, writeMethod })),
+      Effect.provide(fake.layer),
+      Effect.forkChild
+    )
+    yield* LowRate.run({
+      records,
+      write: (i) => Queue.offer(input, `r${i}`),
+      landed: () => fake.applied.size,
+      within,
+      gap: LowRate.defaultGap
     })
+    yield* Queue.end(input)
+    assert.strictEqual((yield* Fiber.join(fiber)).recordsWritten, records)
+  })
 
+describe("BigtableSink latency (TestClock)", () => {
   it.effect(
     "sink, default options: each record of a slow stream is sent in under a second",
     () => throughSink("999 millis"),

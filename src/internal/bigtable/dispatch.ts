@@ -65,15 +65,15 @@ export const sendIfIdle = <A, EH, R>(st: State<A, EH, R>, dest: Dest): Effect.Ef
 
 /**
  * A request of `items` (one table) was answered: the table's batch goes if it has nothing else out,
- * unless the answer failed the writer (`send` false). @internal
+ * unless the answer failed the writer (`sendNext` false). @internal
  */
-export const answered = <A, EH, R>(st: State<A, EH, R>, items: Request, send: boolean): Effect.Effect<void> =>
+export const answered = <A, EH, R>(st: State<A, EH, R>, items: Request, sendNext: boolean): Effect.Effect<void> =>
   Effect.suspend(() => {
     const first = items[0]
     const dest = first === undefined ? undefined : st.dests.get(first.key)
     if (dest === undefined) return Effect.void
     dest.requests--
-    return send && !st.core.failed() ? sendIfIdle(st, dest) : Effect.void
+    return sendNext && !st.core.failed() ? sendIfIdle(st, dest) : Effect.void
   })
 
 /** Sends a table's entries, or holds them while the table is being repaired. @internal */
