@@ -107,8 +107,10 @@ export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigErro
  * Options are validated when the sink starts, before any I/O. Rows are appended to each table's
  * `_default` stream in batches cut by bytes, pipelined up to the in-flight bounds; transient
  * failures are retried, failed rows routed to the handler, missing tables created, schemas widened
- * when allowed. With `flushInterval` a timer flushes too. At least once: a batch whose response
- * was lost is appended again.
+ * when allowed. A table with no append in flight sends its rows at once; rows are batched only
+ * while an append is out, so a slow stream's rows are sent within about one round trip. With
+ * `flushInterval` a timer barrier flushes the failure handler too. At least once: a batch whose
+ * response was lost is appended again.
  *
  * With `writeMethod: WriteMethod.fileLoads({ stagingPath })` (reference 2.8, batch mode) the sink
  * stages instead: each record is converted to Avro and streamed into its destination's staging file in

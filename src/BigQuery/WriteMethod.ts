@@ -18,9 +18,11 @@ import type { CdcOptions } from "./Cdc.ts"
  *
  * **Details**
  *
- * - `maxAppendRequestBytes` (512 KiB): a batch is appended once the next row would take it over
- *   this; at most 9 MiB, so a request stays under the service's 10 MB limit. Batching is by bytes
- *   only. A row larger than this (but at most 9 MiB) is sent alone.
+ * - `maxAppendRequestBytes` (512 KiB): the most a batch holds; at most 9 MiB, so a request stays
+ *   under the service's 10 MB limit. Rows never wait for a batch to fill: a table with no append in
+ *   flight sends what it has at once, and rows are batched only while one of its appends is out (its
+ *   answer sends them), so at a low rate each row is sent within about one round trip. A row larger
+ *   than this (but at most 9 MiB) is sent alone.
  * - `maxInFlightRequests` (100), `maxInFlightBytes` (100 MiB, at least `maxAppendRequestBytes`, or
  *   a batch could never fill): writer-global bounds on appends awaiting their response; admission
  *   waits when either is reached.
@@ -37,7 +39,10 @@ import type { CdcOptions } from "./Cdc.ts"
  *   get / insert / patch call, retried on `recovery`.
  * - `destinationIdleTimeout` (1 h, positive): a destination idle for longer and with nothing in
  *   flight is closed at the next flush and reopened on demand.
- * - `flushInterval` (unset): a timer flush in `BigQuerySink.make`; at least 1 ms.
+ * - `flushInterval` (unset): a timer barrier in `BigQuerySink.make` (the failure handler's flush,
+ *   e.g. a dead-letter sink's); at least 1 ms. Rows do not wait for it: they are sent as above, so
+ *   with or without it a row is sent within the interval plus one round trip, for as long as the
+ *   stream runs.
  * - `perDestinationMetrics` (false): adds a `destination` attribute to the record counters.
  * - `cdc` (unset): change data capture (`Cdc.CdcOptions`): each row carries `_CHANGE_TYPE` (and
  *   `_CHANGE_SEQUENCE_NUMBER`) and BigQuery applies it by the table's primary key; the tables are

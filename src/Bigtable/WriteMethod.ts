@@ -16,9 +16,11 @@ import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
  * **Details**
  *
  * - `batchElementCount` (100): entries per request; 1..19,999.
- * - `batchByteSize` (20 MiB): bytes per request; 1..104,857,599 (under 100 MiB). A batch is also
- *   sent 1 s after its first entry, on `flush`, and whenever admission must wait. No request carries
- *   more than 100,000 mutations.
+ * - `batchByteSize` (20 MiB): bytes per request; 1..104,857,599 (under 100 MiB). Entries never wait
+ *   for a batch to fill: a table with no MutateRows call out sends what it has at once, and entries
+ *   are batched only while one of its calls is out (its answer sends them; at the latest 1 s after the
+ *   batch's first entry, on `flush`, or when admission must wait), so at a low rate each entry is sent
+ *   within about one round trip. No request carries more than 100,000 mutations.
  * - `maxInFlightEntries` (1000), `maxInFlightBytes` (64 MiB): entries (bytes) admitted and not yet
  *   applied or routed, over all tables; admission waits when either is reached. An entry larger
  *   than `maxInFlightBytes` is admitted once the writer is otherwise empty.
@@ -36,7 +38,9 @@ import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
  *   modify column families), retried on `recovery`.
  * - `destinationIdleTimeout` (1 h, positive): a table idle this long is forgotten at the next flush
  *   (and reopened on demand).
- * - `flushInterval` (unset): `BigtableSink.make` also flushes on this timer; at least 1 ms.
+ * - `flushInterval` (unset): `BigtableSink.make` also runs a barrier (the failure handler's flush) on
+ *   this timer; at least 1 ms. Entries do not wait for it: they are sent as above, within the
+ *   interval plus one round trip, for as long as the stream runs.
  * - `perDestinationMetrics` (false): add a `destination` attribute to the per-record metrics.
  *
  * @category models

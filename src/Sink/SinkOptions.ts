@@ -50,8 +50,11 @@ import type { RetryPolicyInput } from "./RetryPolicy.ts"
  *   `recovery`); at least 1 ms. Default 1 minute, as Google's generated clients' service configs.
  * - `destinationIdleTimeout`: a destination idle this long, with nothing in flight, is released at
  *   the next flush and reopened on demand; positive.
- * - `flushInterval`: `make` also flushes on this timer; at least 1 ms; default unset (flush at the
- *   end of the input and on `writer.flush` only).
+ * - `flushInterval`: `make` also runs a barrier on this timer (every earlier record sent and
+ *   answered, then the failure handler flushed); at least 1 ms; default unset (barriers at the end
+ *   of the input and on `writer.flush` only). Records never wait for it: a destination with nothing
+ *   in flight sends at once and batches only while a request is out, so a record written at a low
+ *   rate is sent within about one round trip (under a second), with or without a timer.
  * - `perDestinationMetrics`: add a `destination` attribute to the record counters (an unbounded
  *   resolver makes unbounded series).
  *

@@ -5,6 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Option, Stream } from "effect"
 import { BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
+import { eventually } from "../support/waiting.ts"
 import { columns, destination, type Row, rows, serializer, withFake } from "./sinkFixtures.ts"
 
 describe("BigQuerySink opening destinations", () => {
@@ -74,6 +75,38 @@ describe("BigQuerySink admission while a table opens", () => {
             assert.strictEqual(fake.rows(`${fake.projectId}.d.t`).length, 3000)
           })
       )
+    ))
+
+  it.effect("part-full batches of tables still opening that fill the budget do not hang the next write", () =>
+    withFake(
+      { getWriteStreamDelay: () => 300 },
+      (fake) =>
+        Effect.gen(function*() {
+          const tables = ["a", "b", "c"]
+          for (const t of tables) fake.createTable(`${fake.projectId}.d.${t}`, columns)
+          const a = yield* destination(fake, "a")
+          const b = yield* destination(fake, "b")
+          const c = yield* destination(fake, "c")
+          const writer = yield* BigQuerySink.writer({
+            destinationResolver: (row: Row) => (row.id < 20n || row.id >= 60n ? a : row.id < 40n ? b : c),
+            serializer: yield* serializer,
+            writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 1024, maxInFlightBytes: 1024 })
+          })
+          // three new tables, each a part-full batch (~270 bytes) parked behind its GetWriteStream
+          yield* writer.write(rows(20))
+          yield* writer.write(rows(20, 20))
+          yield* writer.write(rows(20, 40))
+          // this one needs the permits those batches hold: they must go once their tables open
+          let returned = false
+          yield* writer.write(rows(40, 60)).pipe(
+            Effect.tap(() => Effect.sync(() => void (returned = true))),
+            Effect.forkChild
+          )
+          yield* eventually("the write waiting on the opening tables returns", () => returned)
+          yield* writer.flush
+          assert.strictEqual((yield* writer.summary).recordsWritten, 100)
+          assert.strictEqual(fake.rows(`${fake.projectId}.d.a`).length, 60)
+        })
     ))
 })
 

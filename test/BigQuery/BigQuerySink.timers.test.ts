@@ -1,6 +1,7 @@
 /**
  * The BigQuery sink's timers under the TestClock, through the public sink and writer against the
- * in-process fake: `flushInterval` flushes on the timer only, `destinationIdleTimeout` evicts an
+ * in-process fake: rows go at once (a destination with nothing in flight sends), `flushInterval` adds
+ * a barrier (the handler's flush) at every interval, `destinationIdleTimeout` evicts an
  * idle clean destination (reopened on demand), and the handler's flush runs at every barrier,
  * after the writer drained.
  */
@@ -34,31 +35,35 @@ const evenOnly = (table: TableDestination.TableDestination) => (row: F.Row) =>
     : TableDestination.unroutable({ payload: new Uint8Array([1]), reason: `odd ${row.id}` })
 
 describe("BigQuerySink timers (TestClock)", () => {
-  it.effect("flushInterval: rows reach the fake only when the interval elapses, at every interval", () =>
+  it.effect("flushInterval: rows go at once, not at the timer; the timer's barrier runs at every interval", () =>
     F.withFake({}, (fake) =>
       Effect.gen(function*() {
         fake.createTable(tableName(fake), F.columns)
+        const { events, handler } = recording(() => fake.rows(tableName(fake)).length)
         const input = yield* Queue.unbounded<F.Row, Cause.Done>()
         const sink = BigQuerySink.make({
           table: yield* F.destination(fake),
           serializer: yield* F.serializer,
+          failureHandler: handler,
           writeMethod: WriteMethod.atLeastOnce({ flushInterval: "1 second" })
         })
         const fiber = yield* Stream.fromQueue(input).pipe(Stream.run(sink), Effect.forkChild)
         yield* Queue.offerAll(input, F.rows(10))
-        yield* settle
-        assert.strictEqual(fake.rows(tableName(fake)).length, 0, "nothing before the first interval")
+        // an idle destination sends at once (ADR 0029): the timer is no longer what sends rows
+        yield* eventually("the rows, before any interval", () => fake.rows(tableName(fake)).length === 10)
+        assert.deepStrictEqual(events, [], "no barrier before the first interval")
         yield* TestClock.adjust("999 millis")
         yield* settle
-        assert.strictEqual(fake.rows(tableName(fake)).length, 0, "nothing 1 ms before the interval")
+        assert.deepStrictEqual(events, [], "no barrier 1 ms before the interval")
         yield* TestClock.adjust("1 millis")
-        yield* eventually("the first timer flush", () => fake.rows(tableName(fake)).length === 10)
+        yield* eventually("the first timer barrier", () => events.length === 1)
+        assert.deepStrictEqual(events, ["flush@10"])
 
         yield* Queue.offerAll(input, F.rows(5, 10))
-        yield* settle
-        assert.strictEqual(fake.rows(tableName(fake)).length, 10, "new rows wait for the next interval")
+        yield* eventually("new rows, before the next interval", () => fake.rows(tableName(fake)).length === 15)
         yield* TestClock.adjust("1 second")
-        yield* eventually("the second timer flush", () => fake.rows(tableName(fake)).length === 15)
+        yield* eventually("the second timer barrier", () => events.length === 2)
+        assert.deepStrictEqual(events, ["flush@10", "flush@15"])
 
         // the end of input flushes without waiting for the timer
         yield* Queue.offerAll(input, F.rows(3, 15))
@@ -66,23 +71,30 @@ describe("BigQuerySink timers (TestClock)", () => {
         const summary = yield* Fiber.join(fiber)
         assert.strictEqual(summary.recordsWritten, 18)
         assert.strictEqual(fake.rows(tableName(fake)).length, 18)
+        assert.deepStrictEqual(events, ["flush@10", "flush@15", "flush@18"])
       })))
 
-  it.effect("without flushInterval no timer flushes: rows wait for the end of input", () =>
+  it.effect("without flushInterval no timer flushes: rows go at once, the handler flushes at the end of input", () =>
     F.withFake({}, (fake) =>
       Effect.gen(function*() {
         fake.createTable(tableName(fake), F.columns)
+        const { events, handler } = recording(() => fake.rows(tableName(fake)).length)
         const input = yield* Queue.unbounded<F.Row, Cause.Done>()
-        const sink = BigQuerySink.make({ table: yield* F.destination(fake), serializer: yield* F.serializer })
+        const sink = BigQuerySink.make({
+          table: yield* F.destination(fake),
+          serializer: yield* F.serializer,
+          failureHandler: handler
+        })
         const fiber = yield* Stream.fromQueue(input).pipe(Stream.run(sink), Effect.forkChild)
         yield* Queue.offerAll(input, F.rows(10))
-        yield* settle
+        yield* eventually("the rows, with the clock standing still", () => fake.rows(tableName(fake)).length === 10)
         yield* TestClock.adjust("1 hour")
         yield* settle
-        assert.strictEqual(fake.rows(tableName(fake)).length, 0)
+        assert.deepStrictEqual(events, [], "no timer barrier in an hour")
         yield* Queue.end(input)
         assert.strictEqual((yield* Fiber.join(fiber)).recordsWritten, 10)
         assert.strictEqual(fake.rows(tableName(fake)).length, 10)
+        assert.deepStrictEqual(events, ["flush@10"])
       })))
 
   it.effect("destinationIdleTimeout: an idle clean destination is evicted at a flush and reopened on demand", () =>

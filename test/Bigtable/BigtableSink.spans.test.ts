@@ -32,7 +32,13 @@ describe("BigtableSink spans", () => {
       )
       assert.strictEqual(named(ended, "BigtableSink.write").length, 5, "one per chunk of 50")
       const calls = named(ended, "BigtableSink.mutateRows")
-      assert.deepStrictEqual(calls.map((s) => s.attributes.get("bigtable.entries")), [100, 100, 50])
+      // one span per call the fake saw, with its entries: the first chunk goes at once to the idle
+      // table (ADR 0029), later ones batch while a call is out, never above batchElementCount
+      const entries = calls.map((s) => s.attributes.get("bigtable.entries"))
+      assert.deepStrictEqual(entries, fake.requests.map((r) => r.rowKeys.length))
+      assert.strictEqual(entries[0], 50)
+      assert.strictEqual(fake.requests.reduce((n, r) => n + r.rowKeys.length, 0), 250)
+      assert.isTrue(fake.requests.every((r) => r.rowKeys.length <= 100))
       assert.isTrue(
         calls.every((s) =>
           s.attributes.get("bigtable.table") === "p.i.t" && s.attributes.get("bigtable.failedEntries") === 0

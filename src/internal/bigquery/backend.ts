@@ -202,6 +202,15 @@ const cut = <A, E, R>(st: State<A, E, R>, d: Destination.Destination, own = true
   })
 
 /**
+ * Sends `d`'s open batch when nothing of `d` is in flight: rows go out at once to an idle
+ * destination and are batched only while one of its appends is out, whose answer sends them (the
+ * Go and Java writers' rule). So no row waits for a batch to fill or for a timer, and a batch holding
+ * admission permits always has an answer coming that sends it.
+ */
+const sendIfIdle = <A, E, R>(st: State<A, E, R>, d: Destination.Destination): Effect.Effect<void> =>
+  d.inFlight === 0 ? cut(st, d, true) : Effect.void
+
+/**
  * Appends a slice's rows to `d`'s batch: in one copy when they fit, else row by row, sealing and
  * sending each batch the rows fill. The slice's buffer goes back to the slice pool.
  */
@@ -331,9 +340,8 @@ const opened = <A, E, R>(st: State<A, E, R>, event: Opened): Effect.Effect<void,
     st.destinations.set(event.key, d)
     yield* st.core.gauge(metrics.openDestinations, 1)
     const now = yield* Clock.currentTimeMillis
+    // the first slice goes at once (nothing in flight yet), the others follow its answer
     for (const rows of waiting) yield* batchRows(st, d, rows, now)
-    // a barrier that came meanwhile already cut every batch: these rows would wait for a timer
-    if (st.core.awaited()) yield* cut(st, d, true)
   })
 
 /** A slice on its open destination: the schema re-read when it changed, then its rows batched. */
@@ -356,6 +364,7 @@ const batchRows = <A, E, R>(
       d.schemaPushed = false
     }
     yield* appendRows(st, d, rows)
+    yield* sendIfIdle(st, d)
   })
 
 const noVerdict: Verdict<Accounted, BigQueryFailure, never> = {
@@ -380,10 +389,9 @@ const judge = <A, E, R>(
     const { d } = request
     d.inFlight--
     if (Exit.isFailure(exit)) return Effect.as(st.core.failCause(exit.cause), noVerdict)
-    if (st.mode !== undefined) {
-      return Effect.andThen(st.mode.answered(request, exit, st.core.send), verdictOf(st, request, exit.value))
-    }
-    return verdictOf(st, request, exit.value)
+    // the rows batched while this append was out go now, unless another of d's appends is still out
+    const verdict = Effect.tap(verdictOf(st, request, exit.value), () => sendIfIdle(st, d))
+    return st.mode === undefined ? verdict : Effect.andThen(st.mode.answered(request, exit, st.core.send), verdict)
   })
 
 const verdictOf = <A, E, R>(

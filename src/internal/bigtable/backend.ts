@@ -96,7 +96,8 @@ export const make = <A, EH, R>(
       cutAll: dispatch.cutAll(st),
       tick: (now) => dispatch.tick(st, now),
       call: (items) => dispatch.call(st, items),
-      judge: (items, statuses) => judge(st, items, statuses),
+      judge: (items, statuses) =>
+        Effect.tap(judge(st, items, statuses), (v) => dispatch.answered(st, items, v.terminal === undefined)),
       resend: (items) => dispatch.resend(st, items),
       repair: (items) => repair.repairAll(st, items),
       onEvent: (event) => repair.onEvent(st, event),

@@ -50,7 +50,30 @@ export const send = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effe
   Effect.suspend(() => {
     if (items.length === 0) return Effect.void
     for (const item of items) item.attempts++
+    const dest = st.dests.get((items[0] as Item).key)
+    if (dest !== undefined) dest.requests++
     return st.core.send(items)
+  })
+
+/**
+ * Sends a table's open batch when none of its requests is out: entries go at once to an idle table
+ * and are batched only while a request is out, whose answer sends them (the Go and Java writers'
+ * rule), so no entry waits for the batch delay at a low rate. @internal
+ */
+export const sendIfIdle = <A, EH, R>(st: State<A, EH, R>, dest: Dest): Effect.Effect<void> =>
+  dest.requests === 0 && dest.batch.items.length > 0 ? dispatch(st, dest, batcher.cut(dest.batch)) : Effect.void
+
+/**
+ * A request of `items` (one table) was answered: the table's batch goes if it has nothing else out,
+ * unless the answer failed the writer (`sendNext` false). @internal
+ */
+export const answered = <A, EH, R>(st: State<A, EH, R>, items: Request, sendNext: boolean): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const first = items[0]
+    const dest = first === undefined ? undefined : st.dests.get(first.key)
+    if (dest === undefined) return Effect.void
+    dest.requests--
+    return sendNext && !st.core.failed() ? sendIfIdle(st, dest) : Effect.void
   })
 
 /** Sends a table's entries, or holds them while the table is being repaired. @internal */
@@ -79,14 +102,20 @@ export const admit = <A, EH, R>(
   now: number
 ): Effect.Effect<void, SinkConfigError> =>
   Effect.gen(function*() {
+    // the tables of this slice (usually one): each idle one sends what the slice left in its batch
+    const touched: Array<Dest> = []
+    let last: Dest | undefined
     for (const item of items) {
       if (st.core.failed()) return
       const dest = st.dests.get(item.key) ?? (yield* open(st, item))
+      if (dest !== last && !touched.includes(dest)) touched.push(dest)
+      last = dest
       dest.inFlight++
       dest.lastUsed = now
       if (dest.batch.items.length === 0) dest.openedAt = now
       for (const ready of batcher.add(dest.batch, item, st.thresholds)) yield* dispatch(st, dest, ready)
     }
+    for (const dest of touched) yield* sendIfIdle(st, dest)
   })
 
 /** The tick: sends the batches open for `batchDelay`. @internal */

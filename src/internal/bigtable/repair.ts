@@ -107,6 +107,7 @@ export const open = <A, EH, R>(st: State<A, EH, R>, item: Item): Effect.Effect<D
       ensured: false,
       held: [],
       inFlight: 0,
+      requests: 0,
       lastUsed: 0
     }
     st.dests.set(item.key, dest)

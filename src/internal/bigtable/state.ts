@@ -47,7 +47,10 @@ export interface Dest {
   ready: boolean
   ensured: boolean
   readonly held: Array<Item>
+  /** Entries admitted and not yet written or routed (batched, held or in flight). */
   inFlight: number
+  /** MutateRows requests out for this table: while none is, an admitted entry is sent at once. */
+  requests: number
   lastUsed: number
 }
 

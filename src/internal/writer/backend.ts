@@ -237,11 +237,6 @@ export interface Core<I extends Accounted, B, Ev, F extends FailedElement, E> {
   /** Units outstanding in the whole writer, and requests in flight. */
   readonly outstanding: () => number
   readonly requestsInFlight: () => number
-  /**
-   * Whether a barrier, or admission, waits for what the open batches hold: items a backend admits
-   * late (after an open of its own) must then be sent at once, not left for a timer.
-   */
-  readonly awaited: () => boolean
   /** The summary counters (written by the owner only). */
   readonly counters: SummaryCounters
 }

@@ -114,7 +114,6 @@ export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedEleme
     gauge: (metric, delta) => gauge(st, metric, delta),
     outstanding: () => st.outstanding,
     requestsInFlight: () => st.requests,
-    awaited: () => st.barriers.length > 0 || st.admissionWaiting,
     counters: ctx.counters
   }
 }
