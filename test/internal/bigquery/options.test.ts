@@ -242,8 +242,8 @@ describe("BigQuery sink options: writeMethod (WriteMethod.atLeastOnce, reference
     Effect.gen(function*() {
       const cdc = { changeType: () => "UPSERT" as const, tableOptions: { primaryKey: ["id"] } }
       const eoWithCdc = { _tag: "ExactlyOnce", connector: "bigquery", options: { cdc } }
-      // @ts-expect-error: exactly-once takes no cdc
       yield* rejects(
+        // @ts-expect-error: exactly-once takes no cdc
         { ...base, writeMethod: eoWithCdc },
         "writeMethod",
         /^CDC is at-least-once only: give WriteMethod\.atLeastOnce\(\{ cdc \}\) to BigQuerySink\.make or writer$/
@@ -261,7 +261,7 @@ describe("BigQuery sink options: writeMethod (WriteMethod.atLeastOnce, reference
         /atLeastOnce\(\.\.\.\) is taken by BigQuerySink\.make and writer/
       )
       yield* rejects(
-        // @ts-expect-error: the exactly-once constructors' method
+        // the exactly-once constructors' method type-checks here (the options type is shared), so runtime names the form
         { ...base, writeMethod: WriteMethod.exactlyOnce() },
         "writeMethod",
         /exactlyOnce\(\.\.\.\) is taken by BigQuerySink\.exactlyOnce and exactlyOnceWriter/
