@@ -37,6 +37,7 @@ import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
 import * as TableDestination from "../src/BigQuery/TableDestination.ts"
 import * as WriteMethod from "../src/BigQuery/WriteMethod.ts"
 import * as Avro from "../src/internal/bigquery/fileLoads/avro.ts"
+import * as FileLoadsOptions from "../src/internal/bigquery/fileLoads/options.ts"
 import type { Committable } from "../src/internal/bigquery/fileLoads/plan.ts"
 import * as Staging from "../src/internal/bigquery/fileLoads/staging.ts"
 import * as GcsClient from "../src/Sink/GcsClient.ts"
@@ -130,7 +131,8 @@ const main = async () => {
           storage: gcs.storage,
           stagingPath: { bucket, prefix: "bench" },
           writerId: `bench-${stagingRun++}`,
-          maxStagingFileBytes
+          maxStagingFileBytes,
+          uploadTimeout: FileLoadsOptions.defaults.adminTimeout
         })
         const one = stageOne(staging)
         yield* Stream.fromIterable(rows).pipe(

@@ -133,6 +133,10 @@ export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigquery", Ex
  *   `jobs.insert` / `datasets.get` failures, and of looking up again a job this sink inserted that
  *   `jobs.get` answers 404 for (then `FileLoadFailed` naming the job; it is never counted as run).
  *   Jobs run in the client's `location`, else the destination dataset's.
+ * - `adminTimeout` (1 min, at least 1 ms): the deadline of each REST call of a load (`jobs.get` /
+ *   `insert`, `datasets.get`, `tables.*`, object deletes; one unanswered is retried on `reconcile`),
+ *   and how long a staging upload may take no bytes or leave its final request unanswered (then
+ *   `FileLoadFailed` `stage`).
  * - `perDestinationMetrics` (false): adds a `destination` attribute to the record counters.
  *
  * @category models
@@ -146,6 +150,7 @@ export interface FileLoadsOptions {
   readonly stagingFormat?: "AVRO" | undefined
   readonly poll?: RetryPolicyInput | undefined
   readonly reconcile?: RetryPolicyInput | undefined
+  readonly adminTimeout?: Duration.Input | undefined
   readonly perDestinationMetrics?: boolean | undefined
 }
 

@@ -343,7 +343,8 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
         storage,
         stagingPath: files.stagingPath,
         writerId: "overflow",
-        maxStagingFileBytes: 1
+        maxStagingFileBytes: 1,
+        uploadTimeout: files.adminTimeout
       })
       const rows = Array.from({ length: 7 }, (_, i) => ({ id: i, name: `n${i}` }))
       for (const row of rows) yield* staging.append(destination, type, row, 16)

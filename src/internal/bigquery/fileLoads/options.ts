@@ -35,6 +35,7 @@ export interface FileLoadsSettings {
   readonly stagingFormat: "AVRO"
   readonly poll: RetryPolicy
   readonly reconcile: RetryPolicy
+  readonly adminTimeout: Duration.Duration
   readonly perDestinationMetrics: boolean
 }
 
@@ -56,6 +57,7 @@ export const defaults = {
     maxBackoff: Duration.seconds(10),
     maxAttempts: 10
   }),
+  adminTimeout: Duration.minutes(1),
   perDestinationMetrics: false
 } as const
 
@@ -103,6 +105,7 @@ export const FileLoadsOptions = Schema.Struct({
   stagingFormat: O.optional((u): u is "AVRO" => u === "AVRO", stagingFormat, defaults.stagingFormat),
   poll: O.field(retryPolicy.schema(defaults.poll)),
   reconcile: O.field(retryPolicy.schema(defaults.reconcile)),
+  adminTimeout: O.optional(O.isDuration, O.duration("atLeastOneMilli"), defaults.adminTimeout),
   perDestinationMetrics: O.optional(O.isBoolean, O.boolean, defaults.perDestinationMetrics)
 })
 

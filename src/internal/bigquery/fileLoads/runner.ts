@@ -8,7 +8,8 @@
  * in the client's location, else the destination dataset's (`datasets.get`); a job inserted and then
  * answered 404 is looked up again on the `reconcile` budget and then fails naming it, never counted as
  * run. Only after every job of a destination was seen `DONE` without error are its staged objects
- * deleted, best effort; on failure everything is kept so that a retry runs the same jobs.
+ * deleted, best effort; on failure everything is kept so that a retry runs the same jobs. Each REST
+ * call has the `adminTimeout` deadline (1 minute): one unanswered past it is retried like a 5xx.
  *
  * A commit over one load job per destination takes the overflow path of the plan: leaf loads into temp
  * tables (`WRITE_TRUNCATE`, idempotent), copy levels of at most 1,200 sources, then the final copy (or,
@@ -19,6 +20,7 @@
 import type { BigQuery, JobMetadata } from "@google-cloud/bigquery"
 import type { Storage } from "@google-cloud/storage"
 import * as Data from "effect/Data"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
@@ -27,10 +29,11 @@ import type { SchemaUpdateOptions } from "../../../BigQuery/SchemaUpdateOptions.
 import * as TableDestination from "../../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
+import * as deadline from "../../deadline.ts"
 import { toSchedule } from "../../retrySchedule.ts"
 import * as schemaUpdate from "../schemaUpdate.ts"
 import * as tables from "../tables.ts"
-import type { FileLoadsSettings } from "./options.ts"
+import { defaults, type FileLoadsSettings } from "./options.ts"
 import * as Plan from "./plan.ts"
 
 /** What the runner needs besides the plan. @internal */
@@ -82,17 +85,37 @@ const httpStatus = (cause: unknown): number | undefined =>
 /** A REST call's rejection, before it is classified. */
 class CallFailed extends Data.TaggedError("CallFailed")<{ readonly cause: unknown }> {}
 
+/** The cause of a call that went unanswered past its deadline: transient, like a 504. */
+class NoAnswer extends Error {}
+
+/**
+ * A REST call of the runner with the `adminTimeout` deadline, so that a server that accepts a call and
+ * never answers cannot hang a commit: past it the call is abandoned, logged, and fails as
+ * {@link NoAnswer}, which {@link isTransient} retries (an insert whose answer was lost meets its own
+ * job as 409 and attaches).
+ */
+const call = <A>(
+  limit: Duration.Duration,
+  method: string,
+  target: string,
+  promise: () => Promise<A>
+): Effect.Effect<A, CallFailed> =>
+  deadline.within(Effect.tryPromise({ try: promise, catch: (cause) => new CallFailed({ cause }) }), {
+    method,
+    target,
+    timeout: limit,
+    onTimeout: () => new CallFailed({ cause: new NoAnswer(deadline.message(method, target, limit)) })
+  })
+
 /** `jobs.get` with an explicit location (a location-less lookup sees only the US multi-region). @internal */
 export const lookup = (
   rest: BigQuery,
   jobId: string,
   location: string | undefined,
-  destination: string
+  destination: string,
+  limit: Duration.Duration = defaults.adminTimeout
 ): Effect.Effect<JobState, BigQueryError> =>
-  Effect.tryPromise({
-    try: () => rest.job(jobId, location === undefined ? {} : { location }).getMetadata(),
-    catch: (cause) => new CallFailed({ cause })
-  }).pipe(
+  call(limit, "jobs.get", jobId, () => rest.job(jobId, location === undefined ? {} : { location }).getMetadata()).pipe(
     Effect.map(([metadata]) => statusOf(metadata)),
     Effect.catch(({ cause }) =>
       httpStatus(cause) === 404
@@ -101,15 +124,17 @@ export const lookup = (
     )
   )
 
-/** Whether a runner error came from an HTTP answer a retry may change (429 or 5xx). @internal */
+/** Whether a runner error came from an answer a retry may change (429, 5xx, or none before the deadline). @internal */
 export const isTransient = (e: BigQueryError): boolean => {
-  const status = e.reason._tag === "FileLoadFailed" ? httpStatus(e.reason.cause) : undefined
+  if (e.reason._tag !== "FileLoadFailed") return false
+  if (e.reason.cause instanceof NoAnswer) return true
+  const status = httpStatus(e.reason.cause)
   return status !== undefined && (status === 429 || status >= 500)
 }
 
 /** {@link lookup}, a transient failure retried on the `reconcile` budget. */
 const lookupRetrying = (ctx: RunnerContext, jobId: string, destination: string) =>
-  lookup(ctx.rest, jobId, ctx.location, destination).pipe(
+  lookup(ctx.rest, jobId, ctx.location, destination, ctx.settings.adminTimeout).pipe(
     Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
   )
 
@@ -157,24 +182,21 @@ const await_ = (ctx: RunnerContext, jobId: string, destination: string) =>
   )
 
 const insert = (ctx: RunnerContext, jobId: string, configuration: Record<string, unknown>, destination: string) =>
-  Effect.tryPromise({
-    try: () =>
-      ctx.rest.createJob({
-        jobId,
-        ...(ctx.location === undefined ? {} : { location: ctx.location }),
-        configuration
-      }),
-    catch: (cause) => new CallFailed({ cause })
-  }).pipe(
-    Effect.asVoid,
-    // another attempt inserted it first (or this one did and its answer was lost): attach to it
-    Effect.catch(({ cause }) =>
-      httpStatus(cause) === 409
-        ? Effect.void
-        : Effect.fail(loadError(destination, `jobs.insert failed: ${String(cause)}`, jobId, cause))
-    ),
-    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
-  )
+  call(ctx.settings.adminTimeout, "jobs.insert", jobId, () =>
+    ctx.rest.createJob({
+      jobId,
+      ...(ctx.location === undefined ? {} : { location: ctx.location }),
+      configuration
+    })).pipe(
+      Effect.asVoid,
+      // another attempt inserted it first (or this one did and its answer was lost): attach to it
+      Effect.catch(({ cause }) =>
+        httpStatus(cause) === 409
+          ? Effect.void
+          : Effect.fail(loadError(destination, `jobs.insert failed: ${String(cause)}`, jobId, cause))
+      ),
+      Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
+    )
 
 /** What {@link runJob} did: attached to a finished job, awaited a running one, or ran it. @internal */
 export type JobOutcome = "attached" | "awaited" | "ran"
@@ -301,10 +323,12 @@ const jobLocation = (
   ctx: RunnerContext,
   destination: TableDestination.TableDestination
 ): Effect.Effect<string | undefined, BigQueryError> =>
-  ctx.location !== undefined ? Effect.succeed(ctx.location) : Effect.tryPromise({
-    try: () => ctx.rest.dataset(destination.datasetId, { projectId: destination.projectId }).getMetadata(),
-    catch: (cause) => new CallFailed({ cause })
-  }).pipe(
+  ctx.location !== undefined ? Effect.succeed(ctx.location) : call(
+    ctx.settings.adminTimeout,
+    "datasets.get",
+    destination.toString(),
+    () => ctx.rest.dataset(destination.datasetId, { projectId: destination.projectId }).getMetadata()
+  ).pipe(
     Effect.map(([metadata]) =>
       Predicate.isObject(metadata) && Predicate.isString(metadata["location"]) ? metadata["location"] : undefined
     ),
@@ -315,13 +339,14 @@ const jobLocation = (
   )
 
 /** Deletes staged objects after their loads succeeded; failures are logged, never raised. */
-const cleanup = (storage: Storage, uris: ReadonlyArray<string>) =>
+const cleanup = (ctx: RunnerContext, uris: ReadonlyArray<string>) =>
   Effect.forEach(uris, (uri) => {
     const match = /^gs:\/\/([^/]+)\/(.+)$/.exec(uri)
     if (match === null) return Effect.void
     const [, bucket = "", name = ""] = match
-    return Effect.tryPromise(() => storage.bucket(bucket).file(name).delete({ ignoreNotFound: true })).pipe(
-      Effect.catch((cause) => Effect.logWarning(`file loads: could not delete ${uri}: ${String(cause)}`))
+    const remove = () => ctx.storage.bucket(bucket).file(name).delete({ ignoreNotFound: true })
+    return call(ctx.settings.adminTimeout, "objects.delete", uri, remove).pipe(
+      Effect.catch(({ cause }) => Effect.logWarning(`file loads: could not delete ${uri}: ${String(cause)}`))
     )
   }, { concurrency: 8, discard: true })
 
@@ -347,12 +372,17 @@ export const queryConfiguration = (job: Plan.QueryJob): Record<string, unknown> 
 })
 
 /** Deletes temp tables after their destination's jobs succeeded; failures are logged, never raised. */
-const dropTemporaries = (rest: BigQuery, temporaries: ReadonlyArray<Plan.TableRef>) =>
+const dropTemporaries = (ctx: RunnerContext, temporaries: ReadonlyArray<Plan.TableRef>) =>
   Effect.forEach(
     temporaries,
     (t) =>
-      Effect.tryPromise(() => rest.dataset(t.datasetId, { projectId: t.projectId }).table(t.tableId).delete()).pipe(
-        Effect.catch((cause) =>
+      call(
+        ctx.settings.adminTimeout,
+        "tables.delete",
+        Plan.tablePath(t),
+        () => ctx.rest.dataset(t.datasetId, { projectId: t.projectId }).table(t.tableId).delete()
+      ).pipe(
+        Effect.catch(({ cause }) =>
           httpStatus(cause) === 404
             ? Effect.void
             : Effect.logWarning(`file loads: could not delete temp table ${Plan.tablePath(t)}: ${String(cause)}`)
@@ -381,7 +411,8 @@ const runDestination = (ctx: RunnerContext, d: Plan.DestinationPlan, schema: unk
  * Plans `committables` (a refused plan fails with `FileLoadFailed` `plan` before any table change or
  * job), then for each destination in order reconciles the table, runs its jobs (direct: the load
  * jobs; overflow: leaf loads into temp tables, copy levels, the terminal query of
- * `WRITE_TRUNCATE_DATA`) and deletes its staged files and temp tables, best effort.
+ * `WRITE_TRUNCATE_DATA`) and deletes its staged files and temp tables, best effort. Every call has
+ * the `adminTimeout` deadline.
  *
  * @internal
  */
@@ -407,8 +438,12 @@ export const commit = (
       const located: RunnerContext = { ...ctx, location: yield* jobLocation(ctx, destination) }
       // every job of the destination was seen DONE without error: only now are its files deleted
       outcomes.push(...(yield* runDestination(located, d, schema)))
-      yield* dropTemporaries(ctx.rest, d.temporaries)
-      yield* cleanup(ctx.storage, d.uris)
+      yield* dropTemporaries(ctx, d.temporaries)
+      yield* cleanup(ctx, d.uris)
     }
     return outcomes
-  }).pipe(Effect.withSpan("FileLoads.commit", { attributes: { "files": committables.length } }))
+  }).pipe(
+    // the table calls of reconciliation (tables.get / insert / patch) take the same deadline
+    Effect.provideService(deadline.AdminTimeout, ctx.settings.adminTimeout),
+    Effect.withSpan("FileLoads.commit", { attributes: { "files": committables.length } })
+  )

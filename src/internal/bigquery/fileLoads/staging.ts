@@ -7,12 +7,14 @@
  * writer instance, `seq` grows for its lifetime, so names never repeat across checkpoints or restarts.
  * A file is closed once the rows appended to it reach `maxStagingFileBytes` (their serialized sizes,
  * uncompressed, so the deflated file is smaller) and at every `closeAll` (each checkpoint);
- * each closed file is one committable. A failed upload fails the write (`FileLoadFailed` `stage`).
+ * each closed file is one committable. A failed upload fails the write (`FileLoadFailed` `stage`), as
+ * does one that takes no bytes, or leaves its final request unanswered, for `uploadTimeout`.
  *
  * @internal
  */
 import type { Storage } from "@google-cloud/storage"
 import avro from "avsc"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { randomBytes } from "node:crypto"
@@ -31,6 +33,8 @@ export interface StagingOptions {
   readonly stagingPath: StagingPath
   readonly writerId: string
   readonly maxStagingFileBytes: number
+  /** How long an upload may take no bytes, or leave its final request unanswered (`adminTimeout`). */
+  readonly uploadTimeout: Duration.Duration
 }
 
 interface OpenFile {
@@ -81,6 +85,23 @@ const settled = (file: OpenFile, drain: boolean): Effect.Effect<void, { readonly
     if (drain) file.encoder.on("drain", onDrain)
     check()
     return Effect.sync(remove)
+  })
+
+/**
+ * {@link settled} within `limit`: an upload that stops taking bytes, or never answers its final
+ * request, fails the write instead of hanging it.
+ */
+const settledWithin = (
+  file: OpenFile,
+  drain: boolean,
+  limit: Duration.Duration
+): Effect.Effect<void, { readonly cause: unknown }> =>
+  Effect.timeoutOrElse(settled(file, drain), {
+    duration: limit,
+    orElse: () =>
+      Effect.fail({
+        cause: new Error(`${drain ? "took no bytes" : "did not finish"} within ${Duration.format(limit)}`)
+      })
   })
 
 /** The open files of one writer. @internal */
@@ -140,12 +161,12 @@ const openFile = (storage: Storage, bucket: string, name: string, path: string, 
 }
 
 /** Ends a file's encoder and waits for its upload: its committable. */
-const close = (writerId: string, file: OpenFile): Effect.Effect<Committable, BigQueryError> =>
+const close = (options: StagingOptions, file: OpenFile): Effect.Effect<Committable, BigQueryError> =>
   Effect.sync(() => file.encoder.end()).pipe(
-    Effect.andThen(settled(file, false)),
+    Effect.andThen(settledWithin(file, false, options.uploadTimeout)),
     Effect.mapError(({ cause }) => uploadFailed(file.destination, file, cause)),
     Effect.map((): Committable => ({
-      writerId,
+      writerId: options.writerId,
       destination: file.destination,
       uri: `gs://${file.bucket}/${file.name}`,
       byteCount: file.bytes,
@@ -202,21 +223,21 @@ export const make = (options: StagingOptions): Effect.Effect<Staging, never, Sco
         current.rowBytes += size
         // a bounded buffer per open destination: wait for the upload to take what is queued
         if (!buffered) {
-          yield* settled(current, true).pipe(
+          yield* settledWithin(current, true, options.uploadTimeout).pipe(
             Effect.mapError(({ cause }) => uploadFailed(path, current, cause))
           )
         }
         // the encoder emits whole (deflated) blocks, later: roll on the rows' own sizes, an upper bound
         if (current.rowBytes >= options.maxStagingFileBytes) {
           open.delete(path)
-          closed.push(yield* close(options.writerId, current))
+          closed.push(yield* close(options, current))
         }
       })
 
     const closeAll = Effect.gen(function*() {
       const files = [...open.values()]
       open.clear()
-      const done = yield* Effect.forEach(files, (file) => close(options.writerId, file), { concurrency: "unbounded" })
+      const done = yield* Effect.forEach(files, (file) => close(options, file), { concurrency: "unbounded" })
       const all = [...closed, ...done].toSorted((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0))
       closed.length = 0
       return all

@@ -87,7 +87,8 @@ const build = <A, E, R>(
       storage: gcs.storage,
       stagingPath: files.stagingPath,
       writerId,
-      maxStagingFileBytes: files.maxStagingFileBytes
+      maxStagingFileBytes: files.maxStagingFileBytes,
+      uploadTimeout: files.adminTimeout
     })
     // the schema of a destination is captured at its first record, for the writer's lifetime
     const destinations = new Map<string, DestinationState>()

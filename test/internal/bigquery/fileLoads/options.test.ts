@@ -31,6 +31,7 @@ describe("fileLoads options", () => {
       assert.strictEqual(s.poll._tag === "Backoff" && Duration.toMillis(s.poll.maxBackoff), 30_000)
       assert.strictEqual(s.poll._tag === "Backoff" && s.poll.maxAttempts, Number.MAX_SAFE_INTEGER)
       assert.strictEqual(s.reconcile._tag === "Backoff" && s.reconcile.maxAttempts, 10)
+      assert.strictEqual(Duration.toMillis(s.adminTimeout), 60_000)
       assert.isFalse(s.perDestinationMetrics)
     }))
 
@@ -45,6 +46,7 @@ describe("fileLoads options", () => {
         stagingFormat: "AVRO",
         poll: schedule,
         reconcile: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 3 },
+        adminTimeout: "5 seconds",
         perDestinationMetrics: true
       })
       assert.deepStrictEqual(s.stagingPath, { bucket: "b-1.x", prefix: "a/b" })
@@ -53,6 +55,7 @@ describe("fileLoads options", () => {
       assert.strictEqual(s.maxStagingFileBytes, 1024)
       assert.strictEqual(s.poll, schedule)
       assert.strictEqual(s.reconcile._tag === "Backoff" && s.reconcile.maxAttempts, 3)
+      assert.strictEqual(Duration.toMillis(s.adminTimeout), 5000)
       assert.isTrue(s.perDestinationMetrics)
     }))
 
@@ -99,6 +102,8 @@ describe("fileLoads options", () => {
           /at least 1/
         ],
         [{ perDestinationMetrics: "yes" }, "writeMethod.perDestinationMetrics", /boolean/],
+        [{ adminTimeout: "0 millis" }, "writeMethod.adminTimeout", /at least 1 ms|1 milli/],
+        [{ adminTimeout: "soon" }, "writeMethod.adminTimeout", /duration/],
         // options of the other methods
         [{ maxInFlightRequests: 4 }, "writeMethod.maxInFlightRequests", /is not an option here/],
         [{ maxAppendRequestBytes: 1024 }, "writeMethod.maxAppendRequestBytes", /is not an option here/],

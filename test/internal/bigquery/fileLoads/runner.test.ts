@@ -17,12 +17,14 @@ type Answer =
   | { readonly _tag: "done" }
   | { readonly _tag: "failed"; readonly message: string }
   | { readonly _tag: "error"; readonly code: number }
+  /** The call is accepted and never answered. */
+  | { readonly _tag: "silent" }
 
 interface Script {
   /** Answers of `jobs.get` per job id, in order; the last one repeats. */
   readonly get: Record<string, Array<Answer>>
   /** Answers of `jobs.insert` per job id, in order; then the job becomes `after`. */
-  readonly insert?: Record<string, Array<{ readonly code: number }>>
+  readonly insert?: Record<string, Array<{ readonly code: number } | "silent">>
   /** What `jobs.get` answers after a successful insert (default: done). */
   readonly after?: Record<string, Array<Answer>>
 }
@@ -49,6 +51,8 @@ const fakeRest = (script: Script) => {
             return Promise.reject(httpError(404))
           case "error":
             return Promise.reject(httpError(answer.code))
+          case "silent":
+            return new Promise<never>(() => {})
           case "running":
             return Promise.resolve([{ status: { state: "RUNNING" } }])
           case "done":
@@ -64,6 +68,7 @@ const fakeRest = (script: Script) => {
       calls.push(`insert ${request.jobId}`)
       const queue = inserts.get(request.jobId)
       const failure = queue?.shift()
+      if (failure === "silent") return new Promise<never>(() => {})
       if (failure !== undefined) return Promise.reject(httpError(failure.code))
       gets.set(request.jobId, [...(script.after?.[request.jobId] ?? [{ _tag: "done" }])])
       return Promise.resolve([{}])
@@ -77,7 +82,7 @@ const fakeRest = (script: Script) => {
   const ctx = {
     rest: rest as unknown as BigQuery,
     location: undefined,
-    settings: { poll: fast, reconcile: fast }
+    settings: { poll: fast, reconcile: fast, adminTimeout: Duration.minutes(1) }
   } as unknown as Runner.RunnerContext
   return { ctx, calls }
 }
@@ -307,7 +312,13 @@ const locatedRest = (options: {
     rest: rest as unknown as BigQuery,
     storage: storage as unknown as Storage,
     location: undefined,
-    settings: { poll: policy, reconcile: policy, writeDisposition: "WRITE_APPEND", tempDataset: undefined },
+    settings: {
+      poll: policy,
+      reconcile: policy,
+      adminTimeout: Duration.minutes(1),
+      writeDisposition: "WRITE_APPEND",
+      tempDataset: undefined
+    },
     createDisposition: "CREATE_NEVER",
     schemaUpdate: { allowNewFields: false, allowFieldRelaxation: false },
     schemaOf: () => ({ fields: [] }),
@@ -321,6 +332,10 @@ const virtually = <A, E>(effect: Effect.Effect<A, E>) =>
   Effect.gen(function*() {
     const fiber = yield* Effect.forkChild(effect)
     for (let i = 0; i < 600 && fiber.pollUnsafe() === undefined; i++) yield* TestClock.adjust("1 second")
+    if (fiber.pollUnsafe() === undefined) {
+      yield* Fiber.interrupt(fiber)
+      return Exit.die("still waiting after 600 virtual seconds")
+    }
     return yield* Effect.exit(Fiber.join(fiber))
   })
 
@@ -383,5 +398,37 @@ describe("fileLoads runner: a job we inserted and cannot see", () => {
       const exit = yield* virtually(Runner.commit(ctx, staged))
       assert.strictEqual(failureOf(exit)?._tag, "FileLoadFailed")
       assert.deepStrictEqual(deleted, [])
+    }))
+})
+
+describe("fileLoads runner: a call that is never answered", () => {
+  it.effect("a jobs.insert past the admin deadline is retried; the retry meets the job (409) and attaches", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({
+        get: { j: [{ _tag: "missing" }, { _tag: "done" }] },
+        insert: { j: ["silent", { code: 409 }] }
+      })
+      const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(exit, Exit.succeed({ jobId: "j", outcome: "ran" as const }))
+      assert.deepStrictEqual(calls, ["get j", "insert j", "insert j", "get j"])
+    }))
+
+  it.effect("a jobs.get past the admin deadline is retried on the reconcile budget", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({ get: { j: [{ _tag: "silent" }, { _tag: "done" }] } })
+      const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(exit, Exit.succeed({ jobId: "j", outcome: "attached" as const }))
+      assert.deepStrictEqual(calls, ["get j", "get j"])
+    }))
+
+  it.effect("a jobs.get that is never answered fails after the reconcile budget, never hangs", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({ get: { j: [{ _tag: "silent" }] } })
+      const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      const reason = failureOf(exit)
+      assert.strictEqual(reason?._tag, "FileLoadFailed")
+      assert.strictEqual(reason?.jobId, "j")
+      assert.match(reason?.detail ?? "", /jobs\.get failed: .*no answer within 1m/)
+      assert.strictEqual(calls.length, 1 + 4)
     }))
 })
