@@ -403,7 +403,7 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
       const ctx = {
         rest: bq,
         location: undefined,
-        settings: { poll: pollFast, reconcile: pollFast }
+        settings: { poll: pollFast, reconcile: pollFast, adminTimeout: FileLoadsOptions.defaults.adminTimeout }
       } as unknown as Runner.RunnerContext
       const jobId = Clients.uniqueId("effect-bq-load-attach")
       const first = yield* Runner.runJob(ctx, jobId, configuration, table)
@@ -463,7 +463,7 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
           const ctx = {
             rest: bq,
             location: undefined,
-            settings: { poll: pollFast, reconcile: pollFast }
+            settings: { poll: pollFast, reconcile: pollFast, adminTimeout: FileLoadsOptions.defaults.adminTimeout }
           } as unknown as Runner.RunnerContext
           return yield* Runner.runJob(ctx, Clients.uniqueId(`effect-bq-load-${codec}`), {
             load: {
