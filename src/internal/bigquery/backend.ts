@@ -30,6 +30,7 @@ import * as metrics from "./metrics.ts"
 import type { Settings } from "./options.ts"
 import * as PendingAppend from "./pendingAppend.ts"
 import * as Prepare from "./prepare.ts"
+import * as Projection from "./projection.ts"
 import * as SendBacklog from "./sendBacklog.ts"
 import * as Split from "./split.ts"
 
@@ -188,7 +189,7 @@ const seal = <A, E, R>(st: State<A, E, R>, d: Destination.Destination, own: bool
   // the next batch starts on a small buffer: the next slice's buffer usually becomes the batch's
   d.batch.writer = Split.sized(st.pool, 0).writer
   const projection = st.prepareEnv.projections.get(d.key)
-  if (own && projection !== undefined) projection.frames = Math.max(0, projection.frames - sealed.frameBytes)
+  if (own && projection !== undefined) Projection.takenAway(projection, d.batchStamp, sealed.frameBytes)
   return sealed
 }
 
@@ -221,6 +222,7 @@ const appendRows = <A, E, R>(
 ): Effect.Effect<void> =>
   Effect.suspend(() => {
     const batch = d.batch
+    d.batchStamp = Projection.batchStamp(rows.seals, rows.sealsBatch)
     if (Split.frameBytes(batch) + rows.body.length <= st.maxBytes) {
       // an empty batch takes the slice's buffer as it is; else one copy
       if (batch.count === 0) Split.adopt(st.pool, batch, rows.buffer, rows.body, rows.count, rows.bytes)
@@ -271,7 +273,9 @@ const schemaFailed = <A, E, R>(
   )
   Split.recycle(st.pool, rows.buffer)
   const projection = st.prepareEnv.projections.get(rows.key)
-  if (projection !== undefined) projection.frames = Math.max(0, projection.frames - rows.body.length)
+  if (projection !== undefined) {
+    Projection.takenAway(projection, Projection.batchStamp(rows.seals, rows.sealsBatch), rows.body.length)
+  }
   return st.core.resolved([{
     key: rows.key,
     units: rows.count,

@@ -166,6 +166,8 @@ export interface Destination {
   inFlight: number
   /** What the rows of `batch` took of the in-flight bytes permit (given back with the batch). */
   permitBytes: number
+  /** The projection stamp of `batch`'s rows (projection.ts): an own cut comes off the projection only while it is current. */
+  batchStamp: number
   /** The service pushed a new table schema: re-read the serializer's before the next batch. */
   schemaPushed: boolean
   /** The exactly-once mode's state of its buffered stream (`exactlyOnce/`); absent on `_default`. */
@@ -426,6 +428,7 @@ export const openWith = <A, E, R>(
       lastUsedMillis: nowMillis,
       inFlight: 0,
       permitBytes: 0,
+      batchStamp: 0,
       schemaPushed: false
     }
   })

@@ -24,6 +24,7 @@ import * as TableDestination from "../../BigQuery/TableDestination.ts"
 import { unresolved } from "../../Sink/FailedElement.ts"
 import type { Limits, Prepared, Slice } from "../writer/backend.ts"
 import { bodyIn, maxRowBytes } from "./appendRequest.ts"
+import * as Projection from "./projection.ts"
 import * as Split from "./split.ts"
 
 /**
@@ -44,19 +45,8 @@ export interface Rows {
   readonly slack: number
   /** Its rows complete a batch: the owner sends the batch once they are in. */
   readonly sealsBatch: boolean
-}
-
-/**
- * The frames a destination's open batch will hold once the owner has taken every slice offered so
- * far (the caller adds each slice; a slice that completes a batch starts it again at 0; the owner
- * takes off what it sends on its own: barriers, schema refreshes). Slices are cut where the batch
- * will be full, so the owner appends them in one copy, or takes their buffer as the batch's. Shared
- * by the caller's and the owner's fibers on one thread; only a hint: the owner checks every batch.
- *
- * @internal
- */
-export interface Projection {
-  frames: number
+  /** Its stamp in its destination's projection (`Projection.offer`). */
+  readonly seals: number
 }
 
 /** The user code running when a record's handling threw. @internal */
@@ -69,7 +59,7 @@ interface Builder {
   readonly fingerprint: unknown
   readonly batch: Split.Batch
   /** Its destination's projection, made when its first slice is emitted (skipped rows leave none). */
-  projection: Projection | undefined
+  projection: Projection.Projection | undefined
   /** Frames this builder may take before the batch it feeds is full. */
   room: number
 }
@@ -86,7 +76,7 @@ export interface Env<A> {
    * maps hold destinations the writer has open or opening: eviction {@link forget}s them.
    */
   readonly sizeHints: Map<string, number>
-  readonly projections: Map<string, Projection>
+  readonly projections: Map<string, Projection.Projection>
 }
 
 /**
@@ -163,11 +153,11 @@ const emit = <A>(
   env.sizeHints.set(b.key, frames)
   let projection = b.projection
   if (projection === undefined) {
-    projection = env.projections.get(b.key) ?? { frames: 0 }
+    projection = env.projections.get(b.key) ?? Projection.make()
     env.projections.set(b.key, projection)
     b.projection = projection
   }
-  projection.frames = sealsBatch ? 0 : projection.frames + frames
+  const seals = Projection.offer(projection, frames, sealsBatch)
   c.out.slices.push({
     payload: {
       destination: b.destination,
@@ -178,7 +168,8 @@ const emit = <A>(
       count: rows.count,
       bytes: rows.bytes,
       slack: permitBytes - frames,
-      sealsBatch
+      sealsBatch,
+      seals
     },
     units: rows.count,
     bytes: rows.bytes,
