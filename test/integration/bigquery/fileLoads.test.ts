@@ -7,7 +7,7 @@ import { assert, layer } from "@effect/vitest"
 import type { BigQuery } from "@google-cloud/bigquery"
 import type { Storage } from "@google-cloud/storage"
 import avro from "avsc"
-import { Duration, Effect, Exit, Layer, Schema, Stream } from "effect"
+import { Effect, Exit, Schema, Stream } from "effect"
 import * as zlib from "node:zlib"
 import {
   BigQuerySink,
@@ -22,12 +22,9 @@ import * as FileLoadsOptions from "../../../src/internal/bigquery/fileLoads/opti
 import * as Plan from "../../../src/internal/bigquery/fileLoads/plan.ts"
 import * as Runner from "../../../src/internal/bigquery/fileLoads/runner.ts"
 import * as Staging from "../../../src/internal/bigquery/fileLoads/staging.ts"
-import * as retryPolicy from "../../../src/internal/retryPolicy.ts"
-import { Checkpoint, CheckpointStore, GcsClient } from "../../../src/Sink.ts"
-import { BigQueryEmulator } from "../../support/BigQueryEmulator.ts"
+import { Checkpoint, CheckpointStore } from "../../../src/Sink.ts"
 import * as Clients from "../../support/clients.ts"
-import { GcsEmulator } from "../../support/GcsEmulator.ts"
-import { testLayer } from "./emulatorClient.ts"
+import * as Harness from "./fileLoadsHarness.ts"
 
 /** Columns without logical types (every column type, each at its extremes: fileLoadsTypes.test.ts). */
 const schema: TableSchema.TableSchema = {
@@ -68,30 +65,7 @@ const rowOf = (id: number): Row => ({
   addr: id % 6 === 0 ? null : { city: `c${id}`, zip: [id, id + 1] }
 })
 
-const pollFast = retryPolicy.backoff({
-  initialBackoff: Duration.millis(10),
-  maxBackoff: Duration.millis(50),
-  maxAttempts: 1000
-})
-
-const gcsClientLayer = Layer.unwrap(Effect.gen(function*() {
-  const gcs = yield* GcsEmulator
-  return GcsClient.layer({ projectId: "test-project", emulator: { rest: `127.0.0.1:${gcs.port}` } })
-}))
-
-const layers = Layer.mergeAll(testLayer, Layer.provideMerge(gcsClientLayer, GcsEmulator.layer))
-
-const freshSetup = Effect.gen(function*() {
-  const emulator = yield* BigQueryEmulator
-  const gcs = yield* GcsEmulator
-  const bq = yield* Clients.bigQuery(emulator)
-  const storage = yield* Clients.storage(gcs)
-  const datasetId = Clients.uniqueId("loads")
-  const bucket = Clients.uniqueId("staging").replaceAll("_", "-")
-  yield* Effect.tryPromise(() => bq.createDataset(datasetId))
-  yield* Effect.tryPromise(() => storage.createBucket(bucket))
-  return { emulator, bq, storage, datasetId, bucket }
-})
+const freshSetup = Harness.freshSetup("loads")
 
 const query = <T>(bq: BigQuery, sql: string): Effect.Effect<Array<T>, unknown> =>
   Effect.tryPromise(() => bq.query({ query: sql, useQueryCache: false })).pipe(Effect.map(([r]) => r as Array<T>))
@@ -138,14 +112,14 @@ const evolve = (
       table: TableDestination.makeUnsafe({ projectId: at.projectId, datasetId: at.datasetId, tableId }),
       serializer,
       schemaUpdate: { allowNewFields },
-      writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${at.bucket}/${tableId}`, poll: pollFast })
+      writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${at.bucket}/${tableId}`, poll: Harness.pollFast })
     }))
   )
 
 const stagedObjects = (storage: Storage, bucket: string) =>
   Effect.tryPromise(() => storage.bucket(bucket).getFiles()).pipe(Effect.map(([files]) => files.map((f) => f.name)))
 
-layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators", (it) => {
+layer(Harness.layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators", (it) => {
   it.effect("loads two tables from one stream across checkpoints; every row read back equal, staged files deleted", () =>
     Effect.gen(function*() {
       const { bq, bucket, datasetId, emulator, storage } = yield* freshSetup
@@ -217,7 +191,11 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
           Stream.run(BigQuerySink.make({
             table,
             serializer,
-            writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${bucket}/disp`, writeDisposition, poll: pollFast })
+            writeMethod: WriteMethod.fileLoads({
+              stagingPath: `gs://${bucket}/disp`,
+              writeDisposition,
+              poll: Harness.pollFast
+            })
           }))
         )
       const first = Array.from({ length: 10 }, (_, i) => rowOf(i))
@@ -337,7 +315,7 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
       const avroSchema = Avro.avroSchema(small)
       assert.isFalse(avroSchema instanceof Avro.AvroError)
       const type = avro.Type.forSchema(avroSchema as avro.Schema)
-      const files = yield* FileLoadsOptions.decode({ stagingPath: `gs://${bucket}/over`, poll: pollFast })
+      const files = yield* FileLoadsOptions.decode({ stagingPath: `gs://${bucket}/over`, poll: Harness.pollFast })
       // one file per row: 7 files; 2 URIs per load and 2 sources per copy give 4 leaf loads, 2 copies, 1 final copy
       const staging = yield* Staging.make({
         storage,
@@ -354,7 +332,7 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
         rest: bq,
         storage,
         location: undefined,
-        settings: { ...files, reconcile: pollFast },
+        settings: { ...files, reconcile: Harness.pollFast },
         createDisposition: "CREATE_NEVER",
         schemaUpdate: SchemaUpdateOptions.defaults,
         schemaOf: () => small,
@@ -403,7 +381,11 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
       const ctx = {
         rest: bq,
         location: undefined,
-        settings: { poll: pollFast, reconcile: pollFast, adminTimeout: FileLoadsOptions.defaults.adminTimeout }
+        settings: {
+          poll: Harness.pollFast,
+          reconcile: Harness.pollFast,
+          adminTimeout: FileLoadsOptions.defaults.adminTimeout
+        }
       } as unknown as Runner.RunnerContext
       const jobId = Clients.uniqueId("effect-bq-load-attach")
       const first = yield* Runner.runJob(ctx, jobId, configuration, table)
@@ -463,7 +445,11 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
           const ctx = {
             rest: bq,
             location: undefined,
-            settings: { poll: pollFast, reconcile: pollFast, adminTimeout: FileLoadsOptions.defaults.adminTimeout }
+            settings: {
+              poll: Harness.pollFast,
+              reconcile: Harness.pollFast,
+              adminTimeout: FileLoadsOptions.defaults.adminTimeout
+            }
           } as unknown as Runner.RunnerContext
           return yield* Runner.runJob(ctx, Clients.uniqueId(`effect-bq-load-${codec}`), {
             load: {
@@ -498,7 +484,7 @@ layer(layers, { timeout: "180 seconds" })("BigQuery file loads on the emulators"
         Stream.run(BigQuerySink.fileLoads({
           table,
           serializer,
-          writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${bucket}`, poll: pollFast }),
+          writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${bucket}`, poll: Harness.pollFast }),
           checkpoint: { resume, every: 10, position: () => 1 }
         }))
       )

@@ -6,14 +6,10 @@
  */
 import { assert, layer } from "@effect/vitest"
 import type { BigQuery } from "@google-cloud/bigquery"
-import { Duration, Effect, Exit, Layer, Schema, Stream } from "effect"
+import { Effect, Exit, Schema, Stream } from "effect"
 import { BigQuerySink, RowSerializer, TableDestination, TableSchema, WriteMethod } from "../../../src/BigQuery/index.ts"
-import * as retryPolicy from "../../../src/internal/retryPolicy.ts"
-import { Checkpoint, CheckpointStore, GcsClient, type RetryPolicyInput } from "../../../src/Sink.ts"
-import { BigQueryEmulator } from "../../support/BigQueryEmulator.ts"
-import * as Clients from "../../support/clients.ts"
-import { GcsEmulator } from "../../support/GcsEmulator.ts"
-import { testLayer } from "./emulatorClient.ts"
+import { Checkpoint, CheckpointStore, type RetryPolicyInput } from "../../../src/Sink.ts"
+import * as Harness from "./fileLoadsHarness.ts"
 
 /** Every column type but BIGNUMERIC (pinned below), with REPEATED and RECORD. */
 const schema: TableSchema.TableSchema = {
@@ -194,30 +190,7 @@ const without = (drop: ReadonlyArray<string>) => {
   }
 }
 
-const pollFast = retryPolicy.backoff({
-  initialBackoff: Duration.millis(10),
-  maxBackoff: Duration.millis(50),
-  maxAttempts: 1000
-})
-
-const gcsClientLayer = Layer.unwrap(Effect.gen(function*() {
-  const gcs = yield* GcsEmulator
-  return GcsClient.layer({ projectId: "test-project", emulator: { rest: `127.0.0.1:${gcs.port}` } })
-}))
-
-const layers = Layer.mergeAll(testLayer, Layer.provideMerge(gcsClientLayer, GcsEmulator.layer))
-
-const setup = Effect.gen(function*() {
-  const emulator = yield* BigQueryEmulator
-  const gcs = yield* GcsEmulator
-  const bq = yield* Clients.bigQuery(emulator)
-  const storage = yield* Clients.storage(gcs)
-  const datasetId = Clients.uniqueId("types")
-  const bucket = Clients.uniqueId("typestage").replaceAll("_", "-")
-  yield* Effect.tryPromise(() => bq.createDataset(datasetId))
-  yield* Effect.tryPromise(() => storage.createBucket(bucket))
-  return { projectId: emulator.projectId, bq, datasetId, bucket }
-})
+const setup = Effect.map(Harness.freshSetup("types"), (s) => ({ ...s, projectId: s.emulator.projectId }))
 
 /** A query's rows as plain JSON values: integers as strings, bytes as arrays, NUMERIC as its digits. */
 const plain = (v: unknown): unknown => {
@@ -263,7 +236,7 @@ const load = (
     const table = TableDestination.makeUnsafe({ projectId: at.projectId, datasetId: at.datasetId, tableId })
     const writeMethod = WriteMethod.fileLoads({
       stagingPath: `gs://${at.bucket}/${tableId}`,
-      poll: pollFast,
+      poll: Harness.pollFast,
       ...(reconcile === undefined ? {} : { reconcile })
     })
     if (mode === "batch") {
@@ -284,7 +257,7 @@ const load = (
 
 const causeOf = <A, E>(exit: Exit.Exit<A, E>) => (Exit.isFailure(exit) ? String(exit.cause) : "")
 
-layer(layers, { timeout: "180 seconds" })("BigQuery file loads: every column type on the emulators", (it) => {
+layer(Harness.layers, { timeout: "180 seconds" })("BigQuery file loads: every column type on the emulators", (it) => {
   for (const mode of ["batch", "streaming"] as const) {
     // bqemulator reads a file with a decimal column through another reader, which cannot take TIME
     // (pinned below): NUMERIC round-trips in a table of its own, every other type with TIME

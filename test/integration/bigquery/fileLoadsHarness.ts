@@ -1,0 +1,40 @@
+/**
+ * What the file-loads emulator tests share: bqemulator beside fake-gcs-server, a polling policy fast
+ * enough for jobs that finish inside `jobs.insert`, and a fresh dataset and staging bucket per test.
+ */
+import { Duration, Effect, Layer } from "effect"
+import * as retryPolicy from "../../../src/internal/retryPolicy.ts"
+import { GcsClient } from "../../../src/Sink.ts"
+import { BigQueryEmulator } from "../../support/BigQueryEmulator.ts"
+import * as Clients from "../../support/clients.ts"
+import { GcsEmulator } from "../../support/GcsEmulator.ts"
+import { testLayer } from "./emulatorClient.ts"
+
+/** Load-job polling for the emulator, whose jobs are done when inserted. */
+export const pollFast = retryPolicy.backoff({
+  initialBackoff: Duration.millis(10),
+  maxBackoff: Duration.millis(50),
+  maxAttempts: 1000
+})
+
+const gcsClientLayer = Layer.unwrap(Effect.gen(function*() {
+  const gcs = yield* GcsEmulator
+  return GcsClient.layer({ projectId: "test-project", emulator: { rest: `127.0.0.1:${gcs.port}` } })
+}))
+
+/** Both emulators, the sinks' BigQuery client and a `GcsClient` on fake-gcs-server. */
+export const layers = Layer.mergeAll(testLayer, Layer.provideMerge(gcsClientLayer, GcsEmulator.layer))
+
+/** A new dataset (`<prefix>_…`) and staging bucket, with raw clients of both emulators. */
+export const freshSetup = (prefix: string) =>
+  Effect.gen(function*() {
+    const emulator = yield* BigQueryEmulator
+    const gcs = yield* GcsEmulator
+    const bq = yield* Clients.bigQuery(emulator)
+    const storage = yield* Clients.storage(gcs)
+    const datasetId = Clients.uniqueId(prefix)
+    const bucket = Clients.uniqueId(`${prefix}stage`).replaceAll("_", "-")
+    yield* Effect.tryPromise(() => bq.createDataset(datasetId))
+    yield* Effect.tryPromise(() => storage.createBucket(bucket))
+    return { emulator, bq, storage, datasetId, bucket }
+  })
