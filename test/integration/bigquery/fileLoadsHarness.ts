@@ -25,6 +25,13 @@ const gcsClientLayer = Layer.unwrap(Effect.gen(function*() {
 /** Both emulators, the sinks' BigQuery client and a `GcsClient` on fake-gcs-server. */
 export const layers = Layer.mergeAll(testLayer, Layer.provideMerge(gcsClientLayer, GcsEmulator.layer))
 
+/** `call` within 15 s, else a defect naming it (a test's own emulator calls have no deadline of the library's). */
+const answered = <A, E>(name: string, call: Effect.Effect<A, E>) =>
+  Effect.timeoutOrElse(call, {
+    duration: "15 seconds",
+    orElse: () => Effect.die(new Error(`${name} was not answered within 15 s`))
+  })
+
 /** A new dataset (`<prefix>_…`) and staging bucket, with raw clients of both emulators. */
 export const freshSetup = (prefix: string) =>
   Effect.gen(function*() {
@@ -34,7 +41,7 @@ export const freshSetup = (prefix: string) =>
     const storage = yield* Clients.storage(gcs)
     const datasetId = Clients.uniqueId(prefix)
     const bucket = Clients.uniqueId(`${prefix}stage`).replaceAll("_", "-")
-    yield* Effect.tryPromise(() => bq.createDataset(datasetId))
-    yield* Effect.tryPromise(() => storage.createBucket(bucket))
+    yield* answered("bqemulator datasets.insert", Effect.tryPromise(() => bq.createDataset(datasetId)))
+    yield* answered("fake-gcs-server buckets.insert", Effect.tryPromise(() => storage.createBucket(bucket)))
     return { emulator, bq, storage, datasetId, bucket }
   })
