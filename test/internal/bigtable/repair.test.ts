@@ -38,6 +38,20 @@ const until = (what: string, check: Effect.Effect<boolean, string>, step: Effect
   })
 
 // one at a time: the first test reads the process-wide parked-entries gauge
+/** A writer routing `table/row` keys to their tables, creating missing ones on a 3-attempt recovery budget. */
+const creatingWriter = (fake: ReturnType<typeof makeFake>) =>
+  BigtableSink.writer({
+    destinationResolver: (key: string) => tableOf(key.split("/")[0] ?? ""),
+    serializer: entry,
+    createDisposition: "CREATE_IF_NEEDED",
+    tableCreateOptions: { columnFamilies: { cf: {} } },
+    writeMethod: WriteMethod.atLeastOnce({
+      // each entry is sent at once, not after the batch delay
+      batchElementCount: 1,
+      recovery: { initialBackoff: "1 second", maxBackoff: "1 second", maxAttempts: 3 }
+    })
+  }).pipe(Effect.provide(fake.layer))
+
 describe("Bigtable table repair", { concurrent: false }, () => {
   it.effect("tables arriving while others are created are all created: the budget is per table", () =>
     Effect.gen(function*() {
@@ -48,17 +62,7 @@ describe("Bigtable table repair", { concurrent: false }, () => {
         createTableGate: (name) => new Promise((resolve) => void gates.set(name, () => resolve()))
       })
       const names = Array.from({ length: 8 }, (_, i) => `t${i}`)
-      const writer = yield* BigtableSink.writer({
-        destinationResolver: (key: string) => tableOf(key.split("/")[0] ?? ""),
-        serializer: entry,
-        createDisposition: "CREATE_IF_NEEDED",
-        tableCreateOptions: { columnFamilies: { cf: {} } },
-        writeMethod: WriteMethod.atLeastOnce({
-          // each entry is sent at once, not after the batch delay
-          batchElementCount: 1,
-          recovery: { initialBackoff: "1 second", maxBackoff: "1 second", maxAttempts: 3 }
-        })
-      }).pipe(Effect.provide(fake.layer))
+      const writer = yield* creatingWriter(fake)
       const parkedAtStart = (yield* Metric.value(BigtableMetrics.parkedEntries)).value
       // a failed writer fails even an empty write at once: the poll stops on it with its error
       const alive = Effect.flatMap(
@@ -103,16 +107,7 @@ describe("Bigtable table repair", { concurrent: false }, () => {
         tables,
         createTableGate: (name) => (name.endsWith("/bad") ? Promise.reject(unavailable) : Promise.resolve())
       })
-      const writer = yield* BigtableSink.writer({
-        destinationResolver: (key: string) => tableOf(key.split("/")[0] ?? ""),
-        serializer: entry,
-        createDisposition: "CREATE_IF_NEEDED",
-        tableCreateOptions: { columnFamilies: { cf: {} } },
-        writeMethod: WriteMethod.atLeastOnce({
-          batchElementCount: 1,
-          recovery: { initialBackoff: "1 second", maxBackoff: "1 second", maxAttempts: 3 }
-        })
-      }).pipe(Effect.provide(fake.layer))
+      const writer = yield* creatingWriter(fake)
       yield* writer.write(["bad/r", "good/r"])
       let error: unknown
       yield* until(
