@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Checks oxlint cannot express (STYLE.md sections 10 and 12), on code lines of src/ (comments and
-# JSDoc examples are skipped): no Promise-style code, no type-checker escapes, no ambient time or env.
+# JSDoc examples are skipped): no Promise-style code, no type-checker escapes, no ambient time or env;
+# and that emulator suites run on the live clock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 status=0
@@ -19,4 +20,13 @@ check '\basync\b|(^|[^.])\bawait\b|\.then\(|new Promise\b|Effect\.run(Promise|Sy
 check 'as any\b|: any\b|<any>|@ts-ignore|@ts-expect-error|as never\b' "src/ must not escape the type checker"
 check '\bprocess\.env\b|\bsetTimeout\(|\bsetInterval\(|\bDate\.now\(' \
   "src/ must not read process.env or use timers or Date.now: use Config, Clock and Schedule"
+# Emulator suites run on the live clock: under the TestClock of @effect/vitest's layer() the
+# library's deadlines and retry backoffs never fire, so a transient emulator error retried hangs
+# the test until vitest's timeout, and a deadline under test cannot fail it.
+frozen=$(grep -rnE '^\s*layer\(' test/integration | grep -v 'excludeTestServices: true' || true)
+if [ -n "$frozen" ]; then
+  printf '%s\n' "$frozen" >&2
+  echo "check-src: emulator suites (test/integration) must pass layer(..., { excludeTestServices: true })" >&2
+  status=1
+fi
 exit $status

@@ -25,11 +25,14 @@ const gcsClientLayer = Layer.unwrap(Effect.gen(function*() {
 /** Both emulators, the sinks' BigQuery client and a `GcsClient` on fake-gcs-server. */
 export const layers = Layer.mergeAll(testLayer, Layer.provideMerge(gcsClientLayer, GcsEmulator.layer))
 
-/** `call` within 15 s, else a defect naming it (a test's own emulator calls have no deadline of the library's). */
-const answered = <A, E>(name: string, call: Effect.Effect<A, E>) =>
+/**
+ * `call` within `seconds` (15), else a defect naming it: a test's own emulator calls have no deadline
+ * of the library's, and a hang should say where it is.
+ */
+export const answered = <A, E, R>(name: string, call: Effect.Effect<A, E, R>, seconds = 15) =>
   Effect.timeoutOrElse(call, {
-    duration: "15 seconds",
-    orElse: () => Effect.die(new Error(`${name} was not answered within 15 s`))
+    duration: Duration.seconds(seconds),
+    orElse: () => Effect.die(new Error(`${name} was not answered within ${seconds} s`))
   })
 
 /** A new dataset (`<prefix>_…`) and staging bucket, with raw clients of both emulators. */

@@ -257,64 +257,74 @@ const load = (
 
 const causeOf = <A, E>(exit: Exit.Exit<A, E>) => (Exit.isFailure(exit) ? String(exit.cause) : "")
 
-layer(Harness.layers, { timeout: "180 seconds" })("BigQuery file loads: every column type on the emulators", (it) => {
-  for (const mode of ["batch", "streaming"] as const) {
-    // bqemulator reads a file with a decimal column through another reader, which cannot take TIME
-    // (pinned below): NUMERIC round-trips in a table of its own, every other type with TIME
-    it.effect(`${mode}: every type but NUMERIC, each at its extremes and null, round-trips value for value`, () =>
+layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
+  "BigQuery file loads: every column type on the emulators",
+  (it) => {
+    for (const mode of ["batch", "streaming"] as const) {
+      // bqemulator reads a file with a decimal column through another reader, which cannot take TIME
+      // (pinned below): NUMERIC round-trips in a table of its own, every other type with TIME
+      it.effect(`${mode}: every type but NUMERIC, each at its extremes and null, round-trips value for value`, () =>
+        Effect.gen(function*() {
+          const at = yield* setup
+          const { back, inputs, schema: tableSchema } = without(["n", "rec.n"])
+          const summary = yield* Harness.answered(
+            `${mode} load`,
+            load(mode, at, tableSchema, inputs, `all_${mode}`),
+            30
+          )
+          assert.strictEqual(summary.recordsWritten, inputs.length)
+          assert.strictEqual(summary.recordsFailed, 0)
+          assert.deepStrictEqual(
+            yield* Harness.answered("read back", readBack(at.bq, `${at.projectId}.${at.datasetId}.all_${mode}`)),
+            back
+          )
+        }))
+
+      it.effect(`${mode}: NUMERIC at its extremes and null, beside every type but TIME, round-trips value for value`, () =>
+        Effect.gen(function*() {
+          const at = yield* setup
+          const { back, inputs, schema: tableSchema } = without(["t"])
+          const summary = yield* load(mode, at, tableSchema, inputs, `numeric_${mode}`)
+          assert.strictEqual(summary.recordsWritten, inputs.length)
+          assert.deepStrictEqual(yield* readBack(at.bq, `${at.projectId}.${at.datasetId}.numeric_${mode}`), back)
+        }))
+    }
+
+    it.effect("deviation: bqemulator cannot load a file holding both a decimal and a time-micros column (BigQuery can)", () =>
       Effect.gen(function*() {
+        // its reader for files with a decimal column (fastavro to Arrow) maps time-micros to int64
         const at = yield* setup
-        const { back, inputs, schema: tableSchema } = without(["n", "rec.n"])
-        const summary = yield* load(mode, at, tableSchema, inputs, `all_${mode}`)
-        assert.strictEqual(summary.recordsWritten, inputs.length)
-        assert.strictEqual(summary.recordsFailed, 0)
-        assert.deepStrictEqual(yield* readBack(at.bq, `${at.projectId}.${at.datasetId}.all_${mode}`), back)
+        const tableSchema: TableSchema.TableSchema = {
+          fields: [
+            TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" }),
+            TableSchema.field({ name: "n", type: "NUMERIC" }),
+            TableSchema.field({ name: "t", type: "TIME" })
+          ]
+        }
+        const exit = yield* Effect.exit(load("batch", at, tableSchema, [{ id: 1, n: "1.5", t: "01:02:03" }], "n_and_t"))
+        assert.match(causeOf(exit), /FileLoadFailed/)
+        assert.match(causeOf(exit), /datetime\.time/)
       }))
 
-    it.effect(`${mode}: NUMERIC at its extremes and null, beside every type but TIME, round-trips value for value`, () =>
+    it.effect("deviation: bqemulator has no BIGNUMERIC (DuckDB DECIMAL is at most 38 digits; BigQuery loads decimal 77/38)", () =>
       Effect.gen(function*() {
         const at = yield* setup
-        const { back, inputs, schema: tableSchema } = without(["t"])
-        const summary = yield* load(mode, at, tableSchema, inputs, `numeric_${mode}`)
-        assert.strictEqual(summary.recordsWritten, inputs.length)
-        assert.deepStrictEqual(yield* readBack(at.bq, `${at.projectId}.${at.datasetId}.numeric_${mode}`), back)
+        const tableSchema: TableSchema.TableSchema = {
+          fields: [
+            TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" }),
+            TableSchema.field({ name: "bn", type: "BIGNUMERIC" })
+          ]
+        }
+        const exit = yield* Effect.exit(
+          // one attempt: the emulator's 500 is not worth the default budget
+          load("batch", at, tableSchema, [{ id: 1, bn: "1.5" }], "bignumeric", {
+            initialBackoff: "10 millis",
+            maxBackoff: "20 millis",
+            maxAttempts: 1
+          })
+        )
+        // the table cannot even be created there (pinned for the Storage Write path in schema.test.ts)
+        assert.match(causeOf(exit), /TableAdminFailed: tables\.insert .*bignumeric: internalError/)
       }))
   }
-
-  it.effect("deviation: bqemulator cannot load a file holding both a decimal and a time-micros column (BigQuery can)", () =>
-    Effect.gen(function*() {
-      // its reader for files with a decimal column (fastavro to Arrow) maps time-micros to int64
-      const at = yield* setup
-      const tableSchema: TableSchema.TableSchema = {
-        fields: [
-          TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" }),
-          TableSchema.field({ name: "n", type: "NUMERIC" }),
-          TableSchema.field({ name: "t", type: "TIME" })
-        ]
-      }
-      const exit = yield* Effect.exit(load("batch", at, tableSchema, [{ id: 1, n: "1.5", t: "01:02:03" }], "n_and_t"))
-      assert.match(causeOf(exit), /FileLoadFailed/)
-      assert.match(causeOf(exit), /datetime\.time/)
-    }))
-
-  it.effect("deviation: bqemulator has no BIGNUMERIC (DuckDB DECIMAL is at most 38 digits; BigQuery loads decimal 77/38)", () =>
-    Effect.gen(function*() {
-      const at = yield* setup
-      const tableSchema: TableSchema.TableSchema = {
-        fields: [
-          TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" }),
-          TableSchema.field({ name: "bn", type: "BIGNUMERIC" })
-        ]
-      }
-      const exit = yield* Effect.exit(
-        // one attempt: the emulator's 500 is not worth the default budget
-        load("batch", at, tableSchema, [{ id: 1, bn: "1.5" }], "bignumeric", {
-          initialBackoff: "10 millis",
-          maxBackoff: "20 millis",
-          maxAttempts: 1
-        })
-      )
-      // the table cannot even be created there (pinned for the Storage Write path in schema.test.ts)
-      assert.match(causeOf(exit), /TableAdminFailed: tables\.insert .*bignumeric: internalError/)
-    }))
-})
+)

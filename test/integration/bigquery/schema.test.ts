@@ -145,84 +145,91 @@ const roundTrip = <S extends Schema.Top>(
       )))
   }).pipe(Effect.scoped)
 
-layer(BigQueryEmulator.layer, { timeout: "120 seconds" })("BigQuery schemas on the emulator", (it) => {
-  it.effect("a derived table with every supported type accepts encoded rows; a query reads the same values", () =>
-    Effect.gen(function*() {
-      const [all, wkt] = yield* roundTrip(Row, rows, ["* EXCEPT (g)", "id, ST_ASTEXT(g) AS g"])
-      assert.deepStrictEqual(all, [
-        {
-          id: "1",
-          s: "héllo 😀",
-          b: [0, 1, 255],
-          i: "-9223372036854775808",
-          f: 1.5,
-          n: "-12345678901234567890123456789.123456789",
-          ok: true,
-          ts: "2024-05-06T07:08:09.123Z",
-          d: "2024-02-29",
-          t: "23:59:59.999999",
-          dt: "2024-05-06T07:08:09.500000",
-          j: "{\"a\":[1,\"x\",null],\"b\":true}",
-          tags: ["a", "b"],
-          rd: { start: "2024-01-01", end: "2024-12-31" }
-        },
-        {
-          id: "2",
-          s: "",
-          b: null,
-          i: "9223372036854775807",
-          f: -0.25,
-          n: "0",
-          ok: false,
-          ts: "0001-01-01T00:00:00.000Z",
-          d: "0001-01-01",
-          t: "00:00:00",
-          dt: "9999-12-31T23:59:59.999999",
-          j: "[]",
-          tags: [],
-          // both bounds missing: an unbounded range, which the client spells UNBOUNDED here
-          rd: { start: "UNBOUNDED", end: "UNBOUNDED" }
-        }
-      ])
-      // Emulator deviation: a plain GEOGRAPHY column reads back as WKB bytes, and ST_ASTEXT writes
-      // "POINT (1 2)" where BigQuery writes "POINT(1 2)": the same geometries, spelled differently.
-      assert.deepStrictEqual(wkt, [{ id: "1", g: "POINT (1 2)" }, { id: "2", g: "LINESTRING (0 0, 1 1)" }])
-    }))
+layer(BigQueryEmulator.layer, { timeout: "120 seconds", excludeTestServices: true })(
+  "BigQuery schemas on the emulator",
+  (it) => {
+    it.effect("a derived table with every supported type accepts encoded rows; a query reads the same values", () =>
+      Effect.gen(function*() {
+        const [all, wkt] = yield* roundTrip(Row, rows, ["* EXCEPT (g)", "id, ST_ASTEXT(g) AS g"])
+        assert.deepStrictEqual(all, [
+          {
+            id: "1",
+            s: "héllo 😀",
+            b: [0, 1, 255],
+            i: "-9223372036854775808",
+            f: 1.5,
+            n: "-12345678901234567890123456789.123456789",
+            ok: true,
+            ts: "2024-05-06T07:08:09.123Z",
+            d: "2024-02-29",
+            t: "23:59:59.999999",
+            dt: "2024-05-06T07:08:09.500000",
+            j: "{\"a\":[1,\"x\",null],\"b\":true}",
+            tags: ["a", "b"],
+            rd: { start: "2024-01-01", end: "2024-12-31" }
+          },
+          {
+            id: "2",
+            s: "",
+            b: null,
+            i: "9223372036854775807",
+            f: -0.25,
+            n: "0",
+            ok: false,
+            ts: "0001-01-01T00:00:00.000Z",
+            d: "0001-01-01",
+            t: "00:00:00",
+            dt: "9999-12-31T23:59:59.999999",
+            j: "[]",
+            tags: [],
+            // both bounds missing: an unbounded range, which the client spells UNBOUNDED here
+            rd: { start: "UNBOUNDED", end: "UNBOUNDED" }
+          }
+        ])
+        // Emulator deviation: a plain GEOGRAPHY column reads back as WKB bytes, and ST_ASTEXT writes
+        // "POINT (1 2)" where BigQuery writes "POINT(1 2)": the same geometries, spelled differently.
+        assert.deepStrictEqual(wkt, [{ id: "1", g: "POINT (1 2)" }, { id: "2", g: "LINESTRING (0 0, 1 1)" }])
+      }))
 
-  it.effect("emulator deviation: BIGNUMERIC columns cannot be created (HTTP 500, DuckDB DECIMAL is at most 38 digits)", () =>
-    Effect.gen(function*() {
-      const exit = yield* Effect.exit(
-        roundTrip(Schema.Struct({ id: Schema.Int, v: Schema.String.pipe(BigQueryType.annotate("BIGNUMERIC")) }), [], [])
-      )
-      assert.isTrue(Exit.isFailure(exit))
-      assert.include(String(exit), "An internal error occurred")
-    }))
+    it.effect("emulator deviation: BIGNUMERIC columns cannot be created (HTTP 500, DuckDB DECIMAL is at most 38 digits)", () =>
+      Effect.gen(function*() {
+        const exit = yield* Effect.exit(
+          roundTrip(
+            Schema.Struct({ id: Schema.Int, v: Schema.String.pipe(BigQueryType.annotate("BIGNUMERIC")) }),
+            [],
+            []
+          )
+        )
+        assert.isTrue(Exit.isFailure(exit))
+        assert.include(String(exit), "An internal error occurred")
+      }))
 
-  it.effect("emulator deviation: appends to RECORD columns fail (UNKNOWN: a STRUCT with no fields)", () =>
-    Effect.gen(function*() {
-      const exit = yield* Effect.exit(
-        roundTrip(Schema.Struct({ id: Schema.Int, rec: Schema.Struct({ name: Schema.String }) }), [{
-          id: 1,
-          rec: { name: "a" }
-        }])
-      )
-      assert.isTrue(Exit.isFailure(exit))
-      assert.include(String(exit), "STRUCT with no fields")
-    }))
+    it.effect("emulator deviation: appends to RECORD columns fail (UNKNOWN: a STRUCT with no fields)", () =>
+      Effect.gen(function*() {
+        const exit = yield* Effect.exit(
+          roundTrip(Schema.Struct({ id: Schema.Int, rec: Schema.Struct({ name: Schema.String }) }), [{
+            id: 1,
+            rec: { name: "a" }
+          }])
+        )
+        assert.isTrue(Exit.isFailure(exit))
+        assert.include(String(exit), "STRUCT with no fields")
+      }))
 
-  it.effect("emulator deviation: FLOAT64 ±Infinity reads back as NaN (BigQuery keeps infinities)", () =>
-    Effect.gen(function*() {
-      const [read] = yield* roundTrip(Schema.Struct({ id: Schema.Int, f: Schema.Number }), [
-        { id: 1, f: Number.NaN },
-        { id: 2, f: Infinity },
-        { id: 3, f: -Infinity },
-        { id: 4, f: -0 }
-      ])
-      assert.deepStrictEqual(read, [
-        { id: "1", f: Number.NaN },
-        { id: "2", f: Number.NaN },
-        { id: "3", f: Number.NaN },
-        { id: "4", f: -0 }
-      ])
-    }))
-})
+    it.effect("emulator deviation: FLOAT64 ±Infinity reads back as NaN (BigQuery keeps infinities)", () =>
+      Effect.gen(function*() {
+        const [read] = yield* roundTrip(Schema.Struct({ id: Schema.Int, f: Schema.Number }), [
+          { id: 1, f: Number.NaN },
+          { id: 2, f: Infinity },
+          { id: 3, f: -Infinity },
+          { id: 4, f: -0 }
+        ])
+        assert.deepStrictEqual(read, [
+          { id: "1", f: Number.NaN },
+          { id: "2", f: Number.NaN },
+          { id: "3", f: Number.NaN },
+          { id: "4", f: -0 }
+        ])
+      }))
+  }
+)

@@ -92,71 +92,74 @@ const failureOf = <E>(exit: Exit.Exit<unknown, E>): E | undefined => {
   return reason?._tag === "Fail" ? reason.error : undefined
 }
 
-layer(GcsEmulator.layer, { timeout: "120 seconds" })("fake-gcs-server preconditions", (it) => {
-  it.effect("multipart uploads honour ifGenerationMatch: 0 is create-only, a stale generation is a 412", () =>
-    Effect.gen(function*() {
-      const { bucket, storage } = yield* freshBucket
-      const simple = { resumable: false } as const
-      assert.strictEqual(yield* upload(storage, bucket, "o", "1", { ...simple, ifGenerationMatch: 0 }), "ok")
-      const first = yield* generationOf(storage, bucket, "o")
-      assert.strictEqual(yield* upload(storage, bucket, "o", "2", { ...simple, ifGenerationMatch: 0 }), 412)
-      assert.strictEqual(yield* upload(storage, bucket, "o", "2", { ...simple, ifGenerationMatch: "1" }), 412)
-      assert.strictEqual(yield* upload(storage, bucket, "o", "2", { ...simple, ifGenerationMatch: first }), "ok")
-      const second = yield* generationOf(storage, bucket, "o")
-      assert.notStrictEqual(second, first)
-      assert.isTrue(BigInt(second) > BigInt(first), "generations grow")
-      // the old generation is gone from this unversioned bucket, as on Cloud Storage
-      assert.strictEqual(yield* upload(storage, bucket, "o", "3", { ...simple, ifGenerationMatch: first }), 412)
-      const [body] = yield* Effect.tryPromise(() => storage.bucket(bucket).file("o").download())
-      assert.strictEqual(body.toString(), "2")
-      const old = yield* Effect.exit(
-        Effect.tryPromise(() => storage.bucket(bucket).file("o", { generation: first }).download())
-      )
-      assert.strictEqual(statusOf(old), 404, "a replaced generation reads as 404")
-    }))
-
-  it.effect("of concurrent multipart uploads on one generation exactly one lands", () =>
-    Effect.gen(function*() {
-      const { bucket, storage } = yield* freshBucket
-      for (let round = 0; round < 5; round++) {
-        const name = `race-${round}`
-        assert.strictEqual(
-          yield* upload(storage, bucket, name, "base", { resumable: false, ifGenerationMatch: 0 }),
-          "ok"
+layer(GcsEmulator.layer, { timeout: "120 seconds", excludeTestServices: true })(
+  "fake-gcs-server preconditions",
+  (it) => {
+    it.effect("multipart uploads honour ifGenerationMatch: 0 is create-only, a stale generation is a 412", () =>
+      Effect.gen(function*() {
+        const { bucket, storage } = yield* freshBucket
+        const simple = { resumable: false } as const
+        assert.strictEqual(yield* upload(storage, bucket, "o", "1", { ...simple, ifGenerationMatch: 0 }), "ok")
+        const first = yield* generationOf(storage, bucket, "o")
+        assert.strictEqual(yield* upload(storage, bucket, "o", "2", { ...simple, ifGenerationMatch: 0 }), 412)
+        assert.strictEqual(yield* upload(storage, bucket, "o", "2", { ...simple, ifGenerationMatch: "1" }), 412)
+        assert.strictEqual(yield* upload(storage, bucket, "o", "2", { ...simple, ifGenerationMatch: first }), "ok")
+        const second = yield* generationOf(storage, bucket, "o")
+        assert.notStrictEqual(second, first)
+        assert.isTrue(BigInt(second) > BigInt(first), "generations grow")
+        // the old generation is gone from this unversioned bucket, as on Cloud Storage
+        assert.strictEqual(yield* upload(storage, bucket, "o", "3", { ...simple, ifGenerationMatch: first }), 412)
+        const [body] = yield* Effect.tryPromise(() => storage.bucket(bucket).file("o").download())
+        assert.strictEqual(body.toString(), "2")
+        const old = yield* Effect.exit(
+          Effect.tryPromise(() => storage.bucket(bucket).file("o", { generation: first }).download())
         )
-        const generation = yield* generationOf(storage, bucket, name)
-        const outcomes = yield* Effect.forEach(
-          Array.from({ length: 8 }, (_, i) => i),
-          (i) => upload(storage, bucket, name, `c${i}`, { resumable: false, ifGenerationMatch: generation }),
-          { concurrency: "unbounded" }
+        assert.strictEqual(statusOf(old), 404, "a replaced generation reads as 404")
+      }))
+
+    it.effect("of concurrent multipart uploads on one generation exactly one lands", () =>
+      Effect.gen(function*() {
+        const { bucket, storage } = yield* freshBucket
+        for (let round = 0; round < 5; round++) {
+          const name = `race-${round}`
+          assert.strictEqual(
+            yield* upload(storage, bucket, name, "base", { resumable: false, ifGenerationMatch: 0 }),
+            "ok"
+          )
+          const generation = yield* generationOf(storage, bucket, name)
+          const outcomes = yield* Effect.forEach(
+            Array.from({ length: 8 }, (_, i) => i),
+            (i) => upload(storage, bucket, name, `c${i}`, { resumable: false, ifGenerationMatch: generation }),
+            { concurrency: "unbounded" }
+          )
+          assert.strictEqual(outcomes.filter((o) => o === "ok").length, 1, `round ${round}: ${outcomes.join(",")}`)
+          assert.strictEqual(outcomes.filter((o) => o === 412).length, 7)
+        }
+      }))
+
+    it.effect("deviation (pinned): resumable uploads ignore ifGenerationMatch, so the store uses multipart", () =>
+      Effect.gen(function*() {
+        const { bucket, storage } = yield* freshBucket
+        assert.strictEqual(yield* upload(storage, bucket, "r", "1", { resumable: true, ifGenerationMatch: 0 }), "ok")
+        // Cloud Storage answers 412 here; fake-gcs-server overwrites.
+        assert.strictEqual(yield* upload(storage, bucket, "r", "2", { resumable: true, ifGenerationMatch: 0 }), "ok")
+        assert.strictEqual(yield* upload(storage, bucket, "r", "3", { resumable: true, ifGenerationMatch: "1" }), "ok")
+        const [body] = yield* Effect.tryPromise(() => storage.bucket(bucket).file("r").download())
+        assert.strictEqual(body.toString(), "3")
+      }))
+
+    it.effect("deviation (pinned): metadata reads ignore ifGenerationMatch (the store never relies on it)", () =>
+      Effect.gen(function*() {
+        const { bucket, storage } = yield* freshBucket
+        assert.strictEqual(yield* upload(storage, bucket, "m", "1", { resumable: false, ifGenerationMatch: 0 }), "ok")
+        // Cloud Storage answers 412 for a metadata read whose generation does not match.
+        const read = yield* Effect.exit(
+          Effect.tryPromise(() => storage.bucket(bucket).file("m").getMetadata({ ifGenerationMatch: 1 }))
         )
-        assert.strictEqual(outcomes.filter((o) => o === "ok").length, 1, `round ${round}: ${outcomes.join(",")}`)
-        assert.strictEqual(outcomes.filter((o) => o === 412).length, 7)
-      }
-    }))
-
-  it.effect("deviation (pinned): resumable uploads ignore ifGenerationMatch, so the store uses multipart", () =>
-    Effect.gen(function*() {
-      const { bucket, storage } = yield* freshBucket
-      assert.strictEqual(yield* upload(storage, bucket, "r", "1", { resumable: true, ifGenerationMatch: 0 }), "ok")
-      // Cloud Storage answers 412 here; fake-gcs-server overwrites.
-      assert.strictEqual(yield* upload(storage, bucket, "r", "2", { resumable: true, ifGenerationMatch: 0 }), "ok")
-      assert.strictEqual(yield* upload(storage, bucket, "r", "3", { resumable: true, ifGenerationMatch: "1" }), "ok")
-      const [body] = yield* Effect.tryPromise(() => storage.bucket(bucket).file("r").download())
-      assert.strictEqual(body.toString(), "3")
-    }))
-
-  it.effect("deviation (pinned): metadata reads ignore ifGenerationMatch (the store never relies on it)", () =>
-    Effect.gen(function*() {
-      const { bucket, storage } = yield* freshBucket
-      assert.strictEqual(yield* upload(storage, bucket, "m", "1", { resumable: false, ifGenerationMatch: 0 }), "ok")
-      // Cloud Storage answers 412 for a metadata read whose generation does not match.
-      const read = yield* Effect.exit(
-        Effect.tryPromise(() => storage.bucket(bucket).file("m").getMetadata({ ifGenerationMatch: 1 }))
-      )
-      assert.strictEqual(statusOf(read), "ok")
-    }))
-})
+        assert.strictEqual(statusOf(read), "ok")
+      }))
+  }
+)
 
 // The real clock: deadlines and retry waits are the behaviour under test.
 layer(GcsEmulator.layer, { timeout: "120 seconds", excludeTestServices: true })("CheckpointStore.gcs", (it) => {
@@ -406,7 +409,7 @@ layer(GcsEmulator.layer, { timeout: "120 seconds", excludeTestServices: true })(
 })
 
 describe("CheckpointStore.gcs options", () => {
-  layer(GcsEmulator.layer)((it) => {
+  layer(GcsEmulator.layer, { excludeTestServices: true })((it) => {
     it.effect("invalid options are SinkConfigErrors naming the option, before any request", () =>
       Effect.gen(function*() {
         const emulator = yield* GcsEmulator

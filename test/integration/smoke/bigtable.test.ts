@@ -6,7 +6,7 @@ import { Effect } from "effect"
 import { BigtableEmulator } from "../../support/BigtableEmulator.ts"
 import * as Clients from "../../support/clients.ts"
 
-layer(BigtableEmulator.layer, { timeout: "60 seconds" })("Bigtable emulator", (it) => {
+layer(BigtableEmulator.layer, { timeout: "60 seconds", excludeTestServices: true })("Bigtable emulator", (it) => {
   it.effect("creates a table with a family, writes rows and reads them back", () =>
     Effect.gen(function*() {
       const emulator = yield* BigtableEmulator

@@ -12,7 +12,7 @@ import { GcsEmulator } from "../../support/GcsEmulator.ts"
 
 const bucketName = () => Clients.uniqueId("smoke").replaceAll("_", "-")
 
-layer(GcsEmulator.layer, { timeout: "60 seconds" })("GCS emulator", (it) => {
+layer(GcsEmulator.layer, { timeout: "60 seconds", excludeTestServices: true })("GCS emulator", (it) => {
   it.effect("uploads and downloads objects, simple and resumable", () =>
     Effect.gen(function*() {
       const emulator = yield* GcsEmulator
