@@ -380,15 +380,7 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
             createDisposition: "CREATE_NEVER"
           }
         }
-        const ctx = {
-          rest: bq,
-          location: undefined,
-          settings: {
-            poll: Harness.pollFast,
-            reconcile: Harness.pollFast,
-            adminTimeout: FileLoadsOptions.defaults.adminTimeout
-          }
-        } as unknown as Runner.RunnerContext
+        const ctx = Harness.runnerContext(bq)
         const jobId = Clients.uniqueId("effect-bq-load-attach")
         const first = yield* Runner.runJob(ctx, jobId, configuration, table)
         assert.deepStrictEqual(first, { jobId, outcome: "ran" })
@@ -444,15 +436,7 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
         const load = (codec: "zstandard" | "deflate") =>
           Effect.exit(Effect.gen(function*() {
             yield* upload(codec)
-            const ctx = {
-              rest: bq,
-              location: undefined,
-              settings: {
-                poll: Harness.pollFast,
-                reconcile: Harness.pollFast,
-                adminTimeout: FileLoadsOptions.defaults.adminTimeout
-              }
-            } as unknown as Runner.RunnerContext
+            const ctx = Harness.runnerContext(bq)
             return yield* Runner.runJob(ctx, Clients.uniqueId(`effect-bq-load-${codec}`), {
               load: {
                 sourceUris: [`gs://${bucket}/${codec}.avro`],

@@ -2,7 +2,10 @@
  * What the file-loads emulator tests share: bqemulator beside fake-gcs-server, a polling policy fast
  * enough for jobs that finish inside `jobs.insert`, and a fresh dataset and staging bucket per test.
  */
+import type { BigQuery } from "@google-cloud/bigquery"
 import { Duration, Effect, Layer } from "effect"
+import * as FileLoadsOptions from "../../../src/internal/bigquery/fileLoads/options.ts"
+import type * as Runner from "../../../src/internal/bigquery/fileLoads/runner.ts"
 import * as retryPolicy from "../../../src/internal/retryPolicy.ts"
 import { GcsClient } from "../../../src/Sink.ts"
 import { BigQueryEmulator } from "../../support/BigQueryEmulator.ts"
@@ -21,6 +24,17 @@ const gcsClientLayer = Layer.unwrap(Effect.gen(function*() {
   const gcs = yield* GcsEmulator
   return GcsClient.layer({ projectId: "test-project", emulator: { rest: `127.0.0.1:${gcs.port}` } })
 }))
+
+/**
+ * A runner context on `bq` for the tests that run jobs directly: fast polling, the default admin
+ * deadline, no client location (the parts of a context those jobs read).
+ */
+export const runnerContext = (bq: BigQuery): Runner.RunnerContext =>
+  ({
+    rest: bq,
+    location: undefined,
+    settings: { poll: pollFast, reconcile: pollFast, adminTimeout: FileLoadsOptions.defaults.adminTimeout }
+  }) as unknown as Runner.RunnerContext
 
 /** Both emulators, the sinks' BigQuery client and a `GcsClient` on fake-gcs-server. */
 export const layers = Layer.mergeAll(testLayer, Layer.provideMerge(gcsClientLayer, GcsEmulator.layer))
