@@ -284,9 +284,16 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
         Effect.gen(function*() {
           const at = yield* setup
           const { back, inputs, schema: tableSchema } = without(["t"])
-          const summary = yield* load(mode, at, tableSchema, inputs, `numeric_${mode}`)
+          const summary = yield* Harness.answered(
+            `${mode} load`,
+            load(mode, at, tableSchema, inputs, `numeric_${mode}`),
+            30
+          )
           assert.strictEqual(summary.recordsWritten, inputs.length)
-          assert.deepStrictEqual(yield* readBack(at.bq, `${at.projectId}.${at.datasetId}.numeric_${mode}`), back)
+          assert.deepStrictEqual(
+            yield* Harness.answered("read back", readBack(at.bq, `${at.projectId}.${at.datasetId}.numeric_${mode}`)),
+            back
+          )
         }))
     }
 
