@@ -202,7 +202,7 @@ const walkRequest = (buf: Uint8Array, row: (start: number, end: number) => void)
 }
 
 /** Parses AppendRowsRequest framing; the rows are copies. */
-const parseRequest = (buf: Uint8Array): Parsed => {
+export const parseRequest = (buf: Uint8Array): Parsed => {
   const rows: Array<Uint8Array> = []
   const header = walkRequest(buf, (start, end) => rows.push(buf.slice(start, end)))
   return { ...header, rows }

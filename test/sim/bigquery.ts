@@ -1,0 +1,570 @@
+/**
+ * Simulated BigQuery for the simulator: the Storage Write API (`AppendRows` on `_default` and
+ * BUFFERED streams, `GetWriteStream`, `CreateWriteStream`, `FlushRows`, `FinalizeWriteStream`) as a
+ * duck-typed `grpc.Client`, and the tables REST calls as a duck-typed `BigQuery`, both entering the
+ * library through `BigQueryClient.fromClients`, so the sink's own framing, listeners, deadlines and
+ * retries are what runs.
+ *
+ * **Semantics** (BigQuery's documented ones, not bqemulator's): BUFFERED streams take appends at
+ * explicit offsets (`OFFSET_ALREADY_EXISTS` below the end, `OFFSET_OUT_OF_RANGE` past it,
+ * `STREAM_FINALIZED`, `STREAM_NOT_FOUND` for an unknown or expired stream) and `FlushRows(offset)`
+ * makes rows `0..offset` inclusive visible (the state machine of `fakeBufferedStreams.ts`, shared
+ * with the loopback fake); `_default` rows are visible on the answer; answers on one stream come
+ * in request order; a descriptor with a column the table lacks is `SCHEMA_MISMATCH_EXTRA_FIELDS`.
+ *
+ * **Faults**, drawn per request from the seed's {@link Faults}: a reset before the request is
+ * applied, a reset after it was applied (a lost response), a stream that stops answering, a
+ * transient in-band error, a row rejection, a delay spike past the sink's deadline, a stream that
+ * expires once idle past the seed's window; unary calls fail transiently, lose their answer after applying, or are applied twice.
+ * Every row of a request whose outcome the sink could not learn is recorded as ambiguous.
+ */
+import type { BigQuery } from "@google-cloud/bigquery"
+import { protos } from "@google-cloud/bigquery-storage"
+import * as grpc from "@grpc/grpc-js"
+import { EventEmitter } from "node:events"
+import { parseRequest } from "../support/fakeBigQueryWrite.ts"
+import * as Buffered from "../support/fakeBufferedStreams.ts"
+import type { Process, World } from "./kernel.ts"
+import type { Rng } from "./random.ts"
+
+const v1 = protos.google.cloud.bigquery.storage.v1
+
+/** Per-request probabilities; `latency` is one way, in virtual milliseconds. */
+export interface Faults {
+  readonly latency: readonly [number, number]
+  readonly resetBeforeApply: number
+  readonly resetAfterApply: number
+  readonly hang: number
+  readonly transient: number
+  readonly rowError: number
+  readonly spike: number
+  readonly spikeMillis: number
+  /** A BUFFERED stream idle this long is gone when next touched (0: never), as BigQuery collects idle streams. */
+  readonly expireAfterMillis: number
+  readonly unaryTransient: number
+  readonly unaryLost: number
+  readonly unaryTwice: number
+  readonly restTransient: number
+}
+
+export const noFaults: Faults = {
+  latency: [1, 5],
+  resetBeforeApply: 0,
+  resetAfterApply: 0,
+  hang: 0,
+  transient: 0,
+  rowError: 0,
+  spike: 0,
+  spikeMillis: 0,
+  expireAfterMillis: 0,
+  unaryTransient: 0,
+  unaryLost: 0,
+  unaryTwice: 0,
+  restTransient: 0
+}
+
+/** Draws a fault mix: each kind is off for about half the seeds, else at a rate up to `scale`. */
+export const drawFaults = (rng: Rng, scale: number, spikeMillis: number): Faults => {
+  const rate = () => (rng.chance(0.5) ? 0 : rng.next() * scale)
+  return {
+    latency: [1, rng.between(2, 40)],
+    resetBeforeApply: rate(),
+    resetAfterApply: rate(),
+    hang: rate() / 4,
+    transient: rate(),
+    rowError: rate() / 2,
+    spike: rate() / 4,
+    spikeMillis,
+    expireAfterMillis: rng.chance(0.5) ? 0 : rng.between(600_000, 3_600_000),
+    unaryTransient: rate(),
+    unaryLost: rate(),
+    unaryTwice: rate(),
+    restTransient: rate()
+  }
+}
+
+export interface Column {
+  readonly name: string
+  readonly type: string
+  readonly mode?: string
+}
+
+export interface BigQuerySim {
+  readonly projectId: string
+  readonly createTable: (table: string, fields: ReadonlyArray<Column>) => void
+  /** Rows visible in `p.d.t`: `_default` appends and flushed BUFFERED rows. */
+  readonly visible: (table: string) => ReadonlyArray<Uint8Array>
+  /** Rows written whose outcome some sink could not learn (a reset, a lost answer, a crash). */
+  readonly ambiguous: Array<Uint8Array>
+  /** Rows the service rejected with a row error (the sink must route or fail them). */
+  readonly rejected: Array<Uint8Array>
+  /** The clients of one process, for `BigQueryClient.fromClients`. */
+  readonly clients: (
+    proc: Process
+  ) => { readonly projectId: string; readonly write: grpc.Client; readonly rest: BigQuery }
+  readonly buffered: Buffered.BufferedStreams
+  readonly stats: { requests: number; openStreams: number; maxOpenStreams: number; maxInFlight: number }
+  /** Per request the service applied: (table, rows); a planted-fault check or a latency probe hooks here. */
+  readonly onApplied: Array<(table: string, rows: ReadonlyArray<Uint8Array>, at: number) => void>
+  /** Turns the faults off (the end of a storm: the last restart must be able to finish). */
+  readonly calm: () => void
+}
+
+const tableOfStream = (name: string): string | undefined => {
+  const m = /^projects\/([^/]+)\/datasets\/([^/]+)\/tables\/([^/]+)(\/streams\/.*)?$/.exec(name)
+  return m === null ? undefined : `${m[1]}.${m[2]}.${m[3]}`
+}
+
+interface ServiceError {
+  readonly code: number
+  readonly details: string
+  readonly metadata: grpc.Metadata
+}
+
+const serviceError = (code: number, message: string, storageCode?: number): ServiceError => ({
+  code,
+  details: message,
+  metadata: Buffered.storageTrailer(storageCode === undefined ? { code, message } : { code, message, storageCode })
+})
+
+const errorResponse = (writeStream: string, code: number, message: string, storageCode?: number): Buffer =>
+  Buffer.from(
+    v1.AppendRowsResponse.encode({
+      error: {
+        code,
+        message,
+        details: storageCode === undefined ? [] : [{
+          type_url: "type.googleapis.com/google.cloud.bigquery.storage.v1.StorageError",
+          value: v1.StorageError.encode({ code: storageCode, errorMessage: message }).finish()
+        }]
+      },
+      writeStream
+    }).finish()
+  )
+
+const okResponse = (writeStream: string, offset: number | undefined): Buffer =>
+  Buffer.from(
+    v1.AppendRowsResponse.encode({
+      appendResult: offset === undefined ? {} : { offset: { value: offset } },
+      writeStream
+    }).finish()
+  )
+
+const rowErrorResponse = (writeStream: string, index: number): Buffer =>
+  Buffer.from(
+    v1.AppendRowsResponse.encode({
+      error: { code: 3, message: "rows rejected" },
+      rowErrors: [{ index, code: 1, message: "simulated rejection" }],
+      writeStream
+    }).finish()
+  )
+
+/** The remaining milliseconds of a grpc-js deadline (an absolute wall-clock time), as virtual time. */
+const deadlineMillis = (options: unknown): number | undefined => {
+  if (typeof options !== "object" || options === null || !("deadline" in options)) return undefined
+  const d = options.deadline
+  const at = typeof d === "number" ? d : d instanceof Date ? d.getTime() : undefined
+  return at === undefined ? undefined : Math.max(1, at - (performance.timeOrigin + performance.now()))
+}
+
+export const make = (world: World, faults: Faults, projectId = "sim"): BigQuerySim => {
+  const rng = world.rng.fork()
+  const catalog = new Map<string, ReadonlyArray<Column>>()
+  const committed = new Map<string, Array<Uint8Array>>()
+  const buffered = Buffered.make((table) => catalog.has(table))
+  const stats = { requests: 0, openStreams: 0, maxOpenStreams: 0, maxInFlight: 0 }
+  const ambiguous: Array<Uint8Array> = []
+  const rejected: Array<Uint8Array> = []
+  const onApplied: BigQuerySim["onApplied"] = []
+  let calmed = false
+  /** A fault of probability `p`, unless the storm has passed. */
+  const hit = (p: number): boolean => !calmed && rng.chance(p)
+  const latency = () => rng.between(faults.latency[0], faults.latency[1])
+
+  /** The last time each BUFFERED stream was used. */
+  const touched = new Map<string, number>()
+  const expireIfIdle = (name: string) => {
+    const last = touched.get(name)
+    touched.set(name, world.now)
+    if (calmed || faults.expireAfterMillis === 0 || last === undefined || !buffered.streams.has(name)) return
+    if (world.now - last < faults.expireAfterMillis) return
+    world.trace(() => `stream ${name} expired after ${world.now - last} ms idle`)
+    buffered.forget(name)
+  }
+
+  const applied = (table: string, rows: ReadonlyArray<Uint8Array>) => {
+    for (const f of onApplied) f(table, rows, world.now)
+  }
+
+  const appendRows = (proc: Process, streamName: string): EventEmitter => {
+    const call = new EventEmitter()
+    let writeStream = streamName
+    let columns: ReadonlyArray<string> | undefined
+    let lastArrival = world.now
+    let lastAnswer = world.now
+    let broken = false
+    let hung = false
+    let halfClosed = false
+    let unanswered = 0
+    stats.openStreams++
+    stats.maxOpenStreams = Math.max(stats.maxOpenStreams, stats.openStreams)
+    world.trace(() => `${proc.name}: AppendRows opened on ${streamName}`)
+    /** Rows of requests that arrived but whose answer has not reached the sink yet. */
+    const inFlight = new Set<ReadonlyArray<Uint8Array>>()
+
+    const finish = (emit: () => void) => {
+      if (broken) return
+      broken = true
+      stats.openStreams--
+      for (const rows of inFlight) ambiguous.push(...rows)
+      inFlight.clear()
+      world.deliver(proc, emit)
+    }
+    const fail = (error: ServiceError) =>
+      finish(() => {
+        call.emit("error", error)
+        call.emit("status", { code: error.code, details: error.details, metadata: error.metadata })
+      })
+    const answer = (bytes: Buffer, rows: ReadonlyArray<Uint8Array>, applied: boolean) => {
+      if (applied) inFlight.add(rows)
+      const at = Math.max(lastAnswer, world.now + latency())
+      lastAnswer = at
+      world.at(at - world.now, undefined, () => {
+        if (broken) return
+        inFlight.delete(rows)
+        unanswered--
+        world.deliver(proc, () => call.emit("data", bytes))
+        if (halfClosed && unanswered === 0) {
+          finish(() => {
+            call.emit("status", { code: 0, details: "OK", metadata: new grpc.Metadata() })
+            call.emit("end")
+          })
+        }
+      })
+    }
+
+    const arrive = (request: Buffer) => {
+      if (broken) return
+      stats.requests++
+      const parsed = parseRequest(request)
+      if (parsed.writeStream !== undefined) writeStream = parsed.writeStream
+      if (parsed.descriptor !== undefined) {
+        columns = (protos.google.protobuf.DescriptorProto.decode(parsed.descriptor).field ?? []).map((f) =>
+          f.name ?? ""
+        )
+      }
+      const rows = parsed.rows
+      const table = tableOfStream(writeStream) ?? "unknown"
+      const isBuffered = buffered.isBuffered(writeStream)
+      if (hung) return
+      if (hit(faults.hang)) {
+        world.trace(() => `${proc.name}: AppendRows on ${table} stops answering`)
+        hung = true
+        return
+      }
+      if (hit(faults.resetBeforeApply)) {
+        world.trace(() => `${proc.name}: reset before applying ${rows.length} rows`)
+        return fail(serviceError(grpc.status.UNAVAILABLE, "connection reset (simulated)"))
+      }
+      if (isBuffered) expireIfIdle(writeStream)
+      const outcome = apply(table, writeStream, isBuffered, rows, parsed.offset, columns)
+      if (outcome._tag === "streamError") return fail(outcome.error)
+      if (outcome._tag === "applied" && hit(faults.resetAfterApply)) {
+        world.trace(() => `${proc.name}: applied ${rows.length} rows on ${table}, answer lost`)
+        inFlight.add(rows)
+        return fail(serviceError(grpc.status.UNAVAILABLE, "connection reset after apply (simulated)"))
+      }
+      const spike = hit(faults.spike) ? faults.spikeMillis : 0
+      if (spike > 0) lastAnswer = Math.max(lastAnswer, world.now + spike)
+      answer(outcome.bytes, rows, outcome._tag === "applied")
+    }
+
+    type Outcome =
+      | { readonly _tag: "applied"; readonly bytes: Buffer }
+      | { readonly _tag: "answered"; readonly bytes: Buffer }
+      | { readonly _tag: "streamError"; readonly error: ServiceError }
+
+    const apply = (
+      table: string,
+      name: string,
+      isBuffered: boolean,
+      rows: ReadonlyArray<Uint8Array>,
+      offset: number | undefined,
+      cols: ReadonlyArray<string> | undefined
+    ): Outcome => {
+      const fields = catalog.get(table)
+      if (fields === undefined) {
+        return { _tag: "answered", bytes: errorResponse(name, grpc.status.NOT_FOUND, `Table ${table} not found`) }
+      }
+      if (isBuffered && !buffered.streams.has(name)) {
+        // an unknown (or expired) stream ends the call, as BigQuery does
+        return {
+          _tag: "streamError",
+          error: serviceError(grpc.status.NOT_FOUND, `Stream ${name} not found`, Buffered.StorageCode.STREAM_NOT_FOUND)
+        }
+      }
+      const known = new Set(fields.map((f) => f.name.toLowerCase()))
+      if (cols === undefined || !cols.every((c) => known.has(c.toLowerCase()))) {
+        return {
+          _tag: "answered",
+          bytes: errorResponse(
+            name,
+            grpc.status.INVALID_ARGUMENT,
+            "Input schema has more fields than BigQuery schema",
+            7
+          )
+        }
+      }
+      if (hit(faults.transient)) {
+        return { _tag: "answered", bytes: errorResponse(name, grpc.status.UNAVAILABLE, "transient (simulated)") }
+      }
+      if (isBuffered) {
+        const check = buffered.check(name, offset)
+        if (check !== undefined) {
+          return { _tag: "answered", bytes: errorResponse(name, check.code, check.message, check.storageCode) }
+        }
+      }
+      if (rows.length > 0 && hit(faults.rowError)) {
+        const index = rng.int(rows.length)
+        const row = rows[index]
+        if (row !== undefined) rejected.push(row)
+        return { _tag: "answered", bytes: rowErrorResponse(name, index) }
+      }
+      if (isBuffered) {
+        const outcome = buffered.append(name, offset, rows)
+        if (outcome._tag === "error") {
+          return {
+            _tag: "answered",
+            bytes: errorResponse(name, outcome.error.code, outcome.error.message, outcome.error.storageCode)
+          }
+        }
+        return { _tag: "applied", bytes: okResponse(name, outcome.offset) }
+      }
+      let list = committed.get(table)
+      if (list === undefined) committed.set(table, list = [])
+      for (const r of rows) list.push(r)
+      applied(table, rows)
+      return { _tag: "applied", bytes: okResponse(name, undefined) }
+    }
+
+    return Object.assign(call, {
+      write: (request: Buffer, taken?: () => void) => {
+        if (taken !== undefined) world.at(0, proc, taken)
+        if (broken) return true
+        unanswered++
+        stats.maxInFlight = Math.max(stats.maxInFlight, unanswered)
+        const at = Math.max(lastArrival, world.now + latency())
+        lastArrival = at
+        world.at(at - world.now, undefined, () => arrive(request))
+        return true
+      },
+      end: () => {
+        halfClosed = true
+        world.at(Math.max(lastAnswer, lastArrival) - world.now + 1, undefined, () => {
+          if (unanswered === 0 || hung) {
+            finish(() => {
+              call.emit("status", { code: 0, details: "OK", metadata: new grpc.Metadata() })
+              call.emit("end")
+            })
+          }
+        })
+      },
+      cancel: () => {
+        world.at(0, undefined, () => fail(serviceError(grpc.status.CANCELLED, "Cancelled on client")))
+      }
+    })
+  }
+
+  /** The BUFFERED stream a unary call names, if any. */
+  const streamOfUnary = (path: string, request: Buffer): string | undefined => {
+    if (path.endsWith("/FlushRows")) return v1.FlushRowsRequest.decode(request).writeStream ?? undefined
+    if (path.endsWith("/FinalizeWriteStream")) return v1.FinalizeWriteStreamRequest.decode(request).name ?? undefined
+    if (path.endsWith("/GetWriteStream")) {
+      const name = v1.GetWriteStreamRequest.decode(request).name ?? ""
+      return buffered.isBuffered(name) ? name : undefined
+    }
+    return undefined
+  }
+
+  type UnaryHandler = (request: Buffer) => { readonly error: ServiceError } | { readonly response: Buffer }
+
+  const viaBuffered = (handler: grpc.handleUnaryCall<Buffer, Buffer>): UnaryHandler => (request) => {
+    let result: { readonly error: ServiceError } | { readonly response: Buffer } | undefined
+    const call = { request } as unknown as grpc.ServerUnaryCall<Buffer, Buffer>
+    handler(call, (error, response) => {
+      if (error !== null && error !== undefined) {
+        const e = error as Partial<ServiceError>
+        result = { error: { code: e.code ?? 2, details: e.details ?? "", metadata: e.metadata ?? new grpc.Metadata() } }
+      } else result = { response: response ?? Buffer.alloc(0) }
+    })
+    return result ?? { error: serviceError(grpc.status.INTERNAL, "no answer") }
+  }
+
+  const unaryHandlers: Record<string, UnaryHandler> = {
+    "/google.cloud.bigquery.storage.v1.BigQueryWrite/GetWriteStream": (request) => {
+      const name = v1.GetWriteStreamRequest.decode(request).name ?? ""
+      const table = tableOfStream(name)
+      if (table === undefined || !catalog.has(table)) {
+        return { error: serviceError(grpc.status.NOT_FOUND, `Table ${name} not found`) }
+      }
+      if (buffered.isBuffered(name)) {
+        const stream = buffered.streams.get(name)
+        if (stream === undefined) {
+          return { error: serviceError(grpc.status.NOT_FOUND, `Stream ${name} not found`, 3) }
+        }
+        return { response: Buffer.from(v1.WriteStream.encode({ name, type: 3 }).finish()) }
+      }
+      return { response: Buffer.from(v1.WriteStream.encode({ name, type: 1 }).finish()) }
+    },
+    "/google.cloud.bigquery.storage.v1.BigQueryWrite/CreateWriteStream": viaBuffered(
+      buffered.handlers.CreateWriteStream
+    ),
+    "/google.cloud.bigquery.storage.v1.BigQueryWrite/FlushRows": (request) => {
+      const r = v1.FlushRowsRequest.decode(request)
+      const stream = buffered.streams.get(r.writeStream ?? "")
+      const before = stream?.visible ?? 0
+      const result = viaBuffered(buffered.handlers.FlushRows)(request)
+      if (stream !== undefined && stream.visible > before) {
+        applied(stream.table, stream.rows.slice(before, stream.visible))
+      }
+      return result
+    },
+    "/google.cloud.bigquery.storage.v1.BigQueryWrite/FinalizeWriteStream": viaBuffered(
+      buffered.handlers.FinalizeWriteStream
+    )
+  }
+
+  const unary = (
+    proc: Process,
+    path: string,
+    request: Buffer,
+    options: unknown,
+    callback: (error: ServiceError | null, response?: Buffer) => void
+  ) => {
+    let done = false
+    const reply = (error: ServiceError | null, response?: Buffer) => {
+      if (done) return
+      done = true
+      world.deliver(proc, () => callback(error, response))
+    }
+    const limit = deadlineMillis(options)
+    const cancelDeadline = limit === undefined
+      ? undefined
+      : world.at(limit, undefined, () => reply(serviceError(grpc.status.DEADLINE_EXCEEDED, "Deadline exceeded")))
+    const method = path.slice(path.lastIndexOf("/") + 1)
+    world.at(latency(), undefined, () => {
+      if (done) return
+      if (hit(faults.unaryTransient)) {
+        world.trace(() => `${proc.name}: ${method} fails UNAVAILABLE before applying`)
+        return reply(serviceError(grpc.status.UNAVAILABLE, "transient (simulated)"))
+      }
+      const named = streamOfUnary(path, request)
+      if (named !== undefined) expireIfIdle(named)
+      const handler = unaryHandlers[path]
+      if (handler === undefined) return reply(serviceError(grpc.status.UNIMPLEMENTED, path))
+      let result = handler(request)
+      if (hit(faults.unaryTwice)) {
+        world.trace(() => `${proc.name}: ${method} delivered twice`)
+        result = handler(request)
+      }
+      if (hit(faults.unaryLost)) {
+        world.trace(() => `${proc.name}: ${method} applied, answer lost`)
+        return world.at(latency(), undefined, () => reply(serviceError(grpc.status.UNAVAILABLE, "answer lost")))
+      }
+      world.at(latency(), undefined, () => {
+        cancelDeadline?.()
+        if ("error" in result) reply(result.error)
+        else reply(null, result.response)
+      })
+    })
+    return {
+      cancel: () => {
+        cancelDeadline?.()
+        reply(serviceError(grpc.status.CANCELLED, "Cancelled on client"))
+      }
+    }
+  }
+
+  const restError = (code: number, message: string, reason: string) =>
+    Object.assign(new Error(message), { code, errors: [{ reason, message }] })
+
+  /** A REST call answered after a round trip, through a Promise as `@google-cloud/bigquery` answers. */
+  const rest = <A>(proc: Process, what: string, f: () => A): Promise<A> =>
+    new Promise<A>((resolve, reject) => {
+      world.at(latency() * 2, undefined, () => {
+        if (hit(faults.restTransient)) {
+          world.trace(() => `${proc.name}: ${what} answers 503`)
+          return world.deliver(proc, () => reject(restError(503, "backend error (simulated)", "backendError")))
+        }
+        try {
+          const value = f()
+          world.deliver(proc, () => resolve(value))
+        } catch (e) {
+          world.deliver(proc, () => reject(e))
+        }
+      })
+    })
+
+  const restClient = (proc: Process): BigQuery => {
+    const dataset = (datasetId: string, options?: { readonly projectId?: string }) => {
+      const p = options?.projectId ?? projectId
+      return {
+        table: (tableId: string) => ({
+          getMetadata: () =>
+            rest(proc, `tables.get ${tableId}`, () => {
+              const fields = catalog.get(`${p}.${datasetId}.${tableId}`)
+              if (fields === undefined) throw restError(404, `Not found: Table ${tableId}`, "notFound")
+              return [{ schema: { fields }, etag: `etag-${fields.length}` }]
+            })
+        }),
+        createTable: (tableId: string, resource: { readonly schema?: { readonly fields?: ReadonlyArray<Column> } }) =>
+          rest(proc, `tables.insert ${tableId}`, () => {
+            const key = `${p}.${datasetId}.${tableId}`
+            if (catalog.has(key)) throw restError(409, "Already Exists", "duplicate")
+            catalog.set(key, resource.schema?.fields ?? [])
+            return [{}, {}]
+          })
+      }
+    }
+    return { projectId, dataset } as unknown as BigQuery
+  }
+
+  const writeClient = (proc: Process): grpc.Client => {
+    const client = {
+      makeBidiStreamRequest: (
+        _path: string,
+        _serialize: unknown,
+        _deserialize: unknown,
+        metadata: grpc.Metadata
+      ) => {
+        const params = String(metadata.get("x-goog-request-params")[0] ?? "")
+        const name = decodeURIComponent(params.replace(/^write_stream=/, ""))
+        return appendRows(proc, name)
+      },
+      makeUnaryRequest: (
+        path: string,
+        _serialize: unknown,
+        _deserialize: unknown,
+        argument: Uint8Array,
+        _metadata: grpc.Metadata,
+        options: unknown,
+        callback: (error: ServiceError | null, response?: Buffer) => void
+      ) => unary(proc, path, Buffer.from(argument), options, callback),
+      close: () => undefined
+    }
+    return client as unknown as grpc.Client
+  }
+
+  return {
+    projectId,
+    createTable: (table, fields) => void catalog.set(table, fields),
+    visible: (table) => [...(committed.get(table) ?? []), ...buffered.visible(table)],
+    ambiguous,
+    rejected,
+    clients: (proc) => ({ projectId, write: writeClient(proc), rest: restClient(proc) }),
+    buffered,
+    stats,
+    onApplied,
+    calm: () => void (calmed = true)
+  }
+}

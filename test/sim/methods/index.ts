@@ -1,0 +1,8 @@
+/** The simulated methods by name: `backend.method`. */
+import type { MethodRun } from "../run.ts"
+import * as BigQuery from "./bigquery.ts"
+
+export const methods: Readonly<Record<string, MethodRun>> = {
+  "bigquery.exactlyOnce": BigQuery.exactlyOnce,
+  "bigquery.atLeastOnce": BigQuery.atLeastOnce
+}

@@ -1,0 +1,124 @@
+/**
+ * One simulated run: a method (a write method of a backend) under one seed, its invariants checked
+ * after the run. `runSeed` is what the CI test, `npm run sim` and the regression seeds call.
+ */
+import type { World } from "./kernel.ts"
+import type { LifeResult } from "./life.ts"
+import type { SourcePlan } from "./source.ts"
+
+export interface RunOptions {
+  /** Receives the readable trace of the run (`--seed N`). */
+  readonly trace?: ((line: string) => void) | undefined
+  /** `false`: no service faults (the latency and memory runs). */
+  readonly faults?: boolean
+  /** `false`: no crashes and no zombie. */
+  readonly life?: boolean
+  readonly source?: SourcePlan
+  readonly maxTime?: number
+  /** How long a delay spike holds an answer (past the sink's deadline, by default). */
+  readonly spikeMillis?: number
+}
+
+/** An invariant: the violations it found. */
+export type Check = () => ReadonlyArray<string>
+
+export type MethodRun = (
+  seed: number,
+  options: RunOptions
+) => Promise<{ readonly world: World; readonly result: LifeResult; readonly checks: ReadonlyArray<Check> }>
+
+export interface SeedReport {
+  readonly method: string
+  readonly seed: number
+  readonly ok: boolean
+  readonly violations: ReadonlyArray<string>
+  readonly virtualMillis: number
+  readonly steps: number
+  readonly restarts: number
+  readonly errors: ReadonlyArray<string>
+}
+
+export const runWith = async (
+  method: string,
+  run: MethodRun,
+  seed: number,
+  options: RunOptions = {}
+): Promise<SeedReport> => {
+  const { checks, result, world } = await run(seed, options)
+  const violations = [...result.violations]
+  // a run that did not finish has no final state to check
+  if (violations.length === 0) { for (const check of checks) violations.push(...check()) }
+  return {
+    method,
+    seed,
+    ok: violations.length === 0,
+    violations,
+    virtualMillis: world.now,
+    steps: world.steps,
+    restarts: result.restarts,
+    errors: result.errors
+  }
+}
+
+const counts = (ids: ReadonlyArray<number>): Map<number, number> => {
+  const m = new Map<number, number>()
+  for (const id of ids) m.set(id, (m.get(id) ?? 0) + 1)
+  return m
+}
+
+const firstFew = (items: ReadonlyArray<string>, label: string): ReadonlyArray<string> =>
+  items.length === 0
+    ? []
+    : [`${label}: ${items.slice(0, 5).join(", ")}${items.length > 5 ? ` (${items.length} in all)` : ""}`]
+
+/** Every id `0..total-1` visible exactly once, or (not visible and) routed; nothing else visible. */
+export const checkExactlyOnce = (o: {
+  readonly total: number
+  readonly visible: ReadonlyArray<number>
+  readonly routed: ReadonlyArray<number>
+}): Check =>
+() => {
+  const seen = counts(o.visible)
+  const routed = new Set(o.routed)
+  const lost: Array<string> = []
+  const doubled: Array<string> = []
+  const foreign: Array<string> = []
+  for (let id = 0; id < o.total; id++) {
+    const n = seen.get(id) ?? 0
+    if (n === 0 && !routed.has(id)) lost.push(String(id))
+    if (n > 1) doubled.push(`${id}×${n}`)
+  }
+  for (const id of seen.keys()) if (id < 0 || id >= o.total) foreign.push(String(id))
+  return [
+    ...firstFew(lost, "exactly once: lost"),
+    ...firstFew(doubled, "exactly once: duplicated"),
+    ...firstFew(foreign, "exactly once: not from the source")
+  ]
+}
+
+/**
+ * Every id visible or routed; an id visible twice only when a fault left an append of it ambiguous
+ * or a restart replayed the source.
+ */
+export const checkAtLeastOnce = (o: {
+  readonly total: number
+  readonly visible: ReadonlyArray<number>
+  readonly routed: ReadonlyArray<number>
+  readonly ambiguous: ReadonlySet<number>
+  readonly restarts: number
+}): Check =>
+() => {
+  const seen = counts(o.visible)
+  const routed = new Set(o.routed)
+  const lost: Array<string> = []
+  const doubled: Array<string> = []
+  for (let id = 0; id < o.total; id++) {
+    const n = seen.get(id) ?? 0
+    if (n === 0 && !routed.has(id)) lost.push(String(id))
+    if (n > 1 && o.restarts === 0 && !o.ambiguous.has(id)) doubled.push(`${id}×${n}`)
+  }
+  return [
+    ...firstFew(lost, "at least once: lost"),
+    ...firstFew(doubled, "at least once: duplicated without an ambiguous outcome")
+  ]
+}

@@ -1,0 +1,45 @@
+/**
+ * The replayable source of the simulated writers: ids `from .. total-1` in chunks of `chunk`, the
+ * same ids for the same positions on every start, with `gap` virtual milliseconds before each chunk
+ * (a source that delivers at its own rate). The first emission time of each id is kept for the
+ * latency invariant.
+ */
+import * as Arr from "effect/Array"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
+import type { World } from "./kernel.ts"
+
+export interface SourcePlan {
+  readonly total: number
+  readonly chunk: number
+  readonly gap: number
+}
+
+export const source = (
+  world: World,
+  plan: SourcePlan & { readonly from: number; readonly emitted?: Map<number, number> }
+): Stream.Stream<{ readonly id: number }> => {
+  const emit = (ids: Arr.NonEmptyReadonlyArray<number>) =>
+    Effect.sync(() => {
+      if (plan.emitted !== undefined) {
+        for (const id of ids) if (!plan.emitted.has(id)) plan.emitted.set(id, world.now)
+      }
+      return Arr.map(ids, (id) => ({ id }))
+    })
+  return plan.from >= plan.total ? Stream.empty : Stream.range(plan.from, plan.total - 1, plan.chunk).pipe(
+    Stream.mapArrayEffect((ids) => plan.gap > 0 ? Effect.andThen(Effect.sleep(plan.gap), emit(ids)) : emit(ids))
+  )
+}
+
+/** The `id` of a row of the simulated schema: field 1, a varint, first in the message. */
+export const idOf = (row: Uint8Array): number => {
+  let value = 0
+  let shift = 1
+  for (let i = 1; i < row.length; i++) {
+    const b = row[i] as number
+    value += (b & 0x7f) * shift
+    if (b < 0x80) break
+    shift *= 128
+  }
+  return value
+}
