@@ -159,6 +159,23 @@ const rowErrorResponse = (writeStream: string, index: number): Buffer =>
     }).finish()
   )
 
+type UnaryHandler = (request: Buffer) => { readonly error: ServiceError } | { readonly response: Buffer }
+
+const viaBuffered = (handler: grpc.handleUnaryCall<Buffer, Buffer>): UnaryHandler => (request) => {
+  let result: { readonly error: ServiceError } | { readonly response: Buffer } | undefined
+  const call = { request } as unknown as grpc.ServerUnaryCall<Buffer, Buffer>
+  handler(call, (error, response) => {
+    if (error !== null && error !== undefined) {
+      const e = error as Partial<ServiceError>
+      result = { error: { code: e.code ?? 2, details: e.details ?? "", metadata: e.metadata ?? new grpc.Metadata() } }
+    } else result = { response: response ?? Buffer.alloc(0) }
+  })
+  return result ?? { error: serviceError(grpc.status.INTERNAL, "no answer") }
+}
+
+const restError = (code: number, message: string, reason: string) =>
+  Object.assign(new Error(message), { code, errors: [{ reason, message }] })
+
 /** The remaining milliseconds of a grpc-js deadline (an absolute wall-clock time), as virtual time. */
 const deadlineMillis = (options: unknown): number | undefined => {
   if (typeof options !== "object" || options === null || !("deadline" in options)) return undefined
@@ -196,6 +213,74 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
     for (const f of onApplied) f(table, rows, world.now)
   }
 
+  type Outcome =
+    | { readonly _tag: "applied"; readonly bytes: Buffer }
+    | { readonly _tag: "answered"; readonly bytes: Buffer }
+    | { readonly _tag: "streamError"; readonly error: ServiceError }
+
+  const apply = (
+    table: string,
+    name: string,
+    isBuffered: boolean,
+    rows: ReadonlyArray<Uint8Array>,
+    offset: number | undefined,
+    cols: ReadonlyArray<string> | undefined
+  ): Outcome => {
+    const fields = catalog.get(table)
+    if (fields === undefined) {
+      return { _tag: "answered", bytes: errorResponse(name, grpc.status.NOT_FOUND, `Table ${table} not found`) }
+    }
+    if (isBuffered && !buffered.streams.has(name)) {
+      // an unknown (or expired) stream ends the call, as BigQuery does
+      return {
+        _tag: "streamError",
+        error: serviceError(grpc.status.NOT_FOUND, `Stream ${name} not found`, Buffered.StorageCode.STREAM_NOT_FOUND)
+      }
+    }
+    const known = new Set(fields.map((f) => f.name.toLowerCase()))
+    if (cols === undefined || !cols.every((c) => known.has(c.toLowerCase()))) {
+      return {
+        _tag: "answered",
+        bytes: errorResponse(
+          name,
+          grpc.status.INVALID_ARGUMENT,
+          "Input schema has more fields than BigQuery schema",
+          7
+        )
+      }
+    }
+    if (hit(faults.transient)) {
+      return { _tag: "answered", bytes: errorResponse(name, grpc.status.UNAVAILABLE, "transient (simulated)") }
+    }
+    if (isBuffered) {
+      const check = buffered.check(name, offset)
+      if (check !== undefined) {
+        return { _tag: "answered", bytes: errorResponse(name, check.code, check.message, check.storageCode) }
+      }
+    }
+    if (rows.length > 0 && hit(faults.rowError)) {
+      const index = rng.int(rows.length)
+      const row = rows[index]
+      if (row !== undefined) rejected.push(row)
+      return { _tag: "answered", bytes: rowErrorResponse(name, index) }
+    }
+    if (isBuffered) {
+      const outcome = buffered.append(name, offset, rows)
+      if (outcome._tag === "error") {
+        return {
+          _tag: "answered",
+          bytes: errorResponse(name, outcome.error.code, outcome.error.message, outcome.error.storageCode)
+        }
+      }
+      return { _tag: "applied", bytes: okResponse(name, outcome.offset) }
+    }
+    let list = committed.get(table)
+    if (list === undefined) committed.set(table, list = [])
+    for (const r of rows) list.push(r)
+    applied(table, rows)
+    return { _tag: "applied", bytes: okResponse(name, undefined) }
+  }
+
   const appendRows = (proc: Process, streamName: string): EventEmitter => {
     const call = new EventEmitter()
     let writeStream = streamName
@@ -225,8 +310,8 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         call.emit("error", error)
         call.emit("status", { code: error.code, details: error.details, metadata: error.metadata })
       })
-    const answer = (bytes: Buffer, rows: ReadonlyArray<Uint8Array>, applied: boolean) => {
-      if (applied) inFlight.add(rows)
+    const answer = (bytes: Buffer, rows: ReadonlyArray<Uint8Array>, taken: boolean) => {
+      if (taken) inFlight.add(rows)
       const at = Math.max(lastAnswer, world.now + latency())
       lastAnswer = at
       world.at(at - world.now, undefined, () => {
@@ -279,74 +364,6 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       answer(outcome.bytes, rows, outcome._tag === "applied")
     }
 
-    type Outcome =
-      | { readonly _tag: "applied"; readonly bytes: Buffer }
-      | { readonly _tag: "answered"; readonly bytes: Buffer }
-      | { readonly _tag: "streamError"; readonly error: ServiceError }
-
-    const apply = (
-      table: string,
-      name: string,
-      isBuffered: boolean,
-      rows: ReadonlyArray<Uint8Array>,
-      offset: number | undefined,
-      cols: ReadonlyArray<string> | undefined
-    ): Outcome => {
-      const fields = catalog.get(table)
-      if (fields === undefined) {
-        return { _tag: "answered", bytes: errorResponse(name, grpc.status.NOT_FOUND, `Table ${table} not found`) }
-      }
-      if (isBuffered && !buffered.streams.has(name)) {
-        // an unknown (or expired) stream ends the call, as BigQuery does
-        return {
-          _tag: "streamError",
-          error: serviceError(grpc.status.NOT_FOUND, `Stream ${name} not found`, Buffered.StorageCode.STREAM_NOT_FOUND)
-        }
-      }
-      const known = new Set(fields.map((f) => f.name.toLowerCase()))
-      if (cols === undefined || !cols.every((c) => known.has(c.toLowerCase()))) {
-        return {
-          _tag: "answered",
-          bytes: errorResponse(
-            name,
-            grpc.status.INVALID_ARGUMENT,
-            "Input schema has more fields than BigQuery schema",
-            7
-          )
-        }
-      }
-      if (hit(faults.transient)) {
-        return { _tag: "answered", bytes: errorResponse(name, grpc.status.UNAVAILABLE, "transient (simulated)") }
-      }
-      if (isBuffered) {
-        const check = buffered.check(name, offset)
-        if (check !== undefined) {
-          return { _tag: "answered", bytes: errorResponse(name, check.code, check.message, check.storageCode) }
-        }
-      }
-      if (rows.length > 0 && hit(faults.rowError)) {
-        const index = rng.int(rows.length)
-        const row = rows[index]
-        if (row !== undefined) rejected.push(row)
-        return { _tag: "answered", bytes: rowErrorResponse(name, index) }
-      }
-      if (isBuffered) {
-        const outcome = buffered.append(name, offset, rows)
-        if (outcome._tag === "error") {
-          return {
-            _tag: "answered",
-            bytes: errorResponse(name, outcome.error.code, outcome.error.message, outcome.error.storageCode)
-          }
-        }
-        return { _tag: "applied", bytes: okResponse(name, outcome.offset) }
-      }
-      let list = committed.get(table)
-      if (list === undefined) committed.set(table, list = [])
-      for (const r of rows) list.push(r)
-      applied(table, rows)
-      return { _tag: "applied", bytes: okResponse(name, undefined) }
-    }
-
     return Object.assign(call, {
       write: (request: Buffer, taken?: () => void) => {
         if (taken !== undefined) world.at(0, proc, taken)
@@ -384,20 +401,6 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       return buffered.isBuffered(name) ? name : undefined
     }
     return undefined
-  }
-
-  type UnaryHandler = (request: Buffer) => { readonly error: ServiceError } | { readonly response: Buffer }
-
-  const viaBuffered = (handler: grpc.handleUnaryCall<Buffer, Buffer>): UnaryHandler => (request) => {
-    let result: { readonly error: ServiceError } | { readonly response: Buffer } | undefined
-    const call = { request } as unknown as grpc.ServerUnaryCall<Buffer, Buffer>
-    handler(call, (error, response) => {
-      if (error !== null && error !== undefined) {
-        const e = error as Partial<ServiceError>
-        result = { error: { code: e.code ?? 2, details: e.details ?? "", metadata: e.metadata ?? new grpc.Metadata() } }
-      } else result = { response: response ?? Buffer.alloc(0) }
-    })
-    return result ?? { error: serviceError(grpc.status.INTERNAL, "no answer") }
   }
 
   const unaryHandlers: Record<string, UnaryHandler> = {
@@ -484,9 +487,6 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       }
     }
   }
-
-  const restError = (code: number, message: string, reason: string) =>
-    Object.assign(new Error(message), { code, errors: [{ reason, message }] })
 
   /** A REST call answered after a round trip, through a Promise as `@google-cloud/bigquery` answers. */
   const rest = <A>(proc: Process, what: string, f: () => A): Promise<A> =>

@@ -292,6 +292,7 @@ export class World {
         continue
       }
       // a fiber may wait on a Promise the simulation resolved: let its microtasks run first
+      // oxlint-disable-next-line no-await-in-loop -- the driver is sequential by design: one step at a time
       await drainMicrotasks()
       if (this.tasks.some((t) => t.proc.state === "running")) continue
       const timer = this.nextTimer()

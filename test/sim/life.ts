@@ -28,9 +28,9 @@ export interface LifePlan {
 
 /** Crashes and a zombie drawn within `horizon` virtual milliseconds. */
 export const drawPlan = (rng: Rng, horizon: number, options: { readonly zombies: boolean }): LifePlan => {
-  const crashCount = rng.pick([0, 0, 1, 1, 2, 3])
+  const crashCount = horizon <= 0 ? 0 : rng.pick([0, 0, 1, 1, 2, 3])
   const crashes = Array.from({ length: crashCount }, () => rng.int(horizon)).toSorted((a, b) => a - b)
-  const zombie = options.zombies && rng.chance(0.25)
+  const zombie = options.zombies && horizon > 0 && rng.chance(0.25)
     ? { at: rng.int(horizon), after: rng.between(1, horizon) }
     : undefined
   return { crashes, zombie, restartDelay: [1, 200], calmAfter: 6, maxRestarts: 20 }

@@ -29,6 +29,8 @@ export interface SimStore {
   readonly calm: () => void
 }
 
+const io = (writerId: string, detail: string) => new CheckpointStoreError({ reason: "Io", writerId, detail })
+
 export const make = (world: World, faults: StoreFaults): SimStore => {
   const rng = world.rng.fork()
   const durable = memory.make<CheckpointRecord, CheckpointConflict>({ conflict: (f) => new CheckpointConflict(f) })
@@ -46,8 +48,6 @@ export const make = (world: World, faults: StoreFaults): SimStore => {
         world.at(latency(), undefined, () => world.deliver(proc, () => resume(answer)))
       })
     })
-
-  const io = (writerId: string, detail: string) => new CheckpointStoreError({ reason: "Io", writerId, detail })
 
   const layer = (proc: Process) =>
     Layer.succeed(CheckpointStore, {

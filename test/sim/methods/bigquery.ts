@@ -25,8 +25,9 @@ import { World } from "../kernel.ts"
 import * as Life from "../life.ts"
 import { make as makeRng, type Rng } from "../random.ts"
 import { type Check, checkAtLeastOnce, checkExactlyOnce, type MethodRun, type RunOptions } from "../run.ts"
-import { idOf, source, type SourcePlan } from "../source.ts"
+import { idOf, source } from "../source.ts"
 import * as Store from "../store.ts"
+import { every, horizon, limits, retryPolicy, sourcePlan, storeFaults } from "./common.ts"
 
 const schema: TableSchema.TableSchema = { fields: [TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" })] }
 const table = "sim.d.t"
@@ -43,12 +44,6 @@ const byteBounds = (rng: Rng) => {
     maxInFlightBytes: request === undefined ? undefined : request * rng.between(1, 6)
   }
 }
-
-const retryPolicy = (rng: Rng) => ({
-  initialBackoff: Duration.millis(rng.between(1, 200)),
-  maxBackoff: Duration.millis(rng.between(200, 5000)),
-  maxAttempts: rng.between(2, 10)
-})
 
 /** Routed rows, by id, for the invariants. */
 const routing = (routed: Array<number>) =>
@@ -74,32 +69,16 @@ const setup = (seed: number, options: RunOptions, rng: Rng) => {
 export const exactlyOnce: MethodRun = async (seed, options) => {
   const rng = makeRng(seed)
   const { sim, world } = setup(seed, options, rng)
-  const store = Store.make(world, {
-    latency: [1, rng.between(2, 30)],
-    failBeforeSave: options.faults === false ? 0 : rng.chance(0.5) ? 0 : rng.next() * 0.1,
-    lostAfterSave: options.faults === false ? 0 : rng.chance(0.5) ? 0 : rng.next() * 0.1
-  })
-  const plan: SourcePlan = options.source ?? {
-    total: rng.between(1, 300),
-    chunk: rng.between(1, 25),
-    gap: rng.pick([0, 0, 1, 10, 100])
-  }
-  const every = rng.pick<number | Duration.Duration>([
-    1,
-    5,
-    rng.between(2, 100),
-    Duration.millis(rng.between(10, 2000))
-  ])
+  const store = Store.make(world, storeFaults(rng, options))
+  const plan = sourcePlan(rng, options)
+  const checkpointEvery = every(rng)
   const method = WriteMethod.exactlyOnce({
     ...byteBounds(rng),
     retry: retryPolicy(rng),
     recovery: retryPolicy(rng)
   })
   const routed: Array<number> = []
-  const horizon = Math.max(1, plan.total / plan.chunk) * (plan.gap + 20) + 200
-  const lifePlan = options.life === false ? Life.drawPlan(rng, 0, { zombies: false }) : Life.drawPlan(rng, horizon, {
-    zombies: true
-  })
+  const lifePlan = Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), { zombies: options.life !== false })
   const program = (proc: Life.SimProcess) =>
     Effect.gen(function*() {
       const serializer = yield* RowSerializer.fromJson(schema)
@@ -113,7 +92,7 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
           serializer,
           writeMethod: method,
           failureHandler: routing(routed),
-          checkpoint: { resume, every, position: (row: Row) => row.id + 1 }
+          checkpoint: { resume, every: checkpointEvery, position: (row: Row) => row.id + 1 }
         }))
       )
       return { from, summary }
@@ -135,11 +114,7 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
 export const atLeastOnce: MethodRun = async (seed, options) => {
   const rng = makeRng(seed)
   const { sim, world } = setup(seed, options, rng)
-  const plan: SourcePlan = options.source ?? {
-    total: rng.between(1, 300),
-    chunk: rng.between(1, 25),
-    gap: rng.pick([0, 0, 1, 10, 100])
-  }
+  const plan = sourcePlan(rng, options)
   const method = WriteMethod.atLeastOnce({
     ...byteBounds(rng),
     maxInFlightRequests: rng.pick([undefined, rng.between(1, 10)]),
@@ -175,5 +150,3 @@ export const atLeastOnce: MethodRun = async (seed, options) => {
   ]
   return { world, result, checks }
 }
-
-const limits = (options: RunOptions) => ({ maxTime: options.maxTime ?? 48 * 3_600_000, maxSteps: 5_000_000 })

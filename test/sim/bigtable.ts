@@ -1,0 +1,275 @@
+/**
+ * Simulated Bigtable for the simulator: the data calls (`MutateRows` with a status per entry,
+ * `CheckAndMutateRow` guarded by a marker cell) as a `BigtableClient.DataClient`, and the table
+ * admin calls as an `AdminClient`, entering through `BigtableClient.fromClients`, so the sink's own
+ * framing, verdicts, deadlines and retries are what runs.
+ *
+ * **Semantics**: each row keeps `AddToCell` sums per cell (an aggregate family: the count of times a
+ * record was applied is the cell's value) and the marker qualifiers written in its marker family;
+ * `MutateRows` applies each entry atomically and independently and answers a status per entry, in
+ * one or more response messages; `CheckAndMutateRow` applies its false mutations and the marker only
+ * when the marker is absent (`predicateMatched` otherwise).
+ *
+ * **Faults**, drawn per call: a reset before anything is applied, a reset after a prefix of the
+ * entries was applied (a lost response), a call that never answers (the sink's deadline), a
+ * transient status per entry, a call applied twice (`CheckAndMutateRow`). Every entry applied
+ * whose status never reached the sink is recorded as ambiguous.
+ */
+import type * as grpc from "@grpc/grpc-js"
+import { EventEmitter } from "node:events"
+import { createRequire } from "node:module"
+import protobuf from "protobufjs"
+import { BigtableClient } from "../../src/Bigtable/index.ts"
+import type { Process, World } from "./kernel.ts"
+import type { Rng } from "./random.ts"
+
+const require = createRequire(import.meta.url)
+const root = protobuf.Root.fromJSON(
+  require("@google-cloud/bigtable-api/build/protos/protos.json") as protobuf.INamespace
+)
+const MutateRowsRequest = root.lookupType("google.bigtable.v2.MutateRowsRequest")
+const MutateRowsResponse = root.lookupType("google.bigtable.v2.MutateRowsResponse")
+const CheckAndMutateRowRequest = root.lookupType("google.bigtable.v2.CheckAndMutateRowRequest")
+const CheckAndMutateRowResponse = root.lookupType("google.bigtable.v2.CheckAndMutateRowResponse")
+
+interface DecodedMutation {
+  readonly setCell?: { readonly familyName?: string; readonly columnQualifier?: Uint8Array }
+  readonly addToCell?: {
+    readonly familyName?: string
+    readonly columnQualifier?: { readonly rawValue?: Uint8Array }
+    readonly input?: { readonly intValue?: string }
+  }
+}
+
+export interface Faults {
+  readonly latency: readonly [number, number]
+  readonly resetBeforeApply: number
+  readonly resetAfterApply: number
+  readonly hang: number
+  readonly entryTransient: number
+  readonly twice: number
+}
+
+export const noFaults: Faults = {
+  latency: [1, 5],
+  resetBeforeApply: 0,
+  resetAfterApply: 0,
+  hang: 0,
+  entryTransient: 0,
+  twice: 0
+}
+
+export const drawFaults = (rng: Rng, scale: number): Faults => {
+  const rate = () => (rng.chance(0.5) ? 0 : rng.next() * scale)
+  return {
+    latency: [1, rng.between(2, 40)],
+    resetBeforeApply: rate(),
+    resetAfterApply: rate(),
+    hang: rate() / 4,
+    entryTransient: rate(),
+    twice: rate()
+  }
+}
+
+const text = new TextDecoder()
+
+export interface BigtableSim {
+  /** How many times each row's `c:n` cell was incremented. */
+  readonly sums: Map<string, bigint>
+  /** Row keys of entries applied whose outcome the sink could not learn. */
+  readonly ambiguous: Array<string>
+  readonly layer: (proc: Process) => ReturnType<typeof BigtableClient.fromClients>
+  readonly stats: { calls: number; maxInFlight: number }
+  readonly calm: () => void
+}
+
+const deadlineMillis = (options: grpc.CallOptions | undefined): number | undefined => {
+  const d = options?.deadline
+  const at = typeof d === "number" ? d : d instanceof Date ? d.getTime() : undefined
+  return at === undefined ? undefined : Math.max(1, at - (performance.timeOrigin + performance.now()))
+}
+
+const status = (code: number, message: string) => Object.assign(new Error(message), { code, details: message })
+
+export const make = (world: World, faults: Faults, projectId = "sim"): BigtableSim => {
+  const rng = world.rng.fork()
+  const sums = new Map<string, bigint>()
+  const markers = new Map<string, Set<string>>()
+  const ambiguous: Array<string> = []
+  const stats = { calls: 0, maxInFlight: 0 }
+  let inFlight = 0
+  let calmed = false
+  const hit = (p: number): boolean => !calmed && rng.chance(p)
+  const latency = () => rng.between(faults.latency[0], faults.latency[1])
+
+  const addCells = (rowKey: string, mutations: ReadonlyArray<DecodedMutation>) => {
+    for (const m of mutations) {
+      if (m.addToCell === undefined) continue
+      const q = text.decode(m.addToCell.columnQualifier?.rawValue ?? new Uint8Array())
+      const cell = `${rowKey}|${m.addToCell.familyName}|${q}`
+      sums.set(cell, (sums.get(cell) ?? 0n) + BigInt(m.addToCell.input?.intValue ?? "0"))
+    }
+  }
+
+  /** Applies a marker-guarded commit: `true` when the marker was there already. */
+  const checkAndMutate = (
+    table: string,
+    rowKey: string,
+    identity: string,
+    mutations: ReadonlyArray<DecodedMutation>
+  ) => {
+    const key = `${table}|${rowKey}`
+    let set = markers.get(key)
+    if (set === undefined) markers.set(key, set = new Set())
+    if (set.has(identity)) return true
+    addCells(rowKey, mutations)
+    set.add(identity)
+    return false
+  }
+
+  /** One server-streaming call: `run` decides its messages; the call ends after them. */
+  const call = (
+    proc: Process,
+    options: grpc.CallOptions | undefined,
+    run: (
+      stream: { readonly send: (bytes: Buffer) => void; readonly fail: (e: Error) => void; readonly end: () => void }
+    ) => void
+  ) => {
+    let done = false
+    inFlight++
+    stats.calls++
+    stats.maxInFlight = Math.max(stats.maxInFlight, inFlight)
+    const stream = new EventEmitter()
+    const finish = (emit: () => void) => {
+      if (done) return
+      done = true
+      inFlight--
+      world.deliver(proc, emit)
+    }
+    const limit = deadlineMillis(options)
+    if (limit !== undefined) {
+      world.at(limit, undefined, () => finish(() => stream.emit("error", status(4, "Deadline exceeded"))))
+    }
+    // the call's messages and its end reach the sink in the order they were sent
+    let last = world.now
+    const later = (f: () => void) => {
+      last = Math.max(last, world.now + latency())
+      world.at(last - world.now, undefined, f)
+    }
+    world.at(latency(), undefined, () => {
+      if (done) return
+      run({
+        send: (bytes) =>
+          later(() => {
+            if (!done) world.deliver(proc, () => stream.emit("data", bytes))
+          }),
+        fail: (e) => later(() => finish(() => stream.emit("error", e))),
+        end: () => later(() => finish(() => stream.emit("end")))
+      })
+    })
+    return Object.assign(stream, {
+      cancel: () => finish(() => stream.emit("error", status(1, "Cancelled"))),
+      isDone: () => done
+    })
+  }
+
+  const mutateRows = (proc: Process, argument: Buffer, options: grpc.CallOptions | undefined) => {
+    const d = MutateRowsRequest.toObject(MutateRowsRequest.decode(argument), { longs: String, defaults: false }) as {
+      readonly entries?: ReadonlyArray<
+        { readonly rowKey?: Uint8Array; readonly mutations?: ReadonlyArray<DecodedMutation> }
+      >
+    }
+    const entries = d.entries ?? []
+    const stream = call(proc, options, (s) => {
+      if (hit(faults.hang)) return world.trace(() => `${proc.name}: MutateRows of ${entries.length} never answers`)
+      if (hit(faults.resetBeforeApply)) return s.fail(status(14, "connection reset (simulated)"))
+      const lostAfter = hit(faults.resetAfterApply) ? rng.int(entries.length + 1) : undefined
+      const statuses = entries.map((e, index) => {
+        const rowKey = text.decode(e.rowKey ?? new Uint8Array())
+        if (hit(faults.entryTransient)) return { index, status: { code: 14, message: "transient (simulated)" } }
+        addCells(rowKey, e.mutations ?? [])
+        if (lostAfter !== undefined) ambiguous.push(rowKey)
+        return { index, status: { code: 0 } }
+      })
+      if (lostAfter !== undefined) {
+        world.trace(() =>
+          `${proc.name}: MutateRows applied, answer lost after ${lostAfter} of ${entries.length} statuses`
+        )
+        if (lostAfter > 0) {
+          s.send(
+            Buffer.from(
+              MutateRowsResponse.encode(MutateRowsResponse.fromObject({ entries: statuses.slice(0, lostAfter) }))
+                .finish()
+            )
+          )
+        }
+        return s.fail(status(14, "connection reset after apply (simulated)"))
+      }
+      // the statuses in one or two messages, as the service may split them
+      const cut = statuses.length > 1 && rng.chance(0.3) ? rng.between(1, statuses.length - 1) : statuses.length
+      for (const part of [statuses.slice(0, cut), statuses.slice(cut)]) {
+        if (part.length > 0) {
+          s.send(Buffer.from(MutateRowsResponse.encode(MutateRowsResponse.fromObject({ entries: part })).finish()))
+        }
+      }
+      s.end()
+    })
+    return stream
+  }
+
+  const checkAndMutateRow = (proc: Process, argument: Buffer, options: grpc.CallOptions | undefined) => {
+    const d = CheckAndMutateRowRequest.toObject(CheckAndMutateRowRequest.decode(argument), {
+      longs: String,
+      defaults: false
+    }) as {
+      readonly tableName?: string
+      readonly rowKey?: Uint8Array
+      readonly predicateFilter?: { readonly columnRangeFilter?: { readonly startQualifierClosed?: Uint8Array } }
+      readonly falseMutations?: ReadonlyArray<DecodedMutation>
+    }
+    const rowKey = text.decode(d.rowKey ?? new Uint8Array())
+    const identity = text.decode(d.predicateFilter?.columnRangeFilter?.startQualifierClosed ?? new Uint8Array())
+    return call(proc, options, (s) => {
+      if (hit(faults.hang)) return world.trace(() => `${proc.name}: CheckAndMutateRow ${rowKey} never answers`)
+      if (hit(faults.resetBeforeApply)) return s.fail(status(14, "connection reset (simulated)"))
+      let matched = checkAndMutate(d.tableName ?? "", rowKey, identity, d.falseMutations ?? [])
+      if (hit(faults.twice)) matched = checkAndMutate(d.tableName ?? "", rowKey, identity, d.falseMutations ?? [])
+      if (hit(faults.resetAfterApply)) {
+        world.trace(() => `${proc.name}: CheckAndMutateRow ${rowKey} applied, answer lost`)
+        return s.fail(status(14, "connection reset after apply (simulated)"))
+      }
+      s.send(
+        Buffer.from(
+          CheckAndMutateRowResponse.encode(CheckAndMutateRowResponse.fromObject({ predicateMatched: matched })).finish()
+        )
+      )
+      s.end()
+    })
+  }
+
+  const families = { m: {}, c: { valueType: { aggregateType: { sum: {} } } } }
+  const admin: BigtableClient.AdminClient = {
+    getTable: () => Promise.resolve([{ columnFamilies: families }]),
+    createTable: () => Promise.reject(new Error("not simulated")),
+    modifyColumnFamilies: () => Promise.reject(new Error("not simulated")),
+    close: () => Promise.resolve()
+  }
+
+  const data = (proc: Process): BigtableClient.DataClient => ({
+    makeServerStreamRequest: (method, serialize, _deserialize, argument, _metadata, options) => {
+      const bytes = serialize(argument)
+      if (method.endsWith("/MutateRows")) return mutateRows(proc, bytes, options)
+      if (method.endsWith("/CheckAndMutateRow")) return checkAndMutateRow(proc, bytes, options)
+      throw new Error(`not simulated: ${method}`)
+    },
+    close: () => undefined
+  })
+
+  return {
+    sums,
+    ambiguous,
+    layer: (proc) => BigtableClient.fromClients({ projectId, data: data(proc), admin }),
+    stats,
+    calm: () => void (calmed = true)
+  }
+}

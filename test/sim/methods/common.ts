@@ -1,0 +1,32 @@
+/** What the simulated methods share: drawn retry budgets, the run's limits, the store's faults. */
+import * as Duration from "effect/Duration"
+import type { Rng } from "../random.ts"
+import type { RunOptions } from "../run.ts"
+import type { SourcePlan } from "../source.ts"
+import type { StoreFaults } from "../store.ts"
+
+/** A retry or recovery budget drawn from the seed. */
+export const retryPolicy = (rng: Rng) => ({
+  initialBackoff: Duration.millis(rng.between(1, 200)),
+  maxBackoff: Duration.millis(rng.between(200, 5000)),
+  maxAttempts: rng.between(2, 10)
+})
+
+/** Two days of virtual time, five million steps: past either, the run hangs. */
+export const limits = (options: RunOptions) => ({ maxTime: options.maxTime ?? 48 * 3_600_000, maxSteps: 5_000_000 })
+
+export const sourcePlan = (rng: Rng, options: RunOptions): SourcePlan =>
+  options.source ?? { total: rng.between(1, 300), chunk: rng.between(1, 25), gap: rng.pick([0, 0, 1, 10, 100]) }
+
+/** How long the writer's source runs, roughly: the window crashes and zombies are drawn in. */
+export const horizon = (plan: SourcePlan): number => Math.max(1, plan.total / plan.chunk) * (plan.gap + 20) + 200
+
+export const storeFaults = (rng: Rng, options: RunOptions): StoreFaults => ({
+  latency: [1, rng.between(2, 30)],
+  failBeforeSave: options.faults === false || rng.chance(0.5) ? 0 : rng.next() * 0.1,
+  lostAfterSave: options.faults === false || rng.chance(0.5) ? 0 : rng.next() * 0.1
+})
+
+/** A checkpoint interval: every record, every few, many, or a duration. */
+export const every = (rng: Rng): number | Duration.Duration =>
+  rng.pick<number | Duration.Duration>([1, 5, rng.between(2, 100), Duration.millis(rng.between(10, 2000))])
