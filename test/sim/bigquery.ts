@@ -181,7 +181,8 @@ const deadlineMillis = (options: unknown): number | undefined => {
   if (typeof options !== "object" || options === null || !("deadline" in options)) return undefined
   const d = options.deadline
   const at = typeof d === "number" ? d : d instanceof Date ? d.getTime() : undefined
-  return at === undefined ? undefined : Math.max(1, at - (performance.timeOrigin + performance.now()))
+  // the library set it a few microseconds ago from the configured timeout, a whole number of milliseconds
+  return at === undefined ? undefined : Math.max(1, Math.round(at - (performance.timeOrigin + performance.now())))
 }
 
 export const make = (world: World, faults: Faults, projectId = "sim"): BigQuerySim => {
@@ -498,9 +499,13 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         }
         try {
           const value = f()
-          world.deliver(proc, () => resolve(value))
+          world.deliver(proc, () => {
+            resolve(value)
+          })
         } catch (e) {
-          world.deliver(proc, () => reject(e))
+          world.deliver(proc, () => {
+            reject(e)
+          })
         }
       })
     })

@@ -86,7 +86,8 @@ export interface BigtableSim {
 const deadlineMillis = (options: grpc.CallOptions | undefined): number | undefined => {
   const d = options?.deadline
   const at = typeof d === "number" ? d : d instanceof Date ? d.getTime() : undefined
-  return at === undefined ? undefined : Math.max(1, at - (performance.timeOrigin + performance.now()))
+  // the library set it a few microseconds ago from the configured timeout, a whole number of milliseconds
+  return at === undefined ? undefined : Math.max(1, Math.round(at - (performance.timeOrigin + performance.now())))
 }
 
 const status = (code: number, message: string) => Object.assign(new Error(message), { code, details: message })
@@ -249,7 +250,9 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
 
   const families = { m: {}, c: { valueType: { aggregateType: { sum: {} } } } }
   const admin: BigtableClient.AdminClient = {
-    getTable: () => Promise.resolve([{ columnFamilies: families }]),
+    getTable: () => {
+      return Promise.resolve([{ columnFamilies: families }])
+    },
     createTable: () => Promise.reject(new Error("not simulated")),
     modifyColumnFamilies: () => Promise.reject(new Error("not simulated")),
     close: () => Promise.resolve()

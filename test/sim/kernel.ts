@@ -291,7 +291,7 @@ export class World {
         task.run()
         continue
       }
-      // a fiber may wait on a Promise the simulation resolved: let its microtasks run first
+      // a fiber may wait on a Promise (a REST client's answer): let its microtasks run first
       // oxlint-disable-next-line no-await-in-loop -- the driver is sequential by design: one step at a time
       await drainMicrotasks()
       if (this.tasks.some((t) => t.proc.state === "running")) continue

@@ -110,7 +110,18 @@ export const live = async (
       // a configuration the simulator drew wrong is its own bug, not a fault to restart from
       if (tag.startsWith("SinkConfigError")) {
         violations.push(`${proc.name}: ${String(error._tag === "Some" ? error.value : tag)}`)
-      } else if (proc === current) restart()
+        return
+      }
+      if (proc !== current) return
+      // fenced by a process of the same writer that is still running (a zombie that saved first):
+      // that one is the writer now, as it would be in production; nothing restarts
+      const other = tag === "CheckpointConflict" ? [...running].find((p) => p.state !== "dead") : undefined
+      if (other !== undefined) {
+        world.trace(() => `${other.name} keeps the writer`)
+        current = other
+        return
+      }
+      restart()
     })
   }
 
