@@ -104,6 +104,10 @@ export interface BigQuerySim {
   ) => { readonly projectId: string; readonly write: grpc.Client; readonly rest: BigQuery }
   readonly buffered: Buffered.BufferedStreams
   readonly stats: { requests: number; openStreams: number; maxOpenStreams: number; maxInFlight: number }
+  /** AppendRows calls of `proc` neither side has ended (a process that finished must leave none). */
+  readonly openOf: (proc: Process) => number
+  /** The most requests, and request bytes, `proc` ever had sent and unanswered at once, over all its calls. */
+  readonly peakInFlight: (proc: Process) => { readonly requests: number; readonly bytes: number }
   /** Per request the service applied: (table, rows); a planted-fault check or a latency probe hooks here. */
   readonly onApplied: Array<(table: string, rows: ReadonlyArray<Uint8Array>, at: number) => void>
   /** Turns the faults off (the end of a storm: the last restart must be able to finish). */
@@ -282,6 +286,13 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
     return { _tag: "applied", bytes: okResponse(name, undefined) }
   }
 
+  const open = new Map<Process, number>()
+  const inFlightOf = new Map<Process, { requests: number; bytes: number; peakRequests: number; peakBytes: number }>()
+  const flight = (proc: Process) => {
+    let f = inFlightOf.get(proc)
+    if (f === undefined) inFlightOf.set(proc, f = { requests: 0, bytes: 0, peakRequests: 0, peakBytes: 0 })
+    return f
+  }
   const appendRows = (proc: Process, streamName: string): EventEmitter => {
     const call = new EventEmitter()
     let writeStream = streamName
@@ -292,7 +303,17 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
     let hung = false
     let halfClosed = false
     let unanswered = 0
+    /** Sizes of the requests sent and unanswered, oldest first (answers come in order). */
+    const sizes: Array<number> = []
+    const settle = (n: number) => {
+      const f = flight(proc)
+      for (let i = 0; i < n; i++) {
+        f.requests--
+        f.bytes -= sizes.shift() ?? 0
+      }
+    }
     stats.openStreams++
+    open.set(proc, (open.get(proc) ?? 0) + 1)
     stats.maxOpenStreams = Math.max(stats.maxOpenStreams, stats.openStreams)
     world.trace(() => `${proc.name}: AppendRows opened on ${streamName}`)
     /** Rows of requests that arrived but whose answer has not reached the sink yet. */
@@ -301,7 +322,9 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
     const finish = (emit: () => void) => {
       if (broken) return
       broken = true
+      settle(sizes.length)
       stats.openStreams--
+      open.set(proc, (open.get(proc) ?? 1) - 1)
       for (const rows of inFlight) ambiguous.push(...rows)
       inFlight.clear()
       world.deliver(proc, emit)
@@ -319,6 +342,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         if (broken) return
         inFlight.delete(rows)
         unanswered--
+        settle(1)
         world.deliver(proc, () => call.emit("data", bytes))
         if (halfClosed && unanswered === 0) {
           finish(() => {
@@ -371,6 +395,12 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         if (broken) return true
         unanswered++
         stats.maxInFlight = Math.max(stats.maxInFlight, unanswered)
+        const f = flight(proc)
+        sizes.push(request.length)
+        f.requests++
+        f.bytes += request.length
+        f.peakRequests = Math.max(f.peakRequests, f.requests)
+        f.peakBytes = Math.max(f.peakBytes, f.bytes)
         const at = Math.max(lastArrival, world.now + latency())
         lastArrival = at
         world.at(at - world.now, undefined, () => arrive(request))
@@ -569,6 +599,11 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
     clients: (proc) => ({ projectId, write: writeClient(proc), rest: restClient(proc) }),
     buffered,
     stats,
+    openOf: (proc) => open.get(proc) ?? 0,
+    peakInFlight: (proc) => {
+      const f = inFlightOf.get(proc)
+      return { requests: f?.peakRequests ?? 0, bytes: f?.peakBytes ?? 0 }
+    },
     onApplied,
     calm: () => void (calmed = true)
   }

@@ -80,6 +80,8 @@ export interface BigtableSim {
   readonly ambiguous: Array<string>
   readonly layer: (proc: Process) => ReturnType<typeof BigtableClient.fromClients>
   readonly stats: { calls: number; maxInFlight: number }
+  /** Per entry applied: its row key and the virtual time (the latency probe). */
+  readonly onApplied: Array<(rowKey: string, at: number) => void>
   readonly calm: () => void
 }
 
@@ -103,7 +105,9 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
   const hit = (p: number): boolean => !calmed && rng.chance(p)
   const latency = () => rng.between(faults.latency[0], faults.latency[1])
 
+  const onApplied: BigtableSim["onApplied"] = []
   const addCells = (rowKey: string, mutations: ReadonlyArray<DecodedMutation>) => {
+    for (const f of onApplied) f(rowKey, world.now)
     for (const m of mutations) {
       if (m.addToCell === undefined) continue
       const q = text.decode(m.addToCell.columnQualifier?.rawValue ?? new Uint8Array())
@@ -273,6 +277,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
     ambiguous,
     layer: (proc) => BigtableClient.fromClients({ projectId, data: data(proc), admin }),
     stats,
+    onApplied,
     calm: () => void (calmed = true)
   }
 }

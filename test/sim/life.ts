@@ -44,6 +44,8 @@ export interface LifeResult {
   readonly errors: ReadonlyArray<string>
   /** The value the process that finished returned. */
   readonly value: unknown
+  /** The processes whose root fiber ended (not killed): their resources must all be released. */
+  readonly exited: ReadonlyArray<SimProcess>
 }
 
 const tagOf = (e: unknown): string =>
@@ -68,6 +70,7 @@ export const live = async (
   let restarts = 0
   let finished = false
   let value: unknown
+  const exited: Array<SimProcess> = []
 
   const restart = () => {
     restarts++
@@ -91,6 +94,7 @@ export const live = async (
     fiber.addObserver((exit) => {
       running.delete(proc)
       if (proc.state === "dead") return
+      exited.push(proc)
       if (Exit.isSuccess(exit)) {
         world.trace(() => `${proc.name} finished`)
         if (proc === current) {
@@ -151,5 +155,9 @@ export const live = async (
   if (outcome === "quiescent") violations.push("hang: nothing left to run and the writer did not finish")
   if (outcome === "timeLimit") violations.push(`hang: virtual time past ${limits.maxTime} ms`)
   if (outcome === "stepLimit") violations.push(`hang: more than ${limits.maxSteps} steps`)
-  return { outcome, violations, restarts, errors, value }
+  // let the ended processes' last calls close (a half-closed stream ends after its answers)
+  if (violations.length === 0) {
+    await world.run(() => false, { maxTime: world.now + 120_000, maxSteps: world.steps + 200_000 })
+  }
+  return { outcome, violations, restarts, errors, value, exited }
 }

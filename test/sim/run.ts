@@ -17,6 +17,14 @@ export interface RunOptions {
   readonly maxTime?: number
   /** How long a delay spike holds an answer (past the sink's deadline, by default). */
   readonly spikeMillis?: number
+  /**
+   * Swarm mode: the writer's tuning (batch and request sizes, in-flight limits, `every`, deadlines,
+   * retry budgets) is drawn from the seed too; otherwise the library's defaults, checkpointing every
+   * 10 records.
+   */
+  readonly swarm?: boolean
+  /** A slow source without faults: a few records seconds apart, each checked against the latency bound. */
+  readonly lowRate?: boolean
 }
 
 /** An invariant: the violations it found. */
@@ -30,6 +38,7 @@ export type MethodRun = (
 export interface SeedReport {
   readonly method: string
   readonly seed: number
+  readonly swarm: boolean
   readonly ok: boolean
   readonly violations: ReadonlyArray<string>
   readonly virtualMillis: number
@@ -51,6 +60,7 @@ export const runWith = async (
   return {
     method,
     seed,
+    swarm: options.swarm === true,
     ok: violations.length === 0,
     violations,
     virtualMillis: world.now,
@@ -121,4 +131,34 @@ export const checkAtLeastOnce = (o: {
     ...firstFew(lost, "at least once: lost"),
     ...firstFew(doubled, "at least once: duplicated without an ambiguous outcome")
   ]
+}
+
+/**
+ * At a low rate no record waits longer than `bound` between leaving the source and being applied
+ * by the service (the documented "sent within about one round trip, under a second").
+ */
+export const checkLatency = (o: {
+  readonly emitted: ReadonlyMap<number, number>
+  readonly applied: ReadonlyMap<number, number>
+  readonly bound: number
+}): Check =>
+() => {
+  const late: Array<string> = []
+  for (const [id, at] of o.emitted) {
+    const landed = o.applied.get(id)
+    if (landed !== undefined && landed - at > o.bound) late.push(`${id} after ${(landed - at).toFixed(0)} ms`)
+  }
+  return firstFew(late, `latency: applied more than ${o.bound} ms after the source gave it`)
+}
+
+/** Checks `holds`, reporting `message` when it does not. */
+export const checkThat = (holds: () => boolean, message: () => string): Check => () => (holds() ? [] : [message()])
+
+/** The first virtual time each id was applied, fed by a service's `onApplied` hook. */
+export const firstApplied = (): {
+  readonly times: Map<number, number>
+  readonly record: (id: number, at: number) => void
+} => {
+  const times = new Map<number, number>()
+  return { times, record: (id, at) => void (times.has(id) || times.set(id, at)) }
 }

@@ -50,9 +50,16 @@ export const commandCapacity = 1024
  * runs unbounded: it handles a bounded queue and suspends when it is empty, and nothing can refill
  * it while its microtasks run. Timers and other fibers keep their turns.
  *
+ * Only in place of Effect's default scheduler: a scheduler the caller provided (a deterministic
+ * test scheduler, a runtime's own) runs the owner too ({@link ownerSchedulerFor}).
+ *
  * @internal
  */
 export const ownerScheduler: Scheduler.Scheduler = new Scheduler.MixedScheduler("sync")
+
+/** The owner's scheduler under `current`: {@link ownerScheduler} for Effect's default one, else `current`. @internal */
+export const ownerSchedulerFor = (current: Scheduler.Scheduler): Scheduler.Scheduler =>
+  current instanceof Scheduler.MixedScheduler ? ownerScheduler : current
 
 /**
  * Prepared slices that may wait in the command queue for the owner to take them. The in-flight
@@ -112,7 +119,7 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
     // The gauges this writer moved go back to where it found them, however it ends.
     yield* Effect.addFinalizer(() => actions.releaseGauges(state))
     yield* owner.run(ctx, core, built).pipe(
-      Effect.provideService(Scheduler.Scheduler, ownerScheduler),
+      Effect.provideService(Scheduler.Scheduler, ownerSchedulerFor(yield* Scheduler.Scheduler)),
       Effect.provideContext(context),
       Effect.forkScoped
     )

@@ -24,10 +24,28 @@ import * as BigQuery from "../bigquery.ts"
 import { World } from "../kernel.ts"
 import * as Life from "../life.ts"
 import { make as makeRng, type Rng } from "../random.ts"
-import { type Check, checkAtLeastOnce, checkExactlyOnce, type MethodRun, type RunOptions } from "../run.ts"
+import {
+  type Check,
+  checkAtLeastOnce,
+  checkExactlyOnce,
+  checkLatency,
+  firstApplied,
+  type MethodRun,
+  type RunOptions
+} from "../run.ts"
 import { idOf, source } from "../source.ts"
 import * as Store from "../store.ts"
-import { every, horizon, limits, retryPolicy, sourcePlan, storeFaults } from "./common.ts"
+import {
+  every,
+  horizon,
+  limits,
+  lowRateBound,
+  lowRateOf,
+  retryPolicy,
+  sourcePlan,
+  storeFaults,
+  tuning
+} from "./common.ts"
 
 const schema: TableSchema.TableSchema = { fields: [TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" })] }
 const table = "sim.d.t"
@@ -45,6 +63,13 @@ const byteBounds = (rng: Rng) => {
   }
 }
 
+/** Every AppendRows call of a process that ended (not killed) was closed. */
+const released = (sim: BigQuery.BigQuerySim, result: Life.LifeResult): Check => () =>
+  result.exited.flatMap((p) => {
+    const open = sim.openOf(p)
+    return open === 0 ? [] : [`leak: ${p.name} ended with ${open} AppendRows call(s) open`]
+  })
+
 /** Routed rows, by id, for the invariants. */
 const routing = (routed: Array<number>) =>
   FailureHandler.deadLetter(
@@ -57,7 +82,7 @@ const routing = (routed: Array<number>) =>
 
 const setup = (seed: number, options: RunOptions, rng: Rng) => {
   const world = new World({ rng, trace: options.trace })
-  const faults = options.faults === false
+  const faults = options.faults === false || options.lowRate === true
     ? BigQuery.noFaults
     : BigQuery.drawFaults(rng, 0.08, options.spikeMillis ?? 400_000)
   const sim = BigQuery.make(world, faults)
@@ -71,12 +96,12 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
   const { sim, world } = setup(seed, options, rng)
   const store = Store.make(world, storeFaults(rng, options))
   const plan = sourcePlan(rng, options)
-  const checkpointEvery = every(rng)
-  const method = WriteMethod.exactlyOnce({
+  const checkpointEvery = every(rng, options)
+  const method = WriteMethod.exactlyOnce(tuning(options, () => ({
     ...byteBounds(rng),
     retry: retryPolicy(rng),
     recovery: retryPolicy(rng)
-  })
+  })))
   const routed: Array<number> = []
   const lifePlan = Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), { zombies: options.life !== false })
   const program = (proc: Life.SimProcess) =>
@@ -106,22 +131,34 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
       total: plan.total,
       visible: sim.visible(table).map(idOf),
       routed
-    })
+    }),
+    released(sim, result)
   ]
   return { world, result, checks }
 }
 
-export const atLeastOnce: MethodRun = async (seed, options) => {
+export const atLeastOnce: MethodRun = async (seed, given) => {
   const rng = makeRng(seed)
+  const options = lowRateOf(rng, given)
   const { sim, world } = setup(seed, options, rng)
   const plan = sourcePlan(rng, options)
-  const method = WriteMethod.atLeastOnce({
+  const emitted = new Map<number, number>()
+  const applied = firstApplied()
+  sim.onApplied.push((_, rows, at) => {
+    for (const row of rows) applied.record(idOf(row), at)
+  })
+  const tuned = tuning(options, () => ({
     ...byteBounds(rng),
     maxInFlightRequests: rng.pick([undefined, rng.between(1, 10)]),
     responseTimeout: Duration.millis(rng.between(200, 60_000)),
     retry: retryPolicy(rng),
     recovery: retryPolicy(rng)
-  })
+  }))
+  const method = WriteMethod.atLeastOnce(tuned)
+  const inFlight = {
+    requests: tuned.maxInFlightRequests ?? 100,
+    bytes: tuned.maxInFlightBytes ?? 100 * 1024 * 1024
+  }
   const routed: Array<number> = []
   // at least once has no store: a restart replays the whole source (nothing is lost, all is doubled)
   const lifePlan = Life.drawPlan(rng, 0, { zombies: false })
@@ -129,7 +166,7 @@ export const atLeastOnce: MethodRun = async (seed, options) => {
     Effect.gen(function*() {
       const serializer = yield* RowSerializer.fromJson(schema)
       const destination = yield* TableDestination.make({ projectId: sim.projectId, datasetId: "d", tableId: "t" })
-      return yield* source(world, { ...plan, from: 0 }).pipe(
+      return yield* source(world, { ...plan, from: 0, emitted }).pipe(
         Stream.run(BigQuerySink.make({
           table: destination,
           serializer,
@@ -146,7 +183,115 @@ export const atLeastOnce: MethodRun = async (seed, options) => {
       routed,
       ambiguous: new Set(sim.ambiguous.map(idOf)),
       restarts: result.restarts
-    })
+    }),
+    ...(options.lowRate === true ? [checkLatency({ emitted, applied: applied.times, bound: lowRateBound })] : []),
+    bounded(sim, result, { requests: inFlight.requests, bytes: inFlight.bytes }),
+    released(sim, result)
+  ]
+  return { world, result, checks }
+}
+
+/** Sent and unanswered requests of every ended process stayed within the writer's bounds. */
+const bounded = (
+  sim: BigQuery.BigQuerySim,
+  result: Life.LifeResult,
+  limits: { readonly requests: number; readonly bytes: number }
+): Check =>
+() =>
+  result.exited.flatMap((p) => {
+    const peak = sim.peakInFlight(p)
+    // a request's framing (stream name, offsets, a first request's descriptor) is outside the byte budget
+    const slack = peak.requests * 512
+    return [
+      ...(peak.requests > limits.requests
+        ? [`memory: ${p.name} had ${peak.requests} requests in flight (maxInFlightRequests ${limits.requests})`]
+        : []),
+      ...(peak.bytes > limits.bytes + slack
+        ? [`memory: ${p.name} had ${peak.bytes} request bytes in flight (maxInFlightBytes ${limits.bytes})`]
+        : [])
+    ]
+  })
+
+/**
+ * A long run of at least once over several tables: records minutes apart for hours of virtual time,
+ * each burst to one table, destinations idling out (`destinationIdleTimeout`, with a `flushInterval`
+ * barrier to release them). Besides nothing lost: a process never holds more AppendRows calls than
+ * tables, after a quiet spell longer than the idle timeout it holds at most one, and its requests in
+ * flight stay within `maxInFlightRequests` and `maxInFlightBytes`.
+ */
+export const destinations: MethodRun = async (seed, options) => {
+  const rng = makeRng(seed)
+  const { sim, world } = setup(seed, options, rng)
+  const tables = rng.between(2, 6)
+  for (let t = 0; t < tables; t++) sim.createTable(`sim.d.t${t}`, [{ name: "id", type: "INTEGER", mode: "REQUIRED" }])
+  const idle = rng.between(30_000, 300_000)
+  const interval = rng.between(10_000, 60_000)
+  const plan = { total: rng.between(20, 80), chunk: rng.between(1, 5), gap: rng.pick([10_000, 60_000, 600_000]) }
+  const maxInFlightRequests = rng.pick([100, rng.between(1, 10)])
+  const bounds = byteBounds(rng)
+  const method = WriteMethod.atLeastOnce({
+    ...bounds,
+    maxInFlightRequests,
+    destinationIdleTimeout: Duration.millis(idle),
+    flushInterval: Duration.millis(interval),
+    ...tuning(options, () => ({ retry: retryPolicy(rng), recovery: retryPolicy(rng) }))
+  })
+  const routed: Array<number> = []
+  const quiet: Array<string> = []
+  let widest = 0
+  const program = (proc: Life.SimProcess) =>
+    Effect.gen(function*() {
+      const serializer = yield* RowSerializer.fromJson(schema)
+      const targets = yield* Effect.forEach(
+        Array.from({ length: tables }, (_, t) => t),
+        (t) => TableDestination.make({ projectId: sim.projectId, datasetId: "d", tableId: `t${t}` })
+      )
+      // each chunk of the source goes to one table: bursts that leave the others idle
+      const resolve = (row: Row) =>
+        targets[Math.floor(row.id / plan.chunk) % tables] as TableDestination.TableDestination
+      return yield* source(world, { ...plan, from: 0 }).pipe(
+        Stream.tap(() =>
+          Effect.sync(() => {
+            const open = sim.openOf(proc)
+            widest = Math.max(widest, open)
+            if (plan.gap > idle + 2 * interval + 10_000 && open > 1) {
+              quiet.push(
+                `${open} calls open at ${world.now.toFixed(0)} ms after ${plan.gap} ms quiet (idle timeout ${idle})`
+              )
+            }
+          })
+        ),
+        Stream.run(BigQuerySink.make({
+          destinationResolver: resolve,
+          serializer,
+          writeMethod: method,
+          failureHandler: routing(routed)
+        }))
+      )
+    }).pipe(Effect.provide(BigQueryClient.fromClients(sim.clients(proc))))
+  const result = await Life.live(
+    world,
+    Life.drawPlan(rng, 0, { zombies: false }),
+    program,
+    () => sim.calm(),
+    limits(options)
+  )
+  const visible = Array.from({ length: tables }, (_, t) => sim.visible(`sim.d.t${t}`).map(idOf)).flat()
+  const checks: Array<Check> = [
+    checkAtLeastOnce({
+      total: plan.total,
+      visible,
+      routed,
+      ambiguous: new Set(sim.ambiguous.map(idOf)),
+      restarts: result.restarts
+    }),
+    () => quiet.slice(0, 3).map((q) => `memory: destinations did not idle out: ${q}`),
+    () => (widest > tables ? [`memory: ${widest} AppendRows calls open for ${tables} tables`] : []),
+    bounded(sim, result, {
+      requests: maxInFlightRequests,
+      bytes: bounds.maxInFlightBytes ?? 100 * 1024 * 1024
+    }),
+    released(sim, result)
   ]
   return { world, result, checks }
 }

@@ -25,10 +25,28 @@ import * as Bigtable from "../bigtable.ts"
 import { World } from "../kernel.ts"
 import * as Life from "../life.ts"
 import { make as makeRng } from "../random.ts"
-import { type Check, checkAtLeastOnce, checkExactlyOnce, type MethodRun, type RunOptions } from "../run.ts"
+import {
+  type Check,
+  checkAtLeastOnce,
+  checkExactlyOnce,
+  checkLatency,
+  firstApplied,
+  type MethodRun,
+  type RunOptions
+} from "../run.ts"
 import { source } from "../source.ts"
 import * as Store from "../store.ts"
-import { every, horizon, limits, retryPolicy, sourcePlan, storeFaults } from "./common.ts"
+import {
+  every,
+  horizon,
+  limits,
+  lowRateBound,
+  lowRateOf,
+  retryPolicy,
+  sourcePlan,
+  storeFaults,
+  tuning
+} from "./common.ts"
 
 interface Row {
   readonly id: number
@@ -63,28 +81,35 @@ const routing = (routed: Array<number>) =>
     )
   )
 
-const setup = (seed: number, options: RunOptions) => {
+const setup = (seed: number, given: RunOptions, lowRate: boolean) => {
   const rng = makeRng(seed)
+  const options = lowRate ? lowRateOf(rng, given) : given
   const world = new World({ rng, trace: options.trace })
-  const sim = Bigtable.make(world, options.faults === false ? Bigtable.noFaults : Bigtable.drawFaults(rng, 0.08))
+  const sim = Bigtable.make(
+    world,
+    options.faults === false || options.lowRate === true ? Bigtable.noFaults : Bigtable.drawFaults(rng, 0.08)
+  )
   const table = TableDestination.make({ projectId: "sim", instanceId: "i", tableId: "t" })
-  return { rng, world, sim, table }
+  return { rng, world, sim, table, options }
 }
 
-export const atLeastOnce: MethodRun = async (seed, options) => {
-  const { rng, sim, table, world } = setup(seed, options)
+export const atLeastOnce: MethodRun = async (seed, given) => {
+  const { options, rng, sim, table, world } = setup(seed, given, true)
   const plan = sourcePlan(rng, options)
-  const method = WriteMethod.atLeastOnce({
+  const emitted = new Map<number, number>()
+  const first = firstApplied()
+  sim.onApplied.push((key, at) => first.record(idOfKey(key), at))
+  const method = WriteMethod.atLeastOnce(tuning(options, () => ({
     batchElementCount: rng.pick([undefined, rng.between(1, 50)]),
     maxInFlightEntries: rng.pick([undefined, rng.between(1, 100)]),
     responseTimeout: Duration.millis(rng.between(200, 60_000)),
     retry: retryPolicy(rng),
     recovery: retryPolicy(rng)
-  })
+  })))
   const routed: Array<number> = []
   const program = (proc: Life.SimProcess) =>
     Effect.gen(function*() {
-      return yield* source(world, { ...plan, from: 0 }).pipe(
+      return yield* source(world, { ...plan, from: 0, emitted }).pipe(
         Stream.run(BigtableSink.make({
           table: yield* table,
           serializer,
@@ -101,20 +126,23 @@ export const atLeastOnce: MethodRun = async (seed, options) => {
       routed,
       ambiguous: new Set(sim.ambiguous.map(idOfKey)),
       restarts: result.restarts
-    })
+    }),
+    ...(options.lowRate === true ? [checkLatency({ emitted, applied: first.times, bound: lowRateBound })] : [])
   ]
   return { world, result, checks }
 }
 
-export const exactlyOnce: MethodRun = async (seed, options) => {
-  const { rng, sim, table, world } = setup(seed, options)
+export const exactlyOnce: MethodRun = async (seed, given) => {
+  const { options, rng, sim, table, world } = setup(seed, given, false)
   const store = Store.make(world, storeFaults(rng, options))
   const plan = sourcePlan(rng, options)
-  const checkpointEvery = every(rng)
+  const checkpointEvery = every(rng, options)
   const method = WriteMethod.exactlyOnce({
     markerFamily: "m",
-    maxInFlightRequests: rng.pick([undefined, rng.between(1, 20)]),
-    responseTimeout: Duration.millis(rng.between(200, 60_000))
+    ...tuning(options, () => ({
+      maxInFlightRequests: rng.pick([undefined, rng.between(1, 20)]),
+      responseTimeout: Duration.millis(rng.between(200, 60_000))
+    }))
   })
   const routed: Array<number> = []
   const lifePlan = Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), { zombies: options.life !== false })

@@ -27,6 +27,27 @@ export const storeFaults = (rng: Rng, options: RunOptions): StoreFaults => ({
   lostAfterSave: options.faults === false || rng.chance(0.5) ? 0 : rng.next() * 0.1
 })
 
-/** A checkpoint interval: every record, every few, many, or a duration. */
-export const every = (rng: Rng): number | Duration.Duration =>
-  rng.pick<number | Duration.Duration>([1, 5, rng.between(2, 100), Duration.millis(rng.between(10, 2000))])
+/** A checkpoint interval (swarm: every record, every few, many, or a duration; else 10 records). */
+export const every = (rng: Rng, options: RunOptions): number | Duration.Duration =>
+  options.swarm === true
+    ? rng.pick<number | Duration.Duration>([1, 5, rng.between(2, 100), Duration.millis(rng.between(10, 2000))])
+    : 10
+
+/** Tuning drawn in swarm mode; the library's defaults (none given) otherwise. */
+export const tuning = <A extends object>(options: RunOptions, draw: () => A): Partial<A> =>
+  options.swarm === true ? draw() : {}
+
+/** "Sent within about one round trip (under a second)": the documented bound of a record at a low rate. */
+export const lowRateBound = 1000
+
+/** One seed in five of an at-least-once method (unless the caller chose) runs a slow source without faults. */
+export const lowRateOf = (rng: Rng, options: RunOptions): RunOptions => {
+  const lowRate = options.lowRate ?? (options.source === undefined && rng.chance(0.2))
+  return lowRate
+    ? {
+      ...options,
+      lowRate,
+      source: options.source ?? { total: rng.between(2, 12), chunk: 1, gap: rng.between(1000, 5000) }
+    }
+    : options
+}

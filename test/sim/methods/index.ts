@@ -6,6 +6,7 @@ import * as Bigtable from "./bigtable.ts"
 export const methods: Readonly<Record<string, MethodRun>> = {
   "bigquery.exactlyOnce": BigQuery.exactlyOnce,
   "bigquery.atLeastOnce": BigQuery.atLeastOnce,
+  "bigquery.destinations": BigQuery.destinations,
   "bigtable.exactlyOnce": Bigtable.exactlyOnce,
   "bigtable.atLeastOnce": Bigtable.atLeastOnce
 }

@@ -1,0 +1,216 @@
+/**
+ * `npm run sim`: runs the simulator over many seeds, or one seed with its trace.
+ *
+ *   npm run sim                                  1,000 seeds per method, half in swarm mode
+ *   npm run sim -- --seeds 1000000               a million seeds per method, on every core
+ *   npm run sim -- --method bigquery.exactlyOnce --seeds 5000 --from 20000
+ *   npm run sim -- --method bigtable.exactlyOnce --seed 4711 [--swarm]
+ *
+ * Options: `--method m` (repeatable; default all), `--seeds N` per method, `--from S` (first seed),
+ * `--swarm` / `--no-swarm` (default: odd seeds in swarm mode), `--seed N` (one run, its trace
+ * printed), `--workers K` (default: the machine's cores). Exits 1 when a seed breaks an invariant,
+ * after printing the command that replays it.
+ */
+import { fork } from "node:child_process"
+import * as os from "node:os"
+import { methods } from "./methods/index.ts"
+import { runWith, type SeedReport } from "./run.ts"
+
+interface Args {
+  readonly methods: ReadonlyArray<string>
+  readonly seeds: number
+  readonly from: number
+  readonly swarm: boolean | undefined
+  readonly seed: number | undefined
+  readonly workers: number
+  readonly worker: { readonly index: number; readonly of: number } | undefined
+}
+
+const parse = (argv: ReadonlyArray<string>): Args => {
+  const chosen: Array<string> = []
+  let seeds = 1000
+  let from = 1
+  let swarm: boolean | undefined
+  let seed: number | undefined
+  let workers = os.availableParallelism()
+  let worker: Args["worker"]
+  const number = (flag: string, value: string | undefined): number => {
+    const n = Number(value)
+    if (value === undefined || !Number.isSafeInteger(n) || n < 0) {
+      throw new Error(`${flag} takes a whole number, got ${value}`)
+    }
+    return n
+  }
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i]
+    const value = argv[i + 1]
+    switch (flag) {
+      case "--method":
+        if (value === undefined || !(value in methods)) {
+          throw new Error(`--method takes one of ${Object.keys(methods).join(", ")}; got ${value}`)
+        }
+        chosen.push(value)
+        i++
+        break
+      case "--seeds":
+        seeds = number(flag, value)
+        i++
+        break
+      case "--from":
+        from = number(flag, value)
+        i++
+        break
+      case "--seed":
+        seed = number(flag, value)
+        i++
+        break
+      case "--workers":
+        workers = Math.max(1, number(flag, value))
+        i++
+        break
+      case "--worker": {
+        const [index, of] = (value ?? "").split("/").map(Number)
+        worker = { index: index ?? 0, of: of ?? 1 }
+        i++
+        break
+      }
+      case "--swarm":
+        swarm = true
+        break
+      case "--no-swarm":
+        swarm = false
+        break
+      default:
+        throw new Error(`unknown option ${flag} (see test/sim/main.ts)`)
+    }
+  }
+  return { methods: chosen.length > 0 ? chosen : Object.keys(methods), seeds, from, swarm, seed, workers, worker }
+}
+
+/** Swarm mode for a seed when not forced: odd seeds. */
+const swarmOf = (args: Args, seed: number): boolean => args.swarm ?? seed % 2 === 1
+
+const replay = (r: SeedReport): string =>
+  `npm run sim -- --method ${r.method} --seed ${r.seed}${r.swarm ? " --swarm" : " --no-swarm"}`
+
+interface Tally {
+  seeds: number
+  failed: number
+  millis: number
+  virtualMillis: number
+  restarts: number
+  readonly errors: Record<string, number>
+  readonly failures: Array<{ readonly replay: string; readonly violations: ReadonlyArray<string> }>
+}
+
+const emptyTally = (): Tally => ({
+  seeds: 0,
+  failed: 0,
+  millis: 0,
+  virtualMillis: 0,
+  restarts: 0,
+  errors: {},
+  failures: []
+})
+
+/** Runs this worker's share of every method's seeds. */
+const runShare = async (args: Args): Promise<Record<string, Tally>> => {
+  const tallies: Record<string, Tally> = {}
+  const share = args.worker ?? { index: 0, of: 1 }
+  for (const method of args.methods) {
+    const run = methods[method]
+    if (run === undefined) continue
+    const tally = tallies[method] = emptyTally()
+    for (let seed = args.from + share.index; seed < args.from + args.seeds; seed += share.of) {
+      const started = performance.now()
+      // oxlint-disable-next-line no-await-in-loop -- one run at a time per worker: runs are CPU-bound
+      const report = await runWith(method, run, seed, { swarm: swarmOf(args, seed) })
+      tally.millis += performance.now() - started
+      tally.seeds++
+      tally.virtualMillis += report.virtualMillis
+      tally.restarts += report.restarts
+      for (const e of report.errors) tally.errors[e] = (tally.errors[e] ?? 0) + 1
+      if (!report.ok) {
+        tally.failed++
+        if (tally.failures.length < 10) tally.failures.push({ replay: replay(report), violations: report.violations })
+      }
+    }
+  }
+  return tallies
+}
+
+const merge = (into: Record<string, Tally>, from: Record<string, Tally>): void => {
+  for (const [method, t] of Object.entries(from)) {
+    const m = into[method] ??= emptyTally()
+    m.seeds += t.seeds
+    m.failed += t.failed
+    m.millis += t.millis
+    m.virtualMillis += t.virtualMillis
+    m.restarts += t.restarts
+    for (const [e, n] of Object.entries(t.errors)) m.errors[e] = (m.errors[e] ?? 0) + n
+    m.failures.push(...t.failures.slice(0, Math.max(0, 10 - m.failures.length)))
+  }
+}
+
+const report = (tallies: Record<string, Tally>, wallMillis: number): boolean => {
+  let ok = true
+  for (const [method, t] of Object.entries(tallies)) {
+    const errors = Object.entries(t.errors).toSorted((a, b) => b[1] - a[1]).map(([e, n]) => `${e} ${n}`).join(", ")
+    console.log(
+      `${method.padEnd(22)} ${String(t.seeds).padStart(8)} seeds  ${String(t.failed).padStart(4)} failed  ` +
+        `${(t.millis / Math.max(1, t.seeds)).toFixed(1)} ms/seed  ${
+          (t.virtualMillis / 3_600_000).toFixed(1)
+        } virtual h  ` +
+        `${t.restarts} restarts${errors === "" ? "" : ` (writer errors: ${errors})`}`
+    )
+    for (const f of t.failures) {
+      ok = false
+      console.log(`  FAILED: ${f.replay}\n    ${f.violations.join("\n    ")}`)
+    }
+    if (t.failed > 0) ok = false
+  }
+  console.log(`${(wallMillis / 1000).toFixed(1)} s`)
+  return ok
+}
+
+const main = async (): Promise<void> => {
+  const args = parse(process.argv.slice(2))
+  if (args.seed !== undefined) {
+    for (const method of args.methods) {
+      const run = methods[method]
+      if (run === undefined) continue
+      const swarm = swarmOf(args, args.seed)
+      console.log(`# ${method}, seed ${args.seed}${swarm ? ", swarm" : ""}`)
+      // oxlint-disable-next-line no-await-in-loop -- one traced run after the other
+      const r = await runWith(method, run, args.seed, { swarm, trace: (line) => console.log(line) })
+      console.log(
+        r.ok
+          ? `# ok: ${r.virtualMillis.toFixed(0)} virtual ms, ${r.steps} steps, ${r.restarts} restarts`
+          : `# FAILED:\n#   ${r.violations.join("\n#   ")}`
+      )
+      if (!r.ok) process.exitCode = 1
+    }
+    return
+  }
+  if (args.worker !== undefined) {
+    const tallies = await runShare(args)
+    process.send?.(tallies)
+    return
+  }
+  const started = performance.now()
+  const tallies: Record<string, Tally> = {}
+  const children = Array.from({ length: args.workers }, (_, index) =>
+    new Promise<void>((resolve, reject) => {
+      const child = fork(process.argv[1] ?? "test/sim/main.ts", [
+        ...process.argv.slice(2).filter((a, i, all) => a !== "--workers" && all[i - 1] !== "--workers"),
+        "--worker",
+        `${index}/${args.workers}`
+      ])
+      child.on("message", (m) => merge(tallies, m as Record<string, Tally>))
+      child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`worker ${index} exited ${code}`))))
+    }))
+  await Promise.all(children)
+  if (!report(tallies, performance.now() - started)) process.exitCode = 1
+}
+
+await main()

@@ -1,0 +1,21 @@
+/**
+ * The CI budget of the simulator (`npm test`): seeds per method, run by one test file per method
+ * (`*.sim.test.ts`) so vitest spreads them over the cores; odd seeds in swarm mode. And the seeds
+ * that once failed, kept as regression tests (`regressions.sim.test.ts`), with what they found.
+ */
+export const budget: Readonly<Record<string, { readonly from: number; readonly seeds: number }>> = {
+  "bigquery.exactlyOnce": { from: 1, seeds: 2500 },
+  "bigquery.atLeastOnce": { from: 1, seeds: 3000 },
+  "bigtable.exactlyOnce": { from: 1, seeds: 2000 },
+  "bigtable.atLeastOnce": { from: 1, seeds: 2500 }
+}
+
+export interface Regression {
+  readonly method: string
+  readonly seed: number
+  readonly swarm: boolean
+  /** What the seed found, and the commit that fixed it. */
+  readonly found: string
+}
+
+export const regressions: ReadonlyArray<Regression> = []
