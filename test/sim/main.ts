@@ -26,6 +26,13 @@ interface Args {
   readonly worker: { readonly index: number; readonly of: number } | undefined
 }
 
+const number = (flag: string, value: string | undefined): number => {
+  const n = Number(value)
+  if (value === undefined || !Number.isSafeInteger(n) || n < 0) {
+    throw new Error(`${flag} takes a whole number, got ${value}`)
+  }
+  return n
+}
 const parse = (argv: ReadonlyArray<string>): Args => {
   const chosen: Array<string> = []
   let seeds = 1000
@@ -34,13 +41,6 @@ const parse = (argv: ReadonlyArray<string>): Args => {
   let seed: number | undefined
   let workers = os.availableParallelism()
   let worker: Args["worker"]
-  const number = (flag: string, value: string | undefined): number => {
-    const n = Number(value)
-    if (value === undefined || !Number.isSafeInteger(n) || n < 0) {
-      throw new Error(`${flag} takes a whole number, got ${value}`)
-    }
-    return n
-  }
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]
     const value = argv[i + 1]

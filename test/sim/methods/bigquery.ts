@@ -195,7 +195,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
 const bounded = (
   sim: BigQuery.BigQuerySim,
   result: Life.LifeResult,
-  limits: { readonly requests: number; readonly bytes: number }
+  bound: { readonly requests: number; readonly bytes: number }
 ): Check =>
 () =>
   result.exited.flatMap((p) => {
@@ -203,11 +203,11 @@ const bounded = (
     // a request's framing (stream name, offsets, a first request's descriptor) is outside the byte budget
     const slack = peak.requests * 512
     return [
-      ...(peak.requests > limits.requests
-        ? [`memory: ${p.name} had ${peak.requests} requests in flight (maxInFlightRequests ${limits.requests})`]
+      ...(peak.requests > bound.requests
+        ? [`memory: ${p.name} had ${peak.requests} requests in flight (maxInFlightRequests ${bound.requests})`]
         : []),
-      ...(peak.bytes > limits.bytes + slack
-        ? [`memory: ${p.name} had ${peak.bytes} request bytes in flight (maxInFlightBytes ${limits.bytes})`]
+      ...(peak.bytes > bound.bytes + slack
+        ? [`memory: ${p.name} had ${peak.bytes} request bytes in flight (maxInFlightBytes ${bound.bytes})`]
         : [])
     ]
   })
