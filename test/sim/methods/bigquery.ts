@@ -99,6 +99,7 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
   const checkpointEvery = every(rng, options)
   const method = WriteMethod.exactlyOnce(tuning(options, () => ({
     ...byteBounds(rng),
+    destinationIdleTimeout: rng.pick([undefined, Duration.millis(rng.between(10, 5_000))]),
     retry: retryPolicy(rng),
     recovery: retryPolicy(rng)
   })))

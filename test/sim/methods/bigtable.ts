@@ -141,6 +141,7 @@ export const exactlyOnce: MethodRun = async (seed, given) => {
     markerFamily: "m",
     ...tuning(options, () => ({
       maxInFlightRequests: rng.pick([undefined, rng.between(1, 20)]),
+      maxStagedEntries: rng.pick([undefined, rng.between(1, 200)]),
       responseTimeout: Duration.millis(rng.between(200, 60_000))
     }))
   })
