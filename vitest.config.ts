@@ -1,8 +1,47 @@
+import * as fs from "node:fs"
+import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
-// Two projects: unit tests need nothing; integration tests share one set of emulators that the
-// integration project's globalSetup starts once per run on free loopback ports.
+const root = path.dirname(fileURLToPath(import.meta.url))
+
+/** Code that opens a loopback socket: a test reaching it (through its relative imports) is a component test. */
+const loopback =
+  /createServer\(|\.listen\(|new grpc\.Server|grpc\.Server\(|net\.connect|new grpc\.Client\(|child_process/
+
+const opensSockets = (() => {
+  const memo = new Map<string, boolean>()
+  const visit = (file: string): boolean => {
+    const known = memo.get(file)
+    if (known !== undefined) return known
+    memo.set(file, false) // an import cycle adds nothing
+    const text = fs.readFileSync(file, "utf8")
+    let found = loopback.test(text)
+    for (const m of text.matchAll(/from "(\.{1,2}\/[^"]+\.ts)"/g)) {
+      if (found) break
+      const target = path.resolve(path.dirname(file), m[1] ?? "")
+      if (target.startsWith(path.join(root, "test")) && fs.existsSync(target)) found = visit(target)
+    }
+    memo.set(file, found)
+    return found
+  }
+  return visit
+})()
+
+const testFiles = (dir: string): Array<string> =>
+  fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const full = path.join(dir, e.name)
+    return e.isDirectory() ? testFiles(full) : e.name.endsWith(".test.ts") ? [full] : []
+  })
+
+const rest = testFiles(path.join(root, "test")).filter((f) =>
+  !f.includes(`${path.sep}integration${path.sep}`) && !f.includes(`${path.sep}sim${path.sep}`)
+)
+const relative = (files: Array<string>) => files.map((f) => path.relative(root, f))
+
+// Four projects (ADR 0031): unit tests need nothing but the process; component tests talk to
+// in-process fakes over loopback sockets; the simulation runs its CI budget of seeds; integration
+// tests share one set of emulators that their globalSetup starts once per run on free loopback ports.
 export default defineConfig({
   // the examples import the package by name: resolve it to the sources (package.json's `source` condition)
   resolve: {
@@ -16,6 +55,8 @@ export default defineConfig({
   },
   test: {
     sequence: { concurrent: true },
+    // both cores: vitest's default leaves one idle on a 2-core machine
+    maxWorkers: 2,
     reporters: ["default", "./scripts/vitestSummaryReporter.ts"],
     testTimeout: 60_000,
     hookTimeout: 180_000,
@@ -26,11 +67,15 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: {
-          name: "unit",
-          include: ["test/**/*.test.ts"],
-          exclude: ["test/integration/**"]
-        }
+        test: { name: "unit", include: relative(rest.filter((f) => !opensSockets(f))) }
+      },
+      {
+        extends: true,
+        test: { name: "component", include: relative(rest.filter(opensSockets)) }
+      },
+      {
+        extends: true,
+        test: { name: "simulation", include: ["test/sim/**/*.test.ts"] }
       },
       {
         extends: true,
