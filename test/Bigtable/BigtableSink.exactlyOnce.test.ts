@@ -1,13 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Metric, Option, Schema, Stream } from "effect"
-import {
-  BigtableMetrics,
-  BigtableSink,
-  Mutation,
-  RowMutationEntry,
-  TableDestination,
-  WriteMethod
-} from "../../src/Bigtable/index.ts"
+import { Effect, Layer, Option, Schema, Stream } from "effect"
+import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "../../src/Bigtable/index.ts"
 import { Checkpoint, CheckpointStore } from "../../src/Sink.ts"
 import { makeFakeCheckAndMutate } from "../support/fakeCheckAndMutate.ts"
 
@@ -32,7 +25,6 @@ const table = TableDestination.make({ projectId: "p", instanceId: "i", tableId: 
 const sum = (fake: ReturnType<typeof makeFakeCheckAndMutate>) =>
   [0, 1, 2].reduce((s, r) => s + fake.sum(tableName, `page${r}`, "c", "n"), 0n)
 const expectedSum = (n: number) => BigInt((n * (n + 1)) / 2)
-const gauge = (metric: Metric.Gauge<number>) => Effect.map(Metric.value(metric), (state) => state.value)
 
 /** One run of the writer form over `records`, checkpointing at `checkpointEvery` records. */
 const runWriter = (
@@ -222,38 +214,6 @@ describe("BigtableSink.exactlyOnce (fake CheckAndMutateRow)", () => {
       assert.match(error.message, /StagingFull/)
       assert.match(error.message, /maxStagedBytes \(2000\)/)
       assert.strictEqual(fake.calls.length, 0)
-    }).pipe(Effect.provide(CheckpointStore.memory)))
-
-  it.effect("the staged gauges rise with each staged entry and fall at the checkpoint; a null is skipped", () =>
-    Effect.gen(function*() {
-      const fake = makeFakeCheckAndMutate()
-      const entries0 = yield* gauge(BigtableMetrics.stagedEntries)
-      const bytes0 = yield* gauge(BigtableMetrics.stagedBytes)
-      const summary = yield* Effect.gen(function*() {
-        const resume = yield* Checkpoint.resume({ writerId: "g-1", positionSchema: Schema.Number })
-        const writer = yield* BigtableSink.exactlyOnceWriter({
-          table: yield* table,
-          writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }),
-          checkpoint: { resume, position: (c: Click) => c.offset + 1 },
-          // every other record is skipped by the serializer
-          serializer: (c: Click) => (c.offset % 2 === 0 ? serializer(c) : null)
-        })
-        yield* writer.write(clicks(0, 10))
-        yield* writer.flush
-        assert.strictEqual((yield* gauge(BigtableMetrics.stagedEntries)) - entries0, 5)
-        const staged = (yield* gauge(BigtableMetrics.stagedBytes)) - bytes0
-        // request size + 256 per entry
-        assert.isAbove(staged, 5 * 256)
-        assert.isBelow(staged, 5 * 512)
-        assert.strictEqual(fake.calls.length, 0)
-        yield* writer.checkpoint(10)
-        assert.strictEqual(yield* gauge(BigtableMetrics.stagedEntries), entries0)
-        assert.strictEqual(yield* gauge(BigtableMetrics.stagedBytes), bytes0)
-        return yield* writer.summary
-      }).pipe(Effect.scoped, Effect.provide(Layer.orDie(fake.layer)))
-      assert.strictEqual(fake.applied(), 5)
-      assert.strictEqual(summary.recordsWritten, 5)
-      assert.strictEqual(summary.recordsSkipped, 5)
     }).pipe(Effect.provide(CheckpointStore.memory)))
 })
 
