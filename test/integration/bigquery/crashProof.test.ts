@@ -87,7 +87,7 @@ layer(Layer.merge(BigQueryEmulator.layer, GcsEmulator.layer), { timeout: "240 se
   "exactly-once BigQuery crash proof",
   (it) => {
     it.effect(
-      "100,000 rows, 20 SIGKILLs between save and flush, inside a flush, while writing and at random: exact table",
+      "30,000 rows, 20 SIGKILLs between save and flush, inside a flush, while writing and at random: exact table",
       () =>
         Effect.gen(function*() {
           const { datasetId, emulator, tally } = yield* freshTable
@@ -99,7 +99,7 @@ layer(Layer.merge(BigQueryEmulator.layer, GcsEmulator.layer), { timeout: "240 se
             translate: false,
             flushHoldMillis
           })
-          const total = 100_000
+          const total = 30_000
           const figures = yield* CrashProof.run({
             script: child,
             env: childEnv({
@@ -151,7 +151,7 @@ layer(Layer.merge(BigQueryEmulator.layer, GcsEmulator.layer), { timeout: "240 se
             upstreamPort: emulator.grpcPort,
             flushHoldMillis
           })
-          const total = 30_000
+          const total = 10_000
           const figures = yield* CrashProof.run({
             script: child,
             env: {

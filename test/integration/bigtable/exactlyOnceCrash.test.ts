@@ -1,6 +1,6 @@
 /**
  * The SIGKILL proof of the Bigtable exactly-once mode (issue 12, DESIGN 6): a child process streams
- * 50,000 AddToCell increments over 300 counters from a replayable source into cbtemulator, checkpointing
+ * 15,000 AddToCell increments over 300 counters from a replayable source into cbtemulator, checkpointing
  * into `CheckpointStore.file`; it is killed with SIGKILL at 20 seeded points (between a save and its
  * commit, inside a commit, while staging, at random times) and restarted from the store until it
  * completes. Afterwards every counter holds exactly its expected sum, and every record's marker (its
@@ -20,7 +20,7 @@ import * as CrashProof from "../../support/crashProof.ts"
 
 const child = fileURLToPath(new URL("../../support/bigtableCounterChild.ts", import.meta.url))
 
-const total = 50_000
+const total = 15_000
 const counterCount = 300
 const writerId = "counters-0"
 
@@ -35,7 +35,7 @@ layer(BigtableEmulator.layer, { timeout: "450 seconds", excludeTestServices: tru
   "BigtableSink.exactlyOnce under SIGKILL",
   (it) => {
     it.effect(
-      "50,000 increments, 20 kills, restarts from the store: every counter exact, no marker missing",
+      "15,000 increments, 20 kills, restarts from the store: every counter exact, no marker missing",
       () =>
         Effect.gen(function*() {
           const emulator = yield* BigtableEmulator
