@@ -34,8 +34,8 @@ import {
   type RunOptions
 } from "../run.ts"
 import { idOf, source } from "../source.ts"
-import * as Store from "../store.ts"
 import {
+  checkpointStore,
   every,
   horizon,
   limits,
@@ -43,7 +43,6 @@ import {
   lowRateOf,
   retryPolicy,
   sourcePlan,
-  storeFaults,
   tuning
 } from "./common.ts"
 
@@ -94,7 +93,7 @@ const setup = (seed: number, options: RunOptions, rng: Rng) => {
 export const exactlyOnce: MethodRun = async (seed, options) => {
   const rng = makeRng(seed)
   const { sim, world } = setup(seed, options, rng)
-  const store = Store.make(world, storeFaults(rng, options))
+  const store = checkpointStore(world, rng, options)
   const plan = sourcePlan(rng, options)
   const checkpointEvery = every(rng, options)
   const method = WriteMethod.exactlyOnce(tuning(options, () => ({

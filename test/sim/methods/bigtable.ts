@@ -35,8 +35,8 @@ import {
   type RunOptions
 } from "../run.ts"
 import { source } from "../source.ts"
-import * as Store from "../store.ts"
 import {
+  checkpointStore,
   every,
   horizon,
   limits,
@@ -44,7 +44,6 @@ import {
   lowRateOf,
   retryPolicy,
   sourcePlan,
-  storeFaults,
   tuning
 } from "./common.ts"
 
@@ -134,7 +133,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
 
 export const exactlyOnce: MethodRun = async (seed, given) => {
   const { options, rng, sim, table, world } = setup(seed, given, false)
-  const store = Store.make(world, storeFaults(rng, options))
+  const store = checkpointStore(world, rng, options)
   const plan = sourcePlan(rng, options)
   const checkpointEvery = every(rng, options)
   const method = WriteMethod.exactlyOnce({

@@ -1,9 +1,13 @@
 /** What the simulated methods share: drawn retry budgets, the run's limits, the store's faults. */
 import * as Duration from "effect/Duration"
+import type * as Layer from "effect/Layer"
+import type { CheckpointStore } from "../../../src/Sink.ts"
+import * as Gcs from "../gcs.ts"
+import type { Process, World } from "../kernel.ts"
 import type { Rng } from "../random.ts"
 import type { RunOptions } from "../run.ts"
 import type { SourcePlan } from "../source.ts"
-import type { StoreFaults } from "../store.ts"
+import * as Store from "../store.ts"
 
 /** A retry or recovery budget drawn from the seed. */
 export const retryPolicy = (rng: Rng) => ({
@@ -21,11 +25,27 @@ export const sourcePlan = (rng: Rng, options: RunOptions): SourcePlan =>
 /** How long the writer's source runs, roughly: the window crashes and zombies are drawn in. */
 export const horizon = (plan: SourcePlan): number => Math.max(1, plan.total / plan.chunk) * (plan.gap + 20) + 200
 
-export const storeFaults = (rng: Rng, options: RunOptions): StoreFaults => ({
-  latency: [1, rng.between(2, 30)],
-  failBeforeSave: options.faults === false || rng.chance(0.5) ? 0 : rng.next() * 0.1,
-  lostAfterSave: options.faults === false || rng.chance(0.5) ? 0 : rng.next() * 0.1
-})
+/**
+ * The writer's checkpoint store, drawn per seed: `CheckpointStore.gcs`'s own code on simulated
+ * Cloud Storage, or the compare-and-set memory store's code behind a faulty network.
+ */
+export const checkpointStore = (
+  world: World,
+  rng: Rng,
+  options: RunOptions
+): { readonly layer: (proc: Process) => Layer.Layer<CheckpointStore>; readonly calm: () => void } => {
+  const faulty = options.faults !== false
+  if (rng.chance(0.5)) {
+    const gcs = Gcs.make(world, faulty ? Gcs.drawFaults(rng, 0.1) : Gcs.drawFaults(rng, 0))
+    return { layer: gcs.store, calm: gcs.calm }
+  }
+  const store = Store.make(world, {
+    latency: [1, rng.between(2, 30)],
+    failBeforeSave: !faulty || rng.chance(0.5) ? 0 : rng.next() * 0.1,
+    lostAfterSave: !faulty || rng.chance(0.5) ? 0 : rng.next() * 0.1
+  })
+  return { layer: store.layer, calm: store.calm }
+}
 
 /** A checkpoint interval (swarm: every record, every few, many, or a duration; else 10 records). */
 export const every = (rng: Rng, options: RunOptions): number | Duration.Duration =>
