@@ -1,4 +1,0 @@
-import { describe } from "@effect/vitest"
-import { seedsHold } from "./budget.ts"
-
-describe("simulation: bigquery.exactlyOnce", () => seedsHold("bigquery.exactlyOnce"))
