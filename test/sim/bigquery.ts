@@ -22,8 +22,9 @@ import type { BigQuery } from "@google-cloud/bigquery"
 import { protos } from "@google-cloud/bigquery-storage"
 import * as grpc from "@grpc/grpc-js"
 import { EventEmitter } from "node:events"
-import { parseRequest } from "../support/fakeBigQueryWrite.ts"
+import { encodeResponse, parseRequest, type TableResource } from "../support/fakeBigQueryWrite.ts"
 import * as Buffered from "../support/fakeBufferedStreams.ts"
+import * as FakeCdc from "../support/fakeCdcTable.ts"
 import type { Process, World } from "./kernel.ts"
 import type { Rng } from "./random.ts"
 
@@ -91,7 +92,10 @@ export interface Column {
 
 export interface BigQuerySim {
   readonly projectId: string
-  readonly createTable: (table: string, fields: ReadonlyArray<Column>) => void
+  /** `extra`: further resource fields (`tableConstraints` for a CDC table). */
+  readonly createTable: (table: string, fields: ReadonlyArray<Column>, extra?: Record<string, unknown>) => void
+  /** The live rows of a CDC table (changes applied by primary key), sorted by key. */
+  readonly cdcRows: (table: string) => ReadonlyArray<Readonly<Record<string, unknown>>>
   /** Rows visible in `p.d.t`: `_default` appends and flushed BUFFERED rows. */
   readonly visible: (table: string) => ReadonlyArray<Uint8Array>
   /** Rows written whose outcome some sink could not learn (a reset, a lost answer, a crash). */
@@ -192,6 +196,20 @@ const deadlineMillis = (options: unknown): number | undefined => {
 export const make = (world: World, faults: Faults, projectId = "sim"): BigQuerySim => {
   const rng = world.rng.fork()
   const catalog = new Map<string, ReadonlyArray<Column>>()
+  /** Further resource fields per table (`tableConstraints` of a CDC table). */
+  const extras = new Map<string, Record<string, unknown>>()
+  const cdc = FakeCdc.make()
+  const resourceOf = (table: string): TableResource | undefined => {
+    const fields = catalog.get(table)
+    if (fields === undefined) return undefined
+    const [p = "", d = "", t = ""] = table.split(".")
+    return {
+      ...extras.get(table),
+      tableReference: { projectId: p, datasetId: d, tableId: t },
+      schema: { fields },
+      etag: `etag-${fields.length}`
+    }
+  }
   const committed = new Map<string, Array<Uint8Array>>()
   const buffered = Buffered.make((table) => catalog.has(table))
   const stats = { requests: 0, openStreams: 0, maxOpenStreams: 0, maxInFlight: 0 }
@@ -229,7 +247,8 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
     isBuffered: boolean,
     rows: ReadonlyArray<Uint8Array>,
     offset: number | undefined,
-    cols: ReadonlyArray<string> | undefined
+    cols: ReadonlyArray<string> | undefined,
+    descriptor: Uint8Array | undefined
   ): Outcome => {
     const fields = catalog.get(table)
     if (fields === undefined) {
@@ -243,7 +262,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       }
     }
     const known = new Set(fields.map((f) => f.name.toLowerCase()))
-    if (cols === undefined || !cols.every((c) => known.has(c.toLowerCase()))) {
+    if (cols === undefined || !cdc.physical(cols).every((c) => known.has(c.toLowerCase()))) {
       return {
         _tag: "answered",
         bytes: errorResponse(
@@ -279,9 +298,13 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       }
       return { _tag: "applied", bytes: okResponse(name, outcome.offset) }
     }
+    const resource = resourceOf(table)
+    const refused = resource === undefined ? undefined : cdc.check(resource, descriptor, rows)
+    if (refused !== undefined) return { _tag: "answered", bytes: encodeResponse(refused, name) }
     let list = committed.get(table)
     if (list === undefined) committed.set(table, list = [])
     for (const r of rows) list.push(r)
+    cdc.apply(table, resource, descriptor, rows)
     applied(table, rows)
     return { _tag: "applied", bytes: okResponse(name, undefined) }
   }
@@ -297,6 +320,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
     const call = new EventEmitter()
     let writeStream = streamName
     let columns: ReadonlyArray<string> | undefined
+    let descriptor: Uint8Array | undefined
     let lastArrival = world.now
     let lastAnswer = world.now
     let broken = false
@@ -359,6 +383,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       const parsed = parseRequest(request)
       if (parsed.writeStream !== undefined) writeStream = parsed.writeStream
       if (parsed.descriptor !== undefined) {
+        descriptor = parsed.descriptor
         columns = (protos.google.protobuf.DescriptorProto.decode(parsed.descriptor).field ?? []).map((f) =>
           f.name ?? ""
         )
@@ -377,7 +402,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         return fail(serviceError(grpc.status.UNAVAILABLE, "connection reset (simulated)"))
       }
       if (isBuffered) expireIfIdle(writeStream)
-      const outcome = apply(table, writeStream, isBuffered, rows, parsed.offset, columns)
+      const outcome = apply(table, writeStream, isBuffered, rows, parsed.offset, columns, descriptor)
       if (outcome._tag === "streamError") return fail(outcome.error)
       if (outcome._tag === "applied" && hit(faults.resetAfterApply)) {
         world.trace(() => `${proc.name}: applied ${rows.length} rows on ${table}, answer lost`)
@@ -547,9 +572,9 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         table: (tableId: string) => ({
           getMetadata: () =>
             rest(proc, `tables.get ${tableId}`, () => {
-              const fields = catalog.get(`${p}.${datasetId}.${tableId}`)
-              if (fields === undefined) throw restError(404, `Not found: Table ${tableId}`, "notFound")
-              return [{ schema: { fields }, etag: `etag-${fields.length}` }]
+              const resource = resourceOf(`${p}.${datasetId}.${tableId}`)
+              if (resource === undefined) throw restError(404, `Not found: Table ${tableId}`, "notFound")
+              return [resource]
             })
         }),
         createTable: (tableId: string, resource: { readonly schema?: { readonly fields?: ReadonlyArray<Column> } }) =>
@@ -592,7 +617,11 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
 
   return {
     projectId,
-    createTable: (table, fields) => void catalog.set(table, fields),
+    createTable: (table, fields, extra) => {
+      catalog.set(table, fields)
+      if (extra !== undefined) extras.set(table, extra)
+    },
+    cdcRows: (table) => cdc.rows(table),
     visible: (table) => [...(committed.get(table) ?? []), ...buffered.visible(table)],
     ambiguous,
     rejected,

@@ -8,6 +8,7 @@ export const budget: Readonly<Record<string, { readonly from: number; readonly s
   "bigquery.atLeastOnce": { from: 1, seeds: 3000 },
   // hours of virtual time each (the writer ticks every 100 ms): few seeds
   "bigquery.destinations": { from: 1, seeds: 30 },
+  "bigquery.cdc": { from: 1, seeds: 1000 },
   "bigtable.exactlyOnce": { from: 1, seeds: 2000 },
   "bigtable.atLeastOnce": { from: 1, seeds: 2500 }
 }

@@ -233,7 +233,7 @@ const statusDetails = (code: number, message: string, storageCode: number | unde
     }]
   }).finish()
 
-const encodeResponse = (answer: Answer, writeStream: string, offset?: number): Buffer => {
+export const encodeResponse = (answer: Answer, writeStream: string, offset?: number): Buffer => {
   switch (answer._tag) {
     case "rowErrors":
       return Buffer.from(

@@ -14,6 +14,7 @@ import {
   BigQueryClient,
   type BigQueryFailure,
   BigQuerySink,
+  type Cdc,
   RowSerializer,
   TableDestination,
   TableSchema,
@@ -291,6 +292,99 @@ export const destinations: MethodRun = async (seed, options) => {
       requests: maxInFlightRequests,
       bytes: bounds.maxInFlightBytes ?? 100 * 1024 * 1024
     }),
+    released(sim, result)
+  ]
+  return { world, result, checks }
+}
+
+interface Change {
+  readonly id: number
+  readonly key: bigint
+  readonly op: Cdc.ChangeType
+}
+
+const cdcSchema: TableSchema.TableSchema = {
+  fields: [
+    TableSchema.field({ name: "key", type: "INT64", mode: "REQUIRED" }),
+    TableSchema.field({ name: "version", type: "INT64", mode: "REQUIRED" })
+  ]
+}
+
+/**
+ * At least once with `cdc`: source record `i` is a change of key `i mod keys` (a DELETE now and
+ * then) with sequence number `i`, applied by the service by primary key. Replays and duplicates
+ * are harmless by design, so after any faults and restarts the table holds, per key, exactly the
+ * source's last change of it (none for a key last deleted). Row rejections are off: a rejected
+ * change is routed, and the key's state then depends on the handler.
+ */
+export const cdc: MethodRun = async (seed, options) => {
+  const rng = makeRng(seed)
+  const world = new World({ rng, trace: options.trace })
+  const faults = options.faults === false ? BigQuery.noFaults : BigQuery.drawFaults(rng, 0.08, 400_000)
+  const sim = BigQuery.make(world, { ...faults, rowError: 0 })
+  sim.createTable(
+    "sim.d.cdc",
+    [{ name: "key", type: "INTEGER", mode: "REQUIRED" }, { name: "version", type: "INTEGER", mode: "REQUIRED" }],
+    { tableConstraints: { primaryKey: { columns: ["key"] } } }
+  )
+  const plan = sourcePlan(rng, options)
+  const keys = rng.between(1, 12)
+  const change = (id: number): Change => ({
+    id,
+    key: BigInt(id % keys),
+    op: id % 7 === 6 ? "DELETE" : "UPSERT"
+  })
+  const method = WriteMethod.atLeastOnce({
+    cdc: { changeType: (c: Change) => c.op, sequenceNumber: (c: Change) => c.id.toString(16).toUpperCase() },
+    ...tuning(options, () => ({
+      ...byteBounds(rng),
+      maxInFlightRequests: rng.pick([undefined, rng.between(1, 10)]),
+      responseTimeout: Duration.millis(rng.between(200, 60_000)),
+      retry: retryPolicy(rng),
+      recovery: retryPolicy(rng)
+    }))
+  })
+  const routed: Array<number> = []
+  const program = (proc: Life.SimProcess) =>
+    Effect.gen(function*() {
+      const rows = yield* RowSerializer.fromJson(cdcSchema)
+      const serializer = RowSerializer.contramap(rows, (c: Change) => ({ key: c.key, version: BigInt(c.id) }))
+      const destination = yield* TableDestination.make({ projectId: sim.projectId, datasetId: "d", tableId: "cdc" })
+      return yield* source(world, { ...plan, from: 0 }).pipe(
+        Stream.map(({ id }) => change(id)),
+        Stream.run(BigQuerySink.make({
+          table: destination,
+          createDisposition: "CREATE_NEVER",
+          serializer,
+          writeMethod: method,
+          failureHandler: routing(routed)
+        }))
+      )
+    }).pipe(Effect.provide(BigQueryClient.fromClients(sim.clients(proc))))
+  const result = await Life.live(
+    world,
+    Life.drawPlan(rng, 0, { zombies: false }),
+    program,
+    () => sim.calm(),
+    limits(options)
+  )
+  const expected = new Map<string, string>()
+  for (let id = 0; id < plan.total; id++) {
+    const c = change(id)
+    if (c.op === "DELETE") expected.delete(String(c.key))
+    else expected.set(String(c.key), String(id))
+  }
+  const checks: Array<Check> = [
+    () => (routed.length > 0 ? [`cdc: ${routed.length} changes routed with row rejections off`] : []),
+    () => {
+      const live = new Map(sim.cdcRows("sim.d.cdc").map((r) => [String(r["key"]), String(r["version"])]))
+      const wrong = [...new Set([...expected.keys(), ...live.keys()])]
+        .filter((k) => expected.get(k) !== live.get(k))
+        .map((k) =>
+          `key ${k}: ${live.get(k) ?? "absent"} where the source's last change says ${expected.get(k) ?? "absent"}`
+        )
+      return wrong.length === 0 ? [] : [`cdc: ${wrong.slice(0, 4).join("; ")}`]
+    },
     released(sim, result)
   ]
   return { world, result, checks }

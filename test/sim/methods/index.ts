@@ -7,6 +7,7 @@ export const methods: Readonly<Record<string, MethodRun>> = {
   "bigquery.exactlyOnce": BigQuery.exactlyOnce,
   "bigquery.atLeastOnce": BigQuery.atLeastOnce,
   "bigquery.destinations": BigQuery.destinations,
+  "bigquery.cdc": BigQuery.cdc,
   "bigtable.exactlyOnce": Bigtable.exactlyOnce,
   "bigtable.atLeastOnce": Bigtable.atLeastOnce
 }
