@@ -4,33 +4,11 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Metric, Schema } from "effect"
-import {
-  BigtableMetrics,
-  BigtableSink,
-  Mutation,
-  RowMutationEntry,
-  TableDestination,
-  WriteMethod
-} from "../../src/Bigtable/index.ts"
+import { BigtableMetrics, BigtableSink, WriteMethod } from "../../src/Bigtable/index.ts"
 import { Checkpoint, CheckpointStore } from "../../src/Sink.ts"
 import { makeFakeCheckAndMutate } from "../support/fakeCheckAndMutate.ts"
+import { type Click, clicks, serializer, table } from "./clickFixtures.ts"
 
-interface Click {
-  readonly offset: number
-  readonly page: string
-  readonly n: number
-}
-
-const clicks = (from: number, to: number): Array<Click> =>
-  Array.from({ length: to - from }, (_, i) => ({ offset: from + i, page: `page${(from + i) % 3}`, n: from + i + 1 }))
-
-const serializer = (c: Click) =>
-  RowMutationEntry.make(
-    c.page,
-    Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: BigInt(c.n) })
-  )
-
-const table = TableDestination.make({ projectId: "p", instanceId: "i", tableId: "clicks" })
 const gauge = (metric: Metric.Gauge<number>) => Effect.map(Metric.value(metric), (state) => state.value)
 
 describe("BigtableSink.exactlyOnce staged gauges", () => {

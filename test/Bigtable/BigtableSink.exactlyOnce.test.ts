@@ -1,26 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
-import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "../../src/Bigtable/index.ts"
+import { BigtableSink, Mutation, RowMutationEntry, WriteMethod } from "../../src/Bigtable/index.ts"
 import { Checkpoint, CheckpointStore } from "../../src/Sink.ts"
 import { makeFakeCheckAndMutate } from "../support/fakeCheckAndMutate.ts"
-
-interface Click {
-  readonly offset: number
-  readonly page: string
-  readonly n: number
-}
-
-const clicks = (from: number, to: number): Array<Click> =>
-  Array.from({ length: to - from }, (_, i) => ({ offset: from + i, page: `page${(from + i) % 3}`, n: from + i + 1 }))
-
-const serializer = (c: Click) =>
-  RowMutationEntry.make(
-    c.page,
-    Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: BigInt(c.n) })
-  )
-
-const tableName = "projects/p/instances/i/tables/clicks"
-const table = TableDestination.make({ projectId: "p", instanceId: "i", tableId: "clicks" })
+import { type Click, clicks, serializer, table, tableName } from "./clickFixtures.ts"
 
 const sum = (fake: ReturnType<typeof makeFakeCheckAndMutate>) =>
   [0, 1, 2].reduce((s, r) => s + fake.sum(tableName, `page${r}`, "c", "n"), 0n)

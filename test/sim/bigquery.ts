@@ -26,7 +26,7 @@ import { encodeResponse, parseRequest, type TableResource } from "../support/fak
 import * as Buffered from "../support/fakeBufferedStreams.ts"
 import * as FakeCdc from "../support/fakeCdcTable.ts"
 import type { Process, World } from "./kernel.ts"
-import type { Rng } from "./random.ts"
+import { rate as rateOf, type Rng } from "./random.ts"
 
 const v1 = protos.google.cloud.bigquery.storage.v1
 
@@ -66,7 +66,7 @@ export const noFaults: Faults = {
 
 /** Draws a fault mix: each kind is off for about half the seeds, else at a rate up to `scale`. */
 export const drawFaults = (rng: Rng, scale: number, spikeMillis: number): Faults => {
-  const rate = () => (rng.chance(0.5) ? 0 : rng.next() * scale)
+  const rate = () => rateOf(rng, scale)
   return {
     latency: [1, rng.between(2, 40)],
     resetBeforeApply: rate(),

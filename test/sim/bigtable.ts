@@ -21,7 +21,7 @@ import { createRequire } from "node:module"
 import protobuf from "protobufjs"
 import { BigtableClient } from "../../src/Bigtable/index.ts"
 import type { Process, World } from "./kernel.ts"
-import type { Rng } from "./random.ts"
+import { rate as rateOf, type Rng } from "./random.ts"
 
 const require = createRequire(import.meta.url)
 const root = protobuf.Root.fromJSON(
@@ -60,7 +60,7 @@ export const noFaults: Faults = {
 }
 
 export const drawFaults = (rng: Rng, scale: number): Faults => {
-  const rate = () => (rng.chance(0.5) ? 0 : rng.next() * scale)
+  const rate = () => rateOf(rng, scale)
   return {
     latency: [1, rng.between(2, 40)],
     resetBeforeApply: rate(),

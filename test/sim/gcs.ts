@@ -13,7 +13,7 @@ import type { Storage } from "@google-cloud/storage"
 import * as Layer from "effect/Layer"
 import { CheckpointStore, GcsClient } from "../../src/Sink.ts"
 import type { Process, World } from "./kernel.ts"
-import type { Rng } from "./random.ts"
+import { rate as rateOf, type Rng } from "./random.ts"
 
 export interface Faults {
   readonly latency: readonly [number, number]
@@ -23,7 +23,7 @@ export interface Faults {
 }
 
 export const drawFaults = (rng: Rng, scale: number): Faults => {
-  const rate = () => (rng.chance(0.5) ? 0 : rng.next() * scale)
+  const rate = () => rateOf(rng, scale)
   return { latency: [1, rng.between(2, 40)], unavailable: rate(), lostAfterSave: rate(), spike: rate() / 4 }
 }
 

@@ -40,3 +40,6 @@ export const make = (seed: number): Rng => {
   }
   return rng
 }
+
+/** A fault rate: off for about half the seeds, else uniform up to `scale`. */
+export const rate = (rng: Rng, scale: number): number => (rng.chance(0.5) ? 0 : rng.next() * scale)

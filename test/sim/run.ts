@@ -81,6 +81,27 @@ const firstFew = (items: ReadonlyArray<string>, label: string): ReadonlyArray<st
     ? []
     : [`${label}: ${items.slice(0, 5).join(", ")}${items.length > 5 ? ` (${items.length} in all)` : ""}`]
 
+/**
+ * The ids of `0..total-1` never visible nor routed, and those visible more than once that
+ * `doubleAllowed` does not excuse.
+ */
+const tally = (
+  o: { readonly total: number; readonly visible: ReadonlyArray<number>; readonly routed: ReadonlyArray<number> },
+  doubleAllowed: (id: number) => boolean
+) => {
+  const seen = counts(o.visible)
+  const routed = new Set(o.routed)
+  const lost: Array<string> = []
+  const doubled: Array<string> = []
+  for (let id = 0; id < o.total; id++) {
+    const n = seen.get(id) ?? 0
+    if (n === 0 && !routed.has(id)) lost.push(String(id))
+    if (n > 1 && !doubleAllowed(id)) doubled.push(`${id}×${n}`)
+  }
+  const foreign = [...seen.keys()].filter((id) => id < 0 || id >= o.total).map(String)
+  return { lost, doubled, foreign }
+}
+
 /** Every id `0..total-1` visible exactly once, or (not visible and) routed; nothing else visible. */
 export const checkExactlyOnce = (o: {
   readonly total: number
@@ -88,17 +109,7 @@ export const checkExactlyOnce = (o: {
   readonly routed: ReadonlyArray<number>
 }): Check =>
 () => {
-  const seen = counts(o.visible)
-  const routed = new Set(o.routed)
-  const lost: Array<string> = []
-  const doubled: Array<string> = []
-  const foreign: Array<string> = []
-  for (let id = 0; id < o.total; id++) {
-    const n = seen.get(id) ?? 0
-    if (n === 0 && !routed.has(id)) lost.push(String(id))
-    if (n > 1) doubled.push(`${id}×${n}`)
-  }
-  for (const id of seen.keys()) if (id < 0 || id >= o.total) foreign.push(String(id))
+  const { doubled, foreign, lost } = tally(o, () => false)
   return [
     ...firstFew(lost, "exactly once: lost"),
     ...firstFew(doubled, "exactly once: duplicated"),
@@ -118,18 +129,11 @@ export const checkAtLeastOnce = (o: {
   readonly restarts: number
 }): Check =>
 () => {
-  const seen = counts(o.visible)
-  const routed = new Set(o.routed)
-  const lost: Array<string> = []
-  const doubled: Array<string> = []
-  for (let id = 0; id < o.total; id++) {
-    const n = seen.get(id) ?? 0
-    if (n === 0 && !routed.has(id)) lost.push(String(id))
-    if (n > 1 && o.restarts === 0 && !o.ambiguous.has(id)) doubled.push(`${id}×${n}`)
-  }
+  const { doubled, foreign, lost } = tally(o, (id) => o.restarts > 0 || o.ambiguous.has(id))
   return [
     ...firstFew(lost, "at least once: lost"),
-    ...firstFew(doubled, "at least once: duplicated without an ambiguous outcome")
+    ...firstFew(doubled, "at least once: duplicated without an ambiguous outcome"),
+    ...firstFew(foreign, "at least once: not from the source")
   ]
 }
 

@@ -32,14 +32,4 @@ export const source = (
 }
 
 /** The `id` of a row of the simulated schema: field 1, a varint, first in the message. */
-export const idOf = (row: Uint8Array): number => {
-  let value = 0
-  let shift = 1
-  for (let i = 1; i < row.length; i++) {
-    const b = row[i] as number
-    value += (b & 0x7f) * shift
-    if (b < 0x80) break
-    shift *= 128
-  }
-  return value
-}
+export { idOf } from "../BigQuery/exactlyOnceFixtures.ts"

@@ -63,6 +63,15 @@ const byteBounds = (rng: Rng) => {
   }
 }
 
+/** Swarm tuning of the `_default` stream writer: request and in-flight bounds, deadline, budgets. */
+const atLeastOnceTuning = (rng: Rng) => ({
+  ...byteBounds(rng),
+  maxInFlightRequests: rng.pick([undefined, rng.between(1, 10)]),
+  responseTimeout: Duration.millis(rng.between(200, 60_000)),
+  retry: retryPolicy(rng),
+  recovery: retryPolicy(rng)
+})
+
 /** Every AppendRows call of a process that ended (not killed) was closed. */
 const released = (sim: BigQuery.BigQuerySim, result: Life.LifeResult): Check => () =>
   result.exited.flatMap((p) => {
@@ -80,20 +89,19 @@ const routing = (routed: Array<number>) =>
     )
   )
 
-const setup = (seed: number, options: RunOptions, rng: Rng) => {
+const setup = (options: RunOptions, rng: Rng) => {
   const world = new World({ rng, trace: options.trace })
   const faults = options.faults === false || options.lowRate === true
     ? BigQuery.noFaults
     : BigQuery.drawFaults(rng, 0.08, options.spikeMillis ?? 400_000)
   const sim = BigQuery.make(world, faults)
   sim.createTable(table, [{ name: "id", type: "INTEGER", mode: "REQUIRED" }])
-  void seed
   return { world, faults, sim }
 }
 
 export const exactlyOnce: MethodRun = async (seed, options) => {
   const rng = makeRng(seed)
-  const { sim, world } = setup(seed, options, rng)
+  const { sim, world } = setup(options, rng)
   const store = checkpointStore(world, rng, options)
   const plan = sourcePlan(rng, options)
   const checkpointEvery = every(rng, options)
@@ -141,20 +149,14 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
 export const atLeastOnce: MethodRun = async (seed, given) => {
   const rng = makeRng(seed)
   const options = lowRateOf(rng, given)
-  const { sim, world } = setup(seed, options, rng)
+  const { sim, world } = setup(options, rng)
   const plan = sourcePlan(rng, options)
   const emitted = new Map<number, number>()
   const applied = firstApplied()
   sim.onApplied.push((_, rows, at) => {
     for (const row of rows) applied.record(idOf(row), at)
   })
-  const tuned = tuning(options, () => ({
-    ...byteBounds(rng),
-    maxInFlightRequests: rng.pick([undefined, rng.between(1, 10)]),
-    responseTimeout: Duration.millis(rng.between(200, 60_000)),
-    retry: retryPolicy(rng),
-    recovery: retryPolicy(rng)
-  }))
+  const tuned = tuning(options, () => atLeastOnceTuning(rng))
   const method = WriteMethod.atLeastOnce(tuned)
   const inFlight = {
     requests: tuned.maxInFlightRequests ?? 100,
@@ -222,7 +224,7 @@ const bounded = (
  */
 export const destinations: MethodRun = async (seed, options) => {
   const rng = makeRng(seed)
-  const { sim, world } = setup(seed, options, rng)
+  const { sim, world } = setup(options, rng)
   const tables = rng.between(2, 6)
   for (let t = 0; t < tables; t++) sim.createTable(`sim.d.t${t}`, [{ name: "id", type: "INTEGER", mode: "REQUIRED" }])
   const idle = rng.between(30_000, 300_000)
@@ -336,13 +338,7 @@ export const cdc: MethodRun = async (seed, options) => {
   })
   const method = WriteMethod.atLeastOnce({
     cdc: { changeType: (c: Change) => c.op, sequenceNumber: (c: Change) => c.id.toString(16).toUpperCase() },
-    ...tuning(options, () => ({
-      ...byteBounds(rng),
-      maxInFlightRequests: rng.pick([undefined, rng.between(1, 10)]),
-      responseTimeout: Duration.millis(rng.between(200, 60_000)),
-      retry: retryPolicy(rng),
-      recovery: retryPolicy(rng)
-    }))
+    ...tuning(options, () => atLeastOnceTuning(rng))
   })
   const routed: Array<number> = []
   const program = (proc: Life.SimProcess) =>
