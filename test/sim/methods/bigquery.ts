@@ -40,6 +40,7 @@ import {
   every,
   horizon,
   limits,
+  liveWithoutCrashes,
   lowRateBound,
   lowRateOf,
   retryPolicy,
@@ -164,7 +165,6 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
   }
   const routed: Array<number> = []
   // at least once has no store: a restart replays the whole source (nothing is lost, all is doubled)
-  const lifePlan = Life.drawPlan(rng, 0, { zombies: false })
   const programOf = (proc: Life.SimProcess) =>
     Effect.gen(function*() {
       const serializer = yield* RowSerializer.fromJson(schema)
@@ -178,7 +178,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
         }))
       )
     }).pipe(Effect.provide(BigQueryClient.fromClients(sim.clients(proc))))
-  const result = await Life.live(world, lifePlan, programOf, () => sim.calm(), limits(options))
+  const result = await liveWithoutCrashes(world, rng, programOf, () => sim.calm(), options)
   const checks: Array<Check> = [
     checkAtLeastOnce({
       total: plan.total,
@@ -272,13 +272,7 @@ export const destinations: MethodRun = async (seed, options) => {
         }))
       )
     }).pipe(Effect.provide(BigQueryClient.fromClients(sim.clients(proc))))
-  const result = await Life.live(
-    world,
-    Life.drawPlan(rng, 0, { zombies: false }),
-    program,
-    () => sim.calm(),
-    limits(options)
-  )
+  const result = await liveWithoutCrashes(world, rng, program, () => sim.calm(), options)
   const visible = Array.from({ length: tables }, (_, t) => sim.visible(`sim.d.t${t}`).map(idOf)).flat()
   const checks: Array<Check> = [
     checkAtLeastOnce({
@@ -357,13 +351,7 @@ export const cdc: MethodRun = async (seed, options) => {
         }))
       )
     }).pipe(Effect.provide(BigQueryClient.fromClients(sim.clients(proc))))
-  const result = await Life.live(
-    world,
-    Life.drawPlan(rng, 0, { zombies: false }),
-    program,
-    () => sim.calm(),
-    limits(options)
-  )
+  const result = await liveWithoutCrashes(world, rng, program, () => sim.calm(), options)
   const expected = new Map<string, string>()
   for (let id = 0; id < plan.total; id++) {
     const c = change(id)

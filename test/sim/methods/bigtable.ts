@@ -40,6 +40,7 @@ import {
   every,
   horizon,
   limits,
+  liveWithoutCrashes,
   lowRateBound,
   lowRateOf,
   retryPolicy,
@@ -117,7 +118,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
         }))
       )
     }).pipe(Effect.provide(sim.layer(proc)))
-  const result = await Life.live(world, Life.drawPlan(rng, 0, { zombies: false }), program, sim.calm, limits(options))
+  const result = await liveWithoutCrashes(world, rng, program, sim.calm, options)
   const checks: Array<Check> = [
     checkAtLeastOnce({
       total: plan.total,

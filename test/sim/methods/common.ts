@@ -1,9 +1,11 @@
 /** What the simulated methods share: drawn retry budgets, the run's limits, the store's faults. */
 import * as Duration from "effect/Duration"
+import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import type { CheckpointStore } from "../../../src/Sink.ts"
 import * as Gcs from "../gcs.ts"
 import type { Process, World } from "../kernel.ts"
+import * as Life from "../life.ts"
 import type { Rng } from "../random.ts"
 import type { RunOptions } from "../run.ts"
 import type { SourcePlan } from "../source.ts"
@@ -71,3 +73,13 @@ export const lowRateOf = (rng: Rng, options: RunOptions): RunOptions => {
     }
     : options
 }
+
+/** The life of an at-least-once writer: no store to restart from, so no planned crash (a typed error still restarts it). */
+export const liveWithoutCrashes = (
+  world: World,
+  rng: Rng,
+  program: (proc: Life.SimProcess) => Effect.Effect<unknown, unknown>,
+  calm: () => void,
+  options: RunOptions
+): Promise<Life.LifeResult> =>
+  Life.live(world, Life.drawPlan(rng, 0, { zombies: false }), program, calm, limits(options))
