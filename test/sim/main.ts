@@ -113,14 +113,13 @@ const emptyTally = (): Tally => ({
   failures: []
 })
 
-/** Runs this worker's share of every method's seeds. */
-const runShare = async (args: Args): Promise<Record<string, Tally>> => {
-  const tallies: Record<string, Tally> = {}
+/** Runs this worker's share of every method's seeds, reporting each method's tally as it is done. */
+const runShare = async (args: Args, done: (method: string, tally: Tally) => void): Promise<void> => {
   const share = args.worker ?? { index: 0, of: 1 }
   for (const method of args.methods) {
     const run = methods[method]
     if (run === undefined) continue
-    const tally = tallies[method] = emptyTally()
+    const tally = emptyTally()
     for (let seed = args.from + share.index; seed < args.from + args.seeds; seed += share.of) {
       const started = performance.now()
       // oxlint-disable-next-line no-await-in-loop -- one run at a time per worker: runs are CPU-bound
@@ -135,42 +134,32 @@ const runShare = async (args: Args): Promise<Record<string, Tally>> => {
         if (tally.failures.length < 10) tally.failures.push({ replay: replay(report), violations: report.violations })
       }
     }
-  }
-  return tallies
-}
-
-const merge = (into: Record<string, Tally>, from: Record<string, Tally>): void => {
-  for (const [method, t] of Object.entries(from)) {
-    const m = into[method] ??= emptyTally()
-    m.seeds += t.seeds
-    m.failed += t.failed
-    m.millis += t.millis
-    m.virtualMillis += t.virtualMillis
-    m.restarts += t.restarts
-    for (const [e, n] of Object.entries(t.errors)) m.errors[e] = (m.errors[e] ?? 0) + n
-    m.failures.push(...t.failures.slice(0, Math.max(0, 10 - m.failures.length)))
+    done(method, tally)
   }
 }
 
-const report = (tallies: Record<string, Tally>, wallMillis: number): boolean => {
-  let ok = true
-  for (const [method, t] of Object.entries(tallies)) {
-    const errors = Object.entries(t.errors).toSorted((a, b) => b[1] - a[1]).map(([e, n]) => `${e} ${n}`).join(", ")
-    console.log(
-      `${method.padEnd(22)} ${String(t.seeds).padStart(8)} seeds  ${String(t.failed).padStart(4)} failed  ` +
-        `${(t.millis / Math.max(1, t.seeds)).toFixed(1)} ms/seed  ${
-          (t.virtualMillis / 3_600_000).toFixed(1)
-        } virtual h  ` +
-        `${t.restarts} restarts${errors === "" ? "" : ` (writer errors: ${errors})`}`
-    )
-    for (const f of t.failures) {
-      ok = false
-      console.log(`  FAILED: ${f.replay}\n    ${f.violations.join("\n    ")}`)
-    }
-    if (t.failed > 0) ok = false
-  }
-  console.log(`${(wallMillis / 1000).toFixed(1)} s`)
-  return ok
+const merge = (into: Tally, t: Tally): void => {
+  into.seeds += t.seeds
+  into.failed += t.failed
+  into.millis += t.millis
+  into.virtualMillis += t.virtualMillis
+  into.restarts += t.restarts
+  for (const [e, n] of Object.entries(t.errors)) into.errors[e] = (into.errors[e] ?? 0) + n
+  into.failures.push(...t.failures.slice(0, Math.max(0, 10 - into.failures.length)))
+}
+
+/** Prints one method's line (and its failures); false when a seed failed. */
+const report = (method: string, t: Tally): boolean => {
+  const errors = Object.entries(t.errors).toSorted((a, b) => b[1] - a[1]).map(([e, n]) => `${e} ${n}`).join(", ")
+  console.log(
+    `${method.padEnd(22)} ${String(t.seeds).padStart(8)} seeds  ${String(t.failed).padStart(4)} failed  ` +
+      `${(t.millis / Math.max(1, t.seeds)).toFixed(1)} ms/seed  ${
+        (t.virtualMillis / 3_600_000).toFixed(1)
+      } virtual h  ` +
+      `${t.restarts} restarts${errors === "" ? "" : ` (writer errors: ${errors})`}`
+  )
+  for (const f of t.failures) console.log(`  FAILED: ${f.replay}\n    ${f.violations.join("\n    ")}`)
+  return t.failed === 0
 }
 
 const main = async (): Promise<void> => {
@@ -193,12 +182,13 @@ const main = async (): Promise<void> => {
     return
   }
   if (args.worker !== undefined) {
-    const tallies = await runShare(args)
-    process.send?.(tallies)
+    await runShare(args, (method, tally) => process.send?.({ method, tally }))
+    process.disconnect?.()
     return
   }
   const started = performance.now()
-  const tallies: Record<string, Tally> = {}
+  const tallies = new Map<string, { readonly tally: Tally; reported: number }>()
+  let ok = true
   const children = Array.from({ length: args.workers }, (_, index) =>
     new Promise<void>((resolve, reject) => {
       const child = fork(process.argv[1] ?? "test/sim/main.ts", [
@@ -206,11 +196,19 @@ const main = async (): Promise<void> => {
         "--worker",
         `${index}/${args.workers}`
       ])
-      child.on("message", (m) => merge(tallies, m as Record<string, Tally>))
+      child.on("message", (m) => {
+        const { method, tally } = m as { readonly method: string; readonly tally: Tally }
+        let entry = tallies.get(method)
+        if (entry === undefined) tallies.set(method, entry = { tally: emptyTally(), reported: 0 })
+        merge(entry.tally, tally)
+        // a method's line once every worker has done its share
+        if (++entry.reported === args.workers) ok = report(method, entry.tally) && ok
+      })
       child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`worker ${index} exited ${code}`))))
     }))
   await Promise.all(children)
-  if (!report(tallies, performance.now() - started)) process.exitCode = 1
+  console.log(`${((performance.now() - started) / 1000).toFixed(1)} s`)
+  if (!ok) process.exitCode = 1
 }
 
 await main()
