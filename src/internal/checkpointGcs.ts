@@ -19,6 +19,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
+import type * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { RetryPolicy } from "../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
@@ -202,12 +203,10 @@ interface Calls {
   ) => Effect.Effect<string, CallFailure>
 }
 
-const calls = (storage: Storage, config: Settings): Calls => {
-  const bucket = storage.bucket(config.bucket)
-  const schedule = retrySchedule.toSchedule(config.retry)
-  const where = (name: string) => `gs://${config.bucket}/${name}`
-  // One call: its deadline, then transient failures retried on the schedule.
-  const call = <A>(detail: string, run: () => Promise<A>): Effect.Effect<A, CallFailure> =>
+/** One call: its deadline, then transient failures retried on the schedule. */
+const call =
+  (config: Settings, schedule: Schedule.Schedule<unknown, unknown>) =>
+  <A>(detail: string, run: () => Promise<A>): Effect.Effect<A, CallFailure> =>
     Effect.tryPromise({
       try: run,
       catch: (cause) => new CallFailure({ verdict: classify(cause), detail, cause })
@@ -231,28 +230,32 @@ const calls = (storage: Storage, config: Settings): Calls => {
       Effect.retry({ schedule, while: (failure) => failure.verdict === "transient" })
     )
 
+/** The head in `metadata`, or a fatal `CallFailure` saying `missing`. */
+const headIn = (metadata: unknown, missing: string): Effect.Effect<Head, CallFailure> => {
+  const head = headOf(metadata)
+  return head === undefined
+    ? Effect.fail(new CallFailure({ verdict: "fatal", detail: missing, cause: metadata }))
+    : Effect.succeed(head)
+}
+
+const calls = (storage: Storage, config: Settings): Calls => {
+  const bucket = storage.bucket(config.bucket)
+  const run = call(config, retrySchedule.toSchedule(config.retry))
+  const where = (name: string) => `gs://${config.bucket}/${name}`
   return {
     head: (name) =>
-      Effect.flatMap(call(`get metadata of ${where(name)}`, () => bucket.file(name).getMetadata()), ([metadata]) => {
-        const head = headOf(metadata)
-        return head === undefined
-          ? Effect.fail(
-            new CallFailure({
-              verdict: "fatal",
-              detail: `metadata of ${where(name)} has no generation`,
-              cause: metadata
-            })
-          )
-          : Effect.succeed(head)
-      }),
+      Effect.flatMap(
+        run(`get metadata of ${where(name)}`, () => bucket.file(name).getMetadata()),
+        ([metadata]) => headIn(metadata, `metadata of ${where(name)} has no generation`)
+      ),
     read: (name, generation) =>
       Effect.map(
-        call(`read ${where(name)}#${generation}`, () => bucket.file(name, { generation }).download()),
+        run(`read ${where(name)}#${generation}`, () => bucket.file(name, { generation }).download()),
         ([bytes]) => bytes
       ),
     write: (name, body, ifGenerationMatch, custom) => {
       const file = bucket.file(name)
-      return call(`write ${where(name)} if generation ${ifGenerationMatch}`, () =>
+      return run(`write ${where(name)} if generation ${ifGenerationMatch}`, () =>
         file.save(body, {
           // A single multipart request: fake-gcs-server ignores preconditions on resumable uploads.
           resumable: false,
@@ -260,18 +263,8 @@ const calls = (storage: Storage, config: Settings): Calls => {
           metadata: { metadata: custom },
           preconditionOpts: { ifGenerationMatch }
         })).pipe(
-          Effect.flatMap(() => {
-            const head = headOf(file.metadata)
-            return head === undefined
-              ? Effect.fail(
-                new CallFailure({
-                  verdict: "fatal",
-                  detail: `the upload of ${where(name)} returned no generation`,
-                  cause: file.metadata
-                })
-              )
-              : Effect.succeed(head.generation)
-          })
+          Effect.flatMap(() => headIn(file.metadata, `the upload of ${where(name)} returned no generation`)),
+          Effect.map((head) => head.generation)
         )
     }
   }
@@ -390,6 +383,44 @@ const readCurrent = <R extends { readonly id: string }, C, E>(
     })
   })
 
+/**
+ * What this store knows of each writer's object, read and written in single synchronous steps only
+ * (as the memory store's map).
+ */
+const knownRecords = () => {
+  const known = new Map<string, Known>()
+  return {
+    known,
+    remember: (writerId: string, current: Option.Option<Known>): void => {
+      if (Option.isSome(current)) {
+        const { generation, id, sequence } = current.value
+        known.set(writerId, { id, generation, sequence })
+      } else known.delete(writerId)
+    },
+    /** Forgets what this store knew of a writer, unless a concurrent save already replaced it. */
+    forget: (writerId: string, stale: Known | undefined): void => {
+      if (stale !== undefined && known.get(writerId)?.generation === stale.generation) known.delete(writerId)
+    }
+  }
+}
+
+/** What a save is conditioned on: none (create only), the known record, or the stored one. */
+const conditionOf = <R extends Known>(
+  records: ReturnType<typeof knownRecords>,
+  readStored: (writerId: string, name: string) => Effect.Effect<Option.Option<R>, StoreFailure>
+) =>
+  Effect.fnUntraced(function*(writerId: string, name: string, expected: string | undefined) {
+    if (expected === undefined) return Result.succeed<Known | undefined>(undefined)
+    const cached = records.known.get(writerId)
+    if (cached?.id === expected) return Result.succeed<Known | undefined>(cached)
+    const current = yield* readStored(writerId, name)
+    records.remember(writerId, current)
+    const actualId = Option.isSome(current) ? current.value.id : undefined
+    return actualId === expected && Option.isSome(current)
+      ? Result.succeed<Known | undefined>(current.value)
+      : Result.fail<Fields>({ writerId, expectedPreviousId: expected, actualId })
+  })
+
 /** @internal */
 export const make = <R extends { readonly id: string }, C, E>(
   storage: Storage,
@@ -397,22 +428,9 @@ export const make = <R extends { readonly id: string }, C, E>(
   options: Options<R, C, E>
 ) => {
   const driver = calls(storage, config)
-  // Read and written in single synchronous steps only (as the memory store's map).
-  const known = new Map<string, Known>()
-
+  const records = knownRecords()
+  const { forget, known, remember } = records
   const readStored = readCurrent(driver, config, options)
-  const remember = (writerId: string, current: Option.Option<Known>): void => {
-    if (Option.isSome(current)) {
-      const { generation, id, sequence } = current.value
-      known.set(writerId, { id, generation, sequence })
-    } else known.delete(writerId)
-  }
-
-  // Forgets what this store knew of a writer, unless a concurrent save already replaced it.
-  const forget = (writerId: string, stale: Known | undefined): void => {
-    if (stale !== undefined && known.get(writerId)?.generation === stale.generation) known.delete(writerId)
-  }
-
   const toError = (error: StoreFailure): E => options.error(error.fields)
 
   const load = Effect.fn("CheckpointStore.gcs.load")(
@@ -426,18 +444,7 @@ export const make = <R extends { readonly id: string }, C, E>(
     Effect.mapError(toError)
   )
 
-  // What the save is conditioned on: none (create only), the known record, or the stored one.
-  const baseOf = Effect.fnUntraced(function*(writerId: string, name: string, expected: string | undefined) {
-    if (expected === undefined) return Result.succeed<Known | undefined>(undefined)
-    const cached = known.get(writerId)
-    if (cached?.id === expected) return Result.succeed<Known | undefined>(cached)
-    const current = yield* readStored(writerId, name)
-    remember(writerId, current)
-    const actualId = Option.isSome(current) ? current.value.id : undefined
-    return actualId === expected && Option.isSome(current)
-      ? Result.succeed<Known | undefined>(current.value)
-      : Result.fail<Fields>({ writerId, expectedPreviousId: expected, actualId })
-  })
+  const baseOf = conditionOf(records, readStored)
 
   const save = Effect.fn("CheckpointStore.gcs.save")(
     function*(writerId: string, record: R, expectedPreviousId: string | undefined) {

@@ -14,8 +14,10 @@
  */
 import type * as grpc from "@grpc/grpc-js"
 import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import * as Semaphore from "effect/Semaphore"
 import * as AdditionalFields from "../../BigQuery/AdditionalFields.ts"
 import type { BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
@@ -36,7 +38,6 @@ import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import { name as codeName } from "../grpcStatus.ts"
 import * as O from "../optionSchema.ts"
 import { toSchedule } from "../retrySchedule.ts"
-import * as Budget from "../writer/budget.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as CdcOptions from "./cdc/options.ts"
 import * as CdcProvision from "./cdc/provision.ts"
@@ -454,7 +455,8 @@ const openError = (
 /**
  * Runs `rpc` (`GetWriteStream` on `_default`, or `CreateWriteStream`) until it succeeds: a missing
  * table is created once under `CREATE_IF_NEEDED` (terminal under `CREATE_NEVER`), transient failures
- * retried on the recovery budget, anything else terminal.
+ * retried on the recovery budget, anything else terminal. The attempt that created the table counts
+ * in the budget and is followed by the next at once.
  *
  * @internal
  */
@@ -466,30 +468,46 @@ export const untilTable = <A, E, R, X>(
   rpc: Effect.Effect<X, Connection.StreamFailure>,
   method = "GetWriteStream"
 ): Effect.Effect<X, BigQueryError> =>
-  Effect.gen(function*() {
+  Effect.suspend(() => {
     const context = { schemaUpdatesEnabled: false, createDisposition: settings.createDisposition }
-    const budget = yield* Budget.make(toSchedule(settings.stream.recovery))
     let created = false
-    for (;;) {
-      const result = yield* Effect.result(rpc)
-      if (result._tag === "Success") return result.success
-      const failure = result.failure
+    // the attempt after the creation is not waited for
+    let createdJustNow = false
+    let attempts = 0
+    const attempt = Effect.catch(rpc, (failure): Effect.Effect<never, BigQueryError | Connection.StreamFailure> => {
+      attempts++
       const verdict = classifyOpen(failure.code, context)
       if (verdict._tag === "createTable" && !created) {
         created = true
-        const resource = yield* createResource(settings, destination, schema)
-        yield* tables.create(client.rest, destination, schema, resource, settings.stream.recovery)
-        yield* budget.next
-        continue
+        createdJustNow = true
+        return createResource(settings, destination, schema).pipe(
+          Effect.flatMap((resource) =>
+            tables.create(client.rest, destination, schema, resource, settings.stream.recovery)
+          ),
+          Effect.andThen(Effect.fail(failure))
+        )
       }
       if (verdict._tag === "fail" && verdict.kind === "tableNotFound") {
-        return yield* tableNotFound(destination.toString(), settings.createDisposition, failure.message, failure.cause)
+        return Effect.fail(
+          tableNotFound(destination.toString(), settings.createDisposition, failure.message, failure.cause)
+        )
       }
       if (verdict._tag !== "retry" && verdict._tag !== "createTable") {
-        return yield* openError(method, destination, failure, undefined)
+        return Effect.fail(openError(method, destination, failure, undefined))
       }
-      const wait = yield* budget.next
-      if (Option.isNone(wait)) return yield* openError(method, destination, failure, budget.used() + 1)
-      yield* Effect.sleep(wait.value)
-    }
+      return Effect.fail(failure)
+    })
+    const schedule = toSchedule(settings.stream.recovery).pipe(
+      Schedule.modifyDelay(({ duration }) =>
+        Effect.sync(() => {
+          const wait = createdJustNow ? Duration.zero : duration
+          createdJustNow = false
+          return wait
+        })
+      )
+    )
+    return attempt.pipe(
+      Effect.retry({ schedule, while: (e) => !(e instanceof BigQueryError) }),
+      Effect.mapError((e) => e instanceof BigQueryError ? e : openError(method, destination, e, attempts))
+    )
   })

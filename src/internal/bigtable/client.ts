@@ -115,6 +115,43 @@ export const mutateRows = (start: StartCall) => (request: MutateRowsRequest): Ef
     }))
 
 /**
+ * The routing header of the last table and profile called, kept per client (`checkAndMutateRow` is
+ * applied once per client, in `connect.ts` `service`): recomputed whenever they change, so correct
+ * for any mix of tables, and free when consecutive requests share one (the usual commit).
+ */
+const routingParams = () => {
+  let lastTable: string | undefined
+  let lastProfile: string | undefined
+  let lastParams = ""
+  return (tableName: string, appProfileId: string | undefined): string => {
+    if (tableName !== lastTable || appProfileId !== lastProfile) {
+      lastParams = requestParams(tableName, appProfileId)
+      lastTable = tableName
+      lastProfile = appProfileId
+    }
+    return lastParams
+  }
+}
+
+/** A failed `CheckAndMutateRow`; past its deadline it is ambiguous, and said so in the log. */
+const checkAndMutateFailed = (
+  tableName: string,
+  limit: Duration.Duration,
+  cause: unknown
+): Effect.Effect<never, BigtableError> => {
+  const error = rpcError("CheckAndMutateRow", tableName, cause)
+  return error.reason._tag === "RpcFailed" && error.reason.code === grpc.Code.DEADLINE_EXCEEDED
+    ? Effect.andThen(
+      Effect.logWarning(
+        `${deadline.message("CheckAndMutateRow", tableName, limit)}; ambiguous (it may have ` +
+          "been applied): the write fails, restore its checkpoint to retry the same envelopes"
+      ),
+      Effect.fail(error)
+    )
+    : Effect.fail(error)
+}
+
+/**
  * One CheckAndMutateRow call guarded by a marker (`exactlyOnce/checkAndMutateProto.ts`): succeeds
  * with `predicate_matched` (true: the marker was there, nothing applied), fails with `RpcFailed`.
  * One attempt, no re-send: a call past its deadline (`request.timeout`, else the fiber's
@@ -125,20 +162,7 @@ export const mutateRows = (start: StartCall) => (request: MutateRowsRequest): Ef
  * @internal
  */
 export const checkAndMutateRow = (start: StartCall) => {
-  // The routing header of the last table and profile called, kept per client (this function is
-  // applied once per client, in `connect.ts` `service`): recomputed whenever they change, so correct
-  // for any mix of tables, and free when consecutive requests share one (the usual commit).
-  let lastTable: string | undefined
-  let lastProfile: string | undefined
-  let lastParams = ""
-  const paramsOf = (tableName: string, appProfileId: string | undefined): string => {
-    if (tableName !== lastTable || appProfileId !== lastProfile) {
-      lastParams = requestParams(tableName, appProfileId)
-      lastTable = tableName
-      lastProfile = appProfileId
-    }
-    return lastParams
-  }
+  const paramsOf = routingParams()
   const send = (request: CheckAndMutateRowRequest, limit: Duration.Duration): Effect.Effect<boolean, BigtableError> =>
     Effect.callback<boolean, BigtableError>((resume) => {
       let done = false
@@ -146,18 +170,7 @@ export const checkAndMutateRow = (start: StartCall) => {
       const fail = (cause: unknown) => {
         if (done) return
         done = true
-        const error = rpcError("CheckAndMutateRow", request.tableName, cause)
-        resume(
-          error.reason._tag === "RpcFailed" && error.reason.code === grpc.Code.DEADLINE_EXCEEDED
-            ? Effect.andThen(
-              Effect.logWarning(
-                `${deadline.message("CheckAndMutateRow", request.tableName, limit)}; ambiguous (it may have ` +
-                  "been applied): the write fails, restore its checkpoint to retry the same envelopes"
-              ),
-              Effect.fail(error)
-            )
-            : Effect.fail(error)
-        )
+        resume(checkAndMutateFailed(request.tableName, limit, cause))
       }
       let cancel: () => void
       try {

@@ -14,15 +14,14 @@
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import { BigQueryError, RequestRejected, RetriesExhausted } from "../../../BigQuery/BigQueryError.ts"
 import { Code, name as codeName } from "../../grpcStatus.ts"
 import { toSchedule } from "../../retrySchedule.ts"
-import * as Budget from "../../writer/budget.ts"
 import type { Participant } from "../../writer/checkpoint.ts"
 import type { BigQueryCore } from "../backend.ts"
+import type { StreamFailure } from "../connection.ts"
 import type * as Destination from "../destination.ts"
 import type { Settings } from "../options.ts"
 import * as WriteStreams from "../writeStreams.ts"
@@ -92,6 +91,12 @@ const flushError = (commit: Commit, detail: string, code: number | undefined, ca
       })
   })
 
+/** A failed `FlushRows`, and whether the commit rules retry it. */
+interface Failed {
+  readonly failure: StreamFailure
+  readonly retry: boolean
+}
+
 /**
  * `FlushRows` of one commit under the commit rules. bqemulator 1.4.0 takes the offset as exclusive
  * (rows below it become visible) and answers a flush at or below the flushed offset `OUT_OF_RANGE`
@@ -107,24 +112,34 @@ export const flush = <A, E, R>(
 ): Effect.Effect<void, BigQueryError> =>
   Effect.gen(function*() {
     const requested = client.emulator === true ? commit.offset + 1 : commit.offset
-    const budget = yield* Budget.make(toSchedule(settings.stream.recovery))
-    for (;;) {
-      const result = yield* Effect.result(
-        WriteStreams.flushRows(client.write, commit.stream, requested, settings.stream.adminTimeout)
+    let attempts = 0
+    const attempt = WriteStreams.flushRows(client.write, commit.stream, requested, settings.stream.adminTimeout).pipe(
+      Effect.matchEffect({
+        onSuccess: (answered): Effect.Effect<void, BigQueryError | Failed> =>
+          answered === requested
+            ? Effect.void
+            : Effect.fail(flushError(commit, `FlushRows answered offset ${answered}`, Code.OK, undefined)),
+        onFailure: (f) => {
+          attempts++
+          if (client.emulator === true && f.code === Code.OUT_OF_RANGE && f.message.includes("already flushed")) {
+            return Effect.void
+          }
+          const verdict = classifyFlush(f.code, f.storageCode, settings.createDisposition)
+          return verdict === "flushed" ? Effect.void : Effect.fail({ failure: f, retry: verdict === "retry" })
+        }
+      })
+    )
+    return yield* attempt.pipe(
+      Effect.retry({
+        schedule: toSchedule(settings.stream.recovery),
+        while: (e) => !(e instanceof BigQueryError) && e.retry
+      }),
+      Effect.mapError((e) =>
+        e instanceof BigQueryError
+          ? e
+          : flushError(commit, e.failure.message, e.failure.code, e.failure.cause, e.retry ? attempts : undefined)
       )
-      if (result._tag === "Success") {
-        if (result.success === requested) return
-        return yield* flushError(commit, `FlushRows answered offset ${result.success}`, Code.OK, undefined)
-      }
-      const f = result.failure
-      if (client.emulator === true && f.code === Code.OUT_OF_RANGE && f.message.includes("already flushed")) return
-      const verdict = classifyFlush(f.code, f.storageCode, settings.createDisposition)
-      if (verdict === "flushed") return
-      if (verdict === "terminal") return yield* flushError(commit, f.message, f.code, f.cause)
-      const wait = yield* budget.next
-      if (Option.isNone(wait)) return yield* flushError(commit, f.message, f.code, f.cause, budget.used() + 1)
-      yield* Effect.sleep(wait.value)
-    }
+    )
   }).pipe(
     Effect.withSpan("BigQuerySink.flushRows", {
       attributes: { "bigquery.destination": commit.destination, "bigquery.offset": commit.offset }

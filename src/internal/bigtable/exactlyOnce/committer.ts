@@ -56,14 +56,61 @@ const update = (counter: Metric.Counter<number>, n: number, tableName: string, p
     )
     : Metric.update(counter, n)
 
+/** The tallies of one commit, by table. */
+const tallies = (perDestination: boolean) => {
+  const byTable = new Map<string, Tally>()
+  return {
+    of: (tableName: string): Tally => {
+      let t = byTable.get(tableName)
+      if (t === undefined) {
+        t = { completed: 0, deduplicated: 0, failed: 0 }
+        byTable.set(tableName, t)
+      }
+      return t
+    },
+    /** The requests of every table that were applied, or found applied, so far. */
+    totals: (): Committed => {
+      let completed = 0
+      let deduplicated = 0
+      for (const t of byTable.values()) {
+        completed += t.completed
+        deduplicated += t.deduplicated
+      }
+      return { completed, deduplicated }
+    },
+    toMetrics: Effect.suspend(() =>
+      Effect.forEach(byTable, ([tableName, t]) =>
+        Effect.andThen(
+          update(metrics.requestsCompleted, t.completed, tableName, perDestination),
+          Effect.andThen(
+            update(metrics.requestsDeduplicated, t.deduplicated, tableName, perDestination),
+            update(metrics.requestsFailed, t.failed, tableName, perDestination)
+          )
+        ), { discard: true })
+    )
+  }
+}
+
+const commitFailed = (envelope: Envelope, error: BigtableError, requests: number, done: Committed) =>
+  new BigtableError({
+    reason: new CommitFailed({
+      table: tableKey(envelope.tableName),
+      code: error.reason._tag === "RpcFailed" ? error.reason.code : undefined,
+      description: error.reason._tag === "RpcFailed" ? error.reason.description : error.message,
+      requests,
+      ...done,
+      cause: error
+    })
+  })
+
 /**
  * Commits `envelopes` (see the module comment).
  *
  * **Details**
  *
- * `maxInFlightRequests` workers take the envelopes in order, one request each in flight (not a
- * fiber per envelope); the first failure interrupts the others. The request metrics are counted per
- * table as the answers arrive and added to the counters once when the commit ends, failed or not.
+ * At most `maxInFlightRequests` requests in flight, started in order; the first failure interrupts
+ * the others. The request metrics are counted per table as the answers arrive and added to the
+ * counters once when the commit ends, failed or not.
  *
  * @internal
  */
@@ -73,27 +120,7 @@ export const commit = Effect.fn("BigtableSink.commit")(function*(
   settings: CommitSettings
 ) {
   yield* Effect.annotateCurrentSpan("requests", envelopes.length)
-  let next = 0
-  const timeout = settings.requestTimeout
-  const tallies = new Map<string, Tally>()
-  const tally = (tableName: string): Tally => {
-    let t = tallies.get(tableName)
-    if (t === undefined) {
-      t = { completed: 0, deduplicated: 0, failed: 0 }
-      tallies.set(tableName, t)
-    }
-    return t
-  }
-  /** The requests of every table that were applied, or found applied, so far. */
-  const totals = (): Committed => {
-    let completed = 0
-    let deduplicated = 0
-    for (const t of tallies.values()) {
-      completed += t.completed
-      deduplicated += t.deduplicated
-    }
-    return { completed, deduplicated }
-  }
+  const counted = tallies(settings.perDestinationMetrics)
   const send = (envelope: Envelope): Effect.Effect<void, BigtableError> =>
     Effect.matchEffect(
       client.checkAndMutateRow({
@@ -103,53 +130,24 @@ export const commit = Effect.fn("BigtableSink.commit")(function*(
         markerFamily: envelope.markerFamily,
         identity: envelope.identity,
         mutations: envelope.mutations,
-        timeout
+        timeout: settings.requestTimeout
       }),
       {
         onSuccess: (matched) => {
-          const t = tally(envelope.tableName)
+          const t = counted.of(envelope.tableName)
           if (matched) t.deduplicated++
           else t.completed++
           return Effect.void
         },
         onFailure: (error) => {
-          tally(envelope.tableName).failed++
-          return Effect.fail(
-            new BigtableError({
-              reason: new CommitFailed({
-                table: tableKey(envelope.tableName),
-                code: error.reason._tag === "RpcFailed" ? error.reason.code : undefined,
-                description: error.reason._tag === "RpcFailed" ? error.reason.description : error.message,
-                requests: envelopes.length,
-                ...totals(),
-                cause: error
-              })
-            })
-          )
+          counted.of(envelope.tableName).failed++
+          return Effect.fail(commitFailed(envelope, error, envelopes.length, counted.totals()))
         }
       }
     )
-  const worker = Effect.whileLoop({
-    while: () => next < envelopes.length,
-    body: () => {
-      const envelope = envelopes[next++]
-      return envelope === undefined ? Effect.void : send(envelope)
-    },
-    step: () => {}
-  })
-  const flushMetrics = Effect.suspend(() =>
-    Effect.forEach(tallies, ([tableName, t]) =>
-      Effect.andThen(
-        update(metrics.requestsCompleted, t.completed, tableName, settings.perDestinationMetrics),
-        Effect.andThen(
-          update(metrics.requestsDeduplicated, t.deduplicated, tableName, settings.perDestinationMetrics),
-          update(metrics.requestsFailed, t.failed, tableName, settings.perDestinationMetrics)
-        )
-      ), { discard: true })
-  )
-  const width = Math.min(envelopes.length, Math.max(1, settings.maxInFlightRequests))
-  yield* Effect.all(Array.from({ length: width }, () => worker), { concurrency: width, discard: true }).pipe(
-    Effect.ensuring(flushMetrics)
-  )
-  return totals()
+  yield* Effect.forEach(envelopes, send, {
+    concurrency: Math.max(1, settings.maxInFlightRequests),
+    discard: true
+  }).pipe(Effect.ensuring(counted.toMetrics))
+  return counted.totals()
 })
