@@ -454,6 +454,39 @@ const stallMessage = <A, E, R>(st: State<A, E, R>, waited: number) => {
   }
 }
 
+/** A writer's state before its first record. */
+const initialState = <A, E, R>(
+  settings: Settings<A, E, R>,
+  client: BigQueryClientService,
+  core: BigQueryCore<BigQueryError | E>,
+  mode: Mode | undefined
+): State<A, E, R> => {
+  const s = settings.stream
+  const pool = Split.makePool(s.maxAppendRequestBytes, 32)
+  return {
+    core,
+    client,
+    settings,
+    destinations: new Map(),
+    opening: new Map(),
+    pool,
+    backlog: SendBacklog.make(),
+    // as many slices parked behind opens as the core stages for the owner
+    parked: SendBacklog.make(maxStagedSlices),
+    prepareEnv: {
+      resolve: settings.resolve,
+      serializer: settings.serializer,
+      maxAppendRequestBytes: s.maxAppendRequestBytes,
+      pool,
+      sizeHints: new Map(),
+      projections: new Map()
+    },
+    maxBytes: s.maxAppendRequestBytes,
+    fit: { end: 0, count: 0, bytes: 0 },
+    mode
+  }
+}
+
 /** Builds the backend on the core; the destinations' connections close with the writer's scope. @internal */
 export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClientService, mode?: Mode) =>
 (
@@ -467,30 +500,7 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
   Scope.Scope
 > =>
   Effect.gen(function*() {
-    const s = settings.stream
-    const pool = Split.makePool(s.maxAppendRequestBytes, 32)
-    const st: State<A, E, R> = {
-      core,
-      client,
-      settings,
-      destinations: new Map(),
-      opening: new Map(),
-      pool,
-      backlog: SendBacklog.make(),
-      // as many slices parked behind opens as the core stages for the owner
-      parked: SendBacklog.make(maxStagedSlices),
-      prepareEnv: {
-        resolve: settings.resolve,
-        serializer: settings.serializer,
-        maxAppendRequestBytes: s.maxAppendRequestBytes,
-        pool,
-        sizeHints: new Map(),
-        projections: new Map()
-      },
-      maxBytes: s.maxAppendRequestBytes,
-      fit: { end: 0, count: 0, bytes: 0 },
-      mode
-    }
+    const st = initialState(settings, client, core, mode)
     yield* Effect.addFinalizer(() => Effect.forEach(st.destinations.values(), (d) => d.slot.close, { discard: true }))
     return {
       name: "BigQuerySink",

@@ -440,6 +440,29 @@ const toPredecessorEnd = (
     return Effect.sync(() => void (state.offset = end))
   })
 
+/** The restored stream abandoned for a fresh one: the batch goes again, at its offset 0. */
+const abandon = (
+  atOffset: AtOffset,
+  state: State,
+  destination: Destination,
+  connection: Connection
+): Effect.Effect<Next, BigQueryError> =>
+  Effect.andThen(destination.slot.retire(connection), atOffset.abandon).pipe(
+    Effect.tap(() =>
+      Effect.sync(() => {
+        state.offset = 0
+        state.phase = "append"
+        // offsets are the fresh stream's from now on: nothing is before the batch there (the
+        // probe's `after` was the abandoned stream's)
+        state.after = Effect.succeed(0)
+        // what went unanswered went to the abandoned stream
+        state.unanswered = false
+        state.retries++
+      })
+    ),
+    Effect.as("resend" as const)
+  )
+
 /**
  * The exactly-once verdicts that differ from the at-least-once table (reference 2.6): an offset that
  * already exists mid-run after an unanswered attempt is the batch landed; a restored stream that cannot be adopted is abandoned
@@ -460,21 +483,7 @@ const atOffsetAction = (
     case "landed":
       return Effect.succeed("done")
     case "abandon":
-      return Effect.andThen(destination.slot.retire(connection), atOffset.abandon).pipe(
-        Effect.tap(() =>
-          Effect.sync(() => {
-            state.offset = 0
-            state.phase = "append"
-            // offsets are the fresh stream's from now on: nothing is before the batch there (the
-            // probe's `after` was the abandoned stream's)
-            state.after = Effect.succeed(0)
-            // what went unanswered went to the abandoned stream
-            state.unanswered = false
-            state.retries++
-          })
-        ),
-        Effect.as("resend" as const)
-      )
+      return abandon(atOffset, state, destination, connection)
     case "reappend":
       // the first time, the predecessor's final end says where the rows go: behind rejected rows
       // (lower) or where they were (it overtook its predecessor); no reconnect, no wait

@@ -123,6 +123,46 @@ export interface Built<A, E, P> {
 }
 
 /**
+ * Writes and checkpoints of one run, tracking the last record written and how many were written
+ * since the last checkpoint (callers hold the run's lock).
+ */
+const progress = <A, E, P>(writer: Built<A, E, P>["writer"], position: (a: A) => P) => {
+  let last: { readonly record: A } | undefined = undefined
+  let since = 0 // records written since the last checkpoint
+
+  const checkpoint = Effect.suspend(() => {
+    if (last === undefined || since === 0) return Effect.void
+    const at = position(last.record)
+    return Effect.tap(writer.checkpoint(at), () => Effect.sync(() => void (since = 0)))
+  })
+
+  const writeRun = (records: ReadonlyArray<A>) =>
+    Effect.tap(writer.write(records), () =>
+      Effect.sync(() => {
+        last = { record: records[records.length - 1] as A }
+        since += records.length
+      }))
+
+  // A chunk in runs that fit the writer's room, a checkpoint before a run when nothing fits
+  // (a run of one then when even an empty stage has no room: it fails with the writer's error).
+  const writeFitting = (chunk: ReadonlyArray<A>, fits: () => number) =>
+    Effect.gen(function*() {
+      for (let from = 0; from < chunk.length;) {
+        let n = fits()
+        if (n < 1 && since > 0) {
+          yield* checkpoint
+          n = fits()
+        }
+        const run = from === 0 && n >= chunk.length ? chunk : chunk.slice(from, from + Math.max(1, n))
+        yield* writeRun(run)
+        from += run.length
+      }
+    })
+
+  return { checkpoint, writeRun, writeFitting, since: () => since }
+}
+
+/**
  * The exactly-once sink over a writer built per run.
  *
  * @internal
@@ -134,43 +174,13 @@ export const make = <A, P, E, E0, R>(
     Effect.gen(function*() {
       const { every, position, room, writer } = yield* build
       const lock = yield* Semaphore.make(1)
-      let last: { readonly record: A } | undefined = undefined
-      let since = 0 // records written since the last checkpoint
-
-      const checkpoint = Effect.suspend(() => {
-        if (last === undefined || since === 0) return Effect.void
-        const at = position(last.record)
-        return Effect.tap(writer.checkpoint(at), () => Effect.sync(() => void (since = 0)))
-      })
-
-      const writeRun = (records: ReadonlyArray<A>) =>
-        Effect.tap(writer.write(records), () =>
-          Effect.sync(() => {
-            last = { record: records[records.length - 1] as A }
-            since += records.length
-          }))
-
-      // A chunk in runs that fit the writer's room, a checkpoint before a run when nothing fits
-      // (a run of one then when even an empty stage has no room: it fails with the writer's error).
-      const writeFitting = (chunk: ReadonlyArray<A>, fits: () => number) =>
-        Effect.gen(function*() {
-          for (let from = 0; from < chunk.length;) {
-            let n = fits()
-            if (n < 1 && since > 0) {
-              yield* checkpoint
-              n = fits()
-            }
-            const run = from === 0 && n >= chunk.length ? chunk : chunk.slice(from, from + Math.max(1, n))
-            yield* writeRun(run)
-            from += run.length
-          }
-        })
+      const { checkpoint, since, writeFitting, writeRun } = progress(writer, position)
 
       const consume = input.pipe(
         Stream.runForEachArray((chunk) =>
           lock.withPermit(Effect.gen(function*() {
             yield* room === undefined ? writeRun(chunk) : writeFitting(chunk, room)
-            if (every._tag === "Records" && since >= every.records) yield* checkpoint
+            if (every._tag === "Records" && since() >= every.records) yield* checkpoint
           }))
         )
       )

@@ -202,19 +202,18 @@ const offerAll = <S, I, B, O, Ev, F extends FailedElement, E>(
     }
   })
 
-/** The caller-side admission of one prepared run: each slice takes its permit, then is offered. */
-const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  backend: Backend<A, S, I, B, O, Ev, F, E, R>,
+/**
+ * Offers a command to the owner after taking its permits. Taken permits (in flight, staged) are
+ * given back, and the offer uncounted, when a wait is interrupted. A slice takes a staging place
+ * too; routed records only their in-flight bytes.
+ */
+const enqueuer = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E>(
   parts: Parts<S, I, B, O, Ev, F, E>
-): (records: ReadonlyArray<A>) => Effect.Effect<void, E> => {
+) => {
   const { commands, failed, flow, staged, state } = parts
-  const limits = { maxUnits: flow.maxUnits, maxBytes: flow.maxBytes }
   const orFailed = orFailedWith(failed)
   const sendAll = Effect.asVoid(Queue.offer(commands, { _tag: "SendAll" }))
-
-  // Taken permits (in flight, staged) are given back, and the offer uncounted, when a wait is interrupted.
-  // A slice takes a staging place too; routed records only their in-flight bytes.
-  const enqueue = (command: ownerState.Command<S, I, B, O, Ev, F, E>, permit: Permit | undefined, stage: boolean) =>
+  return (command: ownerState.Command<S, I, B, O, Ev, F, E>, permit: Permit | undefined, stage: boolean) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         if (permit !== undefined) {
@@ -238,6 +237,17 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
         )
       })
     )
+}
+
+/** The caller-side admission of one prepared run: each slice takes its permit, then is offered. */
+const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  backend: Backend<A, S, I, B, O, Ev, F, E, R>,
+  parts: Parts<S, I, B, O, Ev, F, E>
+): (records: ReadonlyArray<A>) => Effect.Effect<void, E> => {
+  const { failed, flow } = parts
+  const limits = { maxUnits: flow.maxUnits, maxBytes: flow.maxBytes }
+  const orFailed = orFailedWith(failed)
+  const enqueue = enqueuer(parts)
 
   const offer: Offer<S, I, B, O, Ev, F, E> = (command, slice, routedPermit) =>
     Effect.suspend(() => {

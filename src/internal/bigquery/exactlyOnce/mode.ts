@@ -18,6 +18,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import { BigQueryError, RequestRejected } from "../../../BigQuery/BigQueryError.ts"
+import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { Mode, Request } from "../backend.ts"
 import { batchOf } from "../backend.ts"
 import * as Destination from "../destination.ts"
@@ -62,6 +63,25 @@ const inconsistent = (key: string, offset: number, after: number) =>
     })
   })
 
+/** Leaves a restored stream that cannot be adopted for a fresh one, which `d` appends to from offset 0. */
+const abandonRestored = <A, E, R>(
+  client: BigQueryClientService,
+  settings: Settings<A, E, R>,
+  d: Destination.Destination,
+  schema: TableSchema.TableSchema
+) =>
+  Effect.gen(function*() {
+    const b = bufferedOf(d)
+    const old = b.name
+    const name = yield* create(client, settings, d.destination, schema)
+    yield* b.switchTo(name)
+    b.name = name
+    yield* Effect.logWarning(
+      `BigQuerySink: the restored stream ${old} of ${d.key} cannot be adopted; appending to a new stream ` +
+        `${name} from offset 0 (the old one is left as it is, never finalized)`
+    )
+  })
+
 /**
  * The mode; `restored` holds the streams a checkpoint restored, by destination key (taken when a
  * destination opens, after the restore).
@@ -102,16 +122,7 @@ export const make = <A, E, R>(
       const b = bufferedOf(d)
       const probe = b.probe
       const { offset, after, end } = linkOf(request)
-      const abandon = Effect.gen(function*() {
-        const old = b.name
-        const name = yield* create(client, settings, d.destination, request.schema)
-        yield* b.switchTo(name)
-        b.name = name
-        yield* Effect.logWarning(
-          `BigQuerySink: the restored stream ${old} of ${d.key} cannot be adopted; appending to a new stream ` +
-            `${name} from offset 0 (the old one is left as it is, never finalized)`
-        )
-      })
+      const abandon = abandonRestored(client, settings, d, request.schema)
       const append = PendingAppend.run(client, settings, d, batchOf(request), { offset, probe, abandon, after })
       // acknowledged: its rows must start where the append before it ended (a probe has none before it)
       const checked = probe ?
