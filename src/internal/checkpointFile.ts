@@ -244,6 +244,23 @@ const syncDirectory = (fs: FileSystem, writerId: string, dir: string) =>
     (handle) => closeQuietly(handle)
   )
 
+// A new directory's entry is durable only once its parent is fsynced, or a crash can take the
+// directory with every record fsynced in it. Before a writer's first record: the store directory
+// (the writer directory's entry), and the parent of each level of the store directory that the
+// save's mkdir created (`created`: the first directory it created).
+const syncParents = (fs: FileSystem, writerId: string, directory: string, created: string | undefined) => {
+  const parents = [directory]
+  const first = created === undefined ? undefined : path.resolve(created)
+  const store = path.resolve(directory)
+  if (first !== undefined && (store === first || store.startsWith(first + path.sep))) {
+    for (let level = store; level !== path.dirname(level); level = path.dirname(level)) {
+      parents.push(path.dirname(level))
+      if (level === first) break
+    }
+  }
+  return Effect.forEach(parents, (parent) => syncDirectory(fs, writerId, parent), { discard: true })
+}
+
 // Keeps the newest two records; removes temporaries of sequences that can no longer win.
 const prune = Effect.fnUntraced(function*(fs: FileSystem, writerId: string, dir: string, sequence: number) {
   const names = yield* listSequences(fs, writerId, dir)
@@ -307,7 +324,7 @@ export const make = <R extends { readonly id: string }, C, E>(
     Effect.fnUntraced(
       function*(writerId: string, record: R, expectedPreviousId: string | undefined) {
         const dir = yield* writerDirectory(directory, writerId)
-        yield* io(writerId, `create ${dir}`, () => fs.mkdir(dir, { recursive: true }))
+        const created = yield* io(writerId, `create ${dir}`, () => fs.mkdir(dir, { recursive: true }))
         const latest = yield* readLatest(fs, options.decode, writerId, dir)
         const actualId = Option.isSome(latest) ? latest.value.record.id : undefined
         if (actualId !== expectedPreviousId) {
@@ -315,6 +332,7 @@ export const make = <R extends { readonly id: string }, C, E>(
         }
         const sequence = Option.isSome(latest) ? latest.value.sequence + 1 : 1
         if (options.afterRead !== undefined) yield* options.afterRead(writerId, sequence)
+        if (sequence === 1) yield* syncParents(fs, writerId, directory, created)
         const linked = yield* writeRecord(fs, writerId, dir, sequence, record)
         if (!linked || !(yield* isNewest(fs, writerId, dir, sequence))) {
           // Another saver created this sequence first, or a later one: name the record that won.
