@@ -7,10 +7,10 @@
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as Random from "effect/Random"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import * as crypto from "node:crypto"
-import * as fs from "node:fs/promises"
+import * as nodeFs from "node:fs/promises"
 import * as path from "node:path"
 import type { Fields } from "./checkpointMemory.ts"
 
@@ -67,6 +67,31 @@ export interface Options<R, C, E> {
   readonly afterRead?: ((writerId: string, sequence: number) => Effect.Effect<void>) | undefined
 }
 
+/** An open file, as `node:fs/promises` gives it: the calls the store makes on one. @internal */
+export interface FileHandle {
+  readonly writeFile: (data: string, encoding: "utf8") => Promise<void>
+  readonly sync: () => Promise<void>
+  readonly close: () => Promise<void>
+}
+
+/**
+ * The file-system calls the store makes, in the shape of `node:fs/promises` (the default): the seam
+ * through which the simulator supplies a file system of its own (`test/sim/fileSystem.ts`).
+ *
+ * @internal
+ */
+export interface FileSystem {
+  readonly mkdir: (path: string, options: { readonly recursive: true }) => Promise<string | undefined>
+  readonly readdir: (path: string) => Promise<Array<string>>
+  readonly readFile: (path: string, encoding: "utf8") => Promise<string>
+  readonly open: (path: string, flags: "wx" | "r") => Promise<FileHandle>
+  readonly link: (existingPath: string, newPath: string) => Promise<void>
+  readonly rm: (path: string, options: { readonly force: true }) => Promise<void>
+}
+
+/** @internal */
+export const nodeFileSystem: FileSystem = nodeFs
+
 interface Latest<R> {
   readonly sequence: number
   readonly record: R
@@ -74,12 +99,12 @@ interface Latest<R> {
 
 // Closing after a successful fsync cannot lose data, and a failed temp removal only leaves a file
 // that the next prune removes: both are logged, never raised.
-const closeQuietly = (handle: fs.FileHandle): Effect.Effect<void> =>
+const closeQuietly = (handle: FileHandle): Effect.Effect<void> =>
   Effect.tryPromise(() => handle.close()).pipe(
     Effect.catch((error) => Effect.logDebug("checkpoint file close failed", error))
   )
 
-const removeQuietly = (file: string): Effect.Effect<void> =>
+const removeQuietly = (fs: FileSystem, file: string): Effect.Effect<void> =>
   Effect.tryPromise(() => fs.rm(file, { force: true })).pipe(
     Effect.catch((error) => Effect.logWarning("could not remove a temporary checkpoint file", error))
   )
@@ -107,7 +132,11 @@ const writerDirectory = (directory: string, writerId: string): Effect.Effect<str
     : Effect.succeed(path.join(directory, directoryName(writerId)))
 
 // A writer that never saved has no directory: that is "no record", not an error.
-const listSequences = (writerId: string, dir: string): Effect.Effect<ReadonlyArray<string>, StoreFailure> =>
+const listSequences = (
+  fs: FileSystem,
+  writerId: string,
+  dir: string
+): Effect.Effect<ReadonlyArray<string>, StoreFailure> =>
   attempt(() => fs.readdir(dir)).pipe(
     Effect.catch(({ cause }) =>
       isCode(cause, "ENOENT")
@@ -128,8 +157,8 @@ const newestSequence = (names: ReadonlyArray<string>): number => {
 const corrupt = (writerId: string, detail: string): StoreFailure => failure({ reason: "Corrupt", writerId, detail })
 
 // The newest envelope of a writer, checked against its file name; its record still undecoded.
-const readNewest = Effect.fnUntraced(function*(writerId: string, dir: string) {
-  const sequence = newestSequence(yield* listSequences(writerId, dir))
+const readNewest = Effect.fnUntraced(function*(fs: FileSystem, writerId: string, dir: string) {
+  const sequence = newestSequence(yield* listSequences(fs, writerId, dir))
   if (sequence === 0) return Option.none<Latest<unknown>>()
   const file = path.join(dir, fileName(sequence))
   const text = yield* io(writerId, `read ${file}`, () => fs.readFile(file, "utf8"))
@@ -148,11 +177,12 @@ const readNewest = Effect.fnUntraced(function*(writerId: string, dir: string) {
 })
 
 const readLatest = <R>(
+  fs: FileSystem,
   decode: (u: unknown) => Result.Result<R, Schema.SchemaError>,
   writerId: string,
   dir: string
 ): Effect.Effect<Option.Option<Latest<R>>, StoreFailure> =>
-  Effect.flatMap(readNewest(writerId, dir), (newest) => {
+  Effect.flatMap(readNewest(fs, writerId, dir), (newest) => {
     if (Option.isNone(newest)) return Effect.succeedNone
     const { record: raw, sequence } = newest.value
     const record = decode(raw)
@@ -163,23 +193,29 @@ const readLatest = <R>(
       : Effect.succeedSome({ sequence, record: record.success })
   })
 
-const writeTemp = (writerId: string, dir: string, sequence: number, body: string) => {
-  const temp = path.join(dir, `.tmp-${String(sequence).padStart(20, "0")}-${crypto.randomBytes(6).toString("hex")}`)
-  return Effect.acquireUseRelease(
-    io(writerId, `create ${temp}`, () => fs.open(temp, "wx")),
-    (handle) =>
-      Effect.andThen(
-        io(writerId, `write ${temp}`, () => handle.writeFile(body, "utf8")),
-        io(writerId, `fsync ${temp}`, () => handle.sync())
-      ),
-    (handle) => closeQuietly(handle)
-  ).pipe(Effect.as(temp))
-}
+// The temporary file's random part comes from Effect's `Random`, so a seeded one replays it (two
+// savers drawing the same part collide on `wx`: an Io error, never a wrong record).
+const writeTemp = Effect.fnUntraced(
+  function*(fs: FileSystem, writerId: string, dir: string, sequence: number, body: string) {
+    const random = (yield* Random.nextIntBetween(0, 2 ** 48 - 1)).toString(16).padStart(12, "0")
+    const temp = path.join(dir, `.tmp-${String(sequence).padStart(20, "0")}-${random}`)
+    return yield* Effect.acquireUseRelease(
+      io(writerId, `create ${temp}`, () => fs.open(temp, "wx")),
+      (handle) =>
+        Effect.andThen(
+          io(writerId, `write ${temp}`, () => handle.writeFile(body, "utf8")),
+          io(writerId, `fsync ${temp}`, () => handle.sync())
+        ),
+      (handle) => closeQuietly(handle)
+    ).pipe(Effect.as(temp))
+  }
+)
 
 // link(2) fails with EEXIST instead of replacing: only one saver can create a given sequence.
 // ENOENT: the winner of this sequence (or a later one) pruned our temporary file first, which is a
 // lost race too; when no such record exists it is a real I/O failure.
 const linkNoClobber = (
+  fs: FileSystem,
   writerId: string,
   dir: string,
   sequence: number,
@@ -193,24 +229,41 @@ const linkNoClobber = (
       if (isCode(cause, "EEXIST")) return Effect.succeed(false)
       if (!isCode(cause, "ENOENT")) return Effect.fail(ioFailure(cause))
       return Effect.flatMap(
-        listSequences(writerId, dir),
+        listSequences(fs, writerId, dir),
         (names) => newestSequence(names) >= sequence ? Effect.succeed(false) : Effect.fail(ioFailure(cause))
       )
     }),
-    Effect.ensuring(removeQuietly(temp))
+    Effect.ensuring(removeQuietly(fs, temp))
   )
 }
 
-const syncDirectory = (writerId: string, dir: string) =>
+const syncDirectory = (fs: FileSystem, writerId: string, dir: string) =>
   Effect.acquireUseRelease(
     io(writerId, `open ${dir}`, () => fs.open(dir, "r")),
     (handle) => io(writerId, `fsync ${dir}`, () => handle.sync()),
     (handle) => closeQuietly(handle)
   )
 
+// A new directory's entry is durable only once its parent is fsynced, or a crash can take the
+// directory with every record fsynced in it. Before a writer's first record: the store directory
+// (the writer directory's entry), and the parent of each level of the store directory that the
+// save's mkdir created (`created`: the first directory it created).
+const syncParents = (fs: FileSystem, writerId: string, directory: string, created: string | undefined) => {
+  const parents = [directory]
+  const first = created === undefined ? undefined : path.resolve(created)
+  const store = path.resolve(directory)
+  if (first !== undefined && (store === first || store.startsWith(first + path.sep))) {
+    for (let level = store; level !== path.dirname(level); level = path.dirname(level)) {
+      parents.push(path.dirname(level))
+      if (level === first) break
+    }
+  }
+  return Effect.forEach(parents, (parent) => syncDirectory(fs, writerId, parent), { discard: true })
+}
+
 // Keeps the newest two records; removes temporaries of sequences that can no longer win.
-const prune = Effect.fnUntraced(function*(writerId: string, dir: string, sequence: number) {
-  const names = yield* listSequences(writerId, dir)
+const prune = Effect.fnUntraced(function*(fs: FileSystem, writerId: string, dir: string, sequence: number) {
+  const names = yield* listSequences(fs, writerId, dir)
   const stale = names.filter((name) => {
     const n = Number(recordFile.exec(name)?.[1] ?? tempFile.exec(name)?.[1] ?? Number.NaN)
     return recordFile.test(name) ? n < sequence - 1 : n <= sequence
@@ -226,24 +279,43 @@ const prune = Effect.fnUntraced(function*(writerId: string, dir: string, sequenc
 
 // A saver that paused after reading can link into a slot that a later saver's prune freed; it
 // did not win, since every prune follows a link two sequences higher, which this check sees.
-const isNewest = (writerId: string, dir: string, sequence: number): Effect.Effect<boolean, StoreFailure> =>
-  Effect.map(listSequences(writerId, dir), (names) => newestSequence(names) === sequence)
+const isNewest = (
+  fs: FileSystem,
+  writerId: string,
+  dir: string,
+  sequence: number
+): Effect.Effect<boolean, StoreFailure> =>
+  Effect.map(listSequences(fs, writerId, dir), (names) => newestSequence(names) === sequence)
 
 // Writes `record` as number `sequence`: false when another saver created that number first.
-const writeRecord = Effect.fnUntraced(function*(writerId: string, dir: string, sequence: number, record: unknown) {
+const writeRecord = Effect.fnUntraced(function*(
+  fs: FileSystem,
+  writerId: string,
+  dir: string,
+  sequence: number,
+  record: unknown
+) {
   const body = JSON.stringify({ format, version, writerId, sequence, record })
-  const temp = yield* writeTemp(writerId, dir, sequence, body)
-  const linked = yield* linkNoClobber(writerId, dir, sequence, temp)
-  if (linked) yield* syncDirectory(writerId, dir)
+  const temp = yield* writeTemp(fs, writerId, dir, sequence, body)
+  const linked = yield* linkNoClobber(fs, writerId, dir, sequence, temp)
+  if (linked) yield* syncDirectory(fs, writerId, dir)
   return linked
 })
 
-/** @internal */
-export const make = <R extends { readonly id: string }, C, E>(directory: string, options: Options<R, C, E>) => {
+/**
+ * The store in `directory`, on `fs` (the real file system unless a test supplies one).
+ *
+ * @internal
+ */
+export const make = <R extends { readonly id: string }, C, E>(
+  directory: string,
+  options: Options<R, C, E>,
+  fs: FileSystem = nodeFileSystem
+) => {
   const toError = (error: StoreFailure): E => options.error(error.fields)
 
   const load = (writerId: string): Effect.Effect<Option.Option<R>, E> =>
-    Effect.flatMap(writerDirectory(directory, writerId), (dir) => readLatest(options.decode, writerId, dir)).pipe(
+    Effect.flatMap(writerDirectory(directory, writerId), (dir) => readLatest(fs, options.decode, writerId, dir)).pipe(
       Effect.map(Option.map((latest) => latest.record)),
       Effect.mapError(toError)
     )
@@ -252,25 +324,26 @@ export const make = <R extends { readonly id: string }, C, E>(directory: string,
     Effect.fnUntraced(
       function*(writerId: string, record: R, expectedPreviousId: string | undefined) {
         const dir = yield* writerDirectory(directory, writerId)
-        yield* io(writerId, `create ${dir}`, () => fs.mkdir(dir, { recursive: true }))
-        const latest = yield* readLatest(options.decode, writerId, dir)
+        const created = yield* io(writerId, `create ${dir}`, () => fs.mkdir(dir, { recursive: true }))
+        const latest = yield* readLatest(fs, options.decode, writerId, dir)
         const actualId = Option.isSome(latest) ? latest.value.record.id : undefined
         if (actualId !== expectedPreviousId) {
           return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId }))
         }
         const sequence = Option.isSome(latest) ? latest.value.sequence + 1 : 1
         if (options.afterRead !== undefined) yield* options.afterRead(writerId, sequence)
-        const linked = yield* writeRecord(writerId, dir, sequence, record)
-        if (!linked || !(yield* isNewest(writerId, dir, sequence))) {
+        if (sequence === 1) yield* syncParents(fs, writerId, directory, created)
+        const linked = yield* writeRecord(fs, writerId, dir, sequence, record)
+        if (!linked || !(yield* isNewest(fs, writerId, dir, sequence))) {
           // Another saver created this sequence first, or a later one: name the record that won.
-          const winner = yield* readLatest(options.decode, writerId, dir)
+          const winner = yield* readLatest(fs, options.decode, writerId, dir)
           return yield* Effect.fail(options.conflict({
             writerId,
             expectedPreviousId,
             actualId: Option.isSome(winner) ? winner.value.record.id : undefined
           }))
         }
-        yield* prune(writerId, dir, sequence).pipe(
+        yield* prune(fs, writerId, dir, sequence).pipe(
           // A leftover old file costs disk, not correctness: report it, do not fail the checkpoint.
           Effect.catch((error) => Effect.logWarning("could not prune old checkpoints", toError(error)))
         )

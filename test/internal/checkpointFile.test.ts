@@ -3,7 +3,14 @@ import { Deferred, Effect, Fiber, Option, Result, Schema } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { directoryName, type ErrorFields, fileName, make } from "../../src/internal/checkpointFile.ts"
+import {
+  directoryName,
+  type ErrorFields,
+  fileName,
+  type FileSystem,
+  make,
+  nodeFileSystem
+} from "../../src/internal/checkpointFile.ts"
 import type { Fields as ConflictFields } from "../../src/internal/checkpointMemory.ts"
 import { CheckpointConflict, CheckpointRecord, CheckpointStore, CheckpointStoreError } from "../../src/Sink.ts"
 
@@ -136,5 +143,59 @@ describe("checkpointFile zombie", () => {
       // The replacement chains on as if the zombie had never been there.
       yield* replacement.save("w", record("e"), "d")
       assert.strictEqual(Option.getOrThrow(yield* replacement.load("w")).id, "e")
+    }))
+})
+
+// The real file system, its directory fsyncs and links written down in order.
+const recording = (calls: Array<string>): FileSystem => ({
+  ...nodeFileSystem,
+  open: (file, flags) =>
+    nodeFileSystem.open(file, flags).then((handle) => ({
+      writeFile: (data, encoding) => handle.writeFile(data, encoding),
+      sync: () => handle.sync().then(() => void (flags === "r" && calls.push(`sync ${file}`))),
+      close: () => handle.close()
+    })),
+  link: (from, to) => nodeFileSystem.link(from, to).then(() => void calls.push(`link ${path.basename(to)}`))
+})
+
+describe("checkpointFile durability", () => {
+  const options = {
+    decode: Schema.decodeUnknownResult(CheckpointRecord),
+    conflict: (f: ConflictFields) => new CheckpointConflict(f),
+    error: (f: ErrorFields) => new CheckpointStoreError(f)
+  }
+
+  // Found by the simulator (bigquery.exactlyOnce seed 12): a crash after the first save lost the
+  // writer's directory, whose entry in the store directory was never fsynced, with every record in it.
+  it.effect("before a writer's first record, each directory the save created is made durable in its parent", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDirectory
+      const directory = path.join(root, "state", "checkpoints")
+      const calls: Array<string> = []
+      const store = make(directory, options, recording(calls))
+      yield* store.save("w", record("a"), undefined)
+      yield* store.save("w", record("b"), "a")
+      const writerDir = path.join(directory, directoryName("w"))
+      assert.deepStrictEqual(calls, [
+        `sync ${directory}`,
+        `sync ${path.join(root, "state")}`,
+        `sync ${root}`,
+        `link ${fileName(1)}`,
+        `sync ${writerDir}`,
+        `link ${fileName(2)}`,
+        `sync ${writerDir}`
+      ])
+    }))
+
+  it.effect("a store directory that exists already: only the writer directory's entry is synced", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const calls: Array<string> = []
+      yield* make(directory, options, recording(calls)).save("w", record("a"), undefined)
+      assert.deepStrictEqual(calls, [
+        `sync ${directory}`,
+        `link ${fileName(1)}`,
+        `sync ${path.join(directory, directoryName("w"))}`
+      ])
     }))
 })

@@ -117,6 +117,8 @@ export class World {
   private readonly timers = new TimerHeap()
   /** Timers and deliveries of paused processes, released on resume. */
   private readonly held = new Map<Process, Array<() => void>>()
+  /** Run at each crash, before the process's tasks are dropped (a file system loses what it had not synced). */
+  private readonly crashHooks: Array<(proc: Process) => void> = []
   readonly rng: Rng
   private readonly shuffle: number
   private readonly traceLine: ((line: string) => void) | undefined
@@ -185,10 +187,16 @@ export class World {
     return Effect.runForkWith(proc.context)(effect)
   }
 
+  /** Calls `hook` with each process that crashes, at the moment it crashes. */
+  onCrash(hook: (proc: Process) => void): void {
+    this.crashHooks.push(hook)
+  }
+
   crash(proc: Process): void {
     if (proc.state === "dead") return
     this.trace(() => `crash ${proc.name}#${proc.id}`)
     proc.state = "dead"
+    for (const hook of this.crashHooks) hook(proc)
     this.held.delete(proc)
     for (let i = this.tasks.length - 1; i >= 0; i--) if (this.tasks[i]?.proc === proc) this.tasks.splice(i, 1)
   }

@@ -3,6 +3,7 @@ import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import type { CheckpointStore } from "../../../src/Sink.ts"
+import * as FileSystem from "../fileSystem.ts"
 import * as Gcs from "../gcs.ts"
 import type { Process, World } from "../kernel.ts"
 import * as Life from "../life.ts"
@@ -29,7 +30,8 @@ export const horizon = (plan: SourcePlan): number => Math.max(1, plan.total / pl
 
 /**
  * The writer's checkpoint store, drawn per seed: `CheckpointStore.gcs`'s own code on simulated
- * Cloud Storage, or the compare-and-set memory store's code behind a faulty network.
+ * Cloud Storage, `CheckpointStore.file`'s on a simulated file system, or the compare-and-set memory
+ * store's code behind a faulty network.
  */
 export const checkpointStore = (
   world: World,
@@ -37,9 +39,17 @@ export const checkpointStore = (
   options: RunOptions
 ): { readonly layer: (proc: Process) => Layer.Layer<CheckpointStore>; readonly calm: () => void } => {
   const faulty = options.faults !== false
-  if (rng.chance(0.5)) {
+  const kind = rng.int(3)
+  if (kind === 0) {
     const gcs = Gcs.make(world, faulty ? Gcs.drawFaults(rng, 0.1) : Gcs.drawFaults(rng, 0))
     return { layer: gcs.store, calm: gcs.calm }
+  }
+  if (kind === 1) {
+    const fs = FileSystem.make(world, FileSystem.drawFaults(rng, faulty ? 0.1 : 0), {
+      directory: "/data/checkpoints",
+      exists: rng.chance(0.5)
+    })
+    return { layer: fs.store, calm: fs.calm }
   }
   const store = Store.make(world, {
     latency: [1, rng.between(2, 30)],
