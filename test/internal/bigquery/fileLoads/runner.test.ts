@@ -257,6 +257,8 @@ const locatedRest = (options: {
   readonly datasetLocation: string
   /** `jobs.get` answers for a job inserted, in order, the last repeating (default: done). */
   readonly afterInsert?: ReadonlyArray<"missing" | "done">
+  /** The status of each staged-object delete before the first that succeeds (default: none fail). */
+  readonly deleteFailures?: ReadonlyArray<number>
 }) => {
   const calls: Array<string> = []
   const jobs = new Map<string, { readonly location: string | undefined; readonly answers: Array<string> }>()
@@ -293,10 +295,14 @@ const locatedRest = (options: {
     }
   }
   const deleted: Array<string> = []
+  const deleteFailures = [...(options.deleteFailures ?? [])]
   const storage = {
     bucket: (b: string) => ({
       file: (n: string) => ({
         delete: () => {
+          calls.push(`delete gs://${b}/${n}`)
+          const failure = deleteFailures.shift()
+          if (failure !== undefined) return Promise.reject(httpError(failure))
           deleted.push(`gs://${b}/${n}`)
           return Promise.resolve([{}])
         }
@@ -390,6 +396,24 @@ describe("fileLoads runner: a job we inserted and cannot see", () => {
       assert.isTrue(jobCalls.length > 0)
       assert.isTrue(jobCalls.every((c) => c.endsWith("@europe-west3")), jobCalls.join(", "))
       assert.deepStrictEqual(deleted, ["gs://b/f0.avro"])
+    }))
+
+  it.effect("a staged-object delete answered 503 or 429 is retried on the reconcile budget: no loaded file leaks", () =>
+    Effect.gen(function*() {
+      const { calls, ctx, deleted } = locatedRest({ datasetLocation: "US", deleteFailures: [503, 429, 503] })
+      const exit = yield* virtually(Runner.commit(ctx, staged))
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.strictEqual(calls.filter((c) => c === "delete gs://b/f0.avro").length, 4)
+      assert.deepStrictEqual(deleted, ["gs://b/f0.avro"])
+    }))
+
+  it.effect("a staged-object delete refused for good (403) is not retried: logged, the commit succeeds", () =>
+    Effect.gen(function*() {
+      const { calls, ctx, deleted } = locatedRest({ datasetLocation: "US", deleteFailures: [403] })
+      const exit = yield* virtually(Runner.commit(ctx, staged))
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.strictEqual(calls.filter((c) => c.startsWith("delete ")).length, 1)
+      assert.deepStrictEqual(deleted, [])
     }))
 
   it.effect("commit whose job is never seen fails and keeps the staged files", () =>
