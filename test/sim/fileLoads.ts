@@ -134,6 +134,14 @@ const headerType = avro.Type.forSchema({
 })
 const longType = avro.Type.forSchema("long")
 
+/** Writer schemas parsed once each: every staged file of a destination carries the same one. */
+const types = new Map<string, avro.Type>()
+const typeOf = (schema: string): avro.Type => {
+  let type = types.get(schema)
+  if (type === undefined) types.set(schema, type = avro.Type.forSchema(JSON.parse(schema) as avro.Schema))
+  return type
+}
+
 /** The records of an Avro object container file (the specification's layout), or why it is not one. */
 export const readContainer = (bytes: Uint8Array): ReadonlyArray<Record<string, unknown>> | string => {
   const buf = Buffer.from(bytes)
@@ -150,7 +158,7 @@ export const readContainer = (bytes: Uint8Array): ReadonlyArray<Record<string, u
     if (codec !== "null" && codec !== "deflate") return `unsupported codec ${codec}`
     const schema = meta["avro.schema"]
     if (schema === undefined) return "no schema in the header"
-    const type = avro.Type.forSchema(JSON.parse(schema.toString()) as avro.Schema)
+    const type = typeOf(schema.toString())
     const records: Array<Record<string, unknown>> = []
     let pos = header.offset
     while (pos < buf.length) {

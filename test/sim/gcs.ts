@@ -175,7 +175,7 @@ export const make = (world: World, faults: Faults): GcsSim => {
           d.asked++
           return request(
             proc,
-            `delete ${name}`,
+            `delete ${key}`,
             () => {
               if (!objects.delete(key) && opts?.ignoreNotFound !== true) {
                 throw apiError(404, `No such object: ${key}`)

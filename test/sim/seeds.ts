@@ -9,6 +9,8 @@ export const budget: Readonly<Record<string, { readonly from: number; readonly s
   // hours of virtual time each (the writer ticks every 100 ms): few seeds
   "bigquery.destinations": { from: 1, seeds: 30 },
   "bigquery.cdc": { from: 1, seeds: 1000 },
+  // uploads, load jobs and their polls at every checkpoint: about 21 ms of CPU a seed
+  "bigquery.fileLoads": { from: 1, seeds: 800 },
   "bigtable.exactlyOnce": { from: 1, seeds: 2000 },
   "bigtable.atLeastOnce": { from: 1, seeds: 2500 }
 }
@@ -21,4 +23,17 @@ export interface Regression {
   readonly found: string
 }
 
-export const regressions: ReadonlyArray<Regression> = []
+export const regressions: ReadonlyArray<Regression> = [
+  {
+    method: "bigquery.fileLoads",
+    seed: 15,
+    swarm: true,
+    found: "a loaded file leaked: one 503 on its delete and the cleanup gave up (fixed: retried on reconcile, 5c24799)"
+  },
+  {
+    method: "bigquery.fileLoads",
+    seed: 24,
+    swarm: false,
+    found: "two loaded files leaked: one 503 on each delete, never retried (fixed: retried on reconcile, 5c24799)"
+  }
+]
