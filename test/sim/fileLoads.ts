@@ -17,7 +17,7 @@
  * the job's schema. Copy and query jobs (the runner's overflow path, past 10,000 files in one
  * commit) are not simulated: they end DONE with `invalid`.
  *
- * **Faults**, drawn per request: `503` or `429` before anything happens; applied then the answer
+ * **Faults**, drawn per request: `403 rateLimitExceeded`, `500` or `503` before anything happens; applied then the answer
  * lost (`ECONNRESET`); an answer held past the runner's `adminTimeout`; a job visible to `jobs.get`
  * only after a delay; a job that ends DONE with a `backendError` errorResult (nothing loaded).
  */
@@ -241,9 +241,11 @@ export const make = (
     new Promise<A>((resolve, reject) => {
       world.at(latency(), undefined, () => {
         if (hit(faults.unavailable)) {
-          const code = rng.pick([429, 503])
-          world.trace(() => `${proc.name}: ${what} answers ${code}`)
-          const reason = code === 429 ? "rateLimitExceeded" : "backendError"
+          // BigQuery's short-term rate limits are 403 `rateLimitExceeded`; its transient failures 5xx
+          const [code, reason] = rng.pick(
+            [[403, "rateLimitExceeded"], [500, "internalError"], [503, "backendError"]] as const
+          )
+          world.trace(() => `${proc.name}: ${what} answers ${code} ${reason}`)
           return world.deliver(proc, () => reject(restError(code, `${reason} (simulated)`, reason)))
         }
         let value: A
