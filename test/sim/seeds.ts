@@ -9,8 +9,8 @@ export const budget: Readonly<Record<string, { readonly from: number; readonly s
   // hours of virtual time each (the writer ticks every 100 ms): few seeds
   "bigquery.destinations": { from: 1, seeds: 30 },
   "bigquery.cdc": { from: 1, seeds: 1000 },
-  // uploads, load jobs and their polls at every checkpoint: about 21 ms of CPU a seed
-  "bigquery.fileLoads": { from: 1, seeds: 800 },
+  // uploads, load jobs and their polls at every checkpoint: about 17 ms of CPU a seed
+  "bigquery.fileLoads": { from: 1, seeds: 1000 },
   "bigtable.exactlyOnce": { from: 1, seeds: 2000 },
   "bigtable.atLeastOnce": { from: 1, seeds: 2500 }
 }
