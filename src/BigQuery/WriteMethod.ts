@@ -130,7 +130,8 @@ export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigquery", Ex
  *   between load-job status reads; `RetryPolicy.fromSchedule(schedule)` gives your own `Schedule`.
  * - `reconcile` (`{ initialBackoff: "500 millis", maxBackoff: "10 seconds", maxAttempts: 10 }`):
  *   the budget of table creation and schema reconciliation before a load, of transient `jobs.get` /
- *   `jobs.insert` / `datasets.get` failures, and of looking up again a job this sink inserted that
+ *   `jobs.insert` / `datasets.get` failures and of the deletes of staged objects after a load, and of
+ *   looking up again a job this sink inserted that
  *   `jobs.get` answers 404 for (then `FileLoadFailed` naming the job; it is never counted as run).
  *   Jobs run in the client's `location`, else the destination dataset's.
  * - `adminTimeout` (1 min, at least 1 ms): the deadline of each REST call of a load (`jobs.get` /

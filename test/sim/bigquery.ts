@@ -96,8 +96,16 @@ export interface BigQuerySim {
   readonly createTable: (table: string, fields: ReadonlyArray<Column>, extra?: Record<string, unknown>) => void
   /** The live rows of a CDC table (changes applied by primary key), sorted by key. */
   readonly cdcRows: (table: string) => ReadonlyArray<Readonly<Record<string, unknown>>>
-  /** Rows visible in `p.d.t`: `_default` appends and flushed BUFFERED rows. */
+  /** Rows visible in `p.d.t`: `_default` appends, flushed BUFFERED rows and loaded rows. */
   readonly visible: (table: string) => ReadonlyArray<Uint8Array>
+  /** The columns of `p.d.t`, if it exists (what a load job checks its rows against). */
+  readonly columns: (table: string) => ReadonlyArray<Column> | undefined
+  /**
+   * Makes `rows` (encoded as the Storage Write API's rows: field `i + 1` for column `i`) visible in
+   * `p.d.t` at once, appended or replacing the table's rows (a load job's `WRITE_APPEND` or
+   * `WRITE_TRUNCATE` at DONE).
+   */
+  readonly load: (table: string, rows: ReadonlyArray<Uint8Array>, disposition: "append" | "truncate") => void
   /** Rows written whose outcome some sink could not learn (a reset, a lost answer, a crash). */
   readonly ambiguous: Array<Uint8Array>
   /** Rows the service rejected with a row error (the sink must route or fail them). */
@@ -623,6 +631,13 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
     },
     cdcRows: (table) => cdc.rows(table),
     visible: (table) => [...(committed.get(table) ?? []), ...buffered.visible(table)],
+    columns: (table) => catalog.get(table),
+    load: (table, rows, disposition) => {
+      const list = disposition === "truncate" ? [] : committed.get(table) ?? []
+      for (const r of rows) list.push(r)
+      committed.set(table, list)
+      applied(table, rows)
+    },
     ambiguous,
     rejected,
     clients: (proc) => ({ projectId, write: writeClient(proc), rest: restClient(proc) }),

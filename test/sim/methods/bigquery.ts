@@ -1,7 +1,9 @@
 /**
  * The BigQuery write methods under simulation: `BigQuerySink.exactlyOnce` (BUFFERED streams, the
- * checkpoint protocol on the simulated store) and `BigQuerySink.make` at least once (`_default`),
- * each through the public API on `BigQueryClient.fromClients` with the simulated service.
+ * checkpoint protocol on the simulated store), `BigQuerySink.make` at least once (`_default`) and
+ * `BigQuerySink.fileLoads` (Avro files staged in simulated Cloud Storage, load jobs at checkpoints),
+ * each through the public API on `BigQueryClient.fromClients` (and `GcsClient.fromStorage`) with the
+ * simulated services.
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -20,11 +22,13 @@ import {
   TableSchema,
   WriteMethod
 } from "../../../src/BigQuery/index.ts"
-import { Checkpoint, FailureHandler, type WriteSummary } from "../../../src/Sink.ts"
+import { Checkpoint, FailureHandler, GcsClient, type WriteSummary } from "../../../src/Sink.ts"
 import * as BigQuery from "../bigquery.ts"
+import * as FileLoads from "../fileLoads.ts"
+import * as Gcs from "../gcs.ts"
 import { World } from "../kernel.ts"
 import * as Life from "../life.ts"
-import { make as makeRng, type Rng } from "../random.ts"
+import { make as makeRng, rate, type Rng } from "../random.ts"
 import {
   type Check,
   checkAtLeastOnce,
@@ -370,6 +374,97 @@ export const cdc: MethodRun = async (seed, options) => {
       return wrong.length === 0 ? [] : [`cdc: ${wrong.slice(0, 4).join("; ")}`]
     },
     released(sim, result)
+  ]
+  return { world, result, checks }
+}
+
+/**
+ * `BigQuerySink.fileLoads`: records staged as Avro files in a simulated bucket, loaded at each
+ * checkpoint by load jobs of deterministic ids on the simulated jobs service, crashes and zombies
+ * restoring from the drawn store. Besides exactly once: no job id runs twice and no staged file is
+ * loaded by two jobs; every file a job loaded is deleted by the end, unless every delete of it the
+ * sink's `reconcile` budget allowed met a fault.
+ */
+export const fileLoads: MethodRun = async (seed, options) => {
+  const rng = makeRng(seed)
+  const world = new World({ rng, trace: options.trace })
+  const faulty = options.faults !== false
+  const sim = BigQuery.make(
+    world,
+    faulty ? { ...BigQuery.noFaults, restTransient: rate(rng, 0.08) } : BigQuery.noFaults
+  )
+  const location = rng.pick(["US", "EU", "asia-northeast1"])
+  if (rng.chance(0.8)) sim.createTable(table, [{ name: "id", type: "INTEGER", mode: "REQUIRED" }])
+  const adminMillis = options.swarm === true ? rng.between(500, 60_000) : 60_000
+  const spikeMillis = adminMillis + rng.between(1, 30_000)
+  const gcs = Gcs.make(world, faulty ? Gcs.drawStagingFaults(rng, 0.08, spikeMillis) : Gcs.noFaults)
+  const loads = FileLoads.make(
+    world,
+    faulty ? FileLoads.drawFaults(rng, 0.08, spikeMillis) : FileLoads.noFaults,
+    { bigquery: sim, gcs, datasets: { d: location }, location: rng.pick([undefined, location]) }
+  )
+  const store = checkpointStore(world, rng, options)
+  const plan = sourcePlan(rng, options)
+  const checkpointEvery = every(rng, options)
+  const reconcile = retryPolicy(rng)
+  const tuned = tuning(options, () => ({
+    maxStagingFileBytes: rng.pick([undefined, rng.between(1, 64), rng.between(64, 4096)]),
+    adminTimeout: Duration.millis(adminMillis),
+    reconcile,
+    poll: {
+      initialBackoff: Duration.millis(rng.between(1, 1000)),
+      maxBackoff: Duration.millis(rng.between(1000, 30_000)),
+      maxAttempts: rng.between(100, 1000)
+    }
+  }))
+  const method = WriteMethod.fileLoads({ stagingPath: "gs://sim-staging/loads", ...tuned })
+  const routed: Array<number> = []
+  const lifePlan = Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), { zombies: options.life !== false })
+  const program = (proc: Life.SimProcess) =>
+    Effect.gen(function*() {
+      const serializer = yield* RowSerializer.fromJson(schema)
+      const destination = yield* TableDestination.make({ projectId: sim.projectId, datasetId: "d", tableId: "t" })
+      const resume = yield* Checkpoint.resume({ writerId: "w", positionSchema: Schema.Number })
+      const from = Option.getOrElse(resume.position, () => 0)
+      world.trace(() => `${proc.name} resumes at ${from}`)
+      const summary: WriteSummary = yield* source(world, { ...plan, from }).pipe(
+        Stream.run(BigQuerySink.fileLoads({
+          table: destination,
+          serializer,
+          writeMethod: method,
+          failureHandler: routing(routed),
+          checkpoint: { resume, every: checkpointEvery, position: (row: Row) => row.id + 1 }
+        }))
+      )
+      return { from, summary }
+    }).pipe(Effect.provide(Layer.mergeAll(
+      BigQueryClient.fromClients(loads.clients(proc)),
+      GcsClient.fromStorage({ projectId: sim.projectId, storage: gcs.storage(proc) }),
+      store.layer(proc)
+    )))
+  const result = await Life.live(world, lifePlan, program, () => {
+    sim.calm()
+    gcs.calm()
+    loads.calm()
+    store.calm()
+  }, limits(options))
+  const attempts = tuned.reconcile?.maxAttempts ?? 10
+  const checks: Array<Check> = [
+    checkExactlyOnce({ total: plan.total, visible: sim.visible(table).map(idOf), routed }),
+    () => [...loads.runs].filter(([, n]) => n > 1).slice(0, 3).map(([id, n]) => `job ${id} ran ${n} times`),
+    () =>
+      [...loads.loaded].filter(([, jobs]) => jobs.length > 1).slice(0, 3).map(([uri, jobs]) =>
+        `${uri} loaded by ${jobs.length} jobs: ${jobs.join(", ")}`
+      ),
+    () =>
+      [...loads.loaded.keys()].filter((uri) =>
+        gcs.read(uri) !== undefined && (gcs.deletes.get(uri)?.faulted ?? 0) < attempts
+      ).slice(0, 3).map((uri) => {
+        const d = gcs.deletes.get(uri)
+        return `leak: ${uri} was loaded and is still staged (${d?.asked ?? 0} deletes asked, ${
+          d?.faulted ?? 0
+        } refused; the budget is ${attempts})`
+      })
   ]
   return { world, result, checks }
 }

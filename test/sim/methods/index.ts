@@ -8,6 +8,7 @@ export const methods: Readonly<Record<string, MethodRun>> = {
   "bigquery.atLeastOnce": BigQuery.atLeastOnce,
   "bigquery.destinations": BigQuery.destinations,
   "bigquery.cdc": BigQuery.cdc,
+  "bigquery.fileLoads": BigQuery.fileLoads,
   "bigtable.exactlyOnce": Bigtable.exactlyOnce,
   "bigtable.atLeastOnce": Bigtable.atLeastOnce
 }

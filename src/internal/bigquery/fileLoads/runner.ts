@@ -1,15 +1,16 @@
 /**
- * The load runner of file loads (reference 2.8): per destination, pre-load
- * reconciliation shared with the streaming paths (`schemaUpdate.reconcile`: create, union, new
- * REQUIRED fields as NULLABLE), then each load job by its deterministic id: looked up first and
- * re-attached (done ⇒ not re-run, running ⇒ awaited; failed ⇒ the next of `-r1`…`-r5`), completion
- * polled on the `poll` schedule; a `jobs.get` or `jobs.insert` answered 429 or 5xx is retried on the
- * `reconcile` budget (an insert whose answer was lost meets its own job as 409 and attaches). Jobs run
- * in the client's location, else the destination dataset's (`datasets.get`); a job inserted and then
- * answered 404 is looked up again on the `reconcile` budget and then fails naming it, never counted as
- * run. Only after every job of a destination was seen `DONE` without error are its staged objects
- * deleted, best effort; on failure everything is kept so that a retry runs the same jobs. Each REST
- * call has the `adminTimeout` deadline (1 minute): one unanswered past it is retried like a 5xx.
+ * The load runner of file loads (reference 2.8): per destination, pre-load reconciliation shared with
+ * the streaming paths (`schemaUpdate.reconcile`: create, union, new REQUIRED fields as NULLABLE),
+ * then each load job by its deterministic id: looked up first and re-attached (done ⇒ not re-run,
+ * running ⇒ awaited; failed ⇒ the next of `-r1`…`-r5`), completion polled on the `poll` schedule; a
+ * `jobs.get` or `jobs.insert` answered 429, 5xx or 403 `rateLimitExceeded`, or not answered at all (a
+ * reset), is retried on the `reconcile` budget (an insert whose answer was lost meets its own job as
+ * 409 and attaches). Jobs run in the client's location, else the destination dataset's
+ * (`datasets.get`); a job inserted and then answered 404 is looked up again on the `reconcile` budget
+ * and then fails naming it, never counted as run. Only after every job of a destination was seen
+ * `DONE` without error are its staged objects deleted, best effort (a transient failure retried on
+ * `reconcile`); on failure everything is kept so that a retry runs the same jobs. Each REST call has
+ * the `adminTimeout` deadline (1 minute): one unanswered past it is retried like a 5xx.
  *
  * A commit over one load job per destination takes the overflow path of the plan: leaf loads into temp
  * tables (`WRITE_TRUNCATE`, idempotent), copy levels of at most 1,200 sources, then the final copy (or,
@@ -124,13 +125,25 @@ export const lookup = (
     )
   )
 
-/** Whether a runner error came from an answer a retry may change (429, 5xx, or none before the deadline). @internal */
-export const isTransient = (e: BigQueryError): boolean => {
-  if (e.reason._tag !== "FileLoadFailed") return false
-  if (e.reason.cause instanceof NoAnswer) return true
-  const status = httpStatus(e.reason.cause)
-  return status !== undefined && (status === 429 || status >= 500)
-}
+/**
+ * Whether a call's rejection is one a retry may change, as the tables calls classify it
+ * (`classifyAdmin`): no answer before the deadline, no HTTP answer at all (a connection reset: an
+ * insert whose answer was lost meets its own job as 409 and attaches), 429, 5xx, or 403
+ * `rateLimitExceeded` (BigQuery's short-term rate limits).
+ */
+const isTransientCause = (cause: unknown): boolean =>
+  cause instanceof NoAnswer ||
+  (cause !== undefined && tables.verdictOf(tables.adminFailure("get", cause)) === "retry")
+
+/** Whether a runner error came from an answer a retry may change (see {@link isTransientCause}). @internal */
+export const isTransient = (e: BigQueryError): boolean =>
+  e.reason._tag === "FileLoadFailed" && isTransientCause(e.reason.cause)
+
+/** A best-effort cleanup call: a transient failure retried on the `reconcile` budget, as every runner call is. */
+const cleanupCall = <A>(ctx: RunnerContext, method: string, target: string, promise: () => Promise<A>) =>
+  call(ctx.settings.adminTimeout, method, target, promise).pipe(
+    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: ({ cause }) => isTransientCause(cause) })
+  )
 
 /** {@link lookup}, a transient failure retried on the `reconcile` budget. */
 const lookupRetrying = (ctx: RunnerContext, jobId: string, destination: string) =>
@@ -338,14 +351,18 @@ const jobLocation = (
     Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
   )
 
-/** Deletes staged objects after their loads succeeded; failures are logged, never raised. */
+/**
+ * Deletes staged objects after their loads succeeded; a transient failure ({@link isTransientCause})
+ * is retried on the `reconcile` budget (no later commit names these files again: a delete given up
+ * leaks the object), then failures are logged, never raised.
+ */
 const cleanup = (ctx: RunnerContext, uris: ReadonlyArray<string>) =>
   Effect.forEach(uris, (uri) => {
     const match = /^gs:\/\/([^/]+)\/(.+)$/.exec(uri)
     if (match === null) return Effect.void
     const [, bucket = "", name = ""] = match
     const remove = () => ctx.storage.bucket(bucket).file(name).delete({ ignoreNotFound: true })
-    return call(ctx.settings.adminTimeout, "objects.delete", uri, remove).pipe(
+    return cleanupCall(ctx, "objects.delete", uri, remove).pipe(
       Effect.catch(({ cause }) => Effect.logWarning(`file loads: could not delete ${uri}: ${String(cause)}`))
     )
   }, { concurrency: 8, discard: true })
@@ -371,13 +388,13 @@ export const queryConfiguration = (job: Plan.QueryJob): Record<string, unknown> 
   }
 })
 
-/** Deletes temp tables after their destination's jobs succeeded; failures are logged, never raised. */
+/** Deletes temp tables after their destination's jobs succeeded, retried as {@link cleanup}; failures are logged, never raised. */
 const dropTemporaries = (ctx: RunnerContext, temporaries: ReadonlyArray<Plan.TableRef>) =>
   Effect.forEach(
     temporaries,
     (t) =>
-      call(
-        ctx.settings.adminTimeout,
+      cleanupCall(
+        ctx,
         "tables.delete",
         Plan.tablePath(t),
         () => ctx.rest.dataset(t.datasetId, { projectId: t.projectId }).table(t.tableId).delete()

@@ -4,7 +4,9 @@
  * at most a block and the upload's buffer per open destination, never the rows of a file.
  *
  * Object names are `<prefix>/<writer>/<project.dataset.table>/<run>-<seq>.avro`: `run` is random per
- * writer instance, `seq` grows for its lifetime, so names never repeat across checkpoints or restarts.
+ * writer instance (32 bits from Effect's `Random`, as the checkpoint ids and run writer ids are, so a
+ * seeded `Random` decides it), `seq` grows for its lifetime, so names never repeat across checkpoints
+ * or restarts.
  * A file is closed once the rows appended to it reach `maxStagingFileBytes` (their serialized sizes,
  * uncompressed, so the deflated file is smaller) and at every `closeAll` (each checkpoint);
  * each closed file is one committable. A failed upload fails the write (`FileLoadFailed` `stage`), as
@@ -16,8 +18,8 @@ import type { Storage } from "@google-cloud/storage"
 import avro from "avsc"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Random from "effect/Random"
 import type * as Scope from "effect/Scope"
-import { randomBytes } from "node:crypto"
 import type { Writable } from "node:stream"
 import { BigQueryError, FileLoadFailed } from "../../../BigQuery/BigQueryError.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
@@ -179,7 +181,7 @@ const close = (options: StagingOptions, file: OpenFile): Effect.Effect<Committab
 /** The staging of one writer; open files are abandoned (uploads destroyed) when the scope closes. @internal */
 export const make = (options: StagingOptions): Effect.Effect<Staging, never, Scope.Scope> =>
   Effect.gen(function*() {
-    const run = randomBytes(4).toString("hex")
+    const run = (yield* Random.nextIntBetween(0, 0xffffffff)).toString(16).padStart(8, "0")
     let seq = 0
     const open = new Map<string, OpenFile>()
     const closed: Array<Committable> = []

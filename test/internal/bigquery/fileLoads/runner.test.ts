@@ -16,20 +16,24 @@ type Answer =
   | { readonly _tag: "running" }
   | { readonly _tag: "done" }
   | { readonly _tag: "failed"; readonly message: string }
-  | { readonly _tag: "error"; readonly code: number }
+  | { readonly _tag: "error"; readonly code: number; readonly reason?: string }
   /** The call is accepted and never answered. */
   | { readonly _tag: "silent" }
 
 interface Script {
   /** Answers of `jobs.get` per job id, in order; the last one repeats. */
   readonly get: Record<string, Array<Answer>>
-  /** Answers of `jobs.insert` per job id, in order; then the job becomes `after`. */
-  readonly insert?: Record<string, Array<{ readonly code: number } | "silent">>
+  /**
+   * Answers of `jobs.insert` per job id, in order; then the job becomes `after`. `reset`: the job is
+   * inserted and the answer lost to a connection reset.
+   */
+  readonly insert?: Record<string, Array<{ readonly code: number } | "silent" | "reset">>
   /** What `jobs.get` answers after a successful insert (default: done). */
   readonly after?: Record<string, Array<Answer>>
 }
 
-const httpError = (code: number) => Object.assign(new Error(`HTTP ${code}`), { code })
+const httpError = (code: number, reason?: string) =>
+  Object.assign(new Error(`HTTP ${code}`), { code, ...(reason === undefined ? {} : { errors: [{ reason }] }) })
 
 /** A structural stand-in for the two `BigQuery` calls the runner makes, with a call log. */
 const fakeRest = (script: Script) => {
@@ -50,7 +54,7 @@ const fakeRest = (script: Script) => {
           case "missing":
             return Promise.reject(httpError(404))
           case "error":
-            return Promise.reject(httpError(answer.code))
+            return Promise.reject(httpError(answer.code, answer.reason))
           case "silent":
             return new Promise<never>(() => {})
           case "running":
@@ -69,6 +73,10 @@ const fakeRest = (script: Script) => {
       const queue = inserts.get(request.jobId)
       const failure = queue?.shift()
       if (failure === "silent") return new Promise<never>(() => {})
+      if (failure === "reset") {
+        gets.set(request.jobId, [...(script.after?.[request.jobId] ?? [{ _tag: "done" }])])
+        return Promise.reject(Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }))
+      }
       if (failure !== undefined) return Promise.reject(httpError(failure.code))
       gets.set(request.jobId, [...(script.after?.[request.jobId] ?? [{ _tag: "done" }])])
       return Promise.resolve([{}])
@@ -129,6 +137,24 @@ describe("fileLoads runner", () => {
       const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
       assert.deepStrictEqual(result, { jobId: "j", outcome: "ran" })
       assert.deepStrictEqual(calls, ["get j", "get j", "insert j", "insert j", "insert j", "get j"])
+    }))
+
+  it.live("an insert whose answer is lost to a connection reset is retried: it meets its own job (409) and attaches", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({ get: {}, insert: { j: ["reset", { code: 409 }] } })
+      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
+      assert.deepStrictEqual(result, { jobId: "j", outcome: "ran" })
+      assert.deepStrictEqual(calls, ["get j", "insert j", "insert j", "get j"])
+    }))
+
+  it.live("a jobs.get answered 403 rateLimitExceeded (BigQuery's short-term rate limit) is retried", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({
+        get: { j: [{ _tag: "error", code: 403, reason: "rateLimitExceeded" }, { _tag: "done" }] }
+      })
+      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
+      assert.deepStrictEqual(result, { jobId: "j", outcome: "attached" })
+      assert.deepStrictEqual(calls, ["get j", "get j"])
     }))
 
   it.live("a 403 of jobs.get is terminal: FileLoadFailed load naming the job", () =>
@@ -257,6 +283,8 @@ const locatedRest = (options: {
   readonly datasetLocation: string
   /** `jobs.get` answers for a job inserted, in order, the last repeating (default: done). */
   readonly afterInsert?: ReadonlyArray<"missing" | "done">
+  /** The status of each staged-object delete before the first that succeeds (default: none fail). */
+  readonly deleteFailures?: ReadonlyArray<number>
 }) => {
   const calls: Array<string> = []
   const jobs = new Map<string, { readonly location: string | undefined; readonly answers: Array<string> }>()
@@ -293,10 +321,14 @@ const locatedRest = (options: {
     }
   }
   const deleted: Array<string> = []
+  const deleteFailures = [...(options.deleteFailures ?? [])]
   const storage = {
     bucket: (b: string) => ({
       file: (n: string) => ({
         delete: () => {
+          calls.push(`delete gs://${b}/${n}`)
+          const failure = deleteFailures.shift()
+          if (failure !== undefined) return Promise.reject(httpError(failure))
           deleted.push(`gs://${b}/${n}`)
           return Promise.resolve([{}])
         }
@@ -390,6 +422,24 @@ describe("fileLoads runner: a job we inserted and cannot see", () => {
       assert.isTrue(jobCalls.length > 0)
       assert.isTrue(jobCalls.every((c) => c.endsWith("@europe-west3")), jobCalls.join(", "))
       assert.deepStrictEqual(deleted, ["gs://b/f0.avro"])
+    }))
+
+  it.effect("a staged-object delete answered 503 or 429 is retried on the reconcile budget: no loaded file leaks", () =>
+    Effect.gen(function*() {
+      const { calls, ctx, deleted } = locatedRest({ datasetLocation: "US", deleteFailures: [503, 429, 503] })
+      const exit = yield* virtually(Runner.commit(ctx, staged))
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.strictEqual(calls.filter((c) => c === "delete gs://b/f0.avro").length, 4)
+      assert.deepStrictEqual(deleted, ["gs://b/f0.avro"])
+    }))
+
+  it.effect("a staged-object delete refused for good (403) is not retried: logged, the commit succeeds", () =>
+    Effect.gen(function*() {
+      const { calls, ctx, deleted } = locatedRest({ datasetLocation: "US", deleteFailures: [403] })
+      const exit = yield* virtually(Runner.commit(ctx, staged))
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.strictEqual(calls.filter((c) => c.startsWith("delete ")).length, 1)
+      assert.deepStrictEqual(deleted, [])
     }))
 
   it.effect("commit whose job is never seen fails and keeps the staged files", () =>
