@@ -14,10 +14,8 @@
  */
 import type * as grpc from "@grpc/grpc-js"
 import * as Data from "effect/Data"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Schedule from "effect/Schedule"
 import * as Semaphore from "effect/Semaphore"
 import * as AdditionalFields from "../../BigQuery/AdditionalFields.ts"
 import type { BigQueryClientService } from "../../BigQuery/BigQueryClient.ts"
@@ -350,7 +348,7 @@ export const tableNotFound = (
 /**
  * Opens a destination: `GetWriteStream` on its `_default` stream; a missing table is created
  * under `CREATE_IF_NEEDED` (terminal under `CREATE_NEVER`); transient failures are retried on the
- * recovery budget (`maxAttempts` attempts in all, the creation counted as one and not waited for).
+ * recovery budget (`maxAttempts` attempts in all; the attempt right after the creation is not counted).
  *
  * @internal
  */
@@ -455,8 +453,8 @@ const openError = (
 /**
  * Runs `rpc` (`GetWriteStream` on `_default`, or `CreateWriteStream`) until it succeeds: a missing
  * table is created once under `CREATE_IF_NEEDED` (terminal under `CREATE_NEVER`), transient failures
- * retried on the recovery budget, anything else terminal. The attempt that created the table counts
- * in the budget and is followed by the next at once.
+ * retried on the recovery budget, anything else terminal. The attempt after the creation follows at
+ * once, outside the budget.
  *
  * @internal
  */
@@ -471,20 +469,18 @@ export const untilTable = <A, E, R, X>(
   Effect.suspend(() => {
     const context = { schemaUpdatesEnabled: false, createDisposition: settings.createDisposition }
     let created = false
-    // the attempt after the creation is not waited for
-    let createdJustNow = false
     let attempts = 0
-    const attempt = Effect.catch(rpc, (failure): Effect.Effect<never, BigQueryError | Connection.StreamFailure> => {
+    const attempt: Effect.Effect<X, BigQueryError | Connection.StreamFailure> = Effect.catch(rpc, (failure) => {
       attempts++
       const verdict = classifyOpen(failure.code, context)
       if (verdict._tag === "createTable" && !created) {
         created = true
-        createdJustNow = true
+        // the table is created once, then asked for again at once, outside the budget
         return createResource(settings, destination, schema).pipe(
           Effect.flatMap((resource) =>
             tables.create(client.rest, destination, schema, resource, settings.stream.recovery)
           ),
-          Effect.andThen(Effect.fail(failure))
+          Effect.andThen(Effect.suspend(() => attempt))
         )
       }
       if (verdict._tag === "fail" && verdict.kind === "tableNotFound") {
@@ -497,17 +493,8 @@ export const untilTable = <A, E, R, X>(
       }
       return Effect.fail(failure)
     })
-    const schedule = toSchedule(settings.stream.recovery).pipe(
-      Schedule.modifyDelay(({ duration }) =>
-        Effect.sync(() => {
-          const wait = createdJustNow ? Duration.zero : duration
-          createdJustNow = false
-          return wait
-        })
-      )
-    )
     return attempt.pipe(
-      Effect.retry({ schedule, while: (e) => !(e instanceof BigQueryError) }),
+      Effect.retry({ schedule: toSchedule(settings.stream.recovery), while: (e) => !(e instanceof BigQueryError) }),
       Effect.mapError((e) => e instanceof BigQueryError ? e : openError(method, destination, e, attempts))
     )
   })
