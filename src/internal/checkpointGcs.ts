@@ -25,6 +25,7 @@ import type { RetryPolicy } from "../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import { decodeEnvelope, directoryName, type ErrorFields, format, version } from "./checkpointFile.ts"
 import type { Fields } from "./checkpointMemory.ts"
+import { isTransientNetworkError } from "./networkError.ts"
 import * as O from "./optionSchema.ts"
 import * as retryPolicy from "./retryPolicy.ts"
 import * as retrySchedule from "./retrySchedule.ts"
@@ -104,19 +105,6 @@ export const objectName = (prefixPath: string, writerId: string): string =>
 /** What a failed call means: `transient` ones are retried. @internal */
 export type Verdict = "notFound" | "precondition" | "transient" | "fatal"
 
-const transientNetworkCodes: ReadonlySet<string> = new Set([
-  "ECONNRESET",
-  "ECONNREFUSED",
-  "ECONNABORTED",
-  "ETIMEDOUT",
-  "EPIPE",
-  "EAI_AGAIN",
-  "ENETUNREACH",
-  "EHOSTUNREACH",
-  "ERR_STREAM_PREMATURE_CLOSE",
-  "UND_ERR_SOCKET"
-])
-
 const statusOf = (cause: unknown): number | undefined => {
   if (!Predicate.isObject(cause)) return undefined
   if ("code" in cause && Predicate.isNumber(cause.code)) return cause.code
@@ -125,13 +113,6 @@ const statusOf = (cause: unknown): number | undefined => {
     const status = cause.response.status
     return Predicate.isNumber(status) ? status : undefined
   }
-  return undefined
-}
-
-const networkCodeOf = (cause: unknown): string | undefined => {
-  if (!Predicate.isObject(cause)) return undefined
-  if ("code" in cause && Predicate.isString(cause.code)) return cause.code
-  if ("cause" in cause && cause.cause !== cause) return networkCodeOf(cause.cause)
   return undefined
 }
 
@@ -149,12 +130,7 @@ export const classify = (cause: unknown): Verdict => {
     if (status === 408 || status === 429 || status >= 500) return "transient"
     return "fatal"
   }
-  const code = networkCodeOf(cause)
-  if (code !== undefined && transientNetworkCodes.has(code)) return "transient"
-  if (Predicate.isObject(cause) && "message" in cause && Predicate.isString(cause.message)) {
-    if (/socket hang up|other side closed|network|ECONNRESET/i.test(cause.message)) return "transient"
-  }
-  return "fatal"
+  return isTransientNetworkError(cause) ? "transient" : "fatal"
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ import * as TableDestination from "../../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
 import * as deadline from "../../deadline.ts"
+import { isTransientNetworkError } from "../../networkError.ts"
 import { toSchedule } from "../../retrySchedule.ts"
 import * as schemaUpdate from "../schemaUpdate.ts"
 import * as tables from "../tables.ts"
@@ -126,14 +127,17 @@ export const lookup = (
   )
 
 /**
- * Whether a call's rejection is one a retry may change, as the tables calls classify it
- * (`classifyAdmin`): no answer before the deadline, no HTTP answer at all (a connection reset: an
- * insert whose answer was lost meets its own job as 409 and attaches), 429, 5xx, or 403
- * `rateLimitExceeded` (BigQuery's short-term rate limits).
+ * Whether a call's rejection is one a retry may change: no answer before the deadline, no HTTP
+ * answer at all (a connection reset: an insert whose answer was lost meets its own job as 409 and
+ * attaches), or a status the tables calls retry (`classifyAdmin`: 429, 5xx, 403
+ * `rateLimitExceeded`). An error with neither status nor network code is the job's own (the client
+ * raises a job that failed at once as one) and is not retried here.
  */
-const isTransientCause = (cause: unknown): boolean =>
-  cause instanceof NoAnswer ||
-  (cause !== undefined && tables.verdictOf(tables.adminFailure("get", cause)) === "retry")
+const isTransientCause = (cause: unknown): boolean => {
+  if (cause instanceof NoAnswer) return true
+  const failure = tables.adminFailure("get", cause)
+  return failure.status === undefined ? isTransientNetworkError(cause) : tables.verdictOf(failure) === "retry"
+}
 
 /** Whether a runner error came from an answer a retry may change (see {@link isTransientCause}). @internal */
 export const isTransient = (e: BigQueryError): boolean =>

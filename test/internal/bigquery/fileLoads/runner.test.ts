@@ -25,9 +25,10 @@ interface Script {
   readonly get: Record<string, Array<Answer>>
   /**
    * Answers of `jobs.insert` per job id, in order; then the job becomes `after`. `reset`: the job is
-   * inserted and the answer lost to a connection reset.
+   * inserted and the answer lost to a connection reset. `jobError`: the job failed at once, which the
+   * client raises as an `ApiError` with the job's errors and no HTTP status.
    */
-  readonly insert?: Record<string, Array<{ readonly code: number } | "silent" | "reset">>
+  readonly insert?: Record<string, Array<{ readonly code: number } | "silent" | "reset" | "jobError">>
   /** What `jobs.get` answers after a successful insert (default: done). */
   readonly after?: Record<string, Array<Answer>>
 }
@@ -76,6 +77,11 @@ const fakeRest = (script: Script) => {
       if (failure === "reset") {
         gets.set(request.jobId, [...(script.after?.[request.jobId] ?? [{ _tag: "done" }])])
         return Promise.reject(Object.assign(new Error("socket hang up"), { code: "ECONNRESET" }))
+      }
+      if (failure === "jobError") {
+        return Promise.reject(
+          Object.assign(new Error("Error while reading data"), { errors: [{ reason: "invalid", message: "bad file" }] })
+        )
       }
       if (failure !== undefined) return Promise.reject(httpError(failure.code))
       gets.set(request.jobId, [...(script.after?.[request.jobId] ?? [{ _tag: "done" }])])
@@ -145,6 +151,14 @@ describe("fileLoads runner", () => {
       const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
       assert.deepStrictEqual(result, { jobId: "j", outcome: "ran" })
       assert.deepStrictEqual(calls, ["get j", "insert j", "insert j", "get j"])
+    }))
+
+  it.live("a job that failed at once (the client's status-less ApiError) is not retried as a lost answer", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({ get: {}, insert: { j: ["jobError", "jobError"] } })
+      const exit = yield* Effect.exit(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.isTrue(Exit.isFailure(exit))
+      assert.deepStrictEqual(calls.filter((c) => c === "insert j"), ["insert j"])
     }))
 
   it.live("a jobs.get answered 403 rateLimitExceeded (BigQuery's short-term rate limit) is retried", () =>
