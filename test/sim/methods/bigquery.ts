@@ -30,6 +30,7 @@ import {
   checkAtLeastOnce,
   checkExactlyOnce,
   checkLatency,
+  checkSummary,
   firstApplied,
   type MethodRun,
   type RunOptions
@@ -53,6 +54,13 @@ const table = "sim.d.t"
 
 interface Row {
   readonly id: number
+}
+
+/** A row's serialized size: the tag of field 1 and the id as a varint. */
+const rowBytes = (id: number): number => {
+  let size = 2
+  for (let v = id; v >= 0x80; v = Math.floor(v / 0x80)) size++
+  return size
 }
 
 /** A request-size bound and an in-flight byte bound of one to six such requests. */
@@ -80,15 +88,27 @@ const released = (sim: BigQuery.BigQuerySim, result: Life.LifeResult): Check => 
     return open === 0 ? [] : [`leak: ${p.name} ended with ${open} AppendRows call(s) open`]
   })
 
+/**
+ * How the dead-letter sink consumes what it is given (drawn in swarm mode): everything; two failures
+ * per run (the handler runs it again on the rest); or nothing (the write must fail with
+ * `DeadLetterStalled`, which a restart repairs, instead of spinning).
+ */
+type Consumes = "all" | "some" | "none"
+
 /** Routed rows, by id, for the invariants. */
-const routing = (routed: Array<number>) =>
-  FailureHandler.deadLetter(
-    Sink.forEach((f: BigQueryFailure.BigQueryFailure) =>
-      Effect.sync(() => {
-        if (f.payload !== undefined) routed.push(idOf(f.payload))
-      })
-    )
+const routing = (routed: Array<number>, consumes: Consumes = "all") => {
+  const record = (fs: ReadonlyArray<BigQueryFailure.BigQueryFailure>) =>
+    Effect.sync(() => {
+      for (const f of fs) if (f.payload !== undefined) routed.push(idOf(f.payload))
+    })
+  return FailureHandler.deadLetter(
+    consumes === "all"
+      ? Sink.forEach((f: BigQueryFailure.BigQueryFailure) => record([f]))
+      : consumes === "some"
+      ? Sink.take<BigQueryFailure.BigQueryFailure>(2).pipe(Sink.mapEffect(record))
+      : Sink.fromEffect(Effect.void)
   )
+}
 
 const setup = (options: RunOptions, rng: Rng) => {
   const world = new World({ rng, trace: options.trace })
@@ -136,12 +156,10 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
     sim.calm()
     store.calm()
   }, limits(options))
+  const visible = sim.visible(table).map(idOf)
   const checks: Array<Check> = [
-    checkExactlyOnce({
-      total: plan.total,
-      visible: sim.visible(table).map(idOf),
-      routed
-    }),
+    checkExactlyOnce({ total: plan.total, visible, routed }),
+    checkSummary({ total: plan.total, visible, finished: result.value, sizeOf: rowBytes }),
     released(sim, result)
   ]
   return { world, result, checks }
@@ -158,6 +176,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
     for (const row of rows) applied.record(idOf(row), at)
   })
   const tuned = tuning(options, () => atLeastOnceTuning(rng))
+  const consumes: Consumes = options.swarm === true ? rng.pick<Consumes>(["all", "all", "some", "none"]) : "all"
   const method = WriteMethod.atLeastOnce(tuned)
   const inFlight = {
     requests: tuned.maxInFlightRequests ?? 100,
@@ -174,7 +193,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
           table: destination,
           serializer,
           writeMethod: method,
-          failureHandler: routing(routed)
+          failureHandler: routing(routed, consumes)
         }))
       )
     }).pipe(Effect.provide(BigQueryClient.fromClients(sim.clients(proc))))

@@ -20,6 +20,7 @@ import {
   TableDestination,
   WriteMethod
 } from "../../../src/Bigtable/index.ts"
+import { entryByteSize } from "../../../src/internal/bigtable/mutationProto.ts"
 import { Checkpoint, FailureHandler, type WriteSummary } from "../../../src/Sink.ts"
 import * as Bigtable from "../bigtable.ts"
 import { World } from "../kernel.ts"
@@ -30,6 +31,7 @@ import {
   checkAtLeastOnce,
   checkExactlyOnce,
   checkLatency,
+  checkSummary,
   firstApplied,
   type MethodRun,
   type RunOptions
@@ -167,6 +169,16 @@ export const exactlyOnce: MethodRun = async (seed, given) => {
     sim.calm()
     store.calm()
   }, limits(options))
-  const checks: Array<Check> = [checkExactlyOnce({ total: plan.total, visible: applied(sim, plan.total), routed })]
+  const visible = applied(sim, plan.total)
+  const checks: Array<Check> = [
+    checkExactlyOnce({ total: plan.total, visible, routed }),
+    // the at-least-once sink's count of an entry's bytes: its serialized size, without the marker
+    checkSummary({
+      total: plan.total,
+      visible,
+      finished: result.value,
+      sizeOf: (id) => entryByteSize(serializer({ id }))
+    })
+  ]
   return { world, result, checks }
 }
