@@ -98,7 +98,8 @@ export interface BigtableSim {
   /** Row keys of entries applied whose outcome the sink could not learn. */
   readonly ambiguous: Array<string>
   readonly layer: (proc: Process) => ReturnType<typeof BigtableClient.fromClients>
-  readonly stats: { calls: number; maxInFlight: number }
+  /** Calls, the most in flight at once, and the most entries one `MutateRows` carried. */
+  readonly stats: { calls: number; maxInFlight: number; maxEntries: number }
   /** Per entry applied: its row key and the virtual time (the latency probe). */
   readonly onApplied: Array<(rowKey: string, at: number) => void>
   readonly calm: () => void
@@ -119,7 +120,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
   /** The cells of each row (`table|rowKey`), as `family` and `qualifier`: what predicates read. */
   const cells = new Map<string, Map<string, { readonly family: string; readonly qualifier: Buffer }>>()
   const ambiguous: Array<string> = []
-  const stats = { calls: 0, maxInFlight: 0 }
+  const stats = { calls: 0, maxInFlight: 0, maxEntries: 0 }
   let inFlight = 0
   let calmed = false
   const hit = (p: number): boolean => !calmed && rng.chance(p)
@@ -226,6 +227,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
       >
     }
     const entries = d.entries ?? []
+    stats.maxEntries = Math.max(stats.maxEntries, entries.length)
     const stream = call(proc, options, (s) => {
       if (hit(faults.hang)) return world.trace(() => `${proc.name}: MutateRows of ${entries.length} never answers`)
       if (hit(faults.resetBeforeApply)) return s.fail(status(14, "connection reset (simulated)"))

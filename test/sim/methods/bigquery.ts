@@ -180,7 +180,8 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
   const method = WriteMethod.atLeastOnce(tuned)
   const inFlight = {
     requests: tuned.maxInFlightRequests ?? 100,
-    bytes: tuned.maxInFlightBytes ?? 100 * 1024 * 1024
+    bytes: tuned.maxInFlightBytes ?? 100 * 1024 * 1024,
+    request: tuned.maxAppendRequestBytes ?? 512 * 1024
   }
   const routed: Array<number> = []
   // at least once has no store: a restart replays the whole source (nothing is lost, all is doubled)
@@ -207,7 +208,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
       restarts: result.restarts
     }),
     ...(options.lowRate === true ? [checkLatency({ emitted, applied: applied.times, bound: lowRateBound })] : []),
-    bounded(sim, result, { requests: inFlight.requests, bytes: inFlight.bytes }),
+    bounded(sim, result, inFlight),
     released(sim, result)
   ]
   return { world, result, checks }
@@ -217,7 +218,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
 const bounded = (
   sim: BigQuery.BigQuerySim,
   result: Life.LifeResult,
-  bound: { readonly requests: number; readonly bytes: number }
+  bound: { readonly requests: number; readonly bytes: number; readonly request: number }
 ): Check =>
 () =>
   result.exited.flatMap((p) => {
@@ -230,6 +231,9 @@ const bounded = (
         : []),
       ...(peak.bytes > bound.bytes + slack
         ? [`memory: ${p.name} had ${peak.bytes} request bytes in flight (maxInFlightBytes ${bound.bytes})`]
+        : []),
+      ...(peak.largest > bound.request + 512
+        ? [`memory: ${p.name} sent a request of ${peak.largest} bytes (maxAppendRequestBytes ${bound.request})`]
         : [])
     ]
   })
@@ -305,7 +309,8 @@ export const destinations: MethodRun = async (seed, options) => {
     () => (widest > tables ? [`memory: ${widest} AppendRows calls open for ${tables} tables`] : []),
     bounded(sim, result, {
       requests: maxInFlightRequests,
-      bytes: bounds.maxInFlightBytes ?? 100 * 1024 * 1024
+      bytes: bounds.maxInFlightBytes ?? 100 * 1024 * 1024,
+      request: bounds.maxAppendRequestBytes ?? 512 * 1024
     }),
     released(sim, result)
   ]

@@ -32,6 +32,7 @@ import {
   checkExactlyOnce,
   checkLatency,
   checkSummary,
+  checkThat,
   firstApplied,
   type MethodRun,
   type RunOptions
@@ -101,13 +102,14 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
   const emitted = new Map<number, number>()
   const first = firstApplied()
   sim.onApplied.push((key, at) => first.record(idOfKey(key), at))
-  const method = WriteMethod.atLeastOnce(tuning(options, () => ({
+  const tuned = tuning(options, () => ({
     batchElementCount: rng.pick([undefined, rng.between(1, 50)]),
     maxInFlightEntries: rng.pick([undefined, rng.between(1, 100)]),
     responseTimeout: Duration.millis(rng.between(200, 60_000)),
     retry: retryPolicy(rng),
     recovery: retryPolicy(rng)
-  })))
+  }))
+  const method = WriteMethod.atLeastOnce(tuned)
   const routed: Array<number> = []
   const program = (proc: Life.SimProcess) =>
     Effect.gen(function*() {
@@ -129,7 +131,13 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
       ambiguous: new Set(sim.ambiguous.map(idOfKey)),
       restarts: result.restarts
     }),
-    ...(options.lowRate === true ? [checkLatency({ emitted, applied: first.times, bound: lowRateBound })] : [])
+    ...(options.lowRate === true ? [checkLatency({ emitted, applied: first.times, bound: lowRateBound })] : []),
+    // `batchElementCount` (default 100) bounds the entries of a request
+    checkThat(
+      () => sim.stats.maxEntries <= (tuned.batchElementCount ?? 100),
+      () =>
+        `memory: a MutateRows of ${sim.stats.maxEntries} entries (batchElementCount ${tuned.batchElementCount ?? 100})`
+    )
   ]
   return { world, result, checks }
 }
