@@ -118,8 +118,13 @@ export interface BigQuerySim {
   readonly stats: { requests: number; openStreams: number; maxOpenStreams: number; maxInFlight: number }
   /** AppendRows calls of `proc` neither side has ended (a process that finished must leave none). */
   readonly openOf: (proc: Process) => number
-  /** The most requests, and request bytes, `proc` ever had sent and unanswered at once, over all its calls. */
-  readonly peakInFlight: (proc: Process) => { readonly requests: number; readonly bytes: number }
+  /**
+   * The most requests, and request bytes, `proc` ever had sent and unanswered at once, over all its
+   * calls; and its largest request.
+   */
+  readonly peakInFlight: (
+    proc: Process
+  ) => { readonly requests: number; readonly bytes: number; readonly largest: number }
   /** Per request the service applied: (table, rows); a planted-fault check or a latency probe hooks here. */
   readonly onApplied: Array<(table: string, rows: ReadonlyArray<Uint8Array>, at: number) => void>
   /** Turns the faults off (the end of a storm: the last restart must be able to finish). */
@@ -318,10 +323,13 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
   }
 
   const open = new Map<Process, number>()
-  const inFlightOf = new Map<Process, { requests: number; bytes: number; peakRequests: number; peakBytes: number }>()
+  const inFlightOf = new Map<
+    Process,
+    { requests: number; bytes: number; peakRequests: number; peakBytes: number; largest: number }
+  >()
   const flight = (proc: Process) => {
     let f = inFlightOf.get(proc)
-    if (f === undefined) inFlightOf.set(proc, f = { requests: 0, bytes: 0, peakRequests: 0, peakBytes: 0 })
+    if (f === undefined) inFlightOf.set(proc, f = { requests: 0, bytes: 0, peakRequests: 0, peakBytes: 0, largest: 0 })
     return f
   }
   const appendRows = (proc: Process, streamName: string): EventEmitter => {
@@ -434,6 +442,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         f.bytes += request.length
         f.peakRequests = Math.max(f.peakRequests, f.requests)
         f.peakBytes = Math.max(f.peakBytes, f.bytes)
+        f.largest = Math.max(f.largest, request.length)
         const at = Math.max(lastArrival, world.now + latency())
         lastArrival = at
         world.at(at - world.now, undefined, () => arrive(request))
@@ -646,7 +655,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
     openOf: (proc) => open.get(proc) ?? 0,
     peakInFlight: (proc) => {
       const f = inFlightOf.get(proc)
-      return { requests: f?.peakRequests ?? 0, bytes: f?.peakBytes ?? 0 }
+      return { requests: f?.peakRequests ?? 0, bytes: f?.peakBytes ?? 0, largest: f?.largest ?? 0 }
     },
     onApplied,
     calm: () => void (calmed = true)

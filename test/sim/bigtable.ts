@@ -5,10 +5,11 @@
  * framing, verdicts, deadlines and retries are what runs.
  *
  * **Semantics**: each row keeps `AddToCell` sums per cell (an aggregate family: the count of times a
- * record was applied is the cell's value) and the marker qualifiers written in its marker family;
+ * record was applied is the cell's value) and the cells written (the markers among them);
  * `MutateRows` applies each entry atomically and independently and answers a status per entry, in
- * one or more response messages; `CheckAndMutateRow` applies its false mutations and the marker only
- * when the marker is absent (`predicateMatched` otherwise).
+ * one or more response messages; `CheckAndMutateRow` reads its predicate (a `column_range_filter`,
+ * or none: any cell) against the row's cells as the service does, and applies its true mutations
+ * when it matches, its false ones (the user's mutations and the marker) when not.
  *
  * **Faults**, drawn per call: a reset before anything is applied, a reset after a prefix of the
  * entries was applied (a lost response), a call that never answers (the sink's deadline), a
@@ -39,6 +40,24 @@ interface DecodedMutation {
     readonly columnQualifier?: { readonly rawValue?: Uint8Array }
     readonly input?: { readonly intValue?: string }
   }
+}
+
+interface DecodedFilter {
+  readonly columnRangeFilter?: {
+    readonly familyName?: string
+    readonly startQualifierClosed?: Uint8Array
+    readonly startQualifierOpen?: Uint8Array
+    readonly endQualifierClosed?: Uint8Array
+    readonly endQualifierOpen?: Uint8Array
+  }
+}
+
+interface DecodedCheckAndMutate {
+  readonly tableName?: string
+  readonly rowKey?: Uint8Array
+  readonly predicateFilter?: DecodedFilter
+  readonly trueMutations?: ReadonlyArray<DecodedMutation>
+  readonly falseMutations?: ReadonlyArray<DecodedMutation>
 }
 
 export interface Faults {
@@ -79,7 +98,8 @@ export interface BigtableSim {
   /** Row keys of entries applied whose outcome the sink could not learn. */
   readonly ambiguous: Array<string>
   readonly layer: (proc: Process) => ReturnType<typeof BigtableClient.fromClients>
-  readonly stats: { calls: number; maxInFlight: number }
+  /** Calls, the most in flight at once, and the most entries one `MutateRows` carried. */
+  readonly stats: { calls: number; maxInFlight: number; maxEntries: number }
   /** Per entry applied: its row key and the virtual time (the latency probe). */
   readonly onApplied: Array<(rowKey: string, at: number) => void>
   readonly calm: () => void
@@ -97,18 +117,27 @@ const status = (code: number, message: string) => Object.assign(new Error(messag
 export const make = (world: World, faults: Faults, projectId = "sim"): BigtableSim => {
   const rng = world.rng.fork()
   const sums = new Map<string, bigint>()
-  const markers = new Map<string, Set<string>>()
+  /** The cells of each row (`table|rowKey`), as `family` and `qualifier`: what predicates read. */
+  const cells = new Map<string, Map<string, { readonly family: string; readonly qualifier: Buffer }>>()
   const ambiguous: Array<string> = []
-  const stats = { calls: 0, maxInFlight: 0 }
+  const stats = { calls: 0, maxInFlight: 0, maxEntries: 0 }
   let inFlight = 0
   let calmed = false
   const hit = (p: number): boolean => !calmed && rng.chance(p)
   const latency = () => rng.between(faults.latency[0], faults.latency[1])
 
   const onApplied: BigtableSim["onApplied"] = []
-  const addCells = (rowKey: string, mutations: ReadonlyArray<DecodedMutation>) => {
+  const addCells = (table: string, rowKey: string, mutations: ReadonlyArray<DecodedMutation>) => {
     for (const f of onApplied) f(rowKey, world.now)
+    let row = cells.get(`${table}|${rowKey}`)
+    if (row === undefined) cells.set(`${table}|${rowKey}`, row = new Map())
     for (const m of mutations) {
+      const written = m.setCell !== undefined
+        ? { family: m.setCell.familyName ?? "", qualifier: Buffer.from(m.setCell.columnQualifier ?? []) }
+        : m.addToCell !== undefined
+        ? { family: m.addToCell.familyName ?? "", qualifier: Buffer.from(m.addToCell.columnQualifier?.rawValue ?? []) }
+        : undefined
+      if (written !== undefined) row.set(`${written.family}|${written.qualifier.toString("hex")}`, written)
       if (m.addToCell === undefined) continue
       const q = text.decode(m.addToCell.columnQualifier?.rawValue ?? new Uint8Array())
       const cell = `${rowKey}|${m.addToCell.familyName}|${q}`
@@ -116,20 +145,32 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
     }
   }
 
-  /** Applies a marker-guarded commit: `true` when the marker was there already. */
-  const checkAndMutate = (
-    table: string,
-    rowKey: string,
-    identity: string,
-    mutations: ReadonlyArray<DecodedMutation>
-  ) => {
-    const key = `${table}|${rowKey}`
-    let set = markers.get(key)
-    if (set === undefined) markers.set(key, set = new Set())
-    if (set.has(identity)) return true
-    addCells(rowKey, mutations)
-    set.add(identity)
-    return false
+  /**
+   * Whether the row's cells match the predicate, as the service reads it: none given, any cell; a
+   * `column_range_filter`, a cell of its family within its qualifier bounds. Any other filter is
+   * one the library never sends: `undefined`.
+   */
+  const matches = (table: string, rowKey: string, predicate: DecodedFilter | undefined): boolean | undefined => {
+    const row = [...(cells.get(`${table}|${rowKey}`)?.values() ?? [])]
+    if (predicate === undefined) return row.length > 0
+    const r = predicate.columnRangeFilter
+    if (r === undefined || Object.keys(predicate).length !== 1) return undefined
+    const within = (q: Buffer) =>
+      (r.startQualifierClosed === undefined || Buffer.compare(q, Buffer.from(r.startQualifierClosed)) >= 0) &&
+      (r.startQualifierOpen === undefined || Buffer.compare(q, Buffer.from(r.startQualifierOpen)) > 0) &&
+      (r.endQualifierClosed === undefined || Buffer.compare(q, Buffer.from(r.endQualifierClosed)) <= 0) &&
+      (r.endQualifierOpen === undefined || Buffer.compare(q, Buffer.from(r.endQualifierOpen)) < 0)
+    return row.some((c) => c.family === (r.familyName ?? "") && within(c.qualifier))
+  }
+
+  /** Applies a `CheckAndMutateRow`: the true mutations when the predicate matches, else the false ones. */
+  const checkAndMutate = (d: DecodedCheckAndMutate, rowKey: string): boolean | undefined => {
+    const table = d.tableName ?? ""
+    const matched = matches(table, rowKey, d.predicateFilter)
+    if (matched === undefined) return undefined
+    const mutations = (matched ? d.trueMutations : d.falseMutations) ?? []
+    if (mutations.length > 0) addCells(table, rowKey, mutations)
+    return matched
   }
 
   /** One server-streaming call: `run` decides its messages; the call ends after them. */
@@ -180,11 +221,13 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
 
   const mutateRows = (proc: Process, argument: Buffer, options: grpc.CallOptions | undefined) => {
     const d = MutateRowsRequest.toObject(MutateRowsRequest.decode(argument), { longs: String, defaults: false }) as {
+      readonly tableName?: string
       readonly entries?: ReadonlyArray<
         { readonly rowKey?: Uint8Array; readonly mutations?: ReadonlyArray<DecodedMutation> }
       >
     }
     const entries = d.entries ?? []
+    stats.maxEntries = Math.max(stats.maxEntries, entries.length)
     const stream = call(proc, options, (s) => {
       if (hit(faults.hang)) return world.trace(() => `${proc.name}: MutateRows of ${entries.length} never answers`)
       if (hit(faults.resetBeforeApply)) return s.fail(status(14, "connection reset (simulated)"))
@@ -192,7 +235,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
       const statuses = entries.map((e, index) => {
         const rowKey = text.decode(e.rowKey ?? new Uint8Array())
         if (hit(faults.entryTransient)) return { index, status: { code: 14, message: "transient (simulated)" } }
-        addCells(rowKey, e.mutations ?? [])
+        addCells(d.tableName ?? "", rowKey, e.mutations ?? [])
         if (lostAfter !== undefined) ambiguous.push(rowKey)
         return { index, status: { code: 0 } }
       })
@@ -226,19 +269,14 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
     const d = CheckAndMutateRowRequest.toObject(CheckAndMutateRowRequest.decode(argument), {
       longs: String,
       defaults: false
-    }) as {
-      readonly tableName?: string
-      readonly rowKey?: Uint8Array
-      readonly predicateFilter?: { readonly columnRangeFilter?: { readonly startQualifierClosed?: Uint8Array } }
-      readonly falseMutations?: ReadonlyArray<DecodedMutation>
-    }
+    }) as DecodedCheckAndMutate
     const rowKey = text.decode(d.rowKey ?? new Uint8Array())
-    const identity = text.decode(d.predicateFilter?.columnRangeFilter?.startQualifierClosed ?? new Uint8Array())
     return call(proc, options, (s) => {
       if (hit(faults.hang)) return world.trace(() => `${proc.name}: CheckAndMutateRow ${rowKey} never answers`)
       if (hit(faults.resetBeforeApply)) return s.fail(status(14, "connection reset (simulated)"))
-      let matched = checkAndMutate(d.tableName ?? "", rowKey, identity, d.falseMutations ?? [])
-      if (hit(faults.twice)) matched = checkAndMutate(d.tableName ?? "", rowKey, identity, d.falseMutations ?? [])
+      let matched = checkAndMutate(d, rowKey)
+      if (matched === undefined) return s.fail(status(3, "the simulated service knows no such predicate filter"))
+      if (hit(faults.twice)) matched = checkAndMutate(d, rowKey) ?? matched
       if (hit(faults.resetAfterApply)) {
         world.trace(() => `${proc.name}: CheckAndMutateRow ${rowKey} applied, answer lost`)
         return s.fail(status(14, "connection reset after apply (simulated)"))

@@ -48,7 +48,7 @@ interface Timer {
   cancelled: boolean
 }
 
-export type Outcome = "done" | "quiescent" | "timeLimit" | "stepLimit"
+export type Outcome = "done" | "quiescent" | "timeLimit" | "stepLimit" | "spin"
 
 export interface RunLimits {
   /** Virtual milliseconds; past them the run is a hang. */
@@ -290,12 +290,16 @@ export class World {
    * limit is reached.
    */
   async run(done: () => boolean, limits: RunLimits): Promise<Outcome> {
+    let still = 0
     for (;;) {
       if (done()) return "done"
       if (this.steps >= limits.maxSteps) return "stepLimit"
       const task = this.takeTask()
       if (task !== undefined) {
         this.steps++
+        // a fiber that never sleeps nor waits keeps every step at one instant: each step may be
+        // thousands of its operations, so it would take hours to reach maxSteps
+        if (++still > spinSteps) return "spin"
         task.run()
         continue
       }
@@ -306,6 +310,7 @@ export class World {
       const timer = this.nextTimer()
       if (timer === undefined) return done() ? "done" : "quiescent"
       if (timer.at > limits.maxTime) return "timeLimit"
+      if (timer.at > this.now) still = 0
       this.now = Math.max(this.now, timer.at)
       this.steps++
       timer.fire()
@@ -325,5 +330,8 @@ export class World {
     }
   }
 }
+
+/** Steps at one virtual instant past which a run is a busy loop (runs take a few hundred at most). */
+const spinSteps = 20_000
 
 const drainMicrotasks = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))

@@ -116,6 +116,11 @@ export const live = async (
         violations.push(`${proc.name}: ${String(error._tag === "Some" ? error.value : tag)}`)
         return
       }
+      // nothing interrupts a live process's writer (a crash kills it): an interruption is the sink's own
+      if (error._tag === "None") {
+        violations.push(`${proc.name} ended interrupted, not by a crash: ${Cause.pretty(exit.cause)}`)
+        return
+      }
       if (proc !== current) return
       // fenced by a process of the same writer that is still running (a zombie that saved first):
       // that one is the writer now, as it would be in production; nothing restarts
@@ -155,6 +160,7 @@ export const live = async (
   if (outcome === "quiescent") violations.push("hang: nothing left to run and the writer did not finish")
   if (outcome === "timeLimit") violations.push(`hang: virtual time past ${limits.maxTime} ms`)
   if (outcome === "stepLimit") violations.push(`hang: more than ${limits.maxSteps} steps`)
+  if (outcome === "spin") violations.push("hang: a busy loop (20,000 steps without virtual time moving)")
   // let the ended processes' last calls close (a half-closed stream ends after its answers)
   if (violations.length === 0) {
     await world.run(() => false, { maxTime: world.now + 120_000, maxSteps: world.steps + 200_000 })

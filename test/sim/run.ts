@@ -2,6 +2,7 @@
  * One simulated run: a method (a write method of a backend) under one seed, its invariants checked
  * after the run. `runSeed` is what the CI test, `npm run sim` and the regression seeds call.
  */
+import type { WriteSummary } from "../../src/Sink.ts"
 import type { World } from "./kernel.ts"
 import type { LifeResult } from "./life.ts"
 import type { SourcePlan } from "./source.ts"
@@ -135,6 +136,31 @@ export const checkAtLeastOnce = (o: {
     ...firstFew(doubled, "at least once: duplicated without an ambiguous outcome"),
     ...firstFew(foreign, "at least once: not from the source")
   ]
+}
+
+/**
+ * The summary of the process that finished an exactly-once run, exact: it wrote the source from
+ * `from`, so each id of `from..total-1` is counted once, written (visible) or failed (routed), and
+ * `bytesWritten` is the sum of the written records' serialized sizes (`sizeOf`).
+ */
+export const checkSummary = (o: {
+  readonly total: number
+  readonly visible: ReadonlyArray<number>
+  readonly finished: unknown
+  readonly sizeOf: (id: number) => number
+}): Check =>
+() => {
+  const f = o.finished as { readonly from?: number; readonly summary?: WriteSummary } | undefined
+  if (f?.from === undefined || f.summary === undefined) return ["summary: the finished process returned none"]
+  const { from, summary } = f
+  const written = new Set(o.visible.filter((id) => id >= from && id < o.total))
+  let bytes = 0
+  for (const id of written) bytes += o.sizeOf(id)
+  const expected = { recordsWritten: written.size, recordsFailed: o.total - from - written.size, bytesWritten: bytes }
+  const wrong = (Object.keys(expected) as Array<keyof typeof expected>)
+    .filter((k) => summary[k] !== expected[k])
+    .map((k) => `${k} ${summary[k]} where ids ${from}..${o.total - 1} make ${expected[k]}`)
+  return wrong.length === 0 ? [] : [`summary: ${wrong.join("; ")}`]
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The replayable source of the simulated writers: ids `from .. total-1` in chunks of `chunk`, the
  * same ids for the same positions on every start, with `gap` virtual milliseconds before each chunk
- * (a source that delivers at its own rate). The first emission time of each id is kept for the
+ * and before its end (a source that delivers at its own rate). The first emission time of each id is kept for the
  * latency invariant.
  */
 import * as Arr from "effect/Array"
@@ -26,8 +26,12 @@ export const source = (
       }
       return Arr.map(ids, (id) => ({ id }))
     })
-  return plan.from >= plan.total ? Stream.empty : Stream.range(plan.from, plan.total - 1, plan.chunk).pipe(
-    Stream.mapArrayEffect((ids) => plan.gap > 0 ? Effect.andThen(Effect.sleep(plan.gap), emit(ids)) : emit(ids))
+  // the input ends a gap after the last chunk too (a source's end comes at its own time, e.g. while
+  // a timed checkpoint is under way)
+  const end = plan.gap > 0 ? Stream.drain(Stream.fromEffect(Effect.sleep(plan.gap))) : Stream.empty
+  return plan.from >= plan.total ? end : Stream.range(plan.from, plan.total - 1, plan.chunk).pipe(
+    Stream.mapArrayEffect((ids) => plan.gap > 0 ? Effect.andThen(Effect.sleep(plan.gap), emit(ids)) : emit(ids)),
+    Stream.concat(end)
   )
 }
 

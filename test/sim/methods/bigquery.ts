@@ -34,6 +34,7 @@ import {
   checkAtLeastOnce,
   checkExactlyOnce,
   checkLatency,
+  checkSummary,
   firstApplied,
   type MethodRun,
   type RunOptions
@@ -57,6 +58,13 @@ const table = "sim.d.t"
 
 interface Row {
   readonly id: number
+}
+
+/** A row's serialized size: the tag of field 1 and the id as a varint. */
+const rowBytes = (id: number): number => {
+  let size = 2
+  for (let v = id; v >= 0x80; v = Math.floor(v / 0x80)) size++
+  return size
 }
 
 /** A request-size bound and an in-flight byte bound of one to six such requests. */
@@ -84,15 +92,27 @@ const released = (sim: BigQuery.BigQuerySim, result: Life.LifeResult): Check => 
     return open === 0 ? [] : [`leak: ${p.name} ended with ${open} AppendRows call(s) open`]
   })
 
+/**
+ * How the dead-letter sink consumes what it is given (drawn in swarm mode): everything; two failures
+ * per run (the handler runs it again on the rest); or nothing (the write must fail with
+ * `DeadLetterStalled`, which a restart repairs, instead of spinning).
+ */
+type Consumes = "all" | "some" | "none"
+
 /** Routed rows, by id, for the invariants. */
-const routing = (routed: Array<number>) =>
-  FailureHandler.deadLetter(
-    Sink.forEach((f: BigQueryFailure.BigQueryFailure) =>
-      Effect.sync(() => {
-        if (f.payload !== undefined) routed.push(idOf(f.payload))
-      })
-    )
+const routing = (routed: Array<number>, consumes: Consumes = "all") => {
+  const record = (fs: ReadonlyArray<BigQueryFailure.BigQueryFailure>) =>
+    Effect.sync(() => {
+      for (const f of fs) if (f.payload !== undefined) routed.push(idOf(f.payload))
+    })
+  return FailureHandler.deadLetter(
+    consumes === "all"
+      ? Sink.forEach((f: BigQueryFailure.BigQueryFailure) => record([f]))
+      : consumes === "some"
+      ? Sink.take<BigQueryFailure.BigQueryFailure>(2).pipe(Sink.mapEffect(record))
+      : Sink.fromEffect(Effect.void)
   )
+}
 
 const setup = (options: RunOptions, rng: Rng) => {
   const world = new World({ rng, trace: options.trace })
@@ -140,12 +160,10 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
     sim.calm()
     store.calm()
   }, limits(options))
+  const visible = sim.visible(table).map(idOf)
   const checks: Array<Check> = [
-    checkExactlyOnce({
-      total: plan.total,
-      visible: sim.visible(table).map(idOf),
-      routed
-    }),
+    checkExactlyOnce({ total: plan.total, visible, routed }),
+    checkSummary({ total: plan.total, visible, finished: result.value, sizeOf: rowBytes }),
     released(sim, result)
   ]
   return { world, result, checks }
@@ -162,10 +180,12 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
     for (const row of rows) applied.record(idOf(row), at)
   })
   const tuned = tuning(options, () => atLeastOnceTuning(rng))
+  const consumes: Consumes = options.swarm === true ? rng.pick<Consumes>(["all", "all", "some", "none"]) : "all"
   const method = WriteMethod.atLeastOnce(tuned)
   const inFlight = {
     requests: tuned.maxInFlightRequests ?? 100,
-    bytes: tuned.maxInFlightBytes ?? 100 * 1024 * 1024
+    bytes: tuned.maxInFlightBytes ?? 100 * 1024 * 1024,
+    request: tuned.maxAppendRequestBytes ?? 512 * 1024
   }
   const routed: Array<number> = []
   // at least once has no store: a restart replays the whole source (nothing is lost, all is doubled)
@@ -178,7 +198,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
           table: destination,
           serializer,
           writeMethod: method,
-          failureHandler: routing(routed)
+          failureHandler: routing(routed, consumes)
         }))
       )
     }).pipe(Effect.provide(BigQueryClient.fromClients(sim.clients(proc))))
@@ -192,7 +212,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
       restarts: result.restarts
     }),
     ...(options.lowRate === true ? [checkLatency({ emitted, applied: applied.times, bound: lowRateBound })] : []),
-    bounded(sim, result, { requests: inFlight.requests, bytes: inFlight.bytes }),
+    bounded(sim, result, inFlight),
     released(sim, result)
   ]
   return { world, result, checks }
@@ -202,7 +222,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
 const bounded = (
   sim: BigQuery.BigQuerySim,
   result: Life.LifeResult,
-  bound: { readonly requests: number; readonly bytes: number }
+  bound: { readonly requests: number; readonly bytes: number; readonly request: number }
 ): Check =>
 () =>
   result.exited.flatMap((p) => {
@@ -215,6 +235,9 @@ const bounded = (
         : []),
       ...(peak.bytes > bound.bytes + slack
         ? [`memory: ${p.name} had ${peak.bytes} request bytes in flight (maxInFlightBytes ${bound.bytes})`]
+        : []),
+      ...(peak.largest > bound.request + 512
+        ? [`memory: ${p.name} sent a request of ${peak.largest} bytes (maxAppendRequestBytes ${bound.request})`]
         : [])
     ]
   })
@@ -290,7 +313,8 @@ export const destinations: MethodRun = async (seed, options) => {
     () => (widest > tables ? [`memory: ${widest} AppendRows calls open for ${tables} tables`] : []),
     bounded(sim, result, {
       requests: maxInFlightRequests,
-      bytes: bounds.maxInFlightBytes ?? 100 * 1024 * 1024
+      bytes: bounds.maxInFlightBytes ?? 100 * 1024 * 1024,
+      request: bounds.maxAppendRequestBytes ?? 512 * 1024
     }),
     released(sim, result)
   ]

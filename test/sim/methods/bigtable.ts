@@ -20,6 +20,7 @@ import {
   TableDestination,
   WriteMethod
 } from "../../../src/Bigtable/index.ts"
+import { entryByteSize } from "../../../src/internal/bigtable/mutationProto.ts"
 import { Checkpoint, FailureHandler, type WriteSummary } from "../../../src/Sink.ts"
 import * as Bigtable from "../bigtable.ts"
 import { World } from "../kernel.ts"
@@ -30,6 +31,8 @@ import {
   checkAtLeastOnce,
   checkExactlyOnce,
   checkLatency,
+  checkSummary,
+  checkThat,
   firstApplied,
   type MethodRun,
   type RunOptions
@@ -99,13 +102,14 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
   const emitted = new Map<number, number>()
   const first = firstApplied()
   sim.onApplied.push((key, at) => first.record(idOfKey(key), at))
-  const method = WriteMethod.atLeastOnce(tuning(options, () => ({
+  const tuned = tuning(options, () => ({
     batchElementCount: rng.pick([undefined, rng.between(1, 50)]),
     maxInFlightEntries: rng.pick([undefined, rng.between(1, 100)]),
     responseTimeout: Duration.millis(rng.between(200, 60_000)),
     retry: retryPolicy(rng),
     recovery: retryPolicy(rng)
-  })))
+  }))
+  const method = WriteMethod.atLeastOnce(tuned)
   const routed: Array<number> = []
   const program = (proc: Life.SimProcess) =>
     Effect.gen(function*() {
@@ -127,7 +131,13 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
       ambiguous: new Set(sim.ambiguous.map(idOfKey)),
       restarts: result.restarts
     }),
-    ...(options.lowRate === true ? [checkLatency({ emitted, applied: first.times, bound: lowRateBound })] : [])
+    ...(options.lowRate === true ? [checkLatency({ emitted, applied: first.times, bound: lowRateBound })] : []),
+    // `batchElementCount` (default 100) bounds the entries of a request
+    checkThat(
+      () => sim.stats.maxEntries <= (tuned.batchElementCount ?? 100),
+      () =>
+        `memory: a MutateRows of ${sim.stats.maxEntries} entries (batchElementCount ${tuned.batchElementCount ?? 100})`
+    )
   ]
   return { world, result, checks }
 }
@@ -167,6 +177,16 @@ export const exactlyOnce: MethodRun = async (seed, given) => {
     sim.calm()
     store.calm()
   }, limits(options))
-  const checks: Array<Check> = [checkExactlyOnce({ total: plan.total, visible: applied(sim, plan.total), routed })]
+  const visible = applied(sim, plan.total)
+  const checks: Array<Check> = [
+    checkExactlyOnce({ total: plan.total, visible, routed }),
+    // the at-least-once sink's count of an entry's bytes: its serialized size, without the marker
+    checkSummary({
+      total: plan.total,
+      visible,
+      finished: result.value,
+      sizeOf: (id) => entryByteSize(serializer({ id }))
+    })
+  ]
   return { world, result, checks }
 }
