@@ -473,8 +473,11 @@ export const fileLoads: MethodRun = async (seed, options) => {
     store.calm()
   }, limits(options))
   const attempts = tuned.reconcile?.maxAttempts ?? 10
+  const visible = sim.visible(table).map(idOf)
   const checks: Array<Check> = [
-    checkExactlyOnce({ total: plan.total, visible: sim.visible(table).map(idOf), routed }),
+    checkExactlyOnce({ total: plan.total, visible, routed }),
+    // the finishing process counts what it staged (from its position on) and loaded
+    checkSummary({ total: plan.total, visible, finished: result.value, sizeOf: rowBytes }),
     () => [...loads.runs].filter(([, n]) => n > 1).slice(0, 3).map(([id, n]) => `job ${id} ran ${n} times`),
     () =>
       [...loads.loaded].filter(([, jobs]) => jobs.length > 1).slice(0, 3).map(([uri, jobs]) =>
