@@ -39,7 +39,7 @@ import {
   type MethodRun,
   type RunOptions
 } from "../run.ts"
-import { idOf, source } from "../source.ts"
+import { idOf, source, type SourcePlan } from "../source.ts"
 import {
   checkpointStore,
   every,
@@ -124,6 +124,32 @@ const setup = (options: RunOptions, rng: Rng) => {
   return { world, faults, sim }
 }
 
+/**
+ * One process of a checkpointed writer on table `t`: resumes from the store, replays the source from
+ * the stored position into the sink `sinkOf` builds, and returns where it started and its summary.
+ */
+const resumed = <E, R>(
+  world: World,
+  proc: Life.SimProcess,
+  plan: SourcePlan,
+  sinkOf: (o: {
+    readonly table: TableDestination.TableDestination
+    readonly serializer: RowSerializer.RowSerializer<Row>
+    readonly checkpoint: { readonly resume: Checkpoint.Resume<number>; readonly position: (row: Row) => number }
+  }) => Sink.Sink<WriteSummary, Row, never, E, R>
+) =>
+  Effect.gen(function*() {
+    const serializer = yield* RowSerializer.fromJson(schema)
+    const table = yield* TableDestination.make({ projectId: "sim", datasetId: "d", tableId: "t" })
+    const resume = yield* Checkpoint.resume({ writerId: "w", positionSchema: Schema.Number })
+    const from = Option.getOrElse(resume.position, () => 0)
+    world.trace(() => `${proc.name} resumes at ${from}`)
+    const summary = yield* source(world, { ...plan, from }).pipe(
+      Stream.run(sinkOf({ table, serializer, checkpoint: { resume, position: (row) => row.id + 1 } }))
+    )
+    return { from, summary }
+  })
+
 export const exactlyOnce: MethodRun = async (seed, options) => {
   const rng = makeRng(seed)
   const { sim, world } = setup(options, rng)
@@ -139,23 +165,13 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
   const routed: Array<number> = []
   const lifePlan = Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), { zombies: options.life !== false })
   const program = (proc: Life.SimProcess) =>
-    Effect.gen(function*() {
-      const serializer = yield* RowSerializer.fromJson(schema)
-      const destination = yield* TableDestination.make({ projectId: sim.projectId, datasetId: "d", tableId: "t" })
-      const resume = yield* Checkpoint.resume({ writerId: "w", positionSchema: Schema.Number })
-      const from = Option.getOrElse(resume.position, () => 0)
-      world.trace(() => `${proc.name} resumes at ${from}`)
-      const summary: WriteSummary = yield* source(world, { ...plan, from }).pipe(
-        Stream.run(BigQuerySink.exactlyOnce({
-          table: destination,
-          serializer,
-          writeMethod: method,
-          failureHandler: routing(routed),
-          checkpoint: { resume, every: checkpointEvery, position: (row: Row) => row.id + 1 }
-        }))
-      )
-      return { from, summary }
-    }).pipe(Effect.provide(Layer.merge(BigQueryClient.fromClients(sim.clients(proc)), store.layer(proc))))
+    resumed(world, proc, plan, (o) =>
+      BigQuerySink.exactlyOnce({
+        ...o,
+        writeMethod: method,
+        failureHandler: routing(routed),
+        checkpoint: { ...o.checkpoint, every: checkpointEvery }
+      })).pipe(Effect.provide(Layer.merge(BigQueryClient.fromClients(sim.clients(proc)), store.layer(proc))))
   const result = await Life.live(world, lifePlan, program, () => {
     sim.calm()
     store.calm()
@@ -445,27 +461,17 @@ export const fileLoads: MethodRun = async (seed, options) => {
   const routed: Array<number> = []
   const lifePlan = Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), { zombies: options.life !== false })
   const program = (proc: Life.SimProcess) =>
-    Effect.gen(function*() {
-      const serializer = yield* RowSerializer.fromJson(schema)
-      const destination = yield* TableDestination.make({ projectId: sim.projectId, datasetId: "d", tableId: "t" })
-      const resume = yield* Checkpoint.resume({ writerId: "w", positionSchema: Schema.Number })
-      const from = Option.getOrElse(resume.position, () => 0)
-      world.trace(() => `${proc.name} resumes at ${from}`)
-      const summary: WriteSummary = yield* source(world, { ...plan, from }).pipe(
-        Stream.run(BigQuerySink.fileLoads({
-          table: destination,
-          serializer,
-          writeMethod: method,
-          failureHandler: routing(routed),
-          checkpoint: { resume, every: checkpointEvery, position: (row: Row) => row.id + 1 }
-        }))
-      )
-      return { from, summary }
-    }).pipe(Effect.provide(Layer.mergeAll(
-      BigQueryClient.fromClients(loads.clients(proc)),
-      GcsClient.fromStorage({ projectId: sim.projectId, storage: gcs.storage(proc) }),
-      store.layer(proc)
-    )))
+    resumed(world, proc, plan, (o) =>
+      BigQuerySink.fileLoads({
+        ...o,
+        writeMethod: method,
+        failureHandler: routing(routed),
+        checkpoint: { ...o.checkpoint, every: checkpointEvery }
+      })).pipe(Effect.provide(Layer.mergeAll(
+        BigQueryClient.fromClients(loads.clients(proc)),
+        GcsClient.fromStorage({ projectId: sim.projectId, storage: gcs.storage(proc) }),
+        store.layer(proc)
+      )))
   const result = await Life.live(world, lifePlan, program, () => {
     sim.calm()
     gcs.calm()
