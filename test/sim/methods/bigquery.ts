@@ -140,12 +140,12 @@ const resumed = <E, R>(
 ) =>
   Effect.gen(function*() {
     const serializer = yield* RowSerializer.fromJson(schema)
-    const table = yield* TableDestination.make({ projectId: "sim", datasetId: "d", tableId: "t" })
+    const destination = yield* TableDestination.make({ projectId: "sim", datasetId: "d", tableId: "t" })
     const resume = yield* Checkpoint.resume({ writerId: "w", positionSchema: Schema.Number })
     const from = Option.getOrElse(resume.position, () => 0)
     world.trace(() => `${proc.name} resumes at ${from}`)
     const summary = yield* source(world, { ...plan, from }).pipe(
-      Stream.run(sinkOf({ table, serializer, checkpoint: { resume, position: (row) => row.id + 1 } }))
+      Stream.run(sinkOf({ table: destination, serializer, checkpoint: { resume, position: (row) => row.id + 1 } }))
     )
     return { from, summary }
   })
