@@ -188,6 +188,12 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
   return { world, result, checks }
 }
 
+/** `tableCreateOptions` that throws in the first process (user code that fails), and is empty after. */
+const throwingInFirst = (proc: Life.SimProcess) => () => {
+  if (proc.name === "p0") throw new Error("tableCreateOptions threw (simulated user code)")
+  return {}
+}
+
 export const atLeastOnce: MethodRun = async (seed, given) => {
   const rng = makeRng(seed)
   const options = lowRateOf(rng, given)
@@ -205,10 +211,6 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
   // create the table
   const missing = options.lowRate !== true && rng.chance(0.2)
   if (!missing) sim.createTable(table, columns)
-  const createOptions = (proc: Life.SimProcess) => () => {
-    if (proc.name === "p0") throw new Error("tableCreateOptions threw (simulated user code)")
-    return {}
-  }
   const method = WriteMethod.atLeastOnce(tuned)
   const inFlight = {
     requests: tuned.maxInFlightRequests ?? 100,
@@ -226,7 +228,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
           table: destination,
           serializer,
           writeMethod: method,
-          tableCreateOptions: createOptions(proc),
+          tableCreateOptions: throwingInFirst(proc),
           failureHandler: routing(routed, consumes)
         }))
       )
