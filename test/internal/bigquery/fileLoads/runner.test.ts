@@ -101,6 +101,18 @@ const fakeRest = (script: Script) => {
   return { ctx, calls }
 }
 
+/** Runs `effect` forked, moving the TestClock a second at a time until it ends. */
+const virtually = <A, E>(effect: Effect.Effect<A, E>) =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.forkChild(effect)
+    for (let i = 0; i < 600 && fiber.pollUnsafe() === undefined; i++) yield* TestClock.adjust("1 second")
+    if (fiber.pollUnsafe() === undefined) {
+      yield* Fiber.interrupt(fiber)
+      return Exit.die("still waiting after 600 virtual seconds")
+    }
+    return yield* Effect.exit(Fiber.join(fiber))
+  })
+
 const configuration = { load: { sourceUris: ["gs://b/x.avro"] } }
 
 describe("fileLoads runner", () => {
@@ -145,29 +157,29 @@ describe("fileLoads runner", () => {
       assert.deepStrictEqual(calls, ["get j", "get j", "insert j", "insert j", "insert j", "get j"])
     }))
 
-  it.live("an insert whose answer is lost to a connection reset is retried: it meets its own job (409) and attaches", () =>
+  it.effect("an insert whose answer is lost to a connection reset is retried: it meets its own job (409) and attaches", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({ get: {}, insert: { j: ["reset", { code: 409 }] } })
-      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
-      assert.deepStrictEqual(result, { jobId: "j", outcome: "ran" })
+      const result = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(result, Exit.succeed({ jobId: "j", outcome: "ran" as const }))
       assert.deepStrictEqual(calls, ["get j", "insert j", "insert j", "get j"])
     }))
 
-  it.live("a job that failed at once (the client's status-less ApiError) is not retried as a lost answer", () =>
+  it.effect("a job that failed at once (the client's status-less ApiError) is not retried as a lost answer", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({ get: {}, insert: { j: ["jobError", "jobError"] } })
-      const exit = yield* Effect.exit(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
       assert.isTrue(Exit.isFailure(exit))
       assert.deepStrictEqual(calls.filter((c) => c === "insert j"), ["insert j"])
     }))
 
-  it.live("a jobs.get answered 403 rateLimitExceeded (BigQuery's short-term rate limit) is retried", () =>
+  it.effect("a jobs.get answered 403 rateLimitExceeded (BigQuery's short-term rate limit) is retried", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({
         get: { j: [{ _tag: "error", code: 403, reason: "rateLimitExceeded" }, { _tag: "done" }] }
       })
-      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
-      assert.deepStrictEqual(result, { jobId: "j", outcome: "attached" })
+      const result = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(result, Exit.succeed({ jobId: "j", outcome: "attached" as const }))
       assert.deepStrictEqual(calls, ["get j", "get j"])
     }))
 
@@ -372,18 +384,6 @@ const locatedRest = (options: {
   } as unknown as Runner.RunnerContext
   return { ctx, calls, deleted }
 }
-
-/** Runs `effect` forked, moving the TestClock a second at a time until it ends. */
-const virtually = <A, E>(effect: Effect.Effect<A, E>) =>
-  Effect.gen(function*() {
-    const fiber = yield* Effect.forkChild(effect)
-    for (let i = 0; i < 600 && fiber.pollUnsafe() === undefined; i++) yield* TestClock.adjust("1 second")
-    if (fiber.pollUnsafe() === undefined) {
-      yield* Fiber.interrupt(fiber)
-      return Exit.die("still waiting after 600 virtual seconds")
-    }
-    return yield* Effect.exit(Fiber.join(fiber))
-  })
 
 const failureOf = (exit: Exit.Exit<unknown, unknown>) => {
   if (!Exit.isFailure(exit)) return undefined
