@@ -339,6 +339,30 @@ const withoutCheckpoint = (options: Record<string, unknown>): Record<string, unk
   return rest
 }
 
+/** The one destination option: a fixed table (checked again: `new` skips `make`'s checks) or a resolver. */
+const decodeDestination = <A>(
+  options: Pick<SinkOptions<A, unknown, unknown>, "table" | "destinationResolver">
+): Effect.Effect<
+  {
+    readonly fixed: TableDestination.TableDestination | undefined
+    readonly resolve: TableDestination.DestinationResolver<A>
+  },
+  SinkConfigError
+> =>
+  Effect.gen(function*() {
+    const destination = yield* SinkOptionsSchema.exactlyOne(
+      options.table,
+      options.destinationResolver,
+      "destinationResolver"
+    )
+    if (destination._tag === "resolver") return { fixed: undefined, resolve: destination.resolver }
+    const table = destination.table
+    yield* O.decodeRule("table.projectId", O.component, table.projectId)
+    yield* O.decodeRule("table.datasetId", O.component, table.datasetId)
+    yield* O.decodeRule("table.tableId", O.component, table.tableId)
+    return { fixed: table, resolve: TableDestination.fixed(table) }
+  })
+
 /**
  * Validates the sink options with `Schema`, in the reference's order: serializer, destination,
  * write method, then the rest; then the rules across options (one destination; with a fixed table,
@@ -356,25 +380,8 @@ export const decode = <A, H extends Handler | undefined>(
     const input: unknown = method === "ExactlyOnce" && O.isRecord(options) ? withoutCheckpoint(options) : options
     const decoded = yield* O.decode(method === "AtLeastOnce" ? AtLeastOnceSinkOptions : ExactlyOnceSinkOptions)(input)
     // the typed values come from `options`: the decode above checked them
-    const destination = yield* SinkOptionsSchema.exactlyOne(
-      options.table,
-      options.destinationResolver,
-      "destinationResolver"
-    )
+    const { fixed, resolve } = yield* decodeDestination(options)
     const serializer = options.serializer
-    let fixed: TableDestination.TableDestination | undefined
-    let resolve: TableDestination.DestinationResolver<A>
-    if (destination._tag === "table") {
-      const table = destination.table
-      // a TableDestination built with `new` skipped TableDestination.make's checks
-      yield* O.decodeRule("table.projectId", O.component, table.projectId)
-      yield* O.decodeRule("table.datasetId", O.component, table.datasetId)
-      yield* O.decodeRule("table.tableId", O.component, table.tableId)
-      fixed = table
-      resolve = TableDestination.fixed(table)
-    } else {
-      resolve = destination.resolver
-    }
     const createOptions = yield* decodeCreateOptions(options.tableCreateOptions)
     const schemaUpdate = options.schemaUpdate === undefined
       ? SchemaUpdateOptions.defaults

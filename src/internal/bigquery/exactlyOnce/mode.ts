@@ -82,6 +82,23 @@ const abandonRestored = <A, E, R>(
     )
   })
 
+/** An append answered: the stream's next offset moves on, and appends queued behind a probe are sent. */
+const answered: Mode["answered"] = (request, outcome, send) =>
+  Effect.suspend(() => {
+    const b = bufferedOf(request.d)
+    b.inFlight--
+    b.inFlightRows -= request.sealed.count
+    if (b.inFlight === 0) b.last = undefined
+    if (Exit.isFailure(outcome)) return Effect.void
+    const end = outcome.value.offset + outcome.value.written
+    // a probe may have abandoned the restored stream for a fresh one (its rows then start at 0)
+    b.nextOffset = b.probe ? end : Math.max(b.nextOffset, end)
+    b.probe = false
+    if (b.queue.length === 0) return Effect.void
+    const waiting = b.queue.splice(0)
+    return Effect.forEach(waiting, (next) => send(stamp(next, b)), { discard: true })
+  })
+
 /**
  * The mode; `restored` holds the streams a checkpoint restored, by destination key (taken when a
  * destination opens, after the restore).
@@ -134,21 +151,7 @@ export const make = <A, E, R>(
           ))
       return Effect.onExit(checked, (exit) => Deferred.done(end, Exit.map(exit, (o) => o.offset + o.written)))
     }),
-  answered: (request, outcome, send) =>
-    Effect.suspend(() => {
-      const b = bufferedOf(request.d)
-      b.inFlight--
-      b.inFlightRows -= request.sealed.count
-      if (b.inFlight === 0) b.last = undefined
-      if (Exit.isFailure(outcome)) return Effect.void
-      const end = outcome.value.offset + outcome.value.written
-      // a probe may have abandoned the restored stream for a fresh one (its rows then start at 0)
-      b.nextOffset = b.probe ? end : Math.max(b.nextOffset, end)
-      b.probe = false
-      if (b.queue.length === 0) return Effect.void
-      const waiting = b.queue.splice(0)
-      return Effect.forEach(waiting, (next) => send(stamp(next, b)), { discard: true })
-    }),
+  answered,
   evictable: (d) =>
     d.buffered === undefined || (d.buffered.inFlight === 0 && d.buffered.queue.length === 0 && isClean(d.buffered))
 })

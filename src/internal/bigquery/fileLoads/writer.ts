@@ -10,6 +10,7 @@
  *
  * @internal
  */
+import type { Storage } from "@google-cloud/storage"
 import type avro from "avsc"
 import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
@@ -17,7 +18,7 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Sink from "effect/Sink"
 import * as Stream from "effect/Stream"
-import { BigQueryClient } from "../../../BigQuery/BigQueryClient.ts"
+import { BigQueryClient, type BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import { BigQueryError, FileLoadFailed } from "../../../BigQuery/BigQueryError.ts"
 import { type BigQueryFailure, failedRow, unroutableRecord } from "../../../BigQuery/BigQueryFailure.ts"
 import * as RowSerializer from "../../../BigQuery/RowSerializer.ts"
@@ -61,6 +62,45 @@ const schemaError = (destination: string, e: Avro.AvroError) =>
     reason: new FileLoadFailed({ step: "schema", destination, detail: `${e.path}: ${e.reason}`, cause: e })
   })
 
+/** A destination's schema and Avro conversion, made at its first record and kept in `destinations`. */
+const destinationState =
+  <A, E, R>(settings: Settings<A, E, R>, destinations: Map<string, DestinationState>) =>
+  (destination: TableDestination.TableDestination): Effect.Effect<DestinationState, BigQueryError> =>
+    Effect.suspend(() => {
+      const key = destination.toString()
+      const known = destinations.get(key)
+      if (known !== undefined) return Effect.succeed(known)
+      const schema = settings.serializer.tableSchema(destination)
+      const avroSchema = Avro.avroSchema(schema)
+      if (avroSchema instanceof Avro.AvroError) return Effect.fail(schemaError(key, avroSchema))
+      const state: DestinationState = {
+        schema,
+        type: Avro.avroType(avroSchema),
+        converter: Avro.converter(schema, RowSerializer.descriptorOf(settings.serializer, destination))
+      }
+      destinations.set(key, state)
+      return Effect.succeed(state)
+    })
+
+/** What the load runner needs: the clients, the settings, and each destination's captured schema. */
+const runnerContext = <A, E, R>(
+  settings: Settings<A, E, R>,
+  files: FileLoadsSettings,
+  client: BigQueryClientService,
+  storage: Storage,
+  destinations: ReadonlyMap<string, DestinationState>
+): Runner.RunnerContext => ({
+  rest: client.rest,
+  storage,
+  location: client.location,
+  settings: files,
+  createDisposition: settings.createDisposition,
+  schemaUpdate: settings.schemaUpdate,
+  schemaOf: (destination) =>
+    destinations.get(destination.toString())?.schema ?? settings.serializer.tableSchema(destination),
+  createResource: (destination, schema) => createResource(settings, destination, schema)
+})
+
 /**
  * What both forms share: the staging writer (`write` stages, `flush` drains the handler) and the
  * participant that closes the open files (`prepare`) and loads them (`commit`).
@@ -92,23 +132,7 @@ const build = <A, E, R>(
     })
     // the schema of a destination is captured at its first record, for the writer's lifetime
     const destinations = new Map<string, DestinationState>()
-    const stateOf = (destination: TableDestination.TableDestination) =>
-      Effect.gen(function*() {
-        const key = destination.toString()
-        const known = destinations.get(key)
-        if (known !== undefined) return known
-        const schema = settings.serializer.tableSchema(destination)
-        const avroSchema = Avro.avroSchema(schema)
-        if (avroSchema instanceof Avro.AvroError) return yield* schemaError(key, avroSchema)
-        const state: DestinationState = {
-          schema,
-          type: Avro.avroType(avroSchema),
-          converter: Avro.converter(schema, RowSerializer.descriptorOf(settings.serializer, destination))
-        }
-        destinations.set(key, state)
-        return state
-      })
-
+    const stateOf = destinationState(settings, destinations)
     const writeOne = (record: A) =>
       Effect.gen(function*() {
         const resolution = settings.resolve(record)
@@ -140,17 +164,7 @@ const build = <A, E, R>(
       summary: Effect.sync(() => counters.snapshot())
     }
 
-    const ctx: Runner.RunnerContext = {
-      rest: client.rest,
-      storage: gcs.storage,
-      location: client.location,
-      settings: files,
-      createDisposition: settings.createDisposition,
-      schemaUpdate: settings.schemaUpdate,
-      schemaOf: (destination) =>
-        destinations.get(destination.toString())?.schema ?? settings.serializer.tableSchema(destination),
-      createResource: (destination, schema) => createResource(settings, destination, schema)
-    }
+    const ctx = runnerContext(settings, files, client, gcs.storage, destinations)
 
     const participant: checkpoint.Participant<Committable, BigQueryError | E> = {
       commitSchema: CommittableSchema,
