@@ -178,6 +178,22 @@ const close = (options: StagingOptions, file: OpenFile): Effect.Effect<Committab
     Effect.withSpan("FileLoads.closeStagingFile", { attributes: { "gcs.object": file.name } })
   )
 
+/** Encodes `record` into `file`; a bounded buffer per open file: waits for the upload to take what is queued. */
+const encode = (file: OpenFile, record: unknown, size: number, uploadTimeout: Duration.Duration) =>
+  Effect.gen(function*() {
+    const buffered = yield* Effect.try({
+      try: () => file.encoder.write(record),
+      catch: (cause) => stageError(file.destination, `Avro encoding failed: ${causeText(cause)}`, cause)
+    })
+    file.rows++
+    file.rowBytes += size
+    if (!buffered) {
+      yield* settledWithin(file, true, uploadTimeout).pipe(
+        Effect.mapError(({ cause }) => uploadFailed(file.destination, file, cause))
+      )
+    }
+  })
+
 /** The staging of one writer; open files are abandoned (uploads destroyed) when the scope closes. @internal */
 export const make = (options: StagingOptions): Effect.Effect<Staging, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -217,18 +233,7 @@ export const make = (options: StagingOptions): Effect.Effect<Staging, never, Sco
           open.delete(path)
           return yield* uploadFailed(path, current, current.failure.cause)
         }
-        const buffered = yield* Effect.try({
-          try: () => current.encoder.write(record),
-          catch: (cause) => stageError(path, `Avro encoding failed: ${causeText(cause)}`, cause)
-        })
-        current.rows++
-        current.rowBytes += size
-        // a bounded buffer per open destination: wait for the upload to take what is queued
-        if (!buffered) {
-          yield* settledWithin(current, true, options.uploadTimeout).pipe(
-            Effect.mapError(({ cause }) => uploadFailed(path, current, cause))
-          )
-        }
+        yield* encode(current, record, size, options.uploadTimeout)
         // the encoder emits whole (deflated) blocks, later: roll on the rows' own sizes, an upper bound
         if (current.rowBytes >= options.maxStagingFileBytes) {
           open.delete(path)

@@ -102,6 +102,40 @@ const runnerContext = <A, E, R>(
 })
 
 /**
+ * Stages one record: resolved, serialized, converted to Avro and appended to its destination's open
+ * file; an unroutable record, a serializer failure or a value Avro cannot hold is routed.
+ */
+const stageRecord = <A, E, R>(
+  settings: Settings<A, E, R>,
+  router: failureRouting.FailureRouter<BigQueryFailure, E, R>,
+  staging: Staging.Staging,
+  counters: summaryCounters.SummaryCounters,
+  stateOf: (destination: TableDestination.TableDestination) => Effect.Effect<DestinationState, BigQueryError>
+) =>
+(record: A) =>
+  Effect.gen(function*() {
+    const resolution = settings.resolve(record)
+    if (TableDestination.isUnroutable(resolution)) {
+      return yield* router.route(unroutableRecord({ message: resolution.reason, payload: resolution.payload }))
+    }
+    const key = resolution.toString()
+    const state = yield* stateOf(resolution)
+    const row = settings.serializer.serialize(record, resolution)
+    if (row === null) return counters.add(key, "recordsSkipped", 1)
+    if (row instanceof RowSerializer.RowSerializationError) {
+      return yield* router.route(failedRow({ destination: key, message: row.message, cause: row }))
+    }
+    const converted = state.converter.convert(row)
+    if (converted instanceof Avro.AvroError) {
+      const message = converted.path === "" ? converted.reason : `${converted.path}: ${converted.reason}`
+      return yield* router.route(failedRow({ destination: key, message, payload: row, cause: converted }))
+    }
+    yield* staging.append(resolution, state.type, converted, row.length)
+    counters.add(key, "recordsWritten", 1)
+    counters.add(key, "bytesWritten", row.length)
+  })
+
+/**
  * What both forms share: the staging writer (`write` stages, `flush` drains the handler) and the
  * participant that closes the open files (`prepare`) and loads them (`commit`).
  */
@@ -133,28 +167,7 @@ const build = <A, E, R>(
     // the schema of a destination is captured at its first record, for the writer's lifetime
     const destinations = new Map<string, DestinationState>()
     const stateOf = destinationState(settings, destinations)
-    const writeOne = (record: A) =>
-      Effect.gen(function*() {
-        const resolution = settings.resolve(record)
-        if (TableDestination.isUnroutable(resolution)) {
-          return yield* router.route(unroutableRecord({ message: resolution.reason, payload: resolution.payload }))
-        }
-        const key = resolution.toString()
-        const state = yield* stateOf(resolution)
-        const row = settings.serializer.serialize(record, resolution)
-        if (row === null) return counters.add(key, "recordsSkipped", 1)
-        if (row instanceof RowSerializer.RowSerializationError) {
-          return yield* router.route(failedRow({ destination: key, message: row.message, cause: row }))
-        }
-        const converted = state.converter.convert(row)
-        if (converted instanceof Avro.AvroError) {
-          const message = converted.path === "" ? converted.reason : `${converted.path}: ${converted.reason}`
-          return yield* router.route(failedRow({ destination: key, message, payload: row, cause: converted }))
-        }
-        yield* staging.append(resolution, state.type, converted, row.length)
-        counters.add(key, "recordsWritten", 1)
-        counters.add(key, "bytesWritten", row.length)
-      })
+    const writeOne = stageRecord(settings, router, staging, counters, stateOf)
 
     const base: Writer<A, BigQueryError | E> = {
       write: (records) => Effect.provideContext(Effect.forEach(records, writeOne, { discard: true }), context),
