@@ -10,8 +10,8 @@
 import * as grpc from "@grpc/grpc-js"
 import * as http2Module from "node:http2"
 import type { TableDestination } from "../src/BigQuery/TableDestination.ts"
-import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
-import * as Connection from "../src/internal/bigquery/connection.ts"
+import * as AppendRequest from "../src/internal/bigquery/transport/appendRequest.ts"
+import * as Connection from "../src/internal/bigquery/transport/connection.ts"
 
 /** What a raw loop appends, and where. */
 export interface RawAppends {

@@ -3,7 +3,7 @@
  * library's internals, which the RSS scripts (compiled alone by tsconfig.rss.json) must not.
  */
 import * as http2 from "node:http2"
-import type { StartCall } from "../src/internal/bigtable/dataCall.ts"
+import type { StartCall } from "../src/internal/bigtable/transport/dataCall.ts"
 
 /**
  * The library's `StartCall` on a bare `node:http2` session (plaintext, to an emulator): gRPC's

@@ -8,7 +8,7 @@
 import { Effect } from "effect"
 import { RowSerializer, TableDestination } from "../src/BigQuery/index.ts"
 import * as CdcRow from "../src/internal/bigquery/cdc/rowFields.ts"
-import { WireWriter } from "../src/internal/bigquery/wireWriter.ts"
+import { WireWriter } from "../src/internal/bigquery/encoding/wireWriter.ts"
 import { Row, rowGenerator } from "./rows.ts"
 
 const n = 200_000

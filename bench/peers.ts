@@ -56,8 +56,8 @@ import {
   TableDestination as BigtableTable,
   WriteMethod as BigtableWriteMethod
 } from "../src/Bigtable/index.ts"
-import * as AppendRequest from "../src/internal/bigquery/appendRequest.ts"
-import { encodeDescriptor } from "../src/internal/bigquery/descriptor.ts"
+import { encodeDescriptor } from "../src/internal/bigquery/encoding/descriptor.ts"
+import * as AppendRequest from "../src/internal/bigquery/transport/appendRequest.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
 import { flag, forwardedArgs, numberArg, optionalArg, textArg } from "./args.ts"

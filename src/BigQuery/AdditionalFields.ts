@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import type * as Effect from "effect/Effect"
-import * as internal from "../internal/bigquery/additionalFields.ts"
+import * as internal from "../internal/bigquery/encoding/additionalFields.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import type { RowSerializer } from "./RowSerializer.ts"
 import type { TableSchema } from "./TableSchema.ts"

@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
-import * as internal from "../internal/bigquery/client.ts"
+import * as internal from "../internal/bigquery/transport/client.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 
 /**

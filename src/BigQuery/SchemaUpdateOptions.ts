@@ -5,7 +5,7 @@
  */
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import * as O from "../internal/optionSchema.ts"
+import * as O from "../internal/options/schema.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 
 /**

@@ -5,7 +5,7 @@
  */
 import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
-import * as internal from "../internal/bigquery/tableCreateOptions.ts"
+import * as internal from "../internal/bigquery/schema/tableCreateOptions.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import type { TableSchema } from "./TableSchema.ts"
 

@@ -12,8 +12,8 @@
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
-import * as ids from "../internal/tableIds.ts"
-import { describeValue } from "../internal/valueText.ts"
+import { describeValue } from "../internal/bigquery/encoding/valueText.ts"
+import * as ids from "../internal/options/tableIds.ts"
 import { SinkConfigError } from "../Sink/SinkConfigError.ts"
 
 /**

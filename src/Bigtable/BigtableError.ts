@@ -5,7 +5,7 @@
  */
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
-import * as grpc from "../internal/grpcStatus.ts"
+import * as grpc from "../internal/wire/grpcStatus.ts"
 
 /**
  * Whether the last failure of a spent budget says a later try may help: an error that tells

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import * as internal from "../internal/bigtable/mutationProto.ts"
+import * as internal from "../internal/bigtable/transport/mutationProto.ts"
 
 /**
  * Writes `value` into `family:qualifier` at `timestampMicros`, or at the server's time when it is

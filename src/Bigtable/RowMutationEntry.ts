@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import * as internal from "../internal/bigtable/mutationProto.ts"
+import * as internal from "../internal/bigtable/transport/mutationProto.ts"
 import type { BytesInput, Mutation } from "./Mutation.ts"
 
 /**

@@ -11,7 +11,7 @@
  */
 import * as Data from "effect/Data"
 import type * as Effect from "effect/Effect"
-import * as ids from "../internal/tableIds.ts"
+import * as ids from "../internal/options/tableIds.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 
 /**

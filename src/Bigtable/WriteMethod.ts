@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import type * as Duration from "effect/Duration"
-import * as method from "../internal/writeMethod.ts"
+import * as method from "../internal/options/writeMethod.ts"
 import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
 
 /**

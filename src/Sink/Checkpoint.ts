@@ -8,7 +8,7 @@ import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
-import * as internal from "../internal/writer/checkpoint.ts"
+import * as internal from "../internal/checkpoint/protocol.ts"
 import type { CheckpointConflict, CheckpointRecord, CheckpointStore, CheckpointStoreError } from "./CheckpointStore.ts"
 
 /**

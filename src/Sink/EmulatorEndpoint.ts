@@ -4,8 +4,8 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import * as internal from "../internal/emulatorEndpoint.ts"
-import { describe } from "../internal/optionChecks.ts"
+import { describe } from "../internal/options/checks.ts"
+import * as internal from "../internal/wire/emulatorEndpoint.ts"
 import { SinkConfigError } from "./SinkConfigError.ts"
 
 /**

@@ -6,7 +6,7 @@
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Sink from "effect/Sink"
-import * as internal from "../internal/failureHandler.ts"
+import * as internal from "../internal/core/deadLetter.ts"
 import { type FailedElement, isFailedElement } from "./FailedElement.ts"
 import type { SinkConfigError } from "./SinkConfigError.ts"
 

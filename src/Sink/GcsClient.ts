@@ -10,7 +10,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
-import * as internal from "../internal/gcsClient.ts"
+import * as internal from "../internal/wire/gcsClient.ts"
 import type { SinkConfigError } from "./SinkConfigError.ts"
 
 /**

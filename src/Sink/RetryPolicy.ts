@@ -8,8 +8,8 @@ import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import { dual } from "effect/Function"
 import * as Schedule from "effect/Schedule"
-import * as internal from "../internal/retryPolicy.ts"
-import * as retrySchedule from "../internal/retrySchedule.ts"
+import * as retrySchedule from "../internal/core/retrySchedule.ts"
+import * as internal from "../internal/options/retryPolicy.ts"
 import type { SinkConfigError } from "./SinkConfigError.ts"
 
 /**

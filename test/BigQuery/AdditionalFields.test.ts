@@ -4,7 +4,7 @@ import * as AdditionalFields from "../../src/BigQuery/AdditionalFields.ts"
 import * as RowSerializer from "../../src/BigQuery/RowSerializer.ts"
 import * as TableDestination from "../../src/BigQuery/TableDestination.ts"
 import * as TableSchema from "../../src/BigQuery/TableSchema.ts"
-import { encodeDescriptor } from "../../src/internal/bigquery/descriptor.ts"
+import { encodeDescriptor } from "../../src/internal/bigquery/encoding/descriptor.ts"
 import { decoderOf, decodeRow } from "./arbitraries.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" })

@@ -17,7 +17,7 @@ import {
   TableSchema,
   WriteMethod
 } from "../../src/BigQuery/index.ts"
-import { encodeDescriptor } from "../../src/internal/bigquery/descriptor.ts"
+import { encodeDescriptor } from "../../src/internal/bigquery/encoding/descriptor.ts"
 import type * as Fake from "../support/fakeBigQueryWrite.ts"
 import * as FakeCdc from "../support/fakeCdcTable.ts"
 import { type Change, serializer } from "./cdcFixtures.ts"

@@ -12,7 +12,7 @@ import {
   TableDestination,
   WriteMethod
 } from "../../src/BigQuery/index.ts"
-import { Code } from "../../src/internal/grpcStatus.ts"
+import { Code } from "../../src/internal/wire/grpcStatus.ts"
 import { FailureHandler } from "../../src/Sink.ts"
 import type * as Fake from "../support/fakeBigQueryWrite.ts"
 import * as F from "./sinkFixtures.ts"

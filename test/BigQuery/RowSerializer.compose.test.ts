@@ -5,7 +5,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, pipe, Ref, Schema, Stream } from "effect"
 import { type BigQueryFailure, BigQuerySink, RowSerializer, TableDestination } from "../../src/BigQuery/index.ts"
-import { WireWriter } from "../../src/internal/bigquery/wireWriter.ts"
+import { WireWriter } from "../../src/internal/bigquery/encoding/wireWriter.ts"
 import { FailureHandler } from "../../src/Sink.ts"
 import * as F from "./sinkFixtures.ts"
 

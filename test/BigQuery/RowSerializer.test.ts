@@ -5,8 +5,8 @@ import * as BigQueryType from "../../src/BigQuery/BigQueryType.ts"
 import * as RowSerializer from "../../src/BigQuery/RowSerializer.ts"
 import * as TableDestination from "../../src/BigQuery/TableDestination.ts"
 import * as TableSchema from "../../src/BigQuery/TableSchema.ts"
-import { encodeDescriptor } from "../../src/internal/bigquery/descriptor.ts"
-import { WireWriter } from "../../src/internal/bigquery/wireWriter.ts"
+import { encodeDescriptor } from "../../src/internal/bigquery/encoding/descriptor.ts"
+import { WireWriter } from "../../src/internal/bigquery/encoding/wireWriter.ts"
 import { decoderOf, decodeRow } from "./arbitraries.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" })

@@ -7,8 +7,14 @@ import * as fc from "fast-check"
 import protobuf from "protobufjs"
 import descriptorExt from "protobufjs/ext/descriptor/index.js"
 import type * as TableSchema from "../../src/BigQuery/TableSchema.ts"
-import { civilFromDays, maxDays, maxSeconds, minDays, minSeconds } from "../../src/internal/bigquery/civilTime.ts"
-import { scalarTypeNames } from "../../src/internal/bigquery/schemaModel.ts"
+import {
+  civilFromDays,
+  maxDays,
+  maxSeconds,
+  minDays,
+  minSeconds
+} from "../../src/internal/bigquery/encoding/civilTime.ts"
+import { scalarTypeNames } from "../../src/internal/bigquery/schema/model.ts"
 
 export const scalarTypes: ReadonlyArray<TableSchema.ScalarType> = scalarTypeNames
 

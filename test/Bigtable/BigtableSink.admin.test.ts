@@ -7,7 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Stream } from "effect"
 import { EventEmitter } from "node:events"
 import { BigtableClient, BigtableSink, Mutation, RowMutationEntry, TableDestination } from "../../src/Bigtable/index.ts"
-import * as connect from "../../src/internal/bigtable/connect.ts"
+import * as connect from "../../src/internal/bigtable/transport/connect.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
 

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Exit, Fiber, Ref, Schedule } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
-import { delayMillis } from "../../src/internal/retrySchedule.ts"
+import { delayMillis } from "../../src/internal/core/retrySchedule.ts"
 import { RetryPolicy, type RetryPolicyOptions, type SinkConfigError } from "../../src/Sink.ts"
 
 const policy = (initial: number, max: number, maxAttempts: number): RetryPolicy.Backoff => ({

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import * as summaryCounters from "../../src/internal/summaryCounters.ts"
+import * as summaryCounters from "../../src/internal/core/summaryCounters.ts"
 import { type Counters, WriteSummary } from "../../src/Sink.ts"
 
 const counters: fc.Arbitrary<Counters> = fc.record({

@@ -20,7 +20,7 @@
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as path from "node:path"
-import * as file from "../../src/internal/checkpointFile.ts"
+import * as file from "../../src/internal/checkpoint/fileStore.ts"
 import { CheckpointConflict, CheckpointRecord, CheckpointStore, CheckpointStoreError } from "../../src/Sink.ts"
 import type { Process, World } from "./kernel.ts"
 import { rate as rateOf, type Rng } from "./random.ts"

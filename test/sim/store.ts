@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
-import * as memory from "../../src/internal/checkpointMemory.ts"
+import * as memory from "../../src/internal/checkpoint/memoryStore.ts"
 import { CheckpointConflict, type CheckpointRecord, CheckpointStore, CheckpointStoreError } from "../../src/Sink.ts"
 import type { Process, World } from "./kernel.ts"
 

@@ -24,13 +24,13 @@ import type { FailureHandler } from "../../Sink/FailureHandler.ts"
 import type { RetryPolicy } from "../../Sink/RetryPolicy.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sink/SinkOptions.ts"
-import * as O from "../optionSchema.ts"
-import * as retryPolicy from "../retryPolicy.ts"
-import * as SinkOptionsSchema from "../sinkOptions.ts"
-import { augment } from "./additionalFields.ts"
-import { maxRowBytes } from "./appendRequest.ts"
+import * as retryPolicy from "../options/retryPolicy.ts"
+import * as O from "../options/schema.ts"
+import * as SinkOptionsSchema from "../options/sinkOptions.ts"
 import * as Cdc from "./cdc/options.ts"
 import * as CdcRow from "./cdc/rowFields.ts"
+import { augment } from "./encoding/additionalFields.ts"
+import { maxRowBytes } from "./transport/appendRequest.ts"
 
 /** The options of the sink, as `BigQuerySink` documents them (with either write method). @internal */
 export type SinkOptions<A, E, R> = Omit<BigQuerySinkOptions<A, E, R>, "writeMethod"> & {

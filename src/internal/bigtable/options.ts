@@ -19,10 +19,10 @@ import type { FailureHandler } from "../../Sink/FailureHandler.ts"
 import type { RetryPolicy } from "../../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sink/SinkOptions.ts"
-import * as O from "../optionSchema.ts"
-import * as retryPolicy from "../retryPolicy.ts"
-import * as SinkOptionsSchema from "../sinkOptions.ts"
-import { type Declared, declared } from "./tableCreateOptions.ts"
+import * as retryPolicy from "../options/retryPolicy.ts"
+import * as O from "../options/schema.ts"
+import * as SinkOptionsSchema from "../options/sinkOptions.ts"
+import { type Declared, declared } from "./admin/tableCreateOptions.ts"
 
 const MiB = 1024 * 1024
 
@@ -67,7 +67,7 @@ export interface WriterSettings {
   readonly adminTimeout: Duration.Duration
 }
 
-export type { Declared, DeclaredFamily } from "./tableCreateOptions.ts"
+export type { Declared, DeclaredFamily } from "./admin/tableCreateOptions.ts"
 
 /** @internal */
 export interface Settings<A, E, R> {

@@ -26,12 +26,12 @@ import {
   TableSchema,
   WriteMethod
 } from "../../../src/BigQuery/index.ts"
-import * as AppendChannels from "../../../src/internal/bigquery/appendChannels.ts"
-import { encodeRows } from "../../../src/internal/bigquery/appendRequest.ts"
-import * as Connection from "../../../src/internal/bigquery/connection.ts"
-import { encodeDescriptor } from "../../../src/internal/bigquery/descriptor.ts"
-import * as SendBacklog from "../../../src/internal/bigquery/sendBacklog.ts"
-import * as WriteStreams from "../../../src/internal/bigquery/writeStreams.ts"
+import { encodeDescriptor } from "../../../src/internal/bigquery/encoding/descriptor.ts"
+import * as AppendChannels from "../../../src/internal/bigquery/transport/appendChannels.ts"
+import { encodeRows } from "../../../src/internal/bigquery/transport/appendRequest.ts"
+import * as Connection from "../../../src/internal/bigquery/transport/connection.ts"
+import * as SendBacklog from "../../../src/internal/bigquery/transport/sendBacklog.ts"
+import * as WriteStreams from "../../../src/internal/bigquery/transport/writeStreams.ts"
 import { Checkpoint, CheckpointStore } from "../../../src/Sink.ts"
 import { BigQueryEmulator } from "../../support/BigQueryEmulator.ts"
 import * as Clients from "../../support/clients.ts"

@@ -26,7 +26,7 @@ import {
 } from "../../../src/BigQuery/index.ts"
 import * as CdcProvision from "../../../src/internal/bigquery/cdc/provision.ts"
 import * as CdcRow from "../../../src/internal/bigquery/cdc/rowFields.ts"
-import * as tables from "../../../src/internal/bigquery/tables.ts"
+import * as tables from "../../../src/internal/bigquery/schema/tables.ts"
 import { BigQueryEmulator } from "../../support/BigQueryEmulator.ts"
 import * as Clients from "../../support/clients.ts"
 import { testLayer } from "./emulatorClient.ts"

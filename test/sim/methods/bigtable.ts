@@ -20,7 +20,7 @@ import {
   TableDestination,
   WriteMethod
 } from "../../../src/Bigtable/index.ts"
-import { entryByteSize } from "../../../src/internal/bigtable/mutationProto.ts"
+import { entryByteSize } from "../../../src/internal/bigtable/transport/mutationProto.ts"
 import { Checkpoint, FailureHandler, type WriteSummary } from "../../../src/Sink.ts"
 import * as Bigtable from "../bigtable.ts"
 import { World } from "../kernel.ts"

@@ -26,8 +26,8 @@ import {
 } from "../../../BigQuery/RowSerializer.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import type { DescriptorProto, TableSchema } from "../../../BigQuery/TableSchema.ts"
-import { labels, protoTypes } from "../descriptor.ts"
-import { tag, WireWriter } from "../wireWriter.ts"
+import { labels, protoTypes } from "../encoding/descriptor.ts"
+import { tag, WireWriter } from "../encoding/wireWriter.ts"
 import * as SequenceNumber from "./sequenceNumber.ts"
 
 /** The pseudocolumns' names. @internal */

@@ -7,7 +7,7 @@
  */
 import * as Predicate from "effect/Predicate"
 import type { SpannerPosition } from "../../../BigQuery/Cdc.ts"
-import { parseTimestamp } from "../civilTime.ts"
+import { parseTimestamp } from "../encoding/civilTime.ts"
 
 const pattern = /^[0-9A-Fa-f]{1,16}(?:\/[0-9A-Fa-f]{1,16}){0,3}$/
 

@@ -12,8 +12,8 @@ import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import type { CdcTableOptions, CdcTableOptionsInput, MaxStaleness } from "../../../BigQuery/CdcTableOptions.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
-import * as O from "../../optionSchema.ts"
-import { columnList } from "../tableCreateOptions.ts"
+import * as O from "../../options/schema.ts"
+import { columnList } from "../schema/tableCreateOptions.ts"
 
 /** The largest duration the options take: `Duration` in nanoseconds fits 2^63 - 1 (about 292 years). */
 const maxMicros = 9_223_372_036_854_775n

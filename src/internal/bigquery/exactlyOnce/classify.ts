@@ -6,8 +6,8 @@
  * @internal
  */
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
-import { Code } from "../../grpcStatus.ts"
-import { type AppendFailure, isTransient, StorageCode } from "../retry.ts"
+import { Code } from "../../wire/grpcStatus.ts"
+import { type AppendFailure, isTransient, StorageCode } from "../transport/classify.ts"
 
 /**
  * Where an append stands:

@@ -1,5 +1,5 @@
 /**
- * The BigQuery participant of the checkpoint protocol (`internal/writer/checkpoint.ts`,
+ * The BigQuery participant of the checkpoint protocol (`internal/checkpoint/protocol.ts`,
  * reference 2.6): a commit is `(destination, stream, offset)`, the last row to flush, for every
  * destination whose stream has rows; committing is `FlushRows` up to it; restoring adopts each
  * destination's stream at the offset after it.
@@ -17,14 +17,14 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import { BigQueryError, RequestRejected, RetriesExhausted } from "../../../BigQuery/BigQueryError.ts"
-import { Code, name as codeName } from "../../grpcStatus.ts"
-import { toSchedule } from "../../retrySchedule.ts"
-import type { Participant } from "../../writer/checkpoint.ts"
-import type { BigQueryCore } from "../backend.ts"
-import type { StreamFailure } from "../connection.ts"
-import type * as Destination from "../destination.ts"
+import type { Participant } from "../../checkpoint/protocol.ts"
+import { toSchedule } from "../../core/retrySchedule.ts"
+import { Code, name as codeName } from "../../wire/grpcStatus.ts"
+import type { BigQueryCore } from "../atLeastOnce/backend.ts"
+import type * as Destination from "../atLeastOnce/destination.ts"
 import type { Settings } from "../options.ts"
-import * as WriteStreams from "../writeStreams.ts"
+import type { StreamFailure } from "../transport/connection.ts"
+import * as WriteStreams from "../transport/writeStreams.ts"
 import { classifyFlush } from "./classify.ts"
 import type { Restored } from "./stream.ts"
 

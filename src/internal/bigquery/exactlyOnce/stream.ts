@@ -13,11 +13,11 @@ import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import type { BigQueryError } from "../../../BigQuery/BigQueryError.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
-import type { Request } from "../backend.ts"
-import { type ConnectionSlot, makeSlot, untilTable } from "../destination.ts"
+import type { Request } from "../atLeastOnce/backend.ts"
+import { type ConnectionSlot, makeSlot, untilTable } from "../atLeastOnce/destination.ts"
 import type { Settings } from "../options.ts"
-import type { SendBacklog } from "../sendBacklog.ts"
-import * as WriteStreams from "../writeStreams.ts"
+import type { SendBacklog } from "../transport/sendBacklog.ts"
+import * as WriteStreams from "../transport/writeStreams.ts"
 
 /**
  * The exactly-once state of one destination. Owned by the writer's owner fiber, except `name`,

@@ -1,6 +1,6 @@
 /**
  * The exactly-once BigQuery writer and sink: the at-least-once writer core and backend in the
- * buffered mode (`mode.ts`), wrapped by the shared checkpoint protocol (`internal/writer/checkpoint.ts`)
+ * buffered mode (`mode.ts`), wrapped by the shared checkpoint protocol (`internal/checkpoint/protocol.ts`)
  * with the BigQuery participant (`participant.ts`): restore on build, `checkpoint(position)` =
  * drain, prepare `(stream, offset)` commits, save, `FlushRows`.
  *
@@ -15,11 +15,11 @@ import type { CheckpointError, Resume } from "../../../Sink/Checkpoint.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Writer } from "../../../Sink/Writer.ts"
 import type { WriteSummary } from "../../../Sink/WriteSummary.ts"
-import * as checkpoint from "../../writer/checkpoint.ts"
-import * as checkpointSink from "../../writer/checkpointSink.ts"
-import type { BigQueryCore } from "../backend.ts"
+import * as checkpoint from "../../checkpoint/protocol.ts"
+import * as checkpointSink from "../../checkpoint/sink.ts"
+import type { BigQueryCore } from "../atLeastOnce/backend.ts"
+import * as writer from "../atLeastOnce/writer.ts"
 import type { Settings } from "../options.ts"
-import * as writer from "../writer.ts"
 import * as Mode from "./mode.ts"
 import * as Participant from "./participant.ts"
 import type { Restored } from "./stream.ts"

@@ -16,10 +16,10 @@
  */
 import avro from "avsc"
 import type { DescriptorProto, Field, TableSchema } from "../../../BigQuery/TableSchema.ts"
-import { ProtoReader } from "../../protoReader.ts"
-import { parseDate } from "../civilTime.ts"
-import { limitsOf } from "../decimal.ts"
-import { protoTypes } from "../descriptor.ts"
+import { ProtoReader } from "../../wire/protoReader.ts"
+import { parseDate } from "../encoding/civilTime.ts"
+import { limitsOf } from "../encoding/decimal.ts"
+import { protoTypes } from "../encoding/descriptor.ts"
 
 /** An Avro schema as JSON. @internal */
 export type AvroSchema = string | { readonly [key: string]: unknown } | ReadonlyArray<AvroSchema>

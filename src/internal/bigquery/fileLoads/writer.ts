@@ -1,6 +1,6 @@
 /**
  * The file-loads writer and sink (reference 2.8) on the shared checkpoint protocol
- * (`internal/writer/checkpoint.ts`):
+ * (`internal/checkpoint/protocol.ts`):
  *
  * - `write`: per record resolve → serialize → Avro → the destination's open staging file (row
  *   failures routed to the handler; a staging I/O failure fails the write);
@@ -29,11 +29,11 @@ import { GcsClient } from "../../../Sink/GcsClient.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Writer } from "../../../Sink/Writer.ts"
 import type { WriteSummary } from "../../../Sink/WriteSummary.ts"
-import * as failureRouting from "../../failureRouting.ts"
-import * as summaryCounters from "../../summaryCounters.ts"
-import * as checkpoint from "../../writer/checkpoint.ts"
-import * as checkpointSink from "../../writer/checkpointSink.ts"
-import { createResource } from "../destination.ts"
+import * as checkpoint from "../../checkpoint/protocol.ts"
+import * as checkpointSink from "../../checkpoint/sink.ts"
+import * as failureRouting from "../../core/failureRouting.ts"
+import * as summaryCounters from "../../core/summaryCounters.ts"
+import { createResource } from "../atLeastOnce/destination.ts"
 import type { Settings } from "../options.ts"
 import * as Avro from "./avro.ts"
 import type { FileLoadsSettings } from "./options.ts"

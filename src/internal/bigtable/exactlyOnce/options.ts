@@ -2,7 +2,7 @@
  * Validation of the exactly-once sink's options (reference 3.5) into settings: the shared Bigtable
  * options (destination, serializer, app profile, failure handler) through `../options.ts`, the
  * `WriteMethod.exactlyOnce` options, `createDisposition` fixed to `CREATE_NEVER`, and the
- * `checkpoint` option (the sink form's through `writer/checkpointSink.ts`). Every rule fails with a
+ * `checkpoint` option (the sink form's through `checkpoint/sink.ts`). Every rule fails with a
  * `SinkConfigError` naming the option as written.
  *
  * @internal
@@ -16,8 +16,8 @@ import { isTableDestination, type TableDestination } from "../../../Bigtable/Tab
 import type { ExactlyOnceOptions as ExactlyOnceOptionsInput } from "../../../Bigtable/WriteMethod.ts"
 import type { Resume } from "../../../Sink/Checkpoint.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
-import * as O from "../../optionSchema.ts"
-import * as checkpointSink from "../../writer/checkpointSink.ts"
+import * as checkpointSink from "../../checkpoint/sink.ts"
+import * as O from "../../options/schema.ts"
 import type * as options from "../options.ts"
 
 const MiB = 1024 * 1024

@@ -18,7 +18,7 @@ import * as Effect from "effect/Effect"
 import type { BigtableClientService, TableFamilies } from "../../../Bigtable/BigtableClient.ts"
 import { BigtableError, PreconditionFailed } from "../../../Bigtable/BigtableError.ts"
 import type { Mutation } from "../../../Bigtable/Mutation.ts"
-import { withDeadline } from "../admin.ts"
+import { withDeadline } from "../admin/createTable.ts"
 import type { Envelope } from "./envelope.ts"
 
 const failed = (table: string, subject: PreconditionFailed["subject"], detail: string) =>

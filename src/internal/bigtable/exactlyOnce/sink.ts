@@ -1,6 +1,6 @@
 /**
  * The exactly-once Bigtable sink and writer from options: decoded by `options.ts`, built by
- * `writer.ts`, the sink form driven by the shared `writer/checkpointSink.ts`.
+ * `writer.ts`, the sink form driven by the shared `checkpoint/sink.ts`.
  *
  * @internal
  */
@@ -19,9 +19,9 @@ import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { HandlerContext, HandlerError, WithFailureHandler } from "../../../Sink/SinkOptions.ts"
 import type { Writer } from "../../../Sink/Writer.ts"
 import type { WriteSummary } from "../../../Sink/WriteSummary.ts"
-import * as checkpointSink from "../../writer/checkpointSink.ts"
+import * as checkpointSink from "../../checkpoint/sink.ts"
+import type { WriterError } from "../atLeastOnce/state.ts"
 import * as baseOptions from "../options.ts"
-import type { WriterError } from "../state.ts"
 import * as options from "./options.ts"
 import * as writer from "./writer.ts"
 

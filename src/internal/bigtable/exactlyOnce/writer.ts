@@ -1,6 +1,6 @@
 /**
  * The exactly-once Bigtable writer (reference 3.5, DESIGN 6): the writer core with a staging
- * backend, wrapped in the shared checkpoint protocol (`writer/checkpoint.ts`).
+ * backend, wrapped in the shared checkpoint protocol (`checkpoint/protocol.ts`).
  *
  * **Details**
  *
@@ -36,16 +36,16 @@ import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
 import type { CheckpointError, Resume } from "../../../Sink/Checkpoint.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Writer } from "../../../Sink/Writer.ts"
-import * as deadline from "../../deadline.ts"
-import type { Accounted, Backend, Core, Prepared as CorePrepared } from "../../writer/backend.ts"
-import * as checkpoint from "../../writer/checkpoint.ts"
-import * as core from "../../writer/writer.ts"
-import { withDeadline } from "../admin.ts"
+import * as checkpoint from "../../checkpoint/protocol.ts"
+import type { Accounted, Backend, Core, Prepared as CorePrepared } from "../../core/backend.ts"
+import * as core from "../../core/writer.ts"
+import * as deadline from "../../wire/deadline.ts"
+import { withDeadline } from "../admin/createTable.ts"
+import * as prepare from "../atLeastOnce/prepare.ts"
+import type { WriterError } from "../atLeastOnce/state.ts"
 import * as metrics from "../metrics.ts"
-import * as mutationProto from "../mutationProto.ts"
-import * as prepare from "../prepare.ts"
-import type { WriterError } from "../state.ts"
-import * as checkAndMutate from "./checkAndMutateProto.ts"
+import * as checkAndMutate from "../transport/checkAndMutateProto.ts"
+import * as mutationProto from "../transport/mutationProto.ts"
 import * as committer from "./committer.ts"
 import * as envelope from "./envelope.ts"
 import * as identity from "./identity.ts"

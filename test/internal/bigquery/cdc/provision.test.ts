@@ -7,7 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import { TableDestination } from "../../../../src/BigQuery/index.ts"
 import * as Provision from "../../../../src/internal/bigquery/cdc/provision.ts"
-import { classifyAdmin } from "../../../../src/internal/bigquery/retry.ts"
+import { classifyAdmin } from "../../../../src/internal/bigquery/transport/classify.ts"
 import { stalenessText as fakeFormat } from "../../../support/fakeCdcTable.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" })

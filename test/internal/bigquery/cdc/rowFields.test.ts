@@ -9,8 +9,8 @@ import { Effect } from "effect"
 import * as fc from "fast-check"
 import { Cdc, RowSerializer, TableDestination, TableSchema } from "../../../../src/BigQuery/index.ts"
 import * as CdcRow from "../../../../src/internal/bigquery/cdc/rowFields.ts"
-import { encodeDescriptor } from "../../../../src/internal/bigquery/descriptor.ts"
-import { WireWriter } from "../../../../src/internal/bigquery/wireWriter.ts"
+import { encodeDescriptor } from "../../../../src/internal/bigquery/encoding/descriptor.ts"
+import { WireWriter } from "../../../../src/internal/bigquery/encoding/wireWriter.ts"
 import { decoderOf, decodeRow } from "../../../BigQuery/arbitraries.ts"
 
 interface Row {

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
 import { classifyAppend, classifyFlush, type Phase } from "../../../../src/internal/bigquery/exactlyOnce/classify.ts"
-import type { AppendFailure } from "../../../../src/internal/bigquery/retry.ts"
+import type { AppendFailure } from "../../../../src/internal/bigquery/transport/classify.ts"
 
 const failure = (code: number | undefined, storageCode?: number, origin: AppendFailure["origin"] = "response") => ({
   origin,

@@ -9,7 +9,7 @@ import { Duration, Effect, Exit, Fiber, Result } from "effect"
 import { TestClock } from "effect/testing"
 import * as Plan from "../../../../src/internal/bigquery/fileLoads/plan.ts"
 import * as Runner from "../../../../src/internal/bigquery/fileLoads/runner.ts"
-import * as retryPolicy from "../../../../src/internal/retryPolicy.ts"
+import * as retryPolicy from "../../../../src/internal/options/retryPolicy.ts"
 
 type Answer =
   | { readonly _tag: "missing" }

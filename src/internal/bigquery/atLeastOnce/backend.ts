@@ -1,0 +1,533 @@
+/**
+ * The BigQuery backend of the writer core (`internal/core/`): what differs from Bigtable. Rows are
+ * encoded on the caller's fiber into slices (`prepare.ts`); the owner appends each slice to its
+ * destination's batch in one copy, opening the destination (`destination.ts`) and re-reading its
+ * schema when the serializer's fingerprint moved or the service pushed one; full batches, and every
+ * open one at a barrier, are sealed and sent; an append's whole repair loop runs in its call
+ * (`pendingAppend.ts`, on the verdicts of `retry.ts`) and its outcome is the verdict: rows written,
+ * rows routed, or the writer's error. The core does the rest.
+ *
+ * @internal
+ */
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
+import * as Exit from "effect/Exit"
+import type * as Result from "effect/Result"
+import type * as Scope from "effect/Scope"
+import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
+import { BigQueryError, TableAdminFailed } from "../../../BigQuery/BigQueryError.ts"
+import { type BigQueryFailure, failedRow } from "../../../BigQuery/BigQueryFailure.ts"
+import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
+import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
+import type { Accounted, Backend, Core, Verdict } from "../../core/backend.ts"
+import { maxStagedSlices } from "../../core/writer.ts"
+import type { Link } from "../exactlyOnce/stream.ts"
+import * as metrics from "../metrics.ts"
+import type { Settings } from "../options.ts"
+import * as AppendRequest from "../transport/appendRequest.ts"
+import * as SendBacklog from "../transport/sendBacklog.ts"
+import * as Destination from "./destination.ts"
+import * as PendingAppend from "./pendingAppend.ts"
+import * as Prepare from "./prepare.ts"
+import * as Projection from "./projection.ts"
+import * as Split from "./split.ts"
+
+/** One sealed batch on its way: its destination, rows, and what it accounts for. @internal */
+export interface Request {
+  readonly d: Destination.Destination
+  readonly sealed: Split.Sealed
+  readonly item: Accounted
+  /** The schema in force when it was sealed (a refresh may come before a queued request starts). */
+  readonly descriptor: Uint8Array
+  readonly schema: TableSchema.TableSchema
+  /** Buffered streams: its offset, stamped when it is sent, and its place in the chain of appends. */
+  readonly link?: Link | undefined
+}
+
+/** @internal */
+export type Outcome = Exit.Exit<PendingAppend.Outcome, BigQueryError>
+
+/** The backend's own commands to its owner. @internal */
+export type Event = OnOwner | Opened
+
+/** A step run on the owner fiber with the open destinations (the exactly-once checkpoint reads them so). @internal */
+export interface OnOwner {
+  readonly _tag: "OnOwner"
+  readonly run: (destinations: ReadonlyMap<string, Destination.Destination>) => Effect.Effect<void>
+}
+
+/**
+ * What the exactly-once mode changes (`exactlyOnce/mode.ts`); without one the backend appends to
+ * each table's `_default` stream.
+ *
+ * - `open`: opens a destination (its buffered stream, created or restored).
+ * - `send`: hands a sealed request to `send` (the core's): the buffered mode stamps its offset and
+ *   links it to the append before it (pipelined), or holds it behind a restored stream's probe.
+ * - `call`: the append of a request.
+ * - `answered`: after the owner judged an answer: the next offset, the next request.
+ * - `evictable`: whether an idle destination may be forgotten.
+ *
+ * @internal
+ */
+export interface Mode {
+  readonly open: (
+    destination: TableDestination,
+    now: number,
+    pool: Split.Pool,
+    backlog: SendBacklog.SendBacklog
+  ) => Effect.Effect<Destination.Destination, BigQueryError | Destination.SerializerThrew>
+  readonly send: (request: Request, send: (request: Request) => Effect.Effect<void>) => Effect.Effect<void>
+  readonly call: (request: Request) => Effect.Effect<PendingAppend.Outcome, BigQueryError>
+  readonly answered: (
+    request: Request,
+    outcome: Outcome,
+    send: (request: Request) => Effect.Effect<void>
+  ) => Effect.Effect<void>
+  readonly evictable: (d: Destination.Destination) => boolean
+}
+
+/** The BigQuery backend's core. @internal */
+export type BigQueryCore<E> = Core<Accounted, Request, Event, BigQueryFailure, E>
+
+/**
+ * A destination's open (schema read, table proven or created) finished on its own fiber: the
+ * slices that waited for it are batched, or routed or failed with its error.
+ *
+ * @internal
+ */
+export interface Opened {
+  readonly _tag: "Opened"
+  readonly key: string
+  readonly result: Result.Result<Destination.Destination, BigQueryError | Destination.SerializerThrew>
+}
+
+/** The BigQuery backend's type on the core. @internal */
+export type BigQueryBackend<A, E, R> = Backend<
+  A,
+  Prepare.Rows,
+  Accounted,
+  Request,
+  Outcome,
+  Event,
+  BigQueryFailure,
+  E,
+  R
+>
+
+/** The batch of a request, as its append takes it. @internal */
+export const batchOf = (request: Request): PendingAppend.Batch => ({
+  body: request.sealed.body,
+  count: request.sealed.count,
+  bytes: request.sealed.bytes,
+  descriptor: request.descriptor,
+  schema: request.schema
+})
+
+/** Records prepared per `prepare` call. @internal */
+export const sliceRecords = 8192
+
+interface State<A, E, R> {
+  readonly core: BigQueryCore<BigQueryError | E>
+  readonly client: BigQueryClientService
+  readonly settings: Settings<A, E, R>
+  readonly destinations: Map<string, Destination.Destination>
+  /**
+   * Destinations being opened, each with the slices that came for it meanwhile (in order). An open
+   * runs on a fiber of its own: a slow `tables.insert` holds up its own table, not the others.
+   */
+  readonly opening: Map<string, Array<Prepare.Rows>>
+  /**
+   * Full-size buffers, shared by slices (taken on the caller's fiber) and batches (the owner's): a
+   * slice's buffer becomes its destination's batch buffer or is copied and given back; a batch's is
+   * given back once it is answered. One thread: no fiber ever waits on it.
+   */
+  readonly pool: Split.Pool
+  /** Requests grpc-js holds for the wire: admission waits while it is high (sendBacklog.ts). */
+  readonly backlog: SendBacklog.SendBacklog
+  /**
+   * Slices parked behind an open in `opening` (each table's first slice, which starts its open, not
+   * counted, so many new tables still open at once), on the same level gate: the owner has taken
+   * them, so the core's staging bound no longer holds them back, and without this a table's first
+   * open let the caller encode the whole admission budget ahead (50 MiB of rows in twice that in
+   * buffers: the RSS peak).
+   */
+  readonly parked: SendBacklog.SendBacklog
+  readonly prepareEnv: Prepare.Env<A>
+  readonly maxBytes: number
+  /** Scratch of `Split.fitFrames`. */
+  readonly fit: Split.Fit
+  readonly mode: Mode | undefined
+}
+
+const sendBatch = <A, E, R>(
+  st: State<A, E, R>,
+  d: Destination.Destination,
+  sealed: Split.Sealed,
+  permitBytes: number
+): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    d.inFlight++
+    const perDestination = st.settings.stream.perDestinationMetrics ? d.key : undefined
+    const request: Request = {
+      d,
+      sealed,
+      item: { key: d.key, units: sealed.count, bytes: sealed.bytes, permitBytes },
+      descriptor: d.descriptor,
+      schema: d.schema
+    }
+    return metrics.countRecords(metrics.recordsSend, sealed.count, perDestination).pipe(
+      Effect.andThen(metrics.countRecords(metrics.bytesSend, sealed.bytes, perDestination)),
+      Effect.andThen(st.mode === undefined ? st.core.send(request) : st.mode.send(request, st.core.send))
+    )
+  })
+
+/** Seals `d`'s open batch (which has rows); the owner's own cuts come off the caller's projection. */
+const seal = <A, E, R>(st: State<A, E, R>, d: Destination.Destination, own: boolean): Split.Sealed => {
+  const sealed = Split.seal(d.batch)
+  // the next batch starts on a small buffer: the next slice's buffer usually becomes the batch's
+  d.batch.writer = Split.sized(st.pool, 0).writer
+  const projection = st.prepareEnv.projections.get(d.key)
+  if (own && projection !== undefined) Projection.takenAway(projection, d.batchStamp, sealed.frameBytes)
+  return sealed
+}
+
+/** Seals and sends `d`'s open batch, if it has rows (a barrier, a schema refresh, or a slice completing it). */
+const cut = <A, E, R>(st: State<A, E, R>, d: Destination.Destination, own = true): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (d.batch.count === 0) return Effect.void
+    const permitBytes = d.permitBytes
+    d.permitBytes = 0
+    return sendBatch(st, d, seal(st, d, own), permitBytes)
+  })
+
+/**
+ * Sends `d`'s open batch when nothing of `d` is in flight: rows go out at once to an idle
+ * destination and are batched only while one of its appends is out, whose answer sends them (the
+ * Go and Java writers' rule). So no row waits for a batch to fill or for a timer, and a batch holding
+ * admission permits always has an answer coming that sends it.
+ */
+const sendIfIdle = <A, E, R>(st: State<A, E, R>, d: Destination.Destination): Effect.Effect<void> =>
+  d.inFlight === 0 ? cut(st, d, true) : Effect.void
+
+/**
+ * Appends a slice's rows to `d`'s batch: in one copy when they fit, else row by row, sealing and
+ * sending each batch the rows fill. The slice's buffer goes back to the slice pool.
+ */
+const appendRows = <A, E, R>(
+  st: State<A, E, R>,
+  d: Destination.Destination,
+  rows: Prepare.Rows
+): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const batch = d.batch
+    d.batchStamp = Projection.batchStamp(rows.seals, rows.sealsBatch)
+    if (Split.frameBytes(batch) + rows.body.length <= st.maxBytes) {
+      // an empty batch takes the slice's buffer as it is; else one copy
+      if (batch.count === 0) Split.adopt(st.pool, batch, rows.buffer, rows.body, rows.count, rows.bytes)
+      else {
+        Split.appendFrames(batch, rows.body, rows.count, rows.bytes)
+        Split.recycle(st.pool, rows.buffer)
+      }
+      d.permitBytes += rows.body.length + rows.slack
+      return rows.sealsBatch ? cut(st, d, false) : Effect.void
+    }
+    // the rows that fit go in one copy, the batch is sealed, the rest go on in the next one
+    const full: Array<readonly [Split.Sealed, number]> = []
+    const body = rows.body
+    const fit = st.fit
+    let from = 0
+    while (from < body.length) {
+      Split.fitFrames(body, from, st.maxBytes - Split.frameBytes(batch), batch.count === 0, fit)
+      if (fit.count > 0) {
+        Split.appendFrames(batch, body.subarray(from, fit.end), fit.count, fit.bytes)
+        d.permitBytes += fit.end - from + (fit.end === body.length ? rows.slack : 0)
+        from = fit.end
+      }
+      if (from < body.length) {
+        full.push([seal(st, d, true), d.permitBytes])
+        d.permitBytes = 0
+      }
+    }
+    Split.recycle(st.pool, rows.buffer)
+    return Effect.forEach(full, ([sealed, permitBytes]) => sendBatch(st, d, sealed, permitBytes), { discard: true })
+      .pipe(Effect.andThen(rows.sealsBatch ? cut(st, d, false) : Effect.void))
+  })
+
+/**
+ * Opening a destination or re-reading its schema failed: a serializer's schema call that threw
+ * routes the slice's rows (each a failed row with its bytes); anything else is the writer's error.
+ */
+const schemaFailed = <A, E, R>(
+  st: State<A, E, R>,
+  rows: Prepare.Rows,
+  error: BigQueryError | Destination.SerializerThrew
+): Effect.Effect<void, BigQueryError> => {
+  if (error._tag !== "SerializerThrew") return Effect.fail(error)
+  const message = `the serializer's ${error.stage} threw: ${
+    error.cause instanceof Error ? error.cause.message : String(error.cause)
+  }`
+  const failures = AppendRequest.rowsOf(rows.body).map((row) =>
+    failedRow({ destination: rows.key, payload: row.slice(), message, cause: error.cause })
+  )
+  Split.recycle(st.pool, rows.buffer)
+  const projection = st.prepareEnv.projections.get(rows.key)
+  if (projection !== undefined) {
+    Projection.takenAway(projection, Projection.batchStamp(rows.seals, rows.sealsBatch), rows.body.length)
+  }
+  return st.core.resolved([{
+    key: rows.key,
+    units: rows.count,
+    bytes: rows.bytes,
+    permitBytes: rows.body.length + rows.slack
+  }]).pipe(Effect.andThen(Effect.forEach(failures, st.core.route, { discard: true })))
+}
+
+/**
+ * The owner's side of a slice: batched on its open destination, or held while the destination
+ * opens on a fiber of its own (the first slice of a table starts the open).
+ */
+const admit = <A, E, R>(
+  st: State<A, E, R>,
+  rows: Prepare.Rows,
+  now: number
+): Effect.Effect<void, BigQueryError> =>
+  Effect.suspend(() => {
+    const d = st.destinations.get(rows.key)
+    if (d !== undefined) return batchRows(st, d, rows, now)
+    const waiting = st.opening.get(rows.key)
+    if (waiting !== undefined) {
+      waiting.push(rows)
+      st.parked.sent()
+      return Effect.void
+    }
+    st.opening.set(rows.key, [rows])
+    return st.core.fork(
+      (st.mode === undefined
+        ? Destination.open(st.client, st.settings, rows.destination, now, st.pool, st.backlog)
+        : st.mode.open(rows.destination, now, st.pool, st.backlog)).pipe(
+          // a defect (user code that threw: `tableCreateOptions`, CDC table options) must come back
+          // too: an open that never reports leaves the table opening and every barrier waiting
+          Effect.catchDefect((defect) => Effect.fail(openDied(rows.key, defect))),
+          Effect.result,
+          Effect.flatMap((result) => st.core.offer({ _tag: "Opened", key: rows.key, result }))
+        )
+    )
+  })
+
+/** The terminal error of an open that died, naming its table. */
+const openDied = (key: string, defect: unknown): BigQueryError =>
+  new BigQueryError({
+    reason: new TableAdminFailed({
+      method: "open",
+      destination: key,
+      status: 0,
+      detail: `opening the table died: ${defect instanceof Error ? defect.message : String(defect)}`,
+      cause: defect
+    })
+  })
+
+/** The open of a destination finished: its waiting slices are batched and sent, or routed or failed. */
+const opened = <A, E, R>(st: State<A, E, R>, event: Opened): Effect.Effect<void, BigQueryError> =>
+  Effect.gen(function*() {
+    const waiting = st.opening.get(event.key) ?? []
+    st.opening.delete(event.key)
+    st.parked.taken(Math.max(0, waiting.length - 1))
+    const result = event.result
+    if (result._tag === "Failure") {
+      Prepare.forget(st.prepareEnv, event.key)
+      for (const rows of waiting) yield* schemaFailed(st, rows, result.failure)
+      return
+    }
+    const d = result.success
+    st.destinations.set(event.key, d)
+    yield* st.core.gauge(metrics.openDestinations, 1)
+    const now = yield* Clock.currentTimeMillis
+    // the first slice goes at once (nothing in flight yet), the others follow its answer
+    for (const rows of waiting) yield* batchRows(st, d, rows, now)
+  })
+
+/** A slice on its open destination: the schema re-read when it changed, then its rows batched. */
+const batchRows = <A, E, R>(
+  st: State<A, E, R>,
+  d: Destination.Destination,
+  rows: Prepare.Rows,
+  now: number
+): Effect.Effect<void, BigQueryError> =>
+  Effect.gen(function*() {
+    d.lastUsedMillis = now
+    if (d.schemaPushed || (rows.fingerprint !== d.fingerprint && !Equal.equals(rows.fingerprint, d.fingerprint))) {
+      // the rows before were encoded with the old schema: they go first
+      yield* cut(st, d, true)
+      const next = yield* Effect.result(Destination.readSchema(st.settings, d.destination))
+      if (next._tag === "Failure") return yield* schemaFailed(st, rows, next.failure)
+      d.schema = next.success.schema
+      d.descriptor = next.success.descriptor
+      d.fingerprint = next.success.fingerprint
+      d.schemaPushed = false
+    }
+    yield* appendRows(st, d, rows)
+    yield* sendIfIdle(st, d)
+  })
+
+const noVerdict: Verdict<Accounted, BigQueryFailure, never> = {
+  written: [],
+  routed: [],
+  resend: [],
+  repair: [],
+  retry: undefined,
+  terminal: undefined
+}
+
+/**
+ * The verdict on an append, once its repair loop is over: its rows written (the survivors of row
+ * errors) and routed (those the service rejected); a failure is the writer's.
+ */
+const judge = <A, E, R>(
+  st: State<A, E, R>,
+  request: Request,
+  exit: Outcome
+): Effect.Effect<Verdict<Accounted, BigQueryFailure, BigQueryError | E>> =>
+  Effect.suspend(() => {
+    const { d } = request
+    d.inFlight--
+    if (Exit.isFailure(exit)) return Effect.as(st.core.failCause(exit.cause), noVerdict)
+    // the rows batched while this append was out go now, unless another of d's appends is still out
+    const verdict = Effect.tap(verdictOf(st, request, exit.value), () => sendIfIdle(st, d))
+    return st.mode === undefined ? verdict : Effect.andThen(st.mode.answered(request, exit, st.core.send), verdict)
+  })
+
+const verdictOf = <A, E, R>(
+  st: State<A, E, R>,
+  request: Request,
+  o: PendingAppend.Outcome
+): Effect.Effect<Verdict<Accounted, BigQueryFailure, BigQueryError | E>> =>
+  Effect.suspend(() => {
+    const { d, item, sealed } = request
+    // answered: nothing refers to the batch's buffer any more (routed rows keep copies)
+    Split.recycle(st.pool, sealed.buffer)
+    if (o.schemaPushed) d.schemaPushed = true
+    const key = item.key
+    const verdict: Verdict<Accounted, BigQueryFailure, BigQueryError | E> = {
+      ...noVerdict,
+      written: [{ key, units: o.written, bytes: o.bytes, permitBytes: item.permitBytes }],
+      // the routed rows take the rest of the batch's units and bytes (its permit went with the survivors)
+      routed: o.failed.map((failure, i) => ({
+        item: { key, units: 1, bytes: i === 0 ? item.bytes - o.bytes : 0, permitBytes: 0 },
+        failure
+      }))
+    }
+    if (o.retries === 0) return Effect.succeed(verdict)
+    st.core.counters.add(key, "retries", o.retries)
+    return Effect.as(metrics.countRecords(metrics.appendRetries, o.retries, undefined), verdict)
+  })
+
+/** Forgets destinations idle longer than `destinationIdleTimeout` with nothing pending. */
+const evictIdle = <A, E, R>(st: State<A, E, R>, now: number): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const idle = Duration.toMillis(st.settings.stream.destinationIdleTimeout)
+    const evicted: Array<Destination.Destination> = []
+    for (const [key, d] of st.destinations) {
+      if (
+        now - d.lastUsedMillis > idle && d.inFlight === 0 && d.batch.count === 0 &&
+        (st.mode === undefined || st.mode.evictable(d))
+      ) {
+        st.destinations.delete(key)
+        Prepare.forget(st.prepareEnv, key)
+        evicted.push(d)
+      }
+    }
+    if (evicted.length === 0) return Effect.void
+    return Effect.andThen(
+      Effect.forEach(evicted, (d) => d.slot.close, { discard: true }),
+      st.core.gauge(metrics.openDestinations, -evicted.length)
+    )
+  })
+
+const stallMessage = <A, E, R>(st: State<A, E, R>, waited: number) => {
+  const tables = [...st.destinations].filter(([, d]) => d.inFlight > 0).map(([key]) => key).toSorted()
+  return {
+    message: `BigQuery has answered no AppendRows request for ${Math.floor(waited / 1000)} s: ` +
+      `${st.core.requestsInFlight()} appends in flight, to ${tables.join(", ")}`,
+    destinations: tables.join(",")
+  }
+}
+
+/** A writer's state before its first record. */
+const initialState = <A, E, R>(
+  settings: Settings<A, E, R>,
+  client: BigQueryClientService,
+  core: BigQueryCore<BigQueryError | E>,
+  mode: Mode | undefined
+): State<A, E, R> => {
+  const s = settings.stream
+  const pool = Split.makePool(s.maxAppendRequestBytes, 32)
+  return {
+    core,
+    client,
+    settings,
+    destinations: new Map(),
+    opening: new Map(),
+    pool,
+    backlog: SendBacklog.make(),
+    // as many slices parked behind opens as the core stages for the owner
+    parked: SendBacklog.make(maxStagedSlices),
+    prepareEnv: {
+      resolve: settings.resolve,
+      serializer: settings.serializer,
+      maxAppendRequestBytes: s.maxAppendRequestBytes,
+      pool,
+      sizeHints: new Map(),
+      projections: new Map()
+    },
+    maxBytes: s.maxAppendRequestBytes,
+    fit: { end: 0, count: 0, bytes: 0 },
+    mode
+  }
+}
+
+/** Builds the backend on the core; the destinations' connections close with the writer's scope. @internal */
+export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClientService, mode?: Mode) =>
+(
+  core: BigQueryCore<BigQueryError | E>
+): Effect.Effect<
+  BigQueryBackend<A, BigQueryError | E, R> & {
+    /** What `prepare` keeps per destination on the caller's side (bounded by eviction). */
+    readonly prepareEnv: Prepare.Env<A>
+  },
+  never,
+  Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const st = initialState(settings, client, core, mode)
+    yield* Effect.addFinalizer(() => Effect.forEach(st.destinations.values(), (d) => d.slot.close, { discard: true }))
+    return {
+      name: "BigQuerySink",
+      // a record routed as it is admitted fails the write that brought it when the handler fails
+      writeAwaitsRouted: true,
+      sliceRecords,
+      admissionGate: () => st.backlog.wait() ?? st.parked.wait(),
+      prepare: (records, limits) => Prepare.prepare(st.prepareEnv, records, limits),
+      admit: (rows, now) => admit(st, rows, now),
+      cutAll: Effect.suspend(() =>
+        Effect.forEach(st.destinations.values(), (d) => cut(st, d, true), { discard: true })
+      ),
+      tick: () => Effect.void,
+      call: (request) =>
+        Effect.exit(
+          mode === undefined
+            ? PendingAppend.run(client, settings, request.d, batchOf(request))
+            : mode.call(request)
+        ),
+      judge: (request, outcome) => judge(st, request, outcome),
+      resend: () => Effect.void,
+      repair: () => Effect.void,
+      onEvent: (event) => (event._tag === "Opened" ? opened(st, event) : event.run(st.destinations)),
+      onResolved: () => Effect.void,
+      busy: () => st.opening.size > 0,
+      evictIdle: (now) => evictIdle(st, now),
+      stallMessage: (waited) => stallMessage(st, waited),
+      prepareEnv: st.prepareEnv
+    }
+  })

@@ -1,0 +1,340 @@
+/**
+ * The per-record hot path of a BigQuery `write`, on the caller's fiber (the writer core's
+ * `Backend.prepare`): resolve each record's destination, read the serializer's fingerprint, and
+ * encode the row in place into a slice buffer of its destination. Plain synchronous code; the owner
+ * then appends each slice to its destination's batch in one copy (`batches.ts`).
+ *
+ * **Details**
+ *
+ * - A slice holds the rows of one destination under one fingerprint, at most
+ *   `min(maxAppendRequestBytes, maxInFlightBytes)` of frames (a row alone may be more): the permit it
+ *   takes is its frames' size, clamped to the bound.
+ * - User code (the resolver, `fingerprint`, `serialize`, `encodeInto`) may throw. The loop runs under
+ *   one `Effect.try` per stretch, not one per record; the cursor names the record and what was running
+ *   when it threw, so the record is routed (an unroutable one for the resolver, a failed row of its
+ *   destination for the others, half-written bytes dropped) and the loop resumes after it.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Equal from "effect/Equal"
+import { type BigQueryFailure, failedRow, type UnroutableRecord } from "../../../BigQuery/BigQueryFailure.ts"
+import type { RowSerializer } from "../../../BigQuery/RowSerializer.ts"
+import * as TableDestination from "../../../BigQuery/TableDestination.ts"
+import { unresolved } from "../../../Sink/FailedElement.ts"
+import type { Limits, Prepared, Slice } from "../../core/backend.ts"
+import { bodyIn, maxRowBytes } from "../transport/appendRequest.ts"
+import * as Projection from "./projection.ts"
+import * as Split from "./split.ts"
+
+/**
+ * One destination's rows of a slice: framed as a `ProtoRows` body in `buffer` (given back to the
+ * slice pool once the owner copied them), all encoded under `fingerprint`.
+ *
+ * @internal
+ */
+export interface Rows {
+  readonly destination: TableDestination.TableDestination
+  readonly key: string
+  readonly fingerprint: unknown
+  readonly body: Uint8Array
+  readonly buffer: Buffer
+  readonly count: number
+  readonly bytes: number
+  /** The slice's permit bytes less its frames (negative only for one row over the in-flight bound). */
+  readonly slack: number
+  /** Its rows complete a batch: the owner sends the batch once they are in. */
+  readonly sealsBatch: boolean
+  /** Its stamp in its destination's projection (`Projection.offer`). */
+  readonly seals: number
+}
+
+/** The user code running when a record's handling threw. @internal */
+export type Stage = "destinationResolver" | "fingerprint" | "serialize" | "encodeInto"
+
+/** The rows of one destination being framed. */
+interface Builder {
+  readonly destination: TableDestination.TableDestination
+  readonly key: string
+  readonly fingerprint: unknown
+  readonly batch: Split.Batch
+  /** Its destination's projection, made when its first slice is emitted (skipped rows leave none). */
+  projection: Projection.Projection | undefined
+  /** Frames this builder may take before the batch it feeds is full. */
+  room: number
+}
+
+/** What `prepare` reads: the sink's resolver and serializer, the slice pool and size hints. @internal */
+export interface Env<A> {
+  readonly resolve: TableDestination.DestinationResolver<A>
+  readonly serializer: RowSerializer<A>
+  readonly maxAppendRequestBytes: number
+  /** Buffers of slices the owner has copied, for the next ones (one thread: no fiber waits on it). */
+  readonly pool: Split.Pool
+  /**
+   * The frame bytes of each destination's last slice: the buffer the next one starts with. Both
+   * maps hold destinations the writer has open or opening: eviction {@link forget}s them.
+   */
+  readonly sizeHints: Map<string, number>
+  readonly projections: Map<string, Projection.Projection>
+}
+
+/**
+ * Drops what the caller's side keeps for a destination the writer no longer holds (evicted, or
+ * failed to open), so a resolver over ever new tables keeps these maps bounded. @internal
+ */
+export const forget = <A>(env: Env<A>, key: string): void => {
+  env.sizeHints.delete(key)
+  env.projections.delete(key)
+}
+
+interface Cursor<A> {
+  readonly rows: ReadonlyArray<A>
+  readonly cut: number
+  readonly maxBytes: number
+  i: number
+  stage: Stage
+  builder: Builder | undefined
+  lastResolution: TableDestination.TableDestination | undefined
+  /** The resolved destination of record `i` while its fingerprint is read (a throw is routed there). */
+  fingerprintKey: string
+  rowAt: number
+  readonly builders: Map<string, Builder>
+  readonly out: { slices: Array<Slice<Rows>>; routed: Array<BigQueryFailure>; skipped: Array<string> }
+}
+
+const unroutable = (payload: Uint8Array | undefined, message: string, cause: unknown): UnroutableRecord => ({
+  _tag: "UnroutableRecord",
+  connector: "bigquery",
+  destination: unresolved,
+  payload,
+  message,
+  ...(cause === undefined ? {} : { cause })
+})
+
+const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
+
+/** Past this many bytes, a slice is expected to fill its buffer: it takes a full-size pooled one. */
+const largeSlice = 16 * 1024
+
+const sizeOf = (pool: Split.Pool, hint: number): number => (hint >= largeSlice ? pool.capacity : hint)
+
+const startBuilder = <A>(
+  c: Cursor<A>,
+  env: Env<A>,
+  destination: TableDestination.TableDestination,
+  key: string,
+  fingerprint: unknown
+): Builder => {
+  const projection = env.projections.get(key)
+  const builder = {
+    destination,
+    key,
+    fingerprint,
+    // a destination whose last slice was large starts on a full-size pooled buffer
+    batch: Split.sized(env.pool, sizeOf(env.pool, env.sizeHints.get(key) ?? 0)),
+    projection,
+    room: Math.max(0, env.maxAppendRequestBytes - (projection?.frames ?? 0))
+  }
+  c.builders.set(key, builder)
+  return builder
+}
+
+/** Offers `body` (`count` rows of `bytes` bytes framed in `buffer`) as a slice of `b`'s destination. */
+const emit = <A>(
+  c: Cursor<A>,
+  env: Env<A>,
+  b: Builder,
+  rows: { readonly body: Uint8Array; readonly buffer: Buffer; readonly count: number; readonly bytes: number },
+  sealsBatch: boolean
+): void => {
+  const frames = rows.body.length
+  const permitBytes = Math.min(frames, c.maxBytes)
+  env.sizeHints.set(b.key, frames)
+  let projection = b.projection
+  if (projection === undefined) {
+    projection = env.projections.get(b.key) ?? Projection.make()
+    env.projections.set(b.key, projection)
+    b.projection = projection
+  }
+  const seals = Projection.offer(projection, frames, sealsBatch)
+  c.out.slices.push({
+    payload: {
+      destination: b.destination,
+      key: b.key,
+      fingerprint: b.fingerprint,
+      body: rows.body,
+      buffer: rows.buffer,
+      count: rows.count,
+      bytes: rows.bytes,
+      slack: permitBytes - frames,
+      sealsBatch,
+      seals
+    },
+    units: rows.count,
+    bytes: rows.bytes,
+    permitBytes
+  })
+}
+
+/** Closes a builder's rows as a slice (nothing when it has none). */
+const finish = <A>(c: Cursor<A>, env: Env<A>, b: Builder): void => {
+  const batch = b.batch
+  if (batch.count === 0) return
+  const w = batch.writer
+  emit(c, env, b, { body: bodyIn(w.buf, w.pos), buffer: w.buf, count: batch.count, bytes: batch.bytes }, false)
+}
+
+/**
+ * The builder of record `c.i`'s destination, or `undefined` when the record was routed. The user
+ * code (resolver, fingerprint) runs before the cursor changes: a throw leaves the cursor as the last
+ * record left it, so the next record is matched against a builder and resolution that agree.
+ */
+const builderOf = <A>(c: Cursor<A>, env: Env<A>, record: A): Builder | undefined => {
+  c.stage = "destinationResolver"
+  const last = c.lastResolution
+  const resolved = env.resolve(record)
+  let resolution: TableDestination.TableDestination
+  // the last row's destination again (the common case) was checked then: `instanceof` walks the
+  // destination's prototype chain, a third of this function's time on a static table
+  if (resolved === last && last !== undefined) resolution = last
+  else if (TableDestination.isUnroutable(resolved)) {
+    c.out.routed.push(unroutable(resolved.payload, resolved.reason, undefined))
+    return undefined
+  } else resolution = resolved
+  let b = c.builder
+  const moved = b === undefined || resolution !== last
+  const key = moved || b === undefined ? resolution.toString() : b.key
+  if (moved) b = c.builders.get(key)
+  const fingerprintOf = env.serializer.fingerprint
+  let fingerprint: unknown = undefined
+  let stale = false
+  if (fingerprintOf !== undefined) {
+    c.stage = "fingerprint"
+    c.fingerprintKey = key
+    fingerprint = fingerprintOf(resolution)
+    stale = b !== undefined && fingerprint !== b.fingerprint && !Equal.equals(fingerprint, b.fingerprint)
+  }
+  c.lastResolution = resolution
+  if (stale && b !== undefined) {
+    finish(c, env, b)
+    b = undefined
+  }
+  if (b === undefined) b = startBuilder(c, env, resolution, key, fingerprint)
+  c.builder = b
+  return b
+}
+
+/** Frames `record` into `b`: the row's length, or `undefined` when it was skipped or routed. */
+const encode = <A>(c: Cursor<A>, env: Env<A>, b: Builder, record: A): number | undefined => {
+  const batch = b.batch
+  const encodeInto = env.serializer.encodeInto
+  if (encodeInto !== undefined) {
+    c.stage = "encodeInto"
+    const at = (c.rowAt = Split.beginRow(batch))
+    const result = encodeInto(batch.writer, record, b.destination)
+    if (result === undefined) return Split.endRow(batch, at)
+    Split.cancelRow(batch, at)
+    c.rowAt = -1
+    if (result === null) c.out.skipped.push(b.key)
+    else c.out.routed.push(failedRow({ destination: b.key, message: result.message, cause: result }))
+    return undefined
+  }
+  c.stage = "serialize"
+  const row = env.serializer.serialize(record, b.destination)
+  if (row === null) {
+    c.out.skipped.push(b.key)
+    return undefined
+  }
+  if (!(row instanceof Uint8Array)) {
+    c.out.routed.push(failedRow({ destination: b.key, message: row.message, cause: row }))
+    return undefined
+  }
+  c.rowAt = Split.appendRow(batch, row)
+  return row.length
+}
+
+/** Runs the loop from record `c.i` to the end. May throw (user code): see {@link threw}. */
+const run = <A>(c: Cursor<A>, env: Env<A>): void => {
+  const rows = c.rows
+  while (c.i < rows.length) {
+    const record = rows[c.i] as A
+    const b = builderOf(c, env, record)
+    const length = b === undefined ? undefined : encode(c, env, b, record)
+    const at = c.rowAt
+    c.rowAt = -1
+    c.i++
+    if (b === undefined || length === undefined) continue
+    const batch = b.batch
+    if (Split.isOversize(length)) {
+      const payload = Split.rowCopy(batch, length)
+      Split.cancelRow(batch, at)
+      c.out.routed.push(failedRow({
+        destination: b.key,
+        payload,
+        message: `row of ${length} bytes exceeds the ${maxRowBytes}-byte row limit; not sent`
+      }))
+      continue
+    }
+    // the row that would take the batch it feeds over the limit starts the next one
+    const full = Split.admit(env.pool, batch, at, length, b.room, false)
+    if (full !== undefined) {
+      emit(c, env, b, full, true)
+      b.room = env.maxAppendRequestBytes
+    } else if (Split.frameBytes(batch) >= c.cut) {
+      finish(c, env, b)
+      startBuilder(c, env, b.destination, b.key, b.fingerprint)
+      c.builder = undefined
+    }
+  }
+}
+
+/** User code handling record `c.i` threw `cause`: the record is routed and the loop moves past it. */
+const threw = <A>(c: Cursor<A>, cause: unknown): void => {
+  const message = `the ${c.stage} threw: ${describe(cause)}`
+  const b = c.builder
+  if (c.stage === "fingerprint") c.out.routed.push(failedRow({ destination: c.fingerprintKey, message, cause }))
+  else if (c.stage === "destinationResolver" || b === undefined) {
+    c.out.routed.push(unroutable(undefined, message, cause))
+  } else {
+    if (c.rowAt >= 0) Split.cancelRow(b.batch, c.rowAt)
+    c.out.routed.push(failedRow({ destination: b.key, message, cause }))
+  }
+  c.rowAt = -1
+  c.i++
+}
+
+/**
+ * Prepares a run of records into slices (one destination and fingerprint each), routed failures
+ * and skipped records, with one `Effect.try` per stretch of records between two throws.
+ *
+ * @internal
+ */
+export const prepare = <A>(
+  env: Env<A>,
+  records: ReadonlyArray<A>,
+  limits: Limits
+): Effect.Effect<Prepared<Rows, BigQueryFailure>> =>
+  Effect.gen(function*() {
+    const c: Cursor<A> = {
+      rows: records,
+      cut: Math.min(env.maxAppendRequestBytes, limits.maxBytes),
+      maxBytes: limits.maxBytes,
+      i: 0,
+      stage: "destinationResolver",
+      builder: undefined,
+      lastResolution: undefined,
+      fingerprintKey: "",
+      rowAt: -1,
+      builders: new Map(),
+      out: { slices: [], routed: [], skipped: [] }
+    }
+    const stretch = Effect.result(Effect.try({ try: () => run(c, env), catch: (cause) => ({ thrown: cause }) }))
+    for (;;) {
+      const result = yield* stretch
+      if (result._tag === "Success") break
+      threw(c, result.failure.thrown)
+    }
+    for (const b of c.builders.values()) finish(c, env, b)
+    return c.out
+  })

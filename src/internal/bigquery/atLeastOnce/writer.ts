@@ -1,0 +1,98 @@
+/**
+ * The at-least-once BigQuery writer: the writer core (`internal/core/`) with the BigQuery backend
+ * (`backend.ts`). The core opens the failure handler, runs the owner fiber, admits rows under the
+ * writer-global in-flight bounds (`maxInflightBytes`; `maxInflightRequests` appends in flight, the
+ * others waiting in order), routes failures, keeps the counters and gauges, and closes after success
+ * with a barrier (release without flushing after a failure or an interruption).
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import { BigQueryClient, type BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
+import type { BigQueryError } from "../../../BigQuery/BigQueryError.ts"
+import type { BigQueryFailure } from "../../../BigQuery/BigQueryFailure.ts"
+import type { Writer } from "../../../Sink/Writer.ts"
+import type { Accounted, Limits } from "../../core/backend.ts"
+import * as core from "../../core/writer.ts"
+import * as deadline from "../../wire/deadline.ts"
+import * as metrics from "../metrics.ts"
+import type { Settings, StreamSettings } from "../options.ts"
+import * as Backend from "./backend.ts"
+import type * as Prepare from "./prepare.ts"
+
+/**
+ * The core's in-flight bounds for BigQuery, which bounds requests and bytes, not rows: at most
+ * `maxInflightRequests` appends in flight (the others wait in order), and rows admitted but not yet
+ * written (batched, queued or in flight) wait once they hold `maxInflightBytes`, or what
+ * `maxInflightRequests` full appends carry if that is less (admission waits for the request window).
+ *
+ * @internal
+ */
+export const limitsOf = (s: StreamSettings): Limits => ({
+  maxUnits: Number.MAX_SAFE_INTEGER,
+  maxBytes: Math.min(s.maxInflightBytes, s.maxInflightRequests * s.maxAppendRequestBytes),
+  maxRequests: s.maxInflightRequests
+})
+
+/**
+ * Builds the writer in the current scope: opens the failure handler now (closed with the scope),
+ * flushes when the scope closes after success if anything was written since the last flush, and
+ * releases everything without flushing after a failure or an interruption.
+ *
+ * @internal
+ */
+export const make = <A, E, R>(
+  settings: Settings<A, E, R>
+): Effect.Effect<Writer<A, BigQueryError | E>, E, BigQueryClient | R | Scope.Scope> => makeWith(settings)
+
+/**
+ * `make` with the exactly-once mode plugged in (`exactlyOnce/mode.ts`), handing the core the backend
+ * runs on to `onCore` (the checkpoint's participant reaches the owner through it).
+ *
+ * @internal
+ */
+export const makeWith = <A, E, R>(
+  settings: Settings<A, E, R>,
+  exactlyOnce?: {
+    readonly mode: (client: BigQueryClientService) => Backend.Mode
+    readonly onCore: (core: Backend.BigQueryCore<BigQueryError | E>) => void
+  }
+): Effect.Effect<Writer<A, BigQueryError | E>, E, BigQueryClient | R | Scope.Scope> =>
+  Effect.gen(function*() {
+    const client = yield* BigQueryClient
+    const s = settings.stream
+    return yield* core.make<
+      A,
+      Prepare.Rows,
+      Accounted,
+      Backend.Request,
+      Backend.Outcome,
+      Backend.Event,
+      BigQueryFailure,
+      BigQueryError | E,
+      R,
+      never,
+      E
+    >({
+      handler: settings.failureHandler,
+      limits: limitsOf(s),
+      retry: s.retry,
+      recovery: s.recovery,
+      metrics: {
+        // one counter: with per-destination metrics it is counted once, with the attribute
+        recordsSendErrors: s.perDestinationMetrics ? undefined : metrics.recordsSendErrors,
+        recordsSkipped: metrics.recordsSkipped,
+        destinationSendErrors: s.perDestinationMetrics ? metrics.recordsSendErrors : undefined,
+        inFlightRequests: metrics.inFlightBatches,
+        perDestination: s.perDestinationMetrics
+      },
+      backend: (bqCore) => {
+        exactlyOnce?.onCore(bqCore)
+        return Backend.make(settings, client, exactlyOnce?.mode(client))(bqCore)
+      }
+    })
+  }).pipe(
+    // the deadline of the client's unary calls (GetWriteStream, tables.*), inherited by the writer's fibers
+    Effect.provideService(deadline.AdminTimeout, settings.stream.adminTimeout)
+  )

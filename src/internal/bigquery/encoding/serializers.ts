@@ -1,0 +1,78 @@
+/**
+ * Building `RowSerializer` values whose in-place writer (`encodeInto`) cannot outlive the
+ * `serialize` it belongs to: it is a non-enumerable property, so an object spread
+ * (`{ ...serializer, serialize: f }`) drops it and the sink calls the overriding `serialize`.
+ * Combinators (`filter`, `contramap`) wrap both functions, keeping the fast path.
+ *
+ * @internal
+ */
+import type { RowBuffer, RowSerializationError, RowSerializer } from "../../../BigQuery/RowSerializer.ts"
+import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
+
+/** The in-place writer of a serializer. @internal */
+export type EncodeInto<A> = (
+  buffer: RowBuffer,
+  element: A,
+  destination: TableDestination
+) => undefined | null | RowSerializationError
+
+/** The fields of a serializer other than `encodeInto`. @internal */
+export type Fields<A> = Omit<RowSerializer<A>, "encodeInto">
+
+/**
+ * A serializer with `encodeInto`, when given, as a non-enumerable (and read-only) own property.
+ *
+ * @internal
+ */
+export const make = <A>(fields: Fields<A>, encodeInto: EncodeInto<A> | undefined): RowSerializer<A> => {
+  const serializer: RowSerializer<A> = {
+    tableSchema: fields.tableSchema,
+    serialize: fields.serialize,
+    ...(fields.descriptor === undefined ? {} : { descriptor: fields.descriptor }),
+    ...(fields.fingerprint === undefined ? {} : { fingerprint: fields.fingerprint })
+  }
+  return encodeInto === undefined
+    ? serializer
+    : Object.defineProperty(serializer, "encodeInto", { value: encodeInto, enumerable: false, writable: false })
+}
+
+/** Records failing `predicate` are skipped (`null`), on both paths. @internal */
+export const filter = <A>(
+  self: RowSerializer<A>,
+  predicate: (element: A, destination: TableDestination) => boolean
+): RowSerializer<A> => {
+  const { encodeInto, serialize } = self
+  return make(
+    {
+      ...fieldsOf(self),
+      serialize: (element, destination) => predicate(element, destination) ? serialize(element, destination) : null
+    },
+    encodeInto === undefined ?
+      undefined :
+      (buffer, element, destination) =>
+        predicate(element, destination) ? encodeInto(buffer, element, destination) : null
+  )
+}
+
+/** Records of type `B` serialized as `f(record)`, on both paths. @internal */
+export const contramap = <A, B>(
+  self: RowSerializer<A>,
+  f: (element: B, destination: TableDestination) => A
+): RowSerializer<B> => {
+  const { encodeInto, serialize } = self
+  return make<B>(
+    {
+      ...fieldsOf(self),
+      serialize: (element, destination) => serialize(f(element, destination), destination)
+    },
+    encodeInto === undefined ?
+      undefined :
+      (buffer, element, destination) => encodeInto(buffer, f(element, destination), destination)
+  )
+}
+
+const fieldsOf = <A>(self: RowSerializer<A>): Omit<Fields<A>, "serialize"> => ({
+  tableSchema: self.tableSchema,
+  ...(self.descriptor === undefined ? {} : { descriptor: self.descriptor }),
+  ...(self.fingerprint === undefined ? {} : { fingerprint: self.fingerprint })
+})

@@ -1,0 +1,210 @@
+/**
+ * REST table calls through `@google-cloud/bigquery` (the driver edge): get with its etag, insert
+ * with 409 as success, etag-conditioned schema patch; and the retry of rate limits and 5xx on the
+ * recovery budget (reference 2.11).
+ *
+ * @internal
+ */
+import type { BigQuery, TableField, TableMetadata } from "@google-cloud/bigquery"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import { BigQueryError, TableAdminFailed } from "../../../BigQuery/BigQueryError.ts"
+import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
+import * as TableSchema from "../../../BigQuery/TableSchema.ts"
+import { type AnyPolicy, toSchedule } from "../../core/retrySchedule.ts"
+import * as deadline from "../../wire/deadline.ts"
+import * as metrics from "../metrics.ts"
+import { type AdminVerdict, classifyAdmin } from "../transport/classify.ts"
+
+/** A REST failure: HTTP status (undefined for transport errors) and the first error reason. @internal */
+export interface AdminFailure {
+  readonly _tag: "AdminFailure"
+  readonly method: "insert" | "get" | "patch" | "query"
+  readonly status: number | undefined
+  readonly reason: string | undefined
+  readonly message: string
+  readonly cause: unknown
+}
+
+/** A REST failure from a driver error. @internal */
+export const adminFailure = (method: AdminFailure["method"], cause: unknown): AdminFailure => {
+  const status = Predicate.isObject(cause) && Predicate.isNumber(cause["code"]) ? cause["code"] : undefined
+  const errors = Predicate.isObject(cause) ? cause["errors"] : undefined
+  const first: unknown = Array.isArray(errors) ? errors[0] : undefined
+  const reason = Predicate.isObject(first) && Predicate.isString(first["reason"]) ? first["reason"] : undefined
+  const message = Predicate.isObject(cause) && Predicate.isString(cause["message"]) ? cause["message"] : String(cause)
+  return { _tag: "AdminFailure", method, status, reason, message, cause }
+}
+
+/** @internal */
+export const verdictOf = (failure: AdminFailure): AdminVerdict =>
+  classifyAdmin(failure.method, failure.status, failure.reason)
+
+/** @internal */
+export const toError = (destination: TableDestination, failure: AdminFailure): BigQueryError =>
+  new BigQueryError({
+    reason: new TableAdminFailed({
+      method: `tables.${failure.method}`,
+      destination: destination.toString(),
+      status: failure.status ?? 0,
+      detail: failure.reason === undefined ? failure.message : `${failure.reason}: ${failure.message}`,
+      cause: failure.cause
+    })
+  })
+
+/** The live table: its schema as REST JSON and its etag (and the whole resource). @internal */
+export interface LiveTable {
+  readonly schema: unknown
+  readonly etag: string | undefined
+  readonly metadata: unknown
+}
+
+/**
+ * A REST call with its deadline (`timeout`, else the fiber's `AdminTimeout`): past it the call is
+ * abandoned, logged, and fails without an HTTP status, which `classifyAdmin` retries.
+ *
+ * @internal
+ */
+export const withDeadline = <A>(
+  method: AdminFailure["method"],
+  destination: TableDestination,
+  timeout: Duration.Duration | undefined,
+  call: Effect.Effect<A, AdminFailure>
+): Effect.Effect<A, AdminFailure> =>
+  Effect.flatMap(deadline.adminTimeout(timeout), (limit) =>
+    deadline.within(call, {
+      method: `tables.${method}`,
+      target: destination.toString(),
+      timeout: limit,
+      onTimeout: () =>
+        adminFailure(method, new Error(deadline.message(`tables.${method}`, destination.toString(), limit)))
+    }))
+
+const tableOf = (rest: BigQuery, destination: TableDestination) =>
+  rest.dataset(destination.datasetId, { projectId: destination.projectId }).table(destination.tableId)
+
+/** `tables.get`; a missing table is `undefined`. @internal */
+export const get = (
+  rest: BigQuery,
+  destination: TableDestination,
+  timeout?: Duration.Duration
+): Effect.Effect<LiveTable | undefined, AdminFailure> =>
+  withDeadline(
+    "get",
+    destination,
+    timeout,
+    Effect.tryPromise({
+      try: () => tableOf(rest, destination).getMetadata(),
+      catch: (cause) => adminFailure("get", cause)
+    })
+  ).pipe(
+    Effect.map(([metadata]): LiveTable => ({
+      schema: Predicate.isObject(metadata) ? metadata["schema"] : undefined,
+      etag: Predicate.isObject(metadata) && Predicate.isString(metadata["etag"]) ? metadata["etag"] : undefined,
+      metadata
+    })),
+    Effect.catchIf((f) => f.status === 404, () => Effect.undefined)
+  )
+
+/** `tables.insert`; a 409 (another writer won) is success. @internal */
+export const insert = (
+  rest: BigQuery,
+  destination: TableDestination,
+  resource: Record<string, unknown>,
+  timeout?: Duration.Duration
+): Effect.Effect<"created" | "exists", AdminFailure> =>
+  withDeadline(
+    "insert",
+    destination,
+    timeout,
+    Effect.tryPromise({
+      try: () =>
+        rest.dataset(destination.datasetId, { projectId: destination.projectId }).createTable(
+          destination.tableId,
+          resource
+        ),
+      catch: (cause) => adminFailure("insert", cause)
+    })
+  ).pipe(
+    Effect.as("created" as const),
+    Effect.catchIf((f) => verdictOf(f) === "exists", () => Effect.succeed("exists" as const))
+  )
+
+/** The client's typings want mutable arrays and no `undefined` values. */
+const mutableFields = (fields: ReadonlyArray<TableSchema.RestField>): Array<TableField> =>
+  fields.map((f) => {
+    const out: TableField = { name: f.name, type: f.type }
+    if (f.mode !== undefined) out.mode = f.mode
+    if (f.description !== undefined) out.description = f.description
+    if (f.defaultValueExpression !== undefined) out.defaultValueExpression = f.defaultValueExpression
+    if (f.maxLength !== undefined) out.maxLength = f.maxLength
+    if (f.precision !== undefined) out.precision = f.precision
+    if (f.scale !== undefined) out.scale = f.scale
+    if (f.rangeElementType !== undefined) out.rangeElementType = { type: f.rangeElementType.type }
+    if (f.fields !== undefined) out.fields = mutableFields(f.fields)
+    return out
+  })
+
+/** Patches the schema, conditioned on `etag` (`If-Match`). @internal */
+export const patchSchema = (
+  rest: BigQuery,
+  destination: TableDestination,
+  schema: TableSchema.RestTableSchema,
+  etag: string | undefined,
+  timeout?: Duration.Duration
+): Effect.Effect<void, AdminFailure> =>
+  patch(rest, destination, { schema: { fields: mutableFields(schema.fields) } }, etag, timeout)
+
+/** Patches table fields (`schema`, `labels`), conditioned on `etag` (`If-Match`). @internal */
+export const patch = (
+  rest: BigQuery,
+  destination: TableDestination,
+  fields: TableMetadata,
+  etag: string | undefined,
+  timeout?: Duration.Duration
+): Effect.Effect<void, AdminFailure> =>
+  withDeadline(
+    "patch",
+    destination,
+    timeout,
+    Effect.tryPromise({
+      try: () => tableOf(rest, destination).setMetadata({ ...fields, ...(etag === undefined ? {} : { etag }) }),
+      catch: (cause) => adminFailure("patch", cause)
+    })
+  ).pipe(Effect.asVoid)
+
+/**
+ * Runs a REST call again while its failure is retriable, on `policy`'s schedule (at most
+ * `maxAttempts` calls, ±25 % jitter); anything else, or the last failure, is returned as is.
+ *
+ * @internal
+ */
+export const retrying = <A>(
+  call: Effect.Effect<A, AdminFailure>,
+  policy: AnyPolicy
+): Effect.Effect<A, AdminFailure> =>
+  Effect.retry(call, { schedule: toSchedule(policy), while: (f) => verdictOf(f) === "retry" })
+
+/** Creation options as REST fragments (`timePartitioning`, `clustering`). @internal */
+export type CreateResource = Record<string, unknown>
+
+/**
+ * Creates the table with `schema` and the creation options; 409 counts as created by another
+ * writer. Rate limits and 5xx are retried on `policy`.
+ *
+ * @internal
+ */
+export const create = (
+  rest: BigQuery,
+  destination: TableDestination,
+  schema: TableSchema.TableSchema,
+  options: CreateResource,
+  policy: AnyPolicy
+): Effect.Effect<"created" | "exists", BigQueryError> =>
+  retrying(
+    insert(rest, destination, { ...options, schema: TableSchema.toRest(schema) }).pipe(
+      Effect.tap(() => metrics.countRecords(metrics.tablesCreated, 1, undefined))
+    ),
+    policy
+  ).pipe(Effect.mapError((f) => toError(destination, f)))

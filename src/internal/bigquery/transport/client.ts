@@ -1,0 +1,128 @@
+/**
+ * `BigQueryClient.make` and `fromClients`: the client settings decoded with `Schema` (from untyped
+ * JavaScript or `Config` too), then the gRPC channels and the REST client built for an emulator
+ * or for production.
+ *
+ * @internal
+ */
+import type * as grpc from "@grpc/grpc-js"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import type * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import type {
+  BigQueryClientConfig,
+  BigQueryClientService,
+  fromClients as publicFromClients
+} from "../../../BigQuery/BigQueryClient.ts"
+import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import * as O from "../../options/schema.ts"
+import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
+import * as AppendChannels from "./appendChannels.ts"
+import * as credentials from "./credentials.ts"
+
+const isEmulator = (u: unknown): u is { readonly grpc: Endpoint; readonly rest: Endpoint } =>
+  O.isRecord(u) && O.isEndpoint(u.grpc) && O.isEndpoint(u.rest)
+
+const Emulator = Schema.Struct({
+  grpc: O.field(O.leaf(O.isEndpoint, O.endpoint("emulator.grpc"))),
+  rest: O.field(O.leaf(O.isEndpoint, O.endpoint("emulator.rest")))
+})
+
+/** The settings of `BigQueryClient.make`. @internal */
+export const Config = Schema.Struct({
+  projectId: O.field(O.leaf(O.isString, O.component)),
+  location: O.maybe(O.isString, O.notBlank),
+  serviceAccountKeyFile: O.maybe(O.isRedacted, O.redactedPath),
+  emulator: O.field(
+    O.object(Emulator, undefined, (u): u is typeof Emulator.Type | undefined => u === undefined || isEmulator(u))
+  ),
+  appendStreamsPerChannel: O.optional(O.isNumber, O.integer({ min: 1 }), AppendChannels.defaultStreamsPerChannel)
+})
+
+/** @internal */
+export interface Settings {
+  readonly projectId: string
+  readonly location: string | undefined
+  readonly keyFile: Redacted.Redacted<string> | undefined
+  readonly emulator: { readonly grpc: Endpoint; readonly rest: Endpoint } | undefined
+  readonly streamsPerChannel: number
+}
+
+/** Decodes the settings; a key file with an emulator is rejected. @internal */
+export const settings: (
+  config: BigQueryClientConfig
+) => Effect.Effect<Settings, SinkConfigError> = Effect.fnUntraced(function*(config: BigQueryClientConfig) {
+  const c = yield* O.decode(Config)(config)
+  if (c.emulator !== undefined && c.serviceAccountKeyFile !== undefined) {
+    return yield* O.fail("serviceAccountKeyFile", "cannot be combined with emulator: emulators take no credentials")
+  }
+  return {
+    projectId: c.projectId,
+    location: c.location,
+    keyFile: c.serviceAccountKeyFile,
+    emulator: c.emulator,
+    streamsPerChannel: c.appendStreamsPerChannel
+  }
+})
+
+/** Registers the stream budget of `write`; the channels it opens are closed with the scope. */
+const appendChannels = (write: grpc.Client, open: () => grpc.Client, streamsPerChannel: number) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const channels = AppendChannels.make(write, open, streamsPerChannel)
+      AppendChannels.register(write, channels)
+      return channels
+    }),
+    (channels) => Effect.sync(() => channels.close())
+  )
+
+const acquireChannel = (open: Effect.Effect<grpc.Client>): Effect.Effect<grpc.Client, never, Scope.Scope> =>
+  Effect.acquireRelease(open, (channel) => Effect.sync(() => channel.close()))
+
+/** `BigQueryClient.make`. @internal */
+export const make: (
+  config: BigQueryClientConfig
+) => Effect.Effect<BigQueryClientService, SinkConfigError, Scope.Scope> = Effect.fn("BigQueryClient.make")(
+  function*(config: BigQueryClientConfig) {
+    const { emulator, keyFile, location, projectId, streamsPerChannel } = yield* settings(config)
+    if (emulator !== undefined) {
+      const write = yield* acquireChannel(Effect.sync(() => credentials.emulatorChannel(emulator.grpc)))
+      yield* appendChannels(write, () => credentials.emulatorChannel(emulator.grpc, true), streamsPerChannel)
+      const rest = credentials.restClient({
+        projectId,
+        location,
+        auth: credentials.staticTokenAuth(),
+        apiEndpoint: `http://${emulator.rest.target}`
+      })
+      return { projectId, location, write, rest, emulator: true }
+    }
+    const jwt = keyFile === undefined ? undefined : yield* credentials.loadKeyFile(keyFile)
+    const auth = jwt ?? credentials.applicationDefault(projectId)
+    const write = yield* acquireChannel(Effect.sync(() => credentials.productionChannel(auth)))
+    yield* appendChannels(write, () => credentials.productionChannel(auth, true), streamsPerChannel)
+    const rest = credentials.restClient({ projectId, location, auth: jwt })
+    return { projectId, location, write, rest }
+  }
+)
+
+const isObject = (u: unknown): u is object => Predicate.isObject(u)
+
+const Clients = Schema.Struct({
+  projectId: O.field(O.leaf(O.isString, O.component)),
+  location: O.maybe(O.isString, O.notBlank),
+  write: O.field(O.leaf(isObject, O.guarded(isObject, "a grpc-js Client"))),
+  rest: O.field(O.leaf(isObject, O.guarded(isObject, "a BigQuery REST client (@google-cloud/bigquery)")))
+})
+
+/** `BigQueryClient.fromClients`: the caller's clients, checked. @internal */
+export const fromClients = (
+  clients: Parameters<typeof publicFromClients>[0]
+): Effect.Effect<BigQueryClientService, SinkConfigError> =>
+  Effect.map(O.decode(Clients)(clients), ({ location, projectId }) => ({
+    projectId,
+    location,
+    write: clients.write,
+    rest: clients.rest
+  }))

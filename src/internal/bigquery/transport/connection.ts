@@ -1,0 +1,332 @@
+/**
+ * One `AppendRows` bidi stream on the `_default` stream of one table (cf. Go's `connection.go`),
+ * driven through `@grpc/grpc-js` with hand-framed request bytes (ADR 0007).
+ *
+ * **Details**
+ *
+ * - `write_stream` goes on every request (bqemulator resolves it on each, BigQuery accepts it on
+ *   each), framed into the body's headroom. The connection's descriptor is fixed: `writer_schema` and
+ *   `trace_id` go on its first request only; a schema change opens a new connection.
+ * - Responses arrive in request order, so each append's `Deferred` waits in a FIFO. Appending
+ *   (enqueue + write) and the stream's listeners are synchronous blocks on the one JS thread, so the
+ *   FIFO has one writer at a time; the listeners only complete `Deferred`s, forwarding every
+ *   response and every `'error'` into the fibers awaiting them.
+ * - A stream error fails every waiting append with the status and the `StorageError` of the
+ *   trailers; the connection is then broken and the destination opens a new one.
+ *
+ * @internal
+ */
+import * as grpc from "@grpc/grpc-js"
+import * as Deferred from "effect/Deferred"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as deadline from "../../wire/deadline.ts"
+import { Code, fromError } from "../../wire/grpcStatus.ts"
+import * as AppendChannels from "./appendChannels.ts"
+import * as AppendRequest from "./appendRequest.ts"
+import { type AppendAnswer, decodeAnswer as decodeAppendAnswer, storageCodeOfMetadata } from "./rowErrors.ts"
+import type { SendBacklog } from "./sendBacklog.ts"
+import * as sendBacklog from "./sendBacklog.ts"
+import { encodeGetWriteStreamRequest } from "./writeProto.ts"
+
+/** The gRPC method path. @internal */
+export const appendRowsPath = "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows"
+
+/** A failed call: the status code (none for a malformed answer), message, storage error code. @internal */
+export interface StreamFailure {
+  readonly _tag: "StreamFailure"
+  readonly code: number | undefined
+  readonly message: string
+  readonly storageCode: number | undefined
+  readonly cause: unknown
+}
+
+/** @internal */
+export const streamFailure = (
+  code: number | undefined,
+  message: string,
+  cause: unknown,
+  storageCode?: number
+): StreamFailure => ({ _tag: "StreamFailure", code, message, storageCode, cause })
+
+/** @internal */
+export interface Connection {
+  readonly id: number
+  /** The encoded `DescriptorProto` every row on this connection was encoded with. */
+  readonly descriptor: Uint8Array
+  /**
+   * Sends one request with a `ProtoRows` body (a sealed batch buffer from `Split.seal`, or
+   * `AppendRequest.encodeRows` for re-appended survivors; either keeps `AppendRequest.headroom`
+   * free bytes before the body) now and returns the `Deferred` of its response; fails at once when
+   * the connection is already broken.
+   */
+  readonly append: (
+    body: Uint8Array,
+    offset?: number | undefined
+  ) => Effect.Effect<Deferred.Deferred<AppendAnswer, StreamFailure>>
+  /** True once the stream failed or was closed: open a new one. */
+  readonly isBroken: () => boolean
+  /** Appends awaiting a response. */
+  readonly pending: () => number
+  /**
+   * Cancels the stream: every waiting append fails with `CANCELLED` (used by the watchdog), and the
+   * channel under it is abandoned (appendChannels.ts), so the next connection opens a new HTTP/2
+   * connection instead of re-sending into the same silent one. Once: later calls do nothing.
+   */
+  readonly abort: (reason: string) => Effect.Effect<void>
+  /** Half-closes the stream; the service still answers what was sent. */
+  readonly close: Effect.Effect<void>
+}
+
+/**
+ * The routing header's value, percent-encoded as Google's clients encode it (gax's `routingHeader`):
+ * grpc-js refuses a metadata value outside printable ASCII, and a table id may be Unicode.
+ *
+ * @internal
+ */
+export const routingParams = (key: string, value: string): string => `${key}=${encodeURIComponent(value)}`
+
+const toBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+const identity = (bytes: Buffer): Buffer => bytes
+
+let nextId = 0
+
+type AppendCall = grpc.ClientDuplexStream<Uint8Array, Buffer>
+type Waiter = Deferred.Deferred<AppendAnswer, StreamFailure>
+
+/**
+ * The appends awaiting a response, in request order, and the failure that broke the stream. Only
+ * the connection's synchronous blocks (append, the call's listeners) touch it, one at a time.
+ */
+const waitingAppends = () => {
+  const fifo: Array<Waiter | undefined> = []
+  let head = 0
+  let broken: StreamFailure | undefined
+  const reset = (): void => {
+    fifo.length = 0
+    head = 0
+  }
+  return {
+    broken: (): StreamFailure | undefined => broken,
+    markBroken: (failure: StreamFailure): void => {
+      broken ??= failure
+    },
+    push: (d: Waiter): void => {
+      fifo.push(d)
+    },
+    /** The oldest waiting append, removed; `undefined` when none waits. */
+    take: (): Waiter | undefined => {
+      const d = fifo[head]
+      if (d === undefined) return undefined
+      fifo[head++] = undefined
+      if (head === fifo.length) reset()
+      return d
+    },
+    /** Breaks the stream (the first failure stays) and fails every waiting append with `failure`. */
+    failAll: (failure: StreamFailure): void => {
+      broken ??= failure
+      while (head < fifo.length) {
+        const d = fifo[head]
+        fifo[head++] = undefined
+        if (d !== undefined) Deferred.doneUnsafe(d, Exit.fail(failure))
+      }
+      reset()
+    },
+    size: (): number => fifo.length - head
+  }
+}
+
+type Waiting = ReturnType<typeof waitingAppends>
+
+const startCall = (channel: grpc.Client, writeStream: string): AppendCall => {
+  const metadata = new grpc.Metadata()
+  metadata.set("x-goog-request-params", routingParams("write_stream", writeStream))
+  return channel.makeBidiStreamRequest<Uint8Array, Buffer>(appendRowsPath, toBuffer, identity, metadata)
+}
+
+const decodeAnswer = (bytes: Buffer): Exit.Exit<AppendAnswer, StreamFailure> => {
+  try {
+    return Exit.succeed(decodeAppendAnswer(bytes))
+  } catch (cause) {
+    return Exit.fail(streamFailure(undefined, "malformed AppendRowsResponse", cause))
+  }
+}
+
+const trailersOf = (error: unknown): grpc.Metadata | undefined =>
+  typeof error === "object" && error !== null && "metadata" in error && error.metadata instanceof grpc.Metadata
+    ? error.metadata
+    : undefined
+
+/** Forwards each response to the oldest waiting append, and an error or the end to all of them. */
+const listen = (call: AppendCall, waiting: Waiting, lease: AppendChannels.Lease, onEnd: () => void): void => {
+  call.on("data", (bytes: Buffer) => {
+    const d = waiting.take()
+    if (d === undefined) {
+      waiting.failAll(streamFailure(undefined, "a response arrived with no append waiting for it", undefined))
+      call.cancel()
+      return
+    }
+    Deferred.doneUnsafe(d, decodeAnswer(bytes))
+  })
+  call.on("error", (error: unknown) => {
+    const status = fromError(error)
+    waiting.failAll(streamFailure(status.code, status.message, error, storageCodeOfMetadata(trailersOf(error))))
+  })
+  call.on("end", () => {
+    waiting.failAll(streamFailure(Code.UNAVAILABLE, "the AppendRows stream ended", undefined))
+  })
+  // the stream's place on its channel is free once the call has ended, however it ended
+  call.on("status", lease.release)
+  call.on("error", lease.release)
+  call.on("status", onEnd)
+  call.on("error", onEnd)
+}
+
+/** The connection's operations over a listening call. */
+const connectionOf = (
+  call: AppendCall,
+  waiting: Waiting,
+  lease: AppendChannels.Lease,
+  writes: ReturnType<typeof sendBacklog.forCall>,
+  writeStream: string,
+  descriptor: Uint8Array
+): Connection => {
+  // encoded once: every request carries the name
+  const streamName = AppendRequest.utf8(writeStream)
+  const firstHeader: AppendRequest.Header = { writeStream: streamName, descriptor, traceId: AppendRequest.traceId }
+  const laterHeader: AppendRequest.Header = { writeStream: streamName }
+  let first = true
+  let aborted = false
+  return {
+    id: nextId++,
+    descriptor,
+    append: (body, offset) =>
+      Effect.sync(() => {
+        const d = Deferred.makeUnsafe<AppendAnswer, StreamFailure>()
+        const broken = waiting.broken()
+        if (broken !== undefined) {
+          Deferred.doneUnsafe(d, Exit.fail(broken))
+          return d
+        }
+        const base = first ? firstHeader : laterHeader
+        const header = offset === undefined ? base : { ...base, offset }
+        first = false
+        waiting.push(d)
+        const request = AppendRequest.encodeBody(header, body)
+        writes.write((taken) => call.write(request, taken))
+        return d
+      }),
+    isBroken: () => waiting.broken() !== undefined,
+    pending: waiting.size,
+    abort: (reason) =>
+      Effect.suspend(() => {
+        // once: several appends' watchdogs may fire on one connection
+        if (aborted) return Effect.void
+        aborted = true
+        waiting.failAll(streamFailure(Code.CANCELLED, reason, undefined))
+        call.cancel()
+        writes.end()
+        // no answer may mean a black-holed connection: the next stream goes on another one
+        lease.abandon()
+        return Effect.logWarning(
+          `AppendRows on ${writeStream}: ${reason}; stream cancelled, its connection abandoned, appends re-sent`
+        ).pipe(Effect.annotateLogs({ method: "AppendRows", target: writeStream }))
+      }),
+    close: Effect.sync(() => {
+      waiting.markBroken(streamFailure(Code.CANCELLED, "connection closed", undefined))
+      call.end()
+    })
+  }
+}
+
+/**
+ * Opens a connection on `writeStream` (`projects/p/datasets/d/tables/t/streams/_default`) over
+ * `channel`. Opening sends nothing; the first append carries the descriptor. Each request counts in
+ * the writer's `backlog` until grpc-js has taken it for the wire.
+ *
+ * @internal
+ */
+export const open = (
+  lease: AppendChannels.Lease,
+  writeStream: string,
+  descriptor: Uint8Array,
+  backlog: SendBacklog
+): Effect.Effect<Connection> =>
+  Effect.sync(() => {
+    const call = startCall(lease.channel, writeStream)
+    const waiting = waitingAppends()
+    const writes = sendBacklog.forCall(backlog)
+    listen(call, waiting, lease, writes.end)
+    return connectionOf(call, waiting, lease, writes, writeStream, descriptor)
+  })
+
+/** The gRPC method path of `GetWriteStream`. @internal */
+export const getWriteStreamPath = "/google.cloud.bigquery.storage.v1.BigQueryWrite/GetWriteStream"
+
+/**
+ * One unary `BigQueryWrite` call (`GetWriteStream`, `CreateWriteStream`, `FlushRows`) on the client's
+ * unary channel (`AppendChannels.unary`), with the routing header `routing` and a deadline (`timeout`,
+ * else the fiber's `AdminTimeout`): a server that never answers, or an endpoint that never speaks
+ * HTTP/2, fails it `DEADLINE_EXCEEDED` (logged), and its channel is abandoned so the caller's retry
+ * opens a new connection. Fails with the call's status; interruption cancels it.
+ *
+ * @internal
+ */
+export const unary = (
+  write: grpc.Client,
+  call: {
+    readonly method: string
+    readonly path: string
+    readonly request: Uint8Array
+    readonly routing: string
+    readonly target: string
+  },
+  timeout?: Duration.Duration
+): Effect.Effect<Buffer, StreamFailure> =>
+  Effect.flatMap(deadline.adminTimeout(timeout), (limit) =>
+    Effect.callback<Buffer, StreamFailure>((resume) => {
+      const channels = AppendChannels.of(write)
+      const channel = channels.unary()
+      const metadata = new grpc.Metadata()
+      metadata.set("x-goog-request-params", call.routing)
+      const pending = channel.makeUnaryRequest<Uint8Array, Buffer>(
+        call.path,
+        toBuffer,
+        identity,
+        call.request,
+        metadata,
+        { deadline: deadline.grpcDeadline(limit) },
+        (error, response) => {
+          if (error === null || error === undefined) return resume(Effect.succeed(response ?? Buffer.alloc(0)))
+          const status = fromError(error)
+          const failure = Effect.fail(
+            streamFailure(status.code, status.message, error, storageCodeOfMetadata(error.metadata))
+          )
+          if (status.code !== Code.DEADLINE_EXCEEDED) return resume(failure)
+          // unanswered: the connection may be black-holed, the next attempt goes on another one
+          channels.abandon(channel)
+          resume(Effect.andThen(deadline.logExceeded(call.method, call.target, limit), failure))
+        }
+      )
+      return Effect.sync(() => pending.cancel())
+    }))
+
+/**
+ * `GetWriteStream` on `name` (view BASIC): proves the table exists before the first append, the
+ * way the Java writer primes `_default`; a {@link unary} call.
+ *
+ * @internal
+ */
+export const getWriteStream = (
+  write: grpc.Client,
+  name: string,
+  timeout?: Duration.Duration
+): Effect.Effect<void, StreamFailure> =>
+  Effect.asVoid(unary(write, {
+    method: "GetWriteStream",
+    path: getWriteStreamPath,
+    request: encodeGetWriteStreamRequest(name, 1), // view BASIC
+    routing: routingParams("name", name),
+    target: name
+  }, timeout))

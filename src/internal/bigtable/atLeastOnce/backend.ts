@@ -1,0 +1,109 @@
+/**
+ * The Bigtable backend of the writer core (`internal/core/`): what differs from BigQuery. Records
+ * are prepared on the caller's fiber (`prepare.ts`), batched per table and sent as MutateRows
+ * requests (`dispatch.ts`), judged entry by entry with the isolation pass (`verdict.ts`), and
+ * tables are created or completed on demand (`repair.ts`). The core does the rest.
+ *
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type { EntryStatus } from "../../../Bigtable/BigtableClient.ts"
+import type { FailedMutation } from "../../../Bigtable/BigtableFailure.ts"
+import type { TableDestination } from "../../../Bigtable/TableDestination.ts"
+import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import type { Backend } from "../../core/backend.ts"
+import * as metrics from "../metrics.ts"
+import type { Settings } from "../options.ts"
+import type { Service } from "../transport/connect.ts"
+import * as dispatch from "./dispatch.ts"
+import * as prepare from "./prepare.ts"
+import type { Item } from "./prepare.ts"
+import * as repair from "./repair.ts"
+import * as state from "./state.ts"
+import type { BigtableCore, Event, Request, State, WriterError } from "./state.ts"
+import { judge } from "./verdict.ts"
+
+/** The Bigtable backend's type on the core. @internal */
+export type BigtableBackend<A, EH, R> = Backend<
+  A,
+  ReadonlyArray<Item>,
+  Item,
+  Request,
+  ReadonlyArray<EntryStatus>,
+  Event,
+  FailedMutation,
+  WriterError<EH>,
+  R
+>
+
+/** Entries leaving the writer: their tables' in-flight counts, and the isolated ones unparked. */
+const onResolved = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    let isolated = 0
+    // Items of one request share a table: look each destination up once per run of its items.
+    let key: string | undefined
+    let dest: state.Dest | undefined
+    for (const item of items) {
+      if (item.key !== key) {
+        key = item.key
+        dest = st.dests.get(key)
+      }
+      if (dest !== undefined) dest.inFlight--
+      if (item.isolated) isolated++
+    }
+    return isolated === 0 ? Effect.void : st.core.gauge(metrics.parkedEntries, -isolated)
+  })
+
+/** Forgets tables idle longer than `destinationIdleTimeout` with nothing pending. */
+const evictIdle = <A, EH, R>(st: State<A, EH, R>, now: number): void => {
+  const idle = Duration.toMillis(st.w.destinationIdleTimeout)
+  for (const [key, dest] of st.dests) {
+    if (
+      dest.ready && dest.inFlight === 0 && dest.held.length === 0 && dest.batch.items.length === 0 &&
+      now - dest.lastUsed > idle
+    ) st.dests.delete(key)
+  }
+}
+
+const stallMessage = <A, EH, R>(st: State<A, EH, R>, waited: number) => {
+  const tables = [...st.dests].filter(([, d]) => d.inFlight > 0).map(([key]) => key).toSorted()
+  return {
+    message: `Bigtable has answered no MutateRows call for ${Math.floor(waited / 1000)} s: ` +
+      `${st.core.requestsInFlight()} calls (${st.core.outstanding()} entries) in flight, to ${tables.join(", ")}`,
+    destinations: tables.join(",")
+  }
+}
+
+/** Builds the backend on the core. @internal */
+export const make = <A, EH, R>(
+  settings: Settings<A, EH, R>,
+  client: Service,
+  validate: (table: TableDestination) => Effect.Effect<void, SinkConfigError>
+) =>
+(core: BigtableCore<EH>): Effect.Effect<BigtableBackend<A, EH, R>> =>
+  Effect.sync(() => {
+    const st = state.make(core, settings, client, validate)
+    return {
+      name: "BigtableSink",
+      sliceRecords: st.w.batchElementCount,
+      prepare: (records, limits) =>
+        Effect.map(
+          prepare.prepare(records, settings.resolve, settings.serializer),
+          (prepared) => prepare.slices(prepared, limits, st.thresholds)
+        ),
+      admit: (items, now) => dispatch.admit(st, items, now),
+      cutAll: dispatch.cutAll(st),
+      tick: (now) => dispatch.tick(st, now),
+      call: (items) => dispatch.call(st, items),
+      judge: (items, statuses) =>
+        Effect.tap(judge(st, items, statuses), (v) => dispatch.answered(st, items, v.terminal === undefined)),
+      resend: (items) => dispatch.resend(st, items),
+      repair: (items) => repair.repairAll(st, items),
+      onEvent: (event) => repair.onEvent(st, event),
+      onResolved: (items) => onResolved(st, items),
+      busy: () => false,
+      evictIdle: (now) => Effect.sync(() => evictIdle(st, now)),
+      stallMessage: (waited) => stallMessage(st, waited)
+    }
+  })

@@ -1,0 +1,156 @@
+/**
+ * The Bigtable backend's batching and sending: admitted entries join their table's batch (a full
+ * batch is sent), batches open for `batchDelay` are sent on the tick, requests are cut from a
+ * table's batch (split under the 100,000-mutation limit) or held while the table is repaired, and
+ * retried or isolated entries are re-sent. Each request goes through `core.send`, which runs
+ * {@link call} on a fiber of its own and brings the statuses back to `verdict.ts`.
+ *
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type { EntryStatus } from "../../../Bigtable/BigtableClient.ts"
+import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import { hotSpan } from "../../core/hotSpan.ts"
+import { batchDelay } from "../options.ts"
+import * as batcher from "./batcher.ts"
+import type { Item } from "./prepare.ts"
+import { open } from "./repair.ts"
+import type { Dest, Request, State } from "./state.ts"
+
+/** How many entries a call did not apply. */
+const notApplied = (statuses: ReadonlyArray<EntryStatus>): number => {
+  let n = 0
+  for (const status of statuses) if (status.code !== 0) n++
+  return n
+}
+
+/**
+ * The MutateRows call of one request (one table); runs on its own fiber and never fails. Its span
+ * counts the entries not applied (`bigtable.failedEntries`): a failed call is per-entry statuses here,
+ * not a failed effect.
+ *
+ * @internal
+ */
+export const call = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effect<ReadonlyArray<EntryStatus>> => {
+  const first = items[0] as Item
+  return st.client.mutateRows({
+    tableName: first.table.tableName,
+    appProfileId: st.settings.appProfileId,
+    entries: items.map((item) => item.entry),
+    entryByteSizes: items.map((item) => item.bytes)
+  }).pipe(
+    Effect.tap((statuses) => Effect.annotateCurrentSpan("bigtable.failedEntries", notApplied(statuses))),
+    hotSpan("BigtableSink.mutateRows", { "bigtable.table": first.key, "bigtable.entries": items.length })
+  )
+}
+
+/** Starts one MutateRows call for `items` (one table). @internal */
+export const send = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (items.length === 0) return Effect.void
+    for (const item of items) item.attempts++
+    const dest = st.dests.get((items[0] as Item).key)
+    if (dest !== undefined) dest.requests++
+    return st.core.send(items)
+  })
+
+/**
+ * Sends a table's open batch when none of its requests is out: entries go at once to an idle table
+ * and are batched only while a request is out, whose answer sends them (the Go and Java writers'
+ * rule), so no entry waits for the batch delay at a low rate. @internal
+ */
+export const sendIfIdle = <A, EH, R>(st: State<A, EH, R>, dest: Dest): Effect.Effect<void> =>
+  dest.requests === 0 && dest.batch.items.length > 0 ? dispatch(st, dest, batcher.cut(dest.batch)) : Effect.void
+
+/**
+ * A request of `items` (one table) was answered: the table's batch goes if it has nothing else out,
+ * unless the answer failed the writer (`sendNext` false). @internal
+ */
+export const answered = <A, EH, R>(st: State<A, EH, R>, items: Request, sendNext: boolean): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const first = items[0]
+    const dest = first === undefined ? undefined : st.dests.get(first.key)
+    if (dest === undefined) return Effect.void
+    dest.requests--
+    return sendNext && !st.core.failed() ? sendIfIdle(st, dest) : Effect.void
+  })
+
+/** Sends a table's entries, or holds them while the table is being repaired. @internal */
+export const dispatch = <A, EH, R>(st: State<A, EH, R>, dest: Dest, items: ReadonlyArray<Item>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    if (items.length === 0) return
+    if (!dest.ready) {
+      dest.held.push(...items)
+      return
+    }
+    for (const request of batcher.split(items)) yield* send(st, request)
+  })
+
+/** Sends every open batch. @internal */
+export const cutAll = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    for (const dest of st.dests.values()) {
+      if (dest.batch.items.length > 0) yield* dispatch(st, dest, batcher.cut(dest.batch))
+    }
+  })
+
+/** An admitted slice: its entries join their tables' batches (each holds its permit). @internal */
+export const admit = <A, EH, R>(
+  st: State<A, EH, R>,
+  items: ReadonlyArray<Item>,
+  now: number
+): Effect.Effect<void, SinkConfigError> =>
+  Effect.gen(function*() {
+    // the tables of this slice (usually one): each idle one sends what the slice left in its batch
+    const touched: Array<Dest> = []
+    let last: Dest | undefined
+    for (const item of items) {
+      if (st.core.failed()) return
+      const dest = st.dests.get(item.key) ?? (yield* open(st, item))
+      if (dest !== last && !touched.includes(dest)) touched.push(dest)
+      last = dest
+      dest.inFlight++
+      dest.lastUsed = now
+      if (dest.batch.items.length === 0) dest.openedAt = now
+      for (const ready of batcher.add(dest.batch, item, st.thresholds)) yield* dispatch(st, dest, ready)
+    }
+    for (const dest of touched) yield* sendIfIdle(st, dest)
+  })
+
+/** The tick: sends the batches open for `batchDelay`. @internal */
+export const tick = <A, EH, R>(st: State<A, EH, R>, now: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const due = Duration.toMillis(batchDelay)
+    for (const dest of st.dests.values()) {
+      if (dest.batch.items.length > 0 && now - dest.openedAt >= due) {
+        yield* dispatch(st, dest, batcher.cut(dest.batch))
+      }
+    }
+  })
+
+/** Re-sends entries (after a retry wait, or isolated): isolated ones alone, the rest batched per table. @internal */
+export const resend = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const byTable = new Map<string, Array<Item>>()
+    for (const item of items) {
+      if (item.isolated) {
+        yield* send(st, [item])
+        continue
+      }
+      const list = byTable.get(item.key) ?? []
+      list.push(item)
+      byTable.set(item.key, list)
+    }
+    for (const [key, list] of byTable) {
+      const dest = st.dests.get(key)
+      // a table is forgotten only once nothing of it is outstanding: dropping its entries here
+      // would leave them outstanding for ever (every later flush hanging), so this is a defect
+      if (dest === undefined) {
+        return yield* Effect.die(
+          new Error(`BigtableSink: ${list.length} entries to re-send to ${key}, a table the writer no longer tracks`)
+        )
+      }
+      yield* dispatch(st, dest, list)
+    }
+  })

@@ -1,0 +1,102 @@
+/**
+ * The Bigtable backend's state on the writer core (`internal/core/`): the per-table batches,
+ * the isolation pass's rejection streak and the table repair under way. The core owns the rest
+ * (admission, in-flight counts, barriers, routing, counters, the latch). The files beside it
+ * (`dispatch`, `verdict`, `repair`, `backend`) are the backend's steps, each taking this state;
+ * they run on the writer's owner fiber only.
+ *
+ * @internal
+ */
+import type * as Effect from "effect/Effect"
+import type * as Exit from "effect/Exit"
+import type { BigtableError } from "../../../Bigtable/BigtableError.ts"
+import type { FailedMutation } from "../../../Bigtable/BigtableFailure.ts"
+import type { TableDestination } from "../../../Bigtable/TableDestination.ts"
+import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import type { Core } from "../../core/backend.ts"
+import type * as admin from "../admin/createTable.ts"
+import type { Settings, WriterSettings } from "../options.ts"
+import type { Service } from "../transport/connect.ts"
+import type * as batcher from "./batcher.ts"
+import type { Item } from "./prepare.ts"
+
+/** Everything a writer can fail with: its own errors and the failure handler's. @internal */
+export type WriterError<EH> = BigtableError | SinkConfigError | EH
+
+/** @internal */
+export type EnsureResults = ReadonlyArray<
+  { readonly key: string; readonly exit: Exit.Exit<admin.EnsureResult, BigtableError> }
+>
+
+/** The backend's own owner commands: a repair round's results, and the end of its backoff. @internal */
+export type Event =
+  | { readonly _tag: "Ensured"; readonly results: EnsureResults }
+  | { readonly _tag: "RepairDue" }
+
+/** One MutateRows request: entries of one table. @internal */
+export type Request = ReadonlyArray<Item>
+
+/** The writer core as the Bigtable backend sees it. @internal */
+export type BigtableCore<EH> = Core<Item, Request, Event, FailedMutation, WriterError<EH>>
+
+/** One open table: its batch, the entries held while it is repaired, its in-flight count. @internal */
+export interface Dest {
+  readonly table: TableDestination
+  readonly batch: batcher.Batch<Item>
+  openedAt: number
+  ready: boolean
+  ensured: boolean
+  readonly held: Array<Item>
+  /** Entries admitted and not yet written or routed (batched, held or in flight). */
+  inFlight: number
+  /** MutateRows requests out for this table: while none is, an admitted entry is sent at once. */
+  requests: number
+  lastUsed: number
+}
+
+/**
+ * The table repair under way: the tables to ensure, the entries parked on them, and the failed
+ * rounds of each table (its recovery attempts: a round that creates some tables while new ones go
+ * missing spends nobody's budget). @internal
+ */
+export interface Repair {
+  readonly tables: Set<string>
+  readonly parked: Array<Item>
+  readonly failures: Map<string, number>
+  lastCause: unknown
+  busy: boolean
+}
+
+/** The backend's mutable state; read and written on the owner fiber only. @internal */
+export interface State<A, EH, R> {
+  readonly core: BigtableCore<EH>
+  readonly settings: Settings<A, EH, R>
+  readonly client: Service
+  readonly w: WriterSettings
+  readonly thresholds: batcher.Thresholds
+  readonly dests: Map<string, Dest>
+  readonly validate: (table: TableDestination) => Effect.Effect<void, SinkConfigError>
+  consecutiveRejections: number
+  repair: Repair | undefined
+}
+
+/** @internal */
+export const make = <A, EH, R>(
+  core: BigtableCore<EH>,
+  settings: Settings<A, EH, R>,
+  client: Service,
+  validate: State<A, EH, R>["validate"]
+): State<A, EH, R> => {
+  const w = settings.writer
+  return {
+    core,
+    settings,
+    client,
+    w,
+    thresholds: { batchElementCount: w.batchElementCount, batchByteSize: w.batchByteSize },
+    dests: new Map(),
+    validate,
+    consecutiveRejections: 0,
+    repair: undefined
+  }
+}

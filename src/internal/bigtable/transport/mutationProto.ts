@@ -1,0 +1,331 @@
+/**
+ * Mutations as exact protobuf wire bytes: the size of each `MutateRowsRequest.Entry` (measured and
+ * validated once, at admission: what batch thresholds count), a whole `MutateRowsRequest` encoded
+ * straight from the entries into one buffer per request (ADR 0010), and one entry's bytes (the
+ * payload of a `FailedMutation`).
+ *
+ * @internal
+ */
+import type { BytesInput, Mutation, ValueInput } from "../../../Bigtable/Mutation.ts"
+import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
+
+const utf8 = new TextEncoder()
+
+// ---------------------------------------------------------------------------------------------
+// Input normalisation (used by the public constructors; throws, so a serializer routes the record)
+
+/**
+ * UTF-8 bytes of text. `Buffer.from` (a `Uint8Array`) is used because it allocates short strings
+ * from Node's shared pool, markedly cheaper than `TextEncoder.encode` on the per-record path.
+ *
+ * @internal
+ */
+export const bytes = (input: BytesInput): Uint8Array => (typeof input === "string" ? Buffer.from(input, "utf8") : input)
+
+const int64Min = -(2n ** 63n)
+const int64Max = 2n ** 63n - 1n
+
+/** @internal */
+export const int64 = (input: number | bigint): bigint => {
+  if (typeof input === "number" && !Number.isSafeInteger(input)) {
+    throw new RangeError(`an int64 input must be a safe integer or a bigint, was ${input}`)
+  }
+  const value = BigInt(input)
+  if (value < int64Min || value > int64Max) throw new RangeError(`${value} is outside the int64 range`)
+  return value
+}
+
+/** 8-byte big-endian two's complement, Bigtable's int64 cell encoding. @internal */
+export const int64Bytes = (value: bigint): Uint8Array => {
+  const out = new Uint8Array(8)
+  new DataView(out.buffer).setBigInt64(0, value)
+  return out
+}
+
+/** @internal */
+export const value = (input: ValueInput): Uint8Array =>
+  typeof input === "bigint" ? int64Bytes(int64(input)) : bytes(input)
+
+/** @internal */
+export const family = (name: string): string => {
+  if (typeof name !== "string" || name.length === 0) throw new RangeError("a column family name must not be empty")
+  return name
+}
+
+/** @internal */
+export const timestamp = (field: string, input: number | bigint): number => {
+  const n = typeof input === "bigint" ? Number(input) : input
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new RangeError(`${field} must be a non-negative safe integer of microseconds, was ${String(input)}`)
+  }
+  return n
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exact wire size and bytes of MutateRowsRequest.Entry (field numbers from google/bigtable/v2/data.proto)
+
+const varintSize = (v: bigint): number => {
+  let u = BigInt.asUintN(64, v)
+  let n = 1
+  while (u >= 0x80n) {
+    u >>= 7n
+    n++
+  }
+  return n
+}
+const numberVarintSize = (n: number): number => {
+  let size = 1
+  while (n >= 128) {
+    n = Math.floor(n / 128)
+    size++
+  }
+  return size
+}
+const uintSize = (n: number): number => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5)
+/** The size of a length-delimited field of `len` bytes (key, length, body). @internal */
+export const lenField = (len: number): number => 1 + uintSize(len) + len
+const intField = (v: number | bigint): number =>
+  1 + (typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER ? numberVarintSize(v) : varintSize(BigInt(v)))
+
+// Family names repeat across records: their UTF-8 bytes are encoded once (a bounded cache).
+const familyCache = new Map<string, Uint8Array>()
+const familyBytes = (name: string): Uint8Array => {
+  let b = familyCache.get(name)
+  if (b === undefined) {
+    if (typeof name !== "string") throw new TypeError("a column family name must be a string")
+    b = utf8.encode(name)
+    if (familyCache.size < 10_000) familyCache.set(name, b)
+  }
+  return b
+}
+
+const rawValueSize = (b: Uint8Array): number => lenField(b.length) // Value.raw_value = 8
+const valueOfInt = (v: bigint): number => intField(v) // Value.int_value = 6 / raw_timestamp_micros = 9
+
+/** The size of one `Mutation` message's body (without its own key and length). @internal */
+export const mutationBodySize = (m: Mutation): number => {
+  switch (m._tag) {
+    case "SetCell":
+      return lenField(familyBytes(m.family).length) + lenField(m.qualifier.length) +
+        intField(m.timestampMicros ?? -1) + lenField(m.value.length)
+    case "DeleteFromColumn": {
+      const range = m.startTimestampMicros === undefined && m.endTimestampMicros === undefined
+        ? 0
+        : lenField(intField(m.startTimestampMicros ?? 0) + intField(m.endTimestampMicros ?? 0))
+      return lenField(familyBytes(m.family).length) + lenField(m.qualifier.length) + range
+    }
+    case "DeleteFromFamily":
+      return lenField(familyBytes(m.family).length)
+    case "DeleteFromRow":
+      return 0
+    case "AddToCell":
+    case "MergeToCell": {
+      const input = typeof m.input === "bigint" ? valueOfInt(m.input) : rawValueSize(m.input)
+      return lenField(familyBytes(m.family).length) + lenField(rawValueSize(m.qualifier)) +
+        lenField(valueOfInt(BigInt(m.timestampMicros))) + lenField(input)
+    }
+  }
+}
+
+const malformed = (what: string): TypeError => new TypeError(`${what} must be a Uint8Array`)
+
+const checkBytes = (b: unknown, what: string): void => {
+  if (!(b instanceof Uint8Array)) throw malformed(what)
+}
+
+/** Throws a `TypeError` on a mutation with a field of the wrong type. @internal */
+export const checkMutation = (m: Mutation): void => {
+  switch (m._tag) {
+    case "SetCell":
+      checkBytes(m.qualifier, "qualifier")
+      checkBytes(m.value, "value")
+      return
+    case "DeleteFromColumn":
+      checkBytes(m.qualifier, "qualifier")
+      return
+    case "AddToCell":
+      checkBytes(m.qualifier, "qualifier")
+      return
+    case "MergeToCell":
+      checkBytes(m.qualifier, "qualifier")
+      if (typeof m.input !== "bigint") checkBytes(m.input, "input")
+      return
+    case "DeleteFromFamily":
+    case "DeleteFromRow":
+      return
+    default:
+      throw new TypeError("not a Mutation")
+  }
+}
+
+/**
+ * The exact serialized size of the entry as a `MutateRowsRequest.Entry`. Throws on a malformed
+ * entry (a field of the wrong type), so the caller can route it: an entry measured without an
+ * exception encodes without one.
+ *
+ * @internal
+ */
+export const entryByteSize = (entry: RowMutationEntry): number => {
+  checkBytes(entry.rowKey, "rowKey")
+  let size = lenField(entry.rowKey.length)
+  for (const m of entry.mutations) {
+    checkMutation(m)
+    size += lenField(lenField(mutationBodySize(m)))
+  }
+  return size
+}
+
+/** A cursor writing protobuf fields into a buffer of known size. @internal */
+export class Out {
+  readonly buf: Uint8Array
+  pos: number
+  constructor(buf: Uint8Array, pos: number) {
+    this.buf = buf
+    this.pos = pos
+  }
+  uint(n: number): void {
+    while (n >= 0x80) {
+      this.buf[this.pos++] = (n & 0x7f) | 0x80
+      n = Math.floor(n / 128)
+    }
+    this.buf[this.pos++] = n
+  }
+  varint(v: bigint): void {
+    let u = BigInt.asUintN(64, v)
+    while (u >= 0x80n) {
+      this.buf[this.pos++] = Number(u & 0x7fn) | 0x80
+      u >>= 7n
+    }
+    this.buf[this.pos++] = Number(u)
+  }
+  /** A field key of wire type 2 and a length. */
+  len(field: number, length: number): void {
+    this.buf[this.pos++] = (field << 3) | 2
+    this.uint(length)
+  }
+  lenBytes(field: number, b: Uint8Array, what: string): void {
+    if (!(b instanceof Uint8Array)) throw malformed(what)
+    const n = b.length
+    this.len(field, n)
+    // A loop beats `TypedArray.set` (a builtin call) for the short keys, qualifiers and names.
+    if (n < 32) { for (let i = 0; i < n; i++) this.buf[this.pos++] = b[i] ?? 0 }
+    else {
+      this.buf.set(b, this.pos)
+      this.pos += n
+    }
+  }
+  int(field: number, v: number | bigint): void {
+    this.buf[this.pos++] = field << 3
+    if (typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER) this.uint(v)
+    else this.varint(BigInt(v))
+  }
+}
+
+/** Writes one `Mutation` message's body (`bodySize` from {@link mutationBodySize}). @internal */
+export const writeMutation = (out: Out, m: Mutation, bodySize: number): void => {
+  switch (m._tag) {
+    case "SetCell":
+      out.len(1, bodySize)
+      out.lenBytes(1, familyBytes(m.family), "family")
+      out.lenBytes(2, m.qualifier, "qualifier")
+      out.int(3, m.timestampMicros ?? -1)
+      out.lenBytes(4, m.value, "value")
+      return
+    case "DeleteFromColumn":
+      out.len(2, bodySize)
+      out.lenBytes(1, familyBytes(m.family), "family")
+      out.lenBytes(2, m.qualifier, "qualifier")
+      if (m.startTimestampMicros !== undefined || m.endTimestampMicros !== undefined) {
+        const start = m.startTimestampMicros ?? 0
+        const end = m.endTimestampMicros ?? 0
+        out.len(3, intField(start) + intField(end))
+        out.int(1, start)
+        out.int(2, end)
+      }
+      return
+    case "DeleteFromFamily":
+      out.len(3, bodySize)
+      out.lenBytes(1, familyBytes(m.family), "family")
+      return
+    case "DeleteFromRow":
+      out.len(4, 0)
+      return
+    case "AddToCell":
+    case "MergeToCell": {
+      out.len(m._tag === "AddToCell" ? 5 : 6, bodySize)
+      out.lenBytes(1, familyBytes(m.family), "family")
+      out.len(2, rawValueSize(m.qualifier))
+      out.lenBytes(8, m.qualifier, "qualifier")
+      out.len(3, valueOfInt(BigInt(m.timestampMicros)))
+      out.int(9, m.timestampMicros)
+      const input = m.input
+      if (typeof input === "bigint") {
+        out.len(4, valueOfInt(input))
+        out.int(6, input)
+      } else {
+        out.len(4, rawValueSize(input))
+        out.lenBytes(8, input, "input")
+      }
+      return
+    }
+  }
+}
+
+const writeEntry = (out: Out, entry: RowMutationEntry): void => {
+  out.lenBytes(1, entry.rowKey, "rowKey")
+  for (const m of entry.mutations) {
+    const body = mutationBodySize(m)
+    out.len(2, lenField(body))
+    writeMutation(out, m, body)
+  }
+}
+
+/** The entry as `MutateRowsRequest.Entry` wire bytes (the payload of a `FailedMutation`). @internal */
+export const encodeEntry = (entry: RowMutationEntry): Uint8Array => {
+  const size = entryByteSize(entry)
+  const out = new Out(new Uint8Array(size), 0)
+  writeEntry(out, entry)
+  if (out.pos !== size) throw new RangeError(`the entry encoded to ${out.pos} bytes, not ${size}`)
+  return out.buf
+}
+
+// ---------------------------------------------------------------------------------------------
+// MutateRowsRequest framing (google/bigtable/v2/bigtable.proto)
+
+/**
+ * A `MutateRowsRequest`: `table_name` (1), `app_profile_id` (3) and the entries (2), encoded
+ * straight into one buffer: no per-entry buffers or message objects. `sizes[i]` is
+ * `entryByteSize(entries[i])`, measured (and so validated) when the entry was admitted.
+ *
+ * @internal
+ */
+export const encodeRequest = (
+  tableName: string,
+  appProfileId: string | undefined,
+  entries: ReadonlyArray<RowMutationEntry>,
+  sizes: ReadonlyArray<number>
+): Buffer => {
+  const table = Buffer.byteLength(tableName, "utf8")
+  const profile = appProfileId === undefined || appProfileId === "" ? 0 : Buffer.byteLength(appProfileId, "utf8")
+  let size = lenField(table) + (profile > 0 ? lenField(profile) : 0)
+  for (let i = 0; i < entries.length; i++) size += lenField(sizes[i] ?? 0)
+  const buf = Buffer.allocUnsafe(size)
+  const out = new Out(buf, 0)
+  out.len(1, table)
+  out.pos += buf.write(tableName, out.pos, "utf8")
+  if (profile > 0 && appProfileId !== undefined) {
+    out.len(3, profile)
+    out.pos += buf.write(appProfileId, out.pos, "utf8")
+  }
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i] as RowMutationEntry
+    const entrySize = sizes[i] ?? 0
+    out.len(2, entrySize)
+    const start = out.pos
+    writeEntry(out, entry)
+    if (out.pos - start !== entrySize) {
+      throw new RangeError(`entry ${i} encoded to ${out.pos - start} bytes, not the ${entrySize} it measured`)
+    }
+  }
+  return buf
+}

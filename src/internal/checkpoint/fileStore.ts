@@ -1,0 +1,355 @@
+/**
+ * The file `CheckpointStore`: numbered, versioned records per writer; temporary file, fsync, then a
+ * no-clobber link into place, which makes the link itself the compare-and-set.
+ *
+ * @internal
+ */
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Random from "effect/Random"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import * as nodeFs from "node:fs/promises"
+import * as path from "node:path"
+import type { Fields } from "./memoryStore.ts"
+
+/** @internal */
+export const format = "effect-gcp-sinks/checkpoint"
+/** @internal */
+export const version = 1
+
+const Envelope = Schema.Struct({
+  format: Schema.Literal(format),
+  version: Schema.Literal(version),
+  writerId: Schema.String,
+  sequence: Schema.Int,
+  record: Schema.Unknown
+})
+/** Decodes a stored checkpoint envelope (the JSON both the file and the GCS store write). @internal */
+export const decodeEnvelope = Schema.decodeUnknownResult(Schema.fromJsonString(Envelope))
+
+const recordFile = /^(\d{20})\.json$/
+const tempFile = /^\.tmp-(\d{20})-[0-9a-f]+$/
+
+/** @internal */
+export const fileName = (sequence: number): string => `${String(sequence).padStart(20, "0")}.json`
+
+/**
+ * A writer id as a directory name that cannot escape the store: every character outside
+ * `[A-Za-z0-9_-]` becomes `%XX` of its UTF-8 bytes.
+ *
+ * @internal
+ */
+export const directoryName = (writerId: string): string => {
+  let out = ""
+  for (const byte of new TextEncoder().encode(writerId)) {
+    const c = String.fromCharCode(byte)
+    out += /[A-Za-z0-9_-]/.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`
+  }
+  return out
+}
+
+/** @internal */
+export interface ErrorFields {
+  readonly reason: "Corrupt" | "Io" | "InvalidWriterId"
+  readonly writerId: string
+  readonly detail: string
+  readonly cause?: unknown
+}
+
+/** @internal */
+export interface Options<R, C, E> {
+  readonly decode: (u: unknown) => Result.Result<R, Schema.SchemaError>
+  readonly conflict: (fields: Fields) => C
+  readonly error: (fields: ErrorFields) => E
+  /** Test seam: runs after a save read the newest record, before it writes its own. */
+  readonly afterRead?: ((writerId: string, sequence: number) => Effect.Effect<void>) | undefined
+}
+
+/** An open file, as `node:fs/promises` gives it: the calls the store makes on one. @internal */
+export interface FileHandle {
+  readonly writeFile: (data: string, encoding: "utf8") => Promise<void>
+  readonly sync: () => Promise<void>
+  readonly close: () => Promise<void>
+}
+
+/**
+ * The file-system calls the store makes, in the shape of `node:fs/promises` (the default): the seam
+ * through which the simulator supplies a file system of its own (`test/sim/fileSystem.ts`).
+ *
+ * @internal
+ */
+export interface FileSystem {
+  readonly mkdir: (path: string, options: { readonly recursive: true }) => Promise<string | undefined>
+  readonly readdir: (path: string) => Promise<Array<string>>
+  readonly readFile: (path: string, encoding: "utf8") => Promise<string>
+  readonly open: (path: string, flags: "wx" | "r") => Promise<FileHandle>
+  readonly link: (existingPath: string, newPath: string) => Promise<void>
+  readonly rm: (path: string, options: { readonly force: true }) => Promise<void>
+}
+
+/** @internal */
+export const nodeFileSystem: FileSystem = nodeFs
+
+interface Latest<R> {
+  readonly sequence: number
+  readonly record: R
+}
+
+// Closing after a successful fsync cannot lose data, and a failed temp removal only leaves a file
+// that the next prune removes: both are logged, never raised.
+const closeQuietly = (handle: FileHandle): Effect.Effect<void> =>
+  Effect.tryPromise(() => handle.close()).pipe(
+    Effect.catch((error) => Effect.logDebug("checkpoint file close failed", error))
+  )
+
+const removeQuietly = (fs: FileSystem, file: string): Effect.Effect<void> =>
+  Effect.tryPromise(() => fs.rm(file, { force: true })).pipe(
+    Effect.catch((error) => Effect.logWarning("could not remove a temporary checkpoint file", error))
+  )
+
+// A file-system rejection kept whole, so callers can branch on its errno code.
+class FsFailure extends Data.TaggedError("FsFailure")<{ readonly cause: unknown }> {}
+
+// A failure of the store's steps, before `make` turns it into the caller's error type.
+class StoreFailure extends Data.TaggedError("StoreFailure")<{ readonly fields: ErrorFields }> {}
+
+const failure = (fields: ErrorFields): StoreFailure => new StoreFailure({ fields })
+
+const attempt = <A>(run: () => Promise<A>): Effect.Effect<A, FsFailure> =>
+  Effect.tryPromise({ try: run, catch: (cause) => new FsFailure({ cause }) })
+
+const isCode = (cause: unknown, code: string): boolean =>
+  typeof cause === "object" && cause !== null && "code" in cause && cause.code === code
+
+const io = <A>(writerId: string, detail: string, run: () => Promise<A>): Effect.Effect<A, StoreFailure> =>
+  Effect.tryPromise({ try: run, catch: (cause) => failure({ reason: "Io", writerId, detail, cause }) })
+
+const writerDirectory = (directory: string, writerId: string): Effect.Effect<string, StoreFailure> =>
+  writerId.length === 0
+    ? Effect.fail(failure({ reason: "InvalidWriterId", writerId, detail: "writerId must not be empty" }))
+    : Effect.succeed(path.join(directory, directoryName(writerId)))
+
+// A writer that never saved has no directory: that is "no record", not an error.
+const listSequences = (
+  fs: FileSystem,
+  writerId: string,
+  dir: string
+): Effect.Effect<ReadonlyArray<string>, StoreFailure> =>
+  attempt(() => fs.readdir(dir)).pipe(
+    Effect.catch(({ cause }) =>
+      isCode(cause, "ENOENT")
+        ? Effect.succeed([])
+        : Effect.fail(failure({ reason: "Io", writerId, detail: `list ${dir}`, cause }))
+    )
+  )
+
+const newestSequence = (names: ReadonlyArray<string>): number => {
+  let sequence = 0
+  for (const name of names) {
+    const match = recordFile.exec(name)
+    if (match?.[1] !== undefined) sequence = Math.max(sequence, Number(match[1]))
+  }
+  return sequence
+}
+
+const corrupt = (writerId: string, detail: string): StoreFailure => failure({ reason: "Corrupt", writerId, detail })
+
+// The newest envelope of a writer, checked against its file name; its record still undecoded.
+const readNewest = Effect.fnUntraced(function*(fs: FileSystem, writerId: string, dir: string) {
+  const sequence = newestSequence(yield* listSequences(fs, writerId, dir))
+  if (sequence === 0) return Option.none<Latest<unknown>>()
+  const file = path.join(dir, fileName(sequence))
+  const text = yield* io(writerId, `read ${file}`, () => fs.readFile(file, "utf8"))
+  const envelope = decodeEnvelope(text)
+  if (Result.isFailure(envelope)) {
+    return yield* corrupt(
+      writerId,
+      `${file} is not a valid checkpoint (torn or foreign file): ${envelope.failure.message}`
+    )
+  }
+  const { record, sequence: stored, writerId: storedWriter } = envelope.success
+  if (stored !== sequence || storedWriter !== writerId) {
+    return yield* corrupt(writerId, `${file} holds sequence ${stored} of writer '${storedWriter}'`)
+  }
+  return Option.some<Latest<unknown>>({ sequence, record })
+})
+
+const readLatest = <R>(
+  fs: FileSystem,
+  decode: (u: unknown) => Result.Result<R, Schema.SchemaError>,
+  writerId: string,
+  dir: string
+): Effect.Effect<Option.Option<Latest<R>>, StoreFailure> =>
+  Effect.flatMap(readNewest(fs, writerId, dir), (newest) => {
+    if (Option.isNone(newest)) return Effect.succeedNone
+    const { record: raw, sequence } = newest.value
+    const record = decode(raw)
+    return Result.isFailure(record)
+      ? Effect.fail(
+        corrupt(writerId, `${path.join(dir, fileName(sequence))} holds an invalid record: ${record.failure.message}`)
+      )
+      : Effect.succeedSome({ sequence, record: record.success })
+  })
+
+// The temporary file's random part comes from Effect's `Random`, so a seeded one replays it (two
+// savers drawing the same part collide on `wx`: an Io error, never a wrong record).
+const writeTemp = Effect.fnUntraced(
+  function*(fs: FileSystem, writerId: string, dir: string, sequence: number, body: string) {
+    const random = (yield* Random.nextIntBetween(0, 2 ** 48 - 1)).toString(16).padStart(12, "0")
+    const temp = path.join(dir, `.tmp-${String(sequence).padStart(20, "0")}-${random}`)
+    return yield* Effect.acquireUseRelease(
+      io(writerId, `create ${temp}`, () => fs.open(temp, "wx")),
+      (handle) =>
+        Effect.andThen(
+          io(writerId, `write ${temp}`, () => handle.writeFile(body, "utf8")),
+          io(writerId, `fsync ${temp}`, () => handle.sync())
+        ),
+      (handle) => closeQuietly(handle)
+    ).pipe(Effect.as(temp))
+  }
+)
+
+// link(2) fails with EEXIST instead of replacing: only one saver can create a given sequence.
+// ENOENT: the winner of this sequence (or a later one) pruned our temporary file first, which is a
+// lost race too; when no such record exists it is a real I/O failure.
+const linkNoClobber = (
+  fs: FileSystem,
+  writerId: string,
+  dir: string,
+  sequence: number,
+  temp: string
+): Effect.Effect<boolean, StoreFailure> => {
+  const target = path.join(dir, fileName(sequence))
+  const ioFailure = (cause: unknown) => failure({ reason: "Io", writerId, detail: `link ${target}`, cause })
+  return attempt(() => fs.link(temp, target)).pipe(
+    Effect.as(true),
+    Effect.catch(({ cause }) => {
+      if (isCode(cause, "EEXIST")) return Effect.succeed(false)
+      if (!isCode(cause, "ENOENT")) return Effect.fail(ioFailure(cause))
+      return Effect.flatMap(
+        listSequences(fs, writerId, dir),
+        (names) => newestSequence(names) >= sequence ? Effect.succeed(false) : Effect.fail(ioFailure(cause))
+      )
+    }),
+    Effect.ensuring(removeQuietly(fs, temp))
+  )
+}
+
+const syncDirectory = (fs: FileSystem, writerId: string, dir: string) =>
+  Effect.acquireUseRelease(
+    io(writerId, `open ${dir}`, () => fs.open(dir, "r")),
+    (handle) => io(writerId, `fsync ${dir}`, () => handle.sync()),
+    (handle) => closeQuietly(handle)
+  )
+
+// A new directory's entry is durable only once its parent is fsynced, or a crash can take the
+// directory with every record fsynced in it. Before a writer's first record: the store directory
+// (the writer directory's entry), and the parent of each level of the store directory that the
+// save's mkdir created (`created`: the first directory it created).
+const syncParents = (fs: FileSystem, writerId: string, directory: string, created: string | undefined) => {
+  const parents = [directory]
+  const first = created === undefined ? undefined : path.resolve(created)
+  const store = path.resolve(directory)
+  if (first !== undefined && (store === first || store.startsWith(first + path.sep))) {
+    for (let level = store; level !== path.dirname(level); level = path.dirname(level)) {
+      parents.push(path.dirname(level))
+      if (level === first) break
+    }
+  }
+  return Effect.forEach(parents, (parent) => syncDirectory(fs, writerId, parent), { discard: true })
+}
+
+// Keeps the newest two records; removes temporaries of sequences that can no longer win.
+const prune = Effect.fnUntraced(function*(fs: FileSystem, writerId: string, dir: string, sequence: number) {
+  const names = yield* listSequences(fs, writerId, dir)
+  const stale = names.filter((name) => {
+    const n = Number(recordFile.exec(name)?.[1] ?? tempFile.exec(name)?.[1] ?? Number.NaN)
+    return recordFile.test(name) ? n < sequence - 1 : n <= sequence
+  })
+  yield* Effect.forEach(
+    stale,
+    (name) => io(writerId, `remove ${name}`, () => fs.rm(path.join(dir, name), { force: true })),
+    {
+      discard: true
+    }
+  )
+})
+
+// A saver that paused after reading can link into a slot that a later saver's prune freed; it
+// did not win, since every prune follows a link two sequences higher, which this check sees.
+const isNewest = (
+  fs: FileSystem,
+  writerId: string,
+  dir: string,
+  sequence: number
+): Effect.Effect<boolean, StoreFailure> =>
+  Effect.map(listSequences(fs, writerId, dir), (names) => newestSequence(names) === sequence)
+
+// Writes `record` as number `sequence`: false when another saver created that number first.
+const writeRecord = Effect.fnUntraced(function*(
+  fs: FileSystem,
+  writerId: string,
+  dir: string,
+  sequence: number,
+  record: unknown
+) {
+  const body = JSON.stringify({ format, version, writerId, sequence, record })
+  const temp = yield* writeTemp(fs, writerId, dir, sequence, body)
+  const linked = yield* linkNoClobber(fs, writerId, dir, sequence, temp)
+  if (linked) yield* syncDirectory(fs, writerId, dir)
+  return linked
+})
+
+/**
+ * The store in `directory`, on `fs` (the real file system unless a test supplies one).
+ *
+ * @internal
+ */
+export const make = <R extends { readonly id: string }, C, E>(
+  directory: string,
+  options: Options<R, C, E>,
+  fs: FileSystem = nodeFileSystem
+) => {
+  const toError = (error: StoreFailure): E => options.error(error.fields)
+
+  const load = (writerId: string): Effect.Effect<Option.Option<R>, E> =>
+    Effect.flatMap(writerDirectory(directory, writerId), (dir) => readLatest(fs, options.decode, writerId, dir)).pipe(
+      Effect.map(Option.map((latest) => latest.record)),
+      Effect.mapError(toError)
+    )
+
+  const save: (writerId: string, record: R, expectedPreviousId: string | undefined) => Effect.Effect<void, C | E> =
+    Effect.fnUntraced(
+      function*(writerId: string, record: R, expectedPreviousId: string | undefined) {
+        const dir = yield* writerDirectory(directory, writerId)
+        const created = yield* io(writerId, `create ${dir}`, () => fs.mkdir(dir, { recursive: true }))
+        const latest = yield* readLatest(fs, options.decode, writerId, dir)
+        const actualId = Option.isSome(latest) ? latest.value.record.id : undefined
+        if (actualId !== expectedPreviousId) {
+          return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId }))
+        }
+        const sequence = Option.isSome(latest) ? latest.value.sequence + 1 : 1
+        if (options.afterRead !== undefined) yield* options.afterRead(writerId, sequence)
+        if (sequence === 1) yield* syncParents(fs, writerId, directory, created)
+        const linked = yield* writeRecord(fs, writerId, dir, sequence, record)
+        if (!linked || !(yield* isNewest(fs, writerId, dir, sequence))) {
+          // Another saver created this sequence first, or a later one: name the record that won.
+          const winner = yield* readLatest(fs, options.decode, writerId, dir)
+          return yield* Effect.fail(options.conflict({
+            writerId,
+            expectedPreviousId,
+            actualId: Option.isSome(winner) ? winner.value.record.id : undefined
+          }))
+        }
+        yield* prune(fs, writerId, dir, sequence).pipe(
+          // A leftover old file costs disk, not correctness: report it, do not fail the checkpoint.
+          Effect.catch((error) => Effect.logWarning("could not prune old checkpoints", toError(error)))
+        )
+      },
+      Effect.mapError((error) => (error instanceof StoreFailure ? toError(error) : error))
+    )
+
+  return { load, save }
+}

@@ -1,0 +1,203 @@
+/**
+ * The `Sink` of an exactly-once writer (DESIGN 6, sink form): `write` per chunk, a checkpoint every
+ * `every` (records written, or time) at the position of the last record written, and always one at
+ * the end of input; the summary as the result. The `checkpoint` option's decoding is here too.
+ *
+ * **Details**
+ *
+ * A chunk's write and the bookkeeping of its last record run under one lock, and so does a timed
+ * checkpoint, so a checkpoint's position is always that of the last record its drain covers. The
+ * timer races the input: a failed checkpoint (a fenced zombie, a store failure) ends the run with
+ * its error at once, and the end of input waits for a timed checkpoint under way before the last one.
+ *
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import * as Sink from "effect/Sink"
+import * as Stream from "effect/Stream"
+import type { Resume } from "../../Sink/Checkpoint.ts"
+import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import type { Writer } from "../../Sink/Writer.ts"
+import type { WriteSummary } from "../../Sink/WriteSummary.ts"
+import * as O from "../options/schema.ts"
+
+/** The decoded `every`: records written since the last checkpoint, or time since it. @internal */
+export type Every =
+  | { readonly _tag: "Records"; readonly records: number }
+  | { readonly _tag: "Interval"; readonly interval: Duration.Duration }
+
+/** The decoded sink-form `checkpoint` option. @internal */
+export interface Settings<A, P> {
+  readonly resume: Resume<P>
+  readonly every: Every
+  readonly position: (a: A) => P
+}
+
+const everyRule: O.Rule<Every> = (input) => {
+  if (Predicate.isNumber(input)) {
+    return Result.map(O.integer({ min: 1 })(input), (records): Every => ({ _tag: "Records", records }))
+  }
+  if (Predicate.isString(input) || Duration.isDuration(input)) {
+    return Result.map(O.duration("atLeastOneMilli")(input), (interval): Every => ({ _tag: "Interval", interval }))
+  }
+  return Result.fail(
+    `must be a number of records or a duration (Duration or "1 second"), was ${O.describe(input)}`
+  )
+}
+
+/** Whether a value is a `Checkpoint.Resume` (read by `Checkpoint.resume`). @internal */
+export const isResume = (u: unknown): u is Resume<unknown> =>
+  O.isRecord(u) && Predicate.isString(u.writerId) && O.isRecord(u.store) && Predicate.isFunction(u.store.save) &&
+  Predicate.isFunction(u.store.load) && Option.isOption(u.position) && Option.isOption(u.record) &&
+  Schema.isSchema(u.positionSchema)
+
+const resumeRule: O.Rule<Resume<unknown>> = O.guarded(isResume, "the result of Checkpoint.resume(...)")
+
+/**
+ * Decodes the `checkpoint` option of the sink form (`resume`, `every`, `position`), errors naming
+ * `checkpoint.<field>`; `undefined` is rejected (an exactly-once sink needs it).
+ *
+ * @internal
+ */
+export const decodeSettings = <A, P>(input: unknown): Effect.Effect<Settings<A, P>, SinkConfigError> =>
+  Effect.gen(function*() {
+    if (!O.isRecord(input)) {
+      return yield* O.fail(
+        "checkpoint",
+        `is required by an exactly-once sink: { resume, every, position }, was ${O.describe(input)}`
+      )
+    }
+    for (const key of Object.keys(input)) {
+      if (key !== "resume" && key !== "every" && key !== "position") {
+        return yield* O.fail(`checkpoint.${key}`, "is not an option here (expected resume, every, position)")
+      }
+    }
+    const resume = yield* O.decodeRule("checkpoint.resume", resumeRule, input.resume)
+    const every = yield* O.decodeRule("checkpoint.every", everyRule, input.every)
+    const position = input.position
+    if (!Predicate.isFunction(position)) {
+      return yield* O.fail("checkpoint.position", `must be a function (a) => position, was ${O.describe(position)}`)
+    }
+    // the option's type fixes `A` and `P`; the checks above are for untyped callers
+    return { resume: resume as Resume<P>, every, position: position as (a: A) => P }
+  })
+
+/**
+ * Decodes the `checkpoint` option of the writer form (`{ resume }`), errors naming `checkpoint.resume`.
+ *
+ * @internal
+ */
+export const decodeResume = <P>(input: unknown): Effect.Effect<Resume<P>, SinkConfigError> =>
+  Effect.gen(function*() {
+    if (!O.isRecord(input)) {
+      return yield* O.fail("checkpoint", `is required by an exactly-once writer: { resume }, was ${O.describe(input)}`)
+    }
+    for (const key of Object.keys(input)) {
+      if (key !== "resume") return yield* O.fail(`checkpoint.${key}`, "is not an option here (expected resume)")
+    }
+    const resume = yield* O.decodeRule("checkpoint.resume", resumeRule, input.resume)
+    return resume as Resume<P>
+  })
+
+/**
+ * What the sink runs on: the writer, when it checkpoints, and where a record's position is.
+ * `room`, when the writer stages what it writes until a checkpoint within bounds (Bigtable), is
+ * how many more records it can take before one: a write is cut to fit, and a checkpoint is taken
+ * early when nothing more fits, whatever `every` says.
+ *
+ * @internal
+ */
+export interface Built<A, E, P> {
+  readonly writer: Writer<A, E, P>
+  readonly every: Every
+  readonly position: (a: A) => P
+  readonly room?: (() => number) | undefined
+}
+
+/**
+ * Writes and checkpoints of one run, tracking the last record written and how many were written
+ * since the last checkpoint (callers hold the run's lock).
+ */
+const progress = <A, E, P>(writer: Built<A, E, P>["writer"], position: (a: A) => P) => {
+  let last: { readonly record: A } | undefined = undefined
+  let since = 0 // records written since the last checkpoint
+
+  const checkpoint = Effect.suspend(() => {
+    if (last === undefined || since === 0) return Effect.void
+    const at = position(last.record)
+    return Effect.tap(writer.checkpoint(at), () => Effect.sync(() => void (since = 0)))
+  })
+
+  const writeRun = (records: ReadonlyArray<A>) =>
+    Effect.tap(writer.write(records), () =>
+      Effect.sync(() => {
+        last = { record: records[records.length - 1] as A }
+        since += records.length
+      }))
+
+  // A chunk in runs that fit the writer's room, a checkpoint before a run when nothing fits
+  // (a run of one then when even an empty stage has no room: it fails with the writer's error).
+  const writeFitting = (chunk: ReadonlyArray<A>, fits: () => number) =>
+    Effect.gen(function*() {
+      for (let from = 0; from < chunk.length;) {
+        let n = fits()
+        if (n < 1 && since > 0) {
+          yield* checkpoint
+          n = fits()
+        }
+        const run = from === 0 && n >= chunk.length ? chunk : chunk.slice(from, from + Math.max(1, n))
+        yield* writeRun(run)
+        from += run.length
+      }
+    })
+
+  return { checkpoint, writeRun, writeFitting, since: () => since }
+}
+
+/**
+ * The exactly-once sink over a writer built per run.
+ *
+ * @internal
+ */
+export const make = <A, P, E, E0, R>(
+  build: Effect.Effect<Built<A, E, P>, E0, R | Scope.Scope>
+): Sink.Sink<WriteSummary, A, never, E | E0, Exclude<R, Scope.Scope>> =>
+  Sink.make<A>()((input) =>
+    Effect.gen(function*() {
+      const { every, position, room, writer } = yield* build
+      const lock = yield* Semaphore.make(1)
+      const { checkpoint, since, writeFitting, writeRun } = progress(writer, position)
+
+      const consume = input.pipe(
+        Stream.runForEachArray((chunk) =>
+          lock.withPermit(Effect.gen(function*() {
+            yield* room === undefined ? writeRun(chunk) : writeFitting(chunk, room)
+            if (every._tag === "Records" && since() >= every.records) yield* checkpoint
+          }))
+        )
+      )
+      if (every._tag === "Records") {
+        yield* consume
+        // the end of input: a last checkpoint covers everything written
+        yield* lock.withPermit(checkpoint)
+      } else {
+        const timer = yield* Effect.forkChild(
+          Effect.forever(Effect.sleep(every.interval).pipe(Effect.andThen(lock.withPermit(checkpoint))))
+        )
+        // The race joins the timer, never interrupts it: a failed timed checkpoint ends the run at once,
+        // and one under way when the input ends (an interruption would latch the writer) is waited for
+        // under the lock, where the timer can only be sleeping or waiting for the lock.
+        yield* Effect.raceFirst(consume, Fiber.join(timer))
+        yield* lock.withPermit(Effect.andThen(Fiber.interrupt(timer), checkpoint))
+      }
+      return yield* writer.summary
+    })
+  )

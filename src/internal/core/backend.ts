@@ -1,0 +1,331 @@
+/**
+ * The contract between the writer core (`internal/core/`) and a backend (Bigtable, BigQuery).
+ * The core owns what every writer does alike; a backend plugs in only what differs.
+ *
+ * **What the core owns**
+ *
+ * - the command queue and the owner loop (one fiber owns every mutable structure; others send commands);
+ * - admission: records are prepared on the caller's fiber, cut into {@link Slice}s, and each slice
+ *   takes a writer-global in-flight permit (units and bytes, `flowControl.ts`) before it is offered
+ *   to the owner; waiting for a permit is the backpressure;
+ * - the terminal-failure latch: the first fatal cause is kept, every later `write`/`flush` fails with it;
+ * - barriers: `flush` cuts every open batch, waits until nothing is outstanding, flushes the failure
+ *   handler exactly once, then forgets idle destinations; the exactly-once protocol (`checkpoint.ts`)
+ *   drains through this barrier before it prepares and commits;
+ * - failure routing through the `FailureHandler` lifecycle (`failureRouting.ts`): `recordsFailed` is
+ *   counted once the handler succeeded (dropped the record), as `WriteSummary` documents;
+ * - summary counters (read without queueing) and in-flight gauges moved by deltas, returned to 0 at close;
+ * - timers: the tick (batch delay, stall warning, idle-destination eviction once a minute) and
+ *   eviction at every successful barrier;
+ * - the one completion path: a batch's RPC runs on its own fiber and its outcome comes back to the
+ *   owner as a command, where the backend's {@link Backend.judge} turns it into a {@link Verdict} the
+ *   core acts on (count, route, retry on the `Schedule` of a `RetryPolicy`, repair, fail);
+ * - close: after success, a final barrier if anything was admitted since the last one (the handler
+ *   is flushed once, not twice); after failure or interruption, release without flushing.
+ *
+ * **What a backend supplies** ({@link Backend})
+ *
+ * - `prepare` (caller fiber): resolve, serialize and measure a run of records into slices, routed
+ *   failures and skipped records. User code (resolvers, serializers) never runs on the owner fiber.
+ * - `admit` / `cutAll` / `tick` (owner fiber): put a slice into its destinations' batches, and cut
+ *   batches into requests handed to {@link Core.send}.
+ * - `call` (its own fiber): the RPC of one request; never fails (its failure is part of the outcome).
+ * - `judge` (owner fiber): the verdict on an outcome, from the backend's pure classifier.
+ * - `resend`, `repair`, `onEvent`, `evictIdle`: the backend's own follow-ups (isolation pass, table
+ *   repair, schema refresh), driven by the core.
+ *
+ * The types below are stable: a change is noted at the top of `README.md` in this folder.
+ *
+ * @internal
+ */
+import type * as Cause from "effect/Cause"
+import type * as Effect from "effect/Effect"
+import type * as Metric from "effect/Metric"
+import type * as Scope from "effect/Scope"
+import type { FailedElement } from "../../Sink/FailedElement.ts"
+import type { FailureHandler } from "../../Sink/FailureHandler.ts"
+import type { RetryPolicy } from "../../Sink/RetryPolicy.ts"
+import type { SummaryCounters } from "./summaryCounters.ts"
+
+/**
+ * What the core accounts for one admitted unit of work until it leaves the writer (written or
+ * routed): a Bigtable entry, or a BigQuery batch (or part of one). The backend keeps it; the core
+ * reads these fields only.
+ *
+ * - `key`: the destination's string form (the summary's key, `p.i.t` / `p.d.t`).
+ * - `units`: records it carries (1 for a Bigtable entry; rows for a BigQuery batch); counted as
+ *   `recordsWritten` when written, and taken from the in-flight units bound.
+ * - `bytes`: serialized bytes; `bytesWritten` when written, and the in-flight bytes gauge.
+ * - `permitBytes`: what it took of the in-flight bytes permit (its `bytes` clamped to the bound by
+ *   the slice that admitted it); given back when it leaves.
+ *
+ * @internal
+ */
+export interface Accounted {
+  readonly key: string
+  readonly units: number
+  readonly bytes: number
+  readonly permitBytes: number
+}
+
+/**
+ * One admission step, prepared on the caller fiber: the backend's payload and the permit it takes.
+ * `units` and `permitBytes` must be what the payload's {@link Accounted} items sum to (so releasing
+ * them all gives the permit back exactly); `bytes` is their real size (gauge).
+ *
+ * @internal
+ */
+export interface Slice<S> {
+  readonly payload: S
+  readonly units: number
+  readonly bytes: number
+  readonly permitBytes: number
+}
+
+/**
+ * A prepared run of records: the slices to admit (in order), the records routed before admission
+ * (unroutable, serializer failure, oversize), and the destinations of skipped records (one entry
+ * per record the serializer skipped).
+ *
+ * @internal
+ */
+export interface Prepared<S, F> {
+  readonly slices: ReadonlyArray<Slice<S>>
+  readonly routed: ReadonlyArray<F>
+  readonly skipped: ReadonlyArray<string>
+}
+
+/**
+ * The writer-global in-flight bounds, handed to `prepare` so a slice never exceeds them.
+ *
+ * - `maxUnits` / `maxBytes`: what admitted and not yet written or routed items may hold; admission
+ *   waits for room (the backpressure).
+ * - `maxRequests`: at most this many requests (calls) in flight; further `Core.send`s wait in order
+ *   and start as answers come back (BigQuery's `maxInFlightRequests`). Absent: no bound.
+ *
+ * @internal
+ */
+export interface Limits {
+  readonly maxUnits: number
+  readonly maxBytes: number
+  readonly maxRequests?: number | undefined
+}
+
+/** A record that failed terminally, with the item that carried it (its permit is given back). @internal */
+export interface Routed<I, F> {
+  readonly item: I
+  readonly failure: F
+}
+
+/** Items to re-send after a wait of the named budget's `Schedule`. @internal */
+export interface Retry<I, E> {
+  readonly items: ReadonlyArray<I>
+  /** The attempt that just failed (1-based): the wait is the schedule's `attempt`-th delay. */
+  readonly attempt: number
+  /** `retry` (transient failures) or `recovery` (reconnects, repairs). */
+  readonly budget: Budget
+  /** The writer's failure when the schedule has no further attempt. */
+  readonly exhausted: () => E
+  /** What failed: the schedule's input (`RetryPolicy.fromSchedule` may decide on it). */
+  readonly failure?: unknown
+}
+
+/** The two budgets of a writer, each a `RetryPolicy` run through its `Schedule`. @internal */
+export type Budget = "retry" | "recovery"
+
+/** Items the backend repairs (table created, families added, schema updated); they stay outstanding. @internal */
+export interface Repairing<I> {
+  readonly item: I
+  /** What the service said (e.g. the NOT_FOUND message). */
+  readonly detail: string
+  /** The answer that asked for the repair (the last cause of a spent recovery budget). */
+  readonly cause: unknown
+}
+
+/**
+ * What the core does with one outcome, in this order: `routed` (given back, handed to the handler),
+ * `resend` (re-sent now, e.g. Bigtable's isolation pass), `repair` (handed to {@link Backend.repair}),
+ * then `terminal` (the writer fails; the rest is dropped with it), then `written` (counted, given
+ * back) and `retry` (counted as retries, re-sent after the budget's wait). Every item of the batch
+ * appears at most once, and exactly once unless `terminal` is set (after a failure the rest no
+ * longer matters: the writer releases without committing).
+ *
+ * @internal
+ */
+export interface Verdict<I, F, E> {
+  readonly written: ReadonlyArray<I>
+  readonly routed: ReadonlyArray<Routed<I, F>>
+  readonly resend: ReadonlyArray<I>
+  readonly repair: ReadonlyArray<Repairing<I>>
+  readonly retry: Retry<I, E> | undefined
+  readonly terminal: E | undefined
+}
+
+/**
+ * The backend's metrics the core moves. Counters are added to; gauges are moved by deltas (so two
+ * writers add up) and the core takes its share back when the writer closes.
+ *
+ * @internal
+ */
+export interface CoreMetrics {
+  /** Records written (acknowledged), by count. */
+  readonly recordsSend?: Metric.Counter<number> | undefined
+  /** Bytes of the written records. */
+  readonly bytesSend?: Metric.Counter<number> | undefined
+  /** Records routed to the failure handler. */
+  readonly recordsSendErrors?: Metric.Counter<number> | undefined
+  /** Records the serializer skipped. */
+  readonly recordsSkipped?: Metric.Counter<number> | undefined
+  /** Per-destination written records (with a `destination` attribute, when `perDestination`). */
+  readonly destinationRecordsSend?: Metric.Counter<number> | undefined
+  /** Per-destination routed records. */
+  readonly destinationSendErrors?: Metric.Counter<number> | undefined
+  /** Gauge: units admitted and not yet written or routed. */
+  readonly inFlightUnits?: Metric.Gauge<number> | undefined
+  /** Gauge: bytes of those units. */
+  readonly inFlightBytes?: Metric.Gauge<number> | undefined
+  /** Gauge: requests (RPCs) in flight. */
+  readonly inFlightRequests?: Metric.Gauge<number> | undefined
+  readonly perDestination: boolean
+}
+
+/**
+ * What the core offers a backend's owner-side steps. Every member runs on the owner fiber, except
+ * `offer`, which any fiber may call.
+ *
+ * @internal
+ */
+export interface Core<I extends Accounted, B, Ev, F extends FailedElement, E> {
+  /**
+   * Starts `backend.call(batch)` on a fiber of its own (or queues it while `limits.maxRequests` are in
+   * flight); its outcome comes back to `judge`.
+   */
+  readonly send: (batch: B) => Effect.Effect<void>
+  /** Sends a backend command to the owner (from a forked fiber, e.g. a repair round's result). */
+  readonly offer: (event: Ev) => Effect.Effect<void>
+  /** Runs `effect` on a fiber of the writer (interrupted when it closes). */
+  readonly fork: (effect: Effect.Effect<unknown>) => Effect.Effect<void>
+  /**
+   * Waits before attempt `attempt + 1` of `budget` (the policy's `Schedule`), then `offer(event)` on a
+   * forked fiber; `exhausted` fails the writer when the schedule allows no further attempt.
+   */
+  readonly after: (
+    budget: Budget,
+    attempt: number,
+    event: Ev,
+    exhausted: () => E,
+    failure?: unknown
+  ) => Effect.Effect<void>
+  /** Re-sends `retry.items` through `Backend.resend` after the budget's wait (what a `retry` verdict does). */
+  readonly retry: (retry: Retry<I, E>) => Effect.Effect<void>
+  /** Items that leave the writer without being written or routed by a verdict (given back). */
+  readonly resolved: (items: ReadonlyArray<I>) => Effect.Effect<void>
+  /** Hands a record to the failure handler (counted once the handler drops it). */
+  readonly route: (failure: F) => Effect.Effect<void>
+  /** Latches the writer's failure (the first one wins). */
+  readonly fail: (error: E) => Effect.Effect<void>
+  readonly failCause: (cause: Cause.Cause<E>) => Effect.Effect<void>
+  /** Whether the writer has failed. */
+  readonly failed: () => boolean
+  /**
+   * Fails with the writer's failure once latched (never succeeds). A wait for an answer from the
+   * owner races it: a failed owner drops the commands it is sent, so that answer may never come.
+   */
+  readonly failure: Effect.Effect<never, E>
+  /** Moves a gauge by `delta`; the core takes the sum back at close. */
+  readonly gauge: (metric: Metric.Gauge<number>, delta: number) => Effect.Effect<void>
+  /** Units outstanding in the whole writer, and requests in flight. */
+  readonly outstanding: () => number
+  readonly requestsInFlight: () => number
+  /** The summary counters (written by the owner only). */
+  readonly counters: SummaryCounters
+}
+
+/**
+ * A backend, built once per writer by {@link BackendFactory} with the {@link Core} it runs on.
+ *
+ * - `S`: the payload of an admission slice; `I`: an accounted item; `B`: a request (batch);
+ *   `O`: the outcome of a request's call; `Ev`: the backend's own owner commands; `F`: its routed
+ *   failure type; `E`: the writer's error; `R`: the context of its owner-side steps (the handler's).
+ *
+ * @internal
+ */
+export interface Backend<A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R> {
+  /** Span and log prefix, e.g. `BigtableSink` (spans `BigtableSink.write`, `BigtableSink.flush`). */
+  readonly name: string
+  /**
+   * Whether `write` returns only once the records its `prepare` routed are with the handler (so a
+   * failing handler fails that `write`, as BigQuery documents); absent or false: once offered.
+   */
+  readonly writeAwaitsRouted?: boolean | undefined
+  /**
+   * Caller fiber, before each `prepare`: a wait for the transport (requests it has not yet taken
+   * for the wire), so records are not prepared ahead of what can be sent; `undefined`: go on.
+   */
+  readonly admissionGate?: (() => Effect.Effect<void> | undefined) | undefined
+  /** Records prepared per `prepare` call: a slice is admitted while the next is prepared. */
+  readonly sliceRecords: number
+  /** Caller fiber: resolve, serialize, measure. Each slice within `limits`. */
+  readonly prepare: (records: ReadonlyArray<A>, limits: Limits) => Effect.Effect<Prepared<S, F>, E>
+  /** Owner: a slice's items join their batches (it holds its permit); full batches are sent. */
+  readonly admit: (payload: S, now: number) => Effect.Effect<void, E, R>
+  /** Owner: sends every open batch (a barrier, or admission waiting for permits they hold). */
+  readonly cutAll: Effect.Effect<void, E, R>
+  /** Owner, on each tick: sends batches open longer than the batch delay. */
+  readonly tick: (now: number) => Effect.Effect<void, E, R>
+  /** Own fiber: the RPC of one request. Its failures are part of `O`, so it never fails. */
+  readonly call: (batch: B) => Effect.Effect<O>
+  /** Owner: the verdict on one request's outcome (from the backend's pure classifier). */
+  readonly judge: (batch: B, outcome: O) => Effect.Effect<Verdict<I, F, E>, never, R>
+  /** Owner: items re-sent (after a retry wait, or at once for a `resend` verdict). */
+  readonly resend: (items: ReadonlyArray<I>) => Effect.Effect<void, E, R>
+  /** Owner: items waiting on a repair of their destination; they stay outstanding. */
+  readonly repair: (items: ReadonlyArray<Repairing<I>>) => Effect.Effect<void, E, R>
+  /** Owner: a command the backend sent itself through `Core.offer`. */
+  readonly onEvent: (event: Ev) => Effect.Effect<void, E, R>
+  /** Owner: items left the writer (written, routed or resolved): per-destination bookkeeping. */
+  readonly onResolved: (items: ReadonlyArray<I>) => Effect.Effect<void>
+  /** Owner: whether a barrier must wait besides outstanding units (e.g. a repair under way). */
+  readonly busy: () => boolean
+  /** Owner, at a successful barrier and once a minute on the tick: forgets destinations idle since before `now - idleTimeout`. */
+  readonly evictIdle: (now: number) => Effect.Effect<void>
+  /** The stall warning's text, once requests waited `waitedMillis` with no answer. */
+  readonly stallMessage: (waitedMillis: number) => { readonly message: string; readonly destinations: string }
+}
+
+/**
+ * How a backend builds its writer on the core: `writer.make(options)` (in `writer.ts`) returns a
+ * `Writer<A, E, P>` in the current scope.
+ *
+ * - `handler`: the failure handler (opened now, closed with the scope, flushed once per barrier).
+ * - `limits`: the writer-global in-flight bounds (units, bytes) admission waits on.
+ * - `retry` / `recovery`: the two budgets, run through `RetryPolicy.toSchedule`.
+ * - `metrics`: what the core counts and gauges for this backend.
+ * - `backend`: builds the backend on the core (it may open resources in the scope).
+ * - `checkpoint(position)` of the writer built here is its `flush`: the exactly-once writers wrap it
+ *   with the checkpoint protocol (`checkpoint.ts`), which drains through this `flush`.
+ *
+ * @internal
+ */
+export interface WriterOptions<
+  A,
+  S,
+  I extends Accounted,
+  B,
+  O,
+  Ev,
+  F extends FailedElement,
+  E,
+  R,
+  EH extends E = E
+> {
+  /** Its errors (`EH`, part of the writer's `E`) fail building the writer when `open` fails. */
+  readonly handler: FailureHandler<F, EH, R>
+  readonly limits: Limits
+  readonly retry: RetryPolicy
+  readonly recovery: RetryPolicy
+  readonly metrics: CoreMetrics
+  readonly backend: (
+    core: Core<I, B, Ev, F, E>
+  ) => Effect.Effect<Backend<A, S, I, B, O, Ev, F, E, R>, EH, R | Scope.Scope>
+}

@@ -1,0 +1,187 @@
+/**
+ * The writer core's owner fiber: the only reader and writer of the core's state (outstanding units
+ * and bytes, requests in flight, barriers, the failure latch) and of the backend's (batches,
+ * destinations), which the backend's owner-side steps touch from this fiber only. It takes one
+ * command at a time and runs the matching step, then settles the barriers that can be.
+ *
+ * @internal
+ */
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Metric from "effect/Metric"
+import * as Queue from "effect/Queue"
+import type { FailedElement } from "../../Sink/FailedElement.ts"
+import { act, gauge, startCall } from "./actions.ts"
+import type { Accounted, Backend, Core } from "./backend.ts"
+import * as stall from "./stall.ts"
+import type { Command, OwnerContext } from "./state.ts"
+
+/**
+ * Answers the barriers once nothing is outstanding: the handler's flush (once for all of them),
+ * then idle destinations are forgotten. After a failure every barrier fails with it.
+ */
+const settleBarriers = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+  core: Core<I, B, Ev, F, E>,
+  backend: Backend<never, S, I, B, O, Ev, F, E, R>
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const st = ctx.state
+    if (st.barriers.length === 0) return
+    const failure = st.failure
+    if (failure !== undefined) {
+      for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(done, failure)
+      return
+    }
+    if (st.outstanding > 0 || backend.busy()) return
+    const exit = yield* Effect.exit(Effect.provideContext(ctx.router.flush, ctx.context))
+    if (Exit.isFailure(exit)) {
+      yield* core.failCause(exit.cause)
+      for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(done, exit.cause)
+      return
+    }
+    st.flushedUpTo = st.taken
+    yield* backend.evictIdle(yield* Clock.currentTimeMillis)
+    for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.succeed(done, undefined)
+  })
+
+const onAdmit = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+  core: Core<I, B, Ev, F, E>,
+  backend: Backend<never, S, I, B, O, Ev, F, E, R>,
+  command: Extract<Command<S, I, B, O, Ev, F, E>, { readonly _tag: "Admit" }>
+): Effect.Effect<void, E, R> =>
+  Effect.gen(function*() {
+    const st = ctx.state
+    st.taken++
+    const skipped = command.skipped
+    for (let i = 0; i < skipped.length; i++) ctx.counters.add(skipped[i] as string, "recordsSkipped", 1)
+    if (skipped.length > 0 && ctx.metrics.recordsSkipped !== undefined) {
+      yield* Metric.update(ctx.metrics.recordsSkipped, skipped.length)
+    }
+    const slice = command.slice
+    if (slice !== undefined) {
+      yield* ctx.unstage
+      st.outstanding += slice.units
+      yield* gauge(st, ctx.metrics.inFlightUnits, slice.units)
+      yield* gauge(st, ctx.metrics.inFlightBytes, slice.bytes)
+      yield* backend.admit(slice.payload, yield* Clock.currentTimeMillis)
+    }
+    for (const failed of command.routed) yield* core.route(failed)
+    if (command.routedPermit !== undefined) yield* ctx.release(command.routedPermit)
+    const done = command.routedDone
+    if (done !== undefined) {
+      yield* st.failure === undefined ? Deferred.succeed(done, undefined) : Deferred.failCause(done, st.failure)
+    }
+  })
+
+/**
+ * A finished request: its verdict acted on. Once the last request in flight is booked while
+ * admission waits, the open batches are sent: they hold the permits admission waits for.
+ */
+const onCompleted = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+  core: Core<I, B, Ev, F, E>,
+  backend: Backend<never, S, I, B, O, Ev, F, E, R>,
+  batch: B,
+  outcome: O
+): Effect.Effect<void, E, R> =>
+  Effect.gen(function*() {
+    const st = ctx.state
+    st.requests--
+    yield* gauge(st, ctx.metrics.inFlightRequests, -1)
+    stall.progressed(st.stall, yield* Clock.currentTimeMillis)
+    // a request waiting for the request window takes the place just freed
+    const next = ctx.queued.shift()
+    if (next !== undefined) yield* startCall(ctx, next)
+    yield* act(ctx, core, backend, yield* backend.judge(batch, outcome))
+    if (!st.admissionWaiting || st.requests > 0 || st.failure !== undefined) return
+    st.admissionWaiting = false
+    yield* backend.cutAll
+  })
+
+/** How often the tick forgets idle destinations, besides every successful barrier. @internal */
+export const evictionInterval = Duration.minutes(1)
+
+/** Idle destinations are forgotten on the tick too, so a stream that never flushes does not keep them. */
+const evictDue = (
+  st: { lastEvictionAt: number },
+  backend: { readonly evictIdle: (now: number) => Effect.Effect<void> },
+  now: number
+): Effect.Effect<void> => {
+  if (now - st.lastEvictionAt < Duration.toMillis(evictionInterval)) return Effect.void
+  st.lastEvictionAt = now
+  return backend.evictIdle(now)
+}
+
+const handle = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+  core: Core<I, B, Ev, F, E>,
+  backend: Backend<never, S, I, B, O, Ev, F, E, R>,
+  command: Command<S, I, B, O, Ev, F, E>
+): Effect.Effect<void, E, R> => {
+  const st = ctx.state
+  if (command._tag === "Tick") st.tickPending = false
+  if (st.failure !== undefined) {
+    return command._tag === "Flush" ? Effect.asVoid(Deferred.failCause(command.done, st.failure)) : Effect.void
+  }
+  switch (command._tag) {
+    case "Admit":
+      return onAdmit(ctx, core, backend, command)
+    case "SendAll":
+      // While requests are in flight their answers free permits, and cutting now would only send
+      // small batches; with none in flight, the open batches hold them.
+      if (st.requests > 0) {
+        st.admissionWaiting = true
+        return Effect.void
+      }
+      return backend.cutAll
+    case "Tick":
+      return Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) =>
+          Effect.andThen(
+            Effect.andThen(stall.check(st.stall, now, st.requests, backend), backend.tick(now)),
+            evictDue(st, backend, now)
+          )
+      )
+    case "Completed":
+      return onCompleted(ctx, core, backend, command.batch, command.outcome)
+    case "CallFailed":
+      return core.failCause(command.cause)
+    case "Retry":
+      return backend.resend(command.items)
+    case "Event":
+      return backend.onEvent(command.event)
+    case "Flush":
+      return Effect.andThen(backend.cutAll, Effect.sync(() => void st.barriers.push(command.done)))
+  }
+}
+
+/**
+ * The owner loop. Runs until interrupted; a fatal error or defect of a step (settling the barriers
+ * included) is latched (published through `failed`) and the loop keeps failing barriers. However
+ * the loop itself ends, its cause is latched too, so no write or flush waits for a stopped owner.
+ *
+ * @internal
+ */
+export const run = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+  core: Core<I, B, Ev, F, E>,
+  backend: Backend<never, S, I, B, O, Ev, F, E, R>
+): Effect.Effect<never, never, R> => {
+  const settle = settleBarriers(ctx, core, backend)
+  const step = (command: Command<S, I, B, O, Ev, F, E>) =>
+    handle(ctx, core, backend, command).pipe(
+      Effect.catchCause((cause) => core.failCause(cause)),
+      Effect.andThen(settle),
+      // the latch is set by now: settling again only fails the barriers left waiting
+      Effect.catchCause((cause) => Effect.andThen(core.failCause(cause), settle))
+    )
+  return Effect.forever(Effect.flatMap(Queue.take(ctx.commands), step)).pipe(
+    Effect.onExit((exit) => (Exit.isFailure(exit) ? core.failCause(exit.cause) : Effect.void))
+  )
+}

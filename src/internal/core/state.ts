@@ -1,0 +1,107 @@
+/**
+ * The writer core's state and commands: what the owner fiber reads and writes (outstanding units
+ * and bytes, requests in flight, barriers, the failure latch), and what it is built from.
+ *
+ * @internal
+ */
+import type * as Cause from "effect/Cause"
+import type * as Context from "effect/Context"
+import type * as Deferred from "effect/Deferred"
+import type * as Effect from "effect/Effect"
+import type * as FiberSet from "effect/FiberSet"
+import type * as Metric from "effect/Metric"
+import type * as Queue from "effect/Queue"
+import type * as Schedule from "effect/Schedule"
+import type { FailedElement } from "../../Sink/FailedElement.ts"
+import type { Accounted, Backend, Budget, CoreMetrics, Slice } from "./backend.ts"
+import type { FailureRouter } from "./failureRouting.ts"
+import type { Permit } from "./flowControl.ts"
+import * as stall from "./stall.ts"
+import type { SummaryCounters } from "./summaryCounters.ts"
+
+/** The commands of the owner. @internal */
+export type Command<S, I, B, O, Ev, F, E> =
+  | {
+    readonly _tag: "Admit"
+    readonly slice: Slice<S> | undefined
+    readonly routed: ReadonlyArray<F>
+    readonly skipped: ReadonlyArray<string>
+    /** Completed once `routed` went to the handler (failed with the latch when that failed the writer). */
+    readonly routedDone?: Deferred.Deferred<void, E> | undefined
+    /** The in-flight bytes `routed`'s payloads were charged (an oversize row is up to 10 MiB), given back once routed. */
+    readonly routedPermit?: Permit | undefined
+  }
+  | { readonly _tag: "SendAll" }
+  | { readonly _tag: "Tick" }
+  | { readonly _tag: "Completed"; readonly batch: B; readonly outcome: O }
+  /** A call that died (or was interrupted on its own): latched as the writer's failure. */
+  | { readonly _tag: "CallFailed"; readonly cause: Cause.Cause<never> }
+  | { readonly _tag: "Retry"; readonly items: ReadonlyArray<I> }
+  | { readonly _tag: "Event"; readonly event: Ev }
+  | { readonly _tag: "Flush"; readonly done: Deferred.Deferred<void, E> }
+
+/** The core's mutable state; read and written on the owner fiber (the finalizers read it after it stopped). @internal */
+export interface State<E> {
+  outstanding: number
+  requests: number
+  /** Admission is waiting for permits held by open batches: cut them once no request is in flight. */
+  admissionWaiting: boolean
+  /** `Admit` commands offered by callers (counted before they reach the owner). */
+  offered: number
+  /** `Admit` commands the owner has taken. */
+  taken: number
+  /** `taken` when the last barrier succeeded: closing after success flushes when `offered` is past it. */
+  flushedUpTo: number
+  readonly barriers: Array<Deferred.Deferred<void, E>>
+  failure: Cause.Cause<E> | undefined
+  /** Gauge moves of this writer, taken back when it closes. */
+  readonly gauges: Map<Metric.Gauge<number>, number>
+  readonly stall: stall.StallState
+  /** When the tick last forgot idle destinations. */
+  lastEvictionAt: number
+  /** A `Tick` waits in the queue: the ticker offers no other until the owner took it. */
+  tickPending: boolean
+}
+
+/** Whether anything was offered for admission since the last successful barrier. @internal */
+export const unflushed = <E>(st: State<E>): boolean => st.offered > st.flushedUpTo
+
+/** @internal */
+export const makeState = <E>(): State<E> => ({
+  outstanding: 0,
+  requests: 0,
+  admissionWaiting: false,
+  offered: 0,
+  taken: 0,
+  flushedUpTo: 0,
+  barriers: [],
+  failure: undefined,
+  gauges: new Map(),
+  stall: stall.makeState(),
+  lastEvictionAt: 0,
+  tickPending: false
+})
+
+/** What the owner is built from (by `writer.make`). @internal */
+export interface OwnerContext<S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R> {
+  readonly state: State<E>
+  readonly commands: Queue.Queue<Command<S, I, B, O, Ev, F, E>>
+  readonly fibers: FiberSet.FiberSet<unknown, unknown>
+  readonly failed: Deferred.Deferred<never, E>
+  readonly router: FailureRouter<F, E, R>
+  readonly counters: SummaryCounters
+  readonly metrics: CoreMetrics
+  readonly release: (permit: Permit) => Effect.Effect<void>
+  /** The owner took an admitted slice from the queue: one more may be staged. */
+  readonly unstage: Effect.Effect<unknown>
+  readonly schedules: Readonly<Record<Budget, Schedule.Schedule<unknown, unknown>>>
+  /** The context of the handler (and of the backend's owner-side steps). */
+  readonly context: Context.Context<R>
+  /** Set once the backend is built (the backend's factory receives the core first). */
+  backend: Backend<never, S, I, B, O, Ev, F, E, R> | undefined
+  /** At most this many requests in flight (`Infinity`: no bound); the others wait in `queued`, in order. */
+  readonly maxRequests: number
+  readonly queued: Array<B>
+  /** The backend's `call`, run on a fiber of its own. */
+  readonly call: (batch: B) => Effect.Effect<O>
+}

@@ -1,0 +1,319 @@
+/**
+ * The writer core's `make`: opens the failure handler, builds the backend on the core, starts the
+ * owner fiber and the ticker, and admits records under the writer-global in-flight bounds.
+ *
+ * **Details**
+ *
+ * `write` prepares a run of records on the caller's fiber (the backend's `prepare`: resolve,
+ * serialize, measure), then takes an in-flight permit slice by slice and offers each slice to the
+ * owner. When a slice has to wait, it first asks the owner to send every open batch (`SendAll`), so
+ * the permits held by batched items come back; the wait is the backpressure. The fast path (permits
+ * free, queue not full) forks nothing and races nothing: one `tryAcquire` and one `offerUnsafe`.
+ *
+ * `flush` is a barrier command; `checkpoint` is `flush` here (the exactly-once writers wrap this
+ * writer with the checkpoint protocol of `checkpoint.ts`). Closing the scope after success runs a final barrier when anything was admitted
+ * since the last one; after failure or interruption it only releases.
+ *
+ * @internal
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberSet from "effect/FiberSet"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
+import * as Scheduler from "effect/Scheduler"
+import type * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
+import type { FailedElement } from "../../Sink/FailedElement.ts"
+import { RetryPolicy } from "../../Sink/RetryPolicy.ts"
+import type { Writer } from "../../Sink/Writer.ts"
+import type { WriteSummary } from "../../Sink/WriteSummary.ts"
+import * as actions from "./actions.ts"
+import type { Accounted, Backend, Core, Prepared, Slice, WriterOptions } from "./backend.ts"
+import * as failureRouting from "./failureRouting.ts"
+import * as flowControl from "./flowControl.ts"
+import type { Permit } from "./flowControl.ts"
+import { hotSpan } from "./hotSpan.ts"
+import * as owner from "./owner.ts"
+import * as ownerState from "./state.ts"
+import * as summaryCounters from "./summaryCounters.ts"
+
+/** Commands the owner's queue holds before `write` waits to offer. @internal */
+export const commandCapacity = 1024
+
+/**
+ * The scheduler of the owner fiber and the request fibers it forks: their tasks run as microtasks.
+ * A completion's path (the call's fiber resumes, the owner books it, releases permits, admits, and
+ * starts the next call) then runs within the I/O callback that delivered the answer, instead of one
+ * event-loop turn per hop; profiles showed those turns costing as much as encoding. The owner never
+ * runs unbounded: it handles a bounded queue and suspends when it is empty, and nothing can refill
+ * it while its microtasks run. Timers and other fibers keep their turns.
+ *
+ * Only in place of Effect's default scheduler: a scheduler the caller provided (a deterministic
+ * test scheduler, a runtime's own) runs the owner too ({@link ownerSchedulerFor}).
+ *
+ * @internal
+ */
+export const ownerScheduler: Scheduler.Scheduler = new Scheduler.MixedScheduler("sync")
+
+/** The owner's scheduler under `current`: {@link ownerScheduler} for Effect's default one, else `current`. @internal */
+export const ownerSchedulerFor = (current: Scheduler.Scheduler): Scheduler.Scheduler =>
+  current instanceof Scheduler.MixedScheduler ? ownerScheduler : current
+
+/**
+ * Prepared slices that may wait in the command queue for the owner to take them. The in-flight
+ * bounds count a slice from admission until its request is answered; without this second, small
+ * bound the caller (which encodes) could run a whole in-flight budget of encoded buffers ahead of
+ * the owner (which sends), and those buffers, not the requests on the wire, made the peak memory.
+ * Enough slices for the owner never to wait on the caller: it takes them as fast as it sends.
+ *
+ * @internal
+ */
+export const maxStagedSlices = 4
+
+/** How often the owner ticks (batch delay, stall check). @internal */
+export const tickInterval = "100 millis"
+
+/**
+ * Builds a writer on the core in the current scope.
+ *
+ * @internal
+ */
+export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P = never, EH extends E = E>(
+  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, EH>
+): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
+  Effect.gen(function*() {
+    const context = yield* Effect.context<R>()
+    const counters = summaryCounters.make()
+    // A failing `open` fails building the writer with the handler's error (nothing to close then).
+    const router = yield* failureRouting.make<F, EH, R>(options.handler, counters)
+    const flow = yield* flowControl.make(options.limits)
+    const staged = yield* Semaphore.make(maxStagedSlices)
+    const failed = yield* Deferred.make<never, E>()
+    const commands = yield* Queue.bounded<ownerState.Command<S, I, B, O, Ev, F, E>>(commandCapacity)
+    const fibers = yield* FiberSet.make<unknown, unknown>()
+    const state = ownerState.makeState<E>()
+    let backend: Backend<A, S, I, B, O, Ev, F, E, R> | undefined
+    const ctx: ownerState.OwnerContext<S, I, B, O, Ev, F, E, R> = {
+      state,
+      commands,
+      fibers,
+      failed,
+      router,
+      counters,
+      metrics: options.metrics,
+      release: flow.release,
+      unstage: staged.release(1),
+      schedules: { retry: RetryPolicy.toSchedule(options.retry), recovery: RetryPolicy.toSchedule(options.recovery) },
+      context,
+      backend: undefined,
+      maxRequests: options.limits.maxRequests ?? Number.POSITIVE_INFINITY,
+      queued: [],
+      call: (batch) => Effect.suspend(() => (backend === undefined ? Effect.never : backend.call(batch)))
+    }
+    const core: Core<I, B, Ev, F, E> = actions.makeCore(ctx)
+    const built: Backend<A, S, I, B, O, Ev, F, E, R> = yield* options.backend(core)
+    backend = built
+    ctx.backend = built
+    // The gauges this writer moved go back to where it found them, however it ends.
+    yield* Effect.addFinalizer(() => actions.releaseGauges(state))
+    yield* owner.run(ctx, core, built).pipe(
+      Effect.provideService(Scheduler.Scheduler, ownerSchedulerFor(yield* Scheduler.Scheduler)),
+      Effect.provideContext(context),
+      Effect.forkScoped
+    )
+    // one tick at most waits in the queue: while the owner is busy, ticks would only fill it
+    const tick = Effect.suspend(() => {
+      if (state.tickPending) return Effect.void
+      state.tickPending = true
+      return Effect.asVoid(Queue.offer(commands, { _tag: "Tick" }))
+    })
+    yield* tick.pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped)
+    const writer = admission<A, S, I, B, O, Ev, F, E, R, P>(built, { commands, failed, flow, staged, counters, state })
+    // Closing after success is the end of input: a barrier, unless nothing was admitted since the
+    // last one (the sink's own final flush, or the caller's, already flushed the handler: a second
+    // flush would only run it again). A finalizer has no error channel, so a failure of this flush
+    // is a defect: call `flush` before closing to get it typed. A failed writer is only released.
+    yield* Effect.addFinalizer((exit) =>
+      Exit.isSuccess(exit) && state.failure === undefined && ownerState.unflushed(state)
+        ? Effect.orDie(writer.flush)
+        : Effect.void
+    )
+    return writer
+  })
+
+interface Parts<S, I, B, O, Ev, F, E> {
+  readonly commands: Queue.Queue<ownerState.Command<S, I, B, O, Ev, F, E>>
+  readonly failed: Deferred.Deferred<never, E>
+  readonly flow: flowControl.FlowController
+  /** Slices offered and not yet taken by the owner (`maxStagedSlices`). */
+  readonly staged: Semaphore.Semaphore
+  readonly counters: summaryCounters.SummaryCounters
+  readonly state: ownerState.State<E>
+}
+
+const orFailedWith =
+  <E>(failed: Deferred.Deferred<never, E>) => <X>(effect: Effect.Effect<X, E>): Effect.Effect<X, E> =>
+    Effect.raceFirst(effect, Deferred.await(failed))
+
+/** The in-flight permit of routed records' payloads (at most the whole bound), or none when they hold no bytes. */
+const chargeOf = (routed: ReadonlyArray<FailedElement>, maxBytes: number): Permit | undefined => {
+  let bytes = 0
+  for (let i = 0; i < routed.length; i++) bytes += routed[i]?.payload?.length ?? 0
+  return bytes === 0 ? undefined : { units: 0, bytes: Math.min(bytes, maxBytes) }
+}
+
+type Offer<S, I, B, O, Ev, F, E> = (
+  command: ownerState.Command<S, I, B, O, Ev, F, E>,
+  slice: Slice<S> | undefined,
+  routedPermit?: Permit
+) => Effect.Effect<void, E>
+
+/**
+ * Offers a prepared run: its slices in order, and its routed records with the last one, or, when
+ * their payloads hold bytes (an oversize row is up to 10 MiB), on a command of their own charged
+ * those bytes in the in-flight bound until the handler has them.
+ */
+const offerAll = <S, I, B, O, Ev, F extends FailedElement, E>(
+  prepared: Prepared<S, F>,
+  routedDone: Deferred.Deferred<void, E> | undefined,
+  maxBytes: number,
+  offer: Offer<S, I, B, O, Ev, F, E>
+): Effect.Effect<void, E> =>
+  Effect.gen(function*() {
+    const slices = prepared.slices
+    const routedPermit = chargeOf(prepared.routed, maxBytes)
+    const apart = routedPermit !== undefined || slices.length === 0
+    for (let i = 0; i < slices.length; i++) {
+      const slice = slices[i] as Slice<S>
+      const last = i === slices.length - 1 && !apart
+      const routed = last ? prepared.routed : []
+      const skipped = i === slices.length - 1 ? prepared.skipped : []
+      yield* offer({ _tag: "Admit", slice, routed, skipped, routedDone: last ? routedDone : undefined }, slice)
+    }
+    if (apart && (prepared.routed.length > 0 || (slices.length === 0 && prepared.skipped.length > 0))) {
+      const skipped = slices.length === 0 ? prepared.skipped : []
+      yield* offer(
+        { _tag: "Admit", slice: undefined, routed: prepared.routed, skipped, routedDone, routedPermit },
+        undefined,
+        routedPermit
+      )
+    }
+  })
+
+/**
+ * Offers a command to the owner after taking its permits. Taken permits (in flight, staged) are
+ * given back, and the offer uncounted, when a wait is interrupted. A slice takes a staging place
+ * too; routed records only their in-flight bytes.
+ */
+const enqueuer = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E>(
+  parts: Parts<S, I, B, O, Ev, F, E>
+) => {
+  const { commands, failed, flow, staged, state } = parts
+  const orFailed = orFailedWith(failed)
+  const sendAll = Effect.asVoid(Queue.offer(commands, { _tag: "SendAll" }))
+  return (command: ownerState.Command<S, I, B, O, Ev, F, E>, permit: Permit | undefined, stage: boolean) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        if (permit !== undefined) {
+          if (!(yield* flow.tryAcquire(permit))) yield* restore(orFailed(flow.acquire(permit, sendAll)))
+          if (stage && !(yield* staged.takeIfAvailable(1))) {
+            yield* restore(orFailed(staged.take(1))).pipe(Effect.onInterrupt(() => flow.release(permit)))
+          }
+        }
+        state.offered++
+        if (Queue.offerUnsafe(commands, command)) return
+        yield* restore(orFailed(Queue.offer(commands, command))).pipe(
+          Effect.onInterrupt(() =>
+            Effect.sync(() => void state.offered--).pipe(
+              Effect.andThen(
+                permit === undefined
+                  ? Effect.void
+                  : Effect.andThen(flow.release(permit), stage ? staged.release(1) : Effect.void)
+              )
+            )
+          )
+        )
+      })
+    )
+}
+
+/** The caller-side admission of one prepared run: each slice takes its permit, then is offered. */
+const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  backend: Backend<A, S, I, B, O, Ev, F, E, R>,
+  parts: Parts<S, I, B, O, Ev, F, E>
+): (records: ReadonlyArray<A>) => Effect.Effect<void, E> => {
+  const { failed, flow } = parts
+  const limits = { maxUnits: flow.maxUnits, maxBytes: flow.maxBytes }
+  const orFailed = orFailedWith(failed)
+  const enqueue = enqueuer(parts)
+
+  const offer: Offer<S, I, B, O, Ev, F, E> = (command, slice, routedPermit) =>
+    Effect.suspend(() => {
+      // The fast path (permits free, queue not full) takes no race: a race forks two fibers.
+      if (Deferred.isDoneUnsafe(failed)) return Deferred.await(failed)
+      const p = slice === undefined ? routedPermit : { units: slice.units, bytes: slice.permitBytes }
+      // a slice over a bound would wait forever: a backend bug, not backpressure
+      if (p !== undefined && (p.units > flow.maxUnits || p.bytes > flow.maxBytes)) {
+        return Effect.die(
+          new Error(`${backend.name}: a slice of ${p.units} units, ${p.bytes} bytes exceeds the bounds`)
+        )
+      }
+      return enqueue(command, p, slice !== undefined)
+    })
+
+  return (records) =>
+    Effect.gen(function*() {
+      const gate = backend.admissionGate?.()
+      if (gate !== undefined) yield* orFailed(gate)
+      const prepared = yield* backend.prepare(records, limits)
+      // records routed before admission: with `writeAwaitsRouted` the write returns once the handler
+      // has them, so a handler that fails (failJob) fails this write (nothing routed: no wait)
+      const routedDone = backend.writeAwaitsRouted === true && prepared.routed.length > 0
+        ? Deferred.makeUnsafe<void, E>()
+        : undefined
+      yield* offerAll(prepared, routedDone, flow.maxBytes, offer)
+      if (routedDone !== undefined) yield* orFailed(Deferred.await(routedDone))
+    })
+}
+
+/** The caller-side half: `write` (prepare, permits, offer), `flush`, `checkpoint`, `summary`. */
+const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P>(
+  backend: Backend<A, S, I, B, O, Ev, F, E, R>,
+  parts: Parts<S, I, B, O, Ev, F, E>
+): Writer<A, E, P> => {
+  const { commands, counters, failed } = parts
+  const orFailed = orFailedWith(failed)
+  const admit = admitter(backend, parts)
+
+  // One run of records is prepared while earlier ones are in flight, then admitted as soon as
+  // permits free up: preparing a whole large chunk up front would let the requests drain meanwhile.
+  const size = Math.max(1, backend.sliceRecords)
+  const writeSpan = `${backend.name}.write`
+  const write = (records: Iterable<A>): Effect.Effect<void, E> =>
+    Effect.gen(function*() {
+      if (Deferred.isDoneUnsafe(failed)) return yield* Deferred.await(failed)
+      const all: ReadonlyArray<A> = Array.isArray(records) ? records : Array.from(records)
+      for (let from = 0; from < all.length; from += size) {
+        yield* admit(all.length <= size ? all : all.slice(from, from + size))
+      }
+    })
+
+  const flush: Effect.Effect<void, E> = Effect.gen(function*() {
+    const done = yield* Deferred.make<void, E>()
+    yield* orFailed(Queue.offer(commands, { _tag: "Flush", done }))
+    yield* orFailed(Deferred.await(done))
+  }).pipe(Effect.withSpan(`${backend.name}.flush`))
+
+  return {
+    // one span per chunk
+    write: (records) => write(records).pipe(hotSpan(writeSpan)),
+    flush,
+    // the exactly-once protocol (`checkpoint.ts`) wraps this writer and drains through `flush`
+    checkpoint: () => flush,
+    // Read at once, never queued behind writes: the owner alone writes the counters, and a
+    // snapshot is taken between two of its steps (one thread).
+    summary: Effect.sync((): WriteSummary => counters.snapshot())
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * `GcsClient.make` and `fromStorage`: the settings decoded with `Schema` (from untyped JavaScript or
+ * `Config` too), then a `@google-cloud/storage` client for an emulator (plain HTTP; a custom
+ * endpoint turns authentication off, so no credentials and no metadata server) or for production.
+ *
+ * @internal
+ */
+import type { Storage } from "@google-cloud/storage"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import * as Redacted from "effect/Redacted"
+import * as Schema from "effect/Schema"
+import type { GcsClientConfig, GcsClientService } from "../../Sink/GcsClient.ts"
+import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import * as O from "../options/schema.ts"
+import type { Endpoint } from "./emulatorEndpoint.ts"
+
+const Emulator = Schema.Struct({ rest: O.field(O.leaf(O.isEndpoint, O.endpoint("emulator.rest"))) })
+
+const isEmulator = (u: unknown): u is typeof Emulator.Type | undefined =>
+  u === undefined || (O.isRecord(u) && O.isEndpoint(u.rest))
+
+const Config = Schema.Struct({
+  projectId: O.field(O.leaf(O.isString, O.component)),
+  serviceAccountKeyFile: O.maybe(O.isRedacted, O.redactedPath),
+  emulator: O.field(O.object(Emulator, undefined, isEmulator))
+})
+
+/** @internal */
+export interface Settings {
+  readonly projectId: string
+  readonly keyFile: Redacted.Redacted<string> | undefined
+  readonly endpoint: Endpoint | undefined
+}
+
+/** Decodes the settings; a key file with an emulator is rejected. @internal */
+export const settings = (config: GcsClientConfig): Effect.Effect<Settings, SinkConfigError> =>
+  Effect.gen(function*() {
+    const c = yield* O.decode(Config)(config)
+    const endpoint = c.emulator?.rest
+    if (endpoint !== undefined && c.serviceAccountKeyFile !== undefined) {
+      return yield* O.fail("serviceAccountKeyFile", "cannot be combined with emulator: emulators take no credentials")
+    }
+    return { projectId: c.projectId, keyFile: c.serviceAccountKeyFile, endpoint }
+  })
+
+const keyFileError = (message: string) => new SinkConfigError({ path: "serviceAccountKeyFile", message })
+
+const scopes = ["https://www.googleapis.com/auth/devstorage.read_write"]
+
+// The key file as a JWT client (not `keyFilename`, which google-auth-library 11 logs as deprecated).
+// Read errors name the path (ENOENT, EACCES): they are dropped, like the path itself.
+const keyFileAuth = Effect.fnUntraced(function*(path: Redacted.Redacted<string>) {
+  const fs = yield* Effect.promise(() => import("node:fs/promises"))
+  const text = yield* Effect.tryPromise({
+    try: () => fs.readFile(Redacted.value(path), "utf8"),
+    catch: () => keyFileError("cannot read the key file")
+  })
+  const key = yield* Effect.try({
+    try: (): unknown => JSON.parse(text),
+    catch: () => keyFileError("the key file is not JSON")
+  })
+  const email = Predicate.isObject(key) && "client_email" in key ? key.client_email : undefined
+  const privateKey = Predicate.isObject(key) && "private_key" in key ? key.private_key : undefined
+  if (!Predicate.isString(email) || !Predicate.isString(privateKey)) {
+    return yield* keyFileError("the key file has no client_email and private_key (is it a service-account key?)")
+  }
+  const auth = yield* Effect.promise(() => import("google-auth-library"))
+  return new auth.JWT({ email, key: privateKey, scopes })
+})
+
+/** `GcsClient.make`. @internal */
+export const make: (config: GcsClientConfig) => Effect.Effect<GcsClientService, SinkConfigError> = Effect.fn(
+  "GcsClient.make"
+)(function*(config: GcsClientConfig) {
+  const { endpoint, keyFile, projectId } = yield* settings(config)
+  const authClient = keyFile === undefined ? undefined : yield* keyFileAuth(keyFile)
+  // Loaded when a client is built (about 200 ms), not when the package is imported.
+  const { Storage } = yield* Effect.promise(() => import("@google-cloud/storage"))
+  const storage = new Storage({
+    projectId,
+    // One retry budget: the store's own schedule (the client would retry conditional uploads itself).
+    retryOptions: { autoRetry: false, maxRetries: 0 },
+    ...(endpoint === undefined ? {} : { apiEndpoint: `http://${endpoint.target}` }),
+    ...(authClient === undefined ? {} : { authClient })
+  })
+  return { projectId, storage }
+})
+
+const isStorage = (u: unknown): u is Storage => Predicate.isObject(u) && "bucket" in u && Predicate.isFunction(u.bucket)
+
+const Clients = Schema.Struct({
+  projectId: O.field(O.leaf(O.isString, O.component)),
+  storage: O.field(O.leaf(isStorage, O.guarded(isStorage, "a Storage client (@google-cloud/storage)")))
+})
+
+/** `GcsClient.fromStorage`: the caller's client, checked. @internal */
+export const fromStorage = (
+  clients: { readonly projectId: string; readonly storage: Storage }
+): Effect.Effect<GcsClientService, SinkConfigError> =>
+  Effect.map(O.decode(Clients)(clients), () => ({ projectId: clients.projectId, storage: clients.storage }))

@@ -1,0 +1,123 @@
+/**
+ * The BigQuery backend on the writer core, against the in-process fake: what it keeps per
+ * destination on the caller's side (`prepare`'s size hints and projections) goes with the
+ * destination when it is evicted, so a dynamic resolver over ever new tables keeps it bounded.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import { TestClock } from "effect/testing"
+import {
+  BigQueryClient,
+  type BigQueryError,
+  type BigQueryFailure,
+  BigQuerySink,
+  type TableDestination,
+  WriteMethod
+} from "../../../../src/BigQuery/index.ts"
+import * as Backend from "../../../../src/internal/bigquery/atLeastOnce/backend.ts"
+import type * as Prepare from "../../../../src/internal/bigquery/atLeastOnce/prepare.ts"
+import { limitsOf } from "../../../../src/internal/bigquery/atLeastOnce/writer.ts"
+import * as Options from "../../../../src/internal/bigquery/options.ts"
+import type { Accounted } from "../../../../src/internal/core/backend.ts"
+import * as core from "../../../../src/internal/core/writer.ts"
+import { Code } from "../../../../src/internal/wire/grpcStatus.ts"
+import { FailureHandler, type RecordFailed } from "../../../../src/Sink.ts"
+import { columns, destination, type Row, rows, serializer, withFake } from "../../../BigQuery/sinkFixtures.ts"
+import type * as Fake from "../../../support/fakeBigQueryWrite.ts"
+
+describe("BigQuery backend: per-destination state", () => {
+  it.effect("destinations evicted one after another leave no prepare state behind", () =>
+    Effect.scoped(withFake({}, (fake) =>
+      Effect.gen(function*() {
+        const n = 40
+        const tables: Array<TableDestination.TableDestination> = []
+        for (let i = 0; i < n; i++) {
+          fake.createTable(`${fake.projectId}.d.t${i}`, columns)
+          tables.push(yield* destination(fake, `t${i}`))
+        }
+        // row i goes to table t<i>: every table is new, used once, then idle
+        const settings = yield* Options.decode({
+          destinationResolver: (row: Row) => tables[Number(row.id)] ?? tables[0] as TableDestination.TableDestination,
+          serializer: yield* serializer,
+          failureHandler: FailureHandler.failJob,
+          writeMethod: WriteMethod.atLeastOnce({ destinationIdleTimeout: "1 second" })
+        })
+        const client = yield* BigQueryClient.BigQueryClient
+        let env: Prepare.Env<Row> | undefined
+        const writer = yield* core.make<
+          Row,
+          Prepare.Rows,
+          Accounted,
+          Backend.Request,
+          Backend.Outcome,
+          Backend.Event,
+          BigQueryFailure.BigQueryFailure,
+          BigQueryError.BigQueryError | RecordFailed,
+          never,
+          never,
+          RecordFailed
+        >({
+          handler: settings.failureHandler,
+          limits: limitsOf(settings.stream),
+          retry: settings.stream.retry,
+          recovery: settings.stream.recovery,
+          metrics: { perDestination: false },
+          backend: (c) =>
+            Effect.tap(Backend.make(settings, client)(c), (b) => Effect.sync(() => void (env = b.prepareEnv)))
+        })
+        const sizes = () => [env?.projections.size ?? -1, env?.sizeHints.size ?? -1]
+        for (let i = 0; i < n; i++) {
+          yield* writer.write(rows(1, i))
+          // a barrier forgets the destinations idle past the timeout: all but this one
+          yield* writer.flush
+          const [projections = 0, hints = 0] = sizes()
+          assert.isAtMost(projections, 1, `${projections} projections after ${i + 1} tables`)
+          assert.isAtMost(hints, 1, `${hints} size hints after ${i + 1} tables`)
+          yield* TestClock.adjust("2 seconds")
+        }
+        yield* writer.flush
+        assert.deepStrictEqual(sizes(), [0, 0])
+        assert.strictEqual((yield* writer.summary).recordsWritten, n)
+        assert.strictEqual(fake.rows(`${fake.projectId}.d.t${n - 1}`).length, 1)
+      }))))
+
+  it.live("closing after a failure leaves no AppendRows stream open, while appends reconnect", () =>
+    Effect.scoped(withFake({
+      // t's appends fail UNAVAILABLE (reconnecting on a 1 ms backoff); bad's first one fails the writer
+      answer: (c): Fake.Answer =>
+        c.table.endsWith(".bad")
+          ? { _tag: "error", code: Code.INVALID_ARGUMENT, message: "refused" }
+          : { _tag: "streamError", code: Code.UNAVAILABLE, message: "try again" }
+    }, (fake) =>
+      Effect.gen(function*() {
+        fake.createTable(`${fake.projectId}.d.t`, columns)
+        fake.createTable(`${fake.projectId}.d.bad`, columns)
+        const t = yield* destination(fake, "t")
+        const bad = yield* destination(fake, "bad")
+        const ser = yield* serializer
+        for (let round = 0; round < 10; round++) {
+          const exit = yield* Effect.exit(Effect.scoped(Effect.gen(function*() {
+            const writer = yield* BigQuerySink.writer({
+              destinationResolver: (row: Row) => (row.id >= 1000n ? bad : t),
+              serializer: ser,
+              failureHandler: FailureHandler.logAndDrop,
+              writeMethod: WriteMethod.atLeastOnce({
+                maxAppendRequestBytes: 64,
+                retry: { initialBackoff: "1 millis", maxBackoff: "1 millis", maxAttempts: 2 },
+                recovery: { initialBackoff: "1 millis", maxBackoff: "1 millis", maxAttempts: 1000 }
+              })
+            })
+            yield* writer.write(rows(20))
+            yield* writer.flush.pipe(Effect.forkChild)
+            // let t's appends get into their reconnect loops, then fail the writer through bad
+            yield* Effect.sleep(`${1 + round} millis`)
+            yield* writer.write(rows(1, 1000))
+            yield* writer.flush
+          })))
+          assert.isTrue(Exit.isFailure(exit), "the writer failed")
+          // the writer's scope is closed: every stream it opened is ended (the server sees it soon)
+          for (let i = 0; i < 100 && fake.stats.openStreams > 0; i++) yield* Effect.sleep("10 millis")
+          assert.strictEqual(fake.stats.openStreams, 0, `round ${round}: streams left open after close`)
+        }
+      }))))
+})

@@ -1,0 +1,150 @@
+/**
+ * `prepare`'s cursor under user code that throws: a record whose `fingerprint` throws is routed as a
+ * failed row of its destination, and every other record lands in its own destination's slice exactly
+ * once (no row framed into another table's builder, no builder emitted twice).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Schema } from "effect"
+import type { BigQueryFailure } from "../../../../src/BigQuery/BigQueryFailure.ts"
+import type { RowSerializer } from "../../../../src/BigQuery/RowSerializer.ts"
+import * as TableDestination from "../../../../src/BigQuery/TableDestination.ts"
+import * as TableSchema from "../../../../src/BigQuery/TableSchema.ts"
+import * as Prepare from "../../../../src/internal/bigquery/atLeastOnce/prepare.ts"
+import * as Split from "../../../../src/internal/bigquery/atLeastOnce/split.ts"
+import type { Prepared } from "../../../../src/internal/core/backend.ts"
+
+const tables = ["t", "u", "v"].map((tableId) =>
+  TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId })
+)
+
+/** A record: its index and the table it goes to. */
+interface Rec {
+  readonly i: number
+  readonly table: number
+}
+
+const schema: TableSchema.TableSchema = {
+  fields: [TableSchema.field({ name: "i", type: "INT64" }), TableSchema.field({ name: "table", type: "INT64" })]
+}
+
+const limits = { maxUnits: 10_000, maxBytes: 10 * 1024 * 1024 }
+
+const envOf = (fingerprint: (d: TableDestination.TableDestination) => unknown): Prepare.Env<Rec> => {
+  const serializer: RowSerializer<Rec> = {
+    tableSchema: () => schema,
+    fingerprint,
+    serialize: (r) => Uint8Array.of(0x08, r.i, 0x10, r.table)
+  }
+  return {
+    // the same cached destination objects every time, as a resolver with a lookup table returns
+    resolve: (r) => tables[r.table] as TableDestination.TableDestination,
+    serializer,
+    maxAppendRequestBytes: 1024 * 1024,
+    pool: Split.makePool(1024 * 1024, 4),
+    sizeHints: new Map(),
+    projections: new Map()
+  }
+}
+
+/** The `[index, table]` of each row framed in a slice's `ProtoRows` body. */
+const rowsOf = (body: Uint8Array): Array<readonly [number, number]> => {
+  const out: Array<readonly [number, number]> = []
+  for (let at = 0; at < body.length;) {
+    const length = body[at + 1] as number
+    out.push([body[at + 3] as number, body[at + 5] as number])
+    at += 2 + length
+  }
+  return out
+}
+
+/** A fingerprint throwing on the calls numbered in `throwsOn` (1-based), else `value(d)`. */
+const throwingOn = (throwsOn: ReadonlySet<number>, value: (d: TableDestination.TableDestination) => unknown) => {
+  let calls = 0
+  return (d: TableDestination.TableDestination): unknown => {
+    calls++
+    if (throwsOn.has(calls)) throw new Error(`fingerprint broke on call ${calls}`)
+    return value(d)
+  }
+}
+
+/** Checks each slice holds rows of its own destination, and every record is in one slice or routed once. */
+const check = (records: ReadonlyArray<Rec>, prepared: Prepared<Prepare.Rows, BigQueryFailure>, thrown: number) => {
+  const seen = new Map<number, number>()
+  const buffers = new Set<Buffer>()
+  for (const { payload } of prepared.slices) {
+    assert.isFalse(buffers.has(payload.buffer), "two slices share one buffer")
+    buffers.add(payload.buffer)
+    const rows = rowsOf(payload.body)
+    assert.strictEqual(rows.length, payload.count)
+    for (const [i, table] of rows) {
+      assert.strictEqual(payload.key, tables[table]?.toString(), `record ${i} framed into ${payload.key}`)
+      seen.set(i, (seen.get(i) ?? 0) + 1)
+    }
+  }
+  assert.strictEqual(prepared.routed.length, thrown)
+  for (const f of prepared.routed) assert.strictEqual(f._tag, "FailedRow")
+  assert.strictEqual(seen.size + prepared.routed.length, records.length)
+  for (const [i, n] of seen) assert.strictEqual(n, 1, `record ${i} sent ${n} times`)
+}
+
+describe("prepare: a throwing fingerprint", () => {
+  const tuu: ReadonlyArray<Rec> = [{ i: 0, table: 0 }, { i: 1, table: 1 }, { i: 2, table: 1 }]
+
+  it.effect("[t, u, u] with one fingerprint for all: u's second record goes to u, not t", () =>
+    Effect.gen(function*() {
+      const prepared = yield* Prepare.prepare(envOf(throwingOn(new Set([2]), () => "v1")), tuu, limits)
+      check(tuu, prepared, 1)
+      assert.deepStrictEqual(prepared.routed.map((f) => f.destination), ["p.d.u"])
+      assert.deepStrictEqual(prepared.slices.map((s) => [s.payload.key, s.payload.count]), [["p.d.t", 1], ["p.d.u", 1]])
+    }))
+
+  it.effect("[t, u, u] with a fingerprint per table: t's builder is emitted once", () =>
+    Effect.gen(function*() {
+      const prepared = yield* Prepare.prepare(envOf(throwingOn(new Set([2]), (d) => d.tableId)), tuu, limits)
+      check(tuu, prepared, 1)
+      assert.deepStrictEqual(prepared.slices.map((s) => [s.payload.key, s.payload.count]), [["p.d.t", 1], ["p.d.u", 1]])
+    }))
+
+  it.effect.prop(
+    "any records, any throwing calls: each row in its own table's slice, once",
+    {
+      destinations: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 2 }))).check(
+        Schema.isMaxLength(60)
+      ),
+      throwsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 60 }))),
+      perTable: Schema.Boolean
+    },
+    ({ destinations, perTable, throwsOn }) =>
+      Effect.gen(function*() {
+        const records = destinations.map((table, i) => ({ i, table }))
+        const throwing = new Set(throwsOn)
+        const fingerprint = throwingOn(throwing, (d) => (perTable ? d.tableId : "v1"))
+        const prepared = yield* Prepare.prepare(envOf(fingerprint), records, limits)
+        // one fingerprint call per record: the calls that throw are those numbered up to the record count
+        const thrown = [...throwing].filter((n) => n <= records.length).length
+        check(records, prepared, thrown)
+      }),
+    { arbitrary: { runs: 300 } }
+  )
+})
+
+describe("prepare: per-destination state", () => {
+  it.effect("a destination whose every record is skipped leaves no projection or size hint", () =>
+    Effect.gen(function*() {
+      const env = envOf(() => "v1")
+      const skipping: Prepare.Env<Rec> = { ...env, serializer: { ...env.serializer, serialize: () => null } }
+      const prepared = yield* Prepare.prepare(skipping, [{ i: 0, table: 0 }, { i: 1, table: 1 }], limits)
+      assert.strictEqual(prepared.skipped.length, 2)
+      assert.deepStrictEqual([skipping.projections.size, skipping.sizeHints.size], [0, 0])
+    }))
+
+  it.effect("forget drops a destination's projection and size hint", () =>
+    Effect.gen(function*() {
+      const env = envOf(() => "v1")
+      yield* Prepare.prepare(env, [{ i: 0, table: 0 }, { i: 1, table: 1 }], limits)
+      assert.deepStrictEqual([env.projections.size, env.sizeHints.size], [2, 2])
+      Prepare.forget(env, "p.d.t")
+      assert.deepStrictEqual([...env.projections.keys()], ["p.d.u"])
+      assert.deepStrictEqual([...env.sizeHints.keys()], ["p.d.u"])
+    }))
+})

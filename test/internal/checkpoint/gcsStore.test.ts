@@ -1,0 +1,81 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect, Result } from "effect"
+import {
+  bucketName,
+  classify,
+  defaults,
+  objectName,
+  prefix,
+  settings
+} from "../../../src/internal/checkpoint/gcsStore.ts"
+import { SinkConfigError } from "../../../src/Sink.ts"
+
+const api = (code: number) => Object.assign(new Error(`status ${code}`), { code })
+
+describe("checkpointGcs", () => {
+  it("classifies Cloud Storage rejections by HTTP status, network errors by code", () => {
+    assert.strictEqual(classify(api(404)), "notFound")
+    assert.strictEqual(classify(api(412)), "precondition")
+    for (const code of [408, 429, 500, 502, 503, 504]) assert.strictEqual(classify(api(code)), "transient", `${code}`)
+    for (const code of [400, 401, 403, 409, 410]) assert.strictEqual(classify(api(code)), "fatal", `${code}`)
+    assert.strictEqual(classify({ response: { status: 503 } }), "transient")
+    assert.strictEqual(classify({ status: 429 }), "transient")
+    for (const code of ["ECONNRESET", "ECONNREFUSED", "ETIMEDOUT", "EPIPE", "EAI_AGAIN"]) {
+      assert.strictEqual(classify(Object.assign(new Error("x"), { code })), "transient", code)
+      assert.strictEqual(
+        classify(new Error("wrapped", { cause: Object.assign(new Error("x"), { code }) })),
+        "transient"
+      )
+    }
+    assert.strictEqual(classify(new Error("socket hang up")), "transient")
+    assert.strictEqual(classify(Object.assign(new Error("x"), { code: "EACCES" })), "fatal")
+    assert.strictEqual(classify(new Error("something else")), "fatal")
+    assert.strictEqual(classify(undefined), "fatal")
+    assert.strictEqual(classify("text"), "fatal")
+  })
+
+  it("bucket names follow Cloud Storage's rules", () => {
+    for (const ok of ["abc", "my-bucket_1", "a.b.c", "0ab", "x".repeat(63), `${"a".repeat(63)}.${"b".repeat(63)}`]) {
+      assert.isTrue(Result.isSuccess(bucketName(ok)), ok)
+    }
+    for (const bad of ["", "ab", "Abc", "-ab", "ab-", "a b", "a..b", "x".repeat(64), "a/b", 3, undefined]) {
+      assert.isTrue(Result.isFailure(bucketName(bad)), String(bad))
+    }
+  })
+
+  it("a prefix is a folder: a trailing slash is added, absolute or control characters are refused", () => {
+    assert.deepStrictEqual(prefix(""), Result.succeed(""))
+    assert.deepStrictEqual(prefix("a"), Result.succeed("a/"))
+    assert.deepStrictEqual(prefix("a/b/"), Result.succeed("a/b/"))
+    for (const bad of ["/a", "a\nb", "a\u0000", "é".repeat(300), 7]) assert.isTrue(Result.isFailure(prefix(bad)))
+  })
+
+  it("object names escape the writer id as the file store does: no id reaches another folder", () => {
+    assert.strictEqual(objectName("p/", "w-1_A"), "p/w-1_A.json")
+    assert.strictEqual(objectName("", "a/b"), "a%2Fb.json")
+    assert.strictEqual(objectName("", "../x"), "%2E%2E%2Fx.json")
+    assert.notStrictEqual(objectName("", "a/b"), objectName("", "a%2Fb"))
+    assert.match(objectName("", "é #?*[]"), /^[A-Za-z0-9_%-]+\.json$/)
+  })
+
+  it.effect("settings: defaults, and errors naming the option", () =>
+    Effect.gen(function*() {
+      const s = yield* settings({ bucket: "b-1" })
+      assert.deepStrictEqual([s.bucket, s.prefix, Duration.toMillis(s.responseTimeout)], ["b-1", "", 30_000])
+      assert.strictEqual(s.retry, defaults.retry)
+      const custom = yield* settings({
+        bucket: "b-1",
+        prefix: "x",
+        responseTimeout: "2 seconds",
+        retry: { initialBackoff: 1, maxBackoff: 2, maxAttempts: 3 }
+      })
+      assert.strictEqual(custom.prefix, "x/")
+      assert.strictEqual(custom.retry._tag === "Backoff" ? custom.retry.maxAttempts : 0, 3)
+      const error = yield* Effect.flip(
+        settings({ bucket: "b-1", retry: { initialBackoff: 1, maxBackoff: 2, maxAttempts: 1.5 } })
+      )
+      assert.instanceOf(error, SinkConfigError)
+      assert.strictEqual(error.path, "retry.maxAttempts")
+      assert.strictEqual((yield* Effect.flip(settings(null))).path, "options")
+    }))
+})

@@ -1,0 +1,190 @@
+/**
+ * A backend of the writer core for its own tests: records are strings `"<table>:<name>"`; a name
+ * starting with `bad` is routed before admission (`big`: with a payload of 100 bytes), `skip` is skipped, `rej` is rejected by the
+ * "service" (routed by the verdict), `fatal` fails the writer, `flaky` fails once then succeeds.
+ * Batches of `batchSize` items are "sent" to a call that can be held; a call holding a name starting
+ * with `die` dies, and `evictDies` makes `evictIdle` die.
+ */
+import { Data, Deferred, Duration, Effect, Metric } from "effect"
+import type { Backend, Core, Verdict } from "../../../src/internal/core/backend.ts"
+import * as writer from "../../../src/internal/core/writer.ts"
+import type { FailedElement } from "../../../src/Sink/FailedElement.ts"
+import type { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
+
+/** A backoff policy as `RetryPolicy.make` validates it (multiplier 2, no time limit). */
+const backoff = (p: { initialBackoff: Duration.Duration; maxBackoff: Duration.Duration; maxAttempts: number }) => ({
+  _tag: "Backoff" as const,
+  multiplier: 2,
+  maxDuration: undefined,
+  ...p
+})
+
+export class ToyError extends Data.TaggedError("ToyError")<{ readonly reason: string }> {}
+
+export interface Item {
+  readonly key: string
+  readonly name: string
+  readonly units: number
+  readonly bytes: number
+  readonly permitBytes: number
+  attempts: number
+}
+
+type Outcome = ReadonlyArray<"ok" | "rej" | "fatal" | "retry">
+
+const failure = (key: string, message: string): FailedElement => ({ connector: "bigtable", destination: key, message })
+
+/** Calls held until `release`, and the names the "service" has accepted. */
+export interface Service {
+  readonly accepted: Array<string>
+  hold: Deferred.Deferred<void> | undefined
+  calls: number
+  /** Runs of records prepared. */
+  prepared: number
+  evictions: number
+  evictDies: boolean
+}
+
+export const makeService = (): Service => ({
+  accepted: [],
+  hold: undefined,
+  calls: 0,
+  prepared: 0,
+  evictions: 0,
+  evictDies: false
+})
+
+const toy =
+  (service: Service, batchSize: number, gate: Deferred.Deferred<void> | undefined) =>
+  (core: Core<Item, ReadonlyArray<Item>, never, FailedElement, unknown>) =>
+    Effect.sync(
+      (): Backend<
+        string,
+        ReadonlyArray<Item>,
+        Item,
+        ReadonlyArray<Item>,
+        Outcome,
+        never,
+        FailedElement,
+        unknown,
+        never
+      > => {
+        let open: Array<Item> = []
+        const cut = Effect.suspend(() => {
+          if (open.length === 0) return Effect.void
+          const batch = open
+          open = []
+          for (const item of batch) item.attempts++
+          return core.send(batch)
+        })
+        return {
+          name: "ToySink",
+          sliceRecords: batchSize,
+          admissionGate: gate === undefined
+            ? undefined
+            : () => (Deferred.isDoneUnsafe(gate) ? undefined : Deferred.await(gate)),
+          prepare: (records) =>
+            Effect.sync(() => {
+              service.prepared++
+              const items: Array<Item> = []
+              const routed: Array<FailedElement> = []
+              const skipped: Array<string> = []
+              for (const record of records) {
+                const [key = "t", name = ""] = record.split(":")
+                if (name.startsWith("big")) routed.push({ ...failure(key, "oversize"), payload: new Uint8Array(100) })
+                else if (name.startsWith("bad")) routed.push(failure(key, "unserializable"))
+                else if (name.startsWith("skip")) skipped.push(key)
+                else items.push({ key, name, units: 1, bytes: 10, permitBytes: 10, attempts: 0 })
+              }
+              const slices = items.length === 0
+                ? []
+                : [{ payload: items, units: items.length, bytes: items.length * 10, permitBytes: items.length * 10 }]
+              return { slices, routed, skipped }
+            }),
+          admit: (items) =>
+            Effect.gen(function*() {
+              for (const item of items) {
+                open.push(item)
+                if (open.length >= batchSize) yield* cut
+              }
+            }),
+          cutAll: cut,
+          tick: () => Effect.void,
+          call: (batch) =>
+            Effect.gen(function*() {
+              service.calls++
+              if (service.hold !== undefined) yield* Deferred.await(service.hold)
+              const dying = batch.find((item) => item.name.startsWith("die"))
+              if (dying !== undefined) return yield* Effect.die(new Error(`call died on ${dying.name}`))
+              return batch.map((item) => {
+                if (item.name.startsWith("rej")) return "rej" as const
+                if (item.name.startsWith("fatal")) return "fatal" as const
+                if (item.name.startsWith("flaky") && item.attempts === 1) return "retry" as const
+                service.accepted.push(item.name)
+                return "ok" as const
+              })
+            }),
+          judge: (batch, outcome) =>
+            Effect.sync((): Verdict<Item, FailedElement, unknown> => {
+              const written = batch.filter((_, i) => outcome[i] === "ok")
+              const retry = batch.filter((_, i) => outcome[i] === "retry")
+              const fatal = batch.find((_, i) => outcome[i] === "fatal")
+              return {
+                written,
+                routed: batch.filter((_, i) => outcome[i] === "rej").map((item) => ({
+                  item,
+                  failure: failure(item.key, "rejected")
+                })),
+                resend: [],
+                repair: [],
+                retry: retry.length === 0 ? undefined : {
+                  items: retry,
+                  attempt: 1,
+                  budget: "retry",
+                  exhausted: () => new ToyError({ reason: "retries exhausted" })
+                },
+                terminal: fatal === undefined ? undefined : new ToyError({ reason: `fatal ${fatal.name}` })
+              }
+            }),
+          resend: (items) =>
+            Effect.suspend(() => {
+              for (const item of items) item.attempts++
+              return core.send(items)
+            }),
+          repair: () => Effect.void,
+          onEvent: () => Effect.void,
+          onResolved: () => Effect.void,
+          busy: () => false,
+          evictIdle: () =>
+            service.evictDies ? Effect.die(new Error("evictIdle died")) : Effect.sync(() => void service.evictions++),
+          stallMessage: () => ({ message: "stalled", destinations: "" })
+        }
+      }
+    )
+
+/** A writer on the toy backend. */
+export const make = (options: {
+  readonly service: Service
+  readonly handler: FailureHandler<FailedElement, unknown>
+  readonly batchSize?: number
+  readonly maxUnits?: number
+  readonly maxBytes?: number
+  readonly maxRequests?: number
+  readonly inFlight?: Metric.Gauge<number>
+  /** While not done, admission waits before preparing (the backend's `admissionGate`). */
+  readonly admissionGate?: Deferred.Deferred<void>
+}) =>
+  writer.make({
+    handler: options.handler,
+    limits: {
+      maxUnits: options.maxUnits ?? 100,
+      maxBytes: options.maxBytes ?? 1_000_000,
+      maxRequests: options.maxRequests
+    },
+    retry: backoff({ initialBackoff: Duration.millis(1), maxBackoff: Duration.millis(1), maxAttempts: 3 }),
+    recovery: backoff({ initialBackoff: Duration.millis(1), maxBackoff: Duration.millis(1), maxAttempts: 3 }),
+    metrics: { inFlightUnits: options.inFlight, perDestination: false },
+    backend: toy(options.service, options.batchSize ?? 2, options.admissionGate)
+  })
+
+export const gauge = (name: string) => Metric.gauge(`test.writer.${name}.${Math.random().toString(36).slice(2)}`)

@@ -1,0 +1,121 @@
+/**
+ * Both sinks against an endpoint that accepts TCP and never speaks HTTP/2 fail with their typed
+ * error within their deadlines and budgets, instead of waiting forever (short deadlines through the
+ * internal `AdminTimeout` / `ResponseTimeout` references, which the sinks' `adminTimeout` and
+ * `responseTimeout` options set).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Stream } from "effect"
+import { BigQueryClient, BigQuerySink, TableDestination, WriteMethod } from "../../../src/BigQuery/index.ts"
+import {
+  BigtableClient,
+  BigtableSink,
+  Mutation,
+  RowMutationEntry,
+  TableDestination as BigtableTable,
+  WriteMethod as BigtableWriteMethod
+} from "../../../src/Bigtable/index.ts"
+import { serializer } from "../../BigQuery/sinkFixtures.ts"
+import { silentTcp, unansweringHttp } from "../../support/blackHole.ts"
+import * as Fake from "../../support/fakeBigQueryWrite.ts"
+
+describe("deadlines: the sinks against a silent endpoint", () => {
+  it.live(
+    "BigQuery: GetWriteStream past adminTimeout is retried on the recovery budget, then RetriesExhausted",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const grpc = yield* silentTcp
+        const rest = yield* unansweringHttp
+        const started = Date.now()
+        const error = yield* Stream.make({ id: 1n, name: "a" }).pipe(
+          Stream.run(BigQuerySink.make({
+            table: yield* TableDestination.make({ projectId: "p", datasetId: "d", tableId: "t" }),
+            serializer: yield* serializer,
+            createDisposition: "CREATE_NEVER",
+            writeMethod: WriteMethod.atLeastOnce({
+              recovery: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 3 },
+              responseTimeout: "300 millis",
+              adminTimeout: "300 millis"
+            })
+          })),
+          Effect.provide(Layer.fresh(BigQueryClient.layer({
+            projectId: "p",
+            emulator: { grpc: grpc.target, rest: rest.target }
+          }))),
+          Effect.flip
+        )
+        assert.strictEqual(error._tag, "BigQueryError")
+        if (error._tag !== "BigQueryError") return
+        assert.strictEqual(error.reason._tag, "RetriesExhausted")
+        if (error.reason._tag === "RetriesExhausted") {
+          assert.strictEqual(error.reason.method, "GetWriteStream")
+          assert.strictEqual(error.reason.code, "DEADLINE_EXCEEDED")
+          assert.strictEqual(error.reason.attempts, 3)
+        }
+        assert.isBelow(Date.now() - started, 10_000)
+      })),
+    30_000
+  )
+
+  it.live(
+    "BigQuery: tables.insert past adminTimeout is retried on the recovery budget, then fails typed",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const fake = yield* Fake.make() // no table: GetWriteStream answers NOT_FOUND
+        const rest = yield* unansweringHttp
+        const started = Date.now()
+        const error = yield* Stream.make({ id: 1n, name: "a" }).pipe(
+          Stream.run(BigQuerySink.make({
+            table: yield* TableDestination.make({ projectId: fake.projectId, datasetId: "d", tableId: "t" }),
+            serializer: yield* serializer,
+            createDisposition: "CREATE_IF_NEEDED",
+            writeMethod: WriteMethod.atLeastOnce({
+              recovery: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 2 },
+              adminTimeout: "300 millis"
+            })
+          })),
+          Effect.provide(Layer.fresh(BigQueryClient.layer({
+            projectId: fake.projectId,
+            emulator: { grpc: fake.grpcEndpoint, rest: rest.target }
+          }))),
+          Effect.flip
+        )
+        assert.strictEqual(error._tag, "BigQueryError")
+        if (error._tag !== "BigQueryError") return
+        assert.strictEqual(error.reason._tag, "TableAdminFailed")
+        assert.include(error.message, "tables.insert")
+        assert.include(error.message, "no answer within")
+        assert.isAtLeast(rest.accepted(), 2, "one request per attempt of the budget")
+        assert.isBelow(Date.now() - started, 10_000)
+      })),
+    30_000
+  )
+
+  it.live(
+    "Bigtable: MutateRows past responseTimeout is retried on the retry budget, then RpcFailed",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const hole = yield* silentTcp
+        const started = Date.now()
+        const error = yield* Stream.make("a", "b").pipe(
+          Stream.run(BigtableSink.make({
+            table: BigtableTable.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" }),
+            serializer: (k: string) =>
+              RowMutationEntry.make(k, Mutation.setCell({ family: "cf", qualifier: "q", value: k })),
+            writeMethod: BigtableWriteMethod.atLeastOnce({
+              retry: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 3 },
+              responseTimeout: "300 millis"
+            })
+          })),
+          Effect.provide(Layer.fresh(BigtableClient.layer({ projectId: "p", emulator: { grpc: hole.target } }))),
+          Effect.flip
+        )
+        assert.strictEqual(error._tag, "BigtableError")
+        if (error._tag !== "BigtableError") return
+        assert.strictEqual(error.reason._tag, "RpcFailed")
+        if (error.reason._tag === "RpcFailed") assert.strictEqual(error.reason.status, "DEADLINE_EXCEEDED")
+        assert.isBelow(Date.now() - started, 10_000)
+      })),
+    30_000
+  )
+})
