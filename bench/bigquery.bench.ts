@@ -222,7 +222,7 @@ const main = async () => {
               written += chunk.length
               return chunk
             }),
-            Stream.run(BigQuerySink.exactlyOnce({
+            Stream.run(BigQuerySink.make({
               table,
               serializer,
               writeMethod: WriteMethod.exactlyOnce({ maxAppendRequestBytes: batchBytes }),

@@ -6,7 +6,7 @@
  *   requests in flight, each the request the mode sends (predicate: a column range closed on the
  *   identity in the marker family; false mutations: one AddToCell, then the marker SetCell). Its
  *   identity is the record number in hex, not a SHA-256: the loop does less work than the sink.
- * - `eo`: the same records through `Stream.run(BigtableSink.exactlyOnce(...))` with
+ * - `eo`: the same records through `Stream.run(BigtableSink.make(...))` with
  *   `maxInFlightRequests = --concurrency`, checkpointing every `--checkpoint` records into
  *   `CheckpointStore.memory` (staging, saving the envelopes and committing are all in the time).
  * - `alo`: the same AddToCell through the at-least-once sink (`BigtableSink.make`, default batching),
@@ -89,7 +89,7 @@ const runExactlyOnce = async (client: Client, tableId: string): Promise<number> 
     Effect.gen(function*() {
       const resume = yield* Checkpoint.resume({ writerId: tableId, positionSchema: Schema.Number })
       return yield* Stream.range(0, records - 1).pipe(
-        Stream.run(BigtableSink.exactlyOnce({
+        Stream.run(BigtableSink.make({
           table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
           writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m", maxInFlightRequests: concurrency }),
           checkpoint: { resume, every: checkpointEvery, position: (i: number) => i + 1 },

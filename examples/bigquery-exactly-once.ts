@@ -54,7 +54,7 @@ const program = Effect.gen(function*() {
 
   const summary = yield* eventsFrom(from).pipe(
     Stream.rechunk(500),
-    Stream.run(BigQuerySink.exactlyOnce({
+    Stream.run(BigQuerySink.make({
       table,
       serializer: yield* RowSerializer.fromSchema(Event),
       writeMethod: WriteMethod.exactlyOnce(),

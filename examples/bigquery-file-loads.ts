@@ -67,7 +67,7 @@ const program = Effect.gen(function*() {
   const from = Option.getOrElse(resume.position, () => 0)
   yield* Effect.log(from === 0 ? "starting the backfill" : `resuming at line ${from}`)
   const summary = yield* linesFrom(from).pipe(
-    Stream.run(BigQuerySink.fileLoads({
+    Stream.run(BigQuerySink.make({
       table: yield* TableDestination.make({ projectId: project, datasetId: "backfill", tableId: "readings" }),
       serializer: yield* RowSerializer.fromSchema(Line),
       writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${bucket}/readings` }),

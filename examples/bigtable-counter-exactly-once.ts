@@ -60,7 +60,7 @@ const program = Effect.gen(function*() {
   const from = Option.getOrElse(resume.position, () => 0)
   yield* Effect.log(`resuming at offset ${from}`)
   const summary = yield* viewsFrom(from).pipe(
-    Stream.run(BigtableSink.exactlyOnce({
+    Stream.run(BigtableSink.make({
       table,
       writeMethod: WriteMethod.exactlyOnce({ markerFamily: "eo" }),
       checkpoint: { resume, every: 2_000, position: (view: PageView) => view.offset + 1 },

@@ -132,7 +132,7 @@ export const make = Effect.fnUntraced(function*(options: FileLoadsOptions) {
     ),
     Stream.flattenIterable,
     Stream.rechunk(options.chunkSize),
-    Stream.run(BigQuerySink.fileLoads({
+    Stream.run(BigQuerySink.make({
       table: options.table,
       serializer: options.serializer,
       writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${bucket}/events` }),

@@ -126,12 +126,12 @@ const program = Effect.fnUntraced(function*(config: DemoConfig) {
       : config.exactlyOnce
       ? yield* Effect.gen(function*() {
         const resume = yield* Checkpoint.resume({ writerId: "demo-events", positionSchema: Schema.Number })
-        const writer = yield* BigQuerySink.exactlyOnceWriter({
+        const writer = yield* BigQuerySink.writer({
           table: bigqueryTable,
           serializer,
           writeMethod: WriteMethod.exactlyOnce(),
           failureHandler,
-          checkpoint: { resume }
+          checkpoint: { resume, position: (event: Event) => Number(event.id) + 1 }
         })
         const write = Stream.range(0, chunks - 1).pipe(
           Stream.runForEach((i) =>

@@ -105,8 +105,8 @@ export interface ExactlyOnceOptions {
 
 /**
  * Exactly-once appends to one BUFFERED stream per destination, flushed (`FlushRows`) by each
- * checkpoint after the checkpoint's record is saved: `BigQuerySink.exactlyOnce` and
- * `BigQuerySink.exactlyOnceWriter` take it (with a `checkpoint` option); `make` and `writer` do not.
+ * checkpoint after the checkpoint's record is saved: `BigQuerySink.make` and `writer` take it with
+ * a `checkpoint` option.
  *
  * @category models
  * @since 0.1.0
@@ -121,7 +121,9 @@ export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigquery", Ex
  * - `stagingPath` (required): `gs://bucket[/prefix]` (lowercase scheme; a trailing `/` is dropped)
  *   where files are staged, as `<prefix>/<writerId>/<project.dataset.table>/<run>-<seq>.avro`.
  * - `writeDisposition` (`WRITE_APPEND`): or `WRITE_TRUNCATE` (data and schema replaced),
- *   `WRITE_TRUNCATE_DATA` (data replaced, schema kept), `WRITE_EMPTY` (fails unless empty).
+ *   `WRITE_TRUNCATE_DATA` (data replaced, schema kept), `WRITE_EMPTY` (fails unless empty). These
+ *   three only in a sink without `checkpoint.every`, which loads once, at the end of input (each
+ *   checkpoint loads, so a second would replace the first one's rows).
  * - `tempDataset` (the destination's dataset): where temp tables of large commits go.
  * - `maxStagingFileBytes` (16 MiB): a staged file is closed once its rows' serialized sizes reach
  *   this (uncompressed: the deflated file is smaller).
@@ -158,7 +160,8 @@ export interface FileLoadsOptions {
 /**
  * File loads (reference 2.8): records are staged as Avro files in Cloud Storage and loaded by load
  * jobs with deterministic ids, at each checkpoint and at the end of input: no streaming charges, and
- * a re-run re-attaches to the jobs of the same files instead of loading them twice.
+ * a re-run re-attaches to the jobs of the same files instead of loading them twice. `BigQuerySink.make`
+ * and `writer` take it with a `checkpoint` option.
  *
  * @category models
  * @since 0.1.0
@@ -166,14 +169,13 @@ export interface FileLoadsOptions {
 export interface FileLoads extends WriteMethodOf<"FileLoads", "bigquery", FileLoadsOptions> {}
 
 /**
- * The write method of `BigQuerySink.writer`: {@link AtLeastOnce}. `BigQuerySink.make` also takes
- * {@link FileLoads} (one load at the end of input), as `BigQuerySink.fileLoads` does with checkpoints;
- * {@link ExactlyOnce} is the method of the exactly-once constructors, which need a checkpoint.
+ * How `BigQuerySink.make` and `writer` write: {@link AtLeastOnce} (the default), {@link ExactlyOnce}
+ * or {@link FileLoads}; the last two need the sink's `checkpoint` option.
  *
  * @category models
  * @since 0.1.0
  */
-export type WriteMethod<A = unknown> = AtLeastOnce<A>
+export type WriteMethod<A = unknown> = AtLeastOnce<A> | ExactlyOnce | FileLoads
 
 /**
  * The default write method, with optional {@link AtLeastOnceOptions} (validated when the sink is
@@ -256,7 +258,11 @@ export const fileLoads = (options: FileLoadsOptions): FileLoads => method.make("
  * @category guards
  * @since 0.1.0
  */
-export const isWriteMethod: (u: unknown) => u is WriteMethod = method.guard<WriteMethod>("bigquery", ["AtLeastOnce"])
+export const isWriteMethod: (u: unknown) => u is WriteMethod = method.guard<WriteMethod>("bigquery", [
+  "AtLeastOnce",
+  "ExactlyOnce",
+  "FileLoads"
+])
 
 /**
  * Tells whether a value is an {@link ExactlyOnce} method.

@@ -1,19 +1,20 @@
 /**
  * The Bigtable sink: bulk MutateRows with per-table batching, writer-global backpressure, per-entry
- * retries, an isolation pass for rejected batches, failure routing and table creation.
+ * retries, an isolation pass for rejected batches, failure routing and table creation; or, with
+ * `WriteMethod.exactlyOnce(...)`, marker-guarded CheckAndMutateRow commits at checkpoints. `make`
+ * for `Stream.run`, `writer` for explicit control.
  *
  * @since 0.1.0
  */
 import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type * as Sink from "effect/Sink"
-import * as internalSink from "../internal/bigtable/atLeastOnce/sink.ts"
-import * as internalWriter from "../internal/bigtable/atLeastOnce/writer.ts"
-import * as exactlyOnceSink from "../internal/bigtable/exactlyOnce/sink.ts"
-import type { CheckpointError, CheckpointOptions, Resume } from "../Sink/Checkpoint.ts"
+import * as internalMethod from "../internal/bigtable/method.ts"
+import * as removed from "../internal/options/removed.ts"
+import type { CheckpointError, CheckpointOptions } from "../Sink/Checkpoint.ts"
 import type { FailureHandler, RecordFailed } from "../Sink/FailureHandler.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
-import type { HandlerContext, HandlerError, SinkOptions, WithFailureHandler } from "../Sink/SinkOptions.ts"
+import type { HandlerContext, HandlerError, SinkOptions, WithFailureHandler, WriterForm } from "../Sink/SinkOptions.ts"
 import type { Writer } from "../Sink/Writer.ts"
 import type { WriteSummary } from "../Sink/WriteSummary.ts"
 import type { BigtableClient } from "./BigtableClient.ts"
@@ -22,7 +23,7 @@ import type { FailedMutation } from "./BigtableFailure.ts"
 import type { RowMutationEntry } from "./RowMutationEntry.ts"
 import type { TableCreateOptions } from "./TableCreateOptions.ts"
 import type { DestinationResolver, TableDestination } from "./TableDestination.ts"
-import type { AtLeastOnce, ExactlyOnce } from "./WriteMethod.ts"
+import type { AtLeastOnce, ExactlyOnce, WriteMethod } from "./WriteMethod.ts"
 
 /**
  * Turns a record into the mutations of one row, or `null` to skip it (written nowhere, counted in
@@ -35,15 +36,20 @@ import type { AtLeastOnce, ExactlyOnce } from "./WriteMethod.ts"
 export type Serializer<A> = (record: A) => RowMutationEntry | null | Effect.Effect<RowMutationEntry | null, unknown>
 
 /**
- * The options of {@link make} and {@link writer}: the shared `SinkOptions` (destination, failure
- * handler, write method) in Bigtable's types, plus the serializer and the app profile.
+ * What both Bigtable write methods share: the shared `SinkOptions` (destination, failure handler,
+ * write method) in Bigtable's types, plus the serializer and the app profile. Each method's options
+ * ({@link AtLeastOnceSinkOptions}, {@link ExactlyOnceSinkOptions}) add its `writeMethod` and, for
+ * exactly-once, its `checkpoint`.
  *
  * - `table` or `destinationResolver` (exactly one): where each record goes. The resolver runs before
  *   the serializer and may declare a record unroutable (routed to the handler).
  * - `serializer` (required): see {@link Serializer}.
  * - `appProfileId`: the application profile of every request; default the instance's default profile.
- * - `writeMethod`: default `WriteMethod.atLeastOnce()`; its options hold the tuning (batching,
- *   in-flight bounds, `retry`, `recovery`, `responseTimeout`, `adminTimeout`, `flushInterval`, ...).
+ * - `writeMethod`: default `WriteMethod.atLeastOnce()`, or `WriteMethod.exactlyOnce({ markerFamily })`;
+ *   its options hold the tuning (batching, in-flight bounds, `retry`, `recovery`, `responseTimeout`,
+ *   `adminTimeout`, `flushInterval`, ...).
+ * - `checkpoint` (`Checkpoint.CheckpointOptions`): required by exactly-once, refused by
+ *   at-least-once (a `SinkConfigError` naming `checkpoint`).
  * - `createDisposition`: default `"CREATE_NEVER"` (BigQuery's is `"CREATE_IF_NEEDED"`: see
  *   `SinkOptions`); `"CREATE_IF_NEEDED"` requires `tableCreateOptions`, which `"CREATE_NEVER"` rejects.
  * - `failureHandler`: default `FailureHandler.failJob`. It receives serializer failures,
@@ -64,7 +70,7 @@ export interface BigtableSinkOptions<A, E = RecordFailed, R = never> extends
     TableDestination,
     DestinationResolver<A>,
     TableCreateOptions,
-    AtLeastOnce
+    WriteMethod
   >
 {
   readonly serializer: Serializer<A>
@@ -90,19 +96,72 @@ export type Handler = FailureHandler<FailedMutation, unknown, unknown>
 export type BigtableSinkError<E = RecordFailed> = BigtableError | SinkConfigError | E
 
 /**
- * A sink that writes every record to Bigtable and completes with a `WriteSummary`.
+ * The options of at-least-once writes (the default method): {@link BigtableSinkOptions} with
+ * `WriteMethod.atLeastOnce(...)` or no `writeMethod`, and no `checkpoint`.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface AtLeastOnceSinkOptions<A, E = RecordFailed, R = never>
+  extends Omit<BigtableSinkOptions<A, E, R>, "writeMethod">
+{
+  readonly writeMethod?: AtLeastOnce | undefined
+  readonly checkpoint?: undefined
+}
+
+/**
+ * The options of exactly-once writes: {@link BigtableSinkOptions} with
+ * `WriteMethod.exactlyOnce({ markerFamily })`, `createDisposition` fixed to `CREATE_NEVER` (tables,
+ * their families and the marker family are provisioned by the operator), and `checkpoint`.
  *
  * **Details**
  *
- * One batch per table is filled and sent as a MutateRows request; many requests are in flight at
- * once, within the writer-global `maxInFlightEntries` and `maxInFlightBytes`, and the stream waits
- * (backpressure) when they are reached. At the end of the input everything is flushed. The error
- * channel holds the handler's error: `RecordFailed` without a `failureHandler` (the default
- * `failJob`), exactly the handler's `E` with one (`never` for
- * `FailureHandler.logAndDrop`; both for a handler that may be `undefined`). One generic signature
- * gives this: `H` captures the handler's type and the error is `SinkOptions.HandlerError<H>`. Delivery is
- * at-least-once: a retried or replayed entry is applied again, so prefer explicit cell timestamps.
- * When calls go a minute without an answer, a warning naming the tables is logged (once a minute).
+ * `checkpoint.position(a)` is where the source resumes once `a` and everything before it are
+ * written; it is also the record's position from which its marker identity is derived, so it must
+ * be stable and unique per record (ADR 0019): an offset, not an arrival time.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ExactlyOnceSinkOptions<A, P, E = RecordFailed, R = never>
+  extends Omit<BigtableSinkOptions<A, E, R>, "writeMethod" | "createDisposition" | "tableCreateOptions">
+{
+  readonly writeMethod: ExactlyOnce
+  readonly createDisposition?: "CREATE_NEVER" | undefined
+  readonly tableCreateOptions?: undefined
+  readonly checkpoint: CheckpointOptions<A, P>
+}
+
+type ALO<A, H> = WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
+type EO<A, P, H> = WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>
+
+/**
+ * A sink that writes every record to Bigtable by its `writeMethod` and completes with a
+ * `WriteSummary`.
+ *
+ * **Details**
+ *
+ * - **At least once** (`WriteMethod.atLeastOnce(...)`, the default): one batch per table is filled
+ *   and sent as a MutateRows request; many requests are in flight at once, within the
+ *   writer-global `maxInFlightEntries` and `maxInFlightBytes`, and the stream waits (backpressure)
+ *   when they are reached. At the end of the input everything is flushed. A retried or replayed
+ *   entry is applied again, so prefer explicit cell timestamps. When calls go a minute without an
+ *   answer, a warning naming the tables is logged (once a minute).
+ * - **Exactly once** (`WriteMethod.exactlyOnce({ markerFamily })`, reference 3.5; needs
+ *   `checkpoint`): records are staged, saved with each checkpoint, then committed as
+ *   CheckAndMutateRow requests guarded by marker cells, so `AddToCell` counters and other
+ *   non-idempotent mutations survive crashes, lost responses and source replays. On start it
+ *   restores `checkpoint.resume`'s record (the stored envelopes are committed again; markers absorb
+ *   those already applied); start the source at `resume.position`. Every `checkpoint.every`
+ *   (records or time; without it, when the staging bounds fill) and at the end of input it drains,
+ *   saves the staged envelopes with the position (compare-and-set), then commits them. Before the
+ *   first request to a table its preconditions are checked: app profile (where the service reports
+ *   it), marker family (exists, no GC rule, raw), families the mutations name. A failed commit
+ *   fails the write with `BigtableError` `CommitFailed`: restore and run again.
+ *
+ * The error channel holds the handler's error: `RecordFailed` without a `failureHandler` (the
+ * default `failJob`), exactly the handler's `E` with one (`never` for `FailureHandler.logAndDrop`;
+ * both for a handler that may be `undefined`), and `Checkpoint.CheckpointError` for exactly-once.
  *
  * **Example** (Writing events)
  * ```ts
@@ -120,29 +179,72 @@ export type BigtableSinkError<E = RecordFailed> = BigtableError | SinkConfigErro
  * }).pipe(Effect.provide(BigtableClient.layer({ projectId: "p", emulator: { grpc: "127.0.0.1:8086" } })))
  * ```
  *
+ * **Example** (Exactly-once counters)
+ * ```ts
+ * import { Effect, Option, Schema, Stream } from "effect"
+ * import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "effect-gcp-sinks/Bigtable"
+ * import { Checkpoint, CheckpointStore } from "effect-gcp-sinks/Sink"
+ *
+ * declare const clicksFrom: (offset: number) => Stream.Stream<{ readonly offset: number; readonly page: string }>
+ * const program = Effect.gen(function*() {
+ *   const table = yield* TableDestination.make({ projectId: "p", instanceId: "i", tableId: "clicks" })
+ *   const resume = yield* Checkpoint.resume({ writerId: "clicks-0", positionSchema: Schema.Number })
+ *   return yield* clicksFrom(Option.getOrElse(resume.position, () => 0)).pipe(
+ *     Stream.run(BigtableSink.make({
+ *       table,
+ *       writeMethod: WriteMethod.exactlyOnce({ markerFamily: "eo" }),
+ *       checkpoint: { resume, every: "1 second", position: (c) => c.offset + 1 },
+ *       serializer: (c) =>
+ *         RowMutationEntry.make(c.page, Mutation.addToCell({ family: "n", qualifier: "clicks", timestampMicros: 0, input: 1n }))
+ *     }))
+ *   )
+ * }).pipe(Effect.provide(CheckpointStore.file("./state")))
+ * ```
+ *
  * @category constructors
  * @since 0.1.0
  */
-export const make = <A, H extends Handler | undefined = undefined>(
-  options: WithFailureHandler<BigtableSinkOptions<A>, H>
-): Sink.Sink<WriteSummary, A, never, BigtableSinkError<HandlerError<H>>, BigtableClient | HandlerContext<H>> =>
-  internalSink.make(options)
+export function make<A, H extends Handler | undefined = undefined>(
+  options: ALO<A, H>
+): Sink.Sink<WriteSummary, A, never, BigtableSinkError<HandlerError<H>>, BigtableClient | HandlerContext<H>>
+export function make<A, P, H extends Handler | undefined = undefined>(
+  options: EO<A, P, H>
+): Sink.Sink<
+  WriteSummary,
+  A,
+  never,
+  BigtableSinkError<HandlerError<H>> | CheckpointError,
+  BigtableClient | HandlerContext<H>
+>
+export function make<A, P, H extends Handler | undefined = undefined>(
+  options: ALO<A, H> | EO<A, P, H>
+): Sink.Sink<
+  WriteSummary,
+  A,
+  never,
+  BigtableSinkError<HandlerError<H>> | CheckpointError,
+  BigtableClient | HandlerContext<H>
+> {
+  return internalMethod.sink<A, P, H>(options)
+}
 
 /**
- * A scoped writer for callers that drive writes and flushes themselves.
+ * A scoped writer by the options' `writeMethod`, for callers that drive writes, flushes and
+ * checkpoints themselves.
  *
  * **Details**
  *
  * `write` admits records and waits when the in-flight bounds are reached; `flush` returns once
- * every earlier record is applied or routed, then flushes the failure handler; `summary` reads the
- * counters at once (it never waits behind a `write`). Closing the scope after success flushes;
- * after failure or interruption it releases the writer without flushing. `checkpoint` is a plain `flush` for this at-least-once writer.
+ * every earlier record is applied or routed (staged, for exactly-once), then flushes the failure
+ * handler; `summary` reads the counters at once (it never waits behind a `write`). Closing the
+ * scope after success flushes; after failure or interruption it releases the writer without
+ * flushing. At least once, `checkpoint` is a plain `flush`. Exactly once (`checkpoint: { resume,
+ * position }`), building it restores from `resume`, and `checkpoint(position)` drains, saves and
+ * commits (see {@link make}).
  *
  * Building it fails with a `SinkConfigError` for invalid options, or with the handler's error when
- * its `open` fails; its operations fail with a {@link BigtableSinkError}. The handler's error is
- * `RecordFailed` without a `failureHandler`, exactly the handler's `E` with one (`never` for
- * `FailureHandler.logAndDrop`; both for a handler that may be `undefined`). One generic signature
- * gives this: `H` captures the handler's type and the error is `SinkOptions.HandlerError<H>`.
+ * its `open` fails; its operations fail with a {@link BigtableSinkError} (and a
+ * `Checkpoint.CheckpointError` for exactly-once).
  *
  * **Example** (Explicit barriers)
  * ```ts
@@ -161,108 +263,7 @@ export const make = <A, H extends Handler | undefined = undefined>(
  * }).pipe(Effect.scoped)
  * ```
  *
- * @category constructors
- * @since 0.1.0
- */
-export const writer = <A, H extends Handler | undefined = undefined>(
-  options: WithFailureHandler<BigtableSinkOptions<A>, H>
-): Effect.Effect<
-  Writer<A, BigtableSinkError<HandlerError<H>>>,
-  SinkConfigError | HandlerError<H>,
-  BigtableClient | Scope.Scope | HandlerContext<H>
-> => internalWriter.make(options)
-
-/**
- * The options of {@link exactlyOnce}: those of {@link make} with `writeMethod:
- * WriteMethod.exactlyOnce(...)` (required), `createDisposition` fixed to `CREATE_NEVER`, and the
- * sink form's `checkpoint` (`resume` from `Checkpoint.resume`, `every`, `position`).
- *
- * **Details**
- *
- * `position(a)` is where the source resumes once `a` and everything before it are written; it is
- * also the record's position from which its marker identity is derived, so it must be stable and
- * unique per record (ADR 0019): an offset, not an arrival time.
- *
- * @category models
- * @since 0.1.0
- */
-export interface BigtableExactlyOnceOptions<A, P, E = RecordFailed, R = never>
-  extends Omit<BigtableSinkOptions<A, E, R>, "writeMethod" | "createDisposition" | "tableCreateOptions">
-{
-  readonly writeMethod: ExactlyOnce
-  readonly createDisposition?: "CREATE_NEVER" | undefined
-  readonly checkpoint: CheckpointOptions<A, P>
-}
-
-/**
- * The options of {@link exactlyOnceWriter}: those of {@link BigtableExactlyOnceOptions} with the
- * writer form's `checkpoint`: `resume`, and `position(a)`, the record's source position (its marker
- * identity derives from it). The caller checkpoints with `writer.checkpoint(position)`.
- *
- * @category models
- * @since 0.1.0
- */
-export interface BigtableExactlyOnceWriterOptions<A, P, E = RecordFailed, R = never>
-  extends Omit<BigtableExactlyOnceOptions<A, P, E, R>, "checkpoint">
-{
-  readonly checkpoint: { readonly resume: Resume<P>; readonly position: (a: A) => P }
-}
-
-/**
- * An exactly-once sink (reference 3.5): records are staged, saved with each checkpoint, then
- * committed as CheckAndMutateRow requests guarded by marker cells, so `AddToCell` counters and
- * other non-idempotent mutations survive crashes, lost responses and source replays.
- *
- * **Details**
- *
- * - On start it restores `checkpoint.resume`'s record: the stored envelopes are committed again
- *   (markers absorb those already applied); start the source at `resume.position`.
- * - Every `checkpoint.every` (records, or time) and at the end of input: drain, save the staged
- *   envelopes with the position in the `CheckpointStore` (compare-and-set), then commit them.
- * - Before the first request to a table its preconditions are checked: app profile (where the
- *   service reports it), marker family (exists, no GC rule, raw), families the mutations name.
- * - A failed commit fails the write with `BigtableError` `CommitFailed`: restore and run again.
- *
- * **Example** (Exactly-once counters)
- * ```ts
- * import { Effect, Option, Schema, Stream } from "effect"
- * import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "effect-gcp-sinks/Bigtable"
- * import { Checkpoint, CheckpointStore } from "effect-gcp-sinks/Sink"
- *
- * declare const clicksFrom: (offset: number) => Stream.Stream<{ readonly offset: number; readonly page: string }>
- * const program = Effect.gen(function*() {
- *   const table = yield* TableDestination.make({ projectId: "p", instanceId: "i", tableId: "clicks" })
- *   const resume = yield* Checkpoint.resume({ writerId: "clicks-0", positionSchema: Schema.Number })
- *   return yield* clicksFrom(Option.getOrElse(resume.position, () => 0)).pipe(
- *     Stream.run(BigtableSink.exactlyOnce({
- *       table,
- *       writeMethod: WriteMethod.exactlyOnce({ markerFamily: "eo" }),
- *       checkpoint: { resume, every: "1 second", position: (c) => c.offset + 1 },
- *       serializer: (c) =>
- *         RowMutationEntry.make(c.page, Mutation.addToCell({ family: "n", qualifier: "clicks", timestampMicros: 0, input: 1n }))
- *     }))
- *   )
- * }).pipe(Effect.provide(CheckpointStore.file("./state")))
- * ```
- *
- * @category constructors
- * @since 0.1.0
- */
-export const exactlyOnce = <A, P, H extends Handler | undefined = undefined>(
-  options: WithFailureHandler<BigtableExactlyOnceOptions<A, P>, H>
-): Sink.Sink<
-  WriteSummary,
-  A,
-  never,
-  BigtableSinkError<HandlerError<H>> | CheckpointError,
-  BigtableClient | HandlerContext<H>
-> => exactlyOnceSink.make(options)
-
-/**
- * A scoped exactly-once writer: `write` stages, `checkpoint(position)` drains, saves and commits
- * (see {@link exactlyOnce}); building it restores from `checkpoint.resume`.
- *
- * **Example** (Explicit checkpoints)
+ * **Example** (Explicit checkpoints, exactly once)
  * ```ts
  * import { Effect, Schema } from "effect"
  * import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "effect-gcp-sinks/Bigtable"
@@ -271,7 +272,7 @@ export const exactlyOnce = <A, P, H extends Handler | undefined = undefined>(
  * const program = Effect.gen(function*() {
  *   const table = yield* TableDestination.make({ projectId: "p", instanceId: "i", tableId: "t" })
  *   const resume = yield* Checkpoint.resume({ writerId: "w", positionSchema: Schema.Number })
- *   const writer = yield* BigtableSink.exactlyOnceWriter({
+ *   const writer = yield* BigtableSink.writer({
  *     table,
  *     writeMethod: WriteMethod.exactlyOnce({ markerFamily: "eo" }),
  *     checkpoint: { resume, position: (n: number) => n },
@@ -286,10 +287,52 @@ export const exactlyOnce = <A, P, H extends Handler | undefined = undefined>(
  * @category constructors
  * @since 0.1.0
  */
-export const exactlyOnceWriter = <A, P, H extends Handler | undefined = undefined>(
-  options: WithFailureHandler<BigtableExactlyOnceWriterOptions<A, P>, H>
+export function writer<A, H extends Handler | undefined = undefined>(
+  options: ALO<A, H>
+): Effect.Effect<
+  Writer<A, BigtableSinkError<HandlerError<H>>>,
+  SinkConfigError | HandlerError<H>,
+  BigtableClient | Scope.Scope | HandlerContext<H>
+>
+export function writer<A, P, H extends Handler | undefined = undefined>(
+  options: WriterForm<EO<A, P, H>>
 ): Effect.Effect<
   Writer<A, BigtableSinkError<HandlerError<H>> | CheckpointError, P>,
   BigtableSinkError<HandlerError<H>> | CheckpointError,
   BigtableClient | Scope.Scope | HandlerContext<H>
-> => exactlyOnceSink.makeWriter(options)
+>
+export function writer<A, P, H extends Handler | undefined = undefined>(
+  options: ALO<A, H> | WriterForm<EO<A, P, H>>
+): Effect.Effect<
+  Writer<A, BigtableSinkError<HandlerError<H>> | CheckpointError, P> | Writer<A, BigtableSinkError<HandlerError<H>>>,
+  BigtableSinkError<HandlerError<H>> | CheckpointError,
+  BigtableClient | Scope.Scope | HandlerContext<H>
+> {
+  // the language service checks this body against the first overload, not this signature
+  // @effect-diagnostics-next-line missingEffectContext:off missingEffectError:off
+  return internalMethod.writer<A, P, H>(options)
+}
+
+/**
+ * Removed: `BigtableSink.make` with `writeMethod: WriteMethod.exactlyOnce(...)` and `checkpoint`.
+ *
+ * @deprecated Use `BigtableSink.make({ ..., writeMethod: WriteMethod.exactlyOnce({ markerFamily }), checkpoint })`.
+ * @category constructors
+ * @since 0.1.0
+ */
+export const exactlyOnce = removed.sink(
+  "BigtableSink.exactlyOnce",
+  "BigtableSink.make({ ..., writeMethod: WriteMethod.exactlyOnce({ markerFamily }), checkpoint })"
+)
+
+/**
+ * Removed: `BigtableSink.writer` with `writeMethod: WriteMethod.exactlyOnce(...)` and `checkpoint`.
+ *
+ * @deprecated Use `BigtableSink.writer({ ..., writeMethod: WriteMethod.exactlyOnce({ markerFamily }), checkpoint: { resume, position } })`.
+ * @category constructors
+ * @since 0.1.0
+ */
+export const exactlyOnceWriter = removed.writer(
+  "BigtableSink.exactlyOnceWriter",
+  "BigtableSink.writer({ ..., writeMethod: WriteMethod.exactlyOnce({ markerFamily }), checkpoint: { resume, position } })"
+)

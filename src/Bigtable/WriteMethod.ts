@@ -103,8 +103,8 @@ export interface ExactlyOnceOptions {
 export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigtable", ExactlyOnceOptions> {}
 
 /**
- * Every write method of the Bigtable sink: {@link AtLeastOnce} (`BigtableSink.make` / `writer`) and
- * {@link ExactlyOnce} (`BigtableSink.exactlyOnce` / `exactlyOnceWriter`).
+ * Every write method of `BigtableSink.make` and `writer`: {@link AtLeastOnce} (the default) and
+ * {@link ExactlyOnce} (with the sink's `checkpoint` option).
  *
  * @category models
  * @since 0.1.0
@@ -135,8 +135,8 @@ export const atLeastOnce = (options?: AtLeastOnceOptions): AtLeastOnce =>
 
 /**
  * The exactly-once write method with its {@link ExactlyOnceOptions} (validated when the sink is
- * built, errors naming `writeMethod.<option>`). Use it with `BigtableSink.exactlyOnce` or
- * `BigtableSink.exactlyOnceWriter`.
+ * built, errors naming `writeMethod.<option>`), for `BigtableSink.make` or `writer` with a
+ * `checkpoint` option.
  *
  * **Example** (Counters that survive crashes)
  * ```ts

@@ -96,18 +96,25 @@ export const resume: <P>(
 export type Every = Duration.Duration | `${number} ${Duration.Unit}` | number
 
 /**
- * The `checkpoint` option of an exactly-once sink (`BigQuerySink.exactlyOnce`, `BigQuerySink.fileLoads`,
- * `BigtableSink.exactlyOnce`): where it resumes, how often it checkpoints, and the source position a
- * written record stands for.
+ * The `checkpoint` option of every exactly-once write method, on both backends
+ * (`WriteMethod.exactlyOnce(...)`, BigQuery's `WriteMethod.fileLoads(...)`): where the writer
+ * resumes, the source position a written record stands for, and, in the sink form, how often it
+ * checkpoints.
  *
  * **Details**
  *
  * - `resume`: from {@link resume}; the source must start at its `position`.
- * - `every` ({@link Every}): checked after each chunk (records) and on a timer (durations); a
- *   checkpoint is taken only when something was written since the last one.
  * - `position(a)`: where the source resumes once `a` and everything before it are written,
- *   typically the offset after `a` (`a.offset + 1`). It must be encodable by the resume's
- *   `positionSchema`.
+ *   typically the offset after `a` (`a.offset + 1`); it must be encodable by the resume's
+ *   `positionSchema`. The sink form checkpoints at the position of the last record written;
+ *   Bigtable's exactly-once method also derives each record's marker identity from it (ADR 0019),
+ *   so it must be stable and unique per record there.
+ * - `every` ({@link Every}; sink form only): checked after each chunk (records) and on a timer
+ *   (durations); a checkpoint is taken only when something was written since the last one.
+ *   Without it the sink checkpoints once, at the end of input (a bounded source; for file loads,
+ *   one load per table, which also permits a `writeDisposition` other than `WRITE_APPEND`).
+ *   The writer form has no `every` (see {@link WriterCheckpointOptions}): the caller checkpoints
+ *   with `writer.checkpoint(position)`.
  *
  * **Example** (A checkpoint every second)
  * ```ts
@@ -125,17 +132,16 @@ export type Every = Duration.Duration | `${number} ${Duration.Unit}` | number
  */
 export interface CheckpointOptions<A, P> {
   readonly resume: Resume<P>
-  readonly every: Every
   readonly position: (a: A) => P
+  readonly every?: Every | undefined
 }
 
 /**
- * The `checkpoint` option of the exactly-once BigQuery writer (`BigQuerySink.exactlyOnceWriter`): where
- * it resumes. The caller checkpoints with `writer.checkpoint(position)`.
+ * The `checkpoint` option of a writer (`BigQuerySink.writer`, `BigtableSink.writer`) with an
+ * exactly-once write method: {@link CheckpointOptions} without `every`, since the caller
+ * checkpoints with `writer.checkpoint(position)`.
  *
  * @category models
  * @since 0.1.0
  */
-export interface WriterCheckpointOptions<P> {
-  readonly resume: Resume<P>
-}
+export type WriterCheckpointOptions<A, P> = Omit<CheckpointOptions<A, P>, "every">

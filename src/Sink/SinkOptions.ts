@@ -27,6 +27,7 @@
  * @since 0.1.0
  */
 import type * as Duration from "effect/Duration"
+import type { CheckpointOptions, WriterCheckpointOptions } from "./Checkpoint.ts"
 import type { CreateDisposition } from "./CreateDisposition.ts"
 import type { Connector } from "./FailedElement.ts"
 import type { FailureHandler, RecordFailed } from "./FailureHandler.ts"
@@ -175,3 +176,22 @@ export type HandlerContext<H> = H extends FailureHandler<never, unknown, infer R
  * @since 0.1.0
  */
 export type WithFailureHandler<O, H> = Omit<O, "failureHandler"> & { readonly failureHandler?: H }
+
+/**
+ * A write method's options in the form a backend's `writer` takes: `checkpoint` without `every`,
+ * since the caller checkpoints with `writer.checkpoint(position)`. Options without a `checkpoint`
+ * are unchanged.
+ *
+ * **Example** (The writer form of Bigtable's exactly-once options)
+ * ```ts
+ * import type { BigtableSink } from "effect-gcp-sinks/Bigtable"
+ * import type { SinkOptions } from "effect-gcp-sinks/Sink"
+ * type Options = SinkOptions.WriterForm<BigtableSink.ExactlyOnceSinkOptions<{ readonly n: number }, number>>
+ * ```
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type WriterForm<O> = O extends { readonly checkpoint: CheckpointOptions<infer A, infer P> }
+  ? Omit<O, "checkpoint"> & { readonly checkpoint: WriterCheckpointOptions<A, P> }
+  : O

@@ -12,7 +12,7 @@ import type * as Fake from "../support/fakeBigQueryWrite.ts"
 import type * as Buffered from "../support/fakeBufferedStreams.ts"
 import { eventually } from "../support/waiting.ts"
 import { eoWriter, range, resume, visibleIds, withEo } from "./exactlyOnceFixtures.ts"
-import { columns, destination, fastRetries, rows, serializer } from "./sinkFixtures.ts"
+import { columns, destination, fastRetries, type Row, rows, serializer } from "./sinkFixtures.ts"
 
 /** Small batches: 40 rows go in several appends (each row is ~12 bytes framed). */
 const small = WriteMethod.exactlyOnce({ ...fastRetries, maxAppendRequestBytes: 120 })
@@ -250,12 +250,12 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
     withEo({ createTable: false }, (fake) =>
       Effect.gen(function*() {
         fake.createTable(`${fake.projectId}.d.t`, columns.filter((c) => c.name !== "name"))
-        const writer = yield* BigQuerySink.exactlyOnceWriter({
+        const writer = yield* BigQuerySink.writer({
           table: yield* destination(fake),
           serializer: yield* serializer,
           writeMethod: WriteMethod.exactlyOnce(fastRetries),
           schemaUpdate: { allowNewFields: true },
-          checkpoint: { resume: yield* eoResume }
+          checkpoint: { resume: yield* eoResume, position: (row: Row) => Number(row.id) + 1 }
         })
         yield* writer.write(rows(10))
         yield* writer.checkpoint(10)
@@ -284,12 +284,12 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
   it.live("a missing table under CREATE_NEVER is terminal at stream creation", () =>
     withEo({ createTable: false }, (fake) =>
       Effect.gen(function*() {
-        const writer = yield* BigQuerySink.exactlyOnceWriter({
+        const writer = yield* BigQuerySink.writer({
           table: yield* destination(fake),
           serializer: yield* serializer,
           writeMethod: WriteMethod.exactlyOnce(fastRetries),
           createDisposition: "CREATE_NEVER",
-          checkpoint: { resume: yield* eoResume }
+          checkpoint: { resume: yield* eoResume, position: (row: Row) => Number(row.id) + 1 }
         })
         const error = yield* Effect.flip(Effect.andThen(writer.write(rows(3)), writer.checkpoint(3)))
         assert.strictEqual(reasonOf(error), "TableNotFound")
@@ -346,12 +346,12 @@ describe("BigQuerySink.exactlyOnce: the commit rules (FlushRows)", () => {
   it.live("a masked PERMISSION_DENIED is terminal under CREATE_NEVER", () =>
     withEo(flushFault(() => ({ code: 7, message: "denied" })), (fake) =>
       Effect.gen(function*() {
-        const writer = yield* BigQuerySink.exactlyOnceWriter({
+        const writer = yield* BigQuerySink.writer({
           table: yield* destination(fake),
           serializer: yield* serializer,
           writeMethod: WriteMethod.exactlyOnce(fastRetries),
           createDisposition: "CREATE_NEVER",
-          checkpoint: { resume: yield* eoResume }
+          checkpoint: { resume: yield* eoResume, position: (row: Row) => Number(row.id) + 1 }
         })
         yield* writer.write(rows(3))
         assert.strictEqual(reasonOf(yield* Effect.flip(writer.checkpoint(3))), "RequestRejected")
@@ -513,12 +513,12 @@ describe("BigQuerySink.exactlyOnce: the restore probe", () => {
     }, (fake) =>
       Effect.gen(function*() {
         const open = Effect.gen(function*() {
-          return yield* BigQuerySink.exactlyOnceWriter({
+          return yield* BigQuerySink.writer({
             table: yield* destination(fake),
             serializer: yield* serializer,
             writeMethod: WriteMethod.exactlyOnce(fastRetries),
             schemaUpdate: { allowNewFields: true },
-            checkpoint: { resume: yield* eoResume }
+            checkpoint: { resume: yield* eoResume, position: (row: Row) => Number(row.id) + 1 }
           })
         })
         yield* Effect.scoped(Effect.gen(function*() {
@@ -599,13 +599,13 @@ const eoResume = resume()
 /** An exactly-once writer whose failure handler hands each routed row to `onRouted`. */
 const eoWriterWith = (fake: Fake.FakeBigQuery, onRouted: (f: BigQueryFailure.BigQueryFailure) => void) =>
   Effect.gen(function*() {
-    return yield* BigQuerySink.exactlyOnceWriter({
+    return yield* BigQuerySink.writer({
       table: yield* destination(fake),
       serializer: yield* serializer,
       writeMethod: small,
       failureHandler: FailureHandler.deadLetter(
         Sink.forEach((f: BigQueryFailure.BigQueryFailure) => Effect.sync(() => onRouted(f)))
       ),
-      checkpoint: { resume: yield* eoResume }
+      checkpoint: { resume: yield* eoResume, position: (row: Row) => Number(row.id) + 1 }
     })
   })

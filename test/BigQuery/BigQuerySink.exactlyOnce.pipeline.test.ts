@@ -10,7 +10,7 @@ import { type BigQueryFailure, BigQuerySink, WriteMethod } from "../../src/BigQu
 import { FailureHandler } from "../../src/Sink.ts"
 import type * as Fake from "../support/fakeBigQueryWrite.ts"
 import { idOf, range, resume, visibleIds, withEo } from "./exactlyOnceFixtures.ts"
-import { destination, fastRetries, rows, serializer } from "./sinkFixtures.ts"
+import { destination, fastRetries, type Row, rows, serializer } from "./sinkFixtures.ts"
 
 /** Batches of about 8 rows (each ~15 bytes framed), 16 of them admitted at once. */
 const small = WriteMethod.exactlyOnce({ ...fastRetries, maxAppendRequestBytes: 120, maxInFlightBytes: 16 * 120 })
@@ -21,14 +21,14 @@ const buffered = (c: Fake.AppendContext) => c.offset !== undefined
 const writeAll = (fake: Fake.FakeBigQuery, n: number) =>
   Effect.gen(function*() {
     const routed: Array<BigQueryFailure.BigQueryFailure> = []
-    const writer = yield* BigQuerySink.exactlyOnceWriter({
+    const writer = yield* BigQuerySink.writer({
       table: yield* destination(fake),
       serializer: yield* serializer,
       writeMethod: small,
       failureHandler: FailureHandler.deadLetter(
         Sink.forEach((f: BigQueryFailure.BigQueryFailure) => Effect.sync(() => void routed.push(f)))
       ),
-      checkpoint: { resume: yield* resume() }
+      checkpoint: { resume: yield* resume(), position: (row: Row) => Number(row.id) + 1 }
     })
     yield* writer.write(rows(n))
     yield* writer.checkpoint(n)

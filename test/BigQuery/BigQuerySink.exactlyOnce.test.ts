@@ -38,7 +38,7 @@ describe("BigQuerySink.exactlyOnce", () => {
         const r = yield* resume()
         const summary = yield* Stream.fromIterable(rows(1000)).pipe(
           Stream.rechunk(100),
-          Stream.run(BigQuerySink.exactlyOnce({
+          Stream.run(BigQuerySink.make({
             table: yield* destination(fake),
             serializer: yield* serializer,
             writeMethod: WriteMethod.exactlyOnce(fastRetries),
@@ -93,7 +93,7 @@ describe("BigQuerySink.exactlyOnce", () => {
         const table = yield* destination(fake)
         const sinkSummary = yield* Stream.run(
           Stream.fromIterable(rows(20)),
-          BigQuerySink.exactlyOnce({
+          BigQuerySink.make({
             table,
             serializer: yield* serializer,
             writeMethod: WriteMethod.exactlyOnce(fastRetries),
@@ -201,12 +201,12 @@ describe("BigQuerySink.exactlyOnce", () => {
           fingerprint: () => version,
           serialize: (row, d) => current().serialize(row, d)
         }
-        const writer = yield* BigQuerySink.exactlyOnceWriter({
+        const writer = yield* BigQuerySink.writer({
           table: yield* destination(fake),
           serializer: evolving,
           writeMethod: WriteMethod.exactlyOnce(fastRetries),
           schemaUpdate: { allowNewFields: true },
-          checkpoint: { resume: yield* resume() }
+          checkpoint: { resume: yield* resume(), position: (row: Row) => Number(row.id) + 1 }
         })
         yield* writer.write(rows(10).map((r) => ({ id: r.id })))
         version = 2

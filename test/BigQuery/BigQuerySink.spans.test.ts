@@ -47,7 +47,7 @@ describe("BigQuerySink spans", () => {
           const r = yield* resume()
           return yield* Stream.fromIterable(F.rows(1000)).pipe(
             Stream.rechunk(100),
-            Stream.run(BigQuerySink.exactlyOnce({
+            Stream.run(BigQuerySink.make({
               table: yield* F.destination(fake),
               serializer: yield* F.serializer,
               writeMethod: WriteMethod.exactlyOnce(F.fastRetries),

@@ -77,11 +77,11 @@ export const resume = (writerId = "w") => Checkpoint.resume({ writerId, position
 export const eoWriter = (fake: Fake.FakeBigQuery, writerId = "w", method = WriteMethod.exactlyOnce(fastRetries)) =>
   Effect.gen(function*() {
     const r = yield* resume(writerId)
-    const writer = yield* BigQuerySink.exactlyOnceWriter({
+    const writer = yield* BigQuerySink.writer({
       table: yield* destination(fake),
       serializer: yield* serializer,
       writeMethod: method,
-      checkpoint: { resume: r }
+      checkpoint: { resume: r, position: (row: Row) => Number(row.id) + 1 }
     })
     return { writer, resume: r }
   })

@@ -19,7 +19,7 @@ describe("BigtableSink.exactlyOnce staged gauges", () => {
       const bytes0 = yield* gauge(BigtableMetrics.stagedBytes)
       const summary = yield* Effect.gen(function*() {
         const resume = yield* Checkpoint.resume({ writerId: "g-1", positionSchema: Schema.Number })
-        const writer = yield* BigtableSink.exactlyOnceWriter({
+        const writer = yield* BigtableSink.writer({
           table: yield* table,
           writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }),
           checkpoint: { resume, position: (c: Click) => c.offset + 1 },

@@ -18,7 +18,7 @@ const runWriter = (
 ) =>
   Effect.gen(function*() {
     const resume = yield* Checkpoint.resume({ writerId: "w-1", positionSchema: Schema.Number })
-    const writer = yield* BigtableSink.exactlyOnceWriter({
+    const writer = yield* BigtableSink.writer({
       table: yield* table,
       writeMethod: method,
       checkpoint: { resume, position: (c: Click) => c.offset + 1 },
@@ -67,7 +67,7 @@ describe("BigtableSink.exactlyOnce (fake CheckAndMutateRow)", () => {
       const fake = makeFakeCheckAndMutate()
       yield* Effect.gen(function*() {
         const resume = yield* Checkpoint.resume({ writerId: "w-2", positionSchema: Schema.Number })
-        const writer = yield* BigtableSink.exactlyOnceWriter({
+        const writer = yield* BigtableSink.writer({
           table: yield* table,
           writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }),
           checkpoint: { resume, position: (c: Click) => c.offset + 1 },
@@ -108,7 +108,7 @@ describe("BigtableSink.exactlyOnce (fake CheckAndMutateRow)", () => {
       const run = (appProfileId: string, records: ReadonlyArray<Click>) =>
         Effect.gen(function*() {
           const resume = yield* Checkpoint.resume({ writerId: "p-1", positionSchema: Schema.Number })
-          const writer = yield* BigtableSink.exactlyOnceWriter({
+          const writer = yield* BigtableSink.writer({
             table: yield* table,
             appProfileId,
             writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m", responseTimeout: "7 seconds" }),
@@ -155,7 +155,7 @@ describe("BigtableSink.exactlyOnce (fake CheckAndMutateRow)", () => {
         const resume = yield* Checkpoint.resume({ writerId: "s-1", positionSchema: Schema.Number })
         return yield* Stream.fromIterable(clicks(0, 23)).pipe(
           Stream.rechunk(4),
-          Stream.run(BigtableSink.exactlyOnce({
+          Stream.run(BigtableSink.make({
             table: yield* table,
             writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }),
             checkpoint: { resume, every: 8, position: (c: Click) => c.offset + 1 },
@@ -258,8 +258,8 @@ const build = (overrides: Record<string, unknown>) =>
       serializer,
       ...overrides
     }
-    return yield* BigtableSink.exactlyOnceWriter(
-      options as Parameters<typeof BigtableSink.exactlyOnceWriter<Click, number>>[0]
+    return yield* BigtableSink.writer(
+      options as Parameters<typeof BigtableSink.writer<Click, number, undefined>>[0]
     ).pipe(
       Effect.scoped,
       Effect.provide(Layer.orDie(fake.layer)),
@@ -297,7 +297,8 @@ describe("BigtableSink.exactlyOnce options", () => {
           "writeMethod.responseTimeout",
           /at least 1 ms/
         ],
-        [{ writeMethod: WriteMethod.atLeastOnce() }, "writeMethod", /WriteMethod.exactlyOnce/],
+        // with the at-least-once method the options are at-least-once ones, which take no checkpoint
+        [{ writeMethod: WriteMethod.atLeastOnce() }, "checkpoint", /only for WriteMethod.exactlyOnce/],
         [{ checkpoint: { position: (c: Click) => c.offset } }, "checkpoint.resume", /Checkpoint.resume/],
         [{ tableCreateOptions: {} }, "tableCreateOptions", /not used/]
       ]
@@ -311,7 +312,7 @@ describe("BigtableSink.exactlyOnce options", () => {
       }
     }))
 
-  it.effect("BigtableSink.make refuses WriteMethod.exactlyOnce (it needs a checkpoint)", () =>
+  it.effect("WriteMethod.exactlyOnce without a checkpoint fails naming checkpoint, before any request", () =>
     Effect.gen(function*() {
       const fake = makeFakeCheckAndMutate()
       const error = yield* BigtableSink.writer({
@@ -321,7 +322,9 @@ describe("BigtableSink.exactlyOnce options", () => {
         serializer
       }).pipe(Effect.scoped, Effect.provide(Layer.orDie(fake.layer)), Effect.flip)
       assert.strictEqual(error._tag, "SinkConfigError")
-      assert.match(error.message, /BigtableSink.exactlyOnce/)
+      assert.strictEqual(error._tag === "SinkConfigError" ? error.path : "", "checkpoint")
+      assert.match(error.message, /required/)
+      assert.strictEqual(fake.calls.length, 0)
     }))
 
   it.effect("DeleteFromRow and mutations of the marker family are routed (failJob fails the write)", () =>
@@ -330,7 +333,7 @@ describe("BigtableSink.exactlyOnce options", () => {
         const fake = makeFakeCheckAndMutate()
         const error = yield* Effect.gen(function*() {
           const resume = yield* Checkpoint.resume({ writerId: "r", positionSchema: Schema.Number })
-          const writer = yield* BigtableSink.exactlyOnceWriter({
+          const writer = yield* BigtableSink.writer({
             table: yield* table,
             writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }),
             checkpoint: { resume, position: (n: number) => n },

@@ -46,7 +46,7 @@ function untyped(value: unknown): unknown {
   return value
 }
 
-const bigtableRejects = (options: BigtableSink.BigtableSinkOptions<string>, path: string) =>
+const bigtableRejects = (options: BigtableSink.AtLeastOnceSinkOptions<string>, path: string) =>
   Effect.gen(function*() {
     const fake = makeFake()
     const error = yield* Stream.make("a").pipe(
@@ -216,7 +216,7 @@ describe("shared option vocabulary: BigQuery sink", () => {
         ]
         for (const [options, path] of cases) {
           const error = yield* Stream.fromIterable(F.rows(1)).pipe(
-            Stream.run(BigQuerySink.make(untyped<BigQuerySink.BigQuerySinkOptions<F.Row>>(options))),
+            Stream.run(BigQuerySink.make(untyped<BigQuerySink.AtLeastOnceSinkOptions<F.Row>>(options))),
             Effect.flip
           )
           assert.strictEqual(error._tag === "SinkConfigError" ? error.path : "", path, JSON.stringify(options))
@@ -224,6 +224,11 @@ describe("shared option vocabulary: BigQuery sink", () => {
         assert.strictEqual(fake.stats.requests, 0)
       })))
 })
+
+// BigQuerySink.writer is overloaded (one form per write method): its at-least-once form is read off a call
+const writerError = <H extends BigQuerySink.Handler | undefined>(
+  options: SinkOptions.WithFailureHandler<BigQuerySink.AtLeastOnceSinkOptions<F.Row>, H>
+) => BigQuerySink.writer(options)
 
 describe("one generic signature for make and writer", () => {
   it("the handler's error: RecordFailed without one, never for logAndDrop, a custom handler's own", () => {
@@ -261,17 +266,17 @@ describe("one generic signature for make and writer", () => {
   it("BigQuerySink.make: no handler, logAndDrop, custom", () => {
     const boom = FailureHandler.make({ handle: (_: BigQueryFailure.BigQueryFailure) => Effect.fail("boom" as const) })
     // make is overloaded (file loads add GcsClient), so its at-least-once form is read off a call
-    const atLeastOnce = (options: Omit<BigQuerySink.BigQuerySinkOptions<F.Row>, "failureHandler">) =>
+    const atLeastOnce = (options: Omit<BigQuerySink.AtLeastOnceSinkOptions<F.Row>, "failureHandler">) =>
       BigQuerySink.make({ ...options, failureHandler: boom })
     expectTypeOf<ReturnType<typeof atLeastOnce>>().toEqualTypeOf<
       EffectSink.Sink<WriteSummary, F.Row, never, BigQuerySink.BigQuerySinkError<"boom">, BigQueryClient.BigQueryClient>
     >()
-    expectTypeOf<Effect.Error<ReturnType<typeof BigQuerySink.writer<F.Row, undefined>>>>().toEqualTypeOf<
+    expectTypeOf<Effect.Error<ReturnType<typeof writerError<undefined>>>>().toEqualTypeOf<
       SinkConfigError | RecordFailed
     >()
-    expectTypeOf<Effect.Error<ReturnType<typeof BigQuerySink.writer<F.Row, typeof FailureHandler.logAndDrop>>>>()
+    expectTypeOf<Effect.Error<ReturnType<typeof writerError<typeof FailureHandler.logAndDrop>>>>()
       .toEqualTypeOf<SinkConfigError>()
-    expectTypeOf<Effect.Error<ReturnType<typeof BigQuerySink.writer<F.Row, typeof boom>>>>().toEqualTypeOf<
+    expectTypeOf<Effect.Error<ReturnType<typeof writerError<typeof boom>>>>().toEqualTypeOf<
       SinkConfigError | "boom"
     >()
     expectTypeOf<BigQuerySink.BigQuerySinkError<"boom">>().toEqualTypeOf<

@@ -48,7 +48,7 @@ const program = Effect.gen(function*() {
   const table = yield* TableDestination.make({ projectId: "test-project", instanceId: "crash", tableId })
   const summary = yield* replayableSource({ total, from, chunkSize }).pipe(
     Stream.tap((i) => (i % chunkSize === 0 ? step("chunk", { i }) : Effect.void)),
-    Stream.run(BigtableSink.exactlyOnce({
+    Stream.run(BigtableSink.make({
       table,
       writeMethod: WriteMethod.exactlyOnce({
         markerFamily: "m",

@@ -76,7 +76,7 @@ const program = Effect.gen(function*() {
     Stream.mapArrayEffect((ids) =>
       Effect.as(chunkDelay > 0 ? Effect.sleep(`${chunkDelay} millis`) : Effect.void, Arr.map(ids, (id) => ({ id })))
     ),
-    Stream.run(BigQuerySink.exactlyOnce<{ readonly id: number }, number>({
+    Stream.run(BigQuerySink.make<{ readonly id: number }, number>({
       table,
       serializer,
       writeMethod: WriteMethod.exactlyOnce(),

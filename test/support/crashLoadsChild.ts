@@ -49,7 +49,7 @@ const program = Effect.gen(function*() {
     Stream.mapArrayEffect((chunk) =>
       Effect.as(Effect.andThen(Effect.sleep(Duration.millis(pace)), step("staged", { first: chunk[0]?.id })), chunk)
     ),
-    Stream.run(BigQuerySink.fileLoads({
+    Stream.run(BigQuerySink.make({
       table,
       serializer,
       writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${stringEnv("LOADS_BUCKET")}/stage`, poll: fast }),

@@ -29,19 +29,28 @@ import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as O from "../options/schema.ts"
 
-/** The decoded `every`: records written since the last checkpoint, or time since it. @internal */
+/**
+ * The decoded `every`: records written since the last checkpoint, time since it, or only the end
+ * of input (no `every` given).
+ *
+ * @internal
+ */
 export type Every =
   | { readonly _tag: "Records"; readonly records: number }
   | { readonly _tag: "Interval"; readonly interval: Duration.Duration }
+  | { readonly _tag: "EndOfInput" }
 
-/** The decoded sink-form `checkpoint` option. @internal */
+/** The decoded `checkpoint` option (`Checkpoint.CheckpointOptions`). @internal */
 export interface Settings<A, P> {
   readonly resume: Resume<P>
   readonly every: Every
   readonly position: (a: A) => P
 }
 
+const endOfInput: Every = { _tag: "EndOfInput" }
+
 const everyRule: O.Rule<Every> = (input) => {
+  if (input === undefined) return Result.succeed(endOfInput)
   if (Predicate.isNumber(input)) {
     return Result.map(O.integer({ min: 1 })(input), (records): Every => ({ _tag: "Records", records }))
   }
@@ -61,23 +70,29 @@ export const isResume = (u: unknown): u is Resume<unknown> =>
 
 const resumeRule: O.Rule<Resume<unknown>> = O.guarded(isResume, "the result of Checkpoint.resume(...)")
 
+const keys = { sink: ["resume", "position", "every"], writer: ["resume", "position"] } as const
+
 /**
- * Decodes the `checkpoint` option of the sink form (`resume`, `every`, `position`), errors naming
- * `checkpoint.<field>`; `undefined` is rejected (an exactly-once sink needs it).
+ * Decodes the `checkpoint` option of every exactly-once method, errors naming `checkpoint.<field>`:
+ * `{ resume, position, every? }` in the sink form, `{ resume, position }` in the writer form (the
+ * caller checkpoints). `method` names what requires it in the message of a missing option.
  *
  * @internal
  */
-export const decodeSettings = <A, P>(input: unknown): Effect.Effect<Settings<A, P>, SinkConfigError> =>
+export const decode = <A, P>(
+  input: unknown,
+  form: "sink" | "writer",
+  method: string
+): Effect.Effect<Settings<A, P>, SinkConfigError> =>
   Effect.gen(function*() {
+    const expected = form === "sink" ? "{ resume, position, every? }" : "{ resume, position }"
     if (!O.isRecord(input)) {
-      return yield* O.fail(
-        "checkpoint",
-        `is required by an exactly-once sink: { resume, every, position }, was ${O.describe(input)}`
-      )
+      return yield* O.fail("checkpoint", `is required by ${method}: ${expected}, was ${O.describe(input)}`)
     }
     for (const key of Object.keys(input)) {
-      if (key !== "resume" && key !== "every" && key !== "position") {
-        return yield* O.fail(`checkpoint.${key}`, "is not an option here (expected resume, every, position)")
+      if (!(keys[form] as ReadonlyArray<string>).includes(key)) {
+        const why = key === "every" ? " (a writer checkpoints at writer.checkpoint(position))" : ""
+        return yield* O.fail(`checkpoint.${key}`, `is not an option here${why}: expected ${expected}`)
       }
     }
     const resume = yield* O.decodeRule("checkpoint.resume", resumeRule, input.resume)
@@ -88,23 +103,6 @@ export const decodeSettings = <A, P>(input: unknown): Effect.Effect<Settings<A, 
     }
     // the option's type fixes `A` and `P`; the checks above are for untyped callers
     return { resume: resume as Resume<P>, every, position: position as (a: A) => P }
-  })
-
-/**
- * Decodes the `checkpoint` option of the writer form (`{ resume }`), errors naming `checkpoint.resume`.
- *
- * @internal
- */
-export const decodeResume = <P>(input: unknown): Effect.Effect<Resume<P>, SinkConfigError> =>
-  Effect.gen(function*() {
-    if (!O.isRecord(input)) {
-      return yield* O.fail("checkpoint", `is required by an exactly-once writer: { resume }, was ${O.describe(input)}`)
-    }
-    for (const key of Object.keys(input)) {
-      if (key !== "resume") return yield* O.fail(`checkpoint.${key}`, "is not an option here (expected resume)")
-    }
-    const resume = yield* O.decodeRule("checkpoint.resume", resumeRule, input.resume)
-    return resume as Resume<P>
   })
 
 /**
@@ -184,7 +182,7 @@ export const make = <A, P, E, E0, R>(
           }))
         )
       )
-      if (every._tag === "Records") {
+      if (every._tag !== "Interval") {
         yield* consume
         // the end of input: a last checkpoint covers everything written
         yield* lock.withPermit(checkpoint)
@@ -201,3 +199,21 @@ export const make = <A, P, E, E0, R>(
       return yield* writer.summary
     })
   )
+
+/**
+ * Decodes the sink form's `checkpoint` option (see {@link decode}).
+ *
+ * @internal
+ */
+export const decodeSettings = <A, P>(input: unknown): Effect.Effect<Settings<A, P>, SinkConfigError> =>
+  decode<A, P>(input, "sink", "an exactly-once write method")
+
+/**
+ * Refuses a `checkpoint` option given to a method that takes none (`methods` names those that do).
+ *
+ * @internal
+ */
+export const refuse = (input: unknown, methods: string): Effect.Effect<void, SinkConfigError> =>
+  !O.isRecord(input) || input.checkpoint === undefined
+    ? Effect.void
+    : O.fail("checkpoint", `is only for ${methods}: at-least-once writes take no checkpoint`)

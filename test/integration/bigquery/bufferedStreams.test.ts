@@ -171,7 +171,7 @@ layer(testLayer, { timeout: "90 seconds", excludeTestServices: true })("BUFFERED
               r
             ) => (crashAfter !== undefined && r.id === crashAfter ? Effect.fail("crash" as const) : Effect.void))
           )
-          return yield* source.pipe(Stream.run(BigQuerySink.exactlyOnce<{ readonly id: number }, number>({
+          return yield* source.pipe(Stream.run(BigQuerySink.make<{ readonly id: number }, number>({
             table,
             serializer,
             writeMethod: WriteMethod.exactlyOnce(),

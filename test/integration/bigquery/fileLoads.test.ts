@@ -107,13 +107,24 @@ const evolve = (
   tableId: string,
   allowNewFields: boolean
 ) =>
-  Stream.make({ id: 1, name: "a", score: 1.5 }, { id: 2, name: null, score: null }).pipe(
-    Stream.run(BigQuerySink.make({
-      table: TableDestination.makeUnsafe({ projectId: at.projectId, datasetId: at.datasetId, tableId }),
-      serializer,
-      schemaUpdate: { allowNewFields },
-      writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${at.bucket}/${tableId}`, poll: Harness.pollFast })
-    }))
+  Effect.gen(function*() {
+    const checkpoint = yield* loadOnce(`${tableId}-${allowNewFields}`)
+    return yield* Stream.make({ id: 1, name: "a", score: 1.5 }, { id: 2, name: null, score: null }).pipe(
+      Stream.run(BigQuerySink.make({
+        table: TableDestination.makeUnsafe({ projectId: at.projectId, datasetId: at.datasetId, tableId }),
+        serializer,
+        schemaUpdate: { allowNewFields },
+        writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${at.bucket}/${tableId}`, poll: Harness.pollFast }),
+        checkpoint
+      }))
+    )
+  }).pipe(Effect.provide(CheckpointStore.memory))
+
+/** The `checkpoint` of a single load at the end of input (no `every`), as `writerId`, on the store in context. */
+const loadOnce = (writerId: string) =>
+  Effect.map(
+    Checkpoint.resume({ writerId, positionSchema: Schema.Number }),
+    (resume) => ({ resume, position: (row: { readonly id: number }) => row.id + 1 })
   )
 
 const stagedObjects = (storage: Storage, bucket: string) =>
@@ -139,7 +150,7 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
         const resume = yield* Checkpoint.resume({ writerId: "loads-two-tables", positionSchema: Schema.Number })
         const summary = yield* Stream.fromIterable(rows).pipe(
           Stream.rechunk(25),
-          Stream.run(BigQuerySink.fileLoads({
+          Stream.run(BigQuerySink.make({
             destinationResolver: resolver,
             serializer,
             // small files: several files per table and checkpoint
@@ -157,7 +168,7 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
         assert.deepStrictEqual(yield* stagedObjects(storage, bucket), [])
       }).pipe(Effect.provide(CheckpointStore.memory)))
 
-    it.effect("BigQuerySink.make with WriteMethod.fileLoads stages and loads everything at the end of input", () =>
+    it.effect("BigQuerySink.make with WriteMethod.fileLoads and no checkpoint.every loads everything at the end of input", () =>
       Effect.gen(function*() {
         const { bq, bucket, datasetId, emulator, storage } = yield* freshSetup
         const serializer = yield* RowSerializer.fromJson(schema)
@@ -168,38 +179,44 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
           Stream.run(BigQuerySink.make({
             table,
             serializer,
-            writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${bucket}/plain`, maxStagingFileBytes: 1024 })
+            writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${bucket}/plain`, maxStagingFileBytes: 1024 }),
+            checkpoint: yield* loadOnce("plain")
           }))
         )
         assert.strictEqual(summary.recordsWritten, rows.length)
         assert.deepStrictEqual(yield* readBack(bq, table.toString()), rows)
-        // one run writer id (run-...) names every job of the run
+        // the one checkpoint is one load job, named by the writer id
         const [jobs] = yield* Effect.tryPromise(() => bq.getJobs())
         const ours = jobs.filter((j) =>
-          (j.id ?? "").startsWith("effect-bq-load-run-") &&
+          (j.id ?? "").startsWith("effect-bq-load-plain-") &&
           j.metadata?.configuration?.load?.destinationTable?.datasetId === datasetId
         )
         assert.strictEqual(ours.length, 1)
         assert.deepStrictEqual(yield* stagedObjects(storage, bucket), [])
-      }))
+      }).pipe(Effect.provide(CheckpointStore.memory)))
 
     it.effect("make's single load takes the dispositions: WRITE_TRUNCATE replaces the rows, WRITE_EMPTY refuses a non-empty table", () =>
       Effect.gen(function*() {
         const { bq, bucket, datasetId, emulator } = yield* freshSetup
         const serializer = yield* RowSerializer.fromJson(schema)
         const table = TableDestination.makeUnsafe({ projectId: emulator.projectId, datasetId, tableId: "disp" })
+        let run = 0
         const load = (rows: ReadonlyArray<Row>, writeDisposition: "WRITE_APPEND" | "WRITE_TRUNCATE" | "WRITE_EMPTY") =>
-          Stream.fromIterable(rows).pipe(
-            Stream.run(BigQuerySink.make({
-              table,
-              serializer,
-              writeMethod: WriteMethod.fileLoads({
-                stagingPath: `gs://${bucket}/disp`,
-                writeDisposition,
-                poll: Harness.pollFast
-              })
-            }))
-          )
+          Effect.gen(function*() {
+            const checkpoint = yield* loadOnce(`disp-${++run}`)
+            return yield* Stream.fromIterable(rows).pipe(
+              Stream.run(BigQuerySink.make({
+                table,
+                serializer,
+                writeMethod: WriteMethod.fileLoads({
+                  stagingPath: `gs://${bucket}/disp`,
+                  writeDisposition,
+                  poll: Harness.pollFast
+                }),
+                checkpoint
+              }))
+            )
+          }).pipe(Effect.provide(CheckpointStore.memory))
         const first = Array.from({ length: 10 }, (_, i) => rowOf(i))
         const second = Array.from({ length: 5 }, (_, i) => rowOf(100 + i))
         yield* load(first, "WRITE_EMPTY")
@@ -223,7 +240,8 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
               serializer,
               writeMethod: WriteMethod.fileLoads({
                 stagingPath: `gs://${Clients.uniqueId("absent").replaceAll("_", "-")}`
-              })
+              }),
+              checkpoint: yield* loadOnce("nobucket")
             }))
           )
         )
@@ -231,7 +249,7 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
         const error = Exit.isFailure(exit) ? String(exit.cause) : ""
         assert.match(error, /FileLoadFailed/)
         assert.match(error, /upload failed/)
-      }))
+      }).pipe(Effect.provide(CheckpointStore.memory)))
 
     it.effect("deviation: without allowNewFields, staged fields the table lacks fail the emulator's load", () =>
       Effect.gen(function*() {
@@ -282,7 +300,7 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
             const resume = yield* Checkpoint.resume({ writerId: "loads-rerun", positionSchema: Schema.Number })
             const from = resume.position._tag === "Some" ? resume.position.value : 0
             return yield* Stream.fromIterable(input.slice(from)).pipe(
-              Stream.run(BigQuerySink.fileLoads({
+              Stream.run(BigQuerySink.make({
                 table,
                 serializer,
                 writeMethod: method,
@@ -467,7 +485,7 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
         const table = TableDestination.makeUnsafe({ projectId: emulator.projectId, datasetId, tableId: "ts" })
         const resume = yield* Checkpoint.resume({ writerId: "loads-ts", positionSchema: Schema.Number })
         const summary = yield* Stream.make({ id: 1, ts: "2026-01-01T00:00:00.000001Z" }).pipe(
-          Stream.run(BigQuerySink.fileLoads({
+          Stream.run(BigQuerySink.make({
             table,
             serializer,
             writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${bucket}`, poll: Harness.pollFast }),

@@ -239,14 +239,18 @@ const load = (
       poll: Harness.pollFast,
       ...(reconcile === undefined ? {} : { reconcile })
     })
-    if (mode === "batch") {
-      return yield* Stream.fromIterable(rows).pipe(Stream.run(BigQuerySink.make({ table, serializer, writeMethod })))
-    }
     const resume = yield* Checkpoint.resume({ writerId: tableId, positionSchema: Schema.Number })
+    if (mode === "batch") {
+      // no `every`: one load at the end of input
+      const checkpoint = { resume, position: (_: unknown) => rows.length }
+      return yield* Stream.fromIterable(rows).pipe(
+        Stream.run(BigQuerySink.make({ table, serializer, writeMethod, checkpoint }))
+      )
+    }
     // a checkpoint every two rows: several load jobs, each of its own files
     return yield* Stream.fromIterable(rows).pipe(
       Stream.rechunk(1),
-      Stream.run(BigQuerySink.fileLoads({
+      Stream.run(BigQuerySink.make({
         table,
         serializer,
         writeMethod,

@@ -69,7 +69,7 @@ layer(BigtableEmulator.layer, { timeout: "120 seconds", excludeTestServices: tru
           yield* createCounterTable(emulator, projectId, instanceId, tableId, c.families)
           const error = yield* Effect.gen(function*() {
             const resume = yield* Checkpoint.resume({ writerId: tableId, positionSchema: Schema.Number })
-            const writer = yield* BigtableSink.exactlyOnceWriter({
+            const writer = yield* BigtableSink.writer({
               table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
               writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }),
               checkpoint: { resume, position: (i: number) => i + 1 },
@@ -116,7 +116,7 @@ layer(BigtableEmulator.layer, { timeout: "120 seconds", excludeTestServices: tru
           // checkpointed, stage the 128 increments and checkpoint. A lost response fails it.
           const run = Effect.gen(function*() {
             const resume = yield* Checkpoint.resume({ writerId: tableId, positionSchema: Schema.Number })
-            const writer = yield* BigtableSink.exactlyOnceWriter({
+            const writer = yield* BigtableSink.writer({
               table,
               writeMethod: WriteMethod.exactlyOnce({
                 markerFamily: "m",

@@ -123,7 +123,8 @@ describe("BigQuery sink options: defaults", () => {
       assert.deepStrictEqual(empty.stream, implicit.stream)
       assert.deepStrictEqual(WriteMethod.atLeastOnce(), { _tag: "AtLeastOnce", connector: "bigquery", options: {} })
       assert.isTrue(WriteMethod.isWriteMethod(WriteMethod.atLeastOnce()))
-      assert.isFalse(WriteMethod.isWriteMethod({ _tag: "ExactlyOnce", connector: "bigquery", options: {} }))
+      // every method is a WriteMethod of make and writer (issue 25)
+      assert.isTrue(WriteMethod.isWriteMethod({ _tag: "ExactlyOnce", connector: "bigquery", options: {} }))
       assert.isFalse(WriteMethod.isWriteMethod({ _tag: "AtLeastOnce", connector: "bigtable", options: {} }))
     }))
 
@@ -267,7 +268,6 @@ describe("BigQuery sink options: writeMethod (WriteMethod.atLeastOnce, reference
         /exactlyOnce\(\.\.\.\) is taken by BigQuerySink\.exactlyOnce and exactlyOnceWriter/
       )
       yield* rejects(
-        // @ts-expect-error: the file-loads method
         { ...base, writeMethod: WriteMethod.fileLoads({ stagingPath: "gs://b/p" }) },
         "writeMethod",
         /fileLoads\(\.\.\.\) is taken by BigQuerySink\.fileLoads/

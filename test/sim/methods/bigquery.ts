@@ -169,7 +169,7 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
   const lifePlan = Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), { zombies: options.life !== false })
   const program = (proc: Life.SimProcess) =>
     resumed(world, proc, plan, (o) =>
-      BigQuerySink.exactlyOnce({
+      BigQuerySink.make({
         ...o,
         writeMethod: method,
         failureHandler: routing(routed),
@@ -477,7 +477,7 @@ export const fileLoads: MethodRun = async (seed, options) => {
   const lifePlan = Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), { zombies: options.life !== false })
   const program = (proc: Life.SimProcess) =>
     resumed(world, proc, plan, (o) =>
-      BigQuerySink.fileLoads({
+      BigQuerySink.make({
         ...o,
         writeMethod: method,
         failureHandler: routing(routed),

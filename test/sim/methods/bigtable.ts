@@ -163,7 +163,7 @@ export const exactlyOnce: MethodRun = async (seed, given) => {
       const from = Option.getOrElse(resume.position, () => 0)
       world.trace(() => `${proc.name} resumes at ${from}`)
       const summary: WriteSummary = yield* source(world, { ...plan, from }).pipe(
-        Stream.run(BigtableSink.exactlyOnce({
+        Stream.run(BigtableSink.make({
           table: yield* table,
           serializer,
           writeMethod: method,

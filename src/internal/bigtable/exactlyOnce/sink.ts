@@ -8,15 +8,10 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type * as Sink from "effect/Sink"
 import type { BigtableClient } from "../../../Bigtable/BigtableClient.ts"
-import type {
-  BigtableExactlyOnceOptions,
-  BigtableExactlyOnceWriterOptions,
-  BigtableSinkOptions,
-  Handler
-} from "../../../Bigtable/BigtableSink.ts"
+import type { BigtableSinkOptions, ExactlyOnceSinkOptions, Handler } from "../../../Bigtable/BigtableSink.ts"
 import type { CheckpointError } from "../../../Sink/Checkpoint.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
-import type { HandlerContext, HandlerError, WithFailureHandler } from "../../../Sink/SinkOptions.ts"
+import type { HandlerContext, HandlerError, WithFailureHandler, WriterForm } from "../../../Sink/SinkOptions.ts"
 import type { Writer } from "../../../Sink/Writer.ts"
 import type { WriteSummary } from "../../../Sink/WriteSummary.ts"
 import * as checkpointSink from "../../checkpoint/sink.ts"
@@ -32,7 +27,7 @@ const base = <A, H extends Handler | undefined>(rest: Record<string, unknown>) =
 
 /** @internal */
 export const make = <A, P, H extends Handler | undefined>(
-  sinkOptions: WithFailureHandler<BigtableExactlyOnceOptions<A, P>, H>
+  sinkOptions: WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>
 ): Sink.Sink<
   WriteSummary,
   A,
@@ -59,7 +54,7 @@ export const make = <A, P, H extends Handler | undefined>(
 
 /** @internal */
 export const makeWriter = <A, P, H extends Handler | undefined>(
-  writerOptions: WithFailureHandler<BigtableExactlyOnceWriterOptions<A, P>, H>
+  writerOptions: WriterForm<WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>>
 ): Effect.Effect<
   Writer<A, WriterError<HandlerError<H>> | CheckpointError, P>,
   SinkConfigError | WriterError<HandlerError<H>> | CheckpointError,

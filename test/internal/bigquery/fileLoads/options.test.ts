@@ -120,7 +120,7 @@ describe("fileLoads options", () => {
     const method = WriteMethod.fileLoads({ stagingPath: "gs://bucket/p" })
     assert.strictEqual(method._tag, "FileLoads")
     assert.isTrue(WriteMethod.isFileLoads(method))
-    assert.isFalse(WriteMethod.isWriteMethod(method))
+    assert.isTrue(WriteMethod.isWriteMethod(method)) // every method is a WriteMethod of make and writer (issue 25)
     assert.isFalse(WriteMethod.isFileLoads(WriteMethod.atLeastOnce()))
     // @ts-expect-error an at-least-once option is not a file-loads option
     WriteMethod.fileLoads({ stagingPath: "gs://bucket", maxInFlightRequests: 4 })

@@ -50,7 +50,7 @@ const run = (n: number, chunk: number, method: WriteMethod.ExactlyOnce) =>
       const resume = yield* Checkpoint.resume({ writerId: "s", positionSchema: Schema.Number })
       return yield* Stream.fromIterable(clicks(n)).pipe(
         Stream.rechunk(chunk),
-        Stream.run(BigtableSink.exactlyOnce({
+        Stream.run(BigtableSink.make({
           table: yield* table,
           writeMethod: method,
           checkpoint: { resume, every: "1 hour", position: (c: Click) => c.offset + 1 },

@@ -42,7 +42,7 @@ const method = WriteMethod.exactlyOnce({ markerFamily: "m" })
 /** A writer on `w`, resumed from the store; the caller gets a weak reference to the restored record only. */
 const resumedWriter = Effect.gen(function*() {
   const resume = yield* Checkpoint.resume({ writerId: "w", positionSchema: Schema.Number })
-  const writer = yield* BigtableSink.exactlyOnceWriter({
+  const writer = yield* BigtableSink.writer({
     table: yield* table,
     writeMethod: method,
     checkpoint: { resume, position: (c: Click) => c.offset + 1 },

@@ -1,0 +1,139 @@
+/**
+ * `BigQuerySink.make` and `writer`: the options' `writeMethod` chooses the writer (at-least-once,
+ * exactly-once, file loads), and the `checkpoint` option is required exactly by the methods that
+ * checkpoint. Each method's options are decoded once, by its own decoder.
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as Sink from "effect/Sink"
+import type { BigQueryClient } from "../../BigQuery/BigQueryClient.ts"
+import type { BigQueryError } from "../../BigQuery/BigQueryError.ts"
+import type {
+  AtLeastOnceSinkOptions,
+  ExactlyOnceSinkError,
+  ExactlyOnceSinkOptions,
+  FileLoadsSinkOptions,
+  Handler
+} from "../../BigQuery/BigQuerySink.ts"
+import type { CheckpointError } from "../../Sink/Checkpoint.ts"
+import type { GcsClient } from "../../Sink/GcsClient.ts"
+import type { HandlerContext, HandlerError, WithFailureHandler, WriterForm } from "../../Sink/SinkOptions.ts"
+import type { Writer } from "../../Sink/Writer.ts"
+import type { WriteSummary } from "../../Sink/WriteSummary.ts"
+import * as checkpointSink from "../checkpoint/sink.ts"
+import * as O from "../options/schema.ts"
+import * as atLeastOnceSink from "./atLeastOnce/sink.ts"
+import * as atLeastOnceWriter from "./atLeastOnce/writer.ts"
+import * as exactlyOnce from "./exactlyOnce/writer.ts"
+import * as fileLoadsOptions from "./fileLoads/options.ts"
+import * as fileLoads from "./fileLoads/writer.ts"
+import * as options from "./options.ts"
+
+type ALO<A, H> = WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
+type EO<A, P, H> = WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>
+type FL<A, P, H> = WithFailureHandler<FileLoadsSinkOptions<A, P>, H>
+
+type Error<H> = ExactlyOnceSinkError<HandlerError<H>>
+type Services<H> = BigQueryClient | GcsClient | HandlerContext<H>
+
+/**
+ * The method an options object names: by the tag of its `writeMethod` (its decoder checks the rest).
+ * Options may come from untyped JavaScript: anything but an object goes to the at-least-once decoder,
+ * which names it.
+ */
+const methodOf = (input: unknown): "AtLeastOnce" | "ExactlyOnce" | "FileLoads" => {
+  const method = O.isRecord(input) ? input.writeMethod : undefined
+  const tag = O.isRecord(method) ? method._tag : undefined
+  return tag === "ExactlyOnce" || tag === "FileLoads" ? tag : "AtLeastOnce"
+}
+
+const refuseCheckpoint = (input: unknown) =>
+  checkpointSink.refuse(input, "WriteMethod.exactlyOnce(...) and WriteMethod.fileLoads(...)")
+
+const requireCheckpoint = (input: { readonly checkpoint?: unknown }, method: string) =>
+  input.checkpoint === undefined
+    ? O.fail("checkpoint", `is required by ${method}: { resume, position, every? } (see Checkpoint.resume)`)
+    : Effect.void
+
+/**
+ * The file-loads options: `writeMethod` and the rest decoded; with checkpoints taken during the
+ * input (`every`, or the writer form) only `WRITE_APPEND` is accepted, since each checkpoint loads.
+ */
+const decodeFileLoads = <A, P, H extends Handler | undefined>(
+  input: FL<A, P, H> | WriterForm<FL<A, P, H>>,
+  loadsOnce: boolean
+) => {
+  const { checkpoint: _, ...rest } = input
+  return fileLoadsOptions.decodeSink<A, H>(rest, loadsOnce ? "plain" : "checkpointed")
+}
+
+const everyOf = (checkpoint: unknown): unknown => O.isRecord(checkpoint) ? checkpoint.every : undefined
+
+/** The sink of `BigQuerySink.make`. @internal */
+export const sink = <A, P, H extends Handler | undefined>(
+  input: ALO<A, H> | EO<A, P, H> | FL<A, P, H>
+): Sink.Sink<WriteSummary, A, never, Error<H>, Services<H>> => {
+  type E = HandlerError<H>
+  type R = HandlerContext<H>
+  switch (methodOf(input)) {
+    case "ExactlyOnce":
+      return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {
+        yield* requireCheckpoint(input, "WriteMethod.exactlyOnce(...)")
+        const settings = yield* options.decode(input as EO<A, P, H>, "ExactlyOnce")
+        return exactlyOnce.sink<A, P, E, R>(settings, input.checkpoint)
+      }))
+    case "FileLoads":
+      return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {
+        yield* requireCheckpoint(input, "WriteMethod.fileLoads(...)")
+        const { files, settings } = yield* decodeFileLoads(
+          input as FL<A, P, H>,
+          everyOf(input.checkpoint) === undefined
+        )
+        return fileLoads.sink<A, P, E, R>(settings, files, input.checkpoint)
+      }))
+    case "AtLeastOnce":
+      return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {
+        yield* refuseCheckpoint(input)
+        const settings = yield* options.decode(input as ALO<A, H>)
+        return atLeastOnceSink.make<A, E, R>(settings)
+      }))
+  }
+}
+
+/** The writer of `BigQuerySink.writer`. @internal */
+export const writer = <A, P, H extends Handler | undefined>(
+  input: ALO<A, H> | WriterForm<EO<A, P, H>> | WriterForm<FL<A, P, H>>
+): Effect.Effect<
+  Writer<A, BigQueryError | CheckpointError | HandlerError<H>, P> | Writer<A, BigQueryError | HandlerError<H>>,
+  Error<H>,
+  Services<H> | Scope.Scope
+> => {
+  type E = HandlerError<H>
+  type R = HandlerContext<H>
+  switch (methodOf(input)) {
+    case "ExactlyOnce":
+      return Effect.gen(function*() {
+        const { resume } = yield* checkpointSink.decode<A, P>(
+          input.checkpoint,
+          "writer",
+          "WriteMethod.exactlyOnce(...)"
+        )
+        const settings = yield* options.decode(input as WriterForm<EO<A, P, H>>, "ExactlyOnce")
+        return yield* exactlyOnce.make<A, P, E, R>(settings, resume)
+      })
+    case "FileLoads":
+      return Effect.gen(function*() {
+        const { resume } = yield* checkpointSink.decode<A, P>(input.checkpoint, "writer", "WriteMethod.fileLoads(...)")
+        const { files, settings } = yield* decodeFileLoads(input as WriterForm<FL<A, P, H>>, false)
+        return yield* fileLoads.make<A, P, E, R>(settings, files, resume)
+      })
+    case "AtLeastOnce":
+      return Effect.gen(function*() {
+        yield* refuseCheckpoint(input)
+        const settings = yield* options.decode(input as ALO<A, H>)
+        return yield* atLeastOnceWriter.make<A, E, R>(settings)
+      })
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * Constructors removed from the public API (issue 25, ADR 0032): kept as declarations whose one
+ * parameter no options object satisfies, so a TypeScript caller gets a type error naming the
+ * replacement, and an untyped caller a `SinkConfigError` naming it, before any I/O (as ADR 0016
+ * did for renamed options).
+ *
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Sink from "effect/Sink"
+import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+
+/** A parameter type that says what to call instead. @internal */
+export type Use<Replacement extends string> = { readonly [K in `use ${Replacement}`]: never }
+
+const error = (name: string, replacement: string) =>
+  new SinkConfigError({ path: name, message: `was removed: use ${replacement}` })
+
+/** A removed sink constructor: a sink failing with a `SinkConfigError` naming `replacement`. @internal */
+export const sink = <Replacement extends string>(name: string, replacement: Replacement) =>
+(
+  _options: Use<Replacement>
+): Sink.Sink<never, unknown, never, SinkConfigError> => Sink.fail(error(name, replacement))
+
+/** A removed writer constructor: an effect failing with a `SinkConfigError` naming `replacement`. @internal */
+export const writer = <Replacement extends string>(name: string, replacement: Replacement) =>
+(
+  _options: Use<Replacement>
+): Effect.Effect<never, SinkConfigError> => Effect.fail(error(name, replacement))
