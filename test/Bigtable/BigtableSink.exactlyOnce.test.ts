@@ -352,3 +352,44 @@ describe("BigtableSink.exactlyOnce options", () => {
       }
     }))
 })
+
+describe("BigtableSink: writeMethod chooses the method (issue 25)", () => {
+  it.effect("the writer form refuses checkpoint.every; the sink form without it checkpoints at the end of input", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeCheckAndMutate()
+      const resume = yield* Checkpoint.resume({ writerId: "every", positionSchema: Schema.Number })
+      const options = {
+        table: yield* table,
+        writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }),
+        checkpoint: { resume, every: 10, position: (c: Click) => c.offset + 1 },
+        serializer
+      }
+      const error = yield* BigtableSink.writer(options as unknown as BigtableSink.AtLeastOnceSinkOptions<Click>).pipe(
+        Effect.scoped,
+        Effect.provide(Layer.orDie(fake.layer)),
+        Effect.flip
+      )
+      assert.strictEqual(error._tag === "SinkConfigError" ? error.path : error._tag, "checkpoint.every")
+      const { every: _, ...endOfInput } = options.checkpoint
+      const summary = yield* Stream.fromIterable(clicks(0, 25)).pipe(
+        Stream.rechunk(4),
+        Stream.run(BigtableSink.make({ ...options, checkpoint: endOfInput })),
+        Effect.provide(Layer.orDie(fake.layer))
+      )
+      assert.strictEqual(summary.recordsWritten, 25)
+      assert.strictEqual(sum(fake), expectedSum(25))
+      const stored = yield* Checkpoint.resume({ writerId: "every", positionSchema: Schema.Number })
+      assert.deepStrictEqual(stored.position, Option.some(25))
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+
+  it.effect("the removed constructors fail with a SinkConfigError naming the replacement", () =>
+    Effect.gen(function*() {
+      // @ts-expect-error: the parameter's type names the replacement
+      const sinkError = yield* Stream.make(1).pipe(Stream.run(BigtableSink.exactlyOnce({})), Effect.flip)
+      assert.strictEqual(sinkError.path, "BigtableSink.exactlyOnce")
+      assert.match(sinkError.message, /use BigtableSink\.make\(\{ \.\.\., writeMethod: WriteMethod\.exactlyOnce/)
+      // @ts-expect-error: the parameter's type names the replacement
+      const writerError = yield* Effect.flip(BigtableSink.exactlyOnceWriter({}))
+      assert.match(writerError.message, /use BigtableSink\.writer\(/)
+    }))
+})

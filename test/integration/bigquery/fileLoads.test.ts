@@ -7,7 +7,7 @@ import { assert, layer } from "@effect/vitest"
 import type { BigQuery } from "@google-cloud/bigquery"
 import type { Storage } from "@google-cloud/storage"
 import avro from "avsc"
-import { Effect, Exit, Schema, Stream } from "effect"
+import { Effect, Exit, Option, Schema, Stream } from "effect"
 import * as zlib from "node:zlib"
 import {
   BigQuerySink,
@@ -167,6 +167,33 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
         assert.isAtLeast(ours.length, 6)
         assert.deepStrictEqual(yield* stagedObjects(storage, bucket), [])
       }).pipe(Effect.provide(CheckpointStore.memory)))
+
+    it.effect("BigQuerySink.writer with WriteMethod.fileLoads loads at each checkpoint(position), nothing before", () =>
+      Effect.gen(function*() {
+        const { bq, bucket, datasetId, emulator, storage } = yield* freshSetup
+        const table = TableDestination.makeUnsafe({ projectId: emulator.projectId, datasetId, tableId: "byhand" })
+        const rows = Array.from({ length: 40 }, (_, i) => rowOf(i))
+        const writer = yield* BigQuerySink.writer({
+          table,
+          serializer: yield* RowSerializer.fromJson(schema),
+          writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${bucket}/byhand`, poll: Harness.pollFast }),
+          checkpoint: yield* loadOnce("byhand")
+        })
+        yield* writer.write(rows.slice(0, 25))
+        yield* writer.flush
+        // staged, not loaded: the table does not exist before the first checkpoint's load creates it
+        const [exists] = yield* Effect.tryPromise(() => bq.dataset(datasetId).table("byhand").exists())
+        assert.isFalse(exists)
+        yield* writer.checkpoint(25)
+        assert.deepStrictEqual(yield* readBack(bq, table.toString()), rows.slice(0, 25))
+        yield* writer.write(rows.slice(25))
+        yield* writer.checkpoint(40)
+        assert.deepStrictEqual(yield* readBack(bq, table.toString()), rows)
+        assert.strictEqual((yield* writer.summary).recordsWritten, 40)
+        assert.deepStrictEqual(yield* stagedObjects(storage, bucket), [])
+        const stored = yield* Checkpoint.resume({ writerId: "byhand", positionSchema: Schema.Number })
+        assert.deepStrictEqual(stored.position, Option.some(40))
+      }).pipe(Effect.scoped, Effect.provide(CheckpointStore.memory)))
 
     it.effect("BigQuerySink.make with WriteMethod.fileLoads and no checkpoint.every loads everything at the end of input", () =>
       Effect.gen(function*() {
