@@ -13,7 +13,7 @@ import type * as Metric from "effect/Metric"
 import type * as Queue from "effect/Queue"
 import type * as Schedule from "effect/Schedule"
 import type { FailedElement } from "../../Sink/FailedElement.ts"
-import type { Accounted, Backend, Budget, CoreMetrics, Slice } from "./backend.ts"
+import type { Accounted, Admission, Budget, CoreMetrics, Delivery, Slice } from "./backend.ts"
 import type { FailureRouter } from "./failureRouting.ts"
 import type { Permit } from "./flowControl.ts"
 import * as stall from "./stall.ts"
@@ -94,14 +94,18 @@ export interface OwnerContext<S, I extends Accounted, B, O, Ev, F extends Failed
   readonly release: (permit: Permit) => Effect.Effect<void>
   /** The owner took an admitted slice from the queue: one more may be staged. */
   readonly unstage: Effect.Effect<unknown>
-  readonly schedules: Readonly<Record<Budget, Schedule.Schedule<unknown, unknown>>>
-  /** The context of the handler (and of the backend's owner-side steps). */
+  /** The two budgets' schedules; absent on a staging writer (nothing is sent, nothing retried). */
+  readonly schedules: Readonly<Record<Budget, Schedule.Schedule<unknown, unknown>>> | undefined
+  /** The context of the handler (and of the method's owner-side steps). */
   readonly context: Context.Context<R>
-  /** Set once the backend is built (the backend's factory receives the core first). */
-  backend: Backend<never, S, I, B, O, Ev, F, E, R> | undefined
+  /** Set once the method is built (its factory receives the core first). */
+  admission: Admission<never, S, F, E, R> | undefined
+  /**
+   * Set once a delivering method is built; absent on a staging writer, whose `AdmissionCore`
+   * cannot send: the commands of delivery (`Completed`, `CallFailed`, `Retry`, `Event`) never come.
+   */
+  delivery: Delivery<I, B, O, Ev, F, E, R> | undefined
   /** At most this many requests in flight (`Infinity`: no bound); the others wait in `queued`, in order. */
   readonly maxRequests: number
   readonly queued: Array<B>
-  /** The backend's `call`, run on a fiber of its own. */
-  readonly call: (batch: B) => Effect.Effect<O>
 }

@@ -1,18 +1,20 @@
 /**
- * The writer core's `make`: opens the failure handler, builds the backend on the core, starts the
- * owner fiber and the ticker, and admits records under the writer-global in-flight bounds.
+ * The writer core's `make` and `makeStaging`: opens the failure handler, builds the method's seams
+ * on the core (admission and delivery, or admission alone for a staging method), starts the owner
+ * fiber and the ticker, and admits records under the writer-global in-flight bounds.
  *
  * **Details**
  *
- * `write` prepares a run of records on the caller's fiber (the backend's `prepare`: resolve,
+ * `write` prepares a run of records on the caller's fiber (the admission's `prepare`: resolve,
  * serialize, measure), then takes an in-flight permit slice by slice and offers each slice to the
  * owner. When a slice has to wait, it first asks the owner to send every open batch (`SendAll`), so
  * the permits held by batched items come back; the wait is the backpressure. The fast path (permits
  * free, queue not full) forks nothing and races nothing: one `tryAcquire` and one `offerUnsafe`.
  *
- * `flush` is a barrier command; `checkpoint` is `flush` here (the exactly-once writers wrap this
- * writer with the checkpoint protocol of `checkpoint.ts`). Closing the scope after success runs a final barrier when anything was admitted
- * since the last one; after failure or interruption it only releases.
+ * `flush` is a barrier command; `checkpoint` is `flush` here (the exactly-once and file-loads
+ * writers wrap this writer with the checkpoint protocol of `checkpoint/protocol.ts`). Closing the
+ * scope after success runs a final barrier when anything was admitted since the last one; after
+ * failure or interruption it only releases.
  *
  * @internal
  */
@@ -30,7 +32,16 @@ import { RetryPolicy } from "../../Sink/RetryPolicy.ts"
 import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as actions from "./actions.ts"
-import type { Accounted, Backend, Core, Prepared, Slice, WriterOptions } from "./backend.ts"
+import type {
+  Accounted,
+  Admission,
+  Core,
+  CoreOptions,
+  Prepared,
+  Slice,
+  StagingOptions,
+  WriterOptions
+} from "./backend.ts"
 import * as failureRouting from "./failureRouting.ts"
 import * as flowControl from "./flowControl.ts"
 import type { Permit } from "./flowControl.ts"
@@ -76,12 +87,44 @@ export const maxStagedSlices = 4
 export const tickInterval = "100 millis"
 
 /**
- * Builds a writer on the core in the current scope.
+ * Builds a writer on the core in the current scope, with both seams of a delivering method.
  *
  * @internal
  */
 export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P = never, EH extends E = E>(
   options: WriterOptions<A, S, I, B, O, Ev, F, E, R, EH>
+): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
+  build<A, S, I, B, O, Ev, F, E, R, P, EH>(
+    options,
+    { retry: RetryPolicy.toSchedule(options.retry), recovery: RetryPolicy.toSchedule(options.recovery) },
+    (core) => Effect.map(options.backend(core), (backend) => ({ admission: backend, delivery: backend }))
+  )
+
+/**
+ * Builds a writer on the core's admission alone, for a method that stages its records and commits
+ * them at checkpoints through a committer of its own: nothing is sent, retried or judged here.
+ *
+ * @internal
+ */
+export const makeStaging = <A, S, I extends Accounted, F extends FailedElement, E, R, P = never, EH extends E = E>(
+  options: StagingOptions<A, S, I, F, E, R, EH>
+): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
+  build<A, S, I, never, never, never, F, E, R, P, EH>(
+    options,
+    undefined,
+    (core) => Effect.map(options.admission(core), (admission) => ({ admission, delivery: undefined }))
+  )
+
+const build = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P, EH extends E>(
+  options: CoreOptions<F, E, R, EH>,
+  schedules: ownerState.OwnerContext<S, I, B, O, Ev, F, E, R>["schedules"],
+  seamsOf: (
+    core: Core<I, B, Ev, F, E>
+  ) => Effect.Effect<
+    { readonly admission: Admission<A, S, F, E, R> } & owner.Seams<S, I, B, O, Ev, F, E, R>,
+    EH,
+    R | Scope.Scope
+  >
 ): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
   Effect.gen(function*() {
     const context = yield* Effect.context<R>()
@@ -94,7 +137,6 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
     const commands = yield* Queue.bounded<ownerState.Command<S, I, B, O, Ev, F, E>>(commandCapacity)
     const fibers = yield* FiberSet.make<unknown, unknown>()
     const state = ownerState.makeState<E>()
-    let backend: Backend<A, S, I, B, O, Ev, F, E, R> | undefined
     const ctx: ownerState.OwnerContext<S, I, B, O, Ev, F, E, R> = {
       state,
       commands,
@@ -105,32 +147,33 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
       metrics: options.metrics,
       release: flow.release,
       unstage: staged.release(1),
-      schedules: { retry: RetryPolicy.toSchedule(options.retry), recovery: RetryPolicy.toSchedule(options.recovery) },
+      schedules,
       context,
-      backend: undefined,
+      admission: undefined,
+      delivery: undefined,
       maxRequests: options.limits.maxRequests ?? Number.POSITIVE_INFINITY,
-      queued: [],
-      call: (batch) => Effect.suspend(() => (backend === undefined ? Effect.never : backend.call(batch)))
+      queued: []
     }
-    const core: Core<I, B, Ev, F, E> = actions.makeCore(ctx)
-    const built: Backend<A, S, I, B, O, Ev, F, E, R> = yield* options.backend(core)
-    backend = built
-    ctx.backend = built
+    const core = actions.makeCore(ctx)
+    const seams = yield* seamsOf(core)
+    ctx.admission = seams.admission
+    ctx.delivery = seams.delivery
     // The gauges this writer moved go back to where it found them, however it ends.
     yield* Effect.addFinalizer(() => actions.releaseGauges(state))
-    yield* owner.run(ctx, core, built).pipe(
+    yield* owner.run(ctx, core, seams).pipe(
       Effect.provideService(Scheduler.Scheduler, ownerSchedulerFor(yield* Scheduler.Scheduler)),
       Effect.provideContext(context),
       Effect.forkScoped
     )
-    // one tick at most waits in the queue: while the owner is busy, ticks would only fill it
-    const tick = Effect.suspend(() => {
-      if (state.tickPending) return Effect.void
-      state.tickPending = true
-      return Effect.asVoid(Queue.offer(commands, { _tag: "Tick" }))
+    yield* ticker(state, commands)
+    const writer = admission<A, S, I, B, O, Ev, F, E, R, P>(seams.admission, {
+      commands,
+      failed,
+      flow,
+      staged,
+      counters,
+      state
     })
-    yield* tick.pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped)
-    const writer = admission<A, S, I, B, O, Ev, F, E, R, P>(built, { commands, failed, flow, staged, counters, state })
     // Closing after success is the end of input: a barrier, unless nothing was admitted since the
     // last one (the sink's own final flush, or the caller's, already flushed the handler: a second
     // flush would only run it again). A finalizer has no error channel, so a failure of this flush
@@ -142,6 +185,19 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
     )
     return writer
   })
+
+/** The owner's tick, on a fiber of the scope: one tick at most waits in the queue (while the owner is busy, ticks would only fill it). */
+const ticker = <S, I, B, O, Ev, F, E>(
+  state: ownerState.State<E>,
+  commands: Queue.Queue<ownerState.Command<S, I, B, O, Ev, F, E>>
+): Effect.Effect<void, never, Scope.Scope> => {
+  const tick = Effect.suspend(() => {
+    if (state.tickPending) return Effect.void
+    state.tickPending = true
+    return Effect.asVoid(Queue.offer(commands, { _tag: "Tick" }))
+  })
+  return Effect.asVoid(tick.pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped))
+}
 
 interface Parts<S, I, B, O, Ev, F, E> {
   readonly commands: Queue.Queue<ownerState.Command<S, I, B, O, Ev, F, E>>
@@ -241,7 +297,7 @@ const enqueuer = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E>(
 
 /** The caller-side admission of one prepared run: each slice takes its permit, then is offered. */
 const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  backend: Backend<A, S, I, B, O, Ev, F, E, R>,
+  backend: Admission<A, S, F, E, R>,
   parts: Parts<S, I, B, O, Ev, F, E>
 ): (records: ReadonlyArray<A>) => Effect.Effect<void, E> => {
   const { failed, flow } = parts
@@ -280,7 +336,7 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
 
 /** The caller-side half: `write` (prepare, permits, offer), `flush`, `checkpoint`, `summary`. */
 const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P>(
-  backend: Backend<A, S, I, B, O, Ev, F, E, R>,
+  backend: Admission<A, S, F, E, R>,
   parts: Parts<S, I, B, O, Ev, F, E>
 ): Writer<A, E, P> => {
   const { commands, counters, failed } = parts

@@ -109,7 +109,6 @@ const toy =
               }
             }),
           cutAll: cut,
-          tick: () => Effect.void,
           call: (batch) =>
             Effect.gen(function*() {
               service.calls++
@@ -151,10 +150,6 @@ const toy =
               for (const item of items) item.attempts++
               return core.send(items)
             }),
-          repair: () => Effect.void,
-          onEvent: () => Effect.void,
-          onResolved: () => Effect.void,
-          busy: () => false,
           evictIdle: () =>
             service.evictDies ? Effect.die(new Error("evictIdle died")) : Effect.sync(() => void service.evictions++),
           stallMessage: () => ({ message: "stalled", destinations: "" })

@@ -513,7 +513,6 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       cutAll: Effect.suspend(() =>
         Effect.forEach(st.destinations.values(), (d) => cut(st, d, true), { discard: true })
       ),
-      tick: () => Effect.void,
       call: (request) =>
         Effect.exit(
           mode === undefined
@@ -521,10 +520,7 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
             : mode.call(request)
         ),
       judge: (request, outcome) => judge(st, request, outcome),
-      resend: () => Effect.void,
-      repair: () => Effect.void,
       onEvent: (event) => (event._tag === "Opened" ? opened(st, event) : event.run(st.destinations)),
-      onResolved: () => Effect.void,
       busy: () => st.opening.size > 0,
       evictIdle: (now) => evictIdle(st, now),
       stallMessage: (waited) => stallMessage(st, waited),

@@ -102,7 +102,6 @@ export const make = <A, EH, R>(
       repair: (items) => repair.repairAll(st, items),
       onEvent: (event) => repair.onEvent(st, event),
       onResolved: (items) => onResolved(st, items),
-      busy: () => false,
       evictIdle: (now) => Effect.sync(() => evictIdle(st, now)),
       stallMessage: (waited) => stallMessage(st, waited)
     }
