@@ -160,31 +160,43 @@ const build = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, 
     ctx.delivery = seams.delivery
     // The gauges this writer moved go back to where it found them, however it ends.
     yield* Effect.addFinalizer(() => actions.releaseGauges(state))
-    yield* owner.run(ctx, core, seams).pipe(
-      Effect.provideService(Scheduler.Scheduler, ownerSchedulerFor(yield* Scheduler.Scheduler)),
-      Effect.provideContext(context),
-      Effect.forkScoped
-    )
+    yield* startOwner(ctx, core, seams)
     yield* ticker(state, commands)
-    const writer = admission<A, S, I, B, O, Ev, F, E, R, P>(seams.admission, {
-      commands,
-      failed,
-      flow,
-      staged,
-      counters,
-      state
-    })
-    // Closing after success is the end of input: a barrier, unless nothing was admitted since the
-    // last one (the sink's own final flush, or the caller's, already flushed the handler: a second
-    // flush would only run it again). A finalizer has no error channel, so a failure of this flush
-    // is a defect: call `flush` before closing to get it typed. A failed writer is only released.
-    yield* Effect.addFinalizer((exit) =>
-      Exit.isSuccess(exit) && state.failure === undefined && ownerState.unflushed(state)
-        ? Effect.orDie(writer.flush)
-        : Effect.void
-    )
+    const parts: Parts<S, I, B, O, Ev, F, E> = { commands, failed, flow, staged, counters, state }
+    const writer = admission<A, S, I, B, O, Ev, F, E, R, P>(seams.admission, parts)
+    yield* flushAtClose(state, writer)
     return writer
   })
+
+/** Forks the owner fiber in the scope, on the owner's scheduler, with the handler's context. */
+const startOwner = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+  ctx: ownerState.OwnerContext<S, I, B, O, Ev, F, E, R>,
+  core: Core<I, B, Ev, F, E>,
+  seams: owner.Seams<S, I, B, O, Ev, F, E, R>
+): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    yield* owner.run(ctx, core, seams).pipe(
+      Effect.provideService(Scheduler.Scheduler, ownerSchedulerFor(yield* Scheduler.Scheduler)),
+      Effect.provideContext(ctx.context),
+      Effect.forkScoped
+    )
+  })
+
+/**
+ * Closing after success is the end of input: a barrier, unless nothing was admitted since the
+ * last one (the sink's own final flush, or the caller's, already flushed the handler: a second
+ * flush would only run it again). A finalizer has no error channel, so a failure of this flush
+ * is a defect: call `flush` before closing to get it typed. A failed writer is only released.
+ */
+const flushAtClose = <E>(
+  state: ownerState.State<E>,
+  writer: { readonly flush: Effect.Effect<void, E> }
+): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.addFinalizer((exit) =>
+    Exit.isSuccess(exit) && state.failure === undefined && ownerState.unflushed(state)
+      ? Effect.orDie(writer.flush)
+      : Effect.void
+  )
 
 /** The owner's tick, on a fiber of the scope: one tick at most waits in the queue (while the owner is busy, ticks would only fill it). */
 const ticker = <S, I, B, O, Ev, F, E>(

@@ -197,6 +197,15 @@ const encode = (file: OpenFile, record: unknown, size: number, uploadTimeout: Du
     }
   })
 
+/** Destroys the streams of every open file (their uploads are abandoned, never finished). */
+const abandonAll = (open: Map<string, OpenFile>): void => {
+  for (const file of open.values()) {
+    file.encoder.destroy()
+    file.upload.destroy()
+  }
+  open.clear()
+}
+
 /** The staging of one writer; open files are abandoned (uploads destroyed) when the scope closes. @internal */
 export const make = (options: StagingOptions): Effect.Effect<Staging, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -207,15 +216,7 @@ export const make = (options: StagingOptions): Effect.Effect<Staging, never, Sco
     const { bucket, prefix } = options.stagingPath
     const base = `${prefix.length === 0 ? "" : `${prefix}/`}${idPart(options.writerId)}`
 
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        for (const file of open.values()) {
-          file.encoder.destroy()
-          file.upload.destroy()
-        }
-        open.clear()
-      })
-    )
+    yield* Effect.addFinalizer(() => Effect.sync(() => abandonAll(open)))
 
     const append = (destination: TableDestination, schema: avro.Type, record: unknown, size: number) =>
       Effect.gen(function*() {
