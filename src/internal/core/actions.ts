@@ -44,8 +44,8 @@ export const releaseGauges = <E>(st: State<E>): Effect.Effect<void> =>
  * Starts a request's call on a fiber of its own; its outcome comes back as `Completed`, a defect as
  * `CallFailed` (the fiber set keeps no one waiting for it: unreported, `flush` would wait forever).
  */
-export const startCall = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+export const startCall = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
   batch: B
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
@@ -67,9 +67,9 @@ export const startCall = <S, I extends Accounted, B, O, Ev, F extends FailedElem
   })
 
 /** Builds the {@link Core} the backend's steps use. @internal */
-export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>
-): Core<I, B, Ev, F, E> => {
+export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>
+): Core<I, B, F, E> => {
   const st = ctx.state
   const fork = (effect: Effect.Effect<unknown>): Effect.Effect<void> => Effect.asVoid(FiberSet.run(ctx.fibers, effect))
   const failCause = (cause: Cause.Cause<E>): Effect.Effect<void> =>
@@ -79,14 +79,14 @@ export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedEleme
       return Effect.asVoid(Deferred.failCause(ctx.failed, cause))
     })
   const fail = (error: E) => failCause(Cause.fail(error))
-  const offer = (event: Ev) => offerTo(ctx.commands, { _tag: "Event", event })
+  const offer = (step: Effect.Effect<void, E>) => offerTo(ctx.commands, { _tag: "Step", step })
   // a staging writer has no schedules, and no `after`/`retry` in the core it is handed
   const delay = (budget: Budget, attempt: number, failure?: unknown) =>
     ctx.schedules === undefined ? Effect.succeedNone : delayAfter(ctx.schedules[budget], attempt, failure)
   const after = (
     budget: Budget,
     attempt: number,
-    command: Command<S, I, B, O, Ev, F, E>,
+    command: Command<S, I, B, O, F, E>,
     exhausted: () => E,
     failure: unknown
   ) =>
@@ -102,8 +102,8 @@ export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedEleme
     },
     offer,
     fork,
-    after: (budget, attempt, event, exhausted, failure) =>
-      after(budget, attempt, { _tag: "Event", event }, exhausted, failure),
+    after: (budget, attempt, step, exhausted, failure) =>
+      after(budget, attempt, { _tag: "Step", step }, exhausted, failure),
     retry: (retry) =>
       after(retry.budget, retry.attempt, { _tag: "Retry", items: retry.items }, retry.exhausted, retry.failure),
     resolved: (items) => resolved(ctx, items),
@@ -120,8 +120,8 @@ export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedEleme
 }
 
 /** Items that leave the writer: outstanding counts down, permits and gauges back. One Effect per group. */
-const resolved = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+const resolved = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
   items: ReadonlyArray<I>
 ): Effect.Effect<void> =>
   Effect.suspend(() => {
@@ -154,8 +154,8 @@ const countPerDestination = (
   metric === undefined ? Effect.void : Metric.update(Metric.withAttributes(metric, { destination: key }), amount)
 
 /** Written items: counted per run of one destination, then given back. */
-const written = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+const written = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
   items: ReadonlyArray<I>
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
@@ -186,8 +186,8 @@ const written = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R
   })
 
 /** Hands one record to the failure handler; the handler's failure is the writer's. */
-const route = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+const route = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
   failure: F,
   failCause: (cause: Cause.Cause<E>) => Effect.Effect<void>
 ): Effect.Effect<void> =>
@@ -210,10 +210,10 @@ const followUp = <X, E, R>(
     : step(items)
 
 /** Acts on a verdict, in the order its documentation gives. @internal */
-export const act = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
-  core: Core<I, B, Ev, F, E>,
-  delivery: Delivery<I, B, O, Ev, F, E, R>,
+export const act = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  delivery: Delivery<I, B, O, F, E, R>,
   verdict: Verdict<I, F, E>
 ): Effect.Effect<void, E, R> =>
   Effect.gen(function*() {

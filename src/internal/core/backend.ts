@@ -33,7 +33,7 @@
  *   batches cut into requests handed to {@link Core.send}).
  * - {@link Delivery}, for a method that sends from the owner: `call` (one attempt, on its own fiber,
  *   never failing), `judge` (owner: the verdict on its outcome), and the follow-ups a verdict may ask
- *   for (`resend`, `repair`) or the method sends itself (`onEvent`).
+ *   for (`resend`, `repair`); steps of its own run on the owner through {@link Core.offer}.
  *
  * A method that only stages (Bigtable exactly-once, file loads: their records leave at the
  * checkpoint, through the checkpoint's committer) supplies admission alone and builds with
@@ -230,22 +230,25 @@ export interface AdmissionCore<I extends Accounted, F extends FailedElement, E> 
  *
  * @internal
  */
-export interface Core<I extends Accounted, B, Ev, F extends FailedElement, E> extends AdmissionCore<I, F, E> {
+export interface Core<I extends Accounted, B, F extends FailedElement, E> extends AdmissionCore<I, F, E> {
   /**
    * Starts `delivery.call(batch)` on a fiber of its own (or queues it while `limits.maxRequests` are
    * in flight); its outcome comes back to `judge`.
    */
   readonly send: (batch: B) => Effect.Effect<void>
-  /** Sends a method command to the owner (from a forked fiber, e.g. a repair round's result). */
-  readonly offer: (event: Ev) => Effect.Effect<void>
   /**
-   * Waits before attempt `attempt + 1` of `budget` (the policy's `Schedule`), then `offer(event)` on a
+   * Runs `step` on the owner, after the commands already queued (sent from a forked fiber, e.g. a
+   * repair round's result, or a question about the owner's state); its failure is the writer's.
+   */
+  readonly offer: (step: Effect.Effect<void, E>) => Effect.Effect<void>
+  /**
+   * Waits before attempt `attempt + 1` of `budget` (the policy's `Schedule`), then `offer(step)` on a
    * forked fiber; `exhausted` fails the writer when the schedule allows no further attempt.
    */
   readonly after: (
     budget: Budget,
     attempt: number,
-    event: Ev,
+    step: Effect.Effect<void, E>,
     exhausted: () => E,
     failure?: unknown
   ) => Effect.Effect<void>
@@ -294,12 +297,11 @@ export interface Admission<A, S, F extends FailedElement, E, R> {
 
 /**
  * The delivery seam: one attempt in (a request `B`), an outcome `O` out, judged into a
- * {@link Verdict} on `I` items. `Ev` are the method's own owner commands (sent through
- * {@link Core.offer}).
+ * {@link Verdict} on `I` items.
  *
  * @internal
  */
-export interface Delivery<I extends Accounted, B, O, Ev, F extends FailedElement, E, R> {
+export interface Delivery<I extends Accounted, B, O, F extends FailedElement, E, R> {
   /** Own fiber: the attempt of one request. Its failures are part of `O`, so it never fails. */
   readonly call: (batch: B) => Effect.Effect<O>
   /** Owner: the verdict on one request's outcome (from the method's pure classifier). */
@@ -310,8 +312,6 @@ export interface Delivery<I extends Accounted, B, O, Ev, F extends FailedElement
   readonly resend?: ((items: ReadonlyArray<I>) => Effect.Effect<void, E, R>) | undefined
   /** Owner: items waiting on a repair of their destination; they stay outstanding. Absent: `judge` asks for none. */
   readonly repair?: ((items: ReadonlyArray<Repairing<I>>) => Effect.Effect<void, E, R>) | undefined
-  /** Owner: a command the method sent itself through `Core.offer`. Absent: it sends none. */
-  readonly onEvent?: ((event: Ev) => Effect.Effect<void, E, R>) | undefined
   /** Owner: items left the writer (written, routed or resolved): per-destination bookkeeping. */
   readonly onResolved?: ((items: ReadonlyArray<I>) => Effect.Effect<void>) | undefined
   /** Owner: whether a barrier must wait besides outstanding units (e.g. a repair under way). Absent: never. */
@@ -323,14 +323,14 @@ export interface Delivery<I extends Accounted, B, O, Ev, F extends FailedElement
  * runs on: both seams, from one state.
  *
  * - `S`: the payload of an admission slice; `I`: an accounted item; `B`: a request (batch);
- *   `O`: the outcome of a request's call; `Ev`: the method's own owner commands; `F`: its routed
+ *   `O`: the outcome of a request's call; `F`: its routed
  *   failure type; `E`: the writer's error; `R`: the context of its owner-side steps (the handler's).
  *
  * @internal
  */
-export type Backend<A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R> =
+export type Backend<A, S, I extends Accounted, B, O, F extends FailedElement, E, R> =
   & Admission<A, S, F, E, R>
-  & Delivery<I, B, O, Ev, F, E, R>
+  & Delivery<I, B, O, F, E, R>
 
 /**
  * What every writer on the core is built from.
@@ -363,7 +363,6 @@ export interface WriterOptions<
   I extends Accounted,
   B,
   O,
-  Ev,
   F extends FailedElement,
   E,
   R,
@@ -372,8 +371,8 @@ export interface WriterOptions<
   readonly retry: RetryPolicy
   readonly recovery: RetryPolicy
   readonly backend: (
-    core: Core<I, B, Ev, F, E>
-  ) => Effect.Effect<Backend<A, S, I, B, O, Ev, F, E, R>, EH, R | Scope.Scope>
+    core: Core<I, B, F, E>
+  ) => Effect.Effect<Backend<A, S, I, B, O, F, E, R>, EH, R | Scope.Scope>
 }
 
 /**

@@ -21,19 +21,19 @@ import * as stall from "./stall.ts"
 import type { Command, OwnerContext } from "./state.ts"
 
 /** The two seams of a built method; `delivery` is absent on a staging writer. @internal */
-export interface Seams<S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R> {
+export interface Seams<S, I extends Accounted, B, O, F extends FailedElement, E, R> {
   readonly admission: Admission<never, S, F, E, R>
-  readonly delivery: Delivery<I, B, O, Ev, F, E, R> | undefined
+  readonly delivery: Delivery<I, B, O, F, E, R> | undefined
 }
 
 /**
  * Answers the barriers once nothing is outstanding: the handler's flush (once for all of them),
  * then idle destinations are forgotten. After a failure every barrier fails with it.
  */
-const settleBarriers = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
-  core: Core<I, B, Ev, F, E>,
-  seams: Seams<S, I, B, O, Ev, F, E, R>
+const settleBarriers = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  seams: Seams<S, I, B, O, F, E, R>
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     const st = ctx.state
@@ -56,11 +56,11 @@ const settleBarriers = <S, I extends Accounted, B, O, Ev, F extends FailedElemen
     for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.succeed(done, undefined)
   })
 
-const onAdmit = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
-  core: Core<I, B, Ev, F, E>,
-  seams: Seams<S, I, B, O, Ev, F, E, R>,
-  command: Extract<Command<S, I, B, O, Ev, F, E>, { readonly _tag: "Admit" }>
+const onAdmit = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  seams: Seams<S, I, B, O, F, E, R>,
+  command: Extract<Command<S, I, B, O, F, E>, { readonly _tag: "Admit" }>
 ): Effect.Effect<void, E, R> =>
   Effect.gen(function*() {
     const st = ctx.state
@@ -90,11 +90,11 @@ const onAdmit = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R
  * A finished request: its verdict acted on. Once the last request in flight is booked while
  * admission waits, the open batches are sent: they hold the permits admission waits for.
  */
-const onCompleted = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
-  core: Core<I, B, Ev, F, E>,
-  seams: Seams<S, I, B, O, Ev, F, E, R>,
-  delivery: Delivery<I, B, O, Ev, F, E, R>,
+const onCompleted = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  seams: Seams<S, I, B, O, F, E, R>,
+  delivery: Delivery<I, B, O, F, E, R>,
   batch: B,
   outcome: O
 ): Effect.Effect<void, E, R> =>
@@ -127,14 +127,14 @@ const evictDue = (
 }
 
 /** Cuts every open batch of the admission seam (none when it keeps none). */
-const cutAll = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  seams: Seams<S, I, B, O, Ev, F, E, R>
+const cutAll = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  seams: Seams<S, I, B, O, F, E, R>
 ): Effect.Effect<void, E, R> => seams.admission.cutAll ?? Effect.void
 
 /** The tick: the stall check (of a delivery), the admission's timed cuts, and idle eviction. */
-const onTick = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
-  seams: Seams<S, I, B, O, Ev, F, E, R>,
+const onTick = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  seams: Seams<S, I, B, O, F, E, R>,
   now: number
 ): Effect.Effect<void, E, R> => {
   const st = ctx.state
@@ -145,19 +145,19 @@ const onTick = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>
 }
 
 /** A command of the delivery seam, run only when the method has one (a staging core never sends them). */
-const delivered = <I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  delivery: Delivery<I, B, O, Ev, F, E, R> | undefined,
-  step: (delivery: Delivery<I, B, O, Ev, F, E, R>) => Effect.Effect<void, E, R> | undefined
+const delivered = <I extends Accounted, B, O, F extends FailedElement, E, R>(
+  delivery: Delivery<I, B, O, F, E, R> | undefined,
+  step: (delivery: Delivery<I, B, O, F, E, R>) => Effect.Effect<void, E, R> | undefined
 ): Effect.Effect<void, E, R> => {
   const effect = delivery === undefined ? undefined : step(delivery)
   return effect === undefined ? Effect.die(new Error("a delivery command without a delivery seam")) : effect
 }
 
-const handle = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
-  core: Core<I, B, Ev, F, E>,
-  seams: Seams<S, I, B, O, Ev, F, E, R>,
-  command: Command<S, I, B, O, Ev, F, E>
+const handle = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  seams: Seams<S, I, B, O, F, E, R>,
+  command: Command<S, I, B, O, F, E>
 ): Effect.Effect<void, E, R> => {
   const st = ctx.state
   if (command._tag === "Tick") st.tickPending = false
@@ -184,8 +184,8 @@ const handle = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>
       return core.failCause(command.cause)
     case "Retry":
       return delivered(delivery, (d) => d.resend?.(command.items))
-    case "Event":
-      return delivered(delivery, (d) => d.onEvent?.(command.event))
+    case "Step":
+      return command.step
     case "Flush":
       return Effect.andThen(cutAll(seams), Effect.sync(() => void st.barriers.push(command.done)))
   }
@@ -198,13 +198,13 @@ const handle = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>
  *
  * @internal
  */
-export const run = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
-  core: Core<I, B, Ev, F, E>,
-  seams: Seams<S, I, B, O, Ev, F, E, R>
+export const run = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  seams: Seams<S, I, B, O, F, E, R>
 ): Effect.Effect<never, never, R> => {
   const settle = settleBarriers(ctx, core, seams)
-  const step = (command: Command<S, I, B, O, Ev, F, E>) =>
+  const step = (command: Command<S, I, B, O, F, E>) =>
     handle(ctx, core, seams, command).pipe(
       Effect.catchCause((cause) => core.failCause(cause)),
       Effect.andThen(settle),

@@ -20,7 +20,7 @@ import * as stall from "./stall.ts"
 import type { SummaryCounters } from "./summaryCounters.ts"
 
 /** The commands of the owner. @internal */
-export type Command<S, I, B, O, Ev, F, E> =
+export type Command<S, I, B, O, F, E> =
   | {
     readonly _tag: "Admit"
     readonly slice: Slice<S> | undefined
@@ -37,7 +37,8 @@ export type Command<S, I, B, O, Ev, F, E> =
   /** A call that died (or was interrupted on its own): latched as the writer's failure. */
   | { readonly _tag: "CallFailed"; readonly cause: Cause.Cause<never> }
   | { readonly _tag: "Retry"; readonly items: ReadonlyArray<I> }
-  | { readonly _tag: "Event"; readonly event: Ev }
+  /** A method's own step, sent through `Core.offer` to run on the owner. */
+  | { readonly _tag: "Step"; readonly step: Effect.Effect<void, E> }
   | { readonly _tag: "Flush"; readonly done: Deferred.Deferred<void, E> }
 
 /** The core's mutable state; read and written on the owner fiber (the finalizers read it after it stopped). @internal */
@@ -83,9 +84,9 @@ export const makeState = <E>(): State<E> => ({
 })
 
 /** What the owner is built from (by `writer.make`). @internal */
-export interface OwnerContext<S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R> {
+export interface OwnerContext<S, I extends Accounted, B, O, F extends FailedElement, E, R> {
   readonly state: State<E>
-  readonly commands: Queue.Queue<Command<S, I, B, O, Ev, F, E>>
+  readonly commands: Queue.Queue<Command<S, I, B, O, F, E>>
   readonly fibers: FiberSet.FiberSet<unknown, unknown>
   readonly failed: Deferred.Deferred<never, E>
   readonly router: FailureRouter<F, E, R>
@@ -102,9 +103,9 @@ export interface OwnerContext<S, I extends Accounted, B, O, Ev, F extends Failed
   admission: Admission<never, S, F, E, R> | undefined
   /**
    * Set once a delivering method is built; absent on a staging writer, whose `AdmissionCore`
-   * cannot send: the commands of delivery (`Completed`, `CallFailed`, `Retry`, `Event`) never come.
+   * cannot send: the commands of delivery (`Completed`, `CallFailed`, `Retry`, `Step`) never come.
    */
-  delivery: Delivery<I, B, O, Ev, F, E, R> | undefined
+  delivery: Delivery<I, B, O, F, E, R> | undefined
   /** At most this many requests in flight (`Infinity`: no bound); the others wait in `queued`, in order. */
   readonly maxRequests: number
   readonly queued: Array<B>

@@ -91,10 +91,10 @@ export const tickInterval = "100 millis"
  *
  * @internal
  */
-export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P = never, EH extends E = E>(
-  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, EH>
+export const make = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R, P = never, EH extends E = E>(
+  options: WriterOptions<A, S, I, B, O, F, E, R, EH>
 ): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
-  build<A, S, I, B, O, Ev, F, E, R, P, EH>(
+  build<A, S, I, B, O, F, E, R, P, EH>(
     options,
     { retry: RetryPolicy.toSchedule(options.retry), recovery: RetryPolicy.toSchedule(options.recovery) },
     (core) => Effect.map(options.backend(core), (backend) => ({ admission: backend, delivery: backend }))
@@ -109,19 +109,19 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
 export const makeStaging = <A, S, I extends Accounted, F extends FailedElement, E, R, P = never, EH extends E = E>(
   options: StagingOptions<A, S, I, F, E, R, EH>
 ): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
-  build<A, S, I, never, never, never, F, E, R, P, EH>(
+  build<A, S, I, never, never, F, E, R, P, EH>(
     options,
     undefined,
     (core) => Effect.map(options.admission(core), (admission) => ({ admission, delivery: undefined }))
   )
 
-const build = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P, EH extends E>(
+const build = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R, P, EH extends E>(
   options: CoreOptions<F, E, R, EH>,
-  schedules: ownerState.OwnerContext<S, I, B, O, Ev, F, E, R>["schedules"],
+  schedules: ownerState.OwnerContext<S, I, B, O, F, E, R>["schedules"],
   seamsOf: (
-    core: Core<I, B, Ev, F, E>
+    core: Core<I, B, F, E>
   ) => Effect.Effect<
-    { readonly admission: Admission<A, S, F, E, R> } & owner.Seams<S, I, B, O, Ev, F, E, R>,
+    { readonly admission: Admission<A, S, F, E, R> } & owner.Seams<S, I, B, O, F, E, R>,
     EH,
     R | Scope.Scope
   >
@@ -134,10 +134,10 @@ const build = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, 
     const flow = yield* flowControl.make(options.limits)
     const staged = yield* Semaphore.make(maxStagedSlices)
     const failed = yield* Deferred.make<never, E>()
-    const commands = yield* Queue.bounded<ownerState.Command<S, I, B, O, Ev, F, E>>(commandCapacity)
+    const commands = yield* Queue.bounded<ownerState.Command<S, I, B, O, F, E>>(commandCapacity)
     const fibers = yield* FiberSet.make<unknown, unknown>()
     const state = ownerState.makeState<E>()
-    const ctx: ownerState.OwnerContext<S, I, B, O, Ev, F, E, R> = {
+    const ctx: ownerState.OwnerContext<S, I, B, O, F, E, R> = {
       state,
       commands,
       fibers,
@@ -162,17 +162,17 @@ const build = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, 
     yield* Effect.addFinalizer(() => actions.releaseGauges(state))
     yield* startOwner(ctx, core, seams)
     yield* ticker(state, commands)
-    const parts: Parts<S, I, B, O, Ev, F, E> = { commands, failed, flow, staged, counters, state }
-    const writer = admission<A, S, I, B, O, Ev, F, E, R, P>(seams.admission, parts)
+    const parts: Parts<S, I, B, O, F, E> = { commands, failed, flow, staged, counters, state }
+    const writer = admission<A, S, I, B, O, F, E, R, P>(seams.admission, parts)
     yield* flushAtClose(state, writer)
     return writer
   })
 
 /** Forks the owner fiber in the scope, on the owner's scheduler, with the handler's context. */
-const startOwner = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: ownerState.OwnerContext<S, I, B, O, Ev, F, E, R>,
-  core: Core<I, B, Ev, F, E>,
-  seams: owner.Seams<S, I, B, O, Ev, F, E, R>
+const startOwner = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: ownerState.OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  seams: owner.Seams<S, I, B, O, F, E, R>
 ): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
     yield* owner.run(ctx, core, seams).pipe(
@@ -199,9 +199,9 @@ const flushAtClose = <E>(
   )
 
 /** The owner's tick, on a fiber of the scope: one tick at most waits in the queue (while the owner is busy, ticks would only fill it). */
-const ticker = <S, I, B, O, Ev, F, E>(
+const ticker = <S, I, B, O, F, E>(
   state: ownerState.State<E>,
-  commands: Queue.Queue<ownerState.Command<S, I, B, O, Ev, F, E>>
+  commands: Queue.Queue<ownerState.Command<S, I, B, O, F, E>>
 ): Effect.Effect<void, never, Scope.Scope> => {
   const tick = Effect.suspend(() => {
     if (state.tickPending) return Effect.void
@@ -211,8 +211,8 @@ const ticker = <S, I, B, O, Ev, F, E>(
   return Effect.asVoid(tick.pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped))
 }
 
-interface Parts<S, I, B, O, Ev, F, E> {
-  readonly commands: Queue.Queue<ownerState.Command<S, I, B, O, Ev, F, E>>
+interface Parts<S, I, B, O, F, E> {
+  readonly commands: Queue.Queue<ownerState.Command<S, I, B, O, F, E>>
   readonly failed: Deferred.Deferred<never, E>
   readonly flow: flowControl.FlowController
   /** Slices offered and not yet taken by the owner (`maxStagedSlices`). */
@@ -232,8 +232,8 @@ const chargeOf = (routed: ReadonlyArray<FailedElement>, maxBytes: number): Permi
   return bytes === 0 ? undefined : { units: 0, bytes: Math.min(bytes, maxBytes) }
 }
 
-type Offer<S, I, B, O, Ev, F, E> = (
-  command: ownerState.Command<S, I, B, O, Ev, F, E>,
+type Offer<S, I, B, O, F, E> = (
+  command: ownerState.Command<S, I, B, O, F, E>,
   slice: Slice<S> | undefined,
   routedPermit?: Permit
 ) => Effect.Effect<void, E>
@@ -243,11 +243,11 @@ type Offer<S, I, B, O, Ev, F, E> = (
  * their payloads hold bytes (an oversize row is up to 10 MiB), on a command of their own charged
  * those bytes in the in-flight bound until the handler has them.
  */
-const offerAll = <S, I, B, O, Ev, F extends FailedElement, E>(
+const offerAll = <S, I, B, O, F extends FailedElement, E>(
   prepared: Prepared<S, F>,
   routedDone: Deferred.Deferred<void, E> | undefined,
   maxBytes: number,
-  offer: Offer<S, I, B, O, Ev, F, E>
+  offer: Offer<S, I, B, O, F, E>
 ): Effect.Effect<void, E> =>
   Effect.gen(function*() {
     const slices = prepared.slices
@@ -275,13 +275,13 @@ const offerAll = <S, I, B, O, Ev, F extends FailedElement, E>(
  * given back, and the offer uncounted, when a wait is interrupted. A slice takes a staging place
  * too; routed records only their in-flight bytes.
  */
-const enqueuer = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E>(
-  parts: Parts<S, I, B, O, Ev, F, E>
+const enqueuer = <S, I extends Accounted, B, O, F extends FailedElement, E>(
+  parts: Parts<S, I, B, O, F, E>
 ) => {
   const { commands, failed, flow, staged, state } = parts
   const orFailed = orFailedWith(failed)
   const sendAll = Effect.asVoid(Queue.offer(commands, { _tag: "SendAll" }))
-  return (command: ownerState.Command<S, I, B, O, Ev, F, E>, permit: Permit | undefined, stage: boolean) =>
+  return (command: ownerState.Command<S, I, B, O, F, E>, permit: Permit | undefined, stage: boolean) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         if (permit !== undefined) {
@@ -308,16 +308,16 @@ const enqueuer = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E>(
 }
 
 /** The caller-side admission of one prepared run: each slice takes its permit, then is offered. */
-const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
+const admitter = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R>(
   backend: Admission<A, S, F, E, R>,
-  parts: Parts<S, I, B, O, Ev, F, E>
+  parts: Parts<S, I, B, O, F, E>
 ): (records: ReadonlyArray<A>) => Effect.Effect<void, E> => {
   const { failed, flow } = parts
   const limits = { maxUnits: flow.maxUnits, maxBytes: flow.maxBytes }
   const orFailed = orFailedWith(failed)
   const enqueue = enqueuer(parts)
 
-  const offer: Offer<S, I, B, O, Ev, F, E> = (command, slice, routedPermit) =>
+  const offer: Offer<S, I, B, O, F, E> = (command, slice, routedPermit) =>
     Effect.suspend(() => {
       // The fast path (permits free, queue not full) takes no race: a race forks two fibers.
       if (Deferred.isDoneUnsafe(failed)) return Deferred.await(failed)
@@ -347,9 +347,9 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
 }
 
 /** The caller-side half: `write` (prepare, permits, offer), `flush`, `checkpoint`, `summary`. */
-const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P>(
+const admission = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R, P>(
   backend: Admission<A, S, F, E, R>,
-  parts: Parts<S, I, B, O, Ev, F, E>
+  parts: Parts<S, I, B, O, F, E>
 ): Writer<A, E, P> => {
   const { commands, counters, failed } = parts
   const orFailed = orFailedWith(failed)

@@ -56,7 +56,7 @@ export const makeService = (): Service => ({
 
 const toy =
   (service: Service, batchSize: number, gate: Deferred.Deferred<void> | undefined) =>
-  (core: Core<Item, ReadonlyArray<Item>, never, FailedElement, unknown>) =>
+  (core: Core<Item, ReadonlyArray<Item>, FailedElement, unknown>) =>
     Effect.sync(
       (): Backend<
         string,
@@ -64,7 +64,6 @@ const toy =
         Item,
         ReadonlyArray<Item>,
         Outcome,
-        never,
         FailedElement,
         unknown,
         never
