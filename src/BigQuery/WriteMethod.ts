@@ -141,6 +141,8 @@ export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigquery", Ex
  *   and how long a staging upload may take no bytes or leave its final request unanswered (then
  *   `FileLoadFailed` `stage`).
  * - `perDestinationMetrics` (false): adds a `destination` attribute to the record counters.
+ * - Backpressure: a write waits while staged rows of `4 × maxStagingFileBytes` are not yet uploaded;
+ *   then every open file is closed (as at each `flush`), and the write goes on once they are.
  *
  * @category models
  * @since 0.1.0

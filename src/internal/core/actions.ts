@@ -15,7 +15,7 @@ import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type { FailedElement } from "../../Sink/FailedElement.ts"
-import type { Accounted, Backend, Budget, Core, Verdict } from "./backend.ts"
+import type { Accounted, Budget, Core, Delivery, Verdict } from "./backend.ts"
 import { delayAfter } from "./budget.ts"
 import * as stall from "./stall.ts"
 import type { Command, OwnerContext, State } from "./state.ts"
@@ -44,8 +44,8 @@ export const releaseGauges = <E>(st: State<E>): Effect.Effect<void> =>
  * Starts a request's call on a fiber of its own; its outcome comes back as `Completed`, a defect as
  * `CallFailed` (the fiber set keeps no one waiting for it: unreported, `flush` would wait forever).
  */
-export const startCall = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+export const startCall = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
   batch: B
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
@@ -56,7 +56,7 @@ export const startCall = <S, I extends Accounted, B, O, Ev, F extends FailedElem
     yield* gauge(st, ctx.metrics.inFlightRequests, 1)
     yield* FiberSet.run(
       ctx.fibers,
-      Effect.flatMap(Effect.exit(ctx.call(batch)), (exit) =>
+      Effect.flatMap(Effect.exit(ctx.delivery === undefined ? Effect.never : ctx.delivery.call(batch)), (exit) =>
         offerTo(
           ctx.commands,
           Exit.isSuccess(exit)
@@ -67,9 +67,9 @@ export const startCall = <S, I extends Accounted, B, O, Ev, F extends FailedElem
   })
 
 /** Builds the {@link Core} the backend's steps use. @internal */
-export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>
-): Core<I, B, Ev, F, E> => {
+export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>
+): Core<I, B, F, E> => {
   const st = ctx.state
   const fork = (effect: Effect.Effect<unknown>): Effect.Effect<void> => Effect.asVoid(FiberSet.run(ctx.fibers, effect))
   const failCause = (cause: Cause.Cause<E>): Effect.Effect<void> =>
@@ -79,13 +79,14 @@ export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedEleme
       return Effect.asVoid(Deferred.failCause(ctx.failed, cause))
     })
   const fail = (error: E) => failCause(Cause.fail(error))
-  const offer = (event: Ev) => offerTo(ctx.commands, { _tag: "Event", event })
+  const offer = (step: Effect.Effect<void, E>) => offerTo(ctx.commands, { _tag: "Step", step })
+  // a staging writer has no schedules, and no `after`/`retry` in the core it is handed
   const delay = (budget: Budget, attempt: number, failure?: unknown) =>
-    delayAfter(ctx.schedules[budget], attempt, failure)
+    ctx.schedules === undefined ? Effect.succeedNone : delayAfter(ctx.schedules[budget], attempt, failure)
   const after = (
     budget: Budget,
     attempt: number,
-    command: Command<S, I, B, O, Ev, F, E>,
+    command: Command<S, I, B, O, F, E>,
     exhausted: () => E,
     failure: unknown
   ) =>
@@ -101,8 +102,8 @@ export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedEleme
     },
     offer,
     fork,
-    after: (budget, attempt, event, exhausted, failure) =>
-      after(budget, attempt, { _tag: "Event", event }, exhausted, failure),
+    after: (budget, attempt, step, exhausted, failure) =>
+      after(budget, attempt, { _tag: "Step", step }, exhausted, failure),
     retry: (retry) =>
       after(retry.budget, retry.attempt, { _tag: "Retry", items: retry.items }, retry.exhausted, retry.failure),
     resolved: (items) => resolved(ctx, items),
@@ -119,8 +120,8 @@ export const makeCore = <S, I extends Accounted, B, O, Ev, F extends FailedEleme
 }
 
 /** Items that leave the writer: outstanding counts down, permits and gauges back. One Effect per group. */
-const resolved = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+const resolved = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
   items: ReadonlyArray<I>
 ): Effect.Effect<void> =>
   Effect.suspend(() => {
@@ -140,7 +141,7 @@ const resolved = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, 
       ctx.release({ units, bytes: permitBytes }),
       Effect.andThen(
         Effect.andThen(gauge(st, ctx.metrics.inFlightUnits, -units), gauge(st, ctx.metrics.inFlightBytes, -bytes)),
-        ctx.backend === undefined ? Effect.void : ctx.backend.onResolved(items)
+        ctx.delivery?.onResolved === undefined ? Effect.void : ctx.delivery.onResolved(items)
       )
     )
   })
@@ -153,8 +154,8 @@ const countPerDestination = (
   metric === undefined ? Effect.void : Metric.update(Metric.withAttributes(metric, { destination: key }), amount)
 
 /** Written items: counted per run of one destination, then given back. */
-const written = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+const written = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
   items: ReadonlyArray<I>
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
@@ -185,8 +186,8 @@ const written = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R
   })
 
 /** Hands one record to the failure handler; the handler's failure is the writer's. */
-const route = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
+const route = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
   failure: F,
   failCause: (cause: Cause.Cause<E>) => Effect.Effect<void>
 ): Effect.Effect<void> =>
@@ -199,11 +200,20 @@ const route = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
     if (m.perDestination) yield* countPerDestination(m.destinationSendErrors, failure.destination, 1)
   })
 
+/** A follow-up a verdict asked for; a delivery without it gave a verdict its `judge` documents it never gives. */
+const followUp = <X, E, R>(
+  step: ((items: ReadonlyArray<X>) => Effect.Effect<void, E, R>) | undefined,
+  items: ReadonlyArray<X>
+): Effect.Effect<void, E, R> =>
+  step === undefined
+    ? Effect.die(new Error("a verdict asked for a follow-up its delivery does not supply"))
+    : step(items)
+
 /** Acts on a verdict, in the order its documentation gives. @internal */
-export const act = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
-  core: Core<I, B, Ev, F, E>,
-  backend: Backend<never, S, I, B, O, Ev, F, E, R>,
+export const act = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  delivery: Delivery<I, B, O, F, E, R>,
   verdict: Verdict<I, F, E>
 ): Effect.Effect<void, E, R> =>
   Effect.gen(function*() {
@@ -213,8 +223,8 @@ export const act = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E
       yield* resolved(ctx, [r.item])
       yield* core.route(r.failure)
     }
-    if (verdict.resend.length > 0 && st.failure === undefined) yield* backend.resend(verdict.resend)
-    if (verdict.repair.length > 0 && st.failure === undefined) yield* backend.repair(verdict.repair)
+    if (verdict.resend.length > 0 && st.failure === undefined) yield* followUp(delivery.resend, verdict.resend)
+    if (verdict.repair.length > 0 && st.failure === undefined) yield* followUp(delivery.repair, verdict.repair)
     if (verdict.terminal !== undefined) return yield* core.fail(verdict.terminal)
     if (st.failure !== undefined) return
     yield* written(ctx, verdict.written)

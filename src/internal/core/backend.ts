@@ -1,6 +1,7 @@
 /**
- * The contract between the writer core (`internal/core/`) and a backend (Bigtable, BigQuery).
- * The core owns what every writer does alike; a backend plugs in only what differs.
+ * The contract between the writer core (`internal/core/`) and a write method, as two seams
+ * (ADR 0032): **admission** (records in, staged or batched) and **delivery** (one attempt out, its
+ * outcome judged). The core owns what every writer does alike; a method plugs in only what differs.
  *
  * **What the core owns**
  *
@@ -10,29 +11,33 @@
  *   to the owner; waiting for a permit is the backpressure;
  * - the terminal-failure latch: the first fatal cause is kept, every later `write`/`flush` fails with it;
  * - barriers: `flush` cuts every open batch, waits until nothing is outstanding, flushes the failure
- *   handler exactly once, then forgets idle destinations; the exactly-once protocol (`checkpoint.ts`)
- *   drains through this barrier before it prepares and commits;
+ *   handler exactly once, then forgets idle destinations; the checkpoint protocol
+ *   (`checkpoint/protocol.ts`) drains through this barrier before it prepares and commits;
  * - failure routing through the `FailureHandler` lifecycle (`failureRouting.ts`): `recordsFailed` is
  *   counted once the handler succeeded (dropped the record), as `WriteSummary` documents;
  * - summary counters (read without queueing) and in-flight gauges moved by deltas, returned to 0 at close;
  * - timers: the tick (batch delay, stall warning, idle-destination eviction once a minute) and
  *   eviction at every successful barrier;
- * - the one completion path: a batch's RPC runs on its own fiber and its outcome comes back to the
- *   owner as a command, where the backend's {@link Backend.judge} turns it into a {@link Verdict} the
- *   core acts on (count, route, retry on the `Schedule` of a `RetryPolicy`, repair, fail);
+ * - with a delivery seam, the one completion path: a request's attempt runs on its own fiber and its
+ *   outcome comes back to the owner as a command, where {@link Delivery.judge} turns it into a
+ *   {@link Verdict} the core acts on (count, route, retry on the `Schedule` of a `RetryPolicy`,
+ *   repair, fail);
  * - close: after success, a final barrier if anything was admitted since the last one (the handler
  *   is flushed once, not twice); after failure or interruption, release without flushing.
  *
- * **What a backend supplies** ({@link Backend})
+ * **What a method supplies**
  *
- * - `prepare` (caller fiber): resolve, serialize and measure a run of records into slices, routed
- *   failures and skipped records. User code (resolvers, serializers) never runs on the owner fiber.
- * - `admit` / `cutAll` / `tick` (owner fiber): put a slice into its destinations' batches, and cut
- *   batches into requests handed to {@link Core.send}.
- * - `call` (its own fiber): the RPC of one request; never fails (its failure is part of the outcome).
- * - `judge` (owner fiber): the verdict on an outcome, from the backend's pure classifier.
- * - `resend`, `repair`, `onEvent`, `evictIdle`: the backend's own follow-ups (isolation pass, table
- *   repair, schema refresh), driven by the core.
+ * - {@link Admission}, always: `prepare` (caller fiber: resolve, serialize and measure a run of
+ *   records into slices, routed failures and skipped records; user code never runs on the owner),
+ *   then on the owner `admit` (a slice joins its batches, or is staged), `cutAll` and `tick` (open
+ *   batches cut into requests handed to {@link Core.send}).
+ * - {@link Delivery}, for a method that sends from the owner: `call` (one attempt, on its own fiber,
+ *   never failing), `judge` (owner: the verdict on its outcome), and the follow-ups a verdict may ask
+ *   for (`resend`, `repair`); steps of its own run on the owner through {@link Core.offer}.
+ *
+ * A method that only stages (Bigtable exactly-once, file loads: their records leave at the
+ * checkpoint, through the checkpoint's committer) supplies admission alone and builds with
+ * `writer.makeStaging`; it sees an {@link AdmissionCore}, which has nothing to send.
  *
  * The types below are stable: a change is noted at the top of `README.md` in this folder.
  *
@@ -190,34 +195,13 @@ export interface CoreMetrics {
 }
 
 /**
- * What the core offers a backend's owner-side steps. Every member runs on the owner fiber, except
- * `offer`, which any fiber may call.
+ * What the core offers a method's admission steps. Every member runs on the owner fiber.
  *
  * @internal
  */
-export interface Core<I extends Accounted, B, Ev, F extends FailedElement, E> {
-  /**
-   * Starts `backend.call(batch)` on a fiber of its own (or queues it while `limits.maxRequests` are in
-   * flight); its outcome comes back to `judge`.
-   */
-  readonly send: (batch: B) => Effect.Effect<void>
-  /** Sends a backend command to the owner (from a forked fiber, e.g. a repair round's result). */
-  readonly offer: (event: Ev) => Effect.Effect<void>
+export interface AdmissionCore<I extends Accounted, F extends FailedElement, E> {
   /** Runs `effect` on a fiber of the writer (interrupted when it closes). */
   readonly fork: (effect: Effect.Effect<unknown>) => Effect.Effect<void>
-  /**
-   * Waits before attempt `attempt + 1` of `budget` (the policy's `Schedule`), then `offer(event)` on a
-   * forked fiber; `exhausted` fails the writer when the schedule allows no further attempt.
-   */
-  readonly after: (
-    budget: Budget,
-    attempt: number,
-    event: Ev,
-    exhausted: () => E,
-    failure?: unknown
-  ) => Effect.Effect<void>
-  /** Re-sends `retry.items` through `Backend.resend` after the budget's wait (what a `retry` verdict does). */
-  readonly retry: (retry: Retry<I, E>) => Effect.Effect<void>
   /** Items that leave the writer without being written or routed by a verdict (given back). */
   readonly resolved: (items: ReadonlyArray<I>) => Effect.Effect<void>
   /** Hands a record to the failure handler (counted once the handler drops it). */
@@ -234,23 +218,54 @@ export interface Core<I extends Accounted, B, Ev, F extends FailedElement, E> {
   readonly failure: Effect.Effect<never, E>
   /** Moves a gauge by `delta`; the core takes the sum back at close. */
   readonly gauge: (metric: Metric.Gauge<number>, delta: number) => Effect.Effect<void>
-  /** Units outstanding in the whole writer, and requests in flight. */
+  /** Units outstanding in the whole writer. */
   readonly outstanding: () => number
-  readonly requestsInFlight: () => number
   /** The summary counters (written by the owner only). */
   readonly counters: SummaryCounters
 }
 
 /**
- * A backend, built once per writer by {@link BackendFactory} with the {@link Core} it runs on.
- *
- * - `S`: the payload of an admission slice; `I`: an accounted item; `B`: a request (batch);
- *   `O`: the outcome of a request's call; `Ev`: the backend's own owner commands; `F`: its routed
- *   failure type; `E`: the writer's error; `R`: the context of its owner-side steps (the handler's).
+ * What the core offers a delivering method's steps: the {@link AdmissionCore}, and sending. Every
+ * member runs on the owner fiber, except `offer`, which any fiber may call.
  *
  * @internal
  */
-export interface Backend<A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R> {
+export interface Core<I extends Accounted, B, F extends FailedElement, E> extends AdmissionCore<I, F, E> {
+  /**
+   * Starts `delivery.call(batch)` on a fiber of its own (or queues it while `limits.maxRequests` are
+   * in flight); its outcome comes back to `judge`.
+   */
+  readonly send: (batch: B) => Effect.Effect<void>
+  /**
+   * Runs `step` on the owner, after the commands already queued (sent from a forked fiber, e.g. a
+   * repair round's result, or a question about the owner's state); its failure is the writer's.
+   */
+  readonly offer: (step: Effect.Effect<void, E>) => Effect.Effect<void>
+  /**
+   * Waits before attempt `attempt + 1` of `budget` (the policy's `Schedule`), then `offer(step)` on a
+   * forked fiber; `exhausted` fails the writer when the schedule allows no further attempt.
+   */
+  readonly after: (
+    budget: Budget,
+    attempt: number,
+    step: Effect.Effect<void, E>,
+    exhausted: () => E,
+    failure?: unknown
+  ) => Effect.Effect<void>
+  /** Re-sends `retry.items` through `Delivery.resend` after the budget's wait (what a `retry` verdict does). */
+  readonly retry: (retry: Retry<I, E>) => Effect.Effect<void>
+  /** Requests in flight. */
+  readonly requestsInFlight: () => number
+}
+
+/**
+ * The admission seam: records in, on the caller's fiber (`prepare`) then on the owner (`admit`,
+ * `cutAll`, `tick`). `S` is the payload of a slice, `F` the method's routed failure, `E` the
+ * writer's error, `R` the context of its owner-side steps (the handler's).
+ *
+ * @internal
+ */
+export interface Admission<A, S, F extends FailedElement, E, R> {
   /** Span and log prefix, e.g. `BigtableSink` (spans `BigtableSink.write`, `BigtableSink.flush`). */
   readonly name: string
   /**
@@ -267,43 +282,78 @@ export interface Backend<A, S, I extends Accounted, B, O, Ev, F extends FailedEl
   readonly sliceRecords: number
   /** Caller fiber: resolve, serialize, measure. Each slice within `limits`. */
   readonly prepare: (records: ReadonlyArray<A>, limits: Limits) => Effect.Effect<Prepared<S, F>, E>
-  /** Owner: a slice's items join their batches (it holds its permit); full batches are sent. */
+  /** Owner: a slice's items join their batches or are staged (it holds its permit until they leave). */
   readonly admit: (payload: S, now: number) => Effect.Effect<void, E, R>
-  /** Owner: sends every open batch (a barrier, or admission waiting for permits they hold). */
-  readonly cutAll: Effect.Effect<void, E, R>
-  /** Owner, on each tick: sends batches open longer than the batch delay. */
-  readonly tick: (now: number) => Effect.Effect<void, E, R>
-  /** Own fiber: the RPC of one request. Its failures are part of `O`, so it never fails. */
-  readonly call: (batch: B) => Effect.Effect<O>
-  /** Owner: the verdict on one request's outcome (from the backend's pure classifier). */
-  readonly judge: (batch: B, outcome: O) => Effect.Effect<Verdict<I, F, E>, never, R>
-  /** Owner: items re-sent (after a retry wait, or at once for a `resend` verdict). */
-  readonly resend: (items: ReadonlyArray<I>) => Effect.Effect<void, E, R>
-  /** Owner: items waiting on a repair of their destination; they stay outstanding. */
-  readonly repair: (items: ReadonlyArray<Repairing<I>>) => Effect.Effect<void, E, R>
-  /** Owner: a command the backend sent itself through `Core.offer`. */
-  readonly onEvent: (event: Ev) => Effect.Effect<void, E, R>
-  /** Owner: items left the writer (written, routed or resolved): per-destination bookkeeping. */
-  readonly onResolved: (items: ReadonlyArray<I>) => Effect.Effect<void>
-  /** Owner: whether a barrier must wait besides outstanding units (e.g. a repair under way). */
-  readonly busy: () => boolean
-  /** Owner, at a successful barrier and once a minute on the tick: forgets destinations idle since before `now - idleTimeout`. */
-  readonly evictIdle: (now: number) => Effect.Effect<void>
-  /** The stall warning's text, once requests waited `waitedMillis` with no answer. */
-  readonly stallMessage: (waitedMillis: number) => { readonly message: string; readonly destinations: string }
+  /** Owner: sends every open batch (a barrier, or admission waiting for permits they hold). Absent: none is ever open. */
+  readonly cutAll?: Effect.Effect<void, E, R> | undefined
+  /** Owner, on each tick: sends batches open longer than the batch delay. Absent: nothing is timed. */
+  readonly tick?: ((now: number) => Effect.Effect<void, E, R>) | undefined
+  /**
+   * Owner, at a successful barrier and once a minute on the tick: forgets destinations idle since
+   * before `now - idleTimeout`. Absent: the method keeps no destination to forget.
+   */
+  readonly evictIdle?: ((now: number) => Effect.Effect<void>) | undefined
 }
 
 /**
- * How a backend builds its writer on the core: `writer.make(options)` (in `writer.ts`) returns a
- * `Writer<A, E, P>` in the current scope.
+ * The delivery seam: one attempt in (a request `B`), an outcome `O` out, judged into a
+ * {@link Verdict} on `I` items.
+ *
+ * @internal
+ */
+export interface Delivery<I extends Accounted, B, O, F extends FailedElement, E, R> {
+  /** Own fiber: the attempt of one request. Its failures are part of `O`, so it never fails. */
+  readonly call: (batch: B) => Effect.Effect<O>
+  /** Owner: the verdict on one request's outcome (from the method's pure classifier). */
+  readonly judge: (batch: B, outcome: O) => Effect.Effect<Verdict<I, F, E>, never, R>
+  /** The stall warning's text, once requests waited `waitedMillis` with no answer. */
+  readonly stallMessage: (waitedMillis: number) => { readonly message: string; readonly destinations: string }
+  /** Owner: items re-sent (after a retry wait, or at once for a `resend` verdict). Absent: `judge` asks for neither. */
+  readonly resend?: ((items: ReadonlyArray<I>) => Effect.Effect<void, E, R>) | undefined
+  /** Owner: items waiting on a repair of their destination; they stay outstanding. Absent: `judge` asks for none. */
+  readonly repair?: ((items: ReadonlyArray<Repairing<I>>) => Effect.Effect<void, E, R>) | undefined
+  /** Owner: items left the writer (written, routed or resolved): per-destination bookkeeping. */
+  readonly onResolved?: ((items: ReadonlyArray<I>) => Effect.Effect<void>) | undefined
+  /** Owner: whether a barrier must wait besides outstanding units (e.g. a repair under way). Absent: never. */
+  readonly busy?: (() => boolean) | undefined
+}
+
+/**
+ * A delivering method, built once per writer by `WriterOptions.backend` with the {@link Core} it
+ * runs on: both seams, from one state.
+ *
+ * - `S`: the payload of an admission slice; `I`: an accounted item; `B`: a request (batch);
+ *   `O`: the outcome of a request's call; `F`: its routed
+ *   failure type; `E`: the writer's error; `R`: the context of its owner-side steps (the handler's).
+ *
+ * @internal
+ */
+export type Backend<A, S, I extends Accounted, B, O, F extends FailedElement, E, R> =
+  & Admission<A, S, F, E, R>
+  & Delivery<I, B, O, F, E, R>
+
+/**
+ * What every writer on the core is built from.
  *
  * - `handler`: the failure handler (opened now, closed with the scope, flushed once per barrier).
  * - `limits`: the writer-global in-flight bounds (units, bytes) admission waits on.
- * - `retry` / `recovery`: the two budgets, run through `RetryPolicy.toSchedule`.
- * - `metrics`: what the core counts and gauges for this backend.
- * - `backend`: builds the backend on the core (it may open resources in the scope).
- * - `checkpoint(position)` of the writer built here is its `flush`: the exactly-once writers wrap it
- *   with the checkpoint protocol (`checkpoint.ts`), which drains through this `flush`.
+ * - `metrics`: what the core counts and gauges for this method.
+ * - `checkpoint(position)` of the writer built is its `flush`: the exactly-once and file-loads
+ *   writers wrap it with the checkpoint protocol (`checkpoint/protocol.ts`), which drains through it.
+ *
+ * @internal
+ */
+export interface CoreOptions<F extends FailedElement, E, R, EH extends E = E> {
+  /** Its errors (`EH`, part of the writer's `E`) fail building the writer when `open` fails. */
+  readonly handler: FailureHandler<F, EH, R>
+  readonly limits: Limits
+  readonly metrics: CoreMetrics
+}
+
+/**
+ * How a delivering method builds its writer: `writer.make(options)` (in `writer.ts`) returns a
+ * `Writer<A, E, P>` in the current scope. `retry` / `recovery` are the two budgets, run through
+ * `RetryPolicy.toSchedule`; `backend` builds both seams on the core (it may open resources in the scope).
  *
  * @internal
  */
@@ -313,19 +363,27 @@ export interface WriterOptions<
   I extends Accounted,
   B,
   O,
-  Ev,
   F extends FailedElement,
   E,
   R,
   EH extends E = E
-> {
-  /** Its errors (`EH`, part of the writer's `E`) fail building the writer when `open` fails. */
-  readonly handler: FailureHandler<F, EH, R>
-  readonly limits: Limits
+> extends CoreOptions<F, E, R, EH> {
   readonly retry: RetryPolicy
   readonly recovery: RetryPolicy
-  readonly metrics: CoreMetrics
   readonly backend: (
-    core: Core<I, B, Ev, F, E>
-  ) => Effect.Effect<Backend<A, S, I, B, O, Ev, F, E, R>, EH, R | Scope.Scope>
+    core: Core<I, B, F, E>
+  ) => Effect.Effect<Backend<A, S, I, B, O, F, E, R>, EH, R | Scope.Scope>
+}
+
+/**
+ * How a staging method builds its writer: `writer.makeStaging(options)`. Admission only: the
+ * admitted items are staged by the method (and given back with `AdmissionCore.resolved` when
+ * they become durable, or at once), and leave the writer at the checkpoint, through its committer.
+ *
+ * @internal
+ */
+export interface StagingOptions<A, S, I extends Accounted, F extends FailedElement, E, R, EH extends E = E>
+  extends CoreOptions<F, E, R, EH>
+{
+  readonly admission: (core: AdmissionCore<I, F, E>) => Effect.Effect<Admission<A, S, F, E, R>, EH, R | Scope.Scope>
 }

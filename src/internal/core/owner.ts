@@ -1,8 +1,9 @@
 /**
  * The writer core's owner fiber: the only reader and writer of the core's state (outstanding units
- * and bytes, requests in flight, barriers, the failure latch) and of the backend's (batches,
- * destinations), which the backend's owner-side steps touch from this fiber only. It takes one
- * command at a time and runs the matching step, then settles the barriers that can be.
+ * and bytes, requests in flight, barriers, the failure latch) and of the method's (batches, staged
+ * records, destinations), which the method's owner-side steps touch from this fiber only. It takes
+ * one command at a time and runs the matching step of a seam (admission, or delivery when the
+ * method has one), then settles the barriers that can be.
  *
  * @internal
  */
@@ -15,18 +16,24 @@ import * as Metric from "effect/Metric"
 import * as Queue from "effect/Queue"
 import type { FailedElement } from "../../Sink/FailedElement.ts"
 import { act, gauge, startCall } from "./actions.ts"
-import type { Accounted, Backend, Core } from "./backend.ts"
+import type { Accounted, Admission, Core, Delivery } from "./backend.ts"
 import * as stall from "./stall.ts"
 import type { Command, OwnerContext } from "./state.ts"
+
+/** The two seams of a built method; `delivery` is absent on a staging writer. @internal */
+export interface Seams<S, I extends Accounted, B, O, F extends FailedElement, E, R> {
+  readonly admission: Admission<never, S, F, E, R>
+  readonly delivery: Delivery<I, B, O, F, E, R> | undefined
+}
 
 /**
  * Answers the barriers once nothing is outstanding: the handler's flush (once for all of them),
  * then idle destinations are forgotten. After a failure every barrier fails with it.
  */
-const settleBarriers = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
-  core: Core<I, B, Ev, F, E>,
-  backend: Backend<never, S, I, B, O, Ev, F, E, R>
+const settleBarriers = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  seams: Seams<S, I, B, O, F, E, R>
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     const st = ctx.state
@@ -36,7 +43,7 @@ const settleBarriers = <S, I extends Accounted, B, O, Ev, F extends FailedElemen
       for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(done, failure)
       return
     }
-    if (st.outstanding > 0 || backend.busy()) return
+    if (st.outstanding > 0 || seams.delivery?.busy?.() === true) return
     const exit = yield* Effect.exit(Effect.provideContext(ctx.router.flush, ctx.context))
     if (Exit.isFailure(exit)) {
       yield* core.failCause(exit.cause)
@@ -44,15 +51,16 @@ const settleBarriers = <S, I extends Accounted, B, O, Ev, F extends FailedElemen
       return
     }
     st.flushedUpTo = st.taken
-    yield* backend.evictIdle(yield* Clock.currentTimeMillis)
+    const evictIdle = seams.admission.evictIdle
+    if (evictIdle !== undefined) yield* evictIdle(yield* Clock.currentTimeMillis)
     for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.succeed(done, undefined)
   })
 
-const onAdmit = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
-  core: Core<I, B, Ev, F, E>,
-  backend: Backend<never, S, I, B, O, Ev, F, E, R>,
-  command: Extract<Command<S, I, B, O, Ev, F, E>, { readonly _tag: "Admit" }>
+const onAdmit = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  seams: Seams<S, I, B, O, F, E, R>,
+  command: Extract<Command<S, I, B, O, F, E>, { readonly _tag: "Admit" }>
 ): Effect.Effect<void, E, R> =>
   Effect.gen(function*() {
     const st = ctx.state
@@ -68,7 +76,7 @@ const onAdmit = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R
       st.outstanding += slice.units
       yield* gauge(st, ctx.metrics.inFlightUnits, slice.units)
       yield* gauge(st, ctx.metrics.inFlightBytes, slice.bytes)
-      yield* backend.admit(slice.payload, yield* Clock.currentTimeMillis)
+      yield* seams.admission.admit(slice.payload, yield* Clock.currentTimeMillis)
     }
     for (const failed of command.routed) yield* core.route(failed)
     if (command.routedPermit !== undefined) yield* ctx.release(command.routedPermit)
@@ -82,10 +90,11 @@ const onAdmit = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R
  * A finished request: its verdict acted on. Once the last request in flight is booked while
  * admission waits, the open batches are sent: they hold the permits admission waits for.
  */
-const onCompleted = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
-  core: Core<I, B, Ev, F, E>,
-  backend: Backend<never, S, I, B, O, Ev, F, E, R>,
+const onCompleted = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  seams: Seams<S, I, B, O, F, E, R>,
+  delivery: Delivery<I, B, O, F, E, R>,
   batch: B,
   outcome: O
 ): Effect.Effect<void, E, R> =>
@@ -97,10 +106,10 @@ const onCompleted = <S, I extends Accounted, B, O, Ev, F extends FailedElement, 
     // a request waiting for the request window takes the place just freed
     const next = ctx.queued.shift()
     if (next !== undefined) yield* startCall(ctx, next)
-    yield* act(ctx, core, backend, yield* backend.judge(batch, outcome))
+    yield* act(ctx, core, delivery, yield* delivery.judge(batch, outcome))
     if (!st.admissionWaiting || st.requests > 0 || st.failure !== undefined) return
     st.admissionWaiting = false
-    yield* backend.cutAll
+    yield* cutAll(seams)
   })
 
 /** How often the tick forgets idle destinations, besides every successful barrier. @internal */
@@ -109,28 +118,56 @@ export const evictionInterval = Duration.minutes(1)
 /** Idle destinations are forgotten on the tick too, so a stream that never flushes does not keep them. */
 const evictDue = (
   st: { lastEvictionAt: number },
-  backend: { readonly evictIdle: (now: number) => Effect.Effect<void> },
+  evictIdle: ((now: number) => Effect.Effect<void>) | undefined,
   now: number
 ): Effect.Effect<void> => {
-  if (now - st.lastEvictionAt < Duration.toMillis(evictionInterval)) return Effect.void
+  if (evictIdle === undefined || now - st.lastEvictionAt < Duration.toMillis(evictionInterval)) return Effect.void
   st.lastEvictionAt = now
-  return backend.evictIdle(now)
+  return evictIdle(now)
 }
 
-const handle = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
-  core: Core<I, B, Ev, F, E>,
-  backend: Backend<never, S, I, B, O, Ev, F, E, R>,
-  command: Command<S, I, B, O, Ev, F, E>
+/** Cuts every open batch of the admission seam (none when it keeps none). */
+const cutAll = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  seams: Seams<S, I, B, O, F, E, R>
+): Effect.Effect<void, E, R> => seams.admission.cutAll ?? Effect.void
+
+/** The tick: the stall check (of a delivery), the admission's timed cuts, and idle eviction. */
+const onTick = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  seams: Seams<S, I, B, O, F, E, R>,
+  now: number
+): Effect.Effect<void, E, R> => {
+  const st = ctx.state
+  const { admission, delivery } = seams
+  const stalled = delivery === undefined ? Effect.void : stall.check(st.stall, now, st.requests, delivery)
+  const tick = admission.tick === undefined ? Effect.void : admission.tick(now)
+  return Effect.andThen(Effect.andThen(stalled, tick), evictDue(st, admission.evictIdle, now))
+}
+
+/** A command of the delivery seam, run only when the method has one (a staging core never sends them). */
+const delivered = <I extends Accounted, B, O, F extends FailedElement, E, R>(
+  delivery: Delivery<I, B, O, F, E, R> | undefined,
+  step: (delivery: Delivery<I, B, O, F, E, R>) => Effect.Effect<void, E, R> | undefined
+): Effect.Effect<void, E, R> => {
+  const effect = delivery === undefined ? undefined : step(delivery)
+  return effect === undefined ? Effect.die(new Error("a delivery command without a delivery seam")) : effect
+}
+
+const handle = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  seams: Seams<S, I, B, O, F, E, R>,
+  command: Command<S, I, B, O, F, E>
 ): Effect.Effect<void, E, R> => {
   const st = ctx.state
   if (command._tag === "Tick") st.tickPending = false
   if (st.failure !== undefined) {
     return command._tag === "Flush" ? Effect.asVoid(Deferred.failCause(command.done, st.failure)) : Effect.void
   }
+  const { delivery } = seams
   switch (command._tag) {
     case "Admit":
-      return onAdmit(ctx, core, backend, command)
+      return onAdmit(ctx, core, seams, command)
     case "SendAll":
       // While requests are in flight their answers free permits, and cutting now would only send
       // small batches; with none in flight, the open batches hold them.
@@ -138,26 +175,19 @@ const handle = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>
         st.admissionWaiting = true
         return Effect.void
       }
-      return backend.cutAll
+      return cutAll(seams)
     case "Tick":
-      return Effect.flatMap(
-        Clock.currentTimeMillis,
-        (now) =>
-          Effect.andThen(
-            Effect.andThen(stall.check(st.stall, now, st.requests, backend), backend.tick(now)),
-            evictDue(st, backend, now)
-          )
-      )
+      return Effect.flatMap(Clock.currentTimeMillis, (now) => onTick(ctx, seams, now))
     case "Completed":
-      return onCompleted(ctx, core, backend, command.batch, command.outcome)
+      return delivered(delivery, (d) => onCompleted(ctx, core, seams, d, command.batch, command.outcome))
     case "CallFailed":
       return core.failCause(command.cause)
     case "Retry":
-      return backend.resend(command.items)
-    case "Event":
-      return backend.onEvent(command.event)
+      return delivered(delivery, (d) => d.resend?.(command.items))
+    case "Step":
+      return command.step
     case "Flush":
-      return Effect.andThen(backend.cutAll, Effect.sync(() => void st.barriers.push(command.done)))
+      return Effect.andThen(cutAll(seams), Effect.sync(() => void st.barriers.push(command.done)))
   }
 }
 
@@ -168,14 +198,14 @@ const handle = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>
  *
  * @internal
  */
-export const run = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, Ev, F, E, R>,
-  core: Core<I, B, Ev, F, E>,
-  backend: Backend<never, S, I, B, O, Ev, F, E, R>
+export const run = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  seams: Seams<S, I, B, O, F, E, R>
 ): Effect.Effect<never, never, R> => {
-  const settle = settleBarriers(ctx, core, backend)
-  const step = (command: Command<S, I, B, O, Ev, F, E>) =>
-    handle(ctx, core, backend, command).pipe(
+  const settle = settleBarriers(ctx, core, seams)
+  const step = (command: Command<S, I, B, O, F, E>) =>
+    handle(ctx, core, seams, command).pipe(
       Effect.catchCause((cause) => core.failCause(cause)),
       Effect.andThen(settle),
       // the latch is set by now: settling again only fails the barriers left waiting

@@ -13,14 +13,14 @@ import type * as Metric from "effect/Metric"
 import type * as Queue from "effect/Queue"
 import type * as Schedule from "effect/Schedule"
 import type { FailedElement } from "../../Sink/FailedElement.ts"
-import type { Accounted, Backend, Budget, CoreMetrics, Slice } from "./backend.ts"
+import type { Accounted, Admission, Budget, CoreMetrics, Delivery, Slice } from "./backend.ts"
 import type { FailureRouter } from "./failureRouting.ts"
 import type { Permit } from "./flowControl.ts"
 import * as stall from "./stall.ts"
 import type { SummaryCounters } from "./summaryCounters.ts"
 
 /** The commands of the owner. @internal */
-export type Command<S, I, B, O, Ev, F, E> =
+export type Command<S, I, B, O, F, E> =
   | {
     readonly _tag: "Admit"
     readonly slice: Slice<S> | undefined
@@ -37,7 +37,8 @@ export type Command<S, I, B, O, Ev, F, E> =
   /** A call that died (or was interrupted on its own): latched as the writer's failure. */
   | { readonly _tag: "CallFailed"; readonly cause: Cause.Cause<never> }
   | { readonly _tag: "Retry"; readonly items: ReadonlyArray<I> }
-  | { readonly _tag: "Event"; readonly event: Ev }
+  /** A method's own step, sent through `Core.offer` to run on the owner. */
+  | { readonly _tag: "Step"; readonly step: Effect.Effect<void, E> }
   | { readonly _tag: "Flush"; readonly done: Deferred.Deferred<void, E> }
 
 /** The core's mutable state; read and written on the owner fiber (the finalizers read it after it stopped). @internal */
@@ -83,9 +84,9 @@ export const makeState = <E>(): State<E> => ({
 })
 
 /** What the owner is built from (by `writer.make`). @internal */
-export interface OwnerContext<S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R> {
+export interface OwnerContext<S, I extends Accounted, B, O, F extends FailedElement, E, R> {
   readonly state: State<E>
-  readonly commands: Queue.Queue<Command<S, I, B, O, Ev, F, E>>
+  readonly commands: Queue.Queue<Command<S, I, B, O, F, E>>
   readonly fibers: FiberSet.FiberSet<unknown, unknown>
   readonly failed: Deferred.Deferred<never, E>
   readonly router: FailureRouter<F, E, R>
@@ -94,14 +95,18 @@ export interface OwnerContext<S, I extends Accounted, B, O, Ev, F extends Failed
   readonly release: (permit: Permit) => Effect.Effect<void>
   /** The owner took an admitted slice from the queue: one more may be staged. */
   readonly unstage: Effect.Effect<unknown>
-  readonly schedules: Readonly<Record<Budget, Schedule.Schedule<unknown, unknown>>>
-  /** The context of the handler (and of the backend's owner-side steps). */
+  /** The two budgets' schedules; absent on a staging writer (nothing is sent, nothing retried). */
+  readonly schedules: Readonly<Record<Budget, Schedule.Schedule<unknown, unknown>>> | undefined
+  /** The context of the handler (and of the method's owner-side steps). */
   readonly context: Context.Context<R>
-  /** Set once the backend is built (the backend's factory receives the core first). */
-  backend: Backend<never, S, I, B, O, Ev, F, E, R> | undefined
+  /** Set once the method is built (its factory receives the core first). */
+  admission: Admission<never, S, F, E, R> | undefined
+  /**
+   * Set once a delivering method is built; absent on a staging writer, whose `AdmissionCore`
+   * cannot send: the commands of delivery (`Completed`, `CallFailed`, `Retry`, `Step`) never come.
+   */
+  delivery: Delivery<I, B, O, F, E, R> | undefined
   /** At most this many requests in flight (`Infinity`: no bound); the others wait in `queued`, in order. */
   readonly maxRequests: number
   readonly queued: Array<B>
-  /** The backend's `call`, run on a fiber of its own. */
-  readonly call: (batch: B) => Effect.Effect<O>
 }

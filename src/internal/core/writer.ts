@@ -1,18 +1,20 @@
 /**
- * The writer core's `make`: opens the failure handler, builds the backend on the core, starts the
- * owner fiber and the ticker, and admits records under the writer-global in-flight bounds.
+ * The writer core's `make` and `makeStaging`: opens the failure handler, builds the method's seams
+ * on the core (admission and delivery, or admission alone for a staging method), starts the owner
+ * fiber and the ticker, and admits records under the writer-global in-flight bounds.
  *
  * **Details**
  *
- * `write` prepares a run of records on the caller's fiber (the backend's `prepare`: resolve,
+ * `write` prepares a run of records on the caller's fiber (the admission's `prepare`: resolve,
  * serialize, measure), then takes an in-flight permit slice by slice and offers each slice to the
  * owner. When a slice has to wait, it first asks the owner to send every open batch (`SendAll`), so
  * the permits held by batched items come back; the wait is the backpressure. The fast path (permits
  * free, queue not full) forks nothing and races nothing: one `tryAcquire` and one `offerUnsafe`.
  *
- * `flush` is a barrier command; `checkpoint` is `flush` here (the exactly-once writers wrap this
- * writer with the checkpoint protocol of `checkpoint.ts`). Closing the scope after success runs a final barrier when anything was admitted
- * since the last one; after failure or interruption it only releases.
+ * `flush` is a barrier command; `checkpoint` is `flush` here (the exactly-once and file-loads
+ * writers wrap this writer with the checkpoint protocol of `checkpoint/protocol.ts`). Closing the
+ * scope after success runs a final barrier when anything was admitted since the last one; after
+ * failure or interruption it only releases.
  *
  * @internal
  */
@@ -30,7 +32,16 @@ import { RetryPolicy } from "../../Sink/RetryPolicy.ts"
 import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as actions from "./actions.ts"
-import type { Accounted, Backend, Core, Prepared, Slice, WriterOptions } from "./backend.ts"
+import type {
+  Accounted,
+  Admission,
+  Core,
+  CoreOptions,
+  Prepared,
+  Slice,
+  StagingOptions,
+  WriterOptions
+} from "./backend.ts"
 import * as failureRouting from "./failureRouting.ts"
 import * as flowControl from "./flowControl.ts"
 import type { Permit } from "./flowControl.ts"
@@ -76,12 +87,44 @@ export const maxStagedSlices = 4
 export const tickInterval = "100 millis"
 
 /**
- * Builds a writer on the core in the current scope.
+ * Builds a writer on the core in the current scope, with both seams of a delivering method.
  *
  * @internal
  */
-export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P = never, EH extends E = E>(
-  options: WriterOptions<A, S, I, B, O, Ev, F, E, R, EH>
+export const make = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R, P = never, EH extends E = E>(
+  options: WriterOptions<A, S, I, B, O, F, E, R, EH>
+): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
+  build<A, S, I, B, O, F, E, R, P, EH>(
+    options,
+    { retry: RetryPolicy.toSchedule(options.retry), recovery: RetryPolicy.toSchedule(options.recovery) },
+    (core) => Effect.map(options.backend(core), (backend) => ({ admission: backend, delivery: backend }))
+  )
+
+/**
+ * Builds a writer on the core's admission alone, for a method that stages its records and commits
+ * them at checkpoints through a committer of its own: nothing is sent, retried or judged here.
+ *
+ * @internal
+ */
+export const makeStaging = <A, S, I extends Accounted, F extends FailedElement, E, R, P = never, EH extends E = E>(
+  options: StagingOptions<A, S, I, F, E, R, EH>
+): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
+  build<A, S, I, never, never, F, E, R, P, EH>(
+    options,
+    undefined,
+    (core) => Effect.map(options.admission(core), (admission) => ({ admission, delivery: undefined }))
+  )
+
+const build = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R, P, EH extends E>(
+  options: CoreOptions<F, E, R, EH>,
+  schedules: ownerState.OwnerContext<S, I, B, O, F, E, R>["schedules"],
+  seamsOf: (
+    core: Core<I, B, F, E>
+  ) => Effect.Effect<
+    { readonly admission: Admission<A, S, F, E, R> } & owner.Seams<S, I, B, O, F, E, R>,
+    EH,
+    R | Scope.Scope
+  >
 ): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
   Effect.gen(function*() {
     const context = yield* Effect.context<R>()
@@ -91,11 +134,10 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
     const flow = yield* flowControl.make(options.limits)
     const staged = yield* Semaphore.make(maxStagedSlices)
     const failed = yield* Deferred.make<never, E>()
-    const commands = yield* Queue.bounded<ownerState.Command<S, I, B, O, Ev, F, E>>(commandCapacity)
+    const commands = yield* Queue.bounded<ownerState.Command<S, I, B, O, F, E>>(commandCapacity)
     const fibers = yield* FiberSet.make<unknown, unknown>()
     const state = ownerState.makeState<E>()
-    let backend: Backend<A, S, I, B, O, Ev, F, E, R> | undefined
-    const ctx: ownerState.OwnerContext<S, I, B, O, Ev, F, E, R> = {
+    const ctx: ownerState.OwnerContext<S, I, B, O, F, E, R> = {
       state,
       commands,
       fibers,
@@ -105,46 +147,72 @@ export const make = <A, S, I extends Accounted, B, O, Ev, F extends FailedElemen
       metrics: options.metrics,
       release: flow.release,
       unstage: staged.release(1),
-      schedules: { retry: RetryPolicy.toSchedule(options.retry), recovery: RetryPolicy.toSchedule(options.recovery) },
+      schedules,
       context,
-      backend: undefined,
+      admission: undefined,
+      delivery: undefined,
       maxRequests: options.limits.maxRequests ?? Number.POSITIVE_INFINITY,
-      queued: [],
-      call: (batch) => Effect.suspend(() => (backend === undefined ? Effect.never : backend.call(batch)))
+      queued: []
     }
-    const core: Core<I, B, Ev, F, E> = actions.makeCore(ctx)
-    const built: Backend<A, S, I, B, O, Ev, F, E, R> = yield* options.backend(core)
-    backend = built
-    ctx.backend = built
+    const core = actions.makeCore(ctx)
+    const seams = yield* seamsOf(core)
+    ctx.admission = seams.admission
+    ctx.delivery = seams.delivery
     // The gauges this writer moved go back to where it found them, however it ends.
     yield* Effect.addFinalizer(() => actions.releaseGauges(state))
-    yield* owner.run(ctx, core, built).pipe(
-      Effect.provideService(Scheduler.Scheduler, ownerSchedulerFor(yield* Scheduler.Scheduler)),
-      Effect.provideContext(context),
-      Effect.forkScoped
-    )
-    // one tick at most waits in the queue: while the owner is busy, ticks would only fill it
-    const tick = Effect.suspend(() => {
-      if (state.tickPending) return Effect.void
-      state.tickPending = true
-      return Effect.asVoid(Queue.offer(commands, { _tag: "Tick" }))
-    })
-    yield* tick.pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped)
-    const writer = admission<A, S, I, B, O, Ev, F, E, R, P>(built, { commands, failed, flow, staged, counters, state })
-    // Closing after success is the end of input: a barrier, unless nothing was admitted since the
-    // last one (the sink's own final flush, or the caller's, already flushed the handler: a second
-    // flush would only run it again). A finalizer has no error channel, so a failure of this flush
-    // is a defect: call `flush` before closing to get it typed. A failed writer is only released.
-    yield* Effect.addFinalizer((exit) =>
-      Exit.isSuccess(exit) && state.failure === undefined && ownerState.unflushed(state)
-        ? Effect.orDie(writer.flush)
-        : Effect.void
-    )
+    yield* startOwner(ctx, core, seams)
+    yield* ticker(state, commands)
+    const parts: Parts<S, I, B, O, F, E> = { commands, failed, flow, staged, counters, state }
+    const writer = admission<A, S, I, B, O, F, E, R, P>(seams.admission, parts)
+    yield* flushAtClose(state, writer)
     return writer
   })
 
-interface Parts<S, I, B, O, Ev, F, E> {
-  readonly commands: Queue.Queue<ownerState.Command<S, I, B, O, Ev, F, E>>
+/** Forks the owner fiber in the scope, on the owner's scheduler, with the handler's context. */
+const startOwner = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: ownerState.OwnerContext<S, I, B, O, F, E, R>,
+  core: Core<I, B, F, E>,
+  seams: owner.Seams<S, I, B, O, F, E, R>
+): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    yield* owner.run(ctx, core, seams).pipe(
+      Effect.provideService(Scheduler.Scheduler, ownerSchedulerFor(yield* Scheduler.Scheduler)),
+      Effect.provideContext(ctx.context),
+      Effect.forkScoped
+    )
+  })
+
+/**
+ * Closing after success is the end of input: a barrier, unless nothing was admitted since the
+ * last one (the sink's own final flush, or the caller's, already flushed the handler: a second
+ * flush would only run it again). A finalizer has no error channel, so a failure of this flush
+ * is a defect: call `flush` before closing to get it typed. A failed writer is only released.
+ */
+const flushAtClose = <E>(
+  state: ownerState.State<E>,
+  writer: { readonly flush: Effect.Effect<void, E> }
+): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.addFinalizer((exit) =>
+    Exit.isSuccess(exit) && state.failure === undefined && ownerState.unflushed(state)
+      ? Effect.orDie(writer.flush)
+      : Effect.void
+  )
+
+/** The owner's tick, on a fiber of the scope: one tick at most waits in the queue (while the owner is busy, ticks would only fill it). */
+const ticker = <S, I, B, O, F, E>(
+  state: ownerState.State<E>,
+  commands: Queue.Queue<ownerState.Command<S, I, B, O, F, E>>
+): Effect.Effect<void, never, Scope.Scope> => {
+  const tick = Effect.suspend(() => {
+    if (state.tickPending) return Effect.void
+    state.tickPending = true
+    return Effect.asVoid(Queue.offer(commands, { _tag: "Tick" }))
+  })
+  return Effect.asVoid(tick.pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped))
+}
+
+interface Parts<S, I, B, O, F, E> {
+  readonly commands: Queue.Queue<ownerState.Command<S, I, B, O, F, E>>
   readonly failed: Deferred.Deferred<never, E>
   readonly flow: flowControl.FlowController
   /** Slices offered and not yet taken by the owner (`maxStagedSlices`). */
@@ -164,8 +232,8 @@ const chargeOf = (routed: ReadonlyArray<FailedElement>, maxBytes: number): Permi
   return bytes === 0 ? undefined : { units: 0, bytes: Math.min(bytes, maxBytes) }
 }
 
-type Offer<S, I, B, O, Ev, F, E> = (
-  command: ownerState.Command<S, I, B, O, Ev, F, E>,
+type Offer<S, I, B, O, F, E> = (
+  command: ownerState.Command<S, I, B, O, F, E>,
   slice: Slice<S> | undefined,
   routedPermit?: Permit
 ) => Effect.Effect<void, E>
@@ -175,11 +243,11 @@ type Offer<S, I, B, O, Ev, F, E> = (
  * their payloads hold bytes (an oversize row is up to 10 MiB), on a command of their own charged
  * those bytes in the in-flight bound until the handler has them.
  */
-const offerAll = <S, I, B, O, Ev, F extends FailedElement, E>(
+const offerAll = <S, I, B, O, F extends FailedElement, E>(
   prepared: Prepared<S, F>,
   routedDone: Deferred.Deferred<void, E> | undefined,
   maxBytes: number,
-  offer: Offer<S, I, B, O, Ev, F, E>
+  offer: Offer<S, I, B, O, F, E>
 ): Effect.Effect<void, E> =>
   Effect.gen(function*() {
     const slices = prepared.slices
@@ -207,13 +275,13 @@ const offerAll = <S, I, B, O, Ev, F extends FailedElement, E>(
  * given back, and the offer uncounted, when a wait is interrupted. A slice takes a staging place
  * too; routed records only their in-flight bytes.
  */
-const enqueuer = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E>(
-  parts: Parts<S, I, B, O, Ev, F, E>
+const enqueuer = <S, I extends Accounted, B, O, F extends FailedElement, E>(
+  parts: Parts<S, I, B, O, F, E>
 ) => {
   const { commands, failed, flow, staged, state } = parts
   const orFailed = orFailedWith(failed)
   const sendAll = Effect.asVoid(Queue.offer(commands, { _tag: "SendAll" }))
-  return (command: ownerState.Command<S, I, B, O, Ev, F, E>, permit: Permit | undefined, stage: boolean) =>
+  return (command: ownerState.Command<S, I, B, O, F, E>, permit: Permit | undefined, stage: boolean) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         if (permit !== undefined) {
@@ -240,16 +308,16 @@ const enqueuer = <S, I extends Accounted, B, O, Ev, F extends FailedElement, E>(
 }
 
 /** The caller-side admission of one prepared run: each slice takes its permit, then is offered. */
-const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R>(
-  backend: Backend<A, S, I, B, O, Ev, F, E, R>,
-  parts: Parts<S, I, B, O, Ev, F, E>
+const admitter = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  backend: Admission<A, S, F, E, R>,
+  parts: Parts<S, I, B, O, F, E>
 ): (records: ReadonlyArray<A>) => Effect.Effect<void, E> => {
   const { failed, flow } = parts
   const limits = { maxUnits: flow.maxUnits, maxBytes: flow.maxBytes }
   const orFailed = orFailedWith(failed)
   const enqueue = enqueuer(parts)
 
-  const offer: Offer<S, I, B, O, Ev, F, E> = (command, slice, routedPermit) =>
+  const offer: Offer<S, I, B, O, F, E> = (command, slice, routedPermit) =>
     Effect.suspend(() => {
       // The fast path (permits free, queue not full) takes no race: a race forks two fibers.
       if (Deferred.isDoneUnsafe(failed)) return Deferred.await(failed)
@@ -279,9 +347,9 @@ const admitter = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, 
 }
 
 /** The caller-side half: `write` (prepare, permits, offer), `flush`, `checkpoint`, `summary`. */
-const admission = <A, S, I extends Accounted, B, O, Ev, F extends FailedElement, E, R, P>(
-  backend: Backend<A, S, I, B, O, Ev, F, E, R>,
-  parts: Parts<S, I, B, O, Ev, F, E>
+const admission = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R, P>(
+  backend: Admission<A, S, F, E, R>,
+  parts: Parts<S, I, B, O, F, E>
 ): Writer<A, E, P> => {
   const { commands, counters, failed } = parts
   const orFailed = orFailedWith(failed)

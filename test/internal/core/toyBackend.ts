@@ -56,7 +56,7 @@ export const makeService = (): Service => ({
 
 const toy =
   (service: Service, batchSize: number, gate: Deferred.Deferred<void> | undefined) =>
-  (core: Core<Item, ReadonlyArray<Item>, never, FailedElement, unknown>) =>
+  (core: Core<Item, ReadonlyArray<Item>, FailedElement, unknown>) =>
     Effect.sync(
       (): Backend<
         string,
@@ -64,7 +64,6 @@ const toy =
         Item,
         ReadonlyArray<Item>,
         Outcome,
-        never,
         FailedElement,
         unknown,
         never
@@ -109,7 +108,6 @@ const toy =
               }
             }),
           cutAll: cut,
-          tick: () => Effect.void,
           call: (batch) =>
             Effect.gen(function*() {
               service.calls++
@@ -151,10 +149,6 @@ const toy =
               for (const item of items) item.attempts++
               return core.send(items)
             }),
-          repair: () => Effect.void,
-          onEvent: () => Effect.void,
-          onResolved: () => Effect.void,
-          busy: () => false,
           evictIdle: () =>
             service.evictDies ? Effect.die(new Error("evictIdle died")) : Effect.sync(() => void service.evictions++),
           stallMessage: () => ({ message: "stalled", destinations: "" })

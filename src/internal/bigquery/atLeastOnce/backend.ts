@@ -49,13 +49,15 @@ export interface Request {
 /** @internal */
 export type Outcome = Exit.Exit<PendingAppend.Outcome, BigQueryError>
 
-/** The backend's own commands to its owner. @internal */
-export type Event = OnOwner | Opened
-
-/** A step run on the owner fiber with the open destinations (the exactly-once checkpoint reads them so). @internal */
-export interface OnOwner {
-  readonly _tag: "OnOwner"
-  readonly run: (destinations: ReadonlyMap<string, Destination.Destination>) => Effect.Effect<void>
+/**
+ * The core a BigQuery writer runs on, and the open destinations its owner-side steps read (the
+ * exactly-once checkpoint reads them with a step sent through `core.offer`).
+ *
+ * @internal
+ */
+export interface OwnerView<E> {
+  readonly core: BigQueryCore<E>
+  readonly destinations: ReadonlyMap<string, Destination.Destination>
 }
 
 /**
@@ -89,7 +91,7 @@ export interface Mode {
 }
 
 /** The BigQuery backend's core. @internal */
-export type BigQueryCore<E> = Core<Accounted, Request, Event, BigQueryFailure, E>
+export type BigQueryCore<E> = Core<Accounted, Request, BigQueryFailure, E>
 
 /**
  * A destination's open (schema read, table proven or created) finished on its own fiber: the
@@ -110,7 +112,6 @@ export type BigQueryBackend<A, E, R> = Backend<
   Accounted,
   Request,
   Outcome,
-  Event,
   BigQueryFailure,
   E,
   R
@@ -311,7 +312,7 @@ const admit = <A, E, R>(
           // too: an open that never reports leaves the table opening and every barrier waiting
           Effect.catchDefect((defect) => Effect.fail(openDied(rows.key, defect))),
           Effect.result,
-          Effect.flatMap((result) => st.core.offer({ _tag: "Opened", key: rows.key, result }))
+          Effect.flatMap((result) => st.core.offer(opened(st, { _tag: "Opened", key: rows.key, result })))
         )
     )
   })
@@ -495,6 +496,8 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
   BigQueryBackend<A, BigQueryError | E, R> & {
     /** What `prepare` keeps per destination on the caller's side (bounded by eviction). */
     readonly prepareEnv: Prepare.Env<A>
+    /** The open destinations (the owner's: read by steps run on it). */
+    readonly destinations: ReadonlyMap<string, Destination.Destination>
   },
   never,
   Scope.Scope
@@ -513,7 +516,6 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       cutAll: Effect.suspend(() =>
         Effect.forEach(st.destinations.values(), (d) => cut(st, d, true), { discard: true })
       ),
-      tick: () => Effect.void,
       call: (request) =>
         Effect.exit(
           mode === undefined
@@ -521,13 +523,10 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
             : mode.call(request)
         ),
       judge: (request, outcome) => judge(st, request, outcome),
-      resend: () => Effect.void,
-      repair: () => Effect.void,
-      onEvent: (event) => (event._tag === "Opened" ? opened(st, event) : event.run(st.destinations)),
-      onResolved: () => Effect.void,
       busy: () => st.opening.size > 0,
       evictIdle: (now) => evictIdle(st, now),
       stallMessage: (waited) => stallMessage(st, waited),
-      prepareEnv: st.prepareEnv
+      prepareEnv: st.prepareEnv,
+      destinations: st.destinations
     }
   })

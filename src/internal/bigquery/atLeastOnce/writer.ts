@@ -48,7 +48,8 @@ export const make = <A, E, R>(
 
 /**
  * `make` with the exactly-once mode plugged in (`exactlyOnce/mode.ts`), handing the core the backend
- * runs on to `onCore` (the checkpoint's participant reaches the owner through it).
+ * runs on and its open destinations to `onOwner` (the checkpoint's participant reaches the owner
+ * through it).
  *
  * @internal
  */
@@ -56,7 +57,7 @@ export const makeWith = <A, E, R>(
   settings: Settings<A, E, R>,
   exactlyOnce?: {
     readonly mode: (client: BigQueryClientService) => Backend.Mode
-    readonly onCore: (core: Backend.BigQueryCore<BigQueryError | E>) => void
+    readonly onOwner: (owner: Backend.OwnerView<BigQueryError | E>) => void
   }
 ): Effect.Effect<Writer<A, BigQueryError | E>, E, BigQueryClient | R | Scope.Scope> =>
   Effect.gen(function*() {
@@ -68,7 +69,6 @@ export const makeWith = <A, E, R>(
       Accounted,
       Backend.Request,
       Backend.Outcome,
-      Backend.Event,
       BigQueryFailure,
       BigQueryError | E,
       R,
@@ -87,10 +87,11 @@ export const makeWith = <A, E, R>(
         inFlightRequests: metrics.inFlightBatches,
         perDestination: s.perDestinationMetrics
       },
-      backend: (bqCore) => {
-        exactlyOnce?.onCore(bqCore)
-        return Backend.make(settings, client, exactlyOnce?.mode(client))(bqCore)
-      }
+      backend: (bqCore) =>
+        Effect.tap(
+          Backend.make(settings, client, exactlyOnce?.mode(client))(bqCore),
+          (built) => Effect.sync(() => exactlyOnce?.onOwner({ core: bqCore, destinations: built.destinations }))
+        )
     })
   }).pipe(
     // the deadline of the client's unary calls (GetWriteStream, tables.*), inherited by the writer's fibers

@@ -20,7 +20,7 @@ import { BigQueryError, RequestRejected, RetriesExhausted } from "../../../BigQu
 import type { Participant } from "../../checkpoint/protocol.ts"
 import { toSchedule } from "../../core/retrySchedule.ts"
 import { Code, name as codeName } from "../../wire/grpcStatus.ts"
-import type { BigQueryCore } from "../atLeastOnce/backend.ts"
+import type { OwnerView } from "../atLeastOnce/backend.ts"
 import type * as Destination from "../atLeastOnce/destination.ts"
 import type { Settings } from "../options.ts"
 import type { StreamFailure } from "../transport/connection.ts"
@@ -47,16 +47,13 @@ export type Commit = typeof Commit.Type
  * that failed after the drain drops the question, and the answer never comes.
  */
 const onOwner = <X, E>(
-  core: BigQueryCore<E>,
+  owner: OwnerView<E>,
   f: (destinations: ReadonlyMap<string, Destination.Destination>) => X
 ): Effect.Effect<X, E> =>
   Effect.gen(function*() {
     const done = yield* Deferred.make<X>()
-    yield* core.offer({
-      _tag: "OnOwner",
-      run: (destinations) => Effect.asVoid(Deferred.succeed(done, f(destinations)))
-    })
-    return yield* Effect.raceFirst(Deferred.await(done), core.failure)
+    yield* owner.core.offer(Effect.suspend(() => Effect.asVoid(Deferred.succeed(done, f(owner.destinations)))))
+    return yield* Effect.raceFirst(Deferred.await(done), owner.core.failure)
   })
 
 /** The commits of every destination whose stream has rows; each marked prepared (evictable once equal). */
@@ -161,7 +158,7 @@ export interface Sizes {
 export const make = <A, E, R, EC>(
   client: BigQueryClientService,
   settings: Settings<A, E, R>,
-  core: () => BigQueryCore<EC>,
+  owner: () => OwnerView<EC>,
   restored: Map<string, Restored>
 ): Participant<Commit, BigQueryError | EC> & { readonly sizes: () => Sizes } => {
   // what this writer flushed, by stream: a checkpoint with nothing new there does not flush it again
@@ -169,7 +166,7 @@ export const make = <A, E, R, EC>(
   return {
     sizes: () => ({ flushed: flushed.size, restored: restored.size }),
     commitSchema: Commit,
-    prepare: Effect.suspend(() => onOwner(core(), prepared)),
+    prepare: Effect.suspend(() => onOwner(owner(), prepared)),
     commit: (commits) =>
       Effect.forEach(commits, (commit) =>
         flushed.get(commit.stream) === commit.offset

@@ -17,7 +17,7 @@ import type { Writer } from "../../../Sink/Writer.ts"
 import type { WriteSummary } from "../../../Sink/WriteSummary.ts"
 import * as checkpoint from "../../checkpoint/protocol.ts"
 import * as checkpointSink from "../../checkpoint/sink.ts"
-import type { BigQueryCore } from "../atLeastOnce/backend.ts"
+import type { OwnerView } from "../atLeastOnce/backend.ts"
 import * as writer from "../atLeastOnce/writer.ts"
 import type { Settings } from "../options.ts"
 import * as Mode from "./mode.ts"
@@ -47,14 +47,14 @@ export const make = <A, P, E, R>(
   Effect.gen(function*() {
     const client = yield* BigQueryClient
     const restored = new Map<string, Restored>()
-    let core: BigQueryCore<BigQueryError | E> | undefined
+    let owner: OwnerView<BigQueryError | E> | undefined
     const base = yield* writer.makeWith(settings, {
       mode: (c) => Mode.make(c, settings, restored),
-      onCore: (c) => void (core = c)
+      onOwner: (o) => void (owner = o)
     })
     const participant = Participant.make(client, settings, () => {
-      if (core === undefined) throw new Error("BigQuerySink: the writer core is not built")
-      return core
+      if (owner === undefined) throw new Error("BigQuerySink: the writer core is not built")
+      return owner
     }, restored)
     const exactlyOnce = yield* checkpoint.make({ name: "BigQuerySink", writer: base, resume, participant })
     probes.set(exactlyOnce, participant.sizes)

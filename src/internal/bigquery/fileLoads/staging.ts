@@ -111,13 +111,16 @@ export interface Staging {
   /**
    * Appends one Avro record to `destination`'s open file (opened with `schema` when none is); `size` is
    * the row's size as the caller measured it (the serialized row), counted toward `maxStagingFileBytes`.
+   * `true` when the row filled its file, which is then closed (its upload finished).
    */
   readonly append: (
     destination: TableDestination,
     schema: avro.Type,
     record: unknown,
     size: number
-  ) => Effect.Effect<void, BigQueryError>
+  ) => Effect.Effect<boolean, BigQueryError>
+  /** Closes every open file (their uploads finished); their committables wait for the next `closeAll`. */
+  readonly closeOpen: Effect.Effect<void, BigQueryError>
   /** Closes every open file; the committables of every file closed since the last call, by URI. */
   readonly closeAll: Effect.Effect<ReadonlyArray<Committable>, BigQueryError>
   /** The object names staged so far and not yet handed out (for tests). */
@@ -194,6 +197,15 @@ const encode = (file: OpenFile, record: unknown, size: number, uploadTimeout: Du
     }
   })
 
+/** Destroys the streams of every open file (their uploads are abandoned, never finished). */
+const abandonAll = (open: Map<string, OpenFile>): void => {
+  for (const file of open.values()) {
+    file.encoder.destroy()
+    file.upload.destroy()
+  }
+  open.clear()
+}
+
 /** The staging of one writer; open files are abandoned (uploads destroyed) when the scope closes. @internal */
 export const make = (options: StagingOptions): Effect.Effect<Staging, never, Scope.Scope> =>
   Effect.gen(function*() {
@@ -204,15 +216,7 @@ export const make = (options: StagingOptions): Effect.Effect<Staging, never, Sco
     const { bucket, prefix } = options.stagingPath
     const base = `${prefix.length === 0 ? "" : `${prefix}/`}${idPart(options.writerId)}`
 
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        for (const file of open.values()) {
-          file.encoder.destroy()
-          file.upload.destroy()
-        }
-        open.clear()
-      })
-    )
+    yield* Effect.addFinalizer(() => Effect.sync(() => abandonAll(open)))
 
     const append = (destination: TableDestination, schema: avro.Type, record: unknown, size: number) =>
       Effect.gen(function*() {
@@ -235,20 +239,24 @@ export const make = (options: StagingOptions): Effect.Effect<Staging, never, Sco
         }
         yield* encode(current, record, size, options.uploadTimeout)
         // the encoder emits whole (deflated) blocks, later: roll on the rows' own sizes, an upper bound
-        if (current.rowBytes >= options.maxStagingFileBytes) {
-          open.delete(path)
-          closed.push(yield* close(options, current))
-        }
+        if (current.rowBytes < options.maxStagingFileBytes) return false
+        open.delete(path)
+        closed.push(yield* close(options, current))
+        return true
       })
 
-    const closeAll = Effect.gen(function*() {
+    const closeOpen = Effect.gen(function*() {
       const files = [...open.values()]
       open.clear()
       const done = yield* Effect.forEach(files, (file) => close(options, file), { concurrency: "unbounded" })
-      const all = [...closed, ...done].toSorted((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0))
+      closed.push(...done)
+    })
+
+    const closeAll = Effect.map(closeOpen, () => {
+      const all = closed.toSorted((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0))
       closed.length = 0
       return all
     })
 
-    return { append, closeAll, openCount: () => open.size }
+    return { append, closeOpen, closeAll, openCount: () => open.size }
   })

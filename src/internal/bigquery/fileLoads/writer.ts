@@ -1,11 +1,18 @@
 /**
- * The file-loads writer and sink (reference 2.8) on the shared checkpoint protocol
- * (`internal/checkpoint/protocol.ts`):
+ * The file-loads writer and sink (reference 2.8): the writer core's admission seam
+ * (`core/writer.ts` `makeStaging`) under the shared checkpoint protocol
+ * (`internal/checkpoint/protocol.ts`), whose commit runs the load jobs:
  *
- * - `write`: per record resolve → serialize → Avro → the destination's open staging file (row
- *   failures routed to the handler; a staging I/O failure fails the write);
- * - checkpoint: drain (the handler's flush) → prepare = close every open file, one committable per
- *   file → save the record (compare-and-set) → commit = plan and run the deterministic load jobs;
+ * - `write` (caller fiber): per record resolve → serialize → Avro (row failures routed to the
+ *   handler through the core, the write returning once the handler has them), cut into slices that
+ *   take the core's in-flight permit: {@link maxInFlightBytesOf} bytes of rows not yet durable;
+ * - admission (owner fiber): each row appended to its destination's open staging file; its permit
+ *   comes back once its file is closed and uploaded (rolled at `maxStagingFileBytes`, or cut). A
+ *   write waiting for permits, and every barrier (`flush`, a checkpoint's drain), cut: every open
+ *   file is closed. A staging I/O failure fails the writer (the core's latch);
+ * - checkpoint: drain (open files closed, the handler's flush) → prepare = the committables of the
+ *   files closed since the last one → save the record (compare-and-set) → commit = plan and run the
+ *   deterministic load jobs;
  * - restore: the stored committables are committed again: finished jobs are re-attached, never re-run.
  *
  * @internal
@@ -31,8 +38,8 @@ import type { Writer } from "../../../Sink/Writer.ts"
 import type { WriteSummary } from "../../../Sink/WriteSummary.ts"
 import * as checkpoint from "../../checkpoint/protocol.ts"
 import * as checkpointSink from "../../checkpoint/sink.ts"
-import * as failureRouting from "../../core/failureRouting.ts"
-import * as summaryCounters from "../../core/summaryCounters.ts"
+import type { Accounted, Admission, AdmissionCore, Limits, Prepared, Slice } from "../../core/backend.ts"
+import * as core from "../../core/writer.ts"
 import { createResource } from "../atLeastOnce/destination.ts"
 import type { Settings } from "../options.ts"
 import * as Avro from "./avro.ts"
@@ -101,43 +108,140 @@ const runnerContext = <A, E, R>(
   createResource: (destination, schema) => createResource(settings, destination, schema)
 })
 
-/**
- * Stages one record: resolved, serialized, converted to Avro and appended to its destination's open
- * file; an unroutable record, a serializer failure or a value Avro cannot hold is routed.
- */
-const stageRecord = <A, E, R>(
-  settings: Settings<A, E, R>,
-  router: failureRouting.FailureRouter<BigQueryFailure, E, R>,
-  staging: Staging.Staging,
-  counters: summaryCounters.SummaryCounters,
-  stateOf: (destination: TableDestination.TableDestination) => Effect.Effect<DestinationState, BigQueryError>
-) =>
-(record: A) =>
-  Effect.gen(function*() {
-    const resolution = settings.resolve(record)
-    if (TableDestination.isUnroutable(resolution)) {
-      return yield* router.route(unroutableRecord({ message: resolution.reason, payload: resolution.payload }))
-    }
-    const key = resolution.toString()
-    const state = yield* stateOf(resolution)
-    const row = settings.serializer.serialize(record, resolution)
-    if (row === null) return counters.add(key, "recordsSkipped", 1)
-    if (row instanceof RowSerializer.RowSerializationError) {
-      return yield* router.route(failedRow({ destination: key, message: row.message, cause: row }))
-    }
-    const converted = state.converter.convert(row)
-    if (converted instanceof Avro.AvroError) {
-      const message = converted.path === "" ? converted.reason : `${converted.path}: ${converted.reason}`
-      return yield* router.route(failedRow({ destination: key, message, payload: row, cause: converted }))
-    }
-    yield* staging.append(resolution, state.type, converted, row.length)
-    counters.add(key, "recordsWritten", 1)
-    counters.add(key, "bytesWritten", row.length)
-  })
+/** One staged row: accounted by the core from admission until its file is uploaded. */
+interface Row extends Accounted {
+  readonly destination: TableDestination.TableDestination
+  readonly type: avro.Type
+  readonly record: unknown
+}
 
 /**
- * What both forms share: the staging writer (`write` stages, `flush` drains the handler) and the
- * participant that closes the open files (`prepare`) and loads them (`commit`).
+ * The bound of the writer's backpressure: bytes of admitted rows (as serialized) whose staging file
+ * is not yet closed and uploaded, four staging files' worth (`maxStagingFileBytes`, 64 MiB by
+ * default), so a destination's file still rolls at its size. A write waits past it, once every open
+ * file was cut (closed and uploaded).
+ *
+ * @internal
+ */
+export const maxInFlightBytesOf = (files: FileLoadsSettings): number =>
+  Math.min(4 * files.maxStagingFileBytes, Number.MAX_SAFE_INTEGER)
+
+/** Records prepared per `prepare` call (a slice is admitted while the next run is prepared). */
+const sliceRecords = 1000
+
+/** Rows cut into slices within `limits` (a row over the bytes bound takes the whole bound). */
+const slicesOf = (rows: ReadonlyArray<Row>, limits: Limits): Array<Slice<ReadonlyArray<Row>>> => {
+  const slices: Array<Slice<ReadonlyArray<Row>>> = []
+  let payload: Array<Row> = []
+  let bytes = 0
+  let permitBytes = 0
+  const push = () => {
+    if (payload.length > 0) slices.push({ payload, units: payload.length, bytes, permitBytes })
+    payload = []
+    bytes = 0
+    permitBytes = 0
+  }
+  for (const row of rows) {
+    if (permitBytes + row.permitBytes > limits.maxBytes || payload.length >= limits.maxUnits) push()
+    payload.push(row)
+    bytes += row.bytes
+    permitBytes += row.permitBytes
+  }
+  push()
+  return slices
+}
+
+/**
+ * The admission's `prepare` (caller fiber): each record resolved, serialized and converted to Avro;
+ * an unroutable record, a serializer failure or a value Avro cannot hold is routed.
+ */
+const preparer = <A, E, R>(
+  settings: Settings<A, E, R>,
+  stateOf: (destination: TableDestination.TableDestination) => Effect.Effect<DestinationState, BigQueryError>
+) =>
+(
+  records: ReadonlyArray<A>,
+  limits: Limits
+): Effect.Effect<Prepared<ReadonlyArray<Row>, BigQueryFailure>, BigQueryError> =>
+  Effect.gen(function*() {
+    const rows: Array<Row> = []
+    const routed: Array<BigQueryFailure> = []
+    const skipped: Array<string> = []
+    for (const record of records) {
+      const resolution = settings.resolve(record)
+      if (TableDestination.isUnroutable(resolution)) {
+        routed.push(unroutableRecord({ message: resolution.reason, payload: resolution.payload }))
+        continue
+      }
+      const key = resolution.toString()
+      const state = yield* stateOf(resolution)
+      const row = settings.serializer.serialize(record, resolution)
+      if (row === null) skipped.push(key)
+      else if (row instanceof RowSerializer.RowSerializationError) {
+        routed.push(failedRow({ destination: key, message: row.message, cause: row }))
+      } else {
+        const converted = state.converter.convert(row)
+        if (converted instanceof Avro.AvroError) {
+          const message = converted.path === "" ? converted.reason : `${converted.path}: ${converted.reason}`
+          routed.push(failedRow({ destination: key, message, payload: row, cause: converted }))
+        } else {
+          const size = row.length
+          const permitBytes = Math.min(size, limits.maxBytes)
+          rows.push({
+            key,
+            units: 1,
+            bytes: size,
+            permitBytes,
+            destination: resolution,
+            type: state.type,
+            record: converted
+          })
+        }
+      }
+    }
+    return { slices: slicesOf(rows, limits), routed, skipped }
+  })
+
+/** The rows of each destination's open file, given back to the core once their file is uploaded. */
+type OpenRows = Map<string, Array<Row>>
+
+/** The admission's `admit` (owner fiber): each row appended to its destination's open file, counted as written. */
+const admitRows =
+  <E>(c: AdmissionCore<Row, BigQueryFailure, E>, staging: Staging.Staging, open: OpenRows) =>
+  (rows: ReadonlyArray<Row>): Effect.Effect<void, BigQueryError> =>
+    Effect.gen(function*() {
+      for (const row of rows) {
+        const rolled = yield* staging.append(row.destination, row.type, row.record, row.bytes)
+        c.counters.add(row.key, "recordsWritten", 1)
+        c.counters.add(row.key, "bytesWritten", row.bytes)
+        const pending = open.get(row.key)
+        if (pending === undefined) open.set(row.key, [row])
+        else pending.push(row)
+        if (rolled) {
+          yield* c.resolved(open.get(row.key) ?? [])
+          open.delete(row.key)
+        }
+      }
+    })
+
+/** The admission's `cutAll` (owner fiber): every open file closed and uploaded, its rows given back. */
+const cutRows = <E>(
+  c: AdmissionCore<Row, BigQueryFailure, E>,
+  staging: Staging.Staging,
+  open: OpenRows
+): Effect.Effect<void, BigQueryError> =>
+  Effect.andThen(
+    staging.closeOpen,
+    Effect.suspend(() => {
+      const rows = [...open.values()].flat()
+      open.clear()
+      return c.resolved(rows)
+    })
+  )
+
+/**
+ * What both forms share: the staging writer on the core's admission (`write` stages, `flush` cuts
+ * and drains) and the participant that hands the closed files over (`prepare`) and loads them (`commit`).
  */
 const build = <A, E, R>(
   settings: Settings<A, E, R>,
@@ -154,9 +258,6 @@ const build = <A, E, R>(
   Effect.gen(function*() {
     const client = yield* BigQueryClient
     const gcs = yield* GcsClient
-    const context = yield* Effect.context<R>()
-    const counters = summaryCounters.make()
-    const router = yield* failureRouting.make<BigQueryFailure, E, R>(settings.failureHandler, counters)
     const staging = yield* Staging.make({
       storage: gcs.storage,
       stagingPath: files.stagingPath,
@@ -166,21 +267,27 @@ const build = <A, E, R>(
     })
     // the schema of a destination is captured at its first record, for the writer's lifetime
     const destinations = new Map<string, DestinationState>()
-    const stateOf = destinationState(settings, destinations)
-    const writeOne = stageRecord(settings, router, staging, counters, stateOf)
-
-    const base: Writer<A, BigQueryError | E> = {
-      write: (records) => Effect.provideContext(Effect.forEach(records, writeOne, { discard: true }), context),
-      // staged files are left alone: they become visible at the next checkpoint
-      flush: Effect.provideContext(router.flush, context),
-      checkpoint: () => Effect.void,
-      summary: Effect.sync(() => counters.snapshot())
-    }
-
+    const prepare = preparer(settings, destinationState(settings, destinations))
+    const open: OpenRows = new Map()
+    const base = yield* core.makeStaging({
+      handler: settings.failureHandler,
+      limits: { maxUnits: Number.MAX_SAFE_INTEGER, maxBytes: maxInFlightBytesOf(files) },
+      metrics: { perDestination: false },
+      admission: (c: AdmissionCore<Row, BigQueryFailure, BigQueryError | E>) =>
+        Effect.succeed<Admission<A, ReadonlyArray<Row>, BigQueryFailure, BigQueryError | E, R>>({
+          name: "BigQuerySink.fileLoads",
+          // a record routed as it is prepared fails the write that brought it when the handler fails
+          writeAwaitsRouted: true,
+          sliceRecords,
+          prepare,
+          admit: admitRows(c, staging, open),
+          cutAll: cutRows(c, staging, open)
+        })
+    })
     const ctx = runnerContext(settings, files, client, gcs.storage, destinations)
-
     const participant: checkpoint.Participant<Committable, BigQueryError | E> = {
       commitSchema: CommittableSchema,
+      // after the drain every file is closed: the committables of those closed since the last checkpoint
       prepare: staging.closeAll,
       commit: (commits) => Effect.asVoid(Runner.commit(ctx, commits)),
       restore: () => Effect.void

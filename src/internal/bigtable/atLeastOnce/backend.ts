@@ -21,7 +21,7 @@ import * as prepare from "./prepare.ts"
 import type { Item } from "./prepare.ts"
 import * as repair from "./repair.ts"
 import * as state from "./state.ts"
-import type { BigtableCore, Event, Request, State, WriterError } from "./state.ts"
+import type { BigtableCore, Request, State, WriterError } from "./state.ts"
 import { judge } from "./verdict.ts"
 
 /** The Bigtable backend's type on the core. @internal */
@@ -31,7 +31,6 @@ export type BigtableBackend<A, EH, R> = Backend<
   Item,
   Request,
   ReadonlyArray<EntryStatus>,
-  Event,
   FailedMutation,
   WriterError<EH>,
   R
@@ -100,9 +99,7 @@ export const make = <A, EH, R>(
         Effect.tap(judge(st, items, statuses), (v) => dispatch.answered(st, items, v.terminal === undefined)),
       resend: (items) => dispatch.resend(st, items),
       repair: (items) => repair.repairAll(st, items),
-      onEvent: (event) => repair.onEvent(st, event),
       onResolved: (items) => onResolved(st, items),
-      busy: () => false,
       evictIdle: (now) => Effect.sync(() => evictIdle(st, now)),
       stallMessage: (waited) => stallMessage(st, waited)
     }

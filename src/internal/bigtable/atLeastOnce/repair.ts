@@ -24,7 +24,7 @@ import { isMissingFamily } from "../transport/classify.ts"
 import * as batcher from "./batcher.ts"
 import { dispatch } from "./dispatch.ts"
 import type { Item } from "./prepare.ts"
-import type { Dest, EnsureResults, Event, Repair, State } from "./state.ts"
+import type { Dest, EnsureResults, Repair, State } from "./state.ts"
 
 /** Starts a round of `admin.ensure` over the tables under repair, unless one is under way. @internal */
 export const startRound = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =>
@@ -43,8 +43,9 @@ export const startRound = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =
       Effect.forEach(tables, ({ key, table }) =>
         Effect.map(Effect.exit(admin.ensure(st.client, table, declared)), (exit) => ({ key, exit }))).pipe(
           Effect.withSpan("BigtableSink.ensureTables", { attributes: { "bigtable.tables": keys.length } }),
+          // the results are booked on the owner
           Effect.flatMap((results) =>
-            st.core.offer({ _tag: "Ensured", results })
+            st.core.offer(onEnsured(st, results))
           )
         )
     )
@@ -71,13 +72,13 @@ export const scheduleRound = <A, EH, R>(st: State<A, EH, R>, cause: unknown): Ef
     return st.core.after(
       "recovery",
       attempts,
-      { _tag: "RepairDue" },
+      onRepairDue(st),
       () => new BigtableError({ reason: new RecoveryExhausted({ table, attempts, cause }) }),
       cause
     )
   })
 
-/** A `RepairDue` command: the backoff is over. @internal */
+/** The end of a round's backoff (a step on the owner). @internal */
 export const onRepairDue = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =>
   Effect.suspend(() => {
     if (st.repair !== undefined) st.repair.busy = false
@@ -119,7 +120,7 @@ export const open = <A, EH, R>(st: State<A, EH, R>, item: Item): Effect.Effect<D
     return dest
   })
 
-/** An `Ensured` command: a round's results; repaired tables get their held and parked entries. @internal */
+/** A round's results (a step on the owner); repaired tables get their held and parked entries. @internal */
 export const onEnsured = <A, EH, R>(st: State<A, EH, R>, results: EnsureResults): Effect.Effect<void> =>
   Effect.gen(function*() {
     const repair = st.repair
@@ -215,7 +216,3 @@ export const repairAll = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Re
       discard: true
     }
   )
-
-/** A backend command: a round's results, or the end of a round's backoff. @internal */
-export const onEvent = <A, EH, R>(st: State<A, EH, R>, event: Event): Effect.Effect<void> =>
-  event._tag === "Ensured" ? onEnsured(st, event.results) : onRepairDue(st)

@@ -28,16 +28,11 @@ export type EnsureResults = ReadonlyArray<
   { readonly key: string; readonly exit: Exit.Exit<admin.EnsureResult, BigtableError> }
 >
 
-/** The backend's own owner commands: a repair round's results, and the end of its backoff. @internal */
-export type Event =
-  | { readonly _tag: "Ensured"; readonly results: EnsureResults }
-  | { readonly _tag: "RepairDue" }
-
 /** One MutateRows request: entries of one table. @internal */
 export type Request = ReadonlyArray<Item>
 
 /** The writer core as the Bigtable backend sees it. @internal */
-export type BigtableCore<EH> = Core<Item, Request, Event, FailedMutation, WriterError<EH>>
+export type BigtableCore<EH> = Core<Item, Request, FailedMutation, WriterError<EH>>
 
 /** One open table: its batch, the entries held while it is repaired, its in-flight count. @internal */
 export interface Dest {

@@ -1,6 +1,7 @@
 /**
- * The exactly-once Bigtable writer (reference 3.5, DESIGN 6): the writer core with a staging
- * backend, wrapped in the shared checkpoint protocol (`checkpoint/protocol.ts`).
+ * The exactly-once Bigtable writer (reference 3.5, DESIGN 6): the writer core's admission seam
+ * (`core/writer.ts` `makeStaging`: nothing is sent from the owner), wrapped in the shared checkpoint
+ * protocol (`checkpoint/protocol.ts`), whose committer sends.
  *
  * **Details**
  *
@@ -37,7 +38,7 @@ import type { CheckpointError, Resume } from "../../../Sink/Checkpoint.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Writer } from "../../../Sink/Writer.ts"
 import * as checkpoint from "../../checkpoint/protocol.ts"
-import type { Accounted, Backend, Core, Prepared as CorePrepared } from "../../core/backend.ts"
+import type { Accounted, Admission, AdmissionCore, Prepared as CorePrepared } from "../../core/backend.ts"
 import * as core from "../../core/writer.ts"
 import * as deadline from "../../wire/deadline.ts"
 import { withDeadline } from "../admin/createTable.ts"
@@ -60,17 +61,11 @@ export interface Staged extends Accounted {
   readonly frozen: envelope.Frozen
 }
 
-type StagingBackend<A, EH, R> = Backend<
-  A,
-  ReadonlyArray<Staged>,
-  Staged,
-  never,
-  never,
-  never,
-  FailedMutation,
-  WriterError<EH>,
-  R
->
+/** The staging admission on the core. */
+type Staging<A, EH, R> = Admission<A, ReadonlyArray<Staged>, FailedMutation, WriterError<EH>, R>
+
+/** The core the staging admission runs on. */
+type StagingCore<EH> = AdmissionCore<Staged, FailedMutation, WriterError<EH>>
 
 /** The staged envelopes of the owner fiber, and what they charge. */
 interface Stage {
@@ -99,8 +94,6 @@ const roomOf = (method: MethodSettings, pending: Pending): number => {
   if (pending.largest === 0) return Math.min(1, entries)
   return Math.max(0, Math.min(entries, Math.floor((method.maxStagedBytes - pending.bytes) / pending.largest)))
 }
-
-const absurd = (n: never): never => n
 
 /**
  * The prepared entries as envelopes with their identities, each charged its exact request size; an entry
@@ -140,7 +133,7 @@ const envelopesOf = <A, EH, R, P>(
 
 /** Stages admitted envelopes until the checkpoint, or fails with `StagingFull` past either bound. */
 const admitStaged = <EH>(
-  c: Core<Staged, never, never, FailedMutation, WriterError<EH>>,
+  c: StagingCore<EH>,
   stage: Stage,
   method: MethodSettings,
   items: ReadonlyArray<Staged>
@@ -169,7 +162,7 @@ const admitStaged = <EH>(
     yield* c.resolved(items)
   })
 
-/** The backend's `prepare`: identities, then envelopes, each counted in `pending`. */
+/** The admission's `prepare`: identities, then envelopes, each counted in `pending`. */
 const preparer = <A, EH, R, P>(settings: Settings<A, EH, R, P>, pending: Pending) => {
   const { base } = settings
   const sequencer = identity.sequencer(settings.resume.writerId)
@@ -228,30 +221,20 @@ const preparer = <A, EH, R, P>(settings: Settings<A, EH, R, P>, pending: Pending
     })
 }
 
-const makeBackend = <A, EH, R, P>(
+/** The admission: envelopes prepared on the caller's fiber, staged on the owner (nothing to cut, time or send). */
+const makeStaging = <A, EH, R, P>(
   settings: Settings<A, EH, R, P>,
   stage: Stage,
   pending: Pending
 ) =>
-(c: Core<Staged, never, never, FailedMutation, WriterError<EH>>): Effect.Effect<StagingBackend<A, EH, R>> =>
+(c: StagingCore<EH>): Effect.Effect<Staging<A, EH, R>> =>
   Effect.sync(() => {
     const prepareRun = preparer(settings, pending)
     return {
       name: "BigtableSink",
       sliceRecords: 1000,
       prepare: (records) => prepareRun(records),
-      admit: (items) => admitStaged(c, stage, settings.method, items),
-      cutAll: Effect.void,
-      tick: () => Effect.void,
-      call: absurd,
-      judge: absurd,
-      resend: () => Effect.void,
-      repair: () => Effect.void,
-      onEvent: absurd,
-      onResolved: () => Effect.void,
-      busy: () => false,
-      evictIdle: () => Effect.void,
-      stallMessage: () => ({ message: "", destinations: "" })
+      admit: (items) => admitStaged(c, stage, settings.method, items)
     }
   })
 
@@ -292,7 +275,7 @@ const preconditionsOf = (client: BigtableClientService, method: MethodSettings) 
  * while a restore re-runs the stored commits, which only the request metrics count).
  */
 interface Run<EH> {
-  core: Core<Staged, never, never, FailedMutation, WriterError<EH>> | undefined
+  core: StagingCore<EH> | undefined
   live: boolean
 }
 
@@ -388,7 +371,7 @@ export const build = <A, EH, R, P>(
   )
 }
 
-/** The writer's parts before the restore: the core writer on the staging backend, and its participant. */
+/** The writer's parts before the restore: the core writer on the staging admission, and its participant. */
 interface Parts<A, EH> {
   readonly writer: Writer<A, WriterError<EH>>
   readonly participant: checkpoint.Participant<envelope.Frozen, WriterError<EH>>
@@ -405,20 +388,18 @@ const partsOf = <A, EH, R, P>(
     const stage: Stage = { envelopes: [], bytes: 0 }
     const pending: Pending = { entries: 0, bytes: 0, largest: 0 }
     const run: Run<EH> = { core: undefined, live: false }
-    const writer = yield* core.make({
+    const writer = yield* core.makeStaging({
       handler: base.handler,
       limits: { maxUnits: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER },
-      retry: base.writer.retry,
-      recovery: base.writer.recovery,
       metrics: {
         recordsSendErrors: metrics.recordsSendErrors,
         recordsSkipped: metrics.recordsSkipped,
         destinationSendErrors: metrics.destinationSendErrors,
         perDestination: method.perDestinationMetrics
       },
-      backend: (c: Core<Staged, never, never, FailedMutation, WriterError<EH>>) => {
+      admission: (c: StagingCore<EH>) => {
         run.core = c
-        return makeBackend(settings, stage, pending)(c)
+        return makeStaging(settings, stage, pending)(c)
       }
     })
     const tables = preconditionsOf(client, method)

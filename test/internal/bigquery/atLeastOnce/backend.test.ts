@@ -50,7 +50,6 @@ describe("BigQuery backend: per-destination state", () => {
           Accounted,
           Backend.Request,
           Backend.Outcome,
-          Backend.Event,
           BigQueryFailure.BigQueryFailure,
           BigQueryError.BigQueryError | RecordFailed,
           never,

@@ -7,7 +7,7 @@ import { Effect, Exit, Fiber, Option } from "effect"
 import { TestClock } from "effect/testing"
 import type { BigQueryClientService } from "../../../../src/BigQuery/BigQueryClient.ts"
 import { BigQueryError, RequestRejected } from "../../../../src/BigQuery/BigQueryError.ts"
-import type { BigQueryCore } from "../../../../src/internal/bigquery/atLeastOnce/backend.ts"
+import type { BigQueryCore, OwnerView } from "../../../../src/internal/bigquery/atLeastOnce/backend.ts"
 import * as Participant from "../../../../src/internal/bigquery/exactlyOnce/participant.ts"
 import type { Restored } from "../../../../src/internal/bigquery/exactlyOnce/stream.ts"
 import type { Settings } from "../../../../src/internal/bigquery/options.ts"
@@ -24,13 +24,16 @@ const terminal = new BigQueryError({
 
 /**
  * A core that failed after the drain: as the owner does once its failure is latched, it drops the
- * events offered to it (the prepare's question is never answered), and its `failure` fails.
+ * steps offered to it (the prepare's question is never answered), and its `failure` fails.
  */
-const failedCore = {
-  offer: () => Effect.void,
-  failure: Effect.fail(terminal),
-  failed: () => true
-} as unknown as BigQueryCore<BigQueryError>
+const failedCore: OwnerView<BigQueryError> = {
+  core: {
+    offer: () => Effect.void,
+    failure: Effect.fail(terminal),
+    failed: () => true
+  } as unknown as BigQueryCore<BigQueryError>,
+  destinations: new Map()
+}
 
 // the prepare touches neither the client nor the settings
 const client = {} as BigQueryClientService
