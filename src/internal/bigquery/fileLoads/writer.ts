@@ -20,11 +20,9 @@
 import type { Storage } from "@google-cloud/storage"
 import type avro from "avsc"
 import * as Effect from "effect/Effect"
-import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
-import * as Sink from "effect/Sink"
-import * as Stream from "effect/Stream"
+import type * as Sink from "effect/Sink"
 import { BigQueryClient, type BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import { BigQueryError, FileLoadFailed } from "../../../BigQuery/BigQueryError.ts"
 import { type BigQueryFailure, failedRow, unroutableRecord } from "../../../BigQuery/BigQueryFailure.ts"
@@ -309,39 +307,6 @@ export const make = <A, P, E, R>(
     const { base, participant } = yield* build(settings, files, resume.writerId)
     return yield* checkpoint.make({ name: "BigQuerySink.fileLoads", writer: base, resume, participant })
   })
-
-/**
- * The writer id of a run without a checkpoint: `run-` and random base-36 digits, so the staged
- * object names and job ids of two runs never meet.
- *
- * @internal
- */
-export const runWriterId: Effect.Effect<string> = Effect.map(
-  Effect.all([Random.nextIntBetween(0, 0x7fffffff), Random.nextIntBetween(0, 0x7fffffff)]),
-  ([a, b]) => `run-${a.toString(36).padStart(6, "0")}${b.toString(36).padStart(6, "0")}`
-)
-
-/**
- * The file-loads sink of `BigQuerySink.make` (no checkpoint): every chunk is staged; at the end of
- * input the open files are closed and loaded, under a fresh {@link runWriterId}. A run that fails or
- * is interrupted loads nothing and leaves its staged files in place.
- *
- * @internal
- */
-export const plainSink = <A, E, R>(
-  settings: Settings<A, E, R>,
-  files: FileLoadsSettings
-): Sink.Sink<WriteSummary, A, never, BigQueryError | E, BigQueryClient | GcsClient | R> =>
-  Sink.make<A>()((input) =>
-    Effect.gen(function*() {
-      const writerId = yield* runWriterId
-      const { base, participant } = yield* build(settings, files, writerId)
-      yield* input.pipe(Stream.runForEachArray((chunk) => base.write(chunk)))
-      yield* base.flush
-      yield* participant.commit(yield* participant.prepare)
-      return yield* base.summary
-    }).pipe(Effect.withSpan("BigQuerySink.make.fileLoads"))
-  )
 
 /** The file-loads sink: checkpoints every `every` and at the end of input, each loading its files. @internal */
 export const sink = <A, P, E, R>(
