@@ -23,6 +23,14 @@ const configError = (error: unknown): SinkConfigError => {
   return error as SinkConfigError
 }
 
+/** One row through `make` with untyped `options`, expecting a `SinkConfigError`. */
+const run = (options: unknown) =>
+  Stream.fromIterable(rows(1)).pipe(
+    Stream.run(BigQuerySink.make(untyped<BigQuerySink.AtLeastOnceSinkOptions<Row>>(options))),
+    Effect.flip,
+    Effect.map(configError)
+  )
+
 describe("BigQuerySink: writeMethod chooses the method", () => {
   it.effect("make with WriteMethod.exactlyOnce and a checkpoint writes exactly once", () =>
     withEo({}, (fake) =>
@@ -61,12 +69,6 @@ describe("BigQuerySink: writeMethod chooses the method", () => {
         const table = yield* destination(fake)
         const s = yield* serializer
         const checkpoint = { resume: yield* resume(), every: 10, position }
-        const run = (options: unknown) =>
-          Stream.fromIterable(rows(1)).pipe(
-            Stream.run(BigQuerySink.make(untyped<BigQuerySink.AtLeastOnceSinkOptions<Row>>(options))),
-            Effect.flip,
-            Effect.map(configError)
-          )
         const refused = yield* run({ table, serializer: s, checkpoint })
         assert.strictEqual(refused.path, "checkpoint")
         assert.match(refused.message, /only for WriteMethod.exactlyOnce\(\.\.\.\) and WriteMethod.fileLoads/)
