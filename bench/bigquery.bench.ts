@@ -13,7 +13,7 @@
  *   the same row count, the same number of appends pending;
  * - `sink.encode`: `BigQuerySink.make` fed the rows as objects through `RowSerializer.fromSchema`: the
  *   whole path against `jsonWriter`;
- * - `sink.exactlyOnce`: `BigQuerySink.exactlyOnce` fed the same rows, a checkpoint every second (a
+ * - `sink.exactlyOnce`: `BigQuerySink.make` with `WriteMethod.exactlyOnce` fed the same rows, a checkpoint every second (a
  *   memory `CheckpointStore`; the fake acknowledges BUFFERED appends and `FlushRows` at once), against
  *   `sink.encode`; each checkpoint's latency (drain, prepare, save, `FlushRows`) is recorded through a
  *   tracer on its `BigQuerySink.checkpoint` span (median and p99 over the timed passes). Its position is a

@@ -1,5 +1,5 @@
 /**
- * `--file-loads`: the BigQuery side written by `BigQuerySink.fileLoads`. Rows are staged as Avro
+ * `--file-loads`: the BigQuery side written by `BigQuerySink.make` with `WriteMethod.fileLoads`. Rows are staged as Avro
  * files in Cloud Storage (fake-gcs-server locally) and loaded by load jobs at a checkpoint every 10
  * chunks and at the end of input, on a memory `CheckpointStore`; the display shows the rows loaded
  * so far and those staged but not yet loaded.
