@@ -153,11 +153,6 @@ export type BigQuerySinkError<E = RecordFailed> = BigQueryError | SinkConfigErro
  */
 export type ExactlyOnceSinkError<E = RecordFailed> = BigQuerySinkError<E> | Checkpoint.CheckpointError
 
-type EO<A, P, H> = WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>
-type FL<A, P, H> = WithFailureHandler<FileLoadsSinkOptions<A, P>, H>
-type ALO<A, H> = WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
-type Writers<A, P, H> = ALO<A, H> | WriterForm<EO<A, P, H>> | WriterForm<FL<A, P, H>>
-
 /**
  * A sink writing every record to BigQuery by its `writeMethod`, completing with a `WriteSummary`
  * once every record is acknowledged, committed or routed.
@@ -257,13 +252,13 @@ type Writers<A, P, H> = ALO<A, H> | WriterForm<EO<A, P, H>> | WriterForm<FL<A, P
  * @since 0.1.0
  */
 export function make<A, H extends Handler | undefined = undefined>(
-  options: ALO<A, H>
+  options: WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
 ): Sink.Sink<WriteSummary, A, never, BigQuerySinkError<HandlerError<H>>, BigQueryClient | HandlerContext<H>>
 export function make<A, P, H extends Handler | undefined = undefined>(
-  options: EO<A, P, H>
+  options: WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>
 ): Sink.Sink<WriteSummary, A, never, ExactlyOnceSinkError<HandlerError<H>>, BigQueryClient | HandlerContext<H>>
 export function make<A, P, H extends Handler | undefined = undefined>(
-  options: FL<A, P, H>
+  options: WithFailureHandler<FileLoadsSinkOptions<A, P>, H>
 ): Sink.Sink<
   WriteSummary,
   A,
@@ -272,7 +267,10 @@ export function make<A, P, H extends Handler | undefined = undefined>(
   BigQueryClient | GcsClient | HandlerContext<H>
 >
 export function make<A, P, H extends Handler | undefined = undefined>(
-  options: ALO<A, H> | EO<A, P, H> | FL<A, P, H>
+  options:
+    | WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
+    | WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>
+    | WithFailureHandler<FileLoadsSinkOptions<A, P>, H>
 ): Sink.Sink<
   WriteSummary,
   A,
@@ -339,28 +337,31 @@ export function make<A, P, H extends Handler | undefined = undefined>(
  * @since 0.1.0
  */
 export function writer<A, H extends Handler | undefined = undefined>(
-  options: ALO<A, H>
+  options: WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
 ): Effect.Effect<
   Writer<A, BigQueryError | HandlerError<H>>,
   SinkConfigError | HandlerError<H>,
   BigQueryClient | HandlerContext<H> | Scope.Scope
 >
 export function writer<A, P, H extends Handler | undefined = undefined>(
-  options: WriterForm<EO<A, P, H>>
+  options: WriterForm<WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>>
 ): Effect.Effect<
   Writer<A, BigQueryError | Checkpoint.CheckpointError | HandlerError<H>, P>,
   ExactlyOnceSinkError<HandlerError<H>>,
   BigQueryClient | HandlerContext<H> | Scope.Scope
 >
 export function writer<A, P, H extends Handler | undefined = undefined>(
-  options: WriterForm<FL<A, P, H>>
+  options: WriterForm<WithFailureHandler<FileLoadsSinkOptions<A, P>, H>>
 ): Effect.Effect<
   Writer<A, BigQueryError | Checkpoint.CheckpointError | HandlerError<H>, P>,
   ExactlyOnceSinkError<HandlerError<H>>,
   BigQueryClient | GcsClient | HandlerContext<H> | Scope.Scope
 >
 export function writer<A, P, H extends Handler | undefined = undefined>(
-  options: Writers<A, P, H>
+  options:
+    | WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
+    | WriterForm<WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>>
+    | WriterForm<WithFailureHandler<FileLoadsSinkOptions<A, P>, H>>
 ): Effect.Effect<
   | Writer<A, BigQueryError | Checkpoint.CheckpointError | HandlerError<H>, P>
   | Writer<A, BigQueryError | HandlerError<H>>,

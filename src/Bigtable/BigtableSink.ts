@@ -132,9 +132,6 @@ export interface ExactlyOnceSinkOptions<A, P, E = RecordFailed, R = never>
   readonly checkpoint: CheckpointOptions<A, P>
 }
 
-type ALO<A, H> = WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
-type EO<A, P, H> = WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>
-
 /**
  * A sink that writes every record to Bigtable by its `writeMethod` and completes with a
  * `WriteSummary`.
@@ -205,10 +202,10 @@ type EO<A, P, H> = WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>
  * @since 0.1.0
  */
 export function make<A, H extends Handler | undefined = undefined>(
-  options: ALO<A, H>
+  options: WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
 ): Sink.Sink<WriteSummary, A, never, BigtableSinkError<HandlerError<H>>, BigtableClient | HandlerContext<H>>
 export function make<A, P, H extends Handler | undefined = undefined>(
-  options: EO<A, P, H>
+  options: WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>
 ): Sink.Sink<
   WriteSummary,
   A,
@@ -217,7 +214,7 @@ export function make<A, P, H extends Handler | undefined = undefined>(
   BigtableClient | HandlerContext<H>
 >
 export function make<A, P, H extends Handler | undefined = undefined>(
-  options: ALO<A, H> | EO<A, P, H>
+  options: WithFailureHandler<AtLeastOnceSinkOptions<A>, H> | WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>
 ): Sink.Sink<
   WriteSummary,
   A,
@@ -288,21 +285,23 @@ export function make<A, P, H extends Handler | undefined = undefined>(
  * @since 0.1.0
  */
 export function writer<A, H extends Handler | undefined = undefined>(
-  options: ALO<A, H>
+  options: WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
 ): Effect.Effect<
   Writer<A, BigtableSinkError<HandlerError<H>>>,
   SinkConfigError | HandlerError<H>,
   BigtableClient | Scope.Scope | HandlerContext<H>
 >
 export function writer<A, P, H extends Handler | undefined = undefined>(
-  options: WriterForm<EO<A, P, H>>
+  options: WriterForm<WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>>
 ): Effect.Effect<
   Writer<A, BigtableSinkError<HandlerError<H>> | CheckpointError, P>,
   BigtableSinkError<HandlerError<H>> | CheckpointError,
   BigtableClient | Scope.Scope | HandlerContext<H>
 >
 export function writer<A, P, H extends Handler | undefined = undefined>(
-  options: ALO<A, H> | WriterForm<EO<A, P, H>>
+  options:
+    | WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
+    | WriterForm<WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>>
 ): Effect.Effect<
   Writer<A, BigtableSinkError<HandlerError<H>> | CheckpointError, P> | Writer<A, BigtableSinkError<HandlerError<H>>>,
   BigtableSinkError<HandlerError<H>> | CheckpointError,

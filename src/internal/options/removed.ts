@@ -9,9 +9,7 @@
 import * as Effect from "effect/Effect"
 import * as Sink from "effect/Sink"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
-
-/** A parameter type that says what to call instead. @internal */
-export type Use<Replacement extends string> = { readonly [K in `use ${Replacement}`]: never }
+import type { Removed } from "../../Sink/SinkOptions.ts"
 
 const error = (name: string, replacement: string) =>
   new SinkConfigError({ path: name, message: `was removed: use ${replacement}` })
@@ -19,11 +17,11 @@ const error = (name: string, replacement: string) =>
 /** A removed sink constructor: a sink failing with a `SinkConfigError` naming `replacement`. @internal */
 export const sink = <Replacement extends string>(name: string, replacement: Replacement) =>
 (
-  _options: Use<Replacement>
+  _options: Removed<Replacement>
 ): Sink.Sink<never, unknown, never, SinkConfigError> => Sink.fail(error(name, replacement))
 
 /** A removed writer constructor: an effect failing with a `SinkConfigError` naming `replacement`. @internal */
 export const writer = <Replacement extends string>(name: string, replacement: Replacement) =>
 (
-  _options: Use<Replacement>
+  _options: Removed<Replacement>
 ): Effect.Effect<never, SinkConfigError> => Effect.fail(error(name, replacement))
