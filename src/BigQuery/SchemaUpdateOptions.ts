@@ -50,8 +50,8 @@ export interface SchemaUpdateOptions {
 export const defaults: SchemaUpdateOptions = { allowNewFields: false, allowFieldRelaxation: false }
 
 const Fields = Schema.Struct({
-  allowNewFields: O.optional(O.isBoolean, O.boolean, false),
-  allowFieldRelaxation: O.optional(O.isBoolean, O.boolean, false)
+  allowNewFields: O.Bool.pipe(O.withDefault(false)),
+  allowFieldRelaxation: O.Bool.pipe(O.withDefault(false))
 })
 
 /**

@@ -7,7 +7,6 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
-import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
@@ -98,12 +97,8 @@ export const streamDefaults = {
 
 /** The schema of `WriteMethod.atLeastOnce` options. @internal */
 export const AtLeastOnceOptions = Schema.Struct({
-  maxAppendRequestBytes: O.optional(
-    O.isNumber,
-    O.integer({ min: 1, max: maxRowBytes }),
-    streamDefaults.maxAppendRequestBytes
-  ),
-  maxInFlightRequests: O.optional(O.isNumber, O.integer({ min: 1 }), streamDefaults.maxInFlightRequests),
+  maxAppendRequestBytes: O.Int({ min: 1, max: maxRowBytes }).pipe(O.withDefault(streamDefaults.maxAppendRequestBytes)),
+  maxInFlightRequests: O.Int({ min: 1 }).pipe(O.withDefault(streamDefaults.maxInFlightRequests)),
   ...SinkOptionsSchema.tuningFields({
     maxInFlightBytes: streamDefaults.maxInFlightBytes,
     retry: streamDefaults.retry,
@@ -113,7 +108,7 @@ export const AtLeastOnceOptions = Schema.Struct({
     destinationIdleTimeout: streamDefaults.destinationIdleTimeout
   }),
   // checked here, decoded by `decode` (its providers are typed by the element)
-  cdc: O.maybe(O.isRecord, O.guarded(O.isRecord, "an object (Cdc.CdcOptions)"))
+  cdc: O.maybe(O.guard(O.isRecord, "an object (Cdc.CdcOptions)"))
 })
 
 const toStream = (o: typeof AtLeastOnceOptions.Type): StreamSettings => ({
@@ -186,15 +181,11 @@ export const exactlyOnceBudgetAppends = 16
  * @internal
  */
 export const ExactlyOnceOptions = Schema.Struct({
-  maxAppendRequestBytes: O.optional(
-    O.isNumber,
-    O.integer({ min: 1, max: maxRowBytes }),
-    streamDefaults.maxAppendRequestBytes
-  ),
-  maxInFlightBytes: O.maybe(O.isNumber, O.integer({ min: 1 })),
-  destinationIdleTimeout: O.optional(O.isDuration, O.duration("positive"), streamDefaults.destinationIdleTimeout),
-  retry: O.field(retryPolicy.schema(streamDefaults.retry)),
-  recovery: O.field(retryPolicy.schema(streamDefaults.recovery))
+  maxAppendRequestBytes: O.Int({ min: 1, max: maxRowBytes }).pipe(O.withDefault(streamDefaults.maxAppendRequestBytes)),
+  maxInFlightBytes: O.maybe(O.Int({ min: 1 })),
+  destinationIdleTimeout: O.DurationSchema("positive").pipe(O.withDefault(streamDefaults.destinationIdleTimeout)),
+  retry: retryPolicy.schema(streamDefaults.retry),
+  recovery: retryPolicy.schema(streamDefaults.recovery)
 })
 
 const toBuffered = (o: typeof ExactlyOnceOptions.Type): StreamSettings => ({
@@ -277,13 +268,10 @@ const forms = new Map([
  */
 const optionsOf = (method: StreamSettings["method"]) =>
   Schema.Struct({
-    serializer: O.field(
-      O.leaf(isSerializer, (u) =>
-        isSerializer(u)
-          ? Result.succeed(u)
-          : Result.fail("a serializer is required (serialize and tableSchema functions)"))
+    serializer: O.requiredValue(
+      Schema.declare(isSerializer, { message: "a serializer is required (serialize and tableSchema functions)" })
     ),
-    table: O.maybe(isTable, O.guarded(isTable, "a TableDestination (TableDestination.make)")),
+    table: O.maybe(O.guard(isTable, "a TableDestination (TableDestination.make)")),
     destinationResolver: SinkOptionsSchema.functionOption,
     writeMethod: SinkOptionsSchema.writeMethod(
       "bigquery",
@@ -294,17 +282,13 @@ const optionsOf = (method: StreamSettings["method"]) =>
       (given) => misplacedMethod(method, given)
     ),
     createDisposition: SinkOptionsSchema.createDisposition("CREATE_IF_NEEDED"),
-    tableCreateOptions: O.maybe(
-      isCreateOptions,
-      O.guarded(isCreateOptions, "TableCreateOptions or a function of the destination")
-    ),
-    schemaUpdate: O.maybe(O.isRecord, O.guarded(O.isRecord, "an object")),
+    tableCreateOptions: O.maybe(O.guard(isCreateOptions, "TableCreateOptions or a function of the destination")),
+    schemaUpdate: O.maybe(O.guard(O.isRecord, "an object")),
     additionalFields: O.maybe(
-      O.isRecord,
-      (u) =>
-        O.isRecord(u) && Array.isArray(u.fields)
-          ? Result.succeed(u)
-          : Result.fail(`must be AdditionalFields (AdditionalFields.make), was ${O.describe(u)}`)
+      O.guard(
+        (u): u is Record<string, unknown> => O.isRecord(u) && Array.isArray(u.fields),
+        "AdditionalFields (AdditionalFields.make)"
+      )
     ),
     failureHandler: SinkOptionsSchema.failureHandler
   })
@@ -357,9 +341,9 @@ const decodeDestination = <A>(
     )
     if (destination._tag === "resolver") return { fixed: undefined, resolve: destination.resolver }
     const table = destination.table
-    yield* O.decodeRule("table.projectId", O.component, table.projectId)
-    yield* O.decodeRule("table.datasetId", O.component, table.datasetId)
-    yield* O.decodeRule("table.tableId", O.component, table.tableId)
+    yield* O.decodeAt("table.projectId", O.Component, table.projectId)
+    yield* O.decodeAt("table.datasetId", O.Component, table.datasetId)
+    yield* O.decodeAt("table.tableId", O.Component, table.tableId)
     return { fixed: table, resolve: TableDestination.fixed(table) }
   })
 

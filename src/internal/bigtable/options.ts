@@ -7,7 +7,6 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
-import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { FailedMutation } from "../../Bigtable/BigtableFailure.ts"
@@ -83,14 +82,10 @@ export interface Settings<A, E, R> {
 
 /** The schema of `WriteMethod.atLeastOnce` options. @internal */
 export const AtLeastOnceOptions = Schema.Struct({
-  batchElementCount: O.optional(O.isNumber, O.integer({ min: 1, max: 19_999 }), defaults.batchElementCount),
-  batchByteSize: O.optional(O.isNumber, O.integer({ min: 1, max: 100 * MiB - 1 }), defaults.batchByteSize),
-  maxInFlightEntries: O.optional(O.isNumber, O.integer({ min: 1 }), defaults.maxInFlightEntries),
-  maxConsecutiveRejections: O.optional(
-    O.isNumber,
-    O.integer({ min: 1, sentinel: -1 }),
-    defaults.maxConsecutiveRejections
-  ),
+  batchElementCount: O.Int({ min: 1, max: 19_999 }).pipe(O.withDefault(defaults.batchElementCount)),
+  batchByteSize: O.Int({ min: 1, max: 100 * MiB - 1 }).pipe(O.withDefault(defaults.batchByteSize)),
+  maxInFlightEntries: O.Int({ min: 1 }).pipe(O.withDefault(defaults.maxInFlightEntries)),
+  maxConsecutiveRejections: O.Int({ min: 1, sentinel: -1 }).pipe(O.withDefault(defaults.maxConsecutiveRejections)),
   ...SinkOptionsSchema.tuningFields(defaults)
 })
 
@@ -125,28 +120,22 @@ const isSerializer = (u: unknown): u is Serializer<unknown> => Predicate.isFunct
 
 /** The top-level options, field by field; cross-field rules follow. */
 const Options = Schema.Struct({
-  table: O.maybe(isTable, O.guarded(isTable, "a TableDestination (TableDestination.make)")),
+  table: O.maybe(O.guard(isTable, "a TableDestination (TableDestination.make)")),
   destinationResolver: SinkOptionsSchema.functionOption,
-  serializer: O.field(
-    O.leaf(
-      isSerializer,
-      (u) =>
-        isSerializer(u) ? Result.succeed(u) : Result.fail(`is required and must be a function, was ${O.describe(u)}`)
-    )
-  ),
-  appProfileId: O.maybe(O.isString, O.notBlank),
+  serializer: O.requiredValue(Schema.declare(isSerializer, { rule: "is required and must be a function" })),
+  appProfileId: O.maybe(O.NotBlank),
   writeMethod: SinkOptionsSchema.writeMethod("bigtable", "Bigtable", ["AtLeastOnce"], MethodSchema, isMethodSettings),
   createDisposition: SinkOptionsSchema.createDisposition("CREATE_NEVER"),
-  tableCreateOptions: O.maybe(O.isRecord, O.guarded(O.isRecord, "TableCreateOptions (an object)")),
+  tableCreateOptions: O.maybe(O.guard(O.isRecord, "TableCreateOptions (an object)")),
   failureHandler: SinkOptionsSchema.failureHandler
 })
 
 /** The id components of a table, each named under `path` (`table.projectId`, ...). @internal */
 export const checkTable = (path: string, table: TableDestination): Effect.Effect<void, SinkConfigError> =>
   Effect.gen(function*() {
-    yield* O.decodeRule(`${path}.projectId`, O.component, table.projectId)
-    yield* O.decodeRule(`${path}.instanceId`, O.component, table.instanceId)
-    yield* O.decodeRule(`${path}.tableId`, O.component, table.tableId)
+    yield* O.decodeAt(`${path}.projectId`, O.Component, table.projectId)
+    yield* O.decodeAt(`${path}.instanceId`, O.Component, table.instanceId)
+    yield* O.decodeAt(`${path}.tableId`, O.Component, table.tableId)
   })
 
 /** @internal */

@@ -6,7 +6,6 @@
  */
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
-import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Sink from "effect/Sink"
 import * as Stream from "effect/Stream"
@@ -27,15 +26,14 @@ export interface Handler<F, E, R> {
   readonly close: Effect.Effect<void, never, R>
 }
 
-const bytesRule: O.Rule<number> = (input) =>
-  Predicate.isNumber(input) && input >= 1
-    ? Result.succeed(input)
-    : Result.fail(`must be a positive number of bytes (or Infinity), was ${O.describe(input)}`)
+const bytesExpected = "a positive number of bytes (or Infinity)"
 
 const Options = Schema.Struct({
   // any number is a meaning for maxBuffered (at most 1: each failure at once), kept as it was
-  maxBuffered: O.field(Schema.Unknown),
-  maxBufferedBytes: O.optional(O.isNumber, bytesRule, defaultMaxBufferedBytes)
+  maxBuffered: Schema.optionalKey(Schema.Unknown),
+  maxBufferedBytes: Schema.Number.annotate({ expected: bytesExpected }).check(
+    Schema.isGreaterThanOrEqualTo(1, { expected: bytesExpected })
+  ).pipe(O.withDefault(defaultMaxBufferedBytes))
 })
 
 /** The payload bytes a failure holds (a `FailedElement`'s `payload`; 0 for anything else). */

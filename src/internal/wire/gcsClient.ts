@@ -15,15 +15,12 @@ import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as O from "../options/schema.ts"
 import type { Endpoint } from "./emulatorEndpoint.ts"
 
-const Emulator = Schema.Struct({ rest: O.field(O.leaf(O.isEndpoint, O.endpoint("emulator.rest"))) })
-
-const isEmulator = (u: unknown): u is typeof Emulator.Type | undefined =>
-  u === undefined || (O.isRecord(u) && O.isEndpoint(u.rest))
+const Emulator = Schema.Struct({ rest: O.requiredValue(O.Endpoint("emulator.rest")) })
 
 const Config = Schema.Struct({
-  projectId: O.field(O.leaf(O.isString, O.component)),
-  serviceAccountKeyFile: O.maybe(O.isRedacted, O.redactedPath),
-  emulator: O.field(O.object(Emulator, undefined, isEmulator))
+  projectId: O.requiredValue(O.Component),
+  serviceAccountKeyFile: O.maybe(O.RedactedPath),
+  emulator: O.maybe(Emulator)
 })
 
 /** @internal */
@@ -90,8 +87,8 @@ export const make: (config: GcsClientConfig) => Effect.Effect<GcsClientService, 
 const isStorage = (u: unknown): u is Storage => Predicate.isObject(u) && "bucket" in u && Predicate.isFunction(u.bucket)
 
 const Clients = Schema.Struct({
-  projectId: O.field(O.leaf(O.isString, O.component)),
-  storage: O.field(O.leaf(isStorage, O.guarded(isStorage, "a Storage client (@google-cloud/storage)")))
+  projectId: O.requiredValue(O.Component),
+  storage: O.requiredValue(O.guard(isStorage, "a Storage client (@google-cloud/storage)"))
 })
 
 /** `GcsClient.fromStorage`: the caller's client, checked. @internal */

@@ -26,18 +26,15 @@ export interface CdcSettings<A> {
 }
 
 const policies: ReadonlyArray<ReconciliationPolicy> = ["VERIFY_ONLY", "RECONCILE"]
-const isPolicy = (u: unknown): u is ReconciliationPolicy => policies.some((p) => p === u)
 
 const isTableOptions = (u: unknown): u is Record<string, unknown> | ((...args: ReadonlyArray<never>) => unknown) =>
   O.isRecord(u) || Predicate.isFunction(u)
 
 const Input = Schema.Struct({
-  changeType: O.field(
-    O.leaf(SinkOptionsSchema.isFunction, O.guarded(SinkOptionsSchema.isFunction, "a function (or Cdc.upsertOnly())"))
-  ),
+  changeType: O.requiredValue(O.guard(SinkOptionsSchema.isFunction, "a function (or Cdc.upsertOnly())")),
   sequenceNumber: SinkOptionsSchema.functionOption,
-  tableOptions: O.maybe(isTableOptions, O.guarded(isTableOptions, "CdcTableOptions or a function of the destination")),
-  reconciliation: O.optional(isPolicy, O.literal(policies), "VERIFY_ONLY")
+  tableOptions: O.maybe(O.guard(isTableOptions, "CdcTableOptions or a function of the destination")),
+  reconciliation: O.literals(policies).pipe(O.withDefault("VERIFY_ONLY"))
 })
 
 const unconfigured: CdcTableOptions = { primaryKey: [], maxStaleness: { _tag: "Unmanaged" } }

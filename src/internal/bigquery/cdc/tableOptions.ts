@@ -7,7 +7,6 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
-import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { createHash } from "node:crypto"
 import type { CdcTableOptions, CdcTableOptionsInput, MaxStaleness } from "../../../BigQuery/CdcTableOptions.ts"
@@ -19,20 +18,19 @@ import { columnList } from "../schema/tableCreateOptions.ts"
 const maxMicros = 9_223_372_036_854_775n
 
 /** A positive duration of whole microseconds, at most about 292 years. */
-const staleness: O.Rule<Duration.Duration> = (input) => {
-  const decoded = O.duration("positive")(input)
-  if (Result.isFailure(decoded)) return decoded
-  const nanos = Duration.toNanos(decoded.success)
-  if (nanos._tag === "None" || nanos.value % 1000n !== 0n) {
-    return Result.fail(`must be whole microseconds, was ${Duration.format(decoded.success)}`)
-  }
-  return nanos.value / 1000n > maxMicros ? Result.fail("must be at most about 292 years") : decoded
-}
+const Staleness = O.DurationSchema("positive").check(
+  Schema.makeFilter((d: Duration.Duration) => Duration.toNanosUnsafe(d) % 1000n === 0n, {
+    expected: "whole microseconds"
+  }),
+  Schema.makeFilter((d: Duration.Duration) => Duration.toNanosUnsafe(d) / 1000n <= maxMicros, {
+    message: "must be at most about 292 years"
+  })
+)
 
 const Input = Schema.Struct({
-  primaryKey: O.field(columnList(16)),
-  maxStaleness: O.maybe(O.isDuration, staleness),
-  clearMaxStaleness: O.maybe(O.isBoolean, O.boolean)
+  primaryKey: O.maybe(columnList(16)),
+  maxStaleness: O.maybe(Staleness),
+  clearMaxStaleness: O.maybe(O.Bool)
 })
 
 /** `CdcTableOptions.make`. @internal */

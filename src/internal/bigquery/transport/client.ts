@@ -22,23 +22,18 @@ import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as credentials from "./credentials.ts"
 
-const isEmulator = (u: unknown): u is { readonly grpc: Endpoint; readonly rest: Endpoint } =>
-  O.isRecord(u) && O.isEndpoint(u.grpc) && O.isEndpoint(u.rest)
-
 const Emulator = Schema.Struct({
-  grpc: O.field(O.leaf(O.isEndpoint, O.endpoint("emulator.grpc"))),
-  rest: O.field(O.leaf(O.isEndpoint, O.endpoint("emulator.rest")))
+  grpc: O.requiredValue(O.Endpoint("emulator.grpc")),
+  rest: O.requiredValue(O.Endpoint("emulator.rest"))
 })
 
 /** The settings of `BigQueryClient.make`. @internal */
 export const Config = Schema.Struct({
-  projectId: O.field(O.leaf(O.isString, O.component)),
-  location: O.maybe(O.isString, O.notBlank),
-  serviceAccountKeyFile: O.maybe(O.isRedacted, O.redactedPath),
-  emulator: O.field(
-    O.object(Emulator, undefined, (u): u is typeof Emulator.Type | undefined => u === undefined || isEmulator(u))
-  ),
-  appendStreamsPerChannel: O.optional(O.isNumber, O.integer({ min: 1 }), AppendChannels.defaultStreamsPerChannel)
+  projectId: O.requiredValue(O.Component),
+  location: O.maybe(O.NotBlank),
+  serviceAccountKeyFile: O.maybe(O.RedactedPath),
+  emulator: O.maybe(Emulator),
+  appendStreamsPerChannel: O.Int({ min: 1 }).pipe(O.withDefault(AppendChannels.defaultStreamsPerChannel))
 })
 
 /** @internal */
@@ -110,10 +105,10 @@ export const make: (
 const isObject = (u: unknown): u is object => Predicate.isObject(u)
 
 const Clients = Schema.Struct({
-  projectId: O.field(O.leaf(O.isString, O.component)),
-  location: O.maybe(O.isString, O.notBlank),
-  write: O.field(O.leaf(isObject, O.guarded(isObject, "a grpc-js Client"))),
-  rest: O.field(O.leaf(isObject, O.guarded(isObject, "a BigQuery REST client (@google-cloud/bigquery)")))
+  projectId: O.requiredValue(O.Component),
+  location: O.maybe(O.NotBlank),
+  write: O.requiredValue(O.guard(isObject, "a grpc-js Client")),
+  rest: O.requiredValue(O.guard(isObject, "a BigQuery REST client (@google-cloud/bigquery)"))
 })
 
 /** `BigQueryClient.fromClients`: the caller's clients, checked. @internal */

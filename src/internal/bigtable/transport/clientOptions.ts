@@ -12,17 +12,14 @@ import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as O from "../../options/schema.ts"
 import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
 
-const Emulator = Schema.Struct({ grpc: O.field(O.leaf(O.isEndpoint, O.endpoint("emulator.grpc"))) })
-
-const isEmulator = (u: unknown): u is typeof Emulator.Type | undefined =>
-  u === undefined || (O.isRecord(u) && O.isEndpoint(u.grpc))
+const Emulator = Schema.Struct({ grpc: O.requiredValue(O.Endpoint("emulator.grpc")) })
 
 const Config = Schema.Struct({
-  projectId: O.field(O.leaf(O.isString, O.component)),
-  emulator: O.field(O.object(Emulator, undefined, isEmulator)),
-  serviceAccountKeyFile: O.maybe(O.isRedacted, O.redactedPath),
-  exportClientMetrics: O.optional(O.isBoolean, O.boolean, false),
-  exportClientMetricsToCloudMonitoring: O.optional(O.isBoolean, O.boolean, false)
+  projectId: O.requiredValue(O.Component),
+  emulator: O.maybe(Emulator),
+  serviceAccountKeyFile: O.maybe(O.RedactedPath),
+  exportClientMetrics: O.Bool.pipe(O.withDefault(false)),
+  exportClientMetricsToCloudMonitoring: O.Bool.pipe(O.withDefault(false))
 })
 
 /** @internal */
@@ -65,14 +62,11 @@ export const settings = (config: BigtableClientConfig): Effect.Effect<Settings, 
 const isObject = (u: unknown): u is object => O.isRecord(u)
 
 const Clients = Schema.Struct({
-  projectId: O.field(O.leaf(O.isString, O.component)),
-  data: O.field(O.leaf(isObject, O.guarded(isObject, "a DataClient (a grpc-js Client)"))),
-  admin: O.field(O.leaf(isObject, O.guarded(isObject, "an AdminClient (the gapic BigtableTableAdminClient)"))),
-  instanceAdmin: O.maybe(
-    isObject,
-    O.guarded(isObject, "an InstanceAdminClient (the gapic BigtableInstanceAdminClient)")
-  ),
-  exportClientMetrics: O.optional(O.isBoolean, O.boolean, false)
+  projectId: O.requiredValue(O.Component),
+  data: O.requiredValue(O.guard(isObject, "a DataClient (a grpc-js Client)")),
+  admin: O.requiredValue(O.guard(isObject, "an AdminClient (the gapic BigtableTableAdminClient)")),
+  instanceAdmin: O.maybe(O.guard(isObject, "an InstanceAdminClient (the gapic BigtableInstanceAdminClient)")),
+  exportClientMetrics: O.Bool.pipe(O.withDefault(false))
 })
 
 /** Checks the arguments of `BigtableClient.fromClients`. @internal */
