@@ -8,7 +8,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
-import * as SchemaIssue from "effect/SchemaIssue"
+import type * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import * as AdditionalFields from "../../BigQuery/AdditionalFields.ts"
 import type { BigQueryFailure } from "../../BigQuery/BigQueryFailure.ts"
@@ -29,6 +29,8 @@ import * as SinkOptionsSchema from "../options/sinkOptions.ts"
 import * as Cdc from "./cdc/options.ts"
 import * as CdcRow from "./cdc/rowFields.ts"
 import { augment } from "./encoding/additionalFields.ts"
+import { SchemaUpdateOptionsSchema } from "./schema/schemaUpdateOptions.ts"
+import { TableCreateOptionsSchema } from "./schema/tableCreateOptions.ts"
 import { maxRowBytes } from "./transport/appendRequest.ts"
 
 /** The options of the sink, as `BigQuerySink` documents them (with either write method). @internal */
@@ -95,6 +97,18 @@ export const streamDefaults = {
   perDestinationMetrics: false
 } as const
 
+/**
+ * An admission budget must hold a whole append (both methods): a batch is sent once it is full, and a
+ * budget below `maxAppendRequestBytes` (4 KiB against 1 MiB appends) left admission waiting forever.
+ */
+const budgetHoldsAnAppend = Schema.makeFilter(
+  (o: { readonly maxInFlightBytes?: number | undefined; readonly maxAppendRequestBytes: number }) =>
+    o.maxInFlightBytes === undefined || o.maxInFlightBytes >= o.maxAppendRequestBytes || {
+      path: ["maxInFlightBytes"],
+      issue: `must be at least maxAppendRequestBytes (${o.maxAppendRequestBytes}), was ${o.maxInFlightBytes}`
+    }
+)
+
 /** The schema of `WriteMethod.atLeastOnce` options. @internal */
 export const AtLeastOnceOptions = Schema.Struct({
   maxAppendRequestBytes: O.Int({ min: 1, max: maxRowBytes }).pipe(O.withDefault(streamDefaults.maxAppendRequestBytes)),
@@ -109,7 +123,7 @@ export const AtLeastOnceOptions = Schema.Struct({
   }),
   // checked here, decoded by `decode` (its providers are typed by the element)
   cdc: O.maybe(O.guard(O.isRecord, "an object (Cdc.CdcOptions)"))
-})
+}).check(budgetHoldsAnAppend)
 
 const toStream = (o: typeof AtLeastOnceOptions.Type): StreamSettings => ({
   method: "AtLeastOnce",
@@ -125,38 +139,19 @@ const toStream = (o: typeof AtLeastOnceOptions.Type): StreamSettings => ({
   perDestinationMetrics: o.perDestinationMetrics
 })
 
-/**
- * An admission budget must hold a whole append (both methods): a batch is sent once it is full, and a
- * budget below `maxAppendRequestBytes` (4 KiB against 1 MiB appends) left admission waiting forever.
- */
-const checkBudget = (
-  o: { readonly maxInFlightBytes?: number | undefined; readonly maxAppendRequestBytes: number }
-): Effect.Effect<void, SchemaIssue.Issue> =>
-  o.maxInFlightBytes === undefined || o.maxInFlightBytes >= o.maxAppendRequestBytes
-    ? Effect.void
-    : Effect.fail(
-      new SchemaIssue.Pointer(
-        ["maxInFlightBytes"],
-        new SchemaIssue.InvalidValue({
-          message: `must be at least maxAppendRequestBytes (${o.maxAppendRequestBytes}), was ${o.maxInFlightBytes}`
-        }, o.maxInFlightBytes)
-      )
-    )
-
 const isStream = (u: unknown): u is StreamSettings => O.isRecord(u) && "maxInflightRequests" in u
 
 const StreamSchema = AtLeastOnceOptions.pipe(
   Schema.decodeTo(
     Schema.declare(isStream),
-    SchemaTransformation.transformEffect({
-      decode: (o) => Effect.as(checkBudget(o), toStream(o)),
-      encode: ({ method: _method, ...s }: StreamSettings) =>
-        Effect.succeed<typeof AtLeastOnceOptions.Type>({
-          ...s,
-          maxInFlightRequests: s.maxInflightRequests,
-          maxInFlightBytes: s.maxInflightBytes,
-          cdc: undefined
-        })
+    SchemaTransformation.transform({
+      decode: toStream,
+      encode: ({ method: _method, ...s }: StreamSettings): typeof AtLeastOnceOptions.Type => ({
+        ...s,
+        maxInFlightRequests: s.maxInflightRequests,
+        maxInFlightBytes: s.maxInflightBytes,
+        cdc: undefined
+      })
     })
   )
 )
@@ -186,7 +181,7 @@ export const ExactlyOnceOptions = Schema.Struct({
   destinationIdleTimeout: O.DurationSchema("positive").pipe(O.withDefault(streamDefaults.destinationIdleTimeout)),
   retry: retryPolicy.schema(streamDefaults.retry),
   recovery: retryPolicy.schema(streamDefaults.recovery)
-})
+}).check(budgetHoldsAnAppend)
 
 const toBuffered = (o: typeof ExactlyOnceOptions.Type): StreamSettings => ({
   method: "ExactlyOnce",
@@ -205,16 +200,15 @@ const toBuffered = (o: typeof ExactlyOnceOptions.Type): StreamSettings => ({
 const BufferedSchema = ExactlyOnceOptions.pipe(
   Schema.decodeTo(
     Schema.declare(isStream),
-    SchemaTransformation.transformEffect({
-      decode: (o) => Effect.as(checkBudget(o), toBuffered(o)),
-      encode: (s: StreamSettings) =>
-        Effect.succeed<typeof ExactlyOnceOptions.Type>({
-          maxAppendRequestBytes: s.maxAppendRequestBytes,
-          maxInFlightBytes: s.maxInflightBytes,
-          destinationIdleTimeout: s.destinationIdleTimeout,
-          retry: s.retry,
-          recovery: s.recovery
-        })
+    SchemaTransformation.transform({
+      decode: toBuffered,
+      encode: (s: StreamSettings): typeof ExactlyOnceOptions.Type => ({
+        maxAppendRequestBytes: s.maxAppendRequestBytes,
+        maxInFlightBytes: s.maxInflightBytes,
+        destinationIdleTimeout: s.destinationIdleTimeout,
+        retry: s.retry,
+        recovery: s.recovery
+      })
     })
   )
 )
@@ -236,8 +230,34 @@ const isSerializer = (u: unknown): u is RowSerializer<unknown> =>
 
 const isTable = (u: unknown): u is TableDestination.TableDestination => u instanceof TableDestination.TableDestination
 
-const isCreateOptions = (u: unknown): u is SinkOptions<unknown, unknown, unknown>["tableCreateOptions"] =>
-  u === undefined || O.isRecord(u) || Predicate.isFunction(u)
+/** A fixed table, its ids checked again: `new` skips `TableDestination.make`'s checks. */
+const Table = O.guard(isTable, "a TableDestination (TableDestination.make)").check(
+  O.hasComponents(["projectId", "datasetId", "tableId"])
+)
+
+type CreateOptionsOf = (destination: TableDestination.TableDestination) => TableCreateOptions.TableCreateOptions
+
+const isCreateOptionsOf = (u: unknown): u is CreateOptionsOf => Predicate.isFunction(u)
+
+/** `tableCreateOptions`: fixed options (decoded now) or a function of the destination, as a function. */
+const CreateOptions = Schema.Unknown.pipe(
+  Schema.decodeTo(
+    Schema.declare(isCreateOptionsOf),
+    SchemaTransformation.transformEffect({
+      decode: (input): Effect.Effect<CreateOptionsOf, SchemaIssue.Issue> => {
+        if (isCreateOptionsOf(input)) return Effect.succeed(input)
+        if (!O.isRecord(input)) {
+          return Effect.fail(
+            O.invalid(`must be TableCreateOptions or a function of the destination, was ${O.describe(input)}`)
+          )
+        }
+        return Effect.map(O.decodeIssue(TableCreateOptionsSchema)(input), (fixed) => () => fixed)
+      },
+      encode: (f: CreateOptionsOf) => Effect.succeed<unknown>(f)
+    })
+  ),
+  O.withDefault((): TableCreateOptions.TableCreateOptions => TableCreateOptions.defaults)
+)
 
 /**
  * Why a BigQuery write method is not taken by this sink form, where the generic "must be a WriteMethod"
@@ -271,7 +291,7 @@ const optionsOf = (method: StreamSettings["method"]) =>
     serializer: O.requiredValue(
       Schema.declare(isSerializer, { message: "a serializer is required (serialize and tableSchema functions)" })
     ),
-    table: O.maybe(O.guard(isTable, "a TableDestination (TableDestination.make)")),
+    table: O.maybe(Table),
     destinationResolver: SinkOptionsSchema.functionOption,
     writeMethod: SinkOptionsSchema.writeMethod(
       "bigquery",
@@ -282,8 +302,8 @@ const optionsOf = (method: StreamSettings["method"]) =>
       (given) => misplacedMethod(method, given)
     ),
     createDisposition: SinkOptionsSchema.createDisposition("CREATE_IF_NEEDED"),
-    tableCreateOptions: O.maybe(O.guard(isCreateOptions, "TableCreateOptions or a function of the destination")),
-    schemaUpdate: O.maybe(O.guard(O.isRecord, "an object")),
+    tableCreateOptions: CreateOptions,
+    schemaUpdate: SchemaUpdateOptionsSchema.pipe(O.withDefault(SchemaUpdateOptions.defaults)),
     additionalFields: O.maybe(
       O.guard(
         (u): u is Record<string, unknown> => O.isRecord(u) && Array.isArray(u.fields),
@@ -295,17 +315,6 @@ const optionsOf = (method: StreamSettings["method"]) =>
 
 const AtLeastOnceSinkOptions = optionsOf("AtLeastOnce")
 const ExactlyOnceSinkOptions = optionsOf("ExactlyOnce")
-
-const decodeCreateOptions = (
-  input: SinkOptions<unknown, unknown, unknown>["tableCreateOptions"]
-): Effect.Effect<
-  (destination: TableDestination.TableDestination) => TableCreateOptions.TableCreateOptions,
-  SinkConfigError
-> => {
-  if (input === undefined) return Effect.succeed(() => TableCreateOptions.defaults)
-  if (Predicate.isFunction(input)) return Effect.succeed(input)
-  return Effect.map(TableCreateOptions.make(input, "tableCreateOptions"), (fixed) => () => fixed)
-}
 
 /** The serializer's schema of `table`: a serializer that throws is a `SinkConfigError`, not a defect. */
 const tableSchemaOf = <A>(serializer: RowSerializer<A>, table: TableDestination.TableDestination) =>
@@ -323,9 +332,10 @@ const withoutCheckpoint = (options: Record<string, unknown>): Record<string, unk
   return rest
 }
 
-/** The one destination option: a fixed table (checked again: `new` skips `make`'s checks) or a resolver. */
-const decodeDestination = <A>(
-  options: Pick<SinkOptions<A, unknown, unknown>, "table" | "destinationResolver">
+/** The one destination option: a fixed table (its ids checked by the decode) or a resolver. */
+const destinationOf = <A>(
+  table: TableDestination.TableDestination | undefined,
+  resolver: TableDestination.DestinationResolver<A> | undefined
 ): Effect.Effect<
   {
     readonly fixed: TableDestination.TableDestination | undefined
@@ -333,19 +343,13 @@ const decodeDestination = <A>(
   },
   SinkConfigError
 > =>
-  Effect.gen(function*() {
-    const destination = yield* SinkOptionsSchema.exactlyOne(
-      options.table,
-      options.destinationResolver,
-      "destinationResolver"
-    )
-    if (destination._tag === "resolver") return { fixed: undefined, resolve: destination.resolver }
-    const table = destination.table
-    yield* O.decodeAt("table.projectId", O.Component, table.projectId)
-    yield* O.decodeAt("table.datasetId", O.Component, table.datasetId)
-    yield* O.decodeAt("table.tableId", O.Component, table.tableId)
-    return { fixed: table, resolve: TableDestination.fixed(table) }
-  })
+  Effect.map(
+    SinkOptionsSchema.exactlyOne(table, resolver, "destinationResolver"),
+    (d) =>
+      d._tag === "resolver"
+        ? { fixed: undefined, resolve: d.resolver }
+        : { fixed: d.table, resolve: TableDestination.fixed(d.table) }
+  )
 
 /**
  * Validates the sink options with `Schema`, in the reference's order: serializer, destination,
@@ -363,13 +367,9 @@ export const decode = <A, H extends Handler | undefined>(
     // the exactly-once constructors decode their `checkpoint` option themselves
     const input: unknown = method === "ExactlyOnce" && O.isRecord(options) ? withoutCheckpoint(options) : options
     const decoded = yield* O.decode(method === "AtLeastOnce" ? AtLeastOnceSinkOptions : ExactlyOnceSinkOptions)(input)
-    // the typed values come from `options`: the decode above checked them
-    const { fixed, resolve } = yield* decodeDestination(options)
+    // the values typed by the element (serializer, resolver, fields) come from `options`: the decode checked them
+    const { fixed, resolve } = yield* destinationOf(decoded.table, options.destinationResolver)
     const serializer = options.serializer
-    const createOptions = yield* decodeCreateOptions(options.tableCreateOptions)
-    const schemaUpdate = options.schemaUpdate === undefined
-      ? SchemaUpdateOptions.defaults
-      : yield* SchemaUpdateOptions.make(options.schemaUpdate, "schemaUpdate")
     let withFields: RowSerializer<A> = serializer
     let additionalFields: AdditionalFields.AdditionalFields<A> | undefined
     if (options.additionalFields !== undefined) {
@@ -395,8 +395,8 @@ export const decode = <A, H extends Handler | undefined>(
       baseSerializer: serializer,
       additionalFields,
       createDisposition: decoded.createDisposition,
-      createOptions,
-      schemaUpdate,
+      createOptions: decoded.tableCreateOptions,
+      schemaUpdate: decoded.schemaUpdate,
       failureHandler: SinkOptionsSchema.withDefaultHandler<BigQueryFailure, H>(options.failureHandler),
       stream: decoded.writeMethod,
       cdc

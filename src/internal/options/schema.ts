@@ -98,6 +98,21 @@ export const Component = Schema.String.annotate({ expected: "a string" }).check(
   Schema.makeFilter((s: string) => !s.includes("/"), { rule: "must not contain '/'" })
 )
 
+/**
+ * A check of a value the caller built (a table destination: `new` skips `make`'s checks): each of
+ * `keys` is a {@link Component}, the first that is not named in the path.
+ *
+ * @internal
+ */
+export const hasComponents = <K extends string>(keys: ReadonlyArray<K>) =>
+  Schema.makeFilter((value: { readonly [key in K]: unknown }) => {
+    for (const key of keys) {
+      const decoded = Schema.decodeUnknownResult(Component)(value[key], parseOptions)
+      if (Result.isFailure(decoded)) return { path: [key], issue: decoded.failure.issue }
+    }
+    return undefined
+  })
+
 /** One of the given string literals. @internal */
 export const literals = <const L extends ReadonlyArray<string>>(values: L) =>
   Schema.Literals(values).annotate({ expected: values.join(" or ") })

@@ -6,6 +6,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type {
   PartitionType,
   TableCreateOptions,
@@ -49,21 +50,37 @@ const Input = Schema.Struct({
   clustering: O.maybe(columnList(4))
 })
 
+/** The options without their absent keys (`TableCreateOptions.isPlain` counts keys). */
+const toOptions = ({ clustering, timePartitioning: p }: typeof Input.Type): TableCreateOptions => ({
+  ...(p === undefined ? {} : {
+    timePartitioning: {
+      type: p.type,
+      ...(p.field === undefined ? {} : { field: p.field }),
+      ...(p.expiration === undefined ? {} : { expiration: p.expiration })
+    }
+  }),
+  ...(clustering === undefined ? {} : { clustering })
+})
+
+/** `TableCreateOptionsInput` decoded to `TableCreateOptions`. @internal */
+export const TableCreateOptionsSchema = Input.pipe(Schema.decodeTo(
+  Schema.declare((u: unknown): u is TableCreateOptions => O.isRecord(u)),
+  SchemaTransformation.transform({
+    decode: toOptions,
+    encode: (o: TableCreateOptions): typeof Input.Type => ({
+      timePartitioning: o.timePartitioning === undefined
+        ? undefined
+        : { type: o.timePartitioning.type, field: o.timePartitioning.field, expiration: o.timePartitioning.expiration },
+      clustering: o.clustering
+    })
+  })
+))
+
 /** `TableCreateOptions.make`. @internal */
 export const make = (
   input: TableCreateOptionsInput,
   path: string
-): Effect.Effect<TableCreateOptions, SinkConfigError> =>
-  Effect.map(O.decode(Input, path)(input), ({ clustering, timePartitioning: p }) => ({
-    ...(p === undefined ? {} : {
-      timePartitioning: {
-        type: p.type,
-        ...(p.field === undefined ? {} : { field: p.field }),
-        ...(p.expiration === undefined ? {} : { expiration: p.expiration })
-      }
-    }),
-    ...(clustering === undefined ? {} : { clustering })
-  }))
+): Effect.Effect<TableCreateOptions, SinkConfigError> => O.decode(TableCreateOptionsSchema, path)(input)
 
 const partitionColumnTypes: ReadonlySet<string> = new Set(["TIMESTAMP", "DATE", "DATETIME"])
 const clusterColumnTypes: ReadonlySet<string> = new Set([
