@@ -21,7 +21,7 @@ import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sin
 import * as retryPolicy from "../options/retryPolicy.ts"
 import * as O from "../options/schema.ts"
 import * as SinkOptionsSchema from "../options/sinkOptions.ts"
-import { type Declared, declared } from "./admin/tableCreateOptions.ts"
+import { type Declared, DeclaredSchema } from "./admin/tableCreateOptions.ts"
 
 const MiB = 1024 * 1024
 
@@ -118,17 +118,35 @@ const isTable = (u: unknown): u is TableDestination => isTableDestination(u)
 
 const isSerializer = (u: unknown): u is Serializer<unknown> => Predicate.isFunction(u)
 
+/** `tableCreateOptions` is given exactly when the sink may create tables: it names their families. */
+const createOptionsAgree = (
+  o: { readonly createDisposition: CreateDisposition; readonly tableCreateOptions: Declared | undefined }
+): Schema.FilterOutput => {
+  if (o.createDisposition === "CREATE_NEVER" && o.tableCreateOptions !== undefined) {
+    return { path: ["tableCreateOptions"], issue: "is only used with createDisposition CREATE_IF_NEEDED" }
+  }
+  return o.createDisposition === "CREATE_NEVER" || o.tableCreateOptions !== undefined || {
+    path: ["tableCreateOptions"],
+    issue: "is required with createDisposition CREATE_IF_NEEDED: the sink cannot guess the column families"
+  }
+}
+
 /** The top-level options, field by field; cross-field rules follow. */
 const Options = Schema.Struct({
-  table: O.maybe(O.guard(isTable, "a TableDestination (TableDestination.make)")),
+  // a table's ids checked again: `new` skips `TableDestination.make`'s checks
+  table: O.maybe(
+    O.guard(isTable, "a TableDestination (TableDestination.make)").check(
+      O.hasComponents(["projectId", "instanceId", "tableId"])
+    )
+  ),
   destinationResolver: SinkOptionsSchema.functionOption,
   serializer: O.requiredValue(Schema.declare(isSerializer, { rule: "is required and must be a function" })),
   appProfileId: O.maybe(O.NotBlank),
   writeMethod: SinkOptionsSchema.writeMethod("bigtable", "Bigtable", ["AtLeastOnce"], MethodSchema, isMethodSettings),
   createDisposition: SinkOptionsSchema.createDisposition("CREATE_NEVER"),
-  tableCreateOptions: O.maybe(O.guard(O.isRecord, "TableCreateOptions (an object)")),
+  tableCreateOptions: O.maybe(DeclaredSchema),
   failureHandler: SinkOptionsSchema.failureHandler
-})
+}).check(Schema.makeFilter(createOptionsAgree))
 
 /** The id components of a table, each named under `path` (`table.projectId`, ...). @internal */
 export const checkTable = (path: string, table: TableDestination): Effect.Effect<void, SinkConfigError> =>
@@ -152,36 +170,17 @@ export const settings = <A, H extends Handler | undefined>(
     }
     const decoded = yield* O.decode(Options)(options)
     // the typed values come from `options`: the decode above checked them
-    const destination = yield* SinkOptionsSchema.exactlyOne(options.table, options.destinationResolver, "table")
-    let resolve: (record: A) => TableDestination | Unroutable
-    if (destination._tag === "table") {
-      const table = destination.table
-      yield* checkTable("table", table)
-      resolve = () => table
-    } else {
-      resolve = destination.resolver
-    }
-    const createDisposition = decoded.createDisposition
-    let families: Declared | undefined
-    if (createDisposition === "CREATE_NEVER" && options.tableCreateOptions !== undefined) {
-      return yield* O.fail("tableCreateOptions", "is only used with createDisposition CREATE_IF_NEEDED")
-    }
-    if (createDisposition === "CREATE_IF_NEEDED") {
-      if (options.tableCreateOptions === undefined) {
-        return yield* O.fail(
-          "tableCreateOptions",
-          "is required with createDisposition CREATE_IF_NEEDED: the sink cannot guess the column families"
-        )
-      }
-      families = yield* declared(options.tableCreateOptions)
-    }
+    const destination = yield* SinkOptionsSchema.exactlyOne(decoded.table, options.destinationResolver, "table")
+    const resolve: (record: A) => TableDestination | Unroutable = destination._tag === "table"
+      ? () => destination.table
+      : destination.resolver
     return {
       resolve,
       serializer: options.serializer,
       appProfileId: decoded.appProfileId,
       writer: decoded.writeMethod.writer,
-      createDisposition,
-      declared: families,
+      createDisposition: decoded.createDisposition,
+      declared: decoded.tableCreateOptions,
       handler: SinkOptionsSchema.withDefaultHandler<FailedMutation, H>(options.failureHandler),
       flushInterval: decoded.writeMethod.flushInterval
     }

@@ -113,6 +113,18 @@ export const hasComponents = <K extends string>(keys: ReadonlyArray<K>) =>
     return undefined
   })
 
+/**
+ * The cross-field rule of every client's settings: an emulator takes no credentials, so a key file
+ * given with one is a mistake, named at `serviceAccountKeyFile` with `why`.
+ *
+ * @internal
+ */
+export const noKeyFileWithEmulator = (why: string) =>
+  Schema.makeFilter((c: { readonly serviceAccountKeyFile: unknown; readonly emulator: unknown }) =>
+    c.emulator === undefined || c.serviceAccountKeyFile === undefined ||
+    { path: ["serviceAccountKeyFile"], issue: `cannot be combined with emulator: ${why}` }
+  )
+
 /** One of the given string literals. @internal */
 export const literals = <const L extends ReadonlyArray<string>>(values: L) =>
   Schema.Literals(values).annotate({ expected: values.join(" or ") })

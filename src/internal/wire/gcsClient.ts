@@ -10,18 +10,13 @@ import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { GcsClientConfig, GcsClientService } from "../../Sink/GcsClient.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as O from "../options/schema.ts"
 import type { Endpoint } from "./emulatorEndpoint.ts"
 
 const Emulator = Schema.Struct({ rest: O.requiredValue(O.Endpoint("emulator.rest")) })
-
-const Config = Schema.Struct({
-  projectId: O.requiredValue(O.Component),
-  serviceAccountKeyFile: O.maybe(O.RedactedPath),
-  emulator: O.maybe(Emulator)
-})
 
 /** @internal */
 export interface Settings {
@@ -30,16 +25,26 @@ export interface Settings {
   readonly endpoint: Endpoint | undefined
 }
 
+/** `GcsClientConfig` decoded to the settings; a key file with an emulator is rejected. */
+const SettingsSchema = Schema.Struct({
+  projectId: O.requiredValue(O.Component),
+  serviceAccountKeyFile: O.maybe(O.RedactedPath),
+  emulator: O.maybe(Emulator)
+}).check(O.noKeyFileWithEmulator("emulators take no credentials")).pipe(Schema.decodeTo(
+  Schema.declare((u: unknown): u is Settings => O.isRecord(u) && Predicate.isString(u.projectId)),
+  SchemaTransformation.transform({
+    decode: (c): Settings => ({ projectId: c.projectId, keyFile: c.serviceAccountKeyFile, endpoint: c.emulator?.rest }),
+    encode: (s: Settings) => ({
+      projectId: s.projectId,
+      serviceAccountKeyFile: s.keyFile,
+      emulator: s.endpoint === undefined ? undefined : { rest: s.endpoint }
+    })
+  })
+))
+
 /** Decodes the settings; a key file with an emulator is rejected. @internal */
 export const settings = (config: GcsClientConfig): Effect.Effect<Settings, SinkConfigError> =>
-  Effect.gen(function*() {
-    const c = yield* O.decode(Config)(config)
-    const endpoint = c.emulator?.rest
-    if (endpoint !== undefined && c.serviceAccountKeyFile !== undefined) {
-      return yield* O.fail("serviceAccountKeyFile", "cannot be combined with emulator: emulators take no credentials")
-    }
-    return { projectId: c.projectId, keyFile: c.serviceAccountKeyFile, endpoint }
-  })
+  O.decode(SettingsSchema)(config)
 
 const keyFileError = (message: string) => new SinkConfigError({ path: "serviceAccountKeyFile", message })
 

@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type * as Scope from "effect/Scope"
 import type {
   BigQueryClientConfig,
@@ -27,8 +28,8 @@ const Emulator = Schema.Struct({
   rest: O.requiredValue(O.Endpoint("emulator.rest"))
 })
 
-/** The settings of `BigQueryClient.make`. @internal */
-export const Config = Schema.Struct({
+/** The options of `BigQueryClient.make`. */
+const Config = Schema.Struct({
   projectId: O.requiredValue(O.Component),
   location: O.maybe(O.NotBlank),
   serviceAccountKeyFile: O.maybe(O.RedactedPath),
@@ -45,22 +46,30 @@ export interface Settings {
   readonly streamsPerChannel: number
 }
 
+/** `BigQueryClientConfig` decoded to the settings; a key file with an emulator is rejected. */
+const SettingsSchema = Config.check(O.noKeyFileWithEmulator("emulators take no credentials")).pipe(Schema.decodeTo(
+  Schema.declare((u: unknown): u is Settings => O.isRecord(u) && Predicate.isString(u.projectId)),
+  SchemaTransformation.transform({
+    decode: (c): Settings => ({
+      projectId: c.projectId,
+      location: c.location,
+      keyFile: c.serviceAccountKeyFile,
+      emulator: c.emulator,
+      streamsPerChannel: c.appendStreamsPerChannel
+    }),
+    encode: (s: Settings): typeof Config.Type => ({
+      projectId: s.projectId,
+      location: s.location,
+      serviceAccountKeyFile: s.keyFile,
+      emulator: s.emulator,
+      appendStreamsPerChannel: s.streamsPerChannel
+    })
+  })
+))
+
 /** Decodes the settings; a key file with an emulator is rejected. @internal */
-export const settings: (
-  config: BigQueryClientConfig
-) => Effect.Effect<Settings, SinkConfigError> = Effect.fnUntraced(function*(config: BigQueryClientConfig) {
-  const c = yield* O.decode(Config)(config)
-  if (c.emulator !== undefined && c.serviceAccountKeyFile !== undefined) {
-    return yield* O.fail("serviceAccountKeyFile", "cannot be combined with emulator: emulators take no credentials")
-  }
-  return {
-    projectId: c.projectId,
-    location: c.location,
-    keyFile: c.serviceAccountKeyFile,
-    emulator: c.emulator,
-    streamsPerChannel: c.appendStreamsPerChannel
-  }
-})
+export const settings = (config: BigQueryClientConfig): Effect.Effect<Settings, SinkConfigError> =>
+  O.decode(SettingsSchema)(config)
 
 /** Registers the stream budget of `write`; the channels it opens are closed with the scope. */
 const appendChannels = (write: grpc.Client, open: () => grpc.Client, streamsPerChannel: number) =>

@@ -12,7 +12,6 @@ import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { GcRule } from "../../../Bigtable/GcRule.ts"
 import type { ColumnFamilyType } from "../../../Bigtable/TableCreateOptions.ts"
-import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as O from "../../options/schema.ts"
 
 /** A declared family, validated. @internal */
@@ -97,8 +96,13 @@ const Families = Schema.Record(O.NotBlank, Family).annotate({ expected: "an obje
   })
 ))
 
-const Options = Schema.Struct({ columnFamilies: O.requiredValue(Families) })
-
-/** `tableCreateOptions` under `path`. @internal */
-export const declared = (options: unknown, path = "tableCreateOptions"): Effect.Effect<Declared, SinkConfigError> =>
-  Effect.map(O.decode(Options, path)(options), (o) => o.columnFamilies)
+/** `TableCreateOptions` decoded to the declared families. @internal */
+export const DeclaredSchema = Schema.Struct({ columnFamilies: O.requiredValue(Families) }).annotate({
+  expected: "TableCreateOptions (an object)"
+}).pipe(Schema.decodeTo(
+  Schema.declare((u: unknown): u is Declared => O.isRecord(u) && u.families instanceof Map),
+  SchemaTransformation.transform({
+    decode: (o) => o.columnFamilies,
+    encode: (d: Declared) => ({ columnFamilies: d })
+  })
+))
