@@ -6,6 +6,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
+import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as Sink from "effect/Sink"
 import * as Stream from "effect/Stream"
@@ -59,8 +60,9 @@ export const deadLetter = <F, E, R, S>(
 ): Handler<F, E | S | SinkConfigError, R> => {
   // Every number has a meaning: at most 1 forwards each failure at once, Infinity only at barriers.
   const maxBuffered = Math.max(1, Math.ceil(options?.maxBuffered ?? defaultMaxBuffered))
-  const bytesOption = options?.maxBufferedBytes
-  const maxBytes = Predicate.isNumber(bytesOption) && bytesOption >= 1 ? bytesOption : defaultMaxBufferedBytes
+  // decoded once, now; an invalid option fails `open`, before any failure is handled
+  const decoded = Schema.decodeUnknownResult(Options)(options ?? {}, O.parseOptions)
+  const maxBytes = Result.isSuccess(decoded) ? decoded.success.maxBufferedBytes : defaultMaxBufferedBytes
   // The writer calls a handler from one fiber at a time; splice hands the whole buffer to one drain.
   const buffer: Array<F> = []
   let bytes = 0
@@ -77,7 +79,7 @@ export const deadLetter = <F, E, R, S>(
     }
   })
   return {
-    open: Effect.asVoid(O.decode(Options, "deadLetter")(options ?? {})),
+    open: Result.isSuccess(decoded) ? Effect.void : Effect.fail(O.toConfigError("deadLetter")(decoded.failure.issue)),
     handle: (failure) =>
       Effect.suspend(() => {
         buffer.push(failure)
