@@ -5,9 +5,10 @@
  * @internal
  */
 import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
+import type * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import { createHash } from "node:crypto"
 import type { CdcTableOptions, CdcTableOptionsInput, MaxStaleness } from "../../../BigQuery/CdcTableOptions.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
@@ -27,28 +28,40 @@ const Staleness = O.DurationSchema("positive").check(
   })
 )
 
+/** The options as given, at most one of `maxStaleness` and `clearMaxStaleness`. */
 const Input = Schema.Struct({
   primaryKey: O.maybe(columnList(16)),
   maxStaleness: O.maybe(Staleness),
   clearMaxStaleness: O.maybe(O.Bool)
+}).check(Schema.makeFilter((o) =>
+  o.maxStaleness === undefined || o.clearMaxStaleness !== true ||
+  { path: ["clearMaxStaleness"], issue: "set either maxStaleness or clearMaxStaleness, not both" }
+))
+
+const toOptions = (o: typeof Input.Type): CdcTableOptions => ({
+  primaryKey: o.primaryKey ?? [],
+  maxStaleness: o.maxStaleness !== undefined
+    ? { _tag: "Set", micros: Duration.toNanosUnsafe(o.maxStaleness) / 1000n }
+    : o.clearMaxStaleness === true
+    ? { _tag: "Clear" }
+    : { _tag: "Unmanaged" }
 })
+
+const fromOptions = (o: CdcTableOptions): typeof Input.Type => ({
+  primaryKey: o.primaryKey,
+  maxStaleness: o.maxStaleness._tag === "Set" ? Duration.micros(o.maxStaleness.micros) : undefined,
+  clearMaxStaleness: o.maxStaleness._tag === "Clear" ? true : undefined
+})
+
+/** `CdcTableOptionsInput` decoded to `CdcTableOptions`. @internal */
+export const CdcTableOptionsSchema = Input.pipe(Schema.decodeTo(
+  Schema.declare((u: unknown): u is CdcTableOptions => isValidated(u)),
+  SchemaTransformation.transform({ decode: toOptions, encode: fromOptions })
+))
 
 /** `CdcTableOptions.make`. @internal */
 export const make = (input: CdcTableOptionsInput, path: string): Effect.Effect<CdcTableOptions, SinkConfigError> =>
-  Effect.flatMap(O.decode(Input, path)(input), (o) => {
-    if (o.maxStaleness !== undefined && o.clearMaxStaleness === true) {
-      return O.fail(`${path}.clearMaxStaleness`, "set either maxStaleness or clearMaxStaleness, not both")
-    }
-    const maxStaleness: MaxStaleness = o.maxStaleness !== undefined
-      ? {
-        _tag: "Set",
-        micros: Duration.toNanos(o.maxStaleness).pipe((n) => (n._tag === "Some" ? n.value : 0n)) / 1000n
-      }
-      : o.clearMaxStaleness === true
-      ? { _tag: "Clear" }
-      : { _tag: "Unmanaged" }
-    return Effect.succeed({ primaryKey: o.primaryKey ?? [], maxStaleness })
-  })
+  O.decode(CdcTableOptionsSchema, path)(input)
 
 /** Already-validated options (a provider may return either form). @internal */
 export const isValidated = (u: unknown): u is CdcTableOptions =>
