@@ -45,8 +45,8 @@ export interface StreamSettings {
   readonly maxAppendRequestBytes: number
   readonly recovery: RetryPolicy
   readonly retry: RetryPolicy
-  readonly maxInflightRequests: number
-  readonly maxInflightBytes: number
+  readonly maxInFlightRequests: number
+  readonly maxInFlightBytes: number
   readonly destinationIdleTimeout: Duration.Duration
   readonly flushInterval: Duration.Duration | undefined
   readonly responseTimeout: Duration.Duration
@@ -125,33 +125,20 @@ export const AtLeastOnceOptions = Schema.Struct({
   cdc: O.maybe(O.guard(O.isRecord, "an object (Cdc.CdcOptions)"))
 }).check(budgetHoldsAnAppend)
 
-const toStream = (o: typeof AtLeastOnceOptions.Type): StreamSettings => ({
+// the settings carry the options' names; `cdc` is decoded by `decode`
+const toStream = ({ cdc: _cdc, ...o }: typeof AtLeastOnceOptions.Type): StreamSettings => ({
   method: "AtLeastOnce",
-  maxAppendRequestBytes: o.maxAppendRequestBytes,
-  recovery: o.recovery,
-  retry: o.retry,
-  maxInflightRequests: o.maxInFlightRequests,
-  maxInflightBytes: o.maxInFlightBytes,
-  destinationIdleTimeout: o.destinationIdleTimeout,
-  flushInterval: o.flushInterval,
-  responseTimeout: o.responseTimeout,
-  adminTimeout: o.adminTimeout,
-  perDestinationMetrics: o.perDestinationMetrics
+  ...o
 })
 
-const isStream = (u: unknown): u is StreamSettings => O.isRecord(u) && "maxInflightRequests" in u
+const isStream = (u: unknown): u is StreamSettings => O.isRecord(u) && "maxInFlightRequests" in u
 
 const StreamSchema = AtLeastOnceOptions.pipe(
   Schema.decodeTo(
     Schema.declare(isStream),
     SchemaTransformation.transform({
       decode: toStream,
-      encode: ({ method: _method, ...s }: StreamSettings): typeof AtLeastOnceOptions.Type => ({
-        ...s,
-        maxInFlightRequests: s.maxInflightRequests,
-        maxInFlightBytes: s.maxInflightBytes,
-        cdc: undefined
-      })
+      encode: ({ method: _method, ...s }: StreamSettings): typeof AtLeastOnceOptions.Type => ({ ...s, cdc: undefined })
     })
   )
 )
@@ -188,8 +175,8 @@ const toBuffered = (o: typeof ExactlyOnceOptions.Type): StreamSettings => ({
   maxAppendRequestBytes: o.maxAppendRequestBytes,
   recovery: o.recovery,
   retry: o.retry,
-  maxInflightRequests: streamDefaults.maxInFlightRequests,
-  maxInflightBytes: o.maxInFlightBytes ?? exactlyOnceBudgetAppends * o.maxAppendRequestBytes,
+  maxInFlightRequests: streamDefaults.maxInFlightRequests,
+  maxInFlightBytes: o.maxInFlightBytes ?? exactlyOnceBudgetAppends * o.maxAppendRequestBytes,
   destinationIdleTimeout: o.destinationIdleTimeout,
   flushInterval: undefined,
   responseTimeout: streamDefaults.responseTimeout,
@@ -204,7 +191,7 @@ const BufferedSchema = ExactlyOnceOptions.pipe(
       decode: toBuffered,
       encode: (s: StreamSettings): typeof ExactlyOnceOptions.Type => ({
         maxAppendRequestBytes: s.maxAppendRequestBytes,
-        maxInFlightBytes: s.maxInflightBytes,
+        maxInFlightBytes: s.maxInFlightBytes,
         destinationIdleTimeout: s.destinationIdleTimeout,
         retry: s.retry,
         recovery: s.recovery

@@ -21,7 +21,7 @@ const Emulator = Schema.Struct({ rest: O.requiredValue(O.Endpoint("emulator.rest
 /** @internal */
 export interface Settings {
   readonly projectId: string
-  readonly keyFile: Redacted.Redacted<string> | undefined
+  readonly serviceAccountKeyFile: Redacted.Redacted<string> | undefined
   readonly endpoint: Endpoint | undefined
 }
 
@@ -33,10 +33,14 @@ const SettingsSchema = Schema.Struct({
 }).check(O.noKeyFileWithEmulator("emulators take no credentials")).pipe(Schema.decodeTo(
   Schema.declare((u: unknown): u is Settings => O.isRecord(u) && Predicate.isString(u.projectId)),
   SchemaTransformation.transform({
-    decode: (c): Settings => ({ projectId: c.projectId, keyFile: c.serviceAccountKeyFile, endpoint: c.emulator?.rest }),
+    decode: (c): Settings => ({
+      projectId: c.projectId,
+      serviceAccountKeyFile: c.serviceAccountKeyFile,
+      endpoint: c.emulator?.rest
+    }),
     encode: (s: Settings) => ({
       projectId: s.projectId,
-      serviceAccountKeyFile: s.keyFile,
+      serviceAccountKeyFile: s.serviceAccountKeyFile,
       emulator: s.endpoint === undefined ? undefined : { rest: s.endpoint }
     })
   })
@@ -75,8 +79,8 @@ const keyFileAuth = Effect.fnUntraced(function*(path: Redacted.Redacted<string>)
 export const make: (config: GcsClientConfig) => Effect.Effect<GcsClientService, SinkConfigError> = Effect.fn(
   "GcsClient.make"
 )(function*(config: GcsClientConfig) {
-  const { endpoint, keyFile, projectId } = yield* settings(config)
-  const authClient = keyFile === undefined ? undefined : yield* keyFileAuth(keyFile)
+  const { endpoint, projectId, serviceAccountKeyFile } = yield* settings(config)
+  const authClient = serviceAccountKeyFile === undefined ? undefined : yield* keyFileAuth(serviceAccountKeyFile)
   // Loaded when a client is built (about 200 ms), not when the package is imported.
   const { Storage } = yield* Effect.promise(() => import("@google-cloud/storage"))
   const storage = new Storage({

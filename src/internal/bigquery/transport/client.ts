@@ -41,9 +41,9 @@ const Config = Schema.Struct({
 export interface Settings {
   readonly projectId: string
   readonly location: string | undefined
-  readonly keyFile: Redacted.Redacted<string> | undefined
+  readonly serviceAccountKeyFile: Redacted.Redacted<string> | undefined
   readonly emulator: { readonly grpc: Endpoint; readonly rest: Endpoint } | undefined
-  readonly streamsPerChannel: number
+  readonly appendStreamsPerChannel: number
 }
 
 /** `BigQueryClientConfig` decoded to the settings; a key file with an emulator is rejected. */
@@ -53,16 +53,16 @@ const SettingsSchema = Config.check(O.noKeyFileWithEmulator("emulators take no c
     decode: (c): Settings => ({
       projectId: c.projectId,
       location: c.location,
-      keyFile: c.serviceAccountKeyFile,
+      serviceAccountKeyFile: c.serviceAccountKeyFile,
       emulator: c.emulator,
-      streamsPerChannel: c.appendStreamsPerChannel
+      appendStreamsPerChannel: c.appendStreamsPerChannel
     }),
     encode: (s: Settings): typeof Config.Type => ({
       projectId: s.projectId,
       location: s.location,
-      serviceAccountKeyFile: s.keyFile,
+      serviceAccountKeyFile: s.serviceAccountKeyFile,
       emulator: s.emulator,
-      appendStreamsPerChannel: s.streamsPerChannel
+      appendStreamsPerChannel: s.appendStreamsPerChannel
     })
   })
 ))
@@ -90,10 +90,10 @@ export const make: (
   config: BigQueryClientConfig
 ) => Effect.Effect<BigQueryClientService, SinkConfigError, Scope.Scope> = Effect.fn("BigQueryClient.make")(
   function*(config: BigQueryClientConfig) {
-    const { emulator, keyFile, location, projectId, streamsPerChannel } = yield* settings(config)
+    const { appendStreamsPerChannel, emulator, location, projectId, serviceAccountKeyFile } = yield* settings(config)
     if (emulator !== undefined) {
       const write = yield* acquireChannel(Effect.sync(() => credentials.emulatorChannel(emulator.grpc)))
-      yield* appendChannels(write, () => credentials.emulatorChannel(emulator.grpc, true), streamsPerChannel)
+      yield* appendChannels(write, () => credentials.emulatorChannel(emulator.grpc, true), appendStreamsPerChannel)
       const rest = credentials.restClient({
         projectId,
         location,
@@ -102,10 +102,12 @@ export const make: (
       })
       return { projectId, location, write, rest, emulator: true }
     }
-    const jwt = keyFile === undefined ? undefined : yield* credentials.loadKeyFile(keyFile)
+    const jwt = serviceAccountKeyFile === undefined
+      ? undefined
+      : yield* credentials.loadKeyFile(serviceAccountKeyFile)
     const auth = jwt ?? credentials.applicationDefault(projectId)
     const write = yield* acquireChannel(Effect.sync(() => credentials.productionChannel(auth)))
-    yield* appendChannels(write, () => credentials.productionChannel(auth, true), streamsPerChannel)
+    yield* appendChannels(write, () => credentials.productionChannel(auth, true), appendStreamsPerChannel)
     const rest = credentials.restClient({ projectId, location, auth: jwt })
     return { projectId, location, write, rest }
   }

@@ -20,7 +20,7 @@ const Emulator = Schema.Struct({ grpc: O.requiredValue(O.Endpoint("emulator.grpc
 export interface Settings {
   readonly projectId: string
   readonly endpoint: Endpoint | undefined
-  readonly keyFile: Redacted.Redacted<string> | undefined
+  readonly serviceAccountKeyFile: Redacted.Redacted<string> | undefined
   readonly exportClientMetrics: boolean
 }
 
@@ -55,13 +55,13 @@ const SettingsSchema = Config.check(
     decode: (c): Settings => ({
       projectId: c.projectId,
       endpoint: c.emulator?.grpc,
-      keyFile: c.serviceAccountKeyFile,
+      serviceAccountKeyFile: c.serviceAccountKeyFile,
       exportClientMetrics: c.exportClientMetrics
     }),
     encode: (s: Settings): typeof Config.Type => ({
       projectId: s.projectId,
       emulator: s.endpoint === undefined ? undefined : { grpc: s.endpoint },
-      serviceAccountKeyFile: s.keyFile,
+      serviceAccountKeyFile: s.serviceAccountKeyFile,
       exportClientMetrics: s.exportClientMetrics,
       exportClientMetricsToCloudMonitoring: false
     })
