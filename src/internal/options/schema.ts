@@ -224,14 +224,8 @@ export const requiredValue = <S extends Schema.Top>(schema: S) =>
     Schema.withDecodingDefaultKey(Effect.undefined)
   )
 
-/**
- * A nested options object whose fields all have defaults: absent or `undefined` is `{}`; a non-object
- * is rejected with `must be an object`.
- *
- * @internal
- */
-export const defaultsWhenAbsent = <S extends Schema.Top & { readonly Encoded: object }>(schema: S) =>
-  schema.pipe(Schema.withDecodingDefault<S>(Effect.succeed({})))
+const isEndpoint = (u: unknown): u is emulatorEndpoint.Endpoint =>
+  isRecord(u) && Predicate.isString(u.host) && Predicate.isNumber(u.port)
 
 /**
  * A `host:port` emulator endpoint (a string: `8086` or `null` is rejected, never thrown on); the
@@ -255,10 +249,6 @@ export const Endpoint = (optionName: string) =>
       encode: (e: emulatorEndpoint.Endpoint) => Effect.succeed<unknown>(`${e.host}:${e.port}`)
     })
   ))
-
-/** @internal */
-export const isEndpoint = (u: unknown): u is emulatorEndpoint.Endpoint =>
-  isRecord(u) && Predicate.isString(u.host) && Predicate.isNumber(u.port)
 
 const redactedExpected = "must be a Redacted path (Redacted.make or Config.Redacted)"
 
@@ -359,8 +349,8 @@ const renderPath = (prefix: string, path: ReadonlyArray<PropertyKey>): string =>
     return acc.length === 0 ? name : `${acc}.${name}`
   }, prefix)
 
-/** The first message of an issue, without its path. @internal */
-export const messageOf = (issue: SchemaIssue.Issue): string => first(issue, []).message
+/** The first message of an issue, without its path. */
+const messageOf = (issue: SchemaIssue.Issue): string => first(issue, []).message
 
 /**
  * The first issue of a failed decode as a `SinkConfigError`: its path is `prefix` followed by the
