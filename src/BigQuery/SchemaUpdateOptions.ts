@@ -4,7 +4,7 @@
  * @since 0.1.0
  */
 import type * as Effect from "effect/Effect"
-import * as Schema from "effect/Schema"
+import { SchemaUpdateOptionsSchema } from "../internal/bigquery/schema/schemaUpdateOptions.ts"
 import * as O from "../internal/options/schema.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 
@@ -49,11 +49,6 @@ export interface SchemaUpdateOptions {
  */
 export const defaults: SchemaUpdateOptions = { allowNewFields: false, allowFieldRelaxation: false }
 
-const Fields = Schema.Struct({
-  allowNewFields: O.optional(O.isBoolean, O.boolean, false),
-  allowFieldRelaxation: O.optional(O.isBoolean, O.boolean, false)
-})
-
 /**
  * Validates options read from untyped input or `Config`; a missing flag is off.
  *
@@ -71,7 +66,7 @@ const Fields = Schema.Struct({
 export const make = (
   options: { readonly allowNewFields?: boolean | undefined; readonly allowFieldRelaxation?: boolean | undefined },
   path = "schemaUpdateOptions"
-): Effect.Effect<SchemaUpdateOptions, SinkConfigError> => O.decode(Fields, path)(options)
+): Effect.Effect<SchemaUpdateOptions, SinkConfigError> => O.decode(SchemaUpdateOptionsSchema, path)(options)
 
 /**
  * Whether any connector-driven schema update is enabled.

@@ -4,7 +4,7 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
-import { describe } from "../internal/options/checks.ts"
+import { describe } from "../internal/options/schema.ts"
 import * as internal from "../internal/wire/emulatorEndpoint.ts"
 import { SinkConfigError } from "./SinkConfigError.ts"
 

@@ -7,9 +7,8 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
-import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import * as SchemaIssue from "effect/SchemaIssue"
+import type * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import * as AdditionalFields from "../../BigQuery/AdditionalFields.ts"
 import type { BigQueryFailure } from "../../BigQuery/BigQueryFailure.ts"
@@ -30,6 +29,8 @@ import * as SinkOptionsSchema from "../options/sinkOptions.ts"
 import * as Cdc from "./cdc/options.ts"
 import * as CdcRow from "./cdc/rowFields.ts"
 import { augment } from "./encoding/additionalFields.ts"
+import { SchemaUpdateOptionsSchema } from "./schema/schemaUpdateOptions.ts"
+import { TableCreateOptionsSchema } from "./schema/tableCreateOptions.ts"
 import { maxRowBytes } from "./transport/appendRequest.ts"
 
 /** The options of the sink, as `BigQuerySink` documents them (with either write method). @internal */
@@ -44,8 +45,8 @@ export interface StreamSettings {
   readonly maxAppendRequestBytes: number
   readonly recovery: RetryPolicy
   readonly retry: RetryPolicy
-  readonly maxInflightRequests: number
-  readonly maxInflightBytes: number
+  readonly maxInFlightRequests: number
+  readonly maxInFlightBytes: number
   readonly destinationIdleTimeout: Duration.Duration
   readonly flushInterval: Duration.Duration | undefined
   readonly responseTimeout: Duration.Duration
@@ -96,14 +97,22 @@ export const streamDefaults = {
   perDestinationMetrics: false
 } as const
 
+/**
+ * An admission budget must hold a whole append (both methods): a batch is sent once it is full, and a
+ * budget below `maxAppendRequestBytes` (4 KiB against 1 MiB appends) left admission waiting forever.
+ */
+const budgetHoldsAnAppend = Schema.makeFilter(
+  (o: { readonly maxInFlightBytes?: number | undefined; readonly maxAppendRequestBytes: number }) =>
+    o.maxInFlightBytes === undefined || o.maxInFlightBytes >= o.maxAppendRequestBytes || {
+      path: ["maxInFlightBytes"],
+      issue: `must be at least maxAppendRequestBytes (${o.maxAppendRequestBytes}), was ${o.maxInFlightBytes}`
+    }
+)
+
 /** The schema of `WriteMethod.atLeastOnce` options. @internal */
 export const AtLeastOnceOptions = Schema.Struct({
-  maxAppendRequestBytes: O.optional(
-    O.isNumber,
-    O.integer({ min: 1, max: maxRowBytes }),
-    streamDefaults.maxAppendRequestBytes
-  ),
-  maxInFlightRequests: O.optional(O.isNumber, O.integer({ min: 1 }), streamDefaults.maxInFlightRequests),
+  maxAppendRequestBytes: O.Int({ min: 1, max: maxRowBytes }).pipe(O.withDefault(streamDefaults.maxAppendRequestBytes)),
+  maxInFlightRequests: O.Int({ min: 1 }).pipe(O.withDefault(streamDefaults.maxInFlightRequests)),
   ...SinkOptionsSchema.tuningFields({
     maxInFlightBytes: streamDefaults.maxInFlightBytes,
     retry: streamDefaults.retry,
@@ -113,55 +122,23 @@ export const AtLeastOnceOptions = Schema.Struct({
     destinationIdleTimeout: streamDefaults.destinationIdleTimeout
   }),
   // checked here, decoded by `decode` (its providers are typed by the element)
-  cdc: O.maybe(O.isRecord, O.guarded(O.isRecord, "an object (Cdc.CdcOptions)"))
-})
+  cdc: O.maybe(O.guard(O.isRecord, "an object (Cdc.CdcOptions)"))
+}).check(budgetHoldsAnAppend)
 
-const toStream = (o: typeof AtLeastOnceOptions.Type): StreamSettings => ({
+// the settings carry the options' names; `cdc` is decoded by `decode`
+const toStream = ({ cdc: _cdc, ...o }: typeof AtLeastOnceOptions.Type): StreamSettings => ({
   method: "AtLeastOnce",
-  maxAppendRequestBytes: o.maxAppendRequestBytes,
-  recovery: o.recovery,
-  retry: o.retry,
-  maxInflightRequests: o.maxInFlightRequests,
-  maxInflightBytes: o.maxInFlightBytes,
-  destinationIdleTimeout: o.destinationIdleTimeout,
-  flushInterval: o.flushInterval,
-  responseTimeout: o.responseTimeout,
-  adminTimeout: o.adminTimeout,
-  perDestinationMetrics: o.perDestinationMetrics
+  ...o
 })
 
-/**
- * An admission budget must hold a whole append (both methods): a batch is sent once it is full, and a
- * budget below `maxAppendRequestBytes` (4 KiB against 1 MiB appends) left admission waiting forever.
- */
-const checkBudget = (
-  o: { readonly maxInFlightBytes?: number | undefined; readonly maxAppendRequestBytes: number }
-): Effect.Effect<void, SchemaIssue.Issue> =>
-  o.maxInFlightBytes === undefined || o.maxInFlightBytes >= o.maxAppendRequestBytes
-    ? Effect.void
-    : Effect.fail(
-      new SchemaIssue.Pointer(
-        ["maxInFlightBytes"],
-        new SchemaIssue.InvalidValue({
-          message: `must be at least maxAppendRequestBytes (${o.maxAppendRequestBytes}), was ${o.maxInFlightBytes}`
-        }, o.maxInFlightBytes)
-      )
-    )
-
-const isStream = (u: unknown): u is StreamSettings => O.isRecord(u) && "maxInflightRequests" in u
+const isStream = (u: unknown): u is StreamSettings => O.isRecord(u) && "maxInFlightRequests" in u
 
 const StreamSchema = AtLeastOnceOptions.pipe(
   Schema.decodeTo(
     Schema.declare(isStream),
-    SchemaTransformation.transformEffect({
-      decode: (o) => Effect.as(checkBudget(o), toStream(o)),
-      encode: ({ method: _method, ...s }: StreamSettings) =>
-        Effect.succeed<typeof AtLeastOnceOptions.Type>({
-          ...s,
-          maxInFlightRequests: s.maxInflightRequests,
-          maxInFlightBytes: s.maxInflightBytes,
-          cdc: undefined
-        })
+    SchemaTransformation.transform({
+      decode: toStream,
+      encode: ({ method: _method, ...s }: StreamSettings): typeof AtLeastOnceOptions.Type => ({ ...s, cdc: undefined })
     })
   )
 )
@@ -186,24 +163,20 @@ export const exactlyOnceBudgetAppends = 16
  * @internal
  */
 export const ExactlyOnceOptions = Schema.Struct({
-  maxAppendRequestBytes: O.optional(
-    O.isNumber,
-    O.integer({ min: 1, max: maxRowBytes }),
-    streamDefaults.maxAppendRequestBytes
-  ),
-  maxInFlightBytes: O.maybe(O.isNumber, O.integer({ min: 1 })),
-  destinationIdleTimeout: O.optional(O.isDuration, O.duration("positive"), streamDefaults.destinationIdleTimeout),
-  retry: O.field(retryPolicy.schema(streamDefaults.retry)),
-  recovery: O.field(retryPolicy.schema(streamDefaults.recovery))
-})
+  maxAppendRequestBytes: O.Int({ min: 1, max: maxRowBytes }).pipe(O.withDefault(streamDefaults.maxAppendRequestBytes)),
+  maxInFlightBytes: O.maybe(O.Int({ min: 1 })),
+  destinationIdleTimeout: O.DurationSchema("positive").pipe(O.withDefault(streamDefaults.destinationIdleTimeout)),
+  retry: retryPolicy.schema(streamDefaults.retry),
+  recovery: retryPolicy.schema(streamDefaults.recovery)
+}).check(budgetHoldsAnAppend)
 
 const toBuffered = (o: typeof ExactlyOnceOptions.Type): StreamSettings => ({
   method: "ExactlyOnce",
   maxAppendRequestBytes: o.maxAppendRequestBytes,
   recovery: o.recovery,
   retry: o.retry,
-  maxInflightRequests: streamDefaults.maxInFlightRequests,
-  maxInflightBytes: o.maxInFlightBytes ?? exactlyOnceBudgetAppends * o.maxAppendRequestBytes,
+  maxInFlightRequests: streamDefaults.maxInFlightRequests,
+  maxInFlightBytes: o.maxInFlightBytes ?? exactlyOnceBudgetAppends * o.maxAppendRequestBytes,
   destinationIdleTimeout: o.destinationIdleTimeout,
   flushInterval: undefined,
   responseTimeout: streamDefaults.responseTimeout,
@@ -214,16 +187,15 @@ const toBuffered = (o: typeof ExactlyOnceOptions.Type): StreamSettings => ({
 const BufferedSchema = ExactlyOnceOptions.pipe(
   Schema.decodeTo(
     Schema.declare(isStream),
-    SchemaTransformation.transformEffect({
-      decode: (o) => Effect.as(checkBudget(o), toBuffered(o)),
-      encode: (s: StreamSettings) =>
-        Effect.succeed<typeof ExactlyOnceOptions.Type>({
-          maxAppendRequestBytes: s.maxAppendRequestBytes,
-          maxInFlightBytes: s.maxInflightBytes,
-          destinationIdleTimeout: s.destinationIdleTimeout,
-          retry: s.retry,
-          recovery: s.recovery
-        })
+    SchemaTransformation.transform({
+      decode: toBuffered,
+      encode: (s: StreamSettings): typeof ExactlyOnceOptions.Type => ({
+        maxAppendRequestBytes: s.maxAppendRequestBytes,
+        maxInFlightBytes: s.maxInFlightBytes,
+        destinationIdleTimeout: s.destinationIdleTimeout,
+        retry: s.retry,
+        recovery: s.recovery
+      })
     })
   )
 )
@@ -245,8 +217,34 @@ const isSerializer = (u: unknown): u is RowSerializer<unknown> =>
 
 const isTable = (u: unknown): u is TableDestination.TableDestination => u instanceof TableDestination.TableDestination
 
-const isCreateOptions = (u: unknown): u is SinkOptions<unknown, unknown, unknown>["tableCreateOptions"] =>
-  u === undefined || O.isRecord(u) || Predicate.isFunction(u)
+/** A fixed table, its ids checked again: `new` skips `TableDestination.make`'s checks. */
+const Table = O.guard(isTable, "a TableDestination (TableDestination.make)").check(
+  O.hasComponents(["projectId", "datasetId", "tableId"])
+)
+
+type CreateOptionsOf = (destination: TableDestination.TableDestination) => TableCreateOptions.TableCreateOptions
+
+const isCreateOptionsOf = (u: unknown): u is CreateOptionsOf => Predicate.isFunction(u)
+
+/** `tableCreateOptions`: fixed options (decoded now) or a function of the destination, as a function. */
+const CreateOptions = Schema.Unknown.pipe(
+  Schema.decodeTo(
+    Schema.declare(isCreateOptionsOf),
+    SchemaTransformation.transformEffect({
+      decode: (input): Effect.Effect<CreateOptionsOf, SchemaIssue.Issue> => {
+        if (isCreateOptionsOf(input)) return Effect.succeed(input)
+        if (!O.isRecord(input)) {
+          return Effect.fail(
+            O.invalid(`must be TableCreateOptions or a function of the destination, was ${O.describe(input)}`)
+          )
+        }
+        return Effect.map(O.decodeIssue(TableCreateOptionsSchema)(input), (fixed) => () => fixed)
+      },
+      encode: (f: CreateOptionsOf) => Effect.succeed<unknown>(f)
+    })
+  ),
+  O.withDefault((): TableCreateOptions.TableCreateOptions => TableCreateOptions.defaults)
+)
 
 /**
  * Why a BigQuery write method is not taken by this sink form, where the generic "must be a WriteMethod"
@@ -277,13 +275,10 @@ const forms = new Map([
  */
 const optionsOf = (method: StreamSettings["method"]) =>
   Schema.Struct({
-    serializer: O.field(
-      O.leaf(isSerializer, (u) =>
-        isSerializer(u)
-          ? Result.succeed(u)
-          : Result.fail("a serializer is required (serialize and tableSchema functions)"))
+    serializer: O.requiredValue(
+      Schema.declare(isSerializer, { message: "a serializer is required (serialize and tableSchema functions)" })
     ),
-    table: O.maybe(isTable, O.guarded(isTable, "a TableDestination (TableDestination.make)")),
+    table: O.maybe(Table),
     destinationResolver: SinkOptionsSchema.functionOption,
     writeMethod: SinkOptionsSchema.writeMethod(
       "bigquery",
@@ -294,34 +289,19 @@ const optionsOf = (method: StreamSettings["method"]) =>
       (given) => misplacedMethod(method, given)
     ),
     createDisposition: SinkOptionsSchema.createDisposition("CREATE_IF_NEEDED"),
-    tableCreateOptions: O.maybe(
-      isCreateOptions,
-      O.guarded(isCreateOptions, "TableCreateOptions or a function of the destination")
-    ),
-    schemaUpdate: O.maybe(O.isRecord, O.guarded(O.isRecord, "an object")),
+    tableCreateOptions: CreateOptions,
+    schemaUpdate: SchemaUpdateOptionsSchema.pipe(O.withDefault(SchemaUpdateOptions.defaults)),
     additionalFields: O.maybe(
-      O.isRecord,
-      (u) =>
-        O.isRecord(u) && Array.isArray(u.fields)
-          ? Result.succeed(u)
-          : Result.fail(`must be AdditionalFields (AdditionalFields.make), was ${O.describe(u)}`)
+      O.guard(
+        (u): u is Record<string, unknown> => O.isRecord(u) && Array.isArray(u.fields),
+        "AdditionalFields (AdditionalFields.make)"
+      )
     ),
     failureHandler: SinkOptionsSchema.failureHandler
   })
 
 const AtLeastOnceSinkOptions = optionsOf("AtLeastOnce")
 const ExactlyOnceSinkOptions = optionsOf("ExactlyOnce")
-
-const decodeCreateOptions = (
-  input: SinkOptions<unknown, unknown, unknown>["tableCreateOptions"]
-): Effect.Effect<
-  (destination: TableDestination.TableDestination) => TableCreateOptions.TableCreateOptions,
-  SinkConfigError
-> => {
-  if (input === undefined) return Effect.succeed(() => TableCreateOptions.defaults)
-  if (Predicate.isFunction(input)) return Effect.succeed(input)
-  return Effect.map(TableCreateOptions.make(input, "tableCreateOptions"), (fixed) => () => fixed)
-}
 
 /** The serializer's schema of `table`: a serializer that throws is a `SinkConfigError`, not a defect. */
 const tableSchemaOf = <A>(serializer: RowSerializer<A>, table: TableDestination.TableDestination) =>
@@ -339,9 +319,10 @@ const withoutCheckpoint = (options: Record<string, unknown>): Record<string, unk
   return rest
 }
 
-/** The one destination option: a fixed table (checked again: `new` skips `make`'s checks) or a resolver. */
-const decodeDestination = <A>(
-  options: Pick<SinkOptions<A, unknown, unknown>, "table" | "destinationResolver">
+/** The one destination option: a fixed table (its ids checked by the decode) or a resolver. */
+const destinationOf = <A>(
+  table: TableDestination.TableDestination | undefined,
+  resolver: TableDestination.DestinationResolver<A> | undefined
 ): Effect.Effect<
   {
     readonly fixed: TableDestination.TableDestination | undefined
@@ -349,19 +330,13 @@ const decodeDestination = <A>(
   },
   SinkConfigError
 > =>
-  Effect.gen(function*() {
-    const destination = yield* SinkOptionsSchema.exactlyOne(
-      options.table,
-      options.destinationResolver,
-      "destinationResolver"
-    )
-    if (destination._tag === "resolver") return { fixed: undefined, resolve: destination.resolver }
-    const table = destination.table
-    yield* O.decodeRule("table.projectId", O.component, table.projectId)
-    yield* O.decodeRule("table.datasetId", O.component, table.datasetId)
-    yield* O.decodeRule("table.tableId", O.component, table.tableId)
-    return { fixed: table, resolve: TableDestination.fixed(table) }
-  })
+  Effect.map(
+    SinkOptionsSchema.exactlyOne(table, resolver, "destinationResolver"),
+    (d) =>
+      d._tag === "resolver"
+        ? { fixed: undefined, resolve: d.resolver }
+        : { fixed: d.table, resolve: TableDestination.fixed(d.table) }
+  )
 
 /**
  * Validates the sink options with `Schema`, in the reference's order: serializer, destination,
@@ -379,13 +354,9 @@ export const decode = <A, H extends Handler | undefined>(
     // the exactly-once constructors decode their `checkpoint` option themselves
     const input: unknown = method === "ExactlyOnce" && O.isRecord(options) ? withoutCheckpoint(options) : options
     const decoded = yield* O.decode(method === "AtLeastOnce" ? AtLeastOnceSinkOptions : ExactlyOnceSinkOptions)(input)
-    // the typed values come from `options`: the decode above checked them
-    const { fixed, resolve } = yield* decodeDestination(options)
+    // the values typed by the element (serializer, resolver, fields) come from `options`: the decode checked them
+    const { fixed, resolve } = yield* destinationOf(decoded.table, options.destinationResolver)
     const serializer = options.serializer
-    const createOptions = yield* decodeCreateOptions(options.tableCreateOptions)
-    const schemaUpdate = options.schemaUpdate === undefined
-      ? SchemaUpdateOptions.defaults
-      : yield* SchemaUpdateOptions.make(options.schemaUpdate, "schemaUpdate")
     let withFields: RowSerializer<A> = serializer
     let additionalFields: AdditionalFields.AdditionalFields<A> | undefined
     if (options.additionalFields !== undefined) {
@@ -411,8 +382,8 @@ export const decode = <A, H extends Handler | undefined>(
       baseSerializer: serializer,
       additionalFields,
       createDisposition: decoded.createDisposition,
-      createOptions,
-      schemaUpdate,
+      createOptions: decoded.tableCreateOptions,
+      schemaUpdate: decoded.schemaUpdate,
       failureHandler: SinkOptionsSchema.withDefaultHandler<BigQueryFailure, H>(options.failureHandler),
       stream: decoded.writeMethod,
       cdc

@@ -7,7 +7,6 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
-import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { FailedMutation } from "../../Bigtable/BigtableFailure.ts"
@@ -22,7 +21,7 @@ import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sin
 import * as retryPolicy from "../options/retryPolicy.ts"
 import * as O from "../options/schema.ts"
 import * as SinkOptionsSchema from "../options/sinkOptions.ts"
-import { type Declared, declared } from "./admin/tableCreateOptions.ts"
+import { type Declared, DeclaredSchema } from "./admin/tableCreateOptions.ts"
 
 const MiB = 1024 * 1024
 
@@ -83,14 +82,10 @@ export interface Settings<A, E, R> {
 
 /** The schema of `WriteMethod.atLeastOnce` options. @internal */
 export const AtLeastOnceOptions = Schema.Struct({
-  batchElementCount: O.optional(O.isNumber, O.integer({ min: 1, max: 19_999 }), defaults.batchElementCount),
-  batchByteSize: O.optional(O.isNumber, O.integer({ min: 1, max: 100 * MiB - 1 }), defaults.batchByteSize),
-  maxInFlightEntries: O.optional(O.isNumber, O.integer({ min: 1 }), defaults.maxInFlightEntries),
-  maxConsecutiveRejections: O.optional(
-    O.isNumber,
-    O.integer({ min: 1, sentinel: -1 }),
-    defaults.maxConsecutiveRejections
-  ),
+  batchElementCount: O.Int({ min: 1, max: 19_999 }).pipe(O.withDefault(defaults.batchElementCount)),
+  batchByteSize: O.Int({ min: 1, max: 100 * MiB - 1 }).pipe(O.withDefault(defaults.batchByteSize)),
+  maxInFlightEntries: O.Int({ min: 1 }).pipe(O.withDefault(defaults.maxInFlightEntries)),
+  maxConsecutiveRejections: O.Int({ min: 1, sentinel: -1 }).pipe(O.withDefault(defaults.maxConsecutiveRejections)),
   ...SinkOptionsSchema.tuningFields(defaults)
 })
 
@@ -123,30 +118,42 @@ const isTable = (u: unknown): u is TableDestination => isTableDestination(u)
 
 const isSerializer = (u: unknown): u is Serializer<unknown> => Predicate.isFunction(u)
 
+/** `tableCreateOptions` is given exactly when the sink may create tables: it names their families. */
+const createOptionsAgree = (
+  o: { readonly createDisposition: CreateDisposition; readonly tableCreateOptions: Declared | undefined }
+): Schema.FilterOutput => {
+  if (o.createDisposition === "CREATE_NEVER" && o.tableCreateOptions !== undefined) {
+    return { path: ["tableCreateOptions"], issue: "is only used with createDisposition CREATE_IF_NEEDED" }
+  }
+  return o.createDisposition === "CREATE_NEVER" || o.tableCreateOptions !== undefined || {
+    path: ["tableCreateOptions"],
+    issue: "is required with createDisposition CREATE_IF_NEEDED: the sink cannot guess the column families"
+  }
+}
+
 /** The top-level options, field by field; cross-field rules follow. */
 const Options = Schema.Struct({
-  table: O.maybe(isTable, O.guarded(isTable, "a TableDestination (TableDestination.make)")),
-  destinationResolver: SinkOptionsSchema.functionOption,
-  serializer: O.field(
-    O.leaf(
-      isSerializer,
-      (u) =>
-        isSerializer(u) ? Result.succeed(u) : Result.fail(`is required and must be a function, was ${O.describe(u)}`)
+  // a table's ids checked again: `new` skips `TableDestination.make`'s checks
+  table: O.maybe(
+    O.guard(isTable, "a TableDestination (TableDestination.make)").check(
+      O.hasComponents(["projectId", "instanceId", "tableId"])
     )
   ),
-  appProfileId: O.maybe(O.isString, O.notBlank),
+  destinationResolver: SinkOptionsSchema.functionOption,
+  serializer: O.requiredValue(Schema.declare(isSerializer, { rule: "is required and must be a function" })),
+  appProfileId: O.maybe(O.NotBlank),
   writeMethod: SinkOptionsSchema.writeMethod("bigtable", "Bigtable", ["AtLeastOnce"], MethodSchema, isMethodSettings),
   createDisposition: SinkOptionsSchema.createDisposition("CREATE_NEVER"),
-  tableCreateOptions: O.maybe(O.isRecord, O.guarded(O.isRecord, "TableCreateOptions (an object)")),
+  tableCreateOptions: O.maybe(DeclaredSchema),
   failureHandler: SinkOptionsSchema.failureHandler
-})
+}).check(Schema.makeFilter(createOptionsAgree))
 
 /** The id components of a table, each named under `path` (`table.projectId`, ...). @internal */
 export const checkTable = (path: string, table: TableDestination): Effect.Effect<void, SinkConfigError> =>
   Effect.gen(function*() {
-    yield* O.decodeRule(`${path}.projectId`, O.component, table.projectId)
-    yield* O.decodeRule(`${path}.instanceId`, O.component, table.instanceId)
-    yield* O.decodeRule(`${path}.tableId`, O.component, table.tableId)
+    yield* O.decodeAt(`${path}.projectId`, O.Component, table.projectId)
+    yield* O.decodeAt(`${path}.instanceId`, O.Component, table.instanceId)
+    yield* O.decodeAt(`${path}.tableId`, O.Component, table.tableId)
   })
 
 /** @internal */
@@ -163,36 +170,17 @@ export const settings = <A, H extends Handler | undefined>(
     }
     const decoded = yield* O.decode(Options)(options)
     // the typed values come from `options`: the decode above checked them
-    const destination = yield* SinkOptionsSchema.exactlyOne(options.table, options.destinationResolver, "table")
-    let resolve: (record: A) => TableDestination | Unroutable
-    if (destination._tag === "table") {
-      const table = destination.table
-      yield* checkTable("table", table)
-      resolve = () => table
-    } else {
-      resolve = destination.resolver
-    }
-    const createDisposition = decoded.createDisposition
-    let families: Declared | undefined
-    if (createDisposition === "CREATE_NEVER" && options.tableCreateOptions !== undefined) {
-      return yield* O.fail("tableCreateOptions", "is only used with createDisposition CREATE_IF_NEEDED")
-    }
-    if (createDisposition === "CREATE_IF_NEEDED") {
-      if (options.tableCreateOptions === undefined) {
-        return yield* O.fail(
-          "tableCreateOptions",
-          "is required with createDisposition CREATE_IF_NEEDED: the sink cannot guess the column families"
-        )
-      }
-      families = yield* declared(options.tableCreateOptions)
-    }
+    const destination = yield* SinkOptionsSchema.exactlyOne(decoded.table, options.destinationResolver, "table")
+    const resolve: (record: A) => TableDestination | Unroutable = destination._tag === "table"
+      ? () => destination.table
+      : destination.resolver
     return {
       resolve,
       serializer: options.serializer,
       appProfileId: decoded.appProfileId,
       writer: decoded.writeMethod.writer,
-      createDisposition,
-      declared: families,
+      createDisposition: decoded.createDisposition,
+      declared: decoded.tableCreateOptions,
       handler: SinkOptionsSchema.withDefaultHandler<FailedMutation, H>(options.failureHandler),
       flushInterval: decoded.writeMethod.flushInterval
     }

@@ -21,6 +21,7 @@ import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import type * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { RetryPolicy } from "../../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as retrySchedule from "../core/retrySchedule.ts"
@@ -45,19 +46,19 @@ export const defaults = {
 
 const bucketSegment = /^[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?$/
 
-/** A bucket name as GCS accepts it: 3-63 characters (222 with dots), lower-case letters, digits, `-_.`. @internal */
-export const bucketName: O.Rule<string> = (input) => {
-  if (!Predicate.isString(input)) return Result.fail(`must be a string, was ${O.describe(input)}`)
+const isBucketName = (input: string): boolean => {
   const segments = input.split(".")
-  const ok = input.length >= 3 && input.length <= (segments.length > 1 ? 222 : 63) &&
+  return input.length >= 3 && input.length <= (segments.length > 1 ? 222 : 63) &&
     segments.every((segment) => bucketSegment.test(segment))
-  return ok
-    ? Result.succeed(input)
-    : Result.fail(
-      `must be a bucket name (3-63 characters: lower-case letters, digits, '-', '_', dots between parts, ` +
-        `starting and ending with a letter or digit), was ${O.describe(input)}`
-    )
 }
+
+/** A bucket name as GCS accepts it: 3-63 characters (222 with dots), lower-case letters, digits, `-_.`. @internal */
+export const BucketName = Schema.String.annotate({ expected: "a string" }).check(
+  Schema.makeFilter(isBucketName, {
+    expected: "a bucket name (3-63 characters: lower-case letters, digits, '-', '_', dots between parts, " +
+      "starting and ending with a letter or digit)"
+  })
+)
 
 /**
  * A folder of object names: empty (the bucket's top level) or a path, which gets a trailing `/`;
@@ -65,20 +66,28 @@ export const bucketName: O.Rule<string> = (input) => {
  *
  * @internal
  */
-export const prefix: O.Rule<string> = (input) => {
-  if (!Predicate.isString(input)) return Result.fail(`must be a string, was ${O.describe(input)}`)
-  if (input.startsWith("/")) return Result.fail(`must not start with '/', was ${O.describe(input)}`)
+export const Prefix = Schema.String.annotate({ expected: "a string" }).check(
+  Schema.makeFilter((input: string) => !input.startsWith("/"), { rule: "must not start with '/'" }),
   // oxlint-disable-next-line no-control-regex
-  if (/[\u0000-\u001f\u007f]/.test(input)) return Result.fail("must not contain control characters")
-  if (new TextEncoder().encode(input).length > 512) return Result.fail("must be at most 512 bytes")
-  return Result.succeed(input.length === 0 || input.endsWith("/") ? input : `${input}/`)
-}
+  Schema.makeFilter((input: string) => !/[\u0000-\u001f\u007f]/.test(input), {
+    message: "must not contain control characters"
+  }),
+  Schema.makeFilter((input: string) => new TextEncoder().encode(input).length <= 512, {
+    message: "must be at most 512 bytes"
+  })
+).pipe(Schema.decodeTo(
+  Schema.String,
+  SchemaTransformation.transform({
+    decode: (input) => input.length === 0 || input.endsWith("/") ? input : `${input}/`,
+    encode: (folder) => folder
+  })
+))
 
 const Options = Schema.Struct({
-  bucket: O.field(O.leaf(O.isString, bucketName)),
-  prefix: O.optional(O.isString, prefix, ""),
-  responseTimeout: O.optional(O.isDuration, O.duration("atLeastOneMilli"), defaults.responseTimeout),
-  retry: O.field(retryPolicy.schema(defaults.retry))
+  bucket: O.requiredValue(BucketName),
+  prefix: Prefix.pipe(O.withDefault("")),
+  responseTimeout: O.DurationSchema("atLeastOneMilli").pipe(O.withDefault(defaults.responseTimeout)),
+  retry: retryPolicy.schema(defaults.retry)
 })
 
 /** @internal */

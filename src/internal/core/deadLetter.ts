@@ -27,15 +27,14 @@ export interface Handler<F, E, R> {
   readonly close: Effect.Effect<void, never, R>
 }
 
-const bytesRule: O.Rule<number> = (input) =>
-  Predicate.isNumber(input) && input >= 1
-    ? Result.succeed(input)
-    : Result.fail(`must be a positive number of bytes (or Infinity), was ${O.describe(input)}`)
+const bytesExpected = "a positive number of bytes (or Infinity)"
 
 const Options = Schema.Struct({
   // any number is a meaning for maxBuffered (at most 1: each failure at once), kept as it was
-  maxBuffered: O.field(Schema.Unknown),
-  maxBufferedBytes: O.optional(O.isNumber, bytesRule, defaultMaxBufferedBytes)
+  maxBuffered: Schema.optionalKey(Schema.Unknown),
+  maxBufferedBytes: Schema.Number.annotate({ expected: bytesExpected }).check(
+    Schema.isGreaterThanOrEqualTo(1, { expected: bytesExpected })
+  ).pipe(O.withDefault(defaultMaxBufferedBytes))
 })
 
 /** The payload bytes a failure holds (a `FailedElement`'s `payload`; 0 for anything else). */
@@ -61,8 +60,9 @@ export const deadLetter = <F, E, R, S>(
 ): Handler<F, E | S | SinkConfigError, R> => {
   // Every number has a meaning: at most 1 forwards each failure at once, Infinity only at barriers.
   const maxBuffered = Math.max(1, Math.ceil(options?.maxBuffered ?? defaultMaxBuffered))
-  const bytesOption = options?.maxBufferedBytes
-  const maxBytes = Predicate.isNumber(bytesOption) && bytesOption >= 1 ? bytesOption : defaultMaxBufferedBytes
+  // decoded once, now; an invalid option fails `open`, before any failure is handled
+  const decoded = Schema.decodeUnknownResult(Options)(options ?? {}, O.parseOptions)
+  const maxBytes = Result.isSuccess(decoded) ? decoded.success.maxBufferedBytes : defaultMaxBufferedBytes
   // The writer calls a handler from one fiber at a time; splice hands the whole buffer to one drain.
   const buffer: Array<F> = []
   let bytes = 0
@@ -79,7 +79,7 @@ export const deadLetter = <F, E, R, S>(
     }
   })
   return {
-    open: Effect.asVoid(O.decode(Options, "deadLetter")(options ?? {})),
+    open: Result.isSuccess(decoded) ? Effect.void : Effect.fail(O.toConfigError("deadLetter")(decoded.failure.issue)),
     handle: (failure) =>
       Effect.suspend(() => {
         buffer.push(failure)

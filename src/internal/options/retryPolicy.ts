@@ -10,25 +10,24 @@ import * as Predicate from "effect/Predicate"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as SchemaIssue from "effect/SchemaIssue"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { RetryPolicy, RetryPolicyOptions } from "../../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import { defaultMultiplier } from "../core/retrySchedule.ts"
 import * as O from "./schema.ts"
 
-const isBackoffTag = (u: unknown): u is "Backoff" => u === "Backoff"
-
-/** The fields of `RetryPolicyOptions` (and of a `Backoff` value), validated one by one. */
-const OptionsFields = Schema.Struct({
-  _tag: O.maybe(isBackoffTag, O.literal(["Backoff"])),
-  initialBackoff: O.leaf(O.isDuration, O.duration("atLeastOneMilli")),
-  maxBackoff: O.leaf(O.isDuration, O.duration("atLeastOneMilli")),
-  maxAttempts: O.leaf(O.isNumber, O.integer({ min: 1 })),
-  multiplier: O.optional(O.isNumber, O.finiteAtLeast(1), defaultMultiplier),
-  maxDuration: O.maybe(O.isDuration, O.duration("atLeastOneMilli"))
-})
-
-/** The options schema: every required field present, `maxBackoff` at least `initialBackoff`. */
-const BackoffSchema = OptionsFields.pipe(
+/**
+ * `RetryPolicyOptions` (and a `Backoff` value): every required field present, `maxBackoff` at least
+ * `initialBackoff`.
+ */
+const BackoffSchema = Schema.Struct({
+  _tag: O.maybe(O.literals(["Backoff"])),
+  initialBackoff: O.DurationSchema("atLeastOneMilli"),
+  maxBackoff: O.DurationSchema("atLeastOneMilli"),
+  maxAttempts: O.Int({ min: 1 }),
+  multiplier: O.FiniteAtLeast(1).pipe(O.withDefault(defaultMultiplier)),
+  maxDuration: O.maybe(O.DurationSchema("atLeastOneMilli"))
+}).pipe(
   Schema.check(Schema.makeFilter((o) =>
     Duration.isLessThan(o.maxBackoff, o.initialBackoff)
       ? {
@@ -56,6 +55,23 @@ export const isRetryPolicy = (u: unknown): u is RetryPolicy =>
   ((u._tag === "FromSchedule" && "schedule" in u && Schedule.isSchedule(u.schedule)) ||
     (u._tag === "Backoff" && "initialBackoff" in u && Duration.isDuration(u.initialBackoff)))
 
+const decodePolicy = (input: unknown): Effect.Effect<RetryPolicy, SchemaIssue.Issue> => {
+  if (!O.isRecord(input)) {
+    return Effect.fail(O.invalid(`must be RetryPolicyOptions or a RetryPolicy, was ${O.describe(input)}`, input))
+  }
+  if (input._tag === "FromSchedule") {
+    return isRetryPolicy(input)
+      ? Effect.succeed<RetryPolicy>(input)
+      : Effect.fail(
+        new SchemaIssue.Pointer(
+          ["schedule"],
+          O.invalid(`must be a Schedule (RetryPolicy.fromSchedule), was ${O.describe(input.schedule)}`)
+        )
+      )
+  }
+  return Effect.map(O.decodeIssue(BackoffSchema)(input), toBackoff)
+}
+
 /**
  * A `retry` / `recovery` option as a schema: `undefined` is `fallback`; a `RetryPolicy.fromSchedule`
  * value must hold a `Schedule`; options (or a `Backoff` value, checked again: it may be hand-built)
@@ -64,32 +80,16 @@ export const isRetryPolicy = (u: unknown): u is RetryPolicy =>
  * @internal
  */
 export const schema = (fallback: RetryPolicy) =>
-  O.fromEffect(isRetryPolicy, (input, options) => {
-    if (input === undefined) return Effect.succeed(fallback)
-    if (!O.isRecord(input)) {
-      return Effect.fail(
-        new SchemaIssue.InvalidValue({
-          message: `must be RetryPolicyOptions or a RetryPolicy, was ${O.describe(input)}`
-        }, input)
-      )
-    }
-    if (input._tag === "FromSchedule") {
-      return isRetryPolicy(input)
-        ? Effect.succeed<RetryPolicy>(input)
-        : Effect.fail(
-          new SchemaIssue.Pointer(
-            ["schedule"],
-            new SchemaIssue.InvalidValue({
-              message: `must be a Schedule (RetryPolicy.fromSchedule), was ${O.describe(input.schedule)}`
-            }, input.schedule)
-          )
-        )
-    }
-    return Effect.mapBoth(Schema.decodeUnknownEffect(BackoffSchema)(input, options), {
-      onFailure: (error) => error.issue,
-      onSuccess: toBackoff
-    })
-  })
+  Schema.Unknown.pipe(
+    Schema.decodeTo(
+      Schema.declare(isRetryPolicy),
+      SchemaTransformation.transformEffect({
+        decode: decodePolicy,
+        encode: (p: RetryPolicy) => Effect.succeed<unknown>(p)
+      })
+    ),
+    O.withDefault(fallback)
+  )
 
 /** @internal */
 export const make = (options: RetryPolicyOptions, path: string): Effect.Effect<RetryPolicy.Backoff, SinkConfigError> =>

@@ -1,8 +1,13 @@
 /**
- * Option decoding with `Schema` (DESIGN section 3): the leaf schemas every option is built from
- * (durations, counts, flags, strings, values the caller built), each decoding from `unknown` with a
- * message that names the rule and the value given, and the mapping of a `Schema` issue to a
- * `SinkConfigError` whose path is the option as the user wrote it (`writeMethod.maxInFlightBytes`).
+ * Option decoding with plain `Schema` (DESIGN section 3): the few leaf schemas the options share
+ * (bounded integers, durations, resource id components, values the caller built), each built from
+ * `Schema`'s own types and checks, and the mapping of a `Schema` issue to a `SinkConfigError` whose
+ * path is the option as the user wrote it (`writeMethod.maxInFlightBytes`).
+ *
+ * Messages come from annotations, so that every check names its rule and the value given:
+ * - `expected: "at least 1"` on a type or a check reads `must be at least 1, was 0`;
+ * - `rule: "must not contain '/'"` on a check reads `must not contain '/', was 'a/b'`;
+ * - `message` is the message as is (no value: `must not be blank`).
  *
  * Options arrive from untyped JavaScript and from `Config` too: nothing here trusts a type, and no
  * input makes decoding throw.
@@ -15,7 +20,7 @@ import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
-import type * as SchemaAST from "effect/SchemaAST"
+import * as SchemaAST from "effect/SchemaAST"
 import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
@@ -31,57 +36,109 @@ export const describe = (value: unknown): string => {
   return Array.isArray(value) ? "an array" : `a value of type ${typeof value}`
 }
 
-/** A leaf rule: the value, or the message of the rule it broke. @internal */
-export type Rule<A> = (input: unknown) => Result.Result<A, string>
-
 /** The parse options of every option decode: all keys known, first error reported. @internal */
 export const parseOptions: SchemaAST.ParseOptions = { errors: "first", onExcessProperty: "error", reportInput: true }
 
-const invalid = (message: string, input: unknown): SchemaIssue.Issue => new SchemaIssue.InvalidValue({ message }, input)
+/** @internal */
+export const isRecord = (u: unknown): u is Record<string, unknown> => Predicate.isObject(u) && !Array.isArray(u)
+
+/** An issue with `message` as is, about `input`. @internal */
+export const invalid = (message: string, input?: unknown): SchemaIssue.Issue =>
+  new SchemaIssue.InvalidValue({ message }, input)
+
+/** A value the caller built, checked by a guard; `expected` names it in the message. @internal */
+export const guard = <A>(is: (u: unknown) => u is A, expected: string) => Schema.declare(is, { expected })
 
 /**
- * A schema decoding `unknown` with an effectful step that may fail with an issue (nested decodes
- * keep their paths). `is` guards the decoded type.
+ * An integer within bounds (`NaN`, infinities and fractions rejected); `sentinel` is allowed too.
  *
  * @internal
  */
-export const fromEffect = <A>(
-  is: (u: unknown) => u is A,
-  decode: (input: unknown, options: SchemaAST.ParseOptions) => Effect.Effect<A, SchemaIssue.Issue>
-): Schema.Codec<A, unknown> =>
-  Schema.Unknown.pipe(
-    Schema.decodeTo(
-      Schema.declare(is),
-      SchemaTransformation.transformEffect({ decode, encode: (a: A) => Effect.succeed<unknown>(a) })
-    )
+export const Int = (
+  bounds: { readonly min: number; readonly max?: number | undefined; readonly sentinel?: number | undefined }
+) => {
+  const range = bounds.max === undefined ? `at least ${bounds.min}` : `between ${bounds.min} and ${bounds.max}`
+  const expected = bounds.sentinel === undefined ? range : `${range} (or ${bounds.sentinel})`
+  const max = bounds.max ?? Number.MAX_SAFE_INTEGER
+  return Schema.Number.annotate({ expected: "an integer" }).check(
+    Schema.makeFilter((n: number) => Number.isInteger(n), { expected: "an integer" }),
+    Schema.isInt({ expected: "a safe integer (at most 2^53 - 1)" }),
+    bounds.sentinel === undefined
+      ? Schema.isBetween({ minimum: bounds.min, maximum: max }, { expected })
+      : Schema.makeFilter((n: number) => n === bounds.sentinel || (n >= bounds.min && n <= max), { expected })
+  )
+}
+
+/** A finite number of at least `min` (`NaN` and infinities rejected). @internal */
+export const FiniteAtLeast = (min: number) => {
+  const expected = `a finite number of at least ${min}`
+  return Schema.Number.annotate({ expected }).check(
+    Schema.isFinite({ expected }),
+    Schema.isGreaterThanOrEqualTo(min, { expected })
+  )
+}
+
+/** @internal */
+export const Bool = Schema.Boolean.annotate({ expected: "a boolean" })
+
+const isNotBlank = Schema.makeFilter((s: string) => s.trim().length > 0, { message: "must not be blank" })
+
+/** A value forwarded as is (app profile, location): a string, not blank. @internal */
+export const NotBlank = Schema.String.annotate({ expected: "a string" }).check(isNotBlank)
+
+/**
+ * A resource id component (project, dataset, instance, table): a string, not blank, no surrounding
+ * whitespace, no `/`.
+ *
+ * @internal
+ */
+export const Component = Schema.String.annotate({ expected: "a string" }).check(
+  isNotBlank,
+  Schema.isTrimmed({ rule: "must not have leading or trailing whitespace" }),
+  Schema.makeFilter((s: string) => !s.includes("/"), { rule: "must not contain '/'" })
+)
+
+/**
+ * A check of a value the caller built (a table destination: `new` skips `make`'s checks): each of
+ * `keys` is a {@link Component}, the first that is not named in the path.
+ *
+ * @internal
+ */
+export const hasComponents = <K extends string>(keys: ReadonlyArray<K>) =>
+  Schema.makeFilter((value: { readonly [key in K]: unknown }) => {
+    for (const key of keys) {
+      const decoded = Schema.decodeUnknownResult(Component)(value[key], parseOptions)
+      if (Result.isFailure(decoded)) return { path: [key], issue: decoded.failure.issue }
+    }
+    return undefined
+  })
+
+/**
+ * The cross-field rule of every client's settings: an emulator takes no credentials, so a key file
+ * given with one is a mistake, named at `serviceAccountKeyFile` with `why`.
+ *
+ * @internal
+ */
+export const noKeyFileWithEmulator = (why: string) =>
+  Schema.makeFilter((c: { readonly serviceAccountKeyFile: unknown; readonly emulator: unknown }) =>
+    c.emulator === undefined || c.serviceAccountKeyFile === undefined ||
+    { path: ["serviceAccountKeyFile"], issue: `cannot be combined with emulator: ${why}` }
   )
 
-/** A schema from a leaf rule. @internal */
-export const leaf = <A>(is: (u: unknown) => u is A, rule: Rule<A>): Schema.Codec<A, unknown> =>
-  fromEffect(is, (input) =>
-    Result.match(rule(input), {
-      onFailure: (message) => Effect.fail(invalid(message, input)),
-      onSuccess: Effect.succeed
-    }))
+/** One of the given string literals. @internal */
+export const literals = <const L extends ReadonlyArray<string>>(values: L) =>
+  Schema.Literals(values).annotate({ expected: values.join(" or ") })
 
-/** The rule with `undefined` meaning `fallback`. @internal */
-export const orElse = <A, B>(rule: Rule<A>, fallback: B): Rule<A | B> => (input) =>
-  input === undefined ? Result.succeed(fallback) : rule(input)
-
-const ok = Result.succeed
-const no = Result.fail
+/**
+ * How small a duration may be:
+ * - `positive`: greater than zero;
+ * - `atLeastOneMilli`: at least 1 ms, because the value is used at millisecond granularity.
+ *
+ * @internal
+ */
+export type DurationRule = "positive" | "atLeastOneMilli"
 
 const maxNanos = 9_223_372_036_854_775_807n
-
-/** Every number inside a duration input (a number, an hrtime pair, a duration object) is finite. */
-const finiteParts = (input: unknown): boolean => {
-  if (Predicate.isNumber(input)) return Number.isFinite(input)
-  if (Array.isArray(input)) return input.every((n) => !Predicate.isNumber(n) || Number.isFinite(n))
-  if (Predicate.isObject(input) && !Duration.isDuration(input)) {
-    return Object.values(input).every((n) => !Predicate.isNumber(n) || Number.isFinite(n))
-  }
-  return true
-}
 
 const durationObjectKeys: ReadonlySet<string> = new Set([
   "weeks",
@@ -104,152 +161,196 @@ const isDurationInput = (input: unknown): input is Duration.Input =>
   Predicate.isNumber(input) || Predicate.isBigInt(input) || Predicate.isString(input) || Duration.isDuration(input) ||
   Array.isArray(input) || (Predicate.isObject(input) && isDurationObject(input))
 
-/**
- * How small a duration may be:
- * - `positive`: greater than zero;
- * - `atLeastOneMilli`: at least 1 ms, because the value is used at millisecond granularity.
- *
- * @internal
- */
-export type DurationRule = "positive" | "atLeastOneMilli"
-
-/**
- * A finite duration (`NaN` and infinities rejected, whatever their spelling: `Duration.fromInput(NaN)`
- * is 0 in effect 4.1, which would pass a "0 = none" rule), expressible in nanoseconds, within `rule`.
- *
- * @internal
- */
-export const duration = (rule: DurationRule): Rule<Duration.Duration> => (input) => {
-  if (!isDurationInput(input)) return no(`must be a duration, was ${describe(input)}`)
-  if (!finiteParts(input)) return no(`must be a finite duration, was ${describe(input)}`)
-  const decoded = Duration.fromInput(input)
-  if (decoded._tag === "None") return no(`must be a duration, was ${describe(input)}`)
-  const value = decoded.value
-  const nanos = Duration.toNanos(value)
-  if (nanos._tag === "None" || nanos.value > maxNanos) {
-    return no("must be finite and expressible in nanoseconds (at most about 292 years)")
+/** Every number inside a duration input (a number, an hrtime pair, a duration object) is finite. */
+const finiteParts = (input: Duration.Input): boolean => {
+  if (Predicate.isNumber(input)) return Number.isFinite(input)
+  if (Array.isArray(input)) return input.every((n) => !Predicate.isNumber(n) || Number.isFinite(n))
+  if (Predicate.isObject(input) && !Duration.isDuration(input)) {
+    return Object.values(input).every((n) => !Predicate.isNumber(n) || Number.isFinite(n))
   }
-  switch (rule) {
-    case "positive":
-      return nanos.value > 0n ? ok(value) : no(`must be positive, was ${Duration.format(value)}`)
-    case "atLeastOneMilli":
-      return nanos.value >= 1_000_000n ? ok(value) : no(`must be at least 1 ms, was ${Duration.format(value)}`)
-  }
-}
-
-/** An integer within bounds (`NaN`, infinities and fractions rejected); `sentinel` is allowed too. @internal */
-export const integer = (
-  bounds: { readonly min: number; readonly max?: number | undefined; readonly sentinel?: number | undefined }
-): Rule<number> =>
-(input) => {
-  if (!Predicate.isNumber(input) || !Number.isInteger(input)) return no(`must be an integer, was ${describe(input)}`)
-  if (!Number.isSafeInteger(input)) return no(`must be a safe integer (at most 2^53 - 1), was ${describe(input)}`)
-  if (bounds.sentinel !== undefined && input === bounds.sentinel) return ok(input)
-  const max = bounds.max ?? Number.MAX_SAFE_INTEGER
-  if (input >= bounds.min && input <= max) return ok(input)
-  const range = bounds.max === undefined ? `at least ${bounds.min}` : `between ${bounds.min} and ${bounds.max}`
-  const sentinel = bounds.sentinel === undefined ? "" : ` (or ${bounds.sentinel})`
-  return no(`must be ${range}${sentinel}, was ${input}`)
-}
-
-/** A finite number of at least `min` (`NaN` and infinities rejected). @internal */
-export const finiteAtLeast = (min: number): Rule<number> => (input) =>
-  Predicate.isNumber(input) && Number.isFinite(input) && input >= min
-    ? ok(input)
-    : no(`must be a finite number of at least ${min}, was ${describe(input)}`)
-
-/** @internal */
-export const boolean: Rule<boolean> = (input) =>
-  Predicate.isBoolean(input) ? ok(input) : no(`must be a boolean, was ${describe(input)}`)
-
-/** A value forwarded as is (app profile, location): a string, not blank. @internal */
-export const notBlank: Rule<string> = (input) => {
-  if (!Predicate.isString(input)) return no(`must be a string, was ${describe(input)}`)
-  return input.trim().length === 0 ? no("must not be blank") : ok(input)
+  return true
 }
 
 /**
- * A resource id component (project, dataset, instance, table): a string, not blank, no surrounding
- * whitespace, no `/`.
- *
- * @internal
+ * A `Duration.Input` (`"1 second"`, millis, a `Duration`, ...) decoded to a finite `Duration`:
+ * `NaN` and infinities are rejected whatever their spelling (`Duration.fromInput(NaN)` is 0 in
+ * effect 4.1, which would pass a "0 = none" rule), and so is what nanoseconds cannot express.
  */
-export const component: Rule<string> = (input) => {
-  if (!Predicate.isString(input)) return no(`must be a string, was ${describe(input)}`)
-  if (input.trim().length === 0) return no("must not be blank")
-  if (input.trim() !== input) return no(`must not have leading or trailing whitespace, was '${input}'`)
-  if (input.includes("/")) return no(`must not contain '/', was '${input}'`)
-  return ok(input)
-}
+const DurationFromInput = Schema.declare(isDurationInput, { expected: "a duration" }).pipe(
+  Schema.decodeTo(
+    Schema.Duration,
+    SchemaTransformation.transformEffect({
+      decode: (input) => {
+        if (!finiteParts(input)) return Effect.fail(invalid(`must be a finite duration, was ${describe(input)}`))
+        const decoded = Duration.fromInput(input)
+        if (decoded._tag === "None") return Effect.fail(invalid(`must be a duration, was ${describe(input)}`))
+        const nanos = Duration.toNanos(decoded.value)
+        return nanos._tag === "None" || nanos.value > maxNanos
+          ? Effect.fail(invalid("must be finite and expressible in nanoseconds (at most about 292 years)"))
+          : Effect.succeed(decoded.value)
+      },
+      encode: (d: Duration.Duration) => Effect.succeed<Duration.Input>(d)
+    })
+  )
+)
 
-/** One of the given string literals. @internal */
-export const literal = <const L extends string>(values: ReadonlyArray<L>): Rule<L> => (input) => {
-  const found = values.find((v) => v === input)
-  return found === undefined ? no(`must be ${values.join(" or ")}, was ${describe(input)}`) : ok(found)
-}
+const nanosOf = (d: Duration.Duration): bigint => Duration.toNanosUnsafe(d)
 
-/** A value checked by a guard, `expected` naming it in the message. @internal */
-export const guarded = <A>(is: (u: unknown) => u is A, expected: string): Rule<A> => (input) =>
-  is(input) ? ok(input) : no(`must be ${expected}, was ${describe(input)}`)
+/** A finite duration (see `DurationFromInput`) within `rule`. @internal */
+export const DurationSchema = (rule: DurationRule) =>
+  DurationFromInput.check(
+    rule === "positive"
+      ? Schema.makeFilter((d: Duration.Duration) => nanosOf(d) > 0n, { expected: "positive" })
+      : Schema.makeFilter((d: Duration.Duration) => nanosOf(d) >= 1_000_000n, { expected: "at least 1 ms" })
+  )
 
-/** @internal */
-export const isRecord = (u: unknown): u is Record<string, unknown> => Predicate.isObject(u) && !Array.isArray(u)
+/** A field that is `value` when absent or `undefined`. @internal */
+export const withDefault = <S extends Schema.Top>(value: S["Type"]) =>
+  Schema.withDecodingDefaultType<S>(Effect.succeed(value))
+
+/** A field whose absence stays `undefined` (a key of the decoded value, unlike `Schema.optional`). @internal */
+export const maybe = <S extends Schema.Top>(schema: S) =>
+  Schema.UndefinedOr(schema).pipe(Schema.withDecodingDefaultType(Effect.undefined))
 
 /**
- * A nested options object: `undefined` is `fallback`, a non-object is rejected with `must be an
- * object`, an object is decoded by `schema` with its issues' paths kept under this option.
+ * A required field whose absence is decoded as `undefined`, so that `schema`'s own message names the
+ * rule (`must be a function, was undefined`) rather than a bare "is required".
  *
  * @internal
  */
-export const object = <A, B>(schema: Schema.Decoder<A>, fallback: B, is: (u: unknown) => u is A | B) =>
-  fromEffect(is, (input, options) => {
-    if (input === undefined) return Effect.succeed(fallback)
-    if (!isRecord(input)) return Effect.fail(invalid(`must be an object, was ${describe(input)}`, input))
-    return Effect.mapError(Schema.decodeUnknownEffect(schema)(input, options), (error) => error.issue)
+export const requiredValue = <S extends Schema.Top>(schema: S) =>
+  Schema.Unknown.pipe(
+    Schema.decodeTo(schema, SchemaTransformation.passthroughSupertype<S["Encoded"], unknown>()),
+    Schema.withDecodingDefaultKey(Effect.undefined)
+  )
+
+const isEndpoint = (u: unknown): u is emulatorEndpoint.Endpoint =>
+  isRecord(u) && Predicate.isString(u.host) && Predicate.isNumber(u.port)
+
+/**
+ * A `host:port` emulator endpoint (a string: `8086` or `null` is rejected, never thrown on); the
+ * message names the option as `EmulatorEndpoint.parse` does (DESIGN section 3).
+ *
+ * @internal
+ */
+export const Endpoint = (optionName: string) =>
+  Schema.Unknown.pipe(Schema.decodeTo(
+    Schema.declare(isEndpoint),
+    SchemaTransformation.transformEffect({
+      decode: (input) => {
+        if (!Predicate.isString(input)) {
+          return Effect.fail(invalid(`${optionName} must be host:port (a string), was ${describe(input)}`))
+        }
+        const parsed = emulatorEndpoint.parse(input)
+        return parsed === undefined
+          ? Effect.fail(invalid(emulatorEndpoint.message(optionName, input)))
+          : Effect.succeed(parsed)
+      },
+      encode: (e: emulatorEndpoint.Endpoint) => Effect.succeed<unknown>(`${e.host}:${e.port}`)
+    })
+  ))
+
+const redactedExpected = "must be a Redacted path (Redacted.make or Config.Redacted)"
+
+/**
+ * A secret path: a `Redacted` string, not blank. A plain string is rejected (the type says
+ * `Redacted`; a path in a message or log is what it prevents), and no message shows the value.
+ *
+ * @internal
+ */
+export const RedactedPath = Schema.Unknown.pipe(Schema.decodeTo(
+  Schema.declare((u: unknown): u is Redacted.Redacted<string> => Redacted.isRedacted(u)),
+  SchemaTransformation.transformEffect({
+    decode: (input) => {
+      if (!Redacted.isRedacted(input)) {
+        const was = Predicate.isString(input) ? "a plain string" : describe(input)
+        return Effect.fail(invalid(`${redactedExpected}, was ${was}`))
+      }
+      const value: unknown = Redacted.value(input)
+      if (!Predicate.isString(value)) return Effect.fail(invalid("must be a Redacted string"))
+      return value.trim().length === 0
+        ? Effect.fail(invalid("must not be blank"))
+        : Effect.succeed(Redacted.make(value))
+    },
+    encode: (r: Redacted.Redacted<string>) => Effect.succeed<unknown>(r)
   })
+))
 
-/** An optional field: a missing key is decoded like `undefined`, so the leaf applies its default. @internal */
-export const field = <A>(schema: Schema.Codec<A, unknown>) => schema.pipe(Schema.withDecodingDefaultKey(Effect.void))
+const annotation = (annotations: Schema.Annotations.Annotations | undefined, key: string): string | undefined => {
+  const value = annotations?.[key]
+  return Predicate.isString(value) ? value : undefined
+}
 
-/** An optional field from a rule. @internal */
-export const optional = <A>(is: (u: unknown) => u is A, rule: Rule<A>, fallback: A) =>
-  field(leaf(is, orElse(rule, fallback)))
+/** The message of annotations (see the module comment), about `input`. */
+const annotated = (annotations: Schema.Annotations.Annotations | undefined, input: unknown): string | undefined => {
+  const message = annotation(annotations, "message")
+  if (message !== undefined) return message
+  const rule = annotation(annotations, "rule")
+  if (rule !== undefined) return `${rule}, was ${describe(input)}`
+  const expected = annotation(annotations, "expected")
+  return expected === undefined ? undefined : `must be ${expected}, was ${describe(input)}`
+}
 
-/** An optional field whose absence stays `undefined`. @internal */
-export const maybe = <A>(is: (u: unknown) => u is A, rule: Rule<A>) =>
-  field(leaf((u): u is A | undefined => u === undefined || is(u), orElse(rule, undefined)))
+const inputOf = (issue: SchemaIssue.Issue): unknown => SchemaIssue.hasInput(issue) ? issue.input : undefined
 
-/** @internal */
-export const isDuration = (u: unknown): u is Duration.Duration => Duration.isDuration(u)
-/** @internal */
-export const isNumber = (u: unknown): u is number => Predicate.isNumber(u)
-/** @internal */
-export const isString = (u: unknown): u is string => Predicate.isString(u)
-/** @internal */
-export const isBoolean = (u: unknown): u is boolean => Predicate.isBoolean(u)
+/** A type mismatch: the schema's `expected`, or, for a union with `undefined` (an optional field), its member's. */
+const typeMessage = (ast: SchemaAST.AST, input: unknown): string => {
+  const types = SchemaAST.isUnion(ast) ? ast.types.filter((t) => !SchemaAST.isUndefined(t)) : [ast]
+  const [only] = types
+  const own = annotated(ast.annotations, input)
+  if (own !== undefined) return own
+  if (types.length === 1 && only !== undefined && only !== ast) return typeMessage(only, input)
+  return `must be an object, was ${describe(input)}`
+}
 
-const renderPath = (prefix: string, path: ReadonlyArray<PropertyKey | { readonly key: PropertyKey }>): string =>
-  path.reduce<string>((acc, segment) => {
-    const key = Predicate.isObject(segment) ? segment.key : segment
+const leafMessage = (issue: SchemaIssue.Issue): string => {
+  switch (issue._tag) {
+    case "MissingKey":
+      return "is required"
+    case "UnexpectedKey":
+      return "is not an option here (misspelt, or renamed: see docs/adr/0016-shared-option-vocabulary.md)"
+    case "InvalidType":
+      return typeMessage(issue.ast, issue.input)
+    case "InvalidValue":
+      return annotated(issue.annotations, issue.input) ?? "is invalid"
+    default:
+      return "is invalid"
+  }
+}
+
+type First = { readonly path: ReadonlyArray<PropertyKey>; readonly message: string }
+
+/** The first issue of a tree, with its path and message. */
+const first = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>): First => {
+  switch (issue._tag) {
+    case "Filter": {
+      const message = annotated(issue.filter.annotations, inputOf(issue))
+      return message === undefined ? first(issue.issue, path) : { path, message }
+    }
+    case "Encoding":
+      return first(issue.issue, path)
+    case "Pointer":
+      return first(issue.issue, [...path, ...issue.path])
+    case "Composite":
+      return first(issue.issues[0], path)
+    case "AnyOf": {
+      const [head] = issue.issues
+      return head === undefined ? { path, message: typeMessage(issue.ast, inputOf(issue)) } : first(head, path)
+    }
+    default:
+      return { path, message: leafMessage(issue) }
+  }
+}
+
+const renderPath = (prefix: string, path: ReadonlyArray<PropertyKey>): string =>
+  path.reduce<string>((acc, key) => {
     if (Predicate.isNumber(key)) return `${acc}[${key}]`
     const name = String(key)
     return acc.length === 0 ? name : `${acc}.${name}`
   }, prefix)
 
-const formatter = SchemaIssue.makeFormatterStandardSchemaV1({
-  leafHook: (issue) => {
-    switch (issue._tag) {
-      case "MissingKey":
-        return "is required"
-      case "UnexpectedKey":
-        return "is not an option here (misspelt, or renamed: see docs/adr/0016-shared-option-vocabulary.md)"
-      case "InvalidType":
-        return `must be an object, was ${describe(SchemaIssue.hasInput(issue) ? issue.input : undefined)}`
-      default:
-        return SchemaIssue.defaultLeafHook(issue)
-    }
-  }
-})
+/** The first message of an issue, without its path. */
+const messageOf = (issue: SchemaIssue.Issue): string => first(issue, []).message
 
 /**
  * The first issue of a failed decode as a `SinkConfigError`: its path is `prefix` followed by the
@@ -258,9 +359,9 @@ const formatter = SchemaIssue.makeFormatterStandardSchemaV1({
  * @internal
  */
 export const toConfigError = (prefix: string) => (issue: SchemaIssue.Issue): SinkConfigError => {
-  const first = formatter(issue).issues[0]
-  const path = renderPath(prefix, first?.path ?? [])
-  return new SinkConfigError({ path: path.length === 0 ? "options" : path, message: first?.message ?? "is invalid" })
+  const found = first(issue, [])
+  const path = renderPath(prefix, found.path)
+  return new SinkConfigError({ path: path.length === 0 ? "options" : path, message: found.message })
 }
 
 /**
@@ -269,57 +370,46 @@ export const toConfigError = (prefix: string) => (issue: SchemaIssue.Issue): Sin
  *
  * @internal
  */
-export const decode = <A>(schema: Schema.Decoder<A>, prefix = "") => (input: unknown) =>
+export const decode = <A, RD>(schema: Schema.Decoder<A, RD>, prefix = "") => (input: unknown) =>
   Effect.mapError(
     Schema.decodeUnknownEffect(schema)(input, parseOptions),
     (error) => toConfigError(prefix)(error.issue)
   )
 
-/** Decodes a leaf rule at `path`. @internal */
-export const decodeRule = <A>(path: string, rule: Rule<A>, input: unknown): Effect.Effect<A, SinkConfigError> =>
-  Result.match(rule(input), {
-    onFailure: (message) => Effect.fail(new SinkConfigError({ path, message })),
-    onSuccess: Effect.succeed
-  })
+/** Decodes a nested value inside a transformation, its issues' paths kept. @internal */
+export const decodeIssue = <A, RD>(schema: Schema.Decoder<A, RD>) => (input: unknown) =>
+  Effect.mapError(Schema.decodeUnknownEffect(schema)(input, parseOptions), (error) => error.issue)
 
 /** @internal */
 export const fail = (path: string, message: string): Effect.Effect<never, SinkConfigError> =>
   Effect.fail(new SinkConfigError({ path, message }))
 
 /**
- * A `host:port` emulator endpoint (a string: `8086` or `null` is rejected, never thrown on); the
- * message names the option as `EmulatorEndpoint.parse` does (DESIGN section 3).
+ * A leaf check returning the value or the message it failed with, for the checks run outside a
+ * decode (the checkpoint option's, `checkpoint/sink.ts`, until it is a schema of its own).
  *
  * @internal
  */
-export const endpoint = (optionName: string): Rule<emulatorEndpoint.Endpoint> => (input) => {
-  if (!Predicate.isString(input)) return no(`${optionName} must be host:port (a string), was ${describe(input)}`)
-  const parsed = emulatorEndpoint.parse(input)
-  return parsed === undefined ? no(emulatorEndpoint.message(optionName, input)) : ok(parsed)
-}
+export type Rule<A> = (input: unknown) => Result.Result<A, string>
 
-/** @internal */
-export const isEndpoint = (u: unknown): u is emulatorEndpoint.Endpoint =>
-  isRecord(u) && Predicate.isString(u.host) && Predicate.isNumber(u.port)
+const ruleOf = <A>(schema: Schema.Decoder<A>): Rule<A> => (input) =>
+  Result.mapError(Schema.decodeUnknownResult(schema)(input, parseOptions), (error) => messageOf(error.issue))
 
-/**
- * A secret path: a `Redacted` string, not blank. A plain string is rejected (the type says
- * `Redacted`; a path in a message or log is what it prevents), and no message shows the value.
- *
- * @internal
- */
-export const redactedPath: Rule<Redacted.Redacted<string>> = (input) => {
-  if (!Redacted.isRedacted(input)) {
-    return no(
-      Predicate.isString(input)
-        ? "must be a Redacted path (Redacted.make or Config.Redacted), was a plain string"
-        : `must be a Redacted path (Redacted.make or Config.Redacted), was ${describe(input)}`
-    )
-  }
-  const value: unknown = Redacted.value(input)
-  if (!Predicate.isString(value)) return no("must be a Redacted string")
-  return value.trim().length === 0 ? no("must not be blank") : ok(Redacted.make(value))
-}
+/** An integer within bounds, as a rule (see `Int`). @internal */
+export const integer = (bounds: Parameters<typeof Int>[0]): Rule<number> => ruleOf(Int(bounds))
 
-/** @internal */
-export const isRedacted = (u: unknown): u is Redacted.Redacted<string> => Redacted.isRedacted(u)
+/** A duration within `rule`, as a rule (see `DurationSchema`). @internal */
+export const duration = (rule: DurationRule): Rule<Duration.Duration> => ruleOf(DurationSchema(rule))
+
+/** A value checked by a guard, as a rule (see `guard`). @internal */
+export const guarded = <A>(is: (u: unknown) => u is A, expected: string): Rule<A> => ruleOf(guard(is, expected))
+
+/** A value decoded by `schema` at `path`, failing with a `SinkConfigError`. @internal */
+export const decodeAt = <A>(path: string, schema: Schema.Decoder<A>, input: unknown) => decode(schema, path)(input)
+
+/** Decodes a rule at `path`. @internal */
+export const decodeRule = <A>(path: string, rule: Rule<A>, input: unknown): Effect.Effect<A, SinkConfigError> =>
+  Result.match(rule(input), {
+    onFailure: (message) => Effect.fail(new SinkConfigError({ path, message })),
+    onSuccess: Effect.succeed
+  })

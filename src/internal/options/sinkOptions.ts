@@ -9,7 +9,8 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
-import * as SchemaIssue from "effect/SchemaIssue"
+import type * as SchemaIssue from "effect/SchemaIssue"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { Connector } from "../../Sink/FailedElement.ts"
 import { FailureHandler, type RecordFailed } from "../../Sink/FailureHandler.ts"
 import type { RetryPolicy } from "../../Sink/RetryPolicy.ts"
@@ -36,14 +37,14 @@ export interface Tuning extends TuningDefaults {
 
 /** The fields of `SinkOptions.WriterOptions`, with a backend's defaults. @internal */
 export const tuningFields = (d: TuningDefaults) => ({
-  maxInFlightBytes: O.optional(O.isNumber, O.integer({ min: 1 }), d.maxInFlightBytes),
-  retry: O.field(retryPolicy.schema(d.retry)),
-  recovery: O.field(retryPolicy.schema(d.recovery)),
-  responseTimeout: O.optional(O.isDuration, O.duration("atLeastOneMilli"), d.responseTimeout),
-  adminTimeout: O.optional(O.isDuration, O.duration("atLeastOneMilli"), d.adminTimeout),
-  destinationIdleTimeout: O.optional(O.isDuration, O.duration("positive"), d.destinationIdleTimeout),
-  flushInterval: O.maybe(O.isDuration, O.duration("atLeastOneMilli")),
-  perDestinationMetrics: O.optional(O.isBoolean, O.boolean, false)
+  maxInFlightBytes: O.Int({ min: 1 }).pipe(O.withDefault(d.maxInFlightBytes)),
+  retry: retryPolicy.schema(d.retry),
+  recovery: retryPolicy.schema(d.recovery),
+  responseTimeout: O.DurationSchema("atLeastOneMilli").pipe(O.withDefault(d.responseTimeout)),
+  adminTimeout: O.DurationSchema("atLeastOneMilli").pipe(O.withDefault(d.adminTimeout)),
+  destinationIdleTimeout: O.DurationSchema("positive").pipe(O.withDefault(d.destinationIdleTimeout)),
+  flushInterval: O.maybe(O.DurationSchema("atLeastOneMilli")),
+  perDestinationMetrics: O.Bool.pipe(O.withDefault(false))
 })
 
 /**
@@ -62,39 +63,39 @@ export const writeMethod = <A>(
   schema: Schema.Decoder<A>,
   is: (u: unknown) => u is A,
   misplaced: (given: Record<string, unknown>) => string | undefined = () => undefined
-) =>
-  O.field(O.fromEffect(is, (input, options) => {
-    const given = input === undefined ? { _tag: tags[0], connector, options: {} } : input
-    const tag = tags[0] ?? "AtLeastOnce"
-    const constructor = `${tag.charAt(0).toLowerCase()}${tag.slice(1)}`
-    const expected = `a WriteMethod of ${module} (WriteMethod.${constructor}(...) from effect-gcp-sinks/${module})`
+) => {
+  const tag = tags[0] ?? "AtLeastOnce"
+  const constructor = `${tag.charAt(0).toLowerCase()}${tag.slice(1)}`
+  const expected = `a WriteMethod of ${module} (WriteMethod.${constructor}(...) from effect-gcp-sinks/${module})`
+  const decode = (given: unknown): Effect.Effect<A, SchemaIssue.Issue> => {
     const hint = O.isRecord(given) && given.connector === connector ? misplaced(given) : undefined
-    if (hint !== undefined) return Effect.fail(new SchemaIssue.InvalidValue({ message: hint }, given))
+    if (hint !== undefined) return Effect.fail(O.invalid(hint, given))
     if (
       !O.isRecord(given) || !Predicate.isString(given._tag) || !tags.includes(given._tag) ||
       given.connector !== connector
     ) {
-      return Effect.fail(
-        new SchemaIssue.InvalidValue({ message: `must be ${expected}, was ${O.describe(given)}` }, given)
-      )
+      return Effect.fail(O.invalid(`must be ${expected}, was ${O.describe(given)}`, given))
     }
     // absent options are the defaults; `null` is not absent
     const methodOptions = given.options === undefined ? {} : given.options
     if (!O.isRecord(methodOptions)) {
-      return Effect.fail(
-        new SchemaIssue.InvalidValue({ message: `its options must be an object, was ${O.describe(methodOptions)}` })
-      )
+      return Effect.fail(O.invalid(`its options must be an object, was ${O.describe(methodOptions)}`))
     }
-    return Effect.mapError(Schema.decodeUnknownEffect(schema)(methodOptions, options), (error) => error.issue)
-  }))
+    return O.decodeIssue(schema)(methodOptions)
+  }
+  return Schema.Unknown.pipe(
+    Schema.decodeTo(
+      Schema.declare(is),
+      SchemaTransformation.transformEffect({ decode, encode: (a: A) => Effect.succeed<unknown>(a) })
+    ),
+    // an absent method is the default one, its options decoded like any
+    Schema.withDecodingDefault(Effect.succeed<unknown>({ _tag: tag, connector, options: {} }))
+  )
+}
 
 /** The `createDisposition` option with a backend's default. @internal */
 export const createDisposition = (fallback: "CREATE_IF_NEEDED" | "CREATE_NEVER") =>
-  O.optional(
-    (u): u is "CREATE_IF_NEEDED" | "CREATE_NEVER" => u === "CREATE_IF_NEEDED" || u === "CREATE_NEVER",
-    O.literal(["CREATE_IF_NEEDED", "CREATE_NEVER"]),
-    fallback
-  )
+  O.literals(["CREATE_IF_NEEDED", "CREATE_NEVER"]).pipe(O.withDefault(fallback))
 
 /** @internal */
 export const isFailureHandler = (u: unknown): u is FailureHandler<never, unknown, unknown> =>
@@ -103,15 +104,14 @@ export const isFailureHandler = (u: unknown): u is FailureHandler<never, unknown
 
 /** The `failureHandler` option (checked only; the typed value is taken from the options). @internal */
 export const failureHandler = O.maybe(
-  isFailureHandler,
-  O.guarded(isFailureHandler, "a FailureHandler (open, handle, flush, close; see FailureHandler.make)")
+  O.guard(isFailureHandler, "a FailureHandler (open, handle, flush, close; see FailureHandler.make)")
 )
 
 /** @internal */
 export const isFunction = (u: unknown): u is (...args: ReadonlyArray<never>) => unknown => Predicate.isFunction(u)
 
 /** An optional function option (`destinationResolver`). @internal */
-export const functionOption = O.maybe(isFunction, O.guarded(isFunction, "a function"))
+export const functionOption = O.maybe(O.guard(isFunction, "a function"))
 
 /**
  * The failure handler of a write: the caller's, or `FailureHandler.failJob`.

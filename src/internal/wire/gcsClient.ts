@@ -10,39 +10,45 @@ import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { GcsClientConfig, GcsClientService } from "../../Sink/GcsClient.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as O from "../options/schema.ts"
 import type { Endpoint } from "./emulatorEndpoint.ts"
 
-const Emulator = Schema.Struct({ rest: O.field(O.leaf(O.isEndpoint, O.endpoint("emulator.rest"))) })
-
-const isEmulator = (u: unknown): u is typeof Emulator.Type | undefined =>
-  u === undefined || (O.isRecord(u) && O.isEndpoint(u.rest))
-
-const Config = Schema.Struct({
-  projectId: O.field(O.leaf(O.isString, O.component)),
-  serviceAccountKeyFile: O.maybe(O.isRedacted, O.redactedPath),
-  emulator: O.field(O.object(Emulator, undefined, isEmulator))
-})
+const Emulator = Schema.Struct({ rest: O.requiredValue(O.Endpoint("emulator.rest")) })
 
 /** @internal */
 export interface Settings {
   readonly projectId: string
-  readonly keyFile: Redacted.Redacted<string> | undefined
+  readonly serviceAccountKeyFile: Redacted.Redacted<string> | undefined
   readonly endpoint: Endpoint | undefined
 }
 
+/** `GcsClientConfig` decoded to the settings; a key file with an emulator is rejected. */
+const SettingsSchema = Schema.Struct({
+  projectId: O.requiredValue(O.Component),
+  serviceAccountKeyFile: O.maybe(O.RedactedPath),
+  emulator: O.maybe(Emulator)
+}).check(O.noKeyFileWithEmulator("emulators take no credentials")).pipe(Schema.decodeTo(
+  Schema.declare((u: unknown): u is Settings => O.isRecord(u) && Predicate.isString(u.projectId)),
+  SchemaTransformation.transform({
+    decode: (c): Settings => ({
+      projectId: c.projectId,
+      serviceAccountKeyFile: c.serviceAccountKeyFile,
+      endpoint: c.emulator?.rest
+    }),
+    encode: (s: Settings) => ({
+      projectId: s.projectId,
+      serviceAccountKeyFile: s.serviceAccountKeyFile,
+      emulator: s.endpoint === undefined ? undefined : { rest: s.endpoint }
+    })
+  })
+))
+
 /** Decodes the settings; a key file with an emulator is rejected. @internal */
 export const settings = (config: GcsClientConfig): Effect.Effect<Settings, SinkConfigError> =>
-  Effect.gen(function*() {
-    const c = yield* O.decode(Config)(config)
-    const endpoint = c.emulator?.rest
-    if (endpoint !== undefined && c.serviceAccountKeyFile !== undefined) {
-      return yield* O.fail("serviceAccountKeyFile", "cannot be combined with emulator: emulators take no credentials")
-    }
-    return { projectId: c.projectId, keyFile: c.serviceAccountKeyFile, endpoint }
-  })
+  O.decode(SettingsSchema)(config)
 
 const keyFileError = (message: string) => new SinkConfigError({ path: "serviceAccountKeyFile", message })
 
@@ -73,8 +79,8 @@ const keyFileAuth = Effect.fnUntraced(function*(path: Redacted.Redacted<string>)
 export const make: (config: GcsClientConfig) => Effect.Effect<GcsClientService, SinkConfigError> = Effect.fn(
   "GcsClient.make"
 )(function*(config: GcsClientConfig) {
-  const { endpoint, keyFile, projectId } = yield* settings(config)
-  const authClient = keyFile === undefined ? undefined : yield* keyFileAuth(keyFile)
+  const { endpoint, projectId, serviceAccountKeyFile } = yield* settings(config)
+  const authClient = serviceAccountKeyFile === undefined ? undefined : yield* keyFileAuth(serviceAccountKeyFile)
   // Loaded when a client is built (about 200 ms), not when the package is imported.
   const { Storage } = yield* Effect.promise(() => import("@google-cloud/storage"))
   const storage = new Storage({
@@ -90,8 +96,8 @@ export const make: (config: GcsClientConfig) => Effect.Effect<GcsClientService, 
 const isStorage = (u: unknown): u is Storage => Predicate.isObject(u) && "bucket" in u && Predicate.isFunction(u.bucket)
 
 const Clients = Schema.Struct({
-  projectId: O.field(O.leaf(O.isString, O.component)),
-  storage: O.field(O.leaf(isStorage, O.guarded(isStorage, "a Storage client (@google-cloud/storage)")))
+  projectId: O.requiredValue(O.Component),
+  storage: O.requiredValue(O.guard(isStorage, "a Storage client (@google-cloud/storage)"))
 })
 
 /** `GcsClient.fromStorage`: the caller's client, checked. @internal */

@@ -105,8 +105,8 @@ describe("BigQuery sink options: defaults", () => {
         multiplier: 2,
         maxDuration: Duration.minutes(5)
       })
-      assert.strictEqual(s.maxInflightRequests, 100)
-      assert.strictEqual(s.maxInflightBytes, 100 * 1024 * 1024)
+      assert.strictEqual(s.maxInFlightRequests, 100)
+      assert.strictEqual(s.maxInFlightBytes, 100 * 1024 * 1024)
       assert.deepStrictEqual(s.destinationIdleTimeout, Duration.hours(1))
       assert.isUndefined(s.flushInterval)
       assert.deepStrictEqual(s.responseTimeout, Duration.minutes(5))
@@ -159,8 +159,8 @@ describe("BigQuery sink options: defaults", () => {
         multiplier: 1.5,
         maxDuration: undefined
       })
-      assert.strictEqual(s.maxInflightRequests, 8)
-      assert.strictEqual(s.maxInflightBytes, 9000)
+      assert.strictEqual(s.maxInFlightRequests, 8)
+      assert.strictEqual(s.maxInFlightBytes, 9000)
       assert.deepStrictEqual(s.destinationIdleTimeout, Duration.nanos(1n))
       assert.deepStrictEqual(s.flushInterval, ms(250))
       assert.deepStrictEqual(s.responseTimeout, ms(1))
@@ -309,7 +309,7 @@ describe("BigQuery sink options: writeMethod (WriteMethod.atLeastOnce, reference
       )
       yield* rejectsStream({ maxInFlightBytes: 512 * 1024 - 1 }, "maxInFlightBytes", /at least maxAppendRequestBytes/)
       const equal = yield* streamOf({ maxAppendRequestBytes: 4096, maxInFlightBytes: 4096 })
-      assert.strictEqual(equal.maxInflightBytes, 4096)
+      assert.strictEqual(equal.maxInFlightBytes, 4096)
     }))
 
   it.effect.prop("counts above 0 are kept", { n: Positive }, ({ n }) =>
@@ -320,8 +320,8 @@ describe("BigQuery sink options: writeMethod (WriteMethod.atLeastOnce, reference
         maxInFlightBytes: n,
         recovery: policy({ maxAttempts: n })
       })
-      assert.strictEqual(s.maxInflightRequests, n)
-      assert.strictEqual(s.maxInflightBytes, n)
+      assert.strictEqual(s.maxInFlightRequests, n)
+      assert.strictEqual(s.maxInFlightBytes, n)
       assert.strictEqual(s.recovery._tag === "Backoff" ? s.recovery.maxAttempts : 0, n)
     }))
 
@@ -736,7 +736,7 @@ describe("WriteMethod.exactlyOnce options (reference 2.7)", () => {
       const s = implicit.stream
       assert.strictEqual(s.method, "ExactlyOnce")
       assert.strictEqual(s.maxAppendRequestBytes, 512 * 1024)
-      assert.strictEqual(s.maxInflightBytes, 8 * 1024 * 1024)
+      assert.strictEqual(s.maxInFlightBytes, 8 * 1024 * 1024)
       assert.deepStrictEqual(s.destinationIdleTimeout, Duration.hours(1))
       assert.deepStrictEqual(s.recovery, Options.streamDefaults.recovery)
       assert.deepStrictEqual(s.retry, Options.streamDefaults.retry)
@@ -759,7 +759,7 @@ describe("WriteMethod.exactlyOnce options (reference 2.7)", () => {
         })
       })
       assert.strictEqual(stream.maxAppendRequestBytes, 1000)
-      assert.strictEqual(stream.maxInflightBytes, 3000)
+      assert.strictEqual(stream.maxInFlightBytes, 3000)
       assert.deepStrictEqual(stream.destinationIdleTimeout, Duration.minutes(2))
       assert.isTrue(stream.recovery._tag === "Backoff" && stream.recovery.maxAttempts === 4)
       assert.isTrue(stream.retry._tag === "Backoff" && stream.retry.maxAttempts === 7)
@@ -768,7 +768,7 @@ describe("WriteMethod.exactlyOnce options (reference 2.7)", () => {
   it.effect("maxInFlightBytes defaults to 16 appends of maxAppendRequestBytes; the admission budget follows it", () =>
     Effect.gen(function*() {
       const derived = (yield* decodeEo(eo({ maxAppendRequestBytes: 1024 * 1024 }))).stream
-      assert.strictEqual(derived.maxInflightBytes, Options.exactlyOnceBudgetAppends * 1024 * 1024)
+      assert.strictEqual(derived.maxInFlightBytes, Options.exactlyOnceBudgetAppends * 1024 * 1024)
       assert.strictEqual(limitsOf(derived).maxBytes, 16 * 1024 * 1024)
       const given = (yield* decodeEo(eo({ maxAppendRequestBytes: 100, maxInFlightBytes: 100 }))).stream
       assert.strictEqual(limitsOf(given).maxBytes, 100)

@@ -1,7 +1,7 @@
 /**
  * The at-least-once BigQuery writer: the writer core (`internal/core/`) with the BigQuery backend
  * (`backend.ts`). The core opens the failure handler, runs the owner fiber, admits rows under the
- * writer-global in-flight bounds (`maxInflightBytes`; `maxInflightRequests` appends in flight, the
+ * writer-global in-flight bounds (`maxInFlightBytes`; `maxInFlightRequests` appends in flight, the
  * others waiting in order), routes failures, keeps the counters and gauges, and closes after success
  * with a barrier (release without flushing after a failure or an interruption).
  *
@@ -23,16 +23,16 @@ import type * as Prepare from "./prepare.ts"
 
 /**
  * The core's in-flight bounds for BigQuery, which bounds requests and bytes, not rows: at most
- * `maxInflightRequests` appends in flight (the others wait in order), and rows admitted but not yet
- * written (batched, queued or in flight) wait once they hold `maxInflightBytes`, or what
- * `maxInflightRequests` full appends carry if that is less (admission waits for the request window).
+ * `maxInFlightRequests` appends in flight (the others wait in order), and rows admitted but not yet
+ * written (batched, queued or in flight) wait once they hold `maxInFlightBytes`, or what
+ * `maxInFlightRequests` full appends carry if that is less (admission waits for the request window).
  *
  * @internal
  */
 export const limitsOf = (s: StreamSettings): Limits => ({
   maxUnits: Number.MAX_SAFE_INTEGER,
-  maxBytes: Math.min(s.maxInflightBytes, s.maxInflightRequests * s.maxAppendRequestBytes),
-  maxRequests: s.maxInflightRequests
+  maxBytes: Math.min(s.maxInFlightBytes, s.maxInFlightRequests * s.maxAppendRequestBytes),
+  maxRequests: s.maxInFlightRequests
 })
 
 /**

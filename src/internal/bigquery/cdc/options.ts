@@ -7,6 +7,8 @@
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+import type * as SchemaIssue from "effect/SchemaIssue"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { CdcOptions, ReconciliationPolicy } from "../../../BigQuery/Cdc.ts"
 import type { CdcTableOptions } from "../../../BigQuery/CdcTableOptions.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
@@ -26,19 +28,45 @@ export interface CdcSettings<A> {
 }
 
 const policies: ReadonlyArray<ReconciliationPolicy> = ["VERIFY_ONLY", "RECONCILE"]
-const isPolicy = (u: unknown): u is ReconciliationPolicy => policies.some((p) => p === u)
 
-const isTableOptions = (u: unknown): u is Record<string, unknown> | ((...args: ReadonlyArray<never>) => unknown) =>
-  O.isRecord(u) || Predicate.isFunction(u)
+type Provider = (...args: ReadonlyArray<never>) => unknown
+
+const isProvider = (u: unknown): u is Provider => Predicate.isFunction(u)
+
+/** `tableOptions`: fixed options, decoded now, or a provider (its results are decoded per destination). */
+const TableOptionsField = Schema.Unknown.pipe(Schema.decodeTo(
+  Schema.declare((u: unknown): u is CdcTableOptions | Provider => TableOptions.isValidated(u) || isProvider(u)),
+  SchemaTransformation.transformEffect({
+    decode: (input): Effect.Effect<CdcTableOptions | Provider, SchemaIssue.Issue> => {
+      if (isProvider(input)) return Effect.succeed(input)
+      return O.isRecord(input)
+        ? O.decodeIssue(TableOptions.CdcTableOptionsSchema)(input)
+        : Effect.fail(O.invalid(`must be CdcTableOptions or a function of the destination, was ${O.describe(input)}`))
+    },
+    encode: (o: CdcTableOptions | Provider) => Effect.succeed<unknown>(o)
+  })
+))
+
+/** `RECONCILE` needs a primary key: fixed options without one are rejected now, a provider's per destination. */
+const reconcileHasPrimaryKey = Schema.makeFilter(
+  (
+    o: { readonly reconciliation: ReconciliationPolicy; readonly tableOptions: CdcTableOptions | Provider | undefined }
+  ) => {
+    if (o.reconciliation !== "RECONCILE") return undefined
+    if (o.tableOptions === undefined) {
+      return { path: ["tableOptions"], issue: "RECONCILE needs table options with a primary key" }
+    }
+    return Predicate.isFunction(o.tableOptions) || o.tableOptions.primaryKey.length > 0 ||
+      { path: ["tableOptions", "primaryKey"], issue: "RECONCILE needs a primary key" }
+  }
+)
 
 const Input = Schema.Struct({
-  changeType: O.field(
-    O.leaf(SinkOptionsSchema.isFunction, O.guarded(SinkOptionsSchema.isFunction, "a function (or Cdc.upsertOnly())"))
-  ),
+  changeType: O.requiredValue(O.guard(SinkOptionsSchema.isFunction, "a function (or Cdc.upsertOnly())")),
   sequenceNumber: SinkOptionsSchema.functionOption,
-  tableOptions: O.maybe(isTableOptions, O.guarded(isTableOptions, "CdcTableOptions or a function of the destination")),
-  reconciliation: O.optional(isPolicy, O.literal(policies), "VERIFY_ONLY")
-})
+  tableOptions: O.maybe(TableOptionsField),
+  reconciliation: O.literals(policies).pipe(O.withDefault("VERIFY_ONLY"))
+}).check(reconcileHasPrimaryKey)
 
 const unconfigured: CdcTableOptions = { primaryKey: [], maxStaleness: { _tag: "Unmanaged" } }
 
@@ -52,14 +80,10 @@ const unconfigured: CdcTableOptions = { primaryKey: [], maxStaleness: { _tag: "U
 export const decode = <A>(cdc: CdcOptions<A>, path: string): Effect.Effect<CdcSettings<A>, SinkConfigError> =>
   Effect.gen(function*() {
     const decoded = yield* O.decode(Input, path)(cdc)
+    const fixed = decoded.tableOptions
     const given = cdc.tableOptions
     let tableOptions: CdcSettings<A>["tableOptions"]
-    if (given === undefined) {
-      if (decoded.reconciliation === "RECONCILE") {
-        return yield* O.fail(`${path}.tableOptions`, "RECONCILE needs table options with a primary key")
-      }
-      tableOptions = () => Effect.succeed(unconfigured)
-    } else if (Predicate.isFunction(given)) {
+    if (Predicate.isFunction(given)) {
       const at = `${path}.tableOptions`
       tableOptions = (destination) =>
         Effect.try({
@@ -75,11 +99,8 @@ export const decode = <A>(cdc: CdcOptions<A>, path: string): Effect.Effect<CdcSe
           )
         )
     } else {
-      const fixed = yield* TableOptions.make(given, `${path}.tableOptions`)
-      if (decoded.reconciliation === "RECONCILE" && fixed.primaryKey.length === 0) {
-        return yield* O.fail(`${path}.tableOptions.primaryKey`, "RECONCILE needs a primary key")
-      }
-      tableOptions = () => Effect.succeed(fixed)
+      const options = fixed === undefined || Predicate.isFunction(fixed) ? unconfigured : fixed
+      tableOptions = () => Effect.succeed(options)
     }
     return { options: cdc, tableOptions, reconciliation: decoded.reconciliation }
   })

@@ -5,10 +5,10 @@
  * @internal
  */
 import * as Duration from "effect/Duration"
-import * as Effect from "effect/Effect"
+import type * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
-import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import { createHash } from "node:crypto"
 import type { CdcTableOptions, CdcTableOptionsInput, MaxStaleness } from "../../../BigQuery/CdcTableOptions.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
@@ -19,38 +19,49 @@ import { columnList } from "../schema/tableCreateOptions.ts"
 const maxMicros = 9_223_372_036_854_775n
 
 /** A positive duration of whole microseconds, at most about 292 years. */
-const staleness: O.Rule<Duration.Duration> = (input) => {
-  const decoded = O.duration("positive")(input)
-  if (Result.isFailure(decoded)) return decoded
-  const nanos = Duration.toNanos(decoded.success)
-  if (nanos._tag === "None" || nanos.value % 1000n !== 0n) {
-    return Result.fail(`must be whole microseconds, was ${Duration.format(decoded.success)}`)
-  }
-  return nanos.value / 1000n > maxMicros ? Result.fail("must be at most about 292 years") : decoded
-}
+const Staleness = O.DurationSchema("positive").check(
+  Schema.makeFilter((d: Duration.Duration) => Duration.toNanosUnsafe(d) % 1000n === 0n, {
+    expected: "whole microseconds"
+  }),
+  Schema.makeFilter((d: Duration.Duration) => Duration.toNanosUnsafe(d) / 1000n <= maxMicros, {
+    message: "must be at most about 292 years"
+  })
+)
 
+/** The options as given, at most one of `maxStaleness` and `clearMaxStaleness`. */
 const Input = Schema.Struct({
-  primaryKey: O.field(columnList(16)),
-  maxStaleness: O.maybe(O.isDuration, staleness),
-  clearMaxStaleness: O.maybe(O.isBoolean, O.boolean)
+  primaryKey: O.maybe(columnList(16)),
+  maxStaleness: O.maybe(Staleness),
+  clearMaxStaleness: O.maybe(O.Bool)
+}).check(Schema.makeFilter((o) =>
+  o.maxStaleness === undefined || o.clearMaxStaleness !== true ||
+  { path: ["clearMaxStaleness"], issue: "set either maxStaleness or clearMaxStaleness, not both" }
+))
+
+const toOptions = (o: typeof Input.Type): CdcTableOptions => ({
+  primaryKey: o.primaryKey ?? [],
+  maxStaleness: o.maxStaleness !== undefined
+    ? { _tag: "Set", micros: Duration.toNanosUnsafe(o.maxStaleness) / 1000n }
+    : o.clearMaxStaleness === true
+    ? { _tag: "Clear" }
+    : { _tag: "Unmanaged" }
 })
+
+const fromOptions = (o: CdcTableOptions): typeof Input.Type => ({
+  primaryKey: o.primaryKey,
+  maxStaleness: o.maxStaleness._tag === "Set" ? Duration.micros(o.maxStaleness.micros) : undefined,
+  clearMaxStaleness: o.maxStaleness._tag === "Clear" ? true : undefined
+})
+
+/** `CdcTableOptionsInput` decoded to `CdcTableOptions`. @internal */
+export const CdcTableOptionsSchema = Input.pipe(Schema.decodeTo(
+  Schema.declare((u: unknown): u is CdcTableOptions => isValidated(u)),
+  SchemaTransformation.transform({ decode: toOptions, encode: fromOptions })
+))
 
 /** `CdcTableOptions.make`. @internal */
 export const make = (input: CdcTableOptionsInput, path: string): Effect.Effect<CdcTableOptions, SinkConfigError> =>
-  Effect.flatMap(O.decode(Input, path)(input), (o) => {
-    if (o.maxStaleness !== undefined && o.clearMaxStaleness === true) {
-      return O.fail(`${path}.clearMaxStaleness`, "set either maxStaleness or clearMaxStaleness, not both")
-    }
-    const maxStaleness: MaxStaleness = o.maxStaleness !== undefined
-      ? {
-        _tag: "Set",
-        micros: Duration.toNanos(o.maxStaleness).pipe((n) => (n._tag === "Some" ? n.value : 0n)) / 1000n
-      }
-      : o.clearMaxStaleness === true
-      ? { _tag: "Clear" }
-      : { _tag: "Unmanaged" }
-    return Effect.succeed({ primaryKey: o.primaryKey ?? [], maxStaleness })
-  })
+  O.decode(CdcTableOptionsSchema, path)(input)
 
 /** Already-validated options (a provider may return either form). @internal */
 export const isValidated = (u: unknown): u is CdcTableOptions =>

@@ -7,8 +7,9 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Result from "effect/Result"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { Handler } from "../../../BigQuery/BigQuerySink.ts"
 import type * as WriteMethod from "../../../BigQuery/WriteMethod.ts"
 import type { RetryPolicy } from "../../../Sink/RetryPolicy.ts"
@@ -65,48 +66,60 @@ export const defaults = {
 // and ending with a letter or digit
 const bucketPattern = /^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$/
 
-/** Reference 2.9: `gs://bucket[/prefix]`, lowercase scheme, trailing `/` stripped. @internal */
-export const stagingPath: O.Rule<StagingPath> = (input) => {
-  if (!O.isString(input)) return Result.fail(`must be gs://bucket[/prefix] (a string), was ${O.describe(input)}`)
-  const path = input.replace(/\/+$/, "")
-  if (!path.startsWith("gs://")) return Result.fail(`must be gs://bucket[/prefix], was ${O.describe(input)}`)
-  const rest = path.slice("gs://".length)
-  const slash = rest.indexOf("/")
-  const bucket = slash === -1 ? rest : rest.slice(0, slash)
-  const prefix = slash === -1 ? "" : rest.slice(slash + 1)
+/** The rule of reference 2.9 a `gs://` string breaks, if any. */
+const stagingPathIssue = (input: string, bucket: string, prefix: string): string | undefined => {
+  if (!input.replace(/\/+$/, "").startsWith("gs://")) return `must be gs://bucket[/prefix], was ${O.describe(input)}`
   if (!bucketPattern.test(bucket)) {
-    return Result.fail(`must be gs://bucket[/prefix] with a valid bucket name, was ${O.describe(input)}`)
+    return `must be gs://bucket[/prefix] with a valid bucket name, was ${O.describe(input)}`
   }
-  if (prefix.split("/").some((part) => part.length === 0) && prefix.length > 0) {
-    return Result.fail(`must not contain empty path segments ('//'), was ${O.describe(input)}`)
-  }
-  return Result.succeed({ bucket, prefix })
+  return prefix.split("/").some((part) => part.length === 0) && prefix.length > 0
+    ? `must not contain empty path segments ('//'), was ${O.describe(input)}`
+    : undefined
 }
 
-const isStagingPath = (u: unknown): u is StagingPath => O.isRecord(u) && O.isString(u.bucket)
+const parseStagingPath = (input: string): StagingPath => {
+  const rest = input.replace(/\/+$/, "").slice("gs://".length)
+  const slash = rest.indexOf("/")
+  return slash === -1 ? { bucket: rest, prefix: "" } : { bucket: rest.slice(0, slash), prefix: rest.slice(slash + 1) }
+}
 
-const stagingFormat: O.Rule<"AVRO"> = (input) =>
-  input === "PARQUET"
-    ? Result.fail(
-      "PARQUET is not supported yet: files are staged as Avro (see docs/adr/0023-file-loads.md)"
-    )
-    : O.literal(["AVRO"])(input)
+/** Reference 2.9: `gs://bucket[/prefix]`, lowercase scheme, trailing `/` stripped. @internal */
+export const StagingPathSchema = Schema.String.annotate({ expected: "gs://bucket[/prefix] (a string)" }).pipe(
+  Schema.decodeTo(
+    Schema.declare((u: unknown): u is StagingPath => O.isRecord(u) && Predicate.isString(u.bucket)),
+    SchemaTransformation.transformEffect({
+      decode: (input) => {
+        const parsed = parseStagingPath(input)
+        const message = stagingPathIssue(input, parsed.bucket, parsed.prefix)
+        return message === undefined ? Effect.succeed(parsed) : Effect.fail(O.invalid(message))
+      },
+      encode: (p: StagingPath) => Effect.succeed(`gs://${p.bucket}${p.prefix.length === 0 ? "" : `/${p.prefix}`}`)
+    })
+  )
+)
+
+/** Files are staged as Avro; PARQUET is named as not supported yet rather than as unknown. */
+const StagingFormat = Schema.Unknown.check(
+  Schema.makeFilter((format: unknown) => format !== "PARQUET", {
+    message: "PARQUET is not supported yet: files are staged as Avro (see docs/adr/0023-file-loads.md)"
+  })
+).pipe(
+  Schema.decodeTo(Schema.Literals(["AVRO"]).annotate({ expected: "AVRO" }), SchemaTransformation.passthroughSupertype())
+)
 
 /** The schema of `WriteMethod.fileLoads` options. @internal */
 export const FileLoadsOptions = Schema.Struct({
-  stagingPath: O.field(O.leaf(isStagingPath, stagingPath)),
-  writeDisposition: O.optional(
-    (u): u is WriteDisposition => O.isString(u),
-    O.literal(["WRITE_APPEND", "WRITE_TRUNCATE", "WRITE_TRUNCATE_DATA", "WRITE_EMPTY"]),
-    defaults.writeDisposition
+  stagingPath: O.requiredValue(StagingPathSchema),
+  writeDisposition: O.literals(["WRITE_APPEND", "WRITE_TRUNCATE", "WRITE_TRUNCATE_DATA", "WRITE_EMPTY"]).pipe(
+    O.withDefault(defaults.writeDisposition)
   ),
-  tempDataset: O.maybe(O.isString, O.component),
-  maxStagingFileBytes: O.optional(O.isNumber, O.integer({ min: 1 }), defaults.maxStagingFileBytes),
-  stagingFormat: O.optional((u): u is "AVRO" => u === "AVRO", stagingFormat, defaults.stagingFormat),
-  poll: O.field(retryPolicy.schema(defaults.poll)),
-  reconcile: O.field(retryPolicy.schema(defaults.reconcile)),
-  adminTimeout: O.optional(O.isDuration, O.duration("atLeastOneMilli"), defaults.adminTimeout),
-  perDestinationMetrics: O.optional(O.isBoolean, O.boolean, defaults.perDestinationMetrics)
+  tempDataset: O.maybe(O.Component),
+  maxStagingFileBytes: O.Int({ min: 1 }).pipe(O.withDefault(defaults.maxStagingFileBytes)),
+  stagingFormat: StagingFormat.pipe(O.withDefault(defaults.stagingFormat)),
+  poll: retryPolicy.schema(defaults.poll),
+  reconcile: retryPolicy.schema(defaults.reconcile),
+  adminTimeout: O.DurationSchema("atLeastOneMilli").pipe(O.withDefault(defaults.adminTimeout)),
+  perDestinationMetrics: O.Bool.pipe(O.withDefault(defaults.perDestinationMetrics))
 })
 
 /** Decodes `WriteMethod.fileLoads` options alone, errors under `path`. @internal */

@@ -16,7 +16,7 @@ import type {
   TableSchema
 } from "../../../BigQuery/TableSchema.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
-import { describe } from "../../options/checks.ts"
+import { describe } from "../../options/schema.ts"
 
 /** The forms a schema is read from; they differ in type names and number encodings. @internal */
 export type Dialect = "model" | "rest" | "storage"

@@ -5,9 +5,8 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
-import * as SchemaIssue from "effect/SchemaIssue"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type {
   PartitionType,
   TableCreateOptions,
@@ -19,19 +18,18 @@ import * as O from "../../options/schema.ts"
 
 const partitionTypes: ReadonlyArray<PartitionType> = ["HOUR", "DAY", "MONTH", "YEAR"]
 
-const isPartitionType = (u: unknown): u is PartitionType => partitionTypes.some((t) => t === u)
-
 const TimePartitioningSchema = Schema.Struct({
-  type: O.field(O.leaf(isPartitionType, O.guarded(isPartitionType, "HOUR, DAY, MONTH or YEAR"))),
-  field: O.maybe(O.isString, O.notBlank),
-  expiration: O.maybe(O.isDuration, O.duration("atLeastOneMilli"))
+  type: O.requiredValue(Schema.Literals(partitionTypes).annotate({ expected: "HOUR, DAY, MONTH or YEAR" })),
+  field: O.maybe(O.NotBlank),
+  expiration: O.maybe(O.DurationSchema("atLeastOneMilli"))
 })
 
-const isTimePartitioning = (u: unknown): u is typeof TimePartitioningSchema.Type | undefined =>
-  u === undefined || (O.isRecord(u) && isPartitionType(u.type))
-
-const isColumns = (u: unknown): u is ReadonlyArray<string> | undefined =>
-  u === undefined || (Array.isArray(u) && u.every(Predicate.isString))
+/** No name twice, ignoring case: the second names its index. */
+const isDistinct = Schema.makeFilter((names: ReadonlyArray<string>) => {
+  const lower = names.map((name) => name.toLowerCase())
+  const i = lower.findIndex((name, at) => lower.indexOf(name) !== at)
+  return i === -1 ? undefined : { path: [i], issue: `repeats '${names[i]}'` }
+})
 
 /**
  * A list of 1 to `max` column names, not blank, distinct ignoring case; each rejection names its
@@ -40,63 +38,49 @@ const isColumns = (u: unknown): u is ReadonlyArray<string> | undefined =>
  * @internal
  */
 export const columnList = (max: number) =>
-  O.fromEffect(isColumns, (input) => {
-    if (input === undefined) return Effect.undefined
-    if (!Array.isArray(input)) {
-      return Effect.fail(
-        new SchemaIssue.InvalidValue(
-          { message: `must be an array of 1 to ${max} column names, was ${O.describe(input)}` },
-          input
-        )
-      )
-    }
-    if (input.length < 1 || input.length > max) {
-      return Effect.fail(
-        new SchemaIssue.InvalidValue({ message: `must have 1 to ${max} columns, had ${input.length}` }, input)
-      )
-    }
-    const seen = new Set<string>()
-    const names: Array<string> = []
-    for (const [i, name] of input.entries()) {
-      const checked = O.notBlank(name)
-      const message = checked._tag === "Failure"
-        ? checked.failure
-        : seen.has(checked.success.toLowerCase())
-        ? `repeats '${checked.success}'`
-        : undefined
-      if (message !== undefined) {
-        return Effect.fail(new SchemaIssue.Pointer([i], new SchemaIssue.InvalidValue({ message }, name)))
-      }
-      if (checked._tag === "Success") {
-        seen.add(checked.success.toLowerCase())
-        names.push(checked.success)
-      }
-    }
-    return Effect.succeed(names)
-  })
-
-const Clustering = columnList(4)
+  Schema.Array(O.NotBlank).annotate({ expected: `an array of 1 to ${max} column names` }).check(
+    Schema.makeFilter((names: ReadonlyArray<string>) =>
+      (names.length >= 1 && names.length <= max) || `must have 1 to ${max} columns, had ${names.length}`
+    ),
+    isDistinct
+  )
 
 const Input = Schema.Struct({
-  timePartitioning: O.field(O.object(TimePartitioningSchema, undefined, isTimePartitioning)),
-  clustering: O.field(Clustering)
+  timePartitioning: O.maybe(TimePartitioningSchema),
+  clustering: O.maybe(columnList(4))
 })
+
+/** The options without their absent keys (`TableCreateOptions.isPlain` counts keys). */
+const toOptions = ({ clustering, timePartitioning: p }: typeof Input.Type): TableCreateOptions => ({
+  ...(p === undefined ? {} : {
+    timePartitioning: {
+      type: p.type,
+      ...(p.field === undefined ? {} : { field: p.field }),
+      ...(p.expiration === undefined ? {} : { expiration: p.expiration })
+    }
+  }),
+  ...(clustering === undefined ? {} : { clustering })
+})
+
+/** `TableCreateOptionsInput` decoded to `TableCreateOptions`. @internal */
+export const TableCreateOptionsSchema = Input.pipe(Schema.decodeTo(
+  Schema.declare((u: unknown): u is TableCreateOptions => O.isRecord(u)),
+  SchemaTransformation.transform({
+    decode: toOptions,
+    encode: (o: TableCreateOptions): typeof Input.Type => ({
+      timePartitioning: o.timePartitioning === undefined
+        ? undefined
+        : { type: o.timePartitioning.type, field: o.timePartitioning.field, expiration: o.timePartitioning.expiration },
+      clustering: o.clustering
+    })
+  })
+))
 
 /** `TableCreateOptions.make`. @internal */
 export const make = (
   input: TableCreateOptionsInput,
   path: string
-): Effect.Effect<TableCreateOptions, SinkConfigError> =>
-  Effect.map(O.decode(Input, path)(input), ({ clustering, timePartitioning: p }) => ({
-    ...(p === undefined ? {} : {
-      timePartitioning: {
-        type: p.type,
-        ...(p.field === undefined ? {} : { field: p.field }),
-        ...(p.expiration === undefined ? {} : { expiration: p.expiration })
-      }
-    }),
-    ...(clustering === undefined ? {} : { clustering })
-  }))
+): Effect.Effect<TableCreateOptions, SinkConfigError> => O.decode(TableCreateOptionsSchema, path)(input)
 
 const partitionColumnTypes: ReadonlySet<string> = new Set(["TIMESTAMP", "DATE", "DATETIME"])
 const clusterColumnTypes: ReadonlySet<string> = new Set([

@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type * as Scope from "effect/Scope"
 import type {
   BigQueryClientConfig,
@@ -22,50 +23,53 @@ import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as credentials from "./credentials.ts"
 
-const isEmulator = (u: unknown): u is { readonly grpc: Endpoint; readonly rest: Endpoint } =>
-  O.isRecord(u) && O.isEndpoint(u.grpc) && O.isEndpoint(u.rest)
-
 const Emulator = Schema.Struct({
-  grpc: O.field(O.leaf(O.isEndpoint, O.endpoint("emulator.grpc"))),
-  rest: O.field(O.leaf(O.isEndpoint, O.endpoint("emulator.rest")))
+  grpc: O.requiredValue(O.Endpoint("emulator.grpc")),
+  rest: O.requiredValue(O.Endpoint("emulator.rest"))
 })
 
-/** The settings of `BigQueryClient.make`. @internal */
-export const Config = Schema.Struct({
-  projectId: O.field(O.leaf(O.isString, O.component)),
-  location: O.maybe(O.isString, O.notBlank),
-  serviceAccountKeyFile: O.maybe(O.isRedacted, O.redactedPath),
-  emulator: O.field(
-    O.object(Emulator, undefined, (u): u is typeof Emulator.Type | undefined => u === undefined || isEmulator(u))
-  ),
-  appendStreamsPerChannel: O.optional(O.isNumber, O.integer({ min: 1 }), AppendChannels.defaultStreamsPerChannel)
+/** The options of `BigQueryClient.make`. */
+const Config = Schema.Struct({
+  projectId: O.requiredValue(O.Component),
+  location: O.maybe(O.NotBlank),
+  serviceAccountKeyFile: O.maybe(O.RedactedPath),
+  emulator: O.maybe(Emulator),
+  appendStreamsPerChannel: O.Int({ min: 1 }).pipe(O.withDefault(AppendChannels.defaultStreamsPerChannel))
 })
 
 /** @internal */
 export interface Settings {
   readonly projectId: string
   readonly location: string | undefined
-  readonly keyFile: Redacted.Redacted<string> | undefined
+  readonly serviceAccountKeyFile: Redacted.Redacted<string> | undefined
   readonly emulator: { readonly grpc: Endpoint; readonly rest: Endpoint } | undefined
-  readonly streamsPerChannel: number
+  readonly appendStreamsPerChannel: number
 }
 
+/** `BigQueryClientConfig` decoded to the settings; a key file with an emulator is rejected. */
+const SettingsSchema = Config.check(O.noKeyFileWithEmulator("emulators take no credentials")).pipe(Schema.decodeTo(
+  Schema.declare((u: unknown): u is Settings => O.isRecord(u) && Predicate.isString(u.projectId)),
+  SchemaTransformation.transform({
+    decode: (c): Settings => ({
+      projectId: c.projectId,
+      location: c.location,
+      serviceAccountKeyFile: c.serviceAccountKeyFile,
+      emulator: c.emulator,
+      appendStreamsPerChannel: c.appendStreamsPerChannel
+    }),
+    encode: (s: Settings): typeof Config.Type => ({
+      projectId: s.projectId,
+      location: s.location,
+      serviceAccountKeyFile: s.serviceAccountKeyFile,
+      emulator: s.emulator,
+      appendStreamsPerChannel: s.appendStreamsPerChannel
+    })
+  })
+))
+
 /** Decodes the settings; a key file with an emulator is rejected. @internal */
-export const settings: (
-  config: BigQueryClientConfig
-) => Effect.Effect<Settings, SinkConfigError> = Effect.fnUntraced(function*(config: BigQueryClientConfig) {
-  const c = yield* O.decode(Config)(config)
-  if (c.emulator !== undefined && c.serviceAccountKeyFile !== undefined) {
-    return yield* O.fail("serviceAccountKeyFile", "cannot be combined with emulator: emulators take no credentials")
-  }
-  return {
-    projectId: c.projectId,
-    location: c.location,
-    keyFile: c.serviceAccountKeyFile,
-    emulator: c.emulator,
-    streamsPerChannel: c.appendStreamsPerChannel
-  }
-})
+export const settings = (config: BigQueryClientConfig): Effect.Effect<Settings, SinkConfigError> =>
+  O.decode(SettingsSchema)(config)
 
 /** Registers the stream budget of `write`; the channels it opens are closed with the scope. */
 const appendChannels = (write: grpc.Client, open: () => grpc.Client, streamsPerChannel: number) =>
@@ -86,10 +90,10 @@ export const make: (
   config: BigQueryClientConfig
 ) => Effect.Effect<BigQueryClientService, SinkConfigError, Scope.Scope> = Effect.fn("BigQueryClient.make")(
   function*(config: BigQueryClientConfig) {
-    const { emulator, keyFile, location, projectId, streamsPerChannel } = yield* settings(config)
+    const { appendStreamsPerChannel, emulator, location, projectId, serviceAccountKeyFile } = yield* settings(config)
     if (emulator !== undefined) {
       const write = yield* acquireChannel(Effect.sync(() => credentials.emulatorChannel(emulator.grpc)))
-      yield* appendChannels(write, () => credentials.emulatorChannel(emulator.grpc, true), streamsPerChannel)
+      yield* appendChannels(write, () => credentials.emulatorChannel(emulator.grpc, true), appendStreamsPerChannel)
       const rest = credentials.restClient({
         projectId,
         location,
@@ -98,10 +102,12 @@ export const make: (
       })
       return { projectId, location, write, rest, emulator: true }
     }
-    const jwt = keyFile === undefined ? undefined : yield* credentials.loadKeyFile(keyFile)
+    const jwt = serviceAccountKeyFile === undefined
+      ? undefined
+      : yield* credentials.loadKeyFile(serviceAccountKeyFile)
     const auth = jwt ?? credentials.applicationDefault(projectId)
     const write = yield* acquireChannel(Effect.sync(() => credentials.productionChannel(auth)))
-    yield* appendChannels(write, () => credentials.productionChannel(auth, true), streamsPerChannel)
+    yield* appendChannels(write, () => credentials.productionChannel(auth, true), appendStreamsPerChannel)
     const rest = credentials.restClient({ projectId, location, auth: jwt })
     return { projectId, location, write, rest }
   }
@@ -110,10 +116,10 @@ export const make: (
 const isObject = (u: unknown): u is object => Predicate.isObject(u)
 
 const Clients = Schema.Struct({
-  projectId: O.field(O.leaf(O.isString, O.component)),
-  location: O.maybe(O.isString, O.notBlank),
-  write: O.field(O.leaf(isObject, O.guarded(isObject, "a grpc-js Client"))),
-  rest: O.field(O.leaf(isObject, O.guarded(isObject, "a BigQuery REST client (@google-cloud/bigquery)")))
+  projectId: O.requiredValue(O.Component),
+  location: O.maybe(O.NotBlank),
+  write: O.requiredValue(O.guard(isObject, "a grpc-js Client")),
+  rest: O.requiredValue(O.guard(isObject, "a BigQuery REST client (@google-cloud/bigquery)"))
 })
 
 /** `BigQueryClient.fromClients`: the caller's clients, checked. @internal */

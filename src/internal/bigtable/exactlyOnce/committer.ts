@@ -25,7 +25,7 @@ import type { Envelope } from "./envelope.ts"
 /** @internal */
 export interface CommitSettings {
   readonly maxInFlightRequests: number
-  readonly requestTimeout: Duration.Duration
+  readonly responseTimeout: Duration.Duration
   readonly perDestinationMetrics: boolean
 }
 
@@ -130,7 +130,7 @@ export const commit = Effect.fn("BigtableSink.commit")(function*(
         markerFamily: envelope.markerFamily,
         identity: envelope.identity,
         mutations: envelope.mutations,
-        timeout: settings.requestTimeout
+        timeout: settings.responseTimeout
       }),
       {
         onSuccess: (matched) => {

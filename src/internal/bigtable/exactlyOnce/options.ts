@@ -10,7 +10,6 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
-import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
 import { isTableDestination, type TableDestination } from "../../../Bigtable/TableDestination.ts"
 import type { ExactlyOnceOptions as ExactlyOnceOptionsInput } from "../../../Bigtable/WriteMethod.ts"
@@ -32,20 +31,20 @@ export const defaults = {
 } as const
 
 /** A column family name as Bigtable allows it: `[-_.a-zA-Z0-9]+`. @internal */
-export const familyRule: O.Rule<string> = (input) =>
-  Predicate.isString(input) && /^[-_.a-zA-Z0-9]+$/.test(input)
-    ? Result.succeed(input)
-    : Result.fail(`is required: a column family name ([-_.a-zA-Z0-9]+), was ${O.describe(input)}`)
+export const FamilyName = Schema.declare(
+  (u: unknown): u is string => Predicate.isString(u) && /^[-_.a-zA-Z0-9]+$/.test(u),
+  { rule: "is required: a column family name ([-_.a-zA-Z0-9]+)" }
+)
 
 /** The schema of `WriteMethod.exactlyOnce` options. @internal */
 export const ExactlyOnceOptions = Schema.Struct({
-  markerFamily: O.field(O.leaf(O.isString, familyRule)),
-  maxStagedEntries: O.optional(O.isNumber, O.integer({ min: 1 }), defaults.maxStagedEntries),
-  maxStagedBytes: O.optional(O.isNumber, O.integer({ min: 1 }), defaults.maxStagedBytes),
-  maxInFlightRequests: O.optional(O.isNumber, O.integer({ min: 1 }), defaults.maxInFlightRequests),
-  responseTimeout: O.optional(O.isDuration, O.duration("atLeastOneMilli"), defaults.responseTimeout),
-  adminTimeout: O.optional(O.isDuration, O.duration("atLeastOneMilli"), defaults.adminTimeout),
-  perDestinationMetrics: O.optional(O.isBoolean, O.boolean, false)
+  markerFamily: O.requiredValue(FamilyName),
+  maxStagedEntries: O.Int({ min: 1 }).pipe(O.withDefault(defaults.maxStagedEntries)),
+  maxStagedBytes: O.Int({ min: 1 }).pipe(O.withDefault(defaults.maxStagedBytes)),
+  maxInFlightRequests: O.Int({ min: 1 }).pipe(O.withDefault(defaults.maxInFlightRequests)),
+  responseTimeout: O.DurationSchema("atLeastOneMilli").pipe(O.withDefault(defaults.responseTimeout)),
+  adminTimeout: O.DurationSchema("atLeastOneMilli").pipe(O.withDefault(defaults.adminTimeout)),
+  perDestinationMetrics: O.Bool.pipe(O.withDefault(false))
 })
 
 /** The decoded method options. @internal */

@@ -290,7 +290,7 @@ const participantOf = <EH>(
 ): checkpoint.Participant<envelope.Frozen, WriterError<EH>> => {
   const commitSettings = {
     maxInFlightRequests: method.maxInFlightRequests,
-    requestTimeout: method.responseTimeout,
+    responseTimeout: method.responseTimeout,
     perDestinationMetrics: method.perDestinationMetrics
   }
   return {

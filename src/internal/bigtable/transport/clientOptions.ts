@@ -5,74 +5,81 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
 import type * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { BigtableClientConfig } from "../../../Bigtable/BigtableClient.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as O from "../../options/schema.ts"
 import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
 
-const Emulator = Schema.Struct({ grpc: O.field(O.leaf(O.isEndpoint, O.endpoint("emulator.grpc"))) })
-
-const isEmulator = (u: unknown): u is typeof Emulator.Type | undefined =>
-  u === undefined || (O.isRecord(u) && O.isEndpoint(u.grpc))
-
-const Config = Schema.Struct({
-  projectId: O.field(O.leaf(O.isString, O.component)),
-  emulator: O.field(O.object(Emulator, undefined, isEmulator)),
-  serviceAccountKeyFile: O.maybe(O.isRedacted, O.redactedPath),
-  exportClientMetrics: O.optional(O.isBoolean, O.boolean, false),
-  exportClientMetricsToCloudMonitoring: O.optional(O.isBoolean, O.boolean, false)
-})
+const Emulator = Schema.Struct({ grpc: O.requiredValue(O.Endpoint("emulator.grpc")) })
 
 /** @internal */
 export interface Settings {
   readonly projectId: string
   readonly endpoint: Endpoint | undefined
-  readonly keyFile: Redacted.Redacted<string> | undefined
+  readonly serviceAccountKeyFile: Redacted.Redacted<string> | undefined
   readonly exportClientMetrics: boolean
 }
 
+/** Cloud Monitoring export is refused: not built yet, and without meaning against the emulator. */
+const noCloudMonitoring = Schema.makeFilter(
+  (c: { readonly exportClientMetricsToCloudMonitoring: boolean; readonly emulator: unknown }) =>
+    !c.exportClientMetricsToCloudMonitoring || {
+      path: ["exportClientMetricsToCloudMonitoring"],
+      issue: c.emulator !== undefined
+        ? "must be false with emulator: the emulator has no Cloud Monitoring"
+        : "is not supported yet: the sink talks to the Bigtable API directly, without the official client's " +
+          "Cloud Monitoring exporter; " +
+          "use exportClientMetrics and an Effect metrics exporter"
+    }
+)
+
+const Config = Schema.Struct({
+  projectId: O.requiredValue(O.Component),
+  emulator: O.maybe(Emulator),
+  serviceAccountKeyFile: O.maybe(O.RedactedPath),
+  exportClientMetrics: O.Bool.pipe(O.withDefault(false)),
+  exportClientMetricsToCloudMonitoring: O.Bool.pipe(O.withDefault(false))
+})
+
+/** `BigtableClientConfig` decoded to the settings, the rules across options checked. */
+const SettingsSchema = Config.check(
+  O.noKeyFileWithEmulator("the emulator channel is plaintext and carries no credentials"),
+  noCloudMonitoring
+).pipe(Schema.decodeTo(
+  Schema.declare((u: unknown): u is Settings => O.isRecord(u) && Predicate.isString(u.projectId)),
+  SchemaTransformation.transform({
+    decode: (c): Settings => ({
+      projectId: c.projectId,
+      endpoint: c.emulator?.grpc,
+      serviceAccountKeyFile: c.serviceAccountKeyFile,
+      exportClientMetrics: c.exportClientMetrics
+    }),
+    encode: (s: Settings): typeof Config.Type => ({
+      projectId: s.projectId,
+      emulator: s.endpoint === undefined ? undefined : { grpc: s.endpoint },
+      serviceAccountKeyFile: s.serviceAccountKeyFile,
+      exportClientMetrics: s.exportClientMetrics,
+      exportClientMetricsToCloudMonitoring: false
+    })
+  })
+))
+
 /** @internal */
 export const settings = (config: BigtableClientConfig): Effect.Effect<Settings, SinkConfigError> =>
-  Effect.gen(function*() {
-    const c = yield* O.decode(Config)(config)
-    const endpoint = c.emulator?.grpc
-    if (c.serviceAccountKeyFile !== undefined && endpoint !== undefined) {
-      return yield* O.fail(
-        "serviceAccountKeyFile",
-        "cannot be combined with emulator: the emulator channel is plaintext and carries no credentials"
-      )
-    }
-    if (c.exportClientMetricsToCloudMonitoring) {
-      return yield* O.fail(
-        "exportClientMetricsToCloudMonitoring",
-        endpoint !== undefined
-          ? "must be false with emulator: the emulator has no Cloud Monitoring"
-          : "is not supported yet: the sink talks to the Bigtable API directly, without the official client's " +
-            "Cloud Monitoring exporter; " +
-            "use exportClientMetrics and an Effect metrics exporter"
-      )
-    }
-    return {
-      projectId: c.projectId,
-      endpoint,
-      keyFile: c.serviceAccountKeyFile,
-      exportClientMetrics: c.exportClientMetrics
-    }
-  })
+  O.decode(SettingsSchema)(config)
 
 const isObject = (u: unknown): u is object => O.isRecord(u)
 
 const Clients = Schema.Struct({
-  projectId: O.field(O.leaf(O.isString, O.component)),
-  data: O.field(O.leaf(isObject, O.guarded(isObject, "a DataClient (a grpc-js Client)"))),
-  admin: O.field(O.leaf(isObject, O.guarded(isObject, "an AdminClient (the gapic BigtableTableAdminClient)"))),
-  instanceAdmin: O.maybe(
-    isObject,
-    O.guarded(isObject, "an InstanceAdminClient (the gapic BigtableInstanceAdminClient)")
-  ),
-  exportClientMetrics: O.optional(O.isBoolean, O.boolean, false)
+  projectId: O.requiredValue(O.Component),
+  data: O.requiredValue(O.guard(isObject, "a DataClient (a grpc-js Client)")),
+  admin: O.requiredValue(O.guard(isObject, "an AdminClient (the gapic BigtableTableAdminClient)")),
+  instanceAdmin: O.maybe(O.guard(isObject, "an InstanceAdminClient (the gapic BigtableInstanceAdminClient)")),
+  exportClientMetrics: O.Bool.pipe(O.withDefault(false))
 })
 
 /** Checks the arguments of `BigtableClient.fromClients`. @internal */

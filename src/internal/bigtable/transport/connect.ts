@@ -195,7 +195,7 @@ export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkC
       "grpc.keepalive_timeout_ms": 10_000
     }
     const endpoint = s.endpoint
-    const jwt = s.keyFile === undefined ? undefined : yield* keyFileAuth(s.keyFile)
+    const jwt = s.serviceAccountKeyFile === undefined ? undefined : yield* keyFileAuth(s.serviceAccountKeyFile)
     const adminOptions = endpoint !== undefined
       ? {
         ...base,

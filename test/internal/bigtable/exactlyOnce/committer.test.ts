@@ -16,7 +16,7 @@ const envelopes = (table: string, n: number, rows = 4): Array<Envelope> =>
     mutations: [Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: BigInt(i + 1) })]
   }))
 
-const settings = { maxInFlightRequests: 4, requestTimeout: Duration.seconds(5), perDestinationMetrics: true }
+const settings = { maxInFlightRequests: 4, responseTimeout: Duration.seconds(5), perDestinationMetrics: true }
 
 const counter = (metric: Metric.Counter<number>, table: string) =>
   Effect.map(Metric.value(Metric.withAttributes(metric, { destination: `p.i.${table}` })), (s) => s.count)
