@@ -66,7 +66,7 @@ const decodeFileLoads = <A, P, H extends Handler | undefined>(
   loadsOnce: boolean
 ) => {
   const { checkpoint: _, ...rest } = input
-  return fileLoadsOptions.decodeSink<A, H>(rest, loadsOnce ? "plain" : "checkpointed")
+  return fileLoadsOptions.decodeSink<A, H>(rest, loadsOnce ? "loadsOnce" : "checkpointed")
 }
 
 const everyOf = (checkpoint: unknown): unknown => O.isRecord(checkpoint) ? checkpoint.every : undefined

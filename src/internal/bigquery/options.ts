@@ -247,31 +247,22 @@ const CreateOptions = Schema.Unknown.pipe(
 )
 
 /**
- * Why a BigQuery write method is not taken by this sink form, where the generic "must be a WriteMethod"
- * would not say: CDC is at-least-once only, and each method has its own constructors.
+ * Why a BigQuery write method is not taken by this decoder, where the generic "must be a WriteMethod"
+ * would not say: CDC is at-least-once only. `make` and `writer` choose the decoder by the method's
+ * tag, so another tag is only a caller of this module passing the wrong `method`.
  */
 const misplacedMethod = (method: StreamSettings["method"], given: Record<string, unknown>): string | undefined => {
   const cdc = O.isRecord(given.options) && given.options.cdc !== undefined
   if (cdc && (given._tag !== "AtLeastOnce" || method !== "AtLeastOnce")) {
     return "CDC is at-least-once only: give WriteMethod.atLeastOnce({ cdc }) to BigQuerySink.make or writer"
   }
-  const expected = method === "AtLeastOnce"
-    ? "must be a WriteMethod of make and writer (WriteMethod.atLeastOnce(...))"
-    : "must be a WriteMethod of exactlyOnce and exactlyOnceWriter (WriteMethod.exactlyOnce(...))"
-  const takenBy = given._tag === method ? undefined : forms.get(String(given._tag))
-  return takenBy === undefined ? undefined : `${expected}: ${takenBy}`
+  const expected = method === "AtLeastOnce" ? "atLeastOnce" : "exactlyOnce"
+  return given._tag === method ? undefined : `must be WriteMethod.${expected}(...)`
 }
-
-const forms = new Map([
-  ["AtLeastOnce", "WriteMethod.atLeastOnce(...) is taken by BigQuerySink.make and writer"],
-  ["ExactlyOnce", "WriteMethod.exactlyOnce(...) is taken by BigQuerySink.exactlyOnce and exactlyOnceWriter"],
-  ["FileLoads", "WriteMethod.fileLoads(...) is taken by BigQuerySink.fileLoads"]
-])
 
 /**
  * The top-level options, field by field in the reference's order; cross-field rules follow. The
- * write method is `method`'s only: `make` and `writer` take `WriteMethod.atLeastOnce`, the
- * exactly-once constructors `WriteMethod.exactlyOnce` (its default when absent).
+ * write method is `method`'s only (`make` and `writer` choose this decoder by its tag).
  */
 const optionsOf = (method: StreamSettings["method"]) =>
   Schema.Struct({

@@ -161,13 +161,6 @@ export const settings = <A, H extends Handler | undefined>(
   options: WithFailureHandler<BigtableSinkOptions<A>, H>
 ): Effect.Effect<Settings<A, HandlerError<H>, HandlerContext<H>>, SinkConfigError> =>
   Effect.gen(function*() {
-    const method: unknown = O.isRecord(options) ? options.writeMethod : undefined
-    if (O.isRecord(method) && method._tag === "ExactlyOnce" && method.connector === "bigtable") {
-      return yield* O.fail(
-        "writeMethod",
-        "WriteMethod.exactlyOnce(...) is written by BigtableSink.exactlyOnce / exactlyOnceWriter, which take its checkpoint option"
-      )
-    }
     const decoded = yield* O.decode(Options)(options)
     // the typed values come from `options`: the decode above checked them
     const destination = yield* SinkOptionsSchema.exactlyOne(decoded.table, options.destinationResolver, "table")

@@ -17,8 +17,9 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
-import * as Result from "effect/Result"
 import * as Schema from "effect/Schema"
+import type * as SchemaIssue from "effect/SchemaIssue"
+import * as SchemaTransformation from "effect/SchemaTransformation"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import * as Sink from "effect/Sink"
@@ -49,18 +50,31 @@ export interface Settings<A, P> {
 
 const endOfInput: Every = { _tag: "EndOfInput" }
 
-const everyRule: O.Rule<Every> = (input) => {
-  if (input === undefined) return Result.succeed(endOfInput)
-  if (Predicate.isNumber(input)) {
-    return Result.map(O.integer({ min: 1 })(input), (records): Every => ({ _tag: "Records", records }))
-  }
-  if (Predicate.isString(input) || Duration.isDuration(input)) {
-    return Result.map(O.duration("atLeastOneMilli")(input), (interval): Every => ({ _tag: "Interval", interval }))
-  }
-  return Result.fail(
-    `must be a number of records or a duration (Duration or "1 second"), was ${O.describe(input)}`
-  )
-}
+const isEvery = (u: unknown): u is Every =>
+  O.isRecord(u) && (u._tag === "Records" || u._tag === "Interval" || u._tag === "EndOfInput")
+
+/** `every`: a number of records, a duration, or absent (the end of input only). */
+const EverySchema = Schema.Unknown.pipe(Schema.decodeTo(
+  Schema.declare(isEvery),
+  SchemaTransformation.transformEffect({
+    decode: (input): Effect.Effect<Every, SchemaIssue.Issue> => {
+      if (input === undefined) return Effect.succeed(endOfInput)
+      if (Predicate.isNumber(input)) {
+        return Effect.map(O.decodeIssue(O.Int({ min: 1 }))(input), (records): Every => ({ _tag: "Records", records }))
+      }
+      if (Predicate.isString(input) || Duration.isDuration(input)) {
+        return Effect.map(
+          O.decodeIssue(O.DurationSchema("atLeastOneMilli"))(input),
+          (interval): Every => ({ _tag: "Interval", interval })
+        )
+      }
+      return Effect.fail(
+        O.invalid(`must be a number of records or a duration (Duration or "1 second"), was ${O.describe(input)}`, input)
+      )
+    },
+    encode: (every: Every) => Effect.succeed<unknown>(every)
+  })
+))
 
 /** Whether a value is a `Checkpoint.Resume` (read by `Checkpoint.resume`). @internal */
 export const isResume = (u: unknown): u is Resume<unknown> =>
@@ -68,9 +82,25 @@ export const isResume = (u: unknown): u is Resume<unknown> =>
   Predicate.isFunction(u.store.load) && Option.isOption(u.position) && Option.isOption(u.record) &&
   Schema.isSchema(u.positionSchema)
 
-const resumeRule: O.Rule<Resume<unknown>> = O.guarded(isResume, "the result of Checkpoint.resume(...)")
+const isPosition = (u: unknown): u is (a: never) => unknown => Predicate.isFunction(u)
 
-const keys = { sink: ["resume", "position", "every"], writer: ["resume", "position"] } as const
+const ResumeField = O.requiredValue(O.guard(isResume, "the result of Checkpoint.resume(...)"))
+const PositionField = O.requiredValue(O.guard(isPosition, "a function (a) => position"))
+
+/**
+ * `Checkpoint.CheckpointOptions` in the sink form, and in the writer form, where `every` must be
+ * absent (the caller checkpoints).
+ */
+const CheckpointOptions = {
+  sink: Schema.Struct({ resume: ResumeField, position: PositionField, every: O.requiredValue(EverySchema) }),
+  writer: Schema.Struct({
+    resume: ResumeField,
+    position: PositionField,
+    every: O.requiredValue(
+      Schema.Undefined.annotate({ expected: "absent: a writer checkpoints at writer.checkpoint(position)" })
+    )
+  })
+}
 
 /**
  * Decodes the `checkpoint` option of every exactly-once method, errors naming `checkpoint.<field>`:
@@ -83,27 +113,27 @@ export const decode = <A, P>(
   input: unknown,
   form: "sink" | "writer",
   method: string
-): Effect.Effect<Settings<A, P>, SinkConfigError> =>
-  Effect.gen(function*() {
+): Effect.Effect<Settings<A, P>, SinkConfigError> => {
+  if (!O.isRecord(input)) {
     const expected = form === "sink" ? "{ resume, position, every? }" : "{ resume, position }"
-    if (!O.isRecord(input)) {
-      return yield* O.fail("checkpoint", `is required by ${method}: ${expected}, was ${O.describe(input)}`)
-    }
-    for (const key of Object.keys(input)) {
-      if (!(keys[form] as ReadonlyArray<string>).includes(key)) {
-        const why = key === "every" ? " (a writer checkpoints at writer.checkpoint(position))" : ""
-        return yield* O.fail(`checkpoint.${key}`, `is not an option here${why}: expected ${expected}`)
-      }
-    }
-    const resume = yield* O.decodeRule("checkpoint.resume", resumeRule, input.resume)
-    const every = yield* O.decodeRule("checkpoint.every", everyRule, input.every)
-    const position = input.position
-    if (!Predicate.isFunction(position)) {
-      return yield* O.fail("checkpoint.position", `must be a function (a) => position, was ${O.describe(position)}`)
-    }
-    // the option's type fixes `A` and `P`; the checks above are for untyped callers
-    return { resume: resume as Resume<P>, every, position: position as (a: A) => P }
-  })
+    return O.fail("checkpoint", `is required by ${method}: ${expected}, was ${O.describe(input)}`)
+  }
+  const decoding: Effect.Effect<
+    { readonly resume: Resume<unknown>; readonly position: (a: never) => unknown; readonly every?: Every | undefined },
+    SinkConfigError
+  > = form === "sink"
+    ? O.decode(CheckpointOptions.sink, "checkpoint")(input)
+    : O.decode(CheckpointOptions.writer, "checkpoint")(input)
+  return Effect.map(
+    decoding,
+    // the option's type fixes `A` and `P`; the schema checks them for untyped callers
+    (decoded) => ({
+      resume: decoded.resume as Resume<P>,
+      position: decoded.position as (a: A) => P,
+      every: decoded.every ?? endOfInput
+    })
+  )
+}
 
 /**
  * What the sink runs on: the writer, when it checkpoints, and where a record's position is.

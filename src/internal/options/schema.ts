@@ -349,9 +349,6 @@ const renderPath = (prefix: string, path: ReadonlyArray<PropertyKey>): string =>
     return acc.length === 0 ? name : `${acc}.${name}`
   }, prefix)
 
-/** The first message of an issue, without its path. */
-const messageOf = (issue: SchemaIssue.Issue): string => first(issue, []).message
-
 /**
  * The first issue of a failed decode as a `SinkConfigError`: its path is `prefix` followed by the
  * issue's path (`writeMethod` + `["retry", "maxAttempts"]` = `writeMethod.retry.maxAttempts`).
@@ -384,32 +381,5 @@ export const decodeIssue = <A, RD>(schema: Schema.Decoder<A, RD>) => (input: unk
 export const fail = (path: string, message: string): Effect.Effect<never, SinkConfigError> =>
   Effect.fail(new SinkConfigError({ path, message }))
 
-/**
- * A leaf check returning the value or the message it failed with, for the checks run outside a
- * decode (the checkpoint option's, `checkpoint/sink.ts`, until it is a schema of its own).
- *
- * @internal
- */
-export type Rule<A> = (input: unknown) => Result.Result<A, string>
-
-const ruleOf = <A>(schema: Schema.Decoder<A>): Rule<A> => (input) =>
-  Result.mapError(Schema.decodeUnknownResult(schema)(input, parseOptions), (error) => messageOf(error.issue))
-
-/** An integer within bounds, as a rule (see `Int`). @internal */
-export const integer = (bounds: Parameters<typeof Int>[0]): Rule<number> => ruleOf(Int(bounds))
-
-/** A duration within `rule`, as a rule (see `DurationSchema`). @internal */
-export const duration = (rule: DurationRule): Rule<Duration.Duration> => ruleOf(DurationSchema(rule))
-
-/** A value checked by a guard, as a rule (see `guard`). @internal */
-export const guarded = <A>(is: (u: unknown) => u is A, expected: string): Rule<A> => ruleOf(guard(is, expected))
-
 /** A value decoded by `schema` at `path`, failing with a `SinkConfigError`. @internal */
 export const decodeAt = <A>(path: string, schema: Schema.Decoder<A>, input: unknown) => decode(schema, path)(input)
-
-/** Decodes a rule at `path`. @internal */
-export const decodeRule = <A>(path: string, rule: Rule<A>, input: unknown): Effect.Effect<A, SinkConfigError> =>
-  Result.match(rule(input), {
-    onFailure: (message) => Effect.fail(new SinkConfigError({ path, message })),
-    onSuccess: Effect.succeed
-  })

@@ -132,10 +132,10 @@ const isFileLoads = (u: unknown): u is WriteMethod.FileLoads =>
   O.isRecord(u) && u._tag === "FileLoads" && u.connector === "bigquery"
 
 /**
- * Decodes the options of `BigQuerySink.fileLoads` (`form: "checkpointed"`) or of `BigQuerySink.make`
- * with file loads (`form: "plain"`): `writeMethod` must be `WriteMethod.fileLoads(...)` (its options
- * decoded here); `checkpoint` is decoded by the checkpointed sink form and refused by the plain one
- * (`checkpoint`: use `BigQuerySink.fileLoads`); the rest as the other BigQuery sinks decode it.
+ * Decodes the options of file loads but their `checkpoint` (decoded by `checkpoint/sink.ts`):
+ * `writeMethod` must be `WriteMethod.fileLoads(...)` (its options decoded here), the rest as the
+ * other BigQuery methods decode it. `form: "loadsOnce"` (a sink without `checkpoint.every`) accepts
+ * every `writeDisposition`; `"checkpointed"` (each checkpoint loads) only `WRITE_APPEND`.
  *
  * @internal
  */
@@ -144,7 +144,7 @@ export const decodeSink = <A, H extends Handler | undefined>(
     Omit<SinkOptions<A, unknown, unknown>, "writeMethod"> & { readonly writeMethod?: unknown },
     H
   >,
-  form: "checkpointed" | "plain" = "checkpointed"
+  form: "checkpointed" | "loadsOnce" = "checkpointed"
 ): Effect.Effect<
   { readonly settings: Settings<A, HandlerError<H>, HandlerContext<H>>; readonly files: FileLoadsSettings },
   SinkConfigError
@@ -152,13 +152,7 @@ export const decodeSink = <A, H extends Handler | undefined>(
   Effect.gen(function*() {
     const input: unknown = options
     if (!O.isRecord(input)) return yield* O.fail("options", `must be an object, was ${O.describe(input)}`)
-    const { checkpoint, writeMethod, ...rest } = input
-    if (form === "plain" && checkpoint !== undefined) {
-      return yield* O.fail(
-        "checkpoint",
-        "is not an option of BigQuerySink.make: use BigQuerySink.fileLoads({ ..., checkpoint }) for checkpointed file loads"
-      )
-    }
+    const { checkpoint: _, writeMethod, ...rest } = input
     if (!isFileLoads(writeMethod)) {
       return yield* O.fail(
         "writeMethod",
@@ -171,8 +165,8 @@ export const decodeSink = <A, H extends Handler | undefined>(
     if (form === "checkpointed" && files.writeDisposition !== "WRITE_APPEND") {
       return yield* O.fail(
         "writeMethod.writeDisposition",
-        `must be WRITE_APPEND with checkpoints (each checkpoint loads), was ${files.writeDisposition}: ` +
-          "use BigQuerySink.make for a single load at the end of input"
+        `must be WRITE_APPEND with checkpoints during the input (each checkpoint loads), was ` +
+          `${files.writeDisposition}: leave out checkpoint.every for a single load at the end of input`
       )
     }
     const settings = yield* decodeOptions(rest as WithFailureHandler<SinkOptions<A, unknown, unknown>, H>)

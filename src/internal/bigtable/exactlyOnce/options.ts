@@ -58,7 +58,7 @@ export interface Settings<A, E, R, P> {
   readonly method: MethodSettings
   readonly resume: Resume<P>
   readonly position: (a: A) => P
-  readonly every: checkpointSink.Every | undefined
+  readonly every: checkpointSink.Every
 }
 
 /** Decodes `WriteMethod.exactlyOnce` options alone, errors under `path`. @internal */
@@ -76,33 +76,6 @@ const decodeMethod = (input: unknown): Effect.Effect<MethodSettings, SinkConfigE
   if (!O.isRecord(given)) return O.fail("writeMethod", `its options must be an object, was ${O.describe(given)}`)
   return methodSettings(given)
 }
-
-/** The writer form's `checkpoint`: `{ resume, position }`. */
-const decodeWriterCheckpoint = <A, P>(
-  input: unknown
-): Effect.Effect<{ readonly resume: Resume<P>; readonly position: (a: A) => P }, SinkConfigError> =>
-  Effect.gen(function*() {
-    if (!O.isRecord(input)) {
-      return yield* O.fail("checkpoint", `is required: { resume, position }, was ${O.describe(input)}`)
-    }
-    for (const key of Object.keys(input)) {
-      if (key !== "resume" && key !== "position") {
-        return yield* O.fail(`checkpoint.${key}`, "is not an option here (expected resume, position)")
-      }
-    }
-    if (!checkpointSink.isResume(input.resume)) {
-      return yield* O.fail(
-        "checkpoint.resume",
-        `must be the result of Checkpoint.resume(...), was ${O.describe(input.resume)}`
-      )
-    }
-    const position = input.position
-    if (!Predicate.isFunction(position)) {
-      return yield* O.fail("checkpoint.position", `must be a function (a) => position, was ${O.describe(position)}`)
-    }
-    // the option's type fixes `A` and `P`; the checks above are for untyped callers
-    return { resume: input.resume as Resume<P>, position: position as (a: A) => P }
-  })
 
 /**
  * Decodes the exactly-once options; `form` says which `checkpoint` option is expected (the sink's
@@ -136,10 +109,6 @@ export const settings = <A, E, R, P>(
     const { checkpoint, writeMethod: _, ...rest } = input
     const decodedBase = yield* base(rest)
     const fixedTable = isTableDestination(input.table) ? input.table : undefined
-    if (form === "sink") {
-      const c = yield* checkpointSink.decodeSettings<A, P>(checkpoint)
-      return { base: decodedBase, fixedTable, method, resume: c.resume, position: c.position, every: c.every }
-    }
-    const c = yield* decodeWriterCheckpoint<A, P>(checkpoint)
-    return { base: decodedBase, fixedTable, method, resume: c.resume, position: c.position, every: undefined }
+    const c = yield* checkpointSink.decode<A, P>(checkpoint, form, "WriteMethod.exactlyOnce(...)")
+    return { base: decodedBase, fixedTable, method, resume: c.resume, position: c.position, every: c.every }
   })

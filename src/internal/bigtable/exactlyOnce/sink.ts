@@ -45,7 +45,7 @@ export const make = <A, P, H extends Handler | undefined>(
       const { room, writer: w } = yield* writer.build(settings)
       return {
         writer: w,
-        every: settings.every ?? { _tag: "Records", records: 1 },
+        every: settings.every,
         position: settings.position,
         room
       }

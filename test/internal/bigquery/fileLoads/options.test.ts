@@ -15,7 +15,7 @@ const refused = (options: unknown) =>
     Effect.map((e) => ({ path: e.path, message: e.message }))
   )
 
-const sinkRefused = (options: Record<string, unknown>, form: "plain" | "checkpointed") =>
+const sinkRefused = (options: Record<string, unknown>, form: "loadsOnce" | "checkpointed") =>
   Options.decodeSink(options as never, form).pipe(Effect.flip)
 
 describe("fileLoads options", () => {
@@ -128,36 +128,37 @@ describe("fileLoads options", () => {
     WriteMethod.fileLoads({})
   })
 
-  it.effect("the sink options: writeMethod must be fileLoads, checkpoint refused by make's form, the rest decoded", () =>
+  it.effect("the sink options: writeMethod must be fileLoads, checkpoint left to its own decoder, the rest decoded", () =>
     Effect.gen(function*() {
       const serializer = yield* RowSerializer.fromJson({ fields: [TableSchema.field({ name: "id", type: "INT64" })] })
       const table = yield* TableDestination.make({ projectId: "p", datasetId: "d", tableId: "t" })
       const method = WriteMethod.fileLoads({ stagingPath: "gs://bucket/pre/" })
-      const ok = yield* Options.decodeSink({ table, serializer, writeMethod: method }, "plain")
+      const ok = yield* Options.decodeSink({ table, serializer, writeMethod: method }, "loadsOnce")
       assert.deepStrictEqual(ok.files.stagingPath, { bucket: "bucket", prefix: "pre" })
       assert.strictEqual(ok.settings.createDisposition, "CREATE_IF_NEEDED")
-      const checkpoint = yield* sinkRefused({ table, serializer, writeMethod: method, checkpoint: {} }, "plain")
-      assert.strictEqual(checkpoint.path, "checkpoint")
-      assert.match(checkpoint.message, /BigQuerySink.fileLoads/)
+      // checkpoint is decoded by checkpoint/sink.ts (issue 25), not here
+      const passedThrough: Record<string, unknown> = { table, serializer, writeMethod: method, checkpoint: {} }
+      const withCheckpoint = yield* Options.decodeSink(passedThrough as Parameters<typeof Options.decodeSink>[0])
+      assert.strictEqual(withCheckpoint.files.writeDisposition, "WRITE_APPEND")
       const other = yield* sinkRefused({ table, serializer, writeMethod: WriteMethod.atLeastOnce() }, "checkpointed")
       assert.strictEqual(other.path, "writeMethod")
       const staging = yield* sinkRefused(
         { table, serializer, writeMethod: WriteMethod.fileLoads({ stagingPath: "s3://x" }) },
-        "plain"
+        "loadsOnce"
       )
       assert.strictEqual(staging.path, "writeMethod.stagingPath")
       const rest = yield* sinkRefused(
         { table, serializer, writeMethod: method, createDisposition: "SOMETIMES" },
-        "plain"
+        "loadsOnce"
       )
       assert.strictEqual(rest.path, "createDisposition")
       const truncating = WriteMethod.fileLoads({ stagingPath: "gs://bucket", writeDisposition: "WRITE_TRUNCATE" })
       const streaming = yield* sinkRefused({ table, serializer, writeMethod: truncating }, "checkpointed")
       assert.strictEqual(streaming.path, "writeMethod.writeDisposition")
-      assert.match(streaming.message, /WRITE_APPEND/)
-      const batch = yield* Options.decodeSink({ table, serializer, writeMethod: truncating }, "plain")
+      assert.match(streaming.message, /WRITE_APPEND.*leave out checkpoint\.every/)
+      const batch = yield* Options.decodeSink({ table, serializer, writeMethod: truncating }, "loadsOnce")
       assert.strictEqual(batch.files.writeDisposition, "WRITE_TRUNCATE")
-      const unknown = yield* sinkRefused({ table, serializer, writeMethod: method, flushEvery: 3 }, "plain")
+      const unknown = yield* sinkRefused({ table, serializer, writeMethod: method, flushEvery: 3 }, "loadsOnce")
       assert.strictEqual(unknown.path, "flushEvery")
     }))
 })
