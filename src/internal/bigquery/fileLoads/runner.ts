@@ -25,7 +25,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
-import { BigQueryError, FileLoadFailed, TableNotFound } from "../../../BigQuery/BigQueryError.ts"
+import { BigQueryError, FileLoadFailed } from "../../../BigQuery/BigQueryError.ts"
 import type { SchemaUpdateOptions } from "../../../BigQuery/SchemaUpdateOptions.ts"
 import * as TableDestination from "../../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../BigQuery/TableSchema.ts"
@@ -278,8 +278,7 @@ export const loadConfiguration = (
 
 /** The live table's schema as REST JSON, read after reconciliation (`undefined` when it has none). */
 const liveSchema = (ctx: RunnerContext, destination: TableDestination.TableDestination) =>
-  tables.retrying(tables.get(ctx.rest, destination), ctx.settings.reconcile).pipe(
-    Effect.mapError((f) => tables.toError(destination, f)),
+  tables.getLive(ctx.rest, destination, ctx.settings.reconcile).pipe(
     Effect.map((live) => (Predicate.isObject(live?.schema) ? live.schema : undefined))
   )
 
@@ -310,21 +309,15 @@ const reconcile = (
         recovery: ctx.settings.reconcile
       })
     } else {
-      const live = yield* tables.retrying(tables.get(ctx.rest, destination), ctx.settings.reconcile).pipe(
-        Effect.mapError((f) => tables.toError(destination, f))
-      )
+      const live = yield* tables.getLive(ctx.rest, destination, ctx.settings.reconcile)
       if (live === undefined) {
-        if (ctx.createDisposition === "CREATE_NEVER") {
-          return yield* new BigQueryError({
-            reason: new TableNotFound({
-              destination: destination.toString(),
-              createDisposition: ctx.createDisposition,
-              detail: "the destination of staged files does not exist",
-              cause: undefined
-            })
-          })
-        }
-        yield* tables.create(ctx.rest, destination, desired, yield* createResourceOf, ctx.settings.reconcile)
+        yield* tables.createMissing(ctx.rest, destination, {
+          schema: desired,
+          createDisposition: ctx.createDisposition,
+          createResource: createResourceOf,
+          policy: ctx.settings.reconcile,
+          detail: "the destination of staged files does not exist"
+        })
       }
     }
     if (ctx.settings.writeDisposition === "WRITE_TRUNCATE") return TableSchema.toRest(desired)
