@@ -30,7 +30,7 @@ import type { SchemaUpdateOptions } from "../../../BigQuery/SchemaUpdateOptions.
 import * as TableDestination from "../../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
-import { toSchedule } from "../../core/retrySchedule.ts"
+import { type AnyPolicy, toSchedule } from "../../core/retrySchedule.ts"
 import * as deadline from "../../wire/deadline.ts"
 import { isTransientNetworkError } from "../../wire/networkError.ts"
 import * as tables from "../schema/tables.ts"
@@ -155,13 +155,26 @@ const lookupRetrying = (ctx: RunnerContext, jobId: string, destination: string) 
     Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
   )
 
-class NotDone {
-  readonly _tag = "NotDone"
+/** The marker of a job state to look up again. */
+class Pending {
+  readonly _tag = "Pending"
 }
 
-class Unseen {
-  readonly _tag = "Unseen"
-}
+/**
+ * Looks `jobId` up again on `policy` while its state is `pending`; past the policy, fails with
+ * `exhausted`. Succeeds with the first state that is not pending.
+ */
+const lookupUntil = <S extends JobState, P extends S, E>(
+  lookupOnce: Effect.Effect<S, E>,
+  pending: (state: S) => state is P,
+  policy: AnyPolicy,
+  exhausted: () => BigQueryError
+): Effect.Effect<Exclude<S, P>, E | BigQueryError> =>
+  lookupOnce.pipe(
+    Effect.flatMap((state) => pending(state) ? Effect.fail(new Pending()) : Effect.succeed(state as Exclude<S, P>)),
+    Effect.retry({ schedule: toSchedule(policy), while: (e) => e instanceof Pending }),
+    Effect.catchIf((e): e is Pending => e instanceof Pending, () => Effect.fail(exhausted()))
+  )
 
 const where = (location: string | undefined) => (location === undefined ? "without a location" : `in ${location}`)
 
@@ -171,31 +184,25 @@ const where = (location: string | undefined) => (location === undefined ? "witho
  * on the `reconcile` budget, then fails naming the job; it is never taken as done.
  */
 const lookupInserted = (ctx: RunnerContext, jobId: string, destination: string) =>
-  lookupRetrying(ctx, jobId, destination).pipe(
-    Effect.flatMap((state) => (state._tag === "Missing" ? Effect.fail(new Unseen()) : Effect.succeed(state))),
-    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: (e) => e instanceof Unseen }),
-    Effect.catchIf(
-      (e): e is Unseen => e instanceof Unseen,
-      () =>
-        Effect.fail(
-          loadError(
-            destination,
-            `job ${jobId} was inserted but jobs.get ${where(ctx.location)} answers not found: not counted as run`,
-            jobId
-          )
-        )
-    )
+  lookupUntil(
+    lookupRetrying(ctx, jobId, destination),
+    (state) => state._tag === "Missing",
+    ctx.settings.reconcile,
+    () =>
+      loadError(
+        destination,
+        `job ${jobId} was inserted but jobs.get ${where(ctx.location)} answers not found: not counted as run`,
+        jobId
+      )
   )
 
 /** Polls `jobId` on the `poll` schedule until it is seen done (no attempt cap by default). */
 const await_ = (ctx: RunnerContext, jobId: string, destination: string) =>
-  lookupInserted(ctx, jobId, destination).pipe(
-    Effect.flatMap((state) => (state._tag === "Running" ? Effect.fail(new NotDone()) : Effect.succeed(state))),
-    Effect.retry({ schedule: toSchedule(ctx.settings.poll), while: (e) => e instanceof NotDone }),
-    Effect.catchIf(
-      (e): e is NotDone => e instanceof NotDone,
-      () => Effect.fail(loadError(destination, "the job did not finish within the poll budget", jobId))
-    )
+  lookupUntil(
+    lookupInserted(ctx, jobId, destination),
+    (state) => state._tag === "Running",
+    ctx.settings.poll,
+    () => loadError(destination, "the job did not finish within the poll budget", jobId)
   )
 
 const insert = (ctx: RunnerContext, jobId: string, configuration: Record<string, unknown>, destination: string) =>
