@@ -329,9 +329,12 @@ const decodeObject = <R extends { readonly id: string }, C, E>(
   return Effect.succeed(current)
 }
 
+/** The object was replaced between reading its metadata and its contents. */
+class Replaced extends Data.TaggedError("Replaced") {}
+
 // The stored record with the generation it was read at. The metadata gives the generation, the
 // contents are read at exactly that generation; if the object was replaced in between, that read
-// is a 404 and both are read again.
+// is a 404 and both are read again, at most `readRaces` times.
 const readCurrent = <R extends { readonly id: string }, C, E>(
   driver: Calls,
   config: Settings,
@@ -339,25 +342,26 @@ const readCurrent = <R extends { readonly id: string }, C, E>(
 ) =>
 (writerId: string, name: string): Effect.Effect<Option.Option<Current<R>>, StoreFailure> =>
   Effect.gen(function*() {
-    for (let race = 0; race < readRaces; race++) {
-      const head = yield* Effect.result(driver.head(name))
-      if (Result.isFailure(head)) {
-        if (head.failure.verdict === "notFound") return Option.none()
-        return yield* io(writerId, head.failure)
-      }
-      const bytes = yield* Effect.result(driver.read(name, head.success.generation))
-      if (Result.isFailure(bytes)) {
-        if (bytes.failure.verdict === "notFound") continue
-        return yield* io(writerId, bytes.failure)
-      }
-      return Option.some(yield* decodeObject(config, options, writerId, name, head.success, bytes.success))
+    const head = yield* Effect.result(driver.head(name))
+    if (Result.isFailure(head)) {
+      if (head.failure.verdict === "notFound") return Option.none()
+      return yield* io(writerId, head.failure)
     }
-    return yield* fail({
-      reason: "Io",
-      writerId,
-      detail: `gs://${config.bucket}/${name} was replaced ${readRaces} times while being read`
-    })
-  })
+    const bytes = yield* Effect.result(driver.read(name, head.success.generation))
+    if (Result.isFailure(bytes)) {
+      if (bytes.failure.verdict === "notFound") return yield* new Replaced()
+      return yield* io(writerId, bytes.failure)
+    }
+    return Option.some(yield* decodeObject(config, options, writerId, name, head.success, bytes.success))
+  }).pipe(
+    Effect.retry({ times: readRaces - 1, while: (e) => e instanceof Replaced }),
+    Effect.catchIf((e): e is Replaced => e instanceof Replaced, () =>
+      fail({
+        reason: "Io",
+        writerId,
+        detail: `gs://${config.bucket}/${name} was replaced ${readRaces} times while being read`
+      }))
+  )
 
 /**
  * What this store knows of each writer's object, read and written in single synchronous steps only
