@@ -297,39 +297,38 @@ const liveSchema = (ctx: RunnerContext, destination: TableDestination.TableDesti
  * table's), else the live one after reconciliation, so that with updates off staged fields the table
  * lacks are ignored by BigQuery, as the reference says, instead of failing the load.
  */
-const reconcile = (
+const reconcile = Effect.fnUntraced(function*(
   ctx: RunnerContext,
   destination: TableDestination.TableDestination
-): Effect.Effect<unknown, BigQueryError> =>
-  Effect.gen(function*() {
-    const desired = ctx.schemaOf(destination)
-    const createResourceOf = Effect.suspend(() => ctx.createResource(destination, desired))
-    const updatesOn = ctx.schemaUpdate.allowNewFields || ctx.schemaUpdate.allowFieldRelaxation
-    if (updatesOn) {
-      yield* schemaUpdate.reconcile({
-        rest: ctx.rest,
-        destination,
-        desired,
-        options: ctx.schemaUpdate,
+): Effect.fn.Return<unknown, BigQueryError> {
+  const desired = ctx.schemaOf(destination)
+  const createResourceOf = Effect.suspend(() => ctx.createResource(destination, desired))
+  const updatesOn = ctx.schemaUpdate.allowNewFields || ctx.schemaUpdate.allowFieldRelaxation
+  if (updatesOn) {
+    yield* schemaUpdate.reconcile({
+      rest: ctx.rest,
+      destination,
+      desired,
+      options: ctx.schemaUpdate,
+      createDisposition: ctx.createDisposition,
+      createResource: createResourceOf,
+      recovery: ctx.settings.reconcile
+    })
+  } else {
+    const live = yield* tables.getLive(ctx.rest, destination, ctx.settings.reconcile)
+    if (live === undefined) {
+      yield* tables.createMissing(ctx.rest, destination, {
+        schema: desired,
         createDisposition: ctx.createDisposition,
         createResource: createResourceOf,
-        recovery: ctx.settings.reconcile
+        policy: ctx.settings.reconcile,
+        detail: "the destination of staged files does not exist"
       })
-    } else {
-      const live = yield* tables.getLive(ctx.rest, destination, ctx.settings.reconcile)
-      if (live === undefined) {
-        yield* tables.createMissing(ctx.rest, destination, {
-          schema: desired,
-          createDisposition: ctx.createDisposition,
-          createResource: createResourceOf,
-          policy: ctx.settings.reconcile,
-          detail: "the destination of staged files does not exist"
-        })
-      }
     }
-    if (ctx.settings.writeDisposition === "WRITE_TRUNCATE") return TableSchema.toRest(desired)
-    return yield* liveSchema(ctx, destination)
-  })
+  }
+  if (ctx.settings.writeDisposition === "WRITE_TRUNCATE") return TableSchema.toRest(desired)
+  return yield* liveSchema(ctx, destination)
+})
 
 /**
  * The location of `destination`'s jobs: the client's, else the dataset's (`datasets.get`), so that
@@ -413,20 +412,19 @@ const dropTemporaries = (ctx: RunnerContext, temporaries: ReadonlyArray<Plan.Tab
   )
 
 /** The jobs of one destination in plan order: loads, then each copy level, then the query. */
-const runDestination = (ctx: RunnerContext, d: Plan.DestinationPlan, schema: unknown) =>
-  Effect.gen(function*() {
-    const path = Plan.tablePath(d.destination)
-    const outcomes: Array<{ readonly jobId: string; readonly outcome: JobOutcome }> = []
-    for (const job of d.loads) {
-      outcomes.push(yield* runJob(ctx, job.jobId, loadConfiguration(job, ctx.schemaUpdate, schema), path))
-    }
-    // each copy level completes before the next (reference 2.8)
-    for (const level of d.copies) {
-      for (const job of level) outcomes.push(yield* runJob(ctx, job.jobId, copyConfiguration(job), path))
-    }
-    if (d.query !== undefined) outcomes.push(yield* runJob(ctx, d.query.jobId, queryConfiguration(d.query), path))
-    return outcomes
-  })
+const runDestination = Effect.fnUntraced(function*(ctx: RunnerContext, d: Plan.DestinationPlan, schema: unknown) {
+  const path = Plan.tablePath(d.destination)
+  const outcomes: Array<{ readonly jobId: string; readonly outcome: JobOutcome }> = []
+  for (const job of d.loads) {
+    outcomes.push(yield* runJob(ctx, job.jobId, loadConfiguration(job, ctx.schemaUpdate, schema), path))
+  }
+  // each copy level completes before the next (reference 2.8)
+  for (const level of d.copies) {
+    for (const job of level) outcomes.push(yield* runJob(ctx, job.jobId, copyConfiguration(job), path))
+  }
+  if (d.query !== undefined) outcomes.push(yield* runJob(ctx, d.query.jobId, queryConfiguration(d.query), path))
+  return outcomes
+})
 
 /**
  * Plans `committables` (a refused plan fails with `FileLoadFailed` `plan` before any table change or
@@ -437,34 +435,34 @@ const runDestination = (ctx: RunnerContext, d: Plan.DestinationPlan, schema: unk
  *
  * @internal
  */
-export const commit = (
+export const commit = Effect.fnUntraced(function*(
   ctx: RunnerContext,
   committables: ReadonlyArray<Plan.Committable>
-): Effect.Effect<ReadonlyArray<{ readonly jobId: string; readonly outcome: JobOutcome }>, BigQueryError> =>
-  Effect.gen(function*() {
-    if (committables.length === 0) return []
-    const planned = Plan.plan(committables, {
-      writeDisposition: ctx.settings.writeDisposition,
-      tempDataset: ctx.settings.tempDataset,
-      limits: ctx.limits
-    })
-    if (Result.isFailure(planned)) {
-      const e = planned.failure
-      return yield* planError(committables[0]?.destination ?? "", e.message, e)
-    }
-    const outcomes: Array<{ readonly jobId: string; readonly outcome: JobOutcome }> = []
-    for (const d of planned.success.destinations) {
-      const destination = TableDestination.makeUnsafe(d.destination)
-      const schema = yield* reconcile(ctx, destination)
-      const located: RunnerContext = { ...ctx, location: yield* jobLocation(ctx, destination) }
-      // every job of the destination was seen DONE without error: only now are its files deleted
-      outcomes.push(...(yield* runDestination(located, d, schema)))
-      yield* dropTemporaries(ctx, d.temporaries)
-      yield* cleanup(ctx, d.uris)
-    }
-    return outcomes
-  }).pipe(
+): Effect.fn.Return<ReadonlyArray<{ readonly jobId: string; readonly outcome: JobOutcome }>, BigQueryError> {
+  if (committables.length === 0) return []
+  const planned = Plan.plan(committables, {
+    writeDisposition: ctx.settings.writeDisposition,
+    tempDataset: ctx.settings.tempDataset,
+    limits: ctx.limits
+  })
+  if (Result.isFailure(planned)) {
+    const e = planned.failure
+    return yield* planError(committables[0]?.destination ?? "", e.message, e)
+  }
+  const outcomes: Array<{ readonly jobId: string; readonly outcome: JobOutcome }> = []
+  for (const d of planned.success.destinations) {
+    const destination = TableDestination.makeUnsafe(d.destination)
+    const schema = yield* reconcile(ctx, destination)
+    const located: RunnerContext = { ...ctx, location: yield* jobLocation(ctx, destination) }
+    // every job of the destination was seen DONE without error: only now are its files deleted
+    outcomes.push(...(yield* runDestination(located, d, schema)))
+    yield* dropTemporaries(ctx, d.temporaries)
+    yield* cleanup(ctx, d.uris)
+  }
+  return outcomes
+}, (effect, ctx, committables) =>
+  effect.pipe(
     // the table calls of reconciliation (tables.get / insert / patch) take the same deadline
     Effect.provideService(deadline.AdminTimeout, ctx.settings.adminTimeout),
     Effect.withSpan("FileLoads.commit", { attributes: { "files": committables.length } })
-  )
+  ))

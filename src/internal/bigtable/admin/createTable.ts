@@ -198,29 +198,28 @@ const addMissingFamilies = Effect.fnUntraced(function*(
  *
  * @internal
  */
-export const ensure = (
+export const ensure = Effect.fnUntraced(function*(
   client: Service,
   table: TableDestination,
   declared: Declared,
   timeout?: Duration.Duration
-): Effect.Effect<EnsureResult, BigtableError> =>
-  Effect.gen(function*() {
-    const limit = yield* deadline.adminTimeout(timeout)
-    const created = yield* unlessExists(withDeadline(
-      "CreateTable",
-      String(table),
-      limit,
-      client.createTable({
-        instanceName: table.instanceName,
-        tableId: table.tableId,
-        columnFamilies: familiesProto(declared.families)
-      })
-    ))
-    if (created) return { created: true, familiesAdded: 0 }
-    // after maxRaces lost races the families stay as they are, as another writer is adding them
-    const familiesAdded = yield* addMissingFamilies(client, table, declared, limit).pipe(
-      Effect.retry({ times: maxRaces - 1, while: (e) => e instanceof LostRace }),
-      Effect.catchIf((e): e is LostRace => e instanceof LostRace, () => Effect.succeed(0))
-    )
-    return { created: false, familiesAdded }
-  })
+): Effect.fn.Return<EnsureResult, BigtableError> {
+  const limit = yield* deadline.adminTimeout(timeout)
+  const created = yield* unlessExists(withDeadline(
+    "CreateTable",
+    String(table),
+    limit,
+    client.createTable({
+      instanceName: table.instanceName,
+      tableId: table.tableId,
+      columnFamilies: familiesProto(declared.families)
+    })
+  ))
+  if (created) return { created: true, familiesAdded: 0 }
+  // after maxRaces lost races the families stay as they are, as another writer is adding them
+  const familiesAdded = yield* addMissingFamilies(client, table, declared, limit).pipe(
+    Effect.retry({ times: maxRaces - 1, while: (e) => e instanceof LostRace }),
+    Effect.catchIf((e): e is LostRace => e instanceof LostRace, () => Effect.succeed(0))
+  )
+  return { created: false, familiesAdded }
+})
