@@ -348,8 +348,8 @@ const jobLocation = (
     Effect.map(([metadata]) =>
       Predicate.isObject(metadata) && Predicate.isString(metadata["location"]) ? metadata["location"] : undefined
     ),
-    Effect.catch(({ cause }) =>
-      Effect.fail(loadError(destination.toString(), `datasets.get failed: ${String(cause)}`, undefined, cause))
+    Effect.mapError(({ cause }) =>
+      loadError(destination.toString(), `datasets.get failed: ${String(cause)}`, undefined, cause)
     ),
     Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
   )

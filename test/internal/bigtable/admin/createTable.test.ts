@@ -15,15 +15,10 @@ const declared = {
 }
 
 /** Ensures `t` (existing with family `cf`) while the first `lost` modifications lose a race. */
-const ensureLosing = (lost: number) =>
-  Effect.gen(function*() {
-    const fake = makeFake({ tables: new Map([[table.tableName, new Set(["cf"])]]) })
-    const client = yield* Effect.provide(
-      Effect.gen(function*() {
-        return yield* BigtableClient.BigtableClient
-      }),
-      fake.layer
-    )
+const ensureLosing = (lost: number) => {
+  const fake = makeFake({ tables: new Map([[table.tableName, new Set(["cf"])]]) })
+  return Effect.gen(function*() {
+    const client = yield* BigtableClient.BigtableClient
     let modifications = 0
     const racing = {
       ...client,
@@ -34,7 +29,8 @@ const ensureLosing = (lost: number) =>
     }
     const result = yield* CreateTable.ensure(racing, table, declared)
     return { result, modifications }
-  })
+  }).pipe(Effect.provide(fake.layer))
+}
 
 describe("CreateTable.ensure", () => {
   it.effect("a modification that lost a race (ALREADY_EXISTS) reads the families again, at most 5 times", () =>
