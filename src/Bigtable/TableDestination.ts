@@ -3,16 +3,18 @@
  *
  * **Details**
  *
- * A destination is always validated: {@link make} (an Effect, for a static `table`) and
- * {@link resolve} (synchronous, for a `destinationResolver`: an invalid id gives an
- * {@link Unroutable} verdict the sink routes). The class cannot be constructed with `new`.
+ * A destination is always validated: {@link make} (an Effect, for a static `table`), {@link resolve}
+ * (synchronous, for a `destinationResolver`: an invalid id gives an {@link Unroutable} verdict the
+ * sink routes) and {@link parse}. The class cannot be constructed with `new`.
  *
  * @since 0.1.0
  */
 import * as Data from "effect/Data"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
+import * as Predicate from "effect/Predicate"
+import { describeValue } from "../internal/bigquery/encoding/valueText.ts"
 import * as ids from "../internal/options/tableIds.ts"
-import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
+import { SinkConfigError } from "../Sink/SinkConfigError.ts"
 
 /**
  * The ids of a destination, before validation.
@@ -33,7 +35,8 @@ export interface TableDestinationFields {
  *
  * `toString()` is `project.instance.table`, the form failures and summaries use; `tableName` is the
  * resource name `projects/p/instances/i/tables/t` the API uses. Built only by {@link make},
- * {@link resolve} or {@link makeUnsafe}, which validate the ids; the constructor is not public.
+ * {@link resolve}, {@link parse} or {@link makeUnsafe}, which validate the ids; the constructor is
+ * not public.
  *
  * **Example** (A destination)
  * ```ts
@@ -166,6 +169,73 @@ export const resolve: (fields: TableDestinationFields) => TableDestination | Unr
  */
 export const makeUnsafe: (fields: TableDestinationFields) => TableDestination = validated.makeUnsafe
 
+const resourceName = /^projects\/([^/]*)\/instances\/([^/]*)\/tables\/([^/]*)$/
+
+/**
+ * Splits `project.instance.table`: the project ends at the first dot after its last `:` (a
+ * domain-scoped project id such as `example.com:analytics` has dots only before its colon), the
+ * instance at the next dot (instance ids have none), and the table is the rest (table ids may
+ * contain dots).
+ */
+const splitDotted = (value: string): TableDestinationFields | undefined => {
+  const first = value.indexOf(".", value.lastIndexOf(":") + 1)
+  const second = first < 0 ? -1 : value.indexOf(".", first + 1)
+  if (first <= 0 || second < 0) return undefined
+  return {
+    projectId: value.slice(0, first),
+    instanceId: value.slice(first + 1, second),
+    tableId: value.slice(second + 1)
+  }
+}
+
+const splitTableName = (value: string): TableDestinationFields | undefined => {
+  const match = resourceName.exec(value)
+  return match === null ? undefined : { projectId: match[1] ?? "", instanceId: match[2] ?? "", tableId: match[3] ?? "" }
+}
+
+/**
+ * Parses a table's resource name `projects/<project>/instances/<instance>/tables/<table>` (its
+ * {@link TableDestination.tableName}) or its short form `project.instance.table` (its `toString()`),
+ * then validates like {@link make}.
+ *
+ * **Details**
+ *
+ * In the short form the project ends at the first dot after its last `:` (domain-scoped project
+ * ids such as `example.com:analytics` contain dots before the colon), the instance at the next dot
+ * (instance ids have none), and the rest is the table (table ids may contain dots). Errors are
+ * `SinkConfigError`s whose path is `path` (default `"table"`), followed by the component when one
+ * id is invalid.
+ *
+ * **Example** (Parsing a table name)
+ * ```ts
+ * import { Effect } from "effect"
+ * import { TableDestination } from "effect-gcp-sinks/Bigtable"
+ * String(Effect.runSync(TableDestination.parse("projects/p/instances/i/tables/events")))
+ * // => "p.i.events"
+ * Effect.runSync(TableDestination.parse("example.com:p.i.events.v2")).tableId
+ * // => "events.v2"
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const parse = (value: string, path = "table"): Effect.Effect<TableDestination, SinkConfigError> =>
+  Effect.suspend(() => {
+    const fields = Predicate.isString(value)
+      ? value.includes("/") ? splitTableName(value) : splitDotted(value)
+      : undefined
+    return fields === undefined
+      ? Effect.fail(
+        new SinkConfigError({
+          path,
+          message: `must be projects/<project>/instances/<instance>/tables/<table> or project.instance.table, was ${
+            describeValue(value)
+          }`
+        })
+      )
+      : make(fields, path)
+  })
+
 /**
  * A resolver's verdict that a record belongs to no table: it is routed to the failure handler
  * (destination `"unresolved"`, message `reason`) and the write goes on.
@@ -256,3 +326,19 @@ export const isUnroutable = (u: unknown): u is Unroutable => u instanceof Unrout
  * @since 0.1.0
  */
 export const isTableDestination = (u: unknown): u is TableDestination => u instanceof TableDestination
+
+/**
+ * A resolver sending every record to one table.
+ *
+ * **Example** (One table)
+ * ```ts
+ * import { TableDestination } from "effect-gcp-sinks/Bigtable"
+ * const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "events" })
+ * String(TableDestination.fixed(table)("any record"))
+ * // => "p.i.events"
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const fixed = (destination: TableDestination): DestinationResolver<unknown> => () => destination

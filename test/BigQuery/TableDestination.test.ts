@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Equal, Ref, Stream } from "effect"
+import * as fc from "fast-check"
 import { type BigQueryFailure, BigQuerySink, RowSerializer, TableDestination } from "../../src/BigQuery/index.ts"
 import { FailureHandler } from "../../src/Sink.ts"
 import * as F from "./sinkFixtures.ts"
@@ -34,6 +35,19 @@ describe("TableDestination", () => {
         assert.strictEqual(e.path.startsWith("table"), true, bad)
       }
     }))
+
+  it("parse inverts toString (property)", () => {
+    const word = fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/)
+    const fields = fc.record({
+      projectId: fc.oneof(word, fc.tuple(word, word, word).map(([a, b, c]) => `${a}.${b}:${c}`)),
+      datasetId: fc.stringMatching(/^[A-Za-z0-9_]{1,12}$/),
+      tableId: fc.stringMatching(/^[A-Za-z0-9_-]{1,12}$/)
+    })
+    fc.assert(fc.property(fields, (f) => {
+      const t = TableDestination.makeUnsafe(f)
+      assert.isTrue(Equal.equals(Effect.runSync(TableDestination.parse(String(t))), t), String(t))
+    }))
+  })
 
   it("resolves records to a table or an Unroutable verdict", () => {
     const t = TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" })

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Equal, Exit, Stream } from "effect"
+import * as fc from "fast-check"
 import { BigtableSink, Mutation, RowMutationEntry, TableDestination } from "../../src/Bigtable/index.ts"
 import { RecordFailed } from "../../src/Sink.ts"
 import { makeFake } from "./fakeBigtable.ts"
@@ -36,6 +37,62 @@ describe("TableDestination", () => {
     assert.isTrue(
       TableDestination.isUnroutable(blank) && blank.reason === "invalid destination: projectId must not be blank"
     )
+  })
+
+  it.effect("parse reads the resource name and the short form", () =>
+    Effect.gen(function*() {
+      const named = yield* TableDestination.parse("projects/p/instances/i/tables/events")
+      assert.deepStrictEqual([named.projectId, named.instanceId, named.tableId], ["p", "i", "events"])
+      const dotted = yield* TableDestination.parse("example.com:proj.inst.events.v2")
+      assert.deepStrictEqual([dotted.projectId, dotted.instanceId, dotted.tableId], [
+        "example.com:proj",
+        "inst",
+        "events.v2"
+      ])
+      for (
+        const bad of [
+          "p.i",
+          "t",
+          ".i.t",
+          "projects/p/instances/i",
+          "projects/p/instances/i/tables/t/x",
+          "project/p/instances/i/tables/t",
+          "p.i/t"
+        ]
+      ) {
+        const e = yield* Effect.flip(TableDestination.parse(bad, "dest"))
+        assert.strictEqual(e.path, "dest", bad)
+        assert.include(e.message, "must be projects/<project>/instances/<instance>/tables/<table>", bad)
+      }
+      const blank = yield* Effect.flip(TableDestination.parse("projects/p/instances//tables/t"))
+      assert.deepStrictEqual([blank.path, blank.message], ["table.instanceId", "must not be blank"])
+      const spaced = yield* Effect.flip(TableDestination.parse("p.i. t"))
+      assert.strictEqual(spaced.path, "table.tableId")
+      const notString = yield* Effect.flip(TableDestination.parse(5 as unknown as string))
+      assert.strictEqual(notString.path, "table")
+    }))
+
+  it("parse inverts tableName and toString (property)", () => {
+    const word = fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/)
+    const fields = fc.record({
+      projectId: fc.oneof(word, fc.tuple(word, word, word).map(([a, b, c]) => `${a}.${b}:${c}`)),
+      instanceId: word,
+      tableId: fc.stringMatching(/^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,20}$/)
+    })
+    fc.assert(fc.property(fields, (f) => {
+      const t = TableDestination.makeUnsafe(f)
+      for (const text of [t.tableName, String(t)]) {
+        const parsed = Effect.runSync(TableDestination.parse(text))
+        assert.isTrue(Equal.equals(parsed, t), text)
+      }
+    }))
+  })
+
+  it("fixed sends every record to one table", () => {
+    const t = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
+    const resolver: TableDestination.DestinationResolver<number> = TableDestination.fixed(t)
+    assert.strictEqual(resolver(1), t)
+    assert.strictEqual(TableDestination.fixed(t)("any"), t)
   })
 
   it("Unroutable is a class with a reason and an optional payload", () => {

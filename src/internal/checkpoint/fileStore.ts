@@ -279,13 +279,8 @@ const prune = Effect.fnUntraced(function*(fs: FileSystem, writerId: string, dir:
 
 // A saver that paused after reading can link into a slot that a later saver's prune freed; it
 // did not win, since every prune follows a link two sequences higher, which this check sees.
-const isNewest = (
-  fs: FileSystem,
-  writerId: string,
-  dir: string,
-  sequence: number
-): Effect.Effect<boolean, StoreFailure> =>
-  Effect.map(listSequences(fs, writerId, dir), (names) => newestSequence(names) === sequence)
+const isNewest = (fs: FileSystem, writerId: string, dir: string, sequence: number) =>
+  Effect.map(listSequences(fs, writerId, dir), (names): boolean => newestSequence(names) === sequence)
 
 // Writes `record` as number `sequence`: false when another saver created that number first.
 const writeRecord = Effect.fnUntraced(function*(

@@ -338,9 +338,12 @@ const decodeObject = <R extends { readonly id: string }, C, E>(
   return Effect.succeed(current)
 }
 
+/** The object was replaced between reading its metadata and its contents. */
+class Replaced extends Data.TaggedError("Replaced") {}
+
 // The stored record with the generation it was read at. The metadata gives the generation, the
 // contents are read at exactly that generation; if the object was replaced in between, that read
-// is a 404 and both are read again.
+// is a 404 and both are read again, at most `readRaces` times.
 const readCurrent = <R extends { readonly id: string }, C, E>(
   driver: Calls,
   config: Settings,
@@ -348,25 +351,26 @@ const readCurrent = <R extends { readonly id: string }, C, E>(
 ) =>
 (writerId: string, name: string): Effect.Effect<Option.Option<Current<R>>, StoreFailure> =>
   Effect.gen(function*() {
-    for (let race = 0; race < readRaces; race++) {
-      const head = yield* Effect.result(driver.head(name))
-      if (Result.isFailure(head)) {
-        if (head.failure.verdict === "notFound") return Option.none()
-        return yield* io(writerId, head.failure)
-      }
-      const bytes = yield* Effect.result(driver.read(name, head.success.generation))
-      if (Result.isFailure(bytes)) {
-        if (bytes.failure.verdict === "notFound") continue
-        return yield* io(writerId, bytes.failure)
-      }
-      return Option.some(yield* decodeObject(config, options, writerId, name, head.success, bytes.success))
+    const head = yield* Effect.result(driver.head(name))
+    if (Result.isFailure(head)) {
+      if (head.failure.verdict === "notFound") return Option.none()
+      return yield* io(writerId, head.failure)
     }
-    return yield* fail({
-      reason: "Io",
-      writerId,
-      detail: `gs://${config.bucket}/${name} was replaced ${readRaces} times while being read`
-    })
-  })
+    const bytes = yield* Effect.result(driver.read(name, head.success.generation))
+    if (Result.isFailure(bytes)) {
+      if (bytes.failure.verdict === "notFound") return yield* new Replaced()
+      return yield* io(writerId, bytes.failure)
+    }
+    return Option.some(yield* decodeObject(config, options, writerId, name, head.success, bytes.success))
+  }).pipe(
+    Effect.retry({ times: readRaces - 1, while: (e) => e instanceof Replaced }),
+    Effect.catchIf((e): e is Replaced => e instanceof Replaced, () =>
+      fail({
+        reason: "Io",
+        writerId,
+        detail: `gs://${config.bucket}/${name} was replaced ${readRaces} times while being read`
+      }))
+  )
 
 /**
  * What this store knows of each writer's object, read and written in single synchronous steps only
@@ -406,32 +410,47 @@ const conditionOf = <R extends Known>(
       : Result.fail<Fields>({ writerId, expectedPreviousId: expected, actualId })
   })
 
-/** @internal */
-export const make = <R extends { readonly id: string }, C, E>(
-  storage: Storage,
-  config: Settings,
-  options: Options<R, C, E>
-) => {
-  const driver = calls(storage, config)
-  const records = knownRecords()
-  const { forget, known, remember } = records
-  const readStored = readCurrent(driver, config, options)
-  const toError = (error: StoreFailure): E => options.error(error.fields)
+/** What the store's operations share: the calls, the settings, the caller's options, the known records. */
+interface StoreContext<R extends { readonly id: string }, C, E> {
+  readonly driver: Calls
+  readonly config: Settings
+  readonly options: Options<R, C, E>
+  readonly records: ReturnType<typeof knownRecords>
+  readonly readStored: (writerId: string, name: string) => Effect.Effect<Option.Option<Current<R>>, StoreFailure>
+}
 
-  const load = Effect.fn("CheckpointStore.gcs.load")(
-    function*(writerId: string) {
-      yield* Effect.annotateCurrentSpan("checkpoint.writerId", writerId)
-      const name = yield* nameOf(config, writerId)
-      const current = yield* readStored(writerId, name)
-      remember(writerId, current)
-      return Option.map(current, (c) => c.record)
-    },
-    Effect.mapError(toError)
-  )
+/**
+ * After a 412 on save: another writer replaced the object, or an attempt of this save landed without
+ * its answer (the stored nonce is this save's), which is a success.
+ */
+const settlePrecondition = <R extends { readonly id: string }, C, E>(
+  context: StoreContext<R, C, E>,
+  save: {
+    readonly writerId: string
+    readonly name: string
+    readonly nonce: string
+    readonly base: Known | undefined
+    readonly expectedPreviousId: string | undefined
+  }
+): Effect.Effect<void, C | StoreFailure> =>
+  Effect.flatMap(context.readStored(save.writerId, save.name), (current) => {
+    if (Option.isSome(current) && current.value.nonce === save.nonce) {
+      context.records.remember(save.writerId, current)
+      return Effect.void
+    }
+    context.records.forget(save.writerId, save.base)
+    return Effect.fail(context.options.conflict({
+      writerId: save.writerId,
+      expectedPreviousId: save.expectedPreviousId,
+      actualId: Option.isSome(current) ? current.value.id : undefined
+    }))
+  })
 
-  const baseOf = conditionOf(records, readStored)
-
-  const save = Effect.fn("CheckpointStore.gcs.save")(
+/** Saves a record conditioned on the stored generation, with a sequence one past the base's. */
+const saveWith = <R extends { readonly id: string }, C, E>(context: StoreContext<R, C, E>) => {
+  const { config, driver, options, records } = context
+  const baseOf = conditionOf(records, context.readStored)
+  return Effect.fn("CheckpointStore.gcs.save")(
     function*(writerId: string, record: R, expectedPreviousId: string | undefined) {
       yield* Effect.annotateCurrentSpan("checkpoint.writerId", writerId)
       const name = yield* nameOf(config, writerId)
@@ -447,25 +466,40 @@ export const make = <R extends { readonly id: string }, C, E>(
         })
       )
       if (Result.isSuccess(written)) {
-        known.set(writerId, { id: record.id, generation: written.success, sequence })
+        records.known.set(writerId, { id: record.id, generation: written.success, sequence })
         return
       }
       if (written.failure.verdict !== "precondition") return yield* io(writerId, written.failure)
-      // 412: another writer replaced the object, or an attempt of this save landed without its answer.
-      const current = yield* readStored(writerId, name)
-      if (Option.isSome(current) && current.value.nonce === saveNonce) {
-        remember(writerId, current)
-        return
-      }
-      forget(writerId, base.success)
-      return yield* Effect.fail(options.conflict({
+      return yield* settlePrecondition(context, {
         writerId,
-        expectedPreviousId,
-        actualId: Option.isSome(current) ? current.value.id : undefined
-      }))
+        name,
+        nonce: saveNonce,
+        base: base.success,
+        expectedPreviousId
+      })
     },
-    Effect.mapError((error) => (error instanceof StoreFailure ? toError(error) : error))
+    Effect.mapError((error) => (error instanceof StoreFailure ? options.error(error.fields) : error))
   )
+}
 
-  return { load, save }
+/** @internal */
+export const make = <R extends { readonly id: string }, C, E>(
+  storage: Storage,
+  config: Settings,
+  options: Options<R, C, E>
+) => {
+  const driver = calls(storage, config)
+  const records = knownRecords()
+  const readStored = readCurrent(driver, config, options)
+  const load = Effect.fn("CheckpointStore.gcs.load")(
+    function*(writerId: string) {
+      yield* Effect.annotateCurrentSpan("checkpoint.writerId", writerId)
+      const name = yield* nameOf(config, writerId)
+      const current = yield* readStored(writerId, name)
+      records.remember(writerId, current)
+      return Option.map(current, (c) => c.record)
+    },
+    Effect.mapError((error: StoreFailure): E => options.error(error.fields))
+  )
+  return { load, save: saveWith({ driver, config, options, records, readStored }) }
 }

@@ -1,9 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
+import type { Storage } from "@google-cloud/storage"
 import { Duration, Effect, Result, Schema } from "effect"
 import {
   BucketName,
   classify,
   defaults,
+  make,
   objectName,
   Prefix,
   settings
@@ -80,5 +82,31 @@ describe("checkpointGcs", () => {
       assert.instanceOf(error, SinkConfigError)
       assert.strictEqual(error.path, "retry.maxAttempts")
       assert.strictEqual((yield* Effect.flip(settings(null))).path, "options")
+    }))
+
+  it.effect("a read whose object is replaced between metadata and contents reads both again, at most 5 times", () =>
+    Effect.gen(function*() {
+      // every contents read at the generation just seen answers 404: the object was replaced
+      const calls: Array<string> = []
+      const file = (name: string, options?: { readonly generation?: string }) => ({
+        getMetadata: () => {
+          calls.push(`head ${name}`)
+          return Promise.resolve([{ generation: "7", metadata: {} }])
+        },
+        download: () => {
+          calls.push(`read ${name}#${options?.generation ?? ""}`)
+          return Promise.reject(api(404))
+        }
+      })
+      const storage = { bucket: () => ({ file }) } as unknown as Storage
+      const store = make(storage, yield* settings({ bucket: "b-1" }), {
+        decode: (u: unknown) => Result.succeed(u as { readonly id: string }),
+        conflict: (fields) => fields,
+        error: (fields) => fields
+      })
+      const error = yield* Effect.flip(store.load("w"))
+      assert.strictEqual(error.reason, "Io")
+      assert.strictEqual(error.detail, "gs://b-1/w.json was replaced 5 times while being read")
+      assert.deepStrictEqual(calls, Array.from({ length: 5 }, () => ["head w.json", "read w.json#7"]).flat())
     }))
 })

@@ -9,14 +9,7 @@ import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
 import * as SchemaAST from "effect/SchemaAST"
 import { key as annotationKey } from "../../../BigQuery/BigQueryType.ts"
-import type {
-  Field,
-  FieldType,
-  Mode,
-  RangeElementType,
-  ScalarType,
-  TableSchema
-} from "../../../BigQuery/TableSchema.ts"
+import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import { fail, maxDepth, nameError, scalarTypes } from "../schema/model.ts"
 
@@ -35,7 +28,7 @@ type Kind =
   | "object"
   | "unknown"
 
-const defaults: Readonly<Record<Exclude<Kind, "unknown">, FieldType>> = {
+const defaults: Readonly<Record<Exclude<Kind, "unknown">, TableSchema.FieldType>> = {
   string: "STRING",
   integer: "INT64",
   number: "FLOAT64",
@@ -156,9 +149,9 @@ const kindOf = (ast: SchemaAST.AST): Kind | undefined => {
 }
 
 interface Derived {
-  readonly type: FieldType
-  readonly fields?: ReadonlyArray<Field>
-  readonly rangeElementType?: RangeElementType
+  readonly type: TableSchema.FieldType
+  readonly fields?: ReadonlyArray<TableSchema.Field>
+  readonly rangeElementType?: TableSchema.RangeElementType
 }
 
 const deriveType = (
@@ -178,8 +171,10 @@ const deriveType = (
     if (kind === undefined || (kind !== "unknown" && !compatible[kind].includes(type))) {
       return fail(path, `a ${kind ?? "value of this schema"} cannot be written as ${annotation}`)
     }
-    if (range !== null) return Result.succeed({ type: "RANGE", rangeElementType: range[1] as RangeElementType })
-    if (type !== "RECORD") return Result.succeed({ type: type as ScalarType })
+    if (range !== null) {
+      return Result.succeed({ type: "RANGE", rangeElementType: range[1] as TableSchema.RangeElementType })
+    }
+    if (type !== "RECORD") return Result.succeed({ type: type as TableSchema.ScalarType })
     if (kind === "unknown") return fail(path, "a RECORD needs a struct schema")
   }
   if (kind === undefined) return fail(path, `cannot be a BigQuery column (schema ${SchemaAST.toType(ast)._tag})`)
@@ -210,7 +205,7 @@ const deriveField = (name: string, ast: SchemaAST.AST, path: string, depth: numb
       if (members.length === 1 && only !== undefined) core = resolve(only)
       else if (members.length < all.length) core = new SchemaAST.Union(members)
     }
-    let mode: Mode = nullable ? "NULLABLE" : "REQUIRED"
+    let mode: TableSchema.Mode = nullable ? "NULLABLE" : "REQUIRED"
     let valueAst: SchemaAST.AST = core
     let valuePath = path
     if (SchemaAST.isArrays(core)) {
@@ -235,20 +230,20 @@ const deriveField = (name: string, ast: SchemaAST.AST, path: string, depth: numb
       mode,
       ...derived,
       ...(description === undefined ? {} : { description })
-    } as Field
+    } as TableSchema.Field
   })
 
 const deriveFields = (
   objects: SchemaAST.Objects,
   path: string,
   depth: number
-): Result.Result<ReadonlyArray<Field>, SinkConfigError> =>
+): Result.Result<ReadonlyArray<TableSchema.Field>, SinkConfigError> =>
   Result.gen(function*() {
     if (objects.indexSignatures.length > 0) {
       return yield* fail(path, "records with index signatures cannot be BigQuery columns")
     }
     if (objects.propertySignatures.length === 0) return yield* fail(path, "a struct needs at least one field")
-    const fields: Array<Field> = []
+    const fields: Array<TableSchema.Field> = []
     const seen = new Set<string>()
     for (const property of objects.propertySignatures) {
       const name = property.name
@@ -266,7 +261,10 @@ const deriveFields = (
   })
 
 /** @internal */
-export const fromSchema = (ast: SchemaAST.AST, path: string): Result.Result<TableSchema, SinkConfigError> => {
+export const fromSchema = (
+  ast: SchemaAST.AST,
+  path: string
+): Result.Result<TableSchema.TableSchema, SinkConfigError> => {
   const objects = objectsOf(SchemaAST.toType(ast))
   if (objects === undefined) return fail(path, "must be a struct or class schema")
   return Result.map(deriveFields(objects, path, 0), (fields) => ({ fields }))

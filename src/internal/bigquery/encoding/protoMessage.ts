@@ -7,19 +7,13 @@
  */
 import * as Result from "effect/Result"
 import type * as protobuf from "protobufjs"
-import type {
-  DescriptorProto,
-  Field,
-  FieldDescriptorProto,
-  ScalarType,
-  TableSchema
-} from "../../../BigQuery/TableSchema.ts"
+import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import { fail, maxDepth, nameError } from "../schema/model.ts"
 import { labels, nestedTypeName, protoTypes, rootName } from "./descriptor.ts"
 
 /** protobufjs scalar type names: their `FieldDescriptorProto.Type` number and column type. */
-const scalars: Readonly<Record<string, readonly [number, ScalarType]>> = {
+const scalars: Readonly<Record<string, readonly [number, TableSchema.ScalarType]>> = {
   double: [protoTypes.double, "FLOAT64"],
   float: [2, "FLOAT64"],
   int64: [protoTypes.int64, "INT64"],
@@ -36,8 +30,8 @@ const scalars: Readonly<Record<string, readonly [number, ScalarType]>> = {
 }
 
 interface Described {
-  readonly fields: ReadonlyArray<Field>
-  readonly descriptorFields: Array<FieldDescriptorProto>
+  readonly fields: ReadonlyArray<TableSchema.Field>
+  readonly descriptorFields: Array<TableSchema.FieldDescriptorProto>
 }
 
 const describeType = (
@@ -45,12 +39,12 @@ const describeType = (
   typeName: string,
   path: string,
   depth: number,
-  nested: Array<DescriptorProto>
+  nested: Array<TableSchema.DescriptorProto>
 ): Result.Result<Described, SinkConfigError> =>
   Result.gen(function*() {
     if (depth > maxDepth) return yield* fail(path, `messages nest at most ${maxDepth} levels deep`)
-    const fields: Array<Field> = []
-    const descriptorFields: Array<FieldDescriptorProto> = []
+    const fields: Array<TableSchema.Field> = []
+    const descriptorFields: Array<TableSchema.FieldDescriptorProto> = []
     for (const field of type.fieldsArray) {
       const fieldPath = `${path}.${field.name}`
       const badName = nameError(field.name)
@@ -89,8 +83,11 @@ const describeType = (
 export const describeMessage = (
   type: protobuf.Type,
   path: string
-): Result.Result<{ readonly schema: TableSchema; readonly descriptor: DescriptorProto }, SinkConfigError> => {
-  const nested: Array<DescriptorProto> = []
+): Result.Result<
+  { readonly schema: TableSchema.TableSchema; readonly descriptor: TableSchema.DescriptorProto },
+  SinkConfigError
+> => {
+  const nested: Array<TableSchema.DescriptorProto> = []
   const resolved = Result.try({
     try: () => type.root.resolveAll(),
     catch: (cause) => new SinkConfigError({ path, message: `cannot resolve the message type: ${String(cause)}` })

@@ -9,6 +9,7 @@
  * @internal
  */
 import { Buffer } from "node:buffer"
+import { uint32Size } from "../../wire/varint.ts"
 
 const two32 = 4_294_967_296
 const slabSize = 65_536
@@ -219,9 +220,8 @@ export class WireWriter {
   }
 }
 
-/** @internal */
-export const varintSize = (value: number): number =>
-  value < 128 ? 1 : value < 16_384 ? 2 : value < 2_097_152 ? 3 : value < 268_435_456 ? 4 : 5
+/** The bytes of an unsigned varint of a value below 2^32. @internal */
+export const varintSize = uint32Size
 
 /**
  * The UTF-8 length of a string, or `-(index + 1)` of its first lone surrogate.

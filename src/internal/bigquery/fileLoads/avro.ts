@@ -313,73 +313,120 @@ export interface RowConverter {
 const isPackable = (protoType: number) =>
   protoType !== protoTypes.string && protoType !== protoTypes.bytes && protoType !== protoTypes.message
 
+/** The wire type of each element of a packed repeated field: fixed64 kinds 1, fixed32 kinds 5, varints 0. */
+const packedElementWire = (protoType: number): number =>
+  protoType === protoTypes.double || protoType === 6 || protoType === 16
+    ? 1
+    : protoType === 2 || protoType === 7 || protoType === 15
+    ? 5
+    : 0
+
+/** The message types of one descriptor, by full name, each as its wire fields by number. */
+type MessageTypes = Map<string, Map<number, WireField>>
+
+const joinPath = (path: string, name: string): string => path === "" ? name : `${path}.${name}`
+
+/** Sets `field` in `out` to `value`, or appends it when the field is REPEATED. */
+const store = (out: Record<string, Value>, field: Field, value: Value): void => {
+  if (field.mode !== "REPEATED") {
+    out[field.name] = value
+    return
+  }
+  const list = out[field.name]
+  if (Array.isArray(list)) list.push(value)
+}
+
+/** The first REQUIRED field of `fields` left without a value, as an error, or `undefined`. */
+const missingRequired = (
+  fields: ReadonlyArray<Field>,
+  out: Record<string, Value>,
+  path: string
+): AvroError | undefined => {
+  const missing = fields.find((f) => f.mode === "REQUIRED" && out[f.name] === null)
+  return missing === undefined
+    ? undefined
+    : new AvroError(joinPath(path, missing.name), "a REQUIRED field has no value")
+}
+
+/**
+ * The Avro values of one occurrence of `field` on the wire: a nested record, a packed run of
+ * scalars, or one scalar.
+ */
+const readOccurrence = (
+  types: MessageTypes,
+  r: ProtoReader,
+  occurrence: { readonly wf: WireField; readonly field: Field; readonly wire: number; readonly end: number },
+  at: string,
+  depth: number
+): Array<Value> | AvroError => {
+  const { end, field, wf, wire } = occurrence
+  if (field.type === "RECORD") {
+    const to = r.delimited(end)
+    const nested = decodeMessage(
+      types,
+      r,
+      { end: to, typeName: wf.typeName ?? "", fields: field.fields },
+      at,
+      depth + 1
+    )
+    r.pos = to
+    return nested instanceof AvroError ? nested : [nested]
+  }
+  const raw: Array<Value> = []
+  if (wire === 2 && isPackable(wf.protoType)) {
+    const to = r.delimited(end)
+    const elementWire = packedElementWire(wf.protoType)
+    while (r.pos < to) raw.push(readScalar(r, wf.protoType, elementWire, to))
+  } else {
+    raw.push(readScalar(r, wf.protoType, wire, end))
+  }
+  const values: Array<Value> = []
+  for (const value of raw) {
+    const converted = toAvro(field, value, at)
+    if (converted instanceof AvroError) return converted
+    values.push(converted)
+  }
+  return values
+}
+
+/** Decodes the message of type `typeName` ending at `end` into an Avro record of `fields`. */
+const decodeMessage = (
+  types: MessageTypes,
+  r: ProtoReader,
+  message: { readonly end: number; readonly typeName: string; readonly fields: ReadonlyArray<Field> },
+  path: string,
+  depth: number
+): Record<string, Value> | AvroError => {
+  if (depth > 100) throw r.malformed("nesting deeper than 100")
+  const { end, fields } = message
+  const wireFields = types.get(message.typeName) ?? new Map<number, WireField>()
+  const byName = new Map(fields.map((f) => [f.name.toLowerCase(), f]))
+  const out: Record<string, Value> = {}
+  for (const f of fields) out[f.name] = f.mode === "REPEATED" ? [] : null
+  while (r.pos < end) {
+    const key = r.key(end)
+    const wire = key & 7
+    const wf = wireFields.get(Math.floor(key / 8))
+    const field = wf === undefined ? undefined : byName.get(wf.name.toLowerCase())
+    if (wf === undefined || field === undefined) {
+      r.skip(wire, end) // a field the table lacks: BigQuery ignores it on load too
+      continue
+    }
+    const values = readOccurrence(types, r, { wf, field, wire, end }, joinPath(path, field.name), depth)
+    if (values instanceof AvroError) return values
+    for (const value of values) store(out, field, value)
+  }
+  return missingRequired(fields, out, path) ?? out
+}
+
 /** A converter for rows encoded with `descriptor` into records of `schema`'s Avro schema. @internal */
 export const converter = (schema: TableSchema, descriptor: DescriptorProto): RowConverter => {
   const types = messages(descriptor)
-  const decodeMessage = (
-    r: ProtoReader,
-    end: number,
-    typeName: string,
-    fields: ReadonlyArray<Field>,
-    path: string,
-    depth: number
-  ): Record<string, Value> | AvroError => {
-    if (depth > 100) throw r.malformed("nesting deeper than 100")
-    const wireFields = types.get(typeName) ?? new Map<number, WireField>()
-    const byName = new Map(fields.map((f) => [f.name.toLowerCase(), f]))
-    const out: Record<string, Value> = {}
-    for (const f of fields) out[f.name] = f.mode === "REPEATED" ? [] : null
-    while (r.pos < end) {
-      const key = r.key(end)
-      const number = Math.floor(key / 8)
-      const wire = key & 7
-      const wf = wireFields.get(number)
-      const field = wf === undefined ? undefined : byName.get(wf.name.toLowerCase())
-      if (wf === undefined || field === undefined) {
-        r.skip(wire, end) // a field the table lacks: BigQuery ignores it on load too
-        continue
-      }
-      const at = path === "" ? field.name : `${path}.${field.name}`
-      const values: Array<Value> = []
-      if (field.type === "RECORD") {
-        const to = r.delimited(end)
-        const nested = decodeMessage(r, to, wf.typeName ?? "", field.fields, at, depth + 1)
-        if (nested instanceof AvroError) return nested
-        r.pos = to
-        values.push(nested)
-      } else if (wire === 2 && isPackable(wf.protoType)) {
-        const to = r.delimited(end)
-        const elementWire = wf.protoType === protoTypes.double || wf.protoType === 6 || wf.protoType === 16
-          ? 1
-          : wf.protoType === 2 || wf.protoType === 7 || wf.protoType === 15
-          ? 5
-          : 0
-        while (r.pos < to) values.push(readScalar(r, wf.protoType, elementWire, to))
-      } else {
-        values.push(readScalar(r, wf.protoType, wire, end))
-      }
-      for (const raw of values) {
-        const value = field.type === "RECORD" ? raw : toAvro(field, raw, at)
-        if (value instanceof AvroError) return value
-        if (field.mode === "REPEATED") {
-          const list = out[field.name]
-          if (Array.isArray(list)) list.push(value)
-        } else {
-          out[field.name] = value
-        }
-      }
-    }
-    for (const f of fields) {
-      if (f.mode === "REQUIRED" && out[f.name] === null) {
-        return new AvroError(path === "" ? f.name : `${path}.${f.name}`, "a REQUIRED field has no value")
-      }
-    }
-    return out
-  }
   return {
     convert: (row) => {
       try {
-        return decodeMessage(new ProtoReader(row, "row"), row.length, descriptor.name, schema.fields, "", 0)
+        const message = { end: row.length, typeName: descriptor.name, fields: schema.fields }
+        return decodeMessage(types, new ProtoReader(row, "row"), message, "", 0)
       } catch (e) {
         return new AvroError("", `the serialized row is malformed: ${e instanceof Error ? e.message : String(e)}`)
       }

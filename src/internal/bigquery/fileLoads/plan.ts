@@ -319,44 +319,66 @@ const copyLevels = (
   return { copies, tables, top: level, nextLevel: n }
 }
 
-const planDestination = (
-  writerId: string,
-  destination: TableRef,
-  groups: ReadonlyArray<Group>,
-  options: PlanOptions,
-  l: Limits
-): DestinationPlan => {
-  const path = tablePath(destination)
-  const disposition = options.writeDisposition
-  const partitioned = groups.map((g) => ({ group: g, partitions: binPack(g.files, l) }))
-  const uris = groups.flatMap((g) => g.files.map((f) => f.uri))
-  const replacing = disposition === "WRITE_TRUNCATE" || disposition === "WRITE_TRUNCATE_DATA"
-  const direct = partitioned.every((p) => p.partitions.length === 1) && (groups.length === 1 || !replacing)
-  if (direct) {
-    const loads = partitioned.map(({ group, partitions }): LoadJob => {
-      const files = partitions[0] ?? []
-      return loadJob(files, group.format, {
-        jobId: jobId("load", writerId, path, files.map((f) => f.uri)),
-        role: "direct",
-        table: destination,
-        writeDisposition: disposition,
-        createDisposition: "CREATE_NEVER"
-      })
+/** A group of staged files with its files cut into load-sized partitions. */
+interface Partitioned {
+  readonly group: Group
+  readonly partitions: ReadonlyArray<ReadonlyArray<Committable>>
+}
+
+/** Everything a destination's jobs are named and sized by. */
+interface DestinationContext {
+  readonly writerId: string
+  readonly destination: TableRef
+  readonly path: string
+  readonly disposition: PlanOptions["writeDisposition"]
+  readonly uris: ReadonlyArray<string>
+}
+
+/** A destination whose groups each fit one load job: each loaded straight into the table. */
+const directPlan = (c: DestinationContext, partitioned: ReadonlyArray<Partitioned>): DestinationPlan => {
+  const loads = partitioned.map(({ group, partitions }): LoadJob => {
+    const files = partitions[0] ?? []
+    return loadJob(files, group.format, {
+      jobId: jobId("load", c.writerId, c.path, files.map((f) => f.uri)),
+      role: "direct",
+      table: c.destination,
+      writeDisposition: c.disposition,
+      createDisposition: "CREATE_NEVER"
     })
-    return { _tag: "Direct", destination, loads, copies: [], query: undefined, temporaries: [], uris }
-  }
-  const material = sha256(`${path}\n${[...uris].toSorted().join("\n")}`).slice(0, 12)
-  const temp = (suffix: string): TableRef => ({
-    projectId: destination.projectId,
-    datasetId: options.tempDataset ?? destination.datasetId,
-    tableId: `tmp_${idPart(writerId)}_${material}_${suffix}`
   })
+  return {
+    _tag: "Direct",
+    destination: c.destination,
+    loads,
+    copies: [],
+    query: undefined,
+    temporaries: [],
+    uris: c.uris
+  }
+}
+
+/** The namer of an overflow plan's temporary tables, unique to the writer and the commit's files. */
+const temporaryTables = (c: DestinationContext, tempDataset: string | undefined) => {
+  const material = sha256(`${c.path}\n${[...c.uris].toSorted().join("\n")}`).slice(0, 12)
+  return (suffix: string): TableRef => ({
+    projectId: c.destination.projectId,
+    datasetId: tempDataset ?? c.destination.datasetId,
+    tableId: `tmp_${idPart(c.writerId)}_${material}_${suffix}`
+  })
+}
+
+/** An overflow plan's leaf loads: each partition into a temporary table of its own. */
+const leafLoads = (
+  c: DestinationContext,
+  partitioned: ReadonlyArray<Partitioned>,
+  temp: (suffix: string) => TableRef
+): Array<LoadJob> => {
   const loads: Array<LoadJob> = []
   for (const { group, partitions } of partitioned) {
     for (const files of partitions) {
       const i = loads.length
       loads.push(loadJob(files, group.format, {
-        jobId: jobId("load", writerId, path, files.map((f) => f.uri), `p${i}`),
+        jobId: jobId("load", c.writerId, c.path, files.map((f) => f.uri), `p${i}`),
         role: "leaf",
         table: temp(`p${i}`),
         writeDisposition: "WRITE_TRUNCATE",
@@ -364,32 +386,68 @@ const planDestination = (
       }))
     }
   }
+  return loads
+}
+
+/**
+ * A destination that needs more than one load job, or several into a replaced table: leaf loads into
+ * temporary tables, copy levels reducing them, a last copy into the table (into an aggregate table
+ * under `WRITE_TRUNCATE_DATA`, which a query then writes into the table).
+ */
+const overflowPlan = (
+  c: DestinationContext,
+  partitioned: ReadonlyArray<Partitioned>,
+  options: PlanOptions,
+  l: Limits
+): DestinationPlan => {
+  const temp = temporaryTables(c, options.tempDataset)
+  const loads = leafLoads(c, partitioned, temp)
   const temporaries: Array<TableRef> = loads.map((job) => job.table)
-  const { copies, tables, top: level, nextLevel: n } = copyLevels(writerId, path, temporaries, l, temp)
+  const { copies, tables, top: level, nextLevel: n } = copyLevels(c.writerId, c.path, temporaries, l, temp)
   temporaries.push(...tables)
-  const truncateData = disposition === "WRITE_TRUNCATE_DATA"
+  const truncateData = c.disposition === "WRITE_TRUNCATE_DATA"
   const aggregate = temp("aggregate")
-  const finalTable = truncateData ? aggregate : destination
+  const finalTable = truncateData ? aggregate : c.destination
   copies.push([{
     _tag: "Copy",
-    jobId: jobId("copy", writerId, tablePath(finalTable), level.map(tablePath)),
+    jobId: jobId("copy", c.writerId, tablePath(finalTable), level.map(tablePath)),
     level: n,
     sources: level,
     table: finalTable,
-    writeDisposition: truncateData ? "WRITE_TRUNCATE" : disposition,
+    writeDisposition: truncateData ? "WRITE_TRUNCATE" : c.disposition,
     createDisposition: truncateData ? "CREATE_IF_NEEDED" : "CREATE_NEVER"
   }])
   if (truncateData) temporaries.push(aggregate)
   const query: QueryJob | undefined = truncateData
     ? {
       _tag: "Query",
-      jobId: jobId("query", writerId, path, [tablePath(aggregate)]),
+      jobId: jobId("query", c.writerId, c.path, [tablePath(aggregate)]),
       source: aggregate,
-      table: destination,
+      table: c.destination,
       writeDisposition: "WRITE_TRUNCATE_DATA"
     }
     : undefined
-  return { _tag: "Overflow", destination, loads, copies, query, temporaries, uris }
+  return { _tag: "Overflow", destination: c.destination, loads, copies, query, temporaries, uris: c.uris }
+}
+
+const planDestination = (
+  writerId: string,
+  destination: TableRef,
+  groups: ReadonlyArray<Group>,
+  options: PlanOptions,
+  l: Limits
+): DestinationPlan => {
+  const context: DestinationContext = {
+    writerId,
+    destination,
+    path: tablePath(destination),
+    disposition: options.writeDisposition,
+    uris: groups.flatMap((g) => g.files.map((f) => f.uri))
+  }
+  const partitioned = groups.map((g): Partitioned => ({ group: g, partitions: binPack(g.files, l) }))
+  const replacing = context.disposition === "WRITE_TRUNCATE" || context.disposition === "WRITE_TRUNCATE_DATA"
+  const direct = partitioned.every((p) => p.partitions.length === 1) && (groups.length === 1 || !replacing)
+  return direct ? directPlan(context, partitioned) : overflowPlan(context, partitioned, options, l)
 }
 
 /**

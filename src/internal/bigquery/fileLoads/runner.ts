@@ -25,12 +25,12 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
-import { BigQueryError, FileLoadFailed, TableNotFound } from "../../../BigQuery/BigQueryError.ts"
+import { BigQueryError, FileLoadFailed } from "../../../BigQuery/BigQueryError.ts"
 import type { SchemaUpdateOptions } from "../../../BigQuery/SchemaUpdateOptions.ts"
 import * as TableDestination from "../../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
-import { toSchedule } from "../../core/retrySchedule.ts"
+import { type AnyPolicy, toSchedule } from "../../core/retrySchedule.ts"
 import * as deadline from "../../wire/deadline.ts"
 import { isTransientNetworkError } from "../../wire/networkError.ts"
 import * as tables from "../schema/tables.ts"
@@ -155,13 +155,26 @@ const lookupRetrying = (ctx: RunnerContext, jobId: string, destination: string) 
     Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
   )
 
-class NotDone {
-  readonly _tag = "NotDone"
+/** The marker of a job state to look up again. */
+class Pending {
+  readonly _tag = "Pending"
 }
 
-class Unseen {
-  readonly _tag = "Unseen"
-}
+/**
+ * Looks `jobId` up again on `policy` while its state is `pending`; past the policy, fails with
+ * `exhausted`. Succeeds with the first state that is not pending.
+ */
+const lookupUntil = <S extends JobState, P extends S, E>(
+  lookupOnce: Effect.Effect<S, E>,
+  pending: (state: S) => state is P,
+  policy: AnyPolicy,
+  exhausted: () => BigQueryError
+): Effect.Effect<Exclude<S, P>, E | BigQueryError> =>
+  lookupOnce.pipe(
+    Effect.flatMap((state) => pending(state) ? Effect.fail(new Pending()) : Effect.succeed(state as Exclude<S, P>)),
+    Effect.retry({ schedule: toSchedule(policy), while: (e) => e instanceof Pending }),
+    Effect.catchIf((e): e is Pending => e instanceof Pending, () => Effect.fail(exhausted()))
+  )
 
 const where = (location: string | undefined) => (location === undefined ? "without a location" : `in ${location}`)
 
@@ -171,31 +184,25 @@ const where = (location: string | undefined) => (location === undefined ? "witho
  * on the `reconcile` budget, then fails naming the job; it is never taken as done.
  */
 const lookupInserted = (ctx: RunnerContext, jobId: string, destination: string) =>
-  lookupRetrying(ctx, jobId, destination).pipe(
-    Effect.flatMap((state) => (state._tag === "Missing" ? Effect.fail(new Unseen()) : Effect.succeed(state))),
-    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: (e) => e instanceof Unseen }),
-    Effect.catchIf(
-      (e): e is Unseen => e instanceof Unseen,
-      () =>
-        Effect.fail(
-          loadError(
-            destination,
-            `job ${jobId} was inserted but jobs.get ${where(ctx.location)} answers not found: not counted as run`,
-            jobId
-          )
-        )
-    )
+  lookupUntil(
+    lookupRetrying(ctx, jobId, destination),
+    (state) => state._tag === "Missing",
+    ctx.settings.reconcile,
+    () =>
+      loadError(
+        destination,
+        `job ${jobId} was inserted but jobs.get ${where(ctx.location)} answers not found: not counted as run`,
+        jobId
+      )
   )
 
 /** Polls `jobId` on the `poll` schedule until it is seen done (no attempt cap by default). */
 const await_ = (ctx: RunnerContext, jobId: string, destination: string) =>
-  lookupInserted(ctx, jobId, destination).pipe(
-    Effect.flatMap((state) => (state._tag === "Running" ? Effect.fail(new NotDone()) : Effect.succeed(state))),
-    Effect.retry({ schedule: toSchedule(ctx.settings.poll), while: (e) => e instanceof NotDone }),
-    Effect.catchIf(
-      (e): e is NotDone => e instanceof NotDone,
-      () => Effect.fail(loadError(destination, "the job did not finish within the poll budget", jobId))
-    )
+  lookupUntil(
+    lookupInserted(ctx, jobId, destination),
+    (state) => state._tag === "Running",
+    ctx.settings.poll,
+    () => loadError(destination, "the job did not finish within the poll budget", jobId)
   )
 
 const insert = (ctx: RunnerContext, jobId: string, configuration: Record<string, unknown>, destination: string) =>
@@ -278,8 +285,7 @@ export const loadConfiguration = (
 
 /** The live table's schema as REST JSON, read after reconciliation (`undefined` when it has none). */
 const liveSchema = (ctx: RunnerContext, destination: TableDestination.TableDestination) =>
-  tables.retrying(tables.get(ctx.rest, destination), ctx.settings.reconcile).pipe(
-    Effect.mapError((f) => tables.toError(destination, f)),
+  tables.getLive(ctx.rest, destination, ctx.settings.reconcile).pipe(
     Effect.map((live) => (Predicate.isObject(live?.schema) ? live.schema : undefined))
   )
 
@@ -291,45 +297,38 @@ const liveSchema = (ctx: RunnerContext, destination: TableDestination.TableDesti
  * table's), else the live one after reconciliation, so that with updates off staged fields the table
  * lacks are ignored by BigQuery, as the reference says, instead of failing the load.
  */
-const reconcile = (
+const reconcile = Effect.fnUntraced(function*(
   ctx: RunnerContext,
   destination: TableDestination.TableDestination
-): Effect.Effect<unknown, BigQueryError> =>
-  Effect.gen(function*() {
-    const desired = ctx.schemaOf(destination)
-    const createResourceOf = Effect.suspend(() => ctx.createResource(destination, desired))
-    const updatesOn = ctx.schemaUpdate.allowNewFields || ctx.schemaUpdate.allowFieldRelaxation
-    if (updatesOn) {
-      yield* schemaUpdate.reconcile({
-        rest: ctx.rest,
-        destination,
-        desired,
-        options: ctx.schemaUpdate,
+): Effect.fn.Return<unknown, BigQueryError> {
+  const desired = ctx.schemaOf(destination)
+  const createResourceOf = Effect.suspend(() => ctx.createResource(destination, desired))
+  const updatesOn = ctx.schemaUpdate.allowNewFields || ctx.schemaUpdate.allowFieldRelaxation
+  if (updatesOn) {
+    yield* schemaUpdate.reconcile({
+      rest: ctx.rest,
+      destination,
+      desired,
+      options: ctx.schemaUpdate,
+      createDisposition: ctx.createDisposition,
+      createResource: createResourceOf,
+      recovery: ctx.settings.reconcile
+    })
+  } else {
+    const live = yield* tables.getLive(ctx.rest, destination, ctx.settings.reconcile)
+    if (live === undefined) {
+      yield* tables.createMissing(ctx.rest, destination, {
+        schema: desired,
         createDisposition: ctx.createDisposition,
         createResource: createResourceOf,
-        recovery: ctx.settings.reconcile
+        policy: ctx.settings.reconcile,
+        detail: "the destination of staged files does not exist"
       })
-    } else {
-      const live = yield* tables.retrying(tables.get(ctx.rest, destination), ctx.settings.reconcile).pipe(
-        Effect.mapError((f) => tables.toError(destination, f))
-      )
-      if (live === undefined) {
-        if (ctx.createDisposition === "CREATE_NEVER") {
-          return yield* new BigQueryError({
-            reason: new TableNotFound({
-              destination: destination.toString(),
-              createDisposition: ctx.createDisposition,
-              detail: "the destination of staged files does not exist",
-              cause: undefined
-            })
-          })
-        }
-        yield* tables.create(ctx.rest, destination, desired, yield* createResourceOf, ctx.settings.reconcile)
-      }
     }
-    if (ctx.settings.writeDisposition === "WRITE_TRUNCATE") return TableSchema.toRest(desired)
-    return yield* liveSchema(ctx, destination)
-  })
+  }
+  if (ctx.settings.writeDisposition === "WRITE_TRUNCATE") return TableSchema.toRest(desired)
+  return yield* liveSchema(ctx, destination)
+})
 
 /**
  * The location of `destination`'s jobs: the client's, else the dataset's (`datasets.get`), so that
@@ -349,8 +348,8 @@ const jobLocation = (
     Effect.map(([metadata]) =>
       Predicate.isObject(metadata) && Predicate.isString(metadata["location"]) ? metadata["location"] : undefined
     ),
-    Effect.catch(({ cause }) =>
-      Effect.fail(loadError(destination.toString(), `datasets.get failed: ${String(cause)}`, undefined, cause))
+    Effect.mapError(({ cause }) =>
+      loadError(destination.toString(), `datasets.get failed: ${String(cause)}`, undefined, cause)
     ),
     Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
   )
@@ -413,20 +412,19 @@ const dropTemporaries = (ctx: RunnerContext, temporaries: ReadonlyArray<Plan.Tab
   )
 
 /** The jobs of one destination in plan order: loads, then each copy level, then the query. */
-const runDestination = (ctx: RunnerContext, d: Plan.DestinationPlan, schema: unknown) =>
-  Effect.gen(function*() {
-    const path = Plan.tablePath(d.destination)
-    const outcomes: Array<{ readonly jobId: string; readonly outcome: JobOutcome }> = []
-    for (const job of d.loads) {
-      outcomes.push(yield* runJob(ctx, job.jobId, loadConfiguration(job, ctx.schemaUpdate, schema), path))
-    }
-    // each copy level completes before the next (reference 2.8)
-    for (const level of d.copies) {
-      for (const job of level) outcomes.push(yield* runJob(ctx, job.jobId, copyConfiguration(job), path))
-    }
-    if (d.query !== undefined) outcomes.push(yield* runJob(ctx, d.query.jobId, queryConfiguration(d.query), path))
-    return outcomes
-  })
+const runDestination = Effect.fnUntraced(function*(ctx: RunnerContext, d: Plan.DestinationPlan, schema: unknown) {
+  const path = Plan.tablePath(d.destination)
+  const outcomes: Array<{ readonly jobId: string; readonly outcome: JobOutcome }> = []
+  for (const job of d.loads) {
+    outcomes.push(yield* runJob(ctx, job.jobId, loadConfiguration(job, ctx.schemaUpdate, schema), path))
+  }
+  // each copy level completes before the next (reference 2.8)
+  for (const level of d.copies) {
+    for (const job of level) outcomes.push(yield* runJob(ctx, job.jobId, copyConfiguration(job), path))
+  }
+  if (d.query !== undefined) outcomes.push(yield* runJob(ctx, d.query.jobId, queryConfiguration(d.query), path))
+  return outcomes
+})
 
 /**
  * Plans `committables` (a refused plan fails with `FileLoadFailed` `plan` before any table change or
@@ -437,34 +435,34 @@ const runDestination = (ctx: RunnerContext, d: Plan.DestinationPlan, schema: unk
  *
  * @internal
  */
-export const commit = (
+export const commit = Effect.fnUntraced(function*(
   ctx: RunnerContext,
   committables: ReadonlyArray<Plan.Committable>
-): Effect.Effect<ReadonlyArray<{ readonly jobId: string; readonly outcome: JobOutcome }>, BigQueryError> =>
-  Effect.gen(function*() {
-    if (committables.length === 0) return []
-    const planned = Plan.plan(committables, {
-      writeDisposition: ctx.settings.writeDisposition,
-      tempDataset: ctx.settings.tempDataset,
-      limits: ctx.limits
-    })
-    if (Result.isFailure(planned)) {
-      const e = planned.failure
-      return yield* planError(committables[0]?.destination ?? "", e.message, e)
-    }
-    const outcomes: Array<{ readonly jobId: string; readonly outcome: JobOutcome }> = []
-    for (const d of planned.success.destinations) {
-      const destination = TableDestination.makeUnsafe(d.destination)
-      const schema = yield* reconcile(ctx, destination)
-      const located: RunnerContext = { ...ctx, location: yield* jobLocation(ctx, destination) }
-      // every job of the destination was seen DONE without error: only now are its files deleted
-      outcomes.push(...(yield* runDestination(located, d, schema)))
-      yield* dropTemporaries(ctx, d.temporaries)
-      yield* cleanup(ctx, d.uris)
-    }
-    return outcomes
-  }).pipe(
+): Effect.fn.Return<ReadonlyArray<{ readonly jobId: string; readonly outcome: JobOutcome }>, BigQueryError> {
+  if (committables.length === 0) return []
+  const planned = Plan.plan(committables, {
+    writeDisposition: ctx.settings.writeDisposition,
+    tempDataset: ctx.settings.tempDataset,
+    limits: ctx.limits
+  })
+  if (Result.isFailure(planned)) {
+    const e = planned.failure
+    return yield* planError(committables[0]?.destination ?? "", e.message, e)
+  }
+  const outcomes: Array<{ readonly jobId: string; readonly outcome: JobOutcome }> = []
+  for (const d of planned.success.destinations) {
+    const destination = TableDestination.makeUnsafe(d.destination)
+    const schema = yield* reconcile(ctx, destination)
+    const located: RunnerContext = { ...ctx, location: yield* jobLocation(ctx, destination) }
+    // every job of the destination was seen DONE without error: only now are its files deleted
+    outcomes.push(...(yield* runDestination(located, d, schema)))
+    yield* dropTemporaries(ctx, d.temporaries)
+    yield* cleanup(ctx, d.uris)
+  }
+  return outcomes
+}, (effect, ctx, committables) =>
+  effect.pipe(
     // the table calls of reconciliation (tables.get / insert / patch) take the same deadline
     Effect.provideService(deadline.AdminTimeout, ctx.settings.adminTimeout),
     Effect.withSpan("FileLoads.commit", { attributes: { "files": committables.length } })
-  )
+  ))

@@ -182,20 +182,24 @@ const close = (options: StagingOptions, file: OpenFile): Effect.Effect<Committab
   )
 
 /** Encodes `record` into `file`; a bounded buffer per open file: waits for the upload to take what is queued. */
-const encode = (file: OpenFile, record: unknown, size: number, uploadTimeout: Duration.Duration) =>
-  Effect.gen(function*() {
-    const buffered = yield* Effect.try({
-      try: () => file.encoder.write(record),
-      catch: (cause) => stageError(file.destination, `Avro encoding failed: ${causeText(cause)}`, cause)
-    })
-    file.rows++
-    file.rowBytes += size
-    if (!buffered) {
-      yield* settledWithin(file, true, uploadTimeout).pipe(
-        Effect.mapError(({ cause }) => uploadFailed(file.destination, file, cause))
-      )
-    }
+const encode = Effect.fnUntraced(function*(
+  file: OpenFile,
+  record: unknown,
+  size: number,
+  uploadTimeout: Duration.Duration
+) {
+  const buffered = yield* Effect.try({
+    try: () => file.encoder.write(record),
+    catch: (cause) => stageError(file.destination, `Avro encoding failed: ${causeText(cause)}`, cause)
   })
+  file.rows++
+  file.rowBytes += size
+  if (!buffered) {
+    yield* settledWithin(file, true, uploadTimeout).pipe(
+      Effect.mapError(({ cause }) => uploadFailed(file.destination, file, cause))
+    )
+  }
+})
 
 /** Destroys the streams of every open file (their uploads are abandoned, never finished). */
 const abandonAll = (open: Map<string, OpenFile>): void => {

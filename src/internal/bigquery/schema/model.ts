@@ -26,46 +26,24 @@ export const maxDepth = 15
 /** BigQuery's limit on columns in a table, nested ones included. */
 const maxColumns = 10_000
 
+/** A table written in rows, as one array. */
+const rows = <T>(...lines: ReadonlyArray<ReadonlyArray<T>>): ReadonlyArray<T> => lines.flat()
+
 /** Every non-composite column type, in declaration order. @internal */
-export const scalarTypeNames: ReadonlyArray<ScalarType> = [
-  "STRING",
-  "BYTES",
-  "INT64",
-  "FLOAT64",
-  "NUMERIC",
-  "BIGNUMERIC",
-  "BOOL",
-  "TIMESTAMP",
-  "DATE",
-  "TIME",
-  "DATETIME",
-  "GEOGRAPHY",
-  "JSON"
-]
+export const scalarTypeNames: ReadonlyArray<ScalarType> = rows<ScalarType>(
+  ["STRING", "BYTES", "INT64", "FLOAT64", "NUMERIC", "BIGNUMERIC", "BOOL"],
+  ["TIMESTAMP", "DATE", "TIME", "DATETIME", "GEOGRAPHY", "JSON"]
+)
 
 /** {@link scalarTypeNames} as a set, for membership tests on untyped input. @internal */
 export const scalarTypes: ReadonlySet<string> = new Set(scalarTypeNames)
 
 /** Storage Write API `TableFieldSchema.Type` numbers and names, in the model's spelling. @internal */
-export const storageTypes: ReadonlyArray<FieldType | undefined> = [
-  undefined,
-  "STRING",
-  "INT64",
-  "FLOAT64",
-  "RECORD",
-  "BYTES",
-  "BOOL",
-  "TIMESTAMP",
-  "DATE",
-  "TIME",
-  "DATETIME",
-  "GEOGRAPHY",
-  "NUMERIC",
-  "BIGNUMERIC",
-  undefined, // INTERVAL: not writable through the Storage Write API
-  "JSON",
-  "RANGE"
-]
+export const storageTypes: ReadonlyArray<FieldType | undefined> = rows<FieldType | undefined>(
+  [undefined, "STRING", "INT64", "FLOAT64", "RECORD", "BYTES", "BOOL", "TIMESTAMP", "DATE", "TIME"], // 0-9
+  // 14 is INTERVAL, not writable through the Storage Write API
+  ["DATETIME", "GEOGRAPHY", "NUMERIC", "BIGNUMERIC", undefined, "JSON", "RANGE"] // 10-16
+)
 
 const storageModes: ReadonlyArray<Mode | undefined> = [undefined, "NULLABLE", "REQUIRED", "REPEATED"]
 

@@ -16,42 +16,12 @@ import type {
 } from "../../../BigQuery/TableSchema.ts"
 
 /** The REST spelling of each type: the legacy names `tables.get` itself returns. */
-const restTypes: Readonly<Record<FieldType, string>> = {
-  STRING: "STRING",
-  BYTES: "BYTES",
-  INT64: "INTEGER",
-  FLOAT64: "FLOAT",
-  NUMERIC: "NUMERIC",
-  BIGNUMERIC: "BIGNUMERIC",
-  BOOL: "BOOLEAN",
-  TIMESTAMP: "TIMESTAMP",
-  DATE: "DATE",
-  TIME: "TIME",
-  DATETIME: "DATETIME",
-  GEOGRAPHY: "GEOGRAPHY",
-  JSON: "JSON",
-  RECORD: "RECORD",
-  RANGE: "RANGE"
-}
+const restType = (type: FieldType): string =>
+  type === "INT64" ? "INTEGER" : type === "FLOAT64" ? "FLOAT" : type === "BOOL" ? "BOOLEAN" : type
 
 /** The Storage Write API enum name of each type. */
-const storageTypes: Readonly<Record<FieldType, StorageField["type"]>> = {
-  STRING: "STRING",
-  BYTES: "BYTES",
-  INT64: "INT64",
-  FLOAT64: "DOUBLE",
-  NUMERIC: "NUMERIC",
-  BIGNUMERIC: "BIGNUMERIC",
-  BOOL: "BOOL",
-  TIMESTAMP: "TIMESTAMP",
-  DATE: "DATE",
-  TIME: "TIME",
-  DATETIME: "DATETIME",
-  GEOGRAPHY: "GEOGRAPHY",
-  JSON: "JSON",
-  RECORD: "STRUCT",
-  RANGE: "RANGE"
-}
+const storageType = (type: FieldType): StorageField["type"] =>
+  type === "FLOAT64" ? "DOUBLE" : type === "RECORD" ? "STRUCT" : type
 
 /** A field in one of the two wire forms: they differ only in type names and in how numbers are written. */
 interface Converted<T extends string, N> {
@@ -67,11 +37,11 @@ interface Converted<T extends string, N> {
   readonly rangeElementType?: { readonly type: RangeElementType }
 }
 
-const converter = <T extends string, N>(types: Readonly<Record<FieldType, T>>, number: (n: number) => N) => {
+const converter = <T extends string, N>(typeName: (type: FieldType) => T, number: (n: number) => N) => {
   const convert = (field: Field): Converted<T, N> => {
     const base = {
       name: field.name,
-      type: types[field.type],
+      type: typeName(field.type),
       mode: field.mode,
       ...(field.description === undefined ? {} : { description: field.description }),
       ...(field.defaultValueExpression === undefined ? {} : { defaultValueExpression: field.defaultValueExpression })
@@ -94,8 +64,8 @@ const converter = <T extends string, N>(types: Readonly<Record<FieldType, T>>, n
 }
 
 // REST writes int64 attributes as decimal strings; the Storage message takes numbers.
-const restField: (field: Field) => RestField = converter(restTypes, String)
-const storageField: (field: Field) => StorageField = converter(storageTypes, (n) => n)
+const restField: (field: Field) => RestField = converter(restType, String)
+const storageField: (field: Field) => StorageField = converter(storageType, (n) => n)
 
 /** @internal */
 export const toRest = (schema: TableSchema): RestTableSchema => ({ fields: schema.fields.map(restField) })

@@ -9,9 +9,10 @@ import type { BigQuery, TableField, TableMetadata } from "@google-cloud/bigquery
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
-import { BigQueryError, TableAdminFailed } from "../../../BigQuery/BigQueryError.ts"
+import { BigQueryError, TableAdminFailed, TableNotFound } from "../../../BigQuery/BigQueryError.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../BigQuery/TableSchema.ts"
+import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
 import { type AnyPolicy, toSchedule } from "../../core/retrySchedule.ts"
 import * as deadline from "../../wire/deadline.ts"
 import * as metrics from "../metrics.ts"
@@ -208,3 +209,47 @@ export const create = (
     ),
     policy
   ).pipe(Effect.mapError((f) => toError(destination, f)))
+
+/**
+ * The live table (`undefined` when it is missing), its read's rate limits and 5xx retried on
+ * `policy`.
+ *
+ * @internal
+ */
+export const getLive = (
+  rest: BigQuery,
+  destination: TableDestination,
+  policy: AnyPolicy
+): Effect.Effect<LiveTable | undefined, BigQueryError> =>
+  retrying(get(rest, destination), policy).pipe(Effect.mapError((f) => toError(destination, f)))
+
+/**
+ * Creates a table found missing with `schema` and the creation options (computed only then), or
+ * under `CREATE_NEVER` fails with `TableNotFound` saying `detail`.
+ *
+ * @internal
+ */
+export const createMissing = (
+  rest: BigQuery,
+  destination: TableDestination,
+  request: {
+    readonly schema: TableSchema.TableSchema
+    readonly createDisposition: CreateDisposition
+    readonly createResource: Effect.Effect<CreateResource, BigQueryError>
+    readonly policy: AnyPolicy
+    readonly detail: string
+  }
+): Effect.Effect<void, BigQueryError> =>
+  request.createDisposition === "CREATE_NEVER"
+    ? Effect.fail(
+      new BigQueryError({
+        reason: new TableNotFound({
+          destination: destination.toString(),
+          createDisposition: request.createDisposition,
+          detail: request.detail,
+          cause: undefined
+        })
+      })
+    )
+    : Effect.flatMap(request.createResource, (resource) =>
+      Effect.asVoid(create(rest, destination, request.schema, resource, request.policy)))

@@ -14,7 +14,7 @@
  *
  * @internal
  */
-import { varintSize } from "../encoding/wireWriter.ts"
+import { uint32Size, uintSize, writeUint } from "../../wire/varint.ts"
 
 /** The largest row the sink sends (9 MiB, reference 2.3; the service's request limit is 10 MB). @internal */
 export const maxRowBytes = 9 * 1024 * 1024
@@ -23,16 +23,7 @@ export const maxRowBytes = 9 * 1024 * 1024
 export const traceId = "effect-gcp-sinks:0.1.0"
 
 /** The bytes of a varint length (at most 5: every length here is below 2^32). @internal */
-export const varintLength = varintSize
-
-const writeVarint = (buf: Uint8Array, pos: number, n: number): number => {
-  while (n >= 0x80) {
-    buf[pos++] = (n & 0x7f) | 0x80
-    n = Math.floor(n / 128)
-  }
-  buf[pos++] = n
-  return pos
-}
+export const varintLength = uint32Size
 
 /** The bytes one row adds to `ProtoRows`: tag, length, payload. @internal */
 export const rowFrameLength = (rowLength: number): number => 1 + varintLength(rowLength) + rowLength
@@ -80,16 +71,7 @@ export const requestLength = (header: Header, rowsBytes: number): number => {
 }
 
 /** The bytes of `Int64Value { 1: offset }` (tag and varint). */
-const int64ValueLength = (offset: number): number => 1 + varint64Length(offset)
-
-const varint64Length = (n: number): number => {
-  let length = 1
-  while (n >= 0x80) {
-    n = Math.floor(n / 128)
-    length++
-  }
-  return length
-}
+const int64ValueLength = (offset: number): number => 1 + uintSize(offset)
 
 /** The bytes the `offset` field takes in a request (none when absent). */
 const offsetLength = (offset: number | undefined): number =>
@@ -98,9 +80,9 @@ const offsetLength = (offset: number | undefined): number =>
 /** Writes the `offset` field (2: `Int64Value { 1: offset }`) at `pos`. */
 const writeOffset = (out: Uint8Array, pos: number, offset: number): number => {
   out[pos++] = 0x12
-  pos = writeVarint(out, pos, int64ValueLength(offset))
+  pos = writeUint(out, pos, int64ValueLength(offset))
   out[pos++] = 0x08
-  return writeVarint(out, pos, offset)
+  return writeUint(out, pos, offset)
 }
 
 /**
@@ -117,7 +99,7 @@ export const encodeRows = (rows: ReadonlyArray<Uint8Array>): Uint8Array => {
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!
     out[pos++] = 0x0a
-    pos = writeVarint(out, pos, row.length)
+    pos = writeUint(out, pos, row.length)
     out.set(row, pos)
     pos += row.length
   }
@@ -170,7 +152,7 @@ export const rowsOf = (body: Uint8Array): Array<Uint8Array> => {
 /** Writes a length-delimited field (`tag`, length, bytes) at `pos`; returns the position after it. */
 const writeField = (out: Uint8Array, pos: number, tag: number, bytes: Uint8Array): number => {
   out[pos++] = tag
-  pos = writeVarint(out, pos, bytes.length)
+  pos = writeUint(out, pos, bytes.length)
   out.set(bytes, pos)
   return pos + bytes.length
 }
@@ -192,9 +174,9 @@ const frameInPlace = (
   let pos = stream === undefined ? 0 : writeField(out, 0, 0x0a, stream)
   if (offset !== undefined) pos = writeOffset(out, pos, offset)
   out[pos++] = 0x22
-  pos = writeVarint(out, pos, dataPayload)
+  pos = writeUint(out, pos, dataPayload)
   out[pos++] = 0x12
-  writeVarint(out, pos, body.length)
+  writeUint(out, pos, body.length)
   return out
 }
 
@@ -225,10 +207,10 @@ export const encodeBody = (header: Header, body: Uint8Array): Uint8Array => {
   let pos = stream === undefined ? 0 : writeField(out, 0, 0x0a, stream)
   if (header.offset !== undefined) pos = writeOffset(out, pos, header.offset)
   out[pos++] = 0x22
-  pos = writeVarint(out, pos, dataPayload)
+  pos = writeUint(out, pos, dataPayload)
   if (descriptor !== undefined) {
     out[pos++] = 0x0a
-    pos = writeVarint(out, pos, schemaPayload)
+    pos = writeUint(out, pos, schemaPayload)
     pos = writeField(out, pos, 0x0a, descriptor)
   }
   pos = writeField(out, pos, 0x12, body)

@@ -6,6 +6,7 @@
  * @internal
  */
 import type { protos } from "@google-cloud/bigtable"
+import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { ColumnFamilyProto } from "../../../Bigtable/BigtableClient.ts"
@@ -151,64 +152,74 @@ export const withDeadline = <A>(
       })
   })
 
+/** A modification that lost a race with a concurrent one (ALREADY_EXISTS): read the families again. */
+class LostRace extends Data.TaggedError("LostRace") {}
+
+/** `ALREADY_EXISTS` as `false` (another writer got there first), success as `true`. */
+const unlessExists = (call: Effect.Effect<unknown, BigtableError>): Effect.Effect<boolean, BigtableError> =>
+  call.pipe(Effect.as(true), Effect.catchIf((e) => hasCode(e, grpc.Code.ALREADY_EXISTS), () => Effect.succeed(false)))
+
+/**
+ * One round of adding the declared families the table lacks: read its families, then one atomic
+ * modification; a family created concurrently fails it with {@link LostRace}. The families added.
+ */
+const addMissingFamilies = Effect.fnUntraced(function*(
+  client: Service,
+  table: TableDestination,
+  declared: Declared,
+  limit: Duration.Duration
+) {
+  const name = String(table)
+  const schema = yield* withDeadline("GetTable", name, limit, client.getTable(table.tableName))
+  const verdict = reconcile(declared, schema.columnFamilies)
+  if (verdict._tag === "Mismatch") {
+    return yield* new BigtableError({
+      reason: new ColumnFamilyTypeMismatch({
+        table: name,
+        family: verdict.family,
+        declared: verdict.declared,
+        actual: verdict.actual
+      })
+    })
+  }
+  if (verdict.families.length === 0) return 0
+  const added = yield* unlessExists(withDeadline(
+    "ModifyColumnFamilies",
+    name,
+    limit,
+    client.modifyColumnFamilies({ tableName: table.tableName, create: familiesProto(verdict.families) })
+  ))
+  return added ? verdict.families.length : yield* new LostRace()
+})
+
 /**
  * Creates the table, or adds its missing declared families. Each admin call has the deadline
  * `timeout` (else the fiber's `AdminTimeout`).
  *
  * @internal
  */
-export const ensure = (
+export const ensure = Effect.fnUntraced(function*(
   client: Service,
   table: TableDestination,
   declared: Declared,
   timeout?: Duration.Duration
-): Effect.Effect<EnsureResult, BigtableError> =>
-  Effect.gen(function*() {
-    const limit = yield* deadline.adminTimeout(timeout)
-    const name = String(table)
-    const created = yield* withDeadline(
-      "CreateTable",
-      name,
-      limit,
-      client.createTable({
-        instanceName: table.instanceName,
-        tableId: table.tableId,
-        columnFamilies: familiesProto(declared.families)
-      })
-    ).pipe(
-      Effect.as(true),
-      Effect.catchIf((e) => hasCode(e, grpc.Code.ALREADY_EXISTS), () => Effect.succeed(false))
-    )
-    if (created) return { created: true, familiesAdded: 0 }
-    let familiesAdded = 0
-    for (let race = 0; race < maxRaces; race++) {
-      const schema = yield* withDeadline("GetTable", name, limit, client.getTable(table.tableName))
-      const verdict = reconcile(declared, schema.columnFamilies)
-      if (verdict._tag === "Mismatch") {
-        return yield* new BigtableError({
-          reason: new ColumnFamilyTypeMismatch({
-            table: name,
-            family: verdict.family,
-            declared: verdict.declared,
-            actual: verdict.actual
-          })
-        })
-      }
-      if (verdict.families.length === 0) break
-      // One atomic modification; a family created concurrently makes it fail ALREADY_EXISTS: re-read.
-      const added = yield* withDeadline(
-        "ModifyColumnFamilies",
-        name,
-        limit,
-        client.modifyColumnFamilies({ tableName: table.tableName, create: familiesProto(verdict.families) })
-      ).pipe(
-        Effect.as(true),
-        Effect.catchIf((e) => hasCode(e, grpc.Code.ALREADY_EXISTS), () => Effect.succeed(false))
-      )
-      if (added) {
-        familiesAdded += verdict.families.length
-        break
-      }
-    }
-    return { created: false, familiesAdded }
-  })
+): Effect.fn.Return<EnsureResult, BigtableError> {
+  const limit = yield* deadline.adminTimeout(timeout)
+  const created = yield* unlessExists(withDeadline(
+    "CreateTable",
+    String(table),
+    limit,
+    client.createTable({
+      instanceName: table.instanceName,
+      tableId: table.tableId,
+      columnFamilies: familiesProto(declared.families)
+    })
+  ))
+  if (created) return { created: true, familiesAdded: 0 }
+  // after maxRaces lost races the families stay as they are, as another writer is adding them
+  const familiesAdded = yield* addMissingFamilies(client, table, declared, limit).pipe(
+    Effect.retry({ times: maxRaces - 1, while: (e) => e instanceof LostRace }),
+    Effect.catchIf((e): e is LostRace => e instanceof LostRace, () => Effect.succeed(0))
+  )
+  return { created: false, familiesAdded }
+})

@@ -267,20 +267,22 @@ export const appProfileRouting = (profile: unknown): AppProfileRouting => {
   return { _tag: "Other" }
 }
 
+/** One admin RPC: its rejection as the `BigtableError` naming `method` and `target`. */
+const adminCall = <A>(method: string, target: string, call: () => Promise<A>): Effect.Effect<A, BigtableError> =>
+  Effect.tryPromise({ try: call, catch: (cause) => rpcError(method, target, cause) })
+
 /** @internal */
 export const getAppProfile =
   (raw: InstanceAdminClient) => (name: string): Effect.Effect<AppProfileRouting, BigtableError> =>
-    Effect.tryPromise({
-      try: () => raw.getAppProfile({ name }),
-      catch: (cause) => rpcError("GetAppProfile", name, cause)
-    }).pipe(Effect.map((response) => appProfileRouting(response[0])))
+    adminCall("GetAppProfile", name, () => raw.getAppProfile({ name })).pipe(
+      Effect.map((response) => appProfileRouting(response[0]))
+    )
 
 /** @internal */
 export const getTable = (raw: AdminClient) => (tableName: string): Effect.Effect<TableFamilies, BigtableError> =>
-  Effect.tryPromise({
-    try: () => raw.getTable({ name: tableName, view: "SCHEMA_VIEW" }),
-    catch: (cause) => rpcError("GetTable", tableName, cause)
-  }).pipe(Effect.map((response) => tableSchema(response[0])))
+  adminCall("GetTable", tableName, () => raw.getTable({ name: tableName, view: "SCHEMA_VIEW" })).pipe(
+    Effect.map((response) => tableSchema(response[0]))
+  )
 
 /** @internal */
 export const createTable = (raw: AdminClient) =>
@@ -289,15 +291,12 @@ export const createTable = (raw: AdminClient) =>
   readonly tableId: string
   readonly columnFamilies: { readonly [family: string]: ColumnFamilyProto }
 }): Effect.Effect<void, BigtableError> =>
-  Effect.tryPromise({
-    try: () =>
-      raw.createTable({
-        parent: request.instanceName,
-        tableId: request.tableId,
-        table: { columnFamilies: { ...request.columnFamilies } }
-      }),
-    catch: (cause) => rpcError("CreateTable", `${request.instanceName}/tables/${request.tableId}`, cause)
-  }).pipe(Effect.asVoid)
+  adminCall("CreateTable", `${request.instanceName}/tables/${request.tableId}`, () =>
+    raw.createTable({
+      parent: request.instanceName,
+      tableId: request.tableId,
+      table: { columnFamilies: { ...request.columnFamilies } }
+    })).pipe(Effect.asVoid)
 
 /** @internal */
 export const modifyColumnFamilies = (raw: AdminClient) =>
@@ -305,11 +304,8 @@ export const modifyColumnFamilies = (raw: AdminClient) =>
   readonly tableName: string
   readonly create: { readonly [family: string]: ColumnFamilyProto }
 }): Effect.Effect<TableFamilies, BigtableError> =>
-  Effect.tryPromise({
-    try: () =>
-      raw.modifyColumnFamilies({
-        name: request.tableName,
-        modifications: Object.entries(request.create).map(([id, create]) => ({ id, create }))
-      }),
-    catch: (cause) => rpcError("ModifyColumnFamilies", request.tableName, cause)
-  }).pipe(Effect.map((response) => tableSchema(response[0])))
+  adminCall("ModifyColumnFamilies", request.tableName, () =>
+    raw.modifyColumnFamilies({
+      name: request.tableName,
+      modifications: Object.entries(request.create).map(([id, create]) => ({ id, create }))
+    })).pipe(Effect.map((response) => tableSchema(response[0])))

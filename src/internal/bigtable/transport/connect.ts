@@ -15,10 +15,10 @@ import type {
   AdminClient,
   BigtableClientConfig,
   BigtableClientService,
-  DataClient,
   EntryStatus,
   InstanceAdminClient
 } from "../../../Bigtable/BigtableClient.ts"
+import type * as BigtableClient from "../../../Bigtable/BigtableClient.ts"
 import type { BigtableError } from "../../../Bigtable/BigtableError.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
@@ -89,13 +89,7 @@ const service = (options: Clients): Service => {
  *
  * @internal
  */
-export const fromClients = (options: {
-  readonly projectId: string
-  readonly data: DataClient
-  readonly admin: AdminClient
-  readonly instanceAdmin?: InstanceAdminClient | undefined
-  readonly exportClientMetrics?: boolean | undefined
-}): Service => {
+export const fromClients = (options: Parameters<typeof BigtableClient.fromClients>[0]): Service => {
   const instanceAdmin = options.instanceAdmin
   return service({
     projectId: options.projectId,

@@ -8,6 +8,7 @@
  */
 import type { BytesInput, Mutation, ValueInput } from "../../../Bigtable/Mutation.ts"
 import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
+import { bigintSize, uint32Size, uintSize } from "../../wire/varint.ts"
 
 const utf8 = new TextEncoder()
 
@@ -64,28 +65,10 @@ export const timestamp = (field: string, input: number | bigint): number => {
 // ---------------------------------------------------------------------------------------------
 // Exact wire size and bytes of MutateRowsRequest.Entry (field numbers from google/bigtable/v2/data.proto)
 
-const varintSize = (v: bigint): number => {
-  let u = BigInt.asUintN(64, v)
-  let n = 1
-  while (u >= 0x80n) {
-    u >>= 7n
-    n++
-  }
-  return n
-}
-const numberVarintSize = (n: number): number => {
-  let size = 1
-  while (n >= 128) {
-    n = Math.floor(n / 128)
-    size++
-  }
-  return size
-}
-const uintSize = (n: number): number => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x200000 ? 3 : n < 0x10000000 ? 4 : 5)
 /** The size of a length-delimited field of `len` bytes (key, length, body). @internal */
-export const lenField = (len: number): number => 1 + uintSize(len) + len
+export const lenField = (len: number): number => 1 + uint32Size(len) + len
 const intField = (v: number | bigint): number =>
-  1 + (typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER ? numberVarintSize(v) : varintSize(BigInt(v)))
+  1 + (typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER ? uintSize(v) : bigintSize(BigInt(v)))
 
 // Family names repeat across records: their UTF-8 bytes are encoded once (a bounded cache).
 const familyCache = new Map<string, Uint8Array>()
