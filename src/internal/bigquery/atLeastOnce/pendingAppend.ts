@@ -3,6 +3,8 @@
  * repair): send, await the response (with a watchdog), classify a failure (`retry.ts`, pure) and
  * run the action the verdict names ({@link actions}) until the rows are committed, routed, or a
  * budget is spent. Every wait is a step of a budget's `Schedule` (`RetryPolicy.toSchedule`).
+ * Why the in-band `retry` stays here, and what moving `recovery` and the repair guard into the
+ * core must carry: ADR 0032.
  *
  * @internal
  */
