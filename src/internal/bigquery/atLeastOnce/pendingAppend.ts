@@ -3,6 +3,8 @@
  * repair): send, await the response (with a watchdog), classify a failure (`retry.ts`, pure) and
  * run the action the verdict names ({@link actions}) until the rows are committed, routed, or a
  * budget is spent. Every wait is a step of a budget's `Schedule` (`RetryPolicy.toSchedule`).
+ * Why the in-band `retry` stays here, and what moving `recovery` and the repair guard into the
+ * core must carry: ADR 0032.
  *
  * @internal
  */
@@ -556,6 +558,18 @@ const echoedElsewhere = (key: string, state: State): BigQueryError =>
     })
   })
 
+/** What the at-least-once classifier needs to know of the settings. */
+const classifyContext = <A, E, R>(settings: Settings<A, E, R>) => ({
+  schemaUpdatesEnabled: settings.schemaUpdate.allowNewFields || settings.schemaUpdate.allowFieldRelaxation,
+  createDisposition: settings.createDisposition
+})
+
+/** An attempt answered OK: the batch's outcome, unless a buffered append was acknowledged elsewhere. */
+const committed = (key: string, state: State, atOffset: AtOffset | undefined): Effect.Effect<Outcome, BigQueryError> =>
+  atOffset !== undefined && state.echoed !== undefined && state.echoed !== state.offset
+    ? Effect.fail(echoedElsewhere(key, state))
+    : Effect.succeed(outcomeOf(key, state))
+
 /**
  * Appends `batch` to `destination` until it is committed (survivors of row errors included) or a
  * terminal error: each failed attempt is classified (`retry.ts`) and its verdict's action run
@@ -573,10 +587,7 @@ export const run = <A, E, R>(
   atOffset?: AtOffset
 ): Effect.Effect<Outcome, BigQueryError> =>
   Effect.gen(function*() {
-    const context = {
-      schemaUpdatesEnabled: settings.schemaUpdate.allowNewFields || settings.schemaUpdate.allowFieldRelaxation,
-      createDisposition: settings.createDisposition
-    }
+    const context = classifyContext(settings)
     const state = initialState(batch, atOffset)
     for (;;) {
       // never sent while the destination's table is being repaired: wait, then append after it
@@ -585,12 +596,7 @@ export const run = <A, E, R>(
       const connection = yield* destination.slot.acquire(batch.descriptor)
       state.echoed = undefined
       const problem = yield* attempt(settings.stream.responseTimeout, destination, connection, state)
-      if (problem === undefined) {
-        if (atOffset !== undefined && state.echoed !== undefined && state.echoed !== state.offset) {
-          return yield* Effect.fail(echoedElsewhere(destination.key, state))
-        }
-        return outcomeOf(destination.key, state)
-      }
+      if (problem === undefined) return yield* committed(destination.key, state, atOffset)
       yield* metrics.countError(codeName(problem.failure.code))
       // whether an earlier attempt may have landed: read before this attempt counts
       const earlierUnanswered = state.unanswered
