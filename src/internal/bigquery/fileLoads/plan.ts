@@ -21,6 +21,7 @@
 import * as Data from "effect/Data"
 import * as Result from "effect/Result"
 import { createHash } from "node:crypto"
+import { packInOrder } from "../../core/packInOrder.ts"
 
 /** The staging formats the planner knows (only Avro is staged today: see ADR 0023). @internal */
 export type StagingFormat = "AVRO" | "PARQUET"
@@ -201,22 +202,12 @@ export const maxRetryIds = 5
 const byUri = (a: Committable, b: Committable) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0)
 
 /** First fit in URI order: a new partition when the next file would break a limit. */
-const binPack = (files: ReadonlyArray<Committable>, l: Limits): Array<Array<Committable>> => {
-  const partitions: Array<Array<Committable>> = []
-  let current: Array<Committable> = []
-  let bytes = 0
-  for (const file of files) {
-    if (current.length > 0 && (current.length >= l.maxUrisPerLoad || bytes + file.byteCount > l.maxBytesPerLoad)) {
-      partitions.push(current)
-      current = []
-      bytes = 0
-    }
-    current.push(file)
-    bytes += file.byteCount
-  }
-  if (current.length > 0) partitions.push(current)
-  return partitions
-}
+const binPack = (files: ReadonlyArray<Committable>, l: Limits): Array<Array<Committable>> =>
+  packInOrder(
+    files,
+    (file) => file.byteCount,
+    (count, bytes, next) => count >= l.maxUrisPerLoad || bytes + next > l.maxBytesPerLoad
+  )
 
 const sum = (files: ReadonlyArray<Committable>, f: (c: Committable) => number) =>
   files.reduce((acc, c) => acc + f(c), 0)

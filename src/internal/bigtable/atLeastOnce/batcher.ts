@@ -4,6 +4,7 @@
  *
  * @internal
  */
+import { packInOrder } from "../../core/packInOrder.ts"
 
 /** The MutateRows limit on mutations in one request. @internal */
 export const maxMutationsPerRequest = 100_000
@@ -72,22 +73,8 @@ export const cut = <T extends Weighed>(batch: Batch<T>): Array<T> => {
  *
  * @internal
  */
-export const split = <T extends Weighed>(items: ReadonlyArray<T>): Array<Array<T>> => {
-  const out: Array<Array<T>> = []
-  let current: Array<T> = []
-  let mutations = 0
-  for (const item of items) {
-    if (current.length > 0 && mutations + item.mutations > maxMutationsPerRequest) {
-      out.push(current)
-      current = []
-      mutations = 0
-    }
-    current.push(item)
-    mutations += item.mutations
-  }
-  if (current.length > 0) out.push(current)
-  return out
-}
+export const split = <T extends Weighed>(items: ReadonlyArray<T>): Array<Array<T>> =>
+  packInOrder(items, (item) => item.mutations, (_, mutations, next) => mutations + next > maxMutationsPerRequest)
 
 /**
  * Groups consecutive entries for admission: each group takes its permits at once, so a group is at
