@@ -26,7 +26,6 @@
  * Prints a table and appends JSON lines to bench/results/fileLoads.jsonl.
  */
 import type { Storage } from "@google-cloud/storage"
-import avro from "avsc"
 import { Effect, Exit, Layer, Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -89,7 +88,7 @@ const main = async () => {
   const schema = serializer.tableSchema(table)
   const avroSchema = Avro.avroSchema(schema)
   if (avroSchema instanceof Avro.AvroError) throw new Error(`no Avro schema: ${avroSchema.reason}`)
-  const avroType = avro.Type.forSchema(avroSchema as avro.Schema)
+  const avroType = Avro.avroType(avroSchema) // the long logical types as bigint, as the writer builds it
   const converter = Avro.converter(schema, RowSerializer.descriptorOf(serializer, table))
 
   const makeRow = rowGenerator(7)
