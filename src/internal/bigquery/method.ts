@@ -52,11 +52,6 @@ const methodOf = (input: unknown): "AtLeastOnce" | "ExactlyOnce" | "FileLoads" =
 const refuseCheckpoint = (input: unknown) =>
   checkpointSink.refuse(input, "WriteMethod.exactlyOnce(...) and WriteMethod.fileLoads(...)")
 
-const requireCheckpoint = (input: { readonly checkpoint?: unknown }, method: string) =>
-  input.checkpoint === undefined
-    ? O.fail("checkpoint", `is required by ${method}: { resume, position, every? } (see Checkpoint.resume)`)
-    : Effect.void
-
 /**
  * The file-loads options: `writeMethod` and the rest decoded; with checkpoints taken during the
  * input (`every`, or the writer form) only `WRITE_APPEND` is accepted, since each checkpoint loads.
@@ -69,8 +64,6 @@ const decodeFileLoads = <A, P, H extends Handler | undefined>(
   return fileLoadsOptions.decodeSink<A, H>(rest, loadsOnce ? "loadsOnce" : "checkpointed")
 }
 
-const everyOf = (checkpoint: unknown): unknown => O.isRecord(checkpoint) ? checkpoint.every : undefined
-
 /** The sink of `BigQuerySink.make`. @internal */
 export const sink = <A, P, H extends Handler | undefined>(
   input: ALO<A, H> | EO<A, P, H> | FL<A, P, H>
@@ -80,18 +73,17 @@ export const sink = <A, P, H extends Handler | undefined>(
   switch (methodOf(input)) {
     case "ExactlyOnce":
       return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {
-        yield* requireCheckpoint(input, "WriteMethod.exactlyOnce(...)")
+        const checkpoint = yield* checkpointSink.decode<A, P>(input.checkpoint, "sink", "WriteMethod.exactlyOnce(...)")
         const settings = yield* options.decode(input as EO<A, P, H>, "ExactlyOnce")
-        return exactlyOnce.sink<A, P, E, R>(settings, input.checkpoint)
+        return exactlyOnce.sink<A, P, E, R>(settings, checkpoint)
       }))
     case "FileLoads":
       return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {
-        yield* requireCheckpoint(input, "WriteMethod.fileLoads(...)")
-        const { files, settings } = yield* decodeFileLoads(
-          input as FL<A, P, H>,
-          everyOf(input.checkpoint) === undefined
-        )
-        return fileLoads.sink<A, P, E, R>(settings, files, input.checkpoint)
+        const checkpoint = yield* checkpointSink.decode<A, P>(input.checkpoint, "sink", "WriteMethod.fileLoads(...)")
+        // without checkpoint.every the sink loads once, at the end of input
+        const loadsOnce = checkpoint.every._tag === "EndOfInput"
+        const { files, settings } = yield* decodeFileLoads(input as FL<A, P, H>, loadsOnce)
+        return fileLoads.sink<A, P, E, R>(settings, files, checkpoint)
       }))
     case "AtLeastOnce":
       return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {

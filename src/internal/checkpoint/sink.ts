@@ -231,14 +231,6 @@ export const make = <A, P, E, E0, R>(
   )
 
 /**
- * Decodes the sink form's `checkpoint` option (see {@link decode}).
- *
- * @internal
- */
-export const decodeSettings = <A, P>(input: unknown): Effect.Effect<Settings<A, P>, SinkConfigError> =>
-  decode<A, P>(input, "sink", "an exactly-once write method")
-
-/**
  * Refuses a `checkpoint` option given to a method that takes none (`methods` names those that do).
  *
  * @internal

@@ -33,6 +33,9 @@ const record = (i: number) => `t:r${i}`
 const positionOf = (r: string) => Number(r.slice(3)) + 1
 const position = (a: string) => a.length
 
+/** The sink form's `checkpoint` decode. */
+const decodeSinkForm = (input: unknown) => checkpointSink.decode(input, "sink", "an exactly-once method")
+
 describe("checkpoint sink", () => {
   it.live("every N records, at chunk ends, and once more at the end of input", () =>
     Effect.gen(function*() {
@@ -135,9 +138,9 @@ describe("checkpoint sink", () => {
   it.effect("the checkpoint option is decoded into SinkConfigErrors naming its field", () =>
     Effect.gen(function*() {
       const resume = yield* Checkpoint.resume({ writerId: "w", positionSchema: Schema.Int })
-      const ok = yield* checkpointSink.decodeSettings({ resume, every: 10, position })
+      const ok = yield* decodeSinkForm({ resume, every: 10, position })
       assert.deepStrictEqual(ok.every, { _tag: "Records", records: 10 })
-      const timed = yield* checkpointSink.decodeSettings({ resume, every: "2 seconds", position })
+      const timed = yield* decodeSinkForm({ resume, every: "2 seconds", position })
       assert.deepStrictEqual(timed.every, { _tag: "Interval", interval: Duration.seconds(2) })
       const cases: ReadonlyArray<readonly [unknown, string, string]> = [
         [undefined, "checkpoint", "is required"],
@@ -150,7 +153,7 @@ describe("checkpoint sink", () => {
         [{ resume, every: 1, position, store: 1 }, "checkpoint.store", "is not an option"]
       ]
       for (const [input, path, message] of cases) {
-        const error = yield* Effect.flip(checkpointSink.decodeSettings(input))
+        const error = yield* Effect.flip(decodeSinkForm(input))
         assert.strictEqual(error.path, path)
         assert.include(error.message, message)
       }

@@ -55,19 +55,19 @@ const stagingWriter = (log: Staged, maxUnits: number) =>
   })
 
 describe("writer core, admission only", () => {
-  it.live("a write past the bound waits for a cut of what the method holds, then goes on", () =>
+  it.effect("a write past the bound waits for a cut of what the method holds, then goes on", () =>
     Effect.gen(function*() {
       const log: Staged = { cuts: [], staged: [] }
       const w = yield* stagingWriter(log, 3)
-      yield* w.write(["a", "b", "c", "d", "e"]).pipe(Effect.timeout("2 seconds"))
+      yield* w.write(["a", "b", "c", "d", "e"])
       // the fourth record found the bound full: the three held were cut to let it in
       assert.deepStrictEqual(log.cuts[0], 3)
-      yield* w.flush.pipe(Effect.timeout("2 seconds"))
+      yield* w.flush
       assert.deepStrictEqual(log.staged, ["a", "b", "c", "d", "e"])
       assert.strictEqual(log.cuts.reduce((a, b) => a + b, 0), 5)
     }).pipe(Effect.scoped))
 
-  it.live("a barrier cuts what is held, and closing after success flushes once", () =>
+  it.effect("a barrier cuts what is held, and closing after success flushes once", () =>
     Effect.gen(function*() {
       const log: Staged = { cuts: [], staged: [] }
       yield* Effect.scoped(Effect.gen(function*() {

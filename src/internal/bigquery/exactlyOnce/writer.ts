@@ -12,7 +12,6 @@ import type * as Sink from "effect/Sink"
 import { BigQueryClient } from "../../../BigQuery/BigQueryClient.ts"
 import type { BigQueryError } from "../../../BigQuery/BigQueryError.ts"
 import type { CheckpointError, Resume } from "../../../Sink/Checkpoint.ts"
-import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Writer } from "../../../Sink/Writer.ts"
 import type { WriteSummary } from "../../../Sink/WriteSummary.ts"
 import * as checkpoint from "../../checkpoint/protocol.ts"
@@ -64,10 +63,9 @@ export const make = <A, P, E, R>(
 /** The exactly-once sink: a writer per run, checkpoints every `every` and at the end of input. @internal */
 export const sink = <A, P, E, R>(
   settings: Settings<A, E, R>,
-  options: unknown
-): Sink.Sink<WriteSummary, A, never, BigQueryError | E | CheckpointError | SinkConfigError, BigQueryClient | R> =>
-  checkpointSink.make(Effect.gen(function*() {
-    const decoded = yield* checkpointSink.decodeSettings<A, P>(options)
-    const w = yield* make<A, P, E, R>(settings, decoded.resume)
-    return { writer: w, every: decoded.every, position: decoded.position }
-  }))
+  decoded: checkpointSink.Settings<A, P>
+): Sink.Sink<WriteSummary, A, never, BigQueryError | E | CheckpointError, BigQueryClient | R> =>
+  checkpointSink.make(Effect.map(
+    make<A, P, E, R>(settings, decoded.resume),
+    (w) => ({ writer: w, every: decoded.every, position: decoded.position })
+  ))

@@ -31,7 +31,6 @@ import * as TableDestination from "../../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { CheckpointError, Resume } from "../../../Sink/Checkpoint.ts"
 import { GcsClient } from "../../../Sink/GcsClient.ts"
-import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Writer } from "../../../Sink/Writer.ts"
 import type { WriteSummary } from "../../../Sink/WriteSummary.ts"
 import * as checkpoint from "../../checkpoint/protocol.ts"
@@ -312,16 +311,15 @@ export const make = <A, P, E, R>(
 export const sink = <A, P, E, R>(
   settings: Settings<A, E, R>,
   files: FileLoadsSettings,
-  options: unknown
+  decoded: checkpointSink.Settings<A, P>
 ): Sink.Sink<
   WriteSummary,
   A,
   never,
-  BigQueryError | E | CheckpointError | SinkConfigError,
+  BigQueryError | E | CheckpointError,
   BigQueryClient | GcsClient | R
 > =>
-  checkpointSink.make(Effect.gen(function*() {
-    const decoded = yield* checkpointSink.decodeSettings<A, P>(options)
-    const w = yield* make<A, P, E, R>(settings, files, decoded.resume)
-    return { writer: w, every: decoded.every, position: decoded.position }
-  }))
+  checkpointSink.make(Effect.map(
+    make<A, P, E, R>(settings, files, decoded.resume),
+    (w) => ({ writer: w, every: decoded.every, position: decoded.position })
+  ))

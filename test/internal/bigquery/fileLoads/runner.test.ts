@@ -5,11 +5,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { BigQuery } from "@google-cloud/bigquery"
 import type { Storage } from "@google-cloud/storage"
-import { Duration, Effect, Exit, Fiber, Result } from "effect"
-import { TestClock } from "effect/testing"
+import { Duration, Effect, Exit, Result } from "effect"
 import * as Plan from "../../../../src/internal/bigquery/fileLoads/plan.ts"
 import * as Runner from "../../../../src/internal/bigquery/fileLoads/runner.ts"
 import * as retryPolicy from "../../../../src/internal/options/retryPolicy.ts"
+import * as virtualTime from "../../../support/virtualTime.ts"
 
 type Answer =
   | { readonly _tag: "missing" }
@@ -101,17 +101,8 @@ const fakeRest = (script: Script) => {
   return { ctx, calls }
 }
 
-/** Runs `effect` forked, moving the TestClock a second at a time until it ends. */
-const virtually = <A, E>(effect: Effect.Effect<A, E>) =>
-  Effect.gen(function*() {
-    const fiber = yield* Effect.forkChild(effect)
-    for (let i = 0; i < 600 && fiber.pollUnsafe() === undefined; i++) yield* TestClock.adjust("1 second")
-    if (fiber.pollUnsafe() === undefined) {
-      yield* Fiber.interrupt(fiber)
-      return Exit.die("still waiting after 600 virtual seconds")
-    }
-    return yield* Effect.exit(Fiber.join(fiber))
-  })
+/** The runner's polls and backoffs on the TestClock, a second at a time (its fake REST answers in memory). */
+const virtually = <A, E>(effect: Effect.Effect<A, E>) => virtualTime.virtually(effect, { step: "1 second", steps: 600 })
 
 const configuration = { load: { sourceUris: ["gs://b/x.avro"] } }
 
