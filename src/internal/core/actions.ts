@@ -15,8 +15,9 @@ import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type { FailedElement } from "../../Sink/FailedElement.ts"
-import type { Accounted, Budget, Core, Delivery, Verdict } from "./backend.ts"
+import type { Accounted, Budget, Core, Delivery, Retry, Verdict } from "./backend.ts"
 import { delayAfter } from "./budget.ts"
+import * as repairEngine from "./repairs.ts"
 import * as stall from "./stall.ts"
 import type { Command, OwnerContext, State } from "./state.ts"
 
@@ -66,6 +67,14 @@ export const startCall = <S, I extends Accounted, B, O, F extends FailedElement,
     )
   })
 
+/** The method's hooks around a repair, read when they run (the method is built after the core). */
+const repairHooks = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>
+): Pick<repairEngine.Deps<I, E>, "settled" | "repairRetry"> => ({
+  settled: (key) => ctx.delivery?.settled === undefined ? Effect.void : ctx.delivery.settled(key),
+  repairRetry: () => ctx.delivery?.repairRetry
+})
+
 /** Builds the {@link Core} the backend's steps use. @internal */
 export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
   ctx: OwnerContext<S, I, B, O, F, E, R>
@@ -94,7 +103,16 @@ export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, 
       Option.isNone(wait)
         ? fail(exhausted())
         : fork(Effect.andThen(Effect.sleep(wait.value), offerTo(ctx.commands, command))))
+  const retry = (r: Retry<I, E>) =>
+    r.attempt === 0
+      ? offerTo(ctx.commands, { _tag: "Retry", items: r.items })
+      : after(r.budget, r.attempt, { _tag: "Retry", items: r.items }, r.exhausted, r.failure)
+  const afterStep: Core<I, B, F, E>["after"] = (budget, attempt, step, exhausted, failure) =>
+    after(budget, attempt, { _tag: "Step", step }, exhausted, failure)
+  const repairs = repairEngine.make<I, E>({ fork, offer, after: afterStep, retry, failCause, ...repairHooks(ctx) })
+  ctx.repairs = repairs
   return {
+    repairs,
     send: (batch) => {
       if (st.requests < ctx.maxRequests) return startCall(ctx, batch)
       ctx.queued.push(batch)
@@ -102,10 +120,8 @@ export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, 
     },
     offer,
     fork,
-    after: (budget, attempt, step, exhausted, failure) =>
-      after(budget, attempt, { _tag: "Step", step }, exhausted, failure),
-    retry: (retry) =>
-      after(retry.budget, retry.attempt, { _tag: "Retry", items: retry.items }, retry.exhausted, retry.failure),
+    after: afterStep,
+    retry,
     resolved: (items) => resolved(ctx, items),
     route: (failure) => route(ctx, failure, failCause),
     fail,
@@ -227,7 +243,12 @@ export const act = <S, I extends Accounted, B, O, F extends FailedElement, E, R>
       yield* core.route(r.failure)
     }
     if (verdict.resend.length > 0 && st.failure === undefined) yield* followUp(delivery.resend, verdict.resend)
-    if (verdict.repair.length > 0 && st.failure === undefined) yield* followUp(delivery.repair, verdict.repair)
+    if (ctx.repairs !== undefined) {
+      for (const trouble of verdict.repair) {
+        if (st.failure !== undefined) return
+        yield* ctx.repairs.meet(trouble)
+      }
+    }
     if (verdict.terminal !== undefined) return yield* core.fail(verdict.terminal)
     if (st.failure !== undefined) return
     yield* written(ctx, verdict.written)

@@ -50,6 +50,7 @@ import type * as Scope from "effect/Scope"
 import type { FailedElement } from "../../Sink/FailedElement.ts"
 import type { FailureHandler } from "../../Sink/FailureHandler.ts"
 import type { RetryPolicy } from "../../Sink/RetryPolicy.ts"
+import type { RepairRetry, Repairs } from "./repairs.ts"
 import type { SummaryCounters } from "./summaryCounters.ts"
 
 /**
@@ -125,7 +126,7 @@ export interface Routed<I, F> {
 /** Items to re-send after a wait of the named budget's `Schedule`. @internal */
 export interface Retry<I, E> {
   readonly items: ReadonlyArray<I>
-  /** The attempt that just failed (1-based): the wait is the schedule's `attempt`-th delay. */
+  /** The attempt that just failed (1-based): the wait is the schedule's `attempt`-th delay; 0: re-sent at once. */
   readonly attempt: number
   /** `retry` (transient failures) or `recovery` (reconnects, repairs). */
   readonly budget: Budget
@@ -135,21 +136,45 @@ export interface Retry<I, E> {
   readonly failure?: unknown
 }
 
-/** The two budgets of a writer, each a `RetryPolicy` run through its `Schedule`. @internal */
-export type Budget = "retry" | "recovery"
+/**
+ * The budgets of a writer, each a `RetryPolicy` run through its `Schedule`: `retry` (transient
+ * failures), `recovery` (reconnects, repairs), and `propagation` (a request that met the same
+ * trouble after its destination's repair, waiting for the repair to become visible: BigQuery's
+ * schema wait; the `recovery` policy unless a method sets its own).
+ *
+ * @internal
+ */
+export type Budget = "retry" | "recovery" | "propagation"
 
-/** Items the backend repairs (table created, families added, schema updated); they stay outstanding. @internal */
-export interface Repairing<I> {
+/**
+ * A request that met trouble a repair of its destination fixes (a missing table, missing families,
+ * a schema lacking the rows' fields): the core's repair engine (`repairs.ts`) holds it while the
+ * destination is repaired, once per incident, then re-sends it through {@link Delivery.resend}.
+ *
+ * @internal
+ */
+export interface Trouble<I, E> {
+  /** The destination's key: a repair runs once per key and incident. */
+  readonly key: string
   readonly item: I
-  /** What the service said (e.g. the NOT_FOUND message). */
-  readonly detail: string
-  /** The answer that asked for the repair (the last cause of a spent recovery budget). */
-  readonly cause: unknown
+  /** The destination's epoch (`Core.repairs.epoch`) when the request was sent. */
+  readonly observed: number
+  /** The repair, run unless one ended since `observed` (its own waits and retries inside). */
+  readonly repair: Effect.Effect<void, E>
+  /**
+   * The request's own count of repairs it waited for: the first goes again at once, the `n`-th
+   * after the `n`-th wait of `budget`; past its schedule, `exhausted` fails the writer.
+   */
+  readonly attempt: number
+  readonly budget: Budget
+  readonly exhausted: () => E
+  /** What the service said: the schedule's input. */
+  readonly failure?: unknown
 }
 
 /**
  * What the core does with one outcome, in this order: `routed` (given back, handed to the handler),
- * `resend` (re-sent now, e.g. Bigtable's isolation pass), `repair` (handed to {@link Backend.repair}),
+ * `resend` (re-sent now, e.g. Bigtable's isolation pass), `repair` (held by the core's repair engine),
  * then `terminal` (the writer fails; the rest is dropped with it), then `written` (counted, given
  * back) and `retry` (counted as retries, re-sent after the budget's wait). Every item of the batch
  * appears at most once, and exactly once unless `terminal` is set (after a failure the rest no
@@ -161,7 +186,7 @@ export interface Verdict<I, F, E> {
   readonly written: ReadonlyArray<I>
   readonly routed: ReadonlyArray<Routed<I, F>>
   readonly resend: ReadonlyArray<I>
-  readonly repair: ReadonlyArray<Repairing<I>>
+  readonly repair: ReadonlyArray<Trouble<I, E>>
   readonly retry: Retry<I, E> | undefined
   readonly terminal: E | undefined
 }
@@ -256,6 +281,8 @@ export interface Core<I extends Accounted, B, F extends FailedElement, E> extend
   readonly retry: (retry: Retry<I, E>) => Effect.Effect<void>
   /** Requests in flight. */
   readonly requestsInFlight: () => number
+  /** The repair engine (`repairs.ts`): which destinations are under repair, their epochs, a repair with nothing waiting yet. */
+  readonly repairs: Pick<Repairs<I, E>, "active" | "epoch" | "start">
 }
 
 /**
@@ -310,12 +337,14 @@ export interface Delivery<I extends Accounted, B, O, F extends FailedElement, E,
   readonly stallMessage: (waitedMillis: number) => { readonly message: string; readonly destinations: string }
   /** Owner: items re-sent (after a retry wait, or at once for a `resend` verdict). Absent: `judge` asks for neither. */
   readonly resend?: ((items: ReadonlyArray<I>) => Effect.Effect<void, E, R>) | undefined
-  /** Owner: items waiting on a repair of their destination; they stay outstanding. Absent: `judge` asks for none. */
-  readonly repair?: ((items: ReadonlyArray<Repairing<I>>) => Effect.Effect<void, E, R>) | undefined
   /** Owner: items left the writer (written, routed or resolved): per-destination bookkeeping. */
   readonly onResolved?: ((items: ReadonlyArray<I>) => Effect.Effect<void>) | undefined
-  /** Owner: whether a barrier must wait besides outstanding units (e.g. a repair under way). Absent: never. */
+  /** Owner: whether a barrier must wait besides outstanding units and repairs (e.g. an open under way). Absent: never. */
   readonly busy?: (() => boolean) | undefined
+  /** Owner: `key` was repaired: the requests the method held for it go now. Absent: it holds none. */
+  readonly settled?: ((key: string) => Effect.Effect<void, E>) | undefined
+  /** How a failed repair is run again after `recovery` waits (else the writer fails). Absent: never. */
+  readonly repairRetry?: RepairRetry<E> | undefined
 }
 
 /**
@@ -370,6 +399,8 @@ export interface WriterOptions<
 > extends CoreOptions<F, E, R, EH> {
   readonly retry: RetryPolicy
   readonly recovery: RetryPolicy
+  /** The `propagation` budget's policy; absent: `recovery`'s. */
+  readonly propagation?: RetryPolicy | undefined
   readonly backend: (
     core: Core<I, B, F, E>
   ) => Effect.Effect<Backend<A, S, I, B, O, F, E, R>, EH, R | Scope.Scope>

@@ -43,7 +43,7 @@ const settleBarriers = <S, I extends Accounted, B, O, F extends FailedElement, E
       for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(done, failure)
       return
     }
-    if (st.outstanding > 0 || seams.delivery?.busy?.() === true) return
+    if (st.outstanding > 0 || (ctx.repairs?.size() ?? 0) > 0 || seams.delivery?.busy?.() === true) return
     const exit = yield* Effect.exit(Effect.provideContext(ctx.router.flush, ctx.context))
     if (Exit.isFailure(exit)) {
       yield* core.failCause(exit.cause)

@@ -16,6 +16,7 @@ import type { FailedElement } from "../../Sink/FailedElement.ts"
 import type { Accounted, Admission, Budget, CoreMetrics, Delivery, Slice } from "./backend.ts"
 import type { FailureRouter } from "./failureRouting.ts"
 import type { Permit } from "./flowControl.ts"
+import type { Repairs } from "./repairs.ts"
 import * as stall from "./stall.ts"
 import type { SummaryCounters } from "./summaryCounters.ts"
 
@@ -109,4 +110,6 @@ export interface OwnerContext<S, I extends Accounted, B, O, F extends FailedElem
   /** At most this many requests in flight (`Infinity`: no bound); the others wait in `queued`, in order. */
   readonly maxRequests: number
   readonly queued: Array<B>
+  /** The repair engine, made with the core. */
+  repairs: Repairs<I, E> | undefined
 }

@@ -96,7 +96,11 @@ export const make = <A, S, I extends Accounted, B, O, F extends FailedElement, E
 ): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
   build<A, S, I, B, O, F, E, R, P, EH>(
     options,
-    { retry: RetryPolicy.toSchedule(options.retry), recovery: RetryPolicy.toSchedule(options.recovery) },
+    {
+      retry: RetryPolicy.toSchedule(options.retry),
+      recovery: RetryPolicy.toSchedule(options.recovery),
+      propagation: RetryPolicy.toSchedule(options.propagation ?? options.recovery)
+    },
     (core) => Effect.map(options.backend(core), (backend) => ({ admission: backend, delivery: backend }))
   )
 
@@ -152,7 +156,8 @@ const build = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R, P
       admission: undefined,
       delivery: undefined,
       maxRequests: options.limits.maxRequests ?? Number.POSITIVE_INFINITY,
-      queued: []
+      queued: [],
+      repairs: undefined
     }
     const core = actions.makeCore(ctx)
     const seams = yield* seamsOf(core)

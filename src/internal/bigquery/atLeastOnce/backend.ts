@@ -3,9 +3,10 @@
  * encoded on the caller's fiber into slices (`prepare.ts`); the owner appends each slice to its
  * destination's batch in one copy, opening the destination (`destination.ts`) and re-reading its
  * schema when the serializer's fingerprint moved or the service pushed one; full batches, and every
- * open one at a barrier, are sealed and sent; an append's whole repair loop runs in its call
- * (`pendingAppend.ts`, on the verdicts of `retry.ts`) and its outcome is the verdict: rows written,
- * rows routed, or the writer's error. The core does the rest.
+ * open one at a barrier, are sealed and sent. A call is one append's attempts on one connection
+ * (`pendingAppend.ts`); its step is the verdict the core acts on: rows written and routed, a
+ * reconnect after the core's `recovery` wait, or a table repair by the core's repair engine
+ * (`core/repairs.ts`), during which the destination's new requests are held here.
  *
  * @internal
  */
@@ -17,15 +18,17 @@ import * as Exit from "effect/Exit"
 import type * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
-import { BigQueryError, TableAdminFailed } from "../../../BigQuery/BigQueryError.ts"
+import { BigQueryError, RetriesExhausted, SchemaMismatch, TableAdminFailed } from "../../../BigQuery/BigQueryError.ts"
 import { type BigQueryFailure, failedRow } from "../../../BigQuery/BigQueryFailure.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { Accounted, Backend, Core, Verdict } from "../../core/backend.ts"
 import { maxStagedSlices } from "../../core/writer.ts"
+import { name as codeName } from "../../wire/grpcStatus.ts"
 import type { Link } from "../exactlyOnce/stream.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
+import * as schemaUpdate from "../schema/update.ts"
 import * as AppendRequest from "../transport/appendRequest.ts"
 import * as SendBacklog from "../transport/sendBacklog.ts"
 import * as Destination from "./destination.ts"
@@ -34,20 +37,28 @@ import * as Prepare from "./prepare.ts"
 import * as Projection from "./projection.ts"
 import * as Split from "./split.ts"
 
-/** One sealed batch on its way: its destination, rows, and what it accounts for. @internal */
-export interface Request {
+/**
+ * One sealed batch on its way: its destination and rows; it is the item the core accounts for
+ * (`key`, rows as `units`, `bytes`, `permitBytes`). It keeps its append's progress between calls.
+ *
+ * @internal
+ */
+export interface Request extends Accounted {
   readonly d: Destination.Destination
   readonly sealed: Split.Sealed
-  readonly item: Accounted
   /** The schema in force when it was sealed (a refresh may come before a queued request starts). */
   readonly descriptor: Uint8Array
   readonly schema: TableSchema.TableSchema
   /** Buffered streams: its offset, stamped when it is sent, and its place in the chain of appends. */
   readonly link?: Link | undefined
+  /** Owner: its destination's repair epoch when it was last sent (`Core.repairs`). */
+  epoch: number
+  /** Its append's progress (rows left, routed rows, counts), made by its first call. */
+  progress: PendingAppend.Progress | undefined
 }
 
 /** @internal */
-export type Outcome = Exit.Exit<PendingAppend.Outcome, BigQueryError>
+export type Outcome = Exit.Exit<PendingAppend.Step, BigQueryError>
 
 /**
  * The core a BigQuery writer runs on, and the open destinations its owner-side steps read (the
@@ -67,8 +78,8 @@ export interface OwnerView<E> {
  * - `open`: opens a destination (its buffered stream, created or restored).
  * - `send`: hands a sealed request to `send` (the core's): the buffered mode stamps its offset and
  *   links it to the append before it (pipelined), or holds it behind a restored stream's probe.
- * - `call`: the append of a request.
- * - `answered`: after the owner judged an answer: the next offset, the next request.
+ * - `call`: one call of a request's append.
+ * - `answered`: after the owner judged a request's last call (done or failed): the next offset, the next request.
  * - `evictable`: whether an idle destination may be forgotten.
  *
  * @internal
@@ -81,10 +92,10 @@ export interface Mode {
     backlog: SendBacklog.SendBacklog
   ) => Effect.Effect<Destination.Destination, BigQueryError | Destination.SerializerThrew>
   readonly send: (request: Request, send: (request: Request) => Effect.Effect<void>) => Effect.Effect<void>
-  readonly call: (request: Request) => Effect.Effect<PendingAppend.Outcome, BigQueryError>
+  readonly call: (request: Request) => Effect.Effect<PendingAppend.Step, BigQueryError>
   readonly answered: (
     request: Request,
-    outcome: Outcome,
+    outcome: Exit.Exit<PendingAppend.Outcome, BigQueryError>,
     send: (request: Request) => Effect.Effect<void>
   ) => Effect.Effect<void>
   readonly evictable: (d: Destination.Destination) => boolean
@@ -126,6 +137,12 @@ export const batchOf = (request: Request): PendingAppend.Batch => ({
   schema: request.schema
 })
 
+const isRequest = (item: Accounted): item is Request => "sealed" in item
+
+/** A request's append progress: made by its first call (a buffered stream's from its stamp). @internal */
+export const progressFor = (request: Request, atOffset: PendingAppend.AtOffset | undefined): PendingAppend.Progress =>
+  request.progress ??= PendingAppend.start(batchOf(request), atOffset)
+
 /** Records prepared per `prepare` call. @internal */
 export const sliceRecords = 8192
 
@@ -160,6 +177,8 @@ interface State<A, E, R> {
   /** Scratch of `Split.fitFrames`. */
   readonly fit: Split.Fit
   readonly mode: Mode | undefined
+  /** Requests held while their destination is repaired (or behind held ones), in order, by key. */
+  readonly held: Map<string, Array<Request>>
 }
 
 const sendBatch = <A, E, R>(
@@ -174,14 +193,45 @@ const sendBatch = <A, E, R>(
     const request: Request = {
       d,
       sealed,
-      item: { key: d.key, units: sealed.count, bytes: sealed.bytes, permitBytes },
+      key: d.key,
+      units: sealed.count,
+      bytes: sealed.bytes,
+      permitBytes,
       descriptor: d.descriptor,
-      schema: d.schema
+      schema: d.schema,
+      epoch: 0,
+      progress: undefined
     }
     return metrics.countRecords(metrics.recordsSend, sealed.count, perDestination).pipe(
-      Effect.andThen(metrics.countRecords(metrics.bytesSend, sealed.bytes, perDestination)),
-      Effect.andThen(st.mode === undefined ? st.core.send(request) : st.mode.send(request, st.core.send))
+      Effect.andThen(
+        st.mode === undefined ? dispatch(st, request) : st.mode.send(request, (r) => dispatch(st, r))
+      )
     )
+  })
+
+/**
+ * Hands a request to the core, or holds it while its destination is repaired (and behind requests
+ * held before it, so they keep their order); it carries the repair epoch it is sent in.
+ */
+const dispatch = <A, E, R>(st: State<A, E, R>, request: Request): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const held = st.held.get(request.key)
+    if (held !== undefined || st.core.repairs.active(request.key)) {
+      if (held === undefined) st.held.set(request.key, [request])
+      else held.push(request)
+      return Effect.void
+    }
+    request.epoch = st.core.repairs.epoch(request.key)
+    return st.core.send(request)
+  })
+
+/** The destination `key` was repaired: its held requests go, in order. */
+const settled = <A, E, R>(st: State<A, E, R>, key: string): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const held = st.held.get(key)
+    if (held === undefined) return Effect.void
+    st.held.delete(key)
+    return Effect.forEach(held, (request) => dispatch(st, request), { discard: true })
   })
 
 /** Seals `d`'s open batch (which has rows); the owner's own cuts come off the caller's projection. */
@@ -381,41 +431,140 @@ const noVerdict: Verdict<Accounted, BigQueryFailure, never> = {
   terminal: undefined
 }
 
+type BigQueryVerdict<E> = Verdict<Accounted, BigQueryFailure, BigQueryError | E>
+
 /**
- * The verdict on an append, once its repair loop is over: its rows written (the survivors of row
- * errors) and routed (those the service rejected); a failure is the writer's.
+ * The verdict on one call of an append: done (its rows written, the rejected ones routed), a
+ * reconnect after a `recovery` wait, a repair of its table, or the writer's failure. Only the last
+ * call of a request frees its destination's place (`inFlight`) and moves a buffered stream on.
  */
 const judge = <A, E, R>(
   st: State<A, E, R>,
   request: Request,
   exit: Outcome
-): Effect.Effect<Verdict<Accounted, BigQueryFailure, BigQueryError | E>> =>
+): Effect.Effect<BigQueryVerdict<E>> =>
   Effect.suspend(() => {
     const { d } = request
+    if (Exit.isSuccess(exit) && exit.value._tag === "reconnect") return Effect.succeed(reconnect(request, exit.value))
+    if (Exit.isSuccess(exit) && exit.value._tag === "repair") return repair(st, request, exit.value)
     d.inFlight--
-    if (Exit.isFailure(exit)) return Effect.as(st.core.failCause(exit.cause), noVerdict)
+    const last: Exit.Exit<PendingAppend.Outcome, BigQueryError> = Exit.isFailure(exit)
+      ? Exit.failCause(exit.cause)
+      : exit.value._tag === "done"
+      ? Exit.succeed(exit.value.outcome)
+      : Exit.die(new Error(`BigQuerySink: an unjudged step ${exit.value._tag}`))
+    const answered = st.mode === undefined ? Effect.void : st.mode.answered(request, last, (r) => dispatch(st, r))
+    if (Exit.isFailure(last)) return Effect.as(Effect.andThen(answered, st.core.failCause(last.cause)), noVerdict)
     // the rows batched while this append was out go now, unless another of d's appends is still out
-    const verdict = Effect.tap(verdictOf(st, request, exit.value), () => sendIfIdle(st, d))
-    return st.mode === undefined ? verdict : Effect.andThen(st.mode.answered(request, exit, st.core.send), verdict)
+    return Effect.andThen(answered, Effect.tap(verdictOf(st, request, last.value), () => sendIfIdle(st, d)))
+  })
+
+const progressOf = (request: Request): PendingAppend.Progress => {
+  if (request.progress === undefined) throw new Error(`BigQuerySink: a step of ${request.key} came before its call`)
+  return request.progress
+}
+
+/** The call reconnects: the request goes again after the `recovery` budget's next wait (counted as a retry by the core). */
+const reconnect = (
+  request: Request,
+  step: Extract<PendingAppend.Step, { readonly _tag: "reconnect" }>
+): BigQueryVerdict<never> => {
+  const progress = progressOf(request)
+  const attempt = ++progress.reconnects
+  return {
+    ...noVerdict,
+    retry: {
+      items: [request],
+      attempt,
+      budget: "recovery",
+      exhausted: () => exhausted(request.key, attempt, step.problem),
+      failure: step.problem.cause
+    }
+  }
+}
+
+/** The table needs a repair: the request waits for the core's repair engine (counted as a retry). */
+const repair = <A, E, R>(
+  st: State<A, E, R>,
+  request: Request,
+  step: Extract<PendingAppend.Step, { readonly _tag: "repair" }>
+): Effect.Effect<BigQueryVerdict<E>> => {
+  const progress = progressOf(request)
+  const { problem } = step
+  const create = step.kind === "createTable"
+  const attempt = create ? ++progress.creations : ++progress.schemaWaits
+  const trouble = {
+    key: request.key,
+    item: request,
+    observed: request.epoch,
+    repair: create ? createTable(st, request) : updateSchema(st, request),
+    attempt,
+    budget: create ? "recovery" as const : "propagation" as const,
+    exhausted: () =>
+      create ? exhausted(request.key, attempt, problem) : schemaStillRefused(request.key, attempt, problem),
+    failure: problem.cause
+  }
+  st.core.counters.add(request.key, "retries", 1)
+  return Effect.as(metrics.countRecords(metrics.appendRetries, 1, undefined), { ...noVerdict, repair: [trouble] })
+}
+
+/** A missing table under `CREATE_IF_NEEDED`: created, unless `tables.get` finds it. */
+const createTable = <A, E, R>(st: State<A, E, R>, request: Request): Effect.Effect<void, BigQueryError> =>
+  Destination.createIfMissing(st.client, st.settings, request.d.destination, request.schema)
+
+/** Extra fields with schema updates enabled: the table's schema reconciled with the rows'. */
+const updateSchema = <A, E, R>(st: State<A, E, R>, request: Request): Effect.Effect<void, BigQueryError> => {
+  const { client, settings } = st
+  const destination = request.d.destination
+  return Effect.asVoid(schemaUpdate.reconcile({
+    rest: client.rest,
+    destination,
+    desired: request.schema,
+    options: settings.schemaUpdate,
+    createDisposition: settings.createDisposition,
+    createResource: Destination.createResource(settings, destination, request.schema),
+    recovery: settings.stream.recovery
+  }))
+}
+
+const exhausted = (key: string, attempts: number, problem: PendingAppend.Problem): BigQueryError =>
+  new BigQueryError({
+    reason: new RetriesExhausted({
+      method: "AppendRows",
+      destination: key,
+      attempts,
+      code: codeName(problem.failure.code),
+      detail: problem.detail,
+      cause: problem.cause
+    })
+  })
+
+const schemaStillRefused = (key: string, attempt: number, problem: PendingAppend.Problem): BigQueryError =>
+  new BigQueryError({
+    reason: new SchemaMismatch({
+      destination: key,
+      detail: `the table still refuses the rows after ${attempt - 1} schema waits: ${problem.detail}`,
+      cause: problem.cause
+    })
   })
 
 const verdictOf = <A, E, R>(
   st: State<A, E, R>,
   request: Request,
   o: PendingAppend.Outcome
-): Effect.Effect<Verdict<Accounted, BigQueryFailure, BigQueryError | E>> =>
+): Effect.Effect<BigQueryVerdict<E>> =>
   Effect.suspend(() => {
-    const { d, item, sealed } = request
+    const { d, sealed } = request
     // answered: nothing refers to the batch's buffer any more (routed rows keep copies)
     Split.recycle(st.pool, sealed.buffer)
     if (o.schemaPushed) d.schemaPushed = true
-    const key = item.key
-    const verdict: Verdict<Accounted, BigQueryFailure, BigQueryError | E> = {
+    const key = request.key
+    const verdict: BigQueryVerdict<E> = {
       ...noVerdict,
-      written: [{ key, units: o.written, bytes: o.bytes, permitBytes: item.permitBytes }],
+      written: [{ key, units: o.written, bytes: o.bytes, permitBytes: request.permitBytes }],
       // the routed rows take the rest of the batch's units and bytes (its permit went with the survivors)
       routed: o.failed.map((failure, i) => ({
-        item: { key, units: 1, bytes: i === 0 ? item.bytes - o.bytes : 0, permitBytes: 0 },
+        item: { key, units: 1, bytes: i === 0 ? request.bytes - o.bytes : 0, permitBytes: 0 },
         failure
       }))
     }
@@ -484,7 +633,8 @@ const initialState = <A, E, R>(
     },
     maxBytes: s.maxAppendRequestBytes,
     fit: { end: 0, count: 0, bytes: 0 },
-    mode
+    mode,
+    held: new Map()
   }
 }
 
@@ -519,10 +669,18 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       call: (request) =>
         Effect.exit(
           mode === undefined
-            ? PendingAppend.run(client, settings, request.d, batchOf(request))
+            ? PendingAppend.run(settings, request.d, batchOf(request), progressFor(request, undefined))
             : mode.call(request)
         ),
       judge: (request, outcome) => judge(st, request, outcome),
+      // what the core re-sends is what a step handed it: requests
+      resend: (items) =>
+        Effect.forEach(
+          items,
+          (item) => isRequest(item) ? dispatch(st, item) : Effect.die(new Error("BigQuerySink: re-sent a non-request")),
+          { discard: true }
+        ),
+      settled: (key) => settled(st, key),
       busy: () => st.opening.size > 0,
       evictIdle: (now) => evictIdle(st, now),
       stallMessage: (waited) => stallMessage(st, waited),

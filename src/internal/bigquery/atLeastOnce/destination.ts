@@ -1,14 +1,14 @@
 /**
  * Per-table state: the batch being filled, the schema and descriptor in force, the connection
- * slot and the table-repair guard; opened lazily (proving the table exists, creating it under
- * `CREATE_IF_NEEDED`), evicted when idle and clean (cf. Go's `managed_stream.go`).
+ * slot; opened lazily (proving the table exists, creating it under `CREATE_IF_NEEDED`), evicted
+ * when idle and clean (cf. Go's `managed_stream.go`). Repairs of a table met on the append path
+ * (creation, schema reconciliation) are the writer core's (`core/repairs.ts`, once per incident).
  *
  * **Details**
  *
- * The mutable fields of {@link Destination} belong to the writer fiber. The connection slot and
- * the repair guard are shared with the append fibers; each serializes its own changes with a
- * one-permit `Semaphore`, so a broken connection is reopened once and a missing table created
- * once per incident however many appends saw it.
+ * The mutable fields of {@link Destination} belong to the writer fiber. The connection slot is
+ * shared with the append fibers; it serializes its changes with a one-permit `Semaphore`, so a
+ * broken connection is reopened once however many appends saw it.
  *
  * @internal
  */
@@ -117,46 +117,11 @@ export const makeSlot = (
     }
   })
 
-/**
- * Runs table repairs (creation, schema reconciliation) one at a time per destination, and at
- * most once per incident (single-flight): an append waits for the repair under way (`settled`)
- * before it is sent, and passes the epoch it observed then; if a repair finished since, its own is
- * skipped and it only re-appends.
- *
- * @internal
- */
-export interface RepairGuard {
-  /** Waits while a repair is under way. */
-  readonly settled: Effect.Effect<void>
-  readonly epoch: () => number
-  /**
-   * Runs `action` unless a repair finished since `observed`; the epoch moves on once it is done
-   * (the action retires the connection it repaired first, so no later append is sent on it).
-   */
-  readonly repair: <E>(observed: number, action: Effect.Effect<unknown, E>) => Effect.Effect<void, E>
-}
-
-/** @internal */
-export const makeGuard = (): Effect.Effect<RepairGuard> =>
-  Effect.map(Semaphore.make(1), (lock) => {
-    let epoch = 0
-    const locked = lock.withPermits(1)
-    return {
-      settled: locked(Effect.void),
-      epoch: () => epoch,
-      repair: (observed, action) =>
-        locked(Effect.suspend(() =>
-          epoch !== observed ? Effect.void : Effect.tap(action, () => Effect.sync(() => void epoch++))
-        )).pipe(Effect.asVoid)
-    }
-  })
-
 /** One open destination. Mutable fields belong to the writer fiber. @internal */
 export interface Destination {
   readonly destination: TableDestination
   readonly key: string
   readonly slot: ConnectionSlot
-  readonly guard: RepairGuard
   batch: Split.Batch
   schema: TableSchema.TableSchema
   descriptor: Uint8Array
@@ -419,7 +384,6 @@ export const openWith = <A, E, R>(
       key: destination.toString(),
       slot,
       buffered,
-      guard: yield* makeGuard(),
       batch: Split.empty(pool),
       schema,
       descriptor,

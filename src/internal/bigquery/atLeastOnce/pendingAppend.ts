@@ -1,10 +1,11 @@
 /**
- * One in-flight append and its repair loop (cf. Go's `appendresult.go` and the Java writer's
- * repair): send, await the response (with a watchdog), classify a failure (`retry.ts`, pure) and
- * run the action the verdict names ({@link actions}) until the rows are committed, routed, or a
- * budget is spent. Every wait is a step of a budget's `Schedule` (`RetryPolicy.toSchedule`).
- * Why the in-band `retry` stays here, and what moving `recovery` and the repair guard into the
- * core must carry: ADR 0032.
+ * One call of an append (cf. Go's `appendresult.go`): send, await the response (with a watchdog),
+ * classify a failure (`transport/classify.ts`, and `exactlyOnce/classify.ts` on a buffered stream,
+ * both pure) and act on it, until the call ends in a {@link Step} the writer core acts on: the rows
+ * committed (survivors of row errors included, the rejected rows routed), a reconnect after the
+ * core's `recovery` wait, or a repair of the table by the core's repair engine (`core/repairs.ts`).
+ * Within the call stay only the in-band re-sends on the same connection (the `retry` budget, fresh
+ * for each call), row errors, and the buffered stream's restamp and abandon (ADR 0032).
  *
  * @internal
  */
@@ -12,29 +13,36 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
-import { BigQueryError, RequestRejected, RetriesExhausted, SchemaMismatch } from "../../../BigQuery/BigQueryError.ts"
+import { BigQueryError, RequestRejected, SchemaMismatch } from "../../../BigQuery/BigQueryError.ts"
 import type { FailedRow } from "../../../BigQuery/BigQueryFailure.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
+import type { RetryPolicy } from "../../../Sink/RetryPolicy.ts"
 import * as Budget from "../../core/budget.ts"
 import { hotSpan } from "../../core/hotSpan.ts"
-import { type AnyPolicy, type Policy, toSchedule } from "../../core/retrySchedule.ts"
+import { toSchedule } from "../../core/retrySchedule.ts"
 import { name as codeName } from "../../wire/grpcStatus.ts"
 import * as Buffered from "../exactlyOnce/classify.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
-import * as schemaUpdate from "../schema/update.ts"
 import * as AppendRequest from "../transport/appendRequest.ts"
 import { type AppendFailure, classify, type Verdict } from "../transport/classify.ts"
 import type { Connection } from "../transport/connection.ts"
 import { type RowError, splitByRowErrors } from "../transport/rowErrors.ts"
-import { createIfMissing, createResource, type Destination, tableNotFound } from "./destination.ts"
+import { type Destination, tableNotFound } from "./destination.ts"
 
-/** The schema-wait budget: flat 30 s, 30 attempts, ±25 % (not configurable, reference 2.4). @internal */
-export const schemaWait: Policy = {
+/**
+ * The schema-wait budget (the core's `propagation` budget for BigQuery): flat 30 s, 30 attempts,
+ * ±25 % (not configurable, reference 2.4), one attempt more than it says, as {@link recoveries}.
+ *
+ * @internal
+ */
+export const schemaWait: RetryPolicy = {
+  _tag: "Backoff",
   initialBackoff: Duration.seconds(30),
   maxBackoff: Duration.seconds(30),
-  maxAttempts: 30
+  maxAttempts: 31,
+  multiplier: 2,
+  maxDuration: undefined
 }
 
 /**
@@ -79,10 +87,35 @@ export interface Outcome {
   readonly offset: number
   readonly written: number
   readonly bytes: number
+  /** In-band re-sends, restamps and abandons within its calls (the core counts its own waits). */
   readonly retries: number
   readonly failed: ReadonlyArray<FailedRow>
   readonly schemaPushed: boolean
 }
+
+/** What went wrong with one attempt. @internal */
+export interface Problem {
+  readonly failure: AppendFailure
+  readonly detail: string
+  readonly cause: unknown
+  readonly rowErrors: ReadonlyArray<RowError>
+}
+
+/**
+ * How a call ended, for the writer core to act on:
+ *
+ * - `done`: committed (or every row routed, or an earlier unanswered attempt found landed);
+ * - `reconnect`: the connection was retired (a broken stream, the watchdog, the in-band budget
+ *   spent, a restamped append out of range again): the core waits a step of `recovery`, then calls again;
+ * - `repair`: the table must be created (`createTable`) or its schema reconciled (`updateSchema`):
+ *   the core's repair engine repairs it once per incident and calls again.
+ *
+ * @internal
+ */
+export type Step =
+  | { readonly _tag: "done"; readonly outcome: Outcome }
+  | { readonly _tag: "reconnect"; readonly problem: Problem }
+  | { readonly _tag: "repair"; readonly kind: "createTable" | "updateSchema"; readonly problem: Problem }
 
 const sumBytes = (rows: ReadonlyArray<Uint8Array>): number => {
   let n = 0
@@ -90,30 +123,28 @@ const sumBytes = (rows: ReadonlyArray<Uint8Array>): number => {
   return n
 }
 
-/** The three budgets of one batch, made at its first failure. */
-interface Budgets {
-  /** Re-sends on the same connection (`retry`); renewed each time it gives up and reconnects. */
-  firstLevel: Budget.Budget
-  /** Reconnects, table creation and what the first level gave up on (`recovery`). */
-  readonly recovery: Budget.Budget
-  /** Schema reconciliations ({@link schemaWait}). */
-  readonly schemaWaits: Budget.Budget
-}
-
-/** One batch's progress through its appends. Belongs to the batch's append fiber. */
-interface State {
+/**
+ * One batch's progress through its calls: made at its first call, kept by the request between calls
+ * (its owner reads the counts to judge a step; only its call's fiber writes the rest).
+ *
+ * @internal
+ */
+export interface Progress {
   body: Uint8Array
   count: number
   bytes: number
   retries: number
   schemaPushed: boolean
   readonly failed: Array<FailedRow>
-  budgets: Budgets | undefined
+  /** Calls that ended in `reconnect` (the core's `recovery` attempts), and in each repair. */
+  reconnects: number
+  creations: number
+  schemaWaits: number
   /** Buffered streams: the offset the batch goes at, the phase, and the offset the last ack echoed. */
   offset: number | undefined
   phase: Buffered.Phase
   echoed: number | undefined
-  /** Buffered streams: moved to its predecessor's end once already (a second `OUT_OF_RANGE` waits on the budget). */
+  /** Buffered streams: moved to its predecessor's end once already (a second `OUT_OF_RANGE` reconnects). */
   restamped: boolean
   /**
    * Buffered streams: the final end of the append before this batch on the stream it now goes to
@@ -127,134 +158,58 @@ interface State {
   unanswered: boolean
 }
 
-/** What went wrong with one attempt. */
-interface Problem {
-  readonly failure: AppendFailure
-  readonly detail: string
-  readonly cause: unknown
-  readonly rowErrors: ReadonlyArray<RowError>
-}
+/** The progress of a batch before its first call. @internal */
+export const start = (batch: Batch, atOffset: AtOffset | undefined): Progress => ({
+  body: batch.body,
+  count: batch.count,
+  bytes: batch.bytes,
+  retries: 0,
+  schemaPushed: false,
+  failed: [],
+  reconnects: 0,
+  creations: 0,
+  schemaWaits: 0,
+  offset: atOffset?.offset,
+  phase: atOffset?.probe === true ? "probe" : "append",
+  echoed: undefined,
+  restamped: false,
+  unanswered: false,
+  after: atOffset?.after ?? Effect.succeed(0)
+})
 
 /** What an action needs: the append, the attempt that failed and why. */
 interface Env<A, E, R> {
-  readonly client: BigQueryClientService
   readonly settings: Settings<A, E, R>
   readonly destination: Destination
-  readonly batch: Batch
-  readonly state: State
-  readonly budgets: Budgets
+  readonly state: Progress
+  /** The in-band budget of this call. */
+  readonly firstLevel: Budget.Budget
   readonly connection: Connection
-  /** The repair epoch observed before the attempt (`RepairGuard`). */
-  readonly epoch: number
   readonly problem: Problem
 }
 
-/** After an action: append the batch (what is left of it) again, or the batch is done. */
-type Next = "resend" | "done"
+/** After an action: append the batch (what is left of it) again in this call, or the call ends. */
+type Next = "resend" | Step
 
 type Action = <A, E, R>(env: Env<A, E, R>) => Effect.Effect<Next, BigQueryError>
 
 const resendAgain: Effect.Effect<Next> = Effect.succeed("resend")
 
-const exhausted = <A, E, R>(env: Env<A, E, R>): BigQueryError =>
-  new BigQueryError({
-    reason: new RetriesExhausted({
-      method: "AppendRows",
-      destination: env.destination.key,
-      attempts: env.budgets.recovery.used() + 1,
-      code: codeName(env.problem.failure.code),
-      detail: env.problem.detail,
-      cause: env.problem.cause
-    })
-  })
-
-/** Retires the connection and waits the next step of the recovery budget, or fails once it is spent. */
+/** Retires the connection: the call ends, and the core reconnects after its `recovery` wait. */
 const reconnect: Action = (env) =>
-  Effect.andThen(
-    env.destination.slot.retire(env.connection),
-    Effect.flatMap(env.budgets.recovery.next, (wait) => {
-      if (Option.isNone(wait)) return Effect.fail(exhausted(env))
-      env.state.retries++
-      return Effect.as(Effect.sleep(wait.value), "resend" as const)
-    })
-  )
+  Effect.as(env.destination.slot.retire(env.connection), { _tag: "reconnect", problem: env.problem } as const)
 
-/**
- * Re-sends on the same connection on the first-level budget; once it gives up, reconnects on the
- * recovery budget, and the next in-band error starts a fresh first-level budget.
- */
+/** Re-sends on the same connection on the call's in-band budget; once it gives up, reconnects. */
 const resend: Action = (env) =>
-  Effect.flatMap(env.budgets.firstLevel.next, (wait) => {
-    if (Option.isSome(wait)) {
-      env.state.retries++
-      return Effect.as(Effect.sleep(wait.value), "resend" as const)
-    }
-    return Effect.flatMap(Budget.make(toSchedule(env.settings.stream.retry)), (fresh) => {
-      env.budgets.firstLevel = fresh
-      return reconnect(env)
-    })
-  })
-
-/**
- * Runs `repair` once per incident (`RepairGuard`: the batches that met the same trouble skip theirs
- * and re-append after it), retires the connection and re-sends, on a step of `budget`: the first
- * repair of a batch's recovery is not waited for (`free`), later ones are.
- */
-const repairThenResend = <A, E, R>(
-  env: Env<A, E, R>,
-  budget: Budget.Budget,
-  free: boolean,
-  repair: Effect.Effect<unknown, BigQueryError>,
-  spent: () => BigQueryError
-): Effect.Effect<Next, BigQueryError> =>
-  Effect.flatMap(budget.next, (wait) => {
-    if (Option.isNone(wait)) return Effect.fail(spent())
-    const { connection, destination } = env
+  Effect.flatMap(env.firstLevel.next, (wait) => {
+    if (Option.isNone(wait)) return reconnect(env)
     env.state.retries++
-    // retired once, after the repair or after waiting for another batch's: the resend opens a new one
-    return destination.guard.repair(env.epoch, repair).pipe(
-      Effect.andThen(destination.slot.retire(connection)),
-      Effect.andThen(free ? resendAgain : Effect.as(Effect.sleep(wait.value), "resend" as const))
-    )
+    return Effect.as(Effect.sleep(wait.value), "resend" as const)
   })
 
-/** A missing table under `CREATE_IF_NEEDED`: create it (unless `tables.get` finds it), on the recovery budget. */
-const createTable: Action = (env) =>
-  repairThenResend(
-    env,
-    env.budgets.recovery,
-    env.budgets.recovery.used() === 0,
-    createIfMissing(env.client, env.settings, env.destination.destination, env.batch.schema),
-    () => exhausted(env)
-  )
-
-/** Extra fields with schema updates enabled: reconcile the table, on the schema-wait budget. */
-const updateSchema: Action = (env) => {
-  const { batch, client, destination, settings } = env
-  const waits = env.budgets.schemaWaits
-  return repairThenResend(
-    env,
-    waits,
-    waits.used() === 0,
-    schemaUpdate.reconcile({
-      rest: client.rest,
-      destination: destination.destination,
-      desired: batch.schema,
-      options: settings.schemaUpdate,
-      createDisposition: settings.createDisposition,
-      createResource: createResource(settings, destination.destination, batch.schema),
-      recovery: settings.stream.recovery
-    }),
-    () =>
-      new BigQueryError({
-        reason: new SchemaMismatch({
-          destination: destination.key,
-          detail: `the table still refuses the rows after ${waits.used()} schema waits: ${env.problem.detail}`,
-          cause: env.problem.cause
-        })
-      })
-  )
-}
+/** The table must be repaired: the connection is retired (the call after the repair opens a new one). */
+const repair = (kind: "createTable" | "updateSchema"): Action => (env) =>
+  Effect.as(env.destination.slot.retire(env.connection), { _tag: "repair", kind, problem: env.problem } as const)
 
 const rejected = <A, E, R>(env: Env<A, E, R>, detail: string): BigQueryError =>
   new BigQueryError({
@@ -285,7 +240,7 @@ const routeRows: Action = (env) =>
     state.body = AppendRequest.encodeRows(split.survivors)
     // on a buffered stream the survivors go again at the rejected offset (nothing landed there)
     state.phase = "replay"
-    if (state.count === 0) return Effect.succeed("done" as const)
+    if (state.count === 0) return Effect.succeed(done(env.destination.key, state))
     state.retries++
     return resendAgain
   })
@@ -313,8 +268,8 @@ const fail = (kind: Extract<Verdict, { _tag: "fail" }>["kind"]): Action => (env)
 }
 
 /**
- * The verdict -> action table (reference 2.4): re-send, reconnect, repair the table (create it or
- * reconcile its schema) and re-send, route rows and re-send the survivors, or fail.
+ * The verdict -> action table (reference 2.4): re-send in band, reconnect, have the table repaired
+ * (created, or its schema reconciled), route rows and re-send the survivors, or fail.
  *
  * @internal
  */
@@ -325,9 +280,9 @@ export const actionOf = (verdict: Verdict): Action => {
     case "reconnect":
       return reconnect
     case "createTable":
-      return createTable
+      return repair("createTable")
     case "updateSchema":
-      return updateSchema
+      return repair("updateSchema")
     case "routeRows":
       return routeRows
     case "fail":
@@ -344,13 +299,19 @@ const attempt = (
   responseTimeout: Duration.Duration,
   destination: Destination,
   connection: Connection,
-  state: State
+  state: Progress
 ): Effect.Effect<Problem | undefined> =>
   Effect.gen(function*() {
+    // an append on a connection broken already is failed without being written
+    const written = !connection.isBroken()
     const pending = yield* connection.append(state.body, state.offset)
     const answer = yield* Deferred.await(pending).pipe(Effect.result, Effect.timeoutOption(responseTimeout))
     if (Option.isNone(answer)) {
       yield* destination.slot.abort(connection, "no response within responseTimeout")
+      // the request is on the wire until the cancellation has ended the call (a turn later), and
+      // a reconnect's wait frees its place in `maxInFlightRequests`; a call that never ends is
+      // given up after a second watchdog period (the channel is abandoned already)
+      yield* Effect.timeoutOption(connection.ended, responseTimeout)
       return {
         failure: { origin: "watchdog", code: undefined, storageCode: undefined, rowErrors: 0 },
         detail: `no response within ${Duration.format(responseTimeout)}`,
@@ -361,6 +322,8 @@ const attempt = (
     if (answer.value._tag === "Failure") {
       const f = answer.value.failure
       yield* destination.slot.retire(connection)
+      // failed with its stream (or by another append's watchdog): on the wire until the call ended
+      if (written) yield* Effect.timeoutOption(connection.ended, responseTimeout)
       return {
         failure: { origin: "stream", code: f.code, storageCode: f.storageCode, rowErrors: 0 },
         detail: f.message,
@@ -388,26 +351,25 @@ const attempt = (
 /**
  * `policy.maxAttempts` recoveries after a first attempt (so an exhausted budget reports
  * `maxAttempts + 1` attempts): a policy of one more attempt. A caller's own `Schedule`
- * (`RetryPolicy.fromSchedule`) is its own count, taken as it is.
+ * (`RetryPolicy.fromSchedule`) is its own count, taken as it is. BigQuery's `recovery` budget, as
+ * the writer core runs it.
+ *
+ * @internal
  */
-const recoveries = (policy: AnyPolicy | Policy): AnyPolicy | Policy =>
-  "_tag" in policy && policy._tag === "FromSchedule" ? policy : { ...policy, maxAttempts: policy.maxAttempts + 1 }
+export const recoveries = (policy: RetryPolicy): RetryPolicy =>
+  policy._tag === "FromSchedule" ? policy : { ...policy, maxAttempts: policy.maxAttempts + 1 }
 
-const budgetsOf = <A, E, R>(settings: Settings<A, E, R>): Effect.Effect<Budgets> =>
-  Effect.all({
-    firstLevel: Budget.make(toSchedule(settings.stream.retry)),
-    recovery: Budget.make(toSchedule(recoveries(settings.stream.recovery))),
-    schemaWaits: Budget.make(toSchedule(recoveries(schemaWait)))
-  })
-
-const outcomeOf = (key: string, state: State): Outcome => ({
-  key,
-  offset: state.offset ?? 0,
-  written: state.count,
-  bytes: state.bytes,
-  retries: state.retries,
-  failed: state.failed,
-  schemaPushed: state.schemaPushed
+const done = (key: string, state: Progress): Step => ({
+  _tag: "done",
+  outcome: {
+    key,
+    offset: state.offset ?? 0,
+    written: state.count,
+    bytes: state.bytes,
+    retries: state.retries,
+    failed: state.failed,
+    schemaPushed: state.schemaPushed
+  }
 })
 
 /**
@@ -417,7 +379,7 @@ const outcomeOf = (key: string, state: State): Outcome => ({
  * checkpoint is the repair (rows past it were never flushed). `what` names the rows in the message.
  */
 const toPredecessorEnd = (
-  state: State,
+  state: Progress,
   key: string,
   problem: Problem,
   what: string
@@ -445,7 +407,7 @@ const toPredecessorEnd = (
 /** The restored stream abandoned for a fresh one: the batch goes again, at its offset 0. */
 const abandon = (
   atOffset: AtOffset,
-  state: State,
+  state: Progress,
   destination: Destination,
   connection: Connection
 ): Effect.Effect<Next, BigQueryError> =>
@@ -467,23 +429,22 @@ const abandon = (
 
 /**
  * The exactly-once verdicts that differ from the at-least-once table (reference 2.6): an offset that
- * already exists mid-run after an unanswered attempt is the batch landed; a restored stream that cannot be adopted is abandoned
- * for a fresh one (the batch goes at 0); an offset out of range mid-run is re-appended at the end
- * of the append before it once that one settled, and if that happens again, at the same offset after
- * a reconnect, on the recovery budget; the rest is terminal.
+ * already exists mid-run after an unanswered attempt is the batch landed; a restored stream that
+ * cannot be adopted is abandoned for a fresh one (the batch goes at 0); an offset out of range
+ * mid-run is re-appended at the end of the append before it once that one settled, and if that
+ * happens again, at the same offset after a reconnect (the core's `recovery` wait); the rest is terminal.
  */
 const atOffsetAction = (
   verdict: Exclude<Buffered.Verdict, { readonly _tag: "shared" }>,
   atOffset: AtOffset,
-  state: State,
+  state: Progress,
   destination: Destination,
   connection: Connection,
   problem: Problem
 ): Effect.Effect<Next, BigQueryError> => {
-  const budgets = state.budgets
   switch (verdict._tag) {
     case "landed":
-      return Effect.succeed("done")
+      return Effect.succeed(done(destination.key, state))
     case "abandon":
       return abandon(atOffset, state, destination, connection)
     case "reappend":
@@ -494,27 +455,7 @@ const atOffsetAction = (
         state.retries++
         return Effect.as(toPredecessorEnd(state, destination.key, problem, "the rows"), "resend" as const)
       }
-      return Effect.andThen(
-        destination.slot.retire(connection),
-        Effect.flatMap(budgets === undefined ? Effect.succeedNone : budgets.recovery.next, (wait) => {
-          if (Option.isNone(wait)) {
-            return Effect.fail(
-              new BigQueryError({
-                reason: new RetriesExhausted({
-                  method: "AppendRows",
-                  destination: destination.key,
-                  attempts: (budgets?.recovery.used() ?? 0) + 1,
-                  code: codeName(problem.failure.code),
-                  detail: problem.detail,
-                  cause: problem.cause
-                })
-              })
-            )
-          }
-          state.retries++
-          return Effect.as(Effect.sleep(wait.value), "resend" as const)
-        })
-      )
+      return Effect.as(destination.slot.retire(connection), { _tag: "reconnect", problem } as const)
     case "terminal":
       return Effect.fail(
         new BigQueryError({
@@ -530,24 +471,8 @@ const atOffsetAction = (
   }
 }
 
-const initialState = (batch: Batch, atOffset: AtOffset | undefined): State => ({
-  body: batch.body,
-  count: batch.count,
-  bytes: batch.bytes,
-  retries: 0,
-  schemaPushed: false,
-  failed: [],
-  budgets: undefined,
-  offset: atOffset?.offset,
-  phase: atOffset?.probe === true ? "probe" : "append",
-  echoed: undefined,
-  restamped: false,
-  unanswered: false,
-  after: atOffset?.after ?? Effect.succeed(0)
-})
-
 /** A buffered append acknowledged at an offset other than the one it was sent at. */
-const echoedElsewhere = (key: string, state: State): BigQueryError =>
+const echoedElsewhere = (key: string, state: Progress): BigQueryError =>
   new BigQueryError({
     reason: new RequestRejected({
       method: "AppendRows",
@@ -564,35 +489,32 @@ const classifyContext = <A, E, R>(settings: Settings<A, E, R>) => ({
   createDisposition: settings.createDisposition
 })
 
-/** An attempt answered OK: the batch's outcome, unless a buffered append was acknowledged elsewhere. */
-const committed = (key: string, state: State, atOffset: AtOffset | undefined): Effect.Effect<Outcome, BigQueryError> =>
+/** An attempt answered OK: the batch is done, unless a buffered append was acknowledged elsewhere. */
+const committed = (key: string, state: Progress, atOffset: AtOffset | undefined): Effect.Effect<Step, BigQueryError> =>
   atOffset !== undefined && state.echoed !== undefined && state.echoed !== state.offset
     ? Effect.fail(echoedElsewhere(key, state))
-    : Effect.succeed(outcomeOf(key, state))
+    : Effect.succeed(done(key, state))
 
 /**
- * Appends `batch` to `destination` until it is committed (survivors of row errors included) or a
- * terminal error: each failed attempt is classified (`retry.ts`) and its verdict's action run
- * ({@link actionOf}), on the batch's budgets: the first level (`retry`) for in-band transient errors
- * on the same connection, the recovery budget for reconnects, table creation and what the first
- * level gave up on, and the schema-wait budget for schema updates.
+ * One call of a batch's append (what is left of it, as `progress` says): attempts until it is
+ * committed, or the call ends in a step the writer core acts on (`reconnect`, `repair`), or a
+ * terminal error. A failed attempt is classified and its verdict's action run ({@link actionOf});
+ * in-band transient errors are re-sent on the same connection on the call's own `retry` budget.
  *
  * @internal
  */
 export const run = <A, E, R>(
-  client: BigQueryClientService,
   settings: Settings<A, E, R>,
   destination: Destination,
   batch: Batch,
+  progress: Progress,
   atOffset?: AtOffset
-): Effect.Effect<Outcome, BigQueryError> =>
+): Effect.Effect<Step, BigQueryError> =>
   Effect.gen(function*() {
     const context = classifyContext(settings)
-    const state = initialState(batch, atOffset)
+    const state = progress
+    let firstLevel: Budget.Budget | undefined
     for (;;) {
-      // never sent while the destination's table is being repaired: wait, then append after it
-      yield* destination.guard.settled
-      const epoch = destination.guard.epoch()
       const connection = yield* destination.slot.acquire(batch.descriptor)
       state.echoed = undefined
       const problem = yield* attempt(settings.stream.responseTimeout, destination, connection, state)
@@ -601,34 +523,24 @@ export const run = <A, E, R>(
       // whether an earlier attempt may have landed: read before this attempt counts
       const earlierUnanswered = state.unanswered
       if (problem.failure.origin !== "response") state.unanswered = true
-      state.budgets ??= yield* budgetsOf(settings)
       const buffered = atOffset === undefined
         ? undefined
         : Buffered.classifyAppend(problem.failure, state.phase, earlierUnanswered)
       if (atOffset !== undefined && buffered !== undefined && buffered._tag !== "shared") {
         const next = yield* atOffsetAction(buffered, atOffset, state, destination, connection, problem)
-        if (next === "done") return outcomeOf(destination.key, state)
+        if (next !== "resend") return next
         continue
       }
+      firstLevel ??= yield* Budget.make(toSchedule(settings.stream.retry))
       const action = actionOf(classify(problem.failure, context))
       const replaying = state.phase === "replay"
-      const next = yield* action({
-        client,
-        settings,
-        destination,
-        batch,
-        state,
-        budgets: state.budgets,
-        connection,
-        epoch,
-        problem
-      })
+      const next = yield* action({ settings, destination, state, firstLevel, connection, problem })
       if (atOffset !== undefined && !replaying && state.phase === "replay") {
         // the survivors of a rejection go where the rows before them end: this batch's stamp is high
         // when the batch before it lost rows too (and a service may report row errors before the offset)
         yield* toPredecessorEnd(state, destination.key, problem, "the survivors")
       }
-      if (next === "done") return outcomeOf(destination.key, state)
+      if (next !== "resend") return next
     }
   }).pipe(
     hotSpan("BigQuerySink.append", { "bigquery.destination": destination.key, "bigquery.rows": batch.count })

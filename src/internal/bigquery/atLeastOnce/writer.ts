@@ -19,6 +19,7 @@ import * as deadline from "../../wire/deadline.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings, StreamSettings } from "../options.ts"
 import * as Backend from "./backend.ts"
+import * as PendingAppend from "./pendingAppend.ts"
 import type * as Prepare from "./prepare.ts"
 
 /**
@@ -78,7 +79,8 @@ export const makeWith = <A, E, R>(
       handler: settings.failureHandler,
       limits: limitsOf(s),
       retry: s.retry,
-      recovery: s.recovery,
+      recovery: PendingAppend.recoveries(s.recovery),
+      propagation: PendingAppend.schemaWait,
       metrics: {
         // one counter: with per-destination metrics it is counted once, with the attribute
         recordsSendErrors: s.perDestinationMetrics ? undefined : metrics.recordsSendErrors,

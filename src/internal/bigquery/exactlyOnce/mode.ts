@@ -20,7 +20,7 @@ import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import { BigQueryError, RequestRejected } from "../../../BigQuery/BigQueryError.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { Mode, Request } from "../atLeastOnce/backend.ts"
-import { batchOf } from "../atLeastOnce/backend.ts"
+import { batchOf, progressFor } from "../atLeastOnce/backend.ts"
 import * as Destination from "../atLeastOnce/destination.ts"
 import * as PendingAppend from "../atLeastOnce/pendingAppend.ts"
 import type { Settings } from "../options.ts"
@@ -140,16 +140,24 @@ export const make = <A, E, R>(
       const probe = b.probe
       const { offset, after, end } = linkOf(request)
       const abandon = abandonRestored(client, settings, d, request.schema)
-      const append = PendingAppend.run(client, settings, d, batchOf(request), { offset, probe, abandon, after })
+      const atOffset = { offset, probe, abandon, after }
+      const append = PendingAppend.run(settings, d, batchOf(request), progressFor(request, atOffset), atOffset)
       // acknowledged: its rows must start where the append before it ended (a probe has none before it)
-      const checked = probe ?
-        append :
-        Effect.flatMap(append, (o) =>
-          Effect.flatMap(
-            after,
-            (before) => before === o.offset ? Effect.succeed(o) : Effect.fail(inconsistent(d.key, o.offset, before))
-          ))
-      return Effect.onExit(checked, (exit) => Deferred.done(end, Exit.map(exit, (o) => o.offset + o.written)))
+      const checked = Effect.flatMap(append, (step) =>
+        probe || step._tag !== "done" ? Effect.succeed(step) : Effect.flatMap(
+          after,
+          (before) =>
+            before === step.outcome.offset
+              ? Effect.succeed(step)
+              : Effect.fail(inconsistent(d.key, step.outcome.offset, before))
+        ))
+      // its end is known once its last call is over: done, or failed (a reconnect or a repair calls again)
+      return Effect.onExit(checked, (exit) =>
+        Exit.isFailure(exit)
+          ? Deferred.failCause(end, exit.cause)
+          : exit.value._tag === "done"
+          ? Deferred.succeed(end, exit.value.outcome.offset + exit.value.outcome.written)
+          : Effect.void)
     }),
   answered,
   evictable: (d) =>

@@ -75,6 +75,12 @@ export interface Connection {
    * connection instead of re-sending into the same silent one. Once: later calls do nothing.
    */
   readonly abort: (reason: string) => Effect.Effect<void>
+  /**
+   * Completes once the stream's call has ended (its status came), however it ended. An aborted
+   * append waits for it before its request leaves `maxInFlightRequests`: a cancellation takes
+   * effect a turn later, and until then the request is still on the wire.
+   */
+  readonly ended: Effect.Effect<void>
   /** Half-closes the stream; the service still answers what was sent. */
   readonly close: Effect.Effect<void>
 }
@@ -190,7 +196,8 @@ const connectionOf = (
   lease: AppendChannels.Lease,
   writes: ReturnType<typeof sendBacklog.forCall>,
   writeStream: string,
-  descriptor: Uint8Array
+  descriptor: Uint8Array,
+  ended: Deferred.Deferred<void>
 ): Connection => {
   // encoded once: every request carries the name
   const streamName = AppendRequest.utf8(writeStream)
@@ -219,6 +226,7 @@ const connectionOf = (
       }),
     isBroken: () => waiting.broken() !== undefined,
     pending: waiting.size,
+    ended: Deferred.await(ended),
     abort: (reason) =>
       Effect.suspend(() => {
         // once: several appends' watchdogs may fire on one connection
@@ -257,8 +265,12 @@ export const open = (
     const call = startCall(lease.channel, writeStream)
     const waiting = waitingAppends()
     const writes = sendBacklog.forCall(backlog)
-    listen(call, waiting, lease, writes.end)
-    return connectionOf(call, waiting, lease, writes, writeStream, descriptor)
+    const ended = Deferred.makeUnsafe<void>()
+    listen(call, waiting, lease, () => {
+      writes.end()
+      Deferred.doneUnsafe(ended, Exit.void)
+    })
+    return connectionOf(call, waiting, lease, writes, writeStream, descriptor, ended)
   })
 
 /** The gRPC method path of `GetWriteStream`. @internal */

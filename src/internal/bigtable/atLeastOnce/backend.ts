@@ -59,7 +59,7 @@ const evictIdle = <A, EH, R>(st: State<A, EH, R>, now: number): void => {
   const idle = Duration.toMillis(st.w.destinationIdleTimeout)
   for (const [key, dest] of st.dests) {
     if (
-      dest.ready && dest.inFlight === 0 && dest.held.length === 0 && dest.batch.items.length === 0 &&
+      !st.core.repairs.active(key) && dest.inFlight === 0 && dest.held.length === 0 && dest.batch.items.length === 0 &&
       now - dest.lastUsed > idle
     ) st.dests.delete(key)
   }
@@ -98,7 +98,8 @@ export const make = <A, EH, R>(
       judge: (items, statuses) =>
         Effect.tap(judge(st, items, statuses), (v) => dispatch.answered(st, items, v.terminal === undefined)),
       resend: (items) => dispatch.resend(st, items),
-      repair: (items) => repair.repairAll(st, items),
+      settled: (key) => repair.settled(st, key, (dest, items) => dispatch.dispatch(st, dest, items)),
+      repairRetry: repair.repairRetry<EH>(),
       onResolved: (items) => onResolved(st, items),
       evictIdle: (now) => Effect.sync(() => evictIdle(st, now)),
       stallMessage: (waited) => stallMessage(st, waited)

@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import type { EntryStatus } from "../../../Bigtable/BigtableClient.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import { hotSpan } from "../../core/hotSpan.ts"
+import * as metrics from "../metrics.ts"
 import { batchDelay } from "../options.ts"
 import * as batcher from "./batcher.ts"
 import type { Item } from "./prepare.ts"
@@ -49,8 +50,13 @@ export const call = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effe
 export const send = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effect<void> =>
   Effect.suspend(() => {
     if (items.length === 0) return Effect.void
-    for (const item of items) item.attempts++
-    const dest = st.dests.get((items[0] as Item).key)
+    const key = (items[0] as Item).key
+    const epoch = st.core.repairs.epoch(key)
+    for (const item of items) {
+      item.attempts++
+      item.epoch = epoch
+    }
+    const dest = st.dests.get(key)
     if (dest !== undefined) dest.requests++
     return st.core.send(items)
   })
@@ -76,11 +82,14 @@ export const answered = <A, EH, R>(st: State<A, EH, R>, items: Request, sendNext
     return sendNext && !st.core.failed() ? sendIfIdle(st, dest) : Effect.void
   })
 
-/** Sends a table's entries, or holds them while the table is being repaired. @internal */
+/**
+ * Sends a table's entries, or holds them while the table is being repaired (or behind entries held
+ * before them, until `repair.settled` sends those). @internal
+ */
 export const dispatch = <A, EH, R>(st: State<A, EH, R>, dest: Dest, items: ReadonlyArray<Item>): Effect.Effect<void> =>
   Effect.gen(function*() {
     if (items.length === 0) return
-    if (!dest.ready) {
+    if (dest.held.length > 0 || st.core.repairs.active((items[0] as Item).key)) {
       dest.held.push(...items)
       return
     }
@@ -133,7 +142,12 @@ export const tick = <A, EH, R>(st: State<A, EH, R>, now: number): Effect.Effect<
 export const resend = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>): Effect.Effect<void> =>
   Effect.gen(function*() {
     const byTable = new Map<string, Array<Item>>()
+    let unparked = 0
     for (const item of items) {
+      if (item.parked) {
+        item.parked = false
+        unparked++
+      }
       if (item.isolated) {
         yield* send(st, [item])
         continue
@@ -153,4 +167,5 @@ export const resend = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>
       }
       yield* dispatch(st, dest, list)
     }
+    if (unparked > 0) yield* st.core.gauge(metrics.parkedEntries, -unparked)
   })

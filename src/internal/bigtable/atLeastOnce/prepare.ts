@@ -37,6 +37,11 @@ export interface Item {
   permitBytes: number
   attempts: number
   isolated: boolean
+  /** Its table's repair epoch when it was last sent (`Core.repairs`). */
+  epoch: number
+  /** Repairs of its table it waited for, and whether it waits for one now (the parked gauge). */
+  repairs: number
+  parked: boolean
 }
 
 /** @internal */
@@ -101,7 +106,10 @@ export const accept = (
     mutations: result.mutations.length,
     permitBytes: bytes,
     attempts: 0,
-    isolated: false
+    isolated: false,
+    epoch: 0,
+    repairs: 0,
+    parked: false
   })
 }
 

@@ -1,14 +1,15 @@
 /**
- * The owner's table repair (`CREATE_IF_NEEDED`): destinations opened on demand, entries answered
- * NOT_FOUND parked, rounds of `admin.ensure` (create the table, add missing declared families,
- * check aggregate types) on a fiber of their own within the recovery budget, then the parked and
- * held entries re-applied. Under `CREATE_NEVER`, or for an undeclared family, NOT_FOUND is fatal.
- * The waits between rounds are the writer core's `recovery` budget (its `Schedule`).
+ * Bigtable's table repair (`CREATE_IF_NEEDED`) on the writer core's repair engine
+ * (`core/repairs.ts`): an entry answered NOT_FOUND waits while its table is ensured (created, its
+ * declared families added, aggregate types checked: `admin.ensure`) once per incident, then goes
+ * again; the table's new entries are held meanwhile (`dispatch.ts`). With aggregate families
+ * declared, a table is ensured when it opens, before any data. Under `CREATE_NEVER`, or for an
+ * undeclared family, NOT_FOUND is fatal. A failed `ensure` runs again on the `recovery` budget
+ * unless its error is terminal (`admin.isTerminal`).
  *
  * @internal
  */
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import {
   BigtableError,
@@ -17,82 +18,35 @@ import {
   TableNotFound
 } from "../../../Bigtable/BigtableError.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
-import type { Repairing } from "../../core/backend.ts"
+import type { Trouble } from "../../core/backend.ts"
+import type { RepairRetry } from "../../core/repairs.ts"
 import * as admin from "../admin/createTable.ts"
 import * as metrics from "../metrics.ts"
+import type { Declared } from "../options.ts"
 import { isMissingFamily } from "../transport/classify.ts"
 import * as batcher from "./batcher.ts"
-import { dispatch } from "./dispatch.ts"
 import type { Item } from "./prepare.ts"
-import type { Dest, EnsureResults, Repair, State } from "./state.ts"
+import type { Dest, State, WriterError } from "./state.ts"
 
-/** Starts a round of `admin.ensure` over the tables under repair, unless one is under way. @internal */
-export const startRound = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const repair = st.repair
-    if (repair === undefined || repair.busy || repair.tables.size === 0) return
-    const declared = st.settings.declared
-    if (declared === undefined) return
-    repair.busy = true
-    const keys = [...repair.tables]
-    const tables = keys.flatMap((key) => {
-      const dest = st.dests.get(key)
-      return dest === undefined ? [] : [{ key, table: dest.table }]
-    })
-    yield* st.core.fork(
-      Effect.forEach(tables, ({ key, table }) =>
-        Effect.map(Effect.exit(admin.ensure(st.client, table, declared)), (exit) => ({ key, exit }))).pipe(
-          Effect.withSpan("BigtableSink.ensureTables", { attributes: { "bigtable.tables": keys.length } }),
-          // the results are booked on the owner
-          Effect.flatMap((results) =>
-            st.core.offer(onEnsured(st, results))
-          )
-        )
-    )
-  })
+/** The repair of `dest`'s table: `admin.ensure`, its creations and added families counted. */
+const ensure = <A, EH, R>(st: State<A, EH, R>, dest: Dest, declared: Declared): Effect.Effect<void, BigtableError> =>
+  admin.ensure(st.client, dest.table, declared).pipe(
+    Effect.tap((result) =>
+      Effect.andThen(
+        result.created ? Metric.update(metrics.tablesCreated, 1) : Effect.void,
+        result.familiesAdded > 0 ? Metric.update(metrics.columnFamiliesAdded, result.familiesAdded) : Effect.void
+      )
+    ),
+    Effect.asVoid,
+    Effect.withSpan("BigtableSink.ensureTable", { attributes: { "bigtable.table": String(dest.table) } })
+  )
 
-/**
- * Starts the next round: at once when no table under repair has failed a round (tables new to the
- * repair), else after the recovery budget's wait for the table that failed most, failing once that
- * table's schedule is spent. @internal
- */
-export const scheduleRound = <A, EH, R>(st: State<A, EH, R>, cause: unknown): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    const repair = st.repair
-    if (repair === undefined || repair.busy) return Effect.void
-    repair.lastCause = cause
-    let table = "unknown"
-    let attempts = 0
-    for (const key of repair.tables) {
-      const failed = repair.failures.get(key) ?? 0
-      if (failed > attempts) [table, attempts] = [key, failed]
-    }
-    if (attempts === 0) return startRound(st)
-    repair.busy = true
-    return st.core.after(
-      "recovery",
-      attempts,
-      onRepairDue(st),
-      () => new BigtableError({ reason: new RecoveryExhausted({ table, attempts, cause }) }),
-      cause
-    )
-  })
-
-/** The end of a round's backoff (a step on the owner). @internal */
-export const onRepairDue = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    if (st.repair !== undefined) st.repair.busy = false
-    return startRound(st)
-  })
-
-const needsRepair = <A, EH, R>(st: State<A, EH, R>, dest: Dest): Repair => {
-  dest.ready = false
-  const repair = st.repair ??
-    { tables: new Set<string>(), parked: [], failures: new Map<string, number>(), lastCause: undefined, busy: false }
-  st.repair = repair
-  repair.tables.add(String(dest.table))
-  return repair
-}
+/** A failed `ensure` runs again on the `recovery` budget unless it is terminal. @internal */
+export const repairRetry = <EH>(): RepairRetry<WriterError<EH>> => ({
+  retryable: (error) => error instanceof BigtableError && !admin.isTerminal(error),
+  exhausted: (table, attempts, cause) =>
+    new BigtableError({ reason: new RecoveryExhausted({ table, attempts, cause }) })
+})
 
 /** Opens the destination of an item's table (validated first). @internal */
 export const open = <A, EH, R>(st: State<A, EH, R>, item: Item): Effect.Effect<Dest, SinkConfigError> =>
@@ -104,7 +58,6 @@ export const open = <A, EH, R>(st: State<A, EH, R>, item: Item): Effect.Effect<D
       table: item.table,
       batch: batcher.empty(),
       openedAt: 0,
-      ready: true,
       ensured: false,
       held: [],
       inFlight: 0,
@@ -113,106 +66,91 @@ export const open = <A, EH, R>(st: State<A, EH, R>, item: Item): Effect.Effect<D
     }
     st.dests.set(item.key, dest)
     // With aggregate families declared, types are checked (and families added) before any data.
-    if (st.settings.declared?.hasAggregate === true && st.settings.createDisposition === "CREATE_IF_NEEDED") {
-      needsRepair(st, dest)
-      yield* startRound(st)
+    const declared = st.settings.declared
+    if (declared?.hasAggregate === true && st.settings.createDisposition === "CREATE_IF_NEEDED") {
+      yield* st.core.repairs.start(item.key, ensure(st, dest, declared))
     }
     return dest
   })
 
-/** A round's results (a step on the owner); repaired tables get their held and parked entries. @internal */
-export const onEnsured = <A, EH, R>(st: State<A, EH, R>, results: EnsureResults): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const repair = st.repair
-    if (repair === undefined) return
-    repair.busy = false
-    let lastCause: unknown
-    for (const { exit, key } of results) {
-      const dest = st.dests.get(key)
-      if (Exit.isSuccess(exit)) {
-        repair.tables.delete(key)
-        repair.failures.delete(key)
-        if (exit.value.created) yield* Metric.update(metrics.tablesCreated, 1)
-        if (exit.value.familiesAdded > 0) {
-          yield* Metric.update(metrics.columnFamiliesAdded, exit.value.familiesAdded)
-        }
-        if (dest !== undefined) {
-          dest.ready = true
-          dest.ensured = true
-          yield* dispatch(st, dest, dest.held.splice(0, dest.held.length))
-        }
-      } else {
-        const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")
-        if (error !== undefined && error._tag === "Fail" && admin.isTerminal(error.error)) {
-          return yield* st.core.fail(error.error)
-        }
-        lastCause = error?._tag === "Fail" ? error.error : exit.cause
-        repair.failures.set(key, (repair.failures.get(key) ?? 0) + 1)
-      }
-    }
-    // Re-apply the parked entries of every repaired table (exempt from admission: they hold permits).
-    const stillParked: Array<Item> = []
-    const ready = new Map<string, Array<Item>>()
-    for (const item of repair.parked) {
-      const dest = st.dests.get(item.key)
-      if (dest !== undefined && dest.ready) {
-        const list = ready.get(item.key) ?? []
-        list.push(item)
-        ready.set(item.key, list)
-      } else stillParked.push(item)
-    }
-    yield* st.core.gauge(metrics.parkedEntries, -(repair.parked.length - stillParked.length))
-    repair.parked.splice(0, repair.parked.length, ...stillParked)
-    for (const [key, items] of ready) {
-      const dest = st.dests.get(key)
-      if (dest !== undefined) yield* dispatch(st, dest, items)
-    }
-    if (repair.tables.size > 0) yield* scheduleRound(st, lastCause ?? repair.lastCause)
-    else if (repair.parked.length === 0) st.repair = undefined
-  })
-
-/** An entry answered NOT_FOUND: parked for repair, or fatal (`CREATE_NEVER`, undeclared family). @internal */
-export const notFound = <A, EH, R>(
+/** An entry answered NOT_FOUND: it waits for its table's repair, or the writer fails (`CREATE_NEVER`, undeclared family). */
+const notFound = <A, EH, R>(
   st: State<A, EH, R>,
   item: Item,
   detail: string,
   cause: unknown
-): Effect.Effect<void> =>
+): Effect.Effect<
+  | { readonly _tag: "wait"; readonly trouble: Trouble<Item, WriterError<EH>> }
+  | { readonly _tag: "fatal"; readonly error: WriterError<EH> }
+> =>
   Effect.gen(function*() {
     yield* metrics.errorClass("NOT_FOUND", 1)
     const dest = st.dests.get(item.key)
     const declared = st.settings.declared
     if (st.settings.createDisposition === "CREATE_NEVER" || declared === undefined || dest === undefined) {
-      return yield* st.core.fail(
-        new BigtableError({ reason: new TableNotFound({ table: item.key, description: detail }) })
-      )
+      return fatal(new BigtableError({ reason: new TableNotFound({ table: item.key, description: detail }) }))
     }
     if (dest.ensured && isMissingFamily(detail)) {
       const undeclared = item.entry.mutations.find((m) => "family" in m && !declared.families.has(m.family))
       if (undeclared !== undefined && "family" in undeclared) {
-        return yield* st.core.fail(
+        return fatal(
           new BigtableError({
-            reason: new ColumnFamilyNotDeclared({
-              table: item.key,
-              family: undeclared.family,
-              description: detail
-            })
+            reason: new ColumnFamilyNotDeclared({ table: item.key, family: undeclared.family, description: detail })
           })
         )
       }
     }
-    const repair = needsRepair(st, dest)
-    repair.parked.push(item)
-    yield* st.core.gauge(metrics.parkedEntries, 1)
-    if (!repair.busy) yield* scheduleRound(st, cause)
+    if (!item.parked) {
+      item.parked = true
+      yield* st.core.gauge(metrics.parkedEntries, 1)
+    }
+    const attempt = ++item.repairs
+    const trouble: Trouble<Item, WriterError<EH>> = {
+      key: item.key,
+      item,
+      observed: item.epoch,
+      repair: ensure(st, dest, declared),
+      attempt,
+      budget: "recovery",
+      // still NOT_FOUND after its table was ensured, past the budget (a table deleted as fast as it is made)
+      exhausted: () =>
+        new BigtableError({ reason: new RecoveryExhausted({ table: item.key, attempts: attempt, cause }) }),
+      failure: cause
+    }
+    return { _tag: "wait", trouble } as const
   })
 
-/** Entries answered NOT_FOUND (the verdict's `repair`), one by one. @internal */
-export const repairAll = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Repairing<Item>>): Effect.Effect<void> =>
-  Effect.forEach(
-    items,
-    ({ cause, detail, item }) => st.core.failed() ? Effect.void : notFound(st, item, detail, cause),
-    {
-      discard: true
+const fatal = (error: BigtableError) => ({ _tag: "fatal", error }) as const
+
+/**
+ * Entries answered NOT_FOUND (the verdict's `troubles`), or the writer's failure for the first
+ * that cannot be repaired.
+ *
+ * @internal
+ */
+export const troubles = <A, EH, R>(
+  st: State<A, EH, R>,
+  found: ReadonlyArray<{ readonly item: Item; readonly detail: string; readonly cause: unknown }>
+): Effect.Effect<{ troubles: Array<Trouble<Item, WriterError<EH>>>; terminal: WriterError<EH> | undefined }> =>
+  Effect.gen(function*() {
+    const out: Array<Trouble<Item, WriterError<EH>>> = []
+    for (const { cause, detail, item } of found) {
+      const result = yield* notFound(st, item, detail, cause)
+      if (result._tag === "fatal") return { troubles: out, terminal: result.error }
+      out.push(result.trouble)
     }
-  )
+    return { troubles: out, terminal: undefined }
+  })
+
+/** A table was repaired: it is ensured, and its held entries go. @internal */
+export const settled = <A, EH, R>(
+  st: State<A, EH, R>,
+  key: string,
+  dispatch: (dest: Dest, items: ReadonlyArray<Item>) => Effect.Effect<void>
+): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const dest = st.dests.get(key)
+    if (dest === undefined) return Effect.void
+    dest.ensured = true
+    return dispatch(dest, dest.held.splice(0, dest.held.length))
+  })

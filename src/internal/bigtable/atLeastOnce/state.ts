@@ -1,6 +1,6 @@
 /**
- * The Bigtable backend's state on the writer core (`internal/core/`): the per-table batches,
- * the isolation pass's rejection streak and the table repair under way. The core owns the rest
+ * The Bigtable backend's state on the writer core (`internal/core/`): the per-table batches and
+ * the isolation pass's rejection streak (table repairs are the core's engine's, `core/repairs.ts`). The core owns the rest
  * (admission, in-flight counts, barriers, routing, counters, the latch). The files beside it
  * (`dispatch`, `verdict`, `repair`, `backend`) are the backend's steps, each taking this state;
  * they run on the writer's owner fiber only.
@@ -8,13 +8,11 @@
  * @internal
  */
 import type * as Effect from "effect/Effect"
-import type * as Exit from "effect/Exit"
 import type { BigtableError } from "../../../Bigtable/BigtableError.ts"
 import type { FailedMutation } from "../../../Bigtable/BigtableFailure.ts"
 import type { TableDestination } from "../../../Bigtable/TableDestination.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Core } from "../../core/backend.ts"
-import type * as admin from "../admin/createTable.ts"
 import type { Settings, WriterSettings } from "../options.ts"
 import type { Service } from "../transport/connect.ts"
 import type * as batcher from "./batcher.ts"
@@ -22,11 +20,6 @@ import type { Item } from "./prepare.ts"
 
 /** Everything a writer can fail with: its own errors and the failure handler's. @internal */
 export type WriterError<EH> = BigtableError | SinkConfigError | EH
-
-/** @internal */
-export type EnsureResults = ReadonlyArray<
-  { readonly key: string; readonly exit: Exit.Exit<admin.EnsureResult, BigtableError> }
->
 
 /** One MutateRows request: entries of one table. @internal */
 export type Request = ReadonlyArray<Item>
@@ -39,7 +32,7 @@ export interface Dest {
   readonly table: TableDestination
   readonly batch: batcher.Batch<Item>
   openedAt: number
-  ready: boolean
+  /** Its table was ensured once (a later missing family is then the records', not the table's). */
   ensured: boolean
   readonly held: Array<Item>
   /** Entries admitted and not yet written or routed (batched, held or in flight). */
@@ -47,19 +40,6 @@ export interface Dest {
   /** MutateRows requests out for this table: while none is, an admitted entry is sent at once. */
   requests: number
   lastUsed: number
-}
-
-/**
- * The table repair under way: the tables to ensure, the entries parked on them, and the failed
- * rounds of each table (its recovery attempts: a round that creates some tables while new ones go
- * missing spends nobody's budget). @internal
- */
-export interface Repair {
-  readonly tables: Set<string>
-  readonly parked: Array<Item>
-  readonly failures: Map<string, number>
-  lastCause: unknown
-  busy: boolean
 }
 
 /** The backend's mutable state; read and written on the owner fiber only. @internal */
@@ -72,7 +52,6 @@ export interface State<A, EH, R> {
   readonly dests: Map<string, Dest>
   readonly validate: (table: TableDestination) => Effect.Effect<void, SinkConfigError>
   consecutiveRejections: number
-  repair: Repair | undefined
 }
 
 /** @internal */
@@ -91,7 +70,6 @@ export const make = <A, EH, R>(
     thresholds: { batchElementCount: w.batchElementCount, batchByteSize: w.batchByteSize },
     dests: new Map(),
     validate,
-    consecutiveRejections: 0,
-    repair: undefined
+    consecutiveRejections: 0
   }
 }

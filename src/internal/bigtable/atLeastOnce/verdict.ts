@@ -12,12 +12,13 @@ import * as Effect from "effect/Effect"
 import type { EntryStatus } from "../../../Bigtable/BigtableClient.ts"
 import { BigtableError, RpcFailed, TooManyRejections } from "../../../Bigtable/BigtableError.ts"
 import { FailedMutation } from "../../../Bigtable/BigtableFailure.ts"
-import type { Repairing, Routed, Verdict } from "../../core/backend.ts"
+import type { Routed, Verdict } from "../../core/backend.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
 import * as metrics from "../metrics.ts"
 import { afterBudget, classify, maxAttemptsOf } from "../transport/classify.ts"
 import * as proto from "../transport/mutationProto.ts"
 import type { Item } from "./prepare.ts"
+import * as repair from "./repair.ts"
 import type { Request, State, WriterError } from "./state.ts"
 
 const rpcFailed = (item: Item, status: EntryStatus): BigtableError =>
@@ -85,7 +86,7 @@ export const judge = <A, EH, R>(
     const written: Array<Item> = []
     const routed: Array<Routed<Item, FailedMutation>> = []
     const resend: Array<Item> = []
-    const repair: Array<Repairing<Item>> = []
+    const missing: Array<{ readonly item: Item; readonly detail: string; readonly cause: unknown }> = []
     const retry: Array<Item> = []
     let retryStatus = noStatus
     let terminal: WriterError<EH> | undefined
@@ -108,7 +109,7 @@ export const judge = <A, EH, R>(
           terminal = yield* rowLevel(st, item, status, solo, routed, resend)
           break
         case "tableNotFound":
-          repair.push({ item, detail: status.message, cause: status })
+          missing.push({ item, detail: status.message, cause: status })
           break
         case "fatal":
           yield* metrics.errorClass(grpc.name(status.code), 1)
@@ -118,11 +119,12 @@ export const judge = <A, EH, R>(
     }
     if (written.length > 0) st.consecutiveRejections = 0
     const first = retry[0]
+    const repairs = missing.length === 0 ? undefined : yield* repair.troubles(st, missing)
     return {
       written,
       routed,
       resend,
-      repair,
+      repair: repairs?.troubles ?? [],
       retry: first === undefined ? undefined : {
         items: retry,
         attempt: Math.max(...retry.map((item) => item.attempts)),
@@ -130,6 +132,6 @@ export const judge = <A, EH, R>(
         exhausted: () => rpcFailed(first, retryStatus),
         failure: retryStatus
       },
-      terminal
+      terminal: terminal ?? repairs?.terminal
     }
   })

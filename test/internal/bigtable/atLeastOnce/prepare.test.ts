@@ -15,7 +15,10 @@ const item = (bytes: number): prepare.Item => ({
   mutations: 1,
   permitBytes: bytes,
   attempts: 0,
-  isolated: false
+  isolated: false,
+  epoch: 0,
+  repairs: 0,
+  parked: false
 })
 
 const Bound = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 500 }))
