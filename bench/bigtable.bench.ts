@@ -171,8 +171,8 @@ const main = Effect.gen(function*() {
     )
   }
 
-  // RSS in fresh processes running the built package, each into a fresh table
-  yield* Effect.sync(buildRss)
+  // RSS in fresh processes running the built package, each into a fresh table (none with --rss-runs 0)
+  if (rssRuns > 0) yield* Effect.sync(buildRss)
   /** `rssRuns` fresh processes: the one of median peak, and the highest peak. */
   const rssOf = (method: "sink" | "raw") =>
     Effect.gen(function*() {
@@ -188,8 +188,11 @@ const main = Effect.gen(function*() {
         results.push(result)
       }
       const sorted = results.toSorted((a, b) => a.maxMB - b.maxMB)
-      return { ...sorted[Math.floor(sorted.length / 2)]!, highestMB: sorted.at(-1)!.maxMB }
+      const middle = sorted[Math.floor(sorted.length / 2)]
+      const highest = sorted.at(-1)
+      return middle === undefined || highest === undefined ? undefined : { ...middle, highestMB: highest.maxMB }
     })
+  type RssSummary = BigtableRssResult & { readonly highestMB: number }
   const rss = yield* rssOf("sink")
   // the floor: the raw client's loop in the same harness
   const rssRaw = yield* rssOf("raw")
@@ -215,45 +218,20 @@ const main = Effect.gen(function*() {
     )
   }
   console.log(`sink / raw: ${ratio.toFixed(2)}x records/s, ${(cpus.sink / cpus.raw).toFixed(2)}x CPU per record`)
-  console.log(
-    `rss: ${rssRecords} records per fresh process, median of ${rssRuns}: peak ${rss.maxMB} MB (highest ${rss.highestMB}), ` +
-      `start ${rss.startMB} MB; at the peak heap ${rss.heapMB} MB used of ${rss.heapTotalMB} MB, external ${rss.externalMB} MB ` +
-      `(array buffers ${rss.arrayBuffersMB} MB); ` +
-      `last quarter / second quarter x${rss.lateOverEarly}, ${rss.recordsPerSecond} records/s`
-  )
-  console.log(
-    `rss of the raw client's loop, the same way: peak ${rssRaw.maxMB} MB (highest ${rssRaw.highestMB}), start ` +
-      `${rssRaw.startMB} MB; at the peak heap ${rssRaw.heapMB} MB used of ${rssRaw.heapTotalMB} MB`
-  )
+  if (rss !== undefined && rssRaw !== undefined) {
+    console.log(
+      `rss: ${rssRecords} records per fresh process, median of ${rssRuns}: peak ${rss.maxMB} MB (highest ${rss.highestMB}), ` +
+        `start ${rss.startMB} MB; at the peak heap ${rss.heapMB} MB used of ${rss.heapTotalMB} MB, external ${rss.externalMB} MB ` +
+        `(array buffers ${rss.arrayBuffersMB} MB); ` +
+        `last quarter / second quarter x${rss.lateOverEarly}, ${rss.recordsPerSecond} records/s`
+    )
+    console.log(
+      `rss of the raw client's loop, the same way: peak ${rssRaw.maxMB} MB (highest ${rssRaw.highestMB}), start ` +
+        `${rssRaw.startMB} MB; at the peak heap ${rssRaw.heapMB} MB used of ${rssRaw.heapTotalMB} MB`
+    )
+  }
   const common = { date, node: process.version, records, passes, batch, concurrency }
-  const lines = [
-    {
-      bench: "bigtable",
-      metric: "sink.recordsPerSecond.median",
-      value: Math.round(sinkMedian),
-      unit: "records/s",
-      baseline: Math.round(rawMedian),
-      ratio: Number(ratio.toFixed(3)),
-      ...common
-    },
-    {
-      bench: "bigtable",
-      metric: "sink.cpuMicrosPerRecord.median",
-      value: Number(cpus.sink.toFixed(2)),
-      unit: "µs/record",
-      baseline: Number(cpus.raw.toFixed(2)),
-      ratio: Number((cpus.sink / cpus.raw).toFixed(3)),
-      ...common
-    },
-    {
-      bench: "bigtable",
-      metric: "raw.recordsPerSecond.median",
-      value: Math.round(rawMedian),
-      unit: "records/s",
-      baseline: Math.round(rawMedian),
-      ratio: 1,
-      ...common
-    },
+  const rssLines = (rss: RssSummary, rssRaw: RssSummary) => [
     {
       bench: "bigtable",
       metric: "rss.maxMB",
@@ -291,6 +269,36 @@ const main = Effect.gen(function*() {
       freshProcess: true,
       ...common
     }
+  ]
+  const lines = [
+    {
+      bench: "bigtable",
+      metric: "sink.recordsPerSecond.median",
+      value: Math.round(sinkMedian),
+      unit: "records/s",
+      baseline: Math.round(rawMedian),
+      ratio: Number(ratio.toFixed(3)),
+      ...common
+    },
+    {
+      bench: "bigtable",
+      metric: "sink.cpuMicrosPerRecord.median",
+      value: Number(cpus.sink.toFixed(2)),
+      unit: "µs/record",
+      baseline: Number(cpus.raw.toFixed(2)),
+      ratio: Number((cpus.sink / cpus.raw).toFixed(3)),
+      ...common
+    },
+    {
+      bench: "bigtable",
+      metric: "raw.recordsPerSecond.median",
+      value: Math.round(rawMedian),
+      unit: "records/s",
+      baseline: Math.round(rawMedian),
+      ratio: 1,
+      ...common
+    },
+    ...(rss === undefined || rssRaw === undefined ? [] : rssLines(rss, rssRaw))
   ]
   const results = path.join(path.dirname(new URL(import.meta.url).pathname), "results")
   fs.mkdirSync(results, { recursive: true })

@@ -15,7 +15,7 @@ import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type { FailedElement } from "../../Sink/FailedElement.ts"
-import type { Accounted, Budget, Core, Delivery, Retry, Verdict } from "./backend.ts"
+import type { Accounted, After, Budget, Core, Delivery, Retry, Verdict } from "./backend.ts"
 import { delayAfter } from "./budget.ts"
 import * as repairEngine from "./repairs.ts"
 import * as stall from "./stall.ts"
@@ -107,7 +107,7 @@ export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, 
     r.attempt === 0
       ? offerTo(ctx.commands, { _tag: "Retry", items: r.items })
       : after(r.budget, r.attempt, { _tag: "Retry", items: r.items }, r.exhausted, r.failure)
-  const afterStep: Core<I, B, F, E>["after"] = (budget, attempt, step, exhausted, failure) =>
+  const afterStep: After<E> = (budget, attempt, step, exhausted, failure) =>
     after(budget, attempt, { _tag: "Step", step }, exhausted, failure)
   const repairs = repairEngine.make<I, E>({ fork, offer, after: afterStep, retry, failCause, ...repairHooks(ctx) })
   ctx.repairs = repairs

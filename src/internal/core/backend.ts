@@ -147,6 +147,20 @@ export interface Retry<I, E> {
 export type Budget = "retry" | "recovery" | "propagation"
 
 /**
+ * Waits before attempt `attempt + 1` of `budget` (its `Schedule`, `failure` its input), then runs
+ * `step` on the owner; `exhausted` fails the writer when the schedule allows no further attempt.
+ *
+ * @internal
+ */
+export type After<E> = (
+  budget: Budget,
+  attempt: number,
+  step: Effect.Effect<void, E>,
+  exhausted: () => E,
+  failure?: unknown
+) => Effect.Effect<void>
+
+/**
  * A request that met trouble a repair of its destination fixes (a missing table, missing families,
  * a schema lacking the rows' fields): the core's repair engine (`repairs.ts`) holds it while the
  * destination is repaired, once per incident, then re-sends it through {@link Delivery.resend}.
@@ -270,13 +284,7 @@ export interface Core<I extends Accounted, B, F extends FailedElement, E> extend
    * Waits before attempt `attempt + 1` of `budget` (the policy's `Schedule`), then `offer(step)` on a
    * forked fiber; `exhausted` fails the writer when the schedule allows no further attempt.
    */
-  readonly after: (
-    budget: Budget,
-    attempt: number,
-    step: Effect.Effect<void, E>,
-    exhausted: () => E,
-    failure?: unknown
-  ) => Effect.Effect<void>
+  readonly after: After<E>
   /** Re-sends `retry.items` through `Delivery.resend` after the budget's wait (what a `retry` verdict does). */
   readonly retry: (retry: Retry<I, E>) => Effect.Effect<void>
   /** Requests in flight. */

@@ -25,7 +25,7 @@
 import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import type { Budget, Retry, Trouble } from "./backend.ts"
+import type { After, Retry, Trouble } from "./backend.ts"
 
 /** The repair engine of one writer, on its owner (`Core.repairs` is its view for a method). @internal */
 export interface Repairs<I, E> {
@@ -45,13 +45,7 @@ export interface Repairs<I, E> {
 export interface Deps<I, E> {
   readonly fork: (effect: Effect.Effect<unknown>) => Effect.Effect<void>
   readonly offer: (step: Effect.Effect<void, E>) => Effect.Effect<void>
-  readonly after: (
-    budget: Budget,
-    attempt: number,
-    step: Effect.Effect<void, E>,
-    exhausted: () => E,
-    failure?: unknown
-  ) => Effect.Effect<void>
+  readonly after: After<E>
   /** Re-sends items after their budget's wait (`Core.retry`), or at once (`attempt` 0). */
   readonly retry: (retry: Retry<I, E>) => Effect.Effect<void>
   readonly failCause: (cause: Cause.Cause<E>) => Effect.Effect<void>

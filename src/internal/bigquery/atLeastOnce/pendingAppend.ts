@@ -405,13 +405,9 @@ const toPredecessorEnd = (
   })
 
 /** The restored stream abandoned for a fresh one: the batch goes again, at its offset 0. */
-const abandon = (
-  atOffset: AtOffset,
-  state: Progress,
-  destination: Destination,
-  connection: Connection
-): Effect.Effect<Next, BigQueryError> =>
-  Effect.andThen(destination.slot.retire(connection), atOffset.abandon).pipe(
+const abandon = (atOffset: AtOffset, failed: Failed): Effect.Effect<Next, BigQueryError> => {
+  const { state } = failed
+  return Effect.andThen(failed.destination.slot.retire(failed.connection), atOffset.abandon).pipe(
     Effect.tap(() =>
       Effect.sync(() => {
         state.offset = 0
@@ -426,6 +422,15 @@ const abandon = (
     ),
     Effect.as("resend" as const)
   )
+}
+
+/** A failed attempt of a buffered append: its progress, where it went, and what went wrong. */
+interface Failed {
+  readonly state: Progress
+  readonly destination: Destination
+  readonly connection: Connection
+  readonly problem: Problem
+}
 
 /**
  * The exactly-once verdicts that differ from the at-least-once table (reference 2.6): an offset that
@@ -437,16 +442,14 @@ const abandon = (
 const atOffsetAction = (
   verdict: Exclude<Buffered.Verdict, { readonly _tag: "shared" }>,
   atOffset: AtOffset,
-  state: Progress,
-  destination: Destination,
-  connection: Connection,
-  problem: Problem
+  failed: Failed
 ): Effect.Effect<Next, BigQueryError> => {
+  const { connection, destination, problem, state } = failed
   switch (verdict._tag) {
     case "landed":
       return Effect.succeed(done(destination.key, state))
     case "abandon":
-      return abandon(atOffset, state, destination, connection)
+      return abandon(atOffset, failed)
     case "reappend":
       // the first time, the predecessor's final end says where the rows go: behind rejected rows
       // (lower) or where they were (it overtook its predecessor); no reconnect, no wait
@@ -527,7 +530,7 @@ export const run = <A, E, R>(
         ? undefined
         : Buffered.classifyAppend(problem.failure, state.phase, earlierUnanswered)
       if (atOffset !== undefined && buffered !== undefined && buffered._tag !== "shared") {
-        const next = yield* atOffsetAction(buffered, atOffset, state, destination, connection, problem)
+        const next = yield* atOffsetAction(buffered, atOffset, { state, destination, connection, problem })
         if (next !== "resend") return next
         continue
       }
