@@ -18,23 +18,22 @@ import * as Exit from "effect/Exit"
 import type * as Result from "effect/Result"
 import type * as Scope from "effect/Scope"
 import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
-import { BigQueryError, RetriesExhausted, SchemaMismatch, TableAdminFailed } from "../../../BigQuery/BigQueryError.ts"
+import { BigQueryError, TableAdminFailed } from "../../../BigQuery/BigQueryError.ts"
 import { type BigQueryFailure, failedRow } from "../../../BigQuery/BigQueryFailure.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
-import type { Accounted, Backend, Core, Verdict } from "../../core/backend.ts"
+import type { Accounted, Backend, Core } from "../../core/backend.ts"
 import { maxStagedSlices } from "../../core/writer.ts"
-import { name as codeName } from "../../wire/grpcStatus.ts"
 import type { Link } from "../exactlyOnce/stream.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
-import * as schemaUpdate from "../schema/update.ts"
 import * as AppendRequest from "../transport/appendRequest.ts"
 import * as SendBacklog from "../transport/sendBacklog.ts"
 import * as Destination from "./destination.ts"
 import * as PendingAppend from "./pendingAppend.ts"
 import * as Prepare from "./prepare.ts"
 import * as Projection from "./projection.ts"
+import * as Recovery from "./recovery.ts"
 import * as Split from "./split.ts"
 
 /**
@@ -422,17 +421,6 @@ const batchRows = <A, E, R>(
     yield* sendIfIdle(st, d)
   })
 
-const noVerdict: Verdict<Accounted, BigQueryFailure, never> = {
-  written: [],
-  routed: [],
-  resend: [],
-  repair: [],
-  retry: undefined,
-  terminal: undefined
-}
-
-type BigQueryVerdict<E> = Verdict<Accounted, BigQueryFailure, BigQueryError | E>
-
 /**
  * The verdict on one call of an append: done (its rows written, the rejected ones routed), a
  * reconnect after a `recovery` wait, a repair of its table, or the writer's failure. Only the last
@@ -442,11 +430,13 @@ const judge = <A, E, R>(
   st: State<A, E, R>,
   request: Request,
   exit: Outcome
-): Effect.Effect<BigQueryVerdict<E>> =>
+): Effect.Effect<Recovery.BigQueryVerdict<E>> =>
   Effect.suspend(() => {
     const { d } = request
-    if (Exit.isSuccess(exit) && exit.value._tag === "reconnect") return Effect.succeed(reconnect(request, exit.value))
-    if (Exit.isSuccess(exit) && exit.value._tag === "repair") return repair(st, request, exit.value)
+    if (Exit.isSuccess(exit) && exit.value._tag === "reconnect") {
+      return Effect.succeed(Recovery.reconnect(request, exit.value))
+    }
+    if (Exit.isSuccess(exit) && exit.value._tag === "repair") return Recovery.repair(st, request, exit.value)
     d.inFlight--
     const last: Exit.Exit<PendingAppend.Outcome, BigQueryError> = Exit.isFailure(exit)
       ? Exit.failCause(exit.cause)
@@ -454,113 +444,29 @@ const judge = <A, E, R>(
       ? Exit.succeed(exit.value.outcome)
       : Exit.die(new Error(`BigQuerySink: an unjudged step ${exit.value._tag}`))
     const answered = st.mode === undefined ? Effect.void : st.mode.answered(request, last, (r) => dispatch(st, r))
-    if (Exit.isFailure(last)) return Effect.as(Effect.andThen(answered, st.core.failCause(last.cause)), noVerdict)
-    // the rows batched while this append was out go now, unless another of d's appends is still out
-    return Effect.andThen(answered, Effect.tap(verdictOf(st, request, last.value), () => sendIfIdle(st, d)))
-  })
-
-const progressOf = (request: Request): PendingAppend.Progress => {
-  if (request.progress === undefined) throw new Error(`BigQuerySink: a step of ${request.key} came before its call`)
-  return request.progress
-}
-
-/** The call reconnects: the request goes again after the `recovery` budget's next wait (counted as a retry by the core). */
-const reconnect = (
-  request: Request,
-  step: Extract<PendingAppend.Step, { readonly _tag: "reconnect" }>
-): BigQueryVerdict<never> => {
-  const progress = progressOf(request)
-  const attempt = ++progress.reconnects
-  return {
-    ...noVerdict,
-    retry: {
-      items: [request],
-      attempt,
-      budget: "recovery",
-      exhausted: () => exhausted(request.key, attempt, step.problem),
-      failure: step.problem.cause
+    if (Exit.isFailure(last)) {
+      return Effect.as(Effect.andThen(answered, st.core.failCause(last.cause)), Recovery.noVerdict)
     }
-  }
-}
-
-/** The table needs a repair: the request waits for the core's repair engine (counted as a retry). */
-const repair = <A, E, R>(
-  st: State<A, E, R>,
-  request: Request,
-  step: Extract<PendingAppend.Step, { readonly _tag: "repair" }>
-): Effect.Effect<BigQueryVerdict<E>> => {
-  const progress = progressOf(request)
-  const { problem } = step
-  const create = step.kind === "createTable"
-  const attempt = create ? ++progress.creations : ++progress.schemaWaits
-  const trouble = {
-    key: request.key,
-    item: request,
-    observed: request.epoch,
-    repair: create ? createTable(st, request) : updateSchema(st, request),
-    attempt,
-    budget: create ? "recovery" as const : "propagation" as const,
-    exhausted: () =>
-      create ? exhausted(request.key, attempt, problem) : schemaStillRefused(request.key, attempt, problem),
-    failure: problem.cause
-  }
-  st.core.counters.add(request.key, "retries", 1)
-  return Effect.as(metrics.countRecords(metrics.appendRetries, 1, undefined), { ...noVerdict, repair: [trouble] })
-}
-
-/** A missing table under `CREATE_IF_NEEDED`: created, unless `tables.get` finds it. */
-const createTable = <A, E, R>(st: State<A, E, R>, request: Request): Effect.Effect<void, BigQueryError> =>
-  Destination.createIfMissing(st.client, st.settings, request.d.destination, request.schema)
-
-/** Extra fields with schema updates enabled: the table's schema reconciled with the rows'. */
-const updateSchema = <A, E, R>(st: State<A, E, R>, request: Request): Effect.Effect<void, BigQueryError> => {
-  const { client, settings } = st
-  const destination = request.d.destination
-  return Effect.asVoid(schemaUpdate.reconcile({
-    rest: client.rest,
-    destination,
-    desired: request.schema,
-    options: settings.schemaUpdate,
-    createDisposition: settings.createDisposition,
-    createResource: Destination.createResource(settings, destination, request.schema),
-    recovery: settings.stream.recovery
-  }))
-}
-
-const exhausted = (key: string, attempts: number, problem: PendingAppend.Problem): BigQueryError =>
-  new BigQueryError({
-    reason: new RetriesExhausted({
-      method: "AppendRows",
-      destination: key,
-      attempts,
-      code: codeName(problem.failure.code),
-      detail: problem.detail,
-      cause: problem.cause
-    })
-  })
-
-const schemaStillRefused = (key: string, attempt: number, problem: PendingAppend.Problem): BigQueryError =>
-  new BigQueryError({
-    reason: new SchemaMismatch({
-      destination: key,
-      detail: `the table still refuses the rows after ${attempt - 1} schema waits: ${problem.detail}`,
-      cause: problem.cause
-    })
+    // the rows batched while this append was out go now, unless another of d's appends is still out
+    return Effect.andThen(
+      answered,
+      Effect.tap(verdictOf(st, request, last.value), () => sendIfIdle(st, d))
+    )
   })
 
 const verdictOf = <A, E, R>(
   st: State<A, E, R>,
   request: Request,
   o: PendingAppend.Outcome
-): Effect.Effect<BigQueryVerdict<E>> =>
+): Effect.Effect<Recovery.BigQueryVerdict<E>> =>
   Effect.suspend(() => {
     const { d, sealed } = request
     // answered: nothing refers to the batch's buffer any more (routed rows keep copies)
     Split.recycle(st.pool, sealed.buffer)
     if (o.schemaPushed) d.schemaPushed = true
     const key = request.key
-    const verdict: BigQueryVerdict<E> = {
-      ...noVerdict,
+    const verdict: Recovery.BigQueryVerdict<E> = {
+      ...Recovery.noVerdict,
       written: [{ key, units: o.written, bytes: o.bytes, permitBytes: request.permitBytes }],
       // the routed rows take the rest of the batch's units and bytes (its permit went with the survivors)
       routed: o.failed.map((failure, i) => ({
