@@ -7,64 +7,52 @@
  */
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
+import { counter, gauge } from "../core/metric.ts"
 
 /** @internal */
-export const recordsSend = Metric.counter("bigquery.numRecordsSend", {
-  description: "rows handed to an append, counted once (re-appends are not counted again)",
-  incremental: true
-})
+export const recordsSend = counter(
+  "bigquery.numRecordsSend",
+  "rows handed to an append, counted once (re-appends are not counted again)"
+)
 
 /** @internal */
-export const bytesSend = Metric.counter("bigquery.numBytesSend", {
-  description: "row bytes handed to an append, counted once",
-  incremental: true
-})
+export const bytesSend = counter("bigquery.numBytesSend", "row bytes handed to an append, counted once")
 
 /** @internal */
-export const recordsSendErrors = Metric.counter("bigquery.numRecordsSendErrors", {
-  description: "records routed to the failure handler (unroutable ones included)",
-  incremental: true
-})
+export const recordsSendErrors = counter(
+  "bigquery.numRecordsSendErrors",
+  "records routed to the failure handler (unroutable ones included)"
+)
 
 /** @internal */
-export const recordsSkipped = Metric.counter("bigquery.recordsSkipped", {
-  description: "records the serializer skipped",
-  incremental: true
-})
+export const recordsSkipped = counter("bigquery.recordsSkipped", "records the serializer skipped")
 
 /** @internal */
-export const inFlightBatches = Metric.gauge("bigquery.inFlightBatches", {
-  description: "appends awaiting their response (summed over the process's writers)"
-})
+export const inFlightBatches = gauge(
+  "bigquery.inFlightBatches",
+  "appends awaiting their response (summed over the process's writers)"
+)
 
 /** @internal */
-export const openDestinations = Metric.gauge("bigquery.openDestinations", {
-  description: "destinations with open state (summed over the process's writers)"
-})
+export const openDestinations = gauge(
+  "bigquery.openDestinations",
+  "destinations with open state (summed over the process's writers)"
+)
 
 /** @internal */
-export const appendRetries = Metric.counter("bigquery.appendRetries", {
-  description: "batches appended again after a failure",
-  incremental: true
-})
+export const appendRetries = counter("bigquery.appendRetries", "batches appended again after a failure")
 
 /** @internal */
-export const tablesCreated = Metric.counter("bigquery.tablesCreated", {
-  description: "tables.insert requests made (lost races included)",
-  incremental: true
-})
+export const tablesCreated = counter("bigquery.tablesCreated", "tables.insert requests made (lost races included)")
 
 /** @internal */
-export const schemaReconciliations = Metric.counter("bigquery.schemaReconciliations", {
-  description: "table schema reconciliations performed",
-  incremental: true
-})
+export const schemaReconciliations = counter("bigquery.schemaReconciliations", "table schema reconciliations performed")
 
 /** @internal */
-export const errors = Metric.counter("bigquery.errors", {
-  description: "failed appends (re-appends included) by gRPC status name, UNCLASSIFIED without one",
-  incremental: true
-})
+export const errors = counter(
+  "bigquery.errors",
+  "failed appends (re-appends included) by gRPC status name, UNCLASSIFIED without one"
+)
 
 /** One failed append of class `code`. @internal */
 export const countError = (code: string): Effect.Effect<void> =>

@@ -7,54 +7,40 @@
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
+import { counter, gauge } from "../core/metric.ts"
 
 /** @internal */
-export const recordsSend = Metric.counter("bigtable.numRecordsSend", {
-  description: "records applied by Bigtable (each record once, retries not counted)",
-  incremental: true
-})
+export const recordsSend = counter(
+  "bigtable.numRecordsSend",
+  "records applied by Bigtable (each record once, retries not counted)"
+)
 /** @internal */
-export const bytesSend = Metric.counter("bigtable.numBytesSend", {
-  description: "serialized bytes of the applied records",
-  incremental: true
-})
+export const bytesSend = counter("bigtable.numBytesSend", "serialized bytes of the applied records")
 /** @internal */
-export const recordsSendErrors = Metric.counter("bigtable.numRecordsSendErrors", {
-  description: "records routed to the failure handler",
-  incremental: true
-})
+export const recordsSendErrors = counter("bigtable.numRecordsSendErrors", "records routed to the failure handler")
 /** @internal */
-export const recordsSkipped = Metric.counter("bigtable.recordsSkipped", {
-  description: "records the serializer skipped (returned null)",
-  incremental: true
-})
+export const recordsSkipped = counter("bigtable.recordsSkipped", "records the serializer skipped (returned null)")
 /** @internal */
-export const inFlightEntries = Metric.gauge("bigtable.inFlightEntries", {
-  description: "entries admitted and not yet applied or routed"
-})
+export const inFlightEntries = gauge("bigtable.inFlightEntries", "entries admitted and not yet applied or routed")
 /** @internal */
-export const inFlightBytes = Metric.gauge("bigtable.inFlightBytes", {
-  description: "bytes of the entries in flight"
-})
+export const inFlightBytes = gauge("bigtable.inFlightBytes", "bytes of the entries in flight")
 /** @internal */
-export const parkedEntries = Metric.gauge("bigtable.parkedEntries", {
-  description: "entries parked for the isolation pass or for table repair"
-})
+export const parkedEntries = gauge(
+  "bigtable.parkedEntries",
+  "entries parked for the isolation pass or for table repair"
+)
 /** @internal */
-export const errors = Metric.counter("bigtable.errors", {
-  description: "failed entries by status (errorClass attribute); batched rejections are not counted",
-  incremental: true
-})
+export const errors = counter(
+  "bigtable.errors",
+  "failed entries by status (errorClass attribute); batched rejections are not counted"
+)
 /** @internal */
-export const tablesCreated = Metric.counter("bigtable.tablesCreated", {
-  description: "tables the sink created, with their families",
-  incremental: true
-})
+export const tablesCreated = counter("bigtable.tablesCreated", "tables the sink created, with their families")
 /** @internal */
-export const columnFamiliesAdded = Metric.counter("bigtable.columnFamiliesAdded", {
-  description: "column families the sink added to existing tables",
-  incremental: true
-})
+export const columnFamiliesAdded = counter(
+  "bigtable.columnFamiliesAdded",
+  "column families the sink added to existing tables"
+)
 /** @internal */
 export const destinationRecordsSend = Metric.counter("bigtable.destination.recordsSend", { incremental: true })
 /** @internal */
@@ -77,25 +63,27 @@ export const clientCall = (method: string, status: string, duration: Duration.Du
   )
 
 /** @internal */
-export const stagedEntries = Metric.gauge("bigtable.stagedEntries", {
-  description: "exactly-once: entries staged since the last checkpoint (sent at the next one)"
-})
+export const stagedEntries = gauge(
+  "bigtable.stagedEntries",
+  "exactly-once: entries staged since the last checkpoint (sent at the next one)"
+)
 /** @internal */
-export const stagedBytes = Metric.gauge("bigtable.stagedBytes", {
-  description: "exactly-once: bytes of the staged entries (CheckAndMutateRow request size + 256)"
-})
+export const stagedBytes = gauge(
+  "bigtable.stagedBytes",
+  "exactly-once: bytes of the staged entries (CheckAndMutateRow request size + 256)"
+)
 /** @internal */
-export const requestsCompleted = Metric.counter("bigtable.requestsCompleted", {
-  description: "exactly-once: CheckAndMutateRow requests that applied their mutations and marker",
-  incremental: true
-})
+export const requestsCompleted = counter(
+  "bigtable.requestsCompleted",
+  "exactly-once: CheckAndMutateRow requests that applied their mutations and marker"
+)
 /** @internal */
-export const requestsDeduplicated = Metric.counter("bigtable.requestsDeduplicated", {
-  description: "exactly-once: CheckAndMutateRow requests whose marker was already there (applied earlier)",
-  incremental: true
-})
+export const requestsDeduplicated = counter(
+  "bigtable.requestsDeduplicated",
+  "exactly-once: CheckAndMutateRow requests whose marker was already there (applied earlier)"
+)
 /** @internal */
-export const requestsFailed = Metric.counter("bigtable.requestsFailed", {
-  description: "exactly-once: CheckAndMutateRow requests that failed (the commit failed)",
-  incremental: true
-})
+export const requestsFailed = counter(
+  "bigtable.requestsFailed",
+  "exactly-once: CheckAndMutateRow requests that failed (the commit failed)"
+)
