@@ -2,38 +2,67 @@
  * The life of one writer across processes: a process runs the writer program; a planned crash
  * kills it (memory gone) and a new process starts after a delay, restoring from the store and
  * replaying the source from the stored position; a planned zombie pauses the running process,
- * starts its replacement at once, and resumes the old one later; a process that ends in a typed
+ * starts its replacement at once, and resumes the old one later; a planned handover moves the
+ * writer to a new process as a cluster moves a partition between runners (`effect-gcp-sinks/Cluster`):
+ * the old process's input is ended (its final checkpoint), and the new one starts before that (a
+ * lock that expired under a live owner: both run, the store fences one) or after; a process that ends in a typed
  * error is replaced as well (the restart that must repair it). After `calmAfter` restarts the
  * services' faults are turned off, so the last process can finish; past `maxRestarts` the run is a
  * restart loop.
  */
 import * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import type * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { Outcome, Process, World } from "./kernel.ts"
 import type { Rng } from "./random.ts"
 
-export type SimProcess = Process & { readonly context: Context.Context<never> }
+export type SimProcess = Process & {
+  readonly context: Context.Context<never>
+  /** Completes when the writer is handed over to another process: its input ends (a final checkpoint). */
+  readonly handedOver: Effect.Effect<void>
+}
 
 export interface LifePlan {
   /** Virtual times of the crashes (each kills the process running then, if any). */
   readonly crashes: ReadonlyArray<number>
   /** A zombie: at `at` the running process is paused and replaced; it resumes `after` ms later. */
   readonly zombie: { readonly at: number; readonly after: number } | undefined
+  /**
+   * A handover: at `at` a new process starts; the running one's input is ended `lead` ms later
+   * (negative: before the new one starts, the graceful move; positive: both run meanwhile); the old
+   * one is killed `crash` ms after its input ended, if set (a runner dying as its shard moves).
+   */
+  readonly handover: { readonly at: number; readonly lead: number; readonly crash: number | undefined } | undefined
   readonly restartDelay: readonly [number, number]
   readonly calmAfter: number
   readonly maxRestarts: number
 }
 
-/** Crashes and a zombie drawn within `horizon` virtual milliseconds. */
-export const drawPlan = (rng: Rng, horizon: number, options: { readonly zombies: boolean }): LifePlan => {
+/**
+ * Crashes, a zombie and a handover drawn within `horizon` virtual milliseconds; the handover from
+ * an rng of its own (`handovers`), so the other draws stay what they were for every seed.
+ */
+export const drawPlan = (
+  rng: Rng,
+  horizon: number,
+  options: { readonly zombies: boolean; readonly handovers?: Rng | undefined }
+): LifePlan => {
   const crashCount = horizon <= 0 ? 0 : rng.pick([0, 0, 1, 1, 2, 3])
   const crashes = Array.from({ length: crashCount }, () => rng.int(horizon)).toSorted((a, b) => a - b)
   const zombie = options.zombies && horizon > 0 && rng.chance(0.25)
     ? { at: rng.int(horizon), after: rng.between(1, horizon) }
     : undefined
-  return { crashes, zombie, restartDelay: [1, 200], calmAfter: 6, maxRestarts: 20 }
+  const h = options.handovers
+  const handover = h !== undefined && horizon > 0 && h.chance(0.25)
+    ? {
+      at: h.int(horizon),
+      lead: h.pick([-1, 1]) * h.between(0, Math.max(1, Math.floor(horizon / 4))),
+      crash: h.chance(0.5) ? h.between(0, Math.max(1, Math.floor(horizon / 8))) : undefined
+    }
+    : undefined
+  return { crashes, zombie, handover, restartDelay: [1, 200], calmAfter: 6, maxRestarts: 20 }
 }
 
 export interface LifeResult {
@@ -85,8 +114,15 @@ export const live = async (
     world.at(world.rng.between(plan.restartDelay[0], plan.restartDelay[1]), undefined, start)
   }
 
+  const handovers = new Map<SimProcess, Deferred.Deferred<void>>()
+  /** Processes whose writer was handed over: they never become the writer again. */
+  const movedAway = new Set<SimProcess>()
   const start = () => {
-    const proc = world.process(`p${generation}`) as SimProcess
+    const handedOver = Deferred.makeUnsafe<void>()
+    const proc: SimProcess = Object.assign(world.process(`p${generation}`), {
+      handedOver: Deferred.await(handedOver)
+    })
+    handovers.set(proc, handedOver)
     const g = generation++
     current = proc
     running.add(proc)
@@ -97,7 +133,8 @@ export const live = async (
       exited.push(proc)
       if (Exit.isSuccess(exit)) {
         world.trace(() => `${proc.name} finished`)
-        if (proc === current) {
+        // a process whose partition moved away ended its input early: the writer goes on elsewhere
+        if (proc === current && !movedAway.has(proc)) {
           finished = true
           value = exit.value
         }
@@ -123,8 +160,12 @@ export const live = async (
       }
       if (proc !== current) return
       // fenced by a process of the same writer that is still running (a zombie that saved first):
-      // that one is the writer now, as it would be in production; nothing restarts
-      const other = tag === "CheckpointConflict" ? [...running].find((p) => p.state !== "dead") : undefined
+      // that one is the writer now, as it would be in production; nothing restarts. Not one whose
+      // partition moved away: it is stopping, and the new owner restarts its writer (as the cluster
+      // runner does after a fence)
+      const other = tag === "CheckpointConflict"
+        ? [...running].find((p) => p.state !== "dead" && !movedAway.has(p))
+        : undefined
       if (other !== undefined) {
         world.trace(() => `${other.name} keeps the writer`)
         current = other
@@ -140,6 +181,35 @@ export const live = async (
       world.crash(current)
       running.delete(current)
       restart()
+    })
+  }
+  if (plan.handover !== undefined) {
+    const { at, crash, lead } = plan.handover
+    const handOver = (old: SimProcess) => () => {
+      if (old.state !== "running") return
+      world.trace(() => `${old.name}: its partition moves away (input ended)`)
+      const done = handovers.get(old)
+      if (done !== undefined) Deferred.doneUnsafe(done, Exit.void)
+      if (crash === undefined) return
+      world.at(crash, undefined, () => {
+        if (old.state === "dead") return
+        world.trace(() => `${old.name} dies while its partition moves away`)
+        world.crash(old)
+        running.delete(old)
+      })
+    }
+    world.at(at, undefined, () => {
+      const old = current
+      if (old === undefined || old.state !== "running" || finished) return
+      world.trace(() => `handover: ${old.name}'s writer moves to a new process (lead ${lead} ms)`)
+      movedAway.add(old)
+      if (lead <= 0) {
+        handOver(old)()
+        world.at(-lead, undefined, start)
+      } else {
+        start()
+        world.at(lead, old, handOver(old))
+      }
     })
   }
   if (plan.zombie !== undefined) {

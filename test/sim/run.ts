@@ -12,8 +12,10 @@ export interface RunOptions {
   readonly trace?: ((line: string) => void) | undefined
   /** `false`: no service faults (the latency and memory runs). */
   readonly faults?: boolean
-  /** `false`: no crashes and no zombie. */
+  /** `false`: no crashes, no zombie and no handover. */
   readonly life?: boolean
+  /** `false`: no handover (the regression seeds keep the lives they were found with). */
+  readonly handovers?: boolean
   readonly source?: SourcePlan
   readonly maxTime?: number
   /** How long a delay spike holds an answer (past the sink's deadline, by default). */

@@ -17,7 +17,12 @@ export interface SourcePlan {
 
 export const source = (
   world: World,
-  plan: SourcePlan & { readonly from: number; readonly emitted?: Map<number, number> }
+  plan: SourcePlan & {
+    readonly from: number
+    readonly emitted?: Map<number, number>
+    /** Ends the input early (a handover): the rest is the next process's. */
+    readonly until?: Effect.Effect<void> | undefined
+  }
 ): Stream.Stream<{ readonly id: number }> => {
   const emit = (ids: Arr.NonEmptyReadonlyArray<number>) =>
     Effect.sync(() => {
@@ -29,10 +34,11 @@ export const source = (
   // the input ends a gap after the last chunk too (a source's end comes at its own time, e.g. while
   // a timed checkpoint is under way)
   const end = plan.gap > 0 ? Stream.drain(Stream.fromEffect(Effect.sleep(plan.gap))) : Stream.empty
-  return plan.from >= plan.total ? end : Stream.range(plan.from, plan.total - 1, plan.chunk).pipe(
+  const all = plan.from >= plan.total ? end : Stream.range(plan.from, plan.total - 1, plan.chunk).pipe(
     Stream.mapArrayEffect((ids) => plan.gap > 0 ? Effect.andThen(Effect.sleep(plan.gap), emit(ids)) : emit(ids)),
     Stream.concat(end)
   )
+  return plan.until === undefined ? all : Stream.interruptWhen(all, plan.until)
 }
 
 /** The `id` of a row of the simulated schema: field 1, a varint, first in the message. */

@@ -41,9 +41,9 @@ import {
 } from "../run.ts"
 import { idOf, source, type SourcePlan } from "../source.ts"
 import {
+  checkpointedLife,
   checkpointStore,
   every,
-  horizon,
   limits,
   liveWithoutCrashes,
   lowRateBound,
@@ -147,7 +147,7 @@ const resumed = <E, R>(
     const resume = yield* Checkpoint.resume({ writerId: "w", positionSchema: Schema.Number })
     const from = Option.getOrElse(resume.position, () => 0)
     world.trace(() => `${proc.name} resumes at ${from}`)
-    const summary = yield* source(world, { ...plan, from }).pipe(
+    const summary = yield* source(world, { ...plan, from, until: proc.handedOver }).pipe(
       Stream.run(sinkOf({ table: destination, serializer, checkpoint: { resume, position: (row) => row.id + 1 } }))
     )
     return { from, summary }
@@ -166,7 +166,7 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
     recovery: retryPolicy(rng)
   })))
   const routed: Array<number> = []
-  const lifePlan = Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), { zombies: options.life !== false })
+  const lifePlan = checkpointedLife(rng, seed, options, plan)
   const program = (proc: Life.SimProcess) =>
     resumed(world, proc, plan, (o) =>
       BigQuerySink.make({
@@ -474,7 +474,7 @@ export const fileLoads: MethodRun = async (seed, options) => {
   }))
   const method = WriteMethod.fileLoads({ stagingPath: "gs://sim-staging/loads", ...tuned })
   const routed: Array<number> = []
-  const lifePlan = Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), { zombies: options.life !== false })
+  const lifePlan = checkpointedLife(rng, seed, options, plan)
   const program = (proc: Life.SimProcess) =>
     resumed(world, proc, plan, (o) =>
       BigQuerySink.make({

@@ -39,9 +39,9 @@ import {
 } from "../run.ts"
 import { source } from "../source.ts"
 import {
+  checkpointedLife,
   checkpointStore,
   every,
-  horizon,
   limits,
   liveWithoutCrashes,
   lowRateBound,
@@ -156,13 +156,13 @@ export const exactlyOnce: MethodRun = async (seed, given) => {
     }))
   })
   const routed: Array<number> = []
-  const lifePlan = Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), { zombies: options.life !== false })
+  const lifePlan = checkpointedLife(rng, seed, options, plan)
   const program = (proc: Life.SimProcess) =>
     Effect.gen(function*() {
       const resume = yield* Checkpoint.resume({ writerId: "w", positionSchema: Schema.Number })
       const from = Option.getOrElse(resume.position, () => 0)
       world.trace(() => `${proc.name} resumes at ${from}`)
-      const summary: WriteSummary = yield* source(world, { ...plan, from }).pipe(
+      const summary: WriteSummary = yield* source(world, { ...plan, from, until: proc.handedOver }).pipe(
         Stream.run(BigtableSink.make({
           table: yield* table,
           serializer,

@@ -7,7 +7,7 @@ import * as FileSystem from "../fileSystem.ts"
 import * as Gcs from "../gcs.ts"
 import type { Process, World } from "../kernel.ts"
 import * as Life from "../life.ts"
-import type { Rng } from "../random.ts"
+import { make as makeRng, type Rng } from "../random.ts"
 import type { RunOptions } from "../run.ts"
 import type { SourcePlan } from "../source.ts"
 import * as Store from "../store.ts"
@@ -27,6 +27,17 @@ export const sourcePlan = (rng: Rng, options: RunOptions): SourcePlan =>
 
 /** How long the writer's source runs, roughly: the window crashes and zombies are drawn in. */
 export const horizon = (plan: SourcePlan): number => Math.max(1, plan.total / plan.chunk) * (plan.gap + 20) + 200
+
+/**
+ * The life of a checkpointed writer: crashes, a zombie and a handover within the source's horizon
+ * (none with `life: false`; no handover with `handovers: false`). The handover draws from an rng of
+ * its own, derived from the seed, so a seed's other draws are what they were before handovers.
+ */
+export const checkpointedLife = (rng: Rng, seed: number, options: RunOptions, plan: SourcePlan): Life.LifePlan =>
+  Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), {
+    zombies: options.life !== false,
+    handovers: options.handovers === false ? undefined : makeRng((seed ^ 0x68616e64) >>> 0)
+  })
 
 /**
  * The writer's checkpoint store, drawn per seed: `CheckpointStore.gcs`'s own code on simulated
