@@ -75,6 +75,20 @@ const repairHooks = <S, I extends Accounted, B, O, F extends FailedElement, E, R
   repairRetry: () => ctx.delivery?.repairRetry
 })
 
+/** Whether the request window has a place: requests in flight and places kept by requests that go again. */
+const hasRoom = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>
+): boolean => ctx.state.requests + ctx.reserved.size < ctx.maxRequests
+
+/** Starts the requests waiting for the window, in order, while it has room. @internal */
+export const startQueued = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
+  ctx: OwnerContext<S, I, B, O, F, E, R>
+): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const next = hasRoom(ctx) ? ctx.queued.shift() : undefined
+    return next === undefined ? Effect.void : Effect.andThen(startCall(ctx, next), startQueued(ctx))
+  })
+
 /** Builds the {@link Core} the backend's steps use. @internal */
 export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
   ctx: OwnerContext<S, I, B, O, F, E, R>
@@ -114,7 +128,8 @@ export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, 
   return {
     repairs,
     send: (batch) => {
-      if (st.requests < ctx.maxRequests) return startCall(ctx, batch)
+      // a request that kept its place goes at once; the others in order, within the window
+      if (ctx.reserved.delete(batch) || (ctx.queued.length === 0 && hasRoom(ctx))) return startCall(ctx, batch)
       ctx.queued.push(batch)
       return Effect.void
     },

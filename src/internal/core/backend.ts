@@ -203,6 +203,12 @@ export interface Verdict<I, F, E> {
   readonly repair: ReadonlyArray<Trouble<I, E>>
   readonly retry: Retry<I, E> | undefined
   readonly terminal: E | undefined
+  /**
+   * The request judged goes again as it is (a `retry` or `repair` of it, re-sent with `Core.send` of
+   * the same request) and keeps its place in `Limits.maxRequests` until then: requests sent after it
+   * may wait in their calls for it (a buffered stream's link), and must not take the place it needs.
+   */
+  readonly reserve?: boolean | undefined
 }
 
 /**

@@ -15,7 +15,7 @@ import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as Queue from "effect/Queue"
 import type { FailedElement } from "../../Sink/FailedElement.ts"
-import { act, gauge, startCall } from "./actions.ts"
+import { act, gauge, startQueued } from "./actions.ts"
 import type { Accounted, Admission, Core, Delivery } from "./backend.ts"
 import * as stall from "./stall.ts"
 import type { Command, OwnerContext } from "./state.ts"
@@ -103,10 +103,12 @@ const onCompleted = <S, I extends Accounted, B, O, F extends FailedElement, E, R
     st.requests--
     yield* gauge(st, ctx.metrics.inFlightRequests, -1)
     stall.progressed(st.stall, yield* Clock.currentTimeMillis)
-    // a request waiting for the request window takes the place just freed
-    const next = ctx.queued.shift()
-    if (next !== undefined) yield* startCall(ctx, next)
-    yield* act(ctx, core, delivery, yield* delivery.judge(batch, outcome))
+    const verdict = yield* delivery.judge(batch, outcome)
+    // a request that will go again keeps its place in the request window meanwhile (see `Verdict.reserve`)
+    if (verdict.reserve === true) ctx.reserved.add(batch)
+    // requests waiting for the request window take the place just freed, in order
+    yield* startQueued(ctx)
+    yield* act(ctx, core, delivery, verdict)
     if (!st.admissionWaiting || st.requests > 0 || st.failure !== undefined) return
     st.admissionWaiting = false
     yield* cutAll(seams)

@@ -110,6 +110,8 @@ export interface OwnerContext<S, I extends Accounted, B, O, F extends FailedElem
   /** At most this many requests in flight (`Infinity`: no bound); the others wait in `queued`, in order. */
   readonly maxRequests: number
   readonly queued: Array<B>
+  /** Requests that go again after a wait and kept their place in the window (`Verdict.reserve`). */
+  readonly reserved: Set<B>
   /** The repair engine, made with the core. */
   repairs: Repairs<I, E> | undefined
 }

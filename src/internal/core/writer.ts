@@ -157,6 +157,7 @@ const build = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R, P
       delivery: undefined,
       maxRequests: options.limits.maxRequests ?? Number.POSITIVE_INFINITY,
       queued: [],
+      reserved: new Set(),
       repairs: undefined
     }
     const core = actions.makeCore(ctx)

@@ -53,6 +53,8 @@ export const reconnect = (
   const attempt = ++progress.reconnects
   return {
     ...noVerdict,
+    // the request's successors on a buffered stream may wait in their calls for its end
+    reserve: true,
     retry: {
       items: [request],
       attempt,
@@ -85,7 +87,11 @@ export const repair = <A, E, R>(
     failure: problem.cause
   }
   st.core.counters.add(request.key, "retries", 1)
-  return Effect.as(metrics.countRecords(metrics.appendRetries, 1, undefined), { ...noVerdict, repair: [trouble] })
+  return Effect.as(metrics.countRecords(metrics.appendRetries, 1, undefined), {
+    ...noVerdict,
+    reserve: true,
+    repair: [trouble]
+  })
 }
 
 /** A missing table under `CREATE_IF_NEEDED`: created, unless `tables.get` finds it. */
