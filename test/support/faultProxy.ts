@@ -7,6 +7,9 @@
  *   has answered it, so the client loses the response of a request that was applied (and every other call on
  *   that connection).
  *
+ * - with `latencyMillis: d`, every message of a stream reaches the other side `d / 2` ms later in each
+ *   direction (a round trip of `d`, as to a service in another region), in order and without limiting
+ *   the rate;
  * - with `blackHoleFirstConnectionAfter: n`, the first client connection forwards its first `n` requests and
  *   swallows every later one: never forwarded, never answered, the connection kept open (a black-holed
  *   path: packets dropped, nothing reset); later connections are served normally.
@@ -17,6 +20,28 @@
 import { Effect, type Scope } from "effect"
 import * as http2 from "node:http2"
 import type * as net from "node:net"
+import * as nodeStream from "node:stream"
+
+/**
+ * A line of `delay` ms: each chunk is pushed `delay` ms after it arrived, the end after the last
+ * chunk; chunks keep their order (equal timers fire in order) and never wait for each other.
+ */
+const delayLine = (delay: number): nodeStream.Transform =>
+  new nodeStream.Transform({
+    transform(chunk, _encoding, done) {
+      setTimeout(() => this.push(chunk), delay)
+      done()
+    },
+    flush(done) {
+      setTimeout(done, delay)
+    }
+  })
+
+/** Pipes `from` into `to`, through a delay line when `delay` is positive. */
+const forward = (from: nodeStream.Readable, to: nodeStream.Writable, delay: number): void => {
+  if (delay > 0) from.pipe(delayLine(delay)).pipe(to)
+  else from.pipe(to)
+}
 
 export interface FaultProxyOptions {
   readonly upstreamHost: string
@@ -27,6 +52,8 @@ export interface FaultProxyOptions {
   readonly resetEvery?: number
   /** Stop resetting after this many resets (then every response is delivered). Default: never stop. */
   readonly maxResets?: number
+  /** A round trip added to every message: half of it each way. Default 0. */
+  readonly latencyMillis?: number
   /** Swallow every request of the first client connection after its first `n` (undefined = never). */
   readonly blackHoleFirstConnectionAfter?: number
 }
@@ -71,6 +98,7 @@ export const start = (options: FaultProxyOptions): Effect.Effect<FaultProxy, nev
     Effect.callback<{ proxy: FaultProxy; close: () => void }>((resume) => {
       const unavailableEvery = options.unavailableEvery ?? 10
       const resetEvery = options.resetEvery ?? 0
+      const oneWay = (options.latencyMillis ?? 0) / 2
       const stats = { requests: 0, unavailable: 0, resets: 0, forwarded: 0, connections: 0, swallowed: 0 }
       const sockets = new Set<net.Socket>()
       // per client session: its 1-based order and requests so far
@@ -141,7 +169,7 @@ export const start = (options: FaultProxyOptions): Effect.Effect<FaultProxy, nev
             return
           }
           stream.respond(responseHeaders(h), { waitForTrailers: true })
-          up.pipe(stream)
+          forward(up, stream, oneWay)
         })
         up.on("trailers", (t) => {
           trailers = responseHeaders(t)
@@ -155,7 +183,7 @@ export const start = (options: FaultProxyOptions): Effect.Effect<FaultProxy, nev
           }
           stream.sendTrailers(trailers)
         })
-        stream.pipe(up)
+        forward(stream, up, oneWay)
       })
       server.listen(0, "127.0.0.1", () => {
         const address = server.address()

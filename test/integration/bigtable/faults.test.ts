@@ -65,5 +65,47 @@ layer(BigtableEmulator.layer, { timeout: "120 seconds", excludeTestServices: tru
         )
         assert.deepStrictEqual(missing, [])
       }), { timeout: 120_000 })
+
+    it.effect(
+      "the proxy's latency delays every call by its round trip, and loses nothing",
+      () =>
+        Effect.gen(function*() {
+          const emulator = yield* BigtableEmulator
+          const latencyMillis = 150
+          const proxy = yield* FaultProxy.start({
+            upstreamHost: emulator.host,
+            upstreamPort: emulator.port,
+            unavailableEvery: 0,
+            latencyMillis
+          })
+          const official = yield* Clients.bigtable(emulator, { projectId })
+          const tableId = Clients.uniqueId("latency")
+          yield* Effect.tryPromise(() => official.instance(instanceId).createTable(tableId, { families: ["cf"] }))
+          const table = TableDestination.makeUnsafe({ projectId, instanceId, tableId })
+          const write = (n: number) =>
+            Stream.range(0, n - 1).pipe(
+              Stream.run(BigtableSink.make({
+                table,
+                serializer: (i: number) =>
+                  RowMutationEntry.make(
+                    `row${i}`,
+                    Mutation.setCell({ family: "cf", qualifier: "i", value: BigInt(i), timestampMicros: 1_000_000 })
+                  ),
+                writeMethod: WriteMethod.atLeastOnce({ batchElementCount: 10 })
+              })),
+              Effect.provide(BigtableClient.layer({ projectId, emulator: { grpc: proxy.target } }).pipe(Layer.fresh))
+            )
+          // a lower bound only: one call through the proxy takes at least its round trip
+          const started = Date.now()
+          const summary = yield* write(30)
+          assert.isAtLeast(Date.now() - started, latencyMillis)
+          assert.strictEqual(summary.recordsWritten, 30)
+          const [rows] = yield* Effect.tryPromise(() =>
+            official.instance(instanceId).table(tableId).getRows({ decode: false })
+          )
+          assert.strictEqual(rows.length, 30)
+        }),
+      { timeout: 60_000 }
+    )
   }
 )
