@@ -1,0 +1,202 @@
+/**
+ * The cluster proof, first slice (issue 26): three runner processes (`runnerChild.ts`) on `effect/cluster`
+ * with shard locks in a private PostgreSQL, twelve partitions of a deterministic replayable log written
+ * exactly once into one table of a private BigQuery emulator. Once the partitions are placed, the runner
+ * owning the most partitions is killed with SIGKILL; its partitions move to the other two, resume from the
+ * checkpoint store, and the table ends with COUNT = COUNT DISTINCT = N and the exact SUM. The time from the
+ * kill to each moved partition's first write on its new owner is measured and bounded by the lock expiry
+ * plus a restore.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Deferred, Duration, Effect, Layer, Queue } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { BigQueryEmulator } from "../support/BigQueryEmulator.ts"
+import * as Clients from "../support/clients.ts"
+import * as CrashProof from "../support/crashProof.ts"
+import { freePort } from "../support/emulatorProcess.ts"
+import { PostgresServer } from "../support/postgres.ts"
+
+const child = fileURLToPath(new URL("./runnerChild.ts", import.meta.url))
+
+const PARTITIONS = 12
+const TOTAL = 12_000
+const LOCK_EXPIRY_MS = 5_000
+const LOCK_REFRESH_MS = 1_500
+
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "cluster-proof-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+interface Event {
+  readonly runner: number
+  readonly name: string
+  readonly partition: number | undefined
+  readonly at: number
+  readonly data: Record<string, unknown>
+}
+
+const asRecord = (u: unknown): Record<string, unknown> =>
+  typeof u === "object" && u !== null ? (u as Record<string, unknown>) : {}
+
+/** Until `done` holds over the events so far, checking every 100 ms, at most `within`. */
+const until = (
+  events: ReadonlyArray<Event>,
+  done: (events: ReadonlyArray<Event>) => boolean,
+  within: Duration.Input,
+  what: string
+) =>
+  Effect.gen(function*() {
+    const deadline = performance.now() + Duration.toMillis(Duration.fromInputUnsafe(within))
+    while (!done(events)) {
+      if (performance.now() > deadline) return yield* Effect.die(new Error(`timed out waiting for ${what}`))
+      yield* Effect.sleep("100 millis")
+    }
+  })
+
+/** The runner that last started each partition. */
+const owners = (events: ReadonlyArray<Event>): Map<number, number> => {
+  const owner = new Map<number, number>()
+  for (const e of events) if (e.name === "started" && e.partition !== undefined) owner.set(e.partition, e.runner)
+  return owner
+}
+
+const donePartitions = (events: ReadonlyArray<Event>): Set<number> =>
+  new Set(events.flatMap((e) => (e.name === "partitionDone" && e.partition !== undefined ? [e.partition] : [])))
+
+layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
+  timeout: "180 seconds",
+  excludeTestServices: true
+})("cluster partitions over PostgreSQL", (it) => {
+  it.effect(
+    "3 runners, 12 partitions, 12,000 rows exactly once into BigQuery; one runner SIGKILLed mid-run",
+    () =>
+      Effect.gen(function*() {
+        const pg = yield* PostgresServer
+        const emulator = yield* BigQueryEmulator
+        const bq = yield* Clients.bigQuery(emulator)
+        const datasetId = Clients.uniqueId("cluster")
+        yield* Effect.tryPromise(() => bq.createDataset(datasetId))
+        yield* Effect.tryPromise(() =>
+          bq.dataset(datasetId).createTable("ids", {
+            schema: { fields: [{ name: "id", type: "INT64", mode: "REQUIRED" }] }
+          })
+        )
+        const dir = yield* tempDir
+        const events: Array<Event> = []
+        const env = (port: number): Record<string, string> => ({
+          CLUSTER_PG_HOST: pg.host,
+          CLUSTER_PG_PORT: String(pg.port),
+          CLUSTER_RUNNER_PORT: String(port),
+          CLUSTER_BQ_GRPC: `${emulator.grpcHost}:${emulator.grpcPort}`,
+          CLUSTER_BQ_REST: `127.0.0.1:${emulator.restPort}`,
+          CLUSTER_PROJECT: emulator.projectId,
+          CLUSTER_DATASET: datasetId,
+          CLUSTER_TABLE: "ids",
+          CLUSTER_STORE_DIR: dir,
+          CLUSTER_NAME: `proof-${datasetId}`,
+          CLUSTER_PARTITIONS: String(PARTITIONS),
+          CLUSTER_TOTAL: String(TOTAL),
+          CLUSTER_CHUNK: "50",
+          CLUSTER_CHUNK_DELAY_MS: "500",
+          CLUSTER_EVERY: "1000",
+          CLUSTER_LOCK_EXPIRY_MS: String(LOCK_EXPIRY_MS),
+          CLUSTER_LOCK_REFRESH_MS: String(LOCK_REFRESH_MS),
+          METADATA_SERVER_DETECTION: "none"
+        })
+        const started = performance.now()
+        const runners: Array<CrashProof.Child> = []
+        for (let runner = 0; runner < 3; runner++) {
+          const port = yield* freePort
+          const c = yield* CrashProof.startChild({ script: child, env: env(port) })
+          runners.push(c)
+          yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
+            const e = yield* Queue.take(c.events)
+            const data = asRecord(e.data)
+            const partition = typeof data.partition === "number" ? data.partition : undefined
+            const at = typeof data.at === "number" ? data.at : Math.round(performance.timeOrigin + performance.now())
+            events.push({ runner, name: e.name, partition, at, data })
+          })))
+        }
+        const diagnostics = () =>
+          runners.map((r, i) => `--- runner ${i} (pid ${r.pid}) stderr ---\n${r.stderrTail()}`).join("\n")
+
+        // placed: every runner ready, every partition writing, on at least two runners
+        yield* until(
+          events,
+          (es) =>
+            es.filter((e) => e.name === "ready").length === 3 &&
+            owners(es).size === PARTITIONS &&
+            new Set(owners(es).values()).size >= 2 &&
+            new Set(es.filter((e) => e.name === "first").map((e) => e.partition)).size === PARTITIONS,
+          "60 seconds",
+          "the partitions to be placed"
+        ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
+        // let the start-up hand-off settle (runners started together first run everything on one)
+        yield* Effect.sleep("2 seconds")
+        const placement = owners(events)
+        const counts = [0, 1, 2].map((r) => [...placement.values()].filter((o) => o === r).length)
+        const victimIndex = counts.indexOf(Math.max(...counts))
+        const moved = [...placement].filter(([, o]) => o === victimIndex).map(([p]) => p)
+        const victim = runners[victimIndex]
+        assert.isDefined(victim)
+        if (victim === undefined) return
+        const killAt = Math.round(performance.timeOrigin + performance.now())
+        yield* victim.kill
+        yield* Effect.log(
+          `placement before the kill (runner -> partitions): ${
+            JSON.stringify(counts)
+          }; killed runner ${victimIndex}, owning ${JSON.stringify(moved)}`
+        )
+
+        yield* until(events, (es) => donePartitions(es).size === PARTITIONS, "90 seconds", "every partition to finish")
+          .pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
+        const wallMillis = Math.round(performance.now() - started)
+
+        const [rows] = yield* Effect.tryPromise(() =>
+          bq.query({
+            query: `SELECT COUNT(*) AS n, COUNT(DISTINCT id) AS d, COALESCE(SUM(id), 0) AS s ` +
+              `FROM \`${emulator.projectId}.${datasetId}.ids\``,
+            useQueryCache: false
+          })
+        )
+        const row = (rows as Array<{ n: unknown; d: unknown; s: unknown }>)[0]
+        const table = { count: Number(row?.n), distinct: Number(row?.d), sum: Number(row?.s) }
+
+        // kill -> first write of each moved partition on its new owner
+        const failover = moved.map((p) => {
+          const first = events.find((e) =>
+            e.name === "first" && e.partition === p && e.runner !== victimIndex && e.at > killAt
+          )
+          return {
+            partition: p,
+            millis: first === undefined ? Number.POSITIVE_INFINITY : first.at - killAt,
+            to: first?.runner
+          }
+        })
+        const worst = Math.max(...failover.map((f) => f.millis))
+        const handoffs = events.filter((e) => e.name === "handedOff").length
+        yield* Effect.log(
+          `cluster proof: handoffs=${handoffs} N=${TOTAL} partitions=${PARTITIONS} COUNT=${table.count} DISTINCT=${table.distinct} SUM=${table.sum} ` +
+            `wall=${wallMillis}ms lockExpiry=${LOCK_EXPIRY_MS}ms refresh=${LOCK_REFRESH_MS}ms ` +
+            `failover(kill -> first write on the new owner)=${JSON.stringify(failover)} worst=${worst}ms`
+        )
+        assert.deepStrictEqual(table, { count: TOTAL, distinct: TOTAL, sum: (TOTAL * (TOTAL - 1)) / 2 })
+        assert.isAtLeast(moved.length, 1)
+        for (const f of failover) {
+          assert.notStrictEqual(f.to, victimIndex)
+          // the lock expiry, a membership poll and a restore
+          assert.isBelow(f.millis, LOCK_EXPIRY_MS + 10_000, `partition ${f.partition} moved too slowly`)
+        }
+        // the survivors kept running; the victim died by the signal
+        for (const [i, r] of runners.entries()) {
+          if (i === victimIndex) continue
+          assert.isFalse(Deferred.isDoneUnsafe(r.exited), `runner ${i} exited:\n${r.stderrTail()}`)
+        }
+      }),
+    { timeout: 170_000 }
+  )
+})

@@ -1,0 +1,145 @@
+/**
+ * One runner process of the cluster proof (`Partitions.proof.test.ts`): joins an `effect/cluster` cluster whose
+ * shard locks live in PostgreSQL (`NodeClusterSocket.layer` with `storage: "sql"` over `PgClient.layer`, every
+ * setting explicit), and registers `Partitions.layer` for a deterministic, replayable log split into
+ * `CLUSTER_PARTITIONS` partitions: partition `p` holds the ids `p, p + P, p + 2P, ... < CLUSTER_TOTAL`, its
+ * position is the index of the next id. Each partition writes into one BigQuery emulator table exactly once,
+ * with the file checkpoint store shared by all runners (its no-clobber link is the compare-and-set).
+ *
+ * Steps on stdout (`STEP <name> <json>`, see test/support/crashChild.ts), with `at` in epoch milliseconds:
+ * `ready` (the layer is built), `started` (a partition's writer resumed: `partition`, `from`), `first` (the
+ * first chunk of that start reached the sink), `partitionDone` (its source ended and its final checkpoint
+ * committed), `handedOff` (its shard moved away: the input was ended early and the final checkpoint committed).
+ *
+ * Environment: CLUSTER_PG_HOST, CLUSTER_PG_PORT, CLUSTER_RUNNER_PORT, CLUSTER_BQ_GRPC, CLUSTER_BQ_REST,
+ * CLUSTER_PROJECT, CLUSTER_DATASET, CLUSTER_TABLE, CLUSTER_STORE_DIR, CLUSTER_NAME, CLUSTER_PARTITIONS,
+ * CLUSTER_TOTAL, CLUSTER_CHUNK (ids per chunk), CLUSTER_CHUNK_DELAY_MS, CLUSTER_EVERY (checkpoint interval, ms),
+ * CLUSTER_LOCK_EXPIRY_MS, CLUSTER_LOCK_REFRESH_MS.
+ */
+import { NodeClusterSocket, NodeRuntime } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
+import { Array as Arr, Duration, Effect, Layer, Option, Schema, Sink, Stream } from "effect"
+import { RunnerAddress } from "effect/cluster"
+import * as path from "node:path"
+import {
+  BigQueryClient,
+  BigQuerySink,
+  RowSerializer,
+  TableDestination,
+  TableSchema,
+  WriteMethod
+} from "../../src/BigQuery/index.ts"
+import { Partitions } from "../../src/Cluster.ts"
+import { CheckpointStore } from "../../src/Sink.ts"
+import { intEnv, step, stringEnv } from "../support/crashChild.ts"
+
+const partitions = intEnv("CLUSTER_PARTITIONS")
+const total = intEnv("CLUSTER_TOTAL")
+const chunk = intEnv("CLUSTER_CHUNK")
+const chunkDelay = intEnv("CLUSTER_CHUNK_DELAY_MS")
+const projectId = stringEnv("CLUSTER_PROJECT")
+const host = "127.0.0.1"
+const runnerPort = intEnv("CLUSTER_RUNNER_PORT")
+
+const now = (): number => Math.round(performance.timeOrigin + performance.now())
+
+/** How many ids partition `p` holds. */
+const sizeOf = (p: number): number => Math.max(0, Math.ceil((total - p) / partitions))
+
+const schema: TableSchema.TableSchema = { fields: [TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" })] }
+
+interface Row {
+  readonly id: number
+}
+
+/** Partitions whose current start read its source to the end (a graceful stop on a move ends it early). */
+const reachedEnd = new Set<number>()
+
+/** Partition `p` from index `from`: chunks of `chunk` ids, one chunk per `chunkDelay` ms. */
+const source = (p: number, from: Option.Option<number>): Stream.Stream<Row> => {
+  const start = Option.getOrElse(from, () => 0)
+  const size = sizeOf(p)
+  let first = true
+  return (start >= size ? Stream.empty : Stream.range(start, size - 1, chunk)).pipe(
+    Stream.mapArrayEffect((indices) =>
+      Effect.gen(function*() {
+        yield* Effect.sleep(Duration.millis(chunkDelay))
+        if (first) {
+          first = false
+          yield* step("first", { partition: p, from: start, at: now() })
+        }
+        return Arr.map(indices, (k): Row => ({ id: p + k * partitions }))
+      })
+    ),
+    Stream.concat(Stream.fromEffectDrain(Effect.sync(() => reachedEnd.add(p))))
+  )
+}
+
+const program = Effect.gen(function*() {
+  const serializer = yield* RowSerializer.fromJson(schema)
+  const table = yield* TableDestination.make({
+    projectId,
+    datasetId: stringEnv("CLUSTER_DATASET"),
+    tableId: stringEnv("CLUSTER_TABLE")
+  })
+  const writers = Partitions.layer({
+    name: stringEnv("CLUSTER_NAME"),
+    partitions,
+    positionSchema: Schema.Number,
+    restartDelay: "1 second",
+    stopTimeout: "3 seconds",
+    source: (p, from) =>
+      Stream.fromEffect(Effect.andThen(
+        Effect.sync(() => reachedEnd.delete(p)),
+        step("started", { partition: p, from: Option.getOrElse(from, () => 0), at: now() })
+      )).pipe(
+        Stream.flatMap(() => source(p, from))
+      ),
+    sink: ({ partition, resume }) =>
+      BigQuerySink.make<Row, number>({
+        table,
+        serializer,
+        writeMethod: WriteMethod.exactlyOnce(),
+        checkpoint: {
+          resume,
+          every: Duration.millis(intEnv("CLUSTER_EVERY")),
+          // the index after the row's
+          position: (row) => (row.id - partition) / partitions + 1
+        }
+      }).pipe(
+        Sink.mapEffect((summary) => step("partitionDone", { partition, written: summary.recordsWritten, at: now() }))
+      )
+  })
+  const sharding = NodeClusterSocket.layer({
+    storage: "sql",
+    shardingConfig: {
+      runnerAddress: Option.some(RunnerAddress.make(host, runnerPort)),
+      runnerListenAddress: Option.some(RunnerAddress.make(host, runnerPort)),
+      shardsPerGroup: 300,
+      availableShardGroups: ["default"],
+      assignedShardGroups: ["default"],
+      shardLockExpiration: Duration.millis(intEnv("CLUSTER_LOCK_EXPIRY_MS")),
+      shardLockRefreshInterval: Duration.millis(intEnv("CLUSTER_LOCK_REFRESH_MS")),
+      refreshAssignmentsInterval: Duration.seconds(1)
+    }
+  }).pipe(
+    Layer.provide(PgClient.layer({
+      host: stringEnv("CLUSTER_PG_HOST"),
+      port: intEnv("CLUSTER_PG_PORT"),
+      database: "postgres",
+      username: "postgres",
+      applicationName: `runner-${runnerPort}`
+    }))
+  )
+  const live = writers.pipe(
+    Layer.provide(sharding),
+    Layer.provide(CheckpointStore.file(path.join(stringEnv("CLUSTER_STORE_DIR"), "store"))),
+    Layer.provide(BigQueryClient.layer({
+      projectId,
+      emulator: { grpc: stringEnv("CLUSTER_BQ_GRPC"), rest: stringEnv("CLUSTER_BQ_REST") }
+    }))
+  )
+  return yield* Layer.launch(Layer.merge(live, Layer.effectDiscard(step("ready", { port: runnerPort, at: now() }))))
+})
+
+NodeRuntime.runMain(program)
