@@ -2,9 +2,11 @@
  * The cluster proof, first slice (issue 26): three runner processes (`runnerChild.ts`) on `effect/cluster`
  * with shard locks in a private PostgreSQL, twelve partitions of a deterministic replayable log written
  * exactly once into one table of a private BigQuery emulator. Once the partitions are placed, the runner
- * owning the most partitions is killed with SIGKILL; its partitions move to the other two, resume from the
- * checkpoint store, and the table ends with COUNT = COUNT DISTINCT = N and the exact SUM. The time from the
- * kill to each moved partition's first write on its new owner is measured and bounded by the lock expiry
+ * owning the most partitions is killed with SIGKILL; its partitions move to the other two and resume from the
+ * checkpoint store. Then the survivor owning more is frozen (SIGSTOP) past its lock expiry until its
+ * partitions write on the third runner, and let go (SIGCONT): a zombie whose writers' saves the store must
+ * refuse. The table ends with COUNT = COUNT DISTINCT = N and the exact SUM. The time from the kill (and the
+ * freeze) to each moved partition's first write on its new owner is measured and bounded by the lock expiry
  * plus a restore.
  */
 import { assert, layer } from "@effect/vitest"
@@ -22,7 +24,7 @@ import { PostgresServer } from "../support/postgres.ts"
 const child = fileURLToPath(new URL("./runnerChild.ts", import.meta.url))
 
 const PARTITIONS = 12
-const TOTAL = 12_000
+const TOTAL = 18_000
 const LOCK_EXPIRY_MS = 5_000
 const LOCK_REFRESH_MS = 1_500
 
@@ -72,7 +74,7 @@ layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
   excludeTestServices: true
 })("cluster partitions over PostgreSQL", (it) => {
   it.effect(
-    "3 runners, 12 partitions, 12,000 rows exactly once into BigQuery; one runner SIGKILLed mid-run",
+    "3 runners, 12 partitions, 18,000 rows exactly once into BigQuery; one runner SIGKILLed, one frozen past its locks",
     () =>
       Effect.gen(function*() {
         const pg = yield* PostgresServer
@@ -101,7 +103,7 @@ layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
           CLUSTER_PARTITIONS: String(PARTITIONS),
           CLUSTER_TOTAL: String(TOTAL),
           CLUSTER_CHUNK: "50",
-          CLUSTER_CHUNK_DELAY_MS: "500",
+          CLUSTER_CHUNK_DELAY_MS: "600",
           CLUSTER_EVERY: "1000",
           CLUSTER_LOCK_EXPIRY_MS: String(LOCK_EXPIRY_MS),
           CLUSTER_LOCK_REFRESH_MS: String(LOCK_REFRESH_MS),
@@ -152,6 +154,45 @@ layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
           }; killed runner ${victimIndex}, owning ${JSON.stringify(moved)}`
         )
 
+        // every partition of the killed runner writes again on a survivor
+        const firstAfter = (es: ReadonlyArray<Event>, p: number, runner: (r: number) => boolean, at: number) =>
+          es.find((e) => e.name === "first" && e.partition === p && runner(e.runner) && e.at > at)
+        yield* until(
+          events,
+          (es) => moved.every((p) => firstAfter(es, p, (r) => r !== victimIndex, killAt) !== undefined),
+          "30 seconds",
+          "the killed runner's partitions to move"
+        ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
+
+        // freeze the survivor owning more partitions past its lock expiry, until its partitions write on the
+        // other one, then let it run again: a zombie whose writers must be fenced
+        const survivors = [0, 1, 2].filter((r) => r !== victimIndex)
+        const afterKill = owners(events)
+        const owned = (r: number) => [...afterKill].filter(([, o]) => o === r).map(([p]) => p)
+        const frozenIndex = survivors.reduce((a, b) => (owned(b).length > owned(a).length ? b : a))
+        const otherIndex = survivors.find((r) => r !== frozenIndex) ?? -1
+        const frozen = runners[frozenIndex]
+        const frozenPartitions = owned(frozenIndex)
+        if (frozen === undefined) return assert.fail("no runner to freeze")
+        const stopAt = Math.round(performance.timeOrigin + performance.now())
+        process.kill(frozen.pid, "SIGSTOP")
+        yield* until(
+          events,
+          (es) => frozenPartitions.every((p) => firstAfter(es, p, (r) => r === otherIndex, stopAt) !== undefined),
+          "40 seconds",
+          "the frozen runner's partitions to move"
+        ).pipe(
+          Effect.tapDefect(() => Effect.sync(() => process.kill(frozen.pid, "SIGCONT"))),
+          Effect.tapDefect(() => Effect.logError(diagnostics()))
+        )
+        // the new owner checkpoints (every second) before the zombie wakes up
+        yield* Effect.sleep("2 seconds")
+        const contAt = Math.round(performance.timeOrigin + performance.now())
+        process.kill(frozen.pid, "SIGCONT")
+        yield* Effect.log(
+          `froze runner ${frozenIndex} (owning ${JSON.stringify(frozenPartitions)}) for ${contAt - stopAt}ms`
+        )
+
         yield* until(events, (es) => donePartitions(es).size === PARTITIONS, "90 seconds", "every partition to finish")
           .pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
         const wallMillis = Math.round(performance.now() - started)
@@ -179,10 +220,19 @@ layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
         })
         const worst = Math.max(...failover.map((f) => f.millis))
         const handoffs = events.filter((e) => e.name === "handedOff").length
+        const zombieConflicts = events.filter((e) =>
+          e.name === "conflict" && e.runner === frozenIndex && e.at >= contAt
+        )
+        const zombieMoves = frozenPartitions.map((p) => {
+          const first = firstAfter(events, p, (r) => r === otherIndex, stopAt)
+          return first === undefined ? Number.POSITIVE_INFINITY : first.at - stopAt
+        })
         yield* Effect.log(
           `cluster proof: handoffs=${handoffs} N=${TOTAL} partitions=${PARTITIONS} COUNT=${table.count} DISTINCT=${table.distinct} SUM=${table.sum} ` +
             `wall=${wallMillis}ms lockExpiry=${LOCK_EXPIRY_MS}ms refresh=${LOCK_REFRESH_MS}ms ` +
-            `failover(kill -> first write on the new owner)=${JSON.stringify(failover)} worst=${worst}ms`
+            `failover(kill -> first write on the new owner)=${JSON.stringify(failover)} worst=${worst}ms ` +
+            `SIGSTOP -> first write on the new owner=${JSON.stringify(zombieMoves)}ms ` +
+            `zombie conflicts after SIGCONT=${JSON.stringify(zombieConflicts.map((e) => e.data.writerId))}`
         )
         assert.deepStrictEqual(table, { count: TOTAL, distinct: TOTAL, sum: (TOTAL * (TOTAL - 1)) / 2 })
         assert.isAtLeast(moved.length, 1)
@@ -191,6 +241,8 @@ layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
           // the lock expiry, a membership poll and a restore
           assert.isBelow(f.millis, LOCK_EXPIRY_MS + 10_000, `partition ${f.partition} moved too slowly`)
         }
+        // the frozen runner woke up as a zombie: its writers' saves were refused, none committed (exact table)
+        assert.isAtLeast(zombieConflicts.length, 1, "the zombie was fenced by the store")
         // the survivors kept running; the victim died by the signal
         for (const [i, r] of runners.entries()) {
           if (i === victimIndex) continue

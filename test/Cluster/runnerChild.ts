@@ -9,7 +9,8 @@
  * Steps on stdout (`STEP <name> <json>`, see test/support/crashChild.ts), with `at` in epoch milliseconds:
  * `ready` (the layer is built), `started` (a partition's writer resumed: `partition`, `from`), `first` (the
  * first chunk of that start reached the sink), `partitionDone` (its source ended and its final checkpoint
- * committed), `handedOff` (its shard moved away: the input was ended early and the final checkpoint committed).
+ * committed), `handedOff` (its shard moved away: the input was ended early and the final checkpoint committed),
+ * `conflict` (a save refused by the store's compare-and-set: this runner's writer was fenced).
  *
  * Environment: CLUSTER_PG_HOST, CLUSTER_PG_PORT, CLUSTER_RUNNER_PORT, CLUSTER_BQ_GRPC, CLUSTER_BQ_REST,
  * CLUSTER_PROJECT, CLUSTER_DATASET, CLUSTER_TABLE, CLUSTER_STORE_DIR, CLUSTER_NAME, CLUSTER_PARTITIONS,
@@ -52,7 +53,10 @@ interface Row {
   readonly id: number
 }
 
-/** Partitions whose current start read its source to the end (a graceful stop on a move ends it early). */
+/**
+ * Partitions whose current start emitted their last chunk (a graceful stop on a move ends the source early;
+ * `Stream.interruptWhen` then lets a `Stream.concat` tail run, so that cannot mark the end).
+ */
 const reachedEnd = new Set<number>()
 
 /** Partition `p` from index `from`: chunks of `chunk` ids, one chunk per `chunkDelay` ms. */
@@ -68,12 +72,30 @@ const source = (p: number, from: Option.Option<number>): Stream.Stream<Row> => {
           first = false
           yield* step("first", { partition: p, from: start, at: now() })
         }
+        // the last chunk: once it is written, a final checkpoint covers the whole partition
+        if (Arr.lastNonEmpty(indices) === size - 1) reachedEnd.add(p)
         return Arr.map(indices, (k): Row => ({ id: p + k * partitions }))
       })
-    ),
-    Stream.concat(Stream.fromEffectDrain(Effect.sync(() => reachedEnd.add(p))))
+    )
   )
 }
+
+/** The shared file store, reporting each save refused by its compare-and-set (this runner was fenced). */
+const store = Layer.effect(
+  CheckpointStore,
+  Effect.gen(function*() {
+    const inner = yield* CheckpointStore
+    return CheckpointStore.of({
+      load: inner.load,
+      save: (writerId, record, expected) =>
+        inner.save(writerId, record, expected).pipe(
+          Effect.tapError((error) =>
+            error._tag === "CheckpointConflict" ? step("conflict", { writerId, at: now() }) : Effect.void
+          )
+        )
+    })
+  })
+).pipe(Layer.provide(CheckpointStore.file(path.join(stringEnv("CLUSTER_STORE_DIR"), "store"))))
 
 const program = Effect.gen(function*() {
   const serializer = yield* RowSerializer.fromJson(schema)
@@ -107,7 +129,13 @@ const program = Effect.gen(function*() {
           position: (row) => (row.id - partition) / partitions + 1
         }
       }).pipe(
-        Sink.mapEffect((summary) => step("partitionDone", { partition, written: summary.recordsWritten, at: now() }))
+        Sink.mapEffect((summary) =>
+          step(reachedEnd.has(partition) ? "partitionDone" : "handedOff", {
+            partition,
+            written: summary.recordsWritten,
+            at: now()
+          })
+        )
       )
   })
   const sharding = NodeClusterSocket.layer({
@@ -133,7 +161,7 @@ const program = Effect.gen(function*() {
   )
   const live = writers.pipe(
     Layer.provide(sharding),
-    Layer.provide(CheckpointStore.file(path.join(stringEnv("CLUSTER_STORE_DIR"), "store"))),
+    Layer.provide(store),
     Layer.provide(BigQueryClient.layer({
       projectId,
       emulator: { grpc: stringEnv("CLUSTER_BQ_GRPC"), rest: stringEnv("CLUSTER_BQ_REST") }
