@@ -1,11 +1,12 @@
 /**
  * The cluster proof, first slice (issue 26): three runner processes (`runnerChild.ts`) on `effect/cluster`
  * with shard locks in a private PostgreSQL, twelve partitions of a deterministic replayable log written
- * exactly once into one table of a private BigQuery emulator. Once the partitions are placed, the runner
+ * exactly once into one table of a private BigQuery emulator and, at once, into exactly-once counters of a
+ * private Bigtable emulator (a second set of partition writers, with writer ids of their own). Once the partitions are placed, the runner
  * owning the most partitions is killed with SIGKILL; its partitions move to the other two and resume from the
  * checkpoint store. Then the survivor owning more is frozen (SIGSTOP) past its lock expiry until its
  * partitions write on the third runner, and let go (SIGCONT): a zombie whose writers' saves the store must
- * refuse. The table ends with COUNT = COUNT DISTINCT = N and the exact SUM. The time from the kill (and the
+ * refuse. The table ends with COUNT = COUNT DISTINCT = N and the exact SUM, every counter exact. The time from the kill (and the
  * freeze) to each moved partition's first write on its new owner is measured and bounded by the lock expiry
  * plus a restore.
  */
@@ -16,6 +17,8 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { fileURLToPath } from "node:url"
 import { BigQueryEmulator } from "../support/BigQueryEmulator.ts"
+import { counters, createCounterTable } from "../support/bigtableCounters.ts"
+import { BigtableEmulator } from "../support/BigtableEmulator.ts"
 import * as Clients from "../support/clients.ts"
 import * as CrashProof from "../support/crashProof.ts"
 import { freePort } from "../support/emulatorProcess.ts"
@@ -25,6 +28,7 @@ const child = fileURLToPath(new URL("./runnerChild.ts", import.meta.url))
 
 const PARTITIONS = 12
 const TOTAL = 18_000
+const COUNTERS = 50
 const LOCK_EXPIRY_MS = 5_000
 const LOCK_REFRESH_MS = 1_500
 
@@ -35,6 +39,7 @@ const tempDir = Effect.acquireRelease(
 
 interface Event {
   readonly runner: number
+  readonly backend: string | undefined
   readonly name: string
   readonly partition: number | undefined
   readonly at: number
@@ -59,25 +64,31 @@ const until = (
     }
   })
 
-/** The runner that last started each partition. */
+/** The runner that last started each BigQuery partition (placement and moves are measured on those). */
 const owners = (events: ReadonlyArray<Event>): Map<number, number> => {
   const owner = new Map<number, number>()
-  for (const e of events) if (e.name === "started" && e.partition !== undefined) owner.set(e.partition, e.runner)
+  for (const e of events) {
+    if (e.name === "started" && e.backend === "bq" && e.partition !== undefined) owner.set(e.partition, e.runner)
+  }
   return owner
 }
 
-const donePartitions = (events: ReadonlyArray<Event>): Set<number> =>
-  new Set(events.flatMap((e) => (e.name === "partitionDone" && e.partition !== undefined ? [e.partition] : [])))
+/** `backend:partition` of every partition whose source was written to its end. */
+const donePartitions = (events: ReadonlyArray<Event>): Set<string> =>
+  new Set(events.flatMap((e) => e.name === "partitionDone" ? [`${e.backend}:${e.partition}`] : []))
 
-layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
+layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, BigtableEmulator.layerIsolated), {
   timeout: "180 seconds",
   excludeTestServices: true
 })("cluster partitions over PostgreSQL", (it) => {
   it.effect(
-    "3 runners, 12 partitions, 18,000 rows exactly once into BigQuery; one runner SIGKILLed, one frozen past its locks",
+    "3 runners, 12 partitions, 18,000 records exactly once into BigQuery and Bigtable counters; a SIGKILL, a SIGSTOP",
     () =>
       Effect.gen(function*() {
         const pg = yield* PostgresServer
+        const bigtable = yield* BigtableEmulator
+        const countersTable = Clients.uniqueId("counters")
+        yield* createCounterTable(bigtable, "test-project", "cluster", countersTable, { c: "INT64_SUM", m: "RAW" })
         const emulator = yield* BigQueryEmulator
         const bq = yield* Clients.bigQuery(emulator)
         const datasetId = Clients.uniqueId("cluster")
@@ -98,6 +109,9 @@ layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
           CLUSTER_PROJECT: emulator.projectId,
           CLUSTER_DATASET: datasetId,
           CLUSTER_TABLE: "ids",
+          CLUSTER_BT_EMULATOR: bigtable.emulatorHost,
+          CLUSTER_BT_TABLE: countersTable,
+          CLUSTER_BT_COUNTERS: String(COUNTERS),
           CLUSTER_STORE_DIR: dir,
           CLUSTER_NAME: `proof-${datasetId}`,
           CLUSTER_PARTITIONS: String(PARTITIONS),
@@ -120,7 +134,8 @@ layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
             const data = asRecord(e.data)
             const partition = typeof data.partition === "number" ? data.partition : undefined
             const at = typeof data.at === "number" ? data.at : Math.round(performance.timeOrigin + performance.now())
-            events.push({ runner, name: e.name, partition, at, data })
+            const backend = typeof data.backend === "string" ? data.backend : undefined
+            events.push({ runner, backend, name: e.name, partition, at, data })
           })))
         }
         const diagnostics = () =>
@@ -133,7 +148,8 @@ layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
             es.filter((e) => e.name === "ready").length === 3 &&
             owners(es).size === PARTITIONS &&
             new Set(owners(es).values()).size >= 2 &&
-            new Set(es.filter((e) => e.name === "first").map((e) => e.partition)).size === PARTITIONS,
+            new Set(es.filter((e) => e.name === "first").map((e) => `${e.backend}:${e.partition}`)).size ===
+              2 * PARTITIONS,
           "60 seconds",
           "the partitions to be placed"
         ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
@@ -156,7 +172,7 @@ layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
 
         // every partition of the killed runner writes again on a survivor
         const firstAfter = (es: ReadonlyArray<Event>, p: number, runner: (r: number) => boolean, at: number) =>
-          es.find((e) => e.name === "first" && e.partition === p && runner(e.runner) && e.at > at)
+          es.find((e) => e.name === "first" && e.backend === "bq" && e.partition === p && runner(e.runner) && e.at > at)
         yield* until(
           events,
           (es) => moved.every((p) => firstAfter(es, p, (r) => r !== victimIndex, killAt) !== undefined),
@@ -193,7 +209,12 @@ layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
           `froze runner ${frozenIndex} (owning ${JSON.stringify(frozenPartitions)}) for ${contAt - stopAt}ms`
         )
 
-        yield* until(events, (es) => donePartitions(es).size === PARTITIONS, "90 seconds", "every partition to finish")
+        yield* until(
+          events,
+          (es) => donePartitions(es).size === 2 * PARTITIONS,
+          "90 seconds",
+          "every partition to finish"
+        )
           .pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
         const wallMillis = Math.round(performance.now() - started)
 
@@ -210,7 +231,7 @@ layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
         // kill -> first write of each moved partition on its new owner
         const failover = moved.map((p) => {
           const first = events.find((e) =>
-            e.name === "first" && e.partition === p && e.runner !== victimIndex && e.at > killAt
+            e.name === "first" && e.backend === "bq" && e.partition === p && e.runner !== victimIndex && e.at > killAt
           )
           return {
             partition: p,
@@ -235,6 +256,14 @@ layer(Layer.merge(PostgresServer.layer, BigQueryEmulator.layerIsolated), {
             `zombie conflicts after SIGCONT=${JSON.stringify(zombieConflicts.map((e) => e.data.writerId))}`
         )
         assert.deepStrictEqual(table, { count: TOTAL, distinct: TOTAL, sum: (TOTAL * (TOTAL - 1)) / 2 })
+        // every Bigtable counter exact
+        const read = yield* counters(bigtable, "test-project", "cluster", countersTable)
+        const expected = new Map<string, bigint>()
+        for (let id = 0; id < TOTAL; id++) {
+          const counter = `counter${String(id % COUNTERS).padStart(4, "0")}`
+          expected.set(counter, (expected.get(counter) ?? 0n) + BigInt((id % 7) + 1))
+        }
+        assert.deepStrictEqual(new Map([...read.sums].toSorted()), new Map([...expected].toSorted()))
         assert.isAtLeast(moved.length, 1)
         for (const f of failover) {
           assert.notStrictEqual(f.to, victimIndex)

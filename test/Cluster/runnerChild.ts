@@ -3,10 +3,14 @@
  * shard locks live in PostgreSQL (`NodeClusterSocket.layer` with `storage: "sql"` over `PgClient.layer`, every
  * setting explicit), and registers `Partitions.layer` for a deterministic, replayable log split into
  * `CLUSTER_PARTITIONS` partitions: partition `p` holds the ids `p, p + P, p + 2P, ... < CLUSTER_TOTAL`, its
- * position is the index of the next id. Each partition writes into one BigQuery emulator table exactly once,
- * with the file checkpoint store shared by all runners (its no-clobber link is the compare-and-set).
+ * position is the index of the next id. Each partition writes into one BigQuery emulator table exactly once
+ * and, with CLUSTER_BT_EMULATOR, also into Bigtable exactly-once counters (row `id` adds `id % 7 + 1` to
+ * counter `id % CLUSTER_BT_COUNTERS` of CLUSTER_BT_TABLE): two `Partitions.layer`s, `<name>-bq` and
+ * `<name>-bt`, each with its own writer ids, in the file checkpoint store shared by all runners (its
+ * no-clobber link is the compare-and-set).
  *
- * Steps on stdout (`STEP <name> <json>`, see test/support/crashChild.ts), with `at` in epoch milliseconds:
+ * Steps on stdout (`STEP <name> <json>`, see test/support/crashChild.ts), with `at` in epoch milliseconds and
+ * `backend` (`bq` or `bt`) on the partition steps:
  * `ready` (the layer is built), `started` (a partition's writer resumed: `partition`, `from`), `first` (the
  * first chunk of that start reached the sink), `partitionDone` (its source ended and its final checkpoint
  * committed), `handedOff` (its shard moved away: the input was ended early and the final checkpoint committed),
@@ -30,8 +34,16 @@ import {
   TableSchema,
   WriteMethod
 } from "../../src/BigQuery/index.ts"
+import {
+  BigtableClient,
+  BigtableSink,
+  Mutation,
+  RowMutationEntry,
+  TableDestination as BigtableDestination,
+  WriteMethod as BigtableWriteMethod
+} from "../../src/Bigtable/index.ts"
 import { Partitions } from "../../src/Cluster.ts"
-import { CheckpointStore } from "../../src/Sink.ts"
+import { type Checkpoint, CheckpointStore, type WriteSummary } from "../../src/Sink.ts"
 import { intEnv, step, stringEnv } from "../support/crashChild.ts"
 
 const partitions = intEnv("CLUSTER_PARTITIONS")
@@ -53,14 +65,17 @@ interface Row {
   readonly id: number
 }
 
+/** The BigQuery table, or the Bigtable counters. */
+type Backend = "bq" | "bt"
+
 /**
  * Partitions whose current start emitted their last chunk (a graceful stop on a move ends the source early;
  * `Stream.interruptWhen` then lets a `Stream.concat` tail run, so that cannot mark the end).
  */
-const reachedEnd = new Set<number>()
+const reachedEnd = new Set<string>()
 
 /** Partition `p` from index `from`: chunks of `chunk` ids, one chunk per `chunkDelay` ms. */
-const source = (p: number, from: Option.Option<number>): Stream.Stream<Row> => {
+const source = (backend: Backend, p: number, from: Option.Option<number>): Stream.Stream<Row> => {
   const start = Option.getOrElse(from, () => 0)
   const size = sizeOf(p)
   let first = true
@@ -70,10 +85,10 @@ const source = (p: number, from: Option.Option<number>): Stream.Stream<Row> => {
         yield* Effect.sleep(Duration.millis(chunkDelay))
         if (first) {
           first = false
-          yield* step("first", { partition: p, from: start, at: now() })
+          yield* step("first", { backend, partition: p, from: start, at: now() })
         }
         // the last chunk: once it is written, a final checkpoint covers the whole partition
-        if (Arr.lastNonEmpty(indices) === size - 1) reachedEnd.add(p)
+        if (Arr.lastNonEmpty(indices) === size - 1) reachedEnd.add(`${backend}:${p}`)
         return Arr.map(indices, (k): Row => ({ id: p + k * partitions }))
       })
     )
@@ -97,6 +112,19 @@ const store = Layer.effect(
   })
 ).pipe(Layer.provide(CheckpointStore.file(path.join(stringEnv("CLUSTER_STORE_DIR"), "store"))))
 
+/** The index after the row's: where partition `partition` resumes once `row` is written. */
+const position = (partition: number) => (row: Row) => (row.id - partition) / partitions + 1
+
+/** Row `id` adds `id % 7 + 1` to the counter `id % CLUSTER_BT_COUNTERS`. */
+const increment = (row: Row) =>
+  RowMutationEntry.make(
+    `counter${String(row.id % intEnv("CLUSTER_BT_COUNTERS", 1)).padStart(4, "0")}`,
+    Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: BigInt((row.id % 7) + 1) })
+  )
+
+const bigtableTable = (tableId: string) =>
+  BigtableDestination.makeUnsafe({ projectId: "test-project", instanceId: "cluster", tableId })
+
 const program = Effect.gen(function*() {
   const serializer = yield* RowSerializer.fromJson(schema)
   const table = yield* TableDestination.make({
@@ -104,40 +132,58 @@ const program = Effect.gen(function*() {
     datasetId: stringEnv("CLUSTER_DATASET"),
     tableId: stringEnv("CLUSTER_TABLE")
   })
-  const writers = Partitions.layer({
-    name: stringEnv("CLUSTER_NAME"),
-    partitions,
-    positionSchema: Schema.Number,
-    restartDelay: "1 second",
-    stopTimeout: "3 seconds",
-    source: (p, from) =>
-      Stream.fromEffect(Effect.andThen(
-        Effect.sync(() => reachedEnd.delete(p)),
-        step("started", { partition: p, from: Option.getOrElse(from, () => 0), at: now() })
-      )).pipe(
-        Stream.flatMap(() => source(p, from))
-      ),
-    sink: ({ partition, resume }) =>
-      BigQuerySink.make<Row, number>({
-        table,
-        serializer,
-        writeMethod: WriteMethod.exactlyOnce(),
-        checkpoint: {
-          resume,
-          every: Duration.millis(intEnv("CLUSTER_EVERY")),
-          // the index after the row's
-          position: (row) => (row.id - partition) / partitions + 1
-        }
-      }).pipe(
-        Sink.mapEffect((summary) =>
-          step(reachedEnd.has(partition) ? "partitionDone" : "handedOff", {
-            partition,
-            written: summary.recordsWritten,
-            at: now()
-          })
+  /** The partition writers of one backend, reporting their steps with `backend`. */
+  const partitionsOf = <E, R>(
+    backend: Backend,
+    sink: (partition: number, resume: Checkpoint.Resume<number>) => Sink.Sink<WriteSummary, Row, unknown, E, R>
+  ) =>
+    Partitions.layer({
+      name: `${stringEnv("CLUSTER_NAME")}-${backend}`,
+      partitions,
+      positionSchema: Schema.Number,
+      restartDelay: "1 second",
+      stopTimeout: "3 seconds",
+      source: (p, from) =>
+        Stream.fromEffect(Effect.andThen(
+          Effect.sync(() => reachedEnd.delete(`${backend}:${p}`)),
+          step("started", { backend, partition: p, from: Option.getOrElse(from, () => 0), at: now() })
+        )).pipe(Stream.flatMap(() => source(backend, p, from))),
+      sink: ({ partition, resume }) =>
+        sink(partition, resume).pipe(
+          Sink.mapEffect((summary) =>
+            step(reachedEnd.has(`${backend}:${partition}`) ? "partitionDone" : "handedOff", {
+              backend,
+              partition,
+              written: summary.recordsWritten,
+              at: now()
+            })
+          )
         )
-      )
-  })
+    })
+  const every = Duration.millis(intEnv("CLUSTER_EVERY"))
+  const bigQueryWriters = partitionsOf("bq", (partition, resume) =>
+    BigQuerySink.make<Row, number>({
+      table,
+      serializer,
+      writeMethod: WriteMethod.exactlyOnce(),
+      checkpoint: { resume, every, position: position(partition) }
+    })).pipe(
+      Layer.provide(BigQueryClient.layer({
+        projectId,
+        emulator: { grpc: stringEnv("CLUSTER_BQ_GRPC"), rest: stringEnv("CLUSTER_BQ_REST") }
+      }))
+    )
+  const bigtable = process.env.CLUSTER_BT_EMULATOR
+  const writers = bigtable === undefined ? bigQueryWriters : Layer.merge(
+    bigQueryWriters,
+    partitionsOf("bt", (partition, resume) =>
+      BigtableSink.make({
+        table: bigtableTable(stringEnv("CLUSTER_BT_TABLE")),
+        writeMethod: BigtableWriteMethod.exactlyOnce({ markerFamily: "m", responseTimeout: "2 minutes" }),
+        checkpoint: { resume, every, position: position(partition) },
+        serializer: increment
+      })).pipe(Layer.provide(BigtableClient.layer({ projectId: "test-project", emulator: { grpc: bigtable } })))
+  )
   const sharding = NodeClusterSocket.layer({
     storage: "sql",
     shardingConfig: {
@@ -159,14 +205,7 @@ const program = Effect.gen(function*() {
       applicationName: `runner-${runnerPort}`
     }))
   )
-  const live = writers.pipe(
-    Layer.provide(sharding),
-    Layer.provide(store),
-    Layer.provide(BigQueryClient.layer({
-      projectId,
-      emulator: { grpc: stringEnv("CLUSTER_BQ_GRPC"), rest: stringEnv("CLUSTER_BQ_REST") }
-    }))
-  )
+  const live = writers.pipe(Layer.provide(sharding), Layer.provide(store))
   return yield* Layer.launch(Layer.merge(live, Layer.effectDiscard(step("ready", { port: runnerPort, at: now() }))))
 })
 
