@@ -4,8 +4,9 @@
  * exactly once into one table of a private BigQuery emulator and, at once, into exactly-once counters of a
  * private Bigtable emulator (a second set of partition writers, with writer ids of their own). Once the partitions are placed, the runner
  * owning the most partitions is killed with SIGKILL; its partitions move to the other two and resume from the
- * checkpoint store. Then the survivor owning more is frozen (SIGSTOP) past its lock expiry until its
- * partitions write on the third runner, and let go (SIGCONT): a zombie whose writers' saves the store must
+ * checkpoint store. A fresh runner joins and takes partitions over from the others (hand-offs with a final
+ * checkpoint). Then the runner owning the most is frozen (SIGSTOP) past its lock expiry until its
+ * partitions resume on the others, and let go (SIGCONT): a zombie whose writers' saves the store must
  * refuse. The table ends with COUNT = COUNT DISTINCT = N and the exact SUM, every counter exact. The time from the kill (and the
  * freeze) to each moved partition's first write on its new owner is measured and bounded by the lock expiry
  * plus a restore.
@@ -82,7 +83,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
   excludeTestServices: true
 })("cluster partitions over PostgreSQL", (it) => {
   it.effect(
-    "3 runners, 12 partitions, 18,000 records exactly once into BigQuery and Bigtable counters; a SIGKILL, a SIGSTOP",
+    "3 runners, 12 partitions, 18,000 records exactly once into BigQuery and Bigtable counters; SIGKILL, join, SIGSTOP",
     () =>
       Effect.gen(function*() {
         const pg = yield* PostgresServer
@@ -117,7 +118,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
           CLUSTER_PARTITIONS: String(PARTITIONS),
           CLUSTER_TOTAL: String(TOTAL),
           CLUSTER_CHUNK: "50",
-          CLUSTER_CHUNK_DELAY_MS: "600",
+          CLUSTER_CHUNK_DELAY_MS: "900",
           CLUSTER_EVERY: "1000",
           CLUSTER_LOCK_EXPIRY_MS: String(LOCK_EXPIRY_MS),
           CLUSTER_LOCK_REFRESH_MS: String(LOCK_REFRESH_MS),
@@ -125,7 +126,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         })
         const started = performance.now()
         const runners: Array<CrashProof.Child> = []
-        for (let runner = 0; runner < 3; runner++) {
+        const startRunner = Effect.fnUntraced(function*(runner: number) {
           const port = yield* freePort
           const c = yield* CrashProof.startChild({ script: child, env: env(port) })
           runners.push(c)
@@ -137,7 +138,8 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
             const backend = typeof data.backend === "string" ? data.backend : undefined
             events.push({ runner, backend, name: e.name, partition, at, data })
           })))
-        }
+        })
+        for (let runner = 0; runner < 3; runner++) yield* startRunner(runner)
         const diagnostics = () =>
           runners.map((r, i) => `--- runner ${i} (pid ${r.pid}) stderr ---\n${r.stderrTail()}`).join("\n")
 
@@ -180,13 +182,25 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
           "the killed runner's partitions to move"
         ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
 
-        // freeze the survivor owning more partitions past its lock expiry, until its partitions write on the
-        // other one, then let it run again: a zombie whose writers must be fenced
-        const survivors = [0, 1, 2].filter((r) => r !== victimIndex)
+        // a fresh runner joins: partitions are handed off to it (their writers end their input and checkpoint)
+        const joinAt = Math.round(performance.timeOrigin + performance.now())
+        yield* startRunner(3)
+        yield* until(
+          events,
+          (es) => es.some((e) => e.name === "first" && e.backend === "bq" && e.runner === 3),
+          "40 seconds",
+          "the fresh runner to take partitions"
+        ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
+        const joined = events.find((e) => e.name === "first" && e.backend === "bq" && e.runner === 3)
+        yield* Effect.sleep("1 second")
+
+        // freeze the runner owning the most partitions past its lock expiry, until its partitions resume on
+        // the others, then let it run again: a zombie whose writers must be fenced
+        const survivors = [0, 1, 2, 3].filter((r) => r !== victimIndex)
         const afterKill = owners(events)
         const owned = (r: number) => [...afterKill].filter(([, o]) => o === r).map(([p]) => p)
         const frozenIndex = survivors.reduce((a, b) => (owned(b).length > owned(a).length ? b : a))
-        const otherIndex = survivors.find((r) => r !== frozenIndex) ?? -1
+        const others = (r: number) => r !== frozenIndex && r !== victimIndex
         const frozen = runners[frozenIndex]
         const frozenPartitions = owned(frozenIndex)
         if (frozen === undefined) return assert.fail("no runner to freeze")
@@ -194,7 +208,12 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         process.kill(frozen.pid, "SIGSTOP")
         yield* until(
           events,
-          (es) => frozenPartitions.every((p) => firstAfter(es, p, (r) => r === otherIndex, stopAt) !== undefined),
+          (es) =>
+            frozenPartitions.every((p) =>
+              es.some((e) =>
+                e.name === "started" && e.backend === "bq" && e.partition === p && others(e.runner) && e.at > stopAt
+              )
+            ),
           "40 seconds",
           "the frozen runner's partitions to move"
         ).pipe(
@@ -245,13 +264,14 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
           e.name === "conflict" && e.runner === frozenIndex && e.at >= contAt
         )
         const zombieMoves = frozenPartitions.map((p) => {
-          const first = firstAfter(events, p, (r) => r === otherIndex, stopAt)
+          const first = firstAfter(events, p, others, stopAt)
           return first === undefined ? Number.POSITIVE_INFINITY : first.at - stopAt
         })
         yield* Effect.log(
           `cluster proof: handoffs=${handoffs} N=${TOTAL} partitions=${PARTITIONS} COUNT=${table.count} DISTINCT=${table.distinct} SUM=${table.sum} ` +
             `wall=${wallMillis}ms lockExpiry=${LOCK_EXPIRY_MS}ms refresh=${LOCK_REFRESH_MS}ms ` +
             `failover(kill -> first write on the new owner)=${JSON.stringify(failover)} worst=${worst}ms ` +
+            `join -> first write on the fresh runner=${joined === undefined ? "none" : joined.at - joinAt}ms ` +
             `SIGSTOP -> first write on the new owner=${JSON.stringify(zombieMoves)}ms ` +
             `zombie conflicts after SIGCONT=${JSON.stringify(zombieConflicts.map((e) => e.data.writerId))}`
         )
