@@ -32,6 +32,13 @@ export * as BigQuery from "./BigQuery/index.ts"
 export * as Bigtable from "./Bigtable/index.ts"
 
 /**
+ * Partition writers spread over many processes on `effect/cluster` (the subpath `effect-gcp-sinks/Cluster`).
+ *
+ * @since 0.1.0
+ */
+export * as Cluster from "./Cluster.ts"
+
+/**
  * The vocabulary shared by both backends (the subpath `effect-gcp-sinks/Sink`), named apart from
  * Effect's `Sink`.
  *

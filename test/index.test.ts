@@ -6,6 +6,6 @@ describe("effect-gcp-sinks", () => {
   it("names the shared vocabulary GcpSink, apart from Effect's Sink", () => {
     assert.strictEqual(Root.GcpSink.FailureHandler, Shared.FailureHandler)
     assert.isFalse("Sink" in Root)
-    assert.deepStrictEqual(Object.keys(Root).toSorted(), ["BigQuery", "Bigtable", "GcpSink"])
+    assert.deepStrictEqual(Object.keys(Root).toSorted(), ["BigQuery", "Bigtable", "Cluster", "GcpSink"])
   })
 })

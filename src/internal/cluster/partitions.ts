@@ -1,0 +1,214 @@
+/**
+ * Partition writers on `effect/cluster` (DESIGN section 11, ADR 0034): one cluster singleton per source
+ * partition, whose run is the partition's writer. Placement, shard locks and failover are `Sharding`'s; this
+ * file only turns a singleton's life into a writer's:
+ *
+ * - start: resume from the checkpoint store (`writerId = name-partition`), run the source from the stored
+ *   position into the partition's sink;
+ * - shard moves away (the singleton is interrupted): end the source, so the sink sees the end of input and takes
+ *   its final checkpoint, within `stopTimeout`, before `Sharding` releases the shard's lock; past it, interrupt
+ *   (the writer then commits nothing and the next owner replays from the last checkpoint);
+ * - `CheckpointConflict`: another owner advanced this writer, so this one was fenced; its writer has stopped
+ *   without committing. Wait `restartDelay` (a zombie owner is interrupted by `Sharding` meanwhile) and resume
+ *   again from the store; a live owner fenced by a zombie's late save thus recovers.
+ * - any other failure: logged, and the partition restarts after `restartDelay` from its last checkpoint;
+ * - the source ends: the partition is complete and idles until its shard moves.
+ *
+ * @internal
+ */
+import * as Cause from "effect/Cause"
+import * as Sharding from "effect/cluster/Sharding"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
+import type * as Sink from "effect/Sink"
+import * as Stream from "effect/Stream"
+import * as Checkpoint from "../../Sink/Checkpoint.ts"
+import type { CheckpointStore } from "../../Sink/CheckpointStore.ts"
+import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import * as S from "../options/schema.ts"
+
+/** The largest partition count: each partition is a singleton, a fiber and a writer on its owner. @internal */
+export const MAX_PARTITIONS = 10_000
+
+/** The defaults of the durations. @internal */
+export const defaults = { restartDelay: Duration.seconds(5), stopTimeout: Duration.seconds(10) } as const
+
+/** The scalar options, decoded. @internal */
+export interface Settings {
+  readonly name: string
+  readonly partitions: number
+  readonly restartDelay: Duration.Duration
+  readonly stopTimeout: Duration.Duration
+  readonly shardGroup: string | undefined
+}
+
+const Name = S.Component.check(
+  Schema.makeFilter((s: string) => /^[A-Za-z0-9_.:-]+$/.test(s), { rule: "must use only A-Z a-z 0-9 _ . : -" })
+)
+
+/** @internal */
+export const SettingsSchema = Schema.Struct({
+  name: S.requiredValue(Name),
+  partitions: S.requiredValue(S.Int({ min: 1, max: MAX_PARTITIONS })),
+  restartDelay: S.DurationSchema("positive").pipe(S.withDefault(defaults.restartDelay)),
+  stopTimeout: S.DurationSchema("positive").pipe(S.withDefault(defaults.stopTimeout)),
+  shardGroup: S.maybe(S.Component)
+})
+
+/** Decodes the scalar options (the functions and the position schema are taken as given). @internal */
+export const decodeSettings = (options: {
+  readonly name: unknown
+  readonly partitions: unknown
+  readonly restartDelay?: unknown
+  readonly stopTimeout?: unknown
+  readonly shardGroup?: unknown
+}): Effect.Effect<Settings, SinkConfigError> => {
+  const input: Record<string, unknown> = { name: options.name, partitions: options.partitions }
+  if (options.restartDelay !== undefined) input.restartDelay = options.restartDelay
+  if (options.stopTimeout !== undefined) input.stopTimeout = options.stopTimeout
+  if (options.shardGroup !== undefined) input.shardGroup = options.shardGroup
+  return S.decode(SettingsSchema)(input)
+}
+
+/** The writer id of a partition, stable wherever it runs: `name-partition`. @internal */
+export const writerId = (name: string, partition: number): string => `${name}-${partition}`
+
+/** The partitions `0 .. partitions - 1`. @internal */
+export const indices = (partitions: number): ReadonlyArray<number> => Array.from({ length: partitions }, (_, i) => i)
+
+/** A partition's writer, as its sink and source see it. @internal */
+export interface Partition<P> {
+  readonly name: string
+  readonly partition: number
+  readonly writerId: string
+  readonly resume: Checkpoint.Resume<P>
+}
+
+/** How a run of a partition's writer ended, short of interruption. @internal */
+export type Outcome =
+  | { readonly _tag: "Completed" }
+  | { readonly _tag: "Fenced"; readonly message: string }
+  | { readonly _tag: "Failed"; readonly cause: Cause.Cause<unknown> }
+
+const isConflict = (u: unknown): boolean => Predicate.isTagged(u, "CheckpointConflict")
+
+/**
+ * What a run's exit means: a `CheckpointConflict` anywhere in the cause is a fence (whatever else failed
+ * with it), any other failure a failure; `undefined` for an interruption, which is not handled here.
+ *
+ * @internal
+ */
+export const classify = (cause: Cause.Cause<unknown>): Outcome | undefined => {
+  for (const reason of cause.reasons) {
+    if (Cause.isFailReason(reason) && isConflict(reason.error)) {
+      return { _tag: "Fenced", message: String(reason.error) }
+    }
+  }
+  return Cause.hasInterruptsOnly(cause) ? undefined : { _tag: "Failed", cause }
+}
+
+/** What {@link runPartition} needs beyond the settings. @internal */
+export interface Behaviour<A, P, ES, RS, EK, RK> {
+  readonly positionSchema: Schema.Codec<P, Schema.Json>
+  readonly source: (partition: number, from: Option.Option<P>) => Stream.Stream<A, ES, RS>
+  readonly sink: (partition: Partition<P>) => Sink.Sink<unknown, A, unknown, EK, RK>
+}
+
+/**
+ * One run of a partition's writer: resume, then the source into the sink. Interrupted, it ends the source
+ * instead, so the sink ends its input (final checkpoint), and waits up to `stopTimeout` for it.
+ *
+ * @internal
+ */
+export const runOnce = <A, P, ES, RS, EK, RK>(
+  settings: Settings,
+  behaviour: Behaviour<A, P, ES, RS, EK, RK>,
+  partition: number
+): Effect.Effect<void, unknown, RS | RK | CheckpointStore> =>
+  Effect.gen(function*() {
+    const id = writerId(settings.name, partition)
+    const resume = yield* Checkpoint.resume({ writerId: id, positionSchema: behaviour.positionSchema })
+    yield* Effect.logInfo("partition writer started").pipe(
+      Effect.annotateLogs({ from: Option.isSome(resume.position) ? JSON.stringify(resume.position.value) : "start" })
+    )
+    const stop = yield* Deferred.make<void>()
+    const sink = behaviour.sink({ name: settings.name, partition, writerId: id, resume })
+    const fiber = yield* behaviour.source(partition, resume.position).pipe(
+      Stream.interruptWhen(Deferred.await(stop)),
+      Stream.run(sink),
+      Effect.forkChild
+    )
+    const stopGracefully = Effect.gen(function*() {
+      yield* Effect.logInfo("partition moving away: ending its input for a final checkpoint")
+      yield* Deferred.succeed(stop, undefined)
+      const ended = yield* Fiber.await(fiber).pipe(Effect.timeoutOption(settings.stopTimeout))
+      if (Option.isNone(ended)) {
+        yield* Effect.logWarning(
+          `partition writer did not stop within ${Duration.format(settings.stopTimeout)}: interrupted, no commit`
+        )
+      }
+    })
+    yield* Fiber.join(fiber).pipe(Effect.onInterrupt(() => stopGracefully))
+  })
+
+/**
+ * A partition's writer for as long as this runner owns it: runs, restarts after a fence or a failure, idles
+ * once complete. Never fails; ends only by interruption.
+ *
+ * @internal
+ */
+export const runPartition = <A, P, ES, RS, EK, RK>(
+  settings: Settings,
+  behaviour: Behaviour<A, P, ES, RS, EK, RK>,
+  partition: number
+): Effect.Effect<never, never, RS | RK | CheckpointStore> => {
+  const loop: Effect.Effect<never, never, RS | RK | CheckpointStore> = runOnce(settings, behaviour, partition).pipe(
+    Effect.matchCauseEffect({
+      onSuccess: () => Effect.as(Effect.logInfo("partition complete: its source ended"), "Completed" as const),
+      onFailure: (cause) => {
+        const outcome = classify(cause)
+        // an interruption (the shard moved) passes through unchanged
+        if (outcome === undefined) return Effect.failCause(cause)
+        return outcome._tag === "Fenced"
+          ? Effect.as(
+            Effect.logWarning(`partition writer fenced, stopped without committing: ${outcome.message}`),
+            "Restart" as const
+          )
+          : Effect.as(Effect.logError("partition writer failed; restarting from its checkpoint", cause), "Restart")
+      }
+    }),
+    Effect.flatMap((next) =>
+      next === "Completed" ? Effect.never : Effect.andThen(Effect.sleep(settings.restartDelay), loop)
+    ),
+    Effect.orDie
+  )
+  return loop.pipe(
+    Effect.annotateLogs({ partition, writerId: writerId(settings.name, partition) })
+  )
+}
+
+/**
+ * Registers one singleton per partition with `Sharding`, named by its writer id; the registrations last as
+ * long as the scope.
+ *
+ * @internal
+ */
+export const register = <A, P, ES, RS, EK, RK>(
+  settings: Settings,
+  behaviour: Behaviour<A, P, ES, RS, EK, RK>
+) =>
+  Effect.gen(function*() {
+    const sharding = yield* Sharding.Sharding
+    for (const partition of indices(settings.partitions)) {
+      yield* sharding.registerSingleton(
+        writerId(settings.name, partition),
+        runPartition(settings, behaviour, partition),
+        settings.shardGroup === undefined ? undefined : { shardGroup: settings.shardGroup }
+      )
+    }
+  })

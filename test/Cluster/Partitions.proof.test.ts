@@ -1,0 +1,303 @@
+/**
+ * The cluster proof, first slice (issue 26): three runner processes (`runnerChild.ts`) on `effect/cluster`
+ * with shard locks in a private PostgreSQL, twelve partitions of a deterministic replayable log written
+ * exactly once into one table of a private BigQuery emulator and, at once, into exactly-once counters of a
+ * private Bigtable emulator (a second set of partition writers, with writer ids of their own). Once the partitions are placed, the runner
+ * owning the most partitions is killed with SIGKILL; its partitions move to the other two and resume from the
+ * checkpoint store. A fresh runner joins and takes partitions over from the others (hand-offs with a final
+ * checkpoint). Then the runner owning the most is frozen (SIGSTOP) past its lock expiry until its
+ * partitions resume on the others, and let go (SIGCONT): a zombie whose writers' saves the store must
+ * refuse. The table ends with COUNT = COUNT DISTINCT = N and the exact SUM, every counter exact. The time from the kill (and the
+ * freeze) to each moved partition's first write on its new owner is measured and bounded by the lock expiry
+ * plus a restore.
+ */
+import { assert, layer } from "@effect/vitest"
+import { Deferred, Duration, Effect, Layer, Queue } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { fileURLToPath } from "node:url"
+import { BigQueryEmulator } from "../support/BigQueryEmulator.ts"
+import { counters, createCounterTable } from "../support/bigtableCounters.ts"
+import { BigtableEmulator } from "../support/BigtableEmulator.ts"
+import * as Clients from "../support/clients.ts"
+import * as CrashProof from "../support/crashProof.ts"
+import { freePort } from "../support/emulatorProcess.ts"
+import { PostgresServer } from "../support/postgres.ts"
+
+const child = fileURLToPath(new URL("./runnerChild.ts", import.meta.url))
+
+const PARTITIONS = 12
+const TOTAL = 18_000
+const COUNTERS = 50
+const LOCK_EXPIRY_MS = 5_000
+const LOCK_REFRESH_MS = 1_500
+
+const tempDir = Effect.acquireRelease(
+  Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "cluster-proof-"))),
+  (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
+)
+
+interface Event {
+  readonly runner: number
+  readonly backend: string | undefined
+  readonly name: string
+  readonly partition: number | undefined
+  readonly at: number
+  readonly data: Record<string, unknown>
+}
+
+const asRecord = (u: unknown): Record<string, unknown> =>
+  typeof u === "object" && u !== null ? (u as Record<string, unknown>) : {}
+
+/** Until `done` holds over the events so far, checking every 100 ms, at most `within`. */
+const until = (
+  events: ReadonlyArray<Event>,
+  done: (events: ReadonlyArray<Event>) => boolean,
+  within: Duration.Input,
+  what: string
+) =>
+  Effect.gen(function*() {
+    const deadline = performance.now() + Duration.toMillis(Duration.fromInputUnsafe(within))
+    while (!done(events)) {
+      if (performance.now() > deadline) return yield* Effect.die(new Error(`timed out waiting for ${what}`))
+      yield* Effect.sleep("100 millis")
+    }
+  })
+
+/** The runner that last started each BigQuery partition (placement and moves are measured on those). */
+const owners = (events: ReadonlyArray<Event>): Map<number, number> => {
+  const owner = new Map<number, number>()
+  for (const e of events) {
+    if (e.name === "started" && e.backend === "bq" && e.partition !== undefined) owner.set(e.partition, e.runner)
+  }
+  return owner
+}
+
+/** `backend:partition` of every partition whose source was written to its end. */
+const donePartitions = (events: ReadonlyArray<Event>): Set<string> =>
+  new Set(events.flatMap((e) => e.name === "partitionDone" ? [`${e.backend}:${e.partition}`] : []))
+
+layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, BigtableEmulator.layerIsolated), {
+  timeout: "180 seconds",
+  excludeTestServices: true
+})("cluster partitions over PostgreSQL", (it) => {
+  it.effect(
+    "3 runners, 12 partitions, 18,000 records exactly once into BigQuery and Bigtable counters; SIGKILL, join, SIGSTOP",
+    () =>
+      Effect.gen(function*() {
+        const pg = yield* PostgresServer
+        const bigtable = yield* BigtableEmulator
+        const countersTable = Clients.uniqueId("counters")
+        yield* createCounterTable(bigtable, "test-project", "cluster", countersTable, { c: "INT64_SUM", m: "RAW" })
+        const emulator = yield* BigQueryEmulator
+        const bq = yield* Clients.bigQuery(emulator)
+        const datasetId = Clients.uniqueId("cluster")
+        yield* Effect.tryPromise(() => bq.createDataset(datasetId))
+        yield* Effect.tryPromise(() =>
+          bq.dataset(datasetId).createTable("ids", {
+            schema: { fields: [{ name: "id", type: "INT64", mode: "REQUIRED" }] }
+          })
+        )
+        const dir = yield* tempDir
+        const events: Array<Event> = []
+        const env = (port: number): Record<string, string> => ({
+          CLUSTER_PG_HOST: pg.host,
+          CLUSTER_PG_PORT: String(pg.port),
+          CLUSTER_RUNNER_PORT: String(port),
+          CLUSTER_BQ_GRPC: `${emulator.grpcHost}:${emulator.grpcPort}`,
+          CLUSTER_BQ_REST: `127.0.0.1:${emulator.restPort}`,
+          CLUSTER_PROJECT: emulator.projectId,
+          CLUSTER_DATASET: datasetId,
+          CLUSTER_TABLE: "ids",
+          CLUSTER_BT_EMULATOR: bigtable.emulatorHost,
+          CLUSTER_BT_TABLE: countersTable,
+          CLUSTER_BT_COUNTERS: String(COUNTERS),
+          CLUSTER_STORE_DIR: dir,
+          CLUSTER_NAME: `proof-${datasetId}`,
+          CLUSTER_PARTITIONS: String(PARTITIONS),
+          CLUSTER_TOTAL: String(TOTAL),
+          CLUSTER_CHUNK: "50",
+          CLUSTER_CHUNK_DELAY_MS: "900",
+          CLUSTER_EVERY: "1000",
+          CLUSTER_LOCK_EXPIRY_MS: String(LOCK_EXPIRY_MS),
+          CLUSTER_LOCK_REFRESH_MS: String(LOCK_REFRESH_MS),
+          METADATA_SERVER_DETECTION: "none"
+        })
+        const started = performance.now()
+        const runners: Array<CrashProof.Child> = []
+        const startRunner = Effect.fnUntraced(function*(runner: number) {
+          const port = yield* freePort
+          const c = yield* CrashProof.startChild({ script: child, env: env(port) })
+          runners.push(c)
+          yield* Effect.forkScoped(Effect.forever(Effect.gen(function*() {
+            const e = yield* Queue.take(c.events)
+            const data = asRecord(e.data)
+            const partition = typeof data.partition === "number" ? data.partition : undefined
+            const at = typeof data.at === "number" ? data.at : Math.round(performance.timeOrigin + performance.now())
+            const backend = typeof data.backend === "string" ? data.backend : undefined
+            events.push({ runner, backend, name: e.name, partition, at, data })
+          })))
+        })
+        for (let runner = 0; runner < 3; runner++) yield* startRunner(runner)
+        const diagnostics = () =>
+          runners.map((r, i) => `--- runner ${i} (pid ${r.pid}) stderr ---\n${r.stderrTail()}`).join("\n")
+
+        // placed: every runner ready, every partition writing, on at least two runners
+        yield* until(
+          events,
+          (es) =>
+            es.filter((e) => e.name === "ready").length === 3 &&
+            owners(es).size === PARTITIONS &&
+            new Set(owners(es).values()).size >= 2 &&
+            new Set(es.filter((e) => e.name === "first").map((e) => `${e.backend}:${e.partition}`)).size ===
+              2 * PARTITIONS,
+          "60 seconds",
+          "the partitions to be placed"
+        ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
+        // let the start-up hand-off settle (runners started together first run everything on one)
+        yield* Effect.sleep("2 seconds")
+        const placement = owners(events)
+        const counts = [0, 1, 2].map((r) => [...placement.values()].filter((o) => o === r).length)
+        const victimIndex = counts.indexOf(Math.max(...counts))
+        const moved = [...placement].filter(([, o]) => o === victimIndex).map(([p]) => p)
+        const victim = runners[victimIndex]
+        assert.isDefined(victim)
+        if (victim === undefined) return
+        const killAt = Math.round(performance.timeOrigin + performance.now())
+        yield* victim.kill
+        yield* Effect.log(
+          `placement before the kill (runner -> partitions): ${
+            JSON.stringify(counts)
+          }; killed runner ${victimIndex}, owning ${JSON.stringify(moved)}`
+        )
+
+        // every partition of the killed runner writes again on a survivor
+        const firstAfter = (es: ReadonlyArray<Event>, p: number, runner: (r: number) => boolean, at: number) =>
+          es.find((e) => e.name === "first" && e.backend === "bq" && e.partition === p && runner(e.runner) && e.at > at)
+        yield* until(
+          events,
+          (es) => moved.every((p) => firstAfter(es, p, (r) => r !== victimIndex, killAt) !== undefined),
+          "30 seconds",
+          "the killed runner's partitions to move"
+        ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
+
+        // a fresh runner joins: partitions are handed off to it (their writers end their input and checkpoint)
+        const joinAt = Math.round(performance.timeOrigin + performance.now())
+        yield* startRunner(3)
+        yield* until(
+          events,
+          (es) => es.some((e) => e.name === "first" && e.backend === "bq" && e.runner === 3),
+          "40 seconds",
+          "the fresh runner to take partitions"
+        ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
+        const joined = events.find((e) => e.name === "first" && e.backend === "bq" && e.runner === 3)
+        yield* Effect.sleep("1 second")
+
+        // freeze the runner owning the most partitions past its lock expiry, until its partitions resume on
+        // the others, then let it run again: a zombie whose writers must be fenced
+        const survivors = [0, 1, 2, 3].filter((r) => r !== victimIndex)
+        const afterKill = owners(events)
+        const owned = (r: number) => [...afterKill].filter(([, o]) => o === r).map(([p]) => p)
+        const frozenIndex = survivors.reduce((a, b) => (owned(b).length > owned(a).length ? b : a))
+        const others = (r: number) => r !== frozenIndex && r !== victimIndex
+        const frozen = runners[frozenIndex]
+        const frozenPartitions = owned(frozenIndex)
+        if (frozen === undefined) return assert.fail("no runner to freeze")
+        const stopAt = Math.round(performance.timeOrigin + performance.now())
+        process.kill(frozen.pid, "SIGSTOP")
+        yield* until(
+          events,
+          (es) =>
+            frozenPartitions.every((p) =>
+              es.some((e) =>
+                e.name === "started" && e.backend === "bq" && e.partition === p && others(e.runner) && e.at > stopAt
+              )
+            ),
+          "40 seconds",
+          "the frozen runner's partitions to move"
+        ).pipe(
+          Effect.tapDefect(() => Effect.sync(() => process.kill(frozen.pid, "SIGCONT"))),
+          Effect.tapDefect(() => Effect.logError(diagnostics()))
+        )
+        // the new owner checkpoints (every second) before the zombie wakes up
+        yield* Effect.sleep("2 seconds")
+        const contAt = Math.round(performance.timeOrigin + performance.now())
+        process.kill(frozen.pid, "SIGCONT")
+        yield* Effect.log(
+          `froze runner ${frozenIndex} (owning ${JSON.stringify(frozenPartitions)}) for ${contAt - stopAt}ms`
+        )
+
+        yield* until(
+          events,
+          (es) => donePartitions(es).size === 2 * PARTITIONS,
+          "90 seconds",
+          "every partition to finish"
+        )
+          .pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
+        const wallMillis = Math.round(performance.now() - started)
+
+        const [rows] = yield* Effect.tryPromise(() =>
+          bq.query({
+            query: `SELECT COUNT(*) AS n, COUNT(DISTINCT id) AS d, COALESCE(SUM(id), 0) AS s ` +
+              `FROM \`${emulator.projectId}.${datasetId}.ids\``,
+            useQueryCache: false
+          })
+        )
+        const row = (rows as Array<{ n: unknown; d: unknown; s: unknown }>)[0]
+        const table = { count: Number(row?.n), distinct: Number(row?.d), sum: Number(row?.s) }
+
+        // kill -> first write of each moved partition on its new owner
+        const failover = moved.map((p) => {
+          const first = events.find((e) =>
+            e.name === "first" && e.backend === "bq" && e.partition === p && e.runner !== victimIndex && e.at > killAt
+          )
+          return {
+            partition: p,
+            millis: first === undefined ? Number.POSITIVE_INFINITY : first.at - killAt,
+            to: first?.runner
+          }
+        })
+        const worst = Math.max(...failover.map((f) => f.millis))
+        const handoffs = events.filter((e) => e.name === "handedOff").length
+        const zombieConflicts = events.filter((e) =>
+          e.name === "conflict" && e.runner === frozenIndex && e.at >= contAt
+        )
+        const zombieMoves = frozenPartitions.map((p) => {
+          const first = firstAfter(events, p, others, stopAt)
+          return first === undefined ? Number.POSITIVE_INFINITY : first.at - stopAt
+        })
+        yield* Effect.log(
+          `cluster proof: handoffs=${handoffs} N=${TOTAL} partitions=${PARTITIONS} COUNT=${table.count} DISTINCT=${table.distinct} SUM=${table.sum} ` +
+            `wall=${wallMillis}ms lockExpiry=${LOCK_EXPIRY_MS}ms refresh=${LOCK_REFRESH_MS}ms ` +
+            `failover(kill -> first write on the new owner)=${JSON.stringify(failover)} worst=${worst}ms ` +
+            `join -> first write on the fresh runner=${joined === undefined ? "none" : joined.at - joinAt}ms ` +
+            `SIGSTOP -> first write on the new owner=${JSON.stringify(zombieMoves)}ms ` +
+            `zombie conflicts after SIGCONT=${JSON.stringify(zombieConflicts.map((e) => e.data.writerId))}`
+        )
+        assert.deepStrictEqual(table, { count: TOTAL, distinct: TOTAL, sum: (TOTAL * (TOTAL - 1)) / 2 })
+        // every Bigtable counter exact
+        const read = yield* counters(bigtable, "test-project", "cluster", countersTable)
+        const expected = new Map<string, bigint>()
+        for (let id = 0; id < TOTAL; id++) {
+          const counter = `counter${String(id % COUNTERS).padStart(4, "0")}`
+          expected.set(counter, (expected.get(counter) ?? 0n) + BigInt((id % 7) + 1))
+        }
+        assert.deepStrictEqual(new Map([...read.sums].toSorted()), new Map([...expected].toSorted()))
+        assert.isAtLeast(moved.length, 1)
+        for (const f of failover) {
+          assert.notStrictEqual(f.to, victimIndex)
+          // the lock expiry, a membership poll and a restore
+          assert.isBelow(f.millis, LOCK_EXPIRY_MS + 10_000, `partition ${f.partition} moved too slowly`)
+        }
+        // the frozen runner woke up as a zombie: its writers' saves were refused, none committed (exact table)
+        assert.isAtLeast(zombieConflicts.length, 1, "the zombie was fenced by the store")
+        // the survivors kept running; the victim died by the signal
+        for (const [i, r] of runners.entries()) {
+          if (i === victimIndex) continue
+          assert.isFalse(Deferred.isDoneUnsafe(r.exited), `runner ${i} exited:\n${r.stderrTail()}`)
+        }
+      }),
+    { timeout: 170_000 }
+  )
+})
