@@ -173,24 +173,24 @@ const frame = (
   Effect.gen(function*() {
     const seconds = ((yield* Clock.currentTimeMillis) - t0) / 1000
     const lines = [
-      `[${seconds.toFixed(1).padStart(5)} s] ${formatInt(state.totalCommitted)} of ${formatInt(total)} events committed`
+      `[${seconds.toFixed(1).padStart(5)} s] ${formatInt(state.totalCommitted)} of ${formatInt(total)} events ` +
+      `committed (partition: events committed of ${formatInt(sizeOf(PARTITIONS - 1))}, + complete)`
     ]
     for (const r of runners) {
       const owned = state.ownedBy(r.index)
-      const parts = owned.map((p) =>
-        `p${p} ${state.committed.get(p) ?? 0}/${sizeOf(p)}${state.done.has(p) ? " done" : ""}`
-      )
+      const parts = owned.map((p) => `p${p} ${state.committed.get(p) ?? 0}${state.done.has(p) ? "+" : ""}`)
       lines.push(
-        `  runner ${r.index} (pid ${r.pid})${r.exited() ? " dead" : ""}: ` +
-          (r.exited() ? "-" : owned.length === 0 ? "no partitions" : parts.join(", "))
+        `  runner ${r.index}: ` +
+          (r.exited() ? `dead (pid ${r.pid} SIGKILLed)` : owned.length === 0 ? "no partitions" : parts.join("  "))
       )
     }
     yield* say(lines.join("\n"))
   })
 
 /** Runs the cluster demo against the emulators at `local`; fails when the read-back does not match. */
-export const run = (config: DemoConfig, local: Endpoints) =>
-  Effect.gen(function*() {
+export const run = (config: DemoConfig, local: Endpoints) => {
+  const state = new State()
+  return Effect.gen(function*() {
     const total = config.events
     const sizeOf = (p: number): number => Math.max(0, Math.ceil((total - p) / PARTITIONS))
     const chunk = Math.max(1, Math.ceil(sizeOf(0) / CHUNKS))
@@ -214,7 +214,6 @@ export const run = (config: DemoConfig, local: Endpoints) =>
       (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
     )
 
-    const state = new State()
     const runners: Array<Runner> = []
     // one finalizer for all runners: stopped together, before PostgreSQL and the emulators (released later)
     yield* Effect.addFinalizer(() =>
@@ -365,4 +364,12 @@ export const run = (config: DemoConfig, local: Endpoints) =>
       return yield* new ClusterDemoError({ message: "the table does not hold every event exactly once" })
     }
     yield* say("every event exactly once, through a runner's death; stopping the runners and PostgreSQL")
-  })
+  }).pipe(
+    Effect.onInterrupt(() =>
+      say(
+        `\ninterrupted with ${formatInt(state.totalCommitted)} of ${formatInt(config.events)} events committed; ` +
+          "stopping the runners (SIGTERM: they release their shards), PostgreSQL and the emulators"
+      )
+    )
+  )
+}
