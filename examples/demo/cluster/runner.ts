@@ -13,7 +13,7 @@
  * of `partition` saved: `position` events of it are in the table), `done` (the partition's last checkpoint),
  * `handedOff` (its shard moved away: input ended early, final checkpoint taken), `fenced` (a save refused by
  * the store: another runner owns the partition now). SIGTERM or SIGINT stops it cleanly (its shards are
- * released); SIGKILL is what the demo uses to show a failover.
+ * released), and so does the demo's death; SIGKILL is what the demo uses to show a failover.
  */
 import { NodeClusterSocket, NodeRuntime } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
@@ -157,5 +157,11 @@ const program = Effect.gen(function*() {
   const live = writers.pipe(Layer.provide(sharding), Layer.provide(store))
   return yield* Layer.launch(Layer.merge(live, Layer.effectDiscard(step("ready", { port: runnerPort }))))
 })
+
+// Never outlive the demo: if it dies without stopping this runner (SIGKILL), stop as on SIGTERM.
+const parent = process.ppid
+setInterval(() => {
+  if (process.ppid !== parent) process.kill(process.pid, "SIGTERM")
+}, 1_000).unref()
 
 NodeRuntime.runMain(program)
