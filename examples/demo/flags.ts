@@ -65,6 +65,18 @@ export const flags = {
     Flag.withFallbackConfig(Config.Boolean(envName("file-loads"))),
     Flag.withDefault(false)
   ),
+  cluster: Flag.Boolean("cluster").pipe(
+    Flag.withDescription(
+      "many machines, locally: PostgreSQL and three runner processes on effect/cluster write the events, split " +
+        "into 12 partitions, exactly once into BigQuery; one runner is SIGKILLed part-way and its partitions move " +
+        "to the others; then the table is read back (COUNT = COUNT DISTINCT = events). Local emulators only, not " +
+        `with --project or --file-loads; --chunk-size and --invalid-every do not apply (env ${
+          envName("cluster")
+        }, default false)`
+    ),
+    Flag.withFallbackConfig(Config.Boolean(envName("cluster"))),
+    Flag.withDefault(false)
+  ),
   stagingBucket: optionalText(
     "staging-bucket",
     "the bucket --file-loads stages into, created when missing (default demo-staging locally, <project>-demo-staging on GCP)"
@@ -90,6 +102,7 @@ export interface DemoConfig {
   readonly bigqueryEmulatorRest: Option.Option<string>
   readonly exactlyOnce: boolean
   readonly fileLoads: boolean
+  readonly cluster: boolean
   readonly stagingBucket: Option.Option<string>
   readonly gcsEmulator: Option.Option<string>
 }
@@ -98,7 +111,14 @@ export const isRealGcp = (config: DemoConfig): boolean => Option.isSome(config.p
 
 /** Combinations of flags the demo refuses before it starts: the BigQuery write methods exclude each other. */
 export const validate = (config: DemoConfig): Effect.Effect<void, CliError.ValidationError> =>
-  config.exactlyOnce && config.fileLoads
+  config.cluster && (config.fileLoads || Option.isSome(config.project))
+    ? Effect.fail(
+      new CliError.ValidationError({
+        message: "--cluster runs locally (emulators, PostgreSQL and three runners on this machine), exactly once " +
+          "into BigQuery: not with --project or --file-loads"
+      })
+    )
+    : config.exactlyOnce && config.fileLoads
     ? Effect.fail(
       new CliError.ValidationError({
         message: "--exactly-once and --file-loads are exclusive: each is a way of writing the BigQuery side; " +
@@ -113,13 +133,18 @@ export const command = <E, R>(run: (config: DemoConfig) => Effect.Effect<void, E
     Command.validate(validate),
     Command.withDescription(
       "Streams synthetic events through BigtableSink and BigQuerySink at once, with live progress, routes the " +
-        "invalid ones to a dead-letter sink, then reads both tables back. Without --project it starts local emulators."
+        "invalid ones to a dead-letter sink, then reads both tables back. Without --project it starts local emulators. " +
+        "With --cluster, three runner processes share the work and one of them dies on the way."
     ),
     Command.withExamples([
       { command: "npm start", description: "local emulators, 100,000 events" },
       { command: "npm start -- --events 20000", description: "fewer events" },
       { command: "npm start -- --exactly-once", description: "BigQuery exactly once, checkpointed" },
       { command: "npm start -- --file-loads", description: "BigQuery by file loads: staged Avro, load jobs" },
+      {
+        command: "npm start -- --cluster",
+        description: "three runner processes on effect/cluster (PostgreSQL), one SIGKILLed, partitions moving"
+      },
       {
         command: "npm start -- --project my-project --instance my-instance --dataset demo --key-file key.json",
         description: "a real project"

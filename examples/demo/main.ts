@@ -6,6 +6,9 @@
  *   npm start -- --events 20000            # fewer events
  *   npm start -- --exactly-once            # BigQuery exactly once (buffered streams, checkpoints)
  *   npm start -- --file-loads              # BigQuery by file loads (Avro staged in Cloud Storage, load jobs)
+ *   npm start -- --cluster                 # many machines, locally: PostgreSQL and 3 runner processes on
+ *                                          # effect/cluster, 12 partitions exactly once into BigQuery, one
+ *                                          # runner SIGKILLed part-way and its partitions moving (cluster/)
  *   npm start -- --project my-project --instance my-instance --dataset demo [--key-file key.json]
  *   npm start -- --help                    # every flag, its environment variable and default
  *
@@ -32,6 +35,7 @@ import {
 } from "effect-gcp-sinks/Bigtable"
 import { Checkpoint, CheckpointStore, type FailedElement, FailureHandler, GcsClient } from "effect-gcp-sinks/Sink"
 import { Command } from "effect/cli"
+import * as Cluster from "./cluster/main.ts"
 import { demoProject, endpoints } from "./emulators.ts"
 import { chunk, type Event, Event as EventSchema, invalidCount } from "./events.ts"
 import * as FileLoads from "./fileLoads.ts"
@@ -58,6 +62,14 @@ const program = Effect.fnUntraced(function*(config: DemoConfig) {
   if (!real) process.env["METADATA_SERVER_DETECTION"] = "none"
   const projectId = Option.getOrElse(config.project, () => demoProject)
   const local = real ? undefined : yield* endpoints(config)
+  if (config.cluster && local !== undefined) {
+    return yield* Cluster.run(config, local).pipe(
+      Effect.provide(BigQueryClient.layer({
+        projectId,
+        emulator: { grpc: local.bigqueryGrpc, rest: local.bigqueryRest }
+      }))
+    )
+  }
 
   const clients = Layer.mergeAll(
     BigtableClient.layer({

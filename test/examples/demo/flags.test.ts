@@ -115,6 +115,20 @@ describe("demo flags", () => {
       }
     }))
 
+  it.effect("--cluster, or DEMO_CLUSTER, selects the cluster demo; not with --project or --file-loads", () =>
+    Effect.gen(function*() {
+      assert.isFalse(Option.getOrThrow((yield* parse([])).config).cluster)
+      assert.isTrue(Option.getOrThrow((yield* parse(["--cluster"])).config).cluster)
+      assert.isTrue(Option.getOrThrow((yield* parse([], { DEMO_CLUSTER: "true" })).config).cluster)
+      assert.isTrue(Option.getOrThrow((yield* parse(["--cluster", "--events", "24000"])).config).cluster)
+      for (const args of [["--cluster", "--project", "p"], ["--cluster", "--file-loads"]]) {
+        const { config, exit, presented } = yield* parse(args)
+        assert.isTrue(Exit.isFailure(exit), args.join(" "))
+        assert.isTrue(Option.isNone(config))
+        assert.include(JSON.stringify(presented), "--cluster runs locally")
+      }
+    }))
+
   it.effect("an invalid value is refused before the demo runs", () =>
     Effect.gen(function*() {
       for (const args of [["--events", "0"], ["--events", "many"], ["--bogus", "1"]]) {
