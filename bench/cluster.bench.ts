@@ -28,6 +28,8 @@ const records = numberArg("records", 120_000)
 const partitions = numberArg("partitions", 12)
 const chunk = numberArg("chunk", 500)
 const rounds = numberArg("rounds", 1)
+const only = numberArg("runners", 0)
+const patience = numberArg("patience-seconds", 600)
 
 /** CPU seconds (user + system) a process has used so far, from `/proc/<pid>/stat`. */
 const cpuSeconds = (pid: number): number => {
@@ -69,6 +71,8 @@ const runWith = (n: number) =>
       (d) => Effect.sync(() => fs.rmSync(d, { recursive: true, force: true }))
     )
     const done = new Set<number>()
+    /** Each partition's steps, for the message of a run that does not finish. */
+    const log = new Map<number, Array<string>>()
     const started = new Map<number, number>()
     let handoffs = 0
     const t0 = performance.now()
@@ -103,15 +107,22 @@ const runWith = (n: number) =>
         const e = yield* Queue.take(c.events)
         const data = typeof e.data === "object" && e.data !== null ? (e.data as Record<string, unknown>) : {}
         const partition = typeof data.partition === "number" ? data.partition : -1
+        const steps = log.get(partition) ?? []
+        steps.push(`${e.name}@runner${r}${"from" in data ? ` from ${String(data.from)}` : ""}`)
+        log.set(partition, steps)
         if (e.name === "started") started.set(partition, r)
         if (e.name === "partitionDone") done.add(partition)
         if (e.name === "handedOff") handoffs++
       })))
     }
-    const deadline = performance.now() + 600_000
+    const deadline = performance.now() + patience * 1000
     while (done.size < partitions) {
       if (performance.now() > deadline) {
-        return yield* Effect.die(new Error(`${n} runners: ${done.size} of ${partitions} partitions done in 10 min`))
+        const stuck = Array.from({ length: partitions }, (_, p) => p).filter((p) => !done.has(p))
+          .map((p) => `  partition ${p}: ${(log.get(p) ?? []).join(", ")}`)
+        return yield* Effect.die(
+          new Error(`${n} runners: ${done.size} of ${partitions} partitions done in ${patience} s\n${stuck.join("\n")}`)
+        )
       }
       yield* Effect.sleep("50 millis")
     }
@@ -155,13 +166,17 @@ const main = Effect.gen(function*() {
   const results: Array<Result> = []
   for (let round = 0; round < rounds; round++) {
     // alternate the order, so neither end of a round always meets the warmer machine
-    for (const n of round % 2 === 0 ? [1, 2, 3] : [3, 2, 1]) results.push(yield* runWith(n))
+    for (const n of round % 2 === 0 ? [1, 2, 3] : [3, 2, 1]) {
+      if (only === 0 || only === n) results.push(yield* runWith(n))
+    }
   }
   const best = (n: number) => Math.max(...results.filter((r) => r.runners === n).map((r) => r.rowsPerSecond))
-  console.log(
-    `\nrows/s relative to one runner (best of ${rounds}): 2 runners ${(best(2) / best(1)).toFixed(2)}x, ` +
-      `3 runners ${(best(3) / best(1)).toFixed(2)}x`
-  )
+  if (only === 0) {
+    console.log(
+      `\nrows/s relative to one runner (best of ${rounds}): 2 runners ${(best(2) / best(1)).toFixed(2)}x, ` +
+        `3 runners ${(best(3) / best(1)).toFixed(2)}x`
+    )
+  }
   const results_ = path.join(here, "results")
   fs.mkdirSync(results_, { recursive: true })
   const date = new Date().toISOString()

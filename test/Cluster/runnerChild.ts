@@ -79,6 +79,8 @@ const source = (backend: Backend, p: number, from: Option.Option<number>): Strea
   const start = Option.getOrElse(from, () => 0)
   const size = sizeOf(p)
   let first = true
+  // a start at the end (the last owner wrote it all, then the partition moved) is complete already
+  if (start >= size) reachedEnd.add(`${backend}:${p}`)
   return (start >= size ? Stream.empty : Stream.range(start, size - 1, chunk)).pipe(
     Stream.mapArrayEffect((indices) =>
       Effect.gen(function*() {

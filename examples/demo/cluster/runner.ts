@@ -62,7 +62,8 @@ const source = (p: number, from: Option.Option<number>) => {
   const size = sizeOf(p)
   let first = true
   return Stream.fromEffect(Effect.andThen(
-    Effect.sync(() => reachedEnd.delete(p)),
+    // a start at the end (the last owner wrote it all, then the partition moved) is complete already
+    Effect.sync(() => start >= size ? void reachedEnd.add(p) : void reachedEnd.delete(p)),
     step("started", { partition: p, from: start })
   )).pipe(
     Stream.flatMap(() => start >= size ? Stream.empty : Stream.range(start, size - 1, chunk)),
