@@ -5,7 +5,7 @@
  * private Bigtable emulator (a second set of partition writers, with writer ids of their own). Once the partitions are placed, the runner
  * owning the most partitions is killed with SIGKILL; its partitions move to the other two and resume from the
  * checkpoint store. A fresh runner joins and takes partitions over from the others (hand-offs with a final
- * checkpoint). Then the runner owning the most is frozen (SIGSTOP) past its lock expiry until its
+ * checkpoint); then the living runner owning the most is killed too. Then the runner owning the most is frozen (SIGSTOP) past its lock expiry until its
  * partitions resume on the others, and let go (SIGCONT): a zombie whose writers' saves the store must
  * refuse. The table ends with COUNT = COUNT DISTINCT = N and the exact SUM, every counter exact. The time from the kill (and the
  * freeze) to each moved partition's first write on its new owner is measured and bounded by the lock expiry
@@ -28,7 +28,7 @@ import { PostgresServer } from "../support/postgres.ts"
 const child = fileURLToPath(new URL("./runnerChild.ts", import.meta.url))
 
 const PARTITIONS = 12
-const TOTAL = 18_000
+const TOTAL = 100_000
 const COUNTERS = 50
 const LOCK_EXPIRY_MS = 5_000
 const LOCK_REFRESH_MS = 1_500
@@ -83,7 +83,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
   excludeTestServices: true
 })("cluster partitions over PostgreSQL", (it) => {
   it.effect(
-    "3 runners, 12 partitions, 18,000 records exactly once into BigQuery and Bigtable counters; SIGKILL, join, SIGSTOP",
+    "3 runners, 12 partitions, 100,000 records exactly once into BigQuery and Bigtable counters; SIGKILL, join, SIGKILL, SIGSTOP",
     () =>
       Effect.gen(function*() {
         const pg = yield* PostgresServer
@@ -117,7 +117,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
           CLUSTER_NAME: `proof-${datasetId}`,
           CLUSTER_PARTITIONS: String(PARTITIONS),
           CLUSTER_TOTAL: String(TOTAL),
-          CLUSTER_CHUNK: "50",
+          CLUSTER_CHUNK: "280",
           CLUSTER_CHUNK_DELAY_MS: "900",
           CLUSTER_EVERY: "1000",
           CLUSTER_LOCK_EXPIRY_MS: String(LOCK_EXPIRY_MS),
@@ -194,13 +194,39 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         const joined = events.find((e) => e.name === "first" && e.backend === "bq" && e.runner === 3)
         yield* Effect.sleep("1 second")
 
+        // a second SIGKILL: the living runner owning the most partitions, which move to the others
+        const afterJoin = owners(events)
+        const ownedNow = (r: number) => [...afterJoin].filter(([, o]) => o === r).map(([p]) => p)
+        const secondIndex = [0, 1, 2, 3].filter((r) => r !== victimIndex).reduce((a, b) =>
+          ownedNow(b).length > ownedNow(a).length ? b : a
+        )
+        const secondMoved = ownedNow(secondIndex)
+        const second = runners[secondIndex]
+        if (second === undefined) return assert.fail("no runner to kill a second time")
+        const secondKillAt = Math.round(performance.timeOrigin + performance.now())
+        yield* second.kill
+        yield* until(
+          events,
+          (es) =>
+            secondMoved.every((p) =>
+              firstAfter(es, p, (r) => r !== victimIndex && r !== secondIndex, secondKillAt) !== undefined
+            ),
+          "30 seconds",
+          "the second killed runner's partitions to move"
+        ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
+        const secondFailover = secondMoved.map((p) => {
+          const first = firstAfter(events, p, (r) => r !== victimIndex && r !== secondIndex, secondKillAt)
+          return first === undefined ? Number.POSITIVE_INFINITY : first.at - secondKillAt
+        })
+        const dead = (r: number) => r === victimIndex || r === secondIndex
+
         // freeze the runner owning the most partitions past its lock expiry, until its partitions resume on
         // the others, then let it run again: a zombie whose writers must be fenced
-        const survivors = [0, 1, 2, 3].filter((r) => r !== victimIndex)
+        const survivors = [0, 1, 2, 3].filter((r) => !dead(r))
         const afterKill = owners(events)
         const owned = (r: number) => [...afterKill].filter(([, o]) => o === r).map(([p]) => p)
         const frozenIndex = survivors.reduce((a, b) => (owned(b).length > owned(a).length ? b : a))
-        const others = (r: number) => r !== frozenIndex && r !== victimIndex
+        const others = (r: number) => r !== frozenIndex && !dead(r)
         const frozen = runners[frozenIndex]
         const frozenPartitions = owned(frozenIndex)
         if (frozen === undefined) return assert.fail("no runner to freeze")
@@ -272,6 +298,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
             `wall=${wallMillis}ms lockExpiry=${LOCK_EXPIRY_MS}ms refresh=${LOCK_REFRESH_MS}ms ` +
             `failover(kill -> first write on the new owner)=${JSON.stringify(failover)} worst=${worst}ms ` +
             `join -> first write on the fresh runner=${joined === undefined ? "none" : joined.at - joinAt}ms ` +
+            `second kill (runner ${secondIndex}) -> first write on the new owner=${JSON.stringify(secondFailover)}ms ` +
             `SIGSTOP -> first write on the new owner=${JSON.stringify(zombieMoves)}ms ` +
             `zombie conflicts after SIGCONT=${JSON.stringify(zombieConflicts.map((e) => e.data.writerId))}`
         )
@@ -290,11 +317,13 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
           // the lock expiry, a membership poll and a restore
           assert.isBelow(f.millis, LOCK_EXPIRY_MS + 10_000, `partition ${f.partition} moved too slowly`)
         }
+        assert.isAtLeast(secondMoved.length, 1, "the second runner killed owned partitions")
+        for (const millis of secondFailover) assert.isBelow(millis, LOCK_EXPIRY_MS + 10_000, "second failover")
         // the frozen runner woke up as a zombie: its writers' saves were refused, none committed (exact table)
         assert.isAtLeast(zombieConflicts.length, 1, "the zombie was fenced by the store")
         // the survivors kept running; the victim died by the signal
         for (const [i, r] of runners.entries()) {
-          if (i === victimIndex) continue
+          if (dead(i)) continue
           assert.isFalse(Deferred.isDoneUnsafe(r.exited), `runner ${i} exited:\n${r.stderrTail()}`)
         }
       }),
