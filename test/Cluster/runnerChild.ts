@@ -21,10 +21,8 @@
  * CLUSTER_TOTAL, CLUSTER_CHUNK (ids per chunk), CLUSTER_CHUNK_DELAY_MS, CLUSTER_EVERY (checkpoint interval, ms),
  * CLUSTER_LOCK_EXPIRY_MS, CLUSTER_LOCK_REFRESH_MS.
  */
-import { NodeClusterSocket, NodeRuntime } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
+import { NodeRuntime } from "@effect/platform-node"
 import { Array as Arr, Duration, Effect, Layer, Option, Schema, Sink, Stream } from "effect"
-import { RunnerAddress } from "effect/cluster"
 import * as path from "node:path"
 import {
   BigQueryClient,
@@ -44,6 +42,7 @@ import {
 } from "../../src/Bigtable/index.ts"
 import { Partitions } from "../../src/Cluster.ts"
 import { type Checkpoint, CheckpointStore, type WriteSummary } from "../../src/Sink.ts"
+import { shardingOverPostgres } from "../support/clusterSharding.ts"
 import { intEnv, step, stringEnv } from "../support/crashChild.ts"
 
 const partitions = intEnv("CLUSTER_PARTITIONS")
@@ -51,7 +50,6 @@ const total = intEnv("CLUSTER_TOTAL")
 const chunk = intEnv("CLUSTER_CHUNK")
 const chunkDelay = intEnv("CLUSTER_CHUNK_DELAY_MS")
 const projectId = stringEnv("CLUSTER_PROJECT")
-const host = "127.0.0.1"
 const runnerPort = intEnv("CLUSTER_RUNNER_PORT")
 
 const now = (): number => Math.round(performance.timeOrigin + performance.now())
@@ -186,27 +184,13 @@ const program = Effect.gen(function*() {
         serializer: increment
       })).pipe(Layer.provide(BigtableClient.layer({ projectId: "test-project", emulator: { grpc: bigtable } })))
   )
-  const sharding = NodeClusterSocket.layer({
-    storage: "sql",
-    shardingConfig: {
-      runnerAddress: Option.some(RunnerAddress.make(host, runnerPort)),
-      runnerListenAddress: Option.some(RunnerAddress.make(host, runnerPort)),
-      shardsPerGroup: 300,
-      availableShardGroups: ["default"],
-      assignedShardGroups: ["default"],
-      shardLockExpiration: Duration.millis(intEnv("CLUSTER_LOCK_EXPIRY_MS")),
-      shardLockRefreshInterval: Duration.millis(intEnv("CLUSTER_LOCK_REFRESH_MS")),
-      refreshAssignmentsInterval: Duration.seconds(1)
-    }
-  }).pipe(
-    Layer.provide(PgClient.layer({
-      host: stringEnv("CLUSTER_PG_HOST"),
-      port: intEnv("CLUSTER_PG_PORT"),
-      database: "postgres",
-      username: "postgres",
-      applicationName: `runner-${runnerPort}`
-    }))
-  )
+  const sharding = shardingOverPostgres({
+    runnerPort,
+    postgres: { host: stringEnv("CLUSTER_PG_HOST"), port: intEnv("CLUSTER_PG_PORT") },
+    lockExpirationMillis: intEnv("CLUSTER_LOCK_EXPIRY_MS"),
+    lockRefreshMillis: intEnv("CLUSTER_LOCK_REFRESH_MS"),
+    applicationName: `runner-${runnerPort}`
+  })
   const live = writers.pipe(Layer.provide(sharding), Layer.provide(store))
   return yield* Layer.launch(Layer.merge(live, Layer.effectDiscard(step("ready", { port: runnerPort, at: now() }))))
 })

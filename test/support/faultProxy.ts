@@ -39,8 +39,13 @@ const delayLine = (delay: number): nodeStream.Transform =>
 
 /** Pipes `from` into `to`, through a delay line when `delay` is positive. */
 const forward = (from: nodeStream.Readable, to: nodeStream.Writable, delay: number): void => {
-  if (delay > 0) from.pipe(delayLine(delay)).pipe(to)
-  else from.pipe(to)
+  if (delay <= 0) {
+    from.pipe(to)
+    return
+  }
+  const line = delayLine(delay)
+  from.pipe(line)
+  line.pipe(to)
 }
 
 export interface FaultProxyOptions {

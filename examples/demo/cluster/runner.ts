@@ -15,14 +15,13 @@
  * the store: another runner owns the partition now). SIGTERM or SIGINT stops it cleanly (its shards are
  * released), and so does the demo's death; SIGKILL is what the demo uses to show a failover.
  */
-import { NodeClusterSocket, NodeRuntime } from "@effect/platform-node"
-import { PgClient } from "@effect/sql-pg"
+import { NodeRuntime } from "@effect/platform-node"
 import { Array as Arr, Duration, Effect, Layer, Option, Schema, Sink, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, RowSerializer, TableDestination, WriteMethod } from "effect-gcp-sinks/BigQuery"
 import { Partitions } from "effect-gcp-sinks/Cluster"
 import { CheckpointStore } from "effect-gcp-sinks/Sink"
-import { RunnerAddress } from "effect/cluster"
 import * as fs from "node:fs"
+import { shardingOverPostgres } from "../../../test/support/clusterSharding.ts"
 import { Event as EventSchema, event } from "../events.ts"
 
 const env = (name: string): string => {
@@ -42,7 +41,6 @@ const chunk = intEnv("DEMO_CLUSTER_CHUNK")
 const chunkDelay = Duration.millis(intEnv("DEMO_CLUSTER_CHUNK_DELAY_MS"))
 const runnerPort = intEnv("DEMO_CLUSTER_RUNNER_PORT")
 const name = env("DEMO_CLUSTER_NAME")
-const host = "127.0.0.1"
 
 const now = (): number => Math.round(performance.timeOrigin + performance.now())
 
@@ -134,27 +132,14 @@ const program = Effect.gen(function*() {
       emulator: { grpc: env("DEMO_CLUSTER_BQ_GRPC"), rest: env("DEMO_CLUSTER_BQ_REST") }
     }))
   )
-  const sharding = NodeClusterSocket.layer({
-    storage: "sql",
-    shardingConfig: {
-      runnerAddress: Option.some(RunnerAddress.make(host, runnerPort)),
-      runnerListenAddress: Option.some(RunnerAddress.make(host, runnerPort)),
-      shardsPerGroup: 300,
-      availableShardGroups: ["default"],
-      assignedShardGroups: ["default"],
-      shardLockExpiration: Duration.millis(intEnv("DEMO_CLUSTER_LOCK_EXPIRY_MS")),
-      shardLockRefreshInterval: Duration.millis(intEnv("DEMO_CLUSTER_LOCK_REFRESH_MS")),
-      refreshAssignmentsInterval: Duration.seconds(1)
-    }
-  }).pipe(
-    Layer.provide(PgClient.layer({
-      host: env("DEMO_CLUSTER_PG_HOST"),
-      port: intEnv("DEMO_CLUSTER_PG_PORT"),
-      database: "postgres",
-      username: "postgres",
-      applicationName: `demo-runner-${runnerPort}`
-    }))
-  )
+  // NodeClusterSocket over PostgreSQL, every setting explicit (README, "Many machines")
+  const sharding = shardingOverPostgres({
+    runnerPort,
+    postgres: { host: env("DEMO_CLUSTER_PG_HOST"), port: intEnv("DEMO_CLUSTER_PG_PORT") },
+    lockExpirationMillis: intEnv("DEMO_CLUSTER_LOCK_EXPIRY_MS"),
+    lockRefreshMillis: intEnv("DEMO_CLUSTER_LOCK_REFRESH_MS"),
+    applicationName: `demo-runner-${runnerPort}`
+  })
   const live = writers.pipe(Layer.provide(sharding), Layer.provide(store))
   return yield* Layer.launch(Layer.merge(live, Layer.effectDiscard(step("ready", { port: runnerPort }))))
 })

@@ -94,7 +94,8 @@ export interface Mode {
   readonly call: (request: Request) => Effect.Effect<PendingAppend.Step, BigQueryError>
   readonly answered: (
     request: Request,
-    outcome: Exit.Exit<PendingAppend.Outcome, BigQueryError>,
+    /** Absent: the append failed (the writer's failure). */
+    outcome: PendingAppend.Outcome | undefined,
     send: (request: Request) => Effect.Effect<void>
   ) => Effect.Effect<void>
   readonly evictable: (d: Destination.Destination) => boolean
@@ -432,26 +433,33 @@ const judge = <A, E, R>(
   exit: Outcome
 ): Effect.Effect<Recovery.BigQueryVerdict<E>> =>
   Effect.suspend(() => {
-    const { d } = request
-    if (Exit.isSuccess(exit) && exit.value._tag === "reconnect") {
-      return Effect.succeed(Recovery.reconnect(request, exit.value))
+    if (Exit.isFailure(exit)) {
+      return Effect.as(Effect.andThen(ended(st, request, undefined), st.core.failCause(exit.cause)), Recovery.noVerdict)
     }
-    if (Exit.isSuccess(exit) && exit.value._tag === "repair") return Recovery.repair(st, request, exit.value)
-    d.inFlight--
-    const last: Exit.Exit<PendingAppend.Outcome, BigQueryError> = Exit.isFailure(exit)
-      ? Exit.failCause(exit.cause)
-      : exit.value._tag === "done"
-      ? Exit.succeed(exit.value.outcome)
-      : Exit.die(new Error(`BigQuerySink: an unjudged step ${exit.value._tag}`))
-    const answered = st.mode === undefined ? Effect.void : st.mode.answered(request, last, (r) => dispatch(st, r))
-    if (Exit.isFailure(last)) {
-      return Effect.as(Effect.andThen(answered, st.core.failCause(last.cause)), Recovery.noVerdict)
+    const step = exit.value
+    switch (step._tag) {
+      case "reconnect":
+        return Effect.succeed(Recovery.reconnect(request, step))
+      case "repair":
+        return Recovery.repair(st, request, step)
+      case "done":
+        // the rows batched while this append was out go now, unless another of d's appends is still out
+        return Effect.andThen(
+          ended(st, request, step.outcome),
+          Effect.tap(verdictOf(st, request, step.outcome), () => sendIfIdle(st, request.d))
+        )
     }
-    // the rows batched while this append was out go now, unless another of d's appends is still out
-    return Effect.andThen(
-      answered,
-      Effect.tap(verdictOf(st, request, last.value), () => sendIfIdle(st, d))
-    )
+  })
+
+/** A request's last call is over: its destination's place is free, and a buffered stream moves on. */
+const ended = <A, E, R>(
+  st: State<A, E, R>,
+  request: Request,
+  outcome: PendingAppend.Outcome | undefined
+): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    request.d.inFlight--
+    return st.mode === undefined ? Effect.void : st.mode.answered(request, outcome, (r) => dispatch(st, r))
   })
 
 const verdictOf = <A, E, R>(

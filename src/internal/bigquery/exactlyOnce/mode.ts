@@ -89,8 +89,8 @@ const answered: Mode["answered"] = (request, outcome, send) =>
     b.inFlight--
     b.inFlightRows -= request.sealed.count
     if (b.inFlight === 0) b.last = undefined
-    if (Exit.isFailure(outcome)) return Effect.void
-    const end = outcome.value.offset + outcome.value.written
+    if (outcome === undefined) return Effect.void
+    const end = outcome.offset + outcome.written
     // a probe may have abandoned the restored stream for a fresh one (its rows then start at 0)
     b.nextOffset = b.probe ? end : Math.max(b.nextOffset, end)
     b.probe = false
