@@ -24,12 +24,12 @@ import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as checkpointSink from "../checkpoint/sink.ts"
 import * as O from "../options/schema.ts"
-import * as atLeastOnceSink from "./atLeastOnce/sink.ts"
-import * as atLeastOnceWriter from "./atLeastOnce/writer.ts"
 import * as exactlyOnce from "./exactlyOnce/writer.ts"
 import * as fileLoadsOptions from "./fileLoads/options.ts"
 import * as fileLoads from "./fileLoads/writer.ts"
 import * as options from "./options.ts"
+import * as storageWriteSink from "./storageWrite/sink.ts"
+import * as storageWriteWriter from "./storageWrite/writer.ts"
 
 type ALO<A, H> = WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
 type EO<A, P, H> = WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>
@@ -89,7 +89,7 @@ export const sink = <A, P, H extends Handler | undefined>(
       return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {
         yield* refuseCheckpoint(input)
         const settings = yield* options.decode(input as ALO<A, H>)
-        return atLeastOnceSink.make<A, E, R>(settings)
+        return storageWriteSink.make<A, E, R>(settings)
       }))
   }
 }
@@ -125,7 +125,7 @@ export const writer = <A, P, H extends Handler | undefined>(
       return Effect.gen(function*() {
         yield* refuseCheckpoint(input)
         const settings = yield* options.decode(input as ALO<A, H>)
-        return yield* atLeastOnceWriter.make<A, E, R>(settings)
+        return yield* storageWriteWriter.make<A, E, R>(settings)
       })
   }
 }

@@ -14,8 +14,8 @@ import {
   TableSchema,
   WriteMethod
 } from "../../../src/BigQuery/index.ts"
-import { limitsOf } from "../../../src/internal/bigquery/atLeastOnce/writer.ts"
 import * as Options from "../../../src/internal/bigquery/options.ts"
+import { limitsOf } from "../../../src/internal/bigquery/storageWrite/writer.ts"
 import { FailureHandler, RetryPolicy, type RetryPolicyOptions, SinkConfigError } from "../../../src/Sink.ts"
 
 interface Row {

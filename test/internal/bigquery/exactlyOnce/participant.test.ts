@@ -7,10 +7,10 @@ import { Effect, Exit, Fiber, Option } from "effect"
 import { TestClock } from "effect/testing"
 import type { BigQueryClientService } from "../../../../src/BigQuery/BigQueryClient.ts"
 import { BigQueryError, RequestRejected } from "../../../../src/BigQuery/BigQueryError.ts"
-import type { BigQueryCore, OwnerView } from "../../../../src/internal/bigquery/atLeastOnce/backend.ts"
 import * as Participant from "../../../../src/internal/bigquery/exactlyOnce/participant.ts"
 import type { Restored } from "../../../../src/internal/bigquery/exactlyOnce/stream.ts"
 import type { Settings } from "../../../../src/internal/bigquery/options.ts"
+import type { BigQueryCore, OwnerView } from "../../../../src/internal/bigquery/storageWrite/backend.ts"
 
 const terminal = new BigQueryError({
   reason: new RequestRejected({

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import protos from "@google-cloud/bigquery-storage/build/protos/protos.js"
 import { Schema } from "effect"
 import * as fc from "fast-check"
-import * as Split from "../../../../src/internal/bigquery/atLeastOnce/split.ts"
+import * as Split from "../../../../src/internal/bigquery/storageWrite/split.ts"
 import * as AppendRequest from "../../../../src/internal/bigquery/transport/appendRequest.ts"
 
 const Request = protos.google.cloud.bigquery.storage.v1.AppendRowsRequest

@@ -9,8 +9,8 @@ import type { BigQueryFailure } from "../../../../src/BigQuery/BigQueryFailure.t
 import type { RowSerializer } from "../../../../src/BigQuery/RowSerializer.ts"
 import * as TableDestination from "../../../../src/BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../../src/BigQuery/TableSchema.ts"
-import * as Prepare from "../../../../src/internal/bigquery/atLeastOnce/prepare.ts"
-import * as Split from "../../../../src/internal/bigquery/atLeastOnce/split.ts"
+import * as Prepare from "../../../../src/internal/bigquery/storageWrite/prepare.ts"
+import * as Split from "../../../../src/internal/bigquery/storageWrite/split.ts"
 import type { Prepared } from "../../../../src/internal/core/backend.ts"
 
 const tables = ["t", "u", "v"].map((tableId) =>

@@ -6,7 +6,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
-import * as Projection from "../../../../src/internal/bigquery/atLeastOnce/projection.ts"
+import * as Projection from "../../../../src/internal/bigquery/storageWrite/projection.ts"
 
 type Step =
   | { readonly _tag: "Offer"; readonly frames: number; readonly sealsBatch: boolean }

@@ -14,10 +14,10 @@ import {
   type TableDestination,
   WriteMethod
 } from "../../../../src/BigQuery/index.ts"
-import * as Backend from "../../../../src/internal/bigquery/atLeastOnce/backend.ts"
-import type * as Prepare from "../../../../src/internal/bigquery/atLeastOnce/prepare.ts"
-import { limitsOf } from "../../../../src/internal/bigquery/atLeastOnce/writer.ts"
 import * as Options from "../../../../src/internal/bigquery/options.ts"
+import * as Backend from "../../../../src/internal/bigquery/storageWrite/backend.ts"
+import type * as Prepare from "../../../../src/internal/bigquery/storageWrite/prepare.ts"
+import { limitsOf } from "../../../../src/internal/bigquery/storageWrite/writer.ts"
 import type { Accounted } from "../../../../src/internal/core/backend.ts"
 import * as core from "../../../../src/internal/core/writer.ts"
 import { Code } from "../../../../src/internal/wire/grpcStatus.ts"
