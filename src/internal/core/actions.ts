@@ -117,9 +117,17 @@ export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, 
       Option.isNone(wait)
         ? fail(exhausted())
         : fork(Effect.andThen(Effect.sleep(wait.value), offerTo(ctx.commands, command))))
+  // At once, the items go again on the owner itself: it alone takes from its bounded queue, so an
+  // offer of its own to a full queue would wait forever (a repair re-sends thousands at once).
+  const resendNow = (items: ReadonlyArray<I>) =>
+    Effect.suspend(() => {
+      const resend = ctx.delivery?.resend
+      if (resend === undefined) return Effect.die(new Error("a retry of a delivery that does not re-send"))
+      return resend(items).pipe(Effect.provideContext(ctx.context), Effect.catchCause(failCause))
+    })
   const retry = (r: Retry<I, E>) =>
     r.attempt === 0
-      ? offerTo(ctx.commands, { _tag: "Retry", items: r.items })
+      ? resendNow(r.items)
       : after(r.budget, r.attempt, { _tag: "Retry", items: r.items }, r.exhausted, r.failure)
   const afterStep: After<E> = (budget, attempt, step, exhausted, failure) =>
     after(budget, attempt, { _tag: "Step", step }, exhausted, failure)

@@ -284,6 +284,8 @@ export interface Core<I extends Accounted, B, F extends FailedElement, E> extend
   /**
    * Runs `step` on the owner, after the commands already queued (sent from a forked fiber, e.g. a
    * repair round's result, or a question about the owner's state); its failure is the writer's.
+   * Never from the owner itself: it alone takes from its bounded queue, so it would wait forever on
+   * a full one.
    */
   readonly offer: (step: Effect.Effect<void, E>) => Effect.Effect<void>
   /**
@@ -291,7 +293,10 @@ export interface Core<I extends Accounted, B, F extends FailedElement, E> extend
    * forked fiber; `exhausted` fails the writer when the schedule allows no further attempt.
    */
   readonly after: After<E>
-  /** Re-sends `retry.items` through `Delivery.resend` after the budget's wait (what a `retry` verdict does). */
+  /**
+   * Re-sends `retry.items` through `Delivery.resend` after the budget's wait (what a `retry` verdict
+   * does); with `attempt` 0, at once, on the owner (its failure is the writer's).
+   */
   readonly retry: (retry: Retry<I, E>) => Effect.Effect<void>
   /** Requests in flight. */
   readonly requestsInFlight: () => number

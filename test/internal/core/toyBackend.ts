@@ -3,7 +3,8 @@
  * starting with `bad` is routed before admission (`big`: with a payload of 100 bytes), `skip` is skipped, `rej` is rejected by the
  * "service" (routed by the verdict), `fatal` fails the writer, `flaky` fails once then succeeds.
  * Batches of `batchSize` items are "sent" to a call that can be held; a call holding a name starting
- * with `die` dies, and `evictDies` makes `evictIdle` die.
+ * with `die` dies, and `evictDies` makes `evictIdle` die. A name starting with `lost` is answered
+ * as missing its table until the core's repair engine has repaired its table (`Service.repaired`).
  */
 import { Data, Deferred, Duration, Effect, Metric } from "effect"
 import type { Backend, Core, Verdict } from "../../../src/internal/core/backend.ts"
@@ -30,7 +31,7 @@ export interface Item {
   attempts: number
 }
 
-type Outcome = ReadonlyArray<"ok" | "rej" | "fatal" | "retry">
+type Outcome = ReadonlyArray<"ok" | "rej" | "fatal" | "retry" | "missing">
 
 const failure = (key: string, message: string): FailedElement => ({ connector: "bigtable", destination: key, message })
 
@@ -43,6 +44,9 @@ export interface Service {
   prepared: number
   evictions: number
   evictDies: boolean
+  /** Tables the repair engine repaired, and how many repairs ran. */
+  readonly repaired: Set<string>
+  repairs: number
 }
 
 export const makeService = (): Service => ({
@@ -51,7 +55,9 @@ export const makeService = (): Service => ({
   calls: 0,
   prepared: 0,
   evictions: 0,
-  evictDies: false
+  evictDies: false,
+  repaired: new Set(),
+  repairs: 0
 })
 
 const toy =
@@ -117,6 +123,7 @@ const toy =
               return batch.map((item) => {
                 if (item.name.startsWith("rej")) return "rej" as const
                 if (item.name.startsWith("fatal")) return "fatal" as const
+                if (item.name.startsWith("lost") && !service.repaired.has(item.key)) return "missing" as const
                 if (item.name.startsWith("flaky") && item.attempts === 1) return "retry" as const
                 service.accepted.push(item.name)
                 return "ok" as const
@@ -134,7 +141,18 @@ const toy =
                   failure: failure(item.key, "rejected")
                 })),
                 resend: [],
-                repair: [],
+                repair: batch.filter((_, i) => outcome[i] === "missing").map((item) => ({
+                  key: item.key,
+                  item,
+                  observed: core.repairs.epoch(item.key),
+                  repair: Effect.sync(() => {
+                    service.repairs++
+                    service.repaired.add(item.key)
+                  }),
+                  attempt: 1,
+                  budget: "recovery" as const,
+                  exhausted: () => new ToyError({ reason: "repairs exhausted" })
+                })),
                 retry: retry.length === 0 ? undefined : {
                   items: retry,
                   attempt: 1,
