@@ -14,26 +14,25 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as Queue from "effect/Queue"
-import type { FailedElement } from "../../Sink/FailedElement.ts"
 import { act, gauge, startQueued } from "./actions.ts"
-import type { Accounted, Admission, Core, Delivery } from "./backend.ts"
+import type { Admission, Core, Delivery, Method } from "./backend.ts"
 import * as stall from "./stall.ts"
 import type { Command, OwnerContext } from "./state.ts"
 
 /** The two seams of a built method; `delivery` is absent on a staging writer. @internal */
-export interface Seams<S, I extends Accounted, B, O, F extends FailedElement, E, R> {
-  readonly admission: Admission<never, S, F, E, R>
-  readonly delivery: Delivery<I, B, O, F, E, R> | undefined
+export interface Seams<M extends Method> {
+  readonly admission: Admission<M>
+  readonly delivery: Delivery<M> | undefined
 }
 
 /**
  * Answers the barriers once nothing is outstanding: the handler's flush (once for all of them),
  * then idle destinations are forgotten. After a failure every barrier fails with it.
  */
-const settleBarriers = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  core: Core<I, B, F, E>,
-  seams: Seams<S, I, B, O, F, E, R>
+const settleBarriers = <M extends Method>(
+  ctx: OwnerContext<M>,
+  core: Core<M>,
+  seams: Seams<M>
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     const st = ctx.state
@@ -56,12 +55,12 @@ const settleBarriers = <S, I extends Accounted, B, O, F extends FailedElement, E
     for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.succeed(done, undefined)
   })
 
-const onAdmit = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  core: Core<I, B, F, E>,
-  seams: Seams<S, I, B, O, F, E, R>,
-  command: Extract<Command<S, I, B, O, F, E>, { readonly _tag: "Admit" }>
-): Effect.Effect<void, E, R> =>
+const onAdmit = <M extends Method>(
+  ctx: OwnerContext<M>,
+  core: Core<M>,
+  seams: Seams<M>,
+  command: Extract<Command<M>, { readonly _tag: "Admit" }>
+): Effect.Effect<void, M["Error"], M["Context"]> =>
   Effect.gen(function*() {
     const st = ctx.state
     st.taken++
@@ -90,14 +89,14 @@ const onAdmit = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
  * A finished request: its verdict acted on. Once the last request in flight is booked while
  * admission waits, the open batches are sent: they hold the permits admission waits for.
  */
-const onCompleted = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  core: Core<I, B, F, E>,
-  seams: Seams<S, I, B, O, F, E, R>,
-  delivery: Delivery<I, B, O, F, E, R>,
-  batch: B,
-  outcome: O
-): Effect.Effect<void, E, R> =>
+const onCompleted = <M extends Method>(
+  ctx: OwnerContext<M>,
+  core: Core<M>,
+  seams: Seams<M>,
+  delivery: Delivery<M>,
+  batch: M["Request"],
+  outcome: M["Outcome"]
+): Effect.Effect<void, M["Error"], M["Context"]> =>
   Effect.gen(function*() {
     const st = ctx.state
     st.requests--
@@ -129,16 +128,16 @@ const evictDue = (
 }
 
 /** Cuts every open batch of the admission seam (none when it keeps none). */
-const cutAll = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  seams: Seams<S, I, B, O, F, E, R>
-): Effect.Effect<void, E, R> => seams.admission.cutAll ?? Effect.void
+const cutAll = <M extends Method>(
+  seams: Seams<M>
+): Effect.Effect<void, M["Error"], M["Context"]> => seams.admission.cutAll ?? Effect.void
 
 /** The tick: the stall check (of a delivery), the admission's timed cuts, and idle eviction. */
-const onTick = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  seams: Seams<S, I, B, O, F, E, R>,
+const onTick = <M extends Method>(
+  ctx: OwnerContext<M>,
+  seams: Seams<M>,
   now: number
-): Effect.Effect<void, E, R> => {
+): Effect.Effect<void, M["Error"], M["Context"]> => {
   const st = ctx.state
   const { admission, delivery } = seams
   const stalled = delivery === undefined ? Effect.void : stall.check(st.stall, now, st.requests, delivery)
@@ -147,20 +146,20 @@ const onTick = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
 }
 
 /** A command of the delivery seam, run only when the method has one (a staging core never sends them). */
-const delivered = <I extends Accounted, B, O, F extends FailedElement, E, R>(
-  delivery: Delivery<I, B, O, F, E, R> | undefined,
-  step: (delivery: Delivery<I, B, O, F, E, R>) => Effect.Effect<void, E, R> | undefined
-): Effect.Effect<void, E, R> => {
+const delivered = <M extends Method>(
+  delivery: Delivery<M> | undefined,
+  step: (delivery: Delivery<M>) => Effect.Effect<void, M["Error"], M["Context"]> | undefined
+): Effect.Effect<void, M["Error"], M["Context"]> => {
   const effect = delivery === undefined ? undefined : step(delivery)
   return effect === undefined ? Effect.die(new Error("a delivery command without a delivery seam")) : effect
 }
 
-const handle = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  core: Core<I, B, F, E>,
-  seams: Seams<S, I, B, O, F, E, R>,
-  command: Command<S, I, B, O, F, E>
-): Effect.Effect<void, E, R> => {
+const handle = <M extends Method>(
+  ctx: OwnerContext<M>,
+  core: Core<M>,
+  seams: Seams<M>,
+  command: Command<M>
+): Effect.Effect<void, M["Error"], M["Context"]> => {
   const st = ctx.state
   if (command._tag === "Tick") st.tickPending = false
   if (st.failure !== undefined) {
@@ -200,13 +199,13 @@ const handle = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
  *
  * @internal
  */
-export const run = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  core: Core<I, B, F, E>,
-  seams: Seams<S, I, B, O, F, E, R>
-): Effect.Effect<never, never, R> => {
+export const run = <M extends Method>(
+  ctx: OwnerContext<M>,
+  core: Core<M>,
+  seams: Seams<M>
+): Effect.Effect<never, never, M["Context"]> => {
   const settle = settleBarriers(ctx, core, seams)
-  const step = (command: Command<S, I, B, O, F, E>) =>
+  const step = (command: Command<M>) =>
     handle(ctx, core, seams, command).pipe(
       Effect.catchCause((cause) => core.failCause(cause)),
       Effect.andThen(settle),

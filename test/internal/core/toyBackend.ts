@@ -7,7 +7,7 @@
  * as missing its table until the core's repair engine has repaired its table (`Service.repaired`).
  */
 import { Data, Deferred, Duration, Effect, Metric } from "effect"
-import type { Backend, Core, Verdict } from "../../../src/internal/core/backend.ts"
+import type { Backend, Core, Method, VerdictOf } from "../../../src/internal/core/backend.ts"
 import * as writer from "../../../src/internal/core/writer.ts"
 import type { FailedElement } from "../../../src/Sink/FailedElement.ts"
 import type { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
@@ -32,6 +32,19 @@ export interface Item {
 }
 
 type Outcome = ReadonlyArray<"ok" | "rej" | "fatal" | "retry" | "missing">
+
+/** The toy's types on the core: strings in, items in slices and batches, an outcome per item. */
+interface ToyMethod extends Method {
+  readonly Record: string
+  readonly Slice: ReadonlyArray<Item>
+  readonly Item: Item
+  readonly Request: ReadonlyArray<Item>
+  readonly Outcome: Outcome
+  readonly Failure: FailedElement
+  readonly Error: unknown
+  readonly HandlerError: unknown
+  readonly Context: never
+}
 
 const failure = (key: string, message: string): FailedElement => ({ connector: "bigtable", destination: key, message })
 
@@ -61,19 +74,9 @@ export const makeService = (): Service => ({
 })
 
 const toy =
-  (service: Service, batchSize: number, gate: Deferred.Deferred<void> | undefined) =>
-  (core: Core<Item, ReadonlyArray<Item>, FailedElement, unknown>) =>
+  (service: Service, batchSize: number, gate: Deferred.Deferred<void> | undefined) => (core: Core<ToyMethod>) =>
     Effect.sync(
-      (): Backend<
-        string,
-        ReadonlyArray<Item>,
-        Item,
-        ReadonlyArray<Item>,
-        Outcome,
-        FailedElement,
-        unknown,
-        never
-      > => {
+      (): Backend<ToyMethod> => {
         let open: Array<Item> = []
         const cut = Effect.suspend(() => {
           if (open.length === 0) return Effect.void
@@ -130,7 +133,7 @@ const toy =
               })
             }),
           judge: (batch, outcome) =>
-            Effect.sync((): Verdict<Item, FailedElement, unknown> => {
+            Effect.sync((): VerdictOf<ToyMethod> => {
               const written = batch.filter((_, i) => outcome[i] === "ok")
               const retry = batch.filter((_, i) => outcome[i] === "retry")
               const fatal = batch.find((_, i) => outcome[i] === "fatal")
@@ -186,7 +189,7 @@ export const make = (options: {
   /** While not done, admission waits before preparing (the backend's `admissionGate`). */
   readonly admissionGate?: Deferred.Deferred<void>
 }) =>
-  writer.make({
+  writer.make<ToyMethod>({
     handler: options.handler,
     limits: {
       maxUnits: options.maxUnits ?? 100,

@@ -52,8 +52,8 @@ const onOwner = <X, E>(
 ): Effect.Effect<X, E> =>
   Effect.gen(function*() {
     const done = yield* Deferred.make<X>()
-    yield* owner.core.offer(Effect.suspend(() => Effect.asVoid(Deferred.succeed(done, f(owner.destinations)))))
-    return yield* Effect.raceFirst(Deferred.await(done), owner.core.failure)
+    yield* owner.offer(Effect.suspend(() => Effect.asVoid(Deferred.succeed(done, f(owner.destinations)))))
+    return yield* Effect.raceFirst(Deferred.await(done), owner.failure)
   })
 
 /** The commits of every destination whose stream has rows; each marked prepared (evictable once equal). */

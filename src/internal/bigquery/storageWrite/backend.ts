@@ -22,7 +22,7 @@ import { BigQueryError, TableAdminFailed } from "../../../BigQuery/BigQueryError
 import { type BigQueryFailure, failedRow } from "../../../BigQuery/BigQueryFailure.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
-import type { Accounted, Backend, Core } from "../../core/backend.ts"
+import type { Accounted, Backend, Core, Method } from "../../core/backend.ts"
 import { maxStagedSlices } from "../../core/writer.ts"
 import type { Link } from "../exactlyOnce/stream.ts"
 import * as metrics from "../metrics.ts"
@@ -66,7 +66,10 @@ export type Outcome = Exit.Exit<PendingAppend.Step, BigQueryError>
  * @internal
  */
 export interface OwnerView<E> {
-  readonly core: BigQueryCore<E>
+  /** Runs a step on the owner (`Core.offer`). */
+  readonly offer: (step: Effect.Effect<void, E>) => Effect.Effect<void>
+  /** Fails with the writer's failure once latched (`Core.failure`). */
+  readonly failure: Effect.Effect<never, E>
   readonly destinations: ReadonlyMap<string, Destination.Destination>
 }
 
@@ -101,8 +104,28 @@ export interface Mode {
   readonly evictable: (d: Destination.Destination) => boolean
 }
 
-/** The BigQuery backend's core. @internal */
-export type BigQueryCore<E> = Core<Accounted, Request, BigQueryFailure, E>
+/**
+ * The Storage Write backend's types on the core: records `A` in, encoded rows per slice, each
+ * sealed batch a {@link Request} that is its own accounted item, a call's {@link Outcome}, routed
+ * `BigQueryFailure`s; the writer fails with a `BigQueryError` or the failure handler's `E`, whose
+ * steps need `R`.
+ *
+ * @internal
+ */
+export interface StorageWriteMethod<A, E, R> extends Method {
+  readonly Record: A
+  readonly Slice: Prepare.Rows
+  readonly Item: Accounted
+  readonly Request: Request
+  readonly Outcome: Outcome
+  readonly Failure: BigQueryFailure
+  readonly Error: BigQueryError | E
+  readonly HandlerError: E
+  readonly Context: R
+}
+
+/** The core a Storage Write writer runs on. @internal */
+export type BigQueryCore<A, E, R> = Core<StorageWriteMethod<A, E, R>>
 
 /**
  * A destination's open (schema read, table proven or created) finished on its own fiber: the
@@ -116,17 +139,8 @@ export interface Opened {
   readonly result: Result.Result<Destination.Destination, BigQueryError | Destination.SerializerThrew>
 }
 
-/** The BigQuery backend's type on the core. @internal */
-export type BigQueryBackend<A, E, R> = Backend<
-  A,
-  Prepare.Rows,
-  Accounted,
-  Request,
-  Outcome,
-  BigQueryFailure,
-  E,
-  R
->
+/** The Storage Write backend's seams on the core. @internal */
+export type BigQueryBackend<A, E, R> = Backend<StorageWriteMethod<A, E, R>>
 
 /** The batch of a request, as its append takes it. @internal */
 export const batchOf = (request: Request): PendingAppend.Batch => ({
@@ -147,7 +161,7 @@ export const progressFor = (request: Request, atOffset: PendingAppend.AtOffset |
 export const sliceRecords = 8192
 
 interface State<A, E, R> {
-  readonly core: BigQueryCore<BigQueryError | E>
+  readonly core: BigQueryCore<A, E, R>
   readonly client: BigQueryClientService
   readonly settings: Settings<A, E, R>
   readonly destinations: Map<string, Destination.Destination>
@@ -522,7 +536,7 @@ const stallMessage = <A, E, R>(st: State<A, E, R>, waited: number) => {
 const initialState = <A, E, R>(
   settings: Settings<A, E, R>,
   client: BigQueryClientService,
-  core: BigQueryCore<BigQueryError | E>,
+  core: BigQueryCore<A, E, R>,
   mode: Mode | undefined
 ): State<A, E, R> => {
   const s = settings.stream
@@ -555,9 +569,9 @@ const initialState = <A, E, R>(
 /** Builds the backend on the core; the destinations' connections close with the writer's scope. @internal */
 export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClientService, mode?: Mode) =>
 (
-  core: BigQueryCore<BigQueryError | E>
+  core: BigQueryCore<A, E, R>
 ): Effect.Effect<
-  BigQueryBackend<A, BigQueryError | E, R> & {
+  BigQueryBackend<A, E, R> & {
     /** What `prepare` keeps per destination on the caller's side (bounded by eviction). */
     readonly prepareEnv: Prepare.Env<A>
     /** The open destinations (the owner's: read by steps run on it). */

@@ -10,7 +10,7 @@ import { BigQueryError, RequestRejected } from "../../../../src/BigQuery/BigQuer
 import * as Participant from "../../../../src/internal/bigquery/exactlyOnce/participant.ts"
 import type { Restored } from "../../../../src/internal/bigquery/exactlyOnce/stream.ts"
 import type { Settings } from "../../../../src/internal/bigquery/options.ts"
-import type { BigQueryCore, OwnerView } from "../../../../src/internal/bigquery/storageWrite/backend.ts"
+import type { OwnerView } from "../../../../src/internal/bigquery/storageWrite/backend.ts"
 
 const terminal = new BigQueryError({
   reason: new RequestRejected({
@@ -27,11 +27,8 @@ const terminal = new BigQueryError({
  * steps offered to it (the prepare's question is never answered), and its `failure` fails.
  */
 const failedCore: OwnerView<BigQueryError> = {
-  core: {
-    offer: () => Effect.void,
-    failure: Effect.fail(terminal),
-    failed: () => true
-  } as unknown as BigQueryCore<BigQueryError>,
+  offer: () => Effect.void,
+  failure: Effect.fail(terminal),
   destinations: new Map()
 }
 
