@@ -14,7 +14,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
-import type { Accounted, After, Budget, Core, CoreError, Delivery, Method, Retry, VerdictOf } from "./backend.ts"
+import type { Accounted, Budget, Core, CoreError, Delivery, Method, VerdictOf } from "./backend.ts"
 import { delayAfter } from "./budget.ts"
 import * as repairEngine from "./repairs.ts"
 import * as stall from "./stall.ts"
@@ -88,6 +88,44 @@ export const startQueued = <M extends Method>(
     return next === undefined ? Effect.void : Effect.andThen(startCall(ctx, next), startQueued(ctx))
   })
 
+/**
+ * The core's waits: `after` runs a step once a budget's wait is over, and `retry` re-sends items
+ * after one (or at once, on the owner). What failed is the schedule's input (the typed error a
+ * caller's schedule is promised), and the writer's failure once the schedule stops.
+ */
+const waits = <M extends Method>(
+  ctx: OwnerContext<M>,
+  fork: (effect: Effect.Effect<unknown>) => Effect.Effect<void>,
+  failCause: (cause: Cause.Cause<CoreError<M>>) => Effect.Effect<void>
+): Pick<Core<M>, "after" | "retry"> => {
+  // a staging writer has no schedules, and no `after`/`retry` in the core it is handed
+  const delay = (budget: Budget, attempt: number, failure: CoreError<M>) =>
+    ctx.schedules === undefined ? Effect.succeedNone : delayAfter(ctx.schedules[budget], attempt, failure)
+  const after = (budget: Budget, attempt: number, command: Command<M>, exhausted: () => CoreError<M>) =>
+    Effect.suspend(() => {
+      const failure = exhausted()
+      return Effect.flatMap(delay(budget, attempt, failure), (wait) =>
+        Option.isNone(wait)
+          ? failCause(Cause.fail(failure))
+          : fork(Effect.andThen(Effect.sleep(wait.value), offerTo(ctx.commands, command))))
+    })
+  // At once, the items go again on the owner itself: it alone takes from its bounded queue, so an
+  // offer of its own to a full queue would wait forever (a repair re-sends thousands at once).
+  const resendNow = (items: ReadonlyArray<M["Item"]>) =>
+    Effect.suspend(() => {
+      const resend = ctx.delivery?.resend
+      if (resend === undefined) return Effect.die(new Error("a retry of a delivery that does not re-send"))
+      return resend(items).pipe(Effect.provideContext(ctx.context), Effect.catchCause(failCause))
+    })
+  return {
+    after: (budget, attempt, step, exhausted) => after(budget, attempt, { _tag: "Step", step }, exhausted),
+    retry: (r) =>
+      r.attempt === 0
+        ? resendNow(r.items)
+        : after(r.budget, r.attempt, { _tag: "Retry", items: r.items }, r.exhausted)
+  }
+}
+
 /** Builds the {@link Core} the backend's steps use. @internal */
 export const makeCore = <M extends Method>(
   ctx: OwnerContext<M>
@@ -102,38 +140,11 @@ export const makeCore = <M extends Method>(
     })
   const fail = (error: CoreError<M>) => failCause(Cause.fail(error))
   const offer = (step: Effect.Effect<void, CoreError<M>>) => offerTo(ctx.commands, { _tag: "Step", step })
-  // a staging writer has no schedules, and no `after`/`retry` in the core it is handed
-  const delay = (budget: Budget, attempt: number, failure?: unknown) =>
-    ctx.schedules === undefined ? Effect.succeedNone : delayAfter(ctx.schedules[budget], attempt, failure)
-  const after = (
-    budget: Budget,
-    attempt: number,
-    command: Command<M>,
-    exhausted: () => CoreError<M>,
-    failure: unknown
-  ) =>
-    Effect.flatMap(delay(budget, attempt, failure), (wait) =>
-      Option.isNone(wait)
-        ? fail(exhausted())
-        : fork(Effect.andThen(Effect.sleep(wait.value), offerTo(ctx.commands, command))))
-  // At once, the items go again on the owner itself: it alone takes from its bounded queue, so an
-  // offer of its own to a full queue would wait forever (a repair re-sends thousands at once).
-  const resendNow = (items: ReadonlyArray<M["Item"]>) =>
-    Effect.suspend(() => {
-      const resend = ctx.delivery?.resend
-      if (resend === undefined) return Effect.die(new Error("a retry of a delivery that does not re-send"))
-      return resend(items).pipe(Effect.provideContext(ctx.context), Effect.catchCause(failCause))
-    })
-  const retry = (r: Retry<M["Item"], CoreError<M>>) =>
-    r.attempt === 0
-      ? resendNow(r.items)
-      : after(r.budget, r.attempt, { _tag: "Retry", items: r.items }, r.exhausted, r.failure)
-  const afterStep: After<CoreError<M>> = (budget, attempt, step, exhausted, failure) =>
-    after(budget, attempt, { _tag: "Step", step }, exhausted, failure)
+  const { after, retry } = waits(ctx, fork, failCause)
   const repairs = repairEngine.make<M["Item"], CoreError<M>>({
     fork,
     offer,
-    after: afterStep,
+    after,
     retry,
     failCause,
     ...repairHooks(ctx)
@@ -149,7 +160,7 @@ export const makeCore = <M extends Method>(
     },
     offer,
     fork,
-    after: afterStep,
+    after,
     retry,
     resolved: (items) => resolved(ctx, items),
     route: (failure) => route(ctx, failure, failCause),

@@ -168,10 +168,11 @@ export interface Retry<I, E> {
   readonly attempt: number
   /** `retry` (transient failures) or `recovery` (reconnects, repairs). */
   readonly budget: Budget
-  /** The writer's failure when the schedule has no further attempt. */
+  /**
+   * What failed, as the writer's failure when the schedule has no further attempt: also the
+   * schedule's input at each step (what `RetryPolicy.fromSchedule` promises a caller's schedule).
+   */
   readonly exhausted: () => E
-  /** What failed: the schedule's input (`RetryPolicy.fromSchedule` may decide on it). */
-  readonly failure?: unknown
 }
 
 /**
@@ -185,8 +186,9 @@ export interface Retry<I, E> {
 export type Budget = "retry" | "recovery" | "propagation"
 
 /**
- * Waits before attempt `attempt + 1` of `budget` (its `Schedule`, `failure` its input), then runs
- * `step` on the owner; `exhausted` fails the writer when the schedule allows no further attempt.
+ * Waits before attempt `attempt + 1` of `budget` (its `Schedule`), then runs `step` on the owner;
+ * `exhausted` is what failed: the schedule's input, and the writer's failure when the schedule
+ * allows no further attempt.
  *
  * @internal
  */
@@ -194,8 +196,7 @@ export type After<E> = (
   budget: Budget,
   attempt: number,
   step: Effect.Effect<void, E>,
-  exhausted: () => E,
-  failure?: unknown
+  exhausted: () => E
 ) => Effect.Effect<void>
 
 /**
@@ -219,9 +220,8 @@ export interface Trouble<I, E> {
    */
   readonly attempt: number
   readonly budget: Budget
+  /** What failed, as the writer's failure once the budget is spent; the schedule's input too. */
   readonly exhausted: () => E
-  /** What the service said: the schedule's input. */
-  readonly failure?: unknown
 }
 
 /**

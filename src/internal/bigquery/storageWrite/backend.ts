@@ -11,6 +11,7 @@
  * @internal
  */
 import * as Clock from "effect/Clock"
+import type * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
@@ -24,7 +25,6 @@ import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { Accounted, Backend, Core, Method } from "../../core/backend.ts"
 import { maxStagedSlices } from "../../core/writer.ts"
-import type { Link } from "../exactlyOnce/stream.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
 import * as AppendRequest from "../transport/appendRequest.ts"
@@ -33,8 +33,21 @@ import * as Destination from "./destination.ts"
 import * as PendingAppend from "./pendingAppend.ts"
 import * as Prepare from "./prepare.ts"
 import * as Projection from "./projection.ts"
-import * as Recovery from "./recovery.ts"
 import * as Split from "./split.ts"
+import * as Verdict from "./verdict.ts"
+
+/**
+ * A request's stamp and place in its buffered stream's chain of appends (the exactly-once mode):
+ * `offset`, where it is sent; `after`, the final end of the append sent before it (the offset its
+ * rows truly go at, once that one settled); `end`, its own, completed when it settles.
+ *
+ * @internal
+ */
+export interface Link {
+  readonly offset: number
+  readonly after: Effect.Effect<number, BigQueryError>
+  readonly end: Deferred.Deferred<number, BigQueryError>
+}
 
 /**
  * One sealed batch on its way: its destination and rows; it is the item the core accounts for
@@ -57,7 +70,7 @@ export interface Request extends Accounted {
 }
 
 /** @internal */
-export type Outcome = Exit.Exit<PendingAppend.Step, BigQueryError>
+export type Outcome = Exit.Exit<Verdict.Step, BigQueryError>
 
 /**
  * The core a BigQuery writer runs on, and the open destinations its owner-side steps read (the
@@ -94,11 +107,11 @@ export interface Mode {
     backlog: SendBacklog.SendBacklog
   ) => Effect.Effect<Destination.Destination, BigQueryError | Destination.SerializerThrew>
   readonly send: (request: Request, send: (request: Request) => Effect.Effect<void>) => Effect.Effect<void>
-  readonly call: (request: Request) => Effect.Effect<PendingAppend.Step, BigQueryError>
+  readonly call: (request: Request) => Effect.Effect<Verdict.Step, BigQueryError>
   readonly answered: (
     request: Request,
     /** Absent: the append failed (the writer's failure). */
-    outcome: PendingAppend.Outcome | undefined,
+    outcome: Verdict.Outcome | undefined,
     send: (request: Request) => Effect.Effect<void>
   ) => Effect.Effect<void>
   readonly evictable: (d: Destination.Destination) => boolean
@@ -436,26 +449,47 @@ const batchRows = <A, E, R>(
     yield* sendIfIdle(st, d)
   })
 
+/** A request's progress, made by its first call (a step comes only after one). */
+const progressOf = (request: Request): PendingAppend.Progress => {
+  if (request.progress === undefined) throw new Error(`BigQuerySink: a step of ${request.key} came before its call`)
+  return request.progress
+}
+
 /**
- * The verdict on one call of an append: done (its rows written, the rejected ones routed), a
- * reconnect after a `recovery` wait, a repair of its table, or the writer's failure. Only the last
- * call of a request frees its destination's place (`inFlight`) and moves a buffered stream on.
+ * The core's verdict on one call of an append (`verdict.ts`): done (its rows written, the rejected
+ * ones routed), a reconnect after a `recovery` wait, a repair of its table, or the writer's failure.
+ * Only the last call of a request frees its destination's place (`inFlight`) and moves a buffered
+ * stream on.
  */
 const judge = <A, E, R>(
   st: State<A, E, R>,
   request: Request,
   exit: Outcome
-): Effect.Effect<Recovery.BigQueryVerdict<E>> =>
+): Effect.Effect<Verdict.BigQueryVerdict<E>> =>
   Effect.suspend(() => {
     if (Exit.isFailure(exit)) {
-      return Effect.as(Effect.andThen(ended(st, request, undefined), st.core.failCause(exit.cause)), Recovery.noVerdict)
+      return Effect.as(Effect.andThen(ended(st, request, undefined), st.core.failCause(exit.cause)), Verdict.noVerdict)
     }
     const step = exit.value
     switch (step._tag) {
       case "reconnect":
-        return Effect.succeed(Recovery.reconnect(request, step))
-      case "repair":
-        return Recovery.repair(st, request, step)
+        return Effect.succeed(Verdict.reconnect(request, ++progressOf(request).reconnects, step.problem))
+      case "repair": {
+        const progress = progressOf(request)
+        const attempt = step.kind === "createTable" ? ++progress.creations : ++progress.schemaWaits
+        st.core.counters.add(request.key, "retries", 1)
+        return Effect.as(
+          metrics.countRecords(metrics.appendRetries, 1, undefined),
+          Verdict.repair(
+            request,
+            request.epoch,
+            step.kind,
+            attempt,
+            step.problem,
+            Destination.repairTable(st.client, st.settings, request.d.destination, request.schema, step.kind)
+          )
+        )
+      }
       case "done":
         // the rows batched while this append was out go now, unless another of d's appends is still out
         return Effect.andThen(
@@ -469,7 +503,7 @@ const judge = <A, E, R>(
 const ended = <A, E, R>(
   st: State<A, E, R>,
   request: Request,
-  outcome: PendingAppend.Outcome | undefined
+  outcome: Verdict.Outcome | undefined
 ): Effect.Effect<void> =>
   Effect.suspend(() => {
     request.d.inFlight--
@@ -479,25 +513,15 @@ const ended = <A, E, R>(
 const verdictOf = <A, E, R>(
   st: State<A, E, R>,
   request: Request,
-  o: PendingAppend.Outcome
-): Effect.Effect<Recovery.BigQueryVerdict<E>> =>
+  o: Verdict.Outcome
+): Effect.Effect<Verdict.BigQueryVerdict<E>> =>
   Effect.suspend(() => {
-    const { d, sealed } = request
     // answered: nothing refers to the batch's buffer any more (routed rows keep copies)
-    Split.recycle(st.pool, sealed.buffer)
-    if (o.schemaPushed) d.schemaPushed = true
-    const key = request.key
-    const verdict: Recovery.BigQueryVerdict<E> = {
-      ...Recovery.noVerdict,
-      written: [{ key, units: o.written, bytes: o.bytes, permitBytes: request.permitBytes }],
-      // the routed rows take the rest of the batch's units and bytes (its permit went with the survivors)
-      routed: o.failed.map((failure, i) => ({
-        item: { key, units: 1, bytes: i === 0 ? request.bytes - o.bytes : 0, permitBytes: 0 },
-        failure
-      }))
-    }
+    Split.recycle(st.pool, request.sealed.buffer)
+    if (o.schemaPushed) request.d.schemaPushed = true
+    const verdict = Verdict.written(request, o)
     if (o.retries === 0) return Effect.succeed(verdict)
-    st.core.counters.add(key, "retries", o.retries)
+    st.core.counters.add(request.key, "retries", o.retries)
     return Effect.as(metrics.countRecords(metrics.appendRetries, o.retries, undefined), verdict)
   })
 

@@ -18,7 +18,7 @@ import * as deadline from "../../wire/deadline.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings, StreamSettings } from "../options.ts"
 import * as Backend from "./backend.ts"
-import * as PendingAppend from "./pendingAppend.ts"
+import * as Verdict from "./verdict.ts"
 
 /**
  * The core's in-flight bounds for BigQuery, which bounds requests and bytes, not rows: at most
@@ -66,8 +66,8 @@ export const makeWith = <A, E, R>(
       handler: settings.failureHandler,
       limits: limitsOf(s),
       retry: s.retry,
-      recovery: PendingAppend.recoveries(s.recovery),
-      propagation: PendingAppend.schemaWait,
+      recovery: Verdict.recoveries(s.recovery),
+      propagation: Verdict.schemaWait,
       metrics: {
         // one counter: with per-destination metrics it is counted once, with the attribute
         recordsSendErrors: s.perDestinationMetrics ? undefined : metrics.recordsSendErrors,

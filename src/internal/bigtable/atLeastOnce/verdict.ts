@@ -129,8 +129,7 @@ export const judge = <A, EH, R>(
         items: retry,
         attempt: Math.max(...retry.map((item) => item.attempts)),
         budget: "retry",
-        exhausted: () => rpcFailed(first, retryStatus),
-        failure: retryStatus
+        exhausted: () => rpcFailed(first, retryStatus)
       },
       terminal: terminal ?? repairs?.terminal
     }
