@@ -11,7 +11,7 @@ import { FailureHandler } from "../../src/Sink.ts"
 import type * as Fake from "../support/fakeBigQueryWrite.ts"
 import type * as Buffered from "../support/fakeBufferedStreams.ts"
 import { eventually } from "../support/waiting.ts"
-import { eoWriter, range, resume, visibleIds, withEo } from "./exactlyOnceFixtures.ts"
+import { eoWriter, idOf, range, resume, visibleIds, withEo } from "./exactlyOnceFixtures.ts"
 import { columns, destination, fastRetries, type Row, rows, serializer } from "./sinkFixtures.ts"
 
 /** Small batches: 40 rows go in several appends (each row is ~12 bytes framed). */
@@ -550,6 +550,36 @@ describe("BigQuerySink.exactlyOnce: the restore probe", () => {
         assert.deepStrictEqual(visibleIds(fake), [...range(0, 10), ...range(11, 20)])
         assert.strictEqual(fake.buffered.stats.creates, 2, "the restored stream was abandoned")
         // the next run restores the fresh stream and appends behind its rows
+        const { writer } = yield* eoWriter(fake)
+        yield* writer.write(rows(5, 20))
+        yield* writer.checkpoint(25)
+        assert.deepStrictEqual(visibleIds(fake), [...range(0, 10), ...range(11, 25)])
+      }))
+  })
+
+  it.live("row errors reported before the offset check at a probe past which a crash appended: abandoned, every restart", () => {
+    // the restored stream's probe at 10 meets row errors first (a service that reads the rows before
+    // the offset); its survivors, re-sent at 10, then meet the crashed run's rows there
+    let restored: string | undefined
+    const answer = (c: Fake.AppendContext): Fake.Answer => {
+      if (!buffered(c) || c.writeStream !== restored || c.offset !== 10) return { _tag: "default" }
+      const errors = c.rows.flatMap((row, index) => idOf(row) === 10 ? [{ index, message: "row 10 is bad" }] : [])
+      return errors.length === 0 ? { _tag: "default" } : { _tag: "rowErrors", errors, uncheckedOffset: true }
+    }
+    return withEo({ answer }, (fake) =>
+      Effect.gen(function*() {
+        yield* crashedPastCheckpoint(fake)
+        restored = [...fake.buffered.streams.keys()][0]
+        const routed: Array<BigQueryFailure.BigQueryFailure> = []
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* eoWriterWith(fake, (f) => void routed.push(f))
+          yield* writer.write(rows(10, 10))
+          yield* writer.checkpoint(20)
+        }))
+        assert.strictEqual(routed.length, 1, "the bad row is routed")
+        assert.deepStrictEqual(visibleIds(fake), [...range(0, 10), ...range(11, 20)])
+        assert.strictEqual(fake.buffered.stats.creates, 2, "the restored stream was abandoned")
+        // and the next restart moves on from there
         const { writer } = yield* eoWriter(fake)
         yield* writer.write(rows(5, 20))
         yield* writer.checkpoint(25)

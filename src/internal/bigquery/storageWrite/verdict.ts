@@ -353,10 +353,8 @@ export const decide = (problem: Problem, facts: Facts): Decision => {
  *
  * @internal
  */
-export const afterRouting = (phase: Phase): { readonly phase: Phase; readonly toPredecessorEnd: boolean } => ({
-  phase: "replay",
-  toPredecessorEnd: phase !== "replay"
-})
+export const afterRouting = (phase: Phase): { readonly phase: Phase; readonly toPredecessorEnd: boolean } =>
+  phase === "append" ? { phase: "replay", toPredecessorEnd: true } : { phase, toPredecessorEnd: false }
 
 /**
  * Where a buffered batch goes when it must move from `from` to its predecessor's end `end`: there,

@@ -309,9 +309,20 @@ describe("verdict: what the call does next (decide)", () => {
 })
 
 describe("verdict: after routing rows, moving a batch, an acknowledgement", () => {
-  it("survivors of row errors are a replay, moved to their predecessor's end mid-run", () => {
+  it("a probe's survivors are still the probe (a stream that cannot be adopted is then abandoned)", () => {
+    assert.deepStrictEqual(Verdict.afterRouting("probe"), { phase: "probe", toPredecessorEnd: false })
     assert.deepStrictEqual(Verdict.afterRouting("append"), { phase: "replay", toPredecessorEnd: true })
     assert.deepStrictEqual(Verdict.afterRouting("replay"), { phase: "replay", toPredecessorEnd: false })
+  })
+
+  it("a probe's survivors meeting rows past the restored offset abandon the stream; a replay's are terminal", () => {
+    const exists = problemOf(response(Code.ALREADY_EXISTS, StorageCode.OFFSET_ALREADY_EXISTS))
+    const survivors = Verdict.afterRouting("probe").phase
+    assert.strictEqual(said(Verdict.decide(exists, buffered(survivors))), "abandon")
+    assert.strictEqual(
+      said(Verdict.decide(exists, buffered(Verdict.afterRouting("append").phase))),
+      "fail:RequestRejected"
+    )
   })
 
   it("a batch moves to its predecessor's end unless an attempt where it is went unanswered", () => {
