@@ -53,7 +53,8 @@ export const send = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effe
     const key = (items[0] as Item).key
     const epoch = st.core.repairs.epoch(key)
     for (const item of items) {
-      item.attempts++
+      // its first attempt; a retry is charged by its verdict (`verdict.ts`), not by every send
+      if (item.attempts === 0) item.attempts = 1
       item.epoch = epoch
     }
     const dest = st.dests.get(key)

@@ -20,8 +20,9 @@ import * as proto from "../transport/mutationProto.ts"
 import * as batcher from "./batcher.ts"
 
 /**
- * One admitted entry, from admission until it is applied or routed. `attempts` and `isolated`
- * are written by the writer's owner fiber only.
+ * One admitted entry, from admission until it is applied or routed. `attempts` (those the `retry`
+ * budget counts: its first, and one per transient status retried; not the re-sends after its table's
+ * repair or alone in the isolation pass) and `isolated` are written by the writer's owner fiber only.
  *
  * @internal
  */
