@@ -175,14 +175,33 @@ export const makeCore = <M extends Method>(
   }
 }
 
-/** What `items` account for, summed (one pass, no allocation per item: this runs per answered batch). */
-const totals = (items: ReadonlyArray<Accounted>) => {
+/** Units leave their generation's count (the entry goes with its last unit). */
+const leave = (pending: Map<number, number>, generation: number, units: number): void => {
+  const left = (pending.get(generation) ?? 0) - units
+  if (left > 0) pending.set(generation, left)
+  else pending.delete(generation)
+}
+
+/**
+ * What `items` account for, summed, and taken from their generations' counts (one pass, no
+ * allocation per item: this runs per answered batch, whose items usually share one generation).
+ */
+const totals = (items: ReadonlyArray<Accounted>, pending: Map<number, number>) => {
   const sum = { units: 0, bytes: 0, permitBytes: 0 }
+  let generation = -1
+  let run = 0
   for (const item of items) {
     sum.units += item.units
     sum.bytes += item.bytes
     sum.permitBytes += item.permitBytes
+    if (item.generation !== generation) {
+      if (run > 0) leave(pending, generation, run)
+      generation = item.generation
+      run = 0
+    }
+    run += item.units
   }
+  if (run > 0) leave(pending, generation, run)
   return sum
 }
 
@@ -194,7 +213,7 @@ const resolved = <M extends Method>(
   Effect.suspend(() => {
     if (items.length === 0) return Effect.void
     const st = ctx.state
-    const { bytes, permitBytes, units } = totals(items)
+    const { bytes, permitBytes, units } = totals(items, st.pending)
     st.outstanding -= units
     return Effect.andThen(
       ctx.release({ units, bytes: permitBytes }),

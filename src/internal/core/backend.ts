@@ -10,9 +10,11 @@
  *   takes a writer-global in-flight permit (units and bytes, `flowControl.ts`) before it is offered
  *   to the owner; waiting for a permit is the backpressure;
  * - the terminal-failure latch: the first fatal cause is kept, every later `write`/`flush` fails with it;
- * - barriers: `flush` cuts every open batch, waits until nothing is outstanding, flushes the failure
- *   handler exactly once, then forgets idle destinations; the checkpoint protocol
- *   (`checkpoint/protocol.ts`) drains through this barrier before it prepares and commits;
+ * - barriers: `flush` cuts every open batch, waits until every item admitted before it has left
+ *   (written or routed: what a source that never pauses writes after it is not waited for, each item
+ *   carrying the barrier generation it was admitted in), flushes the failure handler once, then
+ *   forgets idle destinations; the checkpoint protocol (`checkpoint/protocol.ts`) drains through
+ *   this barrier before it prepares and commits (no write runs during a checkpoint);
  * - failure routing through the `FailureHandler` lifecycle (`failureRouting.ts`): `recordsFailed` is
  *   counted once the handler succeeded (dropped the record), as `WriteSummary` documents;
  * - summary counters (read without queueing) and in-flight gauges moved by deltas, returned to 0 at close;
@@ -64,6 +66,10 @@ import type { SummaryCounters } from "./summaryCounters.ts"
  * - `bytes`: serialized bytes; `bytesWritten` when written, and the in-flight bytes gauge.
  * - `permitBytes`: what it took of the in-flight bytes permit (its `bytes` clamped to the bound by
  *   the slice that admitted it); given back when it leaves.
+ * - `generation`: the barrier generation its records were admitted in (the `generation` handed to
+ *   `Admission.admit`; an item carries records of one generation): a barrier waits only for the
+ *   items of its generation and earlier. The core counts units by generation from admission to
+ *   leaving, so an item's units must all be of its generation.
  *
  * @internal
  */
@@ -72,6 +78,7 @@ export interface Accounted {
   readonly units: number
   readonly bytes: number
   readonly permitBytes: number
+  readonly generation: number
 }
 
 /**
@@ -368,8 +375,15 @@ export interface Admission<M extends Method> {
     records: ReadonlyArray<M["Record"]>,
     limits: Limits
   ) => Effect.Effect<Prepared<M["Slice"], M["Failure"]>, M["Error"]>
-  /** Owner: a slice's items join their batches or are staged (it holds its permit until they leave). */
-  readonly admit: (payload: M["Slice"], now: number) => Effect.Effect<void, M["Error"], M["Context"]>
+  /**
+   * Owner: a slice's items join their batches or are staged (it holds its permit until they leave);
+   * each carries `generation` (`Accounted.generation`).
+   */
+  readonly admit: (
+    payload: M["Slice"],
+    now: number,
+    generation: number
+  ) => Effect.Effect<void, M["Error"], M["Context"]>
   /** Owner: sends every open batch (a barrier, or admission waiting for permits they hold). Absent: none is ever open. */
   readonly cutAll?: Effect.Effect<void, M["Error"], M["Context"]> | undefined
   /** Owner, on each tick: sends batches open longer than the batch delay. Absent: nothing is timed. */
@@ -405,8 +419,6 @@ export interface Delivery<M extends Method> {
   readonly resend?: ((items: ReadonlyArray<M["Item"]>) => Effect.Effect<void, M["Error"], M["Context"]>) | undefined
   /** Owner: items left the writer (written, routed or resolved): per-destination bookkeeping. */
   readonly onResolved?: ((items: ReadonlyArray<M["Item"]>) => Effect.Effect<void>) | undefined
-  /** Owner: whether a barrier must wait besides outstanding units and repairs (e.g. an open under way). Absent: never. */
-  readonly busy?: (() => boolean) | undefined
   /** Owner: `key` was repaired: the requests the method held for it go now. Absent: it holds none. */
   readonly settled?: ((key: string) => Effect.Effect<void, M["Error"]>) | undefined
   /** How a failed repair is run again after `recovery` waits (else the writer fails). Absent: never. */

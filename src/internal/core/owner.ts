@@ -15,9 +15,9 @@ import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as Queue from "effect/Queue"
 import { act, gauge, startQueued } from "./actions.ts"
-import type { Admission, Core, Delivery, Method } from "./backend.ts"
+import type { Admission, Core, CoreError, Delivery, Method } from "./backend.ts"
 import * as stall from "./stall.ts"
-import type { Command, OwnerContext } from "./state.ts"
+import type { Barrier, Command, OwnerContext, State } from "./state.ts"
 
 /** The two seams of a built method; `delivery` is absent on a staging writer. @internal */
 export interface Seams<M extends Method> {
@@ -25,9 +25,22 @@ export interface Seams<M extends Method> {
   readonly delivery: Delivery<M> | undefined
 }
 
+/** The barriers whose items have all left: a prefix of the waiting ones (they come by generation). */
+const readyBarriers = <E>(st: State<E>): number => {
+  // the oldest generation with units outstanding (entries are kept oldest first)
+  let oldest = Number.POSITIVE_INFINITY
+  for (const generation of st.pending.keys()) {
+    oldest = generation
+    break
+  }
+  let ready = 0
+  while (ready < st.barriers.length && (st.barriers[ready] as Barrier<E>).generation < oldest) ready++
+  return ready
+}
+
 /**
- * Answers the barriers once nothing is outstanding: the handler's flush (once for all of them),
- * then idle destinations are forgotten. After a failure every barrier fails with it.
+ * Answers the barriers whose items have all left (written or routed): the handler's flush (once for
+ * all of them), then idle destinations are forgotten. After a failure every barrier fails with it.
  */
 const settleBarriers = <M extends Method>(
   ctx: OwnerContext<M>,
@@ -39,20 +52,22 @@ const settleBarriers = <M extends Method>(
     if (st.barriers.length === 0) return
     const failure = st.failure
     if (failure !== undefined) {
-      for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(done, failure)
+      for (const b of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(b.done, failure)
       return
     }
-    if (st.outstanding > 0 || (ctx.repairs?.size() ?? 0) > 0 || seams.delivery?.busy?.() === true) return
+    const ready = readyBarriers(st)
+    if (ready === 0) return
     const exit = yield* Effect.exit(Effect.provideContext(ctx.router.flush, ctx.context))
     if (Exit.isFailure(exit)) {
       yield* core.failCause(exit.cause)
-      for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(done, exit.cause)
+      for (const b of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(b.done, exit.cause)
       return
     }
-    st.flushedUpTo = st.taken
+    const settled = st.barriers.splice(0, ready)
+    st.flushedUpTo = (settled[settled.length - 1] as Barrier<CoreError<M>>).taken
     const evictIdle = seams.admission.evictIdle
     if (evictIdle !== undefined) yield* evictIdle(yield* Clock.currentTimeMillis)
-    for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.succeed(done, undefined)
+    for (const b of settled) yield* Deferred.succeed(b.done, undefined)
   })
 
 const onAdmit = <M extends Method>(
@@ -73,9 +88,10 @@ const onAdmit = <M extends Method>(
     if (slice !== undefined) {
       yield* ctx.unstage
       st.outstanding += slice.units
+      st.pending.set(st.generation, (st.pending.get(st.generation) ?? 0) + slice.units)
       yield* gauge(st, ctx.metrics.inFlightUnits, slice.units)
       yield* gauge(st, ctx.metrics.inFlightBytes, slice.bytes)
-      yield* seams.admission.admit(slice.payload, yield* Clock.currentTimeMillis)
+      yield* seams.admission.admit(slice.payload, yield* Clock.currentTimeMillis, st.generation)
     }
     for (const failed of command.routed) yield* core.route(failed)
     if (command.routedPermit !== undefined) yield* ctx.release(command.routedPermit)
@@ -188,7 +204,14 @@ const handle = <M extends Method>(
     case "Step":
       return command.step
     case "Flush":
-      return Effect.andThen(cutAll(seams), Effect.sync(() => void st.barriers.push(command.done)))
+      // it covers what was admitted before it: later admissions are the next generation's
+      return Effect.andThen(
+        cutAll(seams),
+        Effect.sync(() => {
+          st.barriers.push({ done: command.done, generation: st.generation, taken: st.taken })
+          st.generation++
+        })
+      )
   }
 }
 

@@ -41,9 +41,28 @@ export type Command<M extends Method> =
   | { readonly _tag: "Step"; readonly step: Effect.Effect<void, CoreError<M>> }
   | { readonly _tag: "Flush"; readonly done: Deferred.Deferred<void, CoreError<M>> }
 
+/**
+ * A barrier (`flush`) waiting: it covers the items admitted before it (generations up to and
+ * including its own), and `taken`, the `Admit` commands taken before it.
+ *
+ * @internal
+ */
+export interface Barrier<E> {
+  readonly done: Deferred.Deferred<void, E>
+  readonly generation: number
+  readonly taken: number
+}
+
 /** The core's mutable state; read and written on the owner fiber (the finalizers read it after it stopped). @internal */
 export interface State<E> {
   outstanding: number
+  /** The generation of what is admitted now: the number of barriers before it (`Accounted.generation`). */
+  generation: number
+  /**
+   * Units outstanding by the generation they were admitted in, oldest first (a generation takes no
+   * more units once a barrier closed it, and an entry goes when its units are gone).
+   */
+  readonly pending: Map<number, number>
   requests: number
   /** Admission is waiting for permits held by open batches: cut them once no request is in flight. */
   admissionWaiting: boolean
@@ -53,7 +72,8 @@ export interface State<E> {
   taken: number
   /** `taken` when the last barrier succeeded: closing after success flushes when `offered` is past it. */
   flushedUpTo: number
-  readonly barriers: Array<Deferred.Deferred<void, E>>
+  /** In the order they came, so by generation. */
+  readonly barriers: Array<Barrier<E>>
   failure: Cause.Cause<E> | undefined
   /** Gauge moves of this writer, taken back when it closes. */
   readonly gauges: Map<Metric.Gauge<number>, number>
@@ -70,6 +90,8 @@ export const unflushed = <E>(st: State<E>): boolean => st.offered > st.flushedUp
 /** @internal */
 export const makeState = <E>(): State<E> => ({
   outstanding: 0,
+  generation: 0,
+  pending: new Map(),
   requests: 0,
   admissionWaiting: false,
   offered: 0,

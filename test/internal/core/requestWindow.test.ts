@@ -13,6 +13,7 @@ interface Request {
   readonly units: number
   readonly bytes: number
   readonly permitBytes: number
+  generation: number
   calls: number
 }
 
@@ -50,7 +51,7 @@ const chained =
       prepare: (records) =>
         Effect.succeed({
           slices: records.map((name) => ({
-            payload: { key: "t", name, units: 1, bytes: 1, permitBytes: 1, calls: 0 },
+            payload: { key: "t", name, units: 1, bytes: 1, permitBytes: 1, generation: 0, calls: 0 },
             units: 1,
             bytes: 1,
             permitBytes: 1
@@ -58,7 +59,11 @@ const chained =
           routed: [],
           skipped: []
         }),
-      admit: (request) => core.send(request),
+      admit: (request, _now, generation) =>
+        Effect.suspend(() => {
+          request.generation = generation
+          return core.send(request)
+        }),
       call: (request) =>
         Effect.suspend(() => {
           request.calls++

@@ -52,10 +52,10 @@ const stagingWriter = (log: Staged, maxUnits: number) =>
               routed: [],
               skipped: []
             }),
-          admit: (record: string) =>
+          admit: (record: string, _now: number, generation: number) =>
             Effect.sync(() => {
               log.staged.push(record)
-              held.push({ key: "t", units: 1, bytes: 1, permitBytes: 1 })
+              held.push({ key: "t", units: 1, bytes: 1, permitBytes: 1, generation })
             }),
           cutAll: Effect.suspend(() => {
             log.cuts.push(held.length)

@@ -4,7 +4,8 @@
  * "service" (routed by the verdict), `fatal` fails the writer, `flaky` fails once then succeeds.
  * Batches of `batchSize` items are "sent" to a call that can be held; a call holding a name starting
  * with `die` dies, and `evictDies` makes `evictIdle` die. A name starting with `lost` is answered
- * as missing its table until the core's repair engine has repaired its table (`Service.repaired`).
+ * as missing its table until the core's repair engine has repaired its table (`Service.repaired`);
+ * a call holding a name starting with `slow` waits for `Service.slow` besides `hold`.
  */
 import { Data, Deferred, Duration, Effect, Metric } from "effect"
 import type { Backend, Core, Method, VerdictOf } from "../../../src/internal/core/backend.ts"
@@ -28,6 +29,7 @@ export interface Item {
   readonly units: number
   readonly bytes: number
   readonly permitBytes: number
+  generation: number
   attempts: number
 }
 
@@ -52,6 +54,8 @@ const failure = (key: string, message: string): FailedElement => ({ connector: "
 export interface Service {
   readonly accepted: Array<string>
   hold: Deferred.Deferred<void> | undefined
+  /** Calls holding a `slow` name wait for it (when set). */
+  slow: Deferred.Deferred<void> | undefined
   calls: number
   /** Runs of records prepared. */
   prepared: number
@@ -65,6 +69,7 @@ export interface Service {
 export const makeService = (): Service => ({
   accepted: [],
   hold: undefined,
+  slow: undefined,
   calls: 0,
   prepared: 0,
   evictions: 0,
@@ -102,16 +107,17 @@ const toy =
                 if (name.startsWith("big")) routed.push({ ...failure(key, "oversize"), payload: new Uint8Array(100) })
                 else if (name.startsWith("bad")) routed.push(failure(key, "unserializable"))
                 else if (name.startsWith("skip")) skipped.push(key)
-                else items.push({ key, name, units: 1, bytes: 10, permitBytes: 10, attempts: 0 })
+                else items.push({ key, name, units: 1, bytes: 10, permitBytes: 10, generation: 0, attempts: 0 })
               }
               const slices = items.length === 0
                 ? []
                 : [{ payload: items, units: items.length, bytes: items.length * 10, permitBytes: items.length * 10 }]
               return { slices, routed, skipped }
             }),
-          admit: (items) =>
+          admit: (items, _now, generation) =>
             Effect.gen(function*() {
               for (const item of items) {
+                item.generation = generation
                 open.push(item)
                 if (open.length >= batchSize) yield* cut
               }
@@ -121,6 +127,9 @@ const toy =
             Effect.gen(function*() {
               service.calls++
               if (service.hold !== undefined) yield* Deferred.await(service.hold)
+              if (service.slow !== undefined && batch.some((item) => item.name.startsWith("slow"))) {
+                yield* Deferred.await(service.slow)
+              }
               const dying = batch.find((item) => item.name.startsWith("die"))
               if (dying !== undefined) return yield* Effect.die(new Error(`call died on ${dying.name}`))
               return batch.map((item) => {

@@ -110,6 +110,8 @@ interface Row extends Accounted {
   readonly destination: TableDestination.TableDestination
   readonly type: avro.Type
   readonly record: unknown
+  /** Set when it is admitted (`Accounted.generation`). */
+  generation: number
 }
 
 /**
@@ -189,6 +191,7 @@ const preparer = <A, E, R>(
             units: 1,
             bytes: size,
             permitBytes,
+            generation: 0,
             destination: resolution,
             type: state.type,
             record: converted
@@ -225,9 +228,10 @@ type StagingCore = Pick<AdmissionCore<FileLoadsMethod<unknown, unknown, unknown>
 /** The admission's `admit` (owner fiber): each row appended to its destination's open file, counted as written. */
 const admitRows =
   (c: StagingCore, staging: Staging.Staging, open: OpenRows) =>
-  (rows: ReadonlyArray<Row>): Effect.Effect<void, BigQueryError> =>
+  (rows: ReadonlyArray<Row>, _now: number, generation: number): Effect.Effect<void, BigQueryError> =>
     Effect.gen(function*() {
       for (const row of rows) {
+        row.generation = generation
         const rolled = yield* staging.append(row.destination, row.type, row.record, row.bytes)
         c.counters.add(row.key, "recordsWritten", 1)
         c.counters.add(row.key, "bytesWritten", row.bytes)

@@ -179,10 +179,11 @@ interface State<A, E, R> {
   readonly settings: Settings<A, E, R>
   readonly destinations: Map<string, Destination.Destination>
   /**
-   * Destinations being opened, each with the slices that came for it meanwhile (in order). An open
-   * runs on a fiber of its own: a slow `tables.insert` holds up its own table, not the others.
+   * Destinations being opened, each with the slices that came for it meanwhile (in order, with the
+   * barrier generation each was admitted in). An open runs on a fiber of its own: a slow
+   * `tables.insert` holds up its own table, not the others.
    */
-  readonly opening: Map<string, Array<Prepare.Rows>>
+  readonly opening: Map<string, Array<Admitted>>
   /**
    * Full-size buffers, shared by slices (taken on the caller's fiber) and batches (the owner's): a
    * slice's buffer becomes its destination's batch buffer or is copied and given back; a batch's is
@@ -208,11 +209,18 @@ interface State<A, E, R> {
   readonly held: Map<string, Array<Request>>
 }
 
+/** A slice's rows, with the barrier generation they were admitted in. */
+interface Admitted {
+  readonly rows: Prepare.Rows
+  readonly generation: number
+}
+
 const sendBatch = <A, E, R>(
   st: State<A, E, R>,
   d: Destination.Destination,
   sealed: Split.Sealed,
-  permitBytes: number
+  permitBytes: number,
+  generation: number
 ): Effect.Effect<void> =>
   Effect.suspend(() => {
     d.inFlight++
@@ -224,6 +232,7 @@ const sendBatch = <A, E, R>(
       units: sealed.count,
       bytes: sealed.bytes,
       permitBytes,
+      generation,
       descriptor: d.descriptor,
       schema: d.schema,
       epoch: 0,
@@ -277,7 +286,7 @@ const cut = <A, E, R>(st: State<A, E, R>, d: Destination.Destination, own = true
     if (d.batch.count === 0) return Effect.void
     const permitBytes = d.permitBytes
     d.permitBytes = 0
-    return sendBatch(st, d, seal(st, d, own), permitBytes)
+    return sendBatch(st, d, seal(st, d, own), permitBytes, d.batchGeneration)
   })
 
 /**
@@ -296,11 +305,12 @@ const sendIfIdle = <A, E, R>(st: State<A, E, R>, d: Destination.Destination): Ef
 const appendRows = <A, E, R>(
   st: State<A, E, R>,
   d: Destination.Destination,
-  rows: Prepare.Rows
+  { generation, rows }: Admitted
 ): Effect.Effect<void> =>
   Effect.suspend(() => {
     const batch = d.batch
     d.batchStamp = Projection.batchStamp(rows.seals, rows.sealsBatch)
+    if (batch.count === 0) d.batchGeneration = generation
     if (Split.frameBytes(batch) + rows.body.length <= st.maxBytes) {
       // an empty batch takes the slice's buffer as it is; else one copy
       if (batch.count === 0) Split.adopt(st.pool, batch, rows.buffer, rows.body, rows.count, rows.bytes)
@@ -312,7 +322,7 @@ const appendRows = <A, E, R>(
       return rows.sealsBatch ? cut(st, d, false) : Effect.void
     }
     // the rows that fit go in one copy, the batch is sealed, the rest go on in the next one
-    const full: Array<readonly [Split.Sealed, number]> = []
+    const full: Array<readonly [Split.Sealed, number, number]> = []
     const body = rows.body
     const fit = st.fit
     let from = 0
@@ -324,12 +334,17 @@ const appendRows = <A, E, R>(
         from = fit.end
       }
       if (from < body.length) {
-        full.push([seal(st, d, true), d.permitBytes])
+        full.push([seal(st, d, true), d.permitBytes, d.batchGeneration])
         d.permitBytes = 0
+        d.batchGeneration = generation
       }
     }
     Split.recycle(st.pool, rows.buffer)
-    return Effect.forEach(full, ([sealed, permitBytes]) => sendBatch(st, d, sealed, permitBytes), { discard: true })
+    return Effect.forEach(
+      full,
+      ([sealed, permitBytes, batchGeneration]) => sendBatch(st, d, sealed, permitBytes, batchGeneration),
+      { discard: true }
+    )
       .pipe(Effect.andThen(rows.sealsBatch ? cut(st, d, false) : Effect.void))
   })
 
@@ -339,7 +354,7 @@ const appendRows = <A, E, R>(
  */
 const schemaFailed = <A, E, R>(
   st: State<A, E, R>,
-  rows: Prepare.Rows,
+  { generation, rows }: Admitted,
   error: BigQueryError | Destination.SerializerThrew
 ): Effect.Effect<void, BigQueryError> => {
   if (error._tag !== "SerializerThrew") return Effect.fail(error)
@@ -358,7 +373,8 @@ const schemaFailed = <A, E, R>(
     key: rows.key,
     units: rows.count,
     bytes: rows.bytes,
-    permitBytes: rows.body.length + rows.slack
+    permitBytes: rows.body.length + rows.slack,
+    generation
   }]).pipe(Effect.andThen(Effect.forEach(failures, st.core.route, { discard: true })))
 }
 
@@ -368,19 +384,20 @@ const schemaFailed = <A, E, R>(
  */
 const admit = <A, E, R>(
   st: State<A, E, R>,
-  rows: Prepare.Rows,
+  slice: Admitted,
   now: number
 ): Effect.Effect<void, BigQueryError> =>
   Effect.suspend(() => {
+    const rows = slice.rows
     const d = st.destinations.get(rows.key)
-    if (d !== undefined) return batchRows(st, d, rows, now)
+    if (d !== undefined) return batchRows(st, d, slice, now)
     const waiting = st.opening.get(rows.key)
     if (waiting !== undefined) {
-      waiting.push(rows)
+      waiting.push(slice)
       st.parked.sent()
       return Effect.void
     }
-    st.opening.set(rows.key, [rows])
+    st.opening.set(rows.key, [slice])
     return st.core.fork(
       (st.mode === undefined
         ? Destination.open(st.client, st.settings, rows.destination, now, st.pool, st.backlog)
@@ -415,7 +432,7 @@ const opened = <A, E, R>(st: State<A, E, R>, event: Opened): Effect.Effect<void,
     const result = event.result
     if (result._tag === "Failure") {
       Prepare.forget(st.prepareEnv, event.key)
-      for (const rows of waiting) yield* schemaFailed(st, rows, result.failure)
+      for (const slice of waiting) yield* schemaFailed(st, slice, result.failure)
       return
     }
     const d = result.success
@@ -423,29 +440,33 @@ const opened = <A, E, R>(st: State<A, E, R>, event: Opened): Effect.Effect<void,
     yield* st.core.gauge(metrics.openDestinations, 1)
     const now = yield* Clock.currentTimeMillis
     // the first slice goes at once (nothing in flight yet), the others follow its answer
-    for (const rows of waiting) yield* batchRows(st, d, rows, now)
+    for (const slice of waiting) yield* batchRows(st, d, slice, now)
   })
 
 /** A slice on its open destination: the schema re-read when it changed, then its rows batched. */
 const batchRows = <A, E, R>(
   st: State<A, E, R>,
   d: Destination.Destination,
-  rows: Prepare.Rows,
+  slice: Admitted,
   now: number
 ): Effect.Effect<void, BigQueryError> =>
   Effect.gen(function*() {
+    const rows = slice.rows
     d.lastUsedMillis = now
     if (d.schemaPushed || (rows.fingerprint !== d.fingerprint && !Equal.equals(rows.fingerprint, d.fingerprint))) {
       // the rows before were encoded with the old schema: they go first
       yield* cut(st, d, true)
       const next = yield* Effect.result(Destination.readSchema(st.settings, d.destination))
-      if (next._tag === "Failure") return yield* schemaFailed(st, rows, next.failure)
+      if (next._tag === "Failure") return yield* schemaFailed(st, slice, next.failure)
       d.schema = next.success.schema
       d.descriptor = next.success.descriptor
       d.fingerprint = next.success.fingerprint
       d.schemaPushed = false
     }
-    yield* appendRows(st, d, rows)
+    // a batch's rows share one barrier generation (a barrier cuts every batch, but slices parked
+    // behind an open come to their batch after it)
+    if (d.batch.count > 0 && d.batchGeneration !== slice.generation) yield* cut(st, d, true)
+    yield* appendRows(st, d, slice)
     yield* sendIfIdle(st, d)
   })
 
@@ -614,7 +635,7 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       sliceRecords,
       admissionGate: () => st.backlog.wait() ?? st.parked.wait(),
       prepare: (records, limits) => Prepare.prepare(st.prepareEnv, records, limits),
-      admit: (rows, now) => admit(st, rows, now),
+      admit: (rows, now, generation) => admit(st, { rows, generation }, now),
       cutAll: Effect.suspend(() =>
         Effect.forEach(st.destinations.values(), (d) => cut(st, d, true), { discard: true })
       ),
@@ -633,7 +654,6 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
           { discard: true }
         ),
       settled: (key) => settled(st, key),
-      busy: () => st.opening.size > 0,
       evictIdle: (now) => evictIdle(st, now),
       stallMessage: (waited) => stallMessage(st, waited),
       prepareEnv: st.prepareEnv,

@@ -130,6 +130,8 @@ export interface Destination {
   permitBytes: number
   /** The projection stamp of `batch`'s rows (projection.ts): an own cut comes off the projection only while it is current. */
   batchStamp: number
+  /** The barrier generation of `batch`'s rows (`Accounted.generation`, one per batch), its request's once sealed. */
+  batchGeneration: number
   /** The service pushed a new table schema: re-read the serializer's before the next batch. */
   schemaPushed: boolean
 }
@@ -374,6 +376,7 @@ export const openWith = <A, E, R>(
       inFlight: 0,
       permitBytes: 0,
       batchStamp: 0,
+      batchGeneration: 0,
       schemaPushed: false
     }
   })

@@ -449,9 +449,21 @@ export const noVerdict: CoreVerdict<Accounted, BigQueryFailure, never> = {
  */
 export const written = (request: Accounted, o: Outcome): BigQueryVerdict<never> => ({
   ...noVerdict,
-  written: [{ key: request.key, units: o.written, bytes: o.bytes, permitBytes: request.permitBytes }],
+  written: [{
+    key: request.key,
+    units: o.written,
+    bytes: o.bytes,
+    permitBytes: request.permitBytes,
+    generation: request.generation
+  }],
   routed: o.failed.map((failure, i) => ({
-    item: { key: request.key, units: 1, bytes: i === 0 ? request.bytes - o.bytes : 0, permitBytes: 0 },
+    item: {
+      key: request.key,
+      units: 1,
+      bytes: i === 0 ? request.bytes - o.bytes : 0,
+      permitBytes: 0,
+      generation: request.generation
+    },
     failure
   }))
 })

@@ -80,7 +80,7 @@ export const make = <A, EH, R>(
           prepare.prepare(records, settings.resolve, settings.serializer),
           (prepared) => prepare.slices(prepared, limits, st.thresholds)
         ),
-      admit: (items, now) => dispatch.admit(st, items, now),
+      admit: (items, now, generation) => dispatch.admit(st, items, now, generation),
       cutAll: dispatch.cutAll(st),
       tick: (now) => dispatch.tick(st, now),
       call: (items) => dispatch.call(st, items),

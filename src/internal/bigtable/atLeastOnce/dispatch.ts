@@ -109,7 +109,8 @@ export const cutAll = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =>
 export const admit = <A, EH, R>(
   st: State<A, EH, R>,
   items: ReadonlyArray<Item>,
-  now: number
+  now: number,
+  generation: number
 ): Effect.Effect<void, SinkConfigError> =>
   Effect.gen(function*() {
     // the tables of this slice (usually one): each idle one sends what the slice left in its batch
@@ -117,6 +118,7 @@ export const admit = <A, EH, R>(
     let last: Dest | undefined
     for (const item of items) {
       if (st.core.failed()) return
+      item.generation = generation
       const dest = st.dests.get(item.key) ?? (yield* open(st, item))
       if (dest !== last && !touched.includes(dest)) touched.push(dest)
       last = dest

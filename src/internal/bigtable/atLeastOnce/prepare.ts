@@ -36,6 +36,8 @@ export interface Item {
   readonly bytes: number
   readonly mutations: number
   permitBytes: number
+  /** Set when it is admitted (`Accounted.generation`). */
+  generation: number
   attempts: number
   isolated: boolean
   /** Its table's repair epoch when it was last sent (`Core.repairs`). */
@@ -106,6 +108,7 @@ export const accept = (
     bytes,
     mutations: result.mutations.length,
     permitBytes: bytes,
+    generation: 0,
     attempts: 0,
     isolated: false,
     epoch: 0,

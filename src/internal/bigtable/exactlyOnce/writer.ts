@@ -59,6 +59,8 @@ export const entryOverhead = 256
 /** One staged entry, accounted by the core until admitted (then given back at once). @internal */
 export interface Staged extends Accounted {
   readonly frozen: envelope.Frozen
+  /** Set when it is admitted (`Accounted.generation`). */
+  generation: number
 }
 
 /**
@@ -143,7 +145,7 @@ const envelopesOf = <A, EH, R, P>(
     }
     const charge = checkAndMutate.requestSize(frozen.success.envelope) + entryOverhead
     bytes += charge
-    staged.push({ key: item.key, units: 1, bytes: charge, permitBytes: 0, frozen: frozen.success })
+    staged.push({ key: item.key, units: 1, bytes: charge, permitBytes: 0, generation: 0, frozen: frozen.success })
   }
   return { staged, bytes }
 }
@@ -153,11 +155,15 @@ const admitStaged = <A, EH, R>(
   c: StagingCore<A, EH, R>,
   stage: Stage,
   method: MethodSettings,
-  items: ReadonlyArray<Staged>
+  items: ReadonlyArray<Staged>,
+  generation: number
 ): Effect.Effect<void, WriterError<EH>> =>
   Effect.gen(function*() {
     let bytes = 0
-    for (const item of items) bytes += item.bytes
+    for (const item of items) {
+      bytes += item.bytes
+      item.generation = generation
+    }
     if (
       stage.envelopes.length + items.length > method.maxStagedEntries ||
       stage.bytes + bytes > method.maxStagedBytes
@@ -251,7 +257,7 @@ const makeStaging = <A, EH, R, P>(
       name: "BigtableSink",
       sliceRecords: 1000,
       prepare: (records) => prepareRun(records),
-      admit: (items) => admitStaged(c, stage, settings.method, items)
+      admit: (items, _now, generation) => admitStaged(c, stage, settings.method, items, generation)
     }
   })
 

@@ -342,7 +342,7 @@ describe("verdict: after routing rows, moving a batch, an acknowledgement", () =
   })
 })
 
-const request = { key: "p.d.t", units: 10, bytes: 100, permitBytes: 120 }
+const request = { key: "p.d.t", units: 10, bytes: 100, permitBytes: 120, generation: 3 }
 const problem = problemOf(stream(Code.UNAVAILABLE))
 
 describe("verdict: what the core is handed", () => {
