@@ -12,7 +12,7 @@ import type * as Fake from "../support/fakeBigQueryWrite.ts"
 import type * as Buffered from "../support/fakeBufferedStreams.ts"
 import { eventually } from "../support/waiting.ts"
 import { eoWriter, idOf, range, resume, visibleIds, withEo } from "./exactlyOnceFixtures.ts"
-import { columns, destination, fastRetries, type Row, rows, serializer } from "./sinkFixtures.ts"
+import { columns, destination, fastRetries, rows, serializer } from "./sinkFixtures.ts"
 
 /** Small batches: 40 rows go in several appends (each row is ~12 bytes framed). */
 const small = WriteMethod.exactlyOnce({ ...fastRetries, maxAppendRequestBytes: 120 })
@@ -255,7 +255,7 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
           serializer: yield* serializer,
           writeMethod: WriteMethod.exactlyOnce(fastRetries),
           schemaUpdate: { allowNewFields: true },
-          checkpoint: { resume: yield* eoResume, position: (row: Row) => Number(row.id) + 1 }
+          checkpoint: { resume: yield* eoResume }
         })
         yield* writer.write(rows(10))
         yield* writer.checkpoint(10)
@@ -289,7 +289,7 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
           serializer: yield* serializer,
           writeMethod: WriteMethod.exactlyOnce(fastRetries),
           createDisposition: "CREATE_NEVER",
-          checkpoint: { resume: yield* eoResume, position: (row: Row) => Number(row.id) + 1 }
+          checkpoint: { resume: yield* eoResume }
         })
         const error = yield* Effect.flip(Effect.andThen(writer.write(rows(3)), writer.checkpoint(3)))
         assert.strictEqual(reasonOf(error), "TableNotFound")
@@ -351,7 +351,7 @@ describe("BigQuerySink.exactlyOnce: the commit rules (FlushRows)", () => {
           serializer: yield* serializer,
           writeMethod: WriteMethod.exactlyOnce(fastRetries),
           createDisposition: "CREATE_NEVER",
-          checkpoint: { resume: yield* eoResume, position: (row: Row) => Number(row.id) + 1 }
+          checkpoint: { resume: yield* eoResume }
         })
         yield* writer.write(rows(3))
         assert.strictEqual(reasonOf(yield* Effect.flip(writer.checkpoint(3))), "RequestRejected")
@@ -518,7 +518,7 @@ describe("BigQuerySink.exactlyOnce: the restore probe", () => {
             serializer: yield* serializer,
             writeMethod: WriteMethod.exactlyOnce(fastRetries),
             schemaUpdate: { allowNewFields: true },
-            checkpoint: { resume: yield* eoResume, position: (row: Row) => Number(row.id) + 1 }
+            checkpoint: { resume: yield* eoResume }
           })
         })
         yield* Effect.scoped(Effect.gen(function*() {
@@ -636,6 +636,6 @@ const eoWriterWith = (fake: Fake.FakeBigQuery, onRouted: (f: BigQueryFailure.Big
       failureHandler: FailureHandler.deadLetter(
         Sink.forEach((f: BigQueryFailure.BigQueryFailure) => Effect.sync(() => onRouted(f)))
       ),
-      checkpoint: { resume: yield* eoResume, position: (row: Row) => Number(row.id) + 1 }
+      checkpoint: { resume: yield* eoResume }
     })
   })
