@@ -262,7 +262,7 @@ const routeRows = (call: Call, buffered: boolean): Effect.Effect<Step | undefine
     state.retries++
     return buffered && next.toPredecessorEnd
       ? Effect.as(toPredecessorEnd(call, "the survivors"), undefined)
-      : Effect.succeed(undefined)
+      : Effect.undefined
   })
 
 /** What the settings say to the verdict. */
