@@ -8,8 +8,9 @@
  * at its predecessor's final end: the reference's replay at recomputed offsets, without stopping the
  * pipeline. An append acknowledged at an offset other than its predecessor's end is terminal (an
  * inconsistent stream). A restored stream's probe goes alone; the requests behind it wait for its
- * answer. Everything else (preparing, batching by bytes, the append's repair loop, routing,
- * counters) is the at-least-once backend's.
+ * answer. Everything else (preparing, batching by bytes, the append's decision, routing, counters)
+ * is the Storage Write backend's (`storageWrite/`); the verdicts at an explicit offset are its
+ * `verdict.ts` `classifyAtOffset`.
  *
  * @internal
  */

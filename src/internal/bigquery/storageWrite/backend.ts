@@ -1,12 +1,13 @@
 /**
- * The BigQuery backend of the writer core (`internal/core/`): what differs from Bigtable. Rows are
- * encoded on the caller's fiber into slices (`prepare.ts`); the owner appends each slice to its
- * destination's batch in one copy, opening the destination (`destination.ts`) and re-reading its
- * schema when the serializer's fingerprint moved or the service pushed one; full batches, and every
- * open one at a barrier, are sealed and sent. A call is one append's attempts on one connection
- * (`pendingAppend.ts`); its step is the verdict the core acts on: rows written and routed, a
- * reconnect after the core's `recovery` wait, or a table repair by the core's repair engine
- * (`core/repairs.ts`), during which the destination's new requests are held here.
+ * The Storage Write backend of the writer core (`internal/core/`), which at-least-once, exactly-once
+ * (through a {@link Mode}) and CDC share: what differs from Bigtable. Rows are encoded on the caller's
+ * fiber into slices (`prepare.ts`); the owner appends each slice to its destination's batch in one
+ * copy, opening the destination (`destination.ts`) and re-reading its schema when the serializer's
+ * fingerprint moved or the service pushed one; full batches, and every open one at a barrier, are
+ * sealed and sent. A call is one append's attempts on one connection (`pendingAppend.ts`); how it
+ * ended becomes the core's verdict (`verdict.ts`, which owns the whole append decision): rows written
+ * and routed, a reconnect after the core's `recovery` wait, or a table repair by the core's repair
+ * engine (`core/repairs.ts`), during which the destination's new requests are held here.
  *
  * @internal
  */
