@@ -143,7 +143,7 @@ const program = Effect.fnUntraced(function*(config: DemoConfig) {
           serializer,
           writeMethod: WriteMethod.exactlyOnce(),
           failureHandler,
-          checkpoint: { resume, position: (event: Event) => Number(event.id) + 1 }
+          checkpoint: { resume }
         })
         const write = Stream.range(0, chunks - 1).pipe(
           Stream.runForEach((i) =>

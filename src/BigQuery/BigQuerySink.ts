@@ -13,7 +13,7 @@ import type * as Checkpoint from "../Sink/Checkpoint.ts"
 import type { FailureHandler, RecordFailed } from "../Sink/FailureHandler.ts"
 import type { GcsClient } from "../Sink/GcsClient.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
-import type { HandlerContext, HandlerError, SinkOptions, WithFailureHandler, WriterForm } from "../Sink/SinkOptions.ts"
+import type { HandlerContext, HandlerError, SinkOptions, WithFailureHandler } from "../Sink/SinkOptions.ts"
 import type { Writer } from "../Sink/Writer.ts"
 import type { WriteSummary } from "../Sink/WriteSummary.ts"
 import type { AdditionalFields } from "./AdditionalFields.ts"
@@ -282,13 +282,34 @@ export function make<A, P, H extends Handler | undefined = undefined>(
 }
 
 /**
+ * The options of {@link writer} with a method that checkpoints (`WriteMethod.exactlyOnce(...)`,
+ * `WriteMethod.fileLoads(...)`): the sink's options with `checkpoint: { resume }` alone. The caller
+ * checkpoints when it chooses and names the position then (`writer.checkpoint(position)`), so the
+ * sink form's `every` and `position` are not taken (a `SinkConfigError` names either). Options
+ * without a `checkpoint` are unchanged.
+ *
+ * **Example** (The writer form of the exactly-once options)
+ * ```ts
+ * import type { BigQuerySink } from "effect-gcp-sinks/BigQuery"
+ * type Options = BigQuerySink.WriterOptions<BigQuerySink.ExactlyOnceSinkOptions<{ readonly id: number }, number>>
+ * // checkpoint: { readonly resume: Checkpoint.Resume<number> }
+ * ```
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export type WriterOptions<O> = O extends { readonly checkpoint: { readonly resume: Checkpoint.Resume<infer P> } }
+  ? Omit<O, "checkpoint"> & { readonly checkpoint: { readonly resume: Checkpoint.Resume<P> } }
+  : O
+
+/**
  * A scoped writer by the options' `writeMethod`: `write` admits records (waiting when the in-flight
  * bounds are reached), `flush` returns when every earlier record is acknowledged or routed,
  * `summary` reads the counters at once (it never waits behind a `write`). With an exactly-once
  * method (`WriteMethod.exactlyOnce(...)`, `WriteMethod.fileLoads(...)`) it takes `checkpoint:
- * { resume, position }`, restores from `resume` when built, and `checkpoint(position)` drains,
- * saves the record with `position` and commits (flushes the streams, or loads the staged files);
- * rows written after the last checkpoint are never made visible: checkpoint before closing.
+ * { resume }` ({@link WriterOptions}), restores from `resume` when built, and `checkpoint(position)`
+ * drains, saves the record with `position` and commits (flushes the streams, or loads the staged
+ * files); rows written after the last checkpoint are never made visible: checkpoint before closing.
  *
  * **Details**
  *
@@ -326,7 +347,7 @@ export function make<A, P, H extends Handler | undefined = undefined>(
  *     table,
  *     serializer,
  *     writeMethod: WriteMethod.exactlyOnce(),
- *     checkpoint: { resume, position: (row) => row.id + 1 }
+ *     checkpoint: { resume }
  *   })
  *   yield* writer.write([{ id: 1 }, { id: 2 }])
  *   yield* writer.checkpoint(3)
@@ -344,14 +365,14 @@ export function writer<A, H extends Handler | undefined = undefined>(
   BigQueryClient | HandlerContext<H> | Scope.Scope
 >
 export function writer<A, P, H extends Handler | undefined = undefined>(
-  options: WriterForm<WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>>
+  options: WriterOptions<WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>>
 ): Effect.Effect<
   Writer<A, BigQueryError | Checkpoint.CheckpointError | HandlerError<H>, P>,
   ExactlyOnceSinkError<HandlerError<H>>,
   BigQueryClient | HandlerContext<H> | Scope.Scope
 >
 export function writer<A, P, H extends Handler | undefined = undefined>(
-  options: WriterForm<WithFailureHandler<FileLoadsSinkOptions<A, P>, H>>
+  options: WriterOptions<WithFailureHandler<FileLoadsSinkOptions<A, P>, H>>
 ): Effect.Effect<
   Writer<A, BigQueryError | Checkpoint.CheckpointError | HandlerError<H>, P>,
   ExactlyOnceSinkError<HandlerError<H>>,
@@ -360,8 +381,8 @@ export function writer<A, P, H extends Handler | undefined = undefined>(
 export function writer<A, P, H extends Handler | undefined = undefined>(
   options:
     | WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
-    | WriterForm<WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>>
-    | WriterForm<WithFailureHandler<FileLoadsSinkOptions<A, P>, H>>
+    | WriterOptions<WithFailureHandler<ExactlyOnceSinkOptions<A, P>, H>>
+    | WriterOptions<WithFailureHandler<FileLoadsSinkOptions<A, P>, H>>
 ): Effect.Effect<
   | Writer<A, BigQueryError | Checkpoint.CheckpointError | HandlerError<H>, P>
   | Writer<A, BigQueryError | HandlerError<H>>,
@@ -388,13 +409,13 @@ export const exactlyOnce = removed.sink(
 /**
  * Removed: `BigQuerySink.writer` with `writeMethod: WriteMethod.exactlyOnce()` and `checkpoint`.
  *
- * @deprecated Use `BigQuerySink.writer({ ..., writeMethod: WriteMethod.exactlyOnce(), checkpoint: { resume, position } })`.
+ * @deprecated Use `BigQuerySink.writer({ ..., writeMethod: WriteMethod.exactlyOnce(), checkpoint: { resume } })`.
  * @category constructors
  * @since 0.1.0
  */
 export const exactlyOnceWriter = removed.writer(
   "BigQuerySink.exactlyOnceWriter",
-  "BigQuerySink.writer({ ..., writeMethod: WriteMethod.exactlyOnce(), checkpoint: { resume, position } })"
+  "BigQuerySink.writer({ ..., writeMethod: WriteMethod.exactlyOnce(), checkpoint: { resume } })"
 )
 
 /**

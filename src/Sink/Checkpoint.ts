@@ -114,7 +114,7 @@ export type Every = Duration.Duration | `${number} ${Duration.Unit}` | number
  *   Without it the sink checkpoints once, at the end of input (a bounded source; for file loads,
  *   one load per table, which also permits a `writeDisposition` other than `WRITE_APPEND`).
  *   The writer form has no `every` (see {@link WriterCheckpointOptions}): the caller checkpoints
- *   with `writer.checkpoint(position)`.
+ *   with `writer.checkpoint(position)` (and BigQuery's writer form takes no `position` either).
  *
  * **Example** (A checkpoint every second)
  * ```ts
@@ -137,9 +137,10 @@ export interface CheckpointOptions<A, P> {
 }
 
 /**
- * The `checkpoint` option of a writer (`BigQuerySink.writer`, `BigtableSink.writer`) with an
- * exactly-once write method: {@link CheckpointOptions} without `every`, since the caller
- * checkpoints with `writer.checkpoint(position)`.
+ * The `checkpoint` option of `BigtableSink.writer` with its exactly-once write method:
+ * {@link CheckpointOptions} without `every`, since the caller checkpoints with
+ * `writer.checkpoint(position)`; `position` stays, since each record's marker identity derives from
+ * it. (`BigQuerySink.writer` takes `{ resume }` alone: `BigQuerySink.WriterOptions`.)
  *
  * @category models
  * @since 0.1.0

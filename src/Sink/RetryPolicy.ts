@@ -81,6 +81,11 @@ const make = (options: RetryPolicyOptions, path = "retry"): Effect.Effect<RetryP
  * A policy running the caller's `Schedule`: each failure is its input, each of its delays the wait
  * before the next attempt, and the retries end when it ends.
  *
+ * **Details**
+ *
+ * The input is the sink's typed error (a `BigQueryError`, a `BigtableError`) the write ends with if
+ * the schedule stops there, so a schedule may read it and decide on it (`Schedule.while`).
+ *
  * **When to use**
  *
  * When backoff with a cap and an attempt budget is not the shape you need: a fixed spacing, a
@@ -245,7 +250,7 @@ export declare namespace RetryPolicy {
 
   /**
    * A caller's own `Schedule` (see {@link RetryPolicy.fromSchedule}): it alone decides how long to
-   * wait and when to give up. Its input is the failure being retried.
+   * wait and when to give up. Its input is the failure being retried, as the sink's typed error.
    *
    * @category models
    * @since 0.1.0

@@ -10,7 +10,7 @@ import { type BigQueryFailure, BigQuerySink, WriteMethod } from "../../src/BigQu
 import { FailureHandler } from "../../src/Sink.ts"
 import type * as Fake from "../support/fakeBigQueryWrite.ts"
 import { idOf, range, resume, visibleIds, withEo } from "./exactlyOnceFixtures.ts"
-import { destination, fastRetries, type Row, rows, serializer } from "./sinkFixtures.ts"
+import { destination, fastRetries, rows, serializer } from "./sinkFixtures.ts"
 
 /** Batches of about 8 rows (each ~15 bytes framed), 16 of them admitted at once. */
 const small = WriteMethod.exactlyOnce({ ...fastRetries, maxAppendRequestBytes: 120, maxInFlightBytes: 16 * 120 })
@@ -28,7 +28,7 @@ const writeAll = (fake: Fake.FakeBigQuery, n: number) =>
       failureHandler: FailureHandler.deadLetter(
         Sink.forEach((f: BigQueryFailure.BigQueryFailure) => Effect.sync(() => void routed.push(f)))
       ),
-      checkpoint: { resume: yield* resume(), position: (row: Row) => Number(row.id) + 1 }
+      checkpoint: { resume: yield* resume() }
     })
     yield* writer.write(rows(n))
     yield* writer.checkpoint(n)

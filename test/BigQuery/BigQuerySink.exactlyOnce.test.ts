@@ -206,7 +206,7 @@ describe("BigQuerySink.exactlyOnce", () => {
           serializer: evolving,
           writeMethod: WriteMethod.exactlyOnce(fastRetries),
           schemaUpdate: { allowNewFields: true },
-          checkpoint: { resume: yield* resume(), position: (row: Row) => Number(row.id) + 1 }
+          checkpoint: { resume: yield* resume() }
         })
         yield* writer.write(rows(10).map((r) => ({ id: r.id })))
         version = 2

@@ -55,7 +55,7 @@ describe("BigQuerySink: writeMethod chooses the method", () => {
           table: yield* destination(fake),
           serializer: yield* serializer,
           writeMethod: WriteMethod.exactlyOnce(fastRetries),
-          checkpoint: { resume: yield* resume(), position }
+          checkpoint: { resume: yield* resume() }
         })
         yield* writer.write(rows(5))
         assert.deepStrictEqual(visibleIds(fake), [])
@@ -100,6 +100,32 @@ describe("BigQuerySink: writeMethod chooses the method", () => {
         })).pipe(Effect.scoped, Effect.flip, Effect.map(configError))
         assert.strictEqual(error.path, "checkpoint.every")
         assert.match(error.message, /writer\.checkpoint\(position\)/)
+      })))
+
+  it.effect("the writer form takes checkpoint: { resume } and refuses checkpoint.position (given at checkpoint(position))", () =>
+    withEo({}, (fake) =>
+      Effect.gen(function*() {
+        for (
+          const writeMethod of [WriteMethod.exactlyOnce(), WriteMethod.fileLoads({ stagingPath: "gs://staging/p" })]
+        ) {
+          const error = yield* BigQuerySink.writer(untyped<BigQuerySink.AtLeastOnceSinkOptions<Row>>({
+            table: yield* destination(fake),
+            serializer: yield* serializer,
+            writeMethod,
+            checkpoint: { resume: yield* resume(), position }
+          })).pipe(Effect.scoped, Effect.flip, Effect.map(configError))
+          assert.strictEqual(error.path, "checkpoint.position")
+          assert.match(error.message, /writer\.checkpoint\(position\)/)
+          const missing = yield* BigQuerySink.writer(untyped<BigQuerySink.AtLeastOnceSinkOptions<Row>>({
+            table: yield* destination(fake),
+            serializer: yield* serializer,
+            writeMethod,
+            checkpoint: 3
+          })).pipe(Effect.scoped, Effect.flip, Effect.map(configError))
+          assert.strictEqual(missing.path, "checkpoint")
+          assert.match(missing.message, /\{ resume \}/)
+        }
+        assert.strictEqual(fake.stats.requests, 0)
       })))
 
   it.effect("file loads with checkpoint.every refuse a replacing writeDisposition (each checkpoint loads)", () =>

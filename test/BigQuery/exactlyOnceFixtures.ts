@@ -81,7 +81,7 @@ export const eoWriter = (fake: Fake.FakeBigQuery, writerId = "w", method = Write
       table: yield* destination(fake),
       serializer: yield* serializer,
       writeMethod: method,
-      checkpoint: { resume: r, position: (row: Row) => Number(row.id) + 1 }
+      checkpoint: { resume: r }
     })
     return { writer, resume: r }
   })

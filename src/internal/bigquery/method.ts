@@ -6,6 +6,7 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Sink from "effect/Sink"
 import type { BigQueryClient } from "../../BigQuery/BigQueryClient.ts"
@@ -15,11 +16,13 @@ import type {
   ExactlyOnceSinkError,
   ExactlyOnceSinkOptions,
   FileLoadsSinkOptions,
-  Handler
+  Handler,
+  WriterOptions as WriterForm
 } from "../../BigQuery/BigQuerySink.ts"
-import type { CheckpointError } from "../../Sink/Checkpoint.ts"
+import type { CheckpointError, Resume } from "../../Sink/Checkpoint.ts"
 import type { GcsClient } from "../../Sink/GcsClient.ts"
-import type { HandlerContext, HandlerError, WithFailureHandler, WriterForm } from "../../Sink/SinkOptions.ts"
+import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sink/SinkOptions.ts"
 import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as checkpointSink from "../checkpoint/sink.ts"
@@ -51,6 +54,27 @@ const methodOf = (input: unknown): "AtLeastOnce" | "ExactlyOnce" | "FileLoads" =
 
 const refuseCheckpoint = (input: unknown) =>
   checkpointSink.refuse(input, "WriteMethod.exactlyOnce(...) and WriteMethod.fileLoads(...)")
+
+/**
+ * The writer form's `checkpoint`: `{ resume }`. The writer is told each position when the caller
+ * checkpoints (`writer.checkpoint(position)`): `every` and `position` are refused, each named.
+ */
+const WriterCheckpoint = Schema.Struct({
+  resume: O.requiredValue(O.guard(checkpointSink.isResume, "the result of Checkpoint.resume(...)")),
+  every: O.requiredValue(
+    Schema.Undefined.annotate({ expected: "absent: a writer checkpoints at writer.checkpoint(position)" })
+  ),
+  position: O.requiredValue(
+    Schema.Undefined.annotate({ expected: "absent: a writer is given each position at writer.checkpoint(position)" })
+  )
+})
+
+/** The `resume` of the writer form's `checkpoint`; `method` names what requires it. */
+const writerResume = <P>(input: unknown, method: string): Effect.Effect<Resume<P>, SinkConfigError> =>
+  O.isRecord(input)
+    // the option's type fixes `P`; the schema checks the value for untyped callers
+    ? Effect.map(O.decode(WriterCheckpoint, "checkpoint")(input), (c) => c.resume as Resume<P>)
+    : O.fail("checkpoint", `is required by ${method}: { resume }, was ${O.describe(input)}`)
 
 /**
  * The file-loads options: `writeMethod` and the rest decoded; with checkpoints taken during the
@@ -107,17 +131,13 @@ export const writer = <A, P, H extends Handler | undefined>(
   switch (methodOf(input)) {
     case "ExactlyOnce":
       return Effect.gen(function*() {
-        const { resume } = yield* checkpointSink.decode<A, P>(
-          input.checkpoint,
-          "writer",
-          "WriteMethod.exactlyOnce(...)"
-        )
+        const resume = yield* writerResume<P>(input.checkpoint, "WriteMethod.exactlyOnce(...)")
         const settings = yield* options.decode(input as WriterForm<EO<A, P, H>>, "ExactlyOnce")
         return yield* exactlyOnce.make<A, P, E, R>(settings, resume)
       })
     case "FileLoads":
       return Effect.gen(function*() {
-        const { resume } = yield* checkpointSink.decode<A, P>(input.checkpoint, "writer", "WriteMethod.fileLoads(...)")
+        const resume = yield* writerResume<P>(input.checkpoint, "WriteMethod.fileLoads(...)")
         const { files, settings } = yield* decodeFileLoads(input as WriterForm<FL<A, P, H>>, false)
         return yield* fileLoads.make<A, P, E, R>(settings, files, resume)
       })

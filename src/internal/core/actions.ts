@@ -14,8 +14,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Metric from "effect/Metric"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
-import type { FailedElement } from "../../Sink/FailedElement.ts"
-import type { Accounted, After, Budget, Core, Delivery, Retry, Verdict } from "./backend.ts"
+import type { Accounted, Budget, Core, CoreError, Delivery, Method, VerdictOf } from "./backend.ts"
 import { delayAfter } from "./budget.ts"
 import * as repairEngine from "./repairs.ts"
 import * as stall from "./stall.ts"
@@ -45,9 +44,9 @@ export const releaseGauges = <E>(st: State<E>): Effect.Effect<void> =>
  * Starts a request's call on a fiber of its own; its outcome comes back as `Completed`, a defect as
  * `CallFailed` (the fiber set keeps no one waiting for it: unreported, `flush` would wait forever).
  */
-export const startCall = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  batch: B
+export const startCall = <M extends Method>(
+  ctx: OwnerContext<M>,
+  batch: M["Request"]
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     const st = ctx.state
@@ -68,62 +67,88 @@ export const startCall = <S, I extends Accounted, B, O, F extends FailedElement,
   })
 
 /** The method's hooks around a repair, read when they run (the method is built after the core). */
-const repairHooks = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>
-): Pick<repairEngine.Deps<I, E>, "settled" | "repairRetry"> => ({
+const repairHooks = <M extends Method>(
+  ctx: OwnerContext<M>
+): Pick<repairEngine.Deps<M["Item"], CoreError<M>>, "settled" | "repairRetry"> => ({
   settled: (key) => ctx.delivery?.settled === undefined ? Effect.void : ctx.delivery.settled(key),
   repairRetry: () => ctx.delivery?.repairRetry
 })
 
 /** Whether the request window has a place: requests in flight and places kept by requests that go again. */
-const hasRoom = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>
+const hasRoom = <M extends Method>(
+  ctx: OwnerContext<M>
 ): boolean => ctx.state.requests + ctx.reserved.size < ctx.maxRequests
 
 /** Starts the requests waiting for the window, in order, while it has room. @internal */
-export const startQueued = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>
+export const startQueued = <M extends Method>(
+  ctx: OwnerContext<M>
 ): Effect.Effect<void> =>
   Effect.suspend(() => {
     const next = hasRoom(ctx) ? ctx.queued.shift() : undefined
     return next === undefined ? Effect.void : Effect.andThen(startCall(ctx, next), startQueued(ctx))
   })
 
+/**
+ * The core's waits: `after` runs a step once a budget's wait is over, and `retry` re-sends items
+ * after one (or at once, on the owner). What failed is the schedule's input (the typed error a
+ * caller's schedule is promised), and the writer's failure once the schedule stops.
+ */
+const waits = <M extends Method>(
+  ctx: OwnerContext<M>,
+  fork: (effect: Effect.Effect<unknown>) => Effect.Effect<void>,
+  failCause: (cause: Cause.Cause<CoreError<M>>) => Effect.Effect<void>
+): Pick<Core<M>, "after" | "retry"> => {
+  // a staging writer has no schedules, and no `after`/`retry` in the core it is handed
+  const delay = (budget: Budget, attempt: number, failure: CoreError<M>) =>
+    ctx.schedules === undefined ? Effect.succeedNone : delayAfter(ctx.schedules[budget], attempt, failure)
+  const after = (budget: Budget, attempt: number, command: Command<M>, exhausted: () => CoreError<M>) =>
+    Effect.suspend(() => {
+      const failure = exhausted()
+      return Effect.flatMap(delay(budget, attempt, failure), (wait) =>
+        Option.isNone(wait)
+          ? failCause(Cause.fail(failure))
+          : fork(Effect.andThen(Effect.sleep(wait.value), offerTo(ctx.commands, command))))
+    })
+  // At once, the items go again on the owner itself: it alone takes from its bounded queue, so an
+  // offer of its own to a full queue would wait forever (a repair re-sends thousands at once).
+  const resendNow = (items: ReadonlyArray<M["Item"]>) =>
+    Effect.suspend(() => {
+      const resend = ctx.delivery?.resend
+      if (resend === undefined) return Effect.die(new Error("a retry of a delivery that does not re-send"))
+      return resend(items).pipe(Effect.provideContext(ctx.context), Effect.catchCause(failCause))
+    })
+  return {
+    after: (budget, attempt, step, exhausted) => after(budget, attempt, { _tag: "Step", step }, exhausted),
+    retry: (r) =>
+      r.attempt === 0
+        ? resendNow(r.items)
+        : after(r.budget, r.attempt, { _tag: "Retry", items: r.items }, r.exhausted)
+  }
+}
+
 /** Builds the {@link Core} the backend's steps use. @internal */
-export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>
-): Core<I, B, F, E> => {
+export const makeCore = <M extends Method>(
+  ctx: OwnerContext<M>
+): Core<M> => {
   const st = ctx.state
   const fork = (effect: Effect.Effect<unknown>): Effect.Effect<void> => Effect.asVoid(FiberSet.run(ctx.fibers, effect))
-  const failCause = (cause: Cause.Cause<E>): Effect.Effect<void> =>
+  const failCause = (cause: Cause.Cause<CoreError<M>>): Effect.Effect<void> =>
     Effect.suspend(() => {
       if (st.failure !== undefined) return Effect.void
       st.failure = cause
       return Effect.asVoid(Deferred.failCause(ctx.failed, cause))
     })
-  const fail = (error: E) => failCause(Cause.fail(error))
-  const offer = (step: Effect.Effect<void, E>) => offerTo(ctx.commands, { _tag: "Step", step })
-  // a staging writer has no schedules, and no `after`/`retry` in the core it is handed
-  const delay = (budget: Budget, attempt: number, failure?: unknown) =>
-    ctx.schedules === undefined ? Effect.succeedNone : delayAfter(ctx.schedules[budget], attempt, failure)
-  const after = (
-    budget: Budget,
-    attempt: number,
-    command: Command<S, I, B, O, F, E>,
-    exhausted: () => E,
-    failure: unknown
-  ) =>
-    Effect.flatMap(delay(budget, attempt, failure), (wait) =>
-      Option.isNone(wait)
-        ? fail(exhausted())
-        : fork(Effect.andThen(Effect.sleep(wait.value), offerTo(ctx.commands, command))))
-  const retry = (r: Retry<I, E>) =>
-    r.attempt === 0
-      ? offerTo(ctx.commands, { _tag: "Retry", items: r.items })
-      : after(r.budget, r.attempt, { _tag: "Retry", items: r.items }, r.exhausted, r.failure)
-  const afterStep: After<E> = (budget, attempt, step, exhausted, failure) =>
-    after(budget, attempt, { _tag: "Step", step }, exhausted, failure)
-  const repairs = repairEngine.make<I, E>({ fork, offer, after: afterStep, retry, failCause, ...repairHooks(ctx) })
+  const fail = (error: CoreError<M>) => failCause(Cause.fail(error))
+  const offer = (step: Effect.Effect<void, CoreError<M>>) => offerTo(ctx.commands, { _tag: "Step", step })
+  const { after, retry } = waits(ctx, fork, failCause)
+  const repairs = repairEngine.make<M["Item"], CoreError<M>>({
+    fork,
+    offer,
+    after,
+    retry,
+    failCause,
+    ...repairHooks(ctx)
+  })
   ctx.repairs = repairs
   return {
     repairs,
@@ -135,7 +160,7 @@ export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, 
     },
     offer,
     fork,
-    after: afterStep,
+    after,
     retry,
     resolved: (items) => resolved(ctx, items),
     route: (failure) => route(ctx, failure, failCause),
@@ -150,26 +175,45 @@ export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, 
   }
 }
 
-/** What `items` account for, summed (one pass, no allocation per item: this runs per answered batch). */
-const totals = (items: ReadonlyArray<Accounted>) => {
+/** Units leave their generation's count (the entry goes with its last unit). */
+const leave = (pending: Map<number, number>, generation: number, units: number): void => {
+  const left = (pending.get(generation) ?? 0) - units
+  if (left > 0) pending.set(generation, left)
+  else pending.delete(generation)
+}
+
+/**
+ * What `items` account for, summed, and taken from their generations' counts (one pass, no
+ * allocation per item: this runs per answered batch, whose items usually share one generation).
+ */
+const totals = (items: ReadonlyArray<Accounted>, pending: Map<number, number>) => {
   const sum = { units: 0, bytes: 0, permitBytes: 0 }
+  let generation = -1
+  let run = 0
   for (const item of items) {
     sum.units += item.units
     sum.bytes += item.bytes
     sum.permitBytes += item.permitBytes
+    if (item.generation !== generation) {
+      if (run > 0) leave(pending, generation, run)
+      generation = item.generation
+      run = 0
+    }
+    run += item.units
   }
+  if (run > 0) leave(pending, generation, run)
   return sum
 }
 
 /** Items that leave the writer: outstanding counts down, permits and gauges back. One Effect per group. */
-const resolved = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  items: ReadonlyArray<I>
+const resolved = <M extends Method>(
+  ctx: OwnerContext<M>,
+  items: ReadonlyArray<M["Item"]>
 ): Effect.Effect<void> =>
   Effect.suspend(() => {
     if (items.length === 0) return Effect.void
     const st = ctx.state
-    const { bytes, permitBytes, units } = totals(items)
+    const { bytes, permitBytes, units } = totals(items, st.pending)
     st.outstanding -= units
     return Effect.andThen(
       ctx.release({ units, bytes: permitBytes }),
@@ -188,9 +232,9 @@ const countPerDestination = (
   metric === undefined ? Effect.void : Metric.update(Metric.withAttributes(metric, { destination: key }), amount)
 
 /** Written items: counted per run of one destination, then given back. */
-const written = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  items: ReadonlyArray<I>
+const written = <M extends Method>(
+  ctx: OwnerContext<M>,
+  items: ReadonlyArray<M["Item"]>
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     if (items.length === 0) return
@@ -200,7 +244,7 @@ const written = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
     let runUnits = 0
     let runBytes = 0
     for (let i = 0; i < items.length; i++) {
-      const item = items[i] as I
+      const item = items[i] as M["Item"]
       runUnits += item.units
       runBytes += item.bytes
       const next = items[i + 1]
@@ -220,10 +264,10 @@ const written = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
   })
 
 /** Hands one record to the failure handler; the handler's failure is the writer's. */
-const route = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  failure: F,
-  failCause: (cause: Cause.Cause<E>) => Effect.Effect<void>
+const route = <M extends Method>(
+  ctx: OwnerContext<M>,
+  failure: M["Failure"],
+  failCause: (cause: Cause.Cause<CoreError<M>>) => Effect.Effect<void>
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     if (ctx.state.failure !== undefined) return
@@ -244,12 +288,12 @@ const followUp = <X, E, R>(
     : step(items)
 
 /** Acts on a verdict, in the order its documentation gives. @internal */
-export const act = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  core: Core<I, B, F, E>,
-  delivery: Delivery<I, B, O, F, E, R>,
-  verdict: Verdict<I, F, E>
-): Effect.Effect<void, E, R> =>
+export const act = <M extends Method>(
+  ctx: OwnerContext<M>,
+  core: Core<M>,
+  delivery: Delivery<M>,
+  verdict: VerdictOf<M>
+): Effect.Effect<void, M["Error"], M["Context"]> =>
   Effect.gen(function*() {
     const st = ctx.state
     for (const r of verdict.routed) {

@@ -10,9 +10,11 @@
  *   takes a writer-global in-flight permit (units and bytes, `flowControl.ts`) before it is offered
  *   to the owner; waiting for a permit is the backpressure;
  * - the terminal-failure latch: the first fatal cause is kept, every later `write`/`flush` fails with it;
- * - barriers: `flush` cuts every open batch, waits until nothing is outstanding, flushes the failure
- *   handler exactly once, then forgets idle destinations; the checkpoint protocol
- *   (`checkpoint/protocol.ts`) drains through this barrier before it prepares and commits;
+ * - barriers: `flush` cuts every open batch, waits until every item admitted before it has left
+ *   (written or routed: what a source that never pauses writes after it is not waited for, each item
+ *   carrying the barrier generation it was admitted in), flushes the failure handler once, then
+ *   forgets idle destinations; the checkpoint protocol (`checkpoint/protocol.ts`) drains through
+ *   this barrier before it prepares and commits (no write runs during a checkpoint);
  * - failure routing through the `FailureHandler` lifecycle (`failureRouting.ts`): `recordsFailed` is
  *   counted once the handler succeeded (dropped the record), as `WriteSummary` documents;
  * - summary counters (read without queueing) and in-flight gauges moved by deltas, returned to 0 at close;
@@ -64,6 +66,10 @@ import type { SummaryCounters } from "./summaryCounters.ts"
  * - `bytes`: serialized bytes; `bytesWritten` when written, and the in-flight bytes gauge.
  * - `permitBytes`: what it took of the in-flight bytes permit (its `bytes` clamped to the bound by
  *   the slice that admitted it); given back when it leaves.
+ * - `generation`: the barrier generation its records were admitted in (the `generation` handed to
+ *   `Admission.admit`; an item carries records of one generation): a barrier waits only for the
+ *   items of its generation and earlier. The core counts units by generation from admission to
+ *   leaving, so an item's units must all be of its generation.
  *
  * @internal
  */
@@ -72,7 +78,46 @@ export interface Accounted {
   readonly units: number
   readonly bytes: number
   readonly permitBytes: number
+  readonly generation: number
 }
+
+/**
+ * The types a write method plugs into the core, bundled and read by name (`M["Item"]`), as Effect's
+ * `Rpc` carries one type and reads `Rpc.Success<R>`. A method declares its own, e.g.
+ * `interface BigtableMethod<A, EH, R> extends Method { readonly Record: A; ... }`, and every seam and
+ * core type takes it whole: `Admission<M>`, `Delivery<M>`, `Core<M>`, `WriterOptions<M>`.
+ *
+ * - `Record`: what the caller writes.
+ * - `Slice`: the payload of an admission {@link Slice}, prepared on the caller's fiber.
+ * - `Item`: an {@link Accounted} unit of work, counted until it is written or routed.
+ * - `Request`: what one call sends (a batch); `Outcome`: what the call came back with. A staging
+ *   method sends nothing: `never` for both.
+ * - `Failure`: a record routed to the failure handler.
+ * - `Error`: the method's own errors (what its steps and verdicts fail the writer with).
+ * - `HandlerError`: what the failure handler fails with; building the writer fails with it too.
+ * - `Context`: what the handler and the method's owner-side steps need.
+ *
+ * @internal
+ */
+export interface Method {
+  readonly Record: unknown
+  readonly Slice: unknown
+  readonly Item: Accounted
+  readonly Request: unknown
+  readonly Outcome: unknown
+  readonly Failure: FailedElement
+  readonly Error: unknown
+  readonly HandlerError: unknown
+  readonly Context: unknown
+}
+
+/**
+ * What a writer on the core fails with: its method's errors and its failure handler's (a method's
+ * `Error` usually names the handler's already).
+ *
+ * @internal
+ */
+export type CoreError<M extends Method> = M["Error"] | M["HandlerError"]
 
 /**
  * One admission step, prepared on the caller fiber: the backend's payload and the permit it takes.
@@ -130,10 +175,11 @@ export interface Retry<I, E> {
   readonly attempt: number
   /** `retry` (transient failures) or `recovery` (reconnects, repairs). */
   readonly budget: Budget
-  /** The writer's failure when the schedule has no further attempt. */
+  /**
+   * What failed, as the writer's failure when the schedule has no further attempt: also the
+   * schedule's input at each step (what `RetryPolicy.fromSchedule` promises a caller's schedule).
+   */
   readonly exhausted: () => E
-  /** What failed: the schedule's input (`RetryPolicy.fromSchedule` may decide on it). */
-  readonly failure?: unknown
 }
 
 /**
@@ -147,8 +193,9 @@ export interface Retry<I, E> {
 export type Budget = "retry" | "recovery" | "propagation"
 
 /**
- * Waits before attempt `attempt + 1` of `budget` (its `Schedule`, `failure` its input), then runs
- * `step` on the owner; `exhausted` fails the writer when the schedule allows no further attempt.
+ * Waits before attempt `attempt + 1` of `budget` (its `Schedule`), then runs `step` on the owner;
+ * `exhausted` is what failed: the schedule's input, and the writer's failure when the schedule
+ * allows no further attempt.
  *
  * @internal
  */
@@ -156,8 +203,7 @@ export type After<E> = (
   budget: Budget,
   attempt: number,
   step: Effect.Effect<void, E>,
-  exhausted: () => E,
-  failure?: unknown
+  exhausted: () => E
 ) => Effect.Effect<void>
 
 /**
@@ -181,9 +227,8 @@ export interface Trouble<I, E> {
    */
   readonly attempt: number
   readonly budget: Budget
+  /** What failed, as the writer's failure once the budget is spent; the schedule's input too. */
   readonly exhausted: () => E
-  /** What the service said: the schedule's input. */
-  readonly failure?: unknown
 }
 
 /**
@@ -244,23 +289,23 @@ export interface CoreMetrics {
  *
  * @internal
  */
-export interface AdmissionCore<I extends Accounted, F extends FailedElement, E> {
+export interface AdmissionCore<M extends Method> {
   /** Runs `effect` on a fiber of the writer (interrupted when it closes). */
   readonly fork: (effect: Effect.Effect<unknown>) => Effect.Effect<void>
   /** Items that leave the writer without being written or routed by a verdict (given back). */
-  readonly resolved: (items: ReadonlyArray<I>) => Effect.Effect<void>
+  readonly resolved: (items: ReadonlyArray<M["Item"]>) => Effect.Effect<void>
   /** Hands a record to the failure handler (counted once the handler drops it). */
-  readonly route: (failure: F) => Effect.Effect<void>
+  readonly route: (failure: M["Failure"]) => Effect.Effect<void>
   /** Latches the writer's failure (the first one wins). */
-  readonly fail: (error: E) => Effect.Effect<void>
-  readonly failCause: (cause: Cause.Cause<E>) => Effect.Effect<void>
+  readonly fail: (error: CoreError<M>) => Effect.Effect<void>
+  readonly failCause: (cause: Cause.Cause<CoreError<M>>) => Effect.Effect<void>
   /** Whether the writer has failed. */
   readonly failed: () => boolean
   /**
    * Fails with the writer's failure once latched (never succeeds). A wait for an answer from the
    * owner races it: a failed owner drops the commands it is sent, so that answer may never come.
    */
-  readonly failure: Effect.Effect<never, E>
+  readonly failure: Effect.Effect<never, CoreError<M>>
   /** Moves a gauge by `delta`; the core takes the sum back at close. */
   readonly gauge: (metric: Metric.Gauge<number>, delta: number) => Effect.Effect<void>
   /** Units outstanding in the whole writer. */
@@ -275,38 +320,42 @@ export interface AdmissionCore<I extends Accounted, F extends FailedElement, E> 
  *
  * @internal
  */
-export interface Core<I extends Accounted, B, F extends FailedElement, E> extends AdmissionCore<I, F, E> {
+export interface Core<M extends Method> extends AdmissionCore<M> {
   /**
    * Starts `delivery.call(batch)` on a fiber of its own (or queues it while `limits.maxRequests` are
    * in flight); its outcome comes back to `judge`.
    */
-  readonly send: (batch: B) => Effect.Effect<void>
+  readonly send: (batch: M["Request"]) => Effect.Effect<void>
   /**
    * Runs `step` on the owner, after the commands already queued (sent from a forked fiber, e.g. a
    * repair round's result, or a question about the owner's state); its failure is the writer's.
+   * Never from the owner itself: it alone takes from its bounded queue, so it would wait forever on
+   * a full one.
    */
-  readonly offer: (step: Effect.Effect<void, E>) => Effect.Effect<void>
+  readonly offer: (step: Effect.Effect<void, CoreError<M>>) => Effect.Effect<void>
   /**
    * Waits before attempt `attempt + 1` of `budget` (the policy's `Schedule`), then `offer(step)` on a
    * forked fiber; `exhausted` fails the writer when the schedule allows no further attempt.
    */
-  readonly after: After<E>
-  /** Re-sends `retry.items` through `Delivery.resend` after the budget's wait (what a `retry` verdict does). */
-  readonly retry: (retry: Retry<I, E>) => Effect.Effect<void>
+  readonly after: After<CoreError<M>>
+  /**
+   * Re-sends `retry.items` through `Delivery.resend` after the budget's wait (what a `retry` verdict
+   * does); with `attempt` 0, at once, on the owner (its failure is the writer's).
+   */
+  readonly retry: (retry: Retry<M["Item"], CoreError<M>>) => Effect.Effect<void>
   /** Requests in flight. */
   readonly requestsInFlight: () => number
   /** The repair engine (`repairs.ts`): which destinations are under repair, their epochs, a repair with nothing waiting yet. */
-  readonly repairs: Pick<Repairs<I, E>, "active" | "epoch" | "start">
+  readonly repairs: Pick<Repairs<M["Item"], CoreError<M>>, "active" | "epoch" | "start">
 }
 
 /**
  * The admission seam: records in, on the caller's fiber (`prepare`) then on the owner (`admit`,
- * `cutAll`, `tick`). `S` is the payload of a slice, `F` the method's routed failure, `E` the
- * writer's error, `R` the context of its owner-side steps (the handler's).
+ * `cutAll`, `tick`). Its owner-side steps run with the method's `Context` (the handler's).
  *
  * @internal
  */
-export interface Admission<A, S, F extends FailedElement, E, R> {
+export interface Admission<M extends Method> {
   /** Span and log prefix, e.g. `BigtableSink` (spans `BigtableSink.write`, `BigtableSink.flush`). */
   readonly name: string
   /**
@@ -322,13 +371,23 @@ export interface Admission<A, S, F extends FailedElement, E, R> {
   /** Records prepared per `prepare` call: a slice is admitted while the next is prepared. */
   readonly sliceRecords: number
   /** Caller fiber: resolve, serialize, measure. Each slice within `limits`. */
-  readonly prepare: (records: ReadonlyArray<A>, limits: Limits) => Effect.Effect<Prepared<S, F>, E>
-  /** Owner: a slice's items join their batches or are staged (it holds its permit until they leave). */
-  readonly admit: (payload: S, now: number) => Effect.Effect<void, E, R>
+  readonly prepare: (
+    records: ReadonlyArray<M["Record"]>,
+    limits: Limits
+  ) => Effect.Effect<Prepared<M["Slice"], M["Failure"]>, M["Error"]>
+  /**
+   * Owner: a slice's items join their batches or are staged (it holds its permit until they leave);
+   * each carries `generation` (`Accounted.generation`).
+   */
+  readonly admit: (
+    payload: M["Slice"],
+    now: number,
+    generation: number
+  ) => Effect.Effect<void, M["Error"], M["Context"]>
   /** Owner: sends every open batch (a barrier, or admission waiting for permits they hold). Absent: none is ever open. */
-  readonly cutAll?: Effect.Effect<void, E, R> | undefined
+  readonly cutAll?: Effect.Effect<void, M["Error"], M["Context"]> | undefined
   /** Owner, on each tick: sends batches open longer than the batch delay. Absent: nothing is timed. */
-  readonly tick?: ((now: number) => Effect.Effect<void, E, R>) | undefined
+  readonly tick?: ((now: number) => Effect.Effect<void, M["Error"], M["Context"]>) | undefined
   /**
    * Owner, at a successful barrier and once a minute on the tick: forgets destinations idle since
    * before `now - idleTimeout`. Absent: the method keeps no destination to forget.
@@ -337,43 +396,42 @@ export interface Admission<A, S, F extends FailedElement, E, R> {
 }
 
 /**
- * The delivery seam: one attempt in (a request `B`), an outcome `O` out, judged into a
- * {@link Verdict} on `I` items.
+ * The verdict a method's `judge` gives on its items, routed failures and errors.
  *
  * @internal
  */
-export interface Delivery<I extends Accounted, B, O, F extends FailedElement, E, R> {
-  /** Own fiber: the attempt of one request. Its failures are part of `O`, so it never fails. */
-  readonly call: (batch: B) => Effect.Effect<O>
+export type VerdictOf<M extends Method> = Verdict<M["Item"], M["Failure"], M["Error"]>
+
+/**
+ * The delivery seam: one attempt in (a `Request`), an `Outcome` out, judged into a {@link Verdict}
+ * on the method's items.
+ *
+ * @internal
+ */
+export interface Delivery<M extends Method> {
+  /** Own fiber: the attempt of one request. Its failures are part of the outcome, so it never fails. */
+  readonly call: (batch: M["Request"]) => Effect.Effect<M["Outcome"]>
   /** Owner: the verdict on one request's outcome (from the method's pure classifier). */
-  readonly judge: (batch: B, outcome: O) => Effect.Effect<Verdict<I, F, E>, never, R>
+  readonly judge: (batch: M["Request"], outcome: M["Outcome"]) => Effect.Effect<VerdictOf<M>, never, M["Context"]>
   /** The stall warning's text, once requests waited `waitedMillis` with no answer. */
   readonly stallMessage: (waitedMillis: number) => { readonly message: string; readonly destinations: string }
   /** Owner: items re-sent (after a retry wait, or at once for a `resend` verdict). Absent: `judge` asks for neither. */
-  readonly resend?: ((items: ReadonlyArray<I>) => Effect.Effect<void, E, R>) | undefined
+  readonly resend?: ((items: ReadonlyArray<M["Item"]>) => Effect.Effect<void, M["Error"], M["Context"]>) | undefined
   /** Owner: items left the writer (written, routed or resolved): per-destination bookkeeping. */
-  readonly onResolved?: ((items: ReadonlyArray<I>) => Effect.Effect<void>) | undefined
-  /** Owner: whether a barrier must wait besides outstanding units and repairs (e.g. an open under way). Absent: never. */
-  readonly busy?: (() => boolean) | undefined
+  readonly onResolved?: ((items: ReadonlyArray<M["Item"]>) => Effect.Effect<void>) | undefined
   /** Owner: `key` was repaired: the requests the method held for it go now. Absent: it holds none. */
-  readonly settled?: ((key: string) => Effect.Effect<void, E>) | undefined
+  readonly settled?: ((key: string) => Effect.Effect<void, M["Error"]>) | undefined
   /** How a failed repair is run again after `recovery` waits (else the writer fails). Absent: never. */
-  readonly repairRetry?: RepairRetry<E> | undefined
+  readonly repairRetry?: RepairRetry<CoreError<M>> | undefined
 }
 
 /**
  * A delivering method, built once per writer by `WriterOptions.backend` with the {@link Core} it
  * runs on: both seams, from one state.
  *
- * - `S`: the payload of an admission slice; `I`: an accounted item; `B`: a request (batch);
- *   `O`: the outcome of a request's call; `F`: its routed
- *   failure type; `E`: the writer's error; `R`: the context of its owner-side steps (the handler's).
- *
  * @internal
  */
-export type Backend<A, S, I extends Accounted, B, O, F extends FailedElement, E, R> =
-  & Admission<A, S, F, E, R>
-  & Delivery<I, B, O, F, E, R>
+export type Backend<M extends Method> = Admission<M> & Delivery<M>
 
 /**
  * What every writer on the core is built from.
@@ -386,49 +444,38 @@ export type Backend<A, S, I extends Accounted, B, O, F extends FailedElement, E,
  *
  * @internal
  */
-export interface CoreOptions<F extends FailedElement, E, R, EH extends E = E> {
-  /** Its errors (`EH`, part of the writer's `E`) fail building the writer when `open` fails. */
-  readonly handler: FailureHandler<F, EH, R>
+export interface CoreOptions<M extends Method> {
+  /** Its errors (`HandlerError`) fail building the writer when `open` fails. */
+  readonly handler: FailureHandler<M["Failure"], M["HandlerError"], M["Context"]>
   readonly limits: Limits
   readonly metrics: CoreMetrics
 }
 
 /**
- * How a delivering method builds its writer: `writer.make(options)` (in `writer.ts`) returns a
- * `Writer<A, E, P>` in the current scope. `retry` / `recovery` are the two budgets, run through
+ * How a delivering method builds its writer: `writer.make<M>(options)` (in `writer.ts`) returns a
+ * `Writer` in the current scope. `retry` / `recovery` / `propagation` are the budgets, run through
  * `RetryPolicy.toSchedule`; `backend` builds both seams on the core (it may open resources in the scope).
  *
  * @internal
  */
-export interface WriterOptions<
-  A,
-  S,
-  I extends Accounted,
-  B,
-  O,
-  F extends FailedElement,
-  E,
-  R,
-  EH extends E = E
-> extends CoreOptions<F, E, R, EH> {
+export interface WriterOptions<M extends Method> extends CoreOptions<M> {
   readonly retry: RetryPolicy
   readonly recovery: RetryPolicy
   /** The `propagation` budget's policy; absent: `recovery`'s. */
   readonly propagation?: RetryPolicy | undefined
-  readonly backend: (
-    core: Core<I, B, F, E>
-  ) => Effect.Effect<Backend<A, S, I, B, O, F, E, R>, EH, R | Scope.Scope>
+  readonly backend: (core: Core<M>) => Effect.Effect<Backend<M>, M["HandlerError"], M["Context"] | Scope.Scope>
 }
 
 /**
- * How a staging method builds its writer: `writer.makeStaging(options)`. Admission only: the
+ * How a staging method builds its writer: `writer.makeStaging<M>(options)`. Admission only: the
  * admitted items are staged by the method (and given back with `AdmissionCore.resolved` when
  * they become durable, or at once), and leave the writer at the checkpoint, through its committer.
+ * Its `Request` and `Outcome` are `never`.
  *
  * @internal
  */
-export interface StagingOptions<A, S, I extends Accounted, F extends FailedElement, E, R, EH extends E = E>
-  extends CoreOptions<F, E, R, EH>
-{
-  readonly admission: (core: AdmissionCore<I, F, E>) => Effect.Effect<Admission<A, S, F, E, R>, EH, R | Scope.Scope>
+export interface StagingOptions<M extends Method> extends CoreOptions<M> {
+  readonly admission: (
+    core: AdmissionCore<M>
+  ) => Effect.Effect<Admission<M>, M["HandlerError"], M["Context"] | Scope.Scope>
 }

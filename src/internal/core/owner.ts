@@ -14,54 +14,68 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Metric from "effect/Metric"
 import * as Queue from "effect/Queue"
-import type { FailedElement } from "../../Sink/FailedElement.ts"
 import { act, gauge, startQueued } from "./actions.ts"
-import type { Accounted, Admission, Core, Delivery } from "./backend.ts"
+import type { Admission, Core, CoreError, Delivery, Method } from "./backend.ts"
 import * as stall from "./stall.ts"
-import type { Command, OwnerContext } from "./state.ts"
+import type { Barrier, Command, OwnerContext, State } from "./state.ts"
 
 /** The two seams of a built method; `delivery` is absent on a staging writer. @internal */
-export interface Seams<S, I extends Accounted, B, O, F extends FailedElement, E, R> {
-  readonly admission: Admission<never, S, F, E, R>
-  readonly delivery: Delivery<I, B, O, F, E, R> | undefined
+export interface Seams<M extends Method> {
+  readonly admission: Admission<M>
+  readonly delivery: Delivery<M> | undefined
+}
+
+/** The barriers whose items have all left: a prefix of the waiting ones (they come by generation). */
+const readyBarriers = <E>(st: State<E>): number => {
+  // the oldest generation with units outstanding (entries are kept oldest first)
+  let oldest = Number.POSITIVE_INFINITY
+  for (const generation of st.pending.keys()) {
+    oldest = generation
+    break
+  }
+  let ready = 0
+  while (ready < st.barriers.length && (st.barriers[ready] as Barrier<E>).generation < oldest) ready++
+  return ready
 }
 
 /**
- * Answers the barriers once nothing is outstanding: the handler's flush (once for all of them),
- * then idle destinations are forgotten. After a failure every barrier fails with it.
+ * Answers the barriers whose items have all left (written or routed): the handler's flush (once for
+ * all of them), then idle destinations are forgotten. After a failure every barrier fails with it.
  */
-const settleBarriers = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  core: Core<I, B, F, E>,
-  seams: Seams<S, I, B, O, F, E, R>
+const settleBarriers = <M extends Method>(
+  ctx: OwnerContext<M>,
+  core: Core<M>,
+  seams: Seams<M>
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
     const st = ctx.state
     if (st.barriers.length === 0) return
     const failure = st.failure
     if (failure !== undefined) {
-      for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(done, failure)
+      for (const b of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(b.done, failure)
       return
     }
-    if (st.outstanding > 0 || (ctx.repairs?.size() ?? 0) > 0 || seams.delivery?.busy?.() === true) return
+    const ready = readyBarriers(st)
+    if (ready === 0) return
     const exit = yield* Effect.exit(Effect.provideContext(ctx.router.flush, ctx.context))
     if (Exit.isFailure(exit)) {
       yield* core.failCause(exit.cause)
-      for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(done, exit.cause)
+      for (const b of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(b.done, exit.cause)
       return
     }
-    st.flushedUpTo = st.taken
+    const settled = st.barriers.splice(0, ready)
+    st.flushedUpTo = (settled[settled.length - 1] as Barrier<CoreError<M>>).taken
     const evictIdle = seams.admission.evictIdle
     if (evictIdle !== undefined) yield* evictIdle(yield* Clock.currentTimeMillis)
-    for (const done of st.barriers.splice(0, st.barriers.length)) yield* Deferred.succeed(done, undefined)
+    for (const b of settled) yield* Deferred.succeed(b.done, undefined)
   })
 
-const onAdmit = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  core: Core<I, B, F, E>,
-  seams: Seams<S, I, B, O, F, E, R>,
-  command: Extract<Command<S, I, B, O, F, E>, { readonly _tag: "Admit" }>
-): Effect.Effect<void, E, R> =>
+const onAdmit = <M extends Method>(
+  ctx: OwnerContext<M>,
+  core: Core<M>,
+  seams: Seams<M>,
+  command: Extract<Command<M>, { readonly _tag: "Admit" }>
+): Effect.Effect<void, M["Error"], M["Context"]> =>
   Effect.gen(function*() {
     const st = ctx.state
     st.taken++
@@ -74,9 +88,10 @@ const onAdmit = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
     if (slice !== undefined) {
       yield* ctx.unstage
       st.outstanding += slice.units
+      st.pending.set(st.generation, (st.pending.get(st.generation) ?? 0) + slice.units)
       yield* gauge(st, ctx.metrics.inFlightUnits, slice.units)
       yield* gauge(st, ctx.metrics.inFlightBytes, slice.bytes)
-      yield* seams.admission.admit(slice.payload, yield* Clock.currentTimeMillis)
+      yield* seams.admission.admit(slice.payload, yield* Clock.currentTimeMillis, st.generation)
     }
     for (const failed of command.routed) yield* core.route(failed)
     if (command.routedPermit !== undefined) yield* ctx.release(command.routedPermit)
@@ -90,14 +105,14 @@ const onAdmit = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
  * A finished request: its verdict acted on. Once the last request in flight is booked while
  * admission waits, the open batches are sent: they hold the permits admission waits for.
  */
-const onCompleted = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  core: Core<I, B, F, E>,
-  seams: Seams<S, I, B, O, F, E, R>,
-  delivery: Delivery<I, B, O, F, E, R>,
-  batch: B,
-  outcome: O
-): Effect.Effect<void, E, R> =>
+const onCompleted = <M extends Method>(
+  ctx: OwnerContext<M>,
+  core: Core<M>,
+  seams: Seams<M>,
+  delivery: Delivery<M>,
+  batch: M["Request"],
+  outcome: M["Outcome"]
+): Effect.Effect<void, M["Error"], M["Context"]> =>
   Effect.gen(function*() {
     const st = ctx.state
     st.requests--
@@ -129,16 +144,16 @@ const evictDue = (
 }
 
 /** Cuts every open batch of the admission seam (none when it keeps none). */
-const cutAll = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  seams: Seams<S, I, B, O, F, E, R>
-): Effect.Effect<void, E, R> => seams.admission.cutAll ?? Effect.void
+const cutAll = <M extends Method>(
+  seams: Seams<M>
+): Effect.Effect<void, M["Error"], M["Context"]> => seams.admission.cutAll ?? Effect.void
 
 /** The tick: the stall check (of a delivery), the admission's timed cuts, and idle eviction. */
-const onTick = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  seams: Seams<S, I, B, O, F, E, R>,
+const onTick = <M extends Method>(
+  ctx: OwnerContext<M>,
+  seams: Seams<M>,
   now: number
-): Effect.Effect<void, E, R> => {
+): Effect.Effect<void, M["Error"], M["Context"]> => {
   const st = ctx.state
   const { admission, delivery } = seams
   const stalled = delivery === undefined ? Effect.void : stall.check(st.stall, now, st.requests, delivery)
@@ -147,20 +162,20 @@ const onTick = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
 }
 
 /** A command of the delivery seam, run only when the method has one (a staging core never sends them). */
-const delivered = <I extends Accounted, B, O, F extends FailedElement, E, R>(
-  delivery: Delivery<I, B, O, F, E, R> | undefined,
-  step: (delivery: Delivery<I, B, O, F, E, R>) => Effect.Effect<void, E, R> | undefined
-): Effect.Effect<void, E, R> => {
+const delivered = <M extends Method>(
+  delivery: Delivery<M> | undefined,
+  step: (delivery: Delivery<M>) => Effect.Effect<void, M["Error"], M["Context"]> | undefined
+): Effect.Effect<void, M["Error"], M["Context"]> => {
   const effect = delivery === undefined ? undefined : step(delivery)
   return effect === undefined ? Effect.die(new Error("a delivery command without a delivery seam")) : effect
 }
 
-const handle = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  core: Core<I, B, F, E>,
-  seams: Seams<S, I, B, O, F, E, R>,
-  command: Command<S, I, B, O, F, E>
-): Effect.Effect<void, E, R> => {
+const handle = <M extends Method>(
+  ctx: OwnerContext<M>,
+  core: Core<M>,
+  seams: Seams<M>,
+  command: Command<M>
+): Effect.Effect<void, M["Error"], M["Context"]> => {
   const st = ctx.state
   if (command._tag === "Tick") st.tickPending = false
   if (st.failure !== undefined) {
@@ -189,7 +204,14 @@ const handle = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
     case "Step":
       return command.step
     case "Flush":
-      return Effect.andThen(cutAll(seams), Effect.sync(() => void st.barriers.push(command.done)))
+      // it covers what was admitted before it: later admissions are the next generation's
+      return Effect.andThen(
+        cutAll(seams),
+        Effect.sync(() => {
+          st.barriers.push({ done: command.done, generation: st.generation, taken: st.taken })
+          st.generation++
+        })
+      )
   }
 }
 
@@ -200,13 +222,13 @@ const handle = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
  *
  * @internal
  */
-export const run = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: OwnerContext<S, I, B, O, F, E, R>,
-  core: Core<I, B, F, E>,
-  seams: Seams<S, I, B, O, F, E, R>
-): Effect.Effect<never, never, R> => {
+export const run = <M extends Method>(
+  ctx: OwnerContext<M>,
+  core: Core<M>,
+  seams: Seams<M>
+): Effect.Effect<never, never, M["Context"]> => {
   const settle = settleBarriers(ctx, core, seams)
-  const step = (command: Command<S, I, B, O, F, E>) =>
+  const step = (command: Command<M>) =>
     handle(ctx, core, seams, command).pipe(
       Effect.catchCause((cause) => core.failCause(cause)),
       Effect.andThen(settle),

@@ -88,8 +88,7 @@ const again = <I, E>(engine: Engine<I, E>, trouble: Trouble<I, E>): Effect.Effec
     items: [trouble.item],
     attempt: trouble.attempt <= 1 ? 0 : trouble.attempt,
     budget: trouble.budget,
-    exhausted: trouble.exhausted,
-    failure: trouble.failure
+    exhausted: trouble.exhausted
   })
 
 /** Runs an incident's repair on a fiber of its own; its exit comes back to the owner. */
@@ -121,8 +120,7 @@ const ended = <I, E>(
         "recovery",
         failures,
         run(engine, key, incident),
-        () => retry.exhausted(key, failures, error.error),
-        error.error
+        () => retry.exhausted(key, failures, error.error)
       )
     }
     engine.incidents.delete(key)

@@ -70,3 +70,19 @@ export const backoffSchedule = (policy: Policy): Schedule.Schedule<Duration.Dura
 /** The schedule of any policy: the backoff's, or the caller's own. @internal */
 export const toSchedule = (policy: AnyPolicy | Policy): Schedule.Schedule<unknown, unknown> =>
   "_tag" in policy && policy._tag === "FromSchedule" ? policy.schedule : backoffSchedule(policy)
+
+/**
+ * The schedule of `policy`, fed `typed(failure)` for each failure a loop retries on: whatever the
+ * loop's own error (an internal wrapper, a transport failure), the policy's schedule sees the typed
+ * error the write ends with if it stops there, as `RetryPolicy.fromSchedule` promises a caller's
+ * schedule.
+ *
+ * @internal
+ */
+export const toScheduleOf = <In>(
+  policy: AnyPolicy | Policy,
+  typed: (failure: In) => unknown
+): Schedule.Schedule<unknown, In> =>
+  Schedule.fromStep(
+    Effect.map(Schedule.toStep(toSchedule(policy)), (step) => (now, failure: In) => step(now, typed(failure)))
+  )

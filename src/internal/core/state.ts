@@ -12,8 +12,7 @@ import type * as FiberSet from "effect/FiberSet"
 import type * as Metric from "effect/Metric"
 import type * as Queue from "effect/Queue"
 import type * as Schedule from "effect/Schedule"
-import type { FailedElement } from "../../Sink/FailedElement.ts"
-import type { Accounted, Admission, Budget, CoreMetrics, Delivery, Slice } from "./backend.ts"
+import type { Admission, Budget, CoreError, CoreMetrics, Delivery, Method, Slice } from "./backend.ts"
 import type { FailureRouter } from "./failureRouting.ts"
 import type { Permit } from "./flowControl.ts"
 import type { Repairs } from "./repairs.ts"
@@ -21,30 +20,49 @@ import * as stall from "./stall.ts"
 import type { SummaryCounters } from "./summaryCounters.ts"
 
 /** The commands of the owner. @internal */
-export type Command<S, I, B, O, F, E> =
+export type Command<M extends Method> =
   | {
     readonly _tag: "Admit"
-    readonly slice: Slice<S> | undefined
-    readonly routed: ReadonlyArray<F>
+    readonly slice: Slice<M["Slice"]> | undefined
+    readonly routed: ReadonlyArray<M["Failure"]>
     readonly skipped: ReadonlyArray<string>
     /** Completed once `routed` went to the handler (failed with the latch when that failed the writer). */
-    readonly routedDone?: Deferred.Deferred<void, E> | undefined
+    readonly routedDone?: Deferred.Deferred<void, CoreError<M>> | undefined
     /** The in-flight bytes `routed`'s payloads were charged (an oversize row is up to 10 MiB), given back once routed. */
     readonly routedPermit?: Permit | undefined
   }
   | { readonly _tag: "SendAll" }
   | { readonly _tag: "Tick" }
-  | { readonly _tag: "Completed"; readonly batch: B; readonly outcome: O }
+  | { readonly _tag: "Completed"; readonly batch: M["Request"]; readonly outcome: M["Outcome"] }
   /** A call that died (or was interrupted on its own): latched as the writer's failure. */
   | { readonly _tag: "CallFailed"; readonly cause: Cause.Cause<never> }
-  | { readonly _tag: "Retry"; readonly items: ReadonlyArray<I> }
+  | { readonly _tag: "Retry"; readonly items: ReadonlyArray<M["Item"]> }
   /** A method's own step, sent through `Core.offer` to run on the owner. */
-  | { readonly _tag: "Step"; readonly step: Effect.Effect<void, E> }
-  | { readonly _tag: "Flush"; readonly done: Deferred.Deferred<void, E> }
+  | { readonly _tag: "Step"; readonly step: Effect.Effect<void, CoreError<M>> }
+  | { readonly _tag: "Flush"; readonly done: Deferred.Deferred<void, CoreError<M>> }
+
+/**
+ * A barrier (`flush`) waiting: it covers the items admitted before it (generations up to and
+ * including its own), and `taken`, the `Admit` commands taken before it.
+ *
+ * @internal
+ */
+export interface Barrier<E> {
+  readonly done: Deferred.Deferred<void, E>
+  readonly generation: number
+  readonly taken: number
+}
 
 /** The core's mutable state; read and written on the owner fiber (the finalizers read it after it stopped). @internal */
 export interface State<E> {
   outstanding: number
+  /** The generation of what is admitted now: the number of barriers before it (`Accounted.generation`). */
+  generation: number
+  /**
+   * Units outstanding by the generation they were admitted in, oldest first (a generation takes no
+   * more units once a barrier closed it, and an entry goes when its units are gone).
+   */
+  readonly pending: Map<number, number>
   requests: number
   /** Admission is waiting for permits held by open batches: cut them once no request is in flight. */
   admissionWaiting: boolean
@@ -54,7 +72,8 @@ export interface State<E> {
   taken: number
   /** `taken` when the last barrier succeeded: closing after success flushes when `offered` is past it. */
   flushedUpTo: number
-  readonly barriers: Array<Deferred.Deferred<void, E>>
+  /** In the order they came, so by generation. */
+  readonly barriers: Array<Barrier<E>>
   failure: Cause.Cause<E> | undefined
   /** Gauge moves of this writer, taken back when it closes. */
   readonly gauges: Map<Metric.Gauge<number>, number>
@@ -71,6 +90,8 @@ export const unflushed = <E>(st: State<E>): boolean => st.offered > st.flushedUp
 /** @internal */
 export const makeState = <E>(): State<E> => ({
   outstanding: 0,
+  generation: 0,
+  pending: new Map(),
   requests: 0,
   admissionWaiting: false,
   offered: 0,
@@ -85,33 +106,33 @@ export const makeState = <E>(): State<E> => ({
 })
 
 /** What the owner is built from (by `writer.make`). @internal */
-export interface OwnerContext<S, I extends Accounted, B, O, F extends FailedElement, E, R> {
-  readonly state: State<E>
-  readonly commands: Queue.Queue<Command<S, I, B, O, F, E>>
+export interface OwnerContext<M extends Method> {
+  readonly state: State<CoreError<M>>
+  readonly commands: Queue.Queue<Command<M>>
   readonly fibers: FiberSet.FiberSet<unknown, unknown>
-  readonly failed: Deferred.Deferred<never, E>
-  readonly router: FailureRouter<F, E, R>
+  readonly failed: Deferred.Deferred<never, CoreError<M>>
+  readonly router: FailureRouter<M["Failure"], M["HandlerError"], M["Context"]>
   readonly counters: SummaryCounters
   readonly metrics: CoreMetrics
   readonly release: (permit: Permit) => Effect.Effect<void>
   /** The owner took an admitted slice from the queue: one more may be staged. */
   readonly unstage: Effect.Effect<unknown>
-  /** The two budgets' schedules; absent on a staging writer (nothing is sent, nothing retried). */
+  /** The budgets' schedules; absent on a staging writer (nothing is sent, nothing retried). */
   readonly schedules: Readonly<Record<Budget, Schedule.Schedule<unknown, unknown>>> | undefined
   /** The context of the handler (and of the method's owner-side steps). */
-  readonly context: Context.Context<R>
+  readonly context: Context.Context<M["Context"]>
   /** Set once the method is built (its factory receives the core first). */
-  admission: Admission<never, S, F, E, R> | undefined
+  admission: Admission<M> | undefined
   /**
    * Set once a delivering method is built; absent on a staging writer, whose `AdmissionCore`
    * cannot send: the commands of delivery (`Completed`, `CallFailed`, `Retry`, `Step`) never come.
    */
-  delivery: Delivery<I, B, O, F, E, R> | undefined
+  delivery: Delivery<M> | undefined
   /** At most this many requests in flight (`Infinity`: no bound); the others wait in `queued`, in order. */
   readonly maxRequests: number
-  readonly queued: Array<B>
+  readonly queued: Array<M["Request"]>
   /** Requests that go again after a wait and kept their place in the window (`Verdict.reserve`). */
-  readonly reserved: Set<B>
+  readonly reserved: Set<M["Request"]>
   /** The repair engine, made with the core. */
-  repairs: Repairs<I, E> | undefined
+  repairs: Repairs<M["Item"], CoreError<M>> | undefined
 }

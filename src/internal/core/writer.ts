@@ -33,10 +33,11 @@ import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as actions from "./actions.ts"
 import type {
-  Accounted,
   Admission,
   Core,
+  CoreError,
   CoreOptions,
+  Method,
   Prepared,
   Slice,
   StagingOptions,
@@ -91,10 +92,10 @@ export const tickInterval = "100 millis"
  *
  * @internal
  */
-export const make = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R, P = never, EH extends E = E>(
-  options: WriterOptions<A, S, I, B, O, F, E, R, EH>
-): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
-  build<A, S, I, B, O, F, E, R, P, EH>(
+export const make = <M extends Method, P = never>(
+  options: WriterOptions<M>
+): Effect.Effect<Writer<M["Record"], CoreError<M>, P>, M["HandlerError"], M["Context"] | Scope.Scope> =>
+  build<M, P>(
     options,
     {
       retry: RetryPolicy.toSchedule(options.retry),
@@ -110,38 +111,32 @@ export const make = <A, S, I extends Accounted, B, O, F extends FailedElement, E
  *
  * @internal
  */
-export const makeStaging = <A, S, I extends Accounted, F extends FailedElement, E, R, P = never, EH extends E = E>(
-  options: StagingOptions<A, S, I, F, E, R, EH>
-): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
-  build<A, S, I, never, never, F, E, R, P, EH>(
+export const makeStaging = <M extends Method, P = never>(
+  options: StagingOptions<M>
+): Effect.Effect<Writer<M["Record"], CoreError<M>, P>, M["HandlerError"], M["Context"] | Scope.Scope> =>
+  build<M, P>(
     options,
     undefined,
     (core) => Effect.map(options.admission(core), (admission) => ({ admission, delivery: undefined }))
   )
 
-const build = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R, P, EH extends E>(
-  options: CoreOptions<F, E, R, EH>,
-  schedules: ownerState.OwnerContext<S, I, B, O, F, E, R>["schedules"],
-  seamsOf: (
-    core: Core<I, B, F, E>
-  ) => Effect.Effect<
-    { readonly admission: Admission<A, S, F, E, R> } & owner.Seams<S, I, B, O, F, E, R>,
-    EH,
-    R | Scope.Scope
-  >
-): Effect.Effect<Writer<A, E, P>, EH, R | Scope.Scope> =>
+const build = <M extends Method, P>(
+  options: CoreOptions<M>,
+  schedules: ownerState.OwnerContext<M>["schedules"],
+  seamsOf: (core: Core<M>) => Effect.Effect<owner.Seams<M>, M["HandlerError"], M["Context"] | Scope.Scope>
+): Effect.Effect<Writer<M["Record"], CoreError<M>, P>, M["HandlerError"], M["Context"] | Scope.Scope> =>
   Effect.gen(function*() {
-    const context = yield* Effect.context<R>()
+    const context = yield* Effect.context<M["Context"]>()
     const counters = summaryCounters.make()
     // A failing `open` fails building the writer with the handler's error (nothing to close then).
-    const router = yield* failureRouting.make<F, EH, R>(options.handler, counters)
+    const router = yield* failureRouting.make<M["Failure"], M["HandlerError"], M["Context"]>(options.handler, counters)
     const flow = yield* flowControl.make(options.limits)
     const staged = yield* Semaphore.make(maxStagedSlices)
-    const failed = yield* Deferred.make<never, E>()
-    const commands = yield* Queue.bounded<ownerState.Command<S, I, B, O, F, E>>(commandCapacity)
+    const failed = yield* Deferred.make<never, CoreError<M>>()
+    const commands = yield* Queue.bounded<ownerState.Command<M>>(commandCapacity)
     const fibers = yield* FiberSet.make<unknown, unknown>()
-    const state = ownerState.makeState<E>()
-    const ctx: ownerState.OwnerContext<S, I, B, O, F, E, R> = {
+    const state = ownerState.makeState<CoreError<M>>()
+    const ctx: ownerState.OwnerContext<M> = {
       state,
       commands,
       fibers,
@@ -168,17 +163,17 @@ const build = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R, P
     yield* Effect.addFinalizer(() => actions.releaseGauges(state))
     yield* startOwner(ctx, core, seams)
     yield* ticker(state, commands)
-    const parts: Parts<S, I, B, O, F, E> = { commands, failed, flow, staged, counters, state }
-    const writer = admission<A, S, I, B, O, F, E, R, P>(seams.admission, parts)
+    const parts: Parts<M> = { commands, failed, flow, staged, counters, state }
+    const writer = admission<M, P>(seams.admission, parts)
     yield* flushAtClose(state, writer)
     return writer
   })
 
 /** Forks the owner fiber in the scope, on the owner's scheduler, with the handler's context. */
-const startOwner = <S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  ctx: ownerState.OwnerContext<S, I, B, O, F, E, R>,
-  core: Core<I, B, F, E>,
-  seams: owner.Seams<S, I, B, O, F, E, R>
+const startOwner = <M extends Method>(
+  ctx: ownerState.OwnerContext<M>,
+  core: Core<M>,
+  seams: owner.Seams<M>
 ): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function*() {
     yield* owner.run(ctx, core, seams).pipe(
@@ -205,9 +200,9 @@ const flushAtClose = <E>(
   )
 
 /** The owner's tick, on a fiber of the scope: one tick at most waits in the queue (while the owner is busy, ticks would only fill it). */
-const ticker = <S, I, B, O, F, E>(
-  state: ownerState.State<E>,
-  commands: Queue.Queue<ownerState.Command<S, I, B, O, F, E>>
+const ticker = <M extends Method>(
+  state: ownerState.State<CoreError<M>>,
+  commands: Queue.Queue<ownerState.Command<M>>
 ): Effect.Effect<void, never, Scope.Scope> => {
   const tick = Effect.suspend(() => {
     if (state.tickPending) return Effect.void
@@ -217,14 +212,14 @@ const ticker = <S, I, B, O, F, E>(
   return Effect.asVoid(tick.pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped))
 }
 
-interface Parts<S, I, B, O, F, E> {
-  readonly commands: Queue.Queue<ownerState.Command<S, I, B, O, F, E>>
-  readonly failed: Deferred.Deferred<never, E>
+interface Parts<M extends Method> {
+  readonly commands: Queue.Queue<ownerState.Command<M>>
+  readonly failed: Deferred.Deferred<never, CoreError<M>>
   readonly flow: flowControl.FlowController
   /** Slices offered and not yet taken by the owner (`maxStagedSlices`). */
   readonly staged: Semaphore.Semaphore
   readonly counters: summaryCounters.SummaryCounters
-  readonly state: ownerState.State<E>
+  readonly state: ownerState.State<CoreError<M>>
 }
 
 const orFailedWith =
@@ -238,29 +233,29 @@ const chargeOf = (routed: ReadonlyArray<FailedElement>, maxBytes: number): Permi
   return bytes === 0 ? undefined : { units: 0, bytes: Math.min(bytes, maxBytes) }
 }
 
-type Offer<S, I, B, O, F, E> = (
-  command: ownerState.Command<S, I, B, O, F, E>,
-  slice: Slice<S> | undefined,
+type Offer<M extends Method> = (
+  command: ownerState.Command<M>,
+  slice: Slice<M["Slice"]> | undefined,
   routedPermit?: Permit
-) => Effect.Effect<void, E>
+) => Effect.Effect<void, CoreError<M>>
 
 /**
  * Offers a prepared run: its slices in order, and its routed records with the last one, or, when
  * their payloads hold bytes (an oversize row is up to 10 MiB), on a command of their own charged
  * those bytes in the in-flight bound until the handler has them.
  */
-const offerAll = <S, I, B, O, F extends FailedElement, E>(
-  prepared: Prepared<S, F>,
-  routedDone: Deferred.Deferred<void, E> | undefined,
+const offerAll = <M extends Method>(
+  prepared: Prepared<M["Slice"], M["Failure"]>,
+  routedDone: Deferred.Deferred<void, CoreError<M>> | undefined,
   maxBytes: number,
-  offer: Offer<S, I, B, O, F, E>
-): Effect.Effect<void, E> =>
+  offer: Offer<M>
+): Effect.Effect<void, CoreError<M>> =>
   Effect.gen(function*() {
     const slices = prepared.slices
     const routedPermit = chargeOf(prepared.routed, maxBytes)
     const apart = routedPermit !== undefined || slices.length === 0
     for (let i = 0; i < slices.length; i++) {
-      const slice = slices[i] as Slice<S>
+      const slice = slices[i] as Slice<M["Slice"]>
       const last = i === slices.length - 1 && !apart
       const routed = last ? prepared.routed : []
       const skipped = i === slices.length - 1 ? prepared.skipped : []
@@ -281,13 +276,11 @@ const offerAll = <S, I, B, O, F extends FailedElement, E>(
  * given back, and the offer uncounted, when a wait is interrupted. A slice takes a staging place
  * too; routed records only their in-flight bytes.
  */
-const enqueuer = <S, I extends Accounted, B, O, F extends FailedElement, E>(
-  parts: Parts<S, I, B, O, F, E>
-) => {
+const enqueuer = <M extends Method>(parts: Parts<M>) => {
   const { commands, failed, flow, staged, state } = parts
   const orFailed = orFailedWith(failed)
   const sendAll = Effect.asVoid(Queue.offer(commands, { _tag: "SendAll" }))
-  return (command: ownerState.Command<S, I, B, O, F, E>, permit: Permit | undefined, stage: boolean) =>
+  return (command: ownerState.Command<M>, permit: Permit | undefined, stage: boolean) =>
     Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
         if (permit !== undefined) {
@@ -314,16 +307,16 @@ const enqueuer = <S, I extends Accounted, B, O, F extends FailedElement, E>(
 }
 
 /** The caller-side admission of one prepared run: each slice takes its permit, then is offered. */
-const admitter = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R>(
-  backend: Admission<A, S, F, E, R>,
-  parts: Parts<S, I, B, O, F, E>
-): (records: ReadonlyArray<A>) => Effect.Effect<void, E> => {
+const admitter = <M extends Method>(
+  backend: Admission<M>,
+  parts: Parts<M>
+): (records: ReadonlyArray<M["Record"]>) => Effect.Effect<void, CoreError<M>> => {
   const { failed, flow } = parts
   const limits = { maxUnits: flow.maxUnits, maxBytes: flow.maxBytes }
   const orFailed = orFailedWith(failed)
   const enqueue = enqueuer(parts)
 
-  const offer: Offer<S, I, B, O, F, E> = (command, slice, routedPermit) =>
+  const offer: Offer<M> = (command, slice, routedPermit) =>
     Effect.suspend(() => {
       // The fast path (permits free, queue not full) takes no race: a race forks two fibers.
       if (Deferred.isDoneUnsafe(failed)) return Deferred.await(failed)
@@ -345,7 +338,7 @@ const admitter = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R
       // records routed before admission: with `writeAwaitsRouted` the write returns once the handler
       // has them, so a handler that fails (failJob) fails this write (nothing routed: no wait)
       const routedDone = backend.writeAwaitsRouted === true && prepared.routed.length > 0
-        ? Deferred.makeUnsafe<void, E>()
+        ? Deferred.makeUnsafe<void, CoreError<M>>()
         : undefined
       yield* offerAll(prepared, routedDone, flow.maxBytes, offer)
       if (routedDone !== undefined) yield* orFailed(Deferred.await(routedDone))
@@ -353,10 +346,10 @@ const admitter = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R
 }
 
 /** The caller-side half: `write` (prepare, permits, offer), `flush`, `checkpoint`, `summary`. */
-const admission = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R, P>(
-  backend: Admission<A, S, F, E, R>,
-  parts: Parts<S, I, B, O, F, E>
-): Writer<A, E, P> => {
+const admission = <M extends Method, P>(
+  backend: Admission<M>,
+  parts: Parts<M>
+): Writer<M["Record"], CoreError<M>, P> => {
   const { commands, counters, failed } = parts
   const orFailed = orFailedWith(failed)
   const admit = admitter(backend, parts)
@@ -365,17 +358,17 @@ const admission = <A, S, I extends Accounted, B, O, F extends FailedElement, E, 
   // permits free up: preparing a whole large chunk up front would let the requests drain meanwhile.
   const size = Math.max(1, backend.sliceRecords)
   const writeSpan = `${backend.name}.write`
-  const write = (records: Iterable<A>): Effect.Effect<void, E> =>
+  const write = (records: Iterable<M["Record"]>): Effect.Effect<void, CoreError<M>> =>
     Effect.gen(function*() {
       if (Deferred.isDoneUnsafe(failed)) return yield* Deferred.await(failed)
-      const all: ReadonlyArray<A> = Array.isArray(records) ? records : Array.from(records)
+      const all: ReadonlyArray<M["Record"]> = Array.isArray(records) ? records : Array.from(records)
       for (let from = 0; from < all.length; from += size) {
         yield* admit(all.length <= size ? all : all.slice(from, from + size))
       }
     })
 
-  const flush: Effect.Effect<void, E> = Effect.gen(function*() {
-    const done = yield* Deferred.make<void, E>()
+  const flush: Effect.Effect<void, CoreError<M>> = Effect.gen(function*() {
+    const done = yield* Deferred.make<void, CoreError<M>>()
     yield* orFailed(Queue.offer(commands, { _tag: "Flush", done }))
     yield* orFailed(Deferred.await(done))
   }).pipe(Effect.withSpan(`${backend.name}.flush`))

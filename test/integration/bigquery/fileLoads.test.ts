@@ -177,7 +177,7 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
           table,
           serializer: yield* RowSerializer.fromJson(schema),
           writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${bucket}/byhand`, poll: Harness.pollFast }),
-          checkpoint: yield* loadOnce("byhand")
+          checkpoint: { resume: (yield* loadOnce("byhand")).resume }
         })
         yield* writer.write(rows.slice(0, 25))
         yield* writer.flush

@@ -3,6 +3,9 @@ import { Cause, Deferred, Effect, Fiber } from "effect"
 import * as fc from "fast-check"
 import type { Budget, Retry, Trouble } from "../../../src/internal/core/backend.ts"
 import * as repairs from "../../../src/internal/core/repairs.ts"
+import { commandCapacity } from "../../../src/internal/core/writer.ts"
+import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
+import * as toy from "./toyBackend.ts"
 
 /**
  * The engine over a recording core: steps offered run in order when the test drains them, a
@@ -188,4 +191,26 @@ describe("core repair engine", () => {
         { numRuns: 200 }
       )
     ))
+
+  it.effect("a repair with more requests waiting than the owner's command queue holds re-sends them all", () =>
+    Effect.gen(function*() {
+      const service = toy.makeService()
+      const n = 2 * commandCapacity
+      const w = yield* toy.make({
+        service,
+        handler: FailureHandler.make({ handle: () => Effect.void }),
+        batchSize: n,
+        maxUnits: 2 * n
+      })
+      // one call of `n` items, each answered with the missing table: `n` requests wait for one repair
+      yield* w.write(Array.from({ length: n }, (_, i) => `t:lost${i}`))
+      const flushing = yield* Effect.forkChild(w.flush)
+      // no timer is involved: the owner only needs turns (a deadlocked one never finishes)
+      for (let i = 0; i < 20_000 && flushing.pollUnsafe() === undefined; i++) yield* Effect.yieldNow
+      assert.isDefined(flushing.pollUnsafe(), "the flush returns: the owner never waits on its own queue")
+      yield* Fiber.join(flushing)
+      assert.strictEqual(service.repairs, 1)
+      assert.strictEqual(service.accepted.length, n)
+      assert.strictEqual((yield* w.summary).recordsWritten, n)
+    }).pipe(Effect.scoped))
 })

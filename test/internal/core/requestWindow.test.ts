@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Duration, Effect } from "effect"
 import { TestClock } from "effect/testing"
-import type { Backend, Core, Verdict } from "../../../src/internal/core/backend.ts"
+import type { Backend, Core, Method, VerdictOf } from "../../../src/internal/core/backend.ts"
 import * as writer from "../../../src/internal/core/writer.ts"
 import type { FailedElement } from "../../../src/Sink/FailedElement.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
@@ -13,6 +13,7 @@ interface Request {
   readonly units: number
   readonly bytes: number
   readonly permitBytes: number
+  generation: number
   calls: number
 }
 
@@ -25,20 +26,32 @@ const policy = {
   maxDuration: undefined
 }
 
+/** Names in, each its own request and item, answered `ok` or `again`. */
+interface ChainMethod extends Method {
+  readonly Record: string
+  readonly Slice: Request
+  readonly Item: Request
+  readonly Request: Request
+  readonly Outcome: "ok" | "again"
+  readonly Failure: FailedElement
+  readonly Error: never
+  readonly HandlerError: never
+  readonly Context: never
+}
+
 /**
  * A method whose second request waits in its call for the end of the first (a buffered stream's
  * link): the first fails once and goes again after a wait, keeping its place (`reserve`) or not.
  */
 const chained =
-  (reserve: boolean, firstEnded: Deferred.Deferred<void>, calls: Array<string>) =>
-  (core: Core<Request, Request, FailedElement, never>) =>
-    Effect.succeed<Backend<string, Request, Request, Request, "ok" | "again", FailedElement, never, never>>({
+  (reserve: boolean, firstEnded: Deferred.Deferred<void>, calls: Array<string>) => (core: Core<ChainMethod>) =>
+    Effect.succeed<Backend<ChainMethod>>({
       name: "ChainSink",
       sliceRecords: 1,
       prepare: (records) =>
         Effect.succeed({
           slices: records.map((name) => ({
-            payload: { key: "t", name, units: 1, bytes: 1, permitBytes: 1, calls: 0 },
+            payload: { key: "t", name, units: 1, bytes: 1, permitBytes: 1, generation: 0, calls: 0 },
             units: 1,
             bytes: 1,
             permitBytes: 1
@@ -46,7 +59,11 @@ const chained =
           routed: [],
           skipped: []
         }),
-      admit: (request) => core.send(request),
+      admit: (request, _now, generation) =>
+        Effect.suspend(() => {
+          request.generation = generation
+          return core.send(request)
+        }),
       call: (request) =>
         Effect.suspend(() => {
           request.calls++
@@ -59,7 +76,7 @@ const chained =
           }
           return Effect.as(Deferred.await(firstEnded), "ok" as const)
         }),
-      judge: (request, outcome): Effect.Effect<Verdict<Request, FailedElement, never>> =>
+      judge: (request, outcome): Effect.Effect<VerdictOf<ChainMethod>> =>
         Effect.succeed({
           written: outcome === "ok" ? [request] : [],
           routed: [],
@@ -79,7 +96,7 @@ const run = (reserve: boolean) =>
   Effect.gen(function*() {
     const firstEnded = yield* Deferred.make<void>()
     const calls: Array<string> = []
-    const w = yield* writer.make({
+    const w = yield* writer.make<ChainMethod>({
       handler: FailureHandler.logAndDrop,
       limits: { maxUnits: 10, maxBytes: 10, maxRequests: 1 },
       retry: policy,

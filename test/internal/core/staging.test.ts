@@ -5,10 +5,23 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
-import type { Accounted, AdmissionCore } from "../../../src/internal/core/backend.ts"
+import type { Accounted, AdmissionCore, Method } from "../../../src/internal/core/backend.ts"
 import * as writer from "../../../src/internal/core/writer.ts"
 import type { FailedElement } from "../../../src/Sink/FailedElement.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
+
+/** Strings in, staged as they come; nothing is sent. */
+interface StagingToy extends Method {
+  readonly Record: string
+  readonly Slice: string
+  readonly Item: Accounted
+  readonly Request: never
+  readonly Outcome: never
+  readonly Failure: FailedElement
+  readonly Error: never
+  readonly HandlerError: never
+  readonly Context: never
+}
 
 interface Staged {
   readonly cuts: Array<number>
@@ -16,7 +29,7 @@ interface Staged {
 }
 
 const stagingWriter = (log: Staged, maxUnits: number) =>
-  writer.makeStaging({
+  writer.makeStaging<StagingToy>({
     handler: FailureHandler.make<FailedElement, never, never>({
       open: Effect.void,
       handle: () => Effect.void,
@@ -25,7 +38,7 @@ const stagingWriter = (log: Staged, maxUnits: number) =>
     }),
     limits: { maxUnits, maxBytes: 1_000_000 },
     metrics: { perDestination: false },
-    admission: (core: AdmissionCore<Accounted, FailedElement, never>) =>
+    admission: (core: AdmissionCore<StagingToy>) =>
       Effect.sync(() => {
         // @ts-expect-error a staging core has nothing to send
         void core.send
@@ -39,10 +52,10 @@ const stagingWriter = (log: Staged, maxUnits: number) =>
               routed: [],
               skipped: []
             }),
-          admit: (record: string) =>
+          admit: (record: string, _now: number, generation: number) =>
             Effect.sync(() => {
               log.staged.push(record)
-              held.push({ key: "t", units: 1, bytes: 1, permitBytes: 1 })
+              held.push({ key: "t", units: 1, bytes: 1, permitBytes: 1, generation })
             }),
           cutAll: Effect.suspend(() => {
             log.cuts.push(held.length)

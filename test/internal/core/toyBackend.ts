@@ -3,10 +3,12 @@
  * starting with `bad` is routed before admission (`big`: with a payload of 100 bytes), `skip` is skipped, `rej` is rejected by the
  * "service" (routed by the verdict), `fatal` fails the writer, `flaky` fails once then succeeds.
  * Batches of `batchSize` items are "sent" to a call that can be held; a call holding a name starting
- * with `die` dies, and `evictDies` makes `evictIdle` die.
+ * with `die` dies, and `evictDies` makes `evictIdle` die. A name starting with `lost` is answered
+ * as missing its table until the core's repair engine has repaired its table (`Service.repaired`);
+ * a call holding a name starting with `slow` waits for `Service.slow` besides `hold`.
  */
 import { Data, Deferred, Duration, Effect, Metric } from "effect"
-import type { Backend, Core, Verdict } from "../../../src/internal/core/backend.ts"
+import type { Backend, Core, Method, VerdictOf } from "../../../src/internal/core/backend.ts"
 import * as writer from "../../../src/internal/core/writer.ts"
 import type { FailedElement } from "../../../src/Sink/FailedElement.ts"
 import type { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
@@ -27,10 +29,24 @@ export interface Item {
   readonly units: number
   readonly bytes: number
   readonly permitBytes: number
+  generation: number
   attempts: number
 }
 
-type Outcome = ReadonlyArray<"ok" | "rej" | "fatal" | "retry">
+type Outcome = ReadonlyArray<"ok" | "rej" | "fatal" | "retry" | "missing">
+
+/** The toy's types on the core: strings in, items in slices and batches, an outcome per item. */
+interface ToyMethod extends Method {
+  readonly Record: string
+  readonly Slice: ReadonlyArray<Item>
+  readonly Item: Item
+  readonly Request: ReadonlyArray<Item>
+  readonly Outcome: Outcome
+  readonly Failure: FailedElement
+  readonly Error: unknown
+  readonly HandlerError: unknown
+  readonly Context: never
+}
 
 const failure = (key: string, message: string): FailedElement => ({ connector: "bigtable", destination: key, message })
 
@@ -38,36 +54,34 @@ const failure = (key: string, message: string): FailedElement => ({ connector: "
 export interface Service {
   readonly accepted: Array<string>
   hold: Deferred.Deferred<void> | undefined
+  /** Calls holding a `slow` name wait for it (when set). */
+  slow: Deferred.Deferred<void> | undefined
   calls: number
   /** Runs of records prepared. */
   prepared: number
   evictions: number
   evictDies: boolean
+  /** Tables the repair engine repaired, and how many repairs ran. */
+  readonly repaired: Set<string>
+  repairs: number
 }
 
 export const makeService = (): Service => ({
   accepted: [],
   hold: undefined,
+  slow: undefined,
   calls: 0,
   prepared: 0,
   evictions: 0,
-  evictDies: false
+  evictDies: false,
+  repaired: new Set(),
+  repairs: 0
 })
 
 const toy =
-  (service: Service, batchSize: number, gate: Deferred.Deferred<void> | undefined) =>
-  (core: Core<Item, ReadonlyArray<Item>, FailedElement, unknown>) =>
+  (service: Service, batchSize: number, gate: Deferred.Deferred<void> | undefined) => (core: Core<ToyMethod>) =>
     Effect.sync(
-      (): Backend<
-        string,
-        ReadonlyArray<Item>,
-        Item,
-        ReadonlyArray<Item>,
-        Outcome,
-        FailedElement,
-        unknown,
-        never
-      > => {
+      (): Backend<ToyMethod> => {
         let open: Array<Item> = []
         const cut = Effect.suspend(() => {
           if (open.length === 0) return Effect.void
@@ -93,16 +107,17 @@ const toy =
                 if (name.startsWith("big")) routed.push({ ...failure(key, "oversize"), payload: new Uint8Array(100) })
                 else if (name.startsWith("bad")) routed.push(failure(key, "unserializable"))
                 else if (name.startsWith("skip")) skipped.push(key)
-                else items.push({ key, name, units: 1, bytes: 10, permitBytes: 10, attempts: 0 })
+                else items.push({ key, name, units: 1, bytes: 10, permitBytes: 10, generation: 0, attempts: 0 })
               }
               const slices = items.length === 0
                 ? []
                 : [{ payload: items, units: items.length, bytes: items.length * 10, permitBytes: items.length * 10 }]
               return { slices, routed, skipped }
             }),
-          admit: (items) =>
+          admit: (items, _now, generation) =>
             Effect.gen(function*() {
               for (const item of items) {
+                item.generation = generation
                 open.push(item)
                 if (open.length >= batchSize) yield* cut
               }
@@ -112,18 +127,22 @@ const toy =
             Effect.gen(function*() {
               service.calls++
               if (service.hold !== undefined) yield* Deferred.await(service.hold)
+              if (service.slow !== undefined && batch.some((item) => item.name.startsWith("slow"))) {
+                yield* Deferred.await(service.slow)
+              }
               const dying = batch.find((item) => item.name.startsWith("die"))
               if (dying !== undefined) return yield* Effect.die(new Error(`call died on ${dying.name}`))
               return batch.map((item) => {
                 if (item.name.startsWith("rej")) return "rej" as const
                 if (item.name.startsWith("fatal")) return "fatal" as const
+                if (item.name.startsWith("lost") && !service.repaired.has(item.key)) return "missing" as const
                 if (item.name.startsWith("flaky") && item.attempts === 1) return "retry" as const
                 service.accepted.push(item.name)
                 return "ok" as const
               })
             }),
           judge: (batch, outcome) =>
-            Effect.sync((): Verdict<Item, FailedElement, unknown> => {
+            Effect.sync((): VerdictOf<ToyMethod> => {
               const written = batch.filter((_, i) => outcome[i] === "ok")
               const retry = batch.filter((_, i) => outcome[i] === "retry")
               const fatal = batch.find((_, i) => outcome[i] === "fatal")
@@ -134,7 +153,18 @@ const toy =
                   failure: failure(item.key, "rejected")
                 })),
                 resend: [],
-                repair: [],
+                repair: batch.filter((_, i) => outcome[i] === "missing").map((item) => ({
+                  key: item.key,
+                  item,
+                  observed: core.repairs.epoch(item.key),
+                  repair: Effect.sync(() => {
+                    service.repairs++
+                    service.repaired.add(item.key)
+                  }),
+                  attempt: 1,
+                  budget: "recovery" as const,
+                  exhausted: () => new ToyError({ reason: "repairs exhausted" })
+                })),
                 retry: retry.length === 0 ? undefined : {
                   items: retry,
                   attempt: 1,
@@ -168,7 +198,7 @@ export const make = (options: {
   /** While not done, admission waits before preparing (the backend's `admissionGate`). */
   readonly admissionGate?: Deferred.Deferred<void>
 }) =>
-  writer.make({
+  writer.make<ToyMethod>({
     handler: options.handler,
     limits: {
       maxUnits: options.maxUnits ?? 100,

@@ -366,4 +366,34 @@ describe("writer core", () => {
       assert.isTrue(Exit.isSuccess(exit), "the routed records' bytes were given back")
       assert.strictEqual((yield* w.summary).recordsFailed, 3)
     }).pipe(Effect.scoped))
+
+  it.effect("a barrier waits for what was written before it, not for what a busy source wrote after it", () =>
+    Effect.gen(function*() {
+      const service = toy.makeService()
+      service.hold = yield* Deferred.make<void>()
+      service.slow = yield* Deferred.make<void>()
+      const log: Array<string> = []
+      const w = yield* toy.make({ service, handler: logging(log) })
+      yield* w.write(["t:a", "t:b"])
+      const flushing = yield* Effect.forkChild(w.flush)
+      // the barrier reaches the owner before what is written next
+      for (let i = 0; i < 10; i++) yield* Effect.yieldNow
+      // a source that never pauses: records written after the barrier, still in flight when the
+      // ones before it are answered
+      yield* w.write(["t:slow1", "t:slow2"])
+      yield* Deferred.succeed(service.hold, undefined)
+      for (let i = 0; i < 1000 && flushing.pollUnsafe() === undefined; i++) yield* Effect.yieldNow
+      assert.isDefined(flushing.pollUnsafe(), "the flush returns while later records are in flight")
+      yield* Fiber.join(flushing)
+      assert.deepStrictEqual(service.accepted, ["a", "b"])
+      assert.deepStrictEqual(log, ["open", "flush"])
+      // the next barrier covers the later records
+      const second = yield* Effect.forkChild(w.flush)
+      for (let i = 0; i < 100; i++) yield* Effect.yieldNow
+      assert.isUndefined(second.pollUnsafe(), "the next flush waits for them")
+      yield* Deferred.succeed(service.slow, undefined)
+      yield* Fiber.join(second)
+      assert.deepStrictEqual(service.accepted, ["a", "b", "slow1", "slow2"])
+      assert.deepStrictEqual((yield* w.summary).recordsWritten, 4)
+    }).pipe(Effect.scoped))
 })

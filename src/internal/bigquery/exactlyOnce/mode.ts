@@ -8,8 +8,9 @@
  * at its predecessor's final end: the reference's replay at recomputed offsets, without stopping the
  * pipeline. An append acknowledged at an offset other than its predecessor's end is terminal (an
  * inconsistent stream). A restored stream's probe goes alone; the requests behind it wait for its
- * answer. Everything else (preparing, batching by bytes, the append's repair loop, routing,
- * counters) is the at-least-once backend's.
+ * answer. Everything else (preparing, batching by bytes, the append's decision, routing, counters)
+ * is the Storage Write backend's (`storageWrite/`); the verdicts at an explicit offset are its
+ * `verdict.ts` `classifyAtOffset`.
  *
  * @internal
  */
@@ -20,15 +21,16 @@ import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import { BigQueryError, RequestRejected } from "../../../BigQuery/BigQueryError.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { Settings } from "../options.ts"
-import type { Mode, Request } from "../storageWrite/backend.ts"
+import type { Link, Mode, Request } from "../storageWrite/backend.ts"
 import { batchOf, progressFor } from "../storageWrite/backend.ts"
 import * as Destination from "../storageWrite/destination.ts"
 import * as PendingAppend from "../storageWrite/pendingAppend.ts"
-import { type BufferedStream, connect, create, isClean, type Link, nextStamp, type Restored } from "./stream.ts"
+import { type BufferedStream, connect, create, isClean, nextStamp, type Restored, type Streams } from "./stream.ts"
 
-const bufferedOf = (d: Destination.Destination): BufferedStream => {
-  if (d.buffered === undefined) throw new Error(`BigQuerySink: destination ${d.key} has no buffered stream`)
-  return d.buffered
+const bufferedOf = (streams: Streams, d: Destination.Destination): BufferedStream => {
+  const b = streams.get(d)
+  if (b === undefined) throw new Error(`BigQuerySink: destination ${d.key} has no buffered stream`)
+  return b
 }
 
 /** The link `stamp` gave a request: every request of this mode is stamped before it is sent. */
@@ -67,11 +69,11 @@ const inconsistent = (key: string, offset: number, after: number) =>
 const abandonRestored = <A, E, R>(
   client: BigQueryClientService,
   settings: Settings<A, E, R>,
+  b: BufferedStream,
   d: Destination.Destination,
   schema: TableSchema.TableSchema
 ) =>
   Effect.gen(function*() {
-    const b = bufferedOf(d)
     const old = b.name
     const name = yield* create(client, settings, d.destination, schema)
     yield* b.switchTo(name)
@@ -83,9 +85,9 @@ const abandonRestored = <A, E, R>(
   })
 
 /** An append answered: the stream's next offset moves on, and appends queued behind a probe are sent. */
-const answered: Mode["answered"] = (request, outcome, send) =>
+const answered = (streams: Streams): Mode["answered"] => (request, outcome, send) =>
   Effect.suspend(() => {
-    const b = bufferedOf(request.d)
+    const b = bufferedOf(streams, request.d)
     b.inFlight--
     b.inFlightRows -= request.sealed.count
     if (b.inFlight === 0) b.last = undefined
@@ -100,32 +102,49 @@ const answered: Mode["answered"] = (request, outcome, send) =>
   })
 
 /**
+ * Opens a destination on its buffered stream: the restored one (probed by its first append), or one
+ * created now. Its stream's state joins `streams` before the destination reaches the owner.
+ */
+const open = <A, E, R>(
+  client: BigQueryClientService,
+  settings: Settings<A, E, R>,
+  restored: Map<string, Restored>,
+  streams: Streams
+): Mode["open"] =>
+(destination, now, pool, backlog) => {
+  const key = destination.toString()
+  const connectTo = connect(client, settings, destination, restored.get(key), backlog)
+  let buffered: BufferedStream | undefined
+  // A restored stream is adopted once: the destination's state moves on from its offset, so a
+  // reopen after an eviction must not probe it again (and the entry must not outlive it).
+  const slotOf = (schema: TableSchema.TableSchema) =>
+    Effect.map(connectTo(schema), (connected) => {
+      restored.delete(key)
+      buffered = connected.buffered
+      return connected.slot
+    })
+  return Effect.tap(Destination.openWith(settings, destination, now, pool, slotOf), (d) =>
+    Effect.sync(() => {
+      if (buffered !== undefined) streams.set(d, buffered)
+    }))
+}
+
+/**
  * The mode; `restored` holds the streams a checkpoint restored, by destination key (taken when a
- * destination opens, after the restore).
+ * destination opens, after the restore); `streams`, each open destination's buffered stream.
  *
  * @internal
  */
 export const make = <A, E, R>(
   client: BigQueryClientService,
   settings: Settings<A, E, R>,
-  restored: Map<string, Restored>
+  restored: Map<string, Restored>,
+  streams: Streams
 ): Mode => ({
-  open: (destination, now, pool, backlog) => {
-    const key = destination.toString()
-    const connectTo = connect(client, settings, destination, restored.get(key), backlog)
-    // A restored stream is adopted once: the destination's state moves on from its offset, so a
-    // reopen after an eviction must not probe it again (and the entry must not outlive it).
-    return Destination.openWith(
-      settings,
-      destination,
-      now,
-      pool,
-      (schema) => Effect.tap(connectTo(schema), () => Effect.sync(() => void restored.delete(key)))
-    )
-  },
+  open: open(client, settings, restored, streams),
   send: (request, send) =>
     Effect.suspend(() => {
-      const b = bufferedOf(request.d)
+      const b = bufferedOf(streams, request.d)
       // behind a probe in flight (it may move the stream and its offsets), the next ones wait
       if (b.queue.length > 0 || (b.probe && b.inFlight > 0)) {
         b.queue.push(request)
@@ -136,10 +155,10 @@ export const make = <A, E, R>(
   call: (request) =>
     Effect.suspend(() => {
       const d = request.d
-      const b = bufferedOf(d)
+      const b = bufferedOf(streams, d)
       const probe = b.probe
       const { offset, after, end } = linkOf(request)
-      const abandon = abandonRestored(client, settings, d, request.schema)
+      const abandon = abandonRestored(client, settings, b, d, request.schema)
       const atOffset = { offset, probe, abandon, after }
       const append = PendingAppend.run(settings, d, batchOf(request), progressFor(request, atOffset), atOffset)
       // acknowledged: its rows must start where the append before it ended (a probe has none before it)
@@ -159,7 +178,9 @@ export const make = <A, E, R>(
           ? Deferred.succeed(end, exit.value.outcome.offset + exit.value.outcome.written)
           : Effect.void)
     }),
-  answered,
-  evictable: (d) =>
-    d.buffered === undefined || (d.buffered.inFlight === 0 && d.buffered.queue.length === 0 && isClean(d.buffered))
+  answered: answered(streams),
+  evictable: (d) => {
+    const b = streams.get(d)
+    return b === undefined || (b.inFlight === 0 && b.queue.length === 0 && isClean(b))
+  }
 })

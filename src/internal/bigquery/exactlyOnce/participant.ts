@@ -17,16 +17,17 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import { BigQueryError, RequestRejected, RetriesExhausted } from "../../../BigQuery/BigQueryError.ts"
+import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
 import type { Participant } from "../../checkpoint/protocol.ts"
-import { toSchedule } from "../../core/retrySchedule.ts"
+import { toScheduleOf } from "../../core/retrySchedule.ts"
 import { Code, name as codeName } from "../../wire/grpcStatus.ts"
 import type { Settings } from "../options.ts"
 import type { OwnerView } from "../storageWrite/backend.ts"
 import type * as Destination from "../storageWrite/destination.ts"
+import { isTransient, StorageCode } from "../transport/classify.ts"
 import type { StreamFailure } from "../transport/connection.ts"
 import * as WriteStreams from "../transport/writeStreams.ts"
-import { classifyFlush } from "./classify.ts"
-import type { Restored } from "./stream.ts"
+import type { Restored, Streams } from "./stream.ts"
 
 /**
  * One commit: flush `stream` (of `destination`, `p.d.t`) up to `offset`, inclusive.
@@ -52,20 +53,47 @@ const onOwner = <X, E>(
 ): Effect.Effect<X, E> =>
   Effect.gen(function*() {
     const done = yield* Deferred.make<X>()
-    yield* owner.core.offer(Effect.suspend(() => Effect.asVoid(Deferred.succeed(done, f(owner.destinations)))))
-    return yield* Effect.raceFirst(Deferred.await(done), owner.core.failure)
+    yield* owner.offer(Effect.suspend(() => Effect.asVoid(Deferred.succeed(done, f(owner.destinations)))))
+    return yield* Effect.raceFirst(Deferred.await(done), owner.failure)
   })
 
 /** The commits of every destination whose stream has rows; each marked prepared (evictable once equal). */
-const prepared = (destinations: ReadonlyMap<string, Destination.Destination>): ReadonlyArray<Commit> => {
+const prepared = (
+  destinations: ReadonlyMap<string, Destination.Destination>,
+  streams: Streams
+): ReadonlyArray<Commit> => {
   const commits: Array<Commit> = []
   for (const d of destinations.values()) {
-    const b = d.buffered
+    const b = streams.get(d)
     if (b === undefined || b.nextOffset === 0) continue
     b.prepared = { name: b.name, offset: b.nextOffset }
     commits.push({ destination: d.key, stream: b.name, offset: b.nextOffset - 1 })
   }
   return commits
+}
+
+/**
+ * The verdict on a failed `FlushRows` (the commit rules above):
+ *
+ * - `flushed`: already flushed up to there (`ALREADY_EXISTS` / `OFFSET_ALREADY_EXISTS`): success.
+ * - `retry`: transient, or a masked denial under `CREATE_IF_NEEDED` (a table just created): retried
+ *   in place on the recovery budget.
+ * - `terminal`: `NOT_FOUND` (the stream may have expired), a denial under `CREATE_NEVER`, the rest.
+ *
+ * @internal
+ */
+export type FlushVerdict = "flushed" | "retry" | "terminal"
+
+/** The verdict on a failed `FlushRows` (reference 2.6, commit rules). @internal */
+export const classifyFlush = (
+  code: number | undefined,
+  storageCode: number | undefined,
+  createDisposition: CreateDisposition
+): FlushVerdict => {
+  if (code === Code.ALREADY_EXISTS || storageCode === StorageCode.OFFSET_ALREADY_EXISTS) return "flushed"
+  if (isTransient(code)) return "retry"
+  if (code === Code.PERMISSION_DENIED && createDisposition === "CREATE_IF_NEEDED") return "retry"
+  return "terminal"
 }
 
 const flushError = (commit: Commit, detail: string, code: number | undefined, cause: unknown, attempts?: number) =>
@@ -126,16 +154,17 @@ export const flush = <A, E, R>(
         }
       })
     )
+    // the schedule's input is each failure as the error the commit ends with if it stops there
+    const typed = (e: BigQueryError | Failed) =>
+      e instanceof BigQueryError
+        ? e
+        : flushError(commit, e.failure.message, e.failure.code, e.failure.cause, e.retry ? attempts : undefined)
     return yield* attempt.pipe(
       Effect.retry({
-        schedule: toSchedule(settings.stream.recovery),
+        schedule: toScheduleOf(settings.stream.recovery, typed),
         while: (e) => !(e instanceof BigQueryError) && e.retry
       }),
-      Effect.mapError((e) =>
-        e instanceof BigQueryError
-          ? e
-          : flushError(commit, e.failure.message, e.failure.code, e.failure.cause, e.retry ? attempts : undefined)
-      )
+      Effect.mapError(typed)
     )
   }).pipe(
     Effect.withSpan("BigQuerySink.flushRows", {
@@ -159,14 +188,15 @@ export const make = <A, E, R, EC>(
   client: BigQueryClientService,
   settings: Settings<A, E, R>,
   owner: () => OwnerView<EC>,
-  restored: Map<string, Restored>
+  restored: Map<string, Restored>,
+  streams: Streams
 ): Participant<Commit, BigQueryError | EC> & { readonly sizes: () => Sizes } => {
   // what this writer flushed, by stream: a checkpoint with nothing new there does not flush it again
   const flushed = new Map<string, number>()
   return {
     sizes: () => ({ flushed: flushed.size, restored: restored.size }),
     commitSchema: Commit,
-    prepare: Effect.suspend(() => onOwner(owner(), prepared)),
+    prepare: Effect.suspend(() => onOwner(owner(), (destinations) => prepared(destinations, streams))),
     commit: (commits) =>
       Effect.forEach(commits, (commit) =>
         flushed.get(commit.stream) === commit.offset

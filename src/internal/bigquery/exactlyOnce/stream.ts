@@ -15,7 +15,7 @@ import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { Settings } from "../options.ts"
 import type { Request } from "../storageWrite/backend.ts"
-import { type ConnectionSlot, makeSlot, untilTable } from "../storageWrite/destination.ts"
+import { type ConnectionSlot, type Destination, makeSlot, untilTable } from "../storageWrite/destination.ts"
 import type { SendBacklog } from "../transport/sendBacklog.ts"
 import * as WriteStreams from "../transport/writeStreams.ts"
 
@@ -26,7 +26,8 @@ import * as WriteStreams from "../transport/writeStreams.ts"
  *
  * Appends are pipelined: each request is stamped, when it is sent, with the offset its rows go at if
  * every append before it lands whole ({@link nextStamp}), and carries a link to its predecessor's
- * final end (`Link`), which it waits for only when the service says the stamp is off.
+ * final end (`storageWrite/backend.ts` `Link`), which it waits for only when the service says the
+ * stamp is off.
  *
  * @internal
  */
@@ -55,23 +56,19 @@ export interface BufferedStream {
 }
 
 /**
- * A pipelined request's stamp and place in its stream's chain: `offset`, where it is sent; `after`,
- * the final end of the append sent before it (the offset its rows truly go at, once that one
- * settled); `end`, its own, completed when it settles.
+ * The buffered stream of each open destination of a writer. A destination's entry is set by its
+ * open before the destination reaches the owner, then read on the owner; it goes with the
+ * destination when an idle one is forgotten.
  *
  * @internal
  */
-export interface Link {
-  readonly offset: number
-  readonly after: Effect.Effect<number, BigQueryError>
-  readonly end: Deferred.Deferred<number, BigQueryError>
-}
+export type Streams = WeakMap<Destination, BufferedStream>
 
 /**
  * The offset of the next request: `nextOffset` plus the rows in flight. Never below where the rows
  * belong (an append writes at most its rows, and answers out of order only count some twice), so an
  * `OFFSET_ALREADY_EXISTS` at a stamp is the request's own earlier, unanswered attempt or another
- * writer's rows (`classify.ts` tells them apart); too high, and the
+ * writer's rows (`storageWrite/verdict.ts` tells them apart); too high, and the
  * request is restamped at its predecessor's end after `OFFSET_OUT_OF_RANGE`.
  *
  * @internal

@@ -21,7 +21,7 @@ import type { OwnerView } from "../storageWrite/backend.ts"
 import * as writer from "../storageWrite/writer.ts"
 import * as Mode from "./mode.ts"
 import * as Participant from "./participant.ts"
-import type { Restored } from "./stream.ts"
+import type { Restored, Streams } from "./stream.ts"
 
 /** What an exactly-once writer keeps per destination and stream, by writer (a test's size probe). */
 const probes = new WeakMap<object, () => Participant.Sizes>()
@@ -46,15 +46,22 @@ export const make = <A, P, E, R>(
   Effect.gen(function*() {
     const client = yield* BigQueryClient
     const restored = new Map<string, Restored>()
+    const streams: Streams = new WeakMap()
     let owner: OwnerView<BigQueryError | E> | undefined
     const base = yield* writer.makeWith(settings, {
-      mode: (c) => Mode.make(c, settings, restored),
+      mode: (c) => Mode.make(c, settings, restored, streams),
       onOwner: (o) => void (owner = o)
     })
-    const participant = Participant.make(client, settings, () => {
-      if (owner === undefined) throw new Error("BigQuerySink: the writer core is not built")
-      return owner
-    }, restored)
+    const participant = Participant.make(
+      client,
+      settings,
+      () => {
+        if (owner === undefined) throw new Error("BigQuerySink: the writer core is not built")
+        return owner
+      },
+      restored,
+      streams
+    )
     const exactlyOnce = yield* checkpoint.make({ name: "BigQuerySink", writer: base, resume, participant })
     probes.set(exactlyOnce, participant.sizes)
     return exactlyOnce

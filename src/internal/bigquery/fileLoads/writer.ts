@@ -35,7 +35,7 @@ import type { Writer } from "../../../Sink/Writer.ts"
 import type { WriteSummary } from "../../../Sink/WriteSummary.ts"
 import * as checkpoint from "../../checkpoint/protocol.ts"
 import * as checkpointSink from "../../checkpoint/sink.ts"
-import type { Accounted, Admission, AdmissionCore, Limits, Prepared, Slice } from "../../core/backend.ts"
+import type { Accounted, Admission, AdmissionCore, Limits, Method, Prepared, Slice } from "../../core/backend.ts"
 import * as core from "../../core/writer.ts"
 import type { Settings } from "../options.ts"
 import { createResource } from "../storageWrite/destination.ts"
@@ -110,6 +110,8 @@ interface Row extends Accounted {
   readonly destination: TableDestination.TableDestination
   readonly type: avro.Type
   readonly record: unknown
+  /** Set when it is admitted (`Accounted.generation`). */
+  generation: number
 }
 
 /**
@@ -189,6 +191,7 @@ const preparer = <A, E, R>(
             units: 1,
             bytes: size,
             permitBytes,
+            generation: 0,
             destination: resolution,
             type: state.type,
             record: converted
@@ -202,12 +205,33 @@ const preparer = <A, E, R>(
 /** The rows of each destination's open file, given back to the core once their file is uploaded. */
 type OpenRows = Map<string, Array<Row>>
 
+/**
+ * The file-loads method's types on the core: records `A` in, encoded rows admitted in slices and
+ * staged in files (nothing is sent from the owner: no request, no outcome), routed
+ * `BigQueryFailure`s; the handler fails with `E` and its steps need `R`.
+ */
+interface FileLoadsMethod<A, E, R> extends Method {
+  readonly Record: A
+  readonly Slice: ReadonlyArray<Row>
+  readonly Item: Row
+  readonly Request: never
+  readonly Outcome: never
+  readonly Failure: BigQueryFailure
+  readonly Error: BigQueryError | E
+  readonly HandlerError: E
+  readonly Context: R
+}
+
+/** What the staging steps use of the core: the counters, and giving rows back. */
+type StagingCore = Pick<AdmissionCore<FileLoadsMethod<unknown, unknown, unknown>>, "counters" | "resolved">
+
 /** The admission's `admit` (owner fiber): each row appended to its destination's open file, counted as written. */
 const admitRows =
-  <E>(c: AdmissionCore<Row, BigQueryFailure, E>, staging: Staging.Staging, open: OpenRows) =>
-  (rows: ReadonlyArray<Row>): Effect.Effect<void, BigQueryError> =>
+  (c: StagingCore, staging: Staging.Staging, open: OpenRows) =>
+  (rows: ReadonlyArray<Row>, _now: number, generation: number): Effect.Effect<void, BigQueryError> =>
     Effect.gen(function*() {
       for (const row of rows) {
+        row.generation = generation
         const rolled = yield* staging.append(row.destination, row.type, row.record, row.bytes)
         c.counters.add(row.key, "recordsWritten", 1)
         c.counters.add(row.key, "bytesWritten", row.bytes)
@@ -222,8 +246,8 @@ const admitRows =
     })
 
 /** The admission's `cutAll` (owner fiber): every open file closed and uploaded, its rows given back. */
-const cutRows = <E>(
-  c: AdmissionCore<Row, BigQueryFailure, E>,
+const cutRows = (
+  c: StagingCore,
   staging: Staging.Staging,
   open: OpenRows
 ): Effect.Effect<void, BigQueryError> =>
@@ -266,12 +290,12 @@ const build = <A, E, R>(
     const destinations = new Map<string, DestinationState>()
     const prepare = preparer(settings, destinationState(settings, destinations))
     const open: OpenRows = new Map()
-    const base = yield* core.makeStaging({
+    const base = yield* core.makeStaging<FileLoadsMethod<A, E, R>>({
       handler: settings.failureHandler,
       limits: { maxUnits: Number.MAX_SAFE_INTEGER, maxBytes: maxInFlightBytesOf(files) },
       metrics: { perDestination: false },
-      admission: (c: AdmissionCore<Row, BigQueryFailure, BigQueryError | E>) =>
-        Effect.succeed<Admission<A, ReadonlyArray<Row>, BigQueryFailure, BigQueryError | E, R>>({
+      admission: (c) =>
+        Effect.succeed<Admission<FileLoadsMethod<A, E, R>>>({
           name: "BigQuerySink.fileLoads",
           // a record routed as it is prepared fails the write that brought it when the handler fails
           writeAwaitsRouted: true,

@@ -1,16 +1,18 @@
 /**
- * The BigQuery backend of the writer core (`internal/core/`): what differs from Bigtable. Rows are
- * encoded on the caller's fiber into slices (`prepare.ts`); the owner appends each slice to its
- * destination's batch in one copy, opening the destination (`destination.ts`) and re-reading its
- * schema when the serializer's fingerprint moved or the service pushed one; full batches, and every
- * open one at a barrier, are sealed and sent. A call is one append's attempts on one connection
- * (`pendingAppend.ts`); its step is the verdict the core acts on: rows written and routed, a
- * reconnect after the core's `recovery` wait, or a table repair by the core's repair engine
- * (`core/repairs.ts`), during which the destination's new requests are held here.
+ * The Storage Write backend of the writer core (`internal/core/`), which at-least-once, exactly-once
+ * (through a {@link Mode}) and CDC share: what differs from Bigtable. Rows are encoded on the caller's
+ * fiber into slices (`prepare.ts`); the owner appends each slice to its destination's batch in one
+ * copy, opening the destination (`destination.ts`) and re-reading its schema when the serializer's
+ * fingerprint moved or the service pushed one; full batches, and every open one at a barrier, are
+ * sealed and sent. A call is one append's attempts on one connection (`pendingAppend.ts`); how it
+ * ended becomes the core's verdict (`verdict.ts`, which owns the whole append decision): rows written
+ * and routed, a reconnect after the core's `recovery` wait, or a table repair by the core's repair
+ * engine (`core/repairs.ts`), during which the destination's new requests are held here.
  *
  * @internal
  */
 import * as Clock from "effect/Clock"
+import type * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
@@ -22,9 +24,8 @@ import { BigQueryError, TableAdminFailed } from "../../../BigQuery/BigQueryError
 import { type BigQueryFailure, failedRow } from "../../../BigQuery/BigQueryFailure.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
-import type { Accounted, Backend, Core } from "../../core/backend.ts"
+import type { Accounted, Backend, Core, Method } from "../../core/backend.ts"
 import { maxStagedSlices } from "../../core/writer.ts"
-import type { Link } from "../exactlyOnce/stream.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
 import * as AppendRequest from "../transport/appendRequest.ts"
@@ -33,8 +34,21 @@ import * as Destination from "./destination.ts"
 import * as PendingAppend from "./pendingAppend.ts"
 import * as Prepare from "./prepare.ts"
 import * as Projection from "./projection.ts"
-import * as Recovery from "./recovery.ts"
 import * as Split from "./split.ts"
+import * as Verdict from "./verdict.ts"
+
+/**
+ * A request's stamp and place in its buffered stream's chain of appends (the exactly-once mode):
+ * `offset`, where it is sent; `after`, the final end of the append sent before it (the offset its
+ * rows truly go at, once that one settled); `end`, its own, completed when it settles.
+ *
+ * @internal
+ */
+export interface Link {
+  readonly offset: number
+  readonly after: Effect.Effect<number, BigQueryError>
+  readonly end: Deferred.Deferred<number, BigQueryError>
+}
 
 /**
  * One sealed batch on its way: its destination and rows; it is the item the core accounts for
@@ -57,7 +71,7 @@ export interface Request extends Accounted {
 }
 
 /** @internal */
-export type Outcome = Exit.Exit<PendingAppend.Step, BigQueryError>
+export type Outcome = Exit.Exit<Verdict.Step, BigQueryError>
 
 /**
  * The core a BigQuery writer runs on, and the open destinations its owner-side steps read (the
@@ -66,7 +80,10 @@ export type Outcome = Exit.Exit<PendingAppend.Step, BigQueryError>
  * @internal
  */
 export interface OwnerView<E> {
-  readonly core: BigQueryCore<E>
+  /** Runs a step on the owner (`Core.offer`). */
+  readonly offer: (step: Effect.Effect<void, E>) => Effect.Effect<void>
+  /** Fails with the writer's failure once latched (`Core.failure`). */
+  readonly failure: Effect.Effect<never, E>
   readonly destinations: ReadonlyMap<string, Destination.Destination>
 }
 
@@ -91,18 +108,38 @@ export interface Mode {
     backlog: SendBacklog.SendBacklog
   ) => Effect.Effect<Destination.Destination, BigQueryError | Destination.SerializerThrew>
   readonly send: (request: Request, send: (request: Request) => Effect.Effect<void>) => Effect.Effect<void>
-  readonly call: (request: Request) => Effect.Effect<PendingAppend.Step, BigQueryError>
+  readonly call: (request: Request) => Effect.Effect<Verdict.Step, BigQueryError>
   readonly answered: (
     request: Request,
     /** Absent: the append failed (the writer's failure). */
-    outcome: PendingAppend.Outcome | undefined,
+    outcome: Verdict.Outcome | undefined,
     send: (request: Request) => Effect.Effect<void>
   ) => Effect.Effect<void>
   readonly evictable: (d: Destination.Destination) => boolean
 }
 
-/** The BigQuery backend's core. @internal */
-export type BigQueryCore<E> = Core<Accounted, Request, BigQueryFailure, E>
+/**
+ * The Storage Write backend's types on the core: records `A` in, encoded rows per slice, each
+ * sealed batch a {@link Request} that is its own accounted item, a call's {@link Outcome}, routed
+ * `BigQueryFailure`s; the writer fails with a `BigQueryError` or the failure handler's `E`, whose
+ * steps need `R`.
+ *
+ * @internal
+ */
+export interface StorageWriteMethod<A, E, R> extends Method {
+  readonly Record: A
+  readonly Slice: Prepare.Rows
+  readonly Item: Accounted
+  readonly Request: Request
+  readonly Outcome: Outcome
+  readonly Failure: BigQueryFailure
+  readonly Error: BigQueryError | E
+  readonly HandlerError: E
+  readonly Context: R
+}
+
+/** The core a Storage Write writer runs on. @internal */
+export type BigQueryCore<A, E, R> = Core<StorageWriteMethod<A, E, R>>
 
 /**
  * A destination's open (schema read, table proven or created) finished on its own fiber: the
@@ -116,17 +153,8 @@ export interface Opened {
   readonly result: Result.Result<Destination.Destination, BigQueryError | Destination.SerializerThrew>
 }
 
-/** The BigQuery backend's type on the core. @internal */
-export type BigQueryBackend<A, E, R> = Backend<
-  A,
-  Prepare.Rows,
-  Accounted,
-  Request,
-  Outcome,
-  BigQueryFailure,
-  E,
-  R
->
+/** The Storage Write backend's seams on the core. @internal */
+export type BigQueryBackend<A, E, R> = Backend<StorageWriteMethod<A, E, R>>
 
 /** The batch of a request, as its append takes it. @internal */
 export const batchOf = (request: Request): PendingAppend.Batch => ({
@@ -147,15 +175,16 @@ export const progressFor = (request: Request, atOffset: PendingAppend.AtOffset |
 export const sliceRecords = 8192
 
 interface State<A, E, R> {
-  readonly core: BigQueryCore<BigQueryError | E>
+  readonly core: BigQueryCore<A, E, R>
   readonly client: BigQueryClientService
   readonly settings: Settings<A, E, R>
   readonly destinations: Map<string, Destination.Destination>
   /**
-   * Destinations being opened, each with the slices that came for it meanwhile (in order). An open
-   * runs on a fiber of its own: a slow `tables.insert` holds up its own table, not the others.
+   * Destinations being opened, each with the slices that came for it meanwhile (in order, with the
+   * barrier generation each was admitted in). An open runs on a fiber of its own: a slow
+   * `tables.insert` holds up its own table, not the others.
    */
-  readonly opening: Map<string, Array<Prepare.Rows>>
+  readonly opening: Map<string, Array<Admitted>>
   /**
    * Full-size buffers, shared by slices (taken on the caller's fiber) and batches (the owner's): a
    * slice's buffer becomes its destination's batch buffer or is copied and given back; a batch's is
@@ -181,11 +210,18 @@ interface State<A, E, R> {
   readonly held: Map<string, Array<Request>>
 }
 
+/** A slice's rows, with the barrier generation they were admitted in. */
+interface Admitted {
+  readonly rows: Prepare.Rows
+  readonly generation: number
+}
+
 const sendBatch = <A, E, R>(
   st: State<A, E, R>,
   d: Destination.Destination,
   sealed: Split.Sealed,
-  permitBytes: number
+  permitBytes: number,
+  generation: number
 ): Effect.Effect<void> =>
   Effect.suspend(() => {
     d.inFlight++
@@ -197,6 +233,7 @@ const sendBatch = <A, E, R>(
       units: sealed.count,
       bytes: sealed.bytes,
       permitBytes,
+      generation,
       descriptor: d.descriptor,
       schema: d.schema,
       epoch: 0,
@@ -250,7 +287,7 @@ const cut = <A, E, R>(st: State<A, E, R>, d: Destination.Destination, own = true
     if (d.batch.count === 0) return Effect.void
     const permitBytes = d.permitBytes
     d.permitBytes = 0
-    return sendBatch(st, d, seal(st, d, own), permitBytes)
+    return sendBatch(st, d, seal(st, d, own), permitBytes, d.batchGeneration)
   })
 
 /**
@@ -269,11 +306,12 @@ const sendIfIdle = <A, E, R>(st: State<A, E, R>, d: Destination.Destination): Ef
 const appendRows = <A, E, R>(
   st: State<A, E, R>,
   d: Destination.Destination,
-  rows: Prepare.Rows
+  { generation, rows }: Admitted
 ): Effect.Effect<void> =>
   Effect.suspend(() => {
     const batch = d.batch
     d.batchStamp = Projection.batchStamp(rows.seals, rows.sealsBatch)
+    if (batch.count === 0) d.batchGeneration = generation
     if (Split.frameBytes(batch) + rows.body.length <= st.maxBytes) {
       // an empty batch takes the slice's buffer as it is; else one copy
       if (batch.count === 0) Split.adopt(st.pool, batch, rows.buffer, rows.body, rows.count, rows.bytes)
@@ -285,7 +323,7 @@ const appendRows = <A, E, R>(
       return rows.sealsBatch ? cut(st, d, false) : Effect.void
     }
     // the rows that fit go in one copy, the batch is sealed, the rest go on in the next one
-    const full: Array<readonly [Split.Sealed, number]> = []
+    const full: Array<readonly [Split.Sealed, number, number]> = []
     const body = rows.body
     const fit = st.fit
     let from = 0
@@ -297,12 +335,17 @@ const appendRows = <A, E, R>(
         from = fit.end
       }
       if (from < body.length) {
-        full.push([seal(st, d, true), d.permitBytes])
+        full.push([seal(st, d, true), d.permitBytes, d.batchGeneration])
         d.permitBytes = 0
+        d.batchGeneration = generation
       }
     }
     Split.recycle(st.pool, rows.buffer)
-    return Effect.forEach(full, ([sealed, permitBytes]) => sendBatch(st, d, sealed, permitBytes), { discard: true })
+    return Effect.forEach(
+      full,
+      ([sealed, permitBytes, batchGeneration]) => sendBatch(st, d, sealed, permitBytes, batchGeneration),
+      { discard: true }
+    )
       .pipe(Effect.andThen(rows.sealsBatch ? cut(st, d, false) : Effect.void))
   })
 
@@ -312,7 +355,7 @@ const appendRows = <A, E, R>(
  */
 const schemaFailed = <A, E, R>(
   st: State<A, E, R>,
-  rows: Prepare.Rows,
+  { generation, rows }: Admitted,
   error: BigQueryError | Destination.SerializerThrew
 ): Effect.Effect<void, BigQueryError> => {
   if (error._tag !== "SerializerThrew") return Effect.fail(error)
@@ -331,7 +374,8 @@ const schemaFailed = <A, E, R>(
     key: rows.key,
     units: rows.count,
     bytes: rows.bytes,
-    permitBytes: rows.body.length + rows.slack
+    permitBytes: rows.body.length + rows.slack,
+    generation
   }]).pipe(Effect.andThen(Effect.forEach(failures, st.core.route, { discard: true })))
 }
 
@@ -341,19 +385,20 @@ const schemaFailed = <A, E, R>(
  */
 const admit = <A, E, R>(
   st: State<A, E, R>,
-  rows: Prepare.Rows,
+  slice: Admitted,
   now: number
 ): Effect.Effect<void, BigQueryError> =>
   Effect.suspend(() => {
+    const rows = slice.rows
     const d = st.destinations.get(rows.key)
-    if (d !== undefined) return batchRows(st, d, rows, now)
+    if (d !== undefined) return batchRows(st, d, slice, now)
     const waiting = st.opening.get(rows.key)
     if (waiting !== undefined) {
-      waiting.push(rows)
+      waiting.push(slice)
       st.parked.sent()
       return Effect.void
     }
-    st.opening.set(rows.key, [rows])
+    st.opening.set(rows.key, [slice])
     return st.core.fork(
       (st.mode === undefined
         ? Destination.open(st.client, st.settings, rows.destination, now, st.pool, st.backlog)
@@ -388,7 +433,7 @@ const opened = <A, E, R>(st: State<A, E, R>, event: Opened): Effect.Effect<void,
     const result = event.result
     if (result._tag === "Failure") {
       Prepare.forget(st.prepareEnv, event.key)
-      for (const rows of waiting) yield* schemaFailed(st, rows, result.failure)
+      for (const slice of waiting) yield* schemaFailed(st, slice, result.failure)
       return
     }
     const d = result.success
@@ -396,52 +441,77 @@ const opened = <A, E, R>(st: State<A, E, R>, event: Opened): Effect.Effect<void,
     yield* st.core.gauge(metrics.openDestinations, 1)
     const now = yield* Clock.currentTimeMillis
     // the first slice goes at once (nothing in flight yet), the others follow its answer
-    for (const rows of waiting) yield* batchRows(st, d, rows, now)
+    for (const slice of waiting) yield* batchRows(st, d, slice, now)
   })
 
 /** A slice on its open destination: the schema re-read when it changed, then its rows batched. */
 const batchRows = <A, E, R>(
   st: State<A, E, R>,
   d: Destination.Destination,
-  rows: Prepare.Rows,
+  slice: Admitted,
   now: number
 ): Effect.Effect<void, BigQueryError> =>
   Effect.gen(function*() {
+    const rows = slice.rows
     d.lastUsedMillis = now
     if (d.schemaPushed || (rows.fingerprint !== d.fingerprint && !Equal.equals(rows.fingerprint, d.fingerprint))) {
       // the rows before were encoded with the old schema: they go first
       yield* cut(st, d, true)
       const next = yield* Effect.result(Destination.readSchema(st.settings, d.destination))
-      if (next._tag === "Failure") return yield* schemaFailed(st, rows, next.failure)
+      if (next._tag === "Failure") return yield* schemaFailed(st, slice, next.failure)
       d.schema = next.success.schema
       d.descriptor = next.success.descriptor
       d.fingerprint = next.success.fingerprint
       d.schemaPushed = false
     }
-    yield* appendRows(st, d, rows)
+    // a batch's rows share one barrier generation (a barrier cuts every batch, but slices parked
+    // behind an open come to their batch after it)
+    if (d.batch.count > 0 && d.batchGeneration !== slice.generation) yield* cut(st, d, true)
+    yield* appendRows(st, d, slice)
     yield* sendIfIdle(st, d)
   })
 
+/** A request's progress, made by its first call (a step comes only after one). */
+const progressOf = (request: Request): PendingAppend.Progress => {
+  if (request.progress === undefined) throw new Error(`BigQuerySink: a step of ${request.key} came before its call`)
+  return request.progress
+}
+
 /**
- * The verdict on one call of an append: done (its rows written, the rejected ones routed), a
- * reconnect after a `recovery` wait, a repair of its table, or the writer's failure. Only the last
- * call of a request frees its destination's place (`inFlight`) and moves a buffered stream on.
+ * The core's verdict on one call of an append (`verdict.ts`): done (its rows written, the rejected
+ * ones routed), a reconnect after a `recovery` wait, a repair of its table, or the writer's failure.
+ * Only the last call of a request frees its destination's place (`inFlight`) and moves a buffered
+ * stream on.
  */
 const judge = <A, E, R>(
   st: State<A, E, R>,
   request: Request,
   exit: Outcome
-): Effect.Effect<Recovery.BigQueryVerdict<E>> =>
+): Effect.Effect<Verdict.BigQueryVerdict<E>> =>
   Effect.suspend(() => {
     if (Exit.isFailure(exit)) {
-      return Effect.as(Effect.andThen(ended(st, request, undefined), st.core.failCause(exit.cause)), Recovery.noVerdict)
+      return Effect.as(Effect.andThen(ended(st, request, undefined), st.core.failCause(exit.cause)), Verdict.noVerdict)
     }
     const step = exit.value
     switch (step._tag) {
       case "reconnect":
-        return Effect.succeed(Recovery.reconnect(request, step))
-      case "repair":
-        return Recovery.repair(st, request, step)
+        return Effect.succeed(Verdict.reconnect(request, ++progressOf(request).reconnects, step.problem))
+      case "repair": {
+        const progress = progressOf(request)
+        const attempt = step.kind === "createTable" ? ++progress.creations : ++progress.schemaWaits
+        st.core.counters.add(request.key, "retries", 1)
+        return Effect.as(
+          metrics.countRecords(metrics.appendRetries, 1, undefined),
+          Verdict.repair(
+            request,
+            request.epoch,
+            step.kind,
+            attempt,
+            step.problem,
+            Destination.repairTable(st.client, st.settings, request.d.destination, request.schema, step.kind)
+          )
+        )
+      }
       case "done":
         // the rows batched while this append was out go now, unless another of d's appends is still out
         return Effect.andThen(
@@ -455,7 +525,7 @@ const judge = <A, E, R>(
 const ended = <A, E, R>(
   st: State<A, E, R>,
   request: Request,
-  outcome: PendingAppend.Outcome | undefined
+  outcome: Verdict.Outcome | undefined
 ): Effect.Effect<void> =>
   Effect.suspend(() => {
     request.d.inFlight--
@@ -465,25 +535,15 @@ const ended = <A, E, R>(
 const verdictOf = <A, E, R>(
   st: State<A, E, R>,
   request: Request,
-  o: PendingAppend.Outcome
-): Effect.Effect<Recovery.BigQueryVerdict<E>> =>
+  o: Verdict.Outcome
+): Effect.Effect<Verdict.BigQueryVerdict<E>> =>
   Effect.suspend(() => {
-    const { d, sealed } = request
     // answered: nothing refers to the batch's buffer any more (routed rows keep copies)
-    Split.recycle(st.pool, sealed.buffer)
-    if (o.schemaPushed) d.schemaPushed = true
-    const key = request.key
-    const verdict: Recovery.BigQueryVerdict<E> = {
-      ...Recovery.noVerdict,
-      written: [{ key, units: o.written, bytes: o.bytes, permitBytes: request.permitBytes }],
-      // the routed rows take the rest of the batch's units and bytes (its permit went with the survivors)
-      routed: o.failed.map((failure, i) => ({
-        item: { key, units: 1, bytes: i === 0 ? request.bytes - o.bytes : 0, permitBytes: 0 },
-        failure
-      }))
-    }
+    Split.recycle(st.pool, request.sealed.buffer)
+    if (o.schemaPushed) request.d.schemaPushed = true
+    const verdict = Verdict.written(request, o)
     if (o.retries === 0) return Effect.succeed(verdict)
-    st.core.counters.add(key, "retries", o.retries)
+    st.core.counters.add(request.key, "retries", o.retries)
     return Effect.as(metrics.countRecords(metrics.appendRetries, o.retries, undefined), verdict)
   })
 
@@ -522,7 +582,7 @@ const stallMessage = <A, E, R>(st: State<A, E, R>, waited: number) => {
 const initialState = <A, E, R>(
   settings: Settings<A, E, R>,
   client: BigQueryClientService,
-  core: BigQueryCore<BigQueryError | E>,
+  core: BigQueryCore<A, E, R>,
   mode: Mode | undefined
 ): State<A, E, R> => {
   const s = settings.stream
@@ -555,9 +615,9 @@ const initialState = <A, E, R>(
 /** Builds the backend on the core; the destinations' connections close with the writer's scope. @internal */
 export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClientService, mode?: Mode) =>
 (
-  core: BigQueryCore<BigQueryError | E>
+  core: BigQueryCore<A, E, R>
 ): Effect.Effect<
-  BigQueryBackend<A, BigQueryError | E, R> & {
+  BigQueryBackend<A, E, R> & {
     /** What `prepare` keeps per destination on the caller's side (bounded by eviction). */
     readonly prepareEnv: Prepare.Env<A>
     /** The open destinations (the owner's: read by steps run on it). */
@@ -576,7 +636,7 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       sliceRecords,
       admissionGate: () => st.backlog.wait() ?? st.parked.wait(),
       prepare: (records, limits) => Prepare.prepare(st.prepareEnv, records, limits),
-      admit: (rows, now) => admit(st, rows, now),
+      admit: (rows, now, generation) => admit(st, { rows, generation }, now),
       cutAll: Effect.suspend(() =>
         Effect.forEach(st.destinations.values(), (d) => cut(st, d, true), { discard: true })
       ),
@@ -595,7 +655,6 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
           { discard: true }
         ),
       settled: (key) => settled(st, key),
-      busy: () => st.opening.size > 0,
       evictIdle: (now) => evictIdle(st, now),
       stallMessage: (waited) => stallMessage(st, waited),
       prepareEnv: st.prepareEnv,

@@ -24,29 +24,27 @@ import {
   RequestRejected,
   RetriesExhausted,
   SchemaMismatch,
-  TableAdminFailed,
-  TableNotFound
+  TableAdminFailed
 } from "../../../BigQuery/BigQueryError.ts"
 import type { CdcTableOptions } from "../../../BigQuery/CdcTableOptions.ts"
 import { descriptorOf } from "../../../BigQuery/RowSerializer.ts"
 import * as TableCreateOptions from "../../../BigQuery/TableCreateOptions.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
-import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
-import { toSchedule } from "../../core/retrySchedule.ts"
+import { toScheduleOf } from "../../core/retrySchedule.ts"
 import * as O from "../../options/schema.ts"
 import { name as codeName } from "../../wire/grpcStatus.ts"
 import * as CdcOptions from "../cdc/options.ts"
 import * as CdcProvision from "../cdc/provision.ts"
 import { encodeDescriptor } from "../encoding/descriptor.ts"
-import type { BufferedStream } from "../exactlyOnce/stream.ts"
 import type { Settings } from "../options.ts"
 import * as tables from "../schema/tables.ts"
+import * as schemaUpdate from "../schema/update.ts"
 import * as AppendChannels from "../transport/appendChannels.ts"
-import { classifyOpen } from "../transport/classify.ts"
 import * as Connection from "../transport/connection.ts"
 import type { SendBacklog } from "../transport/sendBacklog.ts"
 import * as Split from "./split.ts"
+import { classifyOpen, tableNotFound } from "./verdict.ts"
 
 /** The connection in force for a destination, reopened on demand. @internal */
 export interface ConnectionSlot {
@@ -132,10 +130,10 @@ export interface Destination {
   permitBytes: number
   /** The projection stamp of `batch`'s rows (projection.ts): an own cut comes off the projection only while it is current. */
   batchStamp: number
+  /** The barrier generation of `batch`'s rows (`Accounted.generation`, one per batch), its request's once sealed. */
+  batchGeneration: number
   /** The service pushed a new table schema: re-read the serializer's before the next batch. */
   schemaPushed: boolean
-  /** The exactly-once mode's state of its buffered stream (`exactlyOnce/`); absent on `_default`. */
-  readonly buffered?: BufferedStream | undefined
 }
 
 /** The schema, descriptor and fingerprint a destination's rows are written with. @internal */
@@ -265,50 +263,45 @@ export const createResource = <A, E, R>(
   )
 
 /**
- * The repair of a missing-table verdict on the append path: the table is created unless
- * `tables.get` finds it. NOT_FOUND can outlive a creation (the service catches up after the
- * insert): such answers are re-appended on the recovery budget, not met with another insert each.
- * A `tables.get` that fails (a permission the job lacks, a transport error past the budget) is
- * not an answer: the insert is tried and reports its own error.
+ * The repair a verdict asks for on the append path, run by the core's repair engine once per incident.
+ *
+ * - `createTable`: the table is created unless `tables.get` finds it. NOT_FOUND can outlive a
+ *   creation (the service catches up after the insert): such answers are re-appended on the recovery
+ *   budget, not met with another insert each. A `tables.get` that fails (a permission the job lacks,
+ *   a transport error past the budget) is not an answer: the insert is tried and reports its own error.
+ * - `updateSchema` (extra fields, schema updates enabled): the table's schema reconciled with the
+ *   rows' (`schema/update.ts`).
  *
  * @internal
  */
-export const createIfMissing = <A, E, R>(
+export const repairTable = <A, E, R>(
   client: BigQueryClientService,
   settings: Settings<A, E, R>,
   destination: TableDestination,
-  schema: TableSchema.TableSchema
-): Effect.Effect<void, BigQueryError> =>
-  Effect.gen(function*() {
-    const live = yield* tables.retrying(tables.get(client.rest, destination), settings.stream.recovery).pipe(
+  schema: TableSchema.TableSchema,
+  kind: "createTable" | "updateSchema"
+): Effect.Effect<void, BigQueryError> => {
+  const recovery = settings.stream.recovery
+  if (kind === "updateSchema") {
+    return Effect.asVoid(schemaUpdate.reconcile({
+      rest: client.rest,
+      destination,
+      desired: schema,
+      options: settings.schemaUpdate,
+      createDisposition: settings.createDisposition,
+      createResource: createResource(settings, destination, schema),
+      recovery
+    }))
+  }
+  return Effect.gen(function*() {
+    const live = yield* tables.retrying(tables.get(client.rest, destination), recovery, destination).pipe(
       Effect.orElseSucceed(() => undefined)
     )
     if (live !== undefined) return
     const resource = yield* createResource(settings, destination, schema)
-    yield* tables.create(client.rest, destination, schema, resource, settings.stream.recovery)
+    yield* tables.create(client.rest, destination, schema, resource, recovery)
   })
-
-/**
- * The terminal error of a missing table (or a denial masking one) under `CREATE_NEVER`, on
- * opening a destination or on appending to it.
- *
- * @internal
- */
-export const tableNotFound = (
-  key: string,
-  createDisposition: CreateDisposition,
-  message: string,
-  cause: unknown
-): BigQueryError =>
-  new BigQueryError({
-    reason: new TableNotFound({
-      destination: key,
-      createDisposition,
-      detail: `table ${key} does not exist (or access is denied) and createDisposition is ` +
-        `${createDisposition}: ${message}`,
-      cause
-    })
-  })
+}
 
 /**
  * Opens a destination: `GetWriteStream` on its `_default` stream; a missing table is created
@@ -334,12 +327,7 @@ export const open = <A, E, R>(
         schema,
         Connection.getWriteStream(client.write, destination.defaultStream)
       )),
-      Effect.andThen(
-        Effect.map(
-          makeSlot(client.write, destination.defaultStream, backlog),
-          (slot) => ({ slot, buffered: undefined })
-        )
-      )
+      Effect.andThen(makeSlot(client.write, destination.defaultStream, backlog))
     ))
 
 /** A CDC table's contract, complete before the appender opens (re-verified on each reopening). */
@@ -371,19 +359,15 @@ export const openWith = <A, E, R>(
   destination: TableDestination,
   nowMillis: number,
   pool: Split.Pool,
-  connect: (schema: TableSchema.TableSchema) => Effect.Effect<
-    { readonly slot: ConnectionSlot; readonly buffered: BufferedStream | undefined },
-    BigQueryError
-  >
+  connect: (schema: TableSchema.TableSchema) => Effect.Effect<ConnectionSlot, BigQueryError>
 ): Effect.Effect<Destination, BigQueryError | SerializerThrew> =>
   Effect.gen(function*() {
     const { descriptor, fingerprint, schema } = yield* readSchema(settings, destination)
-    const { buffered, slot } = yield* connect(schema)
+    const slot = yield* connect(schema)
     return {
       destination,
       key: destination.toString(),
       slot,
-      buffered,
       batch: Split.empty(pool),
       schema,
       descriptor,
@@ -392,6 +376,7 @@ export const openWith = <A, E, R>(
       inFlight: 0,
       permitBytes: 0,
       batchStamp: 0,
+      batchGeneration: 0,
       schemaPushed: false
     }
   })
@@ -457,8 +442,14 @@ export const untilTable = <A, E, R, X>(
       }
       return Effect.fail(failure)
     })
+    // the schedule's input is each failure as the error the open ends with if it stops there
+    const typed = (e: BigQueryError | Connection.StreamFailure) =>
+      e instanceof BigQueryError ? e : openError(method, destination, e, attempts)
     return attempt.pipe(
-      Effect.retry({ schedule: toSchedule(settings.stream.recovery), while: (e) => !(e instanceof BigQueryError) }),
-      Effect.mapError((e) => e instanceof BigQueryError ? e : openError(method, destination, e, attempts))
+      Effect.retry({
+        schedule: toScheduleOf(settings.stream.recovery, typed),
+        while: (e) => !(e instanceof BigQueryError)
+      }),
+      Effect.mapError(typed)
     )
   })

@@ -1,11 +1,11 @@
 /**
  * One call of an append (cf. Go's `appendresult.go`): send, await the response (with a watchdog),
- * classify a failure (`transport/classify.ts`, and `exactlyOnce/classify.ts` on a buffered stream,
- * both pure) and act on it, until the call ends in a {@link Step} the writer core acts on: the rows
- * committed (survivors of row errors included, the rejected rows routed), a reconnect after the
- * core's `recovery` wait, or a repair of the table by the core's repair engine (`core/repairs.ts`).
- * Within the call stay only the in-band re-sends on the same connection (the `retry` budget, fresh
- * for each call), row errors, and the buffered stream's restamp and abandon (ADR 0032).
+ * and on a failure do what the append's verdict decides (`verdict.ts` `decide`, pure), until the call
+ * ends in a `Step` the writer core acts on: the rows committed (survivors of row errors included,
+ * the rejected rows routed), a reconnect after the core's `recovery` wait, or a repair of the table
+ * by the core's repair engine (`core/repairs.ts`). Within the call stay only what goes again on the
+ * same call: the in-band re-sends on the same connection (the `retry` budget, fresh for each call),
+ * row errors, and a buffered stream's restamp and abandon (ADR 0032).
  *
  * @internal
  */
@@ -13,37 +13,21 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import { BigQueryError, RequestRejected, SchemaMismatch } from "../../../BigQuery/BigQueryError.ts"
+import type { BigQueryError } from "../../../BigQuery/BigQueryError.ts"
 import type { FailedRow } from "../../../BigQuery/BigQueryFailure.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
-import type { RetryPolicy } from "../../../Sink/RetryPolicy.ts"
 import * as Budget from "../../core/budget.ts"
 import { hotSpan } from "../../core/hotSpan.ts"
 import { toSchedule } from "../../core/retrySchedule.ts"
 import { name as codeName } from "../../wire/grpcStatus.ts"
-import * as Buffered from "../exactlyOnce/classify.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
 import * as AppendRequest from "../transport/appendRequest.ts"
-import { type AppendFailure, classify, type Verdict } from "../transport/classify.ts"
 import type { Connection } from "../transport/connection.ts"
-import { type RowError, splitByRowErrors } from "../transport/rowErrors.ts"
-import { type Destination, tableNotFound } from "./destination.ts"
-
-/**
- * The schema-wait budget (the core's `propagation` budget for BigQuery): flat 30 s, 30 attempts,
- * ±25 % (not configurable, reference 2.4), one attempt more than it says, as {@link recoveries}.
- *
- * @internal
- */
-export const schemaWait: RetryPolicy = {
-  _tag: "Backoff",
-  initialBackoff: Duration.seconds(30),
-  maxBackoff: Duration.seconds(30),
-  maxAttempts: 31,
-  multiplier: 2,
-  maxDuration: undefined
-}
+import { splitByRowErrors } from "../transport/rowErrors.ts"
+import type { Destination } from "./destination.ts"
+import * as Verdict from "./verdict.ts"
+import type { Phase, Problem, Step } from "./verdict.ts"
 
 /**
  * A batch handed to an append fiber: its rows as one `ProtoRows` body, framed in place in a batch
@@ -80,43 +64,6 @@ export interface AtOffset {
   readonly after: Effect.Effect<number, BigQueryError>
 }
 
-/** What an append achieved. @internal */
-export interface Outcome {
-  readonly key: string
-  /** Where the written rows start on a buffered stream (0 on `_default`). */
-  readonly offset: number
-  readonly written: number
-  readonly bytes: number
-  /** In-band re-sends, restamps and abandons within its calls (the core counts its own waits). */
-  readonly retries: number
-  readonly failed: ReadonlyArray<FailedRow>
-  readonly schemaPushed: boolean
-}
-
-/** What went wrong with one attempt. @internal */
-export interface Problem {
-  readonly failure: AppendFailure
-  readonly detail: string
-  readonly cause: unknown
-  readonly rowErrors: ReadonlyArray<RowError>
-}
-
-/**
- * How a call ended, for the writer core to act on:
- *
- * - `done`: committed (or every row routed, or an earlier unanswered attempt found landed);
- * - `reconnect`: the connection was retired (a broken stream, the watchdog, the in-band budget
- *   spent, a restamped append out of range again): the core waits a step of `recovery`, then calls again;
- * - `repair`: the table must be created (`createTable`) or its schema reconciled (`updateSchema`):
- *   the core's repair engine repairs it once per incident and calls again.
- *
- * @internal
- */
-export type Step =
-  | { readonly _tag: "done"; readonly outcome: Outcome }
-  | { readonly _tag: "reconnect"; readonly problem: Problem }
-  | { readonly _tag: "repair"; readonly kind: "createTable" | "updateSchema"; readonly problem: Problem }
-
 const sumBytes = (rows: ReadonlyArray<Uint8Array>): number => {
   let n = 0
   for (let i = 0; i < rows.length; i++) n += rows[i]!.length
@@ -142,7 +89,7 @@ export interface Progress {
   schemaWaits: number
   /** Buffered streams: the offset the batch goes at, the phase, and the offset the last ack echoed. */
   offset: number | undefined
-  phase: Buffered.Phase
+  phase: Phase
   echoed: number | undefined
   /** Buffered streams: moved to its predecessor's end once already (a second `OUT_OF_RANGE` reconnects). */
   restamped: boolean
@@ -176,119 +123,6 @@ export const start = (batch: Batch, atOffset: AtOffset | undefined): Progress =>
   unanswered: false,
   after: atOffset?.after ?? Effect.succeed(0)
 })
-
-/** What an action needs: the append, the attempt that failed and why. */
-interface Env<A, E, R> {
-  readonly settings: Settings<A, E, R>
-  readonly destination: Destination
-  readonly state: Progress
-  /** The in-band budget of this call. */
-  readonly firstLevel: Budget.Budget
-  readonly connection: Connection
-  readonly problem: Problem
-}
-
-/** After an action: append the batch (what is left of it) again in this call, or the call ends. */
-type Next = "resend" | Step
-
-type Action = <A, E, R>(env: Env<A, E, R>) => Effect.Effect<Next, BigQueryError>
-
-const resendAgain: Effect.Effect<Next> = Effect.succeed("resend")
-
-/** Retires the connection: the call ends, and the core reconnects after its `recovery` wait. */
-const reconnect: Action = (env) =>
-  Effect.as(env.destination.slot.retire(env.connection), { _tag: "reconnect", problem: env.problem } as const)
-
-/** Re-sends on the same connection on the call's in-band budget; once it gives up, reconnects. */
-const resend: Action = (env) =>
-  Effect.flatMap(env.firstLevel.next, (wait) => {
-    if (Option.isNone(wait)) return reconnect(env)
-    env.state.retries++
-    return Effect.as(Effect.sleep(wait.value), "resend" as const)
-  })
-
-/** The table must be repaired: the connection is retired (the call after the repair opens a new one). */
-const repair = (kind: "createTable" | "updateSchema"): Action => (env) =>
-  Effect.as(env.destination.slot.retire(env.connection), { _tag: "repair", kind, problem: env.problem } as const)
-
-const rejected = <A, E, R>(env: Env<A, E, R>, detail: string): BigQueryError =>
-  new BigQueryError({
-    reason: new RequestRejected({
-      method: "AppendRows",
-      destination: env.destination.key,
-      code: codeName(env.problem.failure.code),
-      detail,
-      cause: env.problem.cause
-    })
-  })
-
-/** Row errors: route the rows they name (each a copy of its bytes) and re-send the survivors. */
-const routeRows: Action = (env) =>
-  Effect.suspend(() => {
-    const { problem, state } = env
-    const rows = AppendRequest.rowsOf(state.body)
-    const split = splitByRowErrors(env.destination.key, rows, problem.rowErrors, problem.cause)
-    if (split === undefined) {
-      return Effect.fail(
-        rejected(env, `row errors name no row of the batch of ${rows.length} rows: ${problem.detail}`)
-      )
-    }
-    // a routed row keeps a copy of its bytes, not a view into the whole batch
-    for (const f of split.failed) state.failed.push(f.payload === undefined ? f : { ...f, payload: f.payload.slice() })
-    state.count = split.survivors.length
-    state.bytes = sumBytes(split.survivors)
-    state.body = AppendRequest.encodeRows(split.survivors)
-    // on a buffered stream the survivors go again at the rejected offset (nothing landed there)
-    state.phase = "replay"
-    if (state.count === 0) return Effect.succeed(done(env.destination.key, state))
-    state.retries++
-    return resendAgain
-  })
-
-/** A terminal verdict: the error of its kind. */
-const fail = (kind: Extract<Verdict, { _tag: "fail" }>["kind"]): Action => (env) => {
-  const { detail, cause } = env.problem
-  switch (kind) {
-    case "tableNotFound":
-      return Effect.fail(tableNotFound(env.destination.key, env.settings.createDisposition, detail, cause))
-    case "schemaMismatch":
-      return Effect.fail(
-        new BigQueryError({
-          reason: new SchemaMismatch({
-            destination: env.destination.key,
-            detail: `rows have fields the table lacks (${detail}); enable schemaUpdate: ` +
-              "{ allowNewFields: true } or add the columns to the table",
-            cause
-          })
-        })
-      )
-    case "rejected":
-      return Effect.fail(rejected(env, detail))
-  }
-}
-
-/**
- * The verdict -> action table (reference 2.4): re-send in band, reconnect, have the table repaired
- * (created, or its schema reconciled), route rows and re-send the survivors, or fail.
- *
- * @internal
- */
-export const actionOf = (verdict: Verdict): Action => {
-  switch (verdict._tag) {
-    case "retry":
-      return resend
-    case "reconnect":
-      return reconnect
-    case "createTable":
-      return repair("createTable")
-    case "updateSchema":
-      return repair("updateSchema")
-    case "routeRows":
-      return routeRows
-    case "fail":
-      return fail(verdict.kind)
-  }
-}
 
 /**
  * Sends the batch (what is left of it) on `connection` and awaits the answer, at most
@@ -348,17 +182,6 @@ const attempt = (
     } satisfies Problem
   })
 
-/**
- * `policy.maxAttempts` recoveries after a first attempt (so an exhausted budget reports
- * `maxAttempts + 1` attempts): a policy of one more attempt. A caller's own `Schedule`
- * (`RetryPolicy.fromSchedule`) is its own count, taken as it is. BigQuery's `recovery` budget, as
- * the writer core runs it.
- *
- * @internal
- */
-export const recoveries = (policy: RetryPolicy): RetryPolicy =>
-  policy._tag === "FromSchedule" ? policy : { ...policy, maxAttempts: policy.maxAttempts + 1 }
-
 const done = (key: string, state: Progress): Step => ({
   _tag: "done",
   outcome: {
@@ -372,42 +195,10 @@ const done = (key: string, state: Progress): Step => ({
   }
 })
 
-/**
- * Moves a batch on a buffered stream to where the append before it ended (`state.after`, waited
- * for). If the batch must move but an attempt at its current offset got no answer, the service may
- * still apply that attempt there, over another batch's rows: terminal, and the restore from the last
- * checkpoint is the repair (rows past it were never flushed). `what` names the rows in the message.
- */
-const toPredecessorEnd = (
-  state: Progress,
-  key: string,
-  problem: Problem,
-  what: string
-): Effect.Effect<void, BigQueryError> =>
-  Effect.flatMap(state.after, (end) => {
-    const from = state.offset ?? 0
-    if (end === from) return Effect.void
-    if (state.unanswered) {
-      return Effect.fail(
-        new BigQueryError({
-          reason: new RequestRejected({
-            method: "AppendRows",
-            destination: key,
-            code: codeName(problem.failure.code),
-            detail: `${what} at offset ${from} belong at ${end}, but its attempt at ${from} got no answer and ` +
-              "may still be applied there: restore from the last checkpoint",
-            cause: problem.cause
-          })
-        })
-      )
-    }
-    return Effect.sync(() => void (state.offset = end))
-  })
-
 /** The restored stream abandoned for a fresh one: the batch goes again, at its offset 0. */
-const abandon = (atOffset: AtOffset, failed: Failed): Effect.Effect<Next, BigQueryError> => {
-  const { state } = failed
-  return Effect.andThen(failed.destination.slot.retire(failed.connection), atOffset.abandon).pipe(
+const abandon = (atOffset: AtOffset, call: Call): Effect.Effect<void, BigQueryError> => {
+  const { state } = call
+  return Effect.andThen(call.destination.slot.retire(call.connection), atOffset.abandon).pipe(
     Effect.tap(() =>
       Effect.sync(() => {
         state.offset = 0
@@ -419,13 +210,12 @@ const abandon = (atOffset: AtOffset, failed: Failed): Effect.Effect<Next, BigQue
         state.unanswered = false
         state.retries++
       })
-    ),
-    Effect.as("resend" as const)
+    )
   )
 }
 
-/** A failed attempt of a buffered append: its progress, where it went, and what went wrong. */
-interface Failed {
+/** A failed attempt of a call: its progress, where it went, and what went wrong. */
+interface Call {
   readonly state: Progress
   readonly destination: Destination
   readonly connection: Connection
@@ -433,76 +223,115 @@ interface Failed {
 }
 
 /**
- * The exactly-once verdicts that differ from the at-least-once table (reference 2.6): an offset that
- * already exists mid-run after an unanswered attempt is the batch landed; a restored stream that
- * cannot be adopted is abandoned for a fresh one (the batch goes at 0); an offset out of range
- * mid-run is re-appended at the end of the append before it once that one settled, and if that
- * happens again, at the same offset after a reconnect (the core's `recovery` wait); the rest is terminal.
+ * Moves a batch on a buffered stream to where the append before it ended (`state.after`, waited
+ * for), or fails where the verdict says it must not move (`Verdict.moveTo`).
  */
-const atOffsetAction = (
-  verdict: Exclude<Buffered.Verdict, { readonly _tag: "shared" }>,
-  atOffset: AtOffset,
-  failed: Failed
-): Effect.Effect<Next, BigQueryError> => {
-  const { connection, destination, problem, state } = failed
-  switch (verdict._tag) {
-    case "landed":
-      return Effect.succeed(done(destination.key, state))
-    case "abandon":
-      return abandon(atOffset, failed)
-    case "reappend":
-      // the first time, the predecessor's final end says where the rows go: behind rejected rows
-      // (lower) or where they were (it overtook its predecessor); no reconnect, no wait
-      if (!state.restamped) {
-        state.restamped = true
-        state.retries++
-        return Effect.as(toPredecessorEnd(state, destination.key, problem, "the rows"), "resend" as const)
-      }
-      return Effect.as(destination.slot.retire(connection), { _tag: "reconnect", problem } as const)
-    case "terminal":
-      return Effect.fail(
-        new BigQueryError({
-          reason: new RequestRejected({
-            method: "AppendRows",
-            destination: destination.key,
-            code: codeName(problem.failure.code),
-            detail: `${verdict.detail} (offset ${state.offset}): ${problem.detail}`,
-            cause: problem.cause
-          })
-        })
-      )
-  }
+const toPredecessorEnd = (call: Call, what: string): Effect.Effect<void, BigQueryError> => {
+  const { destination, problem, state } = call
+  return Effect.flatMap(state.after, (end) => {
+    const to = Verdict.moveTo(destination.key, problem, {
+      from: state.offset ?? 0,
+      end,
+      unanswered: state.unanswered,
+      what
+    })
+    if (typeof to !== "number") return Effect.fail(to)
+    return Effect.sync(() => void (state.offset = to))
+  })
 }
 
-/** A buffered append acknowledged at an offset other than the one it was sent at. */
-const echoedElsewhere = (key: string, state: Progress): BigQueryError =>
-  new BigQueryError({
-    reason: new RequestRejected({
-      method: "AppendRows",
-      destination: key,
-      code: "OK",
-      detail: `the append at offset ${state.offset} was acknowledged at offset ${state.echoed}`,
-      cause: undefined
-    })
+/**
+ * Row errors: the rows they name are routed (each a copy of its bytes), the survivors go again at
+ * once; on a buffered stream where the verdict's `afterRouting` says (mid-run: where the rows before
+ * them end, the batch before may have lost rows too). `done` when no row survives.
+ */
+const routeRows = (call: Call, buffered: boolean): Effect.Effect<Step | undefined, BigQueryError> =>
+  Effect.suspend(() => {
+    const { destination, problem, state } = call
+    const rows = AppendRequest.rowsOf(state.body)
+    const split = splitByRowErrors(destination.key, rows, problem.rowErrors, problem.cause)
+    if (split === undefined) return Effect.fail(Verdict.unmatchedRowErrors(destination.key, problem, rows.length))
+    // a routed row keeps a copy of its bytes, not a view into the whole batch
+    for (const f of split.failed) state.failed.push(f.payload === undefined ? f : { ...f, payload: f.payload.slice() })
+    state.count = split.survivors.length
+    state.bytes = sumBytes(split.survivors)
+    state.body = AppendRequest.encodeRows(split.survivors)
+    const next = Verdict.afterRouting(state.phase)
+    state.phase = next.phase
+    if (state.count === 0) return Effect.succeed(done(destination.key, state))
+    state.retries++
+    return buffered && next.toPredecessorEnd
+      ? Effect.as(toPredecessorEnd(call, "the survivors"), undefined)
+      : Effect.undefined
   })
 
-/** What the at-least-once classifier needs to know of the settings. */
-const classifyContext = <A, E, R>(settings: Settings<A, E, R>) => ({
+/** What the settings say to the verdict. */
+const contextOf = <A, E, R>(settings: Settings<A, E, R>): Verdict.Context => ({
   schemaUpdatesEnabled: settings.schemaUpdate.allowNewFields || settings.schemaUpdate.allowFieldRelaxation,
   createDisposition: settings.createDisposition
 })
 
-/** An attempt answered OK: the batch is done, unless a buffered append was acknowledged elsewhere. */
-const committed = (key: string, state: Progress, atOffset: AtOffset | undefined): Effect.Effect<Step, BigQueryError> =>
-  atOffset !== undefined && state.echoed !== undefined && state.echoed !== state.offset
-    ? Effect.fail(echoedElsewhere(key, state))
-    : Effect.succeed(done(key, state))
+/** The connection is retired and the call ends in `step` (the core calls again: after a `recovery` wait, or a repair). */
+const endCall = (call: Call, step: Step): Effect.Effect<Step> =>
+  Effect.as(call.destination.slot.retire(call.connection), step)
+
+/**
+ * What the call does after a failed attempt, as the verdict decides: `undefined` to send the batch
+ * (what is left of it) again in this call, or the step the call ends in.
+ */
+const act = (
+  decision: Verdict.Decision,
+  call: Call,
+  inBand: Budget.Budget,
+  atOffset: AtOffset | undefined
+): Effect.Effect<Step | undefined, BigQueryError> => {
+  const { destination, problem, state } = call
+  switch (decision._tag) {
+    case "resend":
+      // the in-band budget's input is the failure, as the error the write would end with
+      return Effect.flatMap(
+        inBand.nextAfter(Verdict.exhausted(destination.key, inBand.used() + 1, problem)),
+        (wait) => {
+          if (Option.isNone(wait)) return endCall(call, { _tag: "reconnect", problem })
+          state.retries++
+          return Effect.as(Effect.sleep(wait.value), undefined)
+        }
+      )
+    case "reconnect":
+      return endCall(call, { _tag: "reconnect", problem })
+    case "repair":
+      return endCall(call, { _tag: "repair", kind: decision.kind, problem })
+    case "routeRows":
+      return routeRows(call, atOffset !== undefined)
+    case "landed":
+      return Effect.succeed(done(destination.key, state))
+    case "abandon":
+      return atOffset === undefined
+        ? Effect.die(new Error("an abandon on _default"))
+        : Effect.as(abandon(atOffset, call), undefined)
+    case "restamp":
+      state.restamped = true
+      state.retries++
+      return Effect.as(toPredecessorEnd(call, "the rows"), undefined)
+    case "fail":
+      return Effect.fail(decision.error)
+  }
+}
+
+/** An attempt answered OK: the batch is done, unless the verdict refuses the acknowledgement. */
+const committed = (
+  key: string,
+  state: Progress,
+  atOffset: AtOffset | undefined
+): Effect.Effect<Step, BigQueryError> => {
+  const refused = Verdict.acknowledged(key, atOffset === undefined ? undefined : state.offset, state.echoed)
+  return refused === undefined ? Effect.succeed(done(key, state)) : Effect.fail(refused)
+}
 
 /**
  * One call of a batch's append (what is left of it, as `progress` says): attempts until it is
  * committed, or the call ends in a step the writer core acts on (`reconnect`, `repair`), or a
- * terminal error. A failed attempt is classified and its verdict's action run ({@link actionOf});
- * in-band transient errors are re-sent on the same connection on the call's own `retry` budget.
+ * terminal error. A failed attempt is decided by the verdict (`Verdict.decide`) and acted on here.
  *
  * @internal
  */
@@ -514,9 +343,9 @@ export const run = <A, E, R>(
   atOffset?: AtOffset
 ): Effect.Effect<Step, BigQueryError> =>
   Effect.gen(function*() {
-    const context = classifyContext(settings)
+    const context = contextOf(settings)
     const state = progress
-    let firstLevel: Budget.Budget | undefined
+    let inBand: Budget.Budget | undefined
     for (;;) {
       const connection = yield* destination.slot.acquire(batch.descriptor)
       state.echoed = undefined
@@ -524,26 +353,18 @@ export const run = <A, E, R>(
       if (problem === undefined) return yield* committed(destination.key, state, atOffset)
       yield* metrics.countError(codeName(problem.failure.code))
       // whether an earlier attempt may have landed: read before this attempt counts
-      const earlierUnanswered = state.unanswered
+      const unanswered = state.unanswered
       if (problem.failure.origin !== "response") state.unanswered = true
-      const buffered = atOffset === undefined
-        ? undefined
-        : Buffered.classifyAppend(problem.failure, state.phase, earlierUnanswered)
-      if (atOffset !== undefined && buffered !== undefined && buffered._tag !== "shared") {
-        const next = yield* atOffsetAction(buffered, atOffset, { state, destination, connection, problem })
-        if (next !== "resend") return next
-        continue
-      }
-      firstLevel ??= yield* Budget.make(toSchedule(settings.stream.retry))
-      const action = actionOf(classify(problem.failure, context))
-      const replaying = state.phase === "replay"
-      const next = yield* action({ settings, destination, state, firstLevel, connection, problem })
-      if (atOffset !== undefined && !replaying && state.phase === "replay") {
-        // the survivors of a rejection go where the rows before them end: this batch's stamp is high
-        // when the batch before it lost rows too (and a service may report row errors before the offset)
-        yield* toPredecessorEnd(state, destination.key, problem, "the survivors")
-      }
-      if (next !== "resend") return next
+      const decision = Verdict.decide(problem, {
+        key: destination.key,
+        context,
+        buffered: atOffset === undefined
+          ? undefined
+          : { phase: state.phase, offset: state.offset ?? 0, unanswered, restamped: state.restamped }
+      })
+      inBand ??= yield* Budget.make(toSchedule(settings.stream.retry))
+      const step = yield* act(decision, { state, destination, connection, problem }, inBand, atOffset)
+      if (step !== undefined) return step
     }
   }).pipe(
     hotSpan("BigQuerySink.append", { "bigquery.destination": destination.key, "bigquery.rows": batch.count })

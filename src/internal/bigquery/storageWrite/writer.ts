@@ -11,16 +11,14 @@ import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { BigQueryClient, type BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import type { BigQueryError } from "../../../BigQuery/BigQueryError.ts"
-import type { BigQueryFailure } from "../../../BigQuery/BigQueryFailure.ts"
 import type { Writer } from "../../../Sink/Writer.ts"
-import type { Accounted, Limits } from "../../core/backend.ts"
+import type { Limits } from "../../core/backend.ts"
 import * as core from "../../core/writer.ts"
 import * as deadline from "../../wire/deadline.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings, StreamSettings } from "../options.ts"
 import * as Backend from "./backend.ts"
-import * as PendingAppend from "./pendingAppend.ts"
-import type * as Prepare from "./prepare.ts"
+import * as Verdict from "./verdict.ts"
 
 /**
  * The core's in-flight bounds for BigQuery, which bounds requests and bytes, not rows: at most
@@ -64,23 +62,12 @@ export const makeWith = <A, E, R>(
   Effect.gen(function*() {
     const client = yield* BigQueryClient
     const s = settings.stream
-    return yield* core.make<
-      A,
-      Prepare.Rows,
-      Accounted,
-      Backend.Request,
-      Backend.Outcome,
-      BigQueryFailure,
-      BigQueryError | E,
-      R,
-      never,
-      E
-    >({
+    return yield* core.make<Backend.StorageWriteMethod<A, E, R>>({
       handler: settings.failureHandler,
       limits: limitsOf(s),
       retry: s.retry,
-      recovery: PendingAppend.recoveries(s.recovery),
-      propagation: PendingAppend.schemaWait,
+      recovery: Verdict.recoveries(s.recovery),
+      propagation: Verdict.schemaWait,
       metrics: {
         // one counter: with per-destination metrics it is counted once, with the attribute
         recordsSendErrors: s.perDestinationMetrics ? undefined : metrics.recordsSendErrors,
@@ -92,7 +79,10 @@ export const makeWith = <A, E, R>(
       backend: (bqCore) =>
         Effect.tap(
           Backend.make(settings, client, exactlyOnce?.mode(client))(bqCore),
-          (built) => Effect.sync(() => exactlyOnce?.onOwner({ core: bqCore, destinations: built.destinations }))
+          (built) =>
+            Effect.sync(() =>
+              exactlyOnce?.onOwner({ offer: bqCore.offer, failure: bqCore.failure, destinations: built.destinations })
+            )
         )
     })
   }).pipe(

@@ -8,8 +8,6 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type { EntryStatus } from "../../../Bigtable/BigtableClient.ts"
-import type { FailedMutation } from "../../../Bigtable/BigtableFailure.ts"
 import type { TableDestination } from "../../../Bigtable/TableDestination.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Backend } from "../../core/backend.ts"
@@ -21,20 +19,11 @@ import * as prepare from "./prepare.ts"
 import type { Item } from "./prepare.ts"
 import * as repair from "./repair.ts"
 import * as state from "./state.ts"
-import type { BigtableCore, Request, State, WriterError } from "./state.ts"
+import type { BigtableCore, BigtableMethod, State } from "./state.ts"
 import { judge } from "./verdict.ts"
 
 /** The Bigtable backend's type on the core. @internal */
-export type BigtableBackend<A, EH, R> = Backend<
-  A,
-  ReadonlyArray<Item>,
-  Item,
-  Request,
-  ReadonlyArray<EntryStatus>,
-  FailedMutation,
-  WriterError<EH>,
-  R
->
+export type BigtableBackend<A, EH, R> = Backend<BigtableMethod<A, EH, R>>
 
 /** Entries leaving the writer: their tables' in-flight counts, and the isolated ones unparked. */
 const onResolved = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>): Effect.Effect<void> =>
@@ -80,7 +69,7 @@ export const make = <A, EH, R>(
   client: Service,
   validate: (table: TableDestination) => Effect.Effect<void, SinkConfigError>
 ) =>
-(core: BigtableCore<EH>): Effect.Effect<BigtableBackend<A, EH, R>> =>
+(core: BigtableCore<A, EH, R>): Effect.Effect<BigtableBackend<A, EH, R>> =>
   Effect.sync(() => {
     const st = state.make(core, settings, client, validate)
     return {
@@ -91,7 +80,7 @@ export const make = <A, EH, R>(
           prepare.prepare(records, settings.resolve, settings.serializer),
           (prepared) => prepare.slices(prepared, limits, st.thresholds)
         ),
-      admit: (items, now) => dispatch.admit(st, items, now),
+      admit: (items, now, generation) => dispatch.admit(st, items, now, generation),
       cutAll: dispatch.cutAll(st),
       tick: (now) => dispatch.tick(st, now),
       call: (items) => dispatch.call(st, items),

@@ -53,7 +53,8 @@ export const send = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effe
     const key = (items[0] as Item).key
     const epoch = st.core.repairs.epoch(key)
     for (const item of items) {
-      item.attempts++
+      // its first attempt; a retry is charged by its verdict (`verdict.ts`), not by every send
+      if (item.attempts === 0) item.attempts = 1
       item.epoch = epoch
     }
     const dest = st.dests.get(key)
@@ -108,7 +109,8 @@ export const cutAll = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =>
 export const admit = <A, EH, R>(
   st: State<A, EH, R>,
   items: ReadonlyArray<Item>,
-  now: number
+  now: number,
+  generation: number
 ): Effect.Effect<void, SinkConfigError> =>
   Effect.gen(function*() {
     // the tables of this slice (usually one): each idle one sends what the slice left in its batch
@@ -116,6 +118,7 @@ export const admit = <A, EH, R>(
     let last: Dest | undefined
     for (const item of items) {
       if (st.core.failed()) return
+      item.generation = generation
       const dest = st.dests.get(item.key) ?? (yield* open(st, item))
       if (dest !== last && !touched.includes(dest)) touched.push(dest)
       last = dest

@@ -20,8 +20,9 @@ import * as proto from "../transport/mutationProto.ts"
 import * as batcher from "./batcher.ts"
 
 /**
- * One admitted entry, from admission until it is applied or routed. `attempts` and `isolated`
- * are written by the writer's owner fiber only.
+ * One admitted entry, from admission until it is applied or routed. `attempts` (those the `retry`
+ * budget counts: its first, and one per transient status retried; not the re-sends after its table's
+ * repair or alone in the isolation pass) and `isolated` are written by the writer's owner fiber only.
  *
  * @internal
  */
@@ -35,6 +36,8 @@ export interface Item {
   readonly bytes: number
   readonly mutations: number
   permitBytes: number
+  /** Set when it is admitted (`Accounted.generation`). */
+  generation: number
   attempts: number
   isolated: boolean
   /** Its table's repair epoch when it was last sent (`Core.repairs`). */
@@ -105,6 +108,7 @@ export const accept = (
     bytes,
     mutations: result.mutations.length,
     permitBytes: bytes,
+    generation: 0,
     attempts: 0,
     isolated: false,
     epoch: 0,

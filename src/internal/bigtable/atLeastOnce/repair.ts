@@ -114,8 +114,7 @@ const notFound = <A, EH, R>(
       budget: "recovery",
       // still NOT_FOUND after its table was ensured, past the budget (a table deleted as fast as it is made)
       exhausted: () =>
-        new BigtableError({ reason: new RecoveryExhausted({ table: item.key, attempts: attempt, cause }) }),
-      failure: cause
+        new BigtableError({ reason: new RecoveryExhausted({ table: item.key, attempts: attempt, cause }) })
     }
     return { _tag: "wait", trouble } as const
   })

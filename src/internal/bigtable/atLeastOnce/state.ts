@@ -8,11 +8,12 @@
  * @internal
  */
 import type * as Effect from "effect/Effect"
+import type { EntryStatus } from "../../../Bigtable/BigtableClient.ts"
 import type { BigtableError } from "../../../Bigtable/BigtableError.ts"
 import type { FailedMutation } from "../../../Bigtable/BigtableFailure.ts"
 import type { TableDestination } from "../../../Bigtable/TableDestination.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
-import type { Core } from "../../core/backend.ts"
+import type { Core, Method } from "../../core/backend.ts"
 import type { Settings, WriterSettings } from "../options.ts"
 import type { Service } from "../transport/connect.ts"
 import type * as batcher from "./batcher.ts"
@@ -24,8 +25,27 @@ export type WriterError<EH> = BigtableError | SinkConfigError | EH
 /** One MutateRows request: entries of one table. @internal */
 export type Request = ReadonlyArray<Item>
 
+/**
+ * The Bigtable backend's types on the core: records `A` in, entries (`Item`s) admitted in slices
+ * and sent per table as MutateRows requests, answered with a status per entry; routed
+ * `FailedMutation`s; the handler fails with `EH` and its steps need `R`.
+ *
+ * @internal
+ */
+export interface BigtableMethod<A, EH, R> extends Method {
+  readonly Record: A
+  readonly Slice: ReadonlyArray<Item>
+  readonly Item: Item
+  readonly Request: Request
+  readonly Outcome: ReadonlyArray<EntryStatus>
+  readonly Failure: FailedMutation
+  readonly Error: WriterError<EH>
+  readonly HandlerError: EH
+  readonly Context: R
+}
+
 /** The writer core as the Bigtable backend sees it. @internal */
-export type BigtableCore<EH> = Core<Item, Request, FailedMutation, WriterError<EH>>
+export type BigtableCore<A, EH, R> = Core<BigtableMethod<A, EH, R>>
 
 /** One open table: its batch, the entries held while it is repaired, its in-flight count. @internal */
 export interface Dest {
@@ -44,7 +64,7 @@ export interface Dest {
 
 /** The backend's mutable state; read and written on the owner fiber only. @internal */
 export interface State<A, EH, R> {
-  readonly core: BigtableCore<EH>
+  readonly core: BigtableCore<A, EH, R>
   readonly settings: Settings<A, EH, R>
   readonly client: Service
   readonly w: WriterSettings
@@ -56,7 +76,7 @@ export interface State<A, EH, R> {
 
 /** @internal */
 export const make = <A, EH, R>(
-  core: BigtableCore<EH>,
+  core: BigtableCore<A, EH, R>,
   settings: Settings<A, EH, R>,
   client: Service,
   validate: State<A, EH, R>["validate"]

@@ -1,6 +1,6 @@
 /**
  * The Bigtable backend's verdict on a finished MutateRows call, from each entry's status classified
- * by `retry.ts` (applied, retried after the budget's wait, rejected, table missing, fatal), and the
+ * by `transport/classify.ts` (applied, retried after the budget's wait, rejected, table missing, fatal), and the
  * isolation pass: an entry of a batch with a row-level rejection is re-sent alone, since Bigtable
  * fans one bad entry's status out to the whole request; a solo rejection is routed to the failure
  * handler, and `maxConsecutiveRejections` of them in a row fail the writer. The writer core acts on
@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import type { EntryStatus } from "../../../Bigtable/BigtableClient.ts"
 import { BigtableError, RpcFailed, TooManyRejections } from "../../../Bigtable/BigtableError.ts"
 import { FailedMutation } from "../../../Bigtable/BigtableFailure.ts"
-import type { Routed, Verdict } from "../../core/backend.ts"
+import type { Retry, Routed, Verdict } from "../../core/backend.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
 import * as metrics from "../metrics.ts"
 import { afterBudget, classify, maxAttemptsOf } from "../transport/classify.ts"
@@ -21,14 +21,14 @@ import type { Item } from "./prepare.ts"
 import * as repair from "./repair.ts"
 import type { Request, State, WriterError } from "./state.ts"
 
-const rpcFailed = (item: Item, status: EntryStatus): BigtableError =>
+const rpcFailed = (item: Item, status: EntryStatus, attempts = item.attempts): BigtableError =>
   new BigtableError({
     reason: new RpcFailed({
       method: "MutateRows",
       table: item.key,
       code: status.code,
       description: status.message,
-      attempts: item.attempts,
+      attempts,
       cause: { code: status.code, message: status.message }
     })
   })
@@ -75,6 +75,23 @@ const rowLevel = <A, EH, R>(
 
 const noStatus: EntryStatus = { code: undefined, message: "no status" }
 
+/**
+ * Entries answered with a transient status go again after the `retry` budget's wait for the latest
+ * attempt that failed, each charged one more attempt of that budget (only these re-sends are: one
+ * after its table's repair, or alone in the isolation pass, is not a retry of a transient status).
+ */
+const retryOf = <EH>(entries: ReadonlyArray<Item>, status: EntryStatus): Retry<Item, WriterError<EH>> | undefined => {
+  const first = entries[0]
+  if (first === undefined) return undefined
+  const failed = first.attempts
+  let latest = 0
+  for (const item of entries) {
+    latest = Math.max(latest, item.attempts)
+    item.attempts++
+  }
+  return { items: entries, attempt: latest, budget: "retry", exhausted: () => rpcFailed(first, status, failed) }
+}
+
 /** Each entry's verdict, in order; stops at the first that fails the writer. @internal */
 export const judge = <A, EH, R>(
   st: State<A, EH, R>,
@@ -118,20 +135,13 @@ export const judge = <A, EH, R>(
       }
     }
     if (written.length > 0) st.consecutiveRejections = 0
-    const first = retry[0]
     const repairs = missing.length === 0 ? undefined : yield* repair.troubles(st, missing)
     return {
       written,
       routed,
       resend,
       repair: repairs?.troubles ?? [],
-      retry: first === undefined ? undefined : {
-        items: retry,
-        attempt: Math.max(...retry.map((item) => item.attempts)),
-        budget: "retry",
-        exhausted: () => rpcFailed(first, retryStatus),
-        failure: retryStatus
-      },
+      retry: retryOf(retry, retryStatus),
       terminal: terminal ?? repairs?.terminal
     }
   })

@@ -21,7 +21,7 @@ import * as deadline from "../../wire/deadline.ts"
 import * as metrics from "../metrics.ts"
 import * as options from "../options.ts"
 import * as backend from "./backend.ts"
-import type { WriterError } from "./state.ts"
+import type { BigtableMethod, WriterError } from "./state.ts"
 
 export type { WriterError } from "./state.ts"
 
@@ -45,7 +45,7 @@ export const fromSettings = <A, EH = never, R = never>(
   Effect.gen(function*() {
     const client = yield* BigtableClient
     const w = settings.writer
-    return yield* core.make({
+    return yield* core.make<BigtableMethod<A, EH, R>>({
       handler: settings.handler,
       limits: { maxUnits: w.maxInFlightEntries, maxBytes: w.maxInFlightBytes },
       retry: w.retry,

@@ -38,7 +38,7 @@ import type { CheckpointError, Resume } from "../../../Sink/Checkpoint.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Writer } from "../../../Sink/Writer.ts"
 import * as checkpoint from "../../checkpoint/protocol.ts"
-import type { Accounted, Admission, AdmissionCore, Prepared as CorePrepared } from "../../core/backend.ts"
+import type { Accounted, Admission, AdmissionCore, Method, Prepared as CorePrepared } from "../../core/backend.ts"
 import * as core from "../../core/writer.ts"
 import * as deadline from "../../wire/deadline.ts"
 import { withDeadline } from "../admin/createTable.ts"
@@ -59,13 +59,32 @@ export const entryOverhead = 256
 /** One staged entry, accounted by the core until admitted (then given back at once). @internal */
 export interface Staged extends Accounted {
   readonly frozen: envelope.Frozen
+  /** Set when it is admitted (`Accounted.generation`). */
+  generation: number
+}
+
+/**
+ * The exactly-once Bigtable method's types on the core: records `A` in, staged entries admitted
+ * in slices (nothing is sent from the owner: no request, no outcome), routed `FailedMutation`s; the
+ * handler fails with `EH` and its steps need `R`.
+ */
+interface StagingMethod<A, EH, R> extends Method {
+  readonly Record: A
+  readonly Slice: ReadonlyArray<Staged>
+  readonly Item: Staged
+  readonly Request: never
+  readonly Outcome: never
+  readonly Failure: FailedMutation
+  readonly Error: WriterError<EH>
+  readonly HandlerError: EH
+  readonly Context: R
 }
 
 /** The staging admission on the core. */
-type Staging<A, EH, R> = Admission<A, ReadonlyArray<Staged>, FailedMutation, WriterError<EH>, R>
+type Staging<A, EH, R> = Admission<StagingMethod<A, EH, R>>
 
 /** The core the staging admission runs on. */
-type StagingCore<EH> = AdmissionCore<Staged, FailedMutation, WriterError<EH>>
+type StagingCore<A, EH, R> = AdmissionCore<StagingMethod<A, EH, R>>
 
 /** The staged envelopes of the owner fiber, and what they charge. */
 interface Stage {
@@ -126,21 +145,25 @@ const envelopesOf = <A, EH, R, P>(
     }
     const charge = checkAndMutate.requestSize(frozen.success.envelope) + entryOverhead
     bytes += charge
-    staged.push({ key: item.key, units: 1, bytes: charge, permitBytes: 0, frozen: frozen.success })
+    staged.push({ key: item.key, units: 1, bytes: charge, permitBytes: 0, generation: 0, frozen: frozen.success })
   }
   return { staged, bytes }
 }
 
 /** Stages admitted envelopes until the checkpoint, or fails with `StagingFull` past either bound. */
-const admitStaged = <EH>(
-  c: StagingCore<EH>,
+const admitStaged = <A, EH, R>(
+  c: StagingCore<A, EH, R>,
   stage: Stage,
   method: MethodSettings,
-  items: ReadonlyArray<Staged>
+  items: ReadonlyArray<Staged>,
+  generation: number
 ): Effect.Effect<void, WriterError<EH>> =>
   Effect.gen(function*() {
     let bytes = 0
-    for (const item of items) bytes += item.bytes
+    for (const item of items) {
+      bytes += item.bytes
+      item.generation = generation
+    }
     if (
       stage.envelopes.length + items.length > method.maxStagedEntries ||
       stage.bytes + bytes > method.maxStagedBytes
@@ -227,14 +250,14 @@ const makeStaging = <A, EH, R, P>(
   stage: Stage,
   pending: Pending
 ) =>
-(c: StagingCore<EH>): Effect.Effect<Staging<A, EH, R>> =>
+(c: StagingCore<A, EH, R>): Effect.Effect<Staging<A, EH, R>> =>
   Effect.sync(() => {
     const prepareRun = preparer(settings, pending)
     return {
       name: "BigtableSink",
       sliceRecords: 1000,
       prepare: (records) => prepareRun(records),
-      admit: (items) => admitStaged(c, stage, settings.method, items)
+      admit: (items, _now, generation) => admitStaged(c, stage, settings.method, items, generation)
     }
   })
 
@@ -274,19 +297,19 @@ const preconditionsOf = (client: BigtableClientService, method: MethodSettings) 
  * The writer's core once built, and whether this run's checkpoints are being committed (`false`
  * while a restore re-runs the stored commits, which only the request metrics count).
  */
-interface Run<EH> {
-  core: StagingCore<EH> | undefined
+interface Run<A, EH, R> {
+  core: StagingCore<A, EH, R> | undefined
   live: boolean
 }
 
 /** The checkpoint participant: `prepare` hands the staged envelopes over, `commit` checks their tables and commits them. */
-const participantOf = <EH>(
+const participantOf = <A, EH, R>(
   client: BigtableClientService,
   method: MethodSettings,
   stage: Stage,
   pending: Pending,
   tables: ReturnType<typeof preconditionsOf>,
-  run: Run<EH>
+  run: Run<A, EH, R>
 ): checkpoint.Participant<envelope.Frozen, WriterError<EH>> => {
   const commitSettings = {
     maxInFlightRequests: method.maxInFlightRequests,
@@ -372,23 +395,23 @@ export const build = <A, EH, R, P>(
 }
 
 /** The writer's parts before the restore: the core writer on the staging admission, and its participant. */
-interface Parts<A, EH> {
+interface Parts<A, EH, R> {
   readonly writer: Writer<A, WriterError<EH>>
   readonly participant: checkpoint.Participant<envelope.Frozen, WriterError<EH>>
-  readonly run: Run<EH>
+  readonly run: Run<A, EH, R>
   readonly room: () => number
 }
 
 const partsOf = <A, EH, R, P>(
   settings: Settings<A, EH, R, P>
-): Effect.Effect<Parts<A, EH>, WriterError<EH>, BigtableClient | Scope.Scope | R> =>
+): Effect.Effect<Parts<A, EH, R>, WriterError<EH>, BigtableClient | Scope.Scope | R> =>
   Effect.gen(function*() {
     const client = yield* BigtableClient
     const { base, method } = settings
     const stage: Stage = { envelopes: [], bytes: 0 }
     const pending: Pending = { entries: 0, bytes: 0, largest: 0 }
-    const run: Run<EH> = { core: undefined, live: false }
-    const writer = yield* core.makeStaging({
+    const run: Run<A, EH, R> = { core: undefined, live: false }
+    const writer = yield* core.makeStaging<StagingMethod<A, EH, R>, P>({
       handler: base.handler,
       limits: { maxUnits: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER },
       metrics: {
@@ -397,7 +420,7 @@ const partsOf = <A, EH, R, P>(
         destinationSendErrors: metrics.destinationSendErrors,
         perDestination: method.perDestinationMetrics
       },
-      admission: (c: StagingCore<EH>) => {
+      admission: (c: StagingCore<A, EH, R>) => {
         run.core = c
         return makeStaging(settings, stage, pending)(c)
       }
@@ -409,8 +432,8 @@ const partsOf = <A, EH, R, P>(
     return { writer, participant, run, room: () => roomOf(method, pending) }
   })
 
-const restoreInto = <A, EH, P>(
-  parts: Parts<A, EH>,
+const restoreInto = <A, EH, R, P>(
+  parts: Parts<A, EH, R>,
   resume: Resume<P>
 ): Effect.Effect<Built<A, EH, P>, WriterError<EH> | CheckpointError> =>
   Effect.map(

@@ -6,19 +6,11 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { TestClock } from "effect/testing"
-import {
-  BigQueryClient,
-  type BigQueryError,
-  type BigQueryFailure,
-  BigQuerySink,
-  type TableDestination,
-  WriteMethod
-} from "../../../../src/BigQuery/index.ts"
+import { BigQueryClient, BigQuerySink, type TableDestination, WriteMethod } from "../../../../src/BigQuery/index.ts"
 import * as Options from "../../../../src/internal/bigquery/options.ts"
 import * as Backend from "../../../../src/internal/bigquery/storageWrite/backend.ts"
 import type * as Prepare from "../../../../src/internal/bigquery/storageWrite/prepare.ts"
 import { limitsOf } from "../../../../src/internal/bigquery/storageWrite/writer.ts"
-import type { Accounted } from "../../../../src/internal/core/backend.ts"
 import * as core from "../../../../src/internal/core/writer.ts"
 import { Code } from "../../../../src/internal/wire/grpcStatus.ts"
 import { FailureHandler, type RecordFailed } from "../../../../src/Sink.ts"
@@ -44,18 +36,7 @@ describe("BigQuery backend: per-destination state", () => {
         })
         const client = yield* BigQueryClient.BigQueryClient
         let env: Prepare.Env<Row> | undefined
-        const writer = yield* core.make<
-          Row,
-          Prepare.Rows,
-          Accounted,
-          Backend.Request,
-          Backend.Outcome,
-          BigQueryFailure.BigQueryFailure,
-          BigQueryError.BigQueryError | RecordFailed,
-          never,
-          never,
-          RecordFailed
-        >({
+        const writer = yield* core.make<Backend.StorageWriteMethod<Row, RecordFailed, never>>({
           handler: settings.failureHandler,
           limits: limitsOf(settings.stream),
           retry: settings.stream.retry,

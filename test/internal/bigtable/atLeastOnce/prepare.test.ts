@@ -14,6 +14,7 @@ const item = (bytes: number): prepare.Item => ({
   bytes,
   mutations: 1,
   permitBytes: bytes,
+  generation: 0,
   attempts: 0,
   isolated: false,
   epoch: 0,

@@ -1,0 +1,109 @@
+/**
+ * Table repairs (`CREATE_IF_NEEDED`) on the writer core's repair engine, through the public sink and
+ * the fake Bigtable: many entries waiting for one repair, and what the waits do to their budgets.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Stream } from "effect"
+import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "../../src/Bigtable/index.ts"
+import { FailureHandler } from "../../src/Sink.ts"
+import { makeFake } from "./fakeBigtable.ts"
+
+const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
+const tableName = table.tableName
+
+const entry = (key: string) =>
+  RowMutationEntry.make(key, Mutation.setCell({ family: "cf", qualifier: "q", value: key, timestampMicros: 1000 }))
+
+const keys = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`)
+const fast = { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 10 } as const
+
+describe("BigtableSink repairs", () => {
+  it.live(
+    "more entries waiting for a table's creation than the owner's command queue holds all go again",
+    () =>
+      Effect.gen(function*() {
+        const tables = new Map<string, Set<string>>()
+        const fake = makeFake({ tables })
+        // 2,000 entries in flight at once, each answered NOT_FOUND: 2,000 requests wait for one repair
+        const summary = yield* Stream.fromIterable(keys(2000)).pipe(
+          Stream.run(BigtableSink.make({
+            table,
+            serializer: (k: string) => entry(k),
+            createDisposition: "CREATE_IF_NEEDED",
+            tableCreateOptions: { columnFamilies: { cf: {} } },
+            writeMethod: WriteMethod.atLeastOnce({ maxInFlightEntries: 4000, recovery: fast })
+          })),
+          Effect.provide(fake.layer),
+          // the defect was a hang: a bounded wait turns it into a failure
+          Effect.timeout("20 seconds")
+        )
+        assert.strictEqual(summary.recordsWritten, 2000)
+        assert.strictEqual(fake.applied.size, 2000)
+        assert.strictEqual(fake.admin.filter((a) => a.startsWith("CreateTable")).length, 1)
+        assert.isTrue(tables.has(tableName))
+      }),
+    30_000
+  )
+
+  it.live("an entry that waited through its table's creation keeps its whole retry budget for transient statuses", () =>
+    Effect.gen(function*() {
+      const tables = new Map<string, Set<string>>()
+      // once the table exists, each entry is answered UNAVAILABLE twice before it is applied: a retry
+      // budget of three attempts covers that, whatever the entry went through before
+      const transient = new Map<string, number>()
+      const fake = makeFake({
+        tables,
+        decide: ({ rowKey }) => {
+          const seen = transient.get(rowKey) ?? 0
+          transient.set(rowKey, seen + 1)
+          return seen < 2 ? { code: 14, message: "unavailable" } : { code: 0 }
+        }
+      })
+      const summary = yield* Stream.fromIterable(keys(5)).pipe(
+        Stream.run(BigtableSink.make({
+          table,
+          serializer: (k: string) => entry(k),
+          createDisposition: "CREATE_IF_NEEDED",
+          tableCreateOptions: { columnFamilies: { cf: {} } },
+          writeMethod: WriteMethod.atLeastOnce({
+            recovery: fast,
+            retry: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 3 }
+          })
+        })),
+        Effect.provide(fake.layer)
+      )
+      assert.strictEqual(summary.recordsWritten, 5)
+      assert.strictEqual(fake.admin.filter((a) => a.startsWith("CreateTable")).length, 1)
+    }))
+
+  it.live("an entry isolated from a rejected batch keeps its whole retry budget for transient statuses", () => {
+    // a batch with a bad entry is rejected whole; each good entry, re-sent alone, then meets two
+    // UNAVAILABLE answers before it is applied
+    const alone = new Map<string, number>()
+    const fake = makeFake({
+      decide: ({ rowKey, solo }) => {
+        if (rowKey === "bad") return { code: 3, message: "bad" }
+        if (!solo) return { code: 3, message: "a bad entry in the batch" }
+        const seen = alone.get(rowKey) ?? 0
+        alone.set(rowKey, seen + 1)
+        return seen < 2 ? { code: 14, message: "unavailable" } : { code: 0 }
+      }
+    })
+    return Effect.gen(function*() {
+      const writer = yield* BigtableSink.writer({
+        table,
+        serializer: (k: string) => entry(k),
+        failureHandler: FailureHandler.logAndDrop,
+        writeMethod: WriteMethod.atLeastOnce({
+          retry: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 3 }
+        })
+      })
+      fake.hold()
+      yield* writer.write(["a", "b", "bad"])
+      fake.release()
+      yield* writer.flush
+      const summary = yield* writer.summary
+      assert.deepStrictEqual([summary.recordsWritten, summary.recordsFailed], [2, 1])
+    }).pipe(Effect.scoped, Effect.provide(fake.layer))
+  })
+})
