@@ -176,8 +176,9 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
    *
    * Each save writes a numbered file through a temporary file that is fsynced and then linked into
    * place without overwriting (an atomic, no-clobber rename), so of two savers only one can create
-   * the next number; the directory is fsynced after (before a writer's first record, the directories
-   * holding the writer's directory too, so a crash cannot take it). A crash before the link leaves the
+   * the next number; the directory is fsynced after (before a writer's first record, the store
+   * directory and every ancestor up to the root that the store has not synced yet, so a crash cannot
+   * take the writer's directory; a read-only ancestor counts as synced). A crash before the link leaves the
    * previous record in force. Records are versioned JSON encoded with `Schema`; one that fails to decode
    * is a `CheckpointStoreError` with reason `"Corrupt"`, never skipped. The newest two records are kept.
    *

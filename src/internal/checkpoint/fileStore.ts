@@ -237,29 +237,42 @@ const linkNoClobber = (
   )
 }
 
+// A read-only file system (a container's root) holds no entry that is not durable: EROFS is success.
 const syncDirectory = (fs: FileSystem, writerId: string, dir: string) =>
   Effect.acquireUseRelease(
     io(writerId, `open ${dir}`, () => fs.open(dir, "r")),
-    (handle) => io(writerId, `fsync ${dir}`, () => handle.sync()),
+    (handle) =>
+      attempt(() => handle.sync()).pipe(
+        Effect.catch(({ cause }) =>
+          isCode(cause, "EROFS")
+            ? Effect.void
+            : Effect.fail(failure({ reason: "Io", writerId, detail: `fsync ${dir}`, cause }))
+        )
+      ),
     (handle) => closeQuietly(handle)
   )
 
 // A new directory's entry is durable only once its parent is fsynced, or a crash can take the
-// directory with every record fsynced in it. Before a writer's first record: the store directory
-// (the writer directory's entry), and the parent of each level of the store directory that the
-// save's mkdir created (`created`: the first directory it created).
-const syncParents = (fs: FileSystem, writerId: string, directory: string, created: string | undefined) => {
-  const parents = [directory]
-  const first = created === undefined ? undefined : path.resolve(created)
+// directory with every record fsynced in it. Which save created a level cannot tell whether it is
+// durable (another save, or another process, may have created it and not synced it yet, or failed
+// before it did), so no first save trusts that: each syncs the store directory (the writer
+// directory's entry) and every ancestor of it up to the root that this store has not synced yet
+// (`synced`, filled only after a sync succeeded: a synced entry stays durable).
+const syncParents = Effect.fnUntraced(function*(
+  fs: FileSystem,
+  writerId: string,
+  directory: string,
+  synced: Set<string>
+) {
   const store = path.resolve(directory)
-  if (first !== undefined && (store === first || store.startsWith(first + path.sep))) {
-    for (let level = store; level !== path.dirname(level); level = path.dirname(level)) {
-      parents.push(path.dirname(level))
-      if (level === first) break
-    }
+  yield* syncDirectory(fs, writerId, store)
+  for (let level = store; level !== path.dirname(level); level = path.dirname(level)) {
+    const parent = path.dirname(level)
+    if (synced.has(parent)) continue
+    yield* syncDirectory(fs, writerId, parent)
+    synced.add(parent)
   }
-  return Effect.forEach(parents, (parent) => syncDirectory(fs, writerId, parent), { discard: true })
-}
+})
 
 // Keeps the newest two records; removes temporaries of sequences that can no longer win.
 const prune = Effect.fnUntraced(function*(fs: FileSystem, writerId: string, dir: string, sequence: number) {
@@ -308,6 +321,8 @@ export const make = <R extends { readonly id: string }, C, E>(
   fs: FileSystem = nodeFileSystem
 ) => {
   const toError = (error: StoreFailure): E => options.error(error.fields)
+  // the ancestors of the store directory this store has made durable (see `syncParents`)
+  const synced = new Set<string>()
 
   const load = (writerId: string): Effect.Effect<Option.Option<R>, E> =>
     Effect.flatMap(writerDirectory(directory, writerId), (dir) => readLatest(fs, options.decode, writerId, dir)).pipe(
@@ -319,7 +334,7 @@ export const make = <R extends { readonly id: string }, C, E>(
     Effect.fnUntraced(
       function*(writerId: string, record: R, expectedPreviousId: string | undefined) {
         const dir = yield* writerDirectory(directory, writerId)
-        const created = yield* io(writerId, `create ${dir}`, () => fs.mkdir(dir, { recursive: true }))
+        yield* io(writerId, `create ${dir}`, () => fs.mkdir(dir, { recursive: true }))
         const latest = yield* readLatest(fs, options.decode, writerId, dir)
         const actualId = Option.isSome(latest) ? latest.value.record.id : undefined
         if (actualId !== expectedPreviousId) {
@@ -327,7 +342,7 @@ export const make = <R extends { readonly id: string }, C, E>(
         }
         const sequence = Option.isSome(latest) ? latest.value.sequence + 1 : 1
         if (options.afterRead !== undefined) yield* options.afterRead(writerId, sequence)
-        if (sequence === 1) yield* syncParents(fs, writerId, directory, created)
+        if (sequence === 1) yield* syncParents(fs, writerId, directory, synced)
         const linked = yield* writeRecord(fs, writerId, dir, sequence, record)
         if (!linked || !(yield* isNewest(fs, writerId, dir, sequence))) {
           // Another saver created this sequence first, or a later one: name the record that won.
