@@ -158,22 +158,22 @@ const recording = (calls: Array<string>): FileSystem => ({
   link: (from, to) => nodeFileSystem.link(from, to).then(() => void calls.push(`link ${path.basename(to)}`))
 })
 
+// Every directory from the store directory up to the root, the store directory first.
+const chain = (directory: string): Array<string> => {
+  const levels = [path.resolve(directory)]
+  for (let level = levels[0] ?? "/"; level !== path.dirname(level); level = path.dirname(level)) {
+    levels.push(path.dirname(level))
+  }
+  return levels
+}
+const syncs = (dirs: ReadonlyArray<string>) => dirs.map((dir) => `sync ${dir}`)
+
 describe("checkpointFile durability", () => {
   const options = {
     decode: Schema.decodeUnknownResult(CheckpointRecord),
     conflict: (f: ConflictFields) => new CheckpointConflict(f),
     error: (f: ErrorFields) => new CheckpointStoreError(f)
   }
-
-  // Every directory from the store directory up to the root, the store directory first.
-  const chain = (directory: string): Array<string> => {
-    const levels = [path.resolve(directory)]
-    for (let level = levels[0] ?? "/"; level !== path.dirname(level); level = path.dirname(level)) {
-      levels.push(path.dirname(level))
-    }
-    return levels
-  }
-  const syncs = (dirs: ReadonlyArray<string>) => dirs.map((dir) => `sync ${dir}`)
 
   // Found by the simulator (bigquery.exactlyOnce seed 12): a crash after the first save lost the
   // writer's directory, whose entry in the store directory was never fsynced, with every record in it.
