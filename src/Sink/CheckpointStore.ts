@@ -113,7 +113,9 @@ export class CheckpointStoreError extends Schema.TaggedError<CheckpointStoreErro
  * - `responseTimeout`: the deadline of each request; a request unanswered that long is retried like
  *   a 503. Default 30 seconds.
  * - `retry`: the budget for transient failures (408, 429, 5xx, network errors, deadlines) of each
- *   request: `RetryPolicyOptions` or a `RetryPolicy`; default 8 attempts from 100 ms to 5 s.
+ *   request: `RetryPolicyOptions` or a `RetryPolicy`; default 8 attempts from 100 ms to 5 s. The
+ *   input of a `RetryPolicy.fromSchedule` schedule is each failure as the `CheckpointStoreError`
+ *   (`Io`, naming the object) it would end as.
  *
  * @category models
  * @since 0.1.0

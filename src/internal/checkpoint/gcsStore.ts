@@ -178,9 +178,10 @@ const headOf = (metadata: unknown): Head | undefined => {
 }
 
 interface Calls {
-  readonly head: (name: string) => Effect.Effect<Head, CallFailure>
-  readonly read: (name: string, generation: string) => Effect.Effect<Uint8Array, CallFailure>
+  readonly head: (writerId: string, name: string) => Effect.Effect<Head, CallFailure>
+  readonly read: (writerId: string, name: string, generation: string) => Effect.Effect<Uint8Array, CallFailure>
   readonly write: (
+    writerId: string,
     name: string,
     body: string,
     ifGenerationMatch: string,
@@ -188,32 +189,41 @@ interface Calls {
   ) => Effect.Effect<string, CallFailure>
 }
 
-/** One call: its deadline, then transient failures retried on the schedule. */
-const call =
-  (config: Settings, schedule: Schedule.Schedule<unknown, unknown>) =>
-  <A>(detail: string, run: () => Promise<A>): Effect.Effect<A, CallFailure> =>
-    Effect.tryPromise({
-      try: run,
-      catch: (cause) => new CallFailure({ verdict: classify(cause), detail, cause })
-    }).pipe(
-      Effect.timeoutOrElse({
-        duration: config.responseTimeout,
-        orElse: () =>
-          Effect.fail(
-            new CallFailure({
-              verdict: "transient",
-              detail,
-              cause: `no answer within ${Duration.format(config.responseTimeout)}`
-            })
-          )
-      }),
-      Effect.tapError((failure) =>
-        failure.verdict === "transient"
-          ? Effect.logDebug(`checkpoint store: ${detail} failed, retrying`, failure.cause)
-          : Effect.void
-      ),
-      Effect.retry({ schedule, while: (failure) => failure.verdict === "transient" })
-    )
+/**
+ * One call: its deadline, then transient failures retried on the schedule, which sees each as the
+ * `CheckpointStoreError` it would end as (`failed`), never the internal `CallFailure`.
+ */
+const call = (
+  config: Settings,
+  schedule: Schedule.Schedule<unknown, unknown>,
+  failed: (writerId: string, f: CallFailure) => unknown
+) =>
+<A>(writerId: string, detail: string, run: () => Promise<A>): Effect.Effect<A, CallFailure> =>
+  Effect.tryPromise({
+    try: run,
+    catch: (cause) => new CallFailure({ verdict: classify(cause), detail, cause })
+  }).pipe(
+    Effect.timeoutOrElse({
+      duration: config.responseTimeout,
+      orElse: () =>
+        Effect.fail(
+          new CallFailure({
+            verdict: "transient",
+            detail,
+            cause: `no answer within ${Duration.format(config.responseTimeout)}`
+          })
+        )
+    }),
+    Effect.tapError((failure) =>
+      failure.verdict === "transient"
+        ? Effect.logDebug(`checkpoint store: ${detail} failed, retrying`, failure.cause)
+        : Effect.void
+    ),
+    Effect.retry({
+      schedule: retrySchedule.mapInput(schedule, (failure: CallFailure) => failed(writerId, failure)),
+      while: (failure) => failure.verdict === "transient"
+    })
+  )
 
 /** The head in `metadata`, or a fatal `CallFailure` saying `missing`. */
 const headIn = (metadata: unknown, missing: string): Effect.Effect<Head, CallFailure> => {
@@ -223,24 +233,28 @@ const headIn = (metadata: unknown, missing: string): Effect.Effect<Head, CallFai
     : Effect.succeed(head)
 }
 
-const calls = (storage: Storage, config: Settings): Calls => {
+const calls = (
+  storage: Storage,
+  config: Settings,
+  failed: (writerId: string, failure: CallFailure) => unknown
+): Calls => {
   const bucket = storage.bucket(config.bucket)
-  const run = call(config, retrySchedule.toSchedule(config.retry))
+  const run = call(config, retrySchedule.toSchedule(config.retry), failed)
   const where = (name: string) => `gs://${config.bucket}/${name}`
   return {
-    head: (name) =>
+    head: (writerId, name) =>
       Effect.flatMap(
-        run(`get metadata of ${where(name)}`, () => bucket.file(name).getMetadata()),
+        run(writerId, `get metadata of ${where(name)}`, () => bucket.file(name).getMetadata()),
         ([metadata]) => headIn(metadata, `metadata of ${where(name)} has no generation`)
       ),
-    read: (name, generation) =>
+    read: (writerId, name, generation) =>
       Effect.map(
-        run(`read ${where(name)}#${generation}`, () => bucket.file(name, { generation }).download()),
+        run(writerId, `read ${where(name)}#${generation}`, () => bucket.file(name, { generation }).download()),
         ([bytes]) => bytes
       ),
-    write: (name, body, ifGenerationMatch, custom) => {
+    write: (writerId, name, body, ifGenerationMatch, custom) => {
       const file = bucket.file(name)
-      return run(`write ${where(name)} if generation ${ifGenerationMatch}`, () =>
+      return run(writerId, `write ${where(name)} if generation ${ifGenerationMatch}`, () =>
         file.save(body, {
           // A single multipart request: fake-gcs-server ignores preconditions on resumable uploads.
           resumable: false,
@@ -351,12 +365,12 @@ const readCurrent = <R extends { readonly id: string }, C, E>(
 ) =>
 (writerId: string, name: string): Effect.Effect<Option.Option<Current<R>>, StoreFailure> =>
   Effect.gen(function*() {
-    const head = yield* Effect.result(driver.head(name))
+    const head = yield* Effect.result(driver.head(writerId, name))
     if (Result.isFailure(head)) {
       if (head.failure.verdict === "notFound") return Option.none()
       return yield* io(writerId, head.failure)
     }
-    const bytes = yield* Effect.result(driver.read(name, head.success.generation))
+    const bytes = yield* Effect.result(driver.read(writerId, name, head.success.generation))
     if (Result.isFailure(bytes)) {
       if (bytes.failure.verdict === "notFound") return yield* new Replaced()
       return yield* io(writerId, bytes.failure)
@@ -460,7 +474,7 @@ const saveWith = <R extends { readonly id: string }, C, E>(context: StoreContext
       const body = JSON.stringify({ format, version, writerId, sequence, record })
       const saveNonce = nonce()
       const written = yield* Effect.result(
-        driver.write(name, body, base.success?.generation ?? "0", {
+        driver.write(writerId, name, body, base.success?.generation ?? "0", {
           [metadataKeys.checkpointId]: record.id,
           [metadataKeys.nonce]: saveNonce
         })
@@ -488,7 +502,12 @@ export const make = <R extends { readonly id: string }, C, E>(
   config: Settings,
   options: Options<R, C, E>
 ) => {
-  const driver = calls(storage, config)
+  // the schedule's input: the error a call would end as (`io`), so a caller's schedule reads what it is promised
+  const driver = calls(
+    storage,
+    config,
+    (writerId, failure) => options.error({ reason: "Io", writerId, detail: failure.detail, cause: failure.cause })
+  )
   const records = knownRecords()
   const readStored = readCurrent(driver, config, options)
   const load = Effect.fn("CheckpointStore.gcs.load")(

@@ -70,3 +70,16 @@ export const backoffSchedule = (policy: Policy): Schedule.Schedule<Duration.Dura
 /** The schedule of any policy: the backoff's, or the caller's own. @internal */
 export const toSchedule = (policy: AnyPolicy | Policy): Schedule.Schedule<unknown, unknown> =>
   "_tag" in policy && policy._tag === "FromSchedule" ? policy.schedule : backoffSchedule(policy)
+
+/**
+ * `schedule` stepped with `f(input)`: a retry whose own failure is an internal wrapper still hands the
+ * caller's schedule the typed failure its policy promises (`RetryPolicy.fromSchedule`: the failure
+ * being retried is the input).
+ *
+ * @internal
+ */
+export const mapInput = <Output, Input, Next>(
+  schedule: Schedule.Schedule<Output, Input>,
+  f: (input: Next) => Input
+): Schedule.Schedule<Output, Next> =>
+  Schedule.fromStep(Effect.map(Schedule.toStep(schedule), (step) => (now: number, input: Next) => step(now, f(input))))

@@ -168,7 +168,7 @@ const execute = (
   command: Exclude<P.Command, { readonly _tag: "Done" | "Fail" }>
 ): Effect.Effect<P.Event, BigQueryError> => {
   const retrying = <X>(call: Effect.Effect<X, tables.AdminFailure>) =>
-    Effect.mapError(tables.retrying(call, env.recovery), (f) => tables.toError(destination, f))
+    Effect.mapError(tables.retrying(call, env.recovery, destination), (f) => tables.toError(destination, f))
   switch (command._tag) {
     case "ReadTable":
       return Effect.map(

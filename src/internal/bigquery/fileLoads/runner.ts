@@ -30,7 +30,7 @@ import type { SchemaUpdateOptions } from "../../../BigQuery/SchemaUpdateOptions.
 import * as TableDestination from "../../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
-import { type AnyPolicy, toSchedule } from "../../core/retrySchedule.ts"
+import { type AnyPolicy, mapInput, toSchedule } from "../../core/retrySchedule.ts"
 import * as deadline from "../../wire/deadline.ts"
 import { isTransientNetworkError } from "../../wire/networkError.ts"
 import * as tables from "../schema/tables.ts"
@@ -143,10 +143,29 @@ const isTransientCause = (cause: unknown): boolean => {
 export const isTransient = (e: BigQueryError): boolean =>
   e.reason._tag === "FileLoadFailed" && isTransientCause(e.reason.cause)
 
-/** A best-effort cleanup call: a transient failure retried on the `reconcile` budget, as every runner call is. */
-const cleanupCall = <A>(ctx: RunnerContext, method: string, target: string, promise: () => Promise<A>) =>
+/**
+ * A best-effort cleanup call of `destination`'s commit: a transient failure retried on the `reconcile`
+ * budget, as every runner call is; its failures are `FileLoadFailed` `cleanup`, which the callers log.
+ */
+const cleanupCall = <A>(
+  ctx: RunnerContext,
+  destination: string,
+  method: string,
+  target: string,
+  promise: () => Promise<A>
+): Effect.Effect<A, BigQueryError> =>
   call(ctx.settings.adminTimeout, method, target, promise).pipe(
-    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: ({ cause }) => isTransientCause(cause) })
+    Effect.mapError(({ cause }) =>
+      new BigQueryError({
+        reason: new FileLoadFailed({
+          step: "cleanup",
+          destination,
+          detail: `${method} ${target} failed: ${String(cause)}`,
+          cause
+        })
+      })
+    ),
+    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
   )
 
 /** {@link lookup}, a transient failure retried on the `reconcile` budget. */
@@ -155,25 +174,30 @@ const lookupRetrying = (ctx: RunnerContext, jobId: string, destination: string) 
     Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
   )
 
-/** The marker of a job state to look up again. */
-class Pending {
-  readonly _tag = "Pending"
-}
+/** A job state to look up again, holding the error it ends in if the policy gives up. */
+class Pending extends Data.TaggedError("Pending")<{ readonly error: BigQueryError }> {}
 
 /**
  * Looks `jobId` up again on `policy` while its state is `pending`; past the policy, fails with
- * `exhausted`. Succeeds with the first state that is not pending.
+ * `exhausted`. Succeeds with the first state that is not pending. The policy's schedule sees, for
+ * each pending state, that `BigQueryError` (the failure being retried, as `RetryPolicy.fromSchedule`
+ * promises), never the internal marker.
  */
-const lookupUntil = <S extends JobState, P extends S, E>(
-  lookupOnce: Effect.Effect<S, E>,
+const lookupUntil = <S extends JobState, P extends S>(
+  lookupOnce: Effect.Effect<S, BigQueryError>,
   pending: (state: S) => state is P,
   policy: AnyPolicy,
   exhausted: () => BigQueryError
-): Effect.Effect<Exclude<S, P>, E | BigQueryError> =>
+): Effect.Effect<Exclude<S, P>, BigQueryError> =>
   lookupOnce.pipe(
-    Effect.flatMap((state) => pending(state) ? Effect.fail(new Pending()) : Effect.succeed(state as Exclude<S, P>)),
-    Effect.retry({ schedule: toSchedule(policy), while: (e) => e instanceof Pending }),
-    Effect.catchIf((e): e is Pending => e instanceof Pending, () => Effect.fail(exhausted()))
+    Effect.flatMap((state) =>
+      pending(state) ? Effect.fail(new Pending({ error: exhausted() })) : Effect.succeed(state as Exclude<S, P>)
+    ),
+    Effect.retry({
+      schedule: mapInput(toSchedule(policy), (e: Pending | BigQueryError) => (e instanceof Pending ? e.error : e)),
+      while: (e) => e instanceof Pending
+    }),
+    Effect.catchTag("Pending", (p) => Effect.fail(p.error))
   )
 
 const where = (location: string | undefined) => (location === undefined ? "without a location" : `in ${location}`)
@@ -359,14 +383,14 @@ const jobLocation = (
  * is retried on the `reconcile` budget (no later commit names these files again: a delete given up
  * leaks the object), then failures are logged, never raised.
  */
-const cleanup = (ctx: RunnerContext, uris: ReadonlyArray<string>) =>
+const cleanup = (ctx: RunnerContext, destination: string, uris: ReadonlyArray<string>) =>
   Effect.forEach(uris, (uri) => {
     const match = /^gs:\/\/([^/]+)\/(.+)$/.exec(uri)
     if (match === null) return Effect.void
     const [, bucket = "", name = ""] = match
     const remove = () => ctx.storage.bucket(bucket).file(name).delete({ ignoreNotFound: true })
-    return cleanupCall(ctx, "objects.delete", uri, remove).pipe(
-      Effect.catch(({ cause }) => Effect.logWarning(`file loads: could not delete ${uri}: ${String(cause)}`))
+    return cleanupCall(ctx, destination, "objects.delete", uri, remove).pipe(
+      Effect.catch((e) => Effect.logWarning(`file loads: could not delete ${uri}: ${e.reason.detail}`))
     )
   }, { concurrency: 8, discard: true })
 
@@ -392,20 +416,21 @@ export const queryConfiguration = (job: Plan.QueryJob): Record<string, unknown> 
 })
 
 /** Deletes temp tables after their destination's jobs succeeded, retried as {@link cleanup}; failures are logged, never raised. */
-const dropTemporaries = (ctx: RunnerContext, temporaries: ReadonlyArray<Plan.TableRef>) =>
+const dropTemporaries = (ctx: RunnerContext, destination: string, temporaries: ReadonlyArray<Plan.TableRef>) =>
   Effect.forEach(
     temporaries,
     (t) =>
       cleanupCall(
         ctx,
+        destination,
         "tables.delete",
         Plan.tablePath(t),
         () => ctx.rest.dataset(t.datasetId, { projectId: t.projectId }).table(t.tableId).delete()
       ).pipe(
-        Effect.catch(({ cause }) =>
-          httpStatus(cause) === 404
+        Effect.catch((e) =>
+          e.reason._tag === "FileLoadFailed" && httpStatus(e.reason.cause) === 404
             ? Effect.void
-            : Effect.logWarning(`file loads: could not delete temp table ${Plan.tablePath(t)}: ${String(cause)}`)
+            : Effect.logWarning(`file loads: could not delete temp table ${Plan.tablePath(t)}: ${e.reason.detail}`)
         )
       ),
     { concurrency: 8, discard: true }
@@ -456,8 +481,8 @@ export const commit = Effect.fnUntraced(function*(
     const located: RunnerContext = { ...ctx, location: yield* jobLocation(ctx, destination) }
     // every job of the destination was seen DONE without error: only now are its files deleted
     outcomes.push(...(yield* runDestination(located, d, schema)))
-    yield* dropTemporaries(ctx, d.temporaries)
-    yield* cleanup(ctx, d.uris)
+    yield* dropTemporaries(ctx, Plan.tablePath(d.destination), d.temporaries)
+    yield* cleanup(ctx, Plan.tablePath(d.destination), d.uris)
   }
   return outcomes
 }, (effect, ctx, committables) =>

@@ -13,7 +13,7 @@ import { BigQueryError, TableAdminFailed, TableNotFound } from "../../../BigQuer
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
-import { type AnyPolicy, toSchedule } from "../../core/retrySchedule.ts"
+import { type AnyPolicy, mapInput, toSchedule } from "../../core/retrySchedule.ts"
 import * as deadline from "../../wire/deadline.ts"
 import * as metrics from "../metrics.ts"
 import { type AdminVerdict, classifyAdmin } from "../transport/classify.ts"
@@ -177,15 +177,21 @@ export const patch = (
 
 /**
  * Runs a REST call again while its failure is retriable, on `policy`'s schedule (at most
- * `maxAttempts` calls, ±25 % jitter); anything else, or the last failure, is returned as is.
+ * `maxAttempts` calls, ±25 % jitter); anything else, or the last failure, is returned as is. The
+ * schedule's input is each failure as the `BigQueryError` it would end as (`toError`), so a caller's
+ * `RetryPolicy.fromSchedule` reads what its type promises.
  *
  * @internal
  */
 export const retrying = <A>(
   call: Effect.Effect<A, AdminFailure>,
-  policy: AnyPolicy
+  policy: AnyPolicy,
+  destination: TableDestination
 ): Effect.Effect<A, AdminFailure> =>
-  Effect.retry(call, { schedule: toSchedule(policy), while: (f) => verdictOf(f) === "retry" })
+  Effect.retry(call, {
+    schedule: mapInput(toSchedule(policy), (f: AdminFailure) => toError(destination, f)),
+    while: (f) => verdictOf(f) === "retry"
+  })
 
 /** Creation options as REST fragments (`timePartitioning`, `clustering`). @internal */
 export type CreateResource = Record<string, unknown>
@@ -207,7 +213,8 @@ export const create = (
     insert(rest, destination, { ...options, schema: TableSchema.toRest(schema) }).pipe(
       Effect.tap(() => metrics.countRecords(metrics.tablesCreated, 1, undefined))
     ),
-    policy
+    policy,
+    destination
   ).pipe(Effect.mapError((f) => toError(destination, f)))
 
 /**
@@ -221,7 +228,7 @@ export const getLive = (
   destination: TableDestination,
   policy: AnyPolicy
 ): Effect.Effect<LiveTable | undefined, BigQueryError> =>
-  retrying(get(rest, destination), policy).pipe(Effect.mapError((f) => toError(destination, f)))
+  retrying(get(rest, destination), policy, destination).pipe(Effect.mapError((f) => toError(destination, f)))
 
 /**
  * Creates a table found missing with `schema` and the creation options (computed only then), or

@@ -280,9 +280,10 @@ export const createIfMissing = <A, E, R>(
   schema: TableSchema.TableSchema
 ): Effect.Effect<void, BigQueryError> =>
   Effect.gen(function*() {
-    const live = yield* tables.retrying(tables.get(client.rest, destination), settings.stream.recovery).pipe(
-      Effect.orElseSucceed(() => undefined)
-    )
+    const live = yield* tables.retrying(tables.get(client.rest, destination), settings.stream.recovery, destination)
+      .pipe(
+        Effect.orElseSucceed(() => undefined)
+      )
     if (live !== undefined) return
     const resource = yield* createResource(settings, destination, schema)
     yield* tables.create(client.rest, destination, schema, resource, settings.stream.recovery)
