@@ -65,6 +65,9 @@ import type { Writer } from "../../Sink/Writer.ts"
  *   needs them to adopt its state.
  * - `commit(commits)`: makes them visible; idempotent (run again on restore, possibly after they ran).
  * - `restore(commits)`: at start, after the stored commits were re-run: adopt the state they name.
+ * - `discard(commits)` (optional): after a save refused with `CheckpointConflict`, the commits of
+ *   that checkpoint that the stored record does not name: no writer will ever commit them, so what
+ *   they hold (staged files) may be released. Best effort and bounded; it never fails.
  *
  * @internal
  */
@@ -73,6 +76,7 @@ export interface Participant<C, E> {
   readonly prepare: Effect.Effect<ReadonlyArray<C>, E>
   readonly commit: (commits: ReadonlyArray<C>) => Effect.Effect<void, E>
   readonly restore: (commits: ReadonlyArray<C>) => Effect.Effect<void, E>
+  readonly discard?: ((commits: ReadonlyArray<C>) => Effect.Effect<void>) | undefined
 }
 
 const corrupt = (writerId: string, detail: string, cause?: unknown) =>
@@ -166,6 +170,32 @@ export const make = <A, P, C, E>(
     })
   }).pipe(Effect.withSpan(`${options.name}.restore`, { attributes: { "writer.id": options.resume.writerId } }))
 
+/**
+ * After a refused save: the prepared commits that the stored record does not name go to the
+ * participant's `discard`. A refused save may still be named by the stored record: an attempt whose
+ * answer was lost landed, and a successor restored it (its commits re-run there, so the files are
+ * loaded, not orphaned): those are kept. The stored record is read once; when it cannot be read,
+ * nothing is discarded (what is left costs storage, never data).
+ */
+const discardOrphans = <A, P, C, E>(
+  kept: Kept<A, P, C, E>,
+  commits: ReadonlyArray<C>,
+  encoded: ReadonlyArray<Schema.Json>
+): Effect.Effect<void> => {
+  const discard = kept.participant.discard
+  if (discard === undefined || commits.length === 0) return Effect.void
+  return kept.store.load(kept.writerId).pipe(
+    Effect.flatMap((stored) => {
+      const named = new Set(Option.isSome(stored) ? stored.value.commits.map((c) => JSON.stringify(c)) : [])
+      const orphans = commits.filter((_, i) => !named.has(JSON.stringify(encoded[i])))
+      return orphans.length === 0 ? Effect.void : discard(orphans)
+    }),
+    Effect.catch((error) =>
+      Effect.logWarning("a fenced writer's prepared commits are kept: the stored record could not be read", error)
+    )
+  )
+}
+
 const protocol = <A, P, C, E>(
   kept: Kept<A, P, C, E>
 ): Effect.Effect<Writer<A, E | CheckpointError, P>> =>
@@ -204,7 +234,11 @@ const protocol = <A, P, C, E>(
           commits: yield* encodeCommits(commits)
         })
         yield* Effect.annotateCurrentSpan({ "checkpoint.id": id, "checkpoint.commits": commits.length })
-        yield* store.save(writerId, record, previousId)
+        yield* store.save(writerId, record, previousId).pipe(
+          Effect.tapError((error) =>
+            error._tag === "CheckpointConflict" ? discardOrphans(kept, commits, record.commits) : Effect.void
+          )
+        )
         previousId = id
         yield* participant.commit(commits)
       }))).pipe(

@@ -11,7 +11,13 @@ import * as path from "node:path"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
 import * as checkpoint from "../../../src/internal/checkpoint/protocol.ts"
-import { Checkpoint, CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../../src/Sink.ts"
+import {
+  Checkpoint,
+  CheckpointConflict,
+  CheckpointRecord,
+  CheckpointStore,
+  CheckpointStoreError
+} from "../../../src/Sink.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
 import * as toy from "../core/toyBackend.ts"
 
@@ -238,4 +244,101 @@ describe("checkpoint protocol", () => {
       assert.match(b, /^2-/)
       assert.match(yield* checkpoint.nextId("foreign"), /^1-/)
     }))
+
+  describe("a refused checkpoint's commits (issue 36, defect 5)", () => {
+    const discarding = (service: toy.Service, log: Log, discarded: Array<ReadonlyArray<Commit>>) => ({
+      ...participant(service, log),
+      discard: (commits: ReadonlyArray<Commit>) => Effect.sync(() => void discarded.push(commits))
+    })
+
+    it.live("are discarded when no stored record names them: no writer will ever commit them", () =>
+      Effect.gen(function*() {
+        const discarded: Array<ReadonlyArray<Commit>> = []
+        const service = toy.makeService()
+        const resume = yield* resumeW
+        const w = yield* checkpoint.make({
+          name: "ToySink",
+          writer: yield* toy.make({ service, handler: FailureHandler.failJob }),
+          resume,
+          participant: discarding(service, makeLog(), discarded)
+        })
+        // another writer advances the record: this one is fenced at its next save
+        const store = yield* CheckpointStore
+        const current = Option.getOrUndefined(yield* store.load("w"))?.id
+        yield* store.save("w", new CheckpointRecord({ id: "other", position: 7, commits: [] }), current)
+        yield* w.write(["t:a", "t:b"])
+        assert.instanceOf(yield* Effect.flip(w.checkpoint(2)), CheckpointConflict)
+        assert.deepStrictEqual(discarded, [[{ upTo: 2 }]])
+      }).pipe(Effect.scoped, Effect.provide(CheckpointStore.memory)))
+
+    it.live("are kept when the stored record names them (a save that landed, its answer refused)", () =>
+      Effect.gen(function*() {
+        const discarded: Array<ReadonlyArray<Commit>> = []
+        // the save lands, then the store answers as if another writer had been first
+        const landedThenRefused = Layer.effect(
+          CheckpointStore,
+          Effect.gen(function*() {
+            const inner = yield* CheckpointStore
+            return CheckpointStore.of({
+              ...inner,
+              save: (writerId, record, expected) =>
+                Effect.andThen(
+                  inner.save(writerId, record, expected),
+                  Effect.fail(new CheckpointConflict({ writerId, expectedPreviousId: expected, actualId: record.id }))
+                )
+            })
+          })
+        ).pipe(Layer.provide(CheckpointStore.memory))
+        yield* Effect.gen(function*() {
+          const service = toy.makeService()
+          const w = yield* checkpoint.make({
+            name: "ToySink",
+            writer: yield* toy.make({ service, handler: FailureHandler.failJob }),
+            resume: yield* resumeW,
+            participant: discarding(service, makeLog(), discarded)
+          })
+          yield* w.write(["t:a"])
+          assert.instanceOf(yield* Effect.flip(w.checkpoint(1)), CheckpointConflict)
+          assert.deepStrictEqual(discarded, [])
+        }).pipe(Effect.provide(landedThenRefused))
+      }).pipe(Effect.scoped))
+
+    it.live("are kept when the stored record cannot be read, and a store failure discards nothing", () =>
+      Effect.gen(function*() {
+        const discarded: Array<ReadonlyArray<Commit>> = []
+        let loads = 0
+        const unreadable = Layer.effect(
+          CheckpointStore,
+          Effect.gen(function*() {
+            const inner = yield* CheckpointStore
+            return CheckpointStore.of({
+              ...inner,
+              // the resume reads; every read after it fails
+              load: (writerId) =>
+                loads++ === 0
+                  ? inner.load(writerId)
+                  : Effect.fail(new CheckpointStoreError({ reason: "Io", writerId, detail: "unreachable" })),
+              save: (writerId, _record, expected) =>
+                Effect.fail(
+                  expected === undefined
+                    ? new CheckpointConflict({ writerId, expectedPreviousId: expected, actualId: "other" })
+                    : new CheckpointStoreError({ reason: "Io", writerId, detail: "unreachable" })
+                )
+            })
+          })
+        ).pipe(Layer.provide(CheckpointStore.memory))
+        yield* Effect.gen(function*() {
+          const service = toy.makeService()
+          const w = yield* checkpoint.make({
+            name: "ToySink",
+            writer: yield* toy.make({ service, handler: FailureHandler.failJob }),
+            resume: yield* resumeW,
+            participant: discarding(service, makeLog(), discarded)
+          })
+          yield* w.write(["t:a"])
+          assert.instanceOf(yield* Effect.flip(w.checkpoint(1)), CheckpointConflict)
+          assert.deepStrictEqual(discarded, [])
+        }).pipe(Effect.provide(unreadable))
+      }).pipe(Effect.scoped))
+  })
 })

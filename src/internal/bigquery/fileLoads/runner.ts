@@ -21,7 +21,7 @@
 import type { BigQuery, JobMetadata } from "@google-cloud/bigquery"
 import type { Storage } from "@google-cloud/storage"
 import * as Data from "effect/Data"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
@@ -33,6 +33,7 @@ import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
 import { type AnyPolicy, mapInput, toSchedule } from "../../core/retrySchedule.ts"
 import * as deadline from "../../wire/deadline.ts"
 import { isTransientNetworkError } from "../../wire/networkError.ts"
+import * as metrics from "../metrics.ts"
 import * as tables from "../schema/tables.ts"
 import * as schemaUpdate from "../schema/update.ts"
 import { defaults, type FileLoadsSettings } from "./options.ts"
@@ -148,7 +149,7 @@ export const isTransient = (e: BigQueryError): boolean =>
  * budget, as every runner call is; its failures are `FileLoadFailed` `cleanup`, which the callers log.
  */
 const cleanupCall = <A>(
-  ctx: RunnerContext,
+  ctx: Pick<RunnerContext, "settings">,
   destination: string,
   method: string,
   target: string,
@@ -378,21 +379,69 @@ const jobLocation = (
     Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
   )
 
+/** Deletes one staged object, retried as every cleanup call is: whether it is gone; a failure is logged. */
+const deleteObject = (
+  ctx: Pick<RunnerContext, "storage" | "settings">,
+  destination: string,
+  uri: string
+): Effect.Effect<boolean> => {
+  const match = /^gs:\/\/([^/]+)\/(.+)$/.exec(uri)
+  if (match === null) return Effect.succeed(false)
+  const [, bucket = "", name = ""] = match
+  const remove = () => ctx.storage.bucket(bucket).file(name).delete({ ignoreNotFound: true })
+  return cleanupCall(ctx, destination, "objects.delete", uri, remove).pipe(
+    Effect.as(true),
+    Effect.catch((e) => Effect.as(Effect.logWarning(`file loads: could not delete ${uri}: ${e.reason.detail}`), false))
+  )
+}
+
 /**
  * Deletes staged objects after their loads succeeded; a transient failure ({@link isTransientCause})
  * is retried on the `reconcile` budget (no later commit names these files again: a delete given up
  * leaks the object), then failures are logged, never raised.
  */
 const cleanup = (ctx: RunnerContext, destination: string, uris: ReadonlyArray<string>) =>
-  Effect.forEach(uris, (uri) => {
-    const match = /^gs:\/\/([^/]+)\/(.+)$/.exec(uri)
-    if (match === null) return Effect.void
-    const [, bucket = "", name = ""] = match
-    const remove = () => ctx.storage.bucket(bucket).file(name).delete({ ignoreNotFound: true })
-    return cleanupCall(ctx, destination, "objects.delete", uri, remove).pipe(
-      Effect.catch((e) => Effect.logWarning(`file loads: could not delete ${uri}: ${e.reason.detail}`))
+  Effect.forEach(uris, (uri) => deleteObject(ctx, destination, uri), { concurrency: 8, discard: true })
+
+/**
+ * Deletes the staged objects of committables that no saved record names: those of a fenced writer's
+ * refused checkpoint, which no writer will ever load. Best effort: each delete retried as a cleanup
+ * call, all of them within `adminTimeout`; each deleted object is counted
+ * (`bigquery.fileLoads.stagedFilesDiscarded`), and what is left is logged, never raised.
+ *
+ * @internal
+ */
+export const discard = (
+  ctx: Pick<RunnerContext, "storage" | "settings">,
+  committables: ReadonlyArray<Plan.Committable>
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const deleted = yield* Effect.forEach(
+      committables,
+      (c) => deleteObject(ctx, c.destination, c.uri),
+      { concurrency: 8 }
     )
-  }, { concurrency: 8, discard: true })
+    const count = deleted.filter(Boolean).length
+    yield* metrics.countRecords(metrics.stagedFilesDiscarded, count, undefined)
+    if (count < committables.length) {
+      yield* Effect.logWarning(
+        `file loads: ${
+          committables.length - count
+        } of ${committables.length} staged files of a refused checkpoint are left`
+      )
+    }
+  }).pipe(
+    Effect.timeoutOrElse({
+      duration: ctx.settings.adminTimeout,
+      orElse: () =>
+        Effect.logWarning(
+          `file loads: the staged files of a refused checkpoint were not all deleted within ${
+            Duration.format(ctx.settings.adminTimeout)
+          }`
+        )
+    }),
+    Effect.withSpan("FileLoads.discard", { attributes: { "files": committables.length } })
+  )
 
 /** The `configuration` of a copy job of the overflow path. @internal */
 export const copyConfiguration = (job: Plan.CopyJob): Record<string, unknown> => ({

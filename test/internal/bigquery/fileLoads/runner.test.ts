@@ -5,8 +5,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { BigQuery } from "@google-cloud/bigquery"
 import type { Storage } from "@google-cloud/storage"
-import { Duration, Effect, Exit, Result, Schedule } from "effect"
+import { Clock, Duration, Effect, Exit, Metric, Result, Schedule } from "effect"
 import { BigQueryError } from "../../../../src/BigQuery/BigQueryError.ts"
+import * as BigQueryMetrics from "../../../../src/BigQuery/BigQueryMetrics.ts"
 import * as TableDestination from "../../../../src/BigQuery/TableDestination.ts"
 import * as Plan from "../../../../src/internal/bigquery/fileLoads/plan.ts"
 import * as Runner from "../../../../src/internal/bigquery/fileLoads/runner.ts"
@@ -575,5 +576,53 @@ describe("fileLoads runner: caller schedules see the typed failure", () => {
         const reason = (input as BigQueryError).reason
         assert.strictEqual(reason._tag === "TableAdminFailed" ? reason.destination : "", "p.d.t")
       }
+    }))
+})
+
+describe("fileLoads runner: discard (a fenced writer's staged files)", () => {
+  const storageOf = (answer: (name: string) => Promise<unknown>) => {
+    const calls: Array<string> = []
+    const storage = {
+      bucket: (b: string) => ({
+        file: (n: string) => ({
+          delete: () => {
+            calls.push(`delete gs://${b}/${n}`)
+            return answer(n)
+          }
+        })
+      })
+    } as unknown as Storage
+    return { calls, storage }
+  }
+  const settings = {
+    reconcile: retryPolicy.backoff({
+      initialBackoff: Duration.seconds(1),
+      maxBackoff: Duration.seconds(2),
+      maxAttempts: 3
+    }),
+    adminTimeout: Duration.seconds(30)
+  } as unknown as Runner.RunnerContext["settings"]
+  const files = ["f0", "f1", "f2"].map((name) => ({ ...staged[0], uri: `gs://b/${name}.avro` }) as Plan.Committable)
+
+  it.effect("deletes every file, a transient failure retried, each deletion counted", () =>
+    Effect.gen(function*() {
+      let unavailable = 1
+      const { calls, storage } = storageOf(() =>
+        unavailable-- > 0 ? Promise.reject(httpError(503)) : Promise.resolve([{}])
+      )
+      const before = (yield* Metric.value(BigQueryMetrics.stagedFilesDiscarded)).count
+      const exit = yield* virtually(Runner.discard({ storage, settings }, files))
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.strictEqual(calls.length, 4)
+      assert.strictEqual((yield* Metric.value(BigQueryMetrics.stagedFilesDiscarded)).count - before, 3)
+    }))
+
+  it.effect("gives up within adminTimeout when deletes are never answered, and never fails", () =>
+    Effect.gen(function*() {
+      const { storage } = storageOf(() => new Promise<never>(() => {}))
+      const started = yield* Clock.currentTimeMillis
+      const exit = yield* virtually(Runner.discard({ storage, settings }, files))
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.isAtMost((yield* Clock.currentTimeMillis) - started, 31_000)
     }))
 })
