@@ -89,6 +89,12 @@ const gc = vm.runInNewContext("gc") as () => void
 const nextTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 const collect = Effect.andThen(nextTurn, Effect.andThen(Effect.sync(gc), nextTurn))
 
+/** The toy participant with a `discard` that records what it was given. */
+const discarding = (service: toy.Service, log: Log, discarded: Array<ReadonlyArray<Commit>>) => ({
+  ...participant(service, log),
+  discard: (commits: ReadonlyArray<Commit>) => Effect.sync(() => void discarded.push(commits))
+})
+
 describe("checkpoint protocol", () => {
   it.live("the restored record is not kept reachable by the writer once restored", () =>
     Effect.gen(function*() {
@@ -246,11 +252,6 @@ describe("checkpoint protocol", () => {
     }))
 
   describe("a refused checkpoint's commits (issue 36, defect 5)", () => {
-    const discarding = (service: toy.Service, log: Log, discarded: Array<ReadonlyArray<Commit>>) => ({
-      ...participant(service, log),
-      discard: (commits: ReadonlyArray<Commit>) => Effect.sync(() => void discarded.push(commits))
-    })
-
     it.live("are discarded when no stored record names them: no writer will ever commit them", () =>
       Effect.gen(function*() {
         const discarded: Array<ReadonlyArray<Commit>> = []

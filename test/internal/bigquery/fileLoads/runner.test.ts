@@ -579,21 +579,23 @@ describe("fileLoads runner: caller schedules see the typed failure", () => {
     }))
 })
 
-describe("fileLoads runner: discard (a fenced writer's staged files)", () => {
-  const storageOf = (answer: (name: string) => Promise<unknown>) => {
-    const calls: Array<string> = []
-    const storage = {
-      bucket: (b: string) => ({
-        file: (n: string) => ({
-          delete: () => {
-            calls.push(`delete gs://${b}/${n}`)
-            return answer(n)
-          }
-        })
+/** A bucket whose deletes answer as `answer` says, with a call log. */
+const storageOf = (answer: (name: string) => Promise<unknown>) => {
+  const calls: Array<string> = []
+  const storage = {
+    bucket: (b: string) => ({
+      file: (n: string) => ({
+        delete: () => {
+          calls.push(`delete gs://${b}/${n}`)
+          return answer(n)
+        }
       })
-    } as unknown as Storage
-    return { calls, storage }
-  }
+    })
+  } as unknown as Storage
+  return { calls, storage }
+}
+
+describe("fileLoads runner: discard (a fenced writer's staged files)", () => {
   const settings = {
     reconcile: retryPolicy.backoff({
       initialBackoff: Duration.seconds(1),
@@ -602,7 +604,14 @@ describe("fileLoads runner: discard (a fenced writer's staged files)", () => {
     }),
     adminTimeout: Duration.seconds(30)
   } as unknown as Runner.RunnerContext["settings"]
-  const files = ["f0", "f1", "f2"].map((name) => ({ ...staged[0], uri: `gs://b/${name}.avro` }) as Plan.Committable)
+  const files: ReadonlyArray<Plan.Committable> = ["f0", "f1", "f2"].map((name) => ({
+    writerId: "w",
+    destination: "p.d.t",
+    uri: `gs://b/${name}.avro`,
+    byteCount: 10,
+    rowCount: 1,
+    format: "AVRO"
+  }))
 
   it.effect("deletes every file, a transient failure retried, each deletion counted", () =>
     Effect.gen(function*() {
