@@ -10,6 +10,7 @@ import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as file from "../internal/checkpoint/fileStore.ts"
+import * as gcsOptions from "../internal/checkpoint/gcsOptions.ts"
 import * as gcs from "../internal/checkpoint/gcsStore.ts"
 import * as memory from "../internal/checkpoint/memoryStore.ts"
 import { GcsClient } from "./GcsClient.ts"
@@ -128,14 +129,35 @@ export interface GcsCheckpointStoreOptions {
 }
 
 /**
- * Stores the latest checkpoint of each writer with compare-and-set semantics.
+ * What {@link CheckpointStore} `claim` returns: the id the claimant's first save must expect, and the
+ * latest record, now stored under that id (none for a writer that never saved a checkpoint).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface CheckpointClaim {
+  readonly id: string
+  readonly record: Option.Option<CheckpointRecord>
+}
+
+/**
+ * Stores the latest checkpoint of each writer with compare-and-set semantics, and passes a writer's
+ * ownership to whoever claims it last.
  *
  * **Details**
  *
- * - `load(writerId)`: the latest record, or none for a new writer.
+ * - `load(writerId)`: the latest record, or none for a new writer (or one claimed before its first
+ *   checkpoint).
  * - `save(writerId, record, expectedPreviousId)`: stores `record` as the latest if and only if the
- *   latest is still `expectedPreviousId` (`undefined` for the first save); otherwise fails with
- *   {@link CheckpointConflict}. Of two concurrent savers with the same expectation exactly one wins.
+ *   latest id is still `expectedPreviousId` (`undefined` for a writer never saved nor claimed);
+ *   otherwise fails with {@link CheckpointConflict}. Of two concurrent savers with the same
+ *   expectation exactly one wins.
+ * - `claim(writerId)`: makes the caller the writer's owner, as a fencing token does: the latest
+ *   record is stored again under a new id (a bare claim when there is none), compare-and-set against
+ *   the one it read, and that id is returned. The previous owner's next save, which expects an older
+ *   id, is refused; the claimant's first save expects the claim's id. A claim that keeps losing the
+ *   race to other savers (ten times) fails with {@link CheckpointConflict}. `Checkpoint.resume`
+ *   claims, so a writer restarted elsewhere takes over from the one it replaces.
  *
  * **Example** (Saving and loading)
  * ```ts
@@ -158,6 +180,7 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
     record: CheckpointRecord,
     expectedPreviousId: string | undefined
   ) => Effect.Effect<void, CheckpointConflict | CheckpointStoreError>
+  readonly claim: (writerId: string) => Effect.Effect<CheckpointClaim, CheckpointConflict | CheckpointStoreError>
 }>()("effect-gcp-sinks/Sink/CheckpointStore") {
   /**
    * A store in this process's memory, fresh for each build of the layer: for tests and for writers
@@ -168,7 +191,11 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
    */
   static readonly memory: Layer.Layer<CheckpointStore> = Layer.sync(
     CheckpointStore,
-    () => CheckpointStore.of(memory.make({ conflict: (f) => new CheckpointConflict(f) }))
+    () =>
+      CheckpointStore.of(memory.make({
+        conflict: (f) => new CheckpointConflict(f),
+        withId: (record, id) => new CheckpointRecord({ ...record, id })
+      }))
   )
 
   /**
@@ -242,7 +269,7 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
     Layer.effect(
       CheckpointStore,
       Effect.gen(function*() {
-        const settings = yield* gcs.settings(options)
+        const settings = yield* gcsOptions.settings(options)
         const { storage } = yield* GcsClient
         return CheckpointStore.of(gcs.make(storage, settings, {
           decode: Schema.decodeUnknownResult(CheckpointRecord),

@@ -48,12 +48,12 @@ import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import * as Random from "effect/Random"
 import * as Schema from "effect/Schema"
 import * as Semaphore from "effect/Semaphore"
 import type { CheckpointError, Resume, ResumeOptions } from "../../Sink/Checkpoint.ts"
 import { CheckpointRecord, CheckpointStore, CheckpointStoreError } from "../../Sink/CheckpointStore.ts"
 import type { Writer } from "../../Sink/Writer.ts"
+import * as ids from "./ids.ts"
 
 /**
  * What a backend supplies to the protocol. `C` is one commit (a stream to flush up to an offset, a
@@ -82,13 +82,18 @@ export interface Participant<C, E> {
 const corrupt = (writerId: string, detail: string, cause?: unknown) =>
   new CheckpointStoreError({ reason: "Corrupt", writerId, detail, cause })
 
-/** `Checkpoint.resume`: reads the record, decodes its position. @internal */
+/**
+ * `Checkpoint.resume`: claims the writer (the store's `claim`: ownership passes to this caller, and
+ * the previous owner's next save is refused), then decodes the claimed record's position.
+ *
+ * @internal
+ */
 export const resume = <P>(
   options: ResumeOptions<P>
-): Effect.Effect<Resume<P>, CheckpointStoreError, CheckpointStore> =>
+): Effect.Effect<Resume<P>, CheckpointError, CheckpointStore> =>
   Effect.gen(function*() {
     const store = yield* CheckpointStore
-    const record = yield* store.load(options.writerId)
+    const { id: claimId, record } = yield* store.claim(options.writerId)
     const position = Option.isNone(record)
       ? Option.none<P>()
       : Option.some(
@@ -98,7 +103,7 @@ export const resume = <P>(
           )
         )
       )
-    return { writerId: options.writerId, position, record, positionSchema: options.positionSchema, store }
+    return { writerId: options.writerId, position, record, claimId, positionSchema: options.positionSchema, store }
   }).pipe(Effect.withSpan("Checkpoint.resume", { attributes: { "writer.id": options.writerId } }))
 
 /**
@@ -107,12 +112,7 @@ export const resume = <P>(
  *
  * @internal
  */
-export const nextId = (previous: string | undefined): Effect.Effect<string> =>
-  Effect.map(Random.nextIntBetween(0, 0x7fffffff), (random) => {
-    const sequence = previous === undefined ? 0 : Number.parseInt(previous, 10)
-    const next = Number.isSafeInteger(sequence) && sequence >= 0 ? sequence + 1 : 1
-    return `${next}-${random.toString(36).padStart(6, "0")}`
-  })
+export const nextId: (previous: string | undefined) => Effect.Effect<string> = ids.nextId
 
 /** What {@link make} wraps. @internal */
 export interface Options<A, P, C, E> {
@@ -132,7 +132,7 @@ interface Kept<A, P, C, E> {
   readonly store: Resume<P>["store"]
   readonly positionSchema: Resume<P>["positionSchema"]
   readonly participant: Participant<C, E>
-  readonly previousId: string | undefined
+  readonly previousId: string
 }
 
 /**
@@ -147,7 +147,6 @@ export const make = <A, P, C, E>(
   Effect.gen(function*() {
     const { participant, resume: resumed } = options
     const writerId = resumed.writerId
-    let previousId: string | undefined = undefined
     if (Option.isSome(resumed.record)) {
       const record = resumed.record.value
       const commits = yield* Schema.decodeUnknownEffect(Schema.Array(participant.commitSchema))(record.commits).pipe(
@@ -155,9 +154,9 @@ export const make = <A, P, C, E>(
       )
       yield* participant.commit(commits)
       yield* participant.restore(commits)
-      previousId = record.id
       yield* Effect.annotateCurrentSpan({ "checkpoint.id": record.id, "checkpoint.commits": commits.length })
     }
+    // the first save expects the id this writer claimed at resume: a later claim fences it
     // built apart from this scope, so that nothing the writer holds reaches the restored record
     return yield* protocol<A, P, C, E>({
       name: options.name,
@@ -166,7 +165,7 @@ export const make = <A, P, C, E>(
       store: resumed.store,
       positionSchema: resumed.positionSchema,
       participant,
-      previousId
+      previousId: resumed.claimId
     })
   }).pipe(Effect.withSpan(`${options.name}.restore`, { attributes: { "writer.id": options.resume.writerId } }))
 
@@ -202,7 +201,7 @@ const protocol = <A, P, C, E>(
   Effect.gen(function*() {
     const { participant, positionSchema, store, writer, writerId } = kept
     const commitsSchema = Schema.Array(participant.commitSchema)
-    let previousId = kept.previousId
+    let previousId: string = kept.previousId
 
     // a write and a checkpoint never overlap: the position names exactly the records written before it
     const lock = yield* Semaphore.make(1)

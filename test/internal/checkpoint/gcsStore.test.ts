@@ -3,15 +3,9 @@ import type { Storage } from "@google-cloud/storage"
 import { Duration, Effect, Fiber, Result, Schedule, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import type { ErrorFields } from "../../../src/internal/checkpoint/fileStore.ts"
-import {
-  BucketName,
-  classify,
-  defaults,
-  make,
-  objectName,
-  Prefix,
-  settings
-} from "../../../src/internal/checkpoint/gcsStore.ts"
+import { classify } from "../../../src/internal/checkpoint/gcsCalls.ts"
+import { BucketName, defaults, objectName, Prefix, settings } from "../../../src/internal/checkpoint/gcsOptions.ts"
+import { make } from "../../../src/internal/checkpoint/gcsStore.ts"
 import type { Fields as ConflictFields } from "../../../src/internal/checkpoint/memoryStore.ts"
 import {
   CheckpointConflict,
