@@ -40,8 +40,12 @@ export class CheckpointRecord extends Schema.Class<CheckpointRecord>("Checkpoint
 }) {}
 
 /**
- * Another writer saved a checkpoint for the same `writerId` since `expectedPreviousId`: this
- * writer is a zombie (or lost a race) and must stop without committing.
+ * Another writer owns this `writerId` now: this one is a zombie (or the old owner of a partition
+ * that moved, or lost a race) and stopped without committing. The one error for it, whichever layer
+ * noticed: the store (a save whose `expectedPreviousId` is no longer the latest id, because another
+ * process resumed, i.e. claimed, the writer or saved first: `actualId` names what it found), or the
+ * destination (BigQuery exactly-once meeting its successor's rows on a stream it adopted: `detail`
+ * says where). Match on `"CheckpointConflict"` to tell a fenced writer from a failed one.
  *
  * **Example** (Stopping a zombie writer)
  * ```ts
@@ -57,16 +61,19 @@ export class CheckpointRecord extends Schema.Class<CheckpointRecord>("Checkpoint
 export class CheckpointConflict extends Schema.TaggedError<CheckpointConflict>()("CheckpointConflict", {
   writerId: Schema.String,
   expectedPreviousId: Schema.optional(Schema.String),
-  actualId: Schema.optional(Schema.String)
+  actualId: Schema.optional(Schema.String),
+  detail: Schema.optional(Schema.String)
 }) {
   /**
-   * Names the writer and both ids.
+   * Names the writer and both ids, or what the destination showed.
    *
    * @since 0.1.0
    */
   override get message(): string {
-    return `checkpoint of writer '${this.writerId}' was advanced by another writer: expected previous ` +
-      `${show(this.expectedPreviousId)}, found ${show(this.actualId)}`
+    return this.detail !== undefined
+      ? `writer '${this.writerId}' was taken over by another writer: ${this.detail}`
+      : `checkpoint of writer '${this.writerId}' was advanced by another writer: expected previous ` +
+        `${show(this.expectedPreviousId)}, found ${show(this.actualId)}`
   }
 }
 

@@ -48,11 +48,18 @@ import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as Semaphore from "effect/Semaphore"
 import type { CheckpointError, Resume, ResumeOptions } from "../../Sink/Checkpoint.ts"
-import { CheckpointRecord, CheckpointStore, CheckpointStoreError } from "../../Sink/CheckpointStore.ts"
+import {
+  CheckpointConflict,
+  CheckpointRecord,
+  CheckpointStore,
+  CheckpointStoreError
+} from "../../Sink/CheckpointStore.ts"
 import type { Writer } from "../../Sink/Writer.ts"
+import { fencedDetail } from "./fenced.ts"
 import * as ids from "./ids.ts"
 
 /**
@@ -222,9 +229,22 @@ const protocol = <A, P, C, E>(
         Effect.mapError((e) => corrupt(writerId, `the commits do not encode: ${e.message}`, e))
       )
 
+    // "another writer owns this now" noticed by the backend (its error carries a `Fenced`) is the
+    // store's `CheckpointConflict`: one error for it, whichever layer noticed; the same one each time
+    const conflicts = new WeakMap<object, CheckpointConflict>()
+    const fenced = (error: E | CheckpointError): E | CheckpointError => {
+      const detail = fencedDetail(error)
+      if (detail === undefined || !Predicate.isObject(error)) return error
+      const known = conflicts.get(error)
+      if (known !== undefined) return known
+      const conflict = new CheckpointConflict({ writerId, expectedPreviousId: previousId, detail })
+      conflicts.set(error, conflict)
+      return conflict
+    }
+
     const checkpoint = (position: P): Effect.Effect<void, E | CheckpointError> =>
       lock.withPermit(latched(Effect.gen(function*() {
-        yield* writer.flush
+        yield* Effect.mapError(writer.flush, fenced)
         const commits = yield* participant.prepare
         const id = yield* nextId(previousId)
         const record = new CheckpointRecord({
@@ -246,8 +266,8 @@ const protocol = <A, P, C, E>(
       )
 
     return {
-      write: (records: Iterable<A>) => lock.withPermit(latched(writer.write(records))),
-      flush: latched(writer.flush),
+      write: (records: Iterable<A>) => lock.withPermit(latched(writer.write(records))).pipe(Effect.mapError(fenced)),
+      flush: Effect.mapError(latched(writer.flush), fenced),
       checkpoint,
       summary: writer.summary
     }

@@ -23,7 +23,9 @@ export type Phase = "probe" | "append" | "replay"
 /**
  * - `landed`: `OFFSET_ALREADY_EXISTS` mid-run after an earlier attempt of the batch went unanswered:
  *   that attempt landed: success. On an attempt with no unanswered one before it, the rows there are
- *   someone else's (a zombie appending to the same stream): `terminal`.
+ *   someone else's (the successor that adopted the stream; this writer is the zombie): `fenced`.
+ * - `fenced`: another writer owns the stream now: the writer fails with `CheckpointConflict`, the one
+ *   error for "another writer owns this now" whichever layer notices it.
  * - `abandon`: the restored stream cannot be adopted: leave it (never finalized), create a fresh
  *   stream and append from offset 0.
  * - `reappend`: `OFFSET_OUT_OF_RANGE` mid-run (a cascade from an earlier repaired failure): reconnect
@@ -38,6 +40,7 @@ export type Verdict =
   | { readonly _tag: "abandon" }
   | { readonly _tag: "reappend" }
   | { readonly _tag: "terminal"; readonly detail: string }
+  | { readonly _tag: "fenced"; readonly detail: string }
   | { readonly _tag: "shared" }
 
 const is = (failure: AppendFailure, code: number, storageCode: number): boolean =>
@@ -80,9 +83,9 @@ export const classifyAppend = (failure: AppendFailure, phase: Phase, unanswered:
       }
       // only a retry of an attempt that may have landed can find its own rows there
       return unanswered ? { _tag: "landed" } : {
-        _tag: "terminal",
+        _tag: "fenced",
         detail: "OFFSET_ALREADY_EXISTS on an attempt with no unanswered one before it: the rows there are " +
-          "another writer's (a zombie on the same stream?); restore from the last checkpoint"
+          "another writer's, which took the stream over"
       }
     }
     if (offsetOutOfRange(failure)) {

@@ -17,6 +17,7 @@ import { BigQueryError, RequestRejected, SchemaMismatch } from "../../../BigQuer
 import type { FailedRow } from "../../../BigQuery/BigQueryFailure.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { RetryPolicy } from "../../../Sink/RetryPolicy.ts"
+import { Fenced } from "../../checkpoint/fenced.ts"
 import * as Budget from "../../core/budget.ts"
 import { hotSpan } from "../../core/hotSpan.ts"
 import { toSchedule } from "../../core/retrySchedule.ts"
@@ -460,17 +461,23 @@ const atOffsetAction = (
       }
       return Effect.as(destination.slot.retire(connection), { _tag: "reconnect", problem } as const)
     case "terminal":
+    case "fenced": {
+      const detail = `${verdict.detail} (offset ${state.offset}): ${problem.detail}`
       return Effect.fail(
         new BigQueryError({
           reason: new RequestRejected({
             method: "AppendRows",
             destination: destination.key,
             code: codeName(problem.failure.code),
-            detail: `${verdict.detail} (offset ${state.offset}): ${problem.detail}`,
-            cause: problem.cause
+            detail,
+            // another writer owns the stream: the checkpoint protocol makes this `CheckpointConflict`
+            cause: verdict._tag === "fenced"
+              ? new Fenced({ detail: `${destination.key}: ${detail}` })
+              : problem.cause
           })
         })
       )
+    }
   }
 }
 
