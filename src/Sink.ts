@@ -13,6 +13,7 @@
  */
 export * as Checkpoint from "./Sink/Checkpoint.ts"
 export {
+  type CheckpointClaim,
   CheckpointConflict,
   CheckpointRecord,
   CheckpointStore,

@@ -78,6 +78,7 @@ const observedStore = (saved: Ref.Ref<Saved>): Layer.Layer<CheckpointStore> =>
       const store = yield* CheckpointStore
       return CheckpointStore.of({
         load: store.load,
+        claim: store.claim,
         save: (writerId, record, expectedPreviousId) =>
           store.save(writerId, record, expectedPreviousId).pipe(
             Effect.andThen(Ref.update(saved, (s) => ({

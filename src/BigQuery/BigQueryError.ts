@@ -170,7 +170,9 @@ export class TableAdminFailed extends Schema.TaggedError<TableAdminFailed>()("Ta
  * A step of file loads failed (`WriteMethod.fileLoads`): `step` is `plan` (the commit breaks a limit
  * or rule, nothing ran), `stage` (a Cloud Storage upload failed), `schema` (the table's columns cannot
  * be staged as Avro), or `load` (a load job failed, or could not be submitted or read). `jobId` names
- * the job when there is one; the staged files are kept for a deterministic retry.
+ * the job when there is one; the staged files are kept for a deterministic retry. `cleanup` (a staged
+ * object or temp table could not be deleted) never fails a write: it is logged, and it is what a
+ * `reconcile` schedule sees for each failed delete.
  *
  * **Example** (Handling this reason)
  * ```ts
@@ -184,7 +186,7 @@ export class TableAdminFailed extends Schema.TaggedError<TableAdminFailed>()("Ta
  * @since 0.1.0
  */
 export class FileLoadFailed extends Schema.TaggedError<FileLoadFailed>()("FileLoadFailed", {
-  step: Schema.Literals(["plan", "stage", "schema", "load"]),
+  step: Schema.Literals(["plan", "stage", "schema", "load", "cleanup"]),
   destination: Schema.String,
   jobId: Schema.optional(Schema.String),
   detail: Schema.String,

@@ -173,3 +173,19 @@ export const schemaReconciliations: Metric.Counter<number> = internal.schemaReco
  * @since 0.1.0
  */
 export const errors: Metric.Counter<number> = internal.errors
+
+/**
+ * `bigquery.fileLoads.stagedFilesDiscarded`: staged files of a refused checkpoint (a fenced file-loads
+ * writer's) that were deleted: no record names them, so no writer will ever load them.
+ *
+ * **Example** (Reading the counter)
+ * ```ts
+ * import { Metric } from "effect"
+ * import { BigQueryMetrics } from "effect-gcp-sinks/BigQuery"
+ * const total = Metric.value(BigQueryMetrics.stagedFilesDiscarded)
+ * ```
+ *
+ * @category metrics
+ * @since 0.1.0
+ */
+export const stagedFilesDiscarded: Metric.Counter<number> = internal.stagedFilesDiscarded

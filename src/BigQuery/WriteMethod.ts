@@ -129,12 +129,16 @@ export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigquery", Ex
  *   this (uncompressed: the deflated file is smaller).
  * - `stagingFormat` (`AVRO`): the only format for now (`PARQUET` is refused: ADR 0023).
  * - `poll` (`{ initialBackoff: "1 second", maxBackoff: "30 seconds" }`, no attempt cap): the waits
- *   between load-job status reads; `RetryPolicy.fromSchedule(schedule)` gives your own `Schedule`.
+ *   between load-job status reads; `RetryPolicy.fromSchedule(schedule)` gives your own `Schedule`,
+ *   whose input for each read that finds the job still running is the `BigQueryError`
+ *   (`FileLoadFailed` `load`, naming the job) the commit fails with if the schedule ends there.
  * - `reconcile` (`{ initialBackoff: "500 millis", maxBackoff: "10 seconds", maxAttempts: 10 }`):
  *   the budget of table creation and schema reconciliation before a load, of transient `jobs.get` /
  *   `jobs.insert` / `datasets.get` failures and of the deletes of staged objects after a load, and of
  *   looking up again a job this sink inserted that
  *   `jobs.get` answers 404 for (then `FileLoadFailed` naming the job; it is never counted as run).
+ *   A schedule's input is each failure as the `BigQueryError` it would end as (`FileLoadFailed`,
+ *   `TableAdminFailed`; `FileLoadFailed` `cleanup` for a failed delete, which is only logged).
  *   Jobs run in the client's `location`, else the destination dataset's.
  * - `adminTimeout` (1 min, at least 1 ms): the deadline of each REST call of a load (`jobs.get` /
  *   `insert`, `datasets.get`, `tables.*`, object deletes; one unanswered is retried on `reconcile`),

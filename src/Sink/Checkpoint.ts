@@ -28,12 +28,14 @@ export type CheckpointError = CheckpointConflict | CheckpointStoreError
  *
  * **Details**
  *
- * The record is read once, by {@link resume}, and the writer restores exactly that record: what the
- * source was told and what the writer restores cannot differ. If another process advances the same
- * `writerId` in between, this writer's first checkpoint fails with `CheckpointConflict` and nothing
- * it wrote is committed. A `Resume` is therefore good for one run: resume again before restarting.
+ * The record is read once, by {@link resume}, which claims the writer under `claimId`; the writer
+ * restores exactly that record: what the source was told and what the writer restores cannot
+ * differ. Ownership passes to the latest claim: if another process resumes (claims) the same
+ * `writerId` later, or a paused one saves first, this writer's next checkpoint fails with
+ * `CheckpointConflict` and nothing it wrote since is committed. A `Resume` is therefore good for one
+ * run: resume again before restarting.
  *
- * `store`, `record` and `positionSchema` are what the writer restores from; callers read
+ * `store`, `record`, `claimId` and `positionSchema` are what the writer restores from; callers read
  * `writerId` and `position`.
  *
  * @category models
@@ -43,6 +45,7 @@ export interface Resume<P> {
   readonly writerId: string
   readonly position: Option.Option<P>
   readonly record: Option.Option<CheckpointRecord>
+  readonly claimId: string
   readonly positionSchema: Schema.Codec<P, Schema.Json>
   readonly store: CheckpointStore["Service"]
 }
@@ -60,13 +63,16 @@ export interface ResumeOptions<P> {
 }
 
 /**
- * Reads the last checkpoint of `writerId` from the `CheckpointStore` in context: the position to
- * restart the source at (none for a new writer), and what the writer will restore.
+ * Claims `writerId` in the `CheckpointStore` in context and reads its last checkpoint: the position
+ * to restart the source at (none for a new writer), and what the writer will restore.
  *
  * **Details**
  *
- * A stored record whose position does not decode with `positionSchema` fails with
- * `CheckpointStoreError` (reason `"Corrupt"`); it is never skipped.
+ * Resuming takes the writer over (the store's `claim`): a process still running the same `writerId`
+ * (a zombie, or the previous owner of a partition that moved) is refused at its next checkpoint with
+ * `CheckpointConflict`, and this one's checkpoints go through. The claim writes to the store; to only
+ * look at a writer's record, use the store's `load`. A stored record whose position does not decode
+ * with `positionSchema` fails with `CheckpointStoreError` (reason `"Corrupt"`); it is never skipped.
  *
  * **Example** (Resuming a file-backed source)
  * ```ts
@@ -83,7 +89,7 @@ export interface ResumeOptions<P> {
  */
 export const resume: <P>(
   options: ResumeOptions<P>
-) => Effect.Effect<Resume<P>, CheckpointStoreError, CheckpointStore> = internal.resume
+) => Effect.Effect<Resume<P>, CheckpointError, CheckpointStore> = internal.resume
 
 /**
  * How often the sink form checkpoints: a `Duration` (or a duration string such as `"1 second"`)

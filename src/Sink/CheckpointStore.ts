@@ -10,6 +10,7 @@ import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import * as file from "../internal/checkpoint/fileStore.ts"
+import * as gcsOptions from "../internal/checkpoint/gcsOptions.ts"
 import * as gcs from "../internal/checkpoint/gcsStore.ts"
 import * as memory from "../internal/checkpoint/memoryStore.ts"
 import { GcsClient } from "./GcsClient.ts"
@@ -39,8 +40,12 @@ export class CheckpointRecord extends Schema.Class<CheckpointRecord>("Checkpoint
 }) {}
 
 /**
- * Another writer saved a checkpoint for the same `writerId` since `expectedPreviousId`: this
- * writer is a zombie (or lost a race) and must stop without committing.
+ * Another writer owns this `writerId` now: this one is a zombie (or the old owner of a partition
+ * that moved, or lost a race) and stopped without committing. The one error for it, whichever layer
+ * noticed: the store (a save whose `expectedPreviousId` is no longer the latest id, because another
+ * process resumed, i.e. claimed, the writer or saved first: `actualId` names what it found), or the
+ * destination (BigQuery exactly-once meeting its successor's rows on a stream it adopted: `detail`
+ * says where). Match on `"CheckpointConflict"` to tell a fenced writer from a failed one.
  *
  * **Example** (Stopping a zombie writer)
  * ```ts
@@ -56,16 +61,19 @@ export class CheckpointRecord extends Schema.Class<CheckpointRecord>("Checkpoint
 export class CheckpointConflict extends Schema.TaggedError<CheckpointConflict>()("CheckpointConflict", {
   writerId: Schema.String,
   expectedPreviousId: Schema.optional(Schema.String),
-  actualId: Schema.optional(Schema.String)
+  actualId: Schema.optional(Schema.String),
+  detail: Schema.optional(Schema.String)
 }) {
   /**
-   * Names the writer and both ids.
+   * Names the writer and both ids, or what the destination showed.
    *
    * @since 0.1.0
    */
   override get message(): string {
-    return `checkpoint of writer '${this.writerId}' was advanced by another writer: expected previous ` +
-      `${show(this.expectedPreviousId)}, found ${show(this.actualId)}`
+    return this.detail !== undefined
+      ? `writer '${this.writerId}' was taken over by another writer: ${this.detail}`
+      : `checkpoint of writer '${this.writerId}' was advanced by another writer: expected previous ` +
+        `${show(this.expectedPreviousId)}, found ${show(this.actualId)}`
   }
 }
 
@@ -113,7 +121,9 @@ export class CheckpointStoreError extends Schema.TaggedError<CheckpointStoreErro
  * - `responseTimeout`: the deadline of each request; a request unanswered that long is retried like
  *   a 503. Default 30 seconds.
  * - `retry`: the budget for transient failures (408, 429, 5xx, network errors, deadlines) of each
- *   request: `RetryPolicyOptions` or a `RetryPolicy`; default 8 attempts from 100 ms to 5 s.
+ *   request: `RetryPolicyOptions` or a `RetryPolicy`; default 8 attempts from 100 ms to 5 s. The
+ *   input of a `RetryPolicy.fromSchedule` schedule is each failure as the `CheckpointStoreError`
+ *   (`Io`, naming the object) it would end as.
  *
  * @category models
  * @since 0.1.0
@@ -126,14 +136,35 @@ export interface GcsCheckpointStoreOptions {
 }
 
 /**
- * Stores the latest checkpoint of each writer with compare-and-set semantics.
+ * What {@link CheckpointStore} `claim` returns: the id the claimant's first save must expect, and the
+ * latest record, now stored under that id (none for a writer that never saved a checkpoint).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface CheckpointClaim {
+  readonly id: string
+  readonly record: Option.Option<CheckpointRecord>
+}
+
+/**
+ * Stores the latest checkpoint of each writer with compare-and-set semantics, and passes a writer's
+ * ownership to whoever claims it last.
  *
  * **Details**
  *
- * - `load(writerId)`: the latest record, or none for a new writer.
+ * - `load(writerId)`: the latest record, or none for a new writer (or one claimed before its first
+ *   checkpoint).
  * - `save(writerId, record, expectedPreviousId)`: stores `record` as the latest if and only if the
- *   latest is still `expectedPreviousId` (`undefined` for the first save); otherwise fails with
- *   {@link CheckpointConflict}. Of two concurrent savers with the same expectation exactly one wins.
+ *   latest id is still `expectedPreviousId` (`undefined` for a writer never saved nor claimed);
+ *   otherwise fails with {@link CheckpointConflict}. Of two concurrent savers with the same
+ *   expectation exactly one wins.
+ * - `claim(writerId)`: makes the caller the writer's owner, as a fencing token does: the latest
+ *   record is stored again under a new id (a bare claim when there is none), compare-and-set against
+ *   the one it read, and that id is returned. The previous owner's next save, which expects an older
+ *   id, is refused; the claimant's first save expects the claim's id. A claim that keeps losing the
+ *   race to other savers (ten times) fails with {@link CheckpointConflict}. `Checkpoint.resume`
+ *   claims, so a writer restarted elsewhere takes over from the one it replaces.
  *
  * **Example** (Saving and loading)
  * ```ts
@@ -156,6 +187,7 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
     record: CheckpointRecord,
     expectedPreviousId: string | undefined
   ) => Effect.Effect<void, CheckpointConflict | CheckpointStoreError>
+  readonly claim: (writerId: string) => Effect.Effect<CheckpointClaim, CheckpointConflict | CheckpointStoreError>
 }>()("effect-gcp-sinks/Sink/CheckpointStore") {
   /**
    * A store in this process's memory, fresh for each build of the layer: for tests and for writers
@@ -166,7 +198,11 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
    */
   static readonly memory: Layer.Layer<CheckpointStore> = Layer.sync(
     CheckpointStore,
-    () => CheckpointStore.of(memory.make({ conflict: (f) => new CheckpointConflict(f) }))
+    () =>
+      CheckpointStore.of(memory.make({
+        conflict: (f) => new CheckpointConflict(f),
+        withId: (record, id) => new CheckpointRecord({ ...record, id })
+      }))
   )
 
   /**
@@ -176,8 +212,9 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
    *
    * Each save writes a numbered file through a temporary file that is fsynced and then linked into
    * place without overwriting (an atomic, no-clobber rename), so of two savers only one can create
-   * the next number; the directory is fsynced after (before a writer's first record, the directories
-   * holding the writer's directory too, so a crash cannot take it). A crash before the link leaves the
+   * the next number; the directory is fsynced after (before a writer's first record, the store
+   * directory and every ancestor up to the root that the store has not synced yet, so a crash cannot
+   * take the writer's directory; a read-only ancestor counts as synced). A crash before the link leaves the
    * previous record in force. Records are versioned JSON encoded with `Schema`; one that fails to decode
    * is a `CheckpointStoreError` with reason `"Corrupt"`, never skipped. The newest two records are kept.
    *
@@ -239,7 +276,7 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
     Layer.effect(
       CheckpointStore,
       Effect.gen(function*() {
-        const settings = yield* gcs.settings(options)
+        const settings = yield* gcsOptions.settings(options)
         const { storage } = yield* GcsClient
         return CheckpointStore.of(gcs.make(storage, settings, {
           decode: Schema.decodeUnknownResult(CheckpointRecord),

@@ -1,10 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, type Layer, Option, type Scope } from "effect"
+import { Effect, Exit, Layer, Option, type Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import { CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../src/Sink.ts"
-import { checkLaws } from "../support/checkpointStoreLaws.ts"
+import { CheckpointConflict, CheckpointRecord, CheckpointStore, GcsClient } from "../../src/Sink.ts"
+import { checkClaims, checkLaws } from "../support/checkpointStoreLaws.ts"
+import * as MemoryGcs from "../support/memoryGcs.ts"
 
 const record = (id: string, offset = 0) =>
   new CheckpointRecord({ id, position: { offset }, commits: [{ stream: `s-${id}`, rows: offset }] })
@@ -18,7 +19,18 @@ const stores: ReadonlyArray<
   [string, Effect.Effect<Layer.Layer<CheckpointStore>, never, Scope.Scope>, number]
 > = [
   ["memory", Effect.succeed(CheckpointStore.memory), 200],
-  ["file", Effect.map(tempDirectory, (dir) => CheckpointStore.file(dir)), 40]
+  ["file", Effect.map(tempDirectory, (dir) => CheckpointStore.file(dir)), 40],
+  // the GCS store's own code on an in-memory bucket (fake-gcs-server: test/integration/checkpoint)
+  [
+    "gcs",
+    Effect.sync(() =>
+      CheckpointStore.gcs({ bucket: "laws" }).pipe(
+        Layer.provide(GcsClient.fromStorage({ projectId: "p", storage: MemoryGcs.make().storage })),
+        Layer.orDie
+      )
+    ),
+    100
+  ]
 ]
 
 for (const [name, makeLayer, lawRuns] of stores) {
@@ -32,10 +44,55 @@ for (const [name, makeLayer, lawRuns] of stores) {
           for (const seed of [20261130, 7, 424242]) {
             const figures = yield* checkLaws(store, { runs: Math.ceil(lawRuns / 3), seed, prefix: `laws-${seed}` })
             assert.isAbove(figures.conflicts, 0, "the histories include races and stale expectations")
+            assert.isAbove(figures.claims, 0, "the histories include claims")
           }
         }),
       120_000
     )
+
+    it.effect("ownership passes to the claimant: the previous owner's next save is refused", () =>
+      Effect.gen(function*() {
+        const layer = yield* makeLayer
+        yield* Effect.gen(function*() {
+          const store = yield* CheckpointStore
+          // a claim before any checkpoint: no record, and the next save must expect the claim
+          const first = yield* store.claim("w")
+          assert.isTrue(Option.isNone(first.record))
+          assert.isTrue(Option.isNone(yield* store.load("w")))
+          assert.instanceOf(yield* Effect.flip(store.save("w", record("x"), undefined)), CheckpointConflict)
+          yield* store.save("w", record("a", 1), first.id)
+          // the successor claims: the record again, under the claim's id
+          const second = yield* store.claim("w")
+          assert.deepStrictEqual(
+            Option.map(second.record, (r) => [r.id, r.position, r.commits]),
+            Option.some([second.id, { offset: 1 }, [{ stream: "s-a", rows: 1 }]])
+          )
+          assert.strictEqual(Option.getOrThrow(yield* store.load("w")).id, second.id)
+          // the old owner saves on: refused, naming the claim
+          const fenced = yield* Effect.flip(store.save("w", record("b", 2), "a"))
+          assert.instanceOf(fenced, CheckpointConflict)
+          if (fenced instanceof CheckpointConflict) {
+            assert.deepStrictEqual([fenced.expectedPreviousId, fenced.actualId], ["a", second.id])
+          }
+          yield* store.save("w", record("c", 3), second.id)
+          assert.strictEqual(Option.getOrThrow(yield* store.load("w")).id, "c")
+        }).pipe(Effect.provide(layer))
+      }))
+
+    it.effect("of concurrent claimants exactly one owns the writer", () =>
+      Effect.gen(function*() {
+        const layer = yield* makeLayer
+        yield* Effect.gen(function*() {
+          const store = yield* CheckpointStore
+          for (let round = 0; round < 6; round++) {
+            yield* checkClaims(store, {
+              writerId: `claims-${round}`,
+              claimants: 2 + (round % 3),
+              withRecord: round % 2 === 0
+            })
+          }
+        }).pipe(Effect.provide(layer))
+      }))
 
     it.effect("a new writer has no record; saves chain by id", () =>
       Effect.gen(function*() {

@@ -5,10 +5,15 @@
  * starts its replacement at once, and resumes the old one later; a planned handover moves the
  * writer to a new process as a cluster moves a partition between runners (`effect-gcp-sinks/Cluster`):
  * the old process's input is ended (its final checkpoint), and the new one starts before that (a
- * lock that expired under a live owner: both run, the store fences one) or after; a process that ends in a typed
- * error is replaced as well (the restart that must repair it). After `calmAfter` restarts the
- * services' faults are turned off, so the last process can finish; past `maxRestarts` the run is a
- * restart loop.
+ * lock that expired under a live owner: both run, and the store fences the old one, since ownership passes
+ * to the newcomer when it resumes) or after; a process that ends in a typed error is replaced as well
+ * (the restart that must repair it). After `calmAfter` restarts the services' faults are turned off,
+ * so the last process can finish.
+ *
+ * Liveness is a bound on time without progress, not a count of restarts: with a {@link Watch}
+ * (a probe that grows when the writer moves forward: checkpoints saved), a restart after `maxStall`
+ * virtual milliseconds without progress is a restart loop; without one (writers with no store),
+ * `maxRestarts` restarts are. The watch's own violations (the store's ownership rule) are the run's.
  */
 import * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
@@ -37,7 +42,20 @@ export interface LifePlan {
   readonly handover: { readonly at: number; readonly lead: number; readonly crash: number | undefined } | undefined
   readonly restartDelay: readonly [number, number]
   readonly calmAfter: number
+  /** Restarts in a row that make a loop, for a run without a progress probe. */
   readonly maxRestarts: number
+  /** Virtual milliseconds without progress after which a restart is a loop (a run with a probe). */
+  readonly maxStall: number
+}
+
+/**
+ * What watches a run from its checkpoint store: `progress()` grows whenever the writer moves forward
+ * (a checkpoint saved), and a restart that finds it unchanged for `maxStall` ms is a restart loop;
+ * `violations()` are what the store saw break (ownership), reported with the run's.
+ */
+export interface Watch {
+  readonly progress: () => number
+  readonly violations: () => ReadonlyArray<string>
 }
 
 /**
@@ -62,7 +80,9 @@ export const drawPlan = (
       crash: h.chance(0.5) ? h.between(0, Math.max(1, Math.floor(horizon / 8))) : undefined
     }
     : undefined
-  return { crashes, zombie, handover, restartDelay: [1, 200], calmAfter: 6, maxRestarts: 20 }
+  // ten minutes: past the storm (faults off after `calmAfter` restarts) nothing legitimate stalls a
+  // writer that long (the longest budget drawn, the store's retries past a 30 s deadline, is minutes)
+  return { crashes, zombie, handover, restartDelay: [1, 200], calmAfter: 6, maxRestarts: 20, maxStall: 600_000 }
 }
 
 export interface LifeResult {
@@ -89,7 +109,8 @@ export const live = async (
   plan: LifePlan,
   program: (proc: SimProcess, generation: number) => Effect.Effect<unknown, unknown>,
   calm: () => void,
-  limits: { readonly maxTime: number; readonly maxSteps: number }
+  limits: { readonly maxTime: number; readonly maxSteps: number },
+  watch?: Watch | undefined
 ): Promise<LifeResult> => {
   const violations: Array<string> = []
   const errors: Array<string> = []
@@ -101,14 +122,30 @@ export const live = async (
   let value: unknown
   const exited: Array<SimProcess> = []
 
+  // the last progress seen: the probe's value, when, and the restarts since
+  let progressed = { value: watch?.progress(), at: world.now, restarts: 0 }
+  const stalled = (): string | undefined => {
+    if (watch === undefined) {
+      return restarts > plan.maxRestarts ? `${restarts} restarts, and no store tells progress` : undefined
+    }
+    const measured = watch.progress()
+    if (measured !== progressed.value) progressed = { value: measured, at: world.now, restarts: 0 }
+    progressed.restarts++
+    const since = world.now - progressed.at
+    return since > plan.maxStall
+      ? `${progressed.restarts} restarts in ${(since / 1000).toFixed(1)} s without progress`
+      : undefined
+  }
+
   const restart = () => {
     restarts++
     if (restarts === plan.calmAfter) {
       world.trace(() => "the storm passes: faults off")
       calm()
     }
-    if (restarts > plan.maxRestarts) {
-      violations.push(`restart loop: ${restarts} restarts (errors: ${errors.slice(-5).join(", ")})`)
+    const loop = stalled()
+    if (loop !== undefined) {
+      violations.push(`restart loop: ${loop} (errors: ${errors.slice(-5).join(", ")})`)
       return
     }
     world.at(world.rng.between(plan.restartDelay[0], plan.restartDelay[1]), undefined, start)
@@ -227,6 +264,7 @@ export const live = async (
     () => (finished && running.size === 0) || violations.length > 0,
     limits
   )
+  if (watch !== undefined) violations.push(...watch.violations())
   if (outcome === "quiescent") violations.push("hang: nothing left to run and the writer did not finish")
   if (outcome === "timeLimit") violations.push(`hang: virtual time past ${limits.maxTime} ms`)
   if (outcome === "stepLimit") violations.push(`hang: more than ${limits.maxSteps} steps`)

@@ -19,6 +19,8 @@ export interface Regression {
   readonly method: string
   readonly seed: number
   readonly swarm: boolean
+  /** Whether the run draws a handover (the seeds found before handovers existed run without). */
+  readonly handovers?: boolean
   /** What the seed found, and the commit that fixed it. */
   readonly found: string
 }
@@ -49,5 +51,22 @@ export const regressions: ReadonlyArray<Regression> = [
     seed: 24,
     swarm: false,
     found: "two loaded files leaked: one 503 on each delete, never retried (fixed: retried on reconcile, 5c24799)"
+  },
+  {
+    method: "bigtable.exactlyOnce",
+    seed: 4461,
+    swarm: true,
+    handovers: true,
+    found:
+      "the store fenced the newcomer: after a handover the old owner kept checkpointing, its successor was fenced " +
+      "within 0.3 s and restarted, 21 times (fixed: ownership passes when the successor resumes, a claim, ADR 0040)"
+  },
+  {
+    method: "bigtable.exactlyOnce",
+    seed: 5271,
+    swarm: true,
+    handovers: true,
+    found: "the same restart loop on the file store: each successor of a handover fenced by the old owner's next " +
+      "save (fixed by the claim at resume, ADR 0040)"
   }
 ]

@@ -1,16 +1,23 @@
 /**
  * A simulated durable checkpoint store: the library's own compare-and-set store
  * (`checkpointMemory.ts`, the code of `CheckpointStore.memory`) kept by the world, so it outlives
- * the processes that use it, behind a network with faults: a round trip of latency, a save that fails
- * before it lands, and a save that landed but whose answer was lost (the writer sees an `Io` error;
- * the record is in force).
+ * the processes that use it, behind a network with faults: a round trip of latency, a save or claim
+ * that fails before it lands, and one that landed but whose answer was lost (the writer sees an `Io`
+ * error; the record, or the claim, is in force).
  */
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
+import * as Random from "effect/Random"
 import * as memory from "../../src/internal/checkpoint/memoryStore.ts"
-import { CheckpointConflict, type CheckpointRecord, CheckpointStore, CheckpointStoreError } from "../../src/Sink.ts"
+import {
+  type CheckpointClaim,
+  CheckpointConflict,
+  CheckpointRecord,
+  CheckpointStore,
+  CheckpointStoreError
+} from "../../src/Sink.ts"
 import type { Process, World } from "./kernel.ts"
 
 export interface StoreFaults {
@@ -25,6 +32,8 @@ export interface SimStore {
   readonly layer: (proc: Process) => Layer.Layer<CheckpointStore>
   /** Saves that landed, in order: (writer, record id, process). */
   readonly saves: Array<{ readonly writerId: string; readonly id: string; readonly proc: string }>
+  /** Claims that landed, in order: (writer, claim id, process). */
+  readonly claims: Array<{ readonly writerId: string; readonly id: string; readonly proc: string }>
   /** Turns the faults off (the end of a storm). */
   readonly calm: () => void
 }
@@ -33,10 +42,15 @@ const io = (writerId: string, detail: string) => new CheckpointStoreError({ reas
 
 export const make = (world: World, faults: StoreFaults): SimStore => {
   const rng = world.rng.fork()
-  const durable = memory.make<CheckpointRecord, CheckpointConflict>({ conflict: (f) => new CheckpointConflict(f) })
+  const durable = memory.make<CheckpointRecord, CheckpointConflict>({
+    conflict: (f) => new CheckpointConflict(f),
+    withId: (record, id) => new CheckpointRecord({ ...record, id })
+  })
   const saves: SimStore["saves"] = []
+  const claims: SimStore["claims"] = []
   let calm = false
   const latency = () => rng.between(faults.latency[0], faults.latency[1])
+  const random: Random.Random = { nextDoubleUnsafe: rng.next, nextIntUnsafe: () => rng.int(Number.MAX_SAFE_INTEGER) }
 
   const roundTrip = <A, E>(proc: Process, apply: () => Exit.Exit<A, E>, lost?: () => E): Effect.Effect<A, E> =>
     Effect.callback<A, E>((resume) => {
@@ -53,6 +67,25 @@ export const make = (world: World, faults: StoreFaults): SimStore => {
     Layer.succeed(CheckpointStore, {
       load: (writerId: string): Effect.Effect<Option.Option<CheckpointRecord>, CheckpointStoreError> =>
         roundTrip(proc, () => Effect.runSyncExit(durable.load(writerId))),
+      claim: (writerId: string) =>
+        roundTrip<CheckpointClaim, CheckpointConflict | CheckpointStoreError>(
+          proc,
+          () => {
+            if (!calm && rng.chance(faults.failBeforeSave)) {
+              world.trace(() => `${proc.name}: checkpoint claim fails before landing`)
+              return Exit.fail(io(writerId, "claim failed (simulated)"))
+            }
+            // the claim's id drawn from the seed (the store runs outside any process's fiber)
+            const exit = Effect.runSyncExit(durable.claim(writerId).pipe(Effect.provideService(Random.Random, random)))
+            if (Exit.isSuccess(exit)) claims.push({ writerId, id: exit.value.id, proc: proc.name })
+            world.trace(() => `${proc.name}: checkpoint claim ${Exit.isSuccess(exit) ? exit.value.id : "failed"}`)
+            return exit
+          },
+          () => {
+            world.trace(() => `${proc.name}: checkpoint claim landed, answer lost`)
+            return io(writerId, "answer lost (simulated)")
+          }
+        ),
       save: (writerId: string, record: CheckpointRecord, expectedPreviousId: string | undefined) =>
         roundTrip<void, CheckpointConflict | CheckpointStoreError>(
           proc,
@@ -77,5 +110,5 @@ export const make = (world: World, faults: StoreFaults): SimStore => {
         )
     })
 
-  return { layer, saves, calm: () => void (calm = true) }
+  return { layer, saves, claims, calm: () => void (calm = true) }
 }

@@ -112,6 +112,7 @@ export const reportingSaves: Layer.Layer<CheckpointStore, never, CheckpointStore
     const store = yield* CheckpointStore
     return CheckpointStore.of({
       load: store.load,
+      claim: store.claim,
       save: (id, record, expected) =>
         Effect.tap(store.save(id, record, expected), () => step("saved", { id: record.id, position: record.position }))
     })

@@ -89,6 +89,7 @@ const store = Layer.effect(
     const inner = yield* CheckpointStore
     return CheckpointStore.of({
       load: inner.load,
+      claim: inner.claim,
       save: (writerId, record, expected) =>
         inner.save(writerId, record, expected).pipe(
           Effect.tap(() => step("committed", { partition: partitionOf(writerId), position: record.position })),

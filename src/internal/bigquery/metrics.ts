@@ -49,6 +49,12 @@ export const tablesCreated = counter("bigquery.tablesCreated", "tables.insert re
 export const schemaReconciliations = counter("bigquery.schemaReconciliations", "table schema reconciliations performed")
 
 /** @internal */
+export const stagedFilesDiscarded = counter(
+  "bigquery.fileLoads.stagedFilesDiscarded",
+  "staged files of a refused (fenced) checkpoint that were deleted, never loaded"
+)
+
+/** @internal */
 export const errors = counter(
   "bigquery.errors",
   "failed appends (re-appends included) by gRPC status name, UNCLASSIFIED without one"

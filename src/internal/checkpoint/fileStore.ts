@@ -1,6 +1,9 @@
 /**
- * The file `CheckpointStore`: numbered, versioned records per writer; temporary file, fsync, then a
- * no-clobber link into place, which makes the link itself the compare-and-set.
+ * The file `CheckpointStore`: numbered, versioned entries per writer; temporary file, fsync, then a
+ * no-clobber link into place, which makes the link itself the compare-and-set. A save links its
+ * record as the next number when the newest entry's id is the expected one; a claim (ADR 0040) links
+ * the newest entry again under a new id (a bare claim when there is none), reading again when it
+ * loses the race.
  *
  * @internal
  */
@@ -9,25 +12,12 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Random from "effect/Random"
 import * as Result from "effect/Result"
-import * as Schema from "effect/Schema"
+import type * as Schema from "effect/Schema"
 import * as nodeFs from "node:fs/promises"
 import * as path from "node:path"
-import type { Fields } from "./memoryStore.ts"
-
-/** @internal */
-export const format = "effect-gcp-sinks/checkpoint"
-/** @internal */
-export const version = 1
-
-const Envelope = Schema.Struct({
-  format: Schema.Literal(format),
-  version: Schema.Literal(version),
-  writerId: Schema.String,
-  sequence: Schema.Int,
-  record: Schema.Unknown
-})
-/** Decodes a stored checkpoint envelope (the JSON both the file and the GCS store write). @internal */
-export const decodeEnvelope = Schema.decodeUnknownResult(Schema.fromJsonString(Envelope))
+import * as Envelope from "./envelope.ts"
+import * as ids from "./ids.ts"
+import type { Claimed, Fields } from "./memoryStore.ts"
 
 const recordFile = /^(\d{20})\.json$/
 const tempFile = /^\.tmp-(\d{20})-[0-9a-f]+$/
@@ -92,9 +82,9 @@ export interface FileSystem {
 /** @internal */
 export const nodeFileSystem: FileSystem = nodeFs
 
-interface Latest<R> {
+/** A writer's latest entry and its number. */
+interface Latest<R> extends Envelope.Entry<R> {
   readonly sequence: number
-  readonly record: R
 }
 
 // Closing after a successful fsync cannot lose data, and a failed temp removal only leaves a file
@@ -159,24 +149,26 @@ const corrupt = (writerId: string, detail: string): StoreFailure => failure({ re
 // The newest envelope of a writer, checked against its file name; its record still undecoded.
 const readNewest = Effect.fnUntraced(function*(fs: FileSystem, writerId: string, dir: string) {
   const sequence = newestSequence(yield* listSequences(fs, writerId, dir))
-  if (sequence === 0) return Option.none<Latest<unknown>>()
+  if (sequence === 0) return Option.none<{ readonly sequence: number; readonly stored: Envelope.Stored }>()
   const file = path.join(dir, fileName(sequence))
   const text = yield* io(writerId, `read ${file}`, () => fs.readFile(file, "utf8"))
-  const envelope = decodeEnvelope(text)
+  const envelope = Envelope.decodeEnvelope(text)
   if (Result.isFailure(envelope)) {
     return yield* corrupt(
       writerId,
       `${file} is not a valid checkpoint (torn or foreign file): ${envelope.failure.message}`
     )
   }
-  const { record, sequence: stored, writerId: storedWriter } = envelope.success
-  if (stored !== sequence || storedWriter !== writerId) {
-    return yield* corrupt(writerId, `${file} holds sequence ${stored} of writer '${storedWriter}'`)
+  const { sequence: storedSequence, writerId: storedWriter } = envelope.success
+  if (storedSequence !== sequence || storedWriter !== writerId) {
+    return yield* corrupt(writerId, `${file} holds sequence ${storedSequence} of writer '${storedWriter}'`)
   }
-  return Option.some<Latest<unknown>>({ sequence, record })
+  const stored = Envelope.storedOf(envelope.success)
+  if (Result.isFailure(stored)) return yield* corrupt(writerId, `${file} is not a valid checkpoint: ${stored.failure}`)
+  return Option.some({ sequence, stored: stored.success })
 })
 
-const readLatest = <R>(
+const readLatest = <R extends { readonly id: string }>(
   fs: FileSystem,
   decode: (u: unknown) => Result.Result<R, Schema.SchemaError>,
   writerId: string,
@@ -184,13 +176,11 @@ const readLatest = <R>(
 ): Effect.Effect<Option.Option<Latest<R>>, StoreFailure> =>
   Effect.flatMap(readNewest(fs, writerId, dir), (newest) => {
     if (Option.isNone(newest)) return Effect.succeedNone
-    const { record: raw, sequence } = newest.value
-    const record = decode(raw)
-    return Result.isFailure(record)
-      ? Effect.fail(
-        corrupt(writerId, `${path.join(dir, fileName(sequence))} holds an invalid record: ${record.failure.message}`)
-      )
-      : Effect.succeedSome({ sequence, record: record.success })
+    const { sequence, stored } = newest.value
+    const entry = Envelope.entryOf(stored, decode)
+    return Result.isFailure(entry)
+      ? Effect.fail(corrupt(writerId, `${path.join(dir, fileName(sequence))} holds ${entry.failure}`))
+      : Effect.succeedSome({ ...entry.success, sequence })
   })
 
 // The temporary file's random part comes from Effect's `Random`, so a seeded one replays it (two
@@ -237,29 +227,42 @@ const linkNoClobber = (
   )
 }
 
+// A read-only file system (a container's root) holds no entry that is not durable: EROFS is success.
 const syncDirectory = (fs: FileSystem, writerId: string, dir: string) =>
   Effect.acquireUseRelease(
     io(writerId, `open ${dir}`, () => fs.open(dir, "r")),
-    (handle) => io(writerId, `fsync ${dir}`, () => handle.sync()),
+    (handle) =>
+      attempt(() => handle.sync()).pipe(
+        Effect.catch(({ cause }) =>
+          isCode(cause, "EROFS")
+            ? Effect.void
+            : Effect.fail(failure({ reason: "Io", writerId, detail: `fsync ${dir}`, cause }))
+        )
+      ),
     (handle) => closeQuietly(handle)
   )
 
 // A new directory's entry is durable only once its parent is fsynced, or a crash can take the
-// directory with every record fsynced in it. Before a writer's first record: the store directory
-// (the writer directory's entry), and the parent of each level of the store directory that the
-// save's mkdir created (`created`: the first directory it created).
-const syncParents = (fs: FileSystem, writerId: string, directory: string, created: string | undefined) => {
-  const parents = [directory]
-  const first = created === undefined ? undefined : path.resolve(created)
+// directory with every record fsynced in it. Which save created a level cannot tell whether it is
+// durable (another save, or another process, may have created it and not synced it yet, or failed
+// before it did), so no first save trusts that: each syncs the store directory (the writer
+// directory's entry) and every ancestor of it up to the root that this store has not synced yet
+// (`synced`, filled only after a sync succeeded: a synced entry stays durable).
+const syncParents = Effect.fnUntraced(function*(
+  fs: FileSystem,
+  writerId: string,
+  directory: string,
+  synced: Set<string>
+) {
   const store = path.resolve(directory)
-  if (first !== undefined && (store === first || store.startsWith(first + path.sep))) {
-    for (let level = store; level !== path.dirname(level); level = path.dirname(level)) {
-      parents.push(path.dirname(level))
-      if (level === first) break
-    }
+  yield* syncDirectory(fs, writerId, store)
+  for (let level = store; level !== path.dirname(level); level = path.dirname(level)) {
+    const parent = path.dirname(level)
+    if (synced.has(parent)) continue
+    yield* syncDirectory(fs, writerId, parent)
+    synced.add(parent)
   }
-  return Effect.forEach(parents, (parent) => syncDirectory(fs, writerId, parent), { discard: true })
-}
+})
 
 // Keeps the newest two records; removes temporaries of sequences that can no longer win.
 const prune = Effect.fnUntraced(function*(fs: FileSystem, writerId: string, dir: string, sequence: number) {
@@ -282,19 +285,94 @@ const prune = Effect.fnUntraced(function*(fs: FileSystem, writerId: string, dir:
 const isNewest = (fs: FileSystem, writerId: string, dir: string, sequence: number) =>
   Effect.map(listSequences(fs, writerId, dir), (names): boolean => newestSequence(names) === sequence)
 
-// Writes `record` as number `sequence`: false when another saver created that number first.
-const writeRecord = Effect.fnUntraced(function*(
+// Writes `stored` as number `sequence`: false when another saver created that number first.
+const writeEntry = Effect.fnUntraced(function*(
   fs: FileSystem,
   writerId: string,
   dir: string,
   sequence: number,
-  record: unknown
+  stored: Envelope.Stored
 ) {
-  const body = JSON.stringify({ format, version, writerId, sequence, record })
-  const temp = yield* writeTemp(fs, writerId, dir, sequence, body)
+  const temp = yield* writeTemp(fs, writerId, dir, sequence, Envelope.encodeEnvelope(writerId, sequence, stored))
   const linked = yield* linkNoClobber(fs, writerId, dir, sequence, temp)
   if (linked) yield* syncDirectory(fs, writerId, dir)
   return linked
+})
+
+// Another saver's entry came first: the save (or one try of a claim) lost; `actualId` names the winner.
+class Lost extends Data.TaggedError("Lost")<{ readonly fields: Fields }> {}
+
+/** What the store's operations share. */
+interface Store<R extends { readonly id: string }, C, E> {
+  readonly directory: string
+  readonly options: Options<R, C, E>
+  readonly fs: FileSystem
+  /** The ancestors of the store directory this store has made durable (see `syncParents`). */
+  readonly synced: Set<string>
+}
+
+// The writer's directory and its latest entry (the directory made first: a first entry goes in it).
+const latestOf = Effect.fnUntraced(function*<R extends { readonly id: string }, C, E>(
+  store: Store<R, C, E>,
+  writerId: string
+) {
+  const dir = yield* writerDirectory(store.directory, writerId)
+  yield* io(writerId, `create ${dir}`, () => store.fs.mkdir(dir, { recursive: true }))
+  return { dir, latest: yield* readLatest(store.fs, store.options.decode, writerId, dir) }
+})
+
+// Stores `stored` as the entry after `latest`, or fails with `Lost` naming the entry that won.
+const put = Effect.fnUntraced(function*<R extends { readonly id: string }, C, E>(
+  store: Store<R, C, E>,
+  writerId: string,
+  { dir, latest }: { readonly dir: string; readonly latest: Option.Option<Latest<R>> },
+  stored: Envelope.Stored
+) {
+  const { fs, options } = store
+  const expectedPreviousId = Option.isSome(latest) ? latest.value.id : undefined
+  const sequence = Option.isSome(latest) ? latest.value.sequence + 1 : 1
+  if (options.afterRead !== undefined) yield* options.afterRead(writerId, sequence)
+  if (sequence === 1) yield* syncParents(fs, writerId, store.directory, store.synced)
+  const linked = yield* writeEntry(fs, writerId, dir, sequence, stored)
+  if (!linked || !(yield* isNewest(fs, writerId, dir, sequence))) {
+    // Another saver created this sequence first, or a later one: name the entry that won.
+    const winner = yield* readLatest(fs, options.decode, writerId, dir)
+    const actualId = Option.isSome(winner) ? winner.value.id : undefined
+    return yield* new Lost({ fields: { writerId, expectedPreviousId, actualId } })
+  }
+  yield* prune(fs, writerId, dir, sequence).pipe(
+    // A leftover old file costs disk, not correctness: report it, do not fail the checkpoint.
+    Effect.catch((error) => Effect.logWarning("could not prune old checkpoints", options.error(error.fields)))
+  )
+})
+
+const save = Effect.fnUntraced(function*<R extends { readonly id: string }, C, E>(
+  store: Store<R, C, E>,
+  writerId: string,
+  record: R,
+  expectedPreviousId: string | undefined
+) {
+  const read = yield* latestOf(store, writerId)
+  const actualId = Option.isSome(read.latest) ? read.latest.value.id : undefined
+  if (actualId !== expectedPreviousId) return yield* new Lost({ fields: { writerId, expectedPreviousId, actualId } })
+  yield* put(store, writerId, read, { _tag: "Record", raw: record })
+})
+
+// One try of a claim: the latest entry again under a new id (a bare claim when there is none),
+// linked as the next number.
+const claimOnce = Effect.fnUntraced(function*<R extends { readonly id: string }, C, E>(
+  store: Store<R, C, E>,
+  writerId: string
+) {
+  const read = yield* latestOf(store, writerId)
+  const current = Option.getOrUndefined(read.latest)
+  const id = yield* ids.nextId(current?.id)
+  const stored = Envelope.claimOver(current?.stored, id)
+  yield* put(store, writerId, read, stored)
+  const claimed = Envelope.entryOf(stored, store.options.decode)
+  if (Result.isFailure(claimed)) return yield* corrupt(writerId, `the claimed record: ${claimed.failure}`)
+  const result: Claimed<R> = { id, record: claimed.success.record }
+  return result
 })
 
 /**
@@ -307,44 +385,23 @@ export const make = <R extends { readonly id: string }, C, E>(
   options: Options<R, C, E>,
   fs: FileSystem = nodeFileSystem
 ) => {
-  const toError = (error: StoreFailure): E => options.error(error.fields)
-
-  const load = (writerId: string): Effect.Effect<Option.Option<R>, E> =>
-    Effect.flatMap(writerDirectory(directory, writerId), (dir) => readLatest(fs, options.decode, writerId, dir)).pipe(
-      Effect.map(Option.map((latest) => latest.record)),
-      Effect.mapError(toError)
-    )
-
-  const save: (writerId: string, record: R, expectedPreviousId: string | undefined) => Effect.Effect<void, C | E> =
-    Effect.fnUntraced(
-      function*(writerId: string, record: R, expectedPreviousId: string | undefined) {
-        const dir = yield* writerDirectory(directory, writerId)
-        const created = yield* io(writerId, `create ${dir}`, () => fs.mkdir(dir, { recursive: true }))
-        const latest = yield* readLatest(fs, options.decode, writerId, dir)
-        const actualId = Option.isSome(latest) ? latest.value.record.id : undefined
-        if (actualId !== expectedPreviousId) {
-          return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId }))
-        }
-        const sequence = Option.isSome(latest) ? latest.value.sequence + 1 : 1
-        if (options.afterRead !== undefined) yield* options.afterRead(writerId, sequence)
-        if (sequence === 1) yield* syncParents(fs, writerId, directory, created)
-        const linked = yield* writeRecord(fs, writerId, dir, sequence, record)
-        if (!linked || !(yield* isNewest(fs, writerId, dir, sequence))) {
-          // Another saver created this sequence first, or a later one: name the record that won.
-          const winner = yield* readLatest(fs, options.decode, writerId, dir)
-          return yield* Effect.fail(options.conflict({
-            writerId,
-            expectedPreviousId,
-            actualId: Option.isSome(winner) ? winner.value.record.id : undefined
-          }))
-        }
-        yield* prune(fs, writerId, dir, sequence).pipe(
-          // A leftover old file costs disk, not correctness: report it, do not fail the checkpoint.
-          Effect.catch((error) => Effect.logWarning("could not prune old checkpoints", toError(error)))
-        )
-      },
-      Effect.mapError((error) => (error instanceof StoreFailure ? toError(error) : error))
-    )
-
-  return { load, save }
+  const store: Store<R, C, E> = { directory, options, fs, synced: new Set() }
+  const fromStore = (error: StoreFailure | Lost): C | E =>
+    error instanceof Lost ? options.conflict(error.fields) : options.error(error.fields)
+  return {
+    // a load creates nothing: a writer without a directory has no record
+    load: (writerId: string): Effect.Effect<Option.Option<R>, E> =>
+      Effect.flatMap(writerDirectory(directory, writerId), (dir) => readLatest(fs, options.decode, writerId, dir)).pipe(
+        Effect.map(Option.flatMap((entry) => entry.record)),
+        Effect.mapError((error) => options.error(error.fields))
+      ),
+    save: (writerId: string, record: R, expectedPreviousId: string | undefined): Effect.Effect<void, C | E> =>
+      Effect.mapError(save(store, writerId, record, expectedPreviousId), fromStore),
+    // a lost race reads again, at most `claimAttempts` times
+    claim: (writerId: string): Effect.Effect<Claimed<R>, C | E> =>
+      claimOnce(store, writerId).pipe(
+        Effect.retry({ times: ids.claimAttempts - 1, while: (error) => error instanceof Lost }),
+        Effect.mapError(fromStore)
+      )
+  }
 }

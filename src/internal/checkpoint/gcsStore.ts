@@ -9,265 +9,34 @@
  *   object's metadata): an attempt whose answer was lost (deadline, reset) that did land.
  * - Every call has a deadline; transient failures (408, 429, 5xx, network) are retried on a
  *   `Schedule`; the rest are `CheckpointStoreError`s, never the driver's exception.
+ * - A claim (ADR 0040) reads the object and uploads its entry again under a new id, conditioned on
+ *   the generation it read (a bare claim when there is none); a 412 that is not its own reads again.
  *
  * @internal
  */
 import type { Storage } from "@google-cloud/storage"
 import * as Data from "effect/Data"
-import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
-import type * as Schedule from "effect/Schedule"
-import * as Schema from "effect/Schema"
-import * as SchemaTransformation from "effect/SchemaTransformation"
-import type { RetryPolicy } from "../../Sink/RetryPolicy.ts"
-import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
-import * as retrySchedule from "../core/retrySchedule.ts"
-import * as retryPolicy from "../options/retryPolicy.ts"
-import * as O from "../options/schema.ts"
-import { isTransientNetworkError } from "../wire/networkError.ts"
-import { decodeEnvelope, directoryName, type ErrorFields, format, version } from "./fileStore.ts"
-import type { Fields } from "./memoryStore.ts"
+import type * as Schema from "effect/Schema"
+import * as Envelope from "./envelope.ts"
+import type { ErrorFields } from "./fileStore.ts"
+import { type CallFailure, type Calls, calls, type Head, metadataKeys } from "./gcsCalls.ts"
+import { maxObjectNameBytes, objectName, type Settings } from "./gcsOptions.ts"
+import * as ids from "./ids.ts"
+import type { Claimed, Fields } from "./memoryStore.ts"
 
-// ---------------------------------------------------------------------------------------------
-// Options
-
-/** Defaults of `CheckpointStore.gcs`. @internal */
-export const defaults = {
-  responseTimeout: Duration.seconds(30),
-  retry: retryPolicy.backoff({
-    initialBackoff: Duration.millis(100),
-    maxBackoff: Duration.seconds(5),
-    maxAttempts: 8
-  })
-} as const
-
-const bucketSegment = /^[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?$/
-
-const isBucketName = (input: string): boolean => {
-  const segments = input.split(".")
-  return input.length >= 3 && input.length <= (segments.length > 1 ? 222 : 63) &&
-    segments.every((segment) => bucketSegment.test(segment))
-}
-
-/** A bucket name as GCS accepts it: 3-63 characters (222 with dots), lower-case letters, digits, `-_.`. @internal */
-export const BucketName = Schema.String.annotate({ expected: "a string" }).check(
-  Schema.makeFilter(isBucketName, {
-    expected: "a bucket name (3-63 characters: lower-case letters, digits, '-', '_', dots between parts, " +
-      "starting and ending with a letter or digit)"
-  })
-)
-
-/**
- * A folder of object names: empty (the bucket's top level) or a path, which gets a trailing `/`;
- * no leading `/`, no control characters.
- *
- * @internal
- */
-export const Prefix = Schema.String.annotate({ expected: "a string" }).check(
-  Schema.makeFilter((input: string) => !input.startsWith("/"), { rule: "must not start with '/'" }),
-  // oxlint-disable-next-line no-control-regex
-  Schema.makeFilter((input: string) => !/[\u0000-\u001f\u007f]/.test(input), {
-    message: "must not contain control characters"
-  }),
-  Schema.makeFilter((input: string) => new TextEncoder().encode(input).length <= 512, {
-    message: "must be at most 512 bytes"
-  })
-).pipe(Schema.decodeTo(
-  Schema.String,
-  SchemaTransformation.transform({
-    decode: (input) => input.length === 0 || input.endsWith("/") ? input : `${input}/`,
-    encode: (folder) => folder
-  })
-))
-
-const Options = Schema.Struct({
-  bucket: O.requiredValue(BucketName),
-  prefix: Prefix.pipe(O.withDefault("")),
-  responseTimeout: O.DurationSchema("atLeastOneMilli").pipe(O.withDefault(defaults.responseTimeout)),
-  retry: retryPolicy.schema(defaults.retry)
-})
-
-/** @internal */
-export interface Settings {
-  readonly bucket: string
-  readonly prefix: string
-  readonly responseTimeout: Duration.Duration
-  readonly retry: RetryPolicy
-}
-
-/** Decodes the options of `CheckpointStore.gcs`; errors are `SinkConfigError`s naming the option. @internal */
-export const settings = (options: unknown): Effect.Effect<Settings, SinkConfigError> => O.decode(Options)(options)
-
-/** The longest object name GCS accepts, in UTF-8 bytes. @internal */
-export const maxObjectNameBytes = 1024
-
-/** The object of a writer: `<prefix><writerId escaped as in the file store>.json`. @internal */
-export const objectName = (prefixPath: string, writerId: string): string =>
-  `${prefixPath}${directoryName(writerId)}.json`
-
-// ---------------------------------------------------------------------------------------------
-// Classification of driver failures
-
-/** What a failed call means: `transient` ones are retried. @internal */
-export type Verdict = "notFound" | "precondition" | "transient" | "fatal"
-
-const statusOf = (cause: unknown): number | undefined => {
-  if (!Predicate.isObject(cause)) return undefined
-  if ("code" in cause && Predicate.isNumber(cause.code)) return cause.code
-  if ("status" in cause && Predicate.isNumber(cause.status)) return cause.status
-  if ("response" in cause && Predicate.isObject(cause.response) && "status" in cause.response) {
-    const status = cause.response.status
-    return Predicate.isNumber(status) ? status : undefined
-  }
-  return undefined
-}
-
-/**
- * The verdict on a rejection of `@google-cloud/storage`: its `ApiError` carries the HTTP status in
- * `code`; a gaxios network error carries a Node error code (`ECONNRESET`) as a string.
- *
- * @internal
- */
-export const classify = (cause: unknown): Verdict => {
-  const status = statusOf(cause)
-  if (status !== undefined) {
-    if (status === 404) return "notFound"
-    if (status === 412) return "precondition"
-    if (status === 408 || status === 429 || status >= 500) return "transient"
-    return "fatal"
-  }
-  return isTransientNetworkError(cause) ? "transient" : "fatal"
-}
-
-// ---------------------------------------------------------------------------------------------
-// Driver edge
-
-/** A failed call, classified; turned into the caller's error type in `make`. */
-class CallFailure extends Data.TaggedError("CallFailure")<{
-  readonly verdict: Verdict
-  readonly detail: string
-  readonly cause: unknown
-}> {}
-
-// A failure of the store's steps, before `make` turns it into the caller's error type.
-class StoreFailure extends Data.TaggedError("StoreFailure")<{ readonly fields: ErrorFields }> {}
-
-/** Custom metadata keys of a checkpoint object. @internal */
-export const metadataKeys = {
-  /** The id of the record inside: for people reading the bucket. */
-  checkpointId: "effect-gcp-sinks-checkpoint-id",
-  /** Unique per `save` call (not per attempt): tells a landed retry from a competitor. */
-  nonce: "effect-gcp-sinks-save-nonce"
-} as const
-
-interface Head {
-  readonly generation: string
-  readonly nonce: string | undefined
-}
-
-const headOf = (metadata: unknown): Head | undefined => {
-  if (!Predicate.isObject(metadata) || !("generation" in metadata)) return undefined
-  const generation = metadata.generation
-  if (!Predicate.isString(generation) && !Predicate.isNumber(generation)) return undefined
-  const custom = "metadata" in metadata && Predicate.isObject(metadata.metadata) ? metadata.metadata : undefined
-  const nonce = custom !== undefined && metadataKeys.nonce in custom ? custom[metadataKeys.nonce] : undefined
-  return { generation: String(generation), nonce: Predicate.isString(nonce) ? nonce : undefined }
-}
-
-interface Calls {
-  readonly head: (name: string) => Effect.Effect<Head, CallFailure>
-  readonly read: (name: string, generation: string) => Effect.Effect<Uint8Array, CallFailure>
-  readonly write: (
-    name: string,
-    body: string,
-    ifGenerationMatch: string,
-    custom: Record<string, string>
-  ) => Effect.Effect<string, CallFailure>
-}
-
-/** One call: its deadline, then transient failures retried on the schedule. */
-const call =
-  (config: Settings, schedule: Schedule.Schedule<unknown, unknown>) =>
-  <A>(detail: string, run: () => Promise<A>): Effect.Effect<A, CallFailure> =>
-    Effect.tryPromise({
-      try: run,
-      catch: (cause) => new CallFailure({ verdict: classify(cause), detail, cause })
-    }).pipe(
-      Effect.timeoutOrElse({
-        duration: config.responseTimeout,
-        orElse: () =>
-          Effect.fail(
-            new CallFailure({
-              verdict: "transient",
-              detail,
-              cause: `no answer within ${Duration.format(config.responseTimeout)}`
-            })
-          )
-      }),
-      Effect.tapError((failure) =>
-        failure.verdict === "transient"
-          ? Effect.logDebug(`checkpoint store: ${detail} failed, retrying`, failure.cause)
-          : Effect.void
-      ),
-      Effect.retry({ schedule, while: (failure) => failure.verdict === "transient" })
-    )
-
-/** The head in `metadata`, or a fatal `CallFailure` saying `missing`. */
-const headIn = (metadata: unknown, missing: string): Effect.Effect<Head, CallFailure> => {
-  const head = headOf(metadata)
-  return head === undefined
-    ? Effect.fail(new CallFailure({ verdict: "fatal", detail: missing, cause: metadata }))
-    : Effect.succeed(head)
-}
-
-const calls = (storage: Storage, config: Settings): Calls => {
-  const bucket = storage.bucket(config.bucket)
-  const run = call(config, retrySchedule.toSchedule(config.retry))
-  const where = (name: string) => `gs://${config.bucket}/${name}`
-  return {
-    head: (name) =>
-      Effect.flatMap(
-        run(`get metadata of ${where(name)}`, () => bucket.file(name).getMetadata()),
-        ([metadata]) => headIn(metadata, `metadata of ${where(name)} has no generation`)
-      ),
-    read: (name, generation) =>
-      Effect.map(
-        run(`read ${where(name)}#${generation}`, () => bucket.file(name, { generation }).download()),
-        ([bytes]) => bytes
-      ),
-    write: (name, body, ifGenerationMatch, custom) => {
-      const file = bucket.file(name)
-      return run(`write ${where(name)} if generation ${ifGenerationMatch}`, () =>
-        file.save(body, {
-          // A single multipart request: fake-gcs-server ignores preconditions on resumable uploads.
-          resumable: false,
-          contentType: "application/json",
-          metadata: { metadata: custom },
-          preconditionOpts: { ifGenerationMatch }
-        })).pipe(
-          Effect.flatMap(() => headIn(file.metadata, `the upload of ${where(name)} returned no generation`)),
-          Effect.map((head) => head.generation)
-        )
-    }
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The store
-
-/** What this store knows of a writer's object: the record at a generation. */
+/** What this store knows of a writer's object: its entry's id at a generation. */
 interface Known {
   readonly id: string
   readonly generation: string
   readonly sequence: number
 }
 
-interface Current<R> extends Known {
+/** The stored entry, read at a generation. */
+interface Current<R> extends Known, Envelope.Entry<R> {
   readonly nonce: string | undefined
-  readonly record: R
 }
 
 /** @internal */
@@ -276,6 +45,12 @@ export interface Options<R, C, E> {
   readonly conflict: (fields: Fields) => C
   readonly error: (fields: ErrorFields) => E
 }
+
+// A failure of the store's steps, before `make` turns it into the caller's error type.
+class StoreFailure extends Data.TaggedError("StoreFailure")<{ readonly fields: ErrorFields }> {}
+
+// Another writer's entry came first: the save (or one try of a claim) lost; `actualId` names it.
+class Lost extends Data.TaggedError("Lost")<{ readonly fields: Fields }> {}
 
 /** How often a read retries when the object is replaced between its metadata and its contents. */
 const readRaces = 5
@@ -302,66 +77,56 @@ const nameOf = (config: Settings, writerId: string): Effect.Effect<string, Store
     : Effect.succeed(name)
 }
 
-/** A stored object's record, checked against its writer and the caller's record schema. */
-const decodeObject = <R extends { readonly id: string }, C, E>(
+/** A stored object's entry, checked against its writer and the caller's record schema. */
+const decodeObject = <R extends { readonly id: string }>(
   config: Settings,
-  options: Options<R, C, E>,
+  decode: (u: unknown) => Result.Result<R, Schema.SchemaError>,
   writerId: string,
   name: string,
   head: Head,
   bytes: Uint8Array
-) => {
-  const where = `gs://${config.bucket}/${name}`
-  const envelope = decodeEnvelope(new TextDecoder().decode(bytes))
+): Effect.Effect<Current<R>, StoreFailure> => {
+  const where = `gs://${config.bucket}/${name}#${head.generation}`
+  const envelope = Envelope.decodeEnvelope(new TextDecoder().decode(bytes))
   if (Result.isFailure(envelope)) {
     return corrupt(
       writerId,
-      `${where}#${head.generation} is not a valid checkpoint (foreign or damaged object): ` +
-        envelope.failure.message
+      `${where} is not a valid checkpoint (foreign or damaged object): ${envelope.failure.message}`
     )
   }
-  const { record: raw, sequence, writerId: storedWriter } = envelope.success
-  if (storedWriter !== writerId) {
-    return corrupt(writerId, `${where}#${head.generation} holds a checkpoint of writer '${storedWriter}'`)
-  }
-  const record = options.decode(raw)
-  if (Result.isFailure(record)) {
-    return corrupt(writerId, `${where}#${head.generation} holds an invalid record: ${record.failure.message}`)
-  }
-  const current: Current<R> = {
-    id: record.success.id,
-    generation: head.generation,
-    sequence,
-    nonce: head.nonce,
-    record: record.success
-  }
-  return Effect.succeed(current)
+  const { sequence, writerId: storedWriter } = envelope.success
+  if (storedWriter !== writerId) return corrupt(writerId, `${where} holds a checkpoint of writer '${storedWriter}'`)
+  const stored = Envelope.storedOf(envelope.success)
+  if (Result.isFailure(stored)) return corrupt(writerId, `${where} is not a valid checkpoint: ${stored.failure}`)
+  const entry = Envelope.entryOf(stored.success, decode)
+  if (Result.isFailure(entry)) return corrupt(writerId, `${where} holds ${entry.failure}`)
+  return Effect.succeed({ ...entry.success, generation: head.generation, sequence, nonce: head.nonce })
 }
 
 /** The object was replaced between reading its metadata and its contents. */
 class Replaced extends Data.TaggedError("Replaced") {}
 
-// The stored record with the generation it was read at. The metadata gives the generation, the
+// The stored entry with the generation it was read at. The metadata gives the generation, the
 // contents are read at exactly that generation; if the object was replaced in between, that read
 // is a 404 and both are read again, at most `readRaces` times.
-const readCurrent = <R extends { readonly id: string }, C, E>(
+const readCurrent = <R extends { readonly id: string }>(
   driver: Calls,
   config: Settings,
-  options: Options<R, C, E>
+  decode: (u: unknown) => Result.Result<R, Schema.SchemaError>
 ) =>
 (writerId: string, name: string): Effect.Effect<Option.Option<Current<R>>, StoreFailure> =>
   Effect.gen(function*() {
-    const head = yield* Effect.result(driver.head(name))
+    const head = yield* Effect.result(driver.head(writerId, name))
     if (Result.isFailure(head)) {
       if (head.failure.verdict === "notFound") return Option.none()
       return yield* io(writerId, head.failure)
     }
-    const bytes = yield* Effect.result(driver.read(name, head.success.generation))
+    const bytes = yield* Effect.result(driver.read(writerId, name, head.success.generation))
     if (Result.isFailure(bytes)) {
       if (bytes.failure.verdict === "notFound") return yield* new Replaced()
       return yield* io(writerId, bytes.failure)
     }
-    return Option.some(yield* decodeObject(config, options, writerId, name, head.success, bytes.success))
+    return Option.some(yield* decodeObject(config, decode, writerId, name, head.success, bytes.success))
   }).pipe(
     Effect.retry({ times: readRaces - 1, while: (e) => e instanceof Replaced }),
     Effect.catchIf((e): e is Replaced => e instanceof Replaced, () =>
@@ -376,7 +141,7 @@ const readCurrent = <R extends { readonly id: string }, C, E>(
  * What this store knows of each writer's object, read and written in single synchronous steps only
  * (as the memory store's map).
  */
-const knownRecords = () => {
+const knownEntries = () => {
   const known = new Map<string, Known>()
   return {
     known,
@@ -393,92 +158,122 @@ const knownRecords = () => {
   }
 }
 
-/** What a save is conditioned on: none (create only), the known record, or the stored one. */
-const conditionOf = <R extends Known>(
-  records: ReturnType<typeof knownRecords>,
-  readStored: (writerId: string, name: string) => Effect.Effect<Option.Option<R>, StoreFailure>
-) =>
-  Effect.fnUntraced(function*(writerId: string, name: string, expected: string | undefined) {
-    if (expected === undefined) return Result.succeed<Known | undefined>(undefined)
-    const cached = records.known.get(writerId)
-    if (cached?.id === expected) return Result.succeed<Known | undefined>(cached)
-    const current = yield* readStored(writerId, name)
-    records.remember(writerId, current)
-    const actualId = Option.isSome(current) ? current.value.id : undefined
-    return actualId === expected && Option.isSome(current)
-      ? Result.succeed<Known | undefined>(current.value)
-      : Result.fail<Fields>({ writerId, expectedPreviousId: expected, actualId })
-  })
-
-/** What the store's operations share: the calls, the settings, the caller's options, the known records. */
+/** What the store's operations share: the calls, the settings, the caller's options, the known entries. */
 interface StoreContext<R extends { readonly id: string }, C, E> {
   readonly driver: Calls
   readonly config: Settings
   readonly options: Options<R, C, E>
-  readonly records: ReturnType<typeof knownRecords>
+  readonly records: ReturnType<typeof knownEntries>
   readonly readStored: (writerId: string, name: string) => Effect.Effect<Option.Option<Current<R>>, StoreFailure>
 }
 
+/** One replacement of a writer's object: `stored` as the entry `id` after `base` (none: create only). */
+interface Put {
+  readonly writerId: string
+  readonly name: string
+  readonly id: string
+  readonly stored: Envelope.Stored
+  readonly base: Known | undefined
+  readonly expectedPreviousId: string | undefined
+}
+
 /**
- * After a 412 on save: another writer replaced the object, or an attempt of this save landed without
- * its answer (the stored nonce is this save's), which is a success.
+ * Uploads the entry conditioned on the base's generation. A 412 is another writer's entry (`Lost`,
+ * naming it), unless the object holds this very upload (its nonce): an attempt whose answer was lost
+ * that landed, which is a success.
  */
-const settlePrecondition = <R extends { readonly id: string }, C, E>(
+const put = <R extends { readonly id: string }, C, E>(
   context: StoreContext<R, C, E>,
-  save: {
-    readonly writerId: string
-    readonly name: string
-    readonly nonce: string
-    readonly base: Known | undefined
-    readonly expectedPreviousId: string | undefined
-  }
-): Effect.Effect<void, C | StoreFailure> =>
-  Effect.flatMap(context.readStored(save.writerId, save.name), (current) => {
-    if (Option.isSome(current) && current.value.nonce === save.nonce) {
-      context.records.remember(save.writerId, current)
-      return Effect.void
+  p: Put
+): Effect.Effect<void, Lost | StoreFailure> =>
+  Effect.gen(function*() {
+    const sequence = (p.base?.sequence ?? 0) + 1
+    const body = Envelope.encodeEnvelope(p.writerId, sequence, p.stored)
+    const saveNonce = nonce()
+    const written = yield* Effect.result(
+      context.driver.write(p.writerId, p.name, body, p.base?.generation ?? "0", {
+        [metadataKeys.checkpointId]: p.id,
+        [metadataKeys.nonce]: saveNonce
+      })
+    )
+    if (Result.isSuccess(written)) {
+      context.records.known.set(p.writerId, { id: p.id, generation: written.success, sequence })
+      return
     }
-    context.records.forget(save.writerId, save.base)
-    return Effect.fail(context.options.conflict({
-      writerId: save.writerId,
-      expectedPreviousId: save.expectedPreviousId,
-      actualId: Option.isSome(current) ? current.value.id : undefined
-    }))
+    if (written.failure.verdict !== "precondition") return yield* io(p.writerId, written.failure)
+    const current = yield* context.readStored(p.writerId, p.name)
+    if (Option.isSome(current) && current.value.nonce === saveNonce) {
+      context.records.remember(p.writerId, current)
+      return
+    }
+    context.records.forget(p.writerId, p.base)
+    const actualId = Option.isSome(current) ? current.value.id : undefined
+    return yield* new Lost({ fields: { writerId: p.writerId, expectedPreviousId: p.expectedPreviousId, actualId } })
+  })
+
+/** What a save is conditioned on: none (create only), the known entry, or the stored one. */
+const conditionOf = <R extends { readonly id: string }, C, E>(context: StoreContext<R, C, E>) =>
+  Effect.fnUntraced(function*(writerId: string, name: string, expected: string | undefined) {
+    if (expected === undefined) return undefined
+    const cached = context.records.known.get(writerId)
+    if (cached?.id === expected) return cached
+    const current = yield* context.readStored(writerId, name)
+    context.records.remember(writerId, current)
+    const actualId = Option.isSome(current) ? current.value.id : undefined
+    if (actualId === expected && Option.isSome(current)) return current.value
+    return yield* new Lost({ fields: { writerId, expectedPreviousId: expected, actualId } })
   })
 
 /** Saves a record conditioned on the stored generation, with a sequence one past the base's. */
 const saveWith = <R extends { readonly id: string }, C, E>(context: StoreContext<R, C, E>) => {
-  const { config, driver, options, records } = context
-  const baseOf = conditionOf(records, context.readStored)
+  const baseOf = conditionOf(context)
   return Effect.fn("CheckpointStore.gcs.save")(
     function*(writerId: string, record: R, expectedPreviousId: string | undefined) {
       yield* Effect.annotateCurrentSpan("checkpoint.writerId", writerId)
-      const name = yield* nameOf(config, writerId)
+      const name = yield* nameOf(context.config, writerId)
       const base = yield* baseOf(writerId, name, expectedPreviousId)
-      if (Result.isFailure(base)) return yield* Effect.fail(options.conflict(base.failure))
-      const sequence = (base.success?.sequence ?? 0) + 1
-      const body = JSON.stringify({ format, version, writerId, sequence, record })
-      const saveNonce = nonce()
-      const written = yield* Effect.result(
-        driver.write(name, body, base.success?.generation ?? "0", {
-          [metadataKeys.checkpointId]: record.id,
-          [metadataKeys.nonce]: saveNonce
-        })
-      )
-      if (Result.isSuccess(written)) {
-        records.known.set(writerId, { id: record.id, generation: written.success, sequence })
-        return
-      }
-      if (written.failure.verdict !== "precondition") return yield* io(writerId, written.failure)
-      return yield* settlePrecondition(context, {
+      yield* put(context, {
         writerId,
         name,
-        nonce: saveNonce,
-        base: base.success,
+        id: record.id,
+        stored: { _tag: "Record", raw: record },
+        base,
         expectedPreviousId
       })
     },
-    Effect.mapError((error) => (error instanceof StoreFailure ? options.error(error.fields) : error))
+    Effect.mapError((
+      error
+    ) => (error instanceof Lost ? context.options.conflict(error.fields) : context.options.error(error.fields)))
+  )
+}
+
+/**
+ * Claims a writer: the stored entry again under a new id (a bare claim when there is none), uploaded
+ * conditioned on the generation it was read at; a lost race reads again, at most `claimAttempts` times.
+ */
+const claimWith = <R extends { readonly id: string }, C, E>(context: StoreContext<R, C, E>) => {
+  const once = Effect.fnUntraced(function*(writerId: string, name: string) {
+    const current = yield* context.readStored(writerId, name)
+    context.records.remember(writerId, current)
+    const base = Option.getOrUndefined(current)
+    const id = yield* ids.nextId(base?.id)
+    const stored = Envelope.claimOver(base?.stored, id)
+    yield* put(context, { writerId, name, id, stored, base, expectedPreviousId: base?.id })
+    const claimed = Envelope.entryOf(stored, context.options.decode)
+    if (Result.isFailure(claimed)) return yield* corrupt(writerId, `the claimed record: ${claimed.failure}`)
+    return { id, record: claimed.success.record }
+  })
+  return Effect.fn("CheckpointStore.gcs.claim")(
+    function*(writerId: string): Effect.fn.Return<Claimed<R>, Lost | StoreFailure> {
+      yield* Effect.annotateCurrentSpan("checkpoint.writerId", writerId)
+      const name = yield* nameOf(context.config, writerId)
+      return yield* once(writerId, name).pipe(
+        Effect.retry({ times: ids.claimAttempts - 1, while: (error) => error instanceof Lost })
+      )
+    },
+    Effect.mapError((
+      error
+    ) => (error instanceof Lost ? context.options.conflict(error.fields) : context.options.error(error.fields)))
   )
 }
 
@@ -488,18 +283,24 @@ export const make = <R extends { readonly id: string }, C, E>(
   config: Settings,
   options: Options<R, C, E>
 ) => {
-  const driver = calls(storage, config)
-  const records = knownRecords()
-  const readStored = readCurrent(driver, config, options)
+  // the schedule's input: the error a call would end as (`io`), so a caller's schedule reads what it is promised
+  const driver = calls(
+    storage,
+    config,
+    (writerId, failure) => options.error({ reason: "Io", writerId, detail: failure.detail, cause: failure.cause })
+  )
+  const records = knownEntries()
+  const readStored = readCurrent(driver, config, options.decode)
+  const context: StoreContext<R, C, E> = { driver, config, options, records, readStored }
   const load = Effect.fn("CheckpointStore.gcs.load")(
     function*(writerId: string) {
       yield* Effect.annotateCurrentSpan("checkpoint.writerId", writerId)
       const name = yield* nameOf(config, writerId)
       const current = yield* readStored(writerId, name)
       records.remember(writerId, current)
-      return Option.map(current, (c) => c.record)
+      return Option.flatMap(current, (c) => c.record)
     },
     Effect.mapError((error: StoreFailure): E => options.error(error.fields))
   )
-  return { load, save: saveWith({ driver, config, options, records, readStored }) }
+  return { load, save: saveWith(context), claim: claimWith(context) }
 }

@@ -48,12 +48,19 @@ import type * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import * as Random from "effect/Random"
+import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as Semaphore from "effect/Semaphore"
 import type { CheckpointError, Resume, ResumeOptions } from "../../Sink/Checkpoint.ts"
-import { CheckpointRecord, CheckpointStore, CheckpointStoreError } from "../../Sink/CheckpointStore.ts"
+import {
+  CheckpointConflict,
+  CheckpointRecord,
+  CheckpointStore,
+  CheckpointStoreError
+} from "../../Sink/CheckpointStore.ts"
 import type { Writer } from "../../Sink/Writer.ts"
+import { fencedDetail } from "./fenced.ts"
+import * as ids from "./ids.ts"
 
 /**
  * What a backend supplies to the protocol. `C` is one commit (a stream to flush up to an offset, a
@@ -65,6 +72,9 @@ import type { Writer } from "../../Sink/Writer.ts"
  *   needs them to adopt its state.
  * - `commit(commits)`: makes them visible; idempotent (run again on restore, possibly after they ran).
  * - `restore(commits)`: at start, after the stored commits were re-run: adopt the state they name.
+ * - `discard(commits)` (optional): after a save refused with `CheckpointConflict`, the commits of
+ *   that checkpoint that the stored record does not name: no writer will ever commit them, so what
+ *   they hold (staged files) may be released. Best effort and bounded; it never fails.
  *
  * @internal
  */
@@ -73,18 +83,24 @@ export interface Participant<C, E> {
   readonly prepare: Effect.Effect<ReadonlyArray<C>, E>
   readonly commit: (commits: ReadonlyArray<C>) => Effect.Effect<void, E>
   readonly restore: (commits: ReadonlyArray<C>) => Effect.Effect<void, E>
+  readonly discard?: ((commits: ReadonlyArray<C>) => Effect.Effect<void>) | undefined
 }
 
 const corrupt = (writerId: string, detail: string, cause?: unknown) =>
   new CheckpointStoreError({ reason: "Corrupt", writerId, detail, cause })
 
-/** `Checkpoint.resume`: reads the record, decodes its position. @internal */
+/**
+ * `Checkpoint.resume`: claims the writer (the store's `claim`: ownership passes to this caller, and
+ * the previous owner's next save is refused), then decodes the claimed record's position.
+ *
+ * @internal
+ */
 export const resume = <P>(
   options: ResumeOptions<P>
-): Effect.Effect<Resume<P>, CheckpointStoreError, CheckpointStore> =>
+): Effect.Effect<Resume<P>, CheckpointError, CheckpointStore> =>
   Effect.gen(function*() {
     const store = yield* CheckpointStore
-    const record = yield* store.load(options.writerId)
+    const { id: claimId, record } = yield* store.claim(options.writerId)
     const position = Option.isNone(record)
       ? Option.none<P>()
       : Option.some(
@@ -94,7 +110,7 @@ export const resume = <P>(
           )
         )
       )
-    return { writerId: options.writerId, position, record, positionSchema: options.positionSchema, store }
+    return { writerId: options.writerId, position, record, claimId, positionSchema: options.positionSchema, store }
   }).pipe(Effect.withSpan("Checkpoint.resume", { attributes: { "writer.id": options.writerId } }))
 
 /**
@@ -103,12 +119,7 @@ export const resume = <P>(
  *
  * @internal
  */
-export const nextId = (previous: string | undefined): Effect.Effect<string> =>
-  Effect.map(Random.nextIntBetween(0, 0x7fffffff), (random) => {
-    const sequence = previous === undefined ? 0 : Number.parseInt(previous, 10)
-    const next = Number.isSafeInteger(sequence) && sequence >= 0 ? sequence + 1 : 1
-    return `${next}-${random.toString(36).padStart(6, "0")}`
-  })
+export const nextId: (previous: string | undefined) => Effect.Effect<string> = ids.nextId
 
 /** What {@link make} wraps. @internal */
 export interface Options<A, P, C, E> {
@@ -128,7 +139,7 @@ interface Kept<A, P, C, E> {
   readonly store: Resume<P>["store"]
   readonly positionSchema: Resume<P>["positionSchema"]
   readonly participant: Participant<C, E>
-  readonly previousId: string | undefined
+  readonly previousId: string
 }
 
 /**
@@ -143,7 +154,6 @@ export const make = <A, P, C, E>(
   Effect.gen(function*() {
     const { participant, resume: resumed } = options
     const writerId = resumed.writerId
-    let previousId: string | undefined = undefined
     if (Option.isSome(resumed.record)) {
       const record = resumed.record.value
       const commits = yield* Schema.decodeUnknownEffect(Schema.Array(participant.commitSchema))(record.commits).pipe(
@@ -151,9 +161,9 @@ export const make = <A, P, C, E>(
       )
       yield* participant.commit(commits)
       yield* participant.restore(commits)
-      previousId = record.id
       yield* Effect.annotateCurrentSpan({ "checkpoint.id": record.id, "checkpoint.commits": commits.length })
     }
+    // the first save expects the id this writer claimed at resume: a later claim fences it
     // built apart from this scope, so that nothing the writer holds reaches the restored record
     return yield* protocol<A, P, C, E>({
       name: options.name,
@@ -162,9 +172,35 @@ export const make = <A, P, C, E>(
       store: resumed.store,
       positionSchema: resumed.positionSchema,
       participant,
-      previousId
+      previousId: resumed.claimId
     })
   }).pipe(Effect.withSpan(`${options.name}.restore`, { attributes: { "writer.id": options.resume.writerId } }))
+
+/**
+ * After a refused save: the prepared commits that the stored record does not name go to the
+ * participant's `discard`. A refused save may still be named by the stored record: an attempt whose
+ * answer was lost landed, and a successor restored it (its commits re-run there, so the files are
+ * loaded, not orphaned): those are kept. The stored record is read once; when it cannot be read,
+ * nothing is discarded (what is left costs storage, never data).
+ */
+const discardOrphans = <A, P, C, E>(
+  kept: Kept<A, P, C, E>,
+  commits: ReadonlyArray<C>,
+  encoded: ReadonlyArray<Schema.Json>
+): Effect.Effect<void> => {
+  const discard = kept.participant.discard
+  if (discard === undefined || commits.length === 0) return Effect.void
+  return kept.store.load(kept.writerId).pipe(
+    Effect.flatMap((stored) => {
+      const named = new Set(Option.isSome(stored) ? stored.value.commits.map((c) => JSON.stringify(c)) : [])
+      const orphans = commits.filter((_, i) => !named.has(JSON.stringify(encoded[i])))
+      return orphans.length === 0 ? Effect.void : discard(orphans)
+    }),
+    Effect.catch((error) =>
+      Effect.logWarning("a fenced writer's prepared commits are kept: the stored record could not be read", error)
+    )
+  )
+}
 
 const protocol = <A, P, C, E>(
   kept: Kept<A, P, C, E>
@@ -172,7 +208,7 @@ const protocol = <A, P, C, E>(
   Effect.gen(function*() {
     const { participant, positionSchema, store, writer, writerId } = kept
     const commitsSchema = Schema.Array(participant.commitSchema)
-    let previousId = kept.previousId
+    let previousId: string = kept.previousId
 
     // a write and a checkpoint never overlap: the position names exactly the records written before it
     const lock = yield* Semaphore.make(1)
@@ -193,9 +229,22 @@ const protocol = <A, P, C, E>(
         Effect.mapError((e) => corrupt(writerId, `the commits do not encode: ${e.message}`, e))
       )
 
+    // "another writer owns this now" noticed by the backend (its error carries a `Fenced`) is the
+    // store's `CheckpointConflict`: one error for it, whichever layer noticed; the same one each time
+    const conflicts = new WeakMap<object, CheckpointConflict>()
+    const fenced = (error: E | CheckpointError): E | CheckpointError => {
+      const detail = fencedDetail(error)
+      if (detail === undefined || !Predicate.isObject(error)) return error
+      const known = conflicts.get(error)
+      if (known !== undefined) return known
+      const conflict = new CheckpointConflict({ writerId, expectedPreviousId: previousId, detail })
+      conflicts.set(error, conflict)
+      return conflict
+    }
+
     const checkpoint = (position: P): Effect.Effect<void, E | CheckpointError> =>
       lock.withPermit(latched(Effect.gen(function*() {
-        yield* writer.flush
+        yield* Effect.mapError(writer.flush, fenced)
         const commits = yield* participant.prepare
         const id = yield* nextId(previousId)
         const record = new CheckpointRecord({
@@ -204,7 +253,11 @@ const protocol = <A, P, C, E>(
           commits: yield* encodeCommits(commits)
         })
         yield* Effect.annotateCurrentSpan({ "checkpoint.id": id, "checkpoint.commits": commits.length })
-        yield* store.save(writerId, record, previousId)
+        yield* store.save(writerId, record, previousId).pipe(
+          Effect.tapError((error) =>
+            error._tag === "CheckpointConflict" ? discardOrphans(kept, commits, record.commits) : Effect.void
+          )
+        )
         previousId = id
         yield* participant.commit(commits)
       }))).pipe(
@@ -213,8 +266,8 @@ const protocol = <A, P, C, E>(
       )
 
     return {
-      write: (records: Iterable<A>) => lock.withPermit(latched(writer.write(records))),
-      flush: latched(writer.flush),
+      write: (records: Iterable<A>) => lock.withPermit(latched(writer.write(records))).pipe(Effect.mapError(fenced)),
+      flush: Effect.mapError(latched(writer.flush), fenced),
       checkpoint,
       summary: writer.summary
     }

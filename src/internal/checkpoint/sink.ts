@@ -79,8 +79,8 @@ const EverySchema = Schema.Unknown.pipe(Schema.decodeTo(
 /** Whether a value is a `Checkpoint.Resume` (read by `Checkpoint.resume`). @internal */
 export const isResume = (u: unknown): u is Resume<unknown> =>
   O.isRecord(u) && Predicate.isString(u.writerId) && O.isRecord(u.store) && Predicate.isFunction(u.store.save) &&
-  Predicate.isFunction(u.store.load) && Option.isOption(u.position) && Option.isOption(u.record) &&
-  Schema.isSchema(u.positionSchema)
+  Predicate.isFunction(u.store.load) && Predicate.isFunction(u.store.claim) && Option.isOption(u.position) &&
+  Option.isOption(u.record) && Predicate.isString(u.claimId) && Schema.isSchema(u.positionSchema)
 
 const isPosition = (u: unknown): u is (a: never) => unknown => Predicate.isFunction(u)
 

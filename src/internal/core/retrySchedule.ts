@@ -72,6 +72,20 @@ export const toSchedule = (policy: AnyPolicy | Policy): Schedule.Schedule<unknow
   "_tag" in policy && policy._tag === "FromSchedule" ? policy.schedule : backoffSchedule(policy)
 
 /**
+/**
+ * `schedule` stepped with `f(input)`: a retry whose own failure is an internal wrapper still hands the
+ * caller's schedule the typed failure its policy promises (`RetryPolicy.fromSchedule`: the failure
+ * being retried is the input).
+ *
+ * @internal
+ */
+export const mapInput = <Output, Input, Next>(
+  schedule: Schedule.Schedule<Output, Input>,
+  f: (input: Next) => Input
+): Schedule.Schedule<Output, Next> =>
+  Schedule.fromStep(Effect.map(Schedule.toStep(schedule), (step) => (now: number, input: Next) => step(now, f(input))))
+
+/**
  * The schedule of `policy`, fed `typed(failure)` for each failure a loop retries on: whatever the
  * loop's own error (an internal wrapper, a transport failure), the policy's schedule sees the typed
  * error the write ends with if it stops there, as `RetryPolicy.fromSchedule` promises a caller's
@@ -82,7 +96,4 @@ export const toSchedule = (policy: AnyPolicy | Policy): Schedule.Schedule<unknow
 export const toScheduleOf = <In>(
   policy: AnyPolicy | Policy,
   typed: (failure: In) => unknown
-): Schedule.Schedule<unknown, In> =>
-  Schedule.fromStep(
-    Effect.map(Schedule.toStep(toSchedule(policy)), (step) => (now, failure: In) => step(now, typed(failure)))
-  )
+): Schedule.Schedule<unknown, In> => mapInput(toSchedule(policy), typed)

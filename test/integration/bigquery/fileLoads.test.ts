@@ -7,9 +7,10 @@ import { assert, layer } from "@effect/vitest"
 import type { BigQuery } from "@google-cloud/bigquery"
 import type { Storage } from "@google-cloud/storage"
 import avro from "avsc"
-import { Effect, Exit, Option, Schema, Stream } from "effect"
+import { Effect, Exit, Metric, Option, Schema, Stream } from "effect"
 import * as zlib from "node:zlib"
 import {
+  BigQueryMetrics,
   BigQuerySink,
   RowSerializer,
   SchemaUpdateOptions,
@@ -22,7 +23,7 @@ import * as FileLoadsOptions from "../../../src/internal/bigquery/fileLoads/opti
 import * as Plan from "../../../src/internal/bigquery/fileLoads/plan.ts"
 import * as Runner from "../../../src/internal/bigquery/fileLoads/runner.ts"
 import * as Staging from "../../../src/internal/bigquery/fileLoads/staging.ts"
-import { Checkpoint, CheckpointStore } from "../../../src/Sink.ts"
+import { Checkpoint, CheckpointRecord, CheckpointStore } from "../../../src/Sink.ts"
 import * as Clients from "../../support/clients.ts"
 import * as Harness from "./fileLoadsHarness.ts"
 
@@ -193,6 +194,41 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
         assert.deepStrictEqual(yield* stagedObjects(storage, bucket), [])
         const stored = yield* Checkpoint.resume({ writerId: "byhand", positionSchema: Schema.Number })
         assert.deepStrictEqual(stored.position, Option.some(40))
+      }).pipe(Effect.scoped, Effect.provide(CheckpointStore.memory)))
+
+    // Issue 36 (5): files closed since the last checkpoint are named only by the record being saved;
+    // when that save is refused, nothing loaded or deleted them.
+    it.effect("a fenced writer deletes the files it staged for its refused checkpoint, and loads nothing", () =>
+      Effect.gen(function*() {
+        const { bq, bucket, datasetId, emulator, storage } = yield* freshSetup
+        const table = TableDestination.makeUnsafe({ projectId: emulator.projectId, datasetId, tableId: "fenced" })
+        const rows = Array.from({ length: 30 }, (_, i) => rowOf(i))
+        const writer = yield* BigQuerySink.writer({
+          table,
+          serializer: yield* RowSerializer.fromJson(schema),
+          writeMethod: WriteMethod.fileLoads({
+            stagingPath: `gs://${bucket}/fenced`,
+            poll: Harness.pollFast,
+            maxStagingFileBytes: 256
+          }),
+          checkpoint: yield* loadOnce("fenced")
+        })
+        yield* writer.write(rows.slice(0, 10))
+        yield* writer.checkpoint(10)
+        yield* writer.write(rows.slice(10))
+        yield* writer.flush
+        assert.isAbove((yield* stagedObjects(storage, bucket)).length, 1, "several files staged since the checkpoint")
+        // another process takes the writer over and saves: this one's next save is refused
+        const store = yield* CheckpointStore
+        const current = Option.getOrThrow(yield* store.load("fenced"))
+        yield* store.save("fenced", new CheckpointRecord({ ...current, id: "successor" }), current.id)
+        const before = yield* Metric.value(BigQueryMetrics.stagedFilesDiscarded)
+        const refused = yield* Effect.flip(writer.checkpoint(30))
+        assert.strictEqual(refused._tag, "CheckpointConflict")
+        assert.deepStrictEqual(yield* stagedObjects(storage, bucket), [])
+        const after = yield* Metric.value(BigQueryMetrics.stagedFilesDiscarded)
+        assert.isAbove(after.count - before.count, 1)
+        assert.deepStrictEqual(yield* readBack(bq, table.toString()), rows.slice(0, 10))
       }).pipe(Effect.scoped, Effect.provide(CheckpointStore.memory)))
 
     it.effect("BigQuerySink.make with WriteMethod.fileLoads and no checkpoint.every loads everything at the end of input", () =>

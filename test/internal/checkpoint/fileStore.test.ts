@@ -158,6 +158,16 @@ const recording = (calls: Array<string>): FileSystem => ({
   link: (from, to) => nodeFileSystem.link(from, to).then(() => void calls.push(`link ${path.basename(to)}`))
 })
 
+// Every directory from the store directory up to the root, the store directory first.
+const chain = (directory: string): Array<string> => {
+  const levels = [path.resolve(directory)]
+  for (let level = levels[0] ?? "/"; level !== path.dirname(level); level = path.dirname(level)) {
+    levels.push(path.dirname(level))
+  }
+  return levels
+}
+const syncs = (dirs: ReadonlyArray<string>) => dirs.map((dir) => `sync ${dir}`)
+
 describe("checkpointFile durability", () => {
   const options = {
     decode: Schema.decodeUnknownResult(CheckpointRecord),
@@ -167,7 +177,7 @@ describe("checkpointFile durability", () => {
 
   // Found by the simulator (bigquery.exactlyOnce seed 12): a crash after the first save lost the
   // writer's directory, whose entry in the store directory was never fsynced, with every record in it.
-  it.effect("before a writer's first record, each directory the save created is made durable in its parent", () =>
+  it.effect("before a writer's first record, the store directory and every ancestor are made durable", () =>
     Effect.gen(function*() {
       const root = yield* tempDirectory
       const directory = path.join(root, "state", "checkpoints")
@@ -177,9 +187,7 @@ describe("checkpointFile durability", () => {
       yield* store.save("w", record("b"), "a")
       const writerDir = path.join(directory, directoryName("w"))
       assert.deepStrictEqual(calls, [
-        `sync ${directory}`,
-        `sync ${path.join(root, "state")}`,
-        `sync ${root}`,
+        ...syncs(chain(directory)),
         `link ${fileName(1)}`,
         `sync ${writerDir}`,
         `link ${fileName(2)}`,
@@ -187,15 +195,82 @@ describe("checkpointFile durability", () => {
       ])
     }))
 
-  it.effect("a store directory that exists already: only the writer directory's entry is synced", () =>
+  it.effect("a store's later first saves sync the store directory only: its ancestors are durable already", () =>
     Effect.gen(function*() {
       const directory = yield* tempDirectory
       const calls: Array<string> = []
-      yield* make(directory, options, recording(calls)).save("w", record("a"), undefined)
+      const store = make(directory, options, recording(calls))
+      yield* store.save("w", record("a"), undefined)
+      calls.length = 0
+      yield* store.save("v", record("a"), undefined)
       assert.deepStrictEqual(calls, [
         `sync ${directory}`,
         `link ${fileName(1)}`,
-        `sync ${path.join(directory, directoryName("w"))}`
+        `sync ${path.join(directory, directoryName("v"))}`
       ])
+    }))
+
+  // Issue 36 (2): only the save whose own mkdir created the parents used to fsync them.
+  it.effect("a first save retried after failing past its mkdir makes every parent durable before it returns", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDirectory
+      const directory = path.join(root, "state", "checkpoints")
+      const calls: Array<string> = []
+      let failures = 1
+      const base = recording(calls)
+      const flaky: FileSystem = {
+        ...base,
+        // the first listing of the writer's directory (right after the mkdir that created it) fails
+        readdir: (dir) =>
+          failures-- > 0
+            ? Promise.reject(Object.assign(new Error("EIO: simulated"), { code: "EIO" }))
+            : base.readdir(dir)
+      }
+      const store = make(directory, options, flaky)
+      const first = yield* Effect.flip(store.save("w", record("a"), undefined))
+      assert.strictEqual(first._tag, "CheckpointStoreError")
+      assert.isTrue(fs.existsSync(path.join(directory, directoryName("w"))), "the failed save created the directories")
+      assert.deepStrictEqual(calls, [])
+      yield* store.save("w", record("a"), undefined)
+      const link = calls.indexOf(`link ${fileName(1)}`)
+      assert.deepStrictEqual(calls.slice(0, link), syncs(chain(directory)))
+    }))
+
+  it.effect("a second store's first save syncs the parents another store created and has not synced", () =>
+    Effect.gen(function*() {
+      const root = yield* tempDirectory
+      const directory = path.join(root, "state", "checkpoints")
+      const stalled = yield* Deferred.make<void>()
+      const never = yield* Deferred.make<void>()
+      // the first store created every directory and stalls before it syncs any
+      const first = make(directory, {
+        ...options,
+        afterRead: () => Effect.andThen(Deferred.succeed(stalled, undefined), Deferred.await(never))
+      })
+      const firstSave = yield* Effect.forkChild(first.save("w1", record("a"), undefined))
+      yield* Deferred.await(stalled)
+      const calls: Array<string> = []
+      yield* make(directory, options, recording(calls)).save("w2", record("a"), undefined)
+      const link = calls.indexOf(`link ${fileName(1)}`)
+      assert.deepStrictEqual(calls.slice(0, link), syncs(chain(directory)))
+      yield* Fiber.interrupt(firstSave)
+    }))
+
+  it.effect("a read-only ancestor (EROFS on its fsync) holds nothing unsynced: the save goes on", () =>
+    Effect.gen(function*() {
+      const directory = yield* tempDirectory
+      const calls: Array<string> = []
+      const base = recording(calls)
+      const readOnlyRoot: FileSystem = {
+        ...base,
+        open: (file, flags) =>
+          base.open(file, flags).then((handle) =>
+            file === path.parse(directory).root
+              ? { ...handle, sync: () => Promise.reject(Object.assign(new Error("EROFS"), { code: "EROFS" })) }
+              : handle
+          )
+      }
+      yield* make(directory, options, readOnlyRoot).save("w", record("a"), undefined)
+      assert.include(calls, `link ${fileName(1)}`)
     }))
 })

@@ -1,16 +1,20 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Storage } from "@google-cloud/storage"
-import { Duration, Effect, Result, Schema } from "effect"
+import { Duration, Effect, Fiber, Result, Schedule, Schema } from "effect"
+import { TestClock } from "effect/testing"
+import type { ErrorFields } from "../../../src/internal/checkpoint/fileStore.ts"
+import { classify } from "../../../src/internal/checkpoint/gcsCalls.ts"
+import { BucketName, defaults, objectName, Prefix, settings } from "../../../src/internal/checkpoint/gcsOptions.ts"
+import { make } from "../../../src/internal/checkpoint/gcsStore.ts"
+import type { Fields as ConflictFields } from "../../../src/internal/checkpoint/memoryStore.ts"
 import {
-  BucketName,
-  classify,
-  defaults,
-  make,
-  objectName,
-  Prefix,
-  settings
-} from "../../../src/internal/checkpoint/gcsStore.ts"
-import { SinkConfigError } from "../../../src/Sink.ts"
+  CheckpointConflict,
+  CheckpointRecord,
+  CheckpointStoreError,
+  RetryPolicy,
+  SinkConfigError
+} from "../../../src/Sink.ts"
+import * as MemoryGcs from "../../support/memoryGcs.ts"
 
 const bucketName = Schema.decodeUnknownResult(BucketName)
 const prefix = Schema.decodeUnknownResult(Prefix)
@@ -108,5 +112,47 @@ describe("checkpointGcs", () => {
       assert.strictEqual(error.reason, "Io")
       assert.strictEqual(error.detail, "gs://b-1/w.json was replaced 5 times while being read")
       assert.deepStrictEqual(calls, Array.from({ length: 5 }, () => ["head w.json", "read w.json#7"]).flat())
+    }))
+})
+
+describe("checkpointGcs caller schedules", () => {
+  const storeOptions = {
+    decode: Schema.decodeUnknownResult(CheckpointRecord),
+    conflict: (f: ConflictFields) => new CheckpointConflict(f),
+    error: (f: ErrorFields) => new CheckpointStoreError(f)
+  }
+
+  // Issue 36 (4): the retry schedule was handed the store's internal `CallFailure`.
+  it.effect("the retry schedule gets each transient failure as the CheckpointStoreError it would end as", () =>
+    Effect.gen(function*() {
+      let unavailable = 2
+      const gcs = MemoryGcs.make({
+        fault: (op) => (op === "save" && unavailable-- > 0 ? MemoryGcs.apiError(503) : undefined)
+      })
+      const inputs: Array<unknown> = []
+      const config = yield* settings({
+        bucket: "b-1",
+        retry: RetryPolicy.fromSchedule(
+          Schedule.spaced("10 millis").pipe(
+            Schedule.upTo({ times: 5 }),
+            Schedule.while(({ input }) => {
+              inputs.push(input)
+              return input instanceof CheckpointStoreError && input.writerId === "w" && input.detail.startsWith("write")
+            })
+          )
+        )
+      })
+      const store = make(gcs.storage, config, storeOptions)
+      const saved = yield* Effect.forkChild(
+        store.save("w", new CheckpointRecord({ id: "a", position: 1, commits: [] }), undefined)
+      )
+      yield* TestClock.adjust("1 second")
+      yield* Fiber.join(saved)
+      assert.strictEqual(inputs.length, 2)
+      for (const input of inputs) {
+        assert.instanceOf(input, CheckpointStoreError)
+        assert.include((input as CheckpointStoreError).detail, "gs://b-1/w.json")
+      }
+      assert.deepStrictEqual(gcs.calls, ["save w.json", "save w.json", "save w.json"])
     }))
 })

@@ -11,7 +11,13 @@ import * as path from "node:path"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
 import * as checkpoint from "../../../src/internal/checkpoint/protocol.ts"
-import { Checkpoint, CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../../src/Sink.ts"
+import {
+  Checkpoint,
+  CheckpointConflict,
+  CheckpointRecord,
+  CheckpointStore,
+  CheckpointStoreError
+} from "../../../src/Sink.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
 import * as toy from "../core/toyBackend.ts"
 
@@ -52,6 +58,7 @@ const loggingStore = (log: Log) =>
       const inner = yield* CheckpointStore
       return CheckpointStore.of({
         load: inner.load,
+        claim: inner.claim,
         save: (writerId, record, expected) =>
           Effect.tap(
             inner.save(writerId, record, expected),
@@ -82,6 +89,12 @@ const gc = vm.runInNewContext("gc") as () => void
 // WeakRefs hold their target until the end of the job that created or read them: collect in a fresh one.
 const nextTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 const collect = Effect.andThen(nextTurn, Effect.andThen(Effect.sync(gc), nextTurn))
+
+/** The toy participant with a `discard` that records what it was given. */
+const discarding = (service: toy.Service, log: Log, discarded: Array<ReadonlyArray<Commit>>) => ({
+  ...participant(service, log),
+  discard: (commits: ReadonlyArray<Commit>) => Effect.sync(() => void discarded.push(commits))
+})
 
 describe("checkpoint protocol", () => {
   it.live("the restored record is not kept reachable by the writer once restored", () =>
@@ -130,12 +143,13 @@ describe("checkpoint protocol", () => {
       if (Option.isSome(stored)) {
         assert.strictEqual(stored.value.position, 3)
         assert.deepStrictEqual(stored.value.commits, [{ upTo: 3 }])
-        assert.match(stored.value.id, /^1-/)
+        // the resume's claim was 1
+        assert.match(stored.value.id, /^2-/)
       }
       yield* w.write(["t:d"])
       yield* w.checkpoint(4)
       const next = yield* resume.store.load("w")
-      if (Option.isSome(next)) assert.match(next.value.id, /^2-/)
+      if (Option.isSome(next)) assert.match(next.value.id, /^3-/)
       assert.deepStrictEqual(log.events.slice(3), ["prepare 4", "save 4", "commit 4"])
     }).pipe(Effect.scoped, Effect.provide(loggingStore(log)))
   })
@@ -161,8 +175,9 @@ describe("checkpoint protocol", () => {
       const store = yield* CheckpointStore
       yield* store.save("w", new CheckpointRecord({ id: "1-x", position: "three", commits: [] }), undefined)
       const error = yield* Effect.flip(resumeW)
-      assert.strictEqual(error.reason, "Corrupt")
-      assert.include(error.detail, "position does not decode")
+      assert.instanceOf(error, CheckpointStoreError)
+      assert.strictEqual(error._tag === "CheckpointStoreError" ? error.reason : undefined, "Corrupt")
+      assert.include(error._tag === "CheckpointStoreError" ? error.detail : "", "position does not decode")
     }).pipe(Effect.provide(CheckpointStore.memory)))
 
   it.live("stored commits that do not decode fail building the writer with Corrupt, before any commit", () =>
@@ -238,4 +253,88 @@ describe("checkpoint protocol", () => {
       assert.match(b, /^2-/)
       assert.match(yield* checkpoint.nextId("foreign"), /^1-/)
     }))
+
+  describe("a refused checkpoint's commits (issue 36, defect 5)", () => {
+    it.live("are discarded when no stored record names them: no writer will ever commit them", () =>
+      Effect.gen(function*() {
+        const discarded: Array<ReadonlyArray<Commit>> = []
+        const service = toy.makeService()
+        const resume = yield* resumeW
+        const w = yield* checkpoint.make({
+          name: "ToySink",
+          writer: yield* toy.make({ service, handler: FailureHandler.failJob }),
+          resume,
+          participant: discarding(service, makeLog(), discarded)
+        })
+        // another process claims the writer: this one is fenced at its next save
+        const store = yield* CheckpointStore
+        yield* store.claim("w")
+        yield* w.write(["t:a", "t:b"])
+        assert.instanceOf(yield* Effect.flip(w.checkpoint(2)), CheckpointConflict)
+        assert.deepStrictEqual(discarded, [[{ upTo: 2 }]])
+      }).pipe(Effect.scoped, Effect.provide(CheckpointStore.memory)))
+
+    it.live("are kept when the stored record names them (a save that landed, its answer refused)", () =>
+      Effect.gen(function*() {
+        const discarded: Array<ReadonlyArray<Commit>> = []
+        // the save lands, then the store answers as if another writer had been first
+        const landedThenRefused = Layer.effect(
+          CheckpointStore,
+          Effect.gen(function*() {
+            const inner = yield* CheckpointStore
+            return CheckpointStore.of({
+              ...inner,
+              save: (writerId, record, expected) =>
+                Effect.andThen(
+                  inner.save(writerId, record, expected),
+                  Effect.fail(new CheckpointConflict({ writerId, expectedPreviousId: expected, actualId: record.id }))
+                )
+            })
+          })
+        ).pipe(Layer.provide(CheckpointStore.memory))
+        yield* Effect.gen(function*() {
+          const service = toy.makeService()
+          const w = yield* checkpoint.make({
+            name: "ToySink",
+            writer: yield* toy.make({ service, handler: FailureHandler.failJob }),
+            resume: yield* resumeW,
+            participant: discarding(service, makeLog(), discarded)
+          })
+          yield* w.write(["t:a"])
+          assert.instanceOf(yield* Effect.flip(w.checkpoint(1)), CheckpointConflict)
+          assert.deepStrictEqual(discarded, [])
+        }).pipe(Effect.provide(landedThenRefused))
+      }).pipe(Effect.scoped))
+
+    it.live("are kept when the stored record cannot be read", () =>
+      Effect.gen(function*() {
+        const discarded: Array<ReadonlyArray<Commit>> = []
+        const unreadable = Layer.effect(
+          CheckpointStore,
+          Effect.gen(function*() {
+            const inner = yield* CheckpointStore
+            return CheckpointStore.of({
+              ...inner,
+              // the save is refused; the read that would tell what the stored record names fails
+              load: (writerId) =>
+                Effect.fail(new CheckpointStoreError({ reason: "Io", writerId, detail: "unreachable" })),
+              save: (writerId, _record, expected) =>
+                Effect.fail(new CheckpointConflict({ writerId, expectedPreviousId: expected, actualId: "other" }))
+            })
+          })
+        ).pipe(Layer.provide(CheckpointStore.memory))
+        yield* Effect.gen(function*() {
+          const service = toy.makeService()
+          const w = yield* checkpoint.make({
+            name: "ToySink",
+            writer: yield* toy.make({ service, handler: FailureHandler.failJob }),
+            resume: yield* resumeW,
+            participant: discarding(service, makeLog(), discarded)
+          })
+          yield* w.write(["t:a"])
+          assert.instanceOf(yield* Effect.flip(w.checkpoint(1)), CheckpointConflict)
+          assert.deepStrictEqual(discarded, [])
+        }).pipe(Effect.provide(unreadable))
+      }).pipe(Effect.scoped))
+  })
 })

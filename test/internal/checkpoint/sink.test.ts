@@ -101,6 +101,7 @@ describe("checkpoint sink", () => {
         Effect.map(CheckpointStore, (inner) =>
           CheckpointStore.of({
             load: inner.load,
+            claim: inner.claim,
             save: (writerId, saved, expected) =>
               Effect.gen(function*() {
                 if (saves.length === 0) {

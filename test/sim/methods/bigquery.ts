@@ -175,10 +175,17 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
         failureHandler: routing(routed),
         checkpoint: { ...o.checkpoint, every: checkpointEvery }
       })).pipe(Effect.provide(Layer.merge(BigQueryClient.fromClients(sim.clients(proc)), store.layer(proc))))
-  const result = await Life.live(world, lifePlan, program, () => {
-    sim.calm()
-    store.calm()
-  }, limits(options))
+  const result = await Life.live(
+    world,
+    lifePlan,
+    program,
+    () => {
+      sim.calm()
+      store.calm()
+    },
+    limits(options),
+    store.watch
+  )
   const visible = sim.visible(table).map(idOf)
   const checks: Array<Check> = [
     checkExactlyOnce({ total: plan.total, visible, routed }),
@@ -487,12 +494,19 @@ export const fileLoads: MethodRun = async (seed, options) => {
         GcsClient.fromStorage({ projectId: sim.projectId, storage: gcs.storage(proc) }),
         store.layer(proc)
       )))
-  const result = await Life.live(world, lifePlan, program, () => {
-    sim.calm()
-    gcs.calm()
-    loads.calm()
-    store.calm()
-  }, limits(options))
+  const result = await Life.live(
+    world,
+    lifePlan,
+    program,
+    () => {
+      sim.calm()
+      gcs.calm()
+      loads.calm()
+      store.calm()
+    },
+    limits(options),
+    store.watch
+  )
   const attempts = tuned.reconcile?.maxAttempts ?? 10
   const visible = sim.visible(table).map(idOf)
   const checks: Array<Check> = [

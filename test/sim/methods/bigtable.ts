@@ -173,10 +173,17 @@ export const exactlyOnce: MethodRun = async (seed, given) => {
       )
       return { from, summary }
     }).pipe(Effect.provide(Layer.merge(sim.layer(proc), store.layer(proc))))
-  const result = await Life.live(world, lifePlan, program, () => {
-    sim.calm()
-    store.calm()
-  }, limits(options))
+  const result = await Life.live(
+    world,
+    lifePlan,
+    program,
+    () => {
+      sim.calm()
+      store.calm()
+    },
+    limits(options),
+    store.watch
+  )
   const visible = applied(sim, plan.total)
   const checks: Array<Check> = [
     checkExactlyOnce({ total: plan.total, visible, routed }),

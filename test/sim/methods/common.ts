@@ -7,6 +7,7 @@ import * as FileSystem from "../fileSystem.ts"
 import * as Gcs from "../gcs.ts"
 import type { Process, World } from "../kernel.ts"
 import * as Life from "../life.ts"
+import * as Ownership from "../ownership.ts"
 import { make as makeRng, type Rng } from "../random.ts"
 import type { RunOptions } from "../run.ts"
 import type { SourcePlan } from "../source.ts"
@@ -42,9 +43,23 @@ export const checkpointedLife = (rng: Rng, seed: number, options: RunOptions, pl
 /**
  * The writer's checkpoint store, drawn per seed: `CheckpointStore.gcs`'s own code on simulated
  * Cloud Storage, `CheckpointStore.file`'s on a simulated file system, or the compare-and-set memory
- * store's code behind a faulty network.
+ * store's code behind a faulty network; each watched by {@link Ownership} (the life's `Watch`).
  */
 export const checkpointStore = (
+  world: World,
+  rng: Rng,
+  options: RunOptions
+): {
+  readonly layer: (proc: Process) => Layer.Layer<CheckpointStore>
+  readonly calm: () => void
+  readonly watch: Life.Watch
+} => {
+  const drawn = drawStore(world, rng, options)
+  const ownership = Ownership.make(world)
+  return { layer: (proc) => ownership.watched(proc, drawn.layer(proc)), calm: drawn.calm, watch: ownership }
+}
+
+const drawStore = (
   world: World,
   rng: Rng,
   options: RunOptions

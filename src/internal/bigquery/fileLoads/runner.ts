@@ -21,7 +21,7 @@
 import type { BigQuery, JobMetadata } from "@google-cloud/bigquery"
 import type { Storage } from "@google-cloud/storage"
 import * as Data from "effect/Data"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import * as Result from "effect/Result"
@@ -30,9 +30,10 @@ import type { SchemaUpdateOptions } from "../../../BigQuery/SchemaUpdateOptions.
 import * as TableDestination from "../../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
-import { type AnyPolicy, toSchedule } from "../../core/retrySchedule.ts"
+import { type AnyPolicy, toSchedule, toScheduleOf } from "../../core/retrySchedule.ts"
 import * as deadline from "../../wire/deadline.ts"
 import { isTransientNetworkError } from "../../wire/networkError.ts"
+import * as metrics from "../metrics.ts"
 import * as tables from "../schema/tables.ts"
 import * as schemaUpdate from "../schema/update.ts"
 import { defaults, type FileLoadsSettings } from "./options.ts"
@@ -143,10 +144,29 @@ const isTransientCause = (cause: unknown): boolean => {
 export const isTransient = (e: BigQueryError): boolean =>
   e.reason._tag === "FileLoadFailed" && isTransientCause(e.reason.cause)
 
-/** A best-effort cleanup call: a transient failure retried on the `reconcile` budget, as every runner call is. */
-const cleanupCall = <A>(ctx: RunnerContext, method: string, target: string, promise: () => Promise<A>) =>
+/**
+ * A best-effort cleanup call of `destination`'s commit: a transient failure retried on the `reconcile`
+ * budget, as every runner call is; its failures are `FileLoadFailed` `cleanup`, which the callers log.
+ */
+const cleanupCall = <A>(
+  ctx: Pick<RunnerContext, "settings">,
+  destination: string,
+  method: string,
+  target: string,
+  promise: () => Promise<A>
+): Effect.Effect<A, BigQueryError> =>
   call(ctx.settings.adminTimeout, method, target, promise).pipe(
-    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: ({ cause }) => isTransientCause(cause) })
+    Effect.mapError(({ cause }) =>
+      new BigQueryError({
+        reason: new FileLoadFailed({
+          step: "cleanup",
+          destination,
+          detail: `${method} ${target} failed: ${String(cause)}`,
+          cause
+        })
+      })
+    ),
+    Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
   )
 
 /** {@link lookup}, a transient failure retried on the `reconcile` budget. */
@@ -155,25 +175,30 @@ const lookupRetrying = (ctx: RunnerContext, jobId: string, destination: string) 
     Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
   )
 
-/** The marker of a job state to look up again. */
-class Pending {
-  readonly _tag = "Pending"
-}
+/** A job state to look up again, holding the error it ends in if the policy gives up. */
+class Pending extends Data.TaggedError("Pending")<{ readonly error: BigQueryError }> {}
 
 /**
  * Looks `jobId` up again on `policy` while its state is `pending`; past the policy, fails with
- * `exhausted`. Succeeds with the first state that is not pending.
+ * `exhausted`. Succeeds with the first state that is not pending. The policy's schedule sees, for
+ * each pending state, that `BigQueryError` (the failure being retried, as `RetryPolicy.fromSchedule`
+ * promises), never the internal marker.
  */
-const lookupUntil = <S extends JobState, P extends S, E>(
-  lookupOnce: Effect.Effect<S, E>,
+const lookupUntil = <S extends JobState, P extends S>(
+  lookupOnce: Effect.Effect<S, BigQueryError>,
   pending: (state: S) => state is P,
   policy: AnyPolicy,
   exhausted: () => BigQueryError
-): Effect.Effect<Exclude<S, P>, E | BigQueryError> =>
+): Effect.Effect<Exclude<S, P>, BigQueryError> =>
   lookupOnce.pipe(
-    Effect.flatMap((state) => pending(state) ? Effect.fail(new Pending()) : Effect.succeed(state as Exclude<S, P>)),
-    Effect.retry({ schedule: toSchedule(policy), while: (e) => e instanceof Pending }),
-    Effect.catchIf((e): e is Pending => e instanceof Pending, () => Effect.fail(exhausted()))
+    Effect.flatMap((state) =>
+      pending(state) ? Effect.fail(new Pending({ error: exhausted() })) : Effect.succeed(state as Exclude<S, P>)
+    ),
+    Effect.retry({
+      schedule: toScheduleOf(policy, (e: Pending | BigQueryError) => (e instanceof Pending ? e.error : e)),
+      while: (e) => e instanceof Pending
+    }),
+    Effect.catchTag("Pending", (p) => Effect.fail(p.error))
   )
 
 const where = (location: string | undefined) => (location === undefined ? "without a location" : `in ${location}`)
@@ -354,21 +379,69 @@ const jobLocation = (
     Effect.retry({ schedule: toSchedule(ctx.settings.reconcile), while: isTransient })
   )
 
+/** Deletes one staged object, retried as every cleanup call is: whether it is gone; a failure is logged. */
+const deleteObject = (
+  ctx: Pick<RunnerContext, "storage" | "settings">,
+  destination: string,
+  uri: string
+): Effect.Effect<boolean> => {
+  const match = /^gs:\/\/([^/]+)\/(.+)$/.exec(uri)
+  if (match === null) return Effect.succeed(false)
+  const [, bucket = "", name = ""] = match
+  const remove = () => ctx.storage.bucket(bucket).file(name).delete({ ignoreNotFound: true })
+  return cleanupCall(ctx, destination, "objects.delete", uri, remove).pipe(
+    Effect.as(true),
+    Effect.catch((e) => Effect.as(Effect.logWarning(`file loads: could not delete ${uri}: ${e.reason.detail}`), false))
+  )
+}
+
 /**
  * Deletes staged objects after their loads succeeded; a transient failure ({@link isTransientCause})
  * is retried on the `reconcile` budget (no later commit names these files again: a delete given up
  * leaks the object), then failures are logged, never raised.
  */
-const cleanup = (ctx: RunnerContext, uris: ReadonlyArray<string>) =>
-  Effect.forEach(uris, (uri) => {
-    const match = /^gs:\/\/([^/]+)\/(.+)$/.exec(uri)
-    if (match === null) return Effect.void
-    const [, bucket = "", name = ""] = match
-    const remove = () => ctx.storage.bucket(bucket).file(name).delete({ ignoreNotFound: true })
-    return cleanupCall(ctx, "objects.delete", uri, remove).pipe(
-      Effect.catch(({ cause }) => Effect.logWarning(`file loads: could not delete ${uri}: ${String(cause)}`))
+const cleanup = (ctx: RunnerContext, destination: string, uris: ReadonlyArray<string>) =>
+  Effect.forEach(uris, (uri) => deleteObject(ctx, destination, uri), { concurrency: 8, discard: true })
+
+/**
+ * Deletes the staged objects of committables that no saved record names: those of a fenced writer's
+ * refused checkpoint, which no writer will ever load. Best effort: each delete retried as a cleanup
+ * call, all of them within `adminTimeout`; each deleted object is counted
+ * (`bigquery.fileLoads.stagedFilesDiscarded`), and what is left is logged, never raised.
+ *
+ * @internal
+ */
+export const discard = (
+  ctx: Pick<RunnerContext, "storage" | "settings">,
+  committables: ReadonlyArray<Plan.Committable>
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const deleted = yield* Effect.forEach(
+      committables,
+      (c) => deleteObject(ctx, c.destination, c.uri),
+      { concurrency: 8 }
     )
-  }, { concurrency: 8, discard: true })
+    const count = deleted.filter(Boolean).length
+    yield* metrics.countRecords(metrics.stagedFilesDiscarded, count, undefined)
+    if (count < committables.length) {
+      yield* Effect.logWarning(
+        `file loads: ${
+          committables.length - count
+        } of ${committables.length} staged files of a refused checkpoint are left`
+      )
+    }
+  }).pipe(
+    Effect.timeoutOrElse({
+      duration: ctx.settings.adminTimeout,
+      orElse: () =>
+        Effect.logWarning(
+          `file loads: the staged files of a refused checkpoint were not all deleted within ${
+            Duration.format(ctx.settings.adminTimeout)
+          }`
+        )
+    }),
+    Effect.withSpan("FileLoads.discard", { attributes: { "files": committables.length } })
+  )
 
 /** The `configuration` of a copy job of the overflow path. @internal */
 export const copyConfiguration = (job: Plan.CopyJob): Record<string, unknown> => ({
@@ -392,20 +465,21 @@ export const queryConfiguration = (job: Plan.QueryJob): Record<string, unknown> 
 })
 
 /** Deletes temp tables after their destination's jobs succeeded, retried as {@link cleanup}; failures are logged, never raised. */
-const dropTemporaries = (ctx: RunnerContext, temporaries: ReadonlyArray<Plan.TableRef>) =>
+const dropTemporaries = (ctx: RunnerContext, destination: string, temporaries: ReadonlyArray<Plan.TableRef>) =>
   Effect.forEach(
     temporaries,
     (t) =>
       cleanupCall(
         ctx,
+        destination,
         "tables.delete",
         Plan.tablePath(t),
         () => ctx.rest.dataset(t.datasetId, { projectId: t.projectId }).table(t.tableId).delete()
       ).pipe(
-        Effect.catch(({ cause }) =>
-          httpStatus(cause) === 404
+        Effect.catch((e) =>
+          e.reason._tag === "FileLoadFailed" && httpStatus(e.reason.cause) === 404
             ? Effect.void
-            : Effect.logWarning(`file loads: could not delete temp table ${Plan.tablePath(t)}: ${String(cause)}`)
+            : Effect.logWarning(`file loads: could not delete temp table ${Plan.tablePath(t)}: ${e.reason.detail}`)
         )
       ),
     { concurrency: 8, discard: true }
@@ -456,8 +530,8 @@ export const commit = Effect.fnUntraced(function*(
     const located: RunnerContext = { ...ctx, location: yield* jobLocation(ctx, destination) }
     // every job of the destination was seen DONE without error: only now are its files deleted
     outcomes.push(...(yield* runDestination(located, d, schema)))
-    yield* dropTemporaries(ctx, d.temporaries)
-    yield* cleanup(ctx, d.uris)
+    yield* dropTemporaries(ctx, Plan.tablePath(d.destination), d.temporaries)
+    yield* cleanup(ctx, Plan.tablePath(d.destination), d.uris)
   }
   return outcomes
 }, (effect, ctx, committables) =>

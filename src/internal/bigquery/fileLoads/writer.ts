@@ -12,7 +12,8 @@
  *   file is closed. A staging I/O failure fails the writer (the core's latch);
  * - checkpoint: drain (open files closed, the handler's flush) → prepare = the committables of the
  *   files closed since the last one → save the record (compare-and-set) → commit = plan and run the
- *   deterministic load jobs;
+ *   deterministic load jobs; a save refused with `CheckpointConflict` (this writer was fenced)
+ *   deletes those files instead, unless the stored record names them (`Runner.discard`);
  * - restore: the stored committables are committed again: finished jobs are re-attached, never re-run.
  *
  * @internal
@@ -311,7 +312,9 @@ const build = <A, E, R>(
       // after the drain every file is closed: the committables of those closed since the last checkpoint
       prepare: staging.closeAll,
       commit: (commits) => Effect.asVoid(Runner.commit(ctx, commits)),
-      restore: () => Effect.void
+      restore: () => Effect.void,
+      // a refused (fenced) checkpoint: its files are named by no record, no writer will load them
+      discard: (commits) => Runner.discard(ctx, commits)
     }
     return { base, participant }
   })

@@ -42,6 +42,7 @@ import {
 import type { BigQueryFailure, FailedRow } from "../../../BigQuery/BigQueryFailure.ts"
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
 import type { RetryPolicy } from "../../../Sink/RetryPolicy.ts"
+import { Fenced } from "../../checkpoint/fenced.ts"
 import type { Accounted, Verdict as CoreVerdict } from "../../core/backend.ts"
 import { Code, name as codeName } from "../../wire/grpcStatus.ts"
 import { isTransient, StorageCode } from "../transport/classify.ts"
@@ -172,7 +173,9 @@ export type Phase = "probe" | "append" | "replay"
 /**
  * - `landed`: `OFFSET_ALREADY_EXISTS` mid-run after an earlier attempt of the batch went unanswered:
  *   that attempt landed: success. On an attempt with no unanswered one before it, the rows there are
- *   someone else's (a zombie appending to the same stream): `terminal`.
+ *   someone else's (the successor that adopted the stream; this writer is the zombie): `fenced`.
+ * - `fenced`: another writer owns the stream now: the checkpoint protocol fails the writer with
+ *   `CheckpointConflict`, the one error for "another writer owns this now" whichever layer notices.
  * - `abandon`: the restored stream cannot be adopted: leave it (never finalized), create a fresh
  *   stream and append from offset 0.
  * - `reappend`: `OFFSET_OUT_OF_RANGE` mid-run (rows before it were rejected, or it overtook its
@@ -187,6 +190,7 @@ export type OffsetVerdict =
   | { readonly _tag: "abandon" }
   | { readonly _tag: "reappend" }
   | { readonly _tag: "terminal"; readonly detail: string }
+  | { readonly _tag: "fenced"; readonly detail: string }
   | { readonly _tag: "shared" }
 
 const is = (failure: AppendFailure, code: number, storageCode: number): boolean =>
@@ -229,9 +233,9 @@ export const classifyAtOffset = (failure: AppendFailure, phase: Phase, unanswere
     }
     // only a retry of an attempt that may have landed can find its own rows there
     return unanswered ? { _tag: "landed" } : {
-      _tag: "terminal",
+      _tag: "fenced",
       detail: "OFFSET_ALREADY_EXISTS on an attempt with no unanswered one before it: the rows there are " +
-        "another writer's (a zombie on the same stream?); restore from the last checkpoint"
+        "another writer's, which took the stream over"
     }
   }
   if (offsetOutOfRange(failure)) {
@@ -317,6 +321,11 @@ const atOffset = (problem: Problem, facts: Facts): Decision | undefined => {
       return b.restamped ? { _tag: "reconnect" } : { _tag: "restamp" }
     case "terminal":
       return fail(rejected(facts.key, problem, `${v.detail} (offset ${b.offset}): ${problem.detail}`))
+    case "fenced": {
+      // the cause marks it: the checkpoint protocol turns it into `CheckpointConflict`
+      const detail = `${v.detail} (offset ${b.offset}): ${problem.detail}`
+      return fail(rejected(facts.key, problem, detail, new Fenced({ detail: `${facts.key}: ${detail}` })))
+    }
     case "shared":
       return undefined
   }
@@ -574,14 +583,14 @@ const schemaStillRefused = (key: string, attempt: number, problem: Problem): Big
     })
   })
 
-const rejected = (key: string, problem: Problem, detail: string): BigQueryError =>
+const rejected = (key: string, problem: Problem, detail: string, cause: unknown = problem.cause): BigQueryError =>
   new BigQueryError({
     reason: new RequestRejected({
       method: "AppendRows",
       destination: key,
       code: codeName(problem.failure.code),
       detail,
-      cause: problem.cause
+      cause
     })
   })
 

@@ -5,10 +5,15 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { BigQuery } from "@google-cloud/bigquery"
 import type { Storage } from "@google-cloud/storage"
-import { Duration, Effect, Exit, Result } from "effect"
+import { Clock, Duration, Effect, Exit, Metric, Result, Schedule } from "effect"
+import { BigQueryError } from "../../../../src/BigQuery/BigQueryError.ts"
+import * as BigQueryMetrics from "../../../../src/BigQuery/BigQueryMetrics.ts"
+import * as TableDestination from "../../../../src/BigQuery/TableDestination.ts"
 import * as Plan from "../../../../src/internal/bigquery/fileLoads/plan.ts"
 import * as Runner from "../../../../src/internal/bigquery/fileLoads/runner.ts"
+import * as Tables from "../../../../src/internal/bigquery/schema/tables.ts"
 import * as retryPolicy from "../../../../src/internal/options/retryPolicy.ts"
+import { RetryPolicy } from "../../../../src/Sink/RetryPolicy.ts"
 import * as virtualTime from "../../../support/virtualTime.ts"
 
 type Answer =
@@ -485,5 +490,148 @@ describe("fileLoads runner: a call that is never answered", () => {
       assert.strictEqual(reason?.jobId, "j")
       assert.match(reason?.detail ?? "", /jobs\.get failed: .*no answer within 1m/)
       assert.strictEqual(calls.length, 1 + 4)
+    }))
+})
+
+/** Spaced by a second, recording each input, going on only while it is a `FileLoadFailed` of `step`. */
+const readingSchedule = (inputs: Array<unknown>, step: string) =>
+  RetryPolicy.fromSchedule(
+    Schedule.spaced("1 second").pipe(
+      Schedule.upTo({ times: 10 }),
+      Schedule.while(({ input }) => {
+        inputs.push(input)
+        return input instanceof BigQueryError && input.reason._tag === "FileLoadFailed" &&
+          input.reason.step === step
+      })
+    )
+  )
+
+/**
+ * Issue 36 (4): a caller's `RetryPolicy.fromSchedule` is promised the failure being retried as its
+ * input. These schedules read it (a `BigQueryError` naming the job or object) and filter on it: an
+ * internal marker in its place stops them at once (or kills them, for one reading `input.reason`).
+ */
+describe("fileLoads runner: caller schedules see the typed failure", () => {
+  it.effect("the poll schedule gets the error its job ends in, naming the job, for each state still running", () =>
+    Effect.gen(function*() {
+      const { calls, ctx } = fakeRest({
+        get: { j: [{ _tag: "running" }, { _tag: "running" }, { _tag: "running" }, { _tag: "done" }] }
+      })
+      const inputs: Array<unknown> = []
+      const polled = { ...ctx, settings: { ...ctx.settings, poll: readingSchedule(inputs, "load") } }
+      const exit = yield* virtually(Runner.runJob(polled, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(exit, Exit.succeed({ jobId: "j", outcome: "awaited" as const }))
+      assert.deepStrictEqual(calls, ["get j", "get j", "get j", "get j"])
+      assert.strictEqual(inputs.length, 2)
+      for (const input of inputs) {
+        assert.instanceOf(input, BigQueryError)
+        const reason = (input as BigQueryError).reason
+        assert.strictEqual(reason._tag === "FileLoadFailed" ? reason.jobId : undefined, "j")
+      }
+    }))
+
+  it.effect("the reconcile schedule gets a FileLoadFailed cleanup naming the object whose delete failed", () =>
+    Effect.gen(function*() {
+      const { ctx, deleted } = locatedRest({ datasetLocation: "US", deleteFailures: [503, 503] })
+      const inputs: Array<unknown> = []
+      const reconciled = { ...ctx, settings: { ...ctx.settings, reconcile: readingSchedule(inputs, "cleanup") } }
+      const exit = yield* virtually(Runner.commit(reconciled, staged))
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.deepStrictEqual(deleted, ["gs://b/f0.avro"])
+      assert.strictEqual(inputs.length, 2)
+      for (const input of inputs) {
+        const reason = (input as BigQueryError).reason
+        assert.strictEqual(reason._tag, "FileLoadFailed")
+        assert.include(reason._tag === "FileLoadFailed" ? reason.detail : "", "objects.delete gs://b/f0.avro")
+      }
+    }))
+
+  it.effect("the reconcile schedule of a table read gets the TableAdminFailed it would end in", () =>
+    Effect.gen(function*() {
+      let failures = 2
+      const rest = {
+        dataset: () => ({
+          table: () => ({
+            getMetadata: () =>
+              failures-- > 0
+                ? Promise.reject(httpError(503))
+                : Promise.resolve([{ schema: { fields: [] }, etag: "e" }])
+          })
+        })
+      } as unknown as BigQuery
+      const inputs: Array<unknown> = []
+      const policy = RetryPolicy.fromSchedule(
+        Schedule.spaced("1 second").pipe(
+          Schedule.while(({ input }) => {
+            inputs.push(input)
+            return input instanceof BigQueryError && input.reason._tag === "TableAdminFailed"
+          })
+        )
+      )
+      const destination = TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" })
+      const exit = yield* virtually(Tables.getLive(rest, destination, policy))
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.strictEqual(inputs.length, 2)
+      for (const input of inputs) {
+        const reason = (input as BigQueryError).reason
+        assert.strictEqual(reason._tag === "TableAdminFailed" ? reason.destination : "", "p.d.t")
+      }
+    }))
+})
+
+/** A bucket whose deletes answer as `answer` says, with a call log. */
+const storageOf = (answer: (name: string) => Promise<unknown>) => {
+  const calls: Array<string> = []
+  const storage = {
+    bucket: (b: string) => ({
+      file: (n: string) => ({
+        delete: () => {
+          calls.push(`delete gs://${b}/${n}`)
+          return answer(n)
+        }
+      })
+    })
+  } as unknown as Storage
+  return { calls, storage }
+}
+
+describe("fileLoads runner: discard (a fenced writer's staged files)", () => {
+  const settings = {
+    reconcile: retryPolicy.backoff({
+      initialBackoff: Duration.seconds(1),
+      maxBackoff: Duration.seconds(2),
+      maxAttempts: 3
+    }),
+    adminTimeout: Duration.seconds(30)
+  } as unknown as Runner.RunnerContext["settings"]
+  const files: ReadonlyArray<Plan.Committable> = ["f0", "f1", "f2"].map((name) => ({
+    writerId: "w",
+    destination: "p.d.t",
+    uri: `gs://b/${name}.avro`,
+    byteCount: 10,
+    rowCount: 1,
+    format: "AVRO"
+  }))
+
+  it.effect("deletes every file, a transient failure retried, each deletion counted", () =>
+    Effect.gen(function*() {
+      let unavailable = 1
+      const { calls, storage } = storageOf(() =>
+        unavailable-- > 0 ? Promise.reject(httpError(503)) : Promise.resolve([{}])
+      )
+      const before = (yield* Metric.value(BigQueryMetrics.stagedFilesDiscarded)).count
+      const exit = yield* virtually(Runner.discard({ storage, settings }, files))
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.strictEqual(calls.length, 4)
+      assert.strictEqual((yield* Metric.value(BigQueryMetrics.stagedFilesDiscarded)).count - before, 3)
+    }))
+
+  it.effect("gives up within adminTimeout when deletes are never answered, and never fails", () =>
+    Effect.gen(function*() {
+      const { storage } = storageOf(() => new Promise<never>(() => {}))
+      const started = yield* Clock.currentTimeMillis
+      const exit = yield* virtually(Runner.discard({ storage, settings }, files))
+      assert.isTrue(Exit.isSuccess(exit))
+      assert.isAtMost((yield* Clock.currentTimeMillis) - started, 31_000)
     }))
 })

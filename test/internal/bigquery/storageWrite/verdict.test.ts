@@ -17,6 +17,7 @@ import type {
   Problem
 } from "../../../../src/internal/bigquery/storageWrite/verdict.ts"
 import { StorageCode } from "../../../../src/internal/bigquery/transport/classify.ts"
+import { fencedDetail } from "../../../../src/internal/checkpoint/fenced.ts"
 import { Code } from "../../../../src/internal/wire/grpcStatus.ts"
 import { RetryPolicy } from "../../../../src/Sink/RetryPolicy.ts"
 
@@ -164,9 +165,9 @@ describe("verdict: the exactly-once table (classifyAtOffset)", () => {
     assert.deepStrictEqual(tags(failure(6), true), ["abandon", "landed", "terminal"], "bqemulator: no StorageError")
   })
 
-  it("OFFSET_ALREADY_EXISTS with no unanswered attempt before it is terminal mid-run (another writer's rows)", () => {
+  it("OFFSET_ALREADY_EXISTS with no unanswered attempt before it is fenced mid-run (another writer's rows)", () => {
     for (const f of [failure(6, 8), failure(6), failure(6, 8, "stream"), failure(6, undefined, "stream")]) {
-      assert.deepStrictEqual(tags(f), ["abandon", "terminal", "terminal"])
+      assert.deepStrictEqual(tags(f), ["abandon", "fenced", "terminal"])
     }
   })
 
@@ -276,6 +277,8 @@ describe("verdict: what the call does next (decide)", () => {
     if (d._tag !== "fail") return
     assert.include(d.error.message, "offset 300")
     assert.include(d.error.message, "another writer")
+    // marked for the checkpoint protocol, which makes it CheckpointConflict
+    assert.strictEqual(fencedDetail(d.error)?.includes("offset 300"), true)
   })
 
   it.prop(

@@ -39,6 +39,7 @@ const run = (n: number, chunk: number, method: WriteMethod.ExactlyOnce) =>
       Effect.map(CheckpointStore, (inner) =>
         CheckpointStore.of({
           load: inner.load,
+          claim: inner.claim,
           save: (writerId, record, expected) =>
             Effect.tap(
               inner.save(writerId, record, expected),
