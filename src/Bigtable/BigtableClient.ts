@@ -5,7 +5,6 @@
  *
  * @since 0.1.0
  */
-import type { protos } from "@google-cloud/bigtable"
 import type * as grpc from "@grpc/grpc-js"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
@@ -81,12 +80,62 @@ export interface EntryStatus {
 }
 
 /**
- * A column family as the admin API takes it: `gcRule` and `valueType` messages.
+ * A garbage-collection rule as the admin API takes it (`google.bigtable.admin.v2.GcRule`): one of
+ * `maxNumVersions`, `maxAge` (`{ seconds, nanos }`), or `intersection` / `union` of nested rules.
+ * `GcRule` values of `TableCreateOptions` become these.
  *
  * @category models
  * @since 0.1.0
  */
-export type ColumnFamilyProto = protos.google.bigtable.admin.v2.IColumnFamily
+export interface GcRuleProto {
+  readonly maxNumVersions?: number | null | undefined
+  readonly maxAge?:
+    | { readonly seconds?: number | null | undefined; readonly nanos?: number | null | undefined }
+    | null
+    | undefined
+  readonly intersection?: { readonly rules?: ReadonlyArray<GcRuleProto> | null | undefined } | null | undefined
+  readonly union?: { readonly rules?: ReadonlyArray<GcRuleProto> | null | undefined } | null | undefined
+}
+
+/**
+ * A column family's value type as the admin API takes it (`google.bigtable.admin.v2.Type`), the
+ * kinds the sink creates: raw bytes, and `aggregateType` over big-endian `int64Type` inputs with
+ * one of `sum`, `min`, `max`, `hllppUniqueCount` (an empty object each).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ValueTypeProto {
+  readonly bytesType?: object | null | undefined
+  readonly int64Type?:
+    | {
+      readonly encoding?: { readonly bigEndianBytes?: object | null | undefined } | null | undefined
+    }
+    | null
+    | undefined
+  readonly aggregateType?:
+    | {
+      readonly inputType?: ValueTypeProto | null | undefined
+      readonly sum?: object | null | undefined
+      readonly min?: object | null | undefined
+      readonly max?: object | null | undefined
+      readonly hllppUniqueCount?: object | null | undefined
+    }
+    | null
+    | undefined
+}
+
+/**
+ * A column family as the admin API takes it: `gcRule` and `valueType` messages, in the plain object
+ * form of Google's generated clients (a gapic client accepts it as it is).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ColumnFamilyProto {
+  readonly gcRule?: GcRuleProto | null | undefined
+  readonly valueType?: ValueTypeProto | null | undefined
+}
 
 /**
  * The live column families of a table and their value types (`"UNKNOWN"` for a type this version
@@ -140,7 +189,7 @@ export type AppProfileRouting =
  * @since 0.1.0
  */
 export interface InstanceAdminClient {
-  getAppProfile(request: protos.google.bigtable.admin.v2.IGetAppProfileRequest): Promise<ReadonlyArray<unknown>>
+  getAppProfile(request: { readonly name: string }): Promise<ReadonlyArray<unknown>>
   close(): Promise<void>
 }
 
@@ -189,11 +238,16 @@ export interface DataClient {
  * @since 0.1.0
  */
 export interface AdminClient {
-  getTable(request: protos.google.bigtable.admin.v2.IGetTableRequest): Promise<ReadonlyArray<unknown>>
-  createTable(request: protos.google.bigtable.admin.v2.ICreateTableRequest): Promise<ReadonlyArray<unknown>>
-  modifyColumnFamilies(
-    request: protos.google.bigtable.admin.v2.IModifyColumnFamiliesRequest
-  ): Promise<ReadonlyArray<unknown>>
+  getTable(request: { readonly name: string; readonly view: "SCHEMA_VIEW" }): Promise<ReadonlyArray<unknown>>
+  createTable(request: {
+    readonly parent: string
+    readonly tableId: string
+    readonly table: { readonly columnFamilies: { readonly [family: string]: ColumnFamilyProto } }
+  }): Promise<ReadonlyArray<unknown>>
+  modifyColumnFamilies(request: {
+    readonly name: string
+    readonly modifications: ReadonlyArray<{ readonly id: string; readonly create: ColumnFamilyProto }>
+  }): Promise<ReadonlyArray<unknown>>
   close(): Promise<void>
 }
 

@@ -1,33 +1,30 @@
 /**
  * Creating the clients (emulator or production, credentials, channel options) and wrapping them
  * into the service shape, with optional per-RPC client metrics: a `@grpc/grpc-js` channel for
- * the data calls, made straight on it (ADR 0010, 0027), and the gapic table-admin client for the
- * admin calls, created on the first admin call ({@link lazyClient}).
+ * the data calls, made straight on it, and one for the admin calls, whose requests are encoded by
+ * hand too (`admin/adminCalls.ts`): no Google client package is loaded.
  *
  * @internal
  */
 import type { Client as GrpcClient } from "@grpc/grpc-js"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
 import * as Redacted from "effect/Redacted"
-import * as Scope from "effect/Scope"
-import type {
-  AdminClient,
-  BigtableClientConfig,
-  BigtableClientService,
-  EntryStatus,
-  InstanceAdminClient
-} from "../../../Bigtable/BigtableClient.ts"
+import type * as Scope from "effect/Scope"
+import type { BigtableClientConfig, BigtableClientService, EntryStatus } from "../../../Bigtable/BigtableClient.ts"
 import type * as BigtableClient from "../../../Bigtable/BigtableClient.ts"
 import type { BigtableError } from "../../../Bigtable/BigtableError.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
+import * as grpcChannel from "../../wire/grpcChannel.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
+import * as adminCalls from "../admin/adminCalls.ts"
 import * as metrics from "../metrics.ts"
 import * as channel from "./channel.ts"
 import * as client from "./client.ts"
 import * as clientOptions from "./clientOptions.ts"
 import * as dataCall from "./dataCall.ts"
 import type { StartCall } from "./dataCall.ts"
+import { onChannel } from "./directCall.ts"
 
 /** The service shape, without the service tag. @internal */
 export type Service = BigtableClientService
@@ -49,27 +46,25 @@ const instrumentAdmin = (method: string) => <A, R>(self: Effect.Effect<A, Bigtab
     )
   )
 
-/** What the service is made of: the data calls, and the admin clients as effects giving them (created on first use by `make`). */
+/** What the service is made of: the data calls and the admin calls. */
 interface Clients {
   readonly projectId: string
   readonly start: StartCall
-  readonly admin: Effect.Effect<AdminClient>
-  readonly instanceAdmin?: Effect.Effect<InstanceAdminClient> | undefined
+  readonly admin: adminCalls.AdminCalls
   readonly exportClientMetrics?: boolean | undefined
 }
 
 const service = (options: Clients): Service => {
-  const { admin, instanceAdmin } = options
+  const { admin } = options
+  const getAppProfile = admin.getAppProfile
   const base: Service = {
     projectId: options.projectId,
     mutateRows: client.mutateRows(options.start),
-    getTable: (name) => Effect.flatMap(admin, (raw) => client.getTable(raw)(name)),
-    createTable: (request) => Effect.flatMap(admin, (raw) => client.createTable(raw)(request)),
-    modifyColumnFamilies: (request) => Effect.flatMap(admin, (raw) => client.modifyColumnFamilies(raw)(request)),
+    getTable: admin.getTable,
+    createTable: admin.createTable,
+    modifyColumnFamilies: admin.modifyColumnFamilies,
     checkAndMutateRow: client.checkAndMutateRow(options.start),
-    getAppProfile: instanceAdmin === undefined
-      ? () => Effect.succeed(undefined)
-      : (name) => Effect.flatMap(instanceAdmin, (raw) => client.getAppProfile(raw)(name))
+    getAppProfile: getAppProfile === undefined ? () => Effect.succeed(undefined) : getAppProfile
   }
   if (options.exportClientMetrics !== true) return base
   return {
@@ -89,21 +84,23 @@ const service = (options: Clients): Service => {
  *
  * @internal
  */
-export const fromClients = (options: Parameters<typeof BigtableClient.fromClients>[0]): Service => {
-  const instanceAdmin = options.instanceAdmin
-  return service({
+export const fromClients = (options: Parameters<typeof BigtableClient.fromClients>[0]): Service =>
+  service({
     projectId: options.projectId,
     start: dataCall.overClient(options.data),
-    admin: Effect.succeed(options.admin),
-    instanceAdmin: instanceAdmin === undefined ? undefined : Effect.succeed(instanceAdmin),
+    admin: adminCalls.fromClients(options.admin, options.instanceAdmin),
     exportClientMetrics: options.exportClientMetrics
   })
-}
 
 /** @internal */
 export const settings = clientOptions.settings
 
-const scopes = ["https://www.googleapis.com/auth/bigtable.data", "https://www.googleapis.com/auth/bigtable.admin.table"]
+// data, table admin, and instance admin (GetAppProfile) under one token
+const scopes = [
+  "https://www.googleapis.com/auth/bigtable.data",
+  "https://www.googleapis.com/auth/bigtable.admin.table",
+  "https://www.googleapis.com/auth/bigtable.admin.instance"
+]
 
 const keyFileAuth = (path: Redacted.Redacted<string>) =>
   Effect.gen(function*() {
@@ -130,105 +127,52 @@ const keyFileAuth = (path: Redacted.Redacted<string>) =>
     return new auth.JWT({ email, key: privateKey, scopes })
   })
 
-const close = (name: string, c: { close(): Promise<void> }) =>
-  Effect.tryPromise(() => c.close()).pipe(
-    Effect.catch((cause) => Effect.logWarning(`closing the Bigtable ${name} client failed`, cause))
-  )
+/** The production admin endpoint (table and instance admin). @internal */
+export const adminTarget = "bigtableadmin.googleapis.com:443"
 
-/**
- * A client created by `create` on the first evaluation of the returned effect, once: concurrent
- * first calls share one creation and every later call gets the same client (a creation that dies
- * is not retried). The creation runs in a fiber of the current scope, so a caller interrupted
- * while it runs leaves it to finish for the next. A created client is closed when that scope
- * closes (at once if it closed during the creation); one never created costs nothing and is not
- * closed.
- *
- * `make` creates the admin clients this way: their modules (google-gax, protobufjs and the admin
- * API's descriptors) add 45-55 MB of RSS at load and held the sink's peak RSS while streaming
- * some 150 MB higher (BENCHMARKS.md, "Bigtable sink"), though the at-least-once sink calls the
- * admin API only to repair a missing table or family.
- *
- * @internal
- */
-export const lazyClient = <C extends { close(): Promise<void> }>(
-  name: string,
-  create: Effect.Effect<C>
-): Effect.Effect<Effect.Effect<C>, never, Scope.Scope> =>
-  Effect.flatMap(Effect.scope, (scope) =>
-    Effect.map(
-      Effect.cached(
-        Effect.forkIn(Scope.provide(Effect.acquireRelease(create, (c) => close(name, c)), scope), scope)
-      ),
-      (creation) => Effect.flatMap(creation, Fiber.join)
-    ))
+const adminChannels = grpcChannel.serviceChannels(adminTarget, "Bigtable admin")
 
-/**
- * The gapic clients alone (`@google-cloud/bigtable`'s `v2`, generated by gapic-generator-typescript):
- * the package's main module also loads its handwritten wrapper with googleapis, the Cloud Monitoring
- * exporter and the OpenTelemetry SDK, another ~25 MB of RSS and ~0.4 s the sink never uses. The
- * path is a file inside the package (it has no `exports` map), so a test pins it: a version that
- * moves it fails the unit tests, not a user's first admin call.
- *
- * @internal
- */
-export const gapic = Effect.map(
-  Effect.promise(() => import("@google-cloud/bigtable/build/src/v2/index.js")),
-  (module) => module.default
-)
+/** A channel closed with the scope (creating one connects nothing: it connects on its first call). */
+const scopedChannel = (open: () => GrpcClient): Effect.Effect<GrpcClient, never, Scope.Scope> =>
+  Effect.acquireRelease(Effect.sync(open), (c) => Effect.sync(() => c.close()))
+
+/** Where the channels go: plaintext to an emulator, or TLS with call credentials to Google. */
+type Destination =
+  | { readonly _tag: "Emulator"; readonly endpoint: Endpoint }
+  | { readonly _tag: "Production"; readonly auth: channel.HeaderSource }
+
+const destination = (s: clientOptions.Settings): Effect.Effect<Destination, SinkConfigError> =>
+  Effect.gen(function*() {
+    if (s.endpoint !== undefined) return { _tag: "Emulator", endpoint: s.endpoint }
+    if (s.serviceAccountKeyFile !== undefined) {
+      return { _tag: "Production", auth: yield* keyFileAuth(s.serviceAccountKeyFile) }
+    }
+    const library = yield* Effect.promise(() => import("google-auth-library"))
+    return { _tag: "Production", auth: new library.GoogleAuth({ scopes, projectId: s.projectId }) }
+  })
 
 /** @internal */
 export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkConfigError, Scope.Scope> =>
   Effect.gen(function*() {
     const s = yield* settings(config)
-    const grpcJs = yield* Effect.promise(() => import("@grpc/grpc-js"))
-    const base = {
-      projectId: s.projectId,
-      // Fixed, so that no client asks the metadata server for its universe.
-      universeDomain: "googleapis.com",
-      "grpc.keepalive_time_ms": 30_000,
-      "grpc.keepalive_timeout_ms": 10_000
-    }
-    const endpoint = s.endpoint
-    const jwt = s.serviceAccountKeyFile === undefined ? undefined : yield* keyFileAuth(s.serviceAccountKeyFile)
-    const adminOptions = endpoint !== undefined
-      ? {
-        ...base,
-        servicePath: endpoint.host,
-        apiEndpoint: endpoint.host,
-        port: endpoint.port,
-        sslCreds: grpcJs.credentials.createInsecure()
-      }
-      : jwt !== undefined
-      ? { ...base, authClient: jwt }
-      : base
+    const to = yield* destination(s)
     // After a call past its deadline, later calls go on a new channel of its own connection (channel.ts).
-    const open: Effect.Effect<(separate: boolean) => GrpcClient> = endpoint !== undefined
-      ? Effect.succeed((separate) => channel.emulatorChannel(endpoint, separate))
-      : jwt !== undefined
-      ? Effect.succeed((separate) => channel.productionChannel(jwt, separate))
-      : Effect.map(Effect.promise(() => import("google-auth-library")), (auth) => {
-        const adc = new auth.GoogleAuth({ scopes, projectId: s.projectId })
-        return (separate) => channel.productionChannel(adc, separate)
-      })
-    const opener = yield* open
+    const opener = (separate: boolean): GrpcClient =>
+      to._tag === "Emulator"
+        ? channel.emulatorChannel(to.endpoint, separate)
+        : channel.productionChannel(to.auth, separate)
     const data = yield* Effect.acquireRelease(
       Effect.sync(() => channel.renewing(opener(false), () => opener(true))),
       (c) => Effect.sync(() => c.close())
     )
-    const admin = yield* lazyClient(
-      "table admin",
-      Effect.map(gapic, (v2) => new v2.BigtableTableAdminClient(adminOptions))
-    )
-    // The emulator has no instance admin API (pinned by a test): app profiles are not checked there.
-    const instanceAdmin = endpoint !== undefined ? undefined : yield* lazyClient(
-      "instance admin",
-      Effect.map(gapic, (v2) => new v2.BigtableInstanceAdminClient(adminOptions))
+    const admin = yield* scopedChannel(() =>
+      to._tag === "Emulator" ? adminChannels.emulator(to.endpoint) : adminChannels.production(to.auth)
     )
     return service({
       projectId: s.projectId,
       start: data.start,
-      admin,
-      instanceAdmin,
+      // The emulator has no instance admin API (pinned by a test): app profiles are not checked there.
+      admin: adminCalls.onChannel(onChannel(admin.getChannel()), to._tag === "Production"),
       exportClientMetrics: s.exportClientMetrics
     })
   })
