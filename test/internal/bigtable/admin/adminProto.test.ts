@@ -45,11 +45,10 @@ const valueType: fc.Arbitrary<ValueTypeProto | undefined> = fc.constantFrom(
   { aggregateType: { inputType: int64, max: {} } },
   { aggregateType: { inputType: int64, hllppUniqueCount: {} } }
 )
-const family: fc.Arbitrary<ColumnFamilyProto> = fc.record({ gcRule: fc.option(gcRule, { nil: undefined }), valueType })
-  .map(({ gcRule, valueType }) => ({
-    ...(gcRule === undefined ? {} : { gcRule }),
-    ...(valueType === undefined ? {} : { valueType })
-  }))
+const family: fc.Arbitrary<ColumnFamilyProto> = fc.record(
+  { gcRule, valueType: valueType.filter((t) => t !== undefined) },
+  { requiredKeys: [] }
+)
 const families = fc.dictionary(fc.stringMatching(/^[-_.a-zA-Z0-9]{1,8}$/), family, { minKeys: 1, maxKeys: 4 })
 
 /** What protobufjs gives back for a family we sent: empty messages stay empty objects, zero fields drop out. */
