@@ -7,7 +7,7 @@
  *
  *   npm run emulators   # in one shell; paste its exports into another, then:
  *   export EXAMPLE_GCS_EMULATOR=${STORAGE_EMULATOR_HOST#http://}; unset STORAGE_EMULATOR_HOST
- *   node --conditions=source examples/bigquery-file-loads.ts
+ *   npm run example examples/bigquery-file-loads.ts
  *
  * (`@google-cloud/storage` takes a set STORAGE_EMULATOR_HOST as its base URL without `/storage/v1`, which
  * fake-gcs-server answers with 404: the example passes the endpoint through `GcsClient`'s `emulator`.)

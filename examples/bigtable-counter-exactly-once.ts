@@ -9,7 +9,7 @@
  * (INT64_SUM) and the marker family `eo` (raw, no GC rule).
  *
  *   npm run emulators   # in one shell; paste its exports into another, then:
- *   node --conditions=source examples/bigtable-counter-exactly-once.ts
+ *   npm run example examples/bigtable-counter-exactly-once.ts
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Metric, Option, Random, Schema, Stream } from "effect"

@@ -4,7 +4,7 @@
  * at-least-once counting where a rare double count is acceptable.
  *
  *   npm run emulators   # in one shell; paste its exports into another, then:
- *   node --conditions=source examples/bigtable-counter.ts
+ *   npm run example examples/bigtable-counter.ts
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Bigtable } from "@google-cloud/bigtable"

@@ -228,7 +228,7 @@ export const parse = (value: string, path = "table"): Effect.Effect<TableDestina
       ? Effect.fail(
         new SinkConfigError({
           path,
-          message: `must be projects/<project>/instances/<instance>/tables/<table> or project.instance.table, was ${
+          detail: `must be projects/<project>/instances/<instance>/tables/<table> or project.instance.table, was ${
             describeValue(value)
           }`
         })

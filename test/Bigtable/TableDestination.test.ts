@@ -16,9 +16,9 @@ describe("TableDestination", () => {
       assert.strictEqual(t.tableName, "projects/p/instances/i/tables/t")
       assert.strictEqual(t.instanceName, "projects/p/instances/i")
       const slash = yield* Effect.flip(TableDestination.make({ projectId: "p", instanceId: "i", tableId: "a/b" }))
-      assert.deepStrictEqual([slash.path, slash.message], ["table.tableId", "must not contain '/', was 'a/b'"])
+      assert.deepStrictEqual([slash.path, slash.detail], ["table.tableId", "must not contain '/', was 'a/b'"])
       const blank = yield* Effect.flip(TableDestination.make({ projectId: "p", instanceId: " ", tableId: "t" }, "dest"))
-      assert.deepStrictEqual([blank.path, blank.message], ["dest.instanceId", "must not be blank"])
+      assert.deepStrictEqual([blank.path, blank.detail], ["dest.instanceId", "must not be blank"])
     }))
 
   it("resolve validates synchronously: a destination, or an Unroutable verdict naming the id", () => {
@@ -65,7 +65,7 @@ describe("TableDestination", () => {
         assert.include(e.message, "must be projects/<project>/instances/<instance>/tables/<table>", bad)
       }
       const blank = yield* Effect.flip(TableDestination.parse("projects/p/instances//tables/t"))
-      assert.deepStrictEqual([blank.path, blank.message], ["table.instanceId", "must not be blank"])
+      assert.deepStrictEqual([blank.path, blank.detail], ["table.instanceId", "must not be blank"])
       const spaced = yield* Effect.flip(TableDestination.parse("p.i. t"))
       assert.strictEqual(spaced.path, "table.tableId")
       const notString = yield* Effect.flip(TableDestination.parse(5 as unknown as string))

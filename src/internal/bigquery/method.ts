@@ -24,9 +24,9 @@ import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as checkpointSink from "../checkpoint/sink.ts"
 import * as O from "../options/schema.ts"
+import * as optionalPackage from "../wire/optionalPackage.ts"
 import * as exactlyOnce from "./exactlyOnce/writer.ts"
 import * as fileLoadsOptions from "./fileLoads/options.ts"
-import * as fileLoads from "./fileLoads/writer.ts"
 import * as options from "./options.ts"
 import * as storageWriteSink from "./storageWrite/sink.ts"
 import * as storageWriteWriter from "./storageWrite/writer.ts"
@@ -48,6 +48,13 @@ const methodOf = (input: unknown): "AtLeastOnce" | "ExactlyOnce" | "FileLoads" =
   const tag = O.isRecord(method) ? method._tag : undefined
   return tag === "ExactlyOnce" || tag === "FileLoads" ? tag : "AtLeastOnce"
 }
+
+/** File loads stage Avro (`avsc`) in Cloud Storage: their module is loaded only when they are asked for. */
+const fileLoads = optionalPackage.load(() => import("./fileLoads/writer.ts"), {
+  needs: ["avsc", "@google-cloud/storage"],
+  feature: "WriteMethod.fileLoads",
+  path: "writeMethod"
+})
 
 const refuseCheckpoint = (input: unknown) =>
   checkpointSink.refuse(input, "WriteMethod.exactlyOnce(...) and WriteMethod.fileLoads(...)")
@@ -83,7 +90,7 @@ export const sink = <A, P, H extends Handler | undefined>(
         // without checkpoint.every the sink loads once, at the end of input
         const loadsOnce = checkpoint.every._tag === "EndOfInput"
         const { files, settings } = yield* decodeFileLoads(input as FL<A, P, H>, loadsOnce)
-        return fileLoads.sink<A, P, E, R>(settings, files, checkpoint)
+        return (yield* fileLoads).sink<A, P, E, R>(settings, files, checkpoint)
       }))
     case "AtLeastOnce":
       return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {
@@ -119,7 +126,7 @@ export const writer = <A, P, H extends Handler | undefined>(
       return Effect.gen(function*() {
         const { resume } = yield* checkpointSink.decode<A, P>(input.checkpoint, "writer", "WriteMethod.fileLoads(...)")
         const { files, settings } = yield* decodeFileLoads(input as WriterForm<FL<A, P, H>>, false)
-        return yield* fileLoads.make<A, P, E, R>(settings, files, resume)
+        return yield* (yield* fileLoads).make<A, P, E, R>(settings, files, resume)
       })
     case "AtLeastOnce":
       return Effect.gen(function*() {

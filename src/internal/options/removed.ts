@@ -12,7 +12,7 @@ import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import type { Removed } from "../../Sink/SinkOptions.ts"
 
 const error = (name: string, replacement: string) =>
-  new SinkConfigError({ path: name, message: `was removed: use ${replacement}` })
+  new SinkConfigError({ path: name, detail: `was removed: use ${replacement}` })
 
 /** A removed sink constructor: a sink failing with a `SinkConfigError` naming `replacement`. @internal */
 export const sink = <Replacement extends string>(name: string, replacement: Replacement) =>

@@ -51,7 +51,7 @@ export const firstProblem = (
 const configError = (path: string, problem: IdProblem): SinkConfigError =>
   new SinkConfigError({
     path: problem.component === "" ? path : `${path}.${problem.component}`,
-    message: problem.message
+    detail: problem.message
   })
 
 /**

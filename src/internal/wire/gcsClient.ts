@@ -15,8 +15,10 @@ import type { GcsClientConfig, GcsClientService } from "../../Sink/GcsClient.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as O from "../options/schema.ts"
 import type { Endpoint } from "./emulatorEndpoint.ts"
+import * as emulatorEnv from "./emulatorEnv.ts"
+import * as optionalPackage from "./optionalPackage.ts"
 
-const Emulator = Schema.Struct({ rest: O.requiredValue(O.Endpoint("emulator.rest")) })
+const Emulator = Schema.Struct({ rest: O.requiredValue(O.Endpoint) })
 
 /** @internal */
 export interface Settings {
@@ -50,7 +52,7 @@ const SettingsSchema = Schema.Struct({
 export const settings = (config: GcsClientConfig): Effect.Effect<Settings, SinkConfigError> =>
   O.decode(SettingsSchema)(config)
 
-const keyFileError = (message: string) => new SinkConfigError({ path: "serviceAccountKeyFile", message })
+const keyFileError = (message: string) => new SinkConfigError({ path: "serviceAccountKeyFile", detail: message })
 
 const scopes = ["https://www.googleapis.com/auth/devstorage.read_write"]
 
@@ -79,10 +81,16 @@ const keyFileAuth = Effect.fnUntraced(function*(path: Redacted.Redacted<string>)
 export const make: (config: GcsClientConfig) => Effect.Effect<GcsClientService, SinkConfigError> = Effect.fn(
   "GcsClient.make"
 )(function*(config: GcsClientConfig) {
-  const { endpoint, projectId, serviceAccountKeyFile } = yield* settings(config)
+  const { projectId, serviceAccountKeyFile, ...given } = yield* settings(config)
+  // the standard variable, read only when no option says where to go
+  const endpoint = given.endpoint ?? (serviceAccountKeyFile === undefined ? yield* emulatorEnv.storage : undefined)
   const authClient = serviceAccountKeyFile === undefined ? undefined : yield* keyFileAuth(serviceAccountKeyFile)
-  // Loaded when a client is built (about 200 ms), not when the package is imported.
-  const { Storage } = yield* Effect.promise(() => import("@google-cloud/storage"))
+  // Loaded when a client is built (about 200 ms), not when the package is imported: an optional peer.
+  const { Storage } = yield* optionalPackage.load(() => import("@google-cloud/storage"), {
+    needs: ["@google-cloud/storage"],
+    feature: "GcsClient",
+    path: "GcsClient"
+  })
   const storage = new Storage({
     projectId,
     // One retry budget: the store's own schedule (the client would retry conditional uploads itself).

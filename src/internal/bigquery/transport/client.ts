@@ -20,12 +20,13 @@ import type {
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as O from "../../options/schema.ts"
 import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
+import * as emulatorEnv from "../../wire/emulatorEnv.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as credentials from "./credentials.ts"
 
 const Emulator = Schema.Struct({
-  grpc: O.requiredValue(O.Endpoint("emulator.grpc")),
-  rest: O.requiredValue(O.Endpoint("emulator.rest"))
+  grpc: O.requiredValue(O.Endpoint),
+  rest: O.requiredValue(O.Endpoint)
 })
 
 /** The options of `BigQueryClient.make`. */
@@ -90,11 +91,13 @@ export const make: (
   config: BigQueryClientConfig
 ) => Effect.Effect<BigQueryClientService, SinkConfigError, Scope.Scope> = Effect.fn("BigQueryClient.make")(
   function*(config: BigQueryClientConfig) {
-    const { appendStreamsPerChannel, emulator, location, projectId, serviceAccountKeyFile } = yield* settings(config)
+    const { appendStreamsPerChannel, location, projectId, serviceAccountKeyFile, ...given } = yield* settings(config)
+    // the standard emulator variables, read only when no option says where to go
+    const emulator = given.emulator ?? (serviceAccountKeyFile === undefined ? yield* emulatorEnv.bigquery : undefined)
     if (emulator !== undefined) {
       const write = yield* acquireChannel(Effect.sync(() => credentials.emulatorChannel(emulator.grpc)))
       yield* appendChannels(write, () => credentials.emulatorChannel(emulator.grpc, true), appendStreamsPerChannel)
-      const rest = credentials.restClient({
+      const rest = yield* credentials.restClient({
         projectId,
         location,
         auth: credentials.staticTokenAuth(),
@@ -108,7 +111,7 @@ export const make: (
     const auth = jwt ?? credentials.applicationDefault(projectId)
     const write = yield* acquireChannel(Effect.sync(() => credentials.productionChannel(auth)))
     yield* appendChannels(write, () => credentials.productionChannel(auth, true), appendStreamsPerChannel)
-    const rest = credentials.restClient({ projectId, location, auth: jwt })
+    const rest = yield* credentials.restClient({ projectId, location, auth: jwt })
     return { projectId, location, write, rest }
   }
 )

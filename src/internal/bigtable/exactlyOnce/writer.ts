@@ -204,7 +204,7 @@ const preparer = <A, EH, R, P>(settings: Settings<A, EH, R, P>, pending: Pending
       if (positionError !== undefined) {
         return yield* new SinkConfigError({
           path: "checkpoint.position",
-          message: `a record's position does not encode as JSON with the resume's positionSchema: ${
+          detail: `a record's position does not encode as JSON with the resume's positionSchema: ${
             positionError instanceof Error ? positionError.message : String(positionError)
           }`
         })

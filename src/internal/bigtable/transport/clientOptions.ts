@@ -14,7 +14,7 @@ import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as O from "../../options/schema.ts"
 import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
 
-const Emulator = Schema.Struct({ grpc: O.requiredValue(O.Endpoint("emulator.grpc")) })
+const Emulator = Schema.Struct({ grpc: O.requiredValue(O.Endpoint) })
 
 /** @internal */
 export interface Settings {

@@ -15,6 +15,7 @@ import type * as BigtableClient from "../../../Bigtable/BigtableClient.ts"
 import type { BigtableError } from "../../../Bigtable/BigtableError.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
+import * as emulatorEnv from "../../wire/emulatorEnv.ts"
 import * as grpcChannel from "../../wire/grpcChannel.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
 import * as adminCalls from "../admin/adminCalls.ts"
@@ -108,18 +109,18 @@ const keyFileAuth = (path: Redacted.Redacted<string>) =>
     const text = yield* Effect.tryPromise({
       try: () => fs.readFile(Redacted.value(path), "utf8"),
       // The cause names the path (ENOENT, EACCES): it is dropped, like the path itself.
-      catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", message: "cannot read the key file" })
+      catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", detail: "cannot read the key file" })
     })
     const key = yield* Effect.try({
       try: (): unknown => JSON.parse(text),
-      catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", message: "the key file is not JSON" })
+      catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", detail: "the key file is not JSON" })
     })
     const email = typeof key === "object" && key !== null && "client_email" in key ? key.client_email : undefined
     const privateKey = typeof key === "object" && key !== null && "private_key" in key ? key.private_key : undefined
     if (typeof email !== "string" || typeof privateKey !== "string") {
       return yield* new SinkConfigError({
         path: "serviceAccountKeyFile",
-        message: "the key file has no client_email and private_key (is it a service-account key?)"
+        detail: "the key file has no client_email and private_key (is it a service-account key?)"
       })
     }
     const auth = yield* Effect.promise(() => import("google-auth-library"))
@@ -147,6 +148,9 @@ const destination = (s: clientOptions.Settings): Effect.Effect<Destination, Sink
     if (s.serviceAccountKeyFile !== undefined) {
       return { _tag: "Production", auth: yield* keyFileAuth(s.serviceAccountKeyFile) }
     }
+    // the standard variable, read only when no option says where to go
+    const fromEnv = yield* emulatorEnv.bigtable
+    if (fromEnv !== undefined) return { _tag: "Emulator", endpoint: fromEnv }
     const library = yield* Effect.promise(() => import("google-auth-library"))
     return { _tag: "Production", auth: new library.GoogleAuth({ scopes, projectId: s.projectId }) }
   })
