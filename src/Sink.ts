@@ -19,6 +19,7 @@ export {
   CheckpointStoreError,
   type GcsCheckpointStoreOptions
 } from "./Sink/CheckpointStore.ts"
+export { ContactFailed } from "./Sink/ContactFailed.ts"
 export { CreateDisposition } from "./Sink/CreateDisposition.ts"
 export { EmulatorEndpoint } from "./Sink/EmulatorEndpoint.ts"
 export { type Connector, type FailedElement, isFailedElement, unresolved } from "./Sink/FailedElement.ts"

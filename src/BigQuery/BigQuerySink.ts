@@ -295,9 +295,11 @@ export function make<A, P, H extends Handler | undefined = undefined>(
  * Closing the scope after success flushes when anything was written since the last `flush` (a
  * failure of that closing flush is a defect, since a finalizer cannot fail: call `flush` before
  * closing to get it as a typed error); after a failure it releases without flushing. Building it
- * fails with a `SinkConfigError` for invalid options, or with the handler's error when its `open`
- * fails; its operations fail with a `BigQueryError`, the handler's error, and for exactly-once
- * methods a `Checkpoint.CheckpointError`.
+ * fails with a `SinkConfigError` for invalid options, with a `BigQueryError` whose reason is
+ * `ContactFailed` when the first contact with the service fails (see the client's
+ * `firstContactTimeout`), or with the handler's error when its `open` fails; its operations fail
+ * with a `BigQueryError`, the handler's error, and for exactly-once methods a
+ * `Checkpoint.CheckpointError`.
  *
  * **Example** (Explicit barriers)
  * ```ts
@@ -340,7 +342,7 @@ export function writer<A, H extends Handler | undefined = undefined>(
   options: WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
 ): Effect.Effect<
   Writer<A, BigQueryError | HandlerError<H>>,
-  SinkConfigError | HandlerError<H>,
+  SinkConfigError | BigQueryError | HandlerError<H>,
   BigQueryClient | HandlerContext<H> | Scope.Scope
 >
 export function writer<A, P, H extends Handler | undefined = undefined>(

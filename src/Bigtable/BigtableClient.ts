@@ -15,6 +15,7 @@ import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as clientOptions from "../internal/bigtable/transport/clientOptions.ts"
 import * as connect from "../internal/bigtable/transport/connect.ts"
+import type { ContactFailed } from "../Sink/ContactFailed.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import type { BigtableError } from "./BigtableError.ts"
 import type { Mutation } from "./Mutation.ts"
@@ -35,8 +36,14 @@ import type { ColumnFamilyType } from "./TableCreateOptions.ts"
  *   `bigtable.client.latency`, by method and status) through Effect `Metric`; default false.
  * - `exportClientMetricsToCloudMonitoring`: the official client's built-in export to Cloud
  *   Monitoring; default false, and not available in this version (`true` is a `SinkConfigError`).
- *   The sink talks to the Bigtable API directly, without that exporter; the official wrapper's
- *   exporter crashes processes without credentials.
+ *   The sink talks to the Bigtable API directly, without that exporter.
+ * - `firstContactTimeout`: how long a writer's first contact with the service may take before the
+ *   write fails with a `ContactFailed` reason saying what to do (nothing listening at the endpoint,
+ *   an unknown host); default 10 seconds. Missing or refused credentials fail at once. Later
+ *   failures of a connection that worked are retried on the write's own budgets.
+ *
+ * Without `emulator` and `serviceAccountKeyFile`, `BIGTABLE_EMULATOR_HOST` is read through `Config`
+ * (the environment by default), as Google's own clients do; an explicit option always wins.
  *
  * @category models
  * @since 0.1.0
@@ -47,6 +54,7 @@ export interface BigtableClientConfig {
   readonly serviceAccountKeyFile?: Redacted.Redacted<string> | undefined
   readonly exportClientMetrics?: boolean | undefined
   readonly exportClientMetricsToCloudMonitoring?: boolean | undefined
+  readonly firstContactTimeout?: Duration.Input | undefined
 }
 
 /**
@@ -278,6 +286,11 @@ export interface BigtableClientService {
    * client cannot ask (the emulator has no instance admin API; `fromClients` without `instanceAdmin`).
    */
   readonly getAppProfile: (name: string) => Effect.Effect<AppProfileRouting | undefined, BigtableError>
+  /**
+   * Proves the service reachable and the credentials accepted, once per client (a success is kept):
+   * every writer runs it before its first request. Absent for clients given to `fromClients`.
+   */
+  readonly firstContact?: Effect.Effect<void, ContactFailed> | undefined
 }
 
 /**

@@ -6,6 +6,16 @@
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as grpc from "../internal/wire/grpcStatus.ts"
+import { ContactFailed } from "../Sink/ContactFailed.ts"
+
+export {
+  /**
+   * The service could not be reached, or refused the credentials, at first contact.
+   *
+   * @since 0.1.0
+   */
+  ContactFailed
+}
 
 /**
  * Whether the last failure of a spent budget says a later try may help: an error that tells
@@ -358,7 +368,8 @@ export class BigtableError extends Schema.TaggedError<BigtableError>()("Bigtable
     TooManyRejections,
     CommitFailed,
     PreconditionFailed,
-    StagingFull
+    StagingFull,
+    ContactFailed
   ])
 }) {
   /**

@@ -239,9 +239,10 @@ export function make<A, P, H extends Handler | undefined = undefined>(
  * position }`), building it restores from `resume`, and `checkpoint(position)` drains, saves and
  * commits (see {@link make}).
  *
- * Building it fails with a `SinkConfigError` for invalid options, or with the handler's error when
- * its `open` fails; its operations fail with a {@link BigtableSinkError} (and a
- * `Checkpoint.CheckpointError` for exactly-once).
+ * Building it fails with a `SinkConfigError` for invalid options, with a `BigtableError` whose
+ * reason is `ContactFailed` when the first contact with the service fails (see the client's
+ * `firstContactTimeout`), or with the handler's error when its `open` fails; its operations fail
+ * with a {@link BigtableSinkError} (and a `Checkpoint.CheckpointError` for exactly-once).
  *
  * **Example** (Explicit barriers)
  * ```ts
@@ -288,7 +289,7 @@ export function writer<A, H extends Handler | undefined = undefined>(
   options: WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
 ): Effect.Effect<
   Writer<A, BigtableSinkError<HandlerError<H>>>,
-  SinkConfigError | HandlerError<H>,
+  BigtableSinkError<HandlerError<H>>,
   BigtableClient | Scope.Scope | HandlerContext<H>
 >
 export function writer<A, P, H extends Handler | undefined = undefined>(

@@ -8,8 +8,8 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Sink from "effect/Sink"
-import type { BigQueryClient } from "../../BigQuery/BigQueryClient.ts"
-import type { BigQueryError } from "../../BigQuery/BigQueryError.ts"
+import { BigQueryClient } from "../../BigQuery/BigQueryClient.ts"
+import { BigQueryError } from "../../BigQuery/BigQueryError.ts"
 import type {
   AtLeastOnceSinkOptions,
   ExactlyOnceSinkError,
@@ -56,6 +56,16 @@ const fileLoads = optionalPackage.load(() => import("./fileLoads/writer.ts"), {
   path: "writeMethod"
 })
 
+/**
+ * A write proves first contact (`wire/firstContact.ts`) once its options are decoded and before any
+ * request: a setup mistake ends it within the client's `firstContactTimeout`, saying what to do.
+ */
+const contact: Effect.Effect<void, BigQueryError, BigQueryClient> = BigQueryClient.use((client) =>
+  client.firstContact === undefined
+    ? Effect.void
+    : Effect.mapError(client.firstContact, (reason) => new BigQueryError({ reason }))
+)
+
 const refuseCheckpoint = (input: unknown) =>
   checkpointSink.refuse(input, "WriteMethod.exactlyOnce(...) and WriteMethod.fileLoads(...)")
 
@@ -79,23 +89,27 @@ export const sink = <A, P, H extends Handler | undefined>(
   type R = HandlerContext<H>
   switch (methodOf(input)) {
     case "ExactlyOnce":
-      return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {
+      return Sink.unwrap<WriteSummary, A, never, Error<H>, BigQueryClient, Services<H>>(Effect.gen(function*() {
         const checkpoint = yield* checkpointSink.decode<A, P>(input.checkpoint, "sink", "WriteMethod.exactlyOnce(...)")
         const settings = yield* options.decode(input as EO<A, P, H>, "ExactlyOnce")
+        yield* contact
         return exactlyOnce.sink<A, P, E, R>(settings, checkpoint)
       }))
     case "FileLoads":
-      return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {
+      return Sink.unwrap<WriteSummary, A, never, Error<H>, BigQueryClient, Services<H>>(Effect.gen(function*() {
         const checkpoint = yield* checkpointSink.decode<A, P>(input.checkpoint, "sink", "WriteMethod.fileLoads(...)")
         // without checkpoint.every the sink loads once, at the end of input
         const loadsOnce = checkpoint.every._tag === "EndOfInput"
         const { files, settings } = yield* decodeFileLoads(input as FL<A, P, H>, loadsOnce)
-        return (yield* fileLoads).sink<A, P, E, R>(settings, files, checkpoint)
+        const module = yield* fileLoads
+        yield* contact
+        return module.sink<A, P, E, R>(settings, files, checkpoint)
       }))
     case "AtLeastOnce":
-      return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {
+      return Sink.unwrap<WriteSummary, A, never, Error<H>, BigQueryClient, Services<H>>(Effect.gen(function*() {
         yield* refuseCheckpoint(input)
         const settings = yield* options.decode(input as ALO<A, H>)
+        yield* contact
         return storageWriteSink.make<A, E, R>(settings)
       }))
   }
@@ -120,18 +134,22 @@ export const writer = <A, P, H extends Handler | undefined>(
           "WriteMethod.exactlyOnce(...)"
         )
         const settings = yield* options.decode(input as WriterForm<EO<A, P, H>>, "ExactlyOnce")
+        yield* contact
         return yield* exactlyOnce.make<A, P, E, R>(settings, resume)
       })
     case "FileLoads":
       return Effect.gen(function*() {
         const { resume } = yield* checkpointSink.decode<A, P>(input.checkpoint, "writer", "WriteMethod.fileLoads(...)")
         const { files, settings } = yield* decodeFileLoads(input as WriterForm<FL<A, P, H>>, false)
-        return yield* (yield* fileLoads).make<A, P, E, R>(settings, files, resume)
+        const module = yield* fileLoads
+        yield* contact
+        return yield* module.make<A, P, E, R>(settings, files, resume)
       })
     case "AtLeastOnce":
       return Effect.gen(function*() {
         yield* refuseCheckpoint(input)
         const settings = yield* options.decode(input as ALO<A, H>)
+        yield* contact
         return yield* storageWriteWriter.make<A, E, R>(settings)
       })
   }

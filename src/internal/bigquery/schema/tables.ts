@@ -14,9 +14,11 @@ import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
 import { type AnyPolicy, toSchedule } from "../../core/retrySchedule.ts"
+import * as advice from "../../wire/advice.ts"
 import * as deadline from "../../wire/deadline.ts"
 import * as metrics from "../metrics.ts"
 import { type AdminVerdict, classifyAdmin } from "../transport/classify.ts"
+import * as datasets from "./datasets.ts"
 
 /** A REST failure: HTTP status (undefined for transport errors) and the first error reason. @internal */
 export interface AdminFailure {
@@ -43,16 +45,21 @@ export const verdictOf = (failure: AdminFailure): AdminVerdict =>
   classifyAdmin(failure.method, failure.status, failure.reason)
 
 /** @internal */
-export const toError = (destination: TableDestination, failure: AdminFailure): BigQueryError =>
-  new BigQueryError({
+export const toError = (destination: TableDestination, failure: AdminFailure): BigQueryError => {
+  const detail = failure.reason === undefined ? failure.message : `${failure.reason}: ${failure.message}`
+  return new BigQueryError({
     reason: new TableAdminFailed({
       method: `tables.${failure.method}`,
       destination: destination.toString(),
       status: failure.status ?? 0,
-      detail: failure.reason === undefined ? failure.message : `${failure.reason}: ${failure.message}`,
+      // a refusal says what to grant (a 403 rate limit is retried before it gets here)
+      detail: failure.status === 403 && failure.reason !== "rateLimitExceeded"
+        ? advice.append(detail, advice.bigqueryPermission)
+        : detail,
       cause: failure.cause
     })
   })
+}
 
 /** The live table: its schema as REST JSON and its etag (and the whole resource). @internal */
 export interface LiveTable {
@@ -191,8 +198,28 @@ export const retrying = <A>(
 export type CreateResource = Record<string, unknown>
 
 /**
+ * A failed `tables.insert` that may mean the dataset is missing (BigQuery answers 404, the emulator
+ * 500): asks `datasets.get`, and when the dataset is missing fails with a 404 naming it and how to
+ * create it, which is not retried.
+ */
+const orMissingDataset = (rest: BigQuery, destination: TableDestination) => (failure: AdminFailure) =>
+  failure.status !== 404 && (failure.status ?? 0) < 500 ? Effect.fail(failure) : Effect.flatMap(
+    datasets.exists(rest, destination.projectId, destination.datasetId),
+    (exists): Effect.Effect<never, AdminFailure> =>
+      Effect.fail(
+        exists ? failure : {
+          ...failure,
+          status: 404,
+          reason: "notFound",
+          message: datasets.missingMessage(destination.projectId, destination.datasetId)
+        }
+      )
+  )
+
+/**
  * Creates the table with `schema` and the creation options; 409 counts as created by another
- * writer. Rate limits and 5xx are retried on `policy`.
+ * writer. Rate limits and 5xx are retried on `policy`; a missing dataset fails at once, saying how
+ * to create it.
  *
  * @internal
  */
@@ -205,6 +232,7 @@ export const create = (
 ): Effect.Effect<"created" | "exists", BigQueryError> =>
   retrying(
     insert(rest, destination, { ...options, schema: TableSchema.toRest(schema) }).pipe(
+      Effect.catch(orMissingDataset(rest, destination)),
       Effect.tap(() => metrics.countRecords(metrics.tablesCreated, 1, undefined))
     ),
     policy

@@ -169,7 +169,7 @@ export const readSchema = <A, E, R>(
           new BigQueryError({
             reason: new SchemaMismatch({
               destination: destination.toString(),
-              detail: `${e.path}: ${e.message}`,
+              detail: e.message,
               cause: e
             })
           })
@@ -197,7 +197,7 @@ const cdcCollision = (destination: TableDestination, schema: TableSchema.TableSc
     CdcOptions.checkSchema(schema, "serializer"),
     (e) =>
       new BigQueryError({
-        reason: new SchemaMismatch({ destination: destination.toString(), detail: `${e.path}: ${e.message}`, cause: e })
+        reason: new SchemaMismatch({ destination: destination.toString(), detail: e.message, cause: e })
       })
   )
 
@@ -207,7 +207,7 @@ const cdcPrimaryKey = (destination: TableDestination, options: CdcTableOptions, 
     CdcOptions.checkPrimaryKey(options, schema, "writeMethod.cdc.tableOptions.primaryKey"),
     (e) =>
       new BigQueryError({
-        reason: new SchemaMismatch({ destination: destination.toString(), detail: `${e.path}: ${e.message}`, cause: e })
+        reason: new SchemaMismatch({ destination: destination.toString(), detail: e.message, cause: e })
       })
   )
 
@@ -257,7 +257,7 @@ export const createResource = <A, E, R>(
           method: "tables.insert",
           destination: destination.toString(),
           status: 0,
-          detail: `invalid creation options: ${e.path}: ${e.message}`,
+          detail: `invalid creation options: ${e.message}`,
           cause: e
         })
       })

@@ -44,6 +44,7 @@ import * as deadline from "../../wire/deadline.ts"
 import { withDeadline } from "../admin/createTable.ts"
 import * as prepare from "../atLeastOnce/prepare.ts"
 import type { WriterError } from "../atLeastOnce/state.ts"
+import { contact } from "../contact.ts"
 import * as metrics from "../metrics.ts"
 import * as checkAndMutate from "../transport/checkAndMutateProto.ts"
 import * as mutationProto from "../transport/mutationProto.ts"
@@ -365,7 +366,7 @@ export const build = <A, EH, R, P>(
   // What the writer keeps is built from settings without the restored record, which only the
   // restore reads (it holds every envelope of the last checkpoint).
   const kept: Settings<A, EH, R, P> = { ...settings, resume: { ...resume, record: Option.none() } }
-  return Effect.flatMap(partsOf(kept), (parts) => restoreInto(parts, resume)).pipe(
+  return Effect.andThen(contact, Effect.flatMap(partsOf(kept), (parts) => restoreInto(parts, resume))).pipe(
     Effect.provideService(deadline.AdminTimeout, settings.method.adminTimeout),
     Effect.provideService(deadline.ResponseTimeout, settings.method.responseTimeout)
   )

@@ -12,11 +12,15 @@ import * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import type { BigtableClientConfig, BigtableClientService, EntryStatus } from "../../../Bigtable/BigtableClient.ts"
 import type * as BigtableClient from "../../../Bigtable/BigtableClient.ts"
-import type { BigtableError } from "../../../Bigtable/BigtableError.ts"
+import { BigtableError, RpcFailed } from "../../../Bigtable/BigtableError.ts"
+import type { ContactFailed } from "../../../Sink/ContactFailed.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import * as advice from "../../wire/advice.ts"
 import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
 import * as emulatorEnv from "../../wire/emulatorEnv.ts"
+import * as firstContact from "../../wire/firstContact.ts"
 import * as grpcChannel from "../../wire/grpcChannel.ts"
+import * as grpcProbe from "../../wire/grpcProbe.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
 import * as adminCalls from "../admin/adminCalls.ts"
 import * as metrics from "../metrics.ts"
@@ -53,23 +57,58 @@ interface Clients {
   readonly start: StartCall
   readonly admin: adminCalls.AdminCalls
   readonly exportClientMetrics?: boolean | undefined
+  readonly firstContact?: Effect.Effect<void, ContactFailed> | undefined
+}
+
+/** A refused permission's status with what to grant appended. */
+const advisedStatus = (status: EntryStatus): EntryStatus =>
+  status.code === grpc.Code.PERMISSION_DENIED
+    ? { code: status.code, message: advice.append(status.message, advice.bigtablePermission) }
+    : status
+
+/** A failed call with what to do appended: refused permissions, or (`missing`) a `NOT_FOUND` answer. */
+const advised = (missing?: (reason: RpcFailed) => string) => (error: BigtableError): BigtableError => {
+  const reason = error.reason
+  if (reason._tag !== "RpcFailed") return error
+  const what = reason.code === grpc.Code.PERMISSION_DENIED
+    ? advice.bigtablePermission
+    : reason.code === grpc.Code.NOT_FOUND && missing !== undefined
+    ? missing(reason)
+    : undefined
+  return what === undefined
+    ? error
+    : new BigtableError({ reason: new RpcFailed({ ...reason, description: advice.append(reason.description, what) }) })
 }
 
 const service = (options: Clients): Service => {
   const { admin } = options
   const getAppProfile = admin.getAppProfile
+  const checkAndMutate = client.checkAndMutateRow(options.start)
+  const mutate = client.mutateRows(options.start)
   const base: Service = {
     projectId: options.projectId,
-    mutateRows: client.mutateRows(options.start),
-    getTable: admin.getTable,
-    createTable: admin.createTable,
-    modifyColumnFamilies: admin.modifyColumnFamilies,
-    checkAndMutateRow: client.checkAndMutateRow(options.start),
-    getAppProfile: getAppProfile === undefined ? () => Effect.succeed(undefined) : getAppProfile
+    mutateRows: (request) =>
+      Effect.map(mutate(request), (statuses) =>
+        statuses.some((s) => s.code === grpc.Code.PERMISSION_DENIED)
+          ? statuses.map(advisedStatus)
+          : statuses),
+    getTable: (name) => Effect.mapError(admin.getTable(name), advised()),
+    createTable: (request) =>
+      Effect.mapError(
+        admin.createTable(request),
+        advised(() => advice.bigtableInstanceMissing(request.instanceName))
+      ),
+    modifyColumnFamilies: (request) => Effect.mapError(admin.modifyColumnFamilies(request), advised()),
+    checkAndMutateRow: (request) => Effect.mapError(checkAndMutate(request), advised()),
+    getAppProfile: getAppProfile === undefined
+      ? () => Effect.succeed(undefined)
+      : (name) => Effect.mapError(getAppProfile(name), advised()),
+    firstContact: options.firstContact
   }
   if (options.exportClientMetrics !== true) return base
   return {
     projectId: base.projectId,
+    firstContact: base.firstContact,
     mutateRows: (request) => instrumentStatuses("MutateRows")(base.mutateRows(request)),
     getTable: (name) => instrumentAdmin("GetTable")(base.getTable(name)),
     createTable: (request) => instrumentAdmin("CreateTable")(base.createTable(request)),
@@ -137,6 +176,10 @@ const adminChannels = grpcChannel.serviceChannels(adminTarget, "Bigtable admin")
 const scopedChannel = (open: () => GrpcClient): Effect.Effect<GrpcClient, never, Scope.Scope> =>
   Effect.acquireRelease(Effect.sync(open), (c) => Effect.sync(() => c.close()))
 
+/** A probe's unary call in the data calls' shape (`grpcProbe.ts`). */
+const overStart = (start: StartCall): grpcProbe.StartUnary => (method, request, metadata, deadline, onEnd) =>
+  start(method, request, metadata, deadline, { onMessage: () => {}, onEnd })
+
 /** Where the channels go: plaintext to an emulator, or TLS with call credentials to Google. */
 type Destination =
   | { readonly _tag: "Emulator"; readonly endpoint: Endpoint }
@@ -172,11 +215,25 @@ export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkC
     const admin = yield* scopedChannel(() =>
       to._tag === "Emulator" ? adminChannels.emulator(to.endpoint) : adminChannels.production(to.auth)
     )
+    const target: firstContact.Target = {
+      service: "Bigtable",
+      destination: to._tag === "Emulator" ? to.endpoint.target : channel.dataTarget,
+      emulator: to._tag === "Emulator"
+        ? { option: "emulator.grpc", variable: emulatorEnv.variables.bigtable }
+        : undefined
+    }
+    const ping = grpcProbe.bigtable(overStart(data.start), s.projectId)
+    // production: the credentials are proved before any network call
+    const probe = to._tag === "Emulator" ? ping : firstContact.andThen(
+      firstContact.credentialsAttempt(to.auth, "Bigtable"),
+      ping
+    )
     return service({
       projectId: s.projectId,
       start: data.start,
       // The emulator has no instance admin API (pinned by a test): app profiles are not checked there.
       admin: adminCalls.onChannel(onChannel(admin.getChannel()), to._tag === "Production"),
-      exportClientMetrics: s.exportClientMetrics
+      exportClientMetrics: s.exportClientMetrics,
+      firstContact: yield* firstContact.once(firstContact.probe(target, probe, s.firstContactTimeout))
     })
   })
