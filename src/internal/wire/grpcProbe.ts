@@ -64,6 +64,8 @@ const nameRequest = (name: string): Buffer => {
   return Buffer.concat([Buffer.from([0x0a, ...length]), bytes])
 }
 
+const noCancel = (): void => {}
+
 /** One probe call of `method` about `name`, within `timeLeft` (at most 5 s). Interruption cancels it. */
 const call = (start: StartUnary, method: string, name: string, timeLeft: Duration.Duration): Effect.Effect<Attempt> =>
   Effect.callback<Attempt>((resume) => {
@@ -71,7 +73,7 @@ const call = (start: StartUnary, method: string, name: string, timeLeft: Duratio
     metadata.set("x-goog-request-params", `name=${encodeURIComponent(name)}`)
     const limit = Math.min(Duration.toMillis(timeLeft), 5_000)
     let done = false
-    let cancel = (): void => {}
+    let cancel: () => void = noCancel
     try {
       cancel = start(method, nameRequest(name), metadata, performance.timeOrigin + performance.now() + limit, (e) => {
         if (done) return
