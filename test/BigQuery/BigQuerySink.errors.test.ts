@@ -213,6 +213,6 @@ describe("BigQuerySink error channel (runtime, against the fake)", () => {
         )
         // valid options against a missing table under CREATE_NEVER: a BigQueryError, not a config error
         assert.strictEqual(tagOf(failureOf(sinkExit)), "BigQueryError")
-        assert.strictEqual(fake.stats.restCalls.length, 0)
+        assert.deepStrictEqual(F.tableCalls(fake), [])
       })))
 })
