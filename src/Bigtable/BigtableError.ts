@@ -276,7 +276,7 @@ export class CommitFailed extends Schema.TaggedError<CommitFailed>()("CommitFail
 }
 
 /**
- * A precondition of the exactly-once mode does not hold on the live instance (reference 3.5),
+ * A precondition of the exactly-once mode does not hold on the live instance,
  * checked before any write: `subject` is `appProfile` (not single-cluster with transactional
  * writes), `markerFamily` (missing, with a GC rule, or not raw) or `family` (a declared family
  * missing or of another type). The sink never changes the table or the profile.

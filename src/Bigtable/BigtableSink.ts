@@ -10,7 +10,6 @@ import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type * as Sink from "effect/Sink"
 import * as internalMethod from "../internal/bigtable/method.ts"
-import * as removed from "../internal/options/removed.ts"
 import type { CheckpointError, CheckpointOptions } from "../Sink/Checkpoint.ts"
 import type { FailureHandler, RecordFailed } from "../Sink/FailureHandler.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
@@ -118,7 +117,8 @@ export interface AtLeastOnceSinkOptions<A, E = RecordFailed, R = never>
  *
  * `checkpoint.position(a)` is where the source resumes once `a` and everything before it are
  * written; it is also the record's position from which its marker identity is derived, so it must
- * be stable and unique per record (ADR 0019): an offset, not an arrival time.
+ * be stable and unique per record: an offset, not an arrival time (a record whose position repeats
+ * another's would be taken for it and skipped).
  *
  * @category models
  * @since 0.1.0
@@ -144,7 +144,7 @@ export interface ExactlyOnceSinkOptions<A, P, E = RecordFailed, R = never>
  *   when they are reached. At the end of the input everything is flushed. A retried or replayed
  *   entry is applied again, so prefer explicit cell timestamps. When calls go a minute without an
  *   answer, a warning naming the tables is logged (once a minute).
- * - **Exactly once** (`WriteMethod.exactlyOnce({ markerFamily })`, reference 3.5; needs
+ * - **Exactly once** (`WriteMethod.exactlyOnce({ markerFamily })`; needs
  *   `checkpoint`): records are staged, saved with each checkpoint, then committed as
  *   CheckAndMutateRow requests guarded by marker cells, so `AddToCell` counters and other
  *   non-idempotent mutations survive crashes, lost responses and source replays. On start it
@@ -312,27 +312,3 @@ export function writer<A, P, H extends Handler | undefined = undefined>(
   // @effect-diagnostics-next-line missingEffectContext:off missingEffectError:off
   return internalMethod.writer<A, P, H>(options)
 }
-
-/**
- * Removed: `BigtableSink.make` with `writeMethod: WriteMethod.exactlyOnce(...)` and `checkpoint`.
- *
- * @deprecated Use `BigtableSink.make({ ..., writeMethod: WriteMethod.exactlyOnce({ markerFamily }), checkpoint })`.
- * @category constructors
- * @since 0.1.0
- */
-export const exactlyOnce = removed.sink(
-  "BigtableSink.exactlyOnce",
-  "BigtableSink.make({ ..., writeMethod: WriteMethod.exactlyOnce({ markerFamily }), checkpoint })"
-)
-
-/**
- * Removed: `BigtableSink.writer` with `writeMethod: WriteMethod.exactlyOnce(...)` and `checkpoint`.
- *
- * @deprecated Use `BigtableSink.writer({ ..., writeMethod: WriteMethod.exactlyOnce({ markerFamily }), checkpoint: { resume, position } })`.
- * @category constructors
- * @since 0.1.0
- */
-export const exactlyOnceWriter = removed.writer(
-  "BigtableSink.exactlyOnceWriter",
-  "BigtableSink.writer({ ..., writeMethod: WriteMethod.exactlyOnce({ markerFamily }), checkpoint: { resume, position } })"
-)

@@ -382,14 +382,8 @@ describe("BigtableSink: writeMethod chooses the method (issue 25)", () => {
       assert.deepStrictEqual(stored.position, Option.some(25))
     }).pipe(Effect.provide(CheckpointStore.memory)))
 
-  it.effect("the removed constructors fail with a SinkConfigError naming the replacement", () =>
-    Effect.gen(function*() {
-      // @ts-expect-error: the parameter's type names the replacement
-      const sinkError = yield* Stream.make(1).pipe(Stream.run(BigtableSink.exactlyOnce({})), Effect.flip)
-      assert.strictEqual(sinkError.path, "BigtableSink.exactlyOnce")
-      assert.match(sinkError.message, /use BigtableSink\.make\(\{ \.\.\., writeMethod: WriteMethod\.exactlyOnce/)
-      // @ts-expect-error: the parameter's type names the replacement
-      const writerError = yield* Effect.flip(BigtableSink.exactlyOnceWriter({}))
-      assert.match(writerError.message, /use BigtableSink\.writer\(/)
-    }))
+  it("BigtableSink has no exactlyOnce constructor to clash with WriteMethod.exactlyOnce", () => {
+    for (const name of ["exactlyOnce", "exactlyOnceWriter"]) assert.notProperty(BigtableSink, name)
+    assert.deepStrictEqual(Object.keys(BigtableSink).toSorted(), ["make", "writer"])
+  })
 })

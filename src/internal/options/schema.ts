@@ -1,5 +1,5 @@
 /**
- * Option decoding with plain `Schema` (DESIGN section 3): the few leaf schemas the options share
+ * Option decoding with plain `Schema`: the few leaf schemas the options share
  * (bounded integers, durations, resource id components, values the caller built), each built from
  * `Schema`'s own types and checks, and the mapping of a `Schema` issue to a `SinkConfigError` whose
  * path is the option as the user wrote it (`writeMethod.maxInFlightBytes`).

@@ -1,7 +1,7 @@
 /**
  * REST table calls through `@google-cloud/bigquery` (the driver edge): get with its etag, insert
  * with 409 as success, etag-conditioned schema patch; and the retry of rate limits and 5xx on the
- * recovery budget (reference 2.11).
+ * recovery budget.
  *
  * @internal
  */

@@ -1,5 +1,5 @@
 /**
- * Table and column-family creation (reference 3.3): create the table with every declared family;
+ * Table and column-family creation: create the table with every declared family;
  * on `ALREADY_EXISTS` add the missing declared families in one atomic modification, never touching
  * existing families; with aggregate families declared, check the existing declared types.
  *
