@@ -9,7 +9,7 @@ import type { BigQuery, TableField, TableMetadata } from "@google-cloud/bigquery
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
-import { BigQueryError, TableAdminFailed, TableNotFound } from "../../../BigQuery/BigQueryError.ts"
+import { BigQueryError, SchemaMismatch, TableAdminFailed, TableNotFound } from "../../../BigQuery/BigQueryError.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
@@ -18,6 +18,7 @@ import * as advice from "../../wire/advice.ts"
 import * as deadline from "../../wire/deadline.ts"
 import * as metrics from "../metrics.ts"
 import { type AdminVerdict, classifyAdmin } from "../transport/classify.ts"
+import * as schemaCheck from "./check.ts"
 import * as datasets from "./datasets.ts"
 
 /** A REST failure: HTTP status (undefined for transport errors) and the first error reason. @internal */
@@ -250,6 +251,45 @@ export const getLive = (
   policy: AnyPolicy
 ): Effect.Effect<LiveTable | undefined, BigQueryError> =>
   retrying(get(rest, destination), policy).pipe(Effect.mapError((f) => toError(destination, f)))
+
+/**
+ * With `schemaUpdate` off, checks an existing table against the serializer's schema before the
+ * first append (`check.ts`): a column the table lacks, a changed type, a REQUIRED column the
+ * serializer never writes is a `SchemaMismatch` naming the column. The live table is read once
+ * (`tables.get`, rate limits and 5xx retried on `recovery`); a table that cannot be read, or that
+ * vanished, is left to the appends.
+ *
+ * @internal
+ */
+export const verify = (
+  rest: BigQuery,
+  destination: TableDestination,
+  desired: TableSchema.TableSchema,
+  settings: {
+    readonly schemaUpdate: { readonly allowNewFields: boolean; readonly allowFieldRelaxation: boolean }
+    readonly stream: { readonly recovery: AnyPolicy }
+  }
+): Effect.Effect<void, BigQueryError> =>
+  settings.schemaUpdate.allowNewFields || settings.schemaUpdate.allowFieldRelaxation
+    ? Effect.void
+    : Effect.gen(function*() {
+      const live = yield* retrying(get(rest, destination), settings.stream.recovery).pipe(
+        Effect.orElseSucceed(() => undefined)
+      )
+      if (live === undefined) return
+      const liveSchema = yield* Effect.option(TableSchema.fromRest(live.schema ?? { fields: [] }))
+      if (liveSchema._tag === "None") return
+      const issues = schemaCheck.check(liveSchema.value, desired)
+      const [first] = issues
+      if (first === undefined) return
+      return yield* new BigQueryError({
+        reason: new SchemaMismatch({
+          destination: destination.toString(),
+          detail: issues.length === 1 ? first.message : `${first.message} (and ${issues.length - 1} more)`,
+          cause: issues
+        })
+      })
+    })
 
 /**
  * Creates a table found missing with `schema` and the creation options (computed only then), or

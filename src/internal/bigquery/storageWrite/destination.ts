@@ -459,6 +459,8 @@ export const untilTable = <A, E, R, X>(
     })
     return attempt.pipe(
       Effect.retry({ schedule: toSchedule(settings.stream.recovery), while: (e) => !(e instanceof BigQueryError) }),
-      Effect.mapError((e) => e instanceof BigQueryError ? e : openError(method, destination, e, attempts))
+      Effect.mapError((e) => e instanceof BigQueryError ? e : openError(method, destination, e, attempts)),
+      // a table the sink did not create is checked against the serializer's schema (schema/check.ts)
+      Effect.tap(() => created ? Effect.void : tables.verify(client.rest, destination, schema, settings))
     )
   })
