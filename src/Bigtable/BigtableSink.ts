@@ -110,8 +110,11 @@ export interface AtLeastOnceSinkOptions<A, E = RecordFailed, R = never>
 
 /**
  * The options of exactly-once writes: {@link BigtableSinkOptions} with
- * `WriteMethod.exactlyOnce({ markerFamily })`, `createDisposition` fixed to `CREATE_NEVER` (tables,
- * their families and the marker family are provisioned by the operator), and `checkpoint`.
+ * `WriteMethod.exactlyOnce({ markerFamily })` and `checkpoint`. With `createDisposition:
+ * "CREATE_IF_NEEDED"` and `tableCreateOptions`, the sink creates each table before its first commit
+ * with the declared families (the aggregate ones an `AddToCell` needs) and the marker family (raw,
+ * without a GC rule), or adds the ones an existing table lacks; under `CREATE_NEVER` (the default)
+ * the operator provisions them.
  *
  * **Details**
  *
@@ -124,11 +127,9 @@ export interface AtLeastOnceSinkOptions<A, E = RecordFailed, R = never>
  * @since 0.1.0
  */
 export interface ExactlyOnceSinkOptions<A, P, E = RecordFailed, R = never>
-  extends Omit<BigtableSinkOptions<A, E, R>, "writeMethod" | "createDisposition" | "tableCreateOptions">
+  extends Omit<BigtableSinkOptions<A, E, R>, "writeMethod">
 {
   readonly writeMethod: ExactlyOnce
-  readonly createDisposition?: "CREATE_NEVER" | undefined
-  readonly tableCreateOptions?: undefined
   readonly checkpoint: CheckpointOptions<A, P>
 }
 

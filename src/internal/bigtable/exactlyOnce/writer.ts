@@ -46,6 +46,7 @@ import * as prepare from "../atLeastOnce/prepare.ts"
 import type { WriterError } from "../atLeastOnce/state.ts"
 import { contact } from "../contact.ts"
 import * as metrics from "../metrics.ts"
+import type { Declared } from "../options.ts"
 import * as checkAndMutate from "../transport/checkAndMutateProto.ts"
 import * as mutationProto from "../transport/mutationProto.ts"
 import * as committer from "./committer.ts"
@@ -53,6 +54,7 @@ import * as envelope from "./envelope.ts"
 import * as identity from "./identity.ts"
 import type { MethodSettings, Settings } from "./options.ts"
 import * as preconditions from "./preconditions.ts"
+import * as provision from "./provision.ts"
 
 /** What a staged entry charges against `maxStagedBytes` besides its request (reference 3.5). @internal */
 export const entryOverhead = 256
@@ -243,12 +245,14 @@ const makeStaging = <A, EH, R, P>(
  * The preconditions of the tables written (app profile, marker family, the envelopes' families),
  * each table's live families read once.
  */
-const preconditionsOf = (client: BigtableClientService, method: MethodSettings) => {
+const preconditionsOf = (client: BigtableClientService, method: MethodSettings, declared: Declared | undefined) => {
   const checked = new Map<string, TableFamilies>()
   const familiesOf = (tableName: string, appProfileId: string | undefined) =>
     Effect.gen(function*() {
       const known = checked.get(tableName)
       if (known !== undefined) return known
+      // CREATE_IF_NEEDED: the table, its declared families and the marker family, before the checks
+      if (declared !== undefined) yield* provision.ensureTable(client, tableName, declared, method.adminTimeout)
       yield* preconditions.checkAppProfile(client, tableName, appProfileId, method.adminTimeout)
       const families = yield* withDeadline("GetTable", tableName, method.adminTimeout, client.getTable(tableName))
       yield* preconditions.checkMarkerFamily(tableName, families, method.markerFamily)
@@ -403,7 +407,7 @@ const partsOf = <A, EH, R, P>(
         return makeStaging(settings, stage, pending)(c)
       }
     })
-    const tables = preconditionsOf(client, method)
+    const tables = preconditionsOf(client, method, base.declared)
     // a fixed table is checked before anything is staged or restored
     if (settings.fixedTable !== undefined) yield* tables.familiesOf(settings.fixedTable.tableName, base.appProfileId)
     const participant = participantOf(client, method, stage, pending, tables, run)
