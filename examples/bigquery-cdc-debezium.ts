@@ -10,7 +10,7 @@
  *
  * The BigQuery emulator has no CDC (see the README's deviation table): against it the table is
  * created with its label, then the sink stops because the emulator drops the primary key. Run it
- * against GCP (`EXAMPLE_PROJECT`) to see the mirror.
+ * against GCP (`GOOGLE_CLOUD_PROJECT`, and no emulator variables) to see the mirror.
  */
 import { NodeFileSystem, NodeRuntime } from "@effect/platform-node"
 import { Effect, FileSystem, Stream } from "effect"

@@ -41,7 +41,7 @@ const program = Effect.gen(function*() {
   yield* Effect.log(`applied ${summary.recordsWritten} increments`)
 
   // Read the sums back with the official client (it decodes an INT64_SUM cell to a number).
-  const emulator = yield* Config.String("EXAMPLE_BIGTABLE_EMULATOR").pipe(Config.withDefault(undefined))
+  const emulator = yield* Config.String("BIGTABLE_EMULATOR_HOST").pipe(Config.withDefault(undefined))
   const client = new Bigtable({
     projectId: project,
     metricsEnabled: false,

@@ -91,13 +91,19 @@ export const make: (config: GcsClientConfig) => Effect.Effect<GcsClientService, 
     feature: "GcsClient",
     path: "GcsClient"
   })
+  const apiEndpoint = endpoint === undefined ? "https://storage.googleapis.com" : `http://${endpoint.target}`
   const storage = new Storage({
     projectId,
     // One retry budget: the store's own schedule (the client would retry conditional uploads itself).
     retryOptions: { autoRetry: false, maxRetries: 0 },
-    ...(endpoint === undefined ? {} : { apiEndpoint: `http://${endpoint.target}` }),
+    apiEndpoint,
+    // a STORAGE_EMULATOR_HOST in the environment would otherwise turn authentication off in production
+    useAuthWithCustomEndpoint: endpoint === undefined,
     ...(authClient === undefined ? {} : { authClient })
   })
+  // `@google-cloud/storage` takes STORAGE_EMULATOR_HOST from the environment verbatim as its base URL
+  // (no /storage/v1, which fake-gcs-server answers 404), over any apiEndpoint: the endpoint chosen here wins.
+  storage.baseUrl = `${apiEndpoint}/storage/v1`
   return { projectId, storage }
 })
 
