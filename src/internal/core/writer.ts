@@ -47,6 +47,7 @@ import * as flowControl from "./flowControl.ts"
 import type { Permit } from "./flowControl.ts"
 import { hotSpan } from "./hotSpan.ts"
 import * as owner from "./owner.ts"
+import * as progressLog from "./progressLog.ts"
 import * as ownerState from "./state.ts"
 import * as summaryCounters from "./summaryCounters.ts"
 
@@ -171,6 +172,7 @@ const build = <A, S, I extends Accounted, B, O, F extends FailedElement, E, R, P
     const parts: Parts<S, I, B, O, F, E> = { commands, failed, flow, staged, counters, state }
     const writer = admission<A, S, I, B, O, F, E, R, P>(seams.admission, parts)
     yield* flushAtClose(state, writer)
+    yield* progressLog.start(seams.admission.name, writer.summary, () => state.outstanding)
     return writer
   })
 
