@@ -88,7 +88,6 @@ export const make: (config: GcsClientConfig) => Effect.Effect<GcsClientService, 
   // Loaded when a client is built (about 200 ms), not when the package is imported: an optional peer.
   const { Storage } = yield* optionalPackage.load(() => import("@google-cloud/storage"), {
     needs: ["@google-cloud/storage"],
-    feature: "GcsClient",
     path: "GcsClient"
   })
   const apiEndpoint = endpoint === undefined ? "https://storage.googleapis.com" : `http://${endpoint.target}`

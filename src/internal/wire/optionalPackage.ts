@@ -30,21 +30,29 @@ export const missingPackage = (cause: unknown): string | undefined => {
   return found?.[1]
 }
 
-/** The message for a missing optional package. @internal */
-export const installMessage = (missing: string, needs: ReadonlyArray<OptionalPeer>, feature: string): string =>
-  `${feature} needs the package${needs.length > 1 ? "s" : ""} ${needs.join(", ")}, and '${missing}' is not ` +
-  `installed: npm install ${needs.join(" ")}`
+/** The message for a missing optional package; `feature` when the error's path does not name it. @internal */
+export const installMessage = (
+  missing: string,
+  needs: ReadonlyArray<OptionalPeer>,
+  feature: string | undefined
+): string =>
+  `${feature === undefined ? "" : `${feature} `}needs the package${needs.length > 1 ? "s" : ""} ` +
+  `${needs.join(", ")}, and '${missing}' is not installed: npm install ${needs.join(" ")}`
 
 /**
- * Imports a module that depends on the optional packages `needs`, for `feature` (how the user asked
- * for it, e.g. `BigQueryClient`, `WriteMethod.fileLoads`), failing at `path` when one of them is not
- * installed. Any other failure to load is a defect.
+ * Imports a module that depends on the optional packages `needs`, failing at `path` (the client or
+ * option that asked for it) when one of them is not installed; `feature` names what needs them when
+ * `path` does not (`writeMethod`: `WriteMethod.fileLoads`). Any other failure to load is a defect.
  *
  * @internal
  */
 export const load = <M>(
   importer: () => Promise<M>,
-  options: { readonly needs: ReadonlyArray<OptionalPeer>; readonly feature: string; readonly path: string }
+  options: {
+    readonly needs: ReadonlyArray<OptionalPeer>
+    readonly path: string
+    readonly feature?: string | undefined
+  }
 ): Effect.Effect<M, SinkConfigError> =>
   Effect.tryPromise({ try: importer, catch: (cause) => cause }).pipe(
     Effect.catch((cause) => {

@@ -88,7 +88,6 @@ export const staticTokenAuth = (): OAuth2Client => {
  */
 export const restModule = optionalPackage.load(() => import("@google-cloud/bigquery"), {
   needs: ["@google-cloud/bigquery"],
-  feature: "BigQueryClient",
   path: "BigQueryClient"
 })
 
