@@ -4,7 +4,7 @@ import {
   BigQueryMetrics,
   BigQuerySink,
   RowSerializer,
-  TableDestination,
+  type TableDestination,
   WriteMethod
 } from "../../src/BigQuery/index.ts"
 import * as internal from "../../src/internal/bigquery/metrics.ts"

@@ -26,6 +26,7 @@ import * as Predicate from "effect/Predicate"
 import * as Ref from "effect/Ref"
 import * as Semaphore from "effect/Semaphore"
 import { ContactFailed } from "../../Sink/ContactFailed.ts"
+import { caught } from "./driverFailure.ts"
 import { variables } from "./emulatorEnv.ts"
 import type { HeaderSource } from "./grpcChannel.ts"
 
@@ -183,9 +184,9 @@ export const probe = (
  * @internal
  */
 export const credentialsAttempt = (auth: HeaderSource, service: string): Effect.Effect<Attempt> =>
-  Effect.tryPromise({ try: () => auth.getRequestHeaders(), catch: (cause) => cause }).pipe(
+  Effect.tryPromise({ try: () => auth.getRequestHeaders(), catch: caught }).pipe(
     Effect.as(answered),
-    Effect.catch((cause) => {
+    Effect.catch(({ cause }) => {
       const problem = credentialProblem(cause)
       return Effect.succeed<Attempt>(
         problem === undefined

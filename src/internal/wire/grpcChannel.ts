@@ -9,6 +9,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { EmulatorEndpoint } from "../../Sink/EmulatorEndpoint.ts"
+import { caught, DriverFailure } from "./driverFailure.ts"
 import { credentialProblem, credentialsAdvice } from "./firstContact.ts"
 
 /**
@@ -57,10 +58,11 @@ export interface HeaderSource {
  */
 export const callCredentials = (auth: HeaderSource, service: string): grpc.CallCredentials =>
   grpc.credentials.createFromMetadataGenerator((options, callback) => {
-    Effect.runCallback(Effect.tryPromise({ try: () => auth.getRequestHeaders(options.service_url), catch: (e) => e }), {
+    Effect.runCallback(Effect.tryPromise({ try: () => auth.getRequestHeaders(options.service_url), catch: caught }), {
       onExit: (exit) => {
         if (Exit.isFailure(exit)) {
-          const problem = credentialProblem(Cause.squash(exit.cause))
+          const failure = Cause.squash(exit.cause)
+          const problem = credentialProblem(failure instanceof DriverFailure ? failure.cause : failure)
           callback(
             problem === undefined
               ? Object.assign(new Error(`could not obtain Google credentials for ${service}`), {

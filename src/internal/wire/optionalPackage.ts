@@ -10,6 +10,7 @@
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import { caught } from "./driverFailure.ts"
 
 /** The optional peers, as `package.json` lists them under `peerDependenciesMeta`. @internal */
 export const optionalPeers = ["@google-cloud/bigquery", "@google-cloud/storage", "avsc"] as const
@@ -54,8 +55,8 @@ export const load = <M>(
     readonly feature?: string | undefined
   }
 ): Effect.Effect<M, SinkConfigError> =>
-  Effect.tryPromise({ try: importer, catch: (cause) => cause }).pipe(
-    Effect.catch((cause) => {
+  Effect.tryPromise({ try: importer, catch: caught }).pipe(
+    Effect.catch(({ cause }) => {
       const missing = missingPackage(cause)
       return missing === undefined
         ? Effect.die(cause)

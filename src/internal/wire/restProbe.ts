@@ -10,6 +10,7 @@ import type { BigQuery } from "@google-cloud/bigquery"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
+import { caught } from "./driverFailure.ts"
 import { answered, type Attempt, credentialProblem, credentialsAdvice } from "./firstContact.ts"
 
 /**
@@ -33,10 +34,10 @@ export const bigQuery = (rest: BigQuery) => (timeLeft: Duration.Duration): Effec
   const limit = Duration.millis(Math.min(Duration.toMillis(timeLeft), 5_000))
   return Effect.tryPromise({
     try: () => rest.getDatasets({ maxResults: 1, autoPaginate: false }),
-    catch: (cause) => cause
+    catch: caught
   }).pipe(
     Effect.as(answered),
-    Effect.catch((cause) => Effect.succeed(attemptOf("BigQuery", cause))),
+    Effect.catch(({ cause }) => Effect.succeed(attemptOf("BigQuery", cause))),
     Effect.timeoutOrElse({
       duration: limit,
       orElse: () =>

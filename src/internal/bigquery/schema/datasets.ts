@@ -8,6 +8,7 @@ import type { BigQuery } from "@google-cloud/bigquery"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import { BigQueryError, TableAdminFailed } from "../../../BigQuery/BigQueryError.ts"
+import { caught } from "../../wire/driverFailure.ts"
 
 /** How to create a missing dataset `projectId:datasetId`. @internal */
 export const missingMessage = (projectId: string, datasetId: string): string =>
@@ -25,10 +26,10 @@ const statusOf = (cause: unknown): number | undefined =>
  * @internal
  */
 export const exists = (rest: BigQuery, projectId: string, datasetId: string): Effect.Effect<boolean> =>
-  Effect.tryPromise({ try: () => rest.dataset(datasetId, { projectId }).get(), catch: (cause) => cause }).pipe(
-    Effect.retry({ times: 2, while: (cause) => statusOf(cause) === undefined }),
+  Effect.tryPromise({ try: () => rest.dataset(datasetId, { projectId }).get(), catch: caught }).pipe(
+    Effect.retry({ times: 2, while: (f) => statusOf(f.cause) === undefined }),
     Effect.as(true),
-    Effect.catch((cause) => Effect.succeed(statusOf(cause) !== 404))
+    Effect.catch((f) => Effect.succeed(statusOf(f.cause) !== 404))
   )
 
 /**
@@ -45,10 +46,10 @@ export const create = (
 ): Effect.Effect<void, BigQueryError> =>
   Effect.tryPromise({
     try: () => rest.dataset(datasetId, { projectId }).create(location === undefined ? {} : { location }),
-    catch: (cause) => cause
+    catch: caught
   }).pipe(
     Effect.asVoid,
-    Effect.catch((cause) => {
+    Effect.catch(({ cause }) => {
       const status = statusOf(cause)
       if (status === 409) return Effect.void
       const message = Predicate.isObject(cause) && Predicate.isString(cause["message"])
