@@ -77,7 +77,16 @@ const advised = (missing?: (reason: RpcFailed) => string) => (error: BigtableErr
     : undefined
   return what === undefined
     ? error
-    : new BigtableError({ reason: new RpcFailed({ ...reason, description: advice.append(reason.description, what) }) })
+    : new BigtableError({
+      reason: new RpcFailed({
+        method: reason.method,
+        table: reason.table,
+        code: reason.code,
+        description: advice.append(reason.description, what),
+        attempts: reason.attempts,
+        cause: reason.cause
+      })
+    })
 }
 
 const service = (options: Clients): Service => {
