@@ -18,6 +18,7 @@ import type { FailedElement } from "../../Sink/FailedElement.ts"
 import type { Accounted, After, Budget, Core, Delivery, Retry, Verdict } from "./backend.ts"
 import { delayAfter } from "./budget.ts"
 import * as repairEngine from "./repairs.ts"
+import * as retryWarning from "./retryWarning.ts"
 import * as stall from "./stall.ts"
 import type { Command, OwnerContext, State } from "./state.ts"
 
@@ -104,6 +105,7 @@ export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, 
   const fail = (error: E) => failCause(Cause.fail(error))
   const offer = (step: Effect.Effect<void, E>) => offerTo(ctx.commands, { _tag: "Step", step })
   // a staging writer has no schedules, and no `after`/`retry` in the core it is handed
+  const waits = retryWarning.makeState()
   const delay = (budget: Budget, attempt: number, failure?: unknown) =>
     ctx.schedules === undefined ? Effect.succeedNone : delayAfter(ctx.schedules[budget], attempt, failure)
   const after = (
@@ -116,7 +118,10 @@ export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, 
     Effect.flatMap(delay(budget, attempt, failure), (wait) =>
       Option.isNone(wait)
         ? fail(exhausted())
-        : fork(Effect.andThen(Effect.sleep(wait.value), offerTo(ctx.commands, command))))
+        : Effect.andThen(
+          retryWarning.waiting(waits, budget, wait.value, failure),
+          fork(Effect.andThen(Effect.sleep(wait.value), offerTo(ctx.commands, command)))
+        ))
   const retry = (r: Retry<I, E>) =>
     r.attempt === 0
       ? offerTo(ctx.commands, { _tag: "Retry", items: r.items })
@@ -137,7 +142,10 @@ export const makeCore = <S, I extends Accounted, B, O, F extends FailedElement, 
     fork,
     after: afterStep,
     retry,
-    resolved: (items) => resolved(ctx, items),
+    resolved: (items) => {
+      retryWarning.recovered(waits)
+      return resolved(ctx, items)
+    },
     route: (failure) => route(ctx, failure, failCause),
     fail,
     failCause,
