@@ -43,7 +43,7 @@ const relative = (files: Array<string>) => files.map((f) => path.relative(root, 
 // in-process fakes over loopback sockets; the simulation runs its CI budget of seeds; integration
 // tests share one set of emulators that their globalSetup starts once per run on free loopback ports.
 export default defineConfig({
-  // the examples import the package by name: resolve it to the sources (package.json's `source` condition)
+  // the examples import the package by name: resolve it to the sources (package.json's `effect-gcp-sinks:source` condition)
   resolve: {
     alias: [
       {

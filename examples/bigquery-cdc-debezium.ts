@@ -6,11 +6,11 @@
  * BigQuery applies each change by key in LSN order, so the redelivered events change nothing.
  *
  *   npm run emulators   # in one shell; paste its exports into another, then:
- *   node --conditions=source examples/bigquery-cdc-debezium.ts
+ *   npm run example examples/bigquery-cdc-debezium.ts
  *
  * The BigQuery emulator has no CDC (see the README's deviation table): against it the table is
  * created with its label, then the sink stops because the emulator drops the primary key. Run it
- * against GCP (`EXAMPLE_PROJECT`) to see the mirror.
+ * against GCP (`GOOGLE_CLOUD_PROJECT`, and no emulator variables) to see the mirror.
  */
 import { NodeFileSystem, NodeRuntime } from "@effect/platform-node"
 import { Effect, FileSystem, Stream } from "effect"

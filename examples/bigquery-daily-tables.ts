@@ -4,7 +4,7 @@
  * valid day (or an id it rejects) are routed to the failure handler as unroutable.
  *
  *   npm run emulators   # in one shell; paste its exports into another, then:
- *   node --conditions=source examples/bigquery-daily-tables.ts
+ *   npm run example examples/bigquery-daily-tables.ts
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Schema, Stream } from "effect"

@@ -5,7 +5,7 @@
  * at the stored line, and the table ends up with every line exactly once.
  *
  *   npm run emulators   # in one shell; paste its exports into another, then:
- *   node --conditions=source examples/bigquery-exactly-once.ts
+ *   npm run example examples/bigquery-exactly-once.ts
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer, Option, Schema, Stream } from "effect"

@@ -6,15 +6,11 @@
  * holding every line exactly once.
  *
  *   npm run emulators   # in one shell; paste its exports into another, then:
- *   export EXAMPLE_GCS_EMULATOR=${STORAGE_EMULATOR_HOST#http://}; unset STORAGE_EMULATOR_HOST
- *   node --conditions=source examples/bigquery-file-loads.ts
+ *   npm run example examples/bigquery-file-loads.ts
  *
- * (`@google-cloud/storage` takes a set STORAGE_EMULATOR_HOST as its base URL without `/storage/v1`, which
- * fake-gcs-server answers with 404: the example passes the endpoint through `GcsClient`'s `emulator`.)
- *
- * Environment (besides config.ts): EXAMPLE_GCS_EMULATOR (`host:port` of fake-gcs-server; unset on GCP),
- * EXAMPLE_STAGING_BUCKET (default `examples-staging`, created when missing), EXAMPLE_LINES (default
- * 100,000). The source file and the checkpoints live in `./.example-file-loads/`.
+ * Environment (besides config.ts): EXAMPLE_STAGING_BUCKET (default `examples-staging`, created when
+ * missing), EXAMPLE_LINES (default 100,000). The source file and the checkpoints live in
+ * `./.example-file-loads/`.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Option, Schema, Stream } from "effect"
@@ -23,7 +19,7 @@ import { Checkpoint, CheckpointStore, GcsClient } from "effect-gcp-sinks/Sink"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import * as readline from "node:readline"
-import { BigQueryLive, projectId } from "./config.ts"
+import { BigQueryLive, GcsLive, projectId } from "./config.ts"
 
 const Line = Schema.Struct({ line: Schema.Int, sensor: Schema.String, reading: Schema.Number })
 type Line = typeof Line.Type
@@ -57,9 +53,8 @@ const program = Effect.gen(function*() {
   const project = yield* projectId
   const bucket = yield* Config.String("EXAMPLE_STAGING_BUCKET").pipe(Config.withDefault("examples-staging"))
   yield* ensureSource(yield* Config.Int("EXAMPLE_LINES").pipe(Config.withDefault(100_000)))
-  const client = yield* BigQueryClient.BigQueryClient
   const gcs = yield* GcsClient.GcsClient
-  yield* Effect.tryPromise(() => client.rest.dataset("backfill").get({ autoCreate: true }))
+  yield* BigQueryClient.createDataset("backfill")
   const [bucketExists] = yield* Effect.tryPromise(() => gcs.storage.bucket(bucket).exists())
   if (!bucketExists) yield* Effect.tryPromise(() => gcs.storage.createBucket(bucket))
 
@@ -75,14 +70,6 @@ const program = Effect.gen(function*() {
     }))
   )
   yield* Effect.log(`loaded ${summary.recordsWritten} rows (${summary.bytesWritten} bytes) by file loads`)
-})
-
-/** fake-gcs-server when `EXAMPLE_GCS_EMULATOR` is set (`host:port`), Cloud Storage otherwise. */
-const GcsLive = GcsClient.layerConfig({
-  projectId,
-  emulator: Config.all({
-    rest: Config.String("EXAMPLE_GCS_EMULATOR")
-  }).pipe(Config.withDefault(undefined))
 })
 
 NodeRuntime.runMain(program.pipe(

@@ -5,16 +5,15 @@
  * and no view is counted twice. Run it with `REPLAY=1` to replay the whole source from offset 0 under
  * a fresh store (an "older backup"): every envelope is absorbed by its marker, the sums do not move.
  *
- * The table and its families are provisioned first (exactly-once never creates them): `views`
- * (INT64_SUM) and the marker family `eo` (raw, no GC rule).
+ * The sink creates the table on first use (`CREATE_IF_NEEDED`): `views` (INT64_SUM) and the marker
+ * family `eo` (raw, no GC rule).
  *
  *   npm run emulators   # in one shell; paste its exports into another, then:
- *   node --conditions=source examples/bigtable-counter-exactly-once.ts
+ *   npm run example examples/bigtable-counter-exactly-once.ts
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Config, Effect, Layer, Metric, Option, Random, Schema, Stream } from "effect"
 import {
-  BigtableClient,
   BigtableMetrics,
   BigtableSink,
   Mutation,
@@ -34,27 +33,9 @@ interface PageView {
 const viewsFrom = (offset: number): Stream.Stream<PageView> =>
   Stream.range(offset, 9_999).pipe(Stream.map((i) => ({ offset: i, page: ["/", "/pricing", "/docs"][i % 3] ?? "/" })))
 
-const provision = (table: TableDestination.TableDestination) =>
-  Effect.gen(function*() {
-    const client = yield* BigtableClient.BigtableClient
-    yield* client.createTable({
-      instanceName: table.instanceName,
-      tableId: table.tableId,
-      columnFamilies: {
-        views: {
-          valueType: { aggregateType: { inputType: { int64Type: { encoding: { bigEndianBytes: {} } } }, sum: {} } }
-        },
-        eo: {}
-      }
-    }).pipe(
-      Effect.catchTag("BigtableError", (e) => e.message.includes("ALREADY_EXISTS") ? Effect.void : Effect.fail(e))
-    )
-  })
-
 const program = Effect.gen(function*() {
   const project = yield* projectId
   const table = yield* TableDestination.make({ projectId: project, instanceId: "examples", tableId: "page_views_eo" })
-  yield* provision(table)
 
   const resume = yield* Checkpoint.resume({ writerId: "page-views-0", positionSchema: Schema.Number })
   const from = Option.getOrElse(resume.position, () => 0)
@@ -63,6 +44,9 @@ const program = Effect.gen(function*() {
     Stream.run(BigtableSink.make({
       table,
       writeMethod: WriteMethod.exactlyOnce({ markerFamily: "eo" }),
+      // the table with its INT64_SUM family and the marker family (raw, no GC rule), made on first use
+      createDisposition: "CREATE_IF_NEEDED",
+      tableCreateOptions: { columnFamilies: { views: { type: "INT64_SUM" } } },
       checkpoint: { resume, every: 2_000, position: (view: PageView) => view.offset + 1 },
       serializer: (view: PageView) =>
         RowMutationEntry.make(

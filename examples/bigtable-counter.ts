@@ -4,7 +4,7 @@
  * at-least-once counting where a rare double count is acceptable.
  *
  *   npm run emulators   # in one shell; paste its exports into another, then:
- *   node --conditions=source examples/bigtable-counter.ts
+ *   npm run example examples/bigtable-counter.ts
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Bigtable } from "@google-cloud/bigtable"
@@ -41,7 +41,7 @@ const program = Effect.gen(function*() {
   yield* Effect.log(`applied ${summary.recordsWritten} increments`)
 
   // Read the sums back with the official client (it decodes an INT64_SUM cell to a number).
-  const emulator = yield* Config.String("EXAMPLE_BIGTABLE_EMULATOR").pipe(Config.withDefault(undefined))
+  const emulator = yield* Config.String("BIGTABLE_EMULATOR_HOST").pipe(Config.withDefault(undefined))
   const client = new Bigtable({
     projectId: project,
     metricsEnabled: false,

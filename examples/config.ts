@@ -1,40 +1,32 @@
 /**
  * Client layers from the environment with `layerConfig`: the same program runs against the local
- * emulators (`npm run emulators` prints the variables) or against GCP.
+ * emulators or against GCP. The clients read the emulator variables Google's own clients read
+ * (`npm run emulators` prints them), so nothing here names an endpoint:
  *
- *   EXAMPLE_PROJECT                 GCP project id (required)
- *   EXAMPLE_BIGTABLE_EMULATOR       host:port of a Bigtable emulator (optional)
- *   EXAMPLE_BIGQUERY_EMULATOR_GRPC  host:port of the BigQuery Storage Write emulator (optional, with _REST)
- *   EXAMPLE_BIGQUERY_EMULATOR_REST  host:port of the BigQuery REST emulator
+ *   GOOGLE_CLOUD_PROJECT            project id (required)
+ *   BIGTABLE_EMULATOR_HOST          host:port of a Bigtable emulator (unset on GCP)
+ *   BIGQUERY_EMULATOR_HOST          host:port of the BigQuery emulator's REST API (unset on GCP)
+ *   BIGQUERY_EMULATOR_GRPC_HOST     host:port of its Storage Write API (default: that host, port 9060)
+ *   STORAGE_EMULATOR_HOST           http://host:port of a Cloud Storage emulator (file loads; unset on GCP)
  *   EXAMPLE_KEY_FILE                service-account key file (optional; application default credentials otherwise)
  */
 import { Config, Layer } from "effect"
 import { BigQueryClient } from "effect-gcp-sinks/BigQuery"
 import { BigtableClient } from "effect-gcp-sinks/Bigtable"
+import { GcsClient } from "effect-gcp-sinks/Sink"
 
-const optional = <A>(config: Config.Config<A>): Config.Config<A | undefined> =>
-  config.pipe(Config.withDefault(undefined))
+export const projectId = Config.String("GOOGLE_CLOUD_PROJECT")
 
-export const projectId = Config.String("EXAMPLE_PROJECT")
+const keyFile = Config.Redacted("EXAMPLE_KEY_FILE").pipe(Config.withDefault(undefined))
 
-const keyFile = optional(Config.Redacted("EXAMPLE_KEY_FILE"))
+/** Bigtable: the emulator when `BIGTABLE_EMULATOR_HOST` is set, GCP otherwise. */
+export const BigtableLive = BigtableClient.layerConfig({ projectId, serviceAccountKeyFile: keyFile })
 
-/** Bigtable: the emulator when `EXAMPLE_BIGTABLE_EMULATOR` is set, GCP otherwise. */
-export const BigtableLive = BigtableClient.layerConfig({
-  projectId,
-  emulator: Config.all({ grpc: Config.String("EXAMPLE_BIGTABLE_EMULATOR") }).pipe(Config.withDefault(undefined)),
-  serviceAccountKeyFile: keyFile
-})
+/** BigQuery: the emulator when `BIGQUERY_EMULATOR_HOST` is set, GCP otherwise. */
+export const BigQueryLive = BigQueryClient.layerConfig({ projectId, serviceAccountKeyFile: keyFile })
 
-/** BigQuery: the emulator's two endpoints when both are set, GCP otherwise. */
-export const BigQueryLive = BigQueryClient.layerConfig({
-  projectId,
-  serviceAccountKeyFile: keyFile,
-  emulator: Config.all({
-    grpc: Config.String("EXAMPLE_BIGQUERY_EMULATOR_GRPC"),
-    rest: Config.String("EXAMPLE_BIGQUERY_EMULATOR_REST")
-  }).pipe(Config.withDefault(undefined))
-})
+/** Cloud Storage (file loads, the GCS checkpoint store): the emulator when `STORAGE_EMULATOR_HOST` is set. */
+export const GcsLive = GcsClient.layerConfig({ projectId, serviceAccountKeyFile: keyFile })
 
 /** Both clients. */
 export const ClientsLive = Layer.mergeAll(BigtableLive, BigQueryLive)

@@ -3,7 +3,7 @@
  * are routed, with the reason, to a queue that another fiber drains, while every other row lands.
  *
  *   npm run emulators   # in one shell; paste its exports into another, then:
- *   node --conditions=source examples/dead-letter-queue.ts
+ *   npm run example examples/dead-letter-queue.ts
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Fiber, Queue, Schema, Sink, Stream } from "effect"

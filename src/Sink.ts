@@ -20,11 +20,13 @@ export {
   CheckpointStoreError,
   type GcsCheckpointStoreOptions
 } from "./Sink/CheckpointStore.ts"
+export { ContactFailed } from "./Sink/ContactFailed.ts"
 export { CreateDisposition } from "./Sink/CreateDisposition.ts"
 export { EmulatorEndpoint } from "./Sink/EmulatorEndpoint.ts"
 export { type Connector, type FailedElement, isFailedElement, unresolved } from "./Sink/FailedElement.ts"
 export { type DeadLetterOptions, DeadLetterStalled, FailureHandler, RecordFailed } from "./Sink/FailureHandler.ts"
 export * as GcsClient from "./Sink/GcsClient.ts"
+export * as ProgressLog from "./Sink/ProgressLog.ts"
 export { RetryPolicy, type RetryPolicyInput, type RetryPolicyOptions } from "./Sink/RetryPolicy.ts"
 export { SinkConfigError } from "./Sink/SinkConfigError.ts"
 export type * as SinkOptions from "./Sink/SinkOptions.ts"

@@ -1,7 +1,7 @@
 /**
  * `npm run emulators`: starts the Bigtable, BigQuery and Cloud Storage emulators on free loopback
- * ports with the test harness, prints the environment the examples read, and keeps them running
- * until Ctrl-C.
+ * ports with the test harness, prints the environment the client layers read (the emulator variables
+ * Google's clients use, and the project), and keeps them running until Ctrl-C.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect } from "effect"
@@ -22,10 +22,10 @@ const program = Effect.gen(function*() {
     [
       "emulators running; in another shell:",
       "",
-      `export EXAMPLE_PROJECT=${bigquery.projectId}`,
-      `export EXAMPLE_BIGTABLE_EMULATOR=${bigtable.emulatorHost}`,
-      `export EXAMPLE_BIGQUERY_EMULATOR_GRPC=${bigquery.grpcHost}:${bigquery.grpcPort}`,
-      `export EXAMPLE_BIGQUERY_EMULATOR_REST=127.0.0.1:${bigquery.restPort}`,
+      `export GOOGLE_CLOUD_PROJECT=${bigquery.projectId}`,
+      `export BIGTABLE_EMULATOR_HOST=${bigtable.emulatorHost}`,
+      `export BIGQUERY_EMULATOR_HOST=127.0.0.1:${bigquery.restPort}`,
+      `export BIGQUERY_EMULATOR_GRPC_HOST=${bigquery.grpcHost}:${bigquery.grpcPort}`,
       `export STORAGE_EMULATOR_HOST=${gcs.url}`,
       "export METADATA_SERVER_DETECTION=none",
       "",

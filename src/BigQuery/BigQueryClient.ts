@@ -8,12 +8,17 @@ import type { BigQuery } from "@google-cloud/bigquery"
 import type * as grpc from "@grpc/grpc-js"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
+import * as datasets from "../internal/bigquery/schema/datasets.ts"
 import * as internal from "../internal/bigquery/transport/client.ts"
+import type { ContactFailed } from "../Sink/ContactFailed.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
+import type { BigQueryError } from "./BigQueryError.ts"
+import * as TableDestination from "./TableDestination.ts"
 
 /**
  * The settings of a {@link BigQueryClient}.
@@ -29,6 +34,15 @@ import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
  * - `appendStreamsPerChannel`: how many AppendRows streams (one per live destination) one HTTP/2
  *   connection carries before another is opened; default 90, below the 100 concurrent streams
  *   Google's front ends allow (a stream past the server's limit would wait forever).
+ * - `firstContactTimeout`: how long a writer's first contact with the service may take before the
+ *   write fails with a `ContactFailed` reason saying what to do (nothing listening at the endpoint,
+ *   an unknown host); default 10 seconds. Missing or refused credentials fail at once. Later
+ *   failures of a connection that worked are retried on the write's own budgets.
+ *
+ * Without `emulator` and `serviceAccountKeyFile`, the standard emulator variables are read through
+ * `Config` (the environment by default): `BIGQUERY_EMULATOR_HOST` (the REST endpoint, `host:port`
+ * or `http://host:port`) and `BIGQUERY_EMULATOR_GRPC_HOST` (Storage Write; default: that host on
+ * port 9060, the emulators' default). An explicit option always wins.
  *
  * @category models
  * @since 0.1.0
@@ -42,6 +56,7 @@ export interface BigQueryClientConfig {
     readonly rest: string
   } | undefined
   readonly appendStreamsPerChannel?: number | undefined
+  readonly firstContactTimeout?: Duration.Input | undefined
 }
 
 /**
@@ -59,6 +74,11 @@ export interface BigQueryClientService {
   readonly write: grpc.Client
   readonly rest: BigQuery
   readonly emulator?: boolean | undefined
+  /**
+   * Proves the service reachable and the credentials accepted, once per client (a success is kept):
+   * every writer runs it before its first request. Absent for clients given to `fromClients`.
+   */
+  readonly firstContact?: Effect.Effect<void, ContactFailed> | undefined
 }
 
 /**
@@ -169,3 +189,35 @@ export const fromClients = (clients: {
   readonly rest: BigQuery
 }): Layer.Layer<BigQueryClient, SinkConfigError> =>
   Layer.effect(BigQueryClient, Effect.map(internal.fromClients(clients), (service) => BigQueryClient.of(service)))
+
+/**
+ * Creates a dataset of the client's project unless it exists (another creator winning the race is
+ * success), in `location` or else the client's. The sinks create tables but never datasets.
+ *
+ * **When to use**
+ *
+ * Once, before a first write to a new dataset: in a setup step, a test, or a quick start.
+ *
+ * **Example** (Creating the dataset a sink writes to)
+ * ```ts
+ * import { Effect } from "effect"
+ * import { BigQueryClient } from "effect-gcp-sinks/BigQuery"
+ * const setup = BigQueryClient.createDataset("web").pipe(
+ *   Effect.provide(BigQueryClient.layer({ projectId: "my-project" }))
+ * )
+ * ```
+ *
+ * @category constructors
+ * @since 0.1.0
+ */
+export const createDataset = (
+  datasetId: string,
+  options?: { readonly location?: string | undefined } | undefined
+): Effect.Effect<void, BigQueryError | SinkConfigError, BigQueryClient> =>
+  Effect.flatMap(
+    TableDestination.make({ projectId: "p", datasetId, tableId: "t" }, "createDataset"),
+    () =>
+      BigQueryClient.use((client) =>
+        datasets.create(client.rest, client.projectId, datasetId, options?.location ?? client.location)
+      )
+  )

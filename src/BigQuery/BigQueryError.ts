@@ -4,6 +4,16 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { ContactFailed } from "../Sink/ContactFailed.ts"
+
+export {
+  /**
+   * The service could not be reached, or refused the credentials, at first contact.
+   *
+   * @since 0.1.0
+   */
+  ContactFailed
+}
 
 /**
  * A transient failure (`UNAVAILABLE`, `ABORTED`, a dropped connection, ...) that was retried until
@@ -216,6 +226,7 @@ export type BigQueryErrorReason =
   | SchemaMismatch
   | TableAdminFailed
   | FileLoadFailed
+  | ContactFailed
 
 /**
  * The error of every BigQuery operation that failed terminally. Match the family with
@@ -239,7 +250,8 @@ export class BigQueryError extends Schema.TaggedError<BigQueryError>()("BigQuery
     TableNotFound,
     SchemaMismatch,
     TableAdminFailed,
-    FileLoadFailed
+    FileLoadFailed,
+    ContactFailed
   ])
 }) {
   /**

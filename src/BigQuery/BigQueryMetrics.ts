@@ -4,7 +4,7 @@
  *
  * **Details**
  *
- * The names are a public contract (ADR 0009): `bigquery.<reference name>`, with dimensions as
+ * The names are a public contract, kept across versions: `bigquery.<name>`, with dimensions as
  * attributes (`errorClass`, `destination`). Exporters (OpenTelemetry, Prometheus) turn the dots into
  * underscores or keep them. Gauges move by deltas: several writers in one process add up, and each
  * takes its share back when it closes.
@@ -21,6 +21,7 @@
  *
  * @since 0.1.0
  */
+import type * as Duration from "effect/Duration"
 import type * as Metric from "effect/Metric"
 import * as internal from "../internal/bigquery/metrics.ts"
 
@@ -53,6 +54,22 @@ export const recordsSend: Metric.Counter<number> = internal.recordsSend
  * @since 0.1.0
  */
 export const bytesSend: Metric.Counter<number> = internal.bytesSend
+
+/**
+ * `bigquery.appendLatency`: the time from handing a batch to an append until its answer, in-band
+ * re-sends included (a histogram of milliseconds).
+ *
+ * **Example** (Reading the histogram)
+ * ```ts
+ * import { Metric } from "effect"
+ * import { BigQueryMetrics } from "effect-gcp-sinks/BigQuery"
+ * const latency = Metric.value(BigQueryMetrics.appendLatency)
+ * ```
+ *
+ * @category metrics
+ * @since 0.1.0
+ */
+export const appendLatency: Metric.Histogram<Duration.Duration> = internal.appendLatency
 
 /**
  * `bigquery.numRecordsSendErrors`: records routed to the failure handler, unroutable ones included.

@@ -8,7 +8,6 @@ import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type * as Sink from "effect/Sink"
 import * as internalMethod from "../internal/bigquery/method.ts"
-import * as removed from "../internal/options/removed.ts"
 import type * as Checkpoint from "../Sink/Checkpoint.ts"
 import type { FailureHandler, RecordFailed } from "../Sink/FailureHandler.ts"
 import type { GcsClient } from "../Sink/GcsClient.ts"
@@ -168,7 +167,7 @@ export type ExactlyOnceSinkError<E = RecordFailed> = BigQuerySinkError<E> | Chec
  *   batched only while an append is out, so a slow stream's rows are sent within about one round
  *   trip. With `flushInterval` a timer barrier flushes the failure handler too. A batch whose
  *   response was lost is appended again.
- * - **Exactly once** (`WriteMethod.exactlyOnce(...)`, reference 2.6, DESIGN 6; needs `checkpoint`):
+ * - **Exactly once** (`WriteMethod.exactlyOnce(...)`; needs `checkpoint`):
  *   each destination gets one BUFFERED stream, appended at explicit offsets and invisible until a
  *   checkpoint. Every `checkpoint.every` (records or time) and at the end of input the sink drains,
  *   saves `{ id, position, commits }` to the `CheckpointStore` with compare-and-set, then flushes
@@ -176,7 +175,7 @@ export type ExactlyOnceSinkError<E = RecordFailed> = BigQuerySinkError<E> | Chec
  *   flushes and adopts each stream through a probe. Rows written after the last checkpoint are never
  *   flushed: the source replays them. If another process saved a checkpoint for the same `writerId`
  *   since, the save fails with `CheckpointConflict` and this sink stops without flushing.
- * - **File loads** (`WriteMethod.fileLoads({ stagingPath })`, reference 2.8; needs `checkpoint` and a
+ * - **File loads** (`WriteMethod.fileLoads({ stagingPath })`; needs `checkpoint` and a
  *   `GcsClient`): each record is converted to Avro and streamed into its destination's staging file
  *   in Cloud Storage; every checkpoint closes the open files, saves them in the checkpoint record and
  *   loads them with load jobs whose ids derive from the writer id and the files, so a restart
@@ -316,9 +315,11 @@ export type WriterOptions<O> = O extends { readonly checkpoint: { readonly resum
  * Closing the scope after success flushes when anything was written since the last `flush` (a
  * failure of that closing flush is a defect, since a finalizer cannot fail: call `flush` before
  * closing to get it as a typed error); after a failure it releases without flushing. Building it
- * fails with a `SinkConfigError` for invalid options, or with the handler's error when its `open`
- * fails; its operations fail with a `BigQueryError`, the handler's error, and for exactly-once
- * methods a `Checkpoint.CheckpointError`.
+ * fails with a `SinkConfigError` for invalid options, with a `BigQueryError` whose reason is
+ * `ContactFailed` when the first contact with the service fails (see the client's
+ * `firstContactTimeout`), or with the handler's error when its `open` fails; its operations fail
+ * with a `BigQueryError`, the handler's error, and for exactly-once methods a
+ * `Checkpoint.CheckpointError`.
  *
  * **Example** (Explicit barriers)
  * ```ts
@@ -361,7 +362,7 @@ export function writer<A, H extends Handler | undefined = undefined>(
   options: WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
 ): Effect.Effect<
   Writer<A, BigQueryError | HandlerError<H>>,
-  SinkConfigError | HandlerError<H>,
+  SinkConfigError | BigQueryError | HandlerError<H>,
   BigQueryClient | HandlerContext<H> | Scope.Scope
 >
 export function writer<A, P, H extends Handler | undefined = undefined>(
@@ -393,39 +394,3 @@ export function writer<A, P, H extends Handler | undefined = undefined>(
   // @effect-diagnostics-next-line missingEffectContext:off missingEffectError:off
   return internalMethod.writer<A, P, H>(options)
 }
-
-/**
- * Removed: `BigQuerySink.make` with `writeMethod: WriteMethod.exactlyOnce()` and `checkpoint`.
- *
- * @deprecated Use `BigQuerySink.make({ ..., writeMethod: WriteMethod.exactlyOnce(), checkpoint })`.
- * @category constructors
- * @since 0.1.0
- */
-export const exactlyOnce = removed.sink(
-  "BigQuerySink.exactlyOnce",
-  "BigQuerySink.make({ ..., writeMethod: WriteMethod.exactlyOnce(), checkpoint })"
-)
-
-/**
- * Removed: `BigQuerySink.writer` with `writeMethod: WriteMethod.exactlyOnce()` and `checkpoint`.
- *
- * @deprecated Use `BigQuerySink.writer({ ..., writeMethod: WriteMethod.exactlyOnce(), checkpoint: { resume } })`.
- * @category constructors
- * @since 0.1.0
- */
-export const exactlyOnceWriter = removed.writer(
-  "BigQuerySink.exactlyOnceWriter",
-  "BigQuerySink.writer({ ..., writeMethod: WriteMethod.exactlyOnce(), checkpoint: { resume } })"
-)
-
-/**
- * Removed: `BigQuerySink.make` with `writeMethod: WriteMethod.fileLoads(...)` and `checkpoint`.
- *
- * @deprecated Use `BigQuerySink.make({ ..., writeMethod: WriteMethod.fileLoads({ stagingPath }), checkpoint })`.
- * @category constructors
- * @since 0.1.0
- */
-export const fileLoads = removed.sink(
-  "BigQuerySink.fileLoads",
-  "BigQuerySink.make({ ..., writeMethod: WriteMethod.fileLoads({ stagingPath }), checkpoint })"
-)

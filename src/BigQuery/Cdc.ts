@@ -1,5 +1,5 @@
 /**
- * Change data capture into BigQuery (reference 2.12): rows carry the `_CHANGE_TYPE` pseudocolumn
+ * Change data capture into BigQuery: rows carry the `_CHANGE_TYPE` pseudocolumn
  * (`UPSERT` or `DELETE`) and optionally `_CHANGE_SEQUENCE_NUMBER`, and BigQuery applies them to the
  * table by its primary key. Given as the `cdc` option of `WriteMethod.atLeastOnce`.
  *

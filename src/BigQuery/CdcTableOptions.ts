@@ -1,5 +1,5 @@
 /**
- * The table side of change data capture (reference 2.12): the primary key BigQuery applies changes
+ * The table side of change data capture: the primary key BigQuery applies changes
  * by, and the table's `max_staleness`, which trades freshness against query cost.
  *
  * @since 0.1.0

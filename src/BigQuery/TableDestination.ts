@@ -196,7 +196,7 @@ export const parse = (value: string, path = "table"): Effect.Effect<TableDestina
     const middle = last > 0 ? value.lastIndexOf(".", last - 1) : -1
     if (middle <= 0) {
       return Effect.fail(
-        new SinkConfigError({ path, message: `must be project.dataset.table, was ${describeValue(value)}` })
+        new SinkConfigError({ path, detail: `must be project.dataset.table, was ${describeValue(value)}` })
       )
     }
     return make({

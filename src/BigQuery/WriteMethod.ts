@@ -13,7 +13,7 @@ import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
 import type { CdcOptions } from "./Cdc.ts"
 
 /**
- * The options of {@link atLeastOnce} (reference section 2.5), each with its default: the shared
+ * The options of {@link atLeastOnce}, each with its default: the shared
  * {@link WriterOptions} plus what only BigQuery has.
  *
  * **Details**
@@ -49,7 +49,8 @@ import type { CdcOptions } from "./Cdc.ts"
  *   provisioned and verified first (`CdcTableOptions`). `A` is the sink's element type.
  *
  * Connections: destinations' AppendRows streams are spread over HTTP/2 connections by the
- * client's `appendStreamsPerChannel` (see ADR 0015), so there is no per-region connection count.
+ * client's `appendStreamsPerChannel` (each connection carries at most that many), so there is no
+ * per-region connection count.
  *
  * @category models
  * @since 0.1.0
@@ -70,7 +71,7 @@ export interface AtLeastOnceOptions<A = unknown> extends WriterOptions {
 export interface AtLeastOnce<A = unknown> extends WriteMethodOf<"AtLeastOnce", "bigquery", AtLeastOnceOptions<A>> {}
 
 /**
- * The options of {@link exactlyOnce} (reference 2.7), each with its default.
+ * The options of {@link exactlyOnce}, each with its default.
  *
  * **Details**
  *
@@ -114,7 +115,7 @@ export interface ExactlyOnceOptions {
 export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigquery", ExactlyOnceOptions> {}
 
 /**
- * The options of {@link fileLoads} (reference 2.9), each with its default.
+ * The options of {@link fileLoads}, each with its default.
  *
  * **Details**
  *
@@ -127,7 +128,8 @@ export interface ExactlyOnce extends WriteMethodOf<"ExactlyOnce", "bigquery", Ex
  * - `tempDataset` (the destination's dataset): where temp tables of large commits go.
  * - `maxStagingFileBytes` (16 MiB): a staged file is closed once its rows' serialized sizes reach
  *   this (uncompressed: the deflated file is smaller).
- * - `stagingFormat` (`AVRO`): the only format for now (`PARQUET` is refused: ADR 0023).
+ * - `stagingFormat` (`AVRO`): the only format for now: Avro's logical types load every BigQuery
+ *   type exactly (`PARQUET` is refused).
  * - `poll` (`{ initialBackoff: "1 second", maxBackoff: "30 seconds" }`, no attempt cap): the waits
  *   between load-job status reads; `RetryPolicy.fromSchedule(schedule)` gives your own `Schedule`,
  *   whose input for each read that finds the job still running is the `BigQueryError`
@@ -164,7 +166,7 @@ export interface FileLoadsOptions {
 }
 
 /**
- * File loads (reference 2.8): records are staged as Avro files in Cloud Storage and loaded by load
+ * File loads: records are staged as Avro files in Cloud Storage and loaded by load
  * jobs with deterministic ids, at each checkpoint and at the end of input: no streaming charges, and
  * a re-run re-attaches to the jobs of the same files instead of loading them twice. `BigQuerySink.make`
  * and `writer` take it with a `checkpoint` option.

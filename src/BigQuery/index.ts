@@ -83,7 +83,7 @@ export * as BigQueryError from "./BigQueryError.ts"
 export * as BigQueryFailure from "./BigQueryFailure.ts"
 
 /**
- * The sink's metrics (names per ADR 0009), to read or export.
+ * The sink's metrics (names kept across versions), to read or export.
  *
  * @since 0.1.0
  */

@@ -5,7 +5,6 @@
  *
  * @since 0.1.0
  */
-import type { protos } from "@google-cloud/bigtable"
 import type * as grpc from "@grpc/grpc-js"
 import * as Config from "effect/Config"
 import * as Context from "effect/Context"
@@ -16,6 +15,7 @@ import type * as Redacted from "effect/Redacted"
 import type * as Scope from "effect/Scope"
 import * as clientOptions from "../internal/bigtable/transport/clientOptions.ts"
 import * as connect from "../internal/bigtable/transport/connect.ts"
+import type { ContactFailed } from "../Sink/ContactFailed.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
 import type { BigtableError } from "./BigtableError.ts"
 import type { Mutation } from "./Mutation.ts"
@@ -36,8 +36,14 @@ import type { ColumnFamilyType } from "./TableCreateOptions.ts"
  *   `bigtable.client.latency`, by method and status) through Effect `Metric`; default false.
  * - `exportClientMetricsToCloudMonitoring`: the official client's built-in export to Cloud
  *   Monitoring; default false, and not available in this version (`true` is a `SinkConfigError`).
- *   The sink talks to the Bigtable API directly, without that exporter; the official wrapper's
- *   exporter crashes processes without credentials.
+ *   The sink talks to the Bigtable API directly, without that exporter.
+ * - `firstContactTimeout`: how long a writer's first contact with the service may take before the
+ *   write fails with a `ContactFailed` reason saying what to do (nothing listening at the endpoint,
+ *   an unknown host); default 10 seconds. Missing or refused credentials fail at once. Later
+ *   failures of a connection that worked are retried on the write's own budgets.
+ *
+ * Without `emulator` and `serviceAccountKeyFile`, `BIGTABLE_EMULATOR_HOST` is read through `Config`
+ * (the environment by default), as Google's own clients do; an explicit option always wins.
  *
  * @category models
  * @since 0.1.0
@@ -48,6 +54,7 @@ export interface BigtableClientConfig {
   readonly serviceAccountKeyFile?: Redacted.Redacted<string> | undefined
   readonly exportClientMetrics?: boolean | undefined
   readonly exportClientMetricsToCloudMonitoring?: boolean | undefined
+  readonly firstContactTimeout?: Duration.Input | undefined
 }
 
 /**
@@ -81,12 +88,62 @@ export interface EntryStatus {
 }
 
 /**
- * A column family as the admin API takes it: `gcRule` and `valueType` messages.
+ * A garbage-collection rule as the admin API takes it (`google.bigtable.admin.v2.GcRule`): one of
+ * `maxNumVersions`, `maxAge` (`{ seconds, nanos }`), or `intersection` / `union` of nested rules.
+ * `GcRule` values of `TableCreateOptions` become these.
  *
  * @category models
  * @since 0.1.0
  */
-export type ColumnFamilyProto = protos.google.bigtable.admin.v2.IColumnFamily
+export interface GcRuleProto {
+  readonly maxNumVersions?: number | null | undefined
+  readonly maxAge?:
+    | { readonly seconds?: number | null | undefined; readonly nanos?: number | null | undefined }
+    | null
+    | undefined
+  readonly intersection?: { readonly rules?: ReadonlyArray<GcRuleProto> | null | undefined } | null | undefined
+  readonly union?: { readonly rules?: ReadonlyArray<GcRuleProto> | null | undefined } | null | undefined
+}
+
+/**
+ * A column family's value type as the admin API takes it (`google.bigtable.admin.v2.Type`), the
+ * kinds the sink creates: raw bytes, and `aggregateType` over big-endian `int64Type` inputs with
+ * one of `sum`, `min`, `max`, `hllppUniqueCount` (an empty object each).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ValueTypeProto {
+  readonly bytesType?: object | null | undefined
+  readonly int64Type?:
+    | {
+      readonly encoding?: { readonly bigEndianBytes?: object | null | undefined } | null | undefined
+    }
+    | null
+    | undefined
+  readonly aggregateType?:
+    | {
+      readonly inputType?: ValueTypeProto | null | undefined
+      readonly sum?: object | null | undefined
+      readonly min?: object | null | undefined
+      readonly max?: object | null | undefined
+      readonly hllppUniqueCount?: object | null | undefined
+    }
+    | null
+    | undefined
+}
+
+/**
+ * A column family as the admin API takes it: `gcRule` and `valueType` messages, in the plain object
+ * form of Google's generated clients (a gapic client accepts it as it is).
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface ColumnFamilyProto {
+  readonly gcRule?: GcRuleProto | null | undefined
+  readonly valueType?: ValueTypeProto | null | undefined
+}
 
 /**
  * The live column families of a table and their value types (`"UNKNOWN"` for a type this version
@@ -140,7 +197,7 @@ export type AppProfileRouting =
  * @since 0.1.0
  */
 export interface InstanceAdminClient {
-  getAppProfile(request: protos.google.bigtable.admin.v2.IGetAppProfileRequest): Promise<ReadonlyArray<unknown>>
+  getAppProfile(request: { readonly name: string }): Promise<ReadonlyArray<unknown>>
   close(): Promise<void>
 }
 
@@ -189,11 +246,16 @@ export interface DataClient {
  * @since 0.1.0
  */
 export interface AdminClient {
-  getTable(request: protos.google.bigtable.admin.v2.IGetTableRequest): Promise<ReadonlyArray<unknown>>
-  createTable(request: protos.google.bigtable.admin.v2.ICreateTableRequest): Promise<ReadonlyArray<unknown>>
-  modifyColumnFamilies(
-    request: protos.google.bigtable.admin.v2.IModifyColumnFamiliesRequest
-  ): Promise<ReadonlyArray<unknown>>
+  getTable(request: { readonly name: string; readonly view: "SCHEMA_VIEW" }): Promise<ReadonlyArray<unknown>>
+  createTable(request: {
+    readonly parent: string
+    readonly tableId: string
+    readonly table: { readonly columnFamilies: { readonly [family: string]: ColumnFamilyProto } }
+  }): Promise<ReadonlyArray<unknown>>
+  modifyColumnFamilies(request: {
+    readonly name: string
+    readonly modifications: ReadonlyArray<{ readonly id: string; readonly create: ColumnFamilyProto }>
+  }): Promise<ReadonlyArray<unknown>>
   close(): Promise<void>
 }
 
@@ -224,6 +286,11 @@ export interface BigtableClientService {
    * client cannot ask (the emulator has no instance admin API; `fromClients` without `instanceAdmin`).
    */
   readonly getAppProfile: (name: string) => Effect.Effect<AppProfileRouting | undefined, BigtableError>
+  /**
+   * Proves the service reachable and the credentials accepted, once per client (a success is kept):
+   * every writer runs it before its first request. Absent for clients given to `fromClients`.
+   */
+  readonly firstContact?: Effect.Effect<void, ContactFailed> | undefined
 }
 
 /**

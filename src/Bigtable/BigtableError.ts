@@ -6,6 +6,16 @@
 import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as grpc from "../internal/wire/grpcStatus.ts"
+import { ContactFailed } from "../Sink/ContactFailed.ts"
+
+export {
+  /**
+   * The service could not be reached, or refused the credentials, at first contact.
+   *
+   * @since 0.1.0
+   */
+  ContactFailed
+}
 
 /**
  * Whether the last failure of a spent budget says a later try may help: an error that tells
@@ -266,7 +276,7 @@ export class CommitFailed extends Schema.TaggedError<CommitFailed>()("CommitFail
 }
 
 /**
- * A precondition of the exactly-once mode does not hold on the live instance (reference 3.5),
+ * A precondition of the exactly-once mode does not hold on the live instance,
  * checked before any write: `subject` is `appProfile` (not single-cluster with transactional
  * writes), `markerFamily` (missing, with a GC rule, or not raw) or `family` (a declared family
  * missing or of another type). The sink never changes the table or the profile.
@@ -358,7 +368,8 @@ export class BigtableError extends Schema.TaggedError<BigtableError>()("Bigtable
     TooManyRejections,
     CommitFailed,
     PreconditionFailed,
-    StagingFull
+    StagingFull,
+    ContactFailed
   ])
 }) {
   /**

@@ -5,7 +5,7 @@
  *
  * **Details**
  *
- * The names are a public contract (ADR 0009): `bigtable.<reference name>`, with dimensions as
+ * The names are a public contract, kept across versions: `bigtable.<name>`, with dimensions as
  * attributes (`errorClass`, `destination`). Exporters (OpenTelemetry, Prometheus) turn the dots into
  * underscores or keep them. Gauges move by deltas: several writers in one process add up, and each
  * takes its share back when it closes.

@@ -10,7 +10,6 @@ import type * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import type * as Sink from "effect/Sink"
 import * as internalMethod from "../internal/bigtable/method.ts"
-import * as removed from "../internal/options/removed.ts"
 import type { CheckpointError, CheckpointOptions } from "../Sink/Checkpoint.ts"
 import type { FailureHandler, RecordFailed } from "../Sink/FailureHandler.ts"
 import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
@@ -111,24 +110,26 @@ export interface AtLeastOnceSinkOptions<A, E = RecordFailed, R = never>
 
 /**
  * The options of exactly-once writes: {@link BigtableSinkOptions} with
- * `WriteMethod.exactlyOnce({ markerFamily })`, `createDisposition` fixed to `CREATE_NEVER` (tables,
- * their families and the marker family are provisioned by the operator), and `checkpoint`.
+ * `WriteMethod.exactlyOnce({ markerFamily })` and `checkpoint`. With `createDisposition:
+ * "CREATE_IF_NEEDED"` and `tableCreateOptions`, the sink creates each table before its first commit
+ * with the declared families (the aggregate ones an `AddToCell` needs) and the marker family (raw,
+ * without a GC rule), or adds the ones an existing table lacks; under `CREATE_NEVER` (the default)
+ * the operator provisions them.
  *
  * **Details**
  *
  * `checkpoint.position(a)` is where the source resumes once `a` and everything before it are
  * written; it is also the record's position from which its marker identity is derived, so it must
- * be stable and unique per record (ADR 0019): an offset, not an arrival time.
+ * be stable and unique per record: an offset, not an arrival time (a record whose position repeats
+ * another's would be taken for it and skipped).
  *
  * @category models
  * @since 0.1.0
  */
 export interface ExactlyOnceSinkOptions<A, P, E = RecordFailed, R = never>
-  extends Omit<BigtableSinkOptions<A, E, R>, "writeMethod" | "createDisposition" | "tableCreateOptions">
+  extends Omit<BigtableSinkOptions<A, E, R>, "writeMethod">
 {
   readonly writeMethod: ExactlyOnce
-  readonly createDisposition?: "CREATE_NEVER" | undefined
-  readonly tableCreateOptions?: undefined
   readonly checkpoint: CheckpointOptions<A, P>
 }
 
@@ -144,7 +145,7 @@ export interface ExactlyOnceSinkOptions<A, P, E = RecordFailed, R = never>
  *   when they are reached. At the end of the input everything is flushed. A retried or replayed
  *   entry is applied again, so prefer explicit cell timestamps. When calls go a minute without an
  *   answer, a warning naming the tables is logged (once a minute).
- * - **Exactly once** (`WriteMethod.exactlyOnce({ markerFamily })`, reference 3.5; needs
+ * - **Exactly once** (`WriteMethod.exactlyOnce({ markerFamily })`; needs
  *   `checkpoint`): records are staged, saved with each checkpoint, then committed as
  *   CheckAndMutateRow requests guarded by marker cells, so `AddToCell` counters and other
  *   non-idempotent mutations survive crashes, lost responses and source replays. On start it
@@ -239,9 +240,10 @@ export function make<A, P, H extends Handler | undefined = undefined>(
  * position }`), building it restores from `resume`, and `checkpoint(position)` drains, saves and
  * commits (see {@link make}).
  *
- * Building it fails with a `SinkConfigError` for invalid options, or with the handler's error when
- * its `open` fails; its operations fail with a {@link BigtableSinkError} (and a
- * `Checkpoint.CheckpointError` for exactly-once).
+ * Building it fails with a `SinkConfigError` for invalid options, with a `BigtableError` whose
+ * reason is `ContactFailed` when the first contact with the service fails (see the client's
+ * `firstContactTimeout`), or with the handler's error when its `open` fails; its operations fail
+ * with a {@link BigtableSinkError} (and a `Checkpoint.CheckpointError` for exactly-once).
  *
  * **Example** (Explicit barriers)
  * ```ts
@@ -288,7 +290,7 @@ export function writer<A, H extends Handler | undefined = undefined>(
   options: WithFailureHandler<AtLeastOnceSinkOptions<A>, H>
 ): Effect.Effect<
   Writer<A, BigtableSinkError<HandlerError<H>>>,
-  SinkConfigError | HandlerError<H>,
+  BigtableSinkError<HandlerError<H>>,
   BigtableClient | Scope.Scope | HandlerContext<H>
 >
 export function writer<A, P, H extends Handler | undefined = undefined>(
@@ -311,27 +313,3 @@ export function writer<A, P, H extends Handler | undefined = undefined>(
   // @effect-diagnostics-next-line missingEffectContext:off missingEffectError:off
   return internalMethod.writer<A, P, H>(options)
 }
-
-/**
- * Removed: `BigtableSink.make` with `writeMethod: WriteMethod.exactlyOnce(...)` and `checkpoint`.
- *
- * @deprecated Use `BigtableSink.make({ ..., writeMethod: WriteMethod.exactlyOnce({ markerFamily }), checkpoint })`.
- * @category constructors
- * @since 0.1.0
- */
-export const exactlyOnce = removed.sink(
-  "BigtableSink.exactlyOnce",
-  "BigtableSink.make({ ..., writeMethod: WriteMethod.exactlyOnce({ markerFamily }), checkpoint })"
-)
-
-/**
- * Removed: `BigtableSink.writer` with `writeMethod: WriteMethod.exactlyOnce(...)` and `checkpoint`.
- *
- * @deprecated Use `BigtableSink.writer({ ..., writeMethod: WriteMethod.exactlyOnce({ markerFamily }), checkpoint: { resume, position } })`.
- * @category constructors
- * @since 0.1.0
- */
-export const exactlyOnceWriter = removed.writer(
-  "BigtableSink.exactlyOnceWriter",
-  "BigtableSink.writer({ ..., writeMethod: WriteMethod.exactlyOnce({ markerFamily }), checkpoint: { resume, position } })"
-)

@@ -13,6 +13,7 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import { describeValue } from "../internal/bigquery/encoding/valueText.ts"
+import * as bigtableIds from "../internal/options/bigtableIds.ts"
 import * as ids from "../internal/options/tableIds.ts"
 import { SinkConfigError } from "../Sink/SinkConfigError.ts"
 
@@ -94,6 +95,7 @@ class Checked extends TableDestination {
 
 const validated = ids.constructors<TableDestinationFields, TableDestination, Unroutable>({
   components: ["projectId", "instanceId", "tableId"],
+  rules: { instanceId: bigtableIds.instanceIdProblem, tableId: bigtableIds.tableIdProblem },
   checked: (fields) => new Checked(fields),
   unroutable: (reason) => new Unroutable({ reason })
 })
@@ -228,7 +230,7 @@ export const parse = (value: string, path = "table"): Effect.Effect<TableDestina
       ? Effect.fail(
         new SinkConfigError({
           path,
-          message: `must be projects/<project>/instances/<instance>/tables/<table> or project.instance.table, was ${
+          detail: `must be projects/<project>/instances/<instance>/tables/<table> or project.instance.table, was ${
             describeValue(value)
           }`
         })

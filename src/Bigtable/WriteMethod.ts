@@ -10,7 +10,7 @@ import * as method from "../internal/options/writeMethod.ts"
 import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
 
 /**
- * The options of {@link atLeastOnce} (reference section 3.4): the shared {@link WriterOptions}
+ * The options of {@link atLeastOnce}: the shared {@link WriterOptions}
  * plus what only Bigtable has. Every count is in entries (one per record), not mutations.
  *
  * **Details**
@@ -63,7 +63,7 @@ export interface AtLeastOnceOptions extends WriterOptions {
 export interface AtLeastOnce extends WriteMethodOf<"AtLeastOnce", "bigtable", AtLeastOnceOptions> {}
 
 /**
- * The options of {@link exactlyOnce} (reference 3.5), in the shared vocabulary.
+ * The options of {@link exactlyOnce}, in the shared vocabulary.
  *
  * **Details**
  *
@@ -95,7 +95,7 @@ export interface ExactlyOnceOptions {
  * Exactly-once writes: entries staged until `checkpoint(position)`, saved with the checkpoint,
  * then committed as CheckAndMutateRow requests guarded by marker cells whose identities derive
  * from the writer id and each record's position, so lost responses, restores and source replays
- * are absorbed (ADR 0019).
+ * are absorbed: a commit applies a record's mutations only where its marker is not there yet.
  *
  * @category models
  * @since 0.1.0

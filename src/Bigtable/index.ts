@@ -33,7 +33,7 @@ export * as BigtableError from "./BigtableError.ts"
 export * as BigtableFailure from "./BigtableFailure.ts"
 
 /**
- * The sink's metrics (names per ADR 0009), to read or export.
+ * The sink's metrics (names kept across versions), to read or export.
  *
  * @since 0.1.0
  */

@@ -1,5 +1,5 @@
 /**
- * The caller's side of exactly-once writing (DESIGN 6): resume a writer from its last checkpoint,
+ * The caller's side of exactly-once writing: resume a writer from its last checkpoint,
  * and say how often the sink form checkpoints and what position a record stands for.
  *
  * @since 0.1.0
@@ -113,7 +113,7 @@ export type Every = Duration.Duration | `${number} ${Duration.Unit}` | number
  * - `position(a)`: where the source resumes once `a` and everything before it are written,
  *   typically the offset after `a` (`a.offset + 1`); it must be encodable by the resume's
  *   `positionSchema`. The sink form checkpoints at the position of the last record written;
- *   Bigtable's exactly-once method also derives each record's marker identity from it (ADR 0019),
+ *   Bigtable's exactly-once method also derives each record's marker identity from it,
  *   so it must be stable and unique per record there.
  * - `every` ({@link Every}; sink form only): checked after each chunk (records) and on a timer
  *   (durations); a checkpoint is taken only when something was written since the last one.

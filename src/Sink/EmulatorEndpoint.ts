@@ -22,7 +22,7 @@ export interface EmulatorEndpoint {
 }
 
 /**
- * Parses `host:port` the way the reference connector does.
+ * Parses the `host:port` of an emulator.
  *
  * **Details**
  *
@@ -31,7 +31,7 @@ export interface EmulatorEndpoint {
  *   colon, a leading colon or a trailing colon is rejected.
  * - The port is ASCII digits only (no sign), from 1 to 65535. The host is not checked.
  * - The error is a `SinkConfigError` whose `path` is `optionName` and whose message is
- *   `<optionName> must be host:port, was '<value>'`.
+ *   `<optionName>: must be host:port, was '<value>'`.
  *
  * **Example** (Parsing an endpoint)
  * ```ts
@@ -40,7 +40,7 @@ export interface EmulatorEndpoint {
  * Effect.runSync(EmulatorEndpoint.parse("localhost:8086", "emulator.grpc"))
  * // => { host: "localhost", port: 8086, target: "localhost:8086" }
  * Effect.runSync(Effect.flip(EmulatorEndpoint.parse("localhost", "emulator.grpc"))).message
- * // => "emulator.grpc must be host:port, was 'localhost'"
+ * // => "emulator.grpc: must be host:port, was 'localhost'"
  * ```
  *
  * @category constructors
@@ -54,13 +54,13 @@ const parse = (value: string, optionName: string): Effect.Effect<EmulatorEndpoin
       return Effect.fail(
         new SinkConfigError({
           path: optionName,
-          message: `${optionName} must be host:port (a string), was ${describe(given)}`
+          detail: `must be host:port (a string), was ${describe(given)}`
         })
       )
     }
     const endpoint = internal.parse(given)
     return endpoint === undefined
-      ? Effect.fail(new SinkConfigError({ path: optionName, message: internal.message(optionName, given) }))
+      ? Effect.fail(new SinkConfigError({ path: optionName, detail: internal.message(given) }))
       : Effect.succeed(endpoint)
   })
 

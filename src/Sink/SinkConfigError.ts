@@ -11,8 +11,9 @@ import * as Schema from "effect/Schema"
  * **Details**
  *
  * `path` names the option as the user wrote it (`"writeMethod.batchElementCount"`,
- * `"emulator.grpc"`), so the message can be acted on without reading the library's source.
- * It is raised before any network call.
+ * `"emulator.grpc"`, or an environment variable such as `"BIGTABLE_EMULATOR_HOST"`), and `detail`
+ * says which rule it broke. `message` is both, `path: detail`, so the error reads right wherever it
+ * is printed (`Cause.pretty`, `NodeRuntime.runMain`, a log). It is raised before any network call.
  *
  * **Example** (Reporting a bad option)
  * ```ts
@@ -20,9 +21,9 @@ import * as Schema from "effect/Schema"
  * import { SinkConfigError } from "effect-gcp-sinks/Sink"
  *
  * const check = (batch: number) =>
- *   batch > 0 ? Effect.void : Effect.fail(new SinkConfigError({ path: "batchSize", message: "must be positive" }))
- * // Effect.runSync(Effect.flip(check(0))).toString()
- * // => "SinkConfigError: batchSize: must be positive"
+ *   batch > 0 ? Effect.void : Effect.fail(new SinkConfigError({ path: "batchSize", detail: "must be positive" }))
+ * // Effect.runSync(Effect.flip(check(0))).message
+ * // => "batchSize: must be positive"
  * ```
  *
  * @category errors
@@ -30,14 +31,23 @@ import * as Schema from "effect/Schema"
  */
 export class SinkConfigError extends Schema.TaggedError<SinkConfigError>()("SinkConfigError", {
   path: Schema.String,
-  message: Schema.String
+  detail: Schema.String
 }) {
   /**
-   * The option path followed by the rule it broke.
+   * The option path followed by the rule it broke: `path: detail`.
+   *
+   * @since 0.1.0
+   */
+  override get message(): string {
+    return `${this.path}: ${this.detail}`
+  }
+
+  /**
+   * `SinkConfigError: path: detail`.
    *
    * @since 0.1.0
    */
   override toString(): string {
-    return `SinkConfigError: ${this.path}: ${this.message}`
+    return `SinkConfigError: ${this.message}`
   }
 }

@@ -195,19 +195,3 @@ export type WithFailureHandler<O, H> = Omit<O, "failureHandler"> & { readonly fa
 export type WriterForm<O> = O extends { readonly checkpoint: CheckpointOptions<infer A, infer P> }
   ? Omit<O, "checkpoint"> & { readonly checkpoint: WriterCheckpointOptions<A, P> }
   : O
-
-/**
- * The parameter type of a constructor removed from the API: no options object satisfies it, and its
- * one key names the replacement, so TypeScript reports what to call instead at the call site.
- *
- * **Example** (What a call of a removed constructor reports)
- * ```ts
- * import type { SinkOptions } from "effect-gcp-sinks/Sink"
- * type Old = SinkOptions.Removed<"BigQuerySink.make({ ..., writeMethod: WriteMethod.exactlyOnce(), checkpoint })">
- * // { readonly "use BigQuerySink.make({ ..., writeMethod: WriteMethod.exactlyOnce(), checkpoint })": never }
- * ```
- *
- * @category models
- * @since 0.1.0
- */
-export type Removed<Replacement extends string> = { readonly [K in `use ${Replacement}`]: never }

@@ -15,7 +15,7 @@ interface Event {
 }
 
 const error = (fields: ReadonlyArray<AdditionalFields.AdditionalField<unknown>>) =>
-  Effect.flip(AdditionalFields.make(fields)).pipe(Effect.map((e) => `${e.path}: ${e.message}`))
+  Effect.flip(AdditionalFields.make(fields)).pipe(Effect.map((e) => e.message))
 const provider = () => 1
 
 describe("AdditionalFields", () => {
@@ -93,7 +93,7 @@ describe("AdditionalFields", () => {
       const collision = yield* Effect.flip(
         AdditionalFields.extendSchema(extra, { fields: [TableSchema.field({ name: "SOURCE", type: "STRING" })] })
       )
-      assert.deepStrictEqual([collision.path, collision.message], [
+      assert.deepStrictEqual([collision.path, collision.detail], [
         "additionalFields[1].name",
         "collides with the serializer's column 'SOURCE'"
       ])

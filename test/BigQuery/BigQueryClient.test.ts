@@ -23,7 +23,7 @@ describe("BigQueryClient", () => {
         yield* build({ projectId: "p", emulator: { grpc: "127.0.0.1:9060", rest: "localhost" } })
       )
       assert.strictEqual(error.path, "emulator.rest")
-      assert.strictEqual(error.message, "emulator.rest must be host:port, was 'localhost'")
+      assert.strictEqual(error.message, "emulator.rest: must be host:port, was 'localhost'")
       const grpc = configError(yield* build({ projectId: "p", emulator: { grpc: "h: 1", rest: "h:1" } }))
       assert.strictEqual(grpc.path, "emulator.grpc")
     }))

@@ -16,12 +16,12 @@ describe("BigQuerySink on a black-holed connection", () => {
       const fake = yield* Fake.make()
       fake.createTable(`${fake.projectId}.d.t`, columns)
       const [host, port] = fake.grpcEndpoint.split(":")
-      // the first connection carries GetWriteStream, then swallows the AppendRows stream
+      // the first connection carries the first-contact probe and GetWriteStream, then swallows the AppendRows stream
       const proxy = yield* FaultProxy.start({
         upstreamHost: host ?? "127.0.0.1",
         upstreamPort: Number(port),
         unavailableEvery: 0,
-        blackHoleFirstConnectionAfter: 1
+        blackHoleFirstConnectionAfter: 2
       })
       const warnings: Array<string> = []
       const logger = Logger.make(({ logLevel, message }) => {

@@ -1,7 +1,7 @@
 /**
  * `writeMethod` is the only switch of `BigQuerySink.make` and `writer` (issue 25): `checkpoint` is
  * required exactly by the exactly-once methods and refused by at-least-once, the writer form has no
- * `every`, and the removed constructors name their replacement, all before any request.
+ * `every`, all before any request.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
@@ -145,23 +145,8 @@ describe("BigQuerySink: writeMethod chooses the method", () => {
         assert.strictEqual(error.path, "writeMethod.writeDisposition")
       })))
 
-  it.effect("the removed constructors fail with a SinkConfigError naming the replacement", () =>
-    Effect.gen(function*() {
-      const sinkError = yield* Stream.make(1).pipe(
-        // @ts-expect-error: the parameter's type names the replacement
-        Stream.run(BigQuerySink.exactlyOnce({ writeMethod: WriteMethod.exactlyOnce() })),
-        Effect.flip
-      )
-      assert.strictEqual(sinkError.path, "BigQuerySink.exactlyOnce")
-      assert.match(
-        sinkError.message,
-        /use BigQuerySink\.make\(\{ \.\.\., writeMethod: WriteMethod\.exactlyOnce\(\), checkpoint \}\)/
-      )
-      // @ts-expect-error: the parameter's type names the replacement
-      const writerError = yield* Effect.flip(BigQuerySink.exactlyOnceWriter({}))
-      assert.match(writerError.message, /use BigQuerySink\.writer\(/)
-      // @ts-expect-error: the parameter's type names the replacement
-      const loadsError = yield* Stream.make(1).pipe(Stream.run(BigQuerySink.fileLoads({})), Effect.flip)
-      assert.match(loadsError.message, /WriteMethod\.fileLoads\(\{ stagingPath \}\)/)
-    }))
+  it("the constructors removed before 0.1.0 are gone: one sink and one writer, the method chosen by writeMethod", () => {
+    for (const name of ["exactlyOnce", "exactlyOnceWriter", "fileLoads"]) assert.notProperty(BigQuerySink, name)
+    assert.deepStrictEqual(Object.keys(BigQuerySink).toSorted(), ["make", "writer"])
+  })
 })

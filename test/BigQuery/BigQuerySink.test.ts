@@ -198,7 +198,7 @@ describe("BigQuerySink against the fake", () => {
         assert.strictEqual(error.reason._tag, "TableNotFound")
         assert.include(error.message, "CREATE_NEVER")
         assert.include(error.message, `${fake.projectId}.d.t`)
-        assert.deepStrictEqual(fake.stats.restCalls, [])
+        assert.deepStrictEqual(F.tableCalls(fake), [])
       })))
 
   it.live("extra fields with schema updates off are terminal with a hint", () =>

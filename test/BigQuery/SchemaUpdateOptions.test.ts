@@ -11,7 +11,7 @@ describe("SchemaUpdateOptions", () => {
       assert.deepStrictEqual(relax, { allowNewFields: false, allowFieldRelaxation: true })
       assert.isTrue(SchemaUpdateOptions.isEnabled(relax))
       const error = yield* Effect.flip(SchemaUpdateOptions.make({ allowNewFields: "yes" as unknown as boolean }))
-      assert.deepStrictEqual([error.path, error.message], [
+      assert.deepStrictEqual([error.path, error.detail], [
         "schemaUpdateOptions.allowNewFields",
         "must be a boolean, was 'yes'"
       ])

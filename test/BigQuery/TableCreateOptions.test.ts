@@ -4,7 +4,7 @@ import * as TableCreateOptions from "../../src/BigQuery/TableCreateOptions.ts"
 import * as TableSchema from "../../src/BigQuery/TableSchema.ts"
 
 const failure = (input: TableCreateOptions.TableCreateOptionsInput) =>
-  Effect.flip(TableCreateOptions.make(input)).pipe(Effect.map((e) => `${e.path}: ${e.message}`))
+  Effect.flip(TableCreateOptions.make(input)).pipe(Effect.map((e) => e.message))
 
 describe("TableCreateOptions", () => {
   it.effect("validates partitioning and clustering", () =>
@@ -58,7 +58,7 @@ describe("TableCreateOptions", () => {
         ]
       }
       const error = (options: TableCreateOptions.TableCreateOptions) =>
-        Effect.flip(TableCreateOptions.checkSchema(options, schema)).pipe(Effect.map((e) => `${e.path}: ${e.message}`))
+        Effect.flip(TableCreateOptions.checkSchema(options, schema)).pipe(Effect.map((e) => e.message))
       yield* TableCreateOptions.checkSchema(
         { timePartitioning: { type: "HOUR", field: "TS" }, clustering: ["day"] },
         schema
@@ -88,10 +88,10 @@ describe("TableCreateOptions.make on untyped input", () => {
   it.effect("null or primitive options are a SinkConfigError, not a defect", () =>
     Effect.gen(function*() {
       const whole = yield* Effect.flip(untyped(null))
-      assert.deepStrictEqual([whole.path, whole.message], ["tableCreateOptions", "must be an object, was null"])
+      assert.deepStrictEqual([whole.path, whole.detail], ["tableCreateOptions", "must be an object, was null"])
       const partitioning = yield* Effect.flip(untyped({ timePartitioning: null }))
       assert.deepStrictEqual(partitioning.path, "tableCreateOptions.timePartitioning")
       const primitive = yield* Effect.flip(untyped({ timePartitioning: "DAY" }))
-      assert.deepStrictEqual(primitive.message, "must be an object, was 'DAY'")
+      assert.deepStrictEqual(primitive.detail, "must be an object, was 'DAY'")
     }))
 })

@@ -19,11 +19,11 @@ describe("TableDestination", () => {
         Equal.equals(t, TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: "t" }))
       )
       const blank = yield* Effect.flip(TableDestination.make({ projectId: "p", datasetId: " ", tableId: "t" }))
-      assert.deepStrictEqual([blank.path, blank.message], ["table.datasetId", "must not be blank"])
+      assert.deepStrictEqual([blank.path, blank.detail], ["table.datasetId", "must not be blank"])
       const slash = yield* Effect.flip(
         TableDestination.make({ projectId: "p", datasetId: "d", tableId: "a/b" }, "destination")
       )
-      assert.deepStrictEqual([slash.path, slash.message], ["destination.tableId", "must not contain '/', was 'a/b'"])
+      assert.deepStrictEqual([slash.path, slash.detail], ["destination.tableId", "must not contain '/', was 'a/b'"])
     }))
 
   it.effect("parses at the last two dots", () =>

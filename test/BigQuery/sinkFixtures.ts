@@ -108,3 +108,7 @@ export const writeRows = <E = never, R = never>(
       }))
     )
   })
+
+/** The REST calls of the table path: every call but the first-contact probe's dataset listing. */
+export const tableCalls = (fake: Fake.FakeBigQuery): ReadonlyArray<string> =>
+  fake.stats.restCalls.filter((call) => !call.endsWith("/datasets"))

@@ -22,7 +22,7 @@ describe("BigtableClient", () => {
     Effect.gen(function*() {
       const error = yield* configError({ projectId: "p", emulator: { grpc: "localhost" } })
       assert.strictEqual(error._tag === "SinkConfigError" ? error.path : "", "emulator.grpc")
-      assert.strictEqual(error.message, "emulator.grpc must be host:port, was 'localhost'")
+      assert.strictEqual(error.message, "emulator.grpc: must be host:port, was 'localhost'")
     }))
 
   it.effect("Cloud Monitoring export is rejected with the emulator and not available otherwise", () =>

@@ -62,7 +62,7 @@ describe("BigtableSink error channel (types)", () => {
     const plainTypes: [
       Equals<
         typeof plain,
-        Effect.Effect<Writer<string, Terminal | RecordFailed>, SinkConfigError | RecordFailed, Client | Scope.Scope>
+        Effect.Effect<Writer<string, Terminal | RecordFailed>, Terminal | RecordFailed, Client | Scope.Scope>
       >
     ] = [true]
     // writer, a handler with its own error and requirement: no RecordFailed anywhere
@@ -77,13 +77,13 @@ describe("BigtableSink error channel (types)", () => {
     const customTypes: [
       Equals<
         typeof custom,
-        Effect.Effect<Writer<string, Terminal | Boom>, SinkConfigError | Boom, Client | NeedsService | Scope.Scope>
+        Effect.Effect<Writer<string, Terminal | Boom>, Terminal | Boom, Client | NeedsService | Scope.Scope>
       >
     ] = [true]
     // writer, a handler that never fails (logAndDrop): no handler error at all
     const dropping = BigtableSink.writer({ table, serializer, failureHandler: FailureHandler.logAndDrop })
     const droppingTypes: [
-      Equals<typeof dropping, Effect.Effect<Writer<string, Terminal>, SinkConfigError, Client | Scope.Scope>>
+      Equals<typeof dropping, Effect.Effect<Writer<string, Terminal>, Terminal, Client | Scope.Scope>>
     ] = [true]
     // failJob given explicitly is the default
     const explicit = BigtableSink.writer({ table, serializer, failureHandler: FailureHandler.failJob })
@@ -92,7 +92,7 @@ describe("BigtableSink error channel (types)", () => {
     const maybe = (on: boolean): FailureHandler<BigtableFailure.FailedMutation, Boom> | undefined =>
       on ? booming : undefined
     const optional = BigtableSink.writer({ table, serializer, failureHandler: maybe(true) })
-    const optionalTypes: [Equals<Effect.Error<typeof optional>, SinkConfigError | Boom | RecordFailed>] = [true]
+    const optionalTypes: [Equals<Effect.Error<typeof optional>, Terminal | Boom | RecordFailed>] = [true]
 
     // the sink
     const sinkPlain = BigtableSink.make({ table, serializer })

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
-import { BigtableSink, Mutation, RowMutationEntry, WriteMethod } from "../../src/Bigtable/index.ts"
+import { BigtableSink, GcRule, Mutation, RowMutationEntry, WriteMethod } from "../../src/Bigtable/index.ts"
 import { Checkpoint, CheckpointStore } from "../../src/Sink.ts"
 import { makeFakeCheckAndMutate } from "../support/fakeCheckAndMutate.ts"
 import { type Click, clicks, serializer, table, tableName } from "./clickFixtures.ts"
@@ -268,10 +268,22 @@ const build = (overrides: Record<string, unknown>) =>
   }).pipe(Effect.provide(CheckpointStore.memory))
 
 describe("BigtableSink.exactlyOnce options", () => {
-  it.effect("rejects CREATE_IF_NEEDED, a missing marker family, an at-least-once method, a bad checkpoint", () =>
+  it.effect("rejects CREATE_IF_NEEDED without families, a marker family that could expire, a missing marker family, an at-least-once method, a bad checkpoint", () =>
     Effect.gen(function*() {
       const cases: ReadonlyArray<readonly [Record<string, unknown>, string, RegExp]> = [
-        [{ createDisposition: "CREATE_IF_NEEDED" }, "createDisposition", /must be CREATE_NEVER/],
+        [
+          { createDisposition: "CREATE_IF_NEEDED" },
+          "tableCreateOptions",
+          /is required with createDisposition CREATE_IF_NEEDED/
+        ],
+        [
+          {
+            createDisposition: "CREATE_IF_NEEDED",
+            tableCreateOptions: { columnFamilies: { c: { type: "INT64_SUM" }, m: { gcRule: GcRule.maxVersions(1) } } }
+          },
+          "tableCreateOptions.columnFamilies.m",
+          /marker family: it must be RAW and have no GC rule/
+        ],
         [
           { writeMethod: WriteMethod.exactlyOnce({ markerFamily: "" }) },
           "writeMethod.markerFamily",
@@ -300,7 +312,11 @@ describe("BigtableSink.exactlyOnce options", () => {
         // with the at-least-once method the options are at-least-once ones, which take no checkpoint
         [{ writeMethod: WriteMethod.atLeastOnce() }, "checkpoint", /only for WriteMethod.exactlyOnce/],
         [{ checkpoint: { position: (c: Click) => c.offset } }, "checkpoint.resume", /Checkpoint.resume/],
-        [{ tableCreateOptions: {} }, "tableCreateOptions", /not used/]
+        [
+          { tableCreateOptions: { columnFamilies: { c: {} } } },
+          "tableCreateOptions",
+          /only used with createDisposition CREATE_IF_NEEDED/
+        ]
       ]
       for (const [overrides, path, message] of cases) {
         const error = yield* build(overrides)
@@ -311,6 +327,26 @@ describe("BigtableSink.exactlyOnce options", () => {
         }
       }
     }))
+
+  it.effect("CREATE_IF_NEEDED creates the table with the declared families and the marker family, then commits", () =>
+    Effect.gen(function*() {
+      const fake = makeFakeCheckAndMutate({ missingTable: true })
+      yield* Effect.gen(function*() {
+        const resume = yield* Checkpoint.resume({ writerId: "create", positionSchema: Schema.Number })
+        const writer = yield* BigtableSink.writer({
+          table: yield* table,
+          writeMethod: WriteMethod.exactlyOnce({ markerFamily: "m" }),
+          createDisposition: "CREATE_IF_NEEDED",
+          tableCreateOptions: { columnFamilies: { c: { type: "INT64_SUM" } } },
+          checkpoint: { resume, position: (c: Click) => c.offset + 1 },
+          serializer
+        })
+        yield* writer.write(clicks(0, 6))
+        yield* writer.checkpoint(6)
+      }).pipe(Effect.scoped, Effect.provide(Layer.orDie(fake.layer)))
+      assert.deepStrictEqual(fake.adminCalls.slice(0, 2), [`CreateTable ${tableName} c,m`, `GetTable ${tableName}`])
+      assert.strictEqual(sum(fake), expectedSum(6))
+    }).pipe(Effect.provide(CheckpointStore.memory)))
 
   it.effect("WriteMethod.exactlyOnce without a checkpoint fails naming checkpoint, before any request", () =>
     Effect.gen(function*() {
@@ -382,14 +418,8 @@ describe("BigtableSink: writeMethod chooses the method (issue 25)", () => {
       assert.deepStrictEqual(stored.position, Option.some(25))
     }).pipe(Effect.provide(CheckpointStore.memory)))
 
-  it.effect("the removed constructors fail with a SinkConfigError naming the replacement", () =>
-    Effect.gen(function*() {
-      // @ts-expect-error: the parameter's type names the replacement
-      const sinkError = yield* Stream.make(1).pipe(Stream.run(BigtableSink.exactlyOnce({})), Effect.flip)
-      assert.strictEqual(sinkError.path, "BigtableSink.exactlyOnce")
-      assert.match(sinkError.message, /use BigtableSink\.make\(\{ \.\.\., writeMethod: WriteMethod\.exactlyOnce/)
-      // @ts-expect-error: the parameter's type names the replacement
-      const writerError = yield* Effect.flip(BigtableSink.exactlyOnceWriter({}))
-      assert.match(writerError.message, /use BigtableSink\.writer\(/)
-    }))
+  it("BigtableSink has no exactlyOnce constructor to clash with WriteMethod.exactlyOnce", () => {
+    for (const name of ["exactlyOnce", "exactlyOnceWriter"]) assert.notProperty(BigtableSink, name)
+    assert.deepStrictEqual(Object.keys(BigtableSink).toSorted(), ["make", "writer"])
+  })
 })

@@ -16,10 +16,30 @@ describe("TableDestination", () => {
       assert.strictEqual(t.tableName, "projects/p/instances/i/tables/t")
       assert.strictEqual(t.instanceName, "projects/p/instances/i")
       const slash = yield* Effect.flip(TableDestination.make({ projectId: "p", instanceId: "i", tableId: "a/b" }))
-      assert.deepStrictEqual([slash.path, slash.message], ["table.tableId", "must not contain '/', was 'a/b'"])
+      assert.deepStrictEqual([slash.path, slash.detail], ["table.tableId", "must not contain '/', was 'a/b'"])
       const blank = yield* Effect.flip(TableDestination.make({ projectId: "p", instanceId: " ", tableId: "t" }, "dest"))
-      assert.deepStrictEqual([blank.path, blank.message], ["dest.instanceId", "must not be blank"])
+      assert.deepStrictEqual([blank.path, blank.detail], ["dest.instanceId", "must not be blank"])
     }))
+
+  it.effect(
+    "an id Bigtable refuses is a SinkConfigError naming the rule, not a missing table later",
+    () =>
+      Effect.gen(function*() {
+        const bang = yield* Effect.flip(
+          TableDestination.make({ projectId: "p", instanceId: "iot", tableId: "readings!" })
+        )
+        assert.strictEqual(
+          bang.message,
+          "table.tableId: must be letters, digits, '_', '-' and '.', not starting with '-' or '.', was 'readings!'"
+        )
+        const upper = yield* Effect.flip(TableDestination.make({ projectId: "p", instanceId: "IoT", tableId: "t" }))
+        assert.strictEqual(upper.path, "table.instanceId")
+        assert.include(upper.detail, "lowercase")
+        const routed = TableDestination.resolve({ projectId: "p", instanceId: "iot", tableId: "a b" })
+        assert.isTrue(TableDestination.isUnroutable(routed))
+      }),
+    10_000
+  )
 
   it("resolve validates synchronously: a destination, or an Unroutable verdict naming the id", () => {
     const t = TableDestination.resolve({ projectId: "p", instanceId: "i", tableId: "events_acme" })
@@ -65,7 +85,7 @@ describe("TableDestination", () => {
         assert.include(e.message, "must be projects/<project>/instances/<instance>/tables/<table>", bad)
       }
       const blank = yield* Effect.flip(TableDestination.parse("projects/p/instances//tables/t"))
-      assert.deepStrictEqual([blank.path, blank.message], ["table.instanceId", "must not be blank"])
+      assert.deepStrictEqual([blank.path, blank.detail], ["table.instanceId", "must not be blank"])
       const spaced = yield* Effect.flip(TableDestination.parse("p.i. t"))
       assert.strictEqual(spaced.path, "table.tableId")
       const notString = yield* Effect.flip(TableDestination.parse(5 as unknown as string))
@@ -76,7 +96,7 @@ describe("TableDestination", () => {
     const word = fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/)
     const fields = fc.record({
       projectId: fc.oneof(word, fc.tuple(word, word, word).map(([a, b, c]) => `${a}.${b}:${c}`)),
-      instanceId: word,
+      instanceId: fc.stringMatching(/^[a-z]([a-z0-9-]{0,9}[a-z0-9])?$/),
       tableId: fc.stringMatching(/^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,20}$/)
     })
     fc.assert(fc.property(fields, (f) => {

@@ -209,6 +209,9 @@ export const makeFake = (options: FakeOptions = {}) => {
       for (const answer of held.splice(0, held.length)) setTimeout(answer, 0)
     },
     held: () => held.length,
+    /** The fake clients, for a layer of other options (`exportClientMetrics`). */
+    data,
+    adminClient,
     layer
   }
 }

@@ -13,7 +13,7 @@ const rejected = (value: string, option = "emulatorEndpoint") => {
   assert.isTrue(error?._tag === "Fail" && error.error instanceof SinkConfigError)
   if (error?._tag === "Fail") {
     assert.strictEqual(error.error.path, option)
-    assert.strictEqual(error.error.message, `${option} must be host:port, was '${value}'`)
+    assert.strictEqual(error.error.message, `${option}: must be host:port, was '${value}'`)
   }
 }
 

@@ -7,7 +7,7 @@ import * as path from "node:path"
 import { CheckpointStore, GcsClient, SinkConfigError } from "../../src/Sink.ts"
 
 const configError = (effect: Effect.Effect<unknown, SinkConfigError>) =>
-  Effect.map(Effect.flip(effect), (e) => [e.path, e.message] as const)
+  Effect.map(Effect.flip(effect), (e) => [e.path, e.detail] as const)
 
 // deliberately untyped input, as from JavaScript or JSON
 const untyped = (config: unknown) => GcsClient.make(config as GcsClient.GcsClientConfig)
@@ -30,7 +30,7 @@ describe("GcsClient", () => {
       assert.strictEqual((yield* configError(untyped({ projectId: "a/b" })))[0], "projectId")
       assert.deepStrictEqual(
         yield* configError(untyped({ projectId: "p", emulator: { rest: "localhost" } })),
-        ["emulator.rest", "emulator.rest must be host:port, was 'localhost'"]
+        ["emulator.rest", "must be host:port, was 'localhost'"]
       )
       assert.strictEqual((yield* configError(untyped({ projectId: "p", emulator: "x" })))[0], "emulator")
       assert.strictEqual(

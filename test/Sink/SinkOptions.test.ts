@@ -247,17 +247,17 @@ describe("one generic signature for make and writer", () => {
     expectTypeOf(BigtableSink.writer({ table, serializer })).toEqualTypeOf<
       Effect.Effect<
         Writer<string, Terminal | RecordFailed>,
-        SinkConfigError | RecordFailed,
+        Terminal | RecordFailed,
         BigtableClient.BigtableClient | Scope.Scope
       >
     >()
     expectTypeOf(BigtableSink.writer({ table, serializer, failureHandler: FailureHandler.logAndDrop })).toEqualTypeOf<
-      Effect.Effect<Writer<string, Terminal>, SinkConfigError, BigtableClient.BigtableClient | Scope.Scope>
+      Effect.Effect<Writer<string, Terminal>, Terminal, BigtableClient.BigtableClient | Scope.Scope>
     >()
     expectTypeOf(BigtableSink.writer({ table, serializer, failureHandler: boom })).toEqualTypeOf<
       Effect.Effect<
         Writer<string, Terminal | "boom">,
-        SinkConfigError | "boom",
+        Terminal | "boom",
         BigtableClient.BigtableClient | Scope.Scope
       >
     >()
@@ -272,12 +272,12 @@ describe("one generic signature for make and writer", () => {
       EffectSink.Sink<WriteSummary, F.Row, never, BigQuerySink.BigQuerySinkError<"boom">, BigQueryClient.BigQueryClient>
     >()
     expectTypeOf<Effect.Error<ReturnType<typeof writerError<undefined>>>>().toEqualTypeOf<
-      SinkConfigError | RecordFailed
+      SinkConfigError | BigQueryError.BigQueryError | RecordFailed
     >()
     expectTypeOf<Effect.Error<ReturnType<typeof writerError<typeof FailureHandler.logAndDrop>>>>()
-      .toEqualTypeOf<SinkConfigError>()
+      .toEqualTypeOf<SinkConfigError | BigQueryError.BigQueryError>()
     expectTypeOf<Effect.Error<ReturnType<typeof writerError<typeof boom>>>>().toEqualTypeOf<
-      SinkConfigError | "boom"
+      SinkConfigError | BigQueryError.BigQueryError | "boom"
     >()
     expectTypeOf<BigQuerySink.BigQuerySinkError<"boom">>().toEqualTypeOf<
       BigQueryError.BigQueryError | SinkConfigError | "boom"

@@ -129,6 +129,7 @@ export interface FakeBigQuery {
     connections: number
     openStreams: number
     schemasSent: number
+    /** Every REST call, `METHOD /path`; the first-contact probe's `GET .../datasets` among them. */
     restCalls: Array<string>
   }
   /** The BUFFERED streams (`rows` includes what their flushes made visible). */

@@ -61,6 +61,8 @@ export interface FakeCheckAndMutateOptions {
   readonly families?: Record<string, object>
   /** The app profile as GetAppProfile answers it; absent: no instance admin client (like the emulator). */
   readonly appProfile?: object
+  /** The table does not exist until a CreateTable, which declares its families. */
+  readonly missingTable?: boolean
 }
 
 const text = new TextDecoder()
@@ -161,14 +163,30 @@ export const makeFakeCheckAndMutate = (options: FakeCheckAndMutateOptions = {}) 
     },
     close: () => undefined
   }
+  let created: Record<string, object> | undefined
   const admin: BigtableClient.AdminClient = {
     getTable: (request) => {
       adminCalls.push(`GetTable ${request.name}`)
+      if (options.missingTable === true && created === undefined) {
+        return Promise.reject(Object.assign(new Error("5 NOT_FOUND"), { code: 5, details: "table not found" }))
+      }
       return Promise.resolve([{
-        columnFamilies: options.families ?? { m: {}, c: { valueType: { aggregateType: { sum: {} } } }, d: {} }
+        columnFamilies: created ?? options.families ??
+          { m: {}, c: { valueType: { aggregateType: { sum: {} } } }, d: {} }
       }])
     },
-    createTable: () => Promise.reject(new Error("not used")),
+    createTable: (request) => {
+      adminCalls.push(
+        `CreateTable ${request.parent}/tables/${request.tableId} ${
+          Object.keys(request.table.columnFamilies).toSorted().join(",")
+        }`
+      )
+      if (options.missingTable !== true || created !== undefined) {
+        return Promise.reject(Object.assign(new Error("6 ALREADY_EXISTS"), { code: 6, details: "exists" }))
+      }
+      created = { ...request.table.columnFamilies }
+      return Promise.resolve([{}])
+    },
     modifyColumnFamilies: () => Promise.reject(new Error("not used")),
     close: () => Promise.resolve()
   }

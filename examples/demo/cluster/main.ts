@@ -63,7 +63,7 @@ const asRecord = (u: unknown): Record<string, unknown> =>
 
 /** One runner process, in its own process group (Ctrl-C reaches the demo, which stops the runners in order). */
 const spawnRunner = (index: number, env: Record<string, string>, onStep: (step: Step) => void): Runner => {
-  const child = spawn(process.execPath, ["--conditions=source", runnerScript], {
+  const child = spawn(process.execPath, ["--conditions=effect-gcp-sinks:source", runnerScript], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true

@@ -9,8 +9,8 @@ import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Sink from "effect/Sink"
-import type { BigQueryClient } from "../../BigQuery/BigQueryClient.ts"
-import type { BigQueryError } from "../../BigQuery/BigQueryError.ts"
+import { BigQueryClient } from "../../BigQuery/BigQueryClient.ts"
+import { BigQueryError } from "../../BigQuery/BigQueryError.ts"
 import type {
   AtLeastOnceSinkOptions,
   ExactlyOnceSinkError,
@@ -27,9 +27,9 @@ import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 import * as checkpointSink from "../checkpoint/sink.ts"
 import * as O from "../options/schema.ts"
+import * as optionalPackage from "../wire/optionalPackage.ts"
 import * as exactlyOnce from "./exactlyOnce/writer.ts"
 import * as fileLoadsOptions from "./fileLoads/options.ts"
-import * as fileLoads from "./fileLoads/writer.ts"
 import * as options from "./options.ts"
 import * as storageWriteSink from "./storageWrite/sink.ts"
 import * as storageWriteWriter from "./storageWrite/writer.ts"
@@ -51,6 +51,23 @@ const methodOf = (input: unknown): "AtLeastOnce" | "ExactlyOnce" | "FileLoads" =
   const tag = O.isRecord(method) ? method._tag : undefined
   return tag === "ExactlyOnce" || tag === "FileLoads" ? tag : "AtLeastOnce"
 }
+
+/** File loads stage Avro (`avsc`) in Cloud Storage: their module is loaded only when they are asked for. */
+const fileLoads = optionalPackage.load(() => import("./fileLoads/writer.ts"), {
+  needs: ["avsc", "@google-cloud/storage"],
+  feature: "WriteMethod.fileLoads",
+  path: "writeMethod"
+})
+
+/**
+ * A write proves first contact (`wire/firstContact.ts`) once its options are decoded and before any
+ * request: a setup mistake ends it within the client's `firstContactTimeout`, saying what to do.
+ */
+const contact: Effect.Effect<void, BigQueryError, BigQueryClient> = BigQueryClient.use((client) =>
+  client.firstContact === undefined
+    ? Effect.void
+    : Effect.mapError(client.firstContact, (reason) => new BigQueryError({ reason }))
+)
 
 const refuseCheckpoint = (input: unknown) =>
   checkpointSink.refuse(input, "WriteMethod.exactlyOnce(...) and WriteMethod.fileLoads(...)")
@@ -96,23 +113,27 @@ export const sink = <A, P, H extends Handler | undefined>(
   type R = HandlerContext<H>
   switch (methodOf(input)) {
     case "ExactlyOnce":
-      return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {
+      return Sink.unwrap<WriteSummary, A, never, Error<H>, BigQueryClient, Services<H>>(Effect.gen(function*() {
         const checkpoint = yield* checkpointSink.decode<A, P>(input.checkpoint, "sink", "WriteMethod.exactlyOnce(...)")
         const settings = yield* options.decode(input as EO<A, P, H>, "ExactlyOnce")
+        yield* contact
         return exactlyOnce.sink<A, P, E, R>(settings, checkpoint)
       }))
     case "FileLoads":
-      return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {
+      return Sink.unwrap<WriteSummary, A, never, Error<H>, BigQueryClient, Services<H>>(Effect.gen(function*() {
         const checkpoint = yield* checkpointSink.decode<A, P>(input.checkpoint, "sink", "WriteMethod.fileLoads(...)")
         // without checkpoint.every the sink loads once, at the end of input
         const loadsOnce = checkpoint.every._tag === "EndOfInput"
         const { files, settings } = yield* decodeFileLoads(input as FL<A, P, H>, loadsOnce)
-        return fileLoads.sink<A, P, E, R>(settings, files, checkpoint)
+        const module = yield* fileLoads
+        yield* contact
+        return module.sink<A, P, E, R>(settings, files, checkpoint)
       }))
     case "AtLeastOnce":
-      return Sink.unwrap<WriteSummary, A, never, Error<H>, never, Services<H>>(Effect.gen(function*() {
+      return Sink.unwrap<WriteSummary, A, never, Error<H>, BigQueryClient, Services<H>>(Effect.gen(function*() {
         yield* refuseCheckpoint(input)
         const settings = yield* options.decode(input as ALO<A, H>)
+        yield* contact
         return storageWriteSink.make<A, E, R>(settings)
       }))
   }
@@ -133,18 +154,22 @@ export const writer = <A, P, H extends Handler | undefined>(
       return Effect.gen(function*() {
         const resume = yield* writerResume<P>(input.checkpoint, "WriteMethod.exactlyOnce(...)")
         const settings = yield* options.decode(input as WriterForm<EO<A, P, H>>, "ExactlyOnce")
+        yield* contact
         return yield* exactlyOnce.make<A, P, E, R>(settings, resume)
       })
     case "FileLoads":
       return Effect.gen(function*() {
         const resume = yield* writerResume<P>(input.checkpoint, "WriteMethod.fileLoads(...)")
         const { files, settings } = yield* decodeFileLoads(input as WriterForm<FL<A, P, H>>, false)
-        return yield* fileLoads.make<A, P, E, R>(settings, files, resume)
+        const module = yield* fileLoads
+        yield* contact
+        return yield* module.make<A, P, E, R>(settings, files, resume)
       })
     case "AtLeastOnce":
       return Effect.gen(function*() {
         yield* refuseCheckpoint(input)
         const settings = yield* options.decode(input as ALO<A, H>)
+        yield* contact
         return yield* storageWriteWriter.make<A, E, R>(settings)
       })
   }

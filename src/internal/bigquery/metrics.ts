@@ -39,6 +39,16 @@ export const openDestinations = gauge(
   "destinations with open state (summed over the process's writers)"
 )
 
+/**
+ * The time from handing a batch to an append until its answer (its in-band re-sends included),
+ * as Bigtable's `bigtable.client.latency`, in milliseconds.
+ *
+ * @internal
+ */
+export const appendLatency = Metric.timer("bigquery.appendLatency", {
+  description: "time from handing a batch to an append until its answer"
+})
+
 /** @internal */
 export const appendRetries = counter("bigquery.appendRetries", "batches appended again after a failure")
 

@@ -301,7 +301,7 @@ const tableSchemaOf = <A>(serializer: RowSerializer<A>, table: TableDestination.
     catch: (cause) =>
       new SinkConfigError({
         path: "serializer",
-        message: `tableSchema threw: ${cause instanceof Error ? cause.message : String(cause)}`
+        detail: `tableSchema threw: ${cause instanceof Error ? cause.message : String(cause)}`
       })
   })
 

@@ -17,6 +17,7 @@ import * as Queue from "effect/Queue"
 import type { Accounted, Budget, Core, CoreError, Delivery, Method, VerdictOf } from "./backend.ts"
 import { delayAfter } from "./budget.ts"
 import * as repairEngine from "./repairs.ts"
+import * as retryWarning from "./retryWarning.ts"
 import * as stall from "./stall.ts"
 import type { Command, OwnerContext, State } from "./state.ts"
 
@@ -96,7 +97,8 @@ export const startQueued = <M extends Method>(
 const waits = <M extends Method>(
   ctx: OwnerContext<M>,
   fork: (effect: Effect.Effect<unknown>) => Effect.Effect<void>,
-  failCause: (cause: Cause.Cause<CoreError<M>>) => Effect.Effect<void>
+  failCause: (cause: Cause.Cause<CoreError<M>>) => Effect.Effect<void>,
+  warning: retryWarning.RetryWarningState
 ): Pick<Core<M>, "after" | "retry"> => {
   // a staging writer has no schedules, and no `after`/`retry` in the core it is handed
   const delay = (budget: Budget, attempt: number, failure: CoreError<M>) =>
@@ -107,7 +109,10 @@ const waits = <M extends Method>(
       return Effect.flatMap(delay(budget, attempt, failure), (wait) =>
         Option.isNone(wait)
           ? failCause(Cause.fail(failure))
-          : fork(Effect.andThen(Effect.sleep(wait.value), offerTo(ctx.commands, command))))
+          : Effect.andThen(
+            retryWarning.waiting(warning, budget, wait.value, failure),
+            fork(Effect.andThen(Effect.sleep(wait.value), offerTo(ctx.commands, command)))
+          ))
     })
   // At once, the items go again on the owner itself: it alone takes from its bounded queue, so an
   // offer of its own to a full queue would wait forever (a repair re-sends thousands at once).
@@ -140,7 +145,8 @@ export const makeCore = <M extends Method>(
     })
   const fail = (error: CoreError<M>) => failCause(Cause.fail(error))
   const offer = (step: Effect.Effect<void, CoreError<M>>) => offerTo(ctx.commands, { _tag: "Step", step })
-  const { after, retry } = waits(ctx, fork, failCause)
+  const warning = retryWarning.makeState()
+  const { after, retry } = waits(ctx, fork, failCause, warning)
   const repairs = repairEngine.make<M["Item"], CoreError<M>>({
     fork,
     offer,
@@ -162,7 +168,10 @@ export const makeCore = <M extends Method>(
     fork,
     after,
     retry,
-    resolved: (items) => resolved(ctx, items),
+    resolved: (items) => {
+      retryWarning.recovered(warning)
+      return resolved(ctx, items)
+    },
     route: (failure) => route(ctx, failure, failCause),
     fail,
     failCause,

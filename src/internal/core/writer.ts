@@ -48,6 +48,7 @@ import * as flowControl from "./flowControl.ts"
 import type { Permit } from "./flowControl.ts"
 import { hotSpan } from "./hotSpan.ts"
 import * as owner from "./owner.ts"
+import * as progressLog from "./progressLog.ts"
 import * as ownerState from "./state.ts"
 import * as summaryCounters from "./summaryCounters.ts"
 
@@ -166,6 +167,7 @@ const build = <M extends Method, P>(
     const parts: Parts<M> = { commands, failed, flow, staged, counters, state }
     const writer = admission<M, P>(seams.admission, parts)
     yield* flushAtClose(state, writer)
+    yield* progressLog.start(seams.admission.name, writer.summary, () => state.outstanding)
     return writer
   })
 

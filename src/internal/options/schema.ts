@@ -1,5 +1,5 @@
 /**
- * Option decoding with plain `Schema` (DESIGN section 3): the few leaf schemas the options share
+ * Option decoding with plain `Schema`: the few leaf schemas the options share
  * (bounded integers, durations, resource id components, values the caller built), each built from
  * `Schema`'s own types and checks, and the mapping of a `Schema` issue to a `SinkConfigError` whose
  * path is the option as the user wrote it (`writeMethod.maxInFlightBytes`).
@@ -25,6 +25,7 @@ import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as emulatorEndpoint from "../wire/emulatorEndpoint.ts"
+import * as suggest from "./suggest.ts"
 
 /** A short, safe rendering of a rejected value for an error message. @internal */
 export const describe = (value: unknown): string => {
@@ -228,27 +229,26 @@ const isEndpoint = (u: unknown): u is emulatorEndpoint.Endpoint =>
   isRecord(u) && Predicate.isString(u.host) && Predicate.isNumber(u.port)
 
 /**
- * A `host:port` emulator endpoint (a string: `8086` or `null` is rejected, never thrown on); the
- * message names the option as `EmulatorEndpoint.parse` does (DESIGN section 3).
+ * A `host:port` emulator endpoint (a string: `8086` or `null` is rejected, never thrown on), with
+ * the message of `EmulatorEndpoint.parse`.
  *
  * @internal
  */
-export const Endpoint = (optionName: string) =>
-  Schema.Unknown.pipe(Schema.decodeTo(
-    Schema.declare(isEndpoint),
-    SchemaTransformation.transformEffect({
-      decode: (input) => {
-        if (!Predicate.isString(input)) {
-          return Effect.fail(invalid(`${optionName} must be host:port (a string), was ${describe(input)}`))
-        }
-        const parsed = emulatorEndpoint.parse(input)
-        return parsed === undefined
-          ? Effect.fail(invalid(emulatorEndpoint.message(optionName, input)))
-          : Effect.succeed(parsed)
-      },
-      encode: (e: emulatorEndpoint.Endpoint) => Effect.succeed<unknown>(`${e.host}:${e.port}`)
-    })
-  ))
+export const Endpoint = Schema.Unknown.pipe(Schema.decodeTo(
+  Schema.declare(isEndpoint),
+  SchemaTransformation.transformEffect({
+    decode: (input) => {
+      if (!Predicate.isString(input)) {
+        return Effect.fail(invalid(`must be host:port (a string), was ${describe(input)}`))
+      }
+      const parsed = emulatorEndpoint.parse(input)
+      return parsed === undefined
+        ? Effect.fail(invalid(emulatorEndpoint.message(input)))
+        : Effect.succeed(parsed)
+    },
+    encode: (e: emulatorEndpoint.Endpoint) => Effect.succeed<unknown>(`${e.host}:${e.port}`)
+  })
+))
 
 const redactedExpected = "must be a Redacted path (Redacted.make or Config.Redacted)"
 
@@ -303,12 +303,16 @@ const typeMessage = (ast: SchemaAST.AST, input: unknown): string => {
   return `must be an object, was ${describe(input)}`
 }
 
-const leafMessage = (issue: SchemaIssue.Issue): string => {
+/** The options a struct accepts: its property names. */
+const optionNames = (ast: SchemaAST.AST): ReadonlyArray<string> =>
+  SchemaAST.isObjects(ast) ? ast.propertySignatures.map((p) => String(p.name)) : []
+
+const leafMessage = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>): string => {
   switch (issue._tag) {
     case "MissingKey":
       return "is required"
     case "UnexpectedKey":
-      return "is not an option here (misspelt, or renamed: see docs/adr/0016-shared-option-vocabulary.md)"
+      return suggest.unknownKey(String(path.at(-1) ?? ""), optionNames(issue.ast))
     case "InvalidType":
       return typeMessage(issue.ast, issue.input)
     case "InvalidValue":
@@ -338,7 +342,7 @@ const first = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>): Firs
       return head === undefined ? { path, message: typeMessage(issue.ast, inputOf(issue)) } : first(head, path)
     }
     default:
-      return { path, message: leafMessage(issue) }
+      return { path, message: leafMessage(issue, path) }
   }
 }
 
@@ -358,7 +362,7 @@ const renderPath = (prefix: string, path: ReadonlyArray<PropertyKey>): string =>
 export const toConfigError = (prefix: string) => (issue: SchemaIssue.Issue): SinkConfigError => {
   const found = first(issue, [])
   const path = renderPath(prefix, found.path)
-  return new SinkConfigError({ path: path.length === 0 ? "options" : path, message: found.message })
+  return new SinkConfigError({ path: path.length === 0 ? "options" : path, detail: found.message })
 }
 
 /**
@@ -379,7 +383,7 @@ export const decodeIssue = <A, RD>(schema: Schema.Decoder<A, RD>) => (input: unk
 
 /** @internal */
 export const fail = (path: string, message: string): Effect.Effect<never, SinkConfigError> =>
-  Effect.fail(new SinkConfigError({ path, message }))
+  Effect.fail(new SinkConfigError({ path, detail: message }))
 
 /** A value decoded by `schema` at `path`, failing with a `SinkConfigError`. @internal */
 export const decodeAt = <A>(path: string, schema: Schema.Decoder<A>, input: unknown) => decode(schema, path)(input)

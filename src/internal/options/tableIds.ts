@@ -38,20 +38,27 @@ export interface IdProblem {
  */
 export const firstProblem = (
   fields: unknown,
-  names: ReadonlyArray<string>
+  names: ReadonlyArray<string>,
+  rules: Rules = {}
 ): IdProblem | undefined => {
   if (!Predicate.isObject(fields)) return { component: "", message: `must be an object, was ${describeValue(fields)}` }
   for (const component of names) {
-    const message = componentProblem(fields[component])
+    const value = fields[component]
+    const rule = rules[component]
+    const message = componentProblem(value) ??
+      (rule !== undefined && Predicate.isString(value) ? rule(value) : undefined)
     if (message !== undefined) return { component, message }
   }
   return undefined
 }
 
+/** A backend's own rule for a component (Bigtable's table and instance ids), after the shared one. @internal */
+export type Rules = { readonly [component: string]: (value: string) => string | undefined }
+
 const configError = (path: string, problem: IdProblem): SinkConfigError =>
   new SinkConfigError({
     path: problem.component === "" ? path : `${path}.${problem.component}`,
-    message: problem.message
+    detail: problem.message
   })
 
 /**
@@ -74,18 +81,19 @@ export interface Constructors<Fields, Destination, Unroutable> {
  */
 export const constructors = <Fields, Destination, Unroutable>(backend: {
   readonly components: ReadonlyArray<keyof Fields & string>
+  readonly rules?: Rules | undefined
   readonly checked: (fields: Fields) => Destination
   readonly unroutable: (reason: string) => Unroutable
 }): Constructors<Fields, Destination, Unroutable> => ({
   make: (fields, path = "table") =>
     Effect.suspend(() => {
-      const problem = firstProblem(fields, backend.components)
+      const problem = firstProblem(fields, backend.components, backend.rules)
       return problem === undefined
         ? Effect.succeed(backend.checked(fields))
         : Effect.fail(configError(path, problem))
     }),
   resolve: (fields) => {
-    const problem = firstProblem(fields, backend.components)
+    const problem = firstProblem(fields, backend.components, backend.rules)
     return problem === undefined
       ? backend.checked(fields)
       : backend.unroutable(
@@ -93,7 +101,7 @@ export const constructors = <Fields, Destination, Unroutable>(backend: {
       )
   },
   makeUnsafe: (fields) => {
-    const problem = firstProblem(fields, backend.components)
+    const problem = firstProblem(fields, backend.components, backend.rules)
     if (problem === undefined) return backend.checked(fields)
     throw configError("table", problem)
   }

@@ -1,5 +1,6 @@
 /**
- * Parsing of `host:port` emulator endpoints (reference 1.4): verbatim value, split at the last colon.
+ * Parsing of `host:port` emulator endpoints: the value verbatim, split at the last colon, a port of
+ * 1 to 65535, no whitespace.
  *
  * @internal
  */
@@ -32,5 +33,5 @@ export const parse = (value: string): Endpoint | undefined => {
   return { host, port, target: `${host}:${port}` }
 }
 
-/** @internal */
-export const message = (optionName: string, value: string): string => `${optionName} must be host:port, was '${value}'`
+/** What is wrong with an endpoint that does not parse; the error's path names the option. @internal */
+export const message = (value: string): string => `must be host:port, was '${value}'`

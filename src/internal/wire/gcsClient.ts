@@ -15,8 +15,10 @@ import type { GcsClientConfig, GcsClientService } from "../../Sink/GcsClient.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as O from "../options/schema.ts"
 import type { Endpoint } from "./emulatorEndpoint.ts"
+import * as emulatorEnv from "./emulatorEnv.ts"
+import * as optionalPackage from "./optionalPackage.ts"
 
-const Emulator = Schema.Struct({ rest: O.requiredValue(O.Endpoint("emulator.rest")) })
+const Emulator = Schema.Struct({ rest: O.requiredValue(O.Endpoint) })
 
 /** @internal */
 export interface Settings {
@@ -50,7 +52,7 @@ const SettingsSchema = Schema.Struct({
 export const settings = (config: GcsClientConfig): Effect.Effect<Settings, SinkConfigError> =>
   O.decode(SettingsSchema)(config)
 
-const keyFileError = (message: string) => new SinkConfigError({ path: "serviceAccountKeyFile", message })
+const keyFileError = (message: string) => new SinkConfigError({ path: "serviceAccountKeyFile", detail: message })
 
 const scopes = ["https://www.googleapis.com/auth/devstorage.read_write"]
 
@@ -79,17 +81,28 @@ const keyFileAuth = Effect.fnUntraced(function*(path: Redacted.Redacted<string>)
 export const make: (config: GcsClientConfig) => Effect.Effect<GcsClientService, SinkConfigError> = Effect.fn(
   "GcsClient.make"
 )(function*(config: GcsClientConfig) {
-  const { endpoint, projectId, serviceAccountKeyFile } = yield* settings(config)
+  const { projectId, serviceAccountKeyFile, ...given } = yield* settings(config)
+  // the standard variable, read only when no option says where to go
+  const endpoint = given.endpoint ?? (serviceAccountKeyFile === undefined ? yield* emulatorEnv.storage : undefined)
   const authClient = serviceAccountKeyFile === undefined ? undefined : yield* keyFileAuth(serviceAccountKeyFile)
-  // Loaded when a client is built (about 200 ms), not when the package is imported.
-  const { Storage } = yield* Effect.promise(() => import("@google-cloud/storage"))
+  // Loaded when a client is built (about 200 ms), not when the package is imported: an optional peer.
+  const { Storage } = yield* optionalPackage.load(() => import("@google-cloud/storage"), {
+    needs: ["@google-cloud/storage"],
+    path: "GcsClient"
+  })
+  const apiEndpoint = endpoint === undefined ? "https://storage.googleapis.com" : `http://${endpoint.target}`
   const storage = new Storage({
     projectId,
     // One retry budget: the store's own schedule (the client would retry conditional uploads itself).
     retryOptions: { autoRetry: false, maxRetries: 0 },
-    ...(endpoint === undefined ? {} : { apiEndpoint: `http://${endpoint.target}` }),
+    apiEndpoint,
+    // a STORAGE_EMULATOR_HOST in the environment would otherwise turn authentication off in production
+    useAuthWithCustomEndpoint: endpoint === undefined,
     ...(authClient === undefined ? {} : { authClient })
   })
+  // `@google-cloud/storage` takes STORAGE_EMULATOR_HOST from the environment verbatim as its base URL
+  // (no /storage/v1, which fake-gcs-server answers 404), over any apiEndpoint: the endpoint chosen here wins.
+  storage.baseUrl = `${apiEndpoint}/storage/v1`
   return { projectId, storage }
 })
 

@@ -5,9 +5,12 @@
  * @internal
  */
 import * as grpc from "@grpc/grpc-js"
+import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { EmulatorEndpoint } from "../../Sink/EmulatorEndpoint.ts"
+import { caught, DriverFailure } from "./driverFailure.ts"
+import { credentialProblem, credentialsAdvice } from "./firstContact.ts"
 
 /**
  * Channel options: no client-side message caps (the writers bound their requests), keepalive as the
@@ -46,21 +49,26 @@ export interface HeaderSource {
 
 /**
  * Call credentials from an auth client: each call asks it for its headers (a cached, refreshed
- * access token). When that fails the call ends `UNAVAILABLE` (a token endpoint can be briefly
- * unreachable), so the writer retries it within its budget; the cause is not put in the message,
- * which could carry key material.
+ * access token). When there are no credentials, or Google refuses them, the call ends
+ * `UNAUTHENTICATED` with a message saying how to provide them (waiting would not help: the writer
+ * fails at once); when the token endpoint cannot be reached it ends `UNAVAILABLE`, so the writer
+ * retries it within its budget. The cause is never put in the message, which could carry key material.
  *
  * @internal
  */
 export const callCredentials = (auth: HeaderSource, service: string): grpc.CallCredentials =>
   grpc.credentials.createFromMetadataGenerator((options, callback) => {
-    Effect.runCallback(Effect.tryPromise(() => auth.getRequestHeaders(options.service_url)), {
+    Effect.runCallback(Effect.tryPromise({ try: () => auth.getRequestHeaders(options.service_url), catch: caught }), {
       onExit: (exit) => {
         if (Exit.isFailure(exit)) {
+          const failure = Cause.squash(exit.cause)
+          const problem = credentialProblem(failure instanceof DriverFailure ? failure.cause : failure)
           callback(
-            Object.assign(new Error(`could not obtain Google credentials for ${service}`), {
-              code: grpc.status.UNAVAILABLE
-            })
+            problem === undefined
+              ? Object.assign(new Error(`could not obtain Google credentials for ${service}`), {
+                code: grpc.status.UNAVAILABLE
+              })
+              : Object.assign(new Error(credentialsAdvice(service, problem)), { code: grpc.status.UNAUTHENTICATED })
           )
           return
         }

@@ -34,7 +34,7 @@ const names: ReadonlyArray<CodeName> = Object.keys(Code) as Array<CodeName>
 
 /**
  * The name of a status code (`"UNAVAILABLE"`), or `"UNCLASSIFIED"` when there is no code or it is
- * not a canonical one (the metric label of reference 1.5).
+ * not a canonical one (the metric label of a status-less failure).
  *
  * @internal
  */

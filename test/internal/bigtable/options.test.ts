@@ -106,6 +106,14 @@ describe("Bigtable options", () => {
         },
         "tableCreateOptions.columnFamilies.cf.type"
       )
+      // a family name Bigtable refuses, before any I/O, with the rule it breaks
+      const badFamily = yield* Effect.flip(options.settings({
+        ...base,
+        createDisposition: "CREATE_IF_NEEDED",
+        tableCreateOptions: { columnFamilies: { "my family": {} } }
+      }))
+      assert.include(badFamily.path, "tableCreateOptions.columnFamilies")
+      assert.include(badFamily.message, "must be letters, digits, '_', '-' and '.', was 'my family'")
       const s = yield* options.settings({
         ...base,
         createDisposition: "CREATE_IF_NEEDED",

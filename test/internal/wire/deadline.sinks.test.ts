@@ -2,9 +2,14 @@
  * Both sinks against an endpoint that accepts TCP and never speaks HTTP/2 fail with their typed
  * error within their deadlines and budgets, instead of waiting forever (short deadlines through the
  * internal `AdminTimeout` / `ResponseTimeout` references, which the sinks' `adminTimeout` and
- * `responseTimeout` options set).
+ * `responseTimeout` options set). The clients enter through `fromClients`, which skips the
+ * first-contact probe: what is measured is the writers' own deadlines, as on a connection that
+ * worked and then went silent (a client from `layer` stops at first contact instead:
+ * `firstContact.sinks.test.ts`).
  */
 import { assert, describe, it } from "@effect/vitest"
+import { BigQuery } from "@google-cloud/bigquery"
+import * as grpcJs from "@grpc/grpc-js"
 import { Effect, Layer, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, TableDestination, WriteMethod } from "../../../src/BigQuery/index.ts"
 import {
@@ -17,7 +22,23 @@ import {
 } from "../../../src/Bigtable/index.ts"
 import { serializer } from "../../BigQuery/sinkFixtures.ts"
 import { silentTcp, unansweringHttp } from "../../support/blackHole.ts"
+import { staticTokenAuth } from "../../support/clients.ts"
 import * as Fake from "../../support/fakeBigQueryWrite.ts"
+
+/** The BigQuery clients on `grpc` and `rest`, plaintext with a static token, without a first-contact probe. */
+const bigQueryClients = (projectId: string, grpc: string, rest: string) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const write = yield* Effect.acquireRelease(
+      Effect.sync(() => new grpcJs.Client(grpc, grpcJs.credentials.createInsecure())),
+      (client) => Effect.sync(() => client.close())
+    )
+    const authClient = yield* staticTokenAuth
+    return BigQueryClient.fromClients({
+      projectId,
+      write,
+      rest: new BigQuery({ projectId, apiEndpoint: `http://${rest}`, authClient, retryOptions: { autoRetry: false } })
+    })
+  }))
 
 describe("deadlines: the sinks against a silent endpoint", () => {
   it.live(
@@ -38,10 +59,7 @@ describe("deadlines: the sinks against a silent endpoint", () => {
               adminTimeout: "300 millis"
             })
           })),
-          Effect.provide(Layer.fresh(BigQueryClient.layer({
-            projectId: "p",
-            emulator: { grpc: grpc.target, rest: rest.target }
-          }))),
+          Effect.provide(Layer.fresh(bigQueryClients("p", grpc.target, rest.target))),
           Effect.flip
         )
         assert.strictEqual(error._tag, "BigQueryError")
@@ -74,10 +92,7 @@ describe("deadlines: the sinks against a silent endpoint", () => {
               adminTimeout: "300 millis"
             })
           })),
-          Effect.provide(Layer.fresh(BigQueryClient.layer({
-            projectId: fake.projectId,
-            emulator: { grpc: fake.grpcEndpoint, rest: rest.target }
-          }))),
+          Effect.provide(Layer.fresh(bigQueryClients(fake.projectId, fake.grpcEndpoint, rest.target))),
           Effect.flip
         )
         assert.strictEqual(error._tag, "BigQueryError")
@@ -107,7 +122,16 @@ describe("deadlines: the sinks against a silent endpoint", () => {
               responseTimeout: "300 millis"
             })
           })),
-          Effect.provide(Layer.fresh(BigtableClient.layer({ projectId: "p", emulator: { grpc: hole.target } }))),
+          Effect.provide(Layer.fresh(BigtableClient.fromClients({
+            projectId: "p",
+            data: new grpcJs.Client(hole.target, grpcJs.credentials.createInsecure()),
+            admin: {
+              getTable: () => Promise.reject(new Error("not used")),
+              createTable: () => Promise.reject(new Error("not used")),
+              modifyColumnFamilies: () => Promise.reject(new Error("not used")),
+              close: () => Promise.resolve()
+            }
+          }))),
           Effect.flip
         )
         assert.strictEqual(error._tag, "BigtableError")

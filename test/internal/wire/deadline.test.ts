@@ -122,7 +122,7 @@ describe("deadlines: BigQuery REST tables.*", () => {
       () =>
         Effect.scoped(Effect.gen(function*() {
           const { target } = yield* hole
-          const rest = credentials.restClient({
+          const rest = yield* credentials.restClient({
             projectId: "p",
             location: undefined,
             auth: credentials.staticTokenAuth(),

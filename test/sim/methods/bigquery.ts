@@ -25,6 +25,9 @@ import {
 import { Checkpoint, FailureHandler, GcsClient, type WriteSummary } from "../../../src/Sink.ts"
 import * as BigQuery from "../bigquery.ts"
 import * as FileLoads from "../fileLoads.ts"
+// the file-loads writer is loaded on first use (its Avro and Cloud Storage packages are optional peers):
+// loaded here, its import resolves at once inside a run, as every other step of the simulation
+import * as FileLoadsWriter from "../../../src/internal/bigquery/fileLoads/writer.ts"
 import * as Gcs from "../gcs.ts"
 import { World } from "../kernel.ts"
 import * as Life from "../life.ts"
@@ -530,3 +533,6 @@ export const fileLoads: MethodRun = async (seed, options) => {
   ]
   return { world, result, checks }
 }
+
+/** Loaded with this module (see its import). */
+export const preloaded = FileLoadsWriter.make !== undefined

@@ -91,7 +91,7 @@ export const decode = <A>(cdc: CdcOptions<A>, path: string): Effect.Effect<CdcSe
           catch: (cause) =>
             new SinkConfigError({
               path: at,
-              message: `the provider threw: ${cause instanceof Error ? cause.message : String(cause)}`
+              detail: `the provider threw: ${cause instanceof Error ? cause.message : String(cause)}`
             })
         }).pipe(
           Effect.flatMap((result) =>

@@ -214,7 +214,7 @@ export const provision = Effect.fn("BigQuerySink.provisionCdcTable")(function*<A
   yield* Effect.annotateCurrentSpan("destination", destination.toString())
   const options = yield* Effect.mapError(
     cdc.tableOptions(destination),
-    (e: SinkConfigError) => failure(destination, "cdc.tableOptions", `${e.path}: ${e.message}`, e)
+    (e: SinkConfigError) => failure(destination, "cdc.tableOptions", e.message, e)
   )
   let [state, command] = P.start({ options, policy: cdc.reconciliation, createDisposition: env.createDisposition })
   while (command._tag !== "Done" && command._tag !== "Fail") {

@@ -90,7 +90,7 @@ export const describeMessage = (
   const nested: Array<TableSchema.DescriptorProto> = []
   const resolved = Result.try({
     try: () => type.root.resolveAll(),
-    catch: (cause) => new SinkConfigError({ path, message: `cannot resolve the message type: ${String(cause)}` })
+    catch: (cause) => new SinkConfigError({ path, detail: `cannot resolve the message type: ${String(cause)}` })
   })
   if (Result.isFailure(resolved)) return Result.fail(resolved.failure)
   return Result.map(describeType(type, rootName, path, 0, nested), ({ descriptorFields, fields }) => ({

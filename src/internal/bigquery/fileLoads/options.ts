@@ -101,7 +101,7 @@ export const StagingPathSchema = Schema.String.annotate({ expected: "gs://bucket
 /** Files are staged as Avro; PARQUET is named as not supported yet rather than as unknown. */
 const StagingFormat = Schema.Unknown.check(
   Schema.makeFilter((format: unknown) => format !== "PARQUET", {
-    message: "PARQUET is not supported yet: files are staged as Avro (see docs/adr/0023-file-loads.md)"
+    message: "PARQUET is not supported yet: files are staged as Avro, which loads every BigQuery type exactly"
   })
 ).pipe(
   Schema.decodeTo(Schema.Literals(["AVRO"]).annotate({ expected: "AVRO" }), SchemaTransformation.passthroughSupertype())

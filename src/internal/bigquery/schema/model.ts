@@ -70,7 +70,7 @@ export const nameError = (name: string): string | undefined => {
 
 /** A `SinkConfigError` at `path` as a failed `Result`. @internal */
 export const fail = (path: string, message: string): Result.Result<never, SinkConfigError> =>
-  Result.fail(new SinkConfigError({ path, message }))
+  Result.fail(new SinkConfigError({ path, detail: message }))
 
 const typeOf = (raw: unknown, dialect: Dialect, path: string): Result.Result<FieldType, SinkConfigError> => {
   if (dialect === "storage" && Predicate.isNumber(raw)) {

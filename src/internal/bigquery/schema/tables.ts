@@ -1,7 +1,7 @@
 /**
  * REST table calls through `@google-cloud/bigquery` (the driver edge): get with its etag, insert
  * with 409 as success, etag-conditioned schema patch; and the retry of rate limits and 5xx on the
- * recovery budget (reference 2.11).
+ * recovery budget.
  *
  * @internal
  */
@@ -9,14 +9,17 @@ import type { BigQuery, TableField, TableMetadata } from "@google-cloud/bigquery
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
-import { BigQueryError, TableAdminFailed, TableNotFound } from "../../../BigQuery/BigQueryError.ts"
+import { BigQueryError, SchemaMismatch, TableAdminFailed, TableNotFound } from "../../../BigQuery/BigQueryError.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
 import { type AnyPolicy, toScheduleOf } from "../../core/retrySchedule.ts"
+import * as advice from "../../wire/advice.ts"
 import * as deadline from "../../wire/deadline.ts"
 import * as metrics from "../metrics.ts"
 import { type AdminVerdict, classifyAdmin } from "../transport/classify.ts"
+import * as schemaCheck from "./check.ts"
+import * as datasets from "./datasets.ts"
 
 /** A REST failure: HTTP status (undefined for transport errors) and the first error reason. @internal */
 export interface AdminFailure {
@@ -43,16 +46,21 @@ export const verdictOf = (failure: AdminFailure): AdminVerdict =>
   classifyAdmin(failure.method, failure.status, failure.reason)
 
 /** @internal */
-export const toError = (destination: TableDestination, failure: AdminFailure): BigQueryError =>
-  new BigQueryError({
+export const toError = (destination: TableDestination, failure: AdminFailure): BigQueryError => {
+  const detail = failure.reason === undefined ? failure.message : `${failure.reason}: ${failure.message}`
+  return new BigQueryError({
     reason: new TableAdminFailed({
       method: `tables.${failure.method}`,
       destination: destination.toString(),
       status: failure.status ?? 0,
-      detail: failure.reason === undefined ? failure.message : `${failure.reason}: ${failure.message}`,
+      // a refusal says what to grant (a 403 rate limit is retried before it gets here)
+      detail: failure.status === 403 && failure.reason !== "rateLimitExceeded"
+        ? advice.append(detail, advice.bigqueryPermission)
+        : detail,
       cause: failure.cause
     })
   })
+}
 
 /** The live table: its schema as REST JSON and its etag (and the whole resource). @internal */
 export interface LiveTable {
@@ -196,8 +204,28 @@ export const retrying = <A>(
 export type CreateResource = Record<string, unknown>
 
 /**
+ * A failed `tables.insert` that may mean the dataset is missing (BigQuery answers 404, the emulator
+ * 500): asks `datasets.get`, and when the dataset is missing fails with a 404 naming it and how to
+ * create it, which is not retried.
+ */
+const orMissingDataset = (rest: BigQuery, destination: TableDestination) => (failure: AdminFailure) =>
+  failure.status !== 404 && (failure.status ?? 0) < 500 ? Effect.fail(failure) : Effect.flatMap(
+    datasets.exists(rest, destination.projectId, destination.datasetId),
+    (exists): Effect.Effect<never, AdminFailure> =>
+      Effect.fail(
+        exists ? failure : {
+          ...failure,
+          status: 404,
+          reason: "notFound",
+          message: datasets.missingMessage(destination.projectId, destination.datasetId)
+        }
+      )
+  )
+
+/**
  * Creates the table with `schema` and the creation options; 409 counts as created by another
- * writer. Rate limits and 5xx are retried on `policy`.
+ * writer. Rate limits and 5xx are retried on `policy`; a missing dataset fails at once, saying how
+ * to create it.
  *
  * @internal
  */
@@ -210,6 +238,7 @@ export const create = (
 ): Effect.Effect<"created" | "exists", BigQueryError> =>
   retrying(
     insert(rest, destination, { ...options, schema: TableSchema.toRest(schema) }).pipe(
+      Effect.catch(orMissingDataset(rest, destination)),
       Effect.tap(() => metrics.countRecords(metrics.tablesCreated, 1, undefined))
     ),
     policy,
@@ -228,6 +257,45 @@ export const getLive = (
   policy: AnyPolicy
 ): Effect.Effect<LiveTable | undefined, BigQueryError> =>
   retrying(get(rest, destination), policy, destination).pipe(Effect.mapError((f) => toError(destination, f)))
+
+/**
+ * With `schemaUpdate` off, checks an existing table against the serializer's schema before the
+ * first append (`check.ts`): a column the table lacks, a changed type, a REQUIRED column the
+ * serializer never writes is a `SchemaMismatch` naming the column. The live table is read once
+ * (`tables.get`, rate limits and 5xx retried on `recovery`); a table that cannot be read, or that
+ * vanished, is left to the appends.
+ *
+ * @internal
+ */
+export const verify = (
+  rest: BigQuery,
+  destination: TableDestination,
+  desired: TableSchema.TableSchema,
+  settings: {
+    readonly schemaUpdate: { readonly allowNewFields: boolean; readonly allowFieldRelaxation: boolean }
+    readonly stream: { readonly recovery: AnyPolicy }
+  }
+): Effect.Effect<void, BigQueryError> =>
+  settings.schemaUpdate.allowNewFields || settings.schemaUpdate.allowFieldRelaxation
+    ? Effect.void
+    : Effect.gen(function*() {
+      const live = yield* retrying(get(rest, destination), settings.stream.recovery, destination).pipe(
+        Effect.orElseSucceed(() => undefined)
+      )
+      if (live === undefined) return
+      const liveSchema = yield* Effect.option(TableSchema.fromRest(live.schema ?? { fields: [] }))
+      if (liveSchema._tag === "None") return
+      const issues = schemaCheck.check(liveSchema.value, desired)
+      const [first] = issues
+      if (first === undefined) return
+      return yield* new BigQueryError({
+        reason: new SchemaMismatch({
+          destination: destination.toString(),
+          detail: issues.length === 1 ? first.message : `${first.message} (and ${issues.length - 1} more)`,
+          cause: issues
+        })
+      })
+    })
 
 /**
  * Creates a table found missing with `schema` and the creation options (computed only then), or

@@ -1,5 +1,5 @@
 /**
- * The union of a live table schema and a desired one (reference section 2.10), a pure function:
+ * The union of a live table schema and a desired one, a pure function:
  * case-insensitive matching keeping the live column, no drops, reorders or retypes, REPEATED never
  * added or removed, desired-only columns appended NULLABLE when allowed, relaxation when allowed.
  *

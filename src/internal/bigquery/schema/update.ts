@@ -1,5 +1,5 @@
 /**
- * Connector-driven schema updates (reference 2.10): a fresh `tables.get`, `TableSchema.union` of
+ * Connector-driven schema updates: a fresh `tables.get`, `TableSchema.union` of
  * the live and the desired schema, and an etag-conditioned patch; a lost race (409/412, rate
  * limit) sleeps a uniform 0-500 ms and starts again from a fresh read, at most 5 times.
  *

@@ -240,6 +240,7 @@ const sendBatch = <A, E, R>(
       progress: undefined
     }
     return metrics.countRecords(metrics.recordsSend, sealed.count, perDestination).pipe(
+      Effect.andThen(metrics.countRecords(metrics.bytesSend, sealed.bytes, perDestination)),
       Effect.andThen(
         st.mode === undefined ? dispatch(st, request) : st.mode.send(request, (r) => dispatch(st, r))
       )
@@ -645,7 +646,7 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
           mode === undefined
             ? PendingAppend.run(settings, request.d, batchOf(request), progressFor(request, undefined))
             : mode.call(request)
-        ),
+        ).pipe(Effect.trackDuration(metrics.appendLatency)),
       judge: (request, outcome) => judge(st, request, outcome),
       // what the core re-sends is what a step handed it: requests
       resend: (items) =>

@@ -167,7 +167,7 @@ export const readSchema = <A, E, R>(
           new BigQueryError({
             reason: new SchemaMismatch({
               destination: destination.toString(),
-              detail: `${e.path}: ${e.message}`,
+              detail: e.message,
               cause: e
             })
           })
@@ -195,7 +195,7 @@ const cdcCollision = (destination: TableDestination, schema: TableSchema.TableSc
     CdcOptions.checkSchema(schema, "serializer"),
     (e) =>
       new BigQueryError({
-        reason: new SchemaMismatch({ destination: destination.toString(), detail: `${e.path}: ${e.message}`, cause: e })
+        reason: new SchemaMismatch({ destination: destination.toString(), detail: e.message, cause: e })
       })
   )
 
@@ -205,7 +205,7 @@ const cdcPrimaryKey = (destination: TableDestination, options: CdcTableOptions, 
     CdcOptions.checkPrimaryKey(options, schema, "writeMethod.cdc.tableOptions.primaryKey"),
     (e) =>
       new BigQueryError({
-        reason: new SchemaMismatch({ destination: destination.toString(), detail: `${e.path}: ${e.message}`, cause: e })
+        reason: new SchemaMismatch({ destination: destination.toString(), detail: e.message, cause: e })
       })
   )
 
@@ -255,7 +255,7 @@ export const createResource = <A, E, R>(
           method: "tables.insert",
           destination: destination.toString(),
           status: 0,
-          detail: `invalid creation options: ${e.path}: ${e.message}`,
+          detail: `invalid creation options: ${e.message}`,
           cause: e
         })
       })
@@ -450,6 +450,8 @@ export const untilTable = <A, E, R, X>(
         schedule: toScheduleOf(settings.stream.recovery, typed),
         while: (e) => !(e instanceof BigQueryError)
       }),
-      Effect.mapError(typed)
+      Effect.mapError(typed),
+      // a table the sink did not create is checked against the serializer's schema (schema/check.ts)
+      Effect.tap(() => created ? Effect.void : tables.verify(client.rest, destination, schema, settings))
     )
   })

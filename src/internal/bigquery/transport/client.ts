@@ -5,7 +5,9 @@
  *
  * @internal
  */
+import type { BigQuery } from "@google-cloud/bigquery"
 import type * as grpc from "@grpc/grpc-js"
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type * as Redacted from "effect/Redacted"
@@ -17,15 +19,21 @@ import type {
   BigQueryClientService,
   fromClients as publicFromClients
 } from "../../../BigQuery/BigQueryClient.ts"
+import type { ContactFailed } from "../../../Sink/ContactFailed.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as O from "../../options/schema.ts"
 import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
+import * as emulatorEnv from "../../wire/emulatorEnv.ts"
+import * as firstContact from "../../wire/firstContact.ts"
+import type * as channels from "../../wire/grpcChannel.ts"
+import * as grpcProbe from "../../wire/grpcProbe.ts"
+import * as restProbe from "../../wire/restProbe.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as credentials from "./credentials.ts"
 
 const Emulator = Schema.Struct({
-  grpc: O.requiredValue(O.Endpoint("emulator.grpc")),
-  rest: O.requiredValue(O.Endpoint("emulator.rest"))
+  grpc: O.requiredValue(O.Endpoint),
+  rest: O.requiredValue(O.Endpoint)
 })
 
 /** The options of `BigQueryClient.make`. */
@@ -34,7 +42,8 @@ const Config = Schema.Struct({
   location: O.maybe(O.NotBlank),
   serviceAccountKeyFile: O.maybe(O.RedactedPath),
   emulator: O.maybe(Emulator),
-  appendStreamsPerChannel: O.Int({ min: 1 }).pipe(O.withDefault(AppendChannels.defaultStreamsPerChannel))
+  appendStreamsPerChannel: O.Int({ min: 1 }).pipe(O.withDefault(AppendChannels.defaultStreamsPerChannel)),
+  firstContactTimeout: O.DurationSchema("atLeastOneMilli").pipe(O.withDefault(firstContact.defaultTimeout))
 })
 
 /** @internal */
@@ -44,6 +53,7 @@ export interface Settings {
   readonly serviceAccountKeyFile: Redacted.Redacted<string> | undefined
   readonly emulator: { readonly grpc: Endpoint; readonly rest: Endpoint } | undefined
   readonly appendStreamsPerChannel: number
+  readonly firstContactTimeout: Duration.Duration
 }
 
 /** `BigQueryClientConfig` decoded to the settings; a key file with an emulator is rejected. */
@@ -55,14 +65,16 @@ const SettingsSchema = Config.check(O.noKeyFileWithEmulator("emulators take no c
       location: c.location,
       serviceAccountKeyFile: c.serviceAccountKeyFile,
       emulator: c.emulator,
-      appendStreamsPerChannel: c.appendStreamsPerChannel
+      appendStreamsPerChannel: c.appendStreamsPerChannel,
+      firstContactTimeout: c.firstContactTimeout
     }),
     encode: (s: Settings): typeof Config.Type => ({
       projectId: s.projectId,
       location: s.location,
       serviceAccountKeyFile: s.serviceAccountKeyFile,
       emulator: s.emulator,
-      appendStreamsPerChannel: s.appendStreamsPerChannel
+      appendStreamsPerChannel: s.appendStreamsPerChannel,
+      firstContactTimeout: s.firstContactTimeout
     })
   })
 ))
@@ -85,22 +97,75 @@ const appendChannels = (write: grpc.Client, open: () => grpc.Client, streamsPerC
 const acquireChannel = (open: Effect.Effect<grpc.Client>): Effect.Effect<grpc.Client, never, Scope.Scope> =>
   Effect.acquireRelease(open, (channel) => Effect.sync(() => channel.close()))
 
+/**
+ * The first-contact probes of a client (`wire/firstContact.ts`): the Storage Write channel and the
+ * REST endpoint, side by side within one budget.
+ */
+const probes = (options: {
+  readonly write: grpc.Client
+  readonly rest: BigQuery
+  readonly projectId: string
+  readonly timeout: Duration.Duration
+  readonly emulator: { readonly grpc: Endpoint; readonly rest: Endpoint } | undefined
+  /** Production: the credentials, proved before any network call. */
+  readonly auth: channels.HeaderSource | undefined
+}): Effect.Effect<void, ContactFailed> => {
+  const { auth, emulator, projectId, timeout } = options
+  const grpcTarget: firstContact.Target = {
+    service: "BigQuery Storage Write API",
+    destination: emulator?.grpc.target ?? credentials.storageWriteTarget,
+    emulator: emulator === undefined ? undefined : {
+      option: "emulator.grpc",
+      variable: emulatorEnv.variables.bigqueryGrpc
+    }
+  }
+  const restTarget: firstContact.Target = {
+    service: "BigQuery REST API",
+    destination: emulator?.rest.target ?? "bigquery.googleapis.com:443",
+    emulator: emulator === undefined ? undefined : {
+      option: "emulator.rest",
+      variable: emulatorEnv.variables.bigqueryRest
+    }
+  }
+  const grpcAttempt = grpcProbe.bigQuery(grpcProbe.overClient(options.write), projectId)
+  const restAttempt = restProbe.bigQuery(options.rest)
+  const credentialsFirst = (attempt: (timeLeft: Duration.Duration) => Effect.Effect<firstContact.Attempt>) =>
+    auth === undefined ? attempt : firstContact.andThen(firstContact.credentialsAttempt(auth, "BigQuery"), attempt)
+  return Effect.asVoid(Effect.all([
+    firstContact.probe(grpcTarget, credentialsFirst(grpcAttempt), timeout),
+    firstContact.probe(restTarget, credentialsFirst(restAttempt), timeout)
+  ], { concurrency: 2 }))
+}
+
 /** `BigQueryClient.make`. @internal */
 export const make: (
   config: BigQueryClientConfig
 ) => Effect.Effect<BigQueryClientService, SinkConfigError, Scope.Scope> = Effect.fn("BigQueryClient.make")(
   function*(config: BigQueryClientConfig) {
-    const { appendStreamsPerChannel, emulator, location, projectId, serviceAccountKeyFile } = yield* settings(config)
+    const { appendStreamsPerChannel, firstContactTimeout, location, projectId, serviceAccountKeyFile, ...given } =
+      yield* settings(config)
+    // the standard emulator variables, read only when no option says where to go
+    const emulator = given.emulator ?? (serviceAccountKeyFile === undefined ? yield* emulatorEnv.bigquery : undefined)
     if (emulator !== undefined) {
       const write = yield* acquireChannel(Effect.sync(() => credentials.emulatorChannel(emulator.grpc)))
       yield* appendChannels(write, () => credentials.emulatorChannel(emulator.grpc, true), appendStreamsPerChannel)
-      const rest = credentials.restClient({
+      const rest = yield* credentials.restClient({
         projectId,
         location,
         auth: credentials.staticTokenAuth(),
         apiEndpoint: `http://${emulator.rest.target}`
       })
-      return { projectId, location, write, rest, emulator: true }
+      const contact = yield* firstContact.once(
+        probes({
+          write,
+          rest,
+          projectId,
+          timeout: firstContactTimeout,
+          emulator: { grpc: emulator.grpc, rest: emulator.rest },
+          auth: undefined
+        })
+      )
+      return { projectId, location, write, rest, emulator: true, firstContact: contact }
     }
     const jwt = serviceAccountKeyFile === undefined
       ? undefined
@@ -108,8 +173,11 @@ export const make: (
     const auth = jwt ?? credentials.applicationDefault(projectId)
     const write = yield* acquireChannel(Effect.sync(() => credentials.productionChannel(auth)))
     yield* appendChannels(write, () => credentials.productionChannel(auth, true), appendStreamsPerChannel)
-    const rest = credentials.restClient({ projectId, location, auth: jwt })
-    return { projectId, location, write, rest }
+    const rest = yield* credentials.restClient({ projectId, location, auth: jwt })
+    const contact = yield* firstContact.once(
+      probes({ write, rest, projectId, timeout: firstContactTimeout, emulator: undefined, auth })
+    )
+    return { projectId, location, write, rest, firstContact: contact }
   }
 )
 

@@ -8,7 +8,7 @@
  *
  * @internal
  */
-import { BigQuery } from "@google-cloud/bigquery"
+import type { BigQuery } from "@google-cloud/bigquery"
 import type * as grpc from "@grpc/grpc-js"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
@@ -18,6 +18,7 @@ import * as fs from "node:fs"
 import type { EmulatorEndpoint } from "../../../Sink/EmulatorEndpoint.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as channels from "../../wire/grpcChannel.ts"
+import * as optionalPackage from "../../wire/optionalPackage.ts"
 
 /** @internal */
 export const scopes = ["https://www.googleapis.com/auth/cloud-platform"]
@@ -32,7 +33,7 @@ type AuthClient = JWT | GoogleAuth
 
 const keyFileError = new SinkConfigError({
   path: "serviceAccountKeyFile",
-  message: "could not be read as a service-account JSON key file"
+  detail: "could not be read as a service-account JSON key file"
 })
 
 /**
@@ -80,6 +81,17 @@ export const staticTokenAuth = (): OAuth2Client => {
 }
 
 /**
+ * `@google-cloud/bigquery`, an optional peer dependency: loaded when a client is built, a
+ * `SinkConfigError` naming the package when it is not installed.
+ *
+ * @internal
+ */
+export const restModule = optionalPackage.load(() => import("@google-cloud/bigquery"), {
+  needs: ["@google-cloud/bigquery"],
+  path: "BigQueryClient"
+})
+
+/**
  * The REST client. Its own retries are off (`retryOptions.autoRetry: false`): the library would
  * otherwise send each call up to four times before the sink sees a failure, multiplying the sink's
  * recovery budget (one counted attempt, four `tables.insert` calls). The sink's budget is the only one.
@@ -92,12 +104,19 @@ export const restClient = (options: {
   /** `undefined`: application default credentials, resolved by the REST client itself. */
   readonly auth: JWT | OAuth2Client | undefined
   readonly apiEndpoint?: string | undefined
-}): BigQuery =>
-  new BigQuery({
-    projectId: options.projectId,
-    universeDomain,
-    retryOptions: { autoRetry: false, maxRetries: 0 },
-    ...(options.auth === undefined ? {} : { authClient: options.auth }),
-    ...(options.location === undefined ? {} : { location: options.location }),
-    ...(options.apiEndpoint === undefined ? {} : { apiEndpoint: options.apiEndpoint })
+}): Effect.Effect<BigQuery, SinkConfigError> =>
+  Effect.map(restModule, (module) => {
+    const apiEndpoint = options.apiEndpoint ?? `https://bigquery.${universeDomain}`
+    const client = new module.BigQuery({
+      projectId: options.projectId,
+      universeDomain,
+      retryOptions: { autoRetry: false, maxRetries: 0 },
+      apiEndpoint,
+      ...(options.auth === undefined ? {} : { authClient: options.auth }),
+      ...(options.location === undefined ? {} : { location: options.location })
+    })
+    // `@google-cloud/bigquery` takes BIGQUERY_EMULATOR_HOST from the environment verbatim as its base
+    // URL (no scheme added, no /bigquery/v2), over any apiEndpoint: the endpoint chosen here wins.
+    client.baseUrl = `${apiEndpoint}/bigquery/v2`
+    return client
   })

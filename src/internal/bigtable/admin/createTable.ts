@@ -1,15 +1,14 @@
 /**
- * Table and column-family creation (reference 3.3): create the table with every declared family;
+ * Table and column-family creation: create the table with every declared family;
  * on `ALREADY_EXISTS` add the missing declared families in one atomic modification, never touching
  * existing families; with aggregate families declared, check the existing declared types.
  *
  * @internal
  */
-import type { protos } from "@google-cloud/bigtable"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type { ColumnFamilyProto } from "../../../Bigtable/BigtableClient.ts"
+import type { ColumnFamilyProto, GcRuleProto, ValueTypeProto } from "../../../Bigtable/BigtableClient.ts"
 import { BigtableError, ColumnFamilyTypeMismatch, RpcFailed } from "../../../Bigtable/BigtableError.ts"
 import type { GcRule } from "../../../Bigtable/GcRule.ts"
 import type { ColumnFamilyType } from "../../../Bigtable/TableCreateOptions.ts"
@@ -21,7 +20,7 @@ import { type AdminMethod, classifyAdmin } from "../transport/classify.ts"
 import type { Service } from "../transport/connect.ts"
 
 /** @internal */
-export const gcRuleProto = (rule: GcRule): protos.google.bigtable.admin.v2.IGcRule => {
+export const gcRuleProto = (rule: GcRule): GcRuleProto => {
   switch (rule._tag) {
     case "MaxVersions":
       return { maxNumVersions: rule.versions }
@@ -39,7 +38,7 @@ export const gcRuleProto = (rule: GcRule): protos.google.bigtable.admin.v2.IGcRu
 const int64 = { int64Type: { encoding: { bigEndianBytes: {} } } }
 
 /** @internal */
-export const valueTypeProto = (type: ColumnFamilyType): protos.google.bigtable.admin.v2.IType | undefined => {
+export const valueTypeProto = (type: ColumnFamilyType): ValueTypeProto | undefined => {
   switch (type) {
     case "RAW":
       return undefined

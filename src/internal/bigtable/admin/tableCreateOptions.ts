@@ -12,6 +12,7 @@ import * as SchemaIssue from "effect/SchemaIssue"
 import * as SchemaTransformation from "effect/SchemaTransformation"
 import type { GcRule } from "../../../Bigtable/GcRule.ts"
 import type { ColumnFamilyType } from "../../../Bigtable/TableCreateOptions.ts"
+import * as bigtableIds from "../../options/bigtableIds.ts"
 import * as O from "../../options/schema.ts"
 
 /** A declared family, validated. @internal */
@@ -80,11 +81,21 @@ const Family = Schema.Struct({
   gcRule: O.maybe(GcRuleSchema)
 })
 
+/** Every family name as Bigtable allows it; the first one that is not, named with the rule. */
+const familyNames = Schema.makeFilter((families: { readonly [name: string]: unknown }) => {
+  for (const name of Object.keys(families)) {
+    const problem = bigtableIds.familyProblem(name)
+    if (problem !== undefined) return { path: [name], issue: `is not a column family name: ${problem}` }
+  }
+  return true
+})
+
 /** The families: a non-empty object of named family declarations, as the writer declares them. */
 const Families = Schema.Record(O.NotBlank, Family).annotate({ expected: "an object of column families" }).check(
   Schema.makeFilter((families) => Object.keys(families).length > 0, {
     message: "must declare at least one column family"
-  })
+  }),
+  familyNames
 ).pipe(Schema.decodeTo(
   Schema.declare((u: unknown): u is Declared => O.isRecord(u) && u.families instanceof Map),
   SchemaTransformation.transform({

@@ -18,6 +18,7 @@ import type { HandlerContext, HandlerError, WithFailureHandler } from "../../../
 import type { Writer } from "../../../Sink/Writer.ts"
 import * as core from "../../core/writer.ts"
 import * as deadline from "../../wire/deadline.ts"
+import { contact } from "../contact.ts"
 import * as metrics from "../metrics.ts"
 import * as options from "../options.ts"
 import * as backend from "./backend.ts"
@@ -30,7 +31,7 @@ export const make = <A, H extends Handler | undefined>(
   sinkOptions: WithFailureHandler<BigtableSinkOptions<A>, H>
 ): Effect.Effect<
   Writer<A, WriterError<HandlerError<H>>>,
-  SinkConfigError | HandlerError<H>,
+  SinkConfigError | WriterError<HandlerError<H>>,
   BigtableClient | Scope.Scope | HandlerContext<H>
 > => Effect.flatMap(options.settings(sinkOptions), fromSettings)
 
@@ -39,10 +40,11 @@ export const fromSettings = <A, EH = never, R = never>(
   settings: options.Settings<A, EH, R>
 ): Effect.Effect<
   Writer<A, WriterError<EH>>,
-  EH,
+  WriterError<EH>,
   BigtableClient | Scope.Scope | R
 > =>
   Effect.gen(function*() {
+    yield* contact
     const client = yield* BigtableClient
     const w = settings.writer
     return yield* core.make<BigtableMethod<A, EH, R>>({

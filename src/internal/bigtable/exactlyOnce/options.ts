@@ -1,9 +1,9 @@
 /**
- * Validation of the exactly-once sink's options (reference 3.5) into settings: the shared Bigtable
- * options (destination, serializer, app profile, failure handler) through `../options.ts`, the
- * `WriteMethod.exactlyOnce` options, `createDisposition` fixed to `CREATE_NEVER`, and the
- * `checkpoint` option (the sink form's through `checkpoint/sink.ts`). Every rule fails with a
- * `SinkConfigError` naming the option as written.
+ * Validation of the exactly-once sink's options into settings: the shared Bigtable options
+ * (destination, serializer, app profile, failure handler, `createDisposition` and
+ * `tableCreateOptions`, to which the marker family is added) through `../options.ts`, the
+ * `WriteMethod.exactlyOnce` options, and the `checkpoint` option (the sink form's through
+ * `checkpoint/sink.ts`). Every rule fails with a `SinkConfigError` naming the option as written.
  *
  * @internal
  */
@@ -78,6 +78,32 @@ const decodeMethod = (input: unknown): Effect.Effect<MethodSettings, SinkConfigE
 }
 
 /**
+ * With `CREATE_IF_NEEDED`, the declared families plus the marker family, which the sink creates
+ * with the table: raw, without a GC rule (markers must never expire). A marker family declared
+ * otherwise is a `SinkConfigError`.
+ *
+ * @internal
+ */
+export const withMarkerFamily = <A, E, R>(
+  base: options.Settings<A, E, R>,
+  markerFamily: string
+): Effect.Effect<options.Settings<A, E, R>, SinkConfigError> => {
+  const declared = base.declared
+  if (declared === undefined) return Effect.succeed(base)
+  const marker = declared.families.get(markerFamily)
+  if (marker !== undefined) {
+    return marker.type === "RAW" && marker.gcRule === undefined
+      ? Effect.succeed(base)
+      : O.fail(
+        `tableCreateOptions.columnFamilies.${markerFamily}`,
+        "is the marker family: it must be RAW and have no GC rule (markers must never expire)"
+      )
+  }
+  const families = new Map(declared.families).set(markerFamily, { type: "RAW", gcRule: undefined })
+  return Effect.succeed({ ...base, declared: { families, hasAggregate: declared.hasAggregate } })
+}
+
+/**
  * Decodes the exactly-once options; `form` says which `checkpoint` option is expected (the sink's
  * `{ resume, every, position }` or the writer's `{ resume, position }`).
  *
@@ -96,18 +122,8 @@ export const settings = <A, E, R, P>(
 ): Effect.Effect<Settings<A, E, R, P>, SinkConfigError> =>
   Effect.gen(function*() {
     const method = yield* decodeMethod(input.writeMethod)
-    if (input.createDisposition !== undefined && input.createDisposition !== "CREATE_NEVER") {
-      return yield* O.fail(
-        "createDisposition",
-        `must be CREATE_NEVER with exactly-once (tables, their families and the marker family are provisioned by ` +
-          `the operator), was ${O.describe(input.createDisposition)}`
-      )
-    }
-    if (input.tableCreateOptions !== undefined) {
-      return yield* O.fail("tableCreateOptions", "is not used with exactly-once (CREATE_NEVER)")
-    }
     const { checkpoint, writeMethod: _, ...rest } = input
-    const decodedBase = yield* base(rest)
+    const decodedBase = yield* withMarkerFamily(yield* base(rest), method.markerFamily)
     const fixedTable = isTableDestination(input.table) ? input.table : undefined
     const c = yield* checkpointSink.decode<A, P>(checkpoint, form, "WriteMethod.exactlyOnce(...)")
     return { base: decodedBase, fixedTable, method, resume: c.resume, position: c.position, every: c.every }

@@ -44,7 +44,9 @@ import * as deadline from "../../wire/deadline.ts"
 import { withDeadline } from "../admin/createTable.ts"
 import * as prepare from "../atLeastOnce/prepare.ts"
 import type { WriterError } from "../atLeastOnce/state.ts"
+import { contact } from "../contact.ts"
 import * as metrics from "../metrics.ts"
+import type { Declared } from "../options.ts"
 import * as checkAndMutate from "../transport/checkAndMutateProto.ts"
 import * as mutationProto from "../transport/mutationProto.ts"
 import * as committer from "./committer.ts"
@@ -52,6 +54,7 @@ import * as envelope from "./envelope.ts"
 import * as identity from "./identity.ts"
 import type { MethodSettings, Settings } from "./options.ts"
 import * as preconditions from "./preconditions.ts"
+import * as provision from "./provision.ts"
 
 /** What a staged entry charges against `maxStagedBytes` besides its request (reference 3.5). @internal */
 export const entryOverhead = 256
@@ -227,7 +230,7 @@ const preparer = <A, EH, R, P>(settings: Settings<A, EH, R, P>, pending: Pending
       if (positionError !== undefined) {
         return yield* new SinkConfigError({
           path: "checkpoint.position",
-          message: `a record's position does not encode as JSON with the resume's positionSchema: ${
+          detail: `a record's position does not encode as JSON with the resume's positionSchema: ${
             positionError instanceof Error ? positionError.message : String(positionError)
           }`
         })
@@ -265,12 +268,14 @@ const makeStaging = <A, EH, R, P>(
  * The preconditions of the tables written (app profile, marker family, the envelopes' families),
  * each table's live families read once.
  */
-const preconditionsOf = (client: BigtableClientService, method: MethodSettings) => {
+const preconditionsOf = (client: BigtableClientService, method: MethodSettings, declared: Declared | undefined) => {
   const checked = new Map<string, TableFamilies>()
   const familiesOf = (tableName: string, appProfileId: string | undefined) =>
     Effect.gen(function*() {
       const known = checked.get(tableName)
       if (known !== undefined) return known
+      // CREATE_IF_NEEDED: the table, its declared families and the marker family, before the checks
+      if (declared !== undefined) yield* provision.ensureTable(client, tableName, declared, method.adminTimeout)
       yield* preconditions.checkAppProfile(client, tableName, appProfileId, method.adminTimeout)
       const families = yield* withDeadline("GetTable", tableName, method.adminTimeout, client.getTable(tableName))
       yield* preconditions.checkMarkerFamily(tableName, families, method.markerFamily)
@@ -388,7 +393,7 @@ export const build = <A, EH, R, P>(
   // What the writer keeps is built from settings without the restored record, which only the
   // restore reads (it holds every envelope of the last checkpoint).
   const kept: Settings<A, EH, R, P> = { ...settings, resume: { ...resume, record: Option.none() } }
-  return Effect.flatMap(partsOf(kept), (parts) => restoreInto(parts, resume)).pipe(
+  return Effect.andThen(contact, Effect.flatMap(partsOf(kept), (parts) => restoreInto(parts, resume))).pipe(
     Effect.provideService(deadline.AdminTimeout, settings.method.adminTimeout),
     Effect.provideService(deadline.ResponseTimeout, settings.method.responseTimeout)
   )
@@ -425,7 +430,7 @@ const partsOf = <A, EH, R, P>(
         return makeStaging(settings, stage, pending)(c)
       }
     })
-    const tables = preconditionsOf(client, method)
+    const tables = preconditionsOf(client, method, base.declared)
     // a fixed table is checked before anything is staged or restored
     if (settings.fixedTable !== undefined) yield* tables.familiesOf(settings.fixedTable.tableName, base.appProfileId)
     const participant = participantOf(client, method, stage, pending, tables, run)

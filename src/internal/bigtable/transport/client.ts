@@ -2,27 +2,15 @@
  * The driver edge of the Bigtable client. MutateRows and CheckAndMutateRow are data calls
  * (`dataCall.ts`: straight on the grpc-js channel, ADR 0027) with hand-encoded request bytes and
  * minimal response decoders (ADR 0010, 0024), MutateRows folding every outcome into per-entry
- * statuses; the admin calls go through the gapic table-admin client and fail with a classified
- * `BigtableError`.
+ * statuses. The admin calls are `admin/adminCalls.ts`.
  *
  * @internal
  */
 import * as grpcJs from "@grpc/grpc-js"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Predicate from "effect/Predicate"
-import type {
-  AdminClient,
-  AppProfileRouting,
-  CheckAndMutateRowRequest,
-  ColumnFamilyProto,
-  EntryStatus,
-  InstanceAdminClient,
-  MutateRowsRequest,
-  TableFamilies
-} from "../../../Bigtable/BigtableClient.ts"
+import type { CheckAndMutateRowRequest, EntryStatus, MutateRowsRequest } from "../../../Bigtable/BigtableClient.ts"
 import { BigtableError, RpcFailed } from "../../../Bigtable/BigtableError.ts"
-import type { ColumnFamilyType } from "../../../Bigtable/TableCreateOptions.ts"
 import * as deadline from "../../wire/deadline.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
 import * as checkAndMutate from "./checkAndMutateProto.ts"
@@ -219,93 +207,3 @@ export const rpcError = (method: string, table: string, cause: unknown, attempts
     reason: new RpcFailed({ method, table, code: status.code, description: status.message, attempts, cause })
   })
 }
-
-const aggregateType = (valueType: unknown): ColumnFamilyType | "UNKNOWN" => {
-  if (!Predicate.isObject(valueType)) return "RAW"
-  const aggregate = valueType["aggregateType"]
-  if (!Predicate.isObject(aggregate)) return Object.keys(valueType).length === 0 ? "RAW" : "UNKNOWN"
-  if (aggregate["sum"] != null) return "INT64_SUM"
-  if (aggregate["min"] != null) return "INT64_MIN"
-  if (aggregate["max"] != null) return "INT64_MAX"
-  if (aggregate["hllppUniqueCount"] != null) return "INT64_HLL"
-  return "UNKNOWN"
-}
-
-/** Whether a `GcRule` message sets a rule (an unset or empty message keeps every cell). */
-const hasGcRule = (rule: unknown): boolean => {
-  if (!Predicate.isObject(rule)) return false
-  const versions = rule["maxNumVersions"]
-  return (typeof versions === "number" && versions !== 0) || Predicate.isObject(rule["maxAge"]) ||
-    Predicate.isObject(rule["intersection"]) || Predicate.isObject(rule["union"])
-}
-
-/** The families of a `Table` message. @internal */
-export const tableSchema = (table: unknown): TableFamilies => {
-  const columnFamilies = new Map<string, ColumnFamilyType | "UNKNOWN">()
-  const withGcRule = new Set<string>()
-  const families = Predicate.isObject(table) ? table["columnFamilies"] : undefined
-  if (Predicate.isObject(families)) {
-    for (const [name, family] of Object.entries(families)) {
-      columnFamilies.set(name, aggregateType(Predicate.isObject(family) ? family["valueType"] : undefined))
-      if (Predicate.isObject(family) && hasGcRule(family["gcRule"])) withGcRule.add(name)
-    }
-  }
-  return { columnFamilies, withGcRule }
-}
-
-/** The routing of an `AppProfile` message. @internal */
-export const appProfileRouting = (profile: unknown): AppProfileRouting => {
-  const single = Predicate.isObject(profile) ? profile["singleClusterRouting"] : undefined
-  if (Predicate.isObject(single)) {
-    const clusterId = single["clusterId"]
-    return {
-      _tag: "SingleCluster",
-      clusterId: typeof clusterId === "string" ? clusterId : "",
-      allowTransactionalWrites: single["allowTransactionalWrites"] === true
-    }
-  }
-  return { _tag: "Other" }
-}
-
-/** One admin RPC: its rejection as the `BigtableError` naming `method` and `target`. */
-const adminCall = <A>(method: string, target: string, call: () => Promise<A>): Effect.Effect<A, BigtableError> =>
-  Effect.tryPromise({ try: call, catch: (cause) => rpcError(method, target, cause) })
-
-/** @internal */
-export const getAppProfile =
-  (raw: InstanceAdminClient) => (name: string): Effect.Effect<AppProfileRouting, BigtableError> =>
-    adminCall("GetAppProfile", name, () => raw.getAppProfile({ name })).pipe(
-      Effect.map((response) => appProfileRouting(response[0]))
-    )
-
-/** @internal */
-export const getTable = (raw: AdminClient) => (tableName: string): Effect.Effect<TableFamilies, BigtableError> =>
-  adminCall("GetTable", tableName, () => raw.getTable({ name: tableName, view: "SCHEMA_VIEW" })).pipe(
-    Effect.map((response) => tableSchema(response[0]))
-  )
-
-/** @internal */
-export const createTable = (raw: AdminClient) =>
-(request: {
-  readonly instanceName: string
-  readonly tableId: string
-  readonly columnFamilies: { readonly [family: string]: ColumnFamilyProto }
-}): Effect.Effect<void, BigtableError> =>
-  adminCall("CreateTable", `${request.instanceName}/tables/${request.tableId}`, () =>
-    raw.createTable({
-      parent: request.instanceName,
-      tableId: request.tableId,
-      table: { columnFamilies: { ...request.columnFamilies } }
-    })).pipe(Effect.asVoid)
-
-/** @internal */
-export const modifyColumnFamilies = (raw: AdminClient) =>
-(request: {
-  readonly tableName: string
-  readonly create: { readonly [family: string]: ColumnFamilyProto }
-}): Effect.Effect<TableFamilies, BigtableError> =>
-  adminCall("ModifyColumnFamilies", request.tableName, () =>
-    raw.modifyColumnFamilies({
-      name: request.tableName,
-      modifications: Object.entries(request.create).map(([id, create]) => ({ id, create }))
-    })).pipe(Effect.map((response) => tableSchema(response[0])))

@@ -4,6 +4,7 @@
  *
  * @internal
  */
+import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Predicate from "effect/Predicate"
 import type * as Redacted from "effect/Redacted"
@@ -13,8 +14,9 @@ import type { BigtableClientConfig } from "../../../Bigtable/BigtableClient.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as O from "../../options/schema.ts"
 import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
+import * as firstContact from "../../wire/firstContact.ts"
 
-const Emulator = Schema.Struct({ grpc: O.requiredValue(O.Endpoint("emulator.grpc")) })
+const Emulator = Schema.Struct({ grpc: O.requiredValue(O.Endpoint) })
 
 /** @internal */
 export interface Settings {
@@ -22,6 +24,7 @@ export interface Settings {
   readonly endpoint: Endpoint | undefined
   readonly serviceAccountKeyFile: Redacted.Redacted<string> | undefined
   readonly exportClientMetrics: boolean
+  readonly firstContactTimeout: Duration.Duration
 }
 
 /** Cloud Monitoring export is refused: not built yet, and without meaning against the emulator. */
@@ -42,7 +45,8 @@ const Config = Schema.Struct({
   emulator: O.maybe(Emulator),
   serviceAccountKeyFile: O.maybe(O.RedactedPath),
   exportClientMetrics: O.Bool.pipe(O.withDefault(false)),
-  exportClientMetricsToCloudMonitoring: O.Bool.pipe(O.withDefault(false))
+  exportClientMetricsToCloudMonitoring: O.Bool.pipe(O.withDefault(false)),
+  firstContactTimeout: O.DurationSchema("atLeastOneMilli").pipe(O.withDefault(firstContact.defaultTimeout))
 })
 
 /** `BigtableClientConfig` decoded to the settings, the rules across options checked. */
@@ -56,14 +60,16 @@ const SettingsSchema = Config.check(
       projectId: c.projectId,
       endpoint: c.emulator?.grpc,
       serviceAccountKeyFile: c.serviceAccountKeyFile,
-      exportClientMetrics: c.exportClientMetrics
+      exportClientMetrics: c.exportClientMetrics,
+      firstContactTimeout: c.firstContactTimeout
     }),
     encode: (s: Settings): typeof Config.Type => ({
       projectId: s.projectId,
       emulator: s.endpoint === undefined ? undefined : { grpc: s.endpoint },
       serviceAccountKeyFile: s.serviceAccountKeyFile,
       exportClientMetrics: s.exportClientMetrics,
-      exportClientMetricsToCloudMonitoring: false
+      exportClientMetricsToCloudMonitoring: false,
+      firstContactTimeout: s.firstContactTimeout
     })
   })
 ))

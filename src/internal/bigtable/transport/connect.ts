@@ -1,33 +1,35 @@
 /**
  * Creating the clients (emulator or production, credentials, channel options) and wrapping them
  * into the service shape, with optional per-RPC client metrics: a `@grpc/grpc-js` channel for
- * the data calls, made straight on it (ADR 0010, 0027), and the gapic table-admin client for the
- * admin calls, created on the first admin call ({@link lazyClient}).
+ * the data calls, made straight on it, and one for the admin calls, whose requests are encoded by
+ * hand too (`admin/adminCalls.ts`): no Google client package is loaded.
  *
  * @internal
  */
 import type { Client as GrpcClient } from "@grpc/grpc-js"
 import * as Effect from "effect/Effect"
-import * as Fiber from "effect/Fiber"
 import * as Redacted from "effect/Redacted"
-import * as Scope from "effect/Scope"
-import type {
-  AdminClient,
-  BigtableClientConfig,
-  BigtableClientService,
-  EntryStatus,
-  InstanceAdminClient
-} from "../../../Bigtable/BigtableClient.ts"
+import type * as Scope from "effect/Scope"
+import type { BigtableClientConfig, BigtableClientService, EntryStatus } from "../../../Bigtable/BigtableClient.ts"
 import type * as BigtableClient from "../../../Bigtable/BigtableClient.ts"
-import type { BigtableError } from "../../../Bigtable/BigtableError.ts"
+import { BigtableError, RpcFailed } from "../../../Bigtable/BigtableError.ts"
+import type { ContactFailed } from "../../../Sink/ContactFailed.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import * as advice from "../../wire/advice.ts"
+import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
+import * as emulatorEnv from "../../wire/emulatorEnv.ts"
+import * as firstContact from "../../wire/firstContact.ts"
+import * as grpcChannel from "../../wire/grpcChannel.ts"
+import * as grpcProbe from "../../wire/grpcProbe.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
+import * as adminCalls from "../admin/adminCalls.ts"
 import * as metrics from "../metrics.ts"
 import * as channel from "./channel.ts"
 import * as client from "./client.ts"
 import * as clientOptions from "./clientOptions.ts"
 import * as dataCall from "./dataCall.ts"
 import type { StartCall } from "./dataCall.ts"
+import { onChannel } from "./directCall.ts"
 
 /** The service shape, without the service tag. @internal */
 export type Service = BigtableClientService
@@ -49,31 +51,73 @@ const instrumentAdmin = (method: string) => <A, R>(self: Effect.Effect<A, Bigtab
     )
   )
 
-/** What the service is made of: the data calls, and the admin clients as effects giving them (created on first use by `make`). */
+/** What the service is made of: the data calls and the admin calls. */
 interface Clients {
   readonly projectId: string
   readonly start: StartCall
-  readonly admin: Effect.Effect<AdminClient>
-  readonly instanceAdmin?: Effect.Effect<InstanceAdminClient> | undefined
+  readonly admin: adminCalls.AdminCalls
   readonly exportClientMetrics?: boolean | undefined
+  readonly firstContact?: Effect.Effect<void, ContactFailed> | undefined
+}
+
+/** A refused permission's status with what to grant appended. */
+const advisedStatus = (status: EntryStatus): EntryStatus =>
+  status.code === grpc.Code.PERMISSION_DENIED
+    ? { code: status.code, message: advice.append(status.message, advice.bigtablePermission) }
+    : status
+
+/** A failed call with what to do appended: refused permissions, or (`missing`) a `NOT_FOUND` answer. */
+const advised = (missing?: (reason: RpcFailed) => string) => (error: BigtableError): BigtableError => {
+  const reason = error.reason
+  if (reason._tag !== "RpcFailed") return error
+  const what = reason.code === grpc.Code.PERMISSION_DENIED
+    ? advice.bigtablePermission
+    : reason.code === grpc.Code.NOT_FOUND && missing !== undefined
+    ? missing(reason)
+    : undefined
+  return what === undefined
+    ? error
+    : new BigtableError({
+      reason: new RpcFailed({
+        method: reason.method,
+        table: reason.table,
+        code: reason.code,
+        description: advice.append(reason.description, what),
+        attempts: reason.attempts,
+        cause: reason.cause
+      })
+    })
 }
 
 const service = (options: Clients): Service => {
-  const { admin, instanceAdmin } = options
+  const { admin } = options
+  const getAppProfile = admin.getAppProfile
+  const checkAndMutate = client.checkAndMutateRow(options.start)
+  const mutate = client.mutateRows(options.start)
   const base: Service = {
     projectId: options.projectId,
-    mutateRows: client.mutateRows(options.start),
-    getTable: (name) => Effect.flatMap(admin, (raw) => client.getTable(raw)(name)),
-    createTable: (request) => Effect.flatMap(admin, (raw) => client.createTable(raw)(request)),
-    modifyColumnFamilies: (request) => Effect.flatMap(admin, (raw) => client.modifyColumnFamilies(raw)(request)),
-    checkAndMutateRow: client.checkAndMutateRow(options.start),
-    getAppProfile: instanceAdmin === undefined
+    mutateRows: (request) =>
+      Effect.map(mutate(request), (statuses) =>
+        statuses.some((s) => s.code === grpc.Code.PERMISSION_DENIED)
+          ? statuses.map(advisedStatus)
+          : statuses),
+    getTable: (name) => Effect.mapError(admin.getTable(name), advised()),
+    createTable: (request) =>
+      Effect.mapError(
+        admin.createTable(request),
+        advised(() => advice.bigtableInstanceMissing(request.instanceName))
+      ),
+    modifyColumnFamilies: (request) => Effect.mapError(admin.modifyColumnFamilies(request), advised()),
+    checkAndMutateRow: (request) => Effect.mapError(checkAndMutate(request), advised()),
+    getAppProfile: getAppProfile === undefined
       ? () => Effect.succeed(undefined)
-      : (name) => Effect.flatMap(instanceAdmin, (raw) => client.getAppProfile(raw)(name))
+      : (name) => Effect.mapError(getAppProfile(name), advised()),
+    firstContact: options.firstContact
   }
   if (options.exportClientMetrics !== true) return base
   return {
     projectId: base.projectId,
+    firstContact: base.firstContact,
     mutateRows: (request) => instrumentStatuses("MutateRows")(base.mutateRows(request)),
     getTable: (name) => instrumentAdmin("GetTable")(base.getTable(name)),
     createTable: (request) => instrumentAdmin("CreateTable")(base.createTable(request)),
@@ -89,21 +133,23 @@ const service = (options: Clients): Service => {
  *
  * @internal
  */
-export const fromClients = (options: Parameters<typeof BigtableClient.fromClients>[0]): Service => {
-  const instanceAdmin = options.instanceAdmin
-  return service({
+export const fromClients = (options: Parameters<typeof BigtableClient.fromClients>[0]): Service =>
+  service({
     projectId: options.projectId,
     start: dataCall.overClient(options.data),
-    admin: Effect.succeed(options.admin),
-    instanceAdmin: instanceAdmin === undefined ? undefined : Effect.succeed(instanceAdmin),
+    admin: adminCalls.fromClients(options.admin, options.instanceAdmin),
     exportClientMetrics: options.exportClientMetrics
   })
-}
 
 /** @internal */
 export const settings = clientOptions.settings
 
-const scopes = ["https://www.googleapis.com/auth/bigtable.data", "https://www.googleapis.com/auth/bigtable.admin.table"]
+// data, table admin, and instance admin (GetAppProfile) under one token
+const scopes = [
+  "https://www.googleapis.com/auth/bigtable.data",
+  "https://www.googleapis.com/auth/bigtable.admin.table",
+  "https://www.googleapis.com/auth/bigtable.admin.instance"
+]
 
 const keyFileAuth = (path: Redacted.Redacted<string>) =>
   Effect.gen(function*() {
@@ -111,18 +157,18 @@ const keyFileAuth = (path: Redacted.Redacted<string>) =>
     const text = yield* Effect.tryPromise({
       try: () => fs.readFile(Redacted.value(path), "utf8"),
       // The cause names the path (ENOENT, EACCES): it is dropped, like the path itself.
-      catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", message: "cannot read the key file" })
+      catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", detail: "cannot read the key file" })
     })
     const key = yield* Effect.try({
       try: (): unknown => JSON.parse(text),
-      catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", message: "the key file is not JSON" })
+      catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", detail: "the key file is not JSON" })
     })
     const email = typeof key === "object" && key !== null && "client_email" in key ? key.client_email : undefined
     const privateKey = typeof key === "object" && key !== null && "private_key" in key ? key.private_key : undefined
     if (typeof email !== "string" || typeof privateKey !== "string") {
       return yield* new SinkConfigError({
         path: "serviceAccountKeyFile",
-        message: "the key file has no client_email and private_key (is it a service-account key?)"
+        detail: "the key file has no client_email and private_key (is it a service-account key?)"
       })
     }
     const auth = yield* Effect.promise(() => import("google-auth-library"))
@@ -130,105 +176,73 @@ const keyFileAuth = (path: Redacted.Redacted<string>) =>
     return new auth.JWT({ email, key: privateKey, scopes })
   })
 
-const close = (name: string, c: { close(): Promise<void> }) =>
-  Effect.tryPromise(() => c.close()).pipe(
-    Effect.catch((cause) => Effect.logWarning(`closing the Bigtable ${name} client failed`, cause))
-  )
+/** The production admin endpoint (table and instance admin). @internal */
+export const adminTarget = "bigtableadmin.googleapis.com:443"
 
-/**
- * A client created by `create` on the first evaluation of the returned effect, once: concurrent
- * first calls share one creation and every later call gets the same client (a creation that dies
- * is not retried). The creation runs in a fiber of the current scope, so a caller interrupted
- * while it runs leaves it to finish for the next. A created client is closed when that scope
- * closes (at once if it closed during the creation); one never created costs nothing and is not
- * closed.
- *
- * `make` creates the admin clients this way: their modules (google-gax, protobufjs and the admin
- * API's descriptors) add 45-55 MB of RSS at load and held the sink's peak RSS while streaming
- * some 150 MB higher (BENCHMARKS.md, "Bigtable sink"), though the at-least-once sink calls the
- * admin API only to repair a missing table or family.
- *
- * @internal
- */
-export const lazyClient = <C extends { close(): Promise<void> }>(
-  name: string,
-  create: Effect.Effect<C>
-): Effect.Effect<Effect.Effect<C>, never, Scope.Scope> =>
-  Effect.flatMap(Effect.scope, (scope) =>
-    Effect.map(
-      Effect.cached(
-        Effect.forkIn(Scope.provide(Effect.acquireRelease(create, (c) => close(name, c)), scope), scope)
-      ),
-      (creation) => Effect.flatMap(creation, Fiber.join)
-    ))
+const adminChannels = grpcChannel.serviceChannels(adminTarget, "Bigtable admin")
 
-/**
- * The gapic clients alone (`@google-cloud/bigtable`'s `v2`, generated by gapic-generator-typescript):
- * the package's main module also loads its handwritten wrapper with googleapis, the Cloud Monitoring
- * exporter and the OpenTelemetry SDK, another ~25 MB of RSS and ~0.4 s the sink never uses. The
- * path is a file inside the package (it has no `exports` map), so a test pins it: a version that
- * moves it fails the unit tests, not a user's first admin call.
- *
- * @internal
- */
-export const gapic = Effect.map(
-  Effect.promise(() => import("@google-cloud/bigtable/build/src/v2/index.js")),
-  (module) => module.default
-)
+/** A channel closed with the scope (creating one connects nothing: it connects on its first call). */
+const scopedChannel = (open: () => GrpcClient): Effect.Effect<GrpcClient, never, Scope.Scope> =>
+  Effect.acquireRelease(Effect.sync(open), (c) => Effect.sync(() => c.close()))
+
+/** A probe's unary call in the data calls' shape (`grpcProbe.ts`). */
+const overStart = (start: StartCall): grpcProbe.StartUnary => (method, request, metadata, deadline, onEnd) =>
+  start(method, request, metadata, deadline, { onMessage: () => {}, onEnd })
+
+/** Where the channels go: plaintext to an emulator, or TLS with call credentials to Google. */
+type Destination =
+  | { readonly _tag: "Emulator"; readonly endpoint: Endpoint }
+  | { readonly _tag: "Production"; readonly auth: channel.HeaderSource }
+
+const destination = (s: clientOptions.Settings): Effect.Effect<Destination, SinkConfigError> =>
+  Effect.gen(function*() {
+    if (s.endpoint !== undefined) return { _tag: "Emulator", endpoint: s.endpoint }
+    if (s.serviceAccountKeyFile !== undefined) {
+      return { _tag: "Production", auth: yield* keyFileAuth(s.serviceAccountKeyFile) }
+    }
+    // the standard variable, read only when no option says where to go
+    const fromEnv = yield* emulatorEnv.bigtable
+    if (fromEnv !== undefined) return { _tag: "Emulator", endpoint: fromEnv }
+    const library = yield* Effect.promise(() => import("google-auth-library"))
+    return { _tag: "Production", auth: new library.GoogleAuth({ scopes, projectId: s.projectId }) }
+  })
 
 /** @internal */
 export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkConfigError, Scope.Scope> =>
   Effect.gen(function*() {
     const s = yield* settings(config)
-    const grpcJs = yield* Effect.promise(() => import("@grpc/grpc-js"))
-    const base = {
-      projectId: s.projectId,
-      // Fixed, so that no client asks the metadata server for its universe.
-      universeDomain: "googleapis.com",
-      "grpc.keepalive_time_ms": 30_000,
-      "grpc.keepalive_timeout_ms": 10_000
-    }
-    const endpoint = s.endpoint
-    const jwt = s.serviceAccountKeyFile === undefined ? undefined : yield* keyFileAuth(s.serviceAccountKeyFile)
-    const adminOptions = endpoint !== undefined
-      ? {
-        ...base,
-        servicePath: endpoint.host,
-        apiEndpoint: endpoint.host,
-        port: endpoint.port,
-        sslCreds: grpcJs.credentials.createInsecure()
-      }
-      : jwt !== undefined
-      ? { ...base, authClient: jwt }
-      : base
+    const to = yield* destination(s)
     // After a call past its deadline, later calls go on a new channel of its own connection (channel.ts).
-    const open: Effect.Effect<(separate: boolean) => GrpcClient> = endpoint !== undefined
-      ? Effect.succeed((separate) => channel.emulatorChannel(endpoint, separate))
-      : jwt !== undefined
-      ? Effect.succeed((separate) => channel.productionChannel(jwt, separate))
-      : Effect.map(Effect.promise(() => import("google-auth-library")), (auth) => {
-        const adc = new auth.GoogleAuth({ scopes, projectId: s.projectId })
-        return (separate) => channel.productionChannel(adc, separate)
-      })
-    const opener = yield* open
+    const opener = (separate: boolean): GrpcClient =>
+      to._tag === "Emulator"
+        ? channel.emulatorChannel(to.endpoint, separate)
+        : channel.productionChannel(to.auth, separate)
     const data = yield* Effect.acquireRelease(
       Effect.sync(() => channel.renewing(opener(false), () => opener(true))),
       (c) => Effect.sync(() => c.close())
     )
-    const admin = yield* lazyClient(
-      "table admin",
-      Effect.map(gapic, (v2) => new v2.BigtableTableAdminClient(adminOptions))
+    const admin = yield* scopedChannel(() =>
+      to._tag === "Emulator" ? adminChannels.emulator(to.endpoint) : adminChannels.production(to.auth)
     )
-    // The emulator has no instance admin API (pinned by a test): app profiles are not checked there.
-    const instanceAdmin = endpoint !== undefined ? undefined : yield* lazyClient(
-      "instance admin",
-      Effect.map(gapic, (v2) => new v2.BigtableInstanceAdminClient(adminOptions))
+    const target: firstContact.Target = {
+      service: "Bigtable",
+      destination: to._tag === "Emulator" ? to.endpoint.target : channel.dataTarget,
+      emulator: to._tag === "Emulator"
+        ? { option: "emulator.grpc", variable: emulatorEnv.variables.bigtable }
+        : undefined
+    }
+    const ping = grpcProbe.bigtable(overStart(data.start), s.projectId)
+    // production: the credentials are proved before any network call
+    const probe = to._tag === "Emulator" ? ping : firstContact.andThen(
+      firstContact.credentialsAttempt(to.auth, "Bigtable"),
+      ping
     )
     return service({
       projectId: s.projectId,
       start: data.start,
-      admin,
-      instanceAdmin,
-      exportClientMetrics: s.exportClientMetrics
+      // The emulator has no instance admin API (pinned by a test): app profiles are not checked there.
+      admin: adminCalls.onChannel(onChannel(admin.getChannel()), to._tag === "Production"),
+      exportClientMetrics: s.exportClientMetrics,
+      firstContact: yield* firstContact.once(firstContact.probe(target, probe, s.firstContactTimeout))
     })
   })

@@ -14,7 +14,7 @@ const rejects = (input: unknown, path: string, rule: RegExp) =>
     const error = yield* Effect.flip(CdcTableOptions.make(input as CdcTableOptions.CdcTableOptionsInput))
     assert.instanceOf(error, SinkConfigError)
     assert.strictEqual(error.path, path)
-    assert.match(error.message, rule)
+    assert.match(error.detail, rule)
   })
 
 describe("CdcTableOptions", () => {

@@ -58,7 +58,7 @@ const derived = (schema: Schema.Top): string => {
   return Result.isSuccess(r)
     ? r.success.fields.map((f) => `${f.name} ${f.type === "RANGE" ? `RANGE<${f.rangeElementType}>` : f.type} ${f.mode}`)
       .join(", ")
-    : `${r.failure.path}: ${r.failure.message}`
+    : r.failure.message
 }
 
 describe("TableSchema.fromSchema", () => {

@@ -89,7 +89,11 @@ describe("fileLoads options", () => {
         [{ tempDataset: "a/b" }, "writeMethod.tempDataset", /must not contain '\/'/],
         [{ maxStagingFileBytes: 0 }, "writeMethod.maxStagingFileBytes", /at least 1/],
         [{ maxStagingFileBytes: 1.5 }, "writeMethod.maxStagingFileBytes", /integer/],
-        [{ stagingFormat: "PARQUET" }, "writeMethod.stagingFormat", /ADR|adr\/0023/],
+        [
+          { stagingFormat: "PARQUET" },
+          "writeMethod.stagingFormat",
+          /PARQUET is not supported yet: files are staged as Avro/
+        ],
         [{ stagingFormat: "ORC" }, "writeMethod.stagingFormat", /must be AVRO/],
         [
           { poll: { initialBackoff: "2 seconds", maxBackoff: "1 second", maxAttempts: 1 } },

@@ -48,7 +48,7 @@ describe("credentials.restClient", () => {
     () =>
       Effect.scoped(Effect.gen(function*() {
         const { counts, endpoint } = yield* unavailableServer
-        const rest = client(endpoint)
+        const rest = yield* client(endpoint)
         const dataset = rest.dataset("d", { projectId: "p" })
         const insert = yield* Effect.flip(
           Effect.tryPromise(() => dataset.createTable("t", { schema: { fields: [{ name: "a", type: "STRING" }] } }))

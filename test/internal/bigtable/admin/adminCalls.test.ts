@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { appProfileRouting, tableSchema } from "../../../../src/internal/bigtable/transport/client.ts"
+import { appProfileRouting, tableSchema } from "../../../../src/internal/bigtable/admin/adminCalls.ts"
 
-describe("client", () => {
+describe("adminCalls", () => {
   it("tableSchema reads value types and which families carry a GC rule", () => {
     const schema = tableSchema({
       columnFamilies: {
