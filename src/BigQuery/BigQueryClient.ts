@@ -29,6 +29,12 @@ import type { SinkConfigError } from "../Sink/SinkConfigError.ts"
  * - `appendStreamsPerChannel`: how many AppendRows streams (one per live destination) one HTTP/2
  *   connection carries before another is opened; default 90, below the 100 concurrent streams
  *   Google's front ends allow (a stream past the server's limit would wait forever).
+ * - `transport`: what the AppendRows streams run on: `"http2"` (default), the library's own gRPC
+ *   data path on `node:http2` (each request framed once, in the buffer it is sent from), or
+ *   `"grpc-js"`, `@grpc/grpc-js`, as a fallback. Both do the same on the wire (TLS, credentials,
+ *   keepalive, proxies from `grpc_proxy`/`https_proxy`/`http_proxy`/`no_proxy`, the same status codes);
+ *   unary calls (`GetWriteStream`, `FlushRows`, ...) always use grpc-js. `fromClients` uses the
+ *   caller's channel, so grpc-js. See ADR 0036.
  *
  * @category models
  * @since 0.1.0
@@ -42,6 +48,7 @@ export interface BigQueryClientConfig {
     readonly rest: string
   } | undefined
   readonly appendStreamsPerChannel?: number | undefined
+  readonly transport?: "http2" | "grpc-js" | undefined
 }
 
 /**

@@ -20,6 +20,7 @@ import type {
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as O from "../../options/schema.ts"
 import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
+import * as DataPath from "../../wire/http2/dataPath.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as credentials from "./credentials.ts"
 
@@ -34,7 +35,8 @@ const Config = Schema.Struct({
   location: O.maybe(O.NotBlank),
   serviceAccountKeyFile: O.maybe(O.RedactedPath),
   emulator: O.maybe(Emulator),
-  appendStreamsPerChannel: O.Int({ min: 1 }).pipe(O.withDefault(AppendChannels.defaultStreamsPerChannel))
+  appendStreamsPerChannel: O.Int({ min: 1 }).pipe(O.withDefault(AppendChannels.defaultStreamsPerChannel)),
+  transport: O.literals(DataPath.transports).pipe(O.withDefault(DataPath.defaultTransport))
 })
 
 /** @internal */
@@ -44,6 +46,7 @@ export interface Settings {
   readonly serviceAccountKeyFile: Redacted.Redacted<string> | undefined
   readonly emulator: { readonly grpc: Endpoint; readonly rest: Endpoint } | undefined
   readonly appendStreamsPerChannel: number
+  readonly transport: DataPath.Transport
 }
 
 /** `BigQueryClientConfig` decoded to the settings; a key file with an emulator is rejected. */
@@ -55,14 +58,16 @@ const SettingsSchema = Config.check(O.noKeyFileWithEmulator("emulators take no c
       location: c.location,
       serviceAccountKeyFile: c.serviceAccountKeyFile,
       emulator: c.emulator,
-      appendStreamsPerChannel: c.appendStreamsPerChannel
+      appendStreamsPerChannel: c.appendStreamsPerChannel,
+      transport: c.transport
     }),
     encode: (s: Settings): typeof Config.Type => ({
       projectId: s.projectId,
       location: s.location,
       serviceAccountKeyFile: s.serviceAccountKeyFile,
       emulator: s.emulator,
-      appendStreamsPerChannel: s.appendStreamsPerChannel
+      appendStreamsPerChannel: s.appendStreamsPerChannel,
+      transport: s.transport
     })
   })
 ))
@@ -71,45 +76,94 @@ const SettingsSchema = Config.check(O.noKeyFileWithEmulator("emulators take no c
 export const settings = (config: BigQueryClientConfig): Effect.Effect<Settings, SinkConfigError> =>
   O.decode(SettingsSchema)(config)
 
-/** Registers the stream budget of `write`; the channels it opens are closed with the scope. */
-const appendChannels = (write: grpc.Client, open: () => grpc.Client, streamsPerChannel: number) =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      const channels = AppendChannels.make(write, open, streamsPerChannel)
-      AppendChannels.register(write, channels)
-      return channels
-    }),
-    (channels) => Effect.sync(() => channels.close())
-  )
+/**
+ * Registers the stream budget of `write`: its AppendRows streams on grpc-js channels (`write`, more
+ * from `open`), or on our HTTP/2 transport to `destination` with the unary calls left on grpc-js.
+ * The channels it opens are closed with the scope.
+ */
+const appendChannels = (
+  transport: DataPath.Transport,
+  write: grpc.Client,
+  open: () => grpc.Client,
+  destination: DataPath.Destination,
+  streamsPerChannel: number
+) =>
+  Effect.gen(function*() {
+    const openHttp2 = transport === "http2" ? yield* DataPath.opener(destination) : undefined
+    return yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const channels = openHttp2 === undefined
+          ? AppendChannels.make(write, open, streamsPerChannel)
+          : AppendChannels.makeHttp2(write, open, openHttp2, streamsPerChannel)
+        AppendChannels.register(write, channels)
+        return channels
+      }),
+      (channels) => Effect.sync(() => channels.close())
+    )
+  })
 
 const acquireChannel = (open: Effect.Effect<grpc.Client>): Effect.Effect<grpc.Client, never, Scope.Scope> =>
   Effect.acquireRelease(open, (channel) => Effect.sync(() => channel.close()))
+
+/**
+ * An emulator (or a fake) at `emulator.grpc` (plaintext, no credentials), or, with `tlsRoots`, the
+ * same behind TLS with those extra trusted roots (tests and the TLS benchmarks: a local server with a
+ * self-signed certificate for `localhost`).
+ */
+const emulatorClients = (
+  s: Settings,
+  emulator: { readonly grpc: Endpoint; readonly rest: Endpoint },
+  tlsRoots: ReadonlyArray<string | Buffer> | undefined
+) =>
+  Effect.gen(function*() {
+    const target = emulator.grpc.target
+    const open = (separate?: boolean) =>
+      tlsRoots === undefined
+        ? credentials.emulatorChannel(emulator.grpc, separate)
+        : credentials.tlsChannel(target, tlsRoots, separate)
+    const write = yield* acquireChannel(Effect.sync(() => open()))
+    const tls = tlsRoots === undefined ? undefined : { extraRoots: tlsRoots }
+    yield* appendChannels(s.transport, write, () => open(true), { target, tls }, s.appendStreamsPerChannel)
+    const rest = credentials.restClient({
+      projectId: s.projectId,
+      location: s.location,
+      auth: credentials.staticTokenAuth(),
+      apiEndpoint: `http://${emulator.rest.target}`
+    })
+    return { projectId: s.projectId, location: s.location, write, rest, emulator: true }
+  })
+
+/**
+ * The clients of decoded settings; `tlsRoots` puts an emulator behind TLS (internal: tests and
+ * benchmarks).
+ *
+ * @internal
+ */
+export const makeWith = Effect.fnUntraced(function*(
+  s: Settings,
+  tlsRoots?: ReadonlyArray<string | Buffer> | undefined
+) {
+  if (s.emulator !== undefined) return yield* emulatorClients(s, s.emulator, tlsRoots)
+  const jwt = s.serviceAccountKeyFile === undefined ? undefined : yield* credentials.loadKeyFile(s.serviceAccountKeyFile)
+  const auth = jwt ?? credentials.applicationDefault(s.projectId)
+  const write = yield* acquireChannel(Effect.sync(() => credentials.productionChannel(auth)))
+  yield* appendChannels(
+    s.transport,
+    write,
+    () => credentials.productionChannel(auth, true),
+    credentials.productionDataPath(auth),
+    s.appendStreamsPerChannel
+  )
+  const rest = credentials.restClient({ projectId: s.projectId, location: s.location, auth: jwt })
+  return { projectId: s.projectId, location: s.location, write, rest }
+})
 
 /** `BigQueryClient.make`. @internal */
 export const make: (
   config: BigQueryClientConfig
 ) => Effect.Effect<BigQueryClientService, SinkConfigError, Scope.Scope> = Effect.fn("BigQueryClient.make")(
   function*(config: BigQueryClientConfig) {
-    const { appendStreamsPerChannel, emulator, location, projectId, serviceAccountKeyFile } = yield* settings(config)
-    if (emulator !== undefined) {
-      const write = yield* acquireChannel(Effect.sync(() => credentials.emulatorChannel(emulator.grpc)))
-      yield* appendChannels(write, () => credentials.emulatorChannel(emulator.grpc, true), appendStreamsPerChannel)
-      const rest = credentials.restClient({
-        projectId,
-        location,
-        auth: credentials.staticTokenAuth(),
-        apiEndpoint: `http://${emulator.rest.target}`
-      })
-      return { projectId, location, write, rest, emulator: true }
-    }
-    const jwt = serviceAccountKeyFile === undefined
-      ? undefined
-      : yield* credentials.loadKeyFile(serviceAccountKeyFile)
-    const auth = jwt ?? credentials.applicationDefault(projectId)
-    const write = yield* acquireChannel(Effect.sync(() => credentials.productionChannel(auth)))
-    yield* appendChannels(write, () => credentials.productionChannel(auth, true), appendStreamsPerChannel)
-    const rest = credentials.restClient({ projectId, location, auth: jwt })
-    return { projectId, location, write, rest }
+    return yield* makeWith(yield* settings(config))
   }
 )
 
