@@ -38,6 +38,11 @@ import type { ColumnFamilyType } from "./TableCreateOptions.ts"
  *   Monitoring; default false, and not available in this version (`true` is a `SinkConfigError`).
  *   The sink talks to the Bigtable API directly, without that exporter; the official wrapper's
  *   exporter crashes processes without credentials.
+ * - `transport`: what MutateRows and CheckAndMutateRow run on: `"http2"` (default), the library's own
+ *   gRPC data path on `node:http2` (each request encoded once into the buffer it is sent from), or
+ *   `"grpc-js"`, `@grpc/grpc-js`, as a fallback. Both do the same on the wire (TLS, credentials,
+ *   deadlines, keepalive, proxies from `grpc_proxy`/`https_proxy`/`http_proxy`/`no_proxy`, the same
+ *   status codes); the admin calls always use the gapic clients. See ADR 0036.
  *
  * @category models
  * @since 0.1.0
@@ -48,6 +53,7 @@ export interface BigtableClientConfig {
   readonly serviceAccountKeyFile?: Redacted.Redacted<string> | undefined
   readonly exportClientMetrics?: boolean | undefined
   readonly exportClientMetricsToCloudMonitoring?: boolean | undefined
+  readonly transport?: "http2" | "grpc-js" | undefined
 }
 
 /**

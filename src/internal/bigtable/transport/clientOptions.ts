@@ -13,6 +13,7 @@ import type { BigtableClientConfig } from "../../../Bigtable/BigtableClient.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as O from "../../options/schema.ts"
 import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
+import * as DataPath from "../../wire/http2/dataPath.ts"
 
 const Emulator = Schema.Struct({ grpc: O.requiredValue(O.Endpoint("emulator.grpc")) })
 
@@ -22,6 +23,7 @@ export interface Settings {
   readonly endpoint: Endpoint | undefined
   readonly serviceAccountKeyFile: Redacted.Redacted<string> | undefined
   readonly exportClientMetrics: boolean
+  readonly transport: DataPath.Transport
 }
 
 /** Cloud Monitoring export is refused: not built yet, and without meaning against the emulator. */
@@ -42,7 +44,8 @@ const Config = Schema.Struct({
   emulator: O.maybe(Emulator),
   serviceAccountKeyFile: O.maybe(O.RedactedPath),
   exportClientMetrics: O.Bool.pipe(O.withDefault(false)),
-  exportClientMetricsToCloudMonitoring: O.Bool.pipe(O.withDefault(false))
+  exportClientMetricsToCloudMonitoring: O.Bool.pipe(O.withDefault(false)),
+  transport: O.literals(DataPath.transports).pipe(O.withDefault(DataPath.defaultTransport))
 })
 
 /** `BigtableClientConfig` decoded to the settings, the rules across options checked. */
@@ -56,14 +59,16 @@ const SettingsSchema = Config.check(
       projectId: c.projectId,
       endpoint: c.emulator?.grpc,
       serviceAccountKeyFile: c.serviceAccountKeyFile,
-      exportClientMetrics: c.exportClientMetrics
+      exportClientMetrics: c.exportClientMetrics,
+      transport: c.transport
     }),
     encode: (s: Settings): typeof Config.Type => ({
       projectId: s.projectId,
       emulator: s.endpoint === undefined ? undefined : { grpc: s.endpoint },
       serviceAccountKeyFile: s.serviceAccountKeyFile,
       exportClientMetrics: s.exportClientMetrics,
-      exportClientMetricsToCloudMonitoring: false
+      exportClientMetricsToCloudMonitoring: false,
+      transport: s.transport
     })
   })
 ))

@@ -26,8 +26,12 @@ import * as metrics from "../metrics.ts"
 import * as channel from "./channel.ts"
 import * as client from "./client.ts"
 import * as clientOptions from "./clientOptions.ts"
+import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
+import type { HeaderSource } from "../../wire/grpcChannel.ts"
+import * as DataPath from "../../wire/http2/dataPath.ts"
 import * as dataCall from "./dataCall.ts"
 import type { StartCall } from "./dataCall.ts"
+import * as http2Call from "./http2Call.ts"
 
 /** The service shape, without the service tag. @internal */
 export type Service = BigtableClientService
@@ -176,6 +180,50 @@ export const gapic = Effect.map(
   (module) => module.default
 )
 
+/** Where a client's data calls go: an emulator (plaintext, no credentials) or production (TLS, `auth`). @internal */
+export type DataTarget =
+  | { readonly _tag: "emulator"; readonly endpoint: Endpoint }
+  | { readonly _tag: "production"; readonly auth: HeaderSource }
+
+/**
+ * The data calls of a client made here, on `transport` (ADR 0036): our HTTP/2 data path, or grpc-js
+ * straight on a channel that is renewed after a call past its deadline (`channel.ts`). The channels
+ * are closed with the scope.
+ *
+ * @internal
+ */
+export const dataCalls = (
+  transport: DataPath.Transport,
+  target: DataTarget
+): Effect.Effect<StartCall, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    if (transport === "http2") {
+      const open = yield* DataPath.opener(
+        target._tag === "emulator"
+          ? { target: target.endpoint.target, tls: undefined }
+          : {
+            target: channel.dataTarget,
+            tls: { extraRoots: [] },
+            auth: { source: target.auth, service: "Bigtable", url: serviceUrl }
+          }
+      )
+      return http2Call.overHttp2(open())
+    }
+    // After a call past its deadline, later calls go on a new channel of its own connection (channel.ts).
+    const opener = (separate: boolean): GrpcClient =>
+      target._tag === "emulator"
+        ? channel.emulatorChannel(target.endpoint, separate)
+        : channel.productionChannel(target.auth, separate)
+    const data = yield* Effect.acquireRelease(
+      Effect.sync(() => channel.renewing(opener(false), () => opener(true))),
+      (c) => Effect.sync(() => c.close())
+    )
+    return data.start
+  })
+
+/** The gRPC service whose URL call credentials are asked for (as grpc-js builds it). */
+const serviceUrl = "https://bigtable.googleapis.com/google.bigtable.v2.Bigtable"
+
 /** @internal */
 export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkConfigError, Scope.Scope> =>
   Effect.gen(function*() {
@@ -201,20 +249,14 @@ export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkC
       : jwt !== undefined
       ? { ...base, authClient: jwt }
       : base
-    // After a call past its deadline, later calls go on a new channel of its own connection (channel.ts).
-    const open: Effect.Effect<(separate: boolean) => GrpcClient> = endpoint !== undefined
-      ? Effect.succeed((separate) => channel.emulatorChannel(endpoint, separate))
-      : jwt !== undefined
-      ? Effect.succeed((separate) => channel.productionChannel(jwt, separate))
-      : Effect.map(Effect.promise(() => import("google-auth-library")), (auth) => {
-        const adc = new auth.GoogleAuth({ scopes, projectId: s.projectId })
-        return (separate) => channel.productionChannel(adc, separate)
-      })
-    const opener = yield* open
-    const data = yield* Effect.acquireRelease(
-      Effect.sync(() => channel.renewing(opener(false), () => opener(true))),
-      (c) => Effect.sync(() => c.close())
-    )
+    const target: DataTarget = endpoint !== undefined ? { _tag: "emulator", endpoint } : {
+      _tag: "production",
+      auth: jwt ?? (yield* Effect.map(
+        Effect.promise(() => import("google-auth-library")),
+        (library) => new library.GoogleAuth({ scopes, projectId: s.projectId })
+      ))
+    }
+    const start = yield* dataCalls(s.transport, target)
     const admin = yield* lazyClient(
       "table admin",
       Effect.map(gapic, (v2) => new v2.BigtableTableAdminClient(adminOptions))
@@ -226,7 +268,7 @@ export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkC
     )
     return service({
       projectId: s.projectId,
-      start: data.start,
+      start,
       admin,
       instanceAdmin,
       exportClientMetrics: s.exportClientMetrics
