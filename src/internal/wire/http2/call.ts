@@ -111,9 +111,8 @@ export const start = (
   })
   stream.on("end", () => {
     readsClosed = true
-    if (status === null && reader.partial) {
-      status = callError(Code.INTERNAL, "the stream ended in the middle of a message")
-    }
+    // a message cut short is lost: the call is not OK, whatever the trailers said
+    if (reader.partial) status = callError(Code.INTERNAL, "the stream ended in the middle of a message")
     outputStatus()
   })
   stream.on("error", (error: Error & { readonly code?: unknown }) => {
@@ -129,6 +128,7 @@ export const start = (
           rstCode: stream.rstCode ?? http2.constants.NGHTTP2_NO_ERROR,
           httpStatus,
           connectionDropped: session.dropped(),
+          connectionLost: session.lost(),
           error: streamError ?? session.failure()
         }))
       }

@@ -13,6 +13,7 @@
  * | RST_STREAM `REFUSED_STREAM` (also GOAWAY'd)       | UNAVAILABLE                                  |
  * | RST_STREAM `CANCEL`                               | CANCELLED, UNAVAILABLE if the connection     |
  * |                                                   | dropped                                      |
+ * | the connection lost on our side (keepalive, socket) | UNAVAILABLE ("Connection dropped")         |
  * | RST_STREAM `ENHANCE_YOUR_CALM`                    | RESOURCE_EXHAUSTED                           |
  * | RST_STREAM `INADEQUATE_SECURITY`                  | PERMISSION_DENIED                            |
  * | RST_STREAM `INTERNAL_ERROR`                       | INTERNAL, UNAVAILABLE after ECONNRESET /     |
@@ -131,8 +132,10 @@ const metadataOf = (trailers: http2.IncomingHttpHeaders): grpc.Metadata => {
 export interface Ending {
   readonly rstCode: number
   readonly httpStatus: number | undefined
-  /** Its connection closed, errored or was GOAWAY'd with the call in it. */
+  /** Its connection was destroyed with the call in it (a `CANCEL` then means dropped, not cancelled). */
   readonly connectionDropped: boolean
+  /** Its connection was lost on our side (keepalive, socket): the call ends `UNAVAILABLE` whatever the code. */
+  readonly connectionLost: Error | undefined
   /** A Node error the stream or its session reported (an `ECONNRESET`, a TLS failure), if any. */
   readonly error: (Error & { readonly code?: unknown }) | undefined
 }
@@ -145,9 +148,8 @@ export interface Ending {
  */
 export const fromClose = (ending: Ending): CallError => {
   const { error, httpStatus, rstCode } = ending
-  if (ending.connectionDropped && rstCode !== NGHTTP2_REFUSED_STREAM) {
-    return callError(Code.UNAVAILABLE, error === undefined ? "Connection dropped" : `Connection dropped: ${error.message}`)
-  }
+  const lost = ending.connectionLost
+  if (lost !== undefined) return callError(Code.UNAVAILABLE, `Connection dropped: ${lost.message}`, lost)
   switch (rstCode) {
     case NGHTTP2_NO_ERROR:
       return httpStatus !== undefined && httpStatus !== 200
@@ -156,7 +158,10 @@ export const fromClose = (ending: Ending): CallError => {
     case NGHTTP2_REFUSED_STREAM:
       return callError(Code.UNAVAILABLE, "Stream refused by server")
     case NGHTTP2_CANCEL:
-      return callError(Code.CANCELLED, "Call cancelled")
+      // Node resets the streams of a destroyed connection with CANCEL
+      return ending.connectionDropped
+        ? callError(Code.UNAVAILABLE, "Connection dropped")
+        : callError(Code.CANCELLED, "Call cancelled")
     case NGHTTP2_ENHANCE_YOUR_CALM:
       return callError(Code.RESOURCE_EXHAUSTED, "Bandwidth exhausted or memory limit exceeded")
     case NGHTTP2_INADEQUATE_SECURITY:

@@ -8,9 +8,10 @@
  * - State: `usable` until the server sends GOAWAY, the connection fails or closes, or the owner
  *   drains it; a drained session takes no new calls (the channel opens another) while the calls on
  *   it run to their end. A graceful GOAWAY (NO_ERROR) lets the calls the server accepted finish;
- *   calls it did not accept end `UNAVAILABLE` (REFUSED_STREAM). Any other GOAWAY, a socket error or
- *   a keepalive timeout destroys the session, and every call on it ends `UNAVAILABLE` ("Connection
- *   dropped"), as in grpc-js.
+ *   calls it did not accept end `UNAVAILABLE` (REFUSED_STREAM). A GOAWAY with an error code destroys
+ *   the session and its calls end by the code Node resets them with (`callStatus.ts`; grpc-js maps
+ *   them alike). A connection lost on our side (a socket error or close, a keepalive timeout) ends
+ *   every call on it `UNAVAILABLE` ("Connection dropped"), as in grpc-js.
  * - Keepalive (grpc-js's `keepalive_time_ms` / `keepalive_timeout_ms`, 30 s / 10 s as the official
  *   clients set them): while calls are active, a PING every `keepaliveTime`; one unanswered within
  *   `keepaliveTimeout` destroys the session. A GOAWAY `ENHANCE_YOUR_CALM` with `too_many_pings`
@@ -49,9 +50,14 @@ export interface Session {
   readonly raw: http2.ClientHttp2Session
   /** Takes new calls: not GOAWAY'd, closed, failed or drained. */
   readonly usable: () => boolean
-  /** Gone: destroyed or closed; a call on it ends "Connection dropped". */
+  /** Destroyed: a call reset with `CANCEL` on it was dropped with it, not cancelled. */
   readonly dropped: () => boolean
-  /** The error that took the connection down, if one did. */
+  /**
+   * The connection was lost on our side (a keepalive timeout, a socket error or close, not a GOAWAY):
+   * its calls end `UNAVAILABLE` "Connection dropped", whatever reset them, as grpc-js ends them.
+   */
+  readonly lost: () => Error | undefined
+  /** The error the session reported, if any (GOAWAY'd with an error code: `ERR_HTTP2_SESSION_ERROR`). */
   readonly failure: () => Error | undefined
   /** Counts a call as active while it runs (keepalive and process references follow); returns its end. */
   readonly activate: () => () => void
@@ -131,6 +137,7 @@ const track = (raw: http2.ClientHttp2Session, settings: SessionSettings): Tracke
   let drained = false
   let goneAway = false
   let failure: Error | undefined
+  let lost: Error | undefined
   const closed = Deferred.makeUnsafe<void>()
   const activity = { wake: Deferred.makeUnsafe<void>() }
   raw.unref()
@@ -141,8 +148,13 @@ const track = (raw: http2.ClientHttp2Session, settings: SessionSettings): Tracke
     }
   })
   // every 'error' ends in 'close'; the error is kept for the calls' messages
-  raw.on("error", (error: Error) => {
+  raw.on("error", (error: Error & { readonly code?: unknown }) => {
     failure ??= error
+    // a GOAWAY with an error code also ends here; the calls then map their reset codes
+    if (error.code !== "ERR_HTTP2_SESSION_ERROR") lost ??= error
+  })
+  raw.socket.once("close", () => {
+    if (!goneAway) lost ??= new Error("the connection closed")
   })
   raw.once("close", () => {
     Deferred.doneUnsafe(closed, Exit.void)
@@ -152,7 +164,8 @@ const track = (raw: http2.ClientHttp2Session, settings: SessionSettings): Tracke
     id: nextId++,
     raw,
     usable: () => !drained && !goneAway && !raw.closed && !raw.destroyed,
-    dropped: () => raw.destroyed || failure !== undefined,
+    dropped: () => raw.destroyed,
+    lost: () => lost,
     failure: () => failure,
     activate: () => {
       if (active++ === 0) {
@@ -177,20 +190,24 @@ const track = (raw: http2.ClientHttp2Session, settings: SessionSettings): Tracke
     },
     closed: Deferred.await(closed),
     destroy: (reason) => {
-      failure ??= reason
-      raw.destroy(reason)
+      lost ??= reason
+      raw.destroy()
     }
   }
   return { handle, activity }
 }
 
-const ping = (raw: http2.ClientHttp2Session): Effect.Effect<boolean> =>
-  Effect.callback<boolean>((resume) => {
+/**
+ * One PING: `"answered"`, `"failed"` (sent, then the session failed before the answer) or
+ * `"unsent"` (a closing session takes no more pings: it is no sign of a dead peer).
+ */
+const ping = (raw: http2.ClientHttp2Session): Effect.Effect<"answered" | "failed" | "unsent"> =>
+  Effect.callback<"answered" | "failed" | "unsent">((resume) => {
     try {
-      const sent = raw.ping((error) => resume(Effect.succeed(error === null)))
-      if (!sent) resume(Effect.succeed(false))
+      const sent = raw.ping((error) => resume(Effect.succeed(error === null ? "answered" : "failed")))
+      if (!sent) resume(Effect.succeed("unsent"))
     } catch {
-      resume(Effect.succeed(false))
+      resume(Effect.succeed("unsent"))
     }
   })
 
@@ -202,11 +219,13 @@ const keepalive = ({ activity, handle }: Tracked, settings: SessionSettings): Ef
       if (handle.raw.destroyed) return
       yield* Effect.sleep(settings.keepaliveTime())
       if (handle.activeCalls() === 0 || handle.raw.destroyed) continue
-      const answered = yield* Effect.timeoutOrElse(ping(handle.raw), {
+      const outcome = yield* Effect.timeoutOrElse(ping(handle.raw), {
         duration: settings.keepaliveTimeout,
-        orElse: () => Effect.succeed(false)
+        orElse: () => Effect.succeed("unanswered" as const)
       })
-      if (!answered && !handle.raw.destroyed) {
+      // a session closing after a GOAWAY takes no pings; its calls end when the server ends them
+      if (outcome === "unsent") return
+      if (outcome !== "answered" && !handle.raw.destroyed) {
         handle.destroy(new Error(`keepalive ping unanswered within ${Duration.format(settings.keepaliveTimeout)}`))
       }
     }
