@@ -196,6 +196,9 @@ export const makeFake = (options: FakeOptions = {}) => {
 
   const layer = BigtableClient.fromClients({ projectId: "p", data, admin: adminClient })
   return {
+    /** The fake's data channel and admin client, for serving them over a real gRPC server (`servedData.ts`). */
+    data,
+    adminClient,
     requests,
     applied,
     admin,
