@@ -18,47 +18,47 @@ export const http2Session = (authority: string): { readonly start: StartCall; re
   session.on("error", () => {})
   const start: StartCall = (method, encode, _routing, _timeout, listener) =>
     Effect.sync(() => {
-    let ended = false
-    const end = (error: unknown) => {
-      if (ended) return
-      ended = true
-      listener.onEnd(error)
-    }
-    const stream = session.request({
-      ":method": "POST",
-      ":path": method,
-      "content-type": "application/grpc",
-      te: "trailers"
-    })
-    const statusOf = (headers: http2.IncomingHttpHeaders) => {
-      const code = Number(headers["grpc-status"])
-      end(code === 0 ? undefined : new Error(`grpc-status ${code}: ${String(headers["grpc-message"] ?? "")}`))
-    }
-    stream.on("response", (headers) => {
-      if (headers["grpc-status"] !== undefined) statusOf(headers)
-    })
-    stream.on("trailers", statusOf)
-    stream.on("error", end)
-    stream.on("close", () => end(new Error("the stream closed without a status")))
-    let pending: Buffer = Buffer.alloc(0)
-    stream.on("data", (chunk: Buffer) => {
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
-      while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
-        const length = pending.readUInt32BE(1)
-        if (!ended) listener.onMessage(pending.subarray(5, 5 + length))
-        pending = pending.subarray(5 + length)
+      let ended = false
+      const end = (error: unknown) => {
+        if (ended) return
+        ended = true
+        listener.onEnd(error)
+      }
+      const stream = session.request({
+        ":method": "POST",
+        ":path": method,
+        "content-type": "application/grpc",
+        te: "trailers"
+      })
+      const statusOf = (headers: http2.IncomingHttpHeaders) => {
+        const code = Number(headers["grpc-status"])
+        end(code === 0 ? undefined : new Error(`grpc-status ${code}: ${String(headers["grpc-message"] ?? "")}`))
+      }
+      stream.on("response", (headers) => {
+        if (headers["grpc-status"] !== undefined) statusOf(headers)
+      })
+      stream.on("trailers", statusOf)
+      stream.on("error", end)
+      stream.on("close", () => end(new Error("the stream closed without a status")))
+      let pending: Buffer = Buffer.alloc(0)
+      stream.on("data", (chunk: Buffer) => {
+        pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
+        while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
+          const length = pending.readUInt32BE(1)
+          if (!ended) listener.onMessage(pending.subarray(5, 5 + length))
+          pending = pending.subarray(5 + length)
+        }
+      })
+      // the prefix in the 5 bytes the encoder leaves free: one buffer, one write
+      const request = encode(5)
+      request[0] = 0
+      request.writeUInt32BE(request.length - 5, 1)
+      stream.end(request)
+      return () => {
+        if (ended) return
+        ended = true
+        stream.close(http2.constants.NGHTTP2_CANCEL)
       }
     })
-    // the prefix in the 5 bytes the encoder leaves free: one buffer, one write
-    const request = encode(5)
-    request[0] = 0
-    request.writeUInt32BE(request.length - 5, 1)
-    stream.end(request)
-    return () => {
-      if (ended) return
-      ended = true
-      stream.close(http2.constants.NGHTTP2_CANCEL)
-    }
-  })
   return { start, close: () => session.close() }
 }

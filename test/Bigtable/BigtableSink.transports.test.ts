@@ -25,7 +25,10 @@ import { makeFake } from "./fakeBigtable.ts"
 /** The fake's service with its data calls on `transport`, over real HTTP/2 to the served fake. */
 const servedLayer = (
   transport: Transport,
-  fake: { readonly data: BigtableClient.DataClient; readonly layer: Layer.Layer<BigtableClient.BigtableClient, unknown> },
+  fake: {
+    readonly data: BigtableClient.DataClient
+    readonly layer: Layer.Layer<BigtableClient.BigtableClient, unknown>
+  },
   tls: boolean
 ) =>
   Layer.effect(
@@ -103,7 +106,11 @@ describe.each(transports)("BigtableSink over %s", (transport) => {
           yield* writer.checkpoint((batch.at(-1)?.offset ?? 0) + 1)
         }
         return yield* writer.summary
-      }).pipe(Effect.scoped, Effect.provide(servedLayer(transport, fake, false)), Effect.provide(CheckpointStore.memory))
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(servedLayer(transport, fake, false)),
+        Effect.provide(CheckpointStore.memory)
+      )
       assert.strictEqual(summary.recordsWritten, 30)
       assert.strictEqual(fake.applied(), 30)
       const total = [0, 1, 2].reduce((s, r) => s + fake.sum(tableName, `page${r}`, "c", "n"), 0n)

@@ -55,7 +55,10 @@ const grpcCredentials = (options: ClientOptions): grpc.ChannelCredentials => {
 }
 
 /** A grpc-js client to `target`, closed with the scope. */
-export const grpcClient = (target: string, options: ClientOptions = {}): Effect.Effect<grpc.Client, never, Scope.Scope> =>
+export const grpcClient = (
+  target: string,
+  options: ClientOptions = {}
+): Effect.Effect<grpc.Client, never, Scope.Scope> =>
   Effect.acquireRelease(
     Effect.sync(() => new grpc.Client(target, grpcCredentials(options), grpcOptions(options))),
     (c) => Effect.sync(() => c.close())

@@ -95,7 +95,11 @@ const callOf = (stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHead
     },
     finish: (code, message, extra = {}) => {
       respond()
-      trailers = { "grpc-status": String(code), ...(message === undefined ? {} : { "grpc-message": message }), ...extra }
+      trailers = {
+        "grpc-status": String(code),
+        ...(message === undefined ? {} : { "grpc-message": message }),
+        ...extra
+      }
       if (!stream.destroyed) stream.end()
     },
     trailersOnly: (code, message, extra = {}) => {

@@ -144,7 +144,9 @@ export const makeWith = Effect.fnUntraced(function*(
   tlsRoots?: ReadonlyArray<string | Buffer> | undefined
 ) {
   if (s.emulator !== undefined) return yield* emulatorClients(s, s.emulator, tlsRoots)
-  const jwt = s.serviceAccountKeyFile === undefined ? undefined : yield* credentials.loadKeyFile(s.serviceAccountKeyFile)
+  const jwt = s.serviceAccountKeyFile === undefined
+    ? undefined
+    : yield* credentials.loadKeyFile(s.serviceAccountKeyFile)
   const auth = jwt ?? credentials.applicationDefault(s.projectId)
   const write = yield* acquireChannel(Effect.sync(() => credentials.productionChannel(auth)))
   yield* appendChannels(

@@ -10,10 +10,10 @@
  * @internal
  */
 import type * as grpc from "@grpc/grpc-js"
+import * as Effect from "effect/Effect"
 import type { EmulatorEndpoint } from "../../../Sink/EmulatorEndpoint.ts"
 import * as shared from "../../wire/grpcChannel.ts"
 import { Code, fromError } from "../../wire/grpcStatus.ts"
-import * as Effect from "effect/Effect"
 import type { Cancel, StartCall } from "./dataCall.ts"
 import { onChannel } from "./directCall.ts"
 

@@ -102,7 +102,7 @@ export const mutateRows = (start: StartCall) => (request: MutateRowsRequest): Ef
     Effect.suspend(() => {
       const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
       const done = Deferred.makeUnsafe<EntryStatus>()
-      let cancel: Cancel = () => {}
+      let cancel: Cancel | undefined
       const listener: CallListener = {
         onMessage: (response) => {
           if (Deferred.isDoneUnsafe(done)) return
@@ -110,10 +110,11 @@ export const mutateRows = (start: StartCall) => (request: MutateRowsRequest): Ef
             readResponse(response, statuses)
           } catch (cause) {
             const fill = { code: undefined, message: `malformed MutateRowsResponse: ${grpc.fromError(cause).message}` }
-            if (Deferred.doneUnsafe(done, Exit.succeed(fill))) cancel("interrupted")
+            if (Deferred.doneUnsafe(done, Exit.succeed(fill))) cancel?.("interrupted")
           }
         },
-        onEnd: (error) => void Deferred.doneUnsafe(done, Exit.succeed(error === undefined ? missing : grpc.fromError(error)))
+        onEnd: (error) =>
+          void Deferred.doneUnsafe(done, Exit.succeed(error === undefined ? missing : grpc.fromError(error)))
       }
       const started = Effect.tap(
         start(
@@ -190,7 +191,7 @@ const checkAndMutateFailed = (
 type Checked = { readonly matched: boolean } | { readonly failure: unknown }
 
 /** The listener of one CheckAndMutateRow, completing `done` with its outcome. */
-const checkListener = (done: Deferred.Deferred<Checked>, cancel: () => Cancel): CallListener => {
+const checkListener = (done: Deferred.Deferred<Checked>, cancel: () => Cancel | undefined): CallListener => {
   let matched: boolean | undefined
   const settle = (outcome: Checked): boolean => Deferred.doneUnsafe(done, Exit.succeed(outcome))
   return {
@@ -200,7 +201,7 @@ const checkListener = (done: Deferred.Deferred<Checked>, cancel: () => Cancel): 
         matched = checkAndMutate.readPredicateMatched(response)
       } catch (cause) {
         const failure = new Error(`malformed CheckAndMutateRowResponse: ${grpc.fromError(cause).message}`)
-        if (settle({ failure })) cancel()("interrupted")
+        if (settle({ failure })) cancel()?.("interrupted")
       }
     },
     onEnd: (error) => {
@@ -227,7 +228,7 @@ export const checkAndMutateRow = (start: StartCall) => {
   const send = (request: CheckAndMutateRowRequest, limit: Duration.Duration): Effect.Effect<boolean, BigtableError> =>
     Effect.suspend(() => {
       const done = Deferred.makeUnsafe<Checked>()
-      let cancel: Cancel = () => {}
+      let cancel: Cancel | undefined
       const started = Effect.tap(
         start(
           checkAndMutate.checkAndMutateRowPath,
@@ -243,10 +244,13 @@ export const checkAndMutateRow = (start: StartCall) => {
           code: grpc.Code.DEADLINE_EXCEEDED
         })
       })
-      return Effect.flatMap(runCall(started, start.localDeadline === true, done, limit, timedOut), (outcome) =>
-        "matched" in outcome
-          ? Effect.succeed(outcome.matched)
-          : checkAndMutateFailed(request.tableName, limit, outcome.failure))
+      return Effect.flatMap(
+        runCall(started, start.localDeadline === true, done, limit, timedOut),
+        (outcome) =>
+          "matched" in outcome
+            ? Effect.succeed(outcome.matched)
+            : checkAndMutateFailed(request.tableName, limit, outcome.failure)
+      )
     })
   return (request: CheckAndMutateRowRequest): Effect.Effect<boolean, BigtableError> =>
     request.timeout !== undefined

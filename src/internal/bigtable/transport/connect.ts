@@ -21,14 +21,14 @@ import type {
 import type * as BigtableClient from "../../../Bigtable/BigtableClient.ts"
 import type { BigtableError } from "../../../Bigtable/BigtableError.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
+import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
+import type { HeaderSource } from "../../wire/grpcChannel.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
+import * as DataPath from "../../wire/http2/dataPath.ts"
 import * as metrics from "../metrics.ts"
 import * as channel from "./channel.ts"
 import * as client from "./client.ts"
 import * as clientOptions from "./clientOptions.ts"
-import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
-import type { HeaderSource } from "../../wire/grpcChannel.ts"
-import * as DataPath from "../../wire/http2/dataPath.ts"
 import * as dataCall from "./dataCall.ts"
 import type { StartCall } from "./dataCall.ts"
 import * as http2Call from "./http2Call.ts"
@@ -195,8 +195,13 @@ export type DataTarget =
 export const dataCalls = (
   transport: DataPath.Transport,
   target: DataTarget
-): Effect.Effect<StartCall, never, Scope.Scope> =>
-  Effect.gen(function*() {
+): Effect.Effect<StartCall, never, Scope.Scope> => {
+  // After a call past its deadline, later calls go on a new channel of its own connection (channel.ts).
+  const opener = (separate: boolean): GrpcClient =>
+    target._tag === "emulator"
+      ? channel.emulatorChannel(target.endpoint, separate)
+      : channel.productionChannel(target.auth, separate)
+  return Effect.gen(function*() {
     if (transport === "http2") {
       const open = yield* DataPath.opener(
         target._tag === "emulator"
@@ -209,17 +214,13 @@ export const dataCalls = (
       )
       return http2Call.overHttp2(open())
     }
-    // After a call past its deadline, later calls go on a new channel of its own connection (channel.ts).
-    const opener = (separate: boolean): GrpcClient =>
-      target._tag === "emulator"
-        ? channel.emulatorChannel(target.endpoint, separate)
-        : channel.productionChannel(target.auth, separate)
     const data = yield* Effect.acquireRelease(
       Effect.sync(() => channel.renewing(opener(false), () => opener(true))),
       (c) => Effect.sync(() => c.close())
     )
     return data.start
   })
+}
 
 /** The gRPC service whose URL call credentials are asked for (as grpc-js builds it). */
 const serviceUrl = "https://bigtable.googleapis.com/google.bigtable.v2.Bigtable"

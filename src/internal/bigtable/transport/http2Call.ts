@@ -13,8 +13,7 @@ import { prefixLength, writePrefix } from "../../wire/http2/messageFrame.ts"
 import type { StartCall } from "./dataCall.ts"
 
 /** Calls on `channel`; the caller keeps each call's deadline timer (`localDeadline`). @internal */
-export const overHttp2 = (channel: Http2Channel): StartCall =>
-  Object.assign(start(channel), { localDeadline: true })
+export const overHttp2 = (channel: Http2Channel): StartCall => Object.assign(start(channel), { localDeadline: true })
 
 const start = (channel: Http2Channel): StartCall => (method, encode, routing, timeout, listener) =>
   Effect.map(

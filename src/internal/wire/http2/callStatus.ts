@@ -110,7 +110,11 @@ export const fromTrailers = (
     return new CallError({ code, details: message === undefined ? "" : percentDecode(message), metadata })
   }
   if (httpStatus !== undefined && httpStatus !== 200) {
-    return new CallError({ code: httpStatusCode(httpStatus), details: `Received HTTP status code ${httpStatus}`, metadata })
+    return new CallError({
+      code: httpStatusCode(httpStatus),
+      details: `Received HTTP status code ${httpStatus}`,
+      metadata
+    })
   }
   return new CallError({
     code: Code.UNKNOWN,

@@ -28,10 +28,10 @@ import { Code } from "../grpcStatus.ts"
 import type { AccessTokens } from "./accessTokens.ts"
 import { type Call, type CallHandlers, start } from "./call.ts"
 import { type CallError, callError } from "./callError.ts"
+import { onLiveClock } from "./liveClock.ts"
 import type { Proxy } from "./proxy.ts"
 import * as Session from "./session.ts"
 import * as Socket from "./socket.ts"
-import { onLiveClock } from "./liveClock.ts"
 
 /** What a channel is opened with. @internal */
 export interface ChannelOptions {
@@ -187,22 +187,25 @@ export const make = (options: ChannelOptions, scope: Scope.Scope): Http2Channel 
   return {
     target: options.target,
     call: (path, metadata, timeout, handlers) =>
-      Effect.flatMap(Effect.result(Effect.zip(session, headersOf(path, metadata, timeout))), (result) =>
-        Effect.sync(() => {
-          if (result._tag === "Failure") {
-            handlers.onEnd(result.failure)
-            return noCall
-          }
-          const [s, headers] = result.success
-          try {
-            return start(s, headers, options.maxReceiveMessageLength, handlers)
-          } catch (cause) {
-            // the session stopped taking streams between the check and the request
-            s.drain()
-            handlers.onEnd(callError(Code.UNAVAILABLE, "the HTTP/2 connection takes no new streams", cause))
-            return noCall
-          }
-        })),
+      Effect.flatMap(
+        Effect.result(Effect.zip(session, headersOf(path, metadata, timeout))),
+        (result) =>
+          Effect.sync(() => {
+            if (result._tag === "Failure") {
+              handlers.onEnd(result.failure)
+              return noCall
+            }
+            const [s, headers] = result.success
+            try {
+              return start(s, headers, options.maxReceiveMessageLength, handlers)
+            } catch (cause) {
+              // the session stopped taking streams between the check and the request
+              s.drain()
+              handlers.onEnd(callError(Code.UNAVAILABLE, "the HTTP/2 connection takes no new streams", cause))
+              return noCall
+            }
+          })
+      ),
     abandon: () => {
       const s = current
       current = undefined

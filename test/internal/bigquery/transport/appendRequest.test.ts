@@ -140,7 +140,9 @@ describe("appendRequest.encodeFramed", () => {
         fc.boolean(),
         (rows, name, offset, first) => {
           const body = AppendRequest.encodeRows(rows)
-          const descriptor = first ? protos.google.protobuf.DescriptorProto.encode({ name: "root" }).finish() : undefined
+          const descriptor = first
+            ? protos.google.protobuf.DescriptorProto.encode({ name: "root" }).finish()
+            : undefined
           const header = { writeStream: AppendRequest.utf8(name), offset, descriptor }
           const plain = Array.from(AppendRequest.encodeBody(header, body))
           const inPlace = sharesBody(AppendRequest.encodeBody(header, body), body)
@@ -155,7 +157,9 @@ describe("appendRequest.encodeFramed", () => {
           ])
           // the prefix takes 5 more bytes of the headroom: in place unless the header just fit
           if (sharesBody(framed, body)) assert.isTrue(inPlace)
-          if (inPlace && plain.length - body.length + 5 <= AppendRequest.headroom) assert.isTrue(sharesBody(framed, body))
+          if (inPlace && plain.length - body.length + 5 <= AppendRequest.headroom) {
+            assert.isTrue(sharesBody(framed, body))
+          }
         }
       ),
       { numRuns: 300 }

@@ -9,7 +9,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import protos from "@google-cloud/bigquery-storage/build/protos/protos.js"
-import { Deferred, Duration, Effect, Exit } from "effect"
+import { Deferred, Duration, Effect, Exit, type Scope } from "effect"
 import * as http2 from "node:http2"
 import * as Split from "../../../../src/internal/bigquery/storageWrite/split.ts"
 import type { AppendChannels } from "../../../../src/internal/bigquery/transport/appendChannels.ts"
@@ -39,7 +39,10 @@ const statusDetails = (code: number, storageCode: number) =>
     protos.google.rpc.Status.encode({
       code,
       message: "m",
-      details: [{ type_url: "type.googleapis.com/google.cloud.bigquery.storage.v1.StorageError", value: storageError(storageCode) }]
+      details: [{
+        type_url: "type.googleapis.com/google.cloud.bigquery.storage.v1.StorageError",
+        value: storageError(storageCode)
+      }]
     }).finish()
   )
 
@@ -50,33 +53,33 @@ interface Setup {
   readonly open: Effect.Effect<Connection.Connection>
 }
 
+/** Appends each body and awaits every answer; the outcome of each. */
+const appendAll = (connection: Connection.Connection, all: ReadonlyArray<Uint8Array>) =>
+  Effect.gen(function*() {
+    const waiting = []
+    for (const body of all) waiting.push(yield* connection.append(body))
+    return yield* Effect.forEach(waiting, (d) => Effect.exit(Deferred.await(d)))
+  })
+
+const codes = (exits: ReadonlyArray<Exit.Exit<unknown, Connection.StreamFailure>>) =>
+  exits.map((e) => Exit.isSuccess(e) ? "ok" : e.cause.reasons.find((r) => r._tag === "Fail")?.error.code)
+
+const settled = (s: Setup, connection: Connection.Connection) =>
+  Effect.gen(function*() {
+    yield* connection.ended.pipe(Effect.timeout("5 seconds"))
+    assert.deepStrictEqual(s.channels.load().reduce((a, b) => a + b, 0), 0, "the stream's place is given back")
+    assert.strictEqual(s.backlog.size(), 0, "nothing left counted in the backlog")
+  })
+
 describe.each(transports)("AppendRows wire faults on %s", (transport: Transport) => {
   const against = (handle: (c: Wire.WireCall) => void, options: Parameters<typeof appendChannels>[2] = {}) =>
-    Effect.gen(function*(): Effect.fn.Return<Setup, never, import("effect").Scope.Scope> {
+    Effect.gen(function*(): Effect.fn.Return<Setup, never, Scope.Scope> {
       const tls = options.tlsRoots !== undefined
       const { cert, key } = tls ? yield* selfSigned : { cert: Buffer.alloc(0), key: Buffer.alloc(0) }
       const server = yield* Wire.make(handle, tls ? { tls: { cert, key } } : {})
       const channels = yield* appendChannels(transport, server.target, tls ? { ...options, tlsRoots: [cert] } : options)
       const backlog = SendBacklog.make()
       return { server, channels, backlog, open: Connection.open(channels.lease(), name, descriptor, backlog) }
-    })
-
-  /** Appends each body and awaits every answer; the outcome of each. */
-  const appendAll = (connection: Connection.Connection, all: ReadonlyArray<Uint8Array>) =>
-    Effect.gen(function*() {
-      const waiting = []
-      for (const body of all) waiting.push(yield* connection.append(body))
-      return yield* Effect.forEach(waiting, (d) => Effect.exit(Deferred.await(d)))
-    })
-
-  const codes = (exits: ReadonlyArray<Exit.Exit<unknown, Connection.StreamFailure>>) =>
-    exits.map((e) => Exit.isSuccess(e) ? "ok" : e.cause.reasons.find((r) => r._tag === "Fail")?.error.code)
-
-  const settled = (s: Setup, connection: Connection.Connection) =>
-    Effect.gen(function*() {
-      yield* connection.ended.pipe(Effect.timeout("5 seconds"))
-      assert.deepStrictEqual(s.channels.load().reduce((a, b) => a + b, 0), 0, "the stream's place is given back")
-      assert.strictEqual(s.backlog.size(), 0, "nothing left counted in the backlog")
     })
 
   it.live("a reset after the second request fails it and every later append; the first stands", () =>
@@ -115,7 +118,9 @@ describe.each(transports)("AppendRows wire faults on %s", (transport: Transport)
     Effect.scoped(Effect.gen(function*() {
       const s = yield* against((c) => {
         c.onMessage = () => {
-          if (c.messages.length === 1 && s.server.sessions.length === 1) c.session.goaway(http2.constants.NGHTTP2_NO_ERROR)
+          if (c.messages.length === 1 && s.server.sessions.length === 1) {
+            c.session.goaway(http2.constants.NGHTTP2_NO_ERROR)
+          }
           c.send(ok)
         }
         c.onEnd = () => c.finish(Code.OK)
@@ -153,44 +158,48 @@ describe.each(transports)("AppendRows wire faults on %s", (transport: Transport)
       })))
   }
 
-  it.live("a server that stops reading: the backlog holds admission, nothing more is handed over", () =>
-    Effect.scoped(Effect.gen(function*() {
-      let reading = false
-      const s = yield* against((c) => {
-        c.stream.pause()
-        const resume = () => {
-          if (!reading) return setTimeout(resume, 20)
-          c.stream.resume()
+  it.live(
+    "a server that stops reading: the backlog holds admission, nothing more is handed over",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        let reading = false
+        const s = yield* against((c) => {
+          c.stream.pause()
+          const resume = () => {
+            if (!reading) return setTimeout(resume, 20)
+            c.stream.resume()
+          }
+          resume()
+          c.onMessage = () => c.send(ok)
+        })
+        const connection = yield* s.open
+        const waiting = []
+        const all = bodies(40, 256 * 1024)
+        // a writer's loop: append while admission lets it
+        let sent = 0
+        while (sent < all.length && s.backlog.wait() === undefined) {
+          waiting.push(yield* connection.append(all[sent++]!))
+          yield* Effect.yieldNow
         }
-        resume()
-        c.onMessage = () => c.send(ok)
-      })
-      const connection = yield* s.open
-      const waiting = []
-      const all = bodies(40, 256 * 1024)
-      // a writer's loop: append while admission lets it
-      let sent = 0
-      while (sent < all.length && s.backlog.wait() === undefined) {
-        waiting.push(yield* connection.append(all[sent++]!))
-        yield* Effect.yieldNow
-      }
-      assert.isBelow(sent, all.length, "the backlog stopped admission")
-      // the backlog's limit, plus the few requests the flow-control window and the socket took
-      assert.isAtMost(sent, SendBacklog.defaultHigh + 4)
-      const blocked = s.backlog.wait()
-      assert.isDefined(blocked)
-      const still = yield* Effect.timeout(blocked ?? Effect.void, "300 millis").pipe(Effect.option)
-      assert.isTrue(still._tag === "None", "still blocked while the server does not read")
-      reading = true
-      while (sent < all.length) {
-        const wait = s.backlog.wait()
-        if (wait !== undefined) yield* wait
-        waiting.push(yield* connection.append(all[sent++]!))
-      }
-      const exits = yield* Effect.forEach(waiting, (d) => Effect.exit(Deferred.await(d)))
-      assert.isTrue(exits.every(Exit.isSuccess))
-      yield* connection.close
-    })), 30_000)
+        assert.isBelow(sent, all.length, "the backlog stopped admission")
+        // the backlog's limit, plus the few requests the flow-control window and the socket took
+        assert.isAtMost(sent, SendBacklog.defaultHigh + 4)
+        const blocked = s.backlog.wait()
+        assert.isDefined(blocked)
+        const still = yield* Effect.timeout(blocked ?? Effect.void, "300 millis").pipe(Effect.option)
+        assert.isTrue(still._tag === "None", "still blocked while the server does not read")
+        reading = true
+        while (sent < all.length) {
+          const wait = s.backlog.wait()
+          if (wait !== undefined) yield* wait
+          waiting.push(yield* connection.append(all[sent++]!))
+        }
+        const exits = yield* Effect.forEach(waiting, (d) => Effect.exit(Deferred.await(d)))
+        assert.isTrue(exits.every(Exit.isSuccess))
+        yield* connection.close
+      })),
+    30_000
+  )
 
   it.live("over TLS with a self-signed root, with the credentials' headers", () =>
     Effect.scoped(Effect.gen(function*() {
@@ -202,7 +211,10 @@ describe.each(transports)("AppendRows wire faults on %s", (transport: Transport)
       const connection = yield* s.open
       assert.deepStrictEqual(codes(yield* appendAll(connection, bodies(3))), ["ok", "ok", "ok"])
       assert.strictEqual(s.server.calls[0]?.headers["authorization"], "Bearer a")
-      assert.strictEqual(s.server.calls[0]?.headers["x-goog-request-params"], `write_stream=${encodeURIComponent(name)}`)
+      assert.strictEqual(
+        s.server.calls[0]?.headers["x-goog-request-params"],
+        `write_stream=${encodeURIComponent(name)}`
+      )
       yield* connection.close
       yield* settled(s, connection)
     })))

@@ -70,7 +70,9 @@ describe.each(transports)("Bigtable data call wire faults on %s", (transport: Tr
       const { start } = yield* against((c) => {
         const big = Wire.framed(Buffer.alloc(100_000, 1))
         for (let i = 0; i < big.length; i += 7_000) c.sendRaw(big.subarray(i, i + 7_000))
-        c.sendRaw(Buffer.concat([Wire.framed(Buffer.from("a")), Wire.framed(Buffer.alloc(0)), Wire.framed(Buffer.from("b"))]))
+        c.sendRaw(
+          Buffer.concat([Wire.framed(Buffer.from("a")), Wire.framed(Buffer.alloc(0)), Wire.framed(Buffer.from("b"))])
+        )
         c.finish(Code.OK)
       })
       const ended = yield* call(start)
@@ -80,10 +82,18 @@ describe.each(transports)("Bigtable data call wire faults on %s", (transport: Tr
     })))
 
   for (
-    const [status, code] of [[503, Code.UNAVAILABLE], [429, Code.UNAVAILABLE], [404, Code.UNIMPLEMENTED], [
-      401,
-      Code.UNAUTHENTICATED
-    ], [403, Code.PERMISSION_DENIED], [400, Code.INTERNAL], [500, Code.UNKNOWN]] as const
+    const [status, code] of [
+      [503, Code.UNAVAILABLE],
+      [429, Code.UNAVAILABLE],
+      [404, Code.UNIMPLEMENTED],
+      [
+        401,
+        Code.UNAUTHENTICATED
+      ],
+      [403, Code.PERMISSION_DENIED],
+      [400, Code.INTERNAL],
+      [500, Code.UNKNOWN]
+    ] as const
   ) {
     it.live(`an HTTP ${status} without a gRPC status ends ${code}`, () =>
       Effect.scoped(Effect.gen(function*() {
@@ -225,11 +235,13 @@ describe("Bigtable data calls on http2: the deadline's local timer", () => {
       const cancelled = yield* Deferred.make<void>()
       const server = yield* Wire.make((c) => c.stream.on("close", () => Deferred.doneUnsafe(cancelled, Effect.void)))
       const start = yield* startCall("http2", server.target)
-      const fiber = yield* Effect.forkChild(client.mutateRows(start)({
-        tableName: "projects/p/instances/i/tables/t",
-        entries: [],
-        timeout: Duration.seconds(60)
-      }))
+      const fiber = yield* Effect.forkChild(
+        client.mutateRows(start)({
+          tableName: "projects/p/instances/i/tables/t",
+          entries: [],
+          timeout: Duration.seconds(60)
+        })
+      )
       while (server.calls.length === 0) yield* Effect.promise(() => new Promise((r) => setTimeout(r, 10)))
       yield* TestClock.adjust("61 seconds")
       yield* Fiber.join(fiber)
@@ -243,14 +255,14 @@ const freezingProxy = (port: number) =>
     Effect.callback<{ readonly port: number; readonly freeze: () => void; readonly close: () => void }>((resume) => {
       const sockets = new Set<net.Socket>()
       let frozen = false
-      const server = net.createServer((client) => {
+      const server = net.createServer((socket) => {
         const upstream = net.connect({ host: "127.0.0.1", port })
-        for (const s of [client, upstream]) {
+        for (const s of [socket, upstream]) {
           sockets.add(s)
           s.on("error", () => undefined)
         }
-        client.on("data", (d) => frozen || upstream.write(d))
-        upstream.on("data", (d) => frozen || client.write(d))
+        socket.on("data", (d) => frozen || upstream.write(d))
+        upstream.on("data", (d) => frozen || socket.write(d))
       })
       server.listen(0, "127.0.0.1", () => {
         const address = server.address()

@@ -308,7 +308,10 @@ describe.each(["http2", "grpc-js"] as const)("StartCall on %s", (transport) => {
       assert.isUndefined((yield* collect(start, streamPath)).error)
       assert.deepStrictEqual(seen, [["Bearer direct"], ["Bearer direct"]])
       // grpc-js asks the auth client on every call; ours once per token (accessTokens.ts)
-      assert.deepStrictEqual(urls, Array.from({ length: transport === "http2" ? 1 : 2 }, () => "https://localhost/test.Stream"))
+      assert.deepStrictEqual(
+        urls,
+        Array.from({ length: transport === "http2" ? 1 : 2 }, () => "https://localhost/test.Stream")
+      )
     })))
 
   it.live("over TLS, a certificate the roots do not trust fails the call UNAVAILABLE", () =>
@@ -318,7 +321,9 @@ describe.each(["http2", "grpc-js"] as const)("StartCall on %s", (transport) => {
         { [streamPath]: (call) => call.end() },
         grpc.ServerCredentials.createSsl(null, [{ private_key: key, cert_chain: cert }])
       )
-      const auth: HeaderSource = { getRequestHeaders: () => Promise.resolve(new Headers({ authorization: "Bearer x" })) }
+      const auth: HeaderSource = {
+        getRequestHeaders: () => Promise.resolve(new Headers({ authorization: "Bearer x" }))
+      }
       const target = `localhost:${port}`
       const start = transport === "http2"
         ? overHttp2((yield* DataPath.opener({

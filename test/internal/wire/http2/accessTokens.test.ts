@@ -26,6 +26,8 @@ const source = (lifetime: Duration.Duration, now: () => number, fail?: () => boo
   return { auth, fetched: () => fetched, gate }
 }
 
+const headers = () => Promise.resolve(new Headers())
+
 describe("accessTokens", () => {
   it.effect("fetches once per token, refreshes in the background before expiry, waits only near expiry", () =>
     Effect.gen(function*() {
@@ -89,7 +91,6 @@ describe("accessTokens", () => {
     }))
 
   it("reads the expiry of a client, or of the credential a GoogleAuth resolved", () => {
-    const headers = () => Promise.resolve(new Headers())
     const client = { getRequestHeaders: headers, credentials: { expiry_date: 5 } }
     const googleAuth = { getRequestHeaders: headers, cachedCredential: { credentials: { expiry_date: 7 } } }
     assert.strictEqual(AccessTokens.expiryOf(client), 5)

@@ -5,11 +5,19 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import * as http2 from "node:http2"
-import { fromClose, fromTrailers, httpStatusCode, percentDecode } from "../../../../src/internal/wire/http2/callStatus.ts"
 import { Code } from "../../../../src/internal/wire/grpcStatus.ts"
+import {
+  fromClose,
+  fromTrailers,
+  httpStatusCode,
+  percentDecode
+} from "../../../../src/internal/wire/http2/callStatus.ts"
 
 const { constants } = http2
 const ending = { httpStatus: 200, connectionDropped: false, connectionLost: undefined, error: undefined }
+
+const code = (rstCode: number, extra: Partial<Parameters<typeof fromClose>[0]> = {}) =>
+  fromClose({ ...ending, rstCode, ...extra }).code
 
 describe("callStatus", () => {
   it("percent-decodes grpc-message as UTF-8, leaving a stray % alone", () => {
@@ -41,8 +49,6 @@ describe("callStatus", () => {
   })
 
   it("maps reset codes as grpc-js does; a dropped connection's CANCEL and a lost connection are UNAVAILABLE", () => {
-    const code = (rstCode: number, extra: Partial<Parameters<typeof fromClose>[0]> = {}) =>
-      fromClose({ ...ending, rstCode, ...extra }).code
     assert.strictEqual(code(constants.NGHTTP2_NO_ERROR), Code.INTERNAL)
     assert.strictEqual(code(constants.NGHTTP2_NO_ERROR, { httpStatus: 404 }), Code.UNIMPLEMENTED)
     assert.strictEqual(code(constants.NGHTTP2_REFUSED_STREAM), Code.UNAVAILABLE)
@@ -54,7 +60,10 @@ describe("callStatus", () => {
     const reset = Object.assign(new Error("read ECONNRESET"), { code: "ECONNRESET" })
     assert.strictEqual(code(constants.NGHTTP2_INTERNAL_ERROR, { error: reset }), Code.UNAVAILABLE)
     assert.strictEqual(code(constants.NGHTTP2_PROTOCOL_ERROR), Code.INTERNAL)
-    assert.strictEqual(code(constants.NGHTTP2_INTERNAL_ERROR, { connectionLost: new Error("keepalive") }), Code.UNAVAILABLE)
+    assert.strictEqual(
+      code(constants.NGHTTP2_INTERNAL_ERROR, { connectionLost: new Error("keepalive") }),
+      Code.UNAVAILABLE
+    )
     fc.assert(fc.property(fc.integer({ min: 0, max: 20 }), fc.boolean(), (rst, dropped) => {
       assert.include([1, 7, 8, 13, 14, 12], code(rst, { connectionDropped: dropped }))
     }))

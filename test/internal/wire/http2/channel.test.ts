@@ -8,9 +8,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Deferred, Duration, Effect } from "effect"
 import * as http from "node:http"
 import * as net from "node:net"
+import { Code } from "../../../../src/internal/wire/grpcStatus.ts"
 import * as Channel from "../../../../src/internal/wire/http2/channel.ts"
 import * as DataPath from "../../../../src/internal/wire/http2/dataPath.ts"
-import { Code } from "../../../../src/internal/wire/grpcStatus.ts"
 import { silentTcp } from "../../../support/blackHole.ts"
 import * as Wire from "../../../support/wireServer.ts"
 
@@ -103,7 +103,10 @@ describe("channel", () => {
         )
       )
       assert.strictEqual(yield* call(open()), 0)
-      assert.deepStrictEqual(proxy.tunnels, [{ to: server.target, auth: `Basic ${Buffer.from("user:pw").toString("base64")}` }])
+      assert.deepStrictEqual(proxy.tunnels, [{
+        to: server.target,
+        auth: `Basic ${Buffer.from("user:pw").toString("base64")}`
+      }])
     })))
 
   it.live("a proxy that refuses the tunnel fails the call UNAVAILABLE; no_proxy bypasses it", () =>
@@ -118,7 +121,10 @@ describe("channel", () => {
           (open) => open()
         )
       proxy.refuse = true
-      assert.strictEqual(yield* call(yield* through({ https_proxy: `http://127.0.0.1:${proxy.port}` })), Code.UNAVAILABLE)
+      assert.strictEqual(
+        yield* call(yield* through({ https_proxy: `http://127.0.0.1:${proxy.port}` })),
+        Code.UNAVAILABLE
+      )
       assert.strictEqual(
         yield* call(yield* through({ https_proxy: `http://127.0.0.1:${proxy.port}`, no_proxy: "127.0.0.0/8" })),
         0
