@@ -9,9 +9,11 @@
  *   (`dataCall.overClient`: interceptor chain, `ClientReadableStream`, events), what `fromClients` does;
  * - `direct`: the same calls straight on the client's channel (`directCall.onChannel`), what
  *   `BigtableClient.make` does;
- * - `http2`: the same calls on a bare `node:http2` session (`http2Session` in bench/bigtableHttp2.ts:
- *   gRPC framing by hand, no credentials, deadlines or reconnection): the floor of a data call in Node
- *   with no gRPC library above the HTTP/2 stream, which the library does not ship.
+ * - `http2`: the same calls on the library's own HTTP/2 data path (`http2Call.overHttp2`, ADR 0036),
+ *   what `BigtableClient.make` does by default;
+ * - `bare`: the same calls on a bare `node:http2` session (`http2Session` in bench/bigtableHttp2.ts:
+ *   gRPC framing by hand, no credentials, deadlines, reconnection or status mapping): the floor of a
+ *   data call in Node with nothing above the HTTP/2 stream.
  *
  * Each pass runs every method for `--calls` calls with `--concurrency` in flight, in a rotated order,
  * each into a fresh table dropped after it; CPU per call is this process's `process.cpuUsage()`
@@ -30,6 +32,7 @@ import type { MutateRowsRequest } from "../src/Bigtable/BigtableClient.ts"
 import { Mutation, RowMutationEntry } from "../src/Bigtable/index.ts"
 import * as channel from "../src/internal/bigtable/transport/channel.ts"
 import * as client from "../src/internal/bigtable/transport/client.ts"
+import { dataCalls } from "../src/internal/bigtable/transport/connect.ts"
 import type { StartCall } from "../src/internal/bigtable/transport/dataCall.ts"
 import { overClient } from "../src/internal/bigtable/transport/dataCall.ts"
 import { onChannel } from "../src/internal/bigtable/transport/directCall.ts"
@@ -108,7 +111,7 @@ const libraryCheckAndMutate = (start: StartCall, table: string) => {
     })
 }
 
-const transports = ["gapic", "stream", "direct", "http2"] as const
+const transports = ["gapic", "stream", "direct", "http2", "bare"] as const
 type Transport = typeof transports[number]
 const rpcs = ["MutateRows", "CheckAndMutateRow"] as const
 type Rpc = typeof rpcs[number]
@@ -127,10 +130,12 @@ const main = Effect.gen(function*() {
       bare.close()
     })
   )
+  const ours = yield* dataCalls("http2", { _tag: "emulator", endpoint })
   const starts: Record<Exclude<Transport, "gapic">, StartCall> = {
     stream: overClient(streamClient),
     direct: onChannel(directClient.getChannel()),
-    http2: bare.start
+    http2: ours,
+    bare: bare.start
   }
   const runOf = (transport: Transport, rpc: Rpc, table: string): (i: number) => Promise<void> =>
     transport === "gapic"

@@ -2,62 +2,63 @@
  * A bare `node:http2` transport for bench/bigtableCallCpu.bench.ts, in a file of its own: it imports the
  * library's internals, which the RSS scripts (compiled alone by tsconfig.rss.json) must not.
  */
+import { Effect } from "effect"
 import * as http2 from "node:http2"
 import type { StartCall } from "../src/internal/bigtable/transport/dataCall.ts"
 
 /**
  * The library's `StartCall` on a bare `node:http2` session (plaintext, to an emulator): gRPC's
  * length-prefixed messages framed by hand, the status read from the trailers (or from the headers of
- * a trailers-only answer). No credentials, deadlines, keepalive or reconnection: the floor of what a
- * data call costs in Node when neither grpc-js nor anything else sits above the HTTP/2 stream, for
- * bench/bigtableCallCpu.bench.ts.
+ * a trailers-only answer). No credentials, deadlines, keepalive, reconnection or status mapping: the
+ * floor of what a data call costs in Node when nothing sits above the HTTP/2 stream, next to the
+ * library's own HTTP/2 data path (ADR 0036), for bench/bigtableCallCpu.bench.ts.
  */
 export const http2Session = (authority: string): { readonly start: StartCall; readonly close: () => void } => {
   const session = http2.connect(`http://${authority}`)
   session.on("error", () => {})
-  const start: StartCall = (method, request, _metadata, _deadline, listener) => {
-    let ended = false
-    const end = (error: unknown) => {
-      if (ended) return
-      ended = true
-      listener.onEnd(error)
-    }
-    const stream = session.request({
-      ":method": "POST",
-      ":path": method,
-      "content-type": "application/grpc",
-      te: "trailers"
-    })
-    const statusOf = (headers: http2.IncomingHttpHeaders) => {
-      const code = Number(headers["grpc-status"])
-      end(code === 0 ? undefined : new Error(`grpc-status ${code}: ${String(headers["grpc-message"] ?? "")}`))
-    }
-    stream.on("response", (headers) => {
-      if (headers["grpc-status"] !== undefined) statusOf(headers)
-    })
-    stream.on("trailers", statusOf)
-    stream.on("error", end)
-    stream.on("close", () => end(new Error("the stream closed without a status")))
-    let pending: Buffer = Buffer.alloc(0)
-    stream.on("data", (chunk: Buffer) => {
-      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
-      while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
-        const length = pending.readUInt32BE(1)
-        if (!ended) listener.onMessage(pending.subarray(5, 5 + length))
-        pending = pending.subarray(5 + length)
+  const start: StartCall = (method, encode, _routing, _timeout, listener) =>
+    Effect.sync(() => {
+      let ended = false
+      const end = (error: unknown) => {
+        if (ended) return
+        ended = true
+        listener.onEnd(error)
+      }
+      const stream = session.request({
+        ":method": "POST",
+        ":path": method,
+        "content-type": "application/grpc",
+        te: "trailers"
+      })
+      const statusOf = (headers: http2.IncomingHttpHeaders) => {
+        const code = Number(headers["grpc-status"])
+        end(code === 0 ? undefined : new Error(`grpc-status ${code}: ${String(headers["grpc-message"] ?? "")}`))
+      }
+      stream.on("response", (headers) => {
+        if (headers["grpc-status"] !== undefined) statusOf(headers)
+      })
+      stream.on("trailers", statusOf)
+      stream.on("error", end)
+      stream.on("close", () => end(new Error("the stream closed without a status")))
+      let pending: Buffer = Buffer.alloc(0)
+      stream.on("data", (chunk: Buffer) => {
+        pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
+        while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
+          const length = pending.readUInt32BE(1)
+          if (!ended) listener.onMessage(pending.subarray(5, 5 + length))
+          pending = pending.subarray(5 + length)
+        }
+      })
+      // the prefix in the 5 bytes the encoder leaves free: one buffer, one write
+      const request = encode(5)
+      request[0] = 0
+      request.writeUInt32BE(request.length - 5, 1)
+      stream.end(request)
+      return () => {
+        if (ended) return
+        ended = true
+        stream.close(http2.constants.NGHTTP2_CANCEL)
       }
     })
-    // prefix and body as two writes: no copy of the body
-    const prefix = Buffer.allocUnsafe(5)
-    prefix[0] = 0
-    prefix.writeUInt32BE(request.length, 1)
-    stream.write(prefix)
-    stream.end(request)
-    return () => {
-      if (ended) return
-      ended = true
-      stream.close(http2.constants.NGHTTP2_CANCEL)
-    }
-  }
   return { start, close: () => session.close() }
 }

@@ -38,6 +38,12 @@ import * as TableDestination from "./TableDestination.ts"
  *   write fails with a `ContactFailed` reason saying what to do (nothing listening at the endpoint,
  *   an unknown host); default 10 seconds. Missing or refused credentials fail at once. Later
  *   failures of a connection that worked are retried on the write's own budgets.
+ * - `transport`: what the AppendRows streams run on: `"http2"` (default), the library's own gRPC
+ *   data path on `node:http2` (each request framed once, in the buffer it is sent from), or
+ *   `"grpc-js"`, `@grpc/grpc-js`, as a fallback. Both do the same on the wire (TLS, credentials,
+ *   keepalive, proxies from `grpc_proxy`/`https_proxy`/`http_proxy`/`no_proxy`, the same status codes);
+ *   unary calls (`GetWriteStream`, `FlushRows`, ...) always use grpc-js. `fromClients` uses the
+ *   caller's channel, so grpc-js.
  *
  * Without `emulator` and `serviceAccountKeyFile`, the standard emulator variables are read through
  * `Config` (the environment by default): `BIGQUERY_EMULATOR_HOST` (the REST endpoint, `host:port`
@@ -57,6 +63,7 @@ export interface BigQueryClientConfig {
   } | undefined
   readonly appendStreamsPerChannel?: number | undefined
   readonly firstContactTimeout?: Duration.Input | undefined
+  readonly transport?: "http2" | "grpc-js" | undefined
 }
 
 /**

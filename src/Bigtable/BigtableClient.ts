@@ -41,6 +41,11 @@ import type { ColumnFamilyType } from "./TableCreateOptions.ts"
  *   write fails with a `ContactFailed` reason saying what to do (nothing listening at the endpoint,
  *   an unknown host); default 10 seconds. Missing or refused credentials fail at once. Later
  *   failures of a connection that worked are retried on the write's own budgets.
+ * - `transport`: what MutateRows and CheckAndMutateRow run on: `"http2"` (default), the library's own
+ *   gRPC data path on `node:http2` (each request encoded once into the buffer it is sent from), or
+ *   `"grpc-js"`, `@grpc/grpc-js`, as a fallback. Both do the same on the wire (TLS, credentials,
+ *   deadlines, keepalive, proxies from `grpc_proxy`/`https_proxy`/`http_proxy`/`no_proxy`, the same
+ *   status codes); the admin calls always use grpc-js.
  *
  * Without `emulator` and `serviceAccountKeyFile`, `BIGTABLE_EMULATOR_HOST` is read through `Config`
  * (the environment by default), as Google's own clients do; an explicit option always wins.
@@ -55,6 +60,7 @@ export interface BigtableClientConfig {
   readonly exportClientMetrics?: boolean | undefined
   readonly exportClientMetricsToCloudMonitoring?: boolean | undefined
   readonly firstContactTimeout?: Duration.Input | undefined
+  readonly transport?: "http2" | "grpc-js" | undefined
 }
 
 /**

@@ -6,22 +6,25 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Logger, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
+import { appendRowsPath } from "../../src/internal/bigquery/transport/connection.ts"
 import * as Fake from "../support/fakeBigQueryWrite.ts"
 import * as FaultProxy from "../support/faultProxy.ts"
 import { columns, destination, fastRetries, rows, serializer } from "./sinkFixtures.ts"
 
-describe("BigQuerySink on a black-holed connection", () => {
+describe.each(["http2", "grpc-js"] as const)("BigQuerySink on a black-holed connection (%s)", (transport) => {
   it.live("re-sends a timed-out append on a new connection", () =>
     Effect.scoped(Effect.gen(function*() {
       const fake = yield* Fake.make()
       fake.createTable(`${fake.projectId}.d.t`, columns)
       const [host, port] = fake.grpcEndpoint.split(":")
-      // the first connection carries the first-contact probe and GetWriteStream, then swallows the AppendRows stream
+      // the first connection that carries AppendRows swallows it (the first-contact probe and
+      // GetWriteStream may go before it, on grpc-js on the same connection)
       const proxy = yield* FaultProxy.start({
         upstreamHost: host ?? "127.0.0.1",
         upstreamPort: Number(port),
         unavailableEvery: 0,
-        blackHoleFirstConnectionAfter: 2
+        blackHoleFirstConnectionAfter: 0,
+        blackHolePath: appendRowsPath
       })
       const warnings: Array<string> = []
       const logger = Logger.make(({ logLevel, message }) => {
@@ -42,7 +45,8 @@ describe("BigQuerySink on a black-holed connection", () => {
         Effect.provide(Layer.mergeAll(
           Layer.fresh(BigQueryClient.layer({
             projectId: fake.projectId,
-            emulator: { grpc: proxy.target, rest: fake.restEndpoint }
+            emulator: { grpc: proxy.target, rest: fake.restEndpoint },
+            transport
           })),
           Logger.layer([logger])
         ))

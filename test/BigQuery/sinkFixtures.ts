@@ -47,16 +47,21 @@ export const fastRetries = {
 export const destination = (fake: Fake.FakeBigQuery, table = "t") =>
   TableDestination.make({ projectId: fake.projectId, datasetId: "d", tableId: table })
 
-/** Runs `f` with a fresh fake and the client layer pointed at it. */
+/**
+ * Runs `f` with a fresh fake and the client layer pointed at it, its data path on `transport`
+ * (default: the client's default, our HTTP/2 transport).
+ */
 export const withFake = <A, E>(
   options: Fake.FakeOptions,
-  f: (fake: Fake.FakeBigQuery) => Effect.Effect<A, E, BigQueryClient.BigQueryClient | Scope.Scope>
+  f: (fake: Fake.FakeBigQuery) => Effect.Effect<A, E, BigQueryClient.BigQueryClient | Scope.Scope>,
+  transport?: "http2" | "grpc-js"
 ): Effect.Effect<A, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     const fake = yield* Fake.make(options)
     const layer = BigQueryClient.layer({
       projectId: fake.projectId,
-      emulator: { grpc: fake.grpcEndpoint, rest: fake.restEndpoint }
+      emulator: { grpc: fake.grpcEndpoint, rest: fake.restEndpoint },
+      transport
     })
     return yield* f(fake).pipe(Effect.provide(Layer.fresh(layer)))
   })

@@ -196,6 +196,12 @@ export const makeFake = (options: FakeOptions = {}) => {
 
   const layer = BigtableClient.fromClients({ projectId: "p", data, admin: adminClient })
   return {
+    /**
+     * The fake's data channel and admin client: for serving them over a real gRPC server
+     * (`servedData.ts`), or a layer of other options (`exportClientMetrics`).
+     */
+    data,
+    adminClient,
     requests,
     applied,
     admin,
@@ -209,9 +215,6 @@ export const makeFake = (options: FakeOptions = {}) => {
       for (const answer of held.splice(0, held.length)) setTimeout(answer, 0)
     },
     held: () => held.length,
-    /** The fake clients, for a layer of other options (`exportClientMetrics`). */
-    data,
-    adminClient,
     layer
   }
 }

@@ -105,6 +105,8 @@ export interface FakeOptions {
   readonly getWriteStreamDelay?: (table: string) => number
   /** Faults of the BUFFERED stream calls (`fakeBufferedStreams.ts`). */
   readonly buffered?: Buffered.BufferedFaults
+  /** Serve gRPC over TLS only, with this certificate (for `localhost`); the endpoints then name `localhost`. */
+  readonly tls?: { readonly key: Buffer; readonly cert: Buffer }
 }
 
 export interface FakeBigQuery {
@@ -527,7 +529,13 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
       FinalizeWriteStream: bytesMethod("/google.cloud.bigquery.storage.v1.BigQueryWrite/FinalizeWriteStream", "unary")
     }, { AppendRows: appendRows, GetWriteStream: getWriteStream, ...buffered.handlers })
 
-    const grpcPort = yield* serve(server, grpc.ServerCredentials.createInsecure())
+    const grpcPort = yield* serve(
+      server,
+      options.tls === undefined
+        ? grpc.ServerCredentials.createInsecure()
+        : grpc.ServerCredentials.createSsl(null, [{ private_key: options.tls.key, cert_chain: options.tls.cert }])
+    )
+    const grpcHost = options.tls === undefined ? "127.0.0.1" : "localhost"
 
     const rest = http.createServer((req, res) => {
       const chunks: Array<Buffer> = []
@@ -601,9 +609,9 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
 
     return {
       projectId,
-      grpcTarget: `127.0.0.1:${grpcPort}`,
+      grpcTarget: `${grpcHost}:${grpcPort}`,
       restUrl: `http://127.0.0.1:${restPort}`,
-      grpcEndpoint: `127.0.0.1:${grpcPort}`,
+      grpcEndpoint: `${grpcHost}:${grpcPort}`,
       restEndpoint: `127.0.0.1:${restPort}`,
       rows: (table) => [...(committed.get(table) ?? []), ...buffered.visible(table)],
       rowCount: () => totalRows,

@@ -200,6 +200,8 @@ export const makeFakeCheckAndMutate = (options: FakeCheckAndMutateOptions = {}) 
   }
   return {
     layer: BigtableClient.fromClients({ projectId: "p", data, admin, instanceAdmin }),
+    /** The fake's data channel, for serving it over a real gRPC server (`servedData.ts`). */
+    data,
     adminCalls,
     calls,
     markers,

@@ -61,6 +61,12 @@ export interface FaultProxyOptions {
   readonly latencyMillis?: number
   /** Swallow every request of the first client connection after its first `n` (undefined = never). */
   readonly blackHoleFirstConnectionAfter?: number
+  /**
+   * With `blackHoleFirstConnectionAfter`: only streams of this gRPC method path count and are
+   * swallowed, on the first connection that carries one (a client may open a connection for its
+   * unary calls first, and one of its own for a streaming call).
+   */
+  readonly blackHolePath?: string
 }
 
 export interface FaultProxy {
@@ -110,6 +116,7 @@ export const start = (options: FaultProxyOptions): Effect.Effect<FaultProxy, nev
       const sessions = new WeakMap<http2.Http2Session, { readonly order: number; requests: number }>()
       const blackHoleAfter = options.blackHoleFirstConnectionAfter
       const swallowed = new Set<http2.ServerHttp2Stream>()
+      let holed: http2.Http2Session | undefined
       let sessionCount = 0
       let upstream: http2.ClientHttp2Session | undefined
       const session = (): http2.ClientHttp2Session => {
@@ -138,9 +145,13 @@ export const start = (options: FaultProxyOptions): Effect.Effect<FaultProxy, nev
         const n = ++stats.requests
         stream.on("error", () => undefined) // the client went away (or we reset it)
         const client = stream.session === undefined ? undefined : sessions.get(stream.session)
-        if (client !== undefined) client.requests++
+        const counted = options.blackHolePath === undefined || headers[":path"] === options.blackHolePath
+        if (client !== undefined && counted) client.requests++
+        if (counted && holed === undefined && stream.session !== undefined) {
+          if (options.blackHolePath !== undefined || client?.order === 1) holed = stream.session
+        }
         if (
-          blackHoleAfter !== undefined && client !== undefined && client.order === 1 &&
+          blackHoleAfter !== undefined && client !== undefined && counted && holed === stream.session &&
           client.requests > blackHoleAfter
         ) {
           stats.swallowed++

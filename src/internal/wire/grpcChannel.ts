@@ -99,6 +99,23 @@ export const productionChannel = (
     options
   )
 
+/**
+ * A TLS channel without credentials to `target`, trusting only `roots` (PEM; grpc-js replaces the
+ * default roots with them): a local server with a self-signed certificate, in tests and benchmarks.
+ *
+ * @internal
+ */
+export const tlsChannel = (
+  target: string,
+  roots: ReadonlyArray<string | Buffer>,
+  options: grpc.ChannelOptions = channelOptions
+): grpc.Client =>
+  new grpc.Client(
+    target,
+    grpc.credentials.createSsl(Buffer.concat(roots.map((r) => typeof r === "string" ? Buffer.from(r) : r))),
+    options
+  )
+
 /** A plaintext channel without credentials to an emulator or fake. @internal */
 export const emulatorChannel = (
   endpoint: EmulatorEndpoint,

@@ -7,20 +7,27 @@
  * @internal
  */
 import * as grpc from "@grpc/grpc-js"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type { Attempt } from "./firstContact.ts"
 import { answered } from "./firstContact.ts"
 import { Code, fromError } from "./grpcStatus.ts"
 
-/** Starts one unary call; `onEnd` gets `undefined` or the error; returns its cancel. @internal */
+/**
+ * Starts one unary call of `request` with the routing header `routing` and the deadline `timeout`;
+ * `onEnd` gets `undefined` or the error. Returns its cancel.
+ *
+ * @internal
+ */
 export type StartUnary = (
   method: string,
   request: Buffer,
-  metadata: grpc.Metadata,
-  deadline: number,
+  routing: string,
+  timeout: Duration.Duration,
   onEnd: (error: unknown) => void
-) => () => void
+) => Effect.Effect<() => void>
 
 /** The messages grpc-js gives a call that never reached a server. */
 const noServer =
@@ -64,31 +71,34 @@ const nameRequest = (name: string): Buffer => {
   return Buffer.concat([Buffer.from([0x0a, ...length]), bytes])
 }
 
-const noCancel = (): void => {}
-
-/** One probe call of `method` about `name`, within `timeLeft` (at most 5 s). Interruption cancels it. */
+/**
+ * One probe call of `method` about `name`, within `timeLeft` (at most 5 s), kept here too: a
+ * transport that only sends the deadline to the server would otherwise wait on a silent one.
+ * Interruption cancels it.
+ */
 const call = (start: StartUnary, method: string, name: string, timeLeft: Duration.Duration): Effect.Effect<Attempt> =>
-  Effect.callback<Attempt>((resume) => {
-    const metadata = new grpc.Metadata()
-    metadata.set("x-goog-request-params", `name=${encodeURIComponent(name)}`)
-    const limit = Math.min(Duration.toMillis(timeLeft), 5_000)
-    let done = false
-    let cancel: () => void = noCancel
-    try {
-      cancel = start(method, nameRequest(name), metadata, performance.timeOrigin + performance.now() + limit, (e) => {
-        if (done) return
-        done = true
-        resume(Effect.succeed(attemptOf(e)))
-      })
-    } catch (cause) {
-      done = true
-      resume(Effect.succeed(attemptOf(cause)))
-    }
-    return Effect.sync(() => {
-      if (done) return
-      done = true
-      cancel()
-    })
+  Effect.suspend(() => {
+    const limit = Duration.min(timeLeft, Duration.seconds(5))
+    const done = Deferred.makeUnsafe<Attempt>()
+    const onEnd = (e: unknown) => void Deferred.doneUnsafe(done, Exit.succeed(attemptOf(e)))
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        start(method, nameRequest(name), `name=${encodeURIComponent(name)}`, limit, onEnd),
+        (cancel) =>
+          restore(Deferred.await(done)).pipe(
+            Effect.timeoutOrElse({
+              duration: limit,
+              orElse: () =>
+                Effect.succeed<Attempt>({
+                  _tag: "Unreachable",
+                  detail: `no answer within ${Duration.format(limit)}`,
+                  cause: undefined
+                })
+            }),
+            Effect.ensuring(Effect.sync(cancel))
+          )
+      )
+    )
   })
 
 /** Bigtable's probe: `PingAndWarm` of an instance name in `projectId`. @internal */
@@ -107,15 +117,24 @@ export const bigQuery = (start: StartUnary, projectId: string) => (timeLeft: Dur
 const identity = (bytes: Buffer): Buffer => bytes
 
 /** {@link StartUnary} over a grpc-js `Client` (its interceptors apply). @internal */
-export const overClient = (client: grpc.Client): StartUnary => (method, request, metadata, deadline, onEnd) => {
-  const unary = client.makeUnaryRequest(
-    method,
-    identity,
-    identity,
-    request,
-    metadata,
-    { deadline },
-    (error) => onEnd(error === null ? undefined : error)
-  )
-  return () => unary.cancel()
-}
+export const overClient = (client: grpc.Client): StartUnary => (method, request, routing, timeout, onEnd) =>
+  Effect.sync(() => {
+    const metadata = new grpc.Metadata()
+    metadata.set("x-goog-request-params", routing)
+    try {
+      const unary = client.makeUnaryRequest(
+        method,
+        identity,
+        identity,
+        request,
+        metadata,
+        { deadline: performance.timeOrigin + performance.now() + Duration.toMillis(timeout) },
+        (error) => onEnd(error === null ? undefined : error)
+      )
+      return () => unary.cancel()
+    } catch (cause) {
+      // a closed channel throws: the call ends at once
+      onEnd(cause)
+      return () => {}
+    }
+  })

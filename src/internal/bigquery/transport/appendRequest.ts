@@ -14,6 +14,7 @@
  *
  * @internal
  */
+import { prefixLength, writePrefix } from "../../wire/http2/messageFrame.ts"
 import { uint32Size, uintSize, writeUint } from "../../wire/varint.ts"
 
 /** The largest row the sink sends (9 MiB, reference 2.3; the service's request limit is 10 MB). @internal */
@@ -159,25 +160,60 @@ const writeField = (out: Uint8Array, pos: number, tag: number, bytes: Uint8Array
 
 /**
  * Frames `write_stream` and `offset` (when given) and the `proto_rows` prefix into the headroom
- * before `body`, or returns `undefined` when they do not fit (the caller copies instead).
+ * before `body`, `reserve` bytes further left free before them, or returns `undefined` when they do
+ * not fit (the caller copies instead). The result starts at the reserved bytes.
  */
 const frameInPlace = (
   stream: Uint8Array | undefined,
   offset: number | undefined,
-  body: Uint8Array
+  body: Uint8Array,
+  reserve: number
 ): Uint8Array | undefined => {
   const dataPayload = lengthDelimited(body.length)
   const prefix = (stream === undefined ? 0 : lengthDelimited(stream.length)) + offsetLength(offset) + 1 +
     varintLength(dataPayload) + 1 + varintLength(body.length)
-  if (prefix > headroom) return undefined
-  const out = new Uint8Array(body.buffer, body.byteOffset - prefix, prefix + body.length)
-  let pos = stream === undefined ? 0 : writeField(out, 0, 0x0a, stream)
+  if (reserve + prefix > headroom) return undefined
+  const out = new Uint8Array(body.buffer, body.byteOffset - prefix - reserve, reserve + prefix + body.length)
+  let pos = stream === undefined ? reserve : writeField(out, reserve, 0x0a, stream)
   if (offset !== undefined) pos = writeOffset(out, pos, offset)
   out[pos++] = 0x22
   pos = writeUint(out, pos, dataPayload)
   out[pos++] = 0x12
   writeUint(out, pos, body.length)
   return out
+}
+
+/** The request in a new buffer, after `reserve` free bytes. */
+const encodeCopy = (header: Header, body: Uint8Array, reserve: number): Uint8Array => {
+  const stream = header.writeStream === undefined ? undefined : utf8(header.writeStream)
+  const trace = header.traceId === undefined ? undefined : utf8(header.traceId)
+  const descriptor = header.descriptor
+  const schemaPayload = descriptor === undefined ? 0 : lengthDelimited(descriptor.length)
+  const dataPayload = (descriptor === undefined ? 0 : lengthDelimited(schemaPayload)) + lengthDelimited(body.length)
+  const total = (stream === undefined ? 0 : lengthDelimited(stream.length)) + offsetLength(header.offset) +
+    lengthDelimited(dataPayload) + (trace === undefined ? 0 : lengthDelimited(trace.length))
+  const out = new Uint8Array(reserve + total)
+  let pos = stream === undefined ? reserve : writeField(out, reserve, 0x0a, stream)
+  if (header.offset !== undefined) pos = writeOffset(out, pos, header.offset)
+  out[pos++] = 0x22
+  pos = writeUint(out, pos, dataPayload)
+  if (descriptor !== undefined) {
+    out[pos++] = 0x0a
+    pos = writeUint(out, pos, schemaPayload)
+    pos = writeField(out, pos, 0x0a, descriptor)
+  }
+  pos = writeField(out, pos, 0x12, body)
+  if (trace !== undefined) writeField(out, pos, 0x32, trace)
+  return out
+}
+
+const encodeReserving = (header: Header, body: Uint8Array, reserve: number): Uint8Array => {
+  if (header.traceId === undefined && header.descriptor === undefined && withHeadroom.has(body)) {
+    const stream = header.writeStream === undefined ? undefined : utf8(header.writeStream)
+    const framed = frameInPlace(stream, header.offset, body, reserve)
+    if (framed !== undefined) return framed
+  }
+  return encodeCopy(header, body, reserve)
 }
 
 /**
@@ -191,31 +227,18 @@ const frameInPlace = (
  *
  * @internal
  */
-export const encodeBody = (header: Header, body: Uint8Array): Uint8Array => {
-  const stream = header.writeStream === undefined ? undefined : utf8(header.writeStream)
-  if (header.traceId === undefined && header.descriptor === undefined && withHeadroom.has(body)) {
-    const framed = frameInPlace(stream, header.offset, body)
-    if (framed !== undefined) return framed
-  }
-  const trace = header.traceId === undefined ? undefined : utf8(header.traceId)
-  const descriptor = header.descriptor
-  const schemaPayload = descriptor === undefined ? 0 : lengthDelimited(descriptor.length)
-  const dataPayload = (descriptor === undefined ? 0 : lengthDelimited(schemaPayload)) + lengthDelimited(body.length)
-  const total = (stream === undefined ? 0 : lengthDelimited(stream.length)) + offsetLength(header.offset) +
-    lengthDelimited(dataPayload) + (trace === undefined ? 0 : lengthDelimited(trace.length))
-  const out = new Uint8Array(total)
-  let pos = stream === undefined ? 0 : writeField(out, 0, 0x0a, stream)
-  if (header.offset !== undefined) pos = writeOffset(out, pos, header.offset)
-  out[pos++] = 0x22
-  pos = writeUint(out, pos, dataPayload)
-  if (descriptor !== undefined) {
-    out[pos++] = 0x0a
-    pos = writeUint(out, pos, schemaPayload)
-    pos = writeField(out, pos, 0x0a, descriptor)
-  }
-  pos = writeField(out, pos, 0x12, body)
-  if (trace !== undefined) writeField(out, pos, 0x32, trace)
-  return out
+export const encodeBody = (header: Header, body: Uint8Array): Uint8Array => encodeReserving(header, body, 0)
+
+/**
+ * {@link encodeBody} with gRPC's 5-byte message prefix in front (`wire/http2/messageFrame.ts`): the
+ * bytes our HTTP/2 transport sends, still one buffer, in place in the headroom when the header fits.
+ *
+ * @internal
+ */
+export const encodeFramed = (header: Header, body: Uint8Array): Uint8Array => {
+  const framed = encodeReserving(header, body, prefixLength)
+  writePrefix(framed, 0, framed.length - prefixLength)
+  return framed
 }
 
 /**

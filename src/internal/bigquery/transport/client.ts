@@ -27,6 +27,7 @@ import * as emulatorEnv from "../../wire/emulatorEnv.ts"
 import * as firstContact from "../../wire/firstContact.ts"
 import type * as channels from "../../wire/grpcChannel.ts"
 import * as grpcProbe from "../../wire/grpcProbe.ts"
+import * as DataPath from "../../wire/http2/dataPath.ts"
 import * as restProbe from "../../wire/restProbe.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as credentials from "./credentials.ts"
@@ -43,7 +44,8 @@ const Config = Schema.Struct({
   serviceAccountKeyFile: O.maybe(O.RedactedPath),
   emulator: O.maybe(Emulator),
   appendStreamsPerChannel: O.Int({ min: 1 }).pipe(O.withDefault(AppendChannels.defaultStreamsPerChannel)),
-  firstContactTimeout: O.DurationSchema("atLeastOneMilli").pipe(O.withDefault(firstContact.defaultTimeout))
+  firstContactTimeout: O.DurationSchema("atLeastOneMilli").pipe(O.withDefault(firstContact.defaultTimeout)),
+  transport: O.literals(DataPath.transports).pipe(O.withDefault(DataPath.defaultTransport))
 })
 
 /** @internal */
@@ -54,6 +56,7 @@ export interface Settings {
   readonly emulator: { readonly grpc: Endpoint; readonly rest: Endpoint } | undefined
   readonly appendStreamsPerChannel: number
   readonly firstContactTimeout: Duration.Duration
+  readonly transport: DataPath.Transport
 }
 
 /** `BigQueryClientConfig` decoded to the settings; a key file with an emulator is rejected. */
@@ -66,7 +69,8 @@ const SettingsSchema = Config.check(O.noKeyFileWithEmulator("emulators take no c
       serviceAccountKeyFile: c.serviceAccountKeyFile,
       emulator: c.emulator,
       appendStreamsPerChannel: c.appendStreamsPerChannel,
-      firstContactTimeout: c.firstContactTimeout
+      firstContactTimeout: c.firstContactTimeout,
+      transport: c.transport
     }),
     encode: (s: Settings): typeof Config.Type => ({
       projectId: s.projectId,
@@ -74,7 +78,8 @@ const SettingsSchema = Config.check(O.noKeyFileWithEmulator("emulators take no c
       serviceAccountKeyFile: s.serviceAccountKeyFile,
       emulator: s.emulator,
       appendStreamsPerChannel: s.appendStreamsPerChannel,
-      firstContactTimeout: s.firstContactTimeout
+      firstContactTimeout: s.firstContactTimeout,
+      transport: s.transport
     })
   })
 ))
@@ -83,16 +88,31 @@ const SettingsSchema = Config.check(O.noKeyFileWithEmulator("emulators take no c
 export const settings = (config: BigQueryClientConfig): Effect.Effect<Settings, SinkConfigError> =>
   O.decode(SettingsSchema)(config)
 
-/** Registers the stream budget of `write`; the channels it opens are closed with the scope. */
-const appendChannels = (write: grpc.Client, open: () => grpc.Client, streamsPerChannel: number) =>
-  Effect.acquireRelease(
-    Effect.sync(() => {
-      const channels = AppendChannels.make(write, open, streamsPerChannel)
-      AppendChannels.register(write, channels)
-      return channels
-    }),
-    (channels) => Effect.sync(() => channels.close())
-  )
+/**
+ * Registers the stream budget of `write`: its AppendRows streams on grpc-js channels (`write`, more
+ * from `open`), or on our HTTP/2 transport to `destination` with the unary calls left on grpc-js.
+ * The channels it opens are closed with the scope.
+ */
+const appendChannels = (
+  transport: DataPath.Transport,
+  write: grpc.Client,
+  open: () => grpc.Client,
+  destination: DataPath.Destination,
+  streamsPerChannel: number
+) =>
+  Effect.gen(function*() {
+    const openHttp2 = transport === "http2" ? yield* DataPath.opener(destination) : undefined
+    return yield* Effect.acquireRelease(
+      Effect.sync(() => {
+        const channels = openHttp2 === undefined
+          ? AppendChannels.make(write, open, streamsPerChannel)
+          : AppendChannels.makeHttp2(write, open, openHttp2, streamsPerChannel)
+        AppendChannels.register(write, channels)
+        return channels
+      }),
+      (channels) => Effect.sync(() => channels.close())
+    )
+  })
 
 const acquireChannel = (open: Effect.Effect<grpc.Client>): Effect.Effect<grpc.Client, never, Scope.Scope> =>
   Effect.acquireRelease(open, (channel) => Effect.sync(() => channel.close()))
@@ -137,47 +157,76 @@ const probes = (options: {
   ], { concurrency: 2 }))
 }
 
+/**
+ * An emulator (or a fake) at `emulator.grpc` (plaintext, no credentials), or, with `tlsRoots`, the
+ * same behind TLS with those extra trusted roots (tests and the TLS benchmarks: a local server with a
+ * self-signed certificate for `localhost`).
+ */
+const emulatorClients = (
+  s: Settings,
+  emulator: { readonly grpc: Endpoint; readonly rest: Endpoint },
+  tlsRoots: ReadonlyArray<string | Buffer> | undefined
+): Effect.Effect<BigQueryClientService, SinkConfigError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const target = emulator.grpc.target
+    const open = (separate?: boolean) =>
+      tlsRoots === undefined
+        ? credentials.emulatorChannel(emulator.grpc, separate)
+        : credentials.tlsChannel(target, tlsRoots, separate)
+    const write = yield* acquireChannel(Effect.sync(() => open()))
+    const tls = tlsRoots === undefined ? undefined : { extraRoots: tlsRoots }
+    yield* appendChannels(s.transport, write, () => open(true), { target, tls }, s.appendStreamsPerChannel)
+    const rest = yield* credentials.restClient({
+      projectId: s.projectId,
+      location: s.location,
+      auth: credentials.staticTokenAuth(),
+      apiEndpoint: `http://${emulator.rest.target}`
+    })
+    const contact = yield* firstContact.once(
+      probes({ write, rest, projectId: s.projectId, timeout: s.firstContactTimeout, emulator, auth: undefined })
+    )
+    return { projectId: s.projectId, location: s.location, write, rest, emulator: true, firstContact: contact }
+  })
+
+/**
+ * The clients of decoded settings (the emulator variables already read); `tlsRoots` puts an
+ * emulator behind TLS (internal: tests and benchmarks).
+ *
+ * @internal
+ */
+export const makeWith = Effect.fnUntraced(function*(
+  s: Settings,
+  tlsRoots?: ReadonlyArray<string | Buffer> | undefined
+) {
+  if (s.emulator !== undefined) return yield* emulatorClients(s, s.emulator, tlsRoots)
+  const jwt = s.serviceAccountKeyFile === undefined
+    ? undefined
+    : yield* credentials.loadKeyFile(s.serviceAccountKeyFile)
+  const auth = jwt ?? credentials.applicationDefault(s.projectId)
+  const write = yield* acquireChannel(Effect.sync(() => credentials.productionChannel(auth)))
+  yield* appendChannels(
+    s.transport,
+    write,
+    () => credentials.productionChannel(auth, true),
+    credentials.productionDataPath(auth),
+    s.appendStreamsPerChannel
+  )
+  const rest = yield* credentials.restClient({ projectId: s.projectId, location: s.location, auth: jwt })
+  const contact = yield* firstContact.once(
+    probes({ write, rest, projectId: s.projectId, timeout: s.firstContactTimeout, emulator: undefined, auth })
+  )
+  return { projectId: s.projectId, location: s.location, write, rest, firstContact: contact }
+})
+
 /** `BigQueryClient.make`. @internal */
 export const make: (
   config: BigQueryClientConfig
 ) => Effect.Effect<BigQueryClientService, SinkConfigError, Scope.Scope> = Effect.fn("BigQueryClient.make")(
   function*(config: BigQueryClientConfig) {
-    const { appendStreamsPerChannel, firstContactTimeout, location, projectId, serviceAccountKeyFile, ...given } =
-      yield* settings(config)
+    const s = yield* settings(config)
     // the standard emulator variables, read only when no option says where to go
-    const emulator = given.emulator ?? (serviceAccountKeyFile === undefined ? yield* emulatorEnv.bigquery : undefined)
-    if (emulator !== undefined) {
-      const write = yield* acquireChannel(Effect.sync(() => credentials.emulatorChannel(emulator.grpc)))
-      yield* appendChannels(write, () => credentials.emulatorChannel(emulator.grpc, true), appendStreamsPerChannel)
-      const rest = yield* credentials.restClient({
-        projectId,
-        location,
-        auth: credentials.staticTokenAuth(),
-        apiEndpoint: `http://${emulator.rest.target}`
-      })
-      const contact = yield* firstContact.once(
-        probes({
-          write,
-          rest,
-          projectId,
-          timeout: firstContactTimeout,
-          emulator: { grpc: emulator.grpc, rest: emulator.rest },
-          auth: undefined
-        })
-      )
-      return { projectId, location, write, rest, emulator: true, firstContact: contact }
-    }
-    const jwt = serviceAccountKeyFile === undefined
-      ? undefined
-      : yield* credentials.loadKeyFile(serviceAccountKeyFile)
-    const auth = jwt ?? credentials.applicationDefault(projectId)
-    const write = yield* acquireChannel(Effect.sync(() => credentials.productionChannel(auth)))
-    yield* appendChannels(write, () => credentials.productionChannel(auth, true), appendStreamsPerChannel)
-    const rest = yield* credentials.restClient({ projectId, location, auth: jwt })
-    const contact = yield* firstContact.once(
-      probes({ write, rest, projectId, timeout: firstContactTimeout, emulator: undefined, auth })
-    )
-    return { projectId, location, write, rest, firstContact: contact }
+    const emulator = s.emulator ?? (s.serviceAccountKeyFile === undefined ? yield* emulatorEnv.bigquery : undefined)
+    return yield* makeWith({ ...s, emulator })
   }
 )
 

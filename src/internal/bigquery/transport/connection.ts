@@ -23,32 +23,17 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as deadline from "../../wire/deadline.ts"
 import { Code, fromError } from "../../wire/grpcStatus.ts"
+import * as AppendCall from "./appendCall.ts"
 import * as AppendChannels from "./appendChannels.ts"
 import * as AppendRequest from "./appendRequest.ts"
 import { type AppendAnswer, decodeAnswer as decodeAppendAnswer, storageCodeOfMetadata } from "./rowErrors.ts"
 import type { SendBacklog } from "./sendBacklog.ts"
 import * as sendBacklog from "./sendBacklog.ts"
+import { make as makeWaiting, type StreamFailure, streamFailure, type WaitingAppends } from "./waitingAppends.ts"
 import { encodeGetWriteStreamRequest } from "./writeProto.ts"
 
-/** The gRPC method path. @internal */
-export const appendRowsPath = "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows"
-
-/** A failed call: the status code (none for a malformed answer), message, storage error code. @internal */
-export interface StreamFailure {
-  readonly _tag: "StreamFailure"
-  readonly code: number | undefined
-  readonly message: string
-  readonly storageCode: number | undefined
-  readonly cause: unknown
-}
-
-/** @internal */
-export const streamFailure = (
-  code: number | undefined,
-  message: string,
-  cause: unknown,
-  storageCode?: number
-): StreamFailure => ({ _tag: "StreamFailure", code, message, storageCode, cause })
+export { appendRowsPath, routingParams } from "./appendCall.ts"
+export { type StreamFailure, streamFailure } from "./waitingAppends.ts"
 
 /** @internal */
 export interface Connection {
@@ -85,73 +70,12 @@ export interface Connection {
   readonly close: Effect.Effect<void>
 }
 
-/**
- * The routing header's value, percent-encoded as Google's clients encode it (gax's `routingHeader`):
- * grpc-js refuses a metadata value outside printable ASCII, and a table id may be Unicode.
- *
- * @internal
- */
-export const routingParams = (key: string, value: string): string => `${key}=${encodeURIComponent(value)}`
-
 const toBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 const identity = (bytes: Buffer): Buffer => bytes
 
 let nextId = 0
 
-type AppendCall = grpc.ClientDuplexStream<Uint8Array, Buffer>
-type Waiter = Deferred.Deferred<AppendAnswer, StreamFailure>
-
-/**
- * The appends awaiting a response, in request order, and the failure that broke the stream. Only
- * the connection's synchronous blocks (append, the call's listeners) touch it, one at a time.
- */
-const waitingAppends = () => {
-  const fifo: Array<Waiter | undefined> = []
-  let head = 0
-  let broken: StreamFailure | undefined
-  const reset = (): void => {
-    fifo.length = 0
-    head = 0
-  }
-  return {
-    broken: (): StreamFailure | undefined => broken,
-    markBroken: (failure: StreamFailure): void => {
-      broken ??= failure
-    },
-    push: (d: Waiter): void => {
-      fifo.push(d)
-    },
-    /** The oldest waiting append, removed; `undefined` when none waits. */
-    take: (): Waiter | undefined => {
-      const d = fifo[head]
-      if (d === undefined) return undefined
-      fifo[head++] = undefined
-      if (head === fifo.length) reset()
-      return d
-    },
-    /** Breaks the stream (the first failure stays) and fails every waiting append with `failure`. */
-    failAll: (failure: StreamFailure): void => {
-      broken ??= failure
-      while (head < fifo.length) {
-        const d = fifo[head]
-        fifo[head++] = undefined
-        if (d !== undefined) Deferred.doneUnsafe(d, Exit.fail(failure))
-      }
-      reset()
-    },
-    size: (): number => fifo.length - head
-  }
-}
-
-type Waiting = ReturnType<typeof waitingAppends>
-
-const startCall = (channel: grpc.Client, writeStream: string): AppendCall => {
-  const metadata = new grpc.Metadata()
-  metadata.set("x-goog-request-params", routingParams("write_stream", writeStream))
-  return channel.makeBidiStreamRequest<Uint8Array, Buffer>(appendRowsPath, toBuffer, identity, metadata)
-}
-
-const decodeAnswer = (bytes: Buffer): Exit.Exit<AppendAnswer, StreamFailure> => {
+const decodeAnswer = (bytes: Uint8Array): Exit.Exit<AppendAnswer, StreamFailure> => {
   try {
     return Exit.succeed(decodeAppendAnswer(bytes))
   } catch (cause) {
@@ -164,35 +88,41 @@ const trailersOf = (error: unknown): grpc.Metadata | undefined =>
     ? error.metadata
     : undefined
 
-/** Forwards each response to the oldest waiting append, and an error or the end to all of them. */
-const listen = (call: AppendCall, waiting: Waiting, lease: AppendChannels.Lease, onEnd: () => void): void => {
-  call.on("data", (bytes: Buffer) => {
+/**
+ * The events of a call, forwarded to the appends waiting on it: each response to the oldest one, a
+ * failure or the end to all of them; once the call is over its place on the channel is given back
+ * and `onEnd` runs. `cancel` is the call's (set once it is started).
+ */
+const eventsOf = (
+  waiting: WaitingAppends,
+  lease: AppendChannels.Lease,
+  cancel: () => void,
+  onEnd: () => void
+): AppendCall.AppendEvents => ({
+  response: (bytes) => {
     const d = waiting.take()
     if (d === undefined) {
       waiting.failAll(streamFailure(undefined, "a response arrived with no append waiting for it", undefined))
-      call.cancel()
+      cancel()
       return
     }
     Deferred.doneUnsafe(d, decodeAnswer(bytes))
-  })
-  call.on("error", (error: unknown) => {
+  },
+  failed: (error) => {
     const status = fromError(error)
     waiting.failAll(streamFailure(status.code, status.message, error, storageCodeOfMetadata(trailersOf(error))))
-  })
-  call.on("end", () => {
-    waiting.failAll(streamFailure(Code.UNAVAILABLE, "the AppendRows stream ended", undefined))
-  })
-  // the stream's place on its channel is free once the call has ended, however it ended
-  call.on("status", lease.release)
-  call.on("error", lease.release)
-  call.on("status", onEnd)
-  call.on("error", onEnd)
-}
+  },
+  ended: () => waiting.failAll(streamFailure(Code.UNAVAILABLE, "the AppendRows stream ended", undefined)),
+  closed: () => {
+    lease.release()
+    onEnd()
+  }
+})
 
 /** The connection's operations over a listening call. */
 const connectionOf = (
-  call: AppendCall,
-  waiting: Waiting,
+  call: AppendCall.AppendCall,
+  waiting: WaitingAppends,
   lease: AppendChannels.Lease,
   writes: ReturnType<typeof sendBacklog.forCall>,
   writeStream: string,
@@ -220,8 +150,7 @@ const connectionOf = (
         const header = offset === undefined ? base : { ...base, offset }
         first = false
         waiting.push(d)
-        const request = AppendRequest.encodeBody(header, body)
-        writes.write((taken) => call.write(request, taken))
+        writes.write((taken) => call.send(header, body, taken))
         return d
       }),
     isBroken: () => waiting.broken() !== undefined,
@@ -249,9 +178,12 @@ const connectionOf = (
 }
 
 /**
- * Opens a connection on `writeStream` (`projects/p/datasets/d/tables/t/streams/_default`) over
- * `channel`. Opening sends nothing; the first append carries the descriptor. Each request counts in
- * the writer's `backlog` until grpc-js has taken it for the wire.
+ * Opens a connection on `writeStream` (`projects/p/datasets/d/tables/t/streams/_default`) over the
+ * lease's channel, on its transport. Opening sends nothing; the first append carries the
+ * descriptor. Each request counts in the writer's `backlog` until the transport has taken it for
+ * the wire. On our HTTP/2 transport the call starts here (connecting first when the channel has no
+ * connection); one that cannot start gives a connection already broken with the failure, which its
+ * first append reports.
  *
  * @internal
  */
@@ -261,16 +193,22 @@ export const open = (
   descriptor: Uint8Array,
   backlog: SendBacklog
 ): Effect.Effect<Connection> =>
-  Effect.sync(() => {
-    const call = startCall(lease.channel, writeStream)
-    const waiting = waitingAppends()
+  Effect.suspend(() => {
+    const waiting = makeWaiting()
     const writes = sendBacklog.forCall(backlog)
     const ended = Deferred.makeUnsafe<void>()
-    listen(call, waiting, lease, () => {
+    let call: AppendCall.AppendCall | undefined
+    const events = eventsOf(waiting, lease, () => call?.cancel(), () => {
       writes.end()
       Deferred.doneUnsafe(ended, Exit.void)
     })
-    return connectionOf(call, waiting, lease, writes, writeStream, descriptor, ended)
+    const started = lease.transport === "http2"
+      ? AppendCall.overHttp2(lease.channel, writeStream, events)
+      : Effect.sync(() => AppendCall.overGrpc(lease.channel, writeStream, events))
+    return Effect.map(started, (c) => {
+      call = c
+      return connectionOf(c, waiting, lease, writes, writeStream, descriptor, ended)
+    })
   })
 
 /** The gRPC method path of `GetWriteStream`. @internal */
@@ -339,6 +277,6 @@ export const getWriteStream = (
     method: "GetWriteStream",
     path: getWriteStreamPath,
     request: encodeGetWriteStreamRequest(name, 1), // view BASIC
-    routing: routingParams("name", name),
+    routing: AppendCall.routingParams("name", name),
     target: name
   }, timeout))

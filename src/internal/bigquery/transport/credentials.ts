@@ -18,6 +18,7 @@ import * as fs from "node:fs"
 import type { EmulatorEndpoint } from "../../../Sink/EmulatorEndpoint.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as channels from "../../wire/grpcChannel.ts"
+import type * as DataPath from "../../wire/http2/dataPath.ts"
 import * as optionalPackage from "../../wire/optionalPackage.ts"
 
 /** @internal */
@@ -67,6 +68,25 @@ export const productionChannel: (auth: AuthClient, separate?: boolean) => grpc.C
 
 /** A plaintext channel to an emulator or fake; `separate`: on an HTTP/2 connection of its own. @internal */
 export const emulatorChannel: (endpoint: EmulatorEndpoint, separate?: boolean) => grpc.Client = storageWrite.emulator
+
+/**
+ * A TLS channel without credentials to `target`, trusting `roots` (PEM) besides the default ones:
+ * a local server with a self-signed certificate (tests and the TLS benchmarks).
+ *
+ * @internal
+ */
+export const tlsChannel = (target: string, roots: ReadonlyArray<string | Buffer>, separate = false): grpc.Client =>
+  channels.tlsChannel(target, roots, separate ? channels.separateConnection : channels.channelOptions)
+
+/** The gRPC service whose URL call credentials are asked for (as grpc-js builds it). */
+const serviceUrl = "https://bigquerystorage.googleapis.com/google.cloud.bigquery.storage.v1.BigQueryWrite"
+
+/** Where the AppendRows streams of our HTTP/2 transport go in production: TLS, the default roots, `auth`. @internal */
+export const productionDataPath = (auth: AuthClient): DataPath.Destination => ({
+  target: storageWriteTarget,
+  tls: { extraRoots: [] },
+  auth: { source: auth, service: "BigQuery", url: serviceUrl }
+})
 
 /**
  * An auth client that always answers one fixed bearer token: the emulator ignores it, and the

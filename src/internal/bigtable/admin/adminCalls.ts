@@ -8,8 +8,9 @@
  *
  * @internal
  */
-import * as grpcJs from "@grpc/grpc-js"
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Predicate from "effect/Predicate"
 import type {
   AdminClient,
@@ -22,7 +23,7 @@ import type { BigtableError } from "../../../Bigtable/BigtableError.ts"
 import type { ColumnFamilyType } from "../../../Bigtable/TableCreateOptions.ts"
 import * as deadline from "../../wire/deadline.ts"
 import { rpcError } from "../transport/client.ts"
-import type { StartCall } from "../transport/dataCall.ts"
+import { encoded, type StartCall } from "../transport/dataCall.ts"
 import * as proto from "./adminProto.ts"
 
 /** What the service asks of the admin API. @internal */
@@ -135,41 +136,32 @@ const unary = <A>(
   decode: (response: Uint8Array) => A
 ): Effect.Effect<A, BigtableError> =>
   Effect.flatMap(deadline.adminTimeout(undefined), (limit) =>
-    Effect.callback<A, BigtableError>((resume) => {
+    Effect.suspend(() => {
       const name = method.slice(method.lastIndexOf("/") + 1)
-      let done = false
-      let last: Buffer | undefined
-      const fail = (cause: unknown) => resume(Effect.fail(rpcError(name, resource.target, cause)))
-      const metadata = new grpcJs.Metadata()
-      metadata.set("x-goog-request-params", `${resource.param}=${encodeURIComponent(resource.value)}`)
-      let cancel: () => void
-      try {
-        cancel = start(method, Buffer.from(request), metadata, deadline.grpcDeadline(limit), {
-          onMessage: (response) => {
-            last = response
-          },
-          onEnd: (error) => {
-            if (done) return
-            done = true
-            if (error !== undefined) return fail(error)
-            if (last === undefined) return fail(new Error(`${name} ended without a response`))
-            try {
-              resume(Effect.succeed(decode(last)))
-            } catch (cause) {
-              fail(cause)
-            }
+      const done = Deferred.makeUnsafe<A, BigtableError>()
+      const fail = (cause: unknown) => void Deferred.doneUnsafe(done, Exit.fail(rpcError(name, resource.target, cause)))
+      let last: Uint8Array | undefined
+      const listener = {
+        onMessage: (response: Uint8Array) => {
+          last = response
+        },
+        onEnd: (error: unknown) => {
+          if (error !== undefined) return fail(error)
+          if (last === undefined) return fail(new Error(`${name} ended without a response`))
+          try {
+            Deferred.doneUnsafe(done, Exit.succeed(decode(last)))
+          } catch (cause) {
+            fail(cause)
           }
-        })
-      } catch (cause) {
-        done = true
-        fail(cause)
-        return
+        }
       }
-      return Effect.sync(() => {
-        if (done) return
-        done = true
-        cancel()
-      })
+      const routing = `${resource.param}=${encodeURIComponent(resource.value)}`
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.flatMap(start(method, encoded(request), routing, limit, listener), (cancel) =>
+          restore(Deferred.await(done)).pipe(
+            Effect.onInterrupt(() => Effect.sync(() => cancel("interrupted")))
+          ))
+      )
     }))
 
 /**

@@ -10,10 +10,11 @@
  * @internal
  */
 import type * as grpc from "@grpc/grpc-js"
+import * as Effect from "effect/Effect"
 import type { EmulatorEndpoint } from "../../../Sink/EmulatorEndpoint.ts"
 import * as shared from "../../wire/grpcChannel.ts"
 import { Code, fromError } from "../../wire/grpcStatus.ts"
-import type { StartCall } from "./dataCall.ts"
+import type { Cancel, StartCall } from "./dataCall.ts"
 import { onChannel } from "./directCall.ts"
 
 /** The production Bigtable data endpoint. @internal */
@@ -33,8 +34,9 @@ export const emulatorChannel: (endpoint: EmulatorEndpoint, separate?: boolean) =
 /**
  * Data calls straight on the channel of `first` (`directCall.ts`, ADR 0027) that move to a new
  * channel (`open()`, which must give a channel of its own connection) once a call on the current one
- * ended `DEADLINE_EXCEEDED`; the abandoned channel is closed (its other calls end by their own
- * deadlines). `close` closes the channel in use.
+ * went past its deadline (grpc-js ended it `DEADLINE_EXCEEDED`, or the caller's timer cancelled it);
+ * the abandoned channel is closed (its other calls end by their own deadlines). `close` closes the
+ * channel in use.
  *
  * @internal
  */
@@ -53,15 +55,21 @@ export const renewing = (
     from.close()
   }
   return {
-    start: (method, request, metadata, deadline, listener) => {
+    start: (method, encode, routing, timeout, listener) => {
       const client = current
-      return start(method, request, metadata, deadline, {
-        onMessage: listener.onMessage,
-        onEnd: (error) => {
-          if (error !== undefined && fromError(error).code === Code.DEADLINE_EXCEEDED) renew(client)
-          listener.onEnd(error)
+      return Effect.map(
+        start(method, encode, routing, timeout, {
+          onMessage: listener.onMessage,
+          onEnd: (error) => {
+            if (error !== undefined && fromError(error).code === Code.DEADLINE_EXCEEDED) renew(client)
+            listener.onEnd(error)
+          }
+        }),
+        (cancel): Cancel => (reason) => {
+          cancel(reason)
+          if (reason === "deadline") renew(client)
         }
-      })
+      )
     },
     close: () => current.close(),
     renewals: () => renewals

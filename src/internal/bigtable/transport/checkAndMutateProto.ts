@@ -58,14 +58,15 @@ const layout = (envelope: Guarded) => {
 export const requestSize = (envelope: Guarded): number => layout(envelope).size
 
 /**
- * The envelope as `CheckAndMutateRowRequest` wire bytes.
+ * The envelope as `CheckAndMutateRowRequest` wire bytes, after `reserve` free bytes (gRPC's message
+ * prefix, written there by our HTTP/2 transport).
  *
  * @internal
  */
-export const encodeRequest = (envelope: Guarded): Buffer => {
+export const encodeRequest = (envelope: Guarded, reserve = 0): Buffer => {
   const { bodies, family, mark, markBody, predicate, profile, range, size, table } = layout(envelope)
-  const buf = Buffer.allocUnsafe(size)
-  const out = new Out(buf, 0)
+  const buf = Buffer.allocUnsafe(reserve + size)
+  const out = new Out(buf, reserve)
   out.len(1, table)
   out.pos += buf.write(envelope.tableName, out.pos, "utf8")
   out.lenBytes(2, envelope.rowKey, "rowKey")
@@ -88,7 +89,9 @@ export const encodeRequest = (envelope: Guarded): Buffer => {
     out.len(7, profile)
     out.pos += buf.write(envelope.appProfileId, out.pos, "utf8")
   }
-  if (out.pos !== size) throw new RangeError(`CheckAndMutateRowRequest encoded to ${out.pos} bytes, not ${size}`)
+  if (out.pos !== reserve + size) {
+    throw new RangeError(`CheckAndMutateRowRequest encoded to ${out.pos - reserve} bytes, not ${size}`)
+  }
   return buf
 }
 

@@ -6,15 +6,16 @@
  *
  * @internal
  */
-import * as grpcJs from "@grpc/grpc-js"
+import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type { CheckAndMutateRowRequest, EntryStatus, MutateRowsRequest } from "../../../Bigtable/BigtableClient.ts"
 import { BigtableError, RpcFailed } from "../../../Bigtable/BigtableError.ts"
 import * as deadline from "../../wire/deadline.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
 import * as checkAndMutate from "./checkAndMutateProto.ts"
-import type { StartCall } from "./dataCall.ts"
+import type { CallListener, Cancel, StartCall } from "./dataCall.ts"
 import { encodeRequest, entryByteSize } from "./mutationProto.ts"
 import { readResponse } from "./responseProto.ts"
 
@@ -34,11 +35,41 @@ export const requestParams = (tableName: string, appProfileId: string | undefine
     ? `table_name=${encodeURIComponent(tableName)}`
     : `table_name=${encodeURIComponent(tableName)}&app_profile_id=${encodeURIComponent(appProfileId)}`
 
-/** Interrupting a call: `settle` says whether it was still running (and marks it ended); then cancel it. */
-const interrupt = (settle: () => boolean, cancel: () => void): Effect.Effect<void> =>
-  Effect.sync(() => {
-    if (settle()) cancel()
+/**
+ * Runs one call: `started` starts it (and hands on its cancel), and its listener completes `done`
+ * (the first outcome wins). Interruption cancels it. A transport that keeps no deadline of its own
+ * (`localDeadline`, our HTTP/2 data path) gets a timer here on the fiber's clock, connection time
+ * included: past `limit` the call is cancelled (`"deadline"`: later calls may go on a new
+ * connection) and `onDeadline` is the outcome, as grpc-js's own deadline would have ended it.
+ */
+const runCall = <A>(
+  started: Effect.Effect<Cancel>,
+  localDeadline: boolean,
+  done: Deferred.Deferred<A>,
+  limit: Duration.Duration,
+  onDeadline: () => A
+): Effect.Effect<A> =>
+  Effect.suspend(() => {
+    let cancel: Cancel | undefined
+    const call = Effect.flatMap(started, (c) => {
+      cancel = c
+      return Deferred.await(done)
+    })
+    const timed = !localDeadline ? call : Effect.timeoutOrElse(call, {
+      duration: limit,
+      orElse: () =>
+        Effect.sync(() => {
+          // the call may have ended this very turn: its outcome stands
+          if (Deferred.doneUnsafe(done, Exit.succeed(onDeadline()))) cancel?.("deadline")
+        }).pipe(Effect.andThen(Deferred.await(done)))
+    })
+    return Effect.onInterrupt(timed, () => Effect.sync(() => cancel?.("interrupted")))
   })
+
+const deadlineExceeded = (method: string, table: string, limit: Duration.Duration): EntryStatus => ({
+  code: grpc.Code.DEADLINE_EXCEEDED,
+  message: deadline.message(method, table, limit)
+})
 
 /**
  * One MutateRows call. An entry gets the status the server streamed for it; entries left without
@@ -47,59 +78,64 @@ const interrupt = (settle: () => boolean, cancel: () => void): Effect.Effect<voi
  * unanswered entries get a status without a code (fatal). Interruption cancels the call. Nothing
  * is re-sent here: retries are the writer's, per entry.
  *
- * The call has a deadline (`request.timeout`, else the fiber's `ResponseTimeout`): past it grpc-js
- * ends the call `DEADLINE_EXCEEDED` (transient, retried), also when the connection never came up,
- * and the stall is logged.
+ * The call has a deadline (`request.timeout`, else the fiber's `ResponseTimeout`), sent to the
+ * server and kept by a timer on the fiber's clock: past it the unanswered entries get
+ * `DEADLINE_EXCEEDED` (transient, retried), also when the connection never came up, and the stall
+ * is logged.
  *
  * @internal
  */
 export const mutateRows = (start: StartCall) => (request: MutateRowsRequest): Effect.Effect<Array<EntryStatus>> =>
   Effect.flatMap(deadline.responseTimeout(request.timeout), (limit) =>
-    Effect.callback<Array<EntryStatus>>((resume) => {
+    Effect.suspend(() => {
       const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
-      let done = false
-      const finish = (fill: EntryStatus) => {
-        if (done) return
-        done = true
-        const result = Effect.succeed(statuses.map((status) => status ?? fill))
-        resume(
-          fill.code === grpc.Code.DEADLINE_EXCEEDED
+      const done = Deferred.makeUnsafe<EntryStatus>()
+      let cancel: Cancel | undefined
+      const listener: CallListener = {
+        onMessage: (response) => {
+          if (Deferred.isDoneUnsafe(done)) return
+          try {
+            readResponse(response, statuses)
+          } catch (cause) {
+            const fill = { code: undefined, message: `malformed MutateRowsResponse: ${grpc.fromError(cause).message}` }
+            if (Deferred.doneUnsafe(done, Exit.succeed(fill))) cancel?.("interrupted")
+          }
+        },
+        onEnd: (error) =>
+          void Deferred.doneUnsafe(done, Exit.succeed(error === undefined ? missing : grpc.fromError(error)))
+      }
+      const started = Effect.tap(
+        start(
+          mutateRowsPath,
+          (reserve) =>
+            encodeRequest(
+              request.tableName,
+              request.appProfileId,
+              request.entries,
+              request.entryByteSizes ?? request.entries.map(entryByteSize),
+              reserve
+            ),
+          requestParams(request.tableName, request.appProfileId),
+          limit,
+          listener
+        ),
+        (c) => Effect.sync(() => void (cancel = c))
+      )
+      return Effect.flatMap(
+        runCall(
+          started,
+          start.localDeadline === true,
+          done,
+          limit,
+          () => deadlineExceeded("MutateRows", request.tableName, limit)
+        ),
+        (fill) => {
+          const result = Effect.succeed(statuses.map((status) => status ?? fill))
+          return fill.code === grpc.Code.DEADLINE_EXCEEDED
             ? Effect.andThen(deadline.logExceeded("MutateRows", request.tableName, limit), result)
             : result
-        )
-      }
-      let cancel: () => void
-      try {
-        const metadata = new grpcJs.Metadata()
-        metadata.set("x-goog-request-params", requestParams(request.tableName, request.appProfileId))
-        cancel = start(
-          mutateRowsPath,
-          encodeRequest(
-            request.tableName,
-            request.appProfileId,
-            request.entries,
-            request.entryByteSizes ?? request.entries.map(entryByteSize)
-          ),
-          metadata,
-          deadline.grpcDeadline(limit),
-          {
-            onMessage: (response) => {
-              if (done) return
-              try {
-                readResponse(response, statuses)
-              } catch (cause) {
-                finish({ code: undefined, message: `malformed MutateRowsResponse: ${grpc.fromError(cause).message}` })
-                cancel()
-              }
-            },
-            onEnd: (error) => finish(error === undefined ? missing : grpc.fromError(error))
-          }
-        )
-      } catch (cause) {
-        finish(grpc.fromError(cause))
-        return
-      }
-      return interrupt(() => (done ? false : (done = true)), cancel)
+        }
+      )
     }))
 
 /**
@@ -139,60 +175,70 @@ const checkAndMutateFailed = (
     : Effect.fail(error)
 }
 
+/** The outcome of one CheckAndMutateRow: `predicate_matched`, or the failure's cause. */
+type Checked = { readonly matched: boolean } | { readonly failure: unknown }
+
+/** The listener of one CheckAndMutateRow, completing `done` with its outcome. */
+const checkListener = (done: Deferred.Deferred<Checked>, cancel: () => Cancel | undefined): CallListener => {
+  let matched: boolean | undefined
+  const settle = (outcome: Checked): boolean => Deferred.doneUnsafe(done, Exit.succeed(outcome))
+  return {
+    onMessage: (response) => {
+      if (Deferred.isDoneUnsafe(done)) return
+      try {
+        matched = checkAndMutate.readPredicateMatched(response)
+      } catch (cause) {
+        const failure = new Error(`malformed CheckAndMutateRowResponse: ${grpc.fromError(cause).message}`)
+        if (settle({ failure })) cancel()?.("interrupted")
+      }
+    },
+    onEnd: (error) => {
+      if (error !== undefined) settle({ failure: error })
+      else if (matched === undefined) settle({ failure: new Error("CheckAndMutateRow ended without a response") })
+      else settle({ matched })
+    }
+  }
+}
+
 /**
  * One CheckAndMutateRow call guarded by a marker (`exactlyOnce/checkAndMutateProto.ts`): succeeds
  * with `predicate_matched` (true: the marker was there, nothing applied), fails with `RpcFailed`.
  * One attempt, no re-send: a call past its deadline (`request.timeout`, else the fiber's
- * `ResponseTimeout`) fails `DEADLINE_EXCEEDED`, which is ambiguous (it may have been applied).
- * Unary on the wire, it is sent in the server-streaming call shape: gRPC frames a unary and a
- * server-streaming call alike, so the data calls stay one call shape (ADR 0024, `dataCall.ts`).
+ * `ResponseTimeout`; sent to the server, and a timer on the fiber's clock) fails `DEADLINE_EXCEEDED`,
+ * which is ambiguous (it may have been applied). Unary on the wire, it is sent in the
+ * server-streaming call shape: gRPC frames a unary and a server-streaming call alike, so the data
+ * calls stay one call shape (ADR 0024, `dataCall.ts`).
  *
  * @internal
  */
 export const checkAndMutateRow = (start: StartCall) => {
   const paramsOf = routingParams()
   const send = (request: CheckAndMutateRowRequest, limit: Duration.Duration): Effect.Effect<boolean, BigtableError> =>
-    Effect.callback<boolean, BigtableError>((resume) => {
-      let done = false
-      let matched: boolean | undefined
-      const fail = (cause: unknown) => {
-        if (done) return
-        done = true
-        resume(checkAndMutateFailed(request.tableName, limit, cause))
-      }
-      let cancel: () => void
-      try {
-        const metadata = new grpcJs.Metadata()
-        metadata.set("x-goog-request-params", paramsOf(request.tableName, request.appProfileId))
-        cancel = start(
+    Effect.suspend(() => {
+      const done = Deferred.makeUnsafe<Checked>()
+      let cancel: Cancel | undefined
+      const started = Effect.tap(
+        start(
           checkAndMutate.checkAndMutateRowPath,
-          checkAndMutate.encodeRequest(request),
-          metadata,
-          deadline.grpcDeadline(limit),
-          {
-            onMessage: (response) => {
-              if (done) return
-              try {
-                matched = checkAndMutate.readPredicateMatched(response)
-              } catch (cause) {
-                fail(new Error(`malformed CheckAndMutateRowResponse: ${grpc.fromError(cause).message}`))
-                cancel()
-              }
-            },
-            onEnd: (error) => {
-              if (done) return
-              if (error !== undefined) return fail(error)
-              if (matched === undefined) return fail(new Error("CheckAndMutateRow ended without a response"))
-              done = true
-              resume(Effect.succeed(matched))
-            }
-          }
-        )
-      } catch (cause) {
-        fail(cause)
-        return
-      }
-      return interrupt(() => (done ? false : (done = true)), cancel)
+          (reserve) => checkAndMutate.encodeRequest(request, reserve),
+          paramsOf(request.tableName, request.appProfileId),
+          limit,
+          checkListener(done, () => cancel)
+        ),
+        (c) => Effect.sync(() => void (cancel = c))
+      )
+      const timedOut = (): Checked => ({
+        failure: Object.assign(new Error(deadline.message("CheckAndMutateRow", request.tableName, limit)), {
+          code: grpc.Code.DEADLINE_EXCEEDED
+        })
+      })
+      return Effect.flatMap(
+        runCall(started, start.localDeadline === true, done, limit, timedOut),
+        (outcome) =>
+          "matched" in outcome
+            ? Effect.succeed(outcome.matched)
+            : checkAndMutateFailed(request.tableName, limit, outcome.failure)
+      )
     })
   return (request: CheckAndMutateRowRequest): Effect.Effect<boolean, BigtableError> =>
     request.timeout !== undefined

@@ -15,6 +15,7 @@ import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as O from "../../options/schema.ts"
 import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
 import * as firstContact from "../../wire/firstContact.ts"
+import * as DataPath from "../../wire/http2/dataPath.ts"
 
 const Emulator = Schema.Struct({ grpc: O.requiredValue(O.Endpoint) })
 
@@ -25,6 +26,7 @@ export interface Settings {
   readonly serviceAccountKeyFile: Redacted.Redacted<string> | undefined
   readonly exportClientMetrics: boolean
   readonly firstContactTimeout: Duration.Duration
+  readonly transport: DataPath.Transport
 }
 
 /** Cloud Monitoring export is refused: not built yet, and without meaning against the emulator. */
@@ -46,7 +48,8 @@ const Config = Schema.Struct({
   serviceAccountKeyFile: O.maybe(O.RedactedPath),
   exportClientMetrics: O.Bool.pipe(O.withDefault(false)),
   exportClientMetricsToCloudMonitoring: O.Bool.pipe(O.withDefault(false)),
-  firstContactTimeout: O.DurationSchema("atLeastOneMilli").pipe(O.withDefault(firstContact.defaultTimeout))
+  firstContactTimeout: O.DurationSchema("atLeastOneMilli").pipe(O.withDefault(firstContact.defaultTimeout)),
+  transport: O.literals(DataPath.transports).pipe(O.withDefault(DataPath.defaultTransport))
 })
 
 /** `BigtableClientConfig` decoded to the settings, the rules across options checked. */
@@ -61,7 +64,8 @@ const SettingsSchema = Config.check(
       endpoint: c.emulator?.grpc,
       serviceAccountKeyFile: c.serviceAccountKeyFile,
       exportClientMetrics: c.exportClientMetrics,
-      firstContactTimeout: c.firstContactTimeout
+      firstContactTimeout: c.firstContactTimeout,
+      transport: c.transport
     }),
     encode: (s: Settings): typeof Config.Type => ({
       projectId: s.projectId,
@@ -69,7 +73,8 @@ const SettingsSchema = Config.check(
       serviceAccountKeyFile: s.serviceAccountKeyFile,
       exportClientMetrics: s.exportClientMetrics,
       exportClientMetricsToCloudMonitoring: false,
-      firstContactTimeout: s.firstContactTimeout
+      firstContactTimeout: s.firstContactTimeout,
+      transport: s.transport
     })
   })
 ))

@@ -20,8 +20,10 @@ import type { Endpoint } from "../../wire/emulatorEndpoint.ts"
 import * as emulatorEnv from "../../wire/emulatorEnv.ts"
 import * as firstContact from "../../wire/firstContact.ts"
 import * as grpcChannel from "../../wire/grpcChannel.ts"
+import type { HeaderSource } from "../../wire/grpcChannel.ts"
 import * as grpcProbe from "../../wire/grpcProbe.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
+import * as DataPath from "../../wire/http2/dataPath.ts"
 import * as adminCalls from "../admin/adminCalls.ts"
 import * as metrics from "../metrics.ts"
 import * as channel from "./channel.ts"
@@ -30,6 +32,7 @@ import * as clientOptions from "./clientOptions.ts"
 import * as dataCall from "./dataCall.ts"
 import type { StartCall } from "./dataCall.ts"
 import { onChannel } from "./directCall.ts"
+import * as http2Call from "./http2Call.ts"
 
 /** The service shape, without the service tag. @internal */
 export type Service = BigtableClientService
@@ -185,9 +188,12 @@ const adminChannels = grpcChannel.serviceChannels(adminTarget, "Bigtable admin")
 const scopedChannel = (open: () => GrpcClient): Effect.Effect<GrpcClient, never, Scope.Scope> =>
   Effect.acquireRelease(Effect.sync(open), (c) => Effect.sync(() => c.close()))
 
-/** A probe's unary call in the data calls' shape (`grpcProbe.ts`). */
-const overStart = (start: StartCall): grpcProbe.StartUnary => (method, request, metadata, deadline, onEnd) =>
-  start(method, request, metadata, deadline, { onMessage: () => {}, onEnd })
+/** A probe's unary call in the data calls' shape (`grpcProbe.ts`): the request after the free bytes. */
+const overStart = (start: StartCall): grpcProbe.StartUnary => (method, request, routing, timeout, onEnd) =>
+  Effect.map(
+    start(method, dataCall.encoded(request), routing, timeout, { onMessage: () => {}, onEnd }),
+    (cancel) => () => cancel("interrupted")
+  )
 
 /** Where the channels go: plaintext to an emulator, or TLS with call credentials to Google. */
 type Destination =
@@ -207,19 +213,59 @@ const destination = (s: clientOptions.Settings): Effect.Effect<Destination, Sink
     return { _tag: "Production", auth: new library.GoogleAuth({ scopes, projectId: s.projectId }) }
   })
 
+/** Where a client's data calls go: an emulator (plaintext, no credentials) or production (TLS, `auth`). @internal */
+export type DataTarget =
+  | { readonly _tag: "emulator"; readonly endpoint: Endpoint }
+  | { readonly _tag: "production"; readonly auth: HeaderSource }
+
+/**
+ * The data calls of a client made here, on `transport` (ADR 0043): our HTTP/2 data path, or grpc-js
+ * straight on a channel that is renewed after a call past its deadline (`channel.ts`). The channels
+ * are closed with the scope.
+ *
+ * @internal
+ */
+export const dataCalls = (
+  transport: DataPath.Transport,
+  target: DataTarget
+): Effect.Effect<StartCall, never, Scope.Scope> => {
+  // After a call past its deadline, later calls go on a new channel of its own connection (channel.ts).
+  const opener = (separate: boolean): GrpcClient =>
+    target._tag === "emulator"
+      ? channel.emulatorChannel(target.endpoint, separate)
+      : channel.productionChannel(target.auth, separate)
+  return Effect.gen(function*() {
+    if (transport === "http2") {
+      const open = yield* DataPath.opener(
+        target._tag === "emulator"
+          ? { target: target.endpoint.target, tls: undefined }
+          : {
+            target: channel.dataTarget,
+            tls: { extraRoots: [] },
+            auth: { source: target.auth, service: "Bigtable", url: serviceUrl }
+          }
+      )
+      return http2Call.overHttp2(open())
+    }
+    const data = yield* Effect.acquireRelease(
+      Effect.sync(() => channel.renewing(opener(false), () => opener(true))),
+      (c) => Effect.sync(() => c.close())
+    )
+    return data.start
+  })
+}
+
+/** The gRPC service whose URL call credentials are asked for (as grpc-js builds it). */
+const serviceUrl = "https://bigtable.googleapis.com/google.bigtable.v2.Bigtable"
+
 /** @internal */
 export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkConfigError, Scope.Scope> =>
   Effect.gen(function*() {
     const s = yield* settings(config)
     const to = yield* destination(s)
-    // After a call past its deadline, later calls go on a new channel of its own connection (channel.ts).
-    const opener = (separate: boolean): GrpcClient =>
-      to._tag === "Emulator"
-        ? channel.emulatorChannel(to.endpoint, separate)
-        : channel.productionChannel(to.auth, separate)
-    const data = yield* Effect.acquireRelease(
-      Effect.sync(() => channel.renewing(opener(false), () => opener(true))),
-      (c) => Effect.sync(() => c.close())
+    const start = yield* dataCalls(
+      s.transport,
+      to._tag === "Emulator" ? { _tag: "emulator", endpoint: to.endpoint } : { _tag: "production", auth: to.auth }
     )
     const admin = yield* scopedChannel(() =>
       to._tag === "Emulator" ? adminChannels.emulator(to.endpoint) : adminChannels.production(to.auth)
@@ -231,7 +277,7 @@ export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkC
         ? { option: "emulator.grpc", variable: emulatorEnv.variables.bigtable }
         : undefined
     }
-    const ping = grpcProbe.bigtable(overStart(data.start), s.projectId)
+    const ping = grpcProbe.bigtable(overStart(start), s.projectId)
     // production: the credentials are proved before any network call
     const probe = to._tag === "Emulator" ? ping : firstContact.andThen(
       firstContact.credentialsAttempt(to.auth, "Bigtable"),
@@ -239,7 +285,7 @@ export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkC
     )
     return service({
       projectId: s.projectId,
-      start: data.start,
+      start,
       // The emulator has no instance admin API (pinned by a test): app profiles are not checked there.
       admin: adminCalls.onChannel(onChannel(admin.getChannel()), to._tag === "Production"),
       exportClientMetrics: s.exportClientMetrics,

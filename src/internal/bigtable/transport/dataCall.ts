@@ -1,42 +1,90 @@
 /**
  * The one call shape of the Bigtable data calls (MutateRows, CheckAndMutateRow): a single request
  * message of wire bytes, response messages of wire bytes, then one end. `client.ts` writes both
- * calls against {@link StartCall}; it is implemented straight on a grpc-js channel
- * (`directCall.ts`, ADR 0027) for the clients `BigtableClient.make` builds, and {@link overClient
- * over a `DataClient`}'s `makeServerStreamRequest` for the clients a caller hands to
- * `BigtableClient.fromClients` (a grpc-js `Client` with its interceptors, or an in-process fake).
+ * calls against {@link StartCall}, which each transport implements (ADR 0043): our HTTP/2 data path
+ * (`http2Call.ts`, the default of `BigtableClient.make`), straight on a grpc-js channel
+ * (`directCall.ts`, ADR 0027), and {@link overClient over a `DataClient`}'s `makeServerStreamRequest`
+ * for the clients a caller hands to `BigtableClient.fromClients` (a grpc-js `Client` with its
+ * interceptors, or an in-process fake).
  *
  * @internal
  */
-import type * as grpc from "@grpc/grpc-js"
+import * as grpc from "@grpc/grpc-js"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
 import type { DataClient } from "../../../Bigtable/BigtableClient.ts"
+import * as deadline from "../../wire/deadline.ts"
 
 /**
- * What a started call reports: each response message in order, then its end exactly once:
- * `undefined` when it ended `OK`, else the error (a grpc-js `ServiceError`: `code`, `details`,
- * `metadata`). Nothing is reported after `cancel`.
+ * What a started call reports: each response message in order (valid during the call only), then
+ * its end exactly once: `undefined` when it ended `OK`, else the error (shaped as grpc-js's
+ * `ServiceError`: `code`, `details`, `metadata`). Nothing is reported after a cancel.
  *
  * @internal
  */
 export interface CallListener {
-  readonly onMessage: (response: Buffer) => void
+  readonly onMessage: (response: Uint8Array) => void
   readonly onEnd: (error: unknown) => void
 }
 
 /**
- * Starts one call on `method` with the single message `request` (wire bytes), `metadata` and the
- * absolute `deadline`; returns the call's cancel. Throws when the call cannot be created (a closed
- * channel).
+ * Ends a started call: `"deadline"` when it went unanswered past its deadline (the transport may
+ * move later calls to a new connection: this one may be black-holed), `"interrupted"` otherwise.
  *
  * @internal
  */
-export type StartCall = (
-  method: string,
-  request: Buffer,
-  metadata: grpc.Metadata,
-  deadline: grpc.Deadline,
-  listener: CallListener
-) => () => void
+export type Cancel = (reason: "deadline" | "interrupted") => void
+
+/**
+ * Starts one call on `method` with the single message `encode(reserve)` (wire bytes after `reserve`
+ * free bytes the transport frames in), the routing header `routing` and the deadline `timeout`. A
+ * call that cannot start ends through `listener.onEnd`.
+ *
+ * grpc-js keeps the deadline itself (its own timer on the wall clock, ending the call
+ * `DEADLINE_EXCEEDED`); a transport that only sends it to the server (`grpc-timeout`) says so with
+ * `localDeadline`, and the caller keeps the timer, on the fiber's clock (`client.ts`).
+ *
+ * @internal
+ */
+export type StartCall =
+  & ((
+    method: string,
+    encode: (reserve: number) => Buffer,
+    routing: string,
+    timeout: Duration.Duration,
+    listener: CallListener
+  ) => Effect.Effect<Cancel>)
+  & { readonly localDeadline?: boolean | undefined }
+
+/** The `encode` of a message already encoded: `bytes` after the free bytes. @internal */
+export const encoded = (bytes: Uint8Array) => (reserve: number): Buffer => {
+  const framed = Buffer.allocUnsafe(reserve + bytes.length)
+  framed.set(bytes, reserve)
+  return framed
+}
+
+/** The metadata of a grpc-js call: the routing header. @internal */
+export const metadataOf = (routing: string): grpc.Metadata => {
+  const metadata = new grpc.Metadata()
+  metadata.set("x-goog-request-params", routing)
+  return metadata
+}
+
+/**
+ * A grpc-js call started synchronously by `start`; one that throws (a closed channel) ends through
+ * the listener.
+ *
+ * @internal
+ */
+export const startSync = (start: () => Cancel, listener: CallListener): Effect.Effect<Cancel> =>
+  Effect.sync(() => {
+    try {
+      return start()
+    } catch (cause) {
+      listener.onEnd(cause)
+      return () => {}
+    }
+  })
 
 const identity = (bytes: Buffer): Buffer => bytes
 
@@ -48,27 +96,30 @@ const identity = (bytes: Buffer): Buffer => bytes
  *
  * @internal
  */
-export const overClient = (raw: DataClient): StartCall => (method, request, metadata, deadline, listener) => {
-  const call = raw.makeServerStreamRequest(method, identity, identity, request, metadata, { deadline })
-  let ended = false
-  const detach = (): boolean => {
-    if (ended) return false
-    ended = true
-    call.removeAllListeners("data")
-    call.removeAllListeners("end")
-    return true
-  }
-  call.on("data", (response) => {
-    if (!ended) listener.onMessage(response)
-  })
-  call.on("error", (error) => {
-    if (detach()) listener.onEnd(error)
-  })
-  call.on("end", () => {
-    if (detach()) listener.onEnd(undefined)
-  })
-  return () => {
-    detach()
-    call.cancel()
-  }
-}
+export const overClient = (raw: DataClient): StartCall => (method, encode, routing, timeout, listener) =>
+  startSync(() => {
+    const call = raw.makeServerStreamRequest(method, identity, identity, encode(0), metadataOf(routing), {
+      deadline: deadline.grpcDeadline(timeout)
+    })
+    let ended = false
+    const detach = (): boolean => {
+      if (ended) return false
+      ended = true
+      call.removeAllListeners("data")
+      call.removeAllListeners("end")
+      return true
+    }
+    call.on("data", (response) => {
+      if (!ended) listener.onMessage(response)
+    })
+    call.on("error", (error) => {
+      if (detach()) listener.onEnd(error)
+    })
+    call.on("end", () => {
+      if (detach()) listener.onEnd(undefined)
+    })
+    return () => {
+      detach()
+      call.cancel()
+    }
+  }, listener)

@@ -19,7 +19,8 @@
  * @internal
  */
 import * as grpc from "@grpc/grpc-js"
-import type { CallListener, StartCall } from "./dataCall.ts"
+import * as deadline from "../../wire/deadline.ts"
+import { metadataOf, type StartCall, startSync } from "./dataCall.ts"
 
 /** The status a cancel ends the call with on the wire (as grpc-js's `Client` cancels). */
 const cancelled = "Cancelled on client"
@@ -40,36 +41,30 @@ const noMetadata = (): void => {}
  *
  * @internal
  */
-export const onChannel = (channel: grpc.ChannelInterface): StartCall =>
-(
-  method: string,
-  request: Buffer,
-  metadata: grpc.Metadata,
-  deadline: grpc.Deadline,
-  listener: CallListener
-) => {
-  const call = channel.createCall(method, deadline, undefined, null, undefined)
-  let ended = false
-  call.start(metadata, {
-    onReceiveMetadata: noMetadata,
-    onReceiveMessage: (message: Buffer) => {
-      if (ended) return
-      listener.onMessage(message)
-      // the next message is read only when asked for; the status waits for the messages before it
-      if (!ended) call.startRead()
-    },
-    onReceiveStatus: (status) => {
+export const onChannel = (channel: grpc.ChannelInterface): StartCall => (method, encode, routing, timeout, listener) =>
+  startSync(() => {
+    const call = channel.createCall(method, deadline.grpcDeadline(timeout), undefined, null, undefined)
+    let ended = false
+    call.start(metadataOf(routing), {
+      onReceiveMetadata: noMetadata,
+      onReceiveMessage: (message: Buffer) => {
+        if (ended) return
+        listener.onMessage(message)
+        // the next message is read only when asked for; the status waits for the messages before it
+        if (!ended) call.startRead()
+      },
+      onReceiveStatus: (status) => {
+        if (ended) return
+        ended = true
+        listener.onEnd(status.code === grpc.status.OK ? undefined : serviceError(status))
+      }
+    })
+    call.sendMessageWithContext({}, encode(0))
+    call.halfClose()
+    call.startRead()
+    return () => {
       if (ended) return
       ended = true
-      listener.onEnd(status.code === grpc.status.OK ? undefined : serviceError(status))
+      call.cancelWithStatus(grpc.status.CANCELLED, cancelled)
     }
-  })
-  call.sendMessageWithContext({}, request)
-  call.halfClose()
-  call.startRead()
-  return () => {
-    if (ended) return
-    ended = true
-    call.cancelWithStatus(grpc.status.CANCELLED, cancelled)
-  }
-}
+  }, listener)

@@ -278,7 +278,8 @@ export const encodeEntry = (entry: RowMutationEntry): Uint8Array => {
 /**
  * A `MutateRowsRequest`: `table_name` (1), `app_profile_id` (3) and the entries (2), encoded
  * straight into one buffer: no per-entry buffers or message objects. `sizes[i]` is
- * `entryByteSize(entries[i])`, measured (and so validated) when the entry was admitted.
+ * `entryByteSize(entries[i])`, measured (and so validated) when the entry was admitted. The first
+ * `reserve` bytes are left free (gRPC's message prefix, written there by our HTTP/2 transport).
  *
  * @internal
  */
@@ -286,14 +287,15 @@ export const encodeRequest = (
   tableName: string,
   appProfileId: string | undefined,
   entries: ReadonlyArray<RowMutationEntry>,
-  sizes: ReadonlyArray<number>
+  sizes: ReadonlyArray<number>,
+  reserve = 0
 ): Buffer => {
   const table = Buffer.byteLength(tableName, "utf8")
   const profile = appProfileId === undefined || appProfileId === "" ? 0 : Buffer.byteLength(appProfileId, "utf8")
   let size = lenField(table) + (profile > 0 ? lenField(profile) : 0)
   for (let i = 0; i < entries.length; i++) size += lenField(sizes[i] ?? 0)
-  const buf = Buffer.allocUnsafe(size)
-  const out = new Out(buf, 0)
+  const buf = Buffer.allocUnsafe(reserve + size)
+  const out = new Out(buf, reserve)
   out.len(1, table)
   out.pos += buf.write(tableName, out.pos, "utf8")
   if (profile > 0 && appProfileId !== undefined) {

@@ -130,6 +130,43 @@ describe("appendRequest.encodeBody", () => {
   })
 })
 
+describe("appendRequest.encodeFramed", () => {
+  it("is encodeBody behind gRPC's 5-byte prefix, in place in the headroom whenever encodeBody is", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.uint8Array({ maxLength: 300 }), { maxLength: 20 }),
+        fc.string({ unit: "binary", maxLength: 400, size: "max" }),
+        fc.option(fc.nat(), { nil: undefined }),
+        fc.boolean(),
+        (rows, name, offset, first) => {
+          const body = AppendRequest.encodeRows(rows)
+          const descriptor = first
+            ? protos.google.protobuf.DescriptorProto.encode({ name: "root" }).finish()
+            : undefined
+          const header = { writeStream: AppendRequest.utf8(name), offset, descriptor }
+          const plain = Array.from(AppendRequest.encodeBody(header, body))
+          const inPlace = sharesBody(AppendRequest.encodeBody(header, body), body)
+          const framed = AppendRequest.encodeFramed(header, body)
+          assert.deepStrictEqual(Array.from(framed.subarray(5)), plain)
+          assert.deepStrictEqual(Array.from(framed.subarray(0, 5)), [
+            0,
+            (plain.length >>> 24) & 0xff,
+            (plain.length >>> 16) & 0xff,
+            (plain.length >>> 8) & 0xff,
+            plain.length & 0xff
+          ])
+          // the prefix takes 5 more bytes of the headroom: in place unless the header just fit
+          if (sharesBody(framed, body)) assert.isTrue(inPlace)
+          if (inPlace && plain.length - body.length + 5 <= AppendRequest.headroom) {
+            assert.isTrue(sharesBody(framed, body))
+          }
+        }
+      ),
+      { numRuns: 300 }
+    )
+  })
+})
+
 describe("split batch buffers", () => {
   it.prop(
     "rows encoded in place (lengths crossing varint sizes) frame the same bodies as encodeRows, cut at the limit",

@@ -1,0 +1,155 @@
+/**
+ * The request headers of the credentials a client resolved (a google-auth-library `GoogleAuth` or
+ * `JWT`: `authorization: Bearer …`, sometimes `x-goog-user-project`), cached for our HTTP/2
+ * transport: read once per token, not once per call, and refreshed before the token expires.
+ *
+ * **Details**
+ *
+ * - The expiry is the auth client's (`credentials.expiry_date` of the client, or of the one a
+ *   `GoogleAuth` resolved). The headers are fetched again `refreshMargin` (5 min, google-auth-library's
+ *   own eager-refresh threshold) before it: the call that sees that moment is sent with the cached
+ *   headers while one fetch runs in the background for the calls after it. Past `expiryMargin` (30 s)
+ *   before expiry, or with nothing cached, calls wait for the fetch (one for all of them).
+ * - Credentials that report no expiry are fetched again after `unknownLifetime` (1 min): the auth
+ *   client keeps its own cache, so this costs a lookup, not a token exchange.
+ * - A failed fetch fails the calls waiting for it `UNAVAILABLE` (a token endpoint can be briefly
+ *   unreachable; the writer retries), without the cause in the message, which could carry key
+ *   material; cached headers that are still valid keep being used.
+ * - Time is the fiber's `Clock`.
+ *
+ * @internal
+ */
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Predicate from "effect/Predicate"
+import type * as Scope from "effect/Scope"
+import { Code } from "../grpcStatus.ts"
+import { type CallError, callError } from "./callError.ts"
+
+/**
+ * What the cache needs of an auth client: its headers for a URL (google-auth-library 10+ gives a
+ * `Headers` object). The expiry is read from the client when it exposes one.
+ *
+ * @internal
+ */
+export interface HeaderSource {
+  getRequestHeaders(url?: string): Promise<{ forEach(f: (value: string, key: string) => void): void }>
+}
+
+/** @internal */
+export interface AccessTokens {
+  /** The auth headers to send on a call now. */
+  readonly headers: Effect.Effect<Readonly<Record<string, string>>, CallError>
+  /** Fetches so far (for tests and metrics). */
+  readonly fetches: () => number
+}
+
+/** @internal */
+export interface Options {
+  readonly refreshMargin?: Duration.Duration | undefined
+  readonly expiryMargin?: Duration.Duration | undefined
+  readonly unknownLifetime?: Duration.Duration | undefined
+}
+
+interface Cached {
+  readonly headers: Readonly<Record<string, string>>
+  /** From here on, a background fetch starts. */
+  readonly refreshAt: number
+  /** From here on, calls wait for a fresh fetch. */
+  readonly usableUntil: number
+}
+
+const expiryDate = (client: unknown): number | undefined => {
+  if (!Predicate.isObject(client)) return undefined
+  const credentials = client["credentials"]
+  const expiry = Predicate.isObject(credentials) ? credentials["expiry_date"] : undefined
+  return typeof expiry === "number" ? expiry : undefined
+}
+
+/**
+ * The expiry of the token `source` last handed out, in epoch milliseconds: the client's own, or
+ * that of the credential a `GoogleAuth` resolved (`cachedCredential`).
+ *
+ * @internal
+ */
+export const expiryOf = (source: HeaderSource): number | undefined =>
+  expiryDate(source) ?? ("cachedCredential" in source ? expiryDate(source.cachedCredential) : undefined)
+
+const collect = (headers: { forEach(f: (value: string, key: string) => void): void }): Record<string, string> => {
+  const out: Record<string, string> = {}
+  headers.forEach((value, key) => {
+    out[key.toLowerCase()] = value
+  })
+  return out
+}
+
+/**
+ * A cache of `source`'s headers for calls to `url` (`https://host/service`, what grpc-js passes);
+ * background fetches run in `scope`. `service` names the API in the failure message.
+ *
+ * @internal
+ */
+export const make = (
+  source: HeaderSource,
+  url: string,
+  service: string,
+  scope: Scope.Scope,
+  options: Options = {}
+): AccessTokens => {
+  const refreshMargin = Duration.toMillis(options.refreshMargin ?? Duration.minutes(5))
+  const expiryMargin = Duration.toMillis(options.expiryMargin ?? Duration.seconds(30))
+  const unknownLifetime = Duration.toMillis(options.unknownLifetime ?? Duration.minutes(1))
+  let cached: Cached | undefined
+  let inFlight: Deferred.Deferred<Readonly<Record<string, string>>, CallError> | undefined
+  let fetches = 0
+  const failed = callError(Code.UNAVAILABLE, `could not obtain Google credentials for ${service}`)
+
+  const fetch = Effect.gen(function*() {
+    fetches++
+    const headers = yield* Effect.mapError(
+      Effect.tryPromise(() => source.getRequestHeaders(url)),
+      () => failed
+    )
+    const now = yield* Clock.currentTimeMillis
+    const expiry = expiryOf(source)
+    const entry: Cached = expiry === undefined
+      ? { headers: collect(headers), refreshAt: now + unknownLifetime, usableUntil: now + unknownLifetime }
+      : {
+        headers: collect(headers),
+        refreshAt: Math.max(now, expiry - refreshMargin),
+        usableUntil: expiry - expiryMargin
+      }
+    cached = entry
+    return entry.headers
+  })
+
+  /** Starts one fetch (or joins the running one); its outcome completes the deferred all wait on. */
+  const refresh = Effect.suspend(() => {
+    if (inFlight !== undefined) return Effect.succeed(inFlight)
+    const done = Deferred.makeUnsafe<Readonly<Record<string, string>>, CallError>()
+    inFlight = done
+    return Effect.as(
+      Effect.forkIn(
+        Effect.onExit(fetch, (exit) =>
+          Effect.sync(() => {
+            inFlight = undefined
+            Deferred.doneUnsafe(done, Exit.isSuccess(exit) ? exit : Exit.fail(failed))
+          })),
+        scope
+      ),
+      done
+    )
+  })
+
+  const headers = Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const entry = cached
+    if (entry !== undefined && now < entry.refreshAt) return Effect.succeed(entry.headers)
+    if (entry !== undefined && now < entry.usableUntil) return Effect.as(refresh, entry.headers)
+    return Effect.flatMap(refresh, Deferred.await)
+  })
+
+  return { headers, fetches: () => fetches }
+}

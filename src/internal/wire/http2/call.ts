@@ -1,0 +1,169 @@
+/**
+ * One gRPC call on an HTTP/2 stream of a {@link Session}: the driver edge of our transport, where
+ * Node's stream events become a message callback and one end.
+ *
+ * **Details**
+ *
+ * - Sending: {@link Call.write} hands one framed message (`messageFrame.ts`: prefix and message in
+ *   one buffer) to the stream; `taken` is called once Node has passed it on to HTTP/2 (or the call
+ *   ended and it never will be), which is what the writers' send backlog counts. `write()`'s return
+ *   value is not used: any message above the stream's 16 KiB high-water mark makes it `false`; the
+ *   bound on what waits for the wire is the caller's backlog of untaken writes.
+ * - Receiving: DATA chunks are reassembled into messages (`MessageReader`) and handed to
+ *   `onMessage` synchronously, in order, each valid during the call only.
+ * - The end, exactly once and never after {@link Call.cancel}: `undefined` for `OK`, else a
+ *   `CallError` (`callStatus.ts`): from the trailers or a trailers-only response (read once the
+ *   stream's data has all been delivered), else from how the stream closed. A message that is
+ *   compressed or larger than `maxReceiveMessageLength` cancels the call (`INTERNAL` /
+ *   `RESOURCE_EXHAUSTED`, or the mapped HTTP status when the response was not 200, as grpc-js does).
+ * - The listeners stay attached until the stream has closed (Node may still emit `error` after a
+ *   cancel), then they are removed.
+ *
+ * @internal
+ */
+import * as http2 from "node:http2"
+import { Code } from "../grpcStatus.ts"
+import { type CallError, callError } from "./callError.ts"
+import { fromClose, fromHttpStatus, fromTrailers } from "./callStatus.ts"
+import { MessageReader, type ReadFailure } from "./messageFrame.ts"
+import type { Session } from "./session.ts"
+
+/** What a started call reports. @internal */
+export interface CallHandlers {
+  readonly onMessage: (message: Uint8Array) => void
+  readonly onEnd: (error: CallError | undefined) => void
+}
+
+/** @internal */
+export interface Call {
+  /** Sends one framed message; `taken` once HTTP/2 has it or the call ended. */
+  readonly write: (framed: Uint8Array, taken?: () => void) => void
+  /** Sends one framed message and half-closes in the same write (a unary or server-streaming request). */
+  readonly writeLast: (framed: Uint8Array) => void
+  /** Half-closes: the server still answers what was sent. */
+  readonly end: () => void
+  /** Resets the stream (`CANCEL`); nothing is reported after it. */
+  readonly cancel: () => void
+}
+
+const noop = (): void => {}
+
+const readFailure = (failure: ReadFailure, httpStatus: number | undefined): CallError =>
+  httpStatus !== undefined && httpStatus !== 200
+    ? fromHttpStatus(httpStatus)
+    : failure._tag === "TooLarge"
+    ? callError(Code.RESOURCE_EXHAUSTED, `Received message larger than max (${failure.length} vs. ${failure.max})`)
+    : callError(Code.INTERNAL, "Received a compressed message, but no compression was negotiated")
+
+/**
+ * Starts a call on `session` with the request `headers` (`:path` and the call's metadata); throws
+ * when the session no longer takes streams (the caller ends the call `UNAVAILABLE`).
+ *
+ * @internal
+ */
+export const start = (
+  session: Session,
+  headers: http2.OutgoingHttpHeaders,
+  maxReceiveMessageLength: number,
+  handlers: CallHandlers
+): Call => {
+  const stream = session.raw.request(headers, { endStream: false })
+  const release = session.activate()
+  let ended = false
+  let httpStatus: number | undefined
+  let status: CallError | undefined | null = null // null: no trailers yet
+  let readsClosed = false
+  let streamError: (Error & { readonly code?: unknown }) | undefined
+  const end = (error: CallError | undefined): void => {
+    if (ended) return
+    ended = true
+    release()
+    handlers.onEnd(error)
+    // as grpc-js: the call is over, so our half of the stream is too (nothing more reaches the server)
+    if (!stream.destroyed && !stream.closed) {
+      stream.close(error === undefined ? http2.constants.NGHTTP2_NO_ERROR : http2.constants.NGHTTP2_CANCEL)
+    }
+  }
+  const reader = new MessageReader(maxReceiveMessageLength, (message) => {
+    if (!ended) handlers.onMessage(message)
+  })
+  const outputStatus = (): void => {
+    if (status !== null && readsClosed) end(status)
+  }
+  stream.on("response", (response: http2.IncomingHttpHeaders, flags: number) => {
+    httpStatus = Number(response[":status"])
+    // a trailers-only response: the status is in these headers, and the stream ends with them
+    if ((flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0) {
+      status = fromTrailers(response, httpStatus)
+      readsClosed = true
+      outputStatus()
+    }
+  })
+  stream.on("data", (chunk: Buffer) => {
+    if (ended) return
+    const failure = reader.push(chunk)
+    if (failure === undefined) return
+    end(readFailure(failure, httpStatus))
+  })
+  stream.on("trailers", (trailers: http2.IncomingHttpHeaders) => {
+    status = fromTrailers(trailers, httpStatus)
+    outputStatus()
+  })
+  stream.on("end", () => {
+    readsClosed = true
+    // a message cut short is lost: the call is not OK, whatever the trailers said
+    if (reader.partial) status = callError(Code.INTERNAL, "the stream ended in the middle of a message")
+    outputStatus()
+  })
+  stream.on("error", (error: Error & { readonly code?: unknown }) => {
+    // errors other than a received RST_STREAM say more than its code does
+    if (error.code !== "ERR_HTTP2_STREAM_ERROR") streamError ??= error
+  })
+  stream.once("close", () => {
+    // the end is known once the session's own events (GOAWAY, error) have been seen
+    process.nextTick(() => {
+      if (status !== null) end(status)
+      else {
+        end(fromClose({
+          rstCode: stream.rstCode ?? http2.constants.NGHTTP2_NO_ERROR,
+          httpStatus,
+          connectionDropped: session.dropped(),
+          connectionLost: session.lost(),
+          error: streamError ?? session.failure()
+        }))
+      }
+      stream.removeAllListeners()
+      stream.on("error", noop)
+    })
+  })
+  const writeFailed = (error: Error | null | undefined): void => {
+    if (error === null || error === undefined || ended) return
+    end(callError(Code.UNAVAILABLE, `Write error: ${error.message}`, error))
+  }
+  return {
+    write: (framed, taken) => {
+      if (ended || stream.destroyed || stream.writableEnded) {
+        taken?.()
+        return
+      }
+      stream.write(framed, (error) => {
+        writeFailed(error)
+        taken?.()
+      })
+    },
+    writeLast: (framed) => {
+      if (ended || stream.destroyed || stream.writableEnded) return
+      stream.write(framed, writeFailed)
+      stream.end()
+    },
+    end: () => {
+      if (!stream.destroyed && !stream.writableEnded) stream.end()
+    },
+    cancel: () => {
+      if (ended) return
+      ended = true
+      release()
+      if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL)
+    }
+  }
+}
