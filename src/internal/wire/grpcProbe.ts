@@ -17,7 +17,8 @@ import { Code, fromError } from "./grpcStatus.ts"
 
 /**
  * Starts one unary call of `request` with the routing header `routing` and the deadline `timeout`;
- * `onEnd` gets `undefined` or the error. Returns its cancel.
+ * `onEnd` gets `undefined` or the error. Returns its cancel, told whether the call went past its
+ * deadline (a transport may then move later calls to a new connection: this one may be black-holed).
  *
  * @internal
  */
@@ -27,7 +28,7 @@ export type StartUnary = (
   routing: string,
   timeout: Duration.Duration,
   onEnd: (error: unknown) => void
-) => Effect.Effect<() => void>
+) => Effect.Effect<(reason: "deadline" | "interrupted") => void>
 
 /** The messages grpc-js gives a call that never reached a server. */
 const noServer =
@@ -89,13 +90,16 @@ const call = (start: StartUnary, method: string, name: string, timeLeft: Duratio
             Effect.timeoutOrElse({
               duration: limit,
               orElse: () =>
-                Effect.succeed<Attempt>({
-                  _tag: "Unreachable",
-                  detail: `no answer within ${Duration.format(limit)}`,
-                  cause: undefined
-                })
+                Effect.as(
+                  Effect.sync(() => cancel("deadline")),
+                  {
+                    _tag: "Unreachable",
+                    detail: `no answer within ${Duration.format(limit)}`,
+                    cause: undefined
+                  } as const
+                )
             }),
-            Effect.ensuring(Effect.sync(cancel))
+            Effect.ensuring(Effect.sync(() => cancel("interrupted")))
           )
       )
     )

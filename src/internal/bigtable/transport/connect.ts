@@ -192,7 +192,7 @@ const scopedChannel = (open: () => GrpcClient): Effect.Effect<GrpcClient, never,
 const overStart = (start: StartCall): grpcProbe.StartUnary => (method, request, routing, timeout, onEnd) =>
   Effect.map(
     start(method, dataCall.encoded(request), routing, timeout, { onMessage: () => {}, onEnd }),
-    (cancel) => () => cancel("interrupted")
+    (cancel) => cancel
   )
 
 /** Where the channels go: plaintext to an emulator, or TLS with call credentials to Google. */
