@@ -24,6 +24,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Sink from "effect/Sink"
 import * as Stream from "effect/Stream"
@@ -166,8 +167,8 @@ export const runPartition = <A, P, ES, RS, EK, RK>(
   settings: Settings,
   behaviour: Behaviour<A, P, ES, RS, EK, RK>,
   partition: number
-): Effect.Effect<never, never, RS | RK | CheckpointStore> => {
-  const loop: Effect.Effect<never, never, RS | RK | CheckpointStore> = runOnce(settings, behaviour, partition).pipe(
+): Effect.Effect<never, never, RS | RK | CheckpointStore> =>
+  runOnce(settings, behaviour, partition).pipe(
     Effect.matchCauseEffect({
       onSuccess: () => Effect.as(Effect.logInfo("partition complete: its source ended"), "Completed" as const),
       onFailure: (cause) => {
@@ -182,15 +183,13 @@ export const runPartition = <A, P, ES, RS, EK, RK>(
           : Effect.as(Effect.logError("partition writer failed; restarting from its checkpoint", cause), "Restart")
       }
     }),
-    Effect.flatMap((next) =>
-      next === "Completed" ? Effect.never : Effect.andThen(Effect.sleep(settings.restartDelay), loop)
-    ),
-    Effect.orDie
-  )
-  return loop.pipe(
+    // each restart is a new iteration of one loop, not a continuation nested in the previous run's handlers:
+    // a partition fenced or failing for days keeps a constant stack
+    Effect.repeat({ schedule: Schedule.spaced(settings.restartDelay), while: (next) => next === "Restart" }),
+    Effect.andThen(Effect.never),
+    Effect.orDie,
     Effect.annotateLogs({ partition, writerId: writerId(settings.name, partition) })
   )
-}
 
 /**
  * Registers one singleton per partition with `Sharding`, named by its writer id; the registrations last as
