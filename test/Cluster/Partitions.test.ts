@@ -6,6 +6,17 @@ import { Partitions } from "../../src/Cluster.ts"
 import { CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../src/Sink/CheckpointStore.ts"
 import { virtually } from "../support/virtualTime.ts"
 
+/**
+ * The depth of the current fiber's continuation stack. Effect keeps it in the fiber's `_stack` (not part of
+ * the typed API); a restart nested in the previous run's error handler leaves one more frame on it per restart.
+ */
+const stackDepth = (): number => {
+  const fiber: unknown = Fiber.getCurrent()
+  return typeof fiber === "object" && fiber !== null && "_stack" in fiber && Array.isArray(fiber._stack)
+    ? fiber._stack.length
+    : -1
+}
+
 describe("Partitions.layer", () => {
   it("writer ids are name-partition", () => {
     assert.strictEqual(Partitions.writerId("orders", 2), "orders-2")
@@ -69,17 +80,6 @@ describe("Partitions.layer", () => {
         "orders-2:4"
       ])
     }).pipe(Effect.provide(Layer.merge(TestRunner.layer, CheckpointStore.memory))))
-
-  /**
-   * The depth of the current fiber's continuation stack. Effect keeps it in the fiber's `_stack` (not part of
-   * the typed API); a restart nested in the previous run's error handler leaves one more frame on it per restart.
-   */
-  const stackDepth = (): number => {
-    const fiber: unknown = Fiber.getCurrent()
-    return typeof fiber === "object" && fiber !== null && "_stack" in fiber && Array.isArray(fiber._stack)
-      ? fiber._stack.length
-      : -1
-  }
 
   for (const ending of ["failed", "fenced"] as const) {
     it.effect(`a partition whose writer is ${ending} over and over restarts in constant space (same depth after 50 and 200 restarts)`, () =>
