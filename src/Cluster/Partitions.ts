@@ -51,6 +51,11 @@ export interface Partition<P> {
  * - `stopTimeout` (default 10 seconds): how long a writer whose shard moves away may take to end its input and
  *   take its final checkpoint before it is interrupted. Keep it well under the cluster's shard lock expiry.
  * - `shardGroup` (default `Sharding`'s `"default"`): the shard group of the singletons.
+ * - `shardsPerGroup` (optional): the cluster's `ShardingConfig.shardsPerGroup`. Given, each partition's singleton
+ *   is named so that the partitions fill the group's shards evenly (the writer id, which names the checkpoints, is
+ *   unchanged); with `shardsPerGroup` equal to `partitions` (or a divisor of it), `Sharding`'s balanced shard
+ *   assignment gives every runner the same number of partitions, within one. Without it, partitions hash onto
+ *   shards at random and a few partitions spread unevenly (twelve on three runners: anywhere from 4/4/4 to 6/5/1).
  *
  * @category models
  * @since 0.1.0
@@ -64,6 +69,7 @@ export interface PartitionsOptions<A, P, ES, RS, EK, RK> {
   readonly restartDelay?: Duration.Input | undefined
   readonly stopTimeout?: Duration.Input | undefined
   readonly shardGroup?: string | undefined
+  readonly shardsPerGroup?: number | undefined
 }
 
 /**

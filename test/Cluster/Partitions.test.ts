@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Logger, Option, Ref, Schema, Sink, Stream } from "effect"
-import { TestRunner } from "effect/cluster"
+import { Deferred, Effect, Exit, Fiber, Layer, Logger, Option, Queue, Ref, Schema, Sink, Stream } from "effect"
+import { Sharding, type SingletonAddress, TestRunner } from "effect/cluster"
 import { TestClock } from "effect/testing"
 import { Partitions } from "../../src/Cluster.ts"
 import { CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../src/Sink/CheckpointStore.ts"
@@ -104,7 +104,7 @@ describe("Partitions.layer", () => {
           positionSchema: Schema.Number,
           restartDelay: "1 second",
           source: () => Stream.make(1),
-          sink: ({ writerId }) =>
+          sink: ({ writerId }): Sink.Sink<void, number, never, string | CheckpointConflict> =>
             ending === "failed"
               ? Sink.fail("the destination refused")
               : Sink.fail(new CheckpointConflict({ writerId, expectedPreviousId: "a", actualId: "b" }))
@@ -126,4 +126,43 @@ describe("Partitions.layer", () => {
         Effect.provide(Layer.mergeAll(TestRunner.layer, CheckpointStore.memory, Logger.layer([])))
       ))
   }
+
+  it.effect("with shardsPerGroup, names the singletons so the partitions fill distinct shards; writer ids unchanged", () =>
+    Effect.gen(function*() {
+      const sharding = yield* Sharding.Sharding
+      const registered = yield* Queue.unbounded<SingletonAddress.SingletonAddress>()
+      yield* sharding.getRegistrationEvents.pipe(
+        Stream.runForEach((e) => e._tag === "SingletonRegistered" ? Queue.offer(registered, e.address) : Effect.void),
+        Effect.forkScoped
+      )
+      yield* Effect.yieldNow
+      const layer = Partitions.layer({
+        name: "spread",
+        partitions: 40,
+        shardsPerGroup: 300, // TestRunner's ShardingConfig
+        positionSchema: Schema.Number,
+        source: () => Stream.never,
+        sink: () => Sink.drain
+      })
+      yield* Layer.build(layer)
+      const addresses = yield* Queue.takeN(registered, 40)
+      // 40 names hashed at random onto 300 shards share one with probability 1 - (299/300)...(261/300) = 93%
+      assert.strictEqual(new Set(addresses.map((a) => a.shardId.id)).size, 40)
+      for (const a of addresses) assert.match(a.name, /^spread-\d+(~\d+)?$/)
+    }).pipe(Effect.scoped, Effect.provide(Layer.mergeAll(TestRunner.layer, CheckpointStore.memory))))
+
+  it.effect("a shardsPerGroup that is not the cluster's fails the layer with a SinkConfigError naming it", () =>
+    Effect.gen(function*() {
+      const layer = Partitions.layer({
+        name: "spread",
+        partitions: 4,
+        shardsPerGroup: 7,
+        positionSchema: Schema.Number,
+        source: () => Stream.never,
+        sink: () => Sink.drain
+      })
+      const error = yield* Effect.flip(Layer.build(layer).pipe(Effect.scoped))
+      assert.strictEqual(error._tag, "SinkConfigError")
+      assert.strictEqual(error.path, "shardsPerGroup")
+    }).pipe(Effect.provide(Layer.mergeAll(TestRunner.layer, CheckpointStore.memory))))
 })

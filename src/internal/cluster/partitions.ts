@@ -17,6 +17,7 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
+import * as EntityId from "effect/cluster/EntityId"
 import * as Sharding from "effect/cluster/Sharding"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -30,8 +31,9 @@ import type * as Sink from "effect/Sink"
 import * as Stream from "effect/Stream"
 import * as Checkpoint from "../../Sink/Checkpoint.ts"
 import type { CheckpointStore } from "../../Sink/CheckpointStore.ts"
-import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as S from "../options/schema.ts"
+import { spreadNames } from "./spread.ts"
 
 /** The largest partition count: each partition is a singleton, a fiber and a writer on its owner. @internal */
 export const MAX_PARTITIONS = 10_000
@@ -46,6 +48,7 @@ export interface Settings {
   readonly restartDelay: Duration.Duration
   readonly stopTimeout: Duration.Duration
   readonly shardGroup: string | undefined
+  readonly shardsPerGroup: number | undefined
 }
 
 const Name = S.Component.check(
@@ -58,7 +61,8 @@ export const SettingsSchema = Schema.Struct({
   partitions: S.requiredValue(S.Int({ min: 1, max: MAX_PARTITIONS })),
   restartDelay: S.DurationSchema("positive").pipe(S.withDefault(defaults.restartDelay)),
   stopTimeout: S.DurationSchema("positive").pipe(S.withDefault(defaults.stopTimeout)),
-  shardGroup: S.maybe(S.Component)
+  shardGroup: S.maybe(S.Component),
+  shardsPerGroup: S.maybe(S.Int({ min: 1, max: 1_000_000 }))
 })
 
 /** Decodes the scalar options (the functions and the position schema are taken as given). @internal */
@@ -68,11 +72,13 @@ export const decodeSettings = (options: {
   readonly restartDelay?: unknown
   readonly stopTimeout?: unknown
   readonly shardGroup?: unknown
+  readonly shardsPerGroup?: unknown
 }): Effect.Effect<Settings, SinkConfigError> => {
   const input: Record<string, unknown> = { name: options.name, partitions: options.partitions }
   if (options.restartDelay !== undefined) input.restartDelay = options.restartDelay
   if (options.stopTimeout !== undefined) input.stopTimeout = options.stopTimeout
   if (options.shardGroup !== undefined) input.shardGroup = options.shardGroup
+  if (options.shardsPerGroup !== undefined) input.shardsPerGroup = options.shardsPerGroup
   return S.decode(SettingsSchema)(input)
 }
 
@@ -155,7 +161,11 @@ export const runOnce = <A, P, ES, RS, EK, RK>(
       }
     })
     yield* Fiber.join(fiber).pipe(Effect.onInterrupt(() => stopGracefully))
-  })
+  }).pipe(
+    Effect.withSpan("Partitions.run", {
+      attributes: { "writer.id": writerId(settings.name, partition), "partition": partition }
+    })
+  )
 
 /**
  * A partition's writer for as long as this runner owns it: runs, restarts after a fence or a failure, idles
@@ -188,26 +198,49 @@ export const runPartition = <A, P, ES, RS, EK, RK>(
     Effect.repeat({ schedule: Schedule.spaced(settings.restartDelay), while: (next) => next === "Restart" }),
     Effect.andThen(Effect.never),
     Effect.orDie,
-    Effect.annotateLogs({ partition, writerId: writerId(settings.name, partition) })
+    Effect.annotateLogs({ partition, writerId: writerId(settings.name, partition) }),
+    // the partition's life on this runner (one singleton), around each of its runs
+    Effect.withSpan("Partitions.partition", {
+      attributes: { "writer.id": writerId(settings.name, partition), "partition": partition }
+    })
   )
 
 /**
- * Registers one singleton per partition with `Sharding`, named by its writer id; the registrations last as
- * long as the scope.
+ * The singleton name of each partition: its writer id, or with `shardsPerGroup` a name that spreads the
+ * partitions evenly over the group's shards (`spread.ts`), found with the runner's own shard hash.
  *
  * @internal
  */
-export const register = <A, P, ES, RS, EK, RK>(
+export const singletonNames = (
+  settings: Settings,
+  shardOf: (name: string) => number
+): Effect.Effect<ReadonlyArray<string>, SinkConfigError> => {
+  const ids = indices(settings.partitions).map((p) => writerId(settings.name, p))
+  if (settings.shardsPerGroup === undefined) return Effect.succeed(ids)
+  const names = spreadNames(ids, settings.shardsPerGroup, shardOf)
+  return "_tag" in names
+    ? Effect.fail(new SinkConfigError({ path: "shardsPerGroup", message: names.message }))
+    : Effect.succeed(names)
+}
+
+/**
+ * Registers one singleton per partition with `Sharding` (named by {@link singletonNames}); the registrations
+ * last as long as the scope.
+ *
+ * @internal
+ */
+export const register = Effect.fnUntraced(function*<A, P, ES, RS, EK, RK>(
   settings: Settings,
   behaviour: Behaviour<A, P, ES, RS, EK, RK>
-) =>
-  Effect.gen(function*() {
-    const sharding = yield* Sharding.Sharding
-    for (const partition of indices(settings.partitions)) {
-      yield* sharding.registerSingleton(
-        writerId(settings.name, partition),
-        runPartition(settings, behaviour, partition),
-        settings.shardGroup === undefined ? undefined : { shardGroup: settings.shardGroup }
-      )
-    }
-  })
+) {
+  const sharding = yield* Sharding.Sharding
+  const group = settings.shardGroup ?? "default"
+  const names = yield* singletonNames(settings, (name) => sharding.getShardId(EntityId.make(name), group).id)
+  for (const partition of indices(settings.partitions)) {
+    yield* sharding.registerSingleton(
+      names[partition] ?? writerId(settings.name, partition),
+      runPartition(settings, behaviour, partition),
+      settings.shardGroup === undefined ? undefined : { shardGroup: settings.shardGroup }
+    )
+  }
+})

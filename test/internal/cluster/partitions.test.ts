@@ -24,6 +24,7 @@ const settings = (overrides: Partial<internal.Settings> = {}): internal.Settings
   restartDelay: Duration.seconds(5),
   stopTimeout: Duration.seconds(10),
   shardGroup: undefined,
+  shardsPerGroup: undefined,
   ...overrides
 })
 
