@@ -26,7 +26,8 @@
  * Environment: CLUSTER_PG_HOST, CLUSTER_PG_PORT, CLUSTER_RUNNER_PORT, CLUSTER_BQ_GRPC, CLUSTER_BQ_REST,
  * CLUSTER_PROJECT, CLUSTER_DATASET, CLUSTER_TABLE, CLUSTER_STORE_DIR, CLUSTER_NAME, CLUSTER_PARTITIONS,
  * CLUSTER_TOTAL, CLUSTER_CHUNK (ids per chunk), CLUSTER_CHUNK_DELAY_MS, CLUSTER_EVERY (checkpoint interval, ms),
- * CLUSTER_LOCK_EXPIRY_MS, CLUSTER_LOCK_REFRESH_MS, CLUSTER_STOP_TIMEOUT_MS (default 3000), and CLUSTER_BT_EMULATOR,
+ * CLUSTER_LOCK_EXPIRY_MS, CLUSTER_LOCK_REFRESH_MS, CLUSTER_STOP_TIMEOUT_MS (default 3000), CLUSTER_SHARDS_PER_GROUP
+ * (default 300), CLUSTER_SPREAD (1: `Partitions.layer`'s `shardsPerGroup` set to it), and CLUSTER_BT_EMULATOR,
  * CLUSTER_BT_TABLE, CLUSTER_BT_COUNTERS for the Bigtable counters (read through test/support/childEnv.ts).
  */
 import { NodeRuntime } from "@effect/platform-node"
@@ -90,7 +91,10 @@ const env = childEnv({
   every: int("CLUSTER_EVERY"),
   lockExpiry: int("CLUSTER_LOCK_EXPIRY_MS"),
   lockRefresh: int("CLUSTER_LOCK_REFRESH_MS"),
-  stopTimeout: int("CLUSTER_STOP_TIMEOUT_MS", 3_000)
+  stopTimeout: int("CLUSTER_STOP_TIMEOUT_MS", 3_000),
+  shardsPerGroup: int("CLUSTER_SHARDS_PER_GROUP", 300),
+  // 1: name the partitions' singletons so they fill the shards evenly (`Partitions.layer`'s `shardsPerGroup`)
+  spread: int("CLUSTER_SPREAD", 0)
 })
 const { partitions, total, chunk, chunkDelay, projectId, runnerPort } = env
 
@@ -185,6 +189,7 @@ const program = Effect.gen(function*() {
       positionSchema: Schema.Number,
       restartDelay: "1 second",
       stopTimeout: Duration.millis(env.stopTimeout),
+      shardsPerGroup: env.spread === 1 ? env.shardsPerGroup : undefined,
       source: (p, from) =>
         Stream.fromEffect(Effect.andThen(
           Effect.sync(() => reachedEnd.delete(`${backend}:${p}`)),
@@ -232,7 +237,8 @@ const program = Effect.gen(function*() {
     postgres: { host: env.pgHost, port: env.pgPort },
     lockExpirationMillis: env.lockExpiry,
     lockRefreshMillis: env.lockRefresh,
-    applicationName: `runner-${runnerPort}`
+    applicationName: `runner-${runnerPort}`,
+    shardsPerGroup: env.shardsPerGroup
   })
   const live = writers.pipe(Layer.provide(sharding), Layer.provide(store))
   return yield* Layer.launch(Layer.merge(live, Layer.effectDiscard(step("ready", { port: runnerPort, at: now() }))))

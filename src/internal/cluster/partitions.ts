@@ -33,13 +33,14 @@ import * as Checkpoint from "../../Sink/Checkpoint.ts"
 import type { CheckpointStore } from "../../Sink/CheckpointStore.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as S from "../options/schema.ts"
+import * as OwnSaves from "./ownSaves.ts"
 import { spreadNames } from "./spread.ts"
 
 /** The largest partition count: each partition is a singleton, a fiber and a writer on its owner. @internal */
 export const MAX_PARTITIONS = 10_000
 
 /** The defaults of the durations. @internal */
-export const defaults = { restartDelay: Duration.seconds(5), stopTimeout: Duration.seconds(10) } as const
+export const defaults = { restartDelay: Duration.seconds(5), stopTimeout: Duration.seconds(5) } as const
 
 /** The scalar options, decoded. @internal */
 export interface Settings {
@@ -128,7 +129,9 @@ export interface Behaviour<A, P, ES, RS, EK, RK> {
 
 /**
  * One run of a partition's writer: resume, then the source into the sink. Interrupted, it ends the source
- * instead, so the sink ends its input (final checkpoint), and waits up to `stopTimeout` for it.
+ * instead, so the sink ends its input (final checkpoint), and waits up to `stopTimeout` for it, unless another
+ * owner has checkpointed the partition since this run restored (`ownSaves.ts`): that final checkpoint would be
+ * refused, and the wait would only keep the partition from its new owner.
  *
  * @internal
  */
@@ -139,7 +142,9 @@ export const runOnce = <A, P, ES, RS, EK, RK>(
 ): Effect.Effect<void, unknown, RS | RK | CheckpointStore> =>
   Effect.gen(function*() {
     const id = writerId(settings.name, partition)
-    const resume = yield* Checkpoint.resume({ writerId: id, positionSchema: behaviour.positionSchema })
+    const resumed = yield* Checkpoint.resume({ writerId: id, positionSchema: behaviour.positionSchema })
+    const saves = OwnSaves.track(resumed.store, resumed.record)
+    const resume: Checkpoint.Resume<P> = { ...resumed, store: saves.store }
     yield* Effect.logInfo("partition writer started").pipe(
       Effect.annotateLogs({ from: Option.isSome(resume.position) ? JSON.stringify(resume.position.value) : "start" })
     )
@@ -150,22 +155,35 @@ export const runOnce = <A, P, ES, RS, EK, RK>(
       Stream.run(sink),
       Effect.forkChild
     )
-    const stopGracefully = Effect.gen(function*() {
-      yield* Effect.logInfo("partition moving away: ending its input for a final checkpoint")
-      yield* Deferred.succeed(stop, undefined)
-      const ended = yield* Fiber.await(fiber).pipe(Effect.timeoutOption(settings.stopTimeout))
-      if (Option.isNone(ended)) {
-        yield* Effect.logWarning(
-          `partition writer did not stop within ${Duration.format(settings.stopTimeout)}: interrupted, no commit`
-        )
-      }
-    })
-    yield* Fiber.join(fiber).pipe(Effect.onInterrupt(() => stopGracefully))
+    yield* Fiber.join(fiber).pipe(Effect.onInterrupt(() => stopGracefully(settings, fiber, stop, saves, id)))
   }).pipe(
     Effect.withSpan("Partitions.run", {
       attributes: { "writer.id": writerId(settings.name, partition), "partition": partition }
     })
   )
+
+/** Ends the run's input and waits for its final checkpoint: at most `stopTimeout`, and not once it is fenced. */
+const stopGracefully = Effect.fnUntraced(function*(
+  settings: Settings,
+  fiber: Fiber.Fiber<unknown, unknown>,
+  stop: Deferred.Deferred<void>,
+  saves: OwnSaves.OwnSaves,
+  id: string
+) {
+  yield* Effect.logInfo("partition moving away: ending its input for a final checkpoint")
+  yield* Deferred.succeed(stop, undefined)
+  const ended = yield* Effect.raceFirst(
+    Effect.as(Fiber.await(fiber), "stopped" as const),
+    Effect.as(OwnSaves.superseded(saves, id), "superseded" as const)
+  ).pipe(Effect.timeoutOption(settings.stopTimeout))
+  if (Option.isNone(ended)) {
+    yield* Effect.logWarning(
+      `partition writer did not stop within ${Duration.format(settings.stopTimeout)}: interrupted, no commit`
+    )
+  } else if (ended.value === "superseded") {
+    yield* Effect.logWarning("another owner has checkpointed this partition since: interrupted, no final checkpoint")
+  }
+})
 
 /**
  * A partition's writer for as long as this runner owns it: runs, restarts after a fence or a failure, idles
