@@ -45,8 +45,8 @@ const child = fileURLToPath(new URL("./runnerChild.ts", import.meta.url))
 const PARTITIONS = 12
 const TOTAL = 100_000
 const COUNTERS = 50
-const LOCK_EXPIRY_MS = 5_000
-const LOCK_REFRESH_MS = 1_500
+const LOCK_EXPIRY_MS = 10_000
+const LOCK_REFRESH_MS = 3_000
 const STOP_TIMEOUT_MS = 3_000
 /** How long the cluster may make no progress at all before a wait fails. */
 const STALL_MS = 45_000

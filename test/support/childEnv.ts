@@ -36,3 +36,9 @@ export const childEnv = <const C extends Record<string, Config.Config<unknown>>>
       Effect.orDie
     )
   )
+
+/** An optional variable's value where this child needs it (a store or client chosen by another variable). */
+export const needed = (value: string | undefined, name: string): string => {
+  if (value === undefined) throw new Error(`this child's environment: ${name} must be set`)
+  return value
+}
