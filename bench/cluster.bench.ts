@@ -12,15 +12,16 @@
  * quota and how often it was throttled (cpu.stat), the server side's CPU (the fake, PostgreSQL, this process's
  * proxy), and the cluster's own overhead: PostgreSQL transactions per second (pg_stat_database), shard lock
  * refreshes per second (each runner refreshes every `min(refresh, expiry / 3)`), hand-offs at start. Every run
- * checks that exactly the log's rows were flushed. `--spread` names the partitions' singletons so that they fill
- * `--partitions` shards (`Partitions.layer`'s `shardsPerGroup`, the runners' `shardsPerGroup` set to the
- * partition count): each runner then owns the same number of partitions, within one.
+ * checks that exactly the log's rows were flushed. The partitions' singletons are named so that they fill
+ * `--partitions` shards (`Partitions.layer`'s `shardsPerGroup`, the runners' `shardsPerGroup` set to the partition
+ * count): each runner then owns the same number of partitions, within one; `--random-placement` hashes them onto
+ * 300 shards instead (their writer ids as singleton names), as before.
  *
  * It creates a cgroup per runner under /sys/fs/cgroup/cpu (root only) and removes each when its runner is gone,
  * also on failure; without root or the cpu controller it says so and stops.
  *
- *   npx node bench/cluster.bench.ts [--runners 1,2,3] [--cpu 0.3] [--rtt 10] [--records 20000000]
- *     [--partitions 12] [--chunk 500] [--spread] [--rounds 1]
+ *   npx node bench/cluster.bench.ts [--runners 1,2,3] [--cpu 0.3] [--rtt 10] [--records 30000000]
+ *     [--partitions 12] [--chunk 500] [--random-placement] [--rounds 1]
  */
 import { Effect, Layer, Queue, Scope } from "effect"
 import { execFileSync } from "node:child_process"
@@ -37,12 +38,12 @@ import * as FakeProcess from "./fakeBigQueryProcess.ts"
 const here = path.dirname(new URL(import.meta.url).pathname)
 const child = path.join(here, "..", "test", "Cluster", "runnerChild.ts")
 const rtt = numberArg("rtt", 10)
-const records = numberArg("records", 20_000_000)
+const records = numberArg("records", 30_000_000)
 const partitions = numberArg("partitions", 12)
 const chunk = numberArg("chunk", 500)
 const rounds = numberArg("rounds", 1)
 const cpu = numberArg("cpu", 0.3)
-const spread = flag("spread")
+const spread = !flag("random-placement")
 const runnerCounts = textArg("runners", "1,2,3").split(",").map(Number)
 const LOCK_EXPIRY_MS = 5_000
 const LOCK_REFRESH_MS = 1_500

@@ -31,12 +31,12 @@ import * as CrashProof from "../support/crashProof.ts"
 import { freePort } from "../support/emulatorProcess.ts"
 import { PostgresServer } from "../support/postgres.ts"
 import {
+  checkpointedElsewhereAfter,
   donePartitions,
   type Event,
   firstAfter,
   isProgress,
   owners,
-  wroteElsewhereAfter,
   zombieReport
 } from "./timeline.ts"
 
@@ -266,7 +266,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         // zombie's writers try after waking is then refused
         yield* until(
           events,
-          (es) => frozenWriters.every((w) => wroteElsewhereAfter(es, w, (r) => r === frozenIndex, stopAt)),
+          (es) => frozenWriters.every((w) => checkpointedElsewhereAfter(es, w, (r) => r === frozenIndex, stopAt)),
           "the frozen runner's writers to commit on their new owners"
         ).pipe(
           Effect.tapDefect(() => Effect.sync(() => process.kill(frozen.pid, "SIGCONT"))),
@@ -366,6 +366,9 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
           [],
           "the zombie's writers wrote after it woke"
         )
+        // its stale writers ended: at once when their partition's new owner had checkpointed, else within stopTimeout
+        // of noticing the lost locks (a lock operation's deadline, the refresh interval)
+        assert.isBelow(zombie.endMillis, LOCK_REFRESH_MS + STOP_TIMEOUT_MS + 5_000, "the zombie's writers lingered")
         // the survivors kept running; the victim died by the signal
         for (const [i, r] of runners.entries()) {
           if (dead(i)) continue

@@ -18,7 +18,8 @@
  *
  * What each writer did is reported from the library's own spans, through a tracer of this process (no hook in the
  * library): `span` steps for `Partitions.partition` (a partition's life on this runner: one singleton),
- * `Partitions.run` (one run of its writer, from its restore to its end), `BigQuerySink.flushRows` and
+ * `Partitions.run` (one run of its writer, from its restore to its end), `BigQuerySink.checkpoint` and
+ * `BigtableSink.checkpoint` (a checkpoint: its record saved, then committed), `BigQuerySink.flushRows` and
  * `BigtableSink.commit` (the writes that make rows visible or apply entries), each with its `run` and `life` (the
  * span ids of the enclosing run and life), `start` and `end` (epoch ms) and `outcome` (`success`, `interrupted`
  * or the failure's tag). Warnings, errors and the partition writers' own log lines are `log` steps.
@@ -248,7 +249,14 @@ const program = Effect.gen(function*() {
 const millis = (nanos: bigint): number => Number(nanos / 1_000_000n)
 
 /** The spans reported as steps: a partition's life and runs, and the writes that reach a destination. */
-const reported = new Set(["Partitions.partition", "Partitions.run", "BigQuerySink.flushRows", "BigtableSink.commit"])
+const reported = new Set([
+  "Partitions.partition",
+  "Partitions.run",
+  "BigQuerySink.checkpoint",
+  "BigtableSink.checkpoint",
+  "BigQuerySink.flushRows",
+  "BigtableSink.commit"
+])
 
 /** The nearest enclosing span called `name` (itself included). */
 const enclosing = (span: Tracer.AnySpan, name: string): Tracer.Span | undefined => {

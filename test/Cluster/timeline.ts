@@ -69,15 +69,22 @@ export const owners = (events: ReadonlyArray<Event>, backend = "bq"): Map<number
   return owner
 }
 
-/** Whether a runner other than `except` wrote for `writerId` (a checkpoint committed) in a write begun after `at`. */
-export const wroteElsewhereAfter = (
+/** The spans of a whole checkpoint: the record saved in the store, then committed. */
+export const checkpointSpans: ReadonlySet<string> = new Set(["BigQuerySink.checkpoint", "BigtableSink.checkpoint"])
+
+/**
+ * Whether a runner `except` rejects took a checkpoint of `writerId` (its record saved, then committed) begun
+ * after `at`: a restore re-runs the stored record's commits, which is a write but not a save.
+ */
+export const checkpointedElsewhereAfter = (
   events: ReadonlyArray<Event>,
   writerId: string,
   except: (runner: number) => boolean,
   at: number
 ): boolean =>
   spans(events).some((s) =>
-    writeSpans.has(s.name) && s.outcome === "success" && s.writerId === writerId && !except(s.runner) && s.start > at
+    checkpointSpans.has(s.name) && s.outcome === "success" && s.writerId === writerId && !except(s.runner) &&
+    s.start > at
   )
 
 /** The first chunk of BigQuery partition `p` to reach a sink on a runner `runner` accepts, after `at`. */
