@@ -21,8 +21,8 @@
  * `Partitions.run` (one run of its writer, from its restore to its end), `BigQuerySink.checkpoint` and
  * `BigtableSink.checkpoint` (a checkpoint: its record saved, then committed), `BigQuerySink.flushRows` and
  * `BigtableSink.commit` (the writes that make rows visible or apply entries), each with its `run` and `life` (the
- * span ids of the enclosing run and life), `start` and `end` (epoch ms) and `outcome` (`success`, `interrupted`
- * or the failure's tag). Warnings, errors and the partition writers' own log lines are `log` steps.
+ * span ids of the enclosing run and life), `checkpointStart` (when its enclosing checkpoint began, if any),
+ * `start` and `end` (epoch ms) and `outcome` (`success`, `interrupted` or the failure's tag). Warnings, errors and the partition writers' own log lines are `log` steps.
  *
  * Environment: CLUSTER_PG_HOST, CLUSTER_PG_PORT, CLUSTER_RUNNER_PORT, CLUSTER_BQ_GRPC, CLUSTER_BQ_REST,
  * CLUSTER_PROJECT, CLUSTER_DATASET, CLUSTER_TABLE, CLUSTER_STORE_DIR, CLUSTER_NAME, CLUSTER_PARTITIONS,
@@ -301,6 +301,7 @@ class ReportedSpan extends Tracer.NativeSpan {
     super.end(endTime, exit)
     if (!reported.has(this.name)) return
     const run = enclosing(this, "Partitions.run")
+    const checkpoint = enclosing(this, "BigQuerySink.checkpoint") ?? enclosing(this, "BigtableSink.checkpoint")
     const writer = String(run?.attributes.get("writer.id") ?? this.attributes.get("writer.id") ?? "")
     fs.writeSync(
       1,
@@ -310,6 +311,7 @@ class ReportedSpan extends Tracer.NativeSpan {
           id: this.spanId,
           run: run?.spanId,
           life: enclosing(this, "Partitions.partition")?.spanId,
+          checkpointStart: checkpoint === undefined ? undefined : millis(checkpoint.status.startTime),
           writerId: writer === "" ? undefined : writer,
           partition: this.attributes.get("partition"),
           start: millis(this.startTime),

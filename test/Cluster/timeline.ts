@@ -22,6 +22,8 @@ export interface Span {
   readonly run: string | undefined
   readonly life: string | undefined
   readonly writerId: string | undefined
+  /** When the enclosing checkpoint began (a write outside a checkpoint, as a restore's, has none). */
+  readonly checkpointStart: number | undefined
   readonly start: number
   readonly end: number
   readonly outcome: string
@@ -44,6 +46,7 @@ export const spans = (events: ReadonlyArray<Event>): Array<Span> =>
         run: text(e.data.run),
         life: text(e.data.life),
         writerId: text(e.data.writerId),
+        checkpointStart: typeof e.data.checkpointStart === "number" ? e.data.checkpointStart : undefined,
         start: num(e.data.start),
         end: num(e.data.end),
         outcome: text(e.data.outcome) ?? ""
@@ -125,8 +128,13 @@ export interface ZombieReport {
   readonly endMillis: number
   /** How the runs of those lives that ended after the wake ended: outcome -> count. */
   readonly outcomes: Readonly<Record<string, number>>
-  /** Writes of those lives that began after the wake and succeeded: none may exist. */
+  /**
+   * Writes of those lives that began after the wake and succeeded, other than the commit of a checkpoint begun
+   * before the freeze (its record was saved then; the new owner's restore ran the same commit): none may exist.
+   */
   readonly writesAfterWake: ReadonlyArray<Span>
+  /** The commits of checkpoints saved before the freeze that the stale writers finished after waking. */
+  readonly commitsFinishedAfterWake: number
 }
 
 const tally = (values: ReadonlyArray<string>): Record<string, number> => {
@@ -136,9 +144,11 @@ const tally = (values: ReadonlyArray<string>): Record<string, number> => {
 }
 
 /**
- * What the writers a runner had when it was frozen (`stopAt`) did after it woke (`contAt`): a writer of a
- * stale life may finish a write it began before the freeze, but any write it begins after the wake follows a
- * save the store must refuse (the partition's new owner checkpointed meanwhile), so none may succeed.
+ * What the writers a runner had when it was frozen (`stopAt`) did after it woke (`contAt`). A writer of a
+ * stale life may finish a checkpoint it began before the freeze: its record was saved then, and its commit
+ * (FlushRows up to the saved offset, the saved Bigtable envelopes) is the one the partition's new owner ran
+ * again when it restored. Any other write it begins after the wake follows a save the store must refuse (the
+ * new owner checkpointed meanwhile) or a restore it must not run, so none may succeed.
  */
 export const zombieReport = (
   events: ReadonlyArray<Event>,
@@ -156,6 +166,14 @@ export const zombieReport = (
       ? Number.POSITIVE_INFINITY
       : Math.max(0, ...ended.map((s) => s.end - contAt)),
     outcomes: tally(all.filter((s) => s.name === "Partitions.run" && s.end >= contAt).map((s) => s.outcome)),
-    writesAfterWake: all.filter((s) => writeSpans.has(s.name) && s.outcome === "success" && s.start >= contAt)
+    writesAfterWake: all.filter((s) =>
+      writeSpans.has(s.name) && s.outcome === "success" && s.start >= contAt &&
+      (s.checkpointStart === undefined || s.checkpointStart > stopAt)
+    ),
+    commitsFinishedAfterWake:
+      all.filter((s) =>
+        writeSpans.has(s.name) && s.outcome === "success" && s.start >= contAt && s.checkpointStart !== undefined &&
+        s.checkpointStart <= stopAt
+      ).length
   }
 }
