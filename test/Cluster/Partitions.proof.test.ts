@@ -240,11 +240,12 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         const others = (r: number) => r !== frozenIndex && !dead(r)
         const frozen = runners[frozenIndex]
         const frozenPartitions = owned(frozenIndex)
-        // its writers of both backends (their singletons hash to shards of their own)
+        // its writers of both backends (their singletons hash to shards of their own) that still have work: a
+        // partition already written to its end takes no further checkpoint
+        const doneBefore = donePartitions(events)
         const frozenWriters = (["bq", "bt"] as const).flatMap((backend) =>
-          [...owners(events, backend)].filter(([, o]) => o === frozenIndex).map(([p]) =>
-            `proof-${datasetId}-${backend}-${p}`
-          )
+          [...owners(events, backend)].filter(([p, o]) => o === frozenIndex && !doneBefore.has(`${backend}:${p}`))
+            .map(([p]) => ({ key: `${backend}:${p}`, writerId: `proof-${datasetId}-${backend}-${p}` }))
         )
         if (frozen === undefined) return assert.fail("no runner to freeze")
         const stopAt = Math.round(performance.timeOrigin + performance.now())
@@ -266,7 +267,11 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         // zombie's writers try after waking is then refused
         yield* until(
           events,
-          (es) => frozenWriters.every((w) => checkpointedElsewhereAfter(es, w, (r) => r === frozenIndex, stopAt)),
+          (es) =>
+            frozenWriters.every((w) =>
+              checkpointedElsewhereAfter(es, w.writerId, (r) => r === frozenIndex, stopAt) ||
+              donePartitions(es).has(w.key)
+            ),
           "the frozen runner's writers to commit on their new owners"
         ).pipe(
           Effect.tapDefect(() => Effect.sync(() => process.kill(frozen.pid, "SIGCONT"))),
