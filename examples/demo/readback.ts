@@ -56,7 +56,10 @@ const int64 = (u: unknown): bigint =>
     ? Buffer.from(u).readBigInt64BE()
     : BigInt(String(u))
 
-/** The `c:n` and `c:cents` sums of every row of a counter table (the cluster demo's Bigtable counters). */
+/**
+ * The `c:n` and `c:cents` sums of a counter table (the cluster demo's Bigtable counters), rows `<key>-<i>` added
+ * up under `<key>`.
+ */
 export const bigtableCounters = (options: {
   readonly projectId: string
   readonly instanceId: string
@@ -75,8 +78,9 @@ export const bigtableCounters = (options: {
     Effect.map(([rows]) => {
       const sums = new Map<string, { n: bigint; cents: bigint }>()
       for (const row of rows) {
-        const id = Buffer.from(row.id).toString("utf8")
-        const sum = { n: 0n, cents: 0n }
+        const rowKey = Buffer.from(row.id).toString("utf8")
+        const id = rowKey.slice(0, rowKey.lastIndexOf("-"))
+        const sum = sums.get(id) ?? { n: 0n, cents: 0n }
         const family = (row.data as Record<string, Record<string, ReadonlyArray<{ readonly value: unknown }>>>)["c"]
         for (const [qualifier, cells] of Object.entries(family ?? {})) {
           for (const cell of cells) {

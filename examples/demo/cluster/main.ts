@@ -188,7 +188,8 @@ const frame = (
     const seconds = ((yield* Clock.currentTimeMillis) - t0) / 1000
     const lines = [
       `[${seconds.toFixed(1).padStart(5)} s] ${formatInt(state.totalCommitted)} of ${formatInt(total)} events ` +
-      `committed (partition: events committed of ${formatInt(sizeOf(PARTITIONS - 1))}, + complete)`
+      `committed to BigQuery (partition: events committed of ${formatInt(sizeOf(PARTITIONS - 1))}, + complete); ` +
+      `Bigtable counters complete for ${state.countersDone.size} of ${PARTITIONS} partitions`
     ]
     for (const r of runners) {
       const owned = state.ownedBy(r.index)
