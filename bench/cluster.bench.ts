@@ -396,13 +396,15 @@ const main = Effect.gen(function*() {
   }
   const best = (n: number) => Math.max(...results.filter((r) => r.runners === n).map((r) => r.rowsPerSecond))
   const fastest = (n: number) => Math.min(...results.filter((r) => r.runners === n).map((r) => r.seconds))
-  const base = runnerCounts.includes(1) ? best(1) : Number.NaN
-  console.log(
-    `\nsettled rate relative to one runner (best of ${rounds}): ` +
-      runnerCounts.filter((n) => n > 1).map((n) =>
-        `${n} runners ${(best(n) / base).toFixed(2)}x (whole log ${(fastest(1) / fastest(n)).toFixed(2)}x)`
-      ).join(", ") + `; load average after: ${os.loadavg().map((l) => l.toFixed(2)).join(", ")}`
-  )
+  if (runnerCounts.includes(1)) {
+    const base = best(1)
+    console.log(
+      `\nsettled rate relative to one runner (best of ${rounds}): ` +
+        runnerCounts.filter((n) => n > 1).map((n) =>
+          `${n} runners ${(best(n) / base).toFixed(2)}x (whole log ${(fastest(1) / fastest(n)).toFixed(2)}x)`
+        ).join(", ") + `; load average after: ${os.loadavg().map((l) => l.toFixed(2)).join(", ")}`
+    )
+  }
   const dir = path.join(here, "results")
   fs.mkdirSync(dir, { recursive: true })
   const date = new Date().toISOString()
