@@ -45,6 +45,10 @@ export interface FakeProcess {
   readonly restEndpoint: string
   /** Rows the fake acknowledged so far. */
   readonly rowCount: () => Promise<number>
+  /** Rows made visible by `FlushRows` so far (BUFFERED streams, the library's emulator offsets). */
+  readonly flushedRows?: () => Promise<number>
+  /** The fake's process id (its CPU is the server side's). */
+  readonly pid?: number
   /** Record mode: the rows received since the last call, as a digest; the fake then forgets them. */
   readonly digest: () => Promise<RowDigest>
   readonly close: () => void
@@ -66,7 +70,11 @@ interface Endpoints {
   readonly restEndpoint: string
 }
 
-type Reply = { readonly ready: Endpoints } | { readonly rowCount: number } | { readonly digest: RowDigest }
+type Reply =
+  | { readonly ready: Endpoints }
+  | { readonly rowCount: number }
+  | { readonly digest: RowDigest }
+  | { readonly flushed: number }
 
 /** Forks the fake and resolves once it listens. */
 export const start = (
@@ -88,6 +96,7 @@ export const start = (
     )
     const waiting: Array<(n: number) => void> = []
     const digests: Array<(d: RowDigest) => void> = []
+    const flushes: Array<(n: number) => void> = []
     child.on("error", reject)
     child.on("exit", (code) => {
       if (code !== 0 && code !== null) reject(new Error(`the fake BigQuery process exited with ${code}`))
@@ -106,10 +115,18 @@ export const start = (
               digests.push(answer)
               child.send("digest")
             }),
+          flushedRows: () =>
+            new Promise<number>((answer) => {
+              flushes.push(answer)
+              child.send("flushed")
+            }),
+          pid: child.pid ?? -1,
           close: () => child.kill()
         })
       } else if ("digest" in message) {
         digests.shift()?.(message.digest)
+      } else if ("flushed" in message) {
+        flushes.shift()?.(message.flushed)
       } else {
         waiting.shift()?.(message.rowCount)
       }
@@ -153,6 +170,7 @@ const serve = async () => {
   process.on("message", (message) => {
     if (message === "rowCount") send({ rowCount: fake.rowCount() })
     else if (message === "digest") send({ digest: digest() })
+    else if (message === "flushed") send({ flushed: fake.buffered.fastFlushed() })
   })
   // the parent went away: nothing is left to serve
   process.on("disconnect", () => process.exit(0))

@@ -68,8 +68,9 @@ export const flags = {
   cluster: Flag.Boolean("cluster").pipe(
     Flag.withDescription(
       "many machines, locally: PostgreSQL and three runner processes on effect/cluster write the events, split " +
-        "into 12 partitions, exactly once into BigQuery; one runner is SIGKILLed part-way and its partitions move " +
-        "to the others; then the table is read back (COUNT = COUNT DISTINCT = events). Local emulators only, not " +
+        "into 12 partitions, exactly once into BigQuery and into Bigtable counters; one runner is SIGKILLed part-way " +
+        "and its partitions move to the others; then both are read back (COUNT = COUNT DISTINCT = events, every " +
+        "counter exact). Local emulators only, not " +
         `with --project or --file-loads; --chunk-size and --invalid-every do not apply (env ${
           envName("cluster")
         }, default false)`

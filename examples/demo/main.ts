@@ -7,8 +7,9 @@
  *   npm start -- --exactly-once            # BigQuery exactly once (buffered streams, checkpoints)
  *   npm start -- --file-loads              # BigQuery by file loads (Avro staged in Cloud Storage, load jobs)
  *   npm start -- --cluster                 # many machines, locally: PostgreSQL and 3 runner processes on
- *                                          # effect/cluster, 12 partitions exactly once into BigQuery, one
- *                                          # runner SIGKILLed part-way and its partitions moving (cluster/)
+ *                                          # effect/cluster, 12 partitions exactly once into BigQuery and
+ *                                          # Bigtable counters, one runner SIGKILLed part-way and its
+ *                                          # partitions moving (cluster/)
  *   npm start -- --project my-project --instance my-instance --dataset demo [--key-file key.json]
  *   npm start -- --help                    # every flag, its environment variable and default
  *

@@ -48,9 +48,15 @@ export interface Partition<P> {
  * - `sink(partition)`: the partition's sink, built on each (re)start with that start's `resume`.
  * - `restartDelay` (default 5 seconds): the wait before a partition writer that was fenced or failed resumes
  *   again from the store.
- * - `stopTimeout` (default 10 seconds): how long a writer whose shard moves away may take to end its input and
- *   take its final checkpoint before it is interrupted. Keep it well under the cluster's shard lock expiry.
+ * - `stopTimeout` (default 5 seconds): how long a writer whose shard moves away may take to end its input and
+ *   take its final checkpoint before it is interrupted. A moved partition waits for it: keep it at most half
+ *   the cluster's shard lock expiry, so that a graceful move is not slower than a crash's failover.
  * - `shardGroup` (default `Sharding`'s `"default"`): the shard group of the singletons.
+ * - `shardsPerGroup` (optional): the cluster's `ShardingConfig.shardsPerGroup`. Given, each partition's singleton
+ *   is named so that the partitions fill the group's shards evenly (the writer id, which names the checkpoints, is
+ *   unchanged); with `shardsPerGroup` equal to `partitions` (or a divisor of it), `Sharding`'s balanced shard
+ *   assignment gives every runner the same number of partitions, within one. Without it, partitions hash onto
+ *   shards at random and a few partitions spread unevenly (twelve on three runners: anywhere from 4/4/4 to 6/5/1).
  *
  * @category models
  * @since 0.1.0
@@ -64,6 +70,7 @@ export interface PartitionsOptions<A, P, ES, RS, EK, RK> {
   readonly restartDelay?: Duration.Input | undefined
   readonly stopTimeout?: Duration.Input | undefined
   readonly shardGroup?: string | undefined
+  readonly shardsPerGroup?: number | undefined
 }
 
 /**
@@ -95,7 +102,8 @@ export const writerId: (name: string, partition: number) => string = internal.wr
  * `name-partition`), runs `source(partition, position)` into `sink(partition)`, and:
  *
  * - when its shard moves away, ends the source so the sink takes its final checkpoint (up to `stopTimeout`,
- *   while this runner still holds the shard's lock), then stops;
+ *   while this runner still holds the shard's lock), then stops; at once if another owner has checkpointed the
+ *   partition since this run restored (this runner lost the lock: its final checkpoint would be refused);
  * - when the sink fails with `CheckpointConflict` (another owner advanced the same writer: this one was
  *   fenced and its writer stopped without committing), waits `restartDelay` and resumes from the store. A
  *   stale owner has lost its shard by then and is interrupted by `Sharding`; a current owner that a stale one
@@ -106,7 +114,8 @@ export const writerId: (name: string, partition: number) => string = internal.wr
  * Exactly once relies on the checkpoint store's compare-and-set, not on `Sharding`: two runners may run a
  * partition at once (a paused process, a lock that expired under it), and only one of them commits. The
  * library needs `Sharding` only, so any runner storage works (`SqlRunnerStorage` through `@effect/sql-pg`,
- * for example); it never imports a database driver. Settings are validated when the layer is built.
+ * for example); it never imports a database driver. Settings are validated when the layer is built. Each
+ * partition's life on a runner is a `Partitions.partition` span, each run a `Partitions.run` span.
  *
  * **Example** (Partitions of a replayable source into an at-least-once sink)
  * ```ts

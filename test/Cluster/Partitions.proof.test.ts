@@ -9,10 +9,16 @@
  * partitions resume on the others, and let go (SIGCONT): a zombie whose writers' saves the store must
  * refuse. The table ends with COUNT = COUNT DISTINCT = N and the exact SUM, every counter exact. The time from the kill (and the
  * freeze) to each moved partition's first write on its new owner is measured and bounded by the lock expiry
- * plus a restore.
+ * plus a restore. The zombie's end is asserted from the runners' spans (`timeline.ts`): no write its stale
+ * writers begin after it wakes succeeds (no rows flushed from their BigQuery streams, no Bigtable entry applied),
+ * and the time from SIGCONT to the end of its last stale writer is measured.
+ *
+ * No wait has a wall-clock deadline of its own: each fails once the cluster has made no progress (no writer
+ * started, no write, no partition handed off or done) for `STALL_MS`, so a loaded machine that runs everything
+ * slower still passes, and a stuck cluster fails within that window of its last step.
  */
 import { assert, layer } from "@effect/vitest"
-import { Deferred, Duration, Effect, Layer, Queue } from "effect"
+import { Deferred, Effect, Layer, Queue } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -24,59 +30,62 @@ import * as Clients from "../support/clients.ts"
 import * as CrashProof from "../support/crashProof.ts"
 import { freePort } from "../support/emulatorProcess.ts"
 import { PostgresServer } from "../support/postgres.ts"
+import {
+  checkpointedElsewhereAfter,
+  donePartitions,
+  type Event,
+  firstAfter,
+  isProgress,
+  owners,
+  zombieReport
+} from "./timeline.ts"
 
 const child = fileURLToPath(new URL("./runnerChild.ts", import.meta.url))
 
 const PARTITIONS = 12
 const TOTAL = 100_000
 const COUNTERS = 50
-const LOCK_EXPIRY_MS = 5_000
-const LOCK_REFRESH_MS = 1_500
+const LOCK_EXPIRY_MS = 10_000
+const LOCK_REFRESH_MS = 3_000
+const STOP_TIMEOUT_MS = 3_000
+/** How long the cluster may make no progress at all before a wait fails. */
+const STALL_MS = 45_000
 
 const tempDir = Effect.acquireRelease(
   Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "cluster-proof-"))),
   (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
 )
 
-interface Event {
-  readonly runner: number
-  readonly backend: string | undefined
-  readonly name: string
-  readonly partition: number | undefined
-  readonly at: number
-  readonly data: Record<string, unknown>
-}
-
 const asRecord = (u: unknown): Record<string, unknown> =>
   typeof u === "object" && u !== null ? (u as Record<string, unknown>) : {}
 
-/** Until `done` holds over the events so far, checking every 100 ms, at most `within`. */
-const until = (
-  events: ReadonlyArray<Event>,
-  done: (events: ReadonlyArray<Event>) => boolean,
-  within: Duration.Input,
-  what: string
-) =>
+/**
+ * Until `done` holds over the events so far, checking every 100 ms; fails once no event shows progress
+ * (`isProgress`) for `STALL_MS`: the deadline moves with the work done.
+ */
+const until = (events: ReadonlyArray<Event>, done: (events: ReadonlyArray<Event>) => boolean, what: string) =>
   Effect.gen(function*() {
-    const deadline = performance.now() + Duration.toMillis(Duration.fromInputUnsafe(within))
+    let seen = 0
+    let lastProgress = performance.now()
     while (!done(events)) {
-      if (performance.now() > deadline) return yield* Effect.die(new Error(`timed out waiting for ${what}`))
+      for (; seen < events.length; seen++) {
+        const e = events[seen]
+        if (e !== undefined && isProgress(e)) lastProgress = performance.now()
+      }
+      if (performance.now() - lastProgress > STALL_MS) {
+        return yield* Effect.die(new Error(`no progress for ${STALL_MS} ms while waiting for ${what}`))
+      }
       yield* Effect.sleep("100 millis")
     }
   })
 
-/** The runner that last started each BigQuery partition (placement and moves are measured on those). */
-const owners = (events: ReadonlyArray<Event>): Map<number, number> => {
-  const owner = new Map<number, number>()
-  for (const e of events) {
-    if (e.name === "started" && e.backend === "bq" && e.partition !== undefined) owner.set(e.partition, e.runner)
-  }
-  return owner
-}
-
-/** `backend:partition` of every partition whose source was written to its end. */
-const donePartitions = (events: ReadonlyArray<Event>): Set<string> =>
-  new Set(events.flatMap((e) => e.name === "partitionDone" ? [`${e.backend}:${e.partition}`] : []))
+/** The runners' log lines (warnings, errors, the partition writers' own), for a failure's message. */
+const logLines = (events: ReadonlyArray<Event>): string =>
+  events.filter((e) => e.name === "log").slice(-80).map((e) =>
+    `runner ${e.runner} ${new Date(e.at).toISOString()} ${String(e.data.level)} ${String(e.data.writerId ?? "")} ${
+      String(e.data.message)
+    }`
+  ).join("\n")
 
 layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, BigtableEmulator.layerIsolated), {
   timeout: "180 seconds",
@@ -122,6 +131,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
           CLUSTER_EVERY: "1000",
           CLUSTER_LOCK_EXPIRY_MS: String(LOCK_EXPIRY_MS),
           CLUSTER_LOCK_REFRESH_MS: String(LOCK_REFRESH_MS),
+          CLUSTER_STOP_TIMEOUT_MS: String(STOP_TIMEOUT_MS),
           METADATA_SERVER_DETECTION: "none"
         })
         const started = performance.now()
@@ -134,14 +144,21 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
             const e = yield* Queue.take(c.events)
             const data = asRecord(e.data)
             const partition = typeof data.partition === "number" ? data.partition : undefined
-            const at = typeof data.at === "number" ? data.at : Math.round(performance.timeOrigin + performance.now())
+            const at = typeof data.at === "number"
+              ? data.at
+              : typeof data.end === "number"
+              ? data.end
+              : typeof data.start === "number"
+              ? data.start
+              : Math.round(performance.timeOrigin + performance.now())
             const backend = typeof data.backend === "string" ? data.backend : undefined
             events.push({ runner, backend, name: e.name, partition, at, data })
           })))
         })
         for (let runner = 0; runner < 3; runner++) yield* startRunner(runner)
         const diagnostics = () =>
-          runners.map((r, i) => `--- runner ${i} (pid ${r.pid}) stderr ---\n${r.stderrTail()}`).join("\n")
+          runners.map((r, i) => `--- runner ${i} (pid ${r.pid}) stderr ---\n${r.stderrTail()}`).join("\n") +
+          `\n--- the runners' last log lines ---\n${logLines(events)}`
 
         // placed: every runner ready, every partition writing, on at least two runners
         yield* until(
@@ -152,7 +169,6 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
             new Set(owners(es).values()).size >= 2 &&
             new Set(es.filter((e) => e.name === "first").map((e) => `${e.backend}:${e.partition}`)).size ===
               2 * PARTITIONS,
-          "60 seconds",
           "the partitions to be placed"
         ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
         // let the start-up hand-off settle (runners started together first run everything on one)
@@ -173,12 +189,9 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         )
 
         // every partition of the killed runner writes again on a survivor
-        const firstAfter = (es: ReadonlyArray<Event>, p: number, runner: (r: number) => boolean, at: number) =>
-          es.find((e) => e.name === "first" && e.backend === "bq" && e.partition === p && runner(e.runner) && e.at > at)
         yield* until(
           events,
           (es) => moved.every((p) => firstAfter(es, p, (r) => r !== victimIndex, killAt) !== undefined),
-          "30 seconds",
           "the killed runner's partitions to move"
         ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
 
@@ -188,7 +201,6 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         yield* until(
           events,
           (es) => es.some((e) => e.name === "first" && e.backend === "bq" && e.runner === 3),
-          "40 seconds",
           "the fresh runner to take partitions"
         ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
         const joined = events.find((e) => e.name === "first" && e.backend === "bq" && e.runner === 3)
@@ -211,7 +223,6 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
             secondMoved.every((p) =>
               firstAfter(es, p, (r) => r !== victimIndex && r !== secondIndex, secondKillAt) !== undefined
             ),
-          "30 seconds",
           "the second killed runner's partitions to move"
         ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
         const secondFailover = secondMoved.map((p) => {
@@ -229,6 +240,13 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         const others = (r: number) => r !== frozenIndex && !dead(r)
         const frozen = runners[frozenIndex]
         const frozenPartitions = owned(frozenIndex)
+        // its writers of both backends (their singletons hash to shards of their own) that still have work: a
+        // partition already written to its end takes no further checkpoint
+        const doneBefore = donePartitions(events)
+        const frozenWriters = (["bq", "bt"] as const).flatMap((backend) =>
+          [...owners(events, backend)].filter(([p, o]) => o === frozenIndex && !doneBefore.has(`${backend}:${p}`))
+            .map(([p]) => ({ key: `${backend}:${p}`, writerId: `proof-${datasetId}-${backend}-${p}` }))
+        )
         if (frozen === undefined) return assert.fail("no runner to freeze")
         const stopAt = Math.round(performance.timeOrigin + performance.now())
         process.kill(frozen.pid, "SIGSTOP")
@@ -240,27 +258,48 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
                 e.name === "started" && e.backend === "bq" && e.partition === p && others(e.runner) && e.at > stopAt
               )
             ),
-          "40 seconds",
           "the frozen runner's partitions to move"
         ).pipe(
           Effect.tapDefect(() => Effect.sync(() => process.kill(frozen.pid, "SIGCONT"))),
           Effect.tapDefect(() => Effect.logError(diagnostics()))
         )
-        // the new owner checkpoints (every second) before the zombie wakes up
-        yield* Effect.sleep("2 seconds")
+        // each of its writers commits a checkpoint on its new owner before the zombie wakes up: every save the
+        // zombie's writers try after waking is then refused
+        yield* until(
+          events,
+          (es) =>
+            frozenWriters.every((w) =>
+              checkpointedElsewhereAfter(es, w.writerId, (r) => r === frozenIndex, stopAt) ||
+              donePartitions(es).has(w.key)
+            ),
+          "the frozen runner's writers to commit on their new owners"
+        ).pipe(
+          Effect.tapDefect(() => Effect.sync(() => process.kill(frozen.pid, "SIGCONT"))),
+          Effect.tapDefect(() => Effect.logError(diagnostics()))
+        )
         const contAt = Math.round(performance.timeOrigin + performance.now())
         process.kill(frozen.pid, "SIGCONT")
         yield* Effect.log(
           `froze runner ${frozenIndex} (owning ${JSON.stringify(frozenPartitions)}) for ${contAt - stopAt}ms`
         )
 
+        // the zombie's stale writers end (Sharding stops the partitions it no longer holds), and the rest finish
+        yield* until(
+          events,
+          (es) => zombieReport(es, frozenIndex, stopAt, contAt).endMillis < Number.POSITIVE_INFINITY,
+          "the frozen runner's stale writers to end"
+        ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
         yield* until(
           events,
           (es) => donePartitions(es).size === 2 * PARTITIONS,
-          "90 seconds",
           "every partition to finish"
-        )
-          .pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
+        ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
+        const zombie = zombieReport(events, frozenIndex, stopAt, contAt)
+        // the whole timeline, for a closer look (CLUSTER_PROOF_EVENTS=<file>)
+        const dump = process.env["CLUSTER_PROOF_EVENTS"]
+        if (dump !== undefined) {
+          fs.writeFileSync(dump, JSON.stringify({ stopAt, contAt, frozenIndex, killAt, secondKillAt, joinAt, events }))
+        }
         const wallMillis = Math.round(performance.now() - started)
 
         const [rows] = yield* Effect.tryPromise(() =>
@@ -300,7 +339,11 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
             `join -> first write on the fresh runner=${joined === undefined ? "none" : joined.at - joinAt}ms ` +
             `second kill (runner ${secondIndex}) -> first write on the new owner=${JSON.stringify(secondFailover)}ms ` +
             `SIGSTOP -> first write on the new owner=${JSON.stringify(zombieMoves)}ms ` +
-            `zombie conflicts after SIGCONT=${JSON.stringify(zombieConflicts.map((e) => e.data.writerId))}`
+            `zombie conflicts after SIGCONT=${JSON.stringify(zombieConflicts.map((e) => e.data.writerId))} ` +
+            `zombie: ${zombie.lives} stale writers, their runs ended ${JSON.stringify(zombie.outcomes)}, ` +
+            `SIGCONT -> last stale writer's end=${zombie.endMillis}ms, ` +
+            `writes begun after SIGCONT=${zombie.writesAfterWake.length} (besides ${zombie.commitsFinishedAfterWake} ` +
+            `commits of checkpoints saved before the freeze)`
         )
         assert.deepStrictEqual(table, { count: TOTAL, distinct: TOTAL, sum: (TOTAL * (TOTAL - 1)) / 2 })
         // every Bigtable counter exact
@@ -321,12 +364,25 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         for (const millis of secondFailover) assert.isBelow(millis, LOCK_EXPIRY_MS + 10_000, "second failover")
         // the frozen runner woke up as a zombie: its writers' saves were refused, none committed (exact table)
         assert.isAtLeast(zombieConflicts.length, 1, "the zombie was fenced by the store")
+        // ... and its stale writers stopped: no write they began after waking reached a destination (no rows
+        // flushed from their BigQuery streams, no Bigtable entry applied), but for the commit of a checkpoint
+        // saved before the freeze, which the new owner's restore ran too
+        assert.isAtLeast(zombie.lives, 1, "the frozen runner had writers")
+        assert.deepStrictEqual(
+          zombie.writesAfterWake.map((s) => `${s.name} ${s.writerId ?? ""} at ${s.start - contAt} ms`),
+          [],
+          "the zombie's writers wrote after it woke"
+        )
+        // its stale writers ended: at once when their partition's new owner had checkpointed, else within stopTimeout
+        // of noticing the lost locks (a lock operation's deadline, the refresh interval)
+        assert.isBelow(zombie.endMillis, LOCK_REFRESH_MS + STOP_TIMEOUT_MS + 5_000, "the zombie's writers lingered")
         // the survivors kept running; the victim died by the signal
         for (const [i, r] of runners.entries()) {
           if (dead(i)) continue
           assert.isFalse(Deferred.isDoneUnsafe(r.exited), `runner ${i} exited:\n${r.stderrTail()}`)
         }
       }),
-    { timeout: 170_000 }
+    // a backstop for a hang of the harness itself: a stuck cluster fails its wait within STALL_MS of its last step
+    { timeout: 1_200_000 }
   )
 })

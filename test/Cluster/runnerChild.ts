@@ -16,13 +16,38 @@
  * committed), `handedOff` (its shard moved away: the input was ended early and the final checkpoint committed),
  * `conflict` (a save refused by the store's compare-and-set: this runner's writer was fenced).
  *
+ * What each writer did is reported from the library's own spans, through a tracer of this process (no hook in the
+ * library): `span` steps for `Partitions.partition` (a partition's life on this runner: one singleton),
+ * `Partitions.run` (one run of its writer, from its restore to its end), `BigQuerySink.checkpoint` and
+ * `BigtableSink.checkpoint` (a checkpoint: its record saved, then committed), `BigQuerySink.flushRows` and
+ * `BigtableSink.commit` (the writes that make rows visible or apply entries), each with its `run` and `life` (the
+ * span ids of the enclosing run and life), `checkpointStart` (when its enclosing checkpoint began, if any),
+ * `start` and `end` (epoch ms) and `outcome` (`success`, `interrupted` or the failure's tag). Warnings, errors and the partition writers' own log lines are `log` steps.
+ *
  * Environment: CLUSTER_PG_HOST, CLUSTER_PG_PORT, CLUSTER_RUNNER_PORT, CLUSTER_BQ_GRPC, CLUSTER_BQ_REST,
  * CLUSTER_PROJECT, CLUSTER_DATASET, CLUSTER_TABLE, CLUSTER_STORE_DIR, CLUSTER_NAME, CLUSTER_PARTITIONS,
  * CLUSTER_TOTAL, CLUSTER_CHUNK (ids per chunk), CLUSTER_CHUNK_DELAY_MS, CLUSTER_EVERY (checkpoint interval, ms),
- * CLUSTER_LOCK_EXPIRY_MS, CLUSTER_LOCK_REFRESH_MS.
+ * CLUSTER_LOCK_EXPIRY_MS, CLUSTER_LOCK_REFRESH_MS, CLUSTER_STOP_TIMEOUT_MS (default 3000), CLUSTER_SHARDS_PER_GROUP
+ * (default 300), CLUSTER_SPREAD (1: `Partitions.layer`'s `shardsPerGroup` set to it), and CLUSTER_BT_EMULATOR,
+ * CLUSTER_BT_TABLE, CLUSTER_BT_COUNTERS for the Bigtable counters (read through test/support/childEnv.ts).
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Array as Arr, Duration, Effect, Layer, Option, Schema, Sink, Stream } from "effect"
+import {
+  Array as Arr,
+  Cause,
+  Duration,
+  Effect,
+  Exit,
+  Layer,
+  Logger,
+  Option,
+  References,
+  Schema,
+  Sink,
+  Stream,
+  Tracer
+} from "effect"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import {
   BigQueryClient,
@@ -42,15 +67,37 @@ import {
 } from "../../src/Bigtable/index.ts"
 import { Partitions } from "../../src/Cluster.ts"
 import { type Checkpoint, CheckpointStore, type WriteSummary } from "../../src/Sink.ts"
+import { childEnv, int, optional, string } from "../support/childEnv.ts"
 import { shardingOverPostgres } from "../support/clusterSharding.ts"
-import { intEnv, step, stringEnv } from "../support/crashChild.ts"
+import { step } from "../support/crashChild.ts"
 
-const partitions = intEnv("CLUSTER_PARTITIONS")
-const total = intEnv("CLUSTER_TOTAL")
-const chunk = intEnv("CLUSTER_CHUNK")
-const chunkDelay = intEnv("CLUSTER_CHUNK_DELAY_MS")
-const projectId = stringEnv("CLUSTER_PROJECT")
-const runnerPort = intEnv("CLUSTER_RUNNER_PORT")
+const env = childEnv({
+  pgHost: string("CLUSTER_PG_HOST"),
+  pgPort: int("CLUSTER_PG_PORT"),
+  runnerPort: int("CLUSTER_RUNNER_PORT"),
+  bqGrpc: string("CLUSTER_BQ_GRPC"),
+  bqRest: string("CLUSTER_BQ_REST"),
+  projectId: string("CLUSTER_PROJECT"),
+  datasetId: string("CLUSTER_DATASET"),
+  tableId: string("CLUSTER_TABLE"),
+  bigtable: optional("CLUSTER_BT_EMULATOR"),
+  bigtableTable: optional("CLUSTER_BT_TABLE"),
+  bigtableCounters: int("CLUSTER_BT_COUNTERS", 1),
+  storeDir: string("CLUSTER_STORE_DIR"),
+  name: string("CLUSTER_NAME"),
+  partitions: int("CLUSTER_PARTITIONS"),
+  total: int("CLUSTER_TOTAL"),
+  chunk: int("CLUSTER_CHUNK"),
+  chunkDelay: int("CLUSTER_CHUNK_DELAY_MS"),
+  every: int("CLUSTER_EVERY"),
+  lockExpiry: int("CLUSTER_LOCK_EXPIRY_MS"),
+  lockRefresh: int("CLUSTER_LOCK_REFRESH_MS"),
+  stopTimeout: int("CLUSTER_STOP_TIMEOUT_MS", 3_000),
+  shardsPerGroup: int("CLUSTER_SHARDS_PER_GROUP", 300),
+  // 1: name the partitions' singletons so they fill the shards evenly (`Partitions.layer`'s `shardsPerGroup`)
+  spread: int("CLUSTER_SPREAD", 0)
+})
+const { partitions, total, chunk, chunkDelay, projectId, runnerPort } = env
 
 const now = (): number => Math.round(performance.timeOrigin + performance.now())
 
@@ -111,7 +158,7 @@ const store = Layer.effect(
         )
     })
   })
-).pipe(Layer.provide(CheckpointStore.file(path.join(stringEnv("CLUSTER_STORE_DIR"), "store"))))
+).pipe(Layer.provide(CheckpointStore.file(path.join(env.storeDir, "store"))))
 
 /** The index after the row's: where partition `partition` resumes once `row` is written. */
 const position = (partition: number) => (row: Row) => (row.id - partition) / partitions + 1
@@ -119,7 +166,7 @@ const position = (partition: number) => (row: Row) => (row.id - partition) / par
 /** Row `id` adds `id % 7 + 1` to the counter `id % CLUSTER_BT_COUNTERS`. */
 const increment = (row: Row) =>
   RowMutationEntry.make(
-    `counter${String(row.id % intEnv("CLUSTER_BT_COUNTERS", 1)).padStart(4, "0")}`,
+    `counter${String(row.id % env.bigtableCounters).padStart(4, "0")}`,
     Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: BigInt((row.id % 7) + 1) })
   )
 
@@ -130,8 +177,8 @@ const program = Effect.gen(function*() {
   const serializer = yield* RowSerializer.fromJson(schema)
   const table = yield* TableDestination.make({
     projectId,
-    datasetId: stringEnv("CLUSTER_DATASET"),
-    tableId: stringEnv("CLUSTER_TABLE")
+    datasetId: env.datasetId,
+    tableId: env.tableId
   })
   /** The partition writers of one backend, reporting their steps with `backend`. */
   const partitionsOf = <E, R>(
@@ -139,11 +186,12 @@ const program = Effect.gen(function*() {
     sink: (partition: number, resume: Checkpoint.Resume<number>) => Sink.Sink<WriteSummary, Row, unknown, E, R>
   ) =>
     Partitions.layer({
-      name: `${stringEnv("CLUSTER_NAME")}-${backend}`,
+      name: `${env.name}-${backend}`,
       partitions,
       positionSchema: Schema.Number,
       restartDelay: "1 second",
-      stopTimeout: "3 seconds",
+      stopTimeout: Duration.millis(env.stopTimeout),
+      shardsPerGroup: env.spread === 1 ? env.shardsPerGroup : undefined,
       source: (p, from) =>
         Stream.fromEffect(Effect.andThen(
           Effect.sync(() => reachedEnd.delete(`${backend}:${p}`)),
@@ -161,7 +209,7 @@ const program = Effect.gen(function*() {
           )
         )
     })
-  const every = Duration.millis(intEnv("CLUSTER_EVERY"))
+  const every = Duration.millis(env.every)
   const bigQueryWriters = partitionsOf("bq", (partition, resume) =>
     BigQuerySink.make<Row, number>({
       table,
@@ -171,15 +219,16 @@ const program = Effect.gen(function*() {
     })).pipe(
       Layer.provide(BigQueryClient.layer({
         projectId,
-        emulator: { grpc: stringEnv("CLUSTER_BQ_GRPC"), rest: stringEnv("CLUSTER_BQ_REST") }
+        emulator: { grpc: env.bqGrpc, rest: env.bqRest }
       }))
     )
-  const bigtable = process.env.CLUSTER_BT_EMULATOR
-  const writers = bigtable === undefined ? bigQueryWriters : Layer.merge(
+  const bigtable = env.bigtable
+  const countersTable = env.bigtableTable
+  const writers = bigtable === undefined || countersTable === undefined ? bigQueryWriters : Layer.merge(
     bigQueryWriters,
     partitionsOf("bt", (partition, resume) =>
       BigtableSink.make({
-        table: bigtableTable(stringEnv("CLUSTER_BT_TABLE")),
+        table: bigtableTable(countersTable),
         writeMethod: BigtableWriteMethod.exactlyOnce({ markerFamily: "m", responseTimeout: "2 minutes" }),
         checkpoint: { resume, every, position: position(partition) },
         serializer: increment
@@ -187,13 +236,120 @@ const program = Effect.gen(function*() {
   )
   const sharding = shardingOverPostgres({
     runnerPort,
-    postgres: { host: stringEnv("CLUSTER_PG_HOST"), port: intEnv("CLUSTER_PG_PORT") },
-    lockExpirationMillis: intEnv("CLUSTER_LOCK_EXPIRY_MS"),
-    lockRefreshMillis: intEnv("CLUSTER_LOCK_REFRESH_MS"),
-    applicationName: `runner-${runnerPort}`
+    postgres: { host: env.pgHost, port: env.pgPort },
+    lockExpirationMillis: env.lockExpiry,
+    lockRefreshMillis: env.lockRefresh,
+    applicationName: `runner-${runnerPort}`,
+    shardsPerGroup: env.shardsPerGroup
   })
   const live = writers.pipe(Layer.provide(sharding), Layer.provide(store))
   return yield* Layer.launch(Layer.merge(live, Layer.effectDiscard(step("ready", { port: runnerPort, at: now() }))))
 })
 
-NodeRuntime.runMain(program)
+/** Nanoseconds of the clock to epoch milliseconds. */
+const millis = (nanos: bigint): number => Number(nanos / 1_000_000n)
+
+/** The spans reported as steps: a partition's life and runs, and the writes that reach a destination. */
+const reported = new Set([
+  "Partitions.partition",
+  "Partitions.run",
+  "BigQuerySink.checkpoint",
+  "BigtableSink.checkpoint",
+  "BigQuerySink.flushRows",
+  "BigtableSink.commit"
+])
+
+/** The nearest enclosing span called `name` (itself included). */
+const enclosing = (span: Tracer.AnySpan, name: string): Tracer.Span | undefined => {
+  for (let s: Tracer.AnySpan | undefined = span; s !== undefined;) {
+    if (s._tag === "Span" && s.name === name) return s
+    s = s._tag === "Span" ? Option.getOrUndefined(s.parent) : undefined
+  }
+  return undefined
+}
+
+/** How a span ended: `success`, `interrupted`, or the tag (else the text) of its first failure. */
+const outcomeOf = (exit: Exit.Exit<unknown, unknown>): string => {
+  if (Exit.isSuccess(exit)) return "success"
+  if (Cause.hasInterruptsOnly(exit.cause)) return "interrupted"
+  const failure = exit.cause.reasons.find(Cause.isFailReason)
+  const error: unknown = failure?.error
+  return typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : String(error)
+}
+
+/** The spans whose start is reported too (`spanStart`): a partition's life and its runs. */
+const startReported = new Set(["Partitions.partition", "Partitions.run"])
+
+/** Reports the spans of {@link reported} as `span` steps when they end (and a life or run as it starts). */
+class ReportedSpan extends Tracer.NativeSpan {
+  constructor(options: ConstructorParameters<typeof Tracer.NativeSpan>[0]) {
+    super(options)
+    if (!startReported.has(this.name)) return
+    fs.writeSync(
+      1,
+      `STEP spanStart ${
+        JSON.stringify({
+          name: this.name,
+          id: this.spanId,
+          life: enclosing(this, "Partitions.partition")?.spanId,
+          start: millis(this.startTime)
+        })
+      }\n`
+    )
+  }
+
+  override end(endTime: bigint, exit: Exit.Exit<unknown, unknown>): void {
+    super.end(endTime, exit)
+    if (!reported.has(this.name)) return
+    const run = enclosing(this, "Partitions.run")
+    const checkpoint = enclosing(this, "BigQuerySink.checkpoint") ?? enclosing(this, "BigtableSink.checkpoint")
+    const writer = String(run?.attributes.get("writer.id") ?? this.attributes.get("writer.id") ?? "")
+    fs.writeSync(
+      1,
+      `STEP span ${
+        JSON.stringify({
+          name: this.name,
+          id: this.spanId,
+          run: run?.spanId,
+          life: enclosing(this, "Partitions.partition")?.spanId,
+          checkpointStart: checkpoint === undefined ? undefined : millis(checkpoint.status.startTime),
+          writerId: writer === "" ? undefined : writer,
+          partition: this.attributes.get("partition"),
+          start: millis(this.startTime),
+          end: millis(endTime),
+          outcome: outcomeOf(exit)
+        })
+      }\n`
+    )
+  }
+}
+
+/** The log lines of the partition writers and every warning or error, as `log` steps (stdout is the step pipe). */
+const logSteps = Logger.make((options) => {
+  const annotations = options.fiber.getRef(References.CurrentLogAnnotations)
+  const partitionWriter = "writerId" in annotations
+  if (!partitionWriter && options.logLevel !== "Warn" && options.logLevel !== "Error" && options.logLevel !== "Fatal") {
+    return
+  }
+  const message = Array.isArray(options.message) ? options.message.map(String).join(" ") : String(options.message)
+  const cause = Cause.hasFails(options.cause) || Cause.hasDies(options.cause) ? Cause.pretty(options.cause) : undefined
+  fs.writeSync(
+    1,
+    `STEP log ${
+      JSON.stringify({
+        level: options.logLevel,
+        message,
+        writerId: annotations.writerId,
+        cause,
+        at: options.date.getTime()
+      })
+    }\n`
+  )
+})
+
+NodeRuntime.runMain(
+  program.pipe(
+    Effect.withTracer(Tracer.make({ span: (options) => new ReportedSpan(options) })),
+    Effect.provide(Logger.layer([logSteps]))
+  )
+)

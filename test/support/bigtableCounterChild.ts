@@ -20,16 +20,19 @@ import {
   WriteMethod
 } from "../../src/Bigtable/index.ts"
 import { Checkpoint, CheckpointStore } from "../../src/Sink.ts"
-import { intEnv, replayableSource, reportingSaves, step, stringEnv } from "./crashChild.ts"
+import { childEnv, int, string } from "./childEnv.ts"
+import { replayableSource, reportingSaves, step } from "./crashChild.ts"
 
-const emulator = stringEnv("EO_EMULATOR")
-const tableId = stringEnv("EO_TABLE")
-const dir = stringEnv("EO_DIR")
-const total = intEnv("EO_TOTAL")
-const chunkSize = intEnv("EO_CHUNK")
-const every = intEnv("EO_EVERY")
-const counters = intEnv("EO_COUNTERS")
-const writerId = stringEnv("EO_WRITER", "counters-0")
+const { emulator, tableId, dir, total, chunkSize, every, counters, writerId } = childEnv({
+  emulator: string("EO_EMULATOR"),
+  tableId: string("EO_TABLE"),
+  dir: string("EO_DIR"),
+  total: int("EO_TOTAL"),
+  chunkSize: int("EO_CHUNK"),
+  every: int("EO_EVERY"),
+  counters: int("EO_COUNTERS"),
+  writerId: string("EO_WRITER", "counters-0")
+})
 
 /** The file store, reporting `saved` once a save is durable (before the protocol commits). */
 const trackedStore = reportingSaves.pipe(Layer.provide(CheckpointStore.file(dir)))

@@ -16,6 +16,8 @@ export interface ShardingOptions {
   readonly lockRefreshMillis: number
   /** The runner's PostgreSQL session name (seen in `pg_stat_activity`). */
   readonly applicationName: string
+  /** Shards per group (default 300); `Partitions.layer`'s `shardsPerGroup` must be the same to spread partitions. */
+  readonly shardsPerGroup?: number | undefined
 }
 
 export const shardingOverPostgres = (options: ShardingOptions) => {
@@ -25,7 +27,7 @@ export const shardingOverPostgres = (options: ShardingOptions) => {
     shardingConfig: {
       runnerAddress: address,
       runnerListenAddress: address,
-      shardsPerGroup: 300,
+      shardsPerGroup: options.shardsPerGroup ?? 300,
       availableShardGroups: ["default"],
       assignedShardGroups: ["default"],
       shardLockExpiration: Duration.millis(options.lockExpirationMillis),

@@ -31,20 +31,33 @@ import {
   WriteMethod
 } from "../../src/BigQuery/index.ts"
 import { Checkpoint, type CheckpointConflict, CheckpointStore, GcsClient } from "../../src/Sink.ts"
-import { fencedExitCode, intEnv, replayableSource, reportingSaves, step, stringEnv } from "./crashChild.ts"
+import { childEnv, int, needed, optional, string } from "./childEnv.ts"
+import { fencedExitCode, replayableSource, reportingSaves, step } from "./crashChild.ts"
 
-const total = intEnv("CRASH_TOTAL")
-const chunkSize = intEnv("CRASH_CHUNK")
-const every = intEnv("CRASH_EVERY")
-const writerId = stringEnv("CRASH_WRITER")
-const projectId = stringEnv("CRASH_PROJECT")
-const chunkDelay = intEnv("CRASH_CHUNK_DELAY_MS", 0)
+const env = childEnv({
+  total: int("CRASH_TOTAL"),
+  chunkSize: int("CRASH_CHUNK"),
+  every: int("CRASH_EVERY"),
+  writerId: string("CRASH_WRITER"),
+  projectId: string("CRASH_PROJECT"),
+  chunkDelay: int("CRASH_CHUNK_DELAY_MS", 0),
+  bqGrpc: string("CRASH_BQ_GRPC"),
+  bqRest: string("CRASH_BQ_REST"),
+  client: string("CRASH_BQ_CLIENT", "emulator"),
+  store: string("CRASH_STORE", "file"),
+  gcsBucket: optional("CRASH_GCS_BUCKET"),
+  gcsEmulator: optional("CRASH_GCS_EMULATOR"),
+  storeDir: optional("CRASH_STORE_DIR"),
+  datasetId: string("CRASH_DATASET"),
+  tableId: string("CRASH_TABLE")
+})
+const { total, chunkSize, every, writerId, projectId, chunkDelay } = env
 
 const schema: TableSchema.TableSchema = { fields: [TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" })] }
 
 const clientLayer = (() => {
-  const endpoints = { grpc: stringEnv("CRASH_BQ_GRPC"), rest: stringEnv("CRASH_BQ_REST") }
-  if (stringEnv("CRASH_BQ_CLIENT", "emulator") === "emulator") {
+  const endpoints = { grpc: env.bqGrpc, rest: env.bqRest }
+  if (env.client === "emulator") {
     return BigQueryClient.layer({ projectId, emulator: endpoints })
   }
   const auth = new OAuth2Client()
@@ -56,18 +69,20 @@ const clientLayer = (() => {
   })
 })()
 
-const baseStore = stringEnv("CRASH_STORE", "file") === "gcs"
-  ? CheckpointStore.gcs({ bucket: stringEnv("CRASH_GCS_BUCKET"), prefix: "crash" }).pipe(
-    Layer.provide(GcsClient.layer({ projectId, emulator: { rest: stringEnv("CRASH_GCS_EMULATOR") } }))
+const baseStore = env.store === "gcs"
+  ? CheckpointStore.gcs({ bucket: needed(env.gcsBucket, "CRASH_GCS_BUCKET"), prefix: "crash" }).pipe(
+    Layer.provide(
+      GcsClient.layer({ projectId, emulator: { rest: needed(env.gcsEmulator, "CRASH_GCS_EMULATOR") } })
+    )
   )
-  : CheckpointStore.file(path.join(stringEnv("CRASH_STORE_DIR"), "store"))
+  : CheckpointStore.file(path.join(needed(env.storeDir, "CRASH_STORE_DIR"), "store"))
 
 const program = Effect.gen(function*() {
   const serializer = yield* RowSerializer.fromJson(schema)
   const table = yield* TableDestination.make({
     projectId,
-    datasetId: stringEnv("CRASH_DATASET"),
-    tableId: stringEnv("CRASH_TABLE")
+    datasetId: env.datasetId,
+    tableId: env.tableId
   })
   const resume = yield* Checkpoint.resume({ writerId, positionSchema: Schema.Number })
   const from = Option.getOrElse(resume.position, () => 0)

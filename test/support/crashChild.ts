@@ -16,7 +16,7 @@
  *   kill lands after the input ended, before the final checkpoint); with `=done`, `step("done")`
  *   reports `finished` instead and holds (the final checkpoint ran, so kills planned inside it still
  *   fire, and the fallback lands after the last commit). The harness kills a held child at once.
- * - `intEnv(name)` / `stringEnv(name)`: the child's parameters.
+ * - The child's parameters are read with `childEnv` (test/support/childEnv.ts).
  * - `reportingSaves`: wraps the child's `CheckpointStore` to report `saved` once each save is durable.
  *
  * A child exits 0 after `step("done")`, 3 after `step("fenced")` (a `CheckpointConflict`: a zombie),
@@ -67,21 +67,6 @@ const untilExists = (file: string): Effect.Effect<void> =>
   Effect.gen(function*() {
     for (let waited = 0; waited < 60_000 && !fs.existsSync(file); waited += 20) yield* Effect.sleep("20 millis")
   })
-
-/** A required integer parameter. */
-export const intEnv = (name: string, fallback?: number): number => {
-  const raw = process.env[name]
-  const value = raw === undefined ? fallback : Number(raw)
-  if (value === undefined || !Number.isSafeInteger(value)) throw new Error(`${name} must be an integer, was ${raw}`)
-  return value
-}
-
-/** A required string parameter. */
-export const stringEnv = (name: string, fallback?: string): string => {
-  const value = process.env[name] ?? fallback
-  if (value === undefined || value.length === 0) throw new Error(`${name} must be set`)
-  return value
-}
 
 /**
  * Ids `from` to `total - 1`, `chunkSize` at a time: what a replayable source (a file, a topic partition)

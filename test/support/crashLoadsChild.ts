@@ -20,25 +20,35 @@ import {
   WriteMethod
 } from "../../src/BigQuery/index.ts"
 import { Checkpoint, type CheckpointConflict, CheckpointStore, GcsClient } from "../../src/Sink.ts"
-import { fencedExitCode, intEnv, replayableSource, reportingSaves, step, stringEnv } from "./crashChild.ts"
+import { childEnv, int, string } from "./childEnv.ts"
+import { fencedExitCode, replayableSource, reportingSaves, step } from "./crashChild.ts"
 
-const total = intEnv("LOADS_TOTAL")
-const chunkSize = intEnv("LOADS_CHUNK")
-const every = intEnv("LOADS_EVERY")
-const pace = intEnv("LOADS_PACE_MS")
-const writerId = stringEnv("LOADS_WRITER")
-const projectId = stringEnv("LOADS_PROJECT")
+const env = childEnv({
+  total: int("LOADS_TOTAL"),
+  chunkSize: int("LOADS_CHUNK"),
+  every: int("LOADS_EVERY"),
+  pace: int("LOADS_PACE_MS"),
+  writerId: string("LOADS_WRITER"),
+  projectId: string("LOADS_PROJECT"),
+  dir: string("LOADS_DIR"),
+  datasetId: string("LOADS_DATASET"),
+  bucket: string("LOADS_BUCKET"),
+  bqGrpc: string("LOADS_BQ_GRPC"),
+  bqRest: string("LOADS_BQ_REST"),
+  gcs: string("LOADS_GCS")
+})
+const { total, chunkSize, every, pace, writerId, projectId } = env
 
 /** `CheckpointStore.file`, reporting `saved` after each save. */
 const reportingStore = reportingSaves.pipe(
-  Layer.provide(CheckpointStore.file(path.join(stringEnv("LOADS_DIR"), "store")))
+  Layer.provide(CheckpointStore.file(path.join(env.dir, "store")))
 )
 
 const program = Effect.gen(function*() {
   const serializer = yield* RowSerializer.fromJson({
     fields: [TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" })]
   })
-  const table = yield* TableDestination.make({ projectId, datasetId: stringEnv("LOADS_DATASET"), tableId: "ids" })
+  const table = yield* TableDestination.make({ projectId, datasetId: env.datasetId, tableId: "ids" })
   const resume = yield* Checkpoint.resume({ writerId, positionSchema: Schema.Number })
   const from = Option.getOrElse(resume.position, () => 0)
   yield* step("restored", { position: from })
@@ -52,7 +62,7 @@ const program = Effect.gen(function*() {
     Stream.run(BigQuerySink.make({
       table,
       serializer,
-      writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${stringEnv("LOADS_BUCKET")}/stage`, poll: fast }),
+      writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${env.bucket}/stage`, poll: fast }),
       checkpoint: { resume, every, position: (row: { readonly id: number }) => row.id + 1 }
     }))
   )
@@ -69,9 +79,9 @@ const program = Effect.gen(function*() {
     reportingStore,
     BigQueryClient.layer({
       projectId,
-      emulator: { grpc: stringEnv("LOADS_BQ_GRPC"), rest: stringEnv("LOADS_BQ_REST") }
+      emulator: { grpc: env.bqGrpc, rest: env.bqRest }
     }),
-    GcsClient.layer({ projectId, emulator: { rest: stringEnv("LOADS_GCS") } })
+    GcsClient.layer({ projectId, emulator: { rest: env.gcs } })
   ))
 )
 

@@ -25,14 +25,21 @@ import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { type CheckpointConflict, CheckpointRecord, CheckpointStore, GcsClient } from "../../src/Sink.ts"
-import { fencedExitCode, intEnv, replayableSource, step, stringEnv } from "./crashChild.ts"
+import { childEnv, int, needed, optional, string } from "./childEnv.ts"
+import { fencedExitCode, replayableSource, step } from "./crashChild.ts"
 
-const dir = stringEnv("TOY_DIR")
-const total = intEnv("TOY_TOTAL")
-const chunkSize = intEnv("TOY_CHUNK")
-const every = intEnv("TOY_EVERY")
-const writerId = stringEnv("TOY_WRITER", "toy")
-const batchDelay = intEnv("TOY_BATCH_DELAY_MS", 0)
+const env = childEnv({
+  dir: string("TOY_DIR"),
+  total: int("TOY_TOTAL"),
+  chunkSize: int("TOY_CHUNK"),
+  every: int("TOY_EVERY"),
+  writerId: string("TOY_WRITER", "toy"),
+  batchDelay: int("TOY_BATCH_DELAY_MS", 0),
+  store: string("TOY_STORE", "file"),
+  gcsBucket: optional("TOY_GCS_BUCKET"),
+  gcsEmulator: optional("TOY_GCS_EMULATOR")
+})
+const { dir, total, chunkSize, every, writerId, batchDelay } = env
 const staging = path.join(dir, "staging")
 const committed = path.join(dir, "committed")
 /** Batches of this process are named apart from those of any other start (a zombie's included). */
@@ -110,9 +117,14 @@ const program = Effect.gen(function*() {
       })
     )),
   Effect.provide(
-    stringEnv("TOY_STORE", "file") === "gcs"
-      ? CheckpointStore.gcs({ bucket: stringEnv("TOY_GCS_BUCKET"), prefix: "toy" }).pipe(
-        Layer.provide(GcsClient.layer({ projectId: "test-project", emulator: { rest: stringEnv("TOY_GCS_EMULATOR") } }))
+    env.store === "gcs"
+      ? CheckpointStore.gcs({ bucket: needed(env.gcsBucket, "TOY_GCS_BUCKET"), prefix: "toy" }).pipe(
+        Layer.provide(
+          GcsClient.layer({
+            projectId: "test-project",
+            emulator: { rest: needed(env.gcsEmulator, "TOY_GCS_EMULATOR") }
+          })
+        )
       )
       : CheckpointStore.file(path.join(dir, "store"))
   )

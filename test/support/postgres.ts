@@ -7,7 +7,10 @@
  * PostgreSQL refuses to run as root: when the tests run as root, `initdb` and `postgres` run as the `postgres`
  * user (through `setpriv`, which execs, so the PID the harness kills is the postmaster itself). The server trusts
  * every loopback connection (`--auth=trust`), listens on 127.0.0.1 only, has no Unix socket, and runs with
- * `fsync=off`: its data is thrown away at the end.
+ * `fsync=off`: its data is thrown away at the end. It sets neither `idle_session_timeout` nor
+ * `idle_in_transaction_session_timeout` (both off, as PostgreSQL ships): `effect/cluster`'s `SqlRunnerStorage`
+ * sets `idle_session_timeout` to the shard lock expiry on each runner's lock session itself, which is how a
+ * frozen runner's advisory locks go (docs/cluster.md).
  */
 import { Context, Data, Effect, Layer, type Scope } from "effect"
 import { spawn } from "node:child_process"

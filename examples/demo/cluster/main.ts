@@ -1,18 +1,20 @@
 /**
- * `npm start -- --cluster`: the demo's event log split into partitions and written exactly once into BigQuery by
- * three runner processes on `effect/cluster` (`Partitions.layer`), with shard locks in a private PostgreSQL.
+ * `npm start -- --cluster`: the demo's event log split into partitions and written exactly once into BigQuery, and
+ * into Bigtable exactly-once counters (per kind of event: how many, and their amounts in cents), by three runner
+ * processes on `effect/cluster` (`Partitions.layer`), with shard locks in a private PostgreSQL.
  *
  * It starts the local emulators (as `npm start` does) and PostgreSQL (the tests' harness, test/support/postgres.ts:
  * Debian's package installed when missing, `initdb` into the ignored `.tmp/postgres/`, a free loopback port), then
  * three runners (`cluster/runner.ts`, child processes), and shows which runner owns which partition and how many
  * events of each are committed. Once a third of the log is in, it SIGKILLs the runner owning the most partitions:
  * its shard locks expire (5 s) and its partitions resume on the other two from their last checkpoints; the demo
- * prints the time from the kill to each moved partition's first write on its new owner. At the end it reads the
- * table back: COUNT = COUNT DISTINCT = N. The runners are stopped (SIGTERM, then SIGKILL) and PostgreSQL and the
+ * prints the time from the kill to each moved partition's first write on its new owner. At the end it reads both
+ * back: COUNT = COUNT DISTINCT = N in BigQuery, and every Bigtable counter equal to the log's. The runners are stopped (SIGTERM, then SIGKILL) and PostgreSQL and the
  * emulators with them, at the end, on a failure, or on Ctrl-C.
  */
-import { Clock, Data, Effect, Fiber, Option } from "effect"
+import { Clock, Data, Effect, Fiber, Layer, Option } from "effect"
 import { BigQueryClient, RowSerializer, TableDestination, TableSchema } from "effect-gcp-sinks/BigQuery"
+import { BigtableClient } from "effect-gcp-sinks/Bigtable"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -22,8 +24,9 @@ import { fileURLToPath } from "node:url"
 import { freePort } from "../../../test/support/emulatorProcess.ts"
 import * as Postgres from "../../../test/support/postgres.ts"
 import { demoProject, type Endpoints } from "../emulators.ts"
-import { Event as EventSchema } from "../events.ts"
+import { Event as EventSchema, event } from "../events.ts"
 import type { DemoConfig } from "../flags.ts"
+import { bigtableCounters } from "../readback.ts"
 
 /** What `--cluster` fails with: a runner that died on its own, a step that did not come in time, a count off. */
 export class ClusterDemoError extends Data.TaggedError("ClusterDemoError")<{ readonly message: string }> {}
@@ -42,6 +45,7 @@ const now = (): number => Math.round(performance.timeOrigin + performance.now())
 
 interface Step {
   readonly runner: number
+  readonly backend: string
   readonly name: string
   readonly partition: number | undefined
   readonly at: number
@@ -92,6 +96,7 @@ const spawnRunner = (index: number, env: Record<string, string>, onStep: (step: 
     }
     onStep({
       runner: index,
+      backend: typeof data["backend"] === "string" ? data["backend"] : "",
       name: match[1],
       partition: typeof data["partition"] === "number" ? data["partition"] : undefined,
       at: typeof data["at"] === "number" ? data["at"] : now(),
@@ -126,19 +131,28 @@ const spawnRunner = (index: number, env: Record<string, string>, onStep: (step: 
   }
 }
 
-/** What the runners reported so far, folded as it arrives. */
+/**
+ * What the runners reported so far, folded as it arrives: owners and committed events of the BigQuery writers
+ * (the Bigtable writers' partitions hash to shards of their own), and the partitions done of both.
+ */
 class State {
   readonly steps: Array<Step> = []
-  /** The runner that last started each partition. */
+  /** The runner that last started each BigQuery partition. */
   readonly owner = new Map<number, number>()
   /** Events of each partition in the table (its last committed checkpoint's position). */
   readonly committed = new Map<number, number>()
   readonly done = new Set<number>()
+  /** Bigtable partitions whose counters are complete. */
+  readonly countersDone = new Set<number>()
 
   add(step: Step): void {
     this.steps.push(step)
     const p = step.partition
     if (p === undefined) return
+    if (step.backend === "bt") {
+      if (step.name === "done") this.countersDone.add(p)
+      return
+    }
     if (step.name === "started") this.owner.set(p, step.runner)
     if (step.name === "committed") {
       const position = Number(step.data["position"])
@@ -174,7 +188,8 @@ const frame = (
     const seconds = ((yield* Clock.currentTimeMillis) - t0) / 1000
     const lines = [
       `[${seconds.toFixed(1).padStart(5)} s] ${formatInt(state.totalCommitted)} of ${formatInt(total)} events ` +
-      `committed (partition: events committed of ${formatInt(sizeOf(PARTITIONS - 1))}, + complete)`
+      `committed to BigQuery (partition: events committed of ${formatInt(sizeOf(PARTITIONS - 1))}, + complete); ` +
+      `Bigtable counters complete for ${state.countersDone.size} of ${PARTITIONS} partitions`
     ]
     for (const r of runners) {
       const owned = state.ownedBy(r.index)
@@ -186,6 +201,18 @@ const frame = (
     }
     yield* say(lines.join("\n"))
   })
+
+/** What the counters hold once every event `0 .. total - 1` is counted once: per kind, events and cents. */
+const expectedCounters = (total: number): Map<string, { readonly n: bigint; readonly cents: bigint }> => {
+  const sums = new Map<string, { n: bigint; cents: bigint }>()
+  for (let n = 0; n < total; n++) {
+    const e = event(n, 0)
+    const row = `kind-${e.kind}`
+    const sum = sums.get(row) ?? { n: 0n, cents: 0n }
+    sums.set(row, { n: sum.n + 1n, cents: sum.cents + (e.id % 10_000n) })
+  }
+  return sums
+}
 
 /** Runs the cluster demo against the emulators at `local`; fails when the read-back does not match. */
 export const run = (config: DemoConfig, local: Endpoints) => {
@@ -209,6 +236,23 @@ export const run = (config: DemoConfig, local: Endpoints) => {
         schema: TableSchema.toRest(serializer.tableSchema(table))
       })
     )
+    // the Bigtable counters: an aggregate family `c` (INT64 sums) and the exactly-once marker family `m`
+    const countersTable = `cluster_counters_${Date.now()}`
+    yield* Effect.gen(function*() {
+      const admin = yield* BigtableClient.BigtableClient
+      yield* admin.createTable({
+        instanceName: `projects/${demoProject}/instances/${config.instance}`,
+        tableId: countersTable,
+        columnFamilies: {
+          c: {
+            valueType: { aggregateType: { inputType: { int64Type: { encoding: { bigEndianBytes: {} } } }, sum: {} } }
+          },
+          m: {}
+        }
+      })
+    }).pipe(
+      Effect.provide(Layer.fresh(BigtableClient.layer({ projectId: demoProject, emulator: { grpc: local.bigtable } })))
+    )
     const storeDir = yield* Effect.acquireRelease(
       Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "effect-gcp-sinks-cluster-"))),
       (dir) => Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true }))
@@ -226,7 +270,8 @@ export const run = (config: DemoConfig, local: Endpoints) => {
     const onStep = (step: Step) => {
       state.add(step)
       const p = `p${step.partition}`
-      const line = step.name === "ready"
+      // the Bigtable writers' steps are not shown one by one: the frame and the final check cover them
+      const line = step.backend === "bt" ? undefined : step.name === "ready"
         ? `runner ${step.runner} joined the cluster`
         : step.name === "started"
         ? `${p} starts on runner ${step.runner} at event ${String(step.data["from"])} of ${sizeOf(step.partition ?? 0)}`
@@ -257,6 +302,9 @@ export const run = (config: DemoConfig, local: Endpoints) => {
       DEMO_CLUSTER_TABLE: tableId,
       DEMO_CLUSTER_BQ_GRPC: local.bigqueryGrpc,
       DEMO_CLUSTER_BQ_REST: local.bigqueryRest,
+      DEMO_CLUSTER_BT_EMULATOR: local.bigtable,
+      DEMO_CLUSTER_BT_INSTANCE: config.instance,
+      DEMO_CLUSTER_BT_TABLE: countersTable,
       DEMO_CLUSTER_PG_HOST: pg.host,
       DEMO_CLUSTER_PG_PORT: String(pg.port),
       DEMO_CLUSTER_LOCK_EXPIRY_MS: String(LOCK_EXPIRY_MS),
@@ -264,7 +312,8 @@ export const run = (config: DemoConfig, local: Endpoints) => {
       METADATA_SERVER_DETECTION: "none"
     })
     yield* Effect.log(
-      `${RUNNERS} runners, ${PARTITIONS} partitions, ${formatInt(total)} events into BigQuery ${table} exactly once; ` +
+      `${RUNNERS} runners, ${PARTITIONS} partitions, ${formatInt(total)} events into BigQuery ${table} and Bigtable ` +
+        `counters ${countersTable}, each exactly once; ` +
         `shard lock expiry ${LOCK_EXPIRY_MS / 1000} s, refresh ${LOCK_REFRESH_MS / 1000} s`
     )
     for (let i = 0; i < RUNNERS; i++) {
@@ -328,13 +377,19 @@ export const run = (config: DemoConfig, local: Endpoints) => {
         `its shard locks expire within ${LOCK_EXPIRY_MS / 1000} s, then its partitions resume elsewhere`
     )
     const firstAfterKill = (p: number) =>
-      state.steps.find((s) => s.name === "first" && s.partition === p && s.runner !== victim && s.at > killAt)
+      state.steps.find((s) =>
+        s.backend === "bq" && s.name === "first" && s.partition === p && s.runner !== victim && s.at > killAt
+      )
     yield* until(
       () => moved.every((p) => firstAfterKill(p) !== undefined),
       45_000,
       "the killed runner's partitions to move"
     )
-    yield* until(() => state.done.size === PARTITIONS, 180_000, "every partition to complete")
+    yield* until(
+      () => state.done.size === PARTITIONS && state.countersDone.size === PARTITIONS,
+      180_000,
+      "every partition of both backends to complete"
+    )
     const writtenAt = now()
     yield* Fiber.interrupt(display)
     yield* frame(state, runners, total, sizeOf, t0)
@@ -353,17 +408,39 @@ export const run = (config: DemoConfig, local: Endpoints) => {
       return { p, runner: s?.runner ?? -1, millis: s === undefined ? Number.NaN : s.at - killAt }
     })
     const fenced = state.steps.filter((s) => s.name === "fenced").length
+    const read = yield* bigtableCounters({
+      projectId: demoProject,
+      instanceId: config.instance,
+      tableId: countersTable,
+      emulator: local.bigtable
+    })
+    const expected = expectedCounters(total)
+    const countersExact = [...expected].every(([row, want]) => {
+      const got = read.get(row)
+      return got !== undefined && got.n === want.n && got.cents === want.cents
+    }) && read.size === expected.size
     yield* say(
       `\nfailover (SIGKILL -> first write on the new owner; lock expiry ${LOCK_EXPIRY_MS / 1000} s):\n` +
         failover.map((f) => `  p${f.p} -> runner ${f.runner}: ${formatInt(f.millis)} ms`).join("\n") +
         `\n\nwrote ${formatInt(total)} events in ${((writtenAt - t0) / 1000).toFixed(1)} s on ${RUNNERS} runners ` +
         `(${state.steps.filter((s) => s.name === "handedOff").length} hand-offs, ${fenced} fenced saves)\n` +
-        `read back: COUNT ${formatInt(count)}, COUNT DISTINCT ${formatInt(distinct)}, expected ${formatInt(total)}`
+        `read back: BigQuery COUNT ${formatInt(count)}, COUNT DISTINCT ${formatInt(distinct)}, expected ` +
+        `${formatInt(total)}\n` +
+        [...expected].map(([row, want]) => {
+          const got = read.get(row)
+          return `  Bigtable ${row}: ${formatInt(Number(got?.n ?? 0))} events, ${formatInt(Number(got?.cents ?? 0))} ` +
+            `cents; expected ${formatInt(Number(want.n))}, ${formatInt(Number(want.cents))}`
+        }).join("\n")
     )
     if (count !== total || distinct !== total) {
       return yield* new ClusterDemoError({ message: "the table does not hold every event exactly once" })
     }
-    yield* say("every event exactly once, through a runner's death; stopping the runners and PostgreSQL")
+    if (!countersExact) {
+      return yield* new ClusterDemoError({ message: "the Bigtable counters do not count every event exactly once" })
+    }
+    yield* say(
+      "every event exactly once in both, through a runner's death; stopping the runners and PostgreSQL"
+    )
   }).pipe(
     Effect.onInterrupt(() =>
       say(

@@ -17,6 +17,7 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
+import * as EntityId from "effect/cluster/EntityId"
 import * as Sharding from "effect/cluster/Sharding"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
@@ -24,19 +25,22 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Sink from "effect/Sink"
 import * as Stream from "effect/Stream"
 import * as Checkpoint from "../../Sink/Checkpoint.ts"
 import type { CheckpointStore } from "../../Sink/CheckpointStore.ts"
-import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
+import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as S from "../options/schema.ts"
+import * as OwnSaves from "./ownSaves.ts"
+import { spreadNames } from "./spread.ts"
 
 /** The largest partition count: each partition is a singleton, a fiber and a writer on its owner. @internal */
 export const MAX_PARTITIONS = 10_000
 
 /** The defaults of the durations. @internal */
-export const defaults = { restartDelay: Duration.seconds(5), stopTimeout: Duration.seconds(10) } as const
+export const defaults = { restartDelay: Duration.seconds(5), stopTimeout: Duration.seconds(5) } as const
 
 /** The scalar options, decoded. @internal */
 export interface Settings {
@@ -45,6 +49,7 @@ export interface Settings {
   readonly restartDelay: Duration.Duration
   readonly stopTimeout: Duration.Duration
   readonly shardGroup: string | undefined
+  readonly shardsPerGroup: number | undefined
 }
 
 const Name = S.Component.check(
@@ -57,7 +62,8 @@ export const SettingsSchema = Schema.Struct({
   partitions: S.requiredValue(S.Int({ min: 1, max: MAX_PARTITIONS })),
   restartDelay: S.DurationSchema("positive").pipe(S.withDefault(defaults.restartDelay)),
   stopTimeout: S.DurationSchema("positive").pipe(S.withDefault(defaults.stopTimeout)),
-  shardGroup: S.maybe(S.Component)
+  shardGroup: S.maybe(S.Component),
+  shardsPerGroup: S.maybe(S.Int({ min: 1, max: 1_000_000 }))
 })
 
 /** Decodes the scalar options (the functions and the position schema are taken as given). @internal */
@@ -67,11 +73,13 @@ export const decodeSettings = (options: {
   readonly restartDelay?: unknown
   readonly stopTimeout?: unknown
   readonly shardGroup?: unknown
+  readonly shardsPerGroup?: unknown
 }): Effect.Effect<Settings, SinkConfigError> => {
   const input: Record<string, unknown> = { name: options.name, partitions: options.partitions }
   if (options.restartDelay !== undefined) input.restartDelay = options.restartDelay
   if (options.stopTimeout !== undefined) input.stopTimeout = options.stopTimeout
   if (options.shardGroup !== undefined) input.shardGroup = options.shardGroup
+  if (options.shardsPerGroup !== undefined) input.shardsPerGroup = options.shardsPerGroup
   return S.decode(SettingsSchema)(input)
 }
 
@@ -121,7 +129,9 @@ export interface Behaviour<A, P, ES, RS, EK, RK> {
 
 /**
  * One run of a partition's writer: resume, then the source into the sink. Interrupted, it ends the source
- * instead, so the sink ends its input (final checkpoint), and waits up to `stopTimeout` for it.
+ * instead, so the sink ends its input (final checkpoint), and waits up to `stopTimeout` for it, unless another
+ * owner has checkpointed the partition since this run restored (`ownSaves.ts`): that final checkpoint would be
+ * refused, and the wait would only keep the partition from its new owner.
  *
  * @internal
  */
@@ -132,7 +142,9 @@ export const runOnce = <A, P, ES, RS, EK, RK>(
 ): Effect.Effect<void, unknown, RS | RK | CheckpointStore> =>
   Effect.gen(function*() {
     const id = writerId(settings.name, partition)
-    const resume = yield* Checkpoint.resume({ writerId: id, positionSchema: behaviour.positionSchema })
+    const resumed = yield* Checkpoint.resume({ writerId: id, positionSchema: behaviour.positionSchema })
+    const saves = OwnSaves.track(resumed.store, resumed.record)
+    const resume: Checkpoint.Resume<P> = { ...resumed, store: saves.store }
     yield* Effect.logInfo("partition writer started").pipe(
       Effect.annotateLogs({ from: Option.isSome(resume.position) ? JSON.stringify(resume.position.value) : "start" })
     )
@@ -143,18 +155,35 @@ export const runOnce = <A, P, ES, RS, EK, RK>(
       Stream.run(sink),
       Effect.forkChild
     )
-    const stopGracefully = Effect.gen(function*() {
-      yield* Effect.logInfo("partition moving away: ending its input for a final checkpoint")
-      yield* Deferred.succeed(stop, undefined)
-      const ended = yield* Fiber.await(fiber).pipe(Effect.timeoutOption(settings.stopTimeout))
-      if (Option.isNone(ended)) {
-        yield* Effect.logWarning(
-          `partition writer did not stop within ${Duration.format(settings.stopTimeout)}: interrupted, no commit`
-        )
-      }
+    yield* Fiber.join(fiber).pipe(Effect.onInterrupt(() => stopGracefully(settings, fiber, stop, saves, id)))
+  }).pipe(
+    Effect.withSpan("Partitions.run", {
+      attributes: { "writer.id": writerId(settings.name, partition), "partition": partition }
     })
-    yield* Fiber.join(fiber).pipe(Effect.onInterrupt(() => stopGracefully))
-  })
+  )
+
+/** Ends the run's input and waits for its final checkpoint: at most `stopTimeout`, and not once it is fenced. */
+const stopGracefully = Effect.fnUntraced(function*(
+  settings: Settings,
+  fiber: Fiber.Fiber<unknown, unknown>,
+  stop: Deferred.Deferred<void>,
+  saves: OwnSaves.OwnSaves,
+  id: string
+) {
+  yield* Effect.logInfo("partition moving away: ending its input for a final checkpoint")
+  yield* Deferred.succeed(stop, undefined)
+  const ended = yield* Effect.raceFirst(
+    Effect.as(Fiber.await(fiber), "stopped" as const),
+    Effect.as(OwnSaves.superseded(saves, id), "superseded" as const)
+  ).pipe(Effect.timeoutOption(settings.stopTimeout))
+  if (Option.isNone(ended)) {
+    yield* Effect.logWarning(
+      `partition writer did not stop within ${Duration.format(settings.stopTimeout)}: interrupted, no commit`
+    )
+  } else if (ended.value === "superseded") {
+    yield* Effect.logWarning("another owner has checkpointed this partition since: interrupted, no final checkpoint")
+  }
+})
 
 /**
  * A partition's writer for as long as this runner owns it: runs, restarts after a fence or a failure, idles
@@ -166,8 +195,8 @@ export const runPartition = <A, P, ES, RS, EK, RK>(
   settings: Settings,
   behaviour: Behaviour<A, P, ES, RS, EK, RK>,
   partition: number
-): Effect.Effect<never, never, RS | RK | CheckpointStore> => {
-  const loop: Effect.Effect<never, never, RS | RK | CheckpointStore> = runOnce(settings, behaviour, partition).pipe(
+): Effect.Effect<never, never, RS | RK | CheckpointStore> =>
+  runOnce(settings, behaviour, partition).pipe(
     Effect.matchCauseEffect({
       onSuccess: () => Effect.as(Effect.logInfo("partition complete: its source ended"), "Completed" as const),
       onFailure: (cause) => {
@@ -182,33 +211,54 @@ export const runPartition = <A, P, ES, RS, EK, RK>(
           : Effect.as(Effect.logError("partition writer failed; restarting from its checkpoint", cause), "Restart")
       }
     }),
-    Effect.flatMap((next) =>
-      next === "Completed" ? Effect.never : Effect.andThen(Effect.sleep(settings.restartDelay), loop)
-    ),
-    Effect.orDie
+    // each restart is a new iteration of one loop, not a continuation nested in the previous run's handlers:
+    // a partition fenced or failing for days keeps a constant stack
+    Effect.repeat({ schedule: Schedule.spaced(settings.restartDelay), while: (next) => next === "Restart" }),
+    Effect.andThen(Effect.never),
+    Effect.orDie,
+    Effect.annotateLogs({ partition, writerId: writerId(settings.name, partition) }),
+    // the partition's life on this runner (one singleton), around each of its runs
+    Effect.withSpan("Partitions.partition", {
+      attributes: { "writer.id": writerId(settings.name, partition), "partition": partition }
+    })
   )
-  return loop.pipe(
-    Effect.annotateLogs({ partition, writerId: writerId(settings.name, partition) })
-  )
-}
 
 /**
- * Registers one singleton per partition with `Sharding`, named by its writer id; the registrations last as
- * long as the scope.
+ * The singleton name of each partition: its writer id, or with `shardsPerGroup` a name that spreads the
+ * partitions evenly over the group's shards (`spread.ts`), found with the runner's own shard hash.
  *
  * @internal
  */
-export const register = <A, P, ES, RS, EK, RK>(
+export const singletonNames = (
+  settings: Settings,
+  shardOf: (name: string) => number
+): Effect.Effect<ReadonlyArray<string>, SinkConfigError> => {
+  const ids = indices(settings.partitions).map((p) => writerId(settings.name, p))
+  if (settings.shardsPerGroup === undefined) return Effect.succeed(ids)
+  const names = spreadNames(ids, settings.shardsPerGroup, shardOf)
+  return "_tag" in names
+    ? Effect.fail(new SinkConfigError({ path: "shardsPerGroup", message: names.message }))
+    : Effect.succeed(names)
+}
+
+/**
+ * Registers one singleton per partition with `Sharding` (named by {@link singletonNames}); the registrations
+ * last as long as the scope.
+ *
+ * @internal
+ */
+export const register = Effect.fnUntraced(function*<A, P, ES, RS, EK, RK>(
   settings: Settings,
   behaviour: Behaviour<A, P, ES, RS, EK, RK>
-) =>
-  Effect.gen(function*() {
-    const sharding = yield* Sharding.Sharding
-    for (const partition of indices(settings.partitions)) {
-      yield* sharding.registerSingleton(
-        writerId(settings.name, partition),
-        runPartition(settings, behaviour, partition),
-        settings.shardGroup === undefined ? undefined : { shardGroup: settings.shardGroup }
-      )
-    }
-  })
+) {
+  const sharding = yield* Sharding.Sharding
+  const group = settings.shardGroup ?? "default"
+  const names = yield* singletonNames(settings, (name) => sharding.getShardId(EntityId.make(name), group).id)
+  for (const partition of indices(settings.partitions)) {
+    yield* sharding.registerSingleton(
+      names[partition] ?? writerId(settings.name, partition),
+      runPartition(settings, behaviour, partition),
+      settings.shardGroup === undefined ? undefined : { shardGroup: settings.shardGroup }
+    )
+  }
+})

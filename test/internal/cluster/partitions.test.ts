@@ -24,6 +24,7 @@ const settings = (overrides: Partial<internal.Settings> = {}): internal.Settings
   restartDelay: Duration.seconds(5),
   stopTimeout: Duration.seconds(10),
   shardGroup: undefined,
+  shardsPerGroup: undefined,
   ...overrides
 })
 
@@ -39,7 +40,7 @@ describe("cluster partitions: settings", () => {
       const decoded = yield* internal.decodeSettings({ name: "orders", partitions: 12 })
       assert.strictEqual(decoded.partitions, 12)
       assert.isTrue(Duration.equals(decoded.restartDelay, Duration.seconds(5)))
-      assert.isTrue(Duration.equals(decoded.stopTimeout, Duration.seconds(10)))
+      assert.isTrue(Duration.equals(decoded.stopTimeout, Duration.seconds(5)))
       assert.isUndefined(decoded.shardGroup)
       const custom = yield* internal.decodeSettings({
         name: "o",
@@ -184,6 +185,55 @@ describe("cluster partitions: a partition's writer", () => {
       yield* Fiber.join(interrupting)
       assert.isTrue(yield* Deferred.isDone(stopped), "interrupted after stopTimeout")
       assert.strictEqual(yield* Ref.get(ended), 0)
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+
+  it.effect("a stop whose partition another owner checkpointed since does not wait for the final checkpoint", () =>
+    Effect.gen(function*() {
+      const store = yield* CheckpointStore
+      const stopped = yield* Deferred.make<void>()
+      const fiber = yield* internal.runPartition(settings({ stopTimeout: Duration.seconds(10) }), {
+        positionSchema: Schema.Number,
+        source: () => Stream.make(1),
+        // a final checkpoint that never finishes (a zombie's connections are gone)
+        sink: () =>
+          Sink.drain.pipe(
+            Sink.mapEffect(() => Effect.never.pipe(Effect.onInterrupt(() => Deferred.succeed(stopped, undefined))))
+          )
+      }, 0).pipe(Effect.forkChild)
+      yield* advance(1000)
+      // this runner lost the shard's lock: the partition's new owner restored and checkpointed
+      yield* store.save("job-0", new CheckpointRecord({ id: "new-owner", position: 5, commits: [] }), undefined)
+      const interrupting = yield* Fiber.interrupt(fiber).pipe(Effect.forkChild)
+      yield* advance(300)
+      assert.isTrue(yield* Deferred.isDone(stopped), "interrupted at once, not after stopTimeout")
+      yield* Fiber.join(interrupting)
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+
+  it.effect("a stop whose writer's own saves are the stored record waits for its final checkpoint", () =>
+    Effect.gen(function*() {
+      const saved = yield* Ref.make<Array<unknown>>([])
+      const fiber = yield* internal.runPartition(settings({ stopTimeout: Duration.seconds(10) }), {
+        positionSchema: Schema.Number,
+        source: () => Stream.iterate(0, (n) => n + 1).pipe(Stream.tap(() => Effect.sleep("1 second"))),
+        // a checkpoint per record through the run's store, and a slow final one at the end of input
+        sink: ({ resume, writerId }) => {
+          let previous = Option.getOrUndefined(Option.map(resume.record, (r) => r.id))
+          const save = (position: number) =>
+            Effect.gen(function*() {
+              const id = `own-${position}`
+              yield* resume.store.save(writerId, new CheckpointRecord({ id, position, commits: [] }), previous)
+              previous = id
+              yield* Ref.update(saved, (all) => [...all, position])
+            })
+          return Sink.forEach((n: number) => save(n)).pipe(
+            Sink.mapEffect(() => Effect.andThen(Effect.sleep("2 seconds"), save(-1)))
+          )
+        }
+      }, 0).pipe(Effect.forkChild)
+      yield* advance(3500)
+      yield* Fiber.interrupt(fiber).pipe(Effect.forkChild)
+      yield* advance(2500)
+      assert.deepStrictEqual(yield* Ref.get(saved), [0, 1, 2, -1], "the final checkpoint was taken")
     }).pipe(Effect.provide(CheckpointStore.memory)))
 
   it.effect("fenced (CheckpointConflict): stops, then resumes from the store after restartDelay", () =>
