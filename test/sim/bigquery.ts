@@ -27,6 +27,7 @@ import * as Buffered from "../support/fakeBufferedStreams.ts"
 import * as FakeCdc from "../support/fakeCdcTable.ts"
 import type { Process, World } from "./kernel.ts"
 import { rate as rateOf, type Rng } from "./random.ts"
+import { remainingMillis } from "./wallClock.ts"
 
 const v1 = protos.google.cloud.bigquery.storage.v1
 
@@ -198,13 +199,10 @@ const restError = (code: number, message: string, reason: string) =>
   Object.assign(new Error(message), { code, errors: [{ reason, message }] })
 
 /** The remaining milliseconds of a grpc-js deadline (an absolute wall-clock time), as virtual time. */
-const deadlineMillis = (options: unknown): number | undefined => {
-  if (typeof options !== "object" || options === null || !("deadline" in options)) return undefined
-  const d = options.deadline
-  const at = typeof d === "number" ? d : d instanceof Date ? d.getTime() : undefined
-  // the library set it a few microseconds ago from the configured timeout, a whole number of milliseconds
-  return at === undefined ? undefined : Math.max(1, Math.round(at - (performance.timeOrigin + performance.now())))
-}
+const deadlineMillis = (options: unknown): number | undefined =>
+  typeof options !== "object" || options === null || !("deadline" in options)
+    ? undefined
+    : remainingMillis(options.deadline)
 
 export const make = (world: World, faults: Faults, projectId = "sim"): BigQuerySim => {
   const rng = world.rng.fork()

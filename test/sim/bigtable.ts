@@ -23,6 +23,7 @@ import protobuf from "protobufjs"
 import { BigtableClient } from "../../src/Bigtable/index.ts"
 import type { Process, World } from "./kernel.ts"
 import { rate as rateOf, type Rng } from "./random.ts"
+import { remainingMillis } from "./wallClock.ts"
 
 const require = createRequire(import.meta.url)
 const root = protobuf.Root.fromJSON(
@@ -105,12 +106,7 @@ export interface BigtableSim {
   readonly calm: () => void
 }
 
-const deadlineMillis = (options: grpc.CallOptions | undefined): number | undefined => {
-  const d = options?.deadline
-  const at = typeof d === "number" ? d : d instanceof Date ? d.getTime() : undefined
-  // the library set it a few microseconds ago from the configured timeout, a whole number of milliseconds
-  return at === undefined ? undefined : Math.max(1, Math.round(at - (performance.timeOrigin + performance.now())))
-}
+const deadlineMillis = (options: grpc.CallOptions | undefined): number | undefined => remainingMillis(options?.deadline)
 
 const status = (code: number, message: string) => Object.assign(new Error(message), { code, details: message })
 
