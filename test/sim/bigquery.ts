@@ -16,7 +16,10 @@
  * applied, a reset after it was applied (a lost response), a stream that stops answering, a
  * transient in-band error, a row rejection, a delay spike past the sink's deadline, a stream that
  * expires once idle past the seed's window; unary calls fail transiently, lose their answer after applying, or are applied twice.
- * Every row of a request whose outcome the sink could not learn is recorded as ambiguous.
+ * Bad rows (a seed's set of rows the service can never take) are refused by a row error on every
+ * append; a seed may report row errors before the offset check (`rowErrorsFirst`). Every row of a
+ * request whose outcome the sink could not learn is recorded as ambiguous, and every row error a
+ * process received as a refusal of that process.
  */
 import type { BigQuery } from "@google-cloud/bigquery"
 import { protos } from "@google-cloud/bigquery-storage"
@@ -47,6 +50,14 @@ export interface Faults {
   readonly unaryLost: number
   readonly unaryTwice: number
   readonly restTransient: number
+  /** Rows the service refuses on every append (a value it cannot take): each answered with a row error. */
+  readonly bad?: ((row: Uint8Array) => boolean) | undefined
+  /**
+   * Row errors are reported before the stream's offset is checked (the loopback fake's
+   * `uncheckedOffset`, which the library allows for): an append at a stale offset holding a bad row
+   * is answered with its row errors, not `OFFSET_ALREADY_EXISTS`.
+   */
+  readonly rowErrorsFirst?: boolean | undefined
 }
 
 export const noFaults: Faults = {
@@ -109,8 +120,8 @@ export interface BigQuerySim {
   readonly load: (table: string, rows: ReadonlyArray<Uint8Array>, disposition: "append" | "truncate") => void
   /** Rows written whose outcome some sink could not learn (a reset, a lost answer, a crash). */
   readonly ambiguous: Array<Uint8Array>
-  /** Rows the service rejected with a row error (the sink must route or fail them). */
-  readonly rejected: Array<Uint8Array>
+  /** Per row error answer a process received: the process and the rows it named (the sink must route them). */
+  readonly refused: Array<{ readonly proc: Process; readonly row: Uint8Array }>
   /** The clients of one process, for `BigQueryClient.fromClients`. */
   readonly clients: (
     proc: Process
@@ -172,11 +183,11 @@ const okResponse = (writeStream: string, offset: number | undefined): Buffer =>
     }).finish()
   )
 
-const rowErrorResponse = (writeStream: string, index: number): Buffer =>
+const rowErrorResponse = (writeStream: string, indexes: ReadonlyArray<number>): Buffer =>
   Buffer.from(
     v1.AppendRowsResponse.encode({
       error: { code: 3, message: "rows rejected" },
-      rowErrors: [{ index, code: 1, message: "simulated rejection" }],
+      rowErrors: indexes.map((index) => ({ index, code: 1, message: "simulated rejection" })),
       writeStream
     }).finish()
   )
@@ -225,7 +236,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
   const buffered = Buffered.make((table) => catalog.has(table))
   const stats = { requests: 0, openStreams: 0, maxOpenStreams: 0, maxInFlight: 0 }
   const ambiguous: Array<Uint8Array> = []
-  const rejected: Array<Uint8Array> = []
+  const refused: BigQuerySim["refused"] = []
   const onApplied: BigQuerySim["onApplied"] = []
   let calmed = false
   /** A fault of probability `p`, unless the storm has passed. */
@@ -249,8 +260,20 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
 
   type Outcome =
     | { readonly _tag: "applied"; readonly bytes: Buffer }
-    | { readonly _tag: "answered"; readonly bytes: Buffer }
+    | { readonly _tag: "answered"; readonly bytes: Buffer; readonly refused?: ReadonlyArray<Uint8Array> }
     | { readonly _tag: "streamError"; readonly error: ServiceError }
+
+  /** The rows a row error names, if the service reads the rows now: every bad row, or one drawn. */
+  const rowErrors = (name: string, rows: ReadonlyArray<Uint8Array>): Outcome | undefined => {
+    const bad = faults.bad === undefined ? [] : rows.flatMap((row, i) => (faults.bad?.(row) === true ? [i] : []))
+    const indexes = bad.length > 0 ? bad : rows.length > 0 && hit(faults.rowError) ? [rng.int(rows.length)] : []
+    if (indexes.length === 0) return undefined
+    return {
+      _tag: "answered",
+      bytes: rowErrorResponse(name, indexes),
+      refused: indexes.flatMap((i) => rows[i] ?? [])
+    }
+  }
 
   const apply = (
     table: string,
@@ -287,18 +310,16 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
     if (hit(faults.transient)) {
       return { _tag: "answered", bytes: errorResponse(name, grpc.status.UNAVAILABLE, "transient (simulated)") }
     }
+    const early = faults.rowErrorsFirst === true ? rowErrors(name, rows) : undefined
+    if (early !== undefined) return early
     if (isBuffered) {
       const check = buffered.check(name, offset)
       if (check !== undefined) {
         return { _tag: "answered", bytes: errorResponse(name, check.code, check.message, check.storageCode) }
       }
     }
-    if (rows.length > 0 && hit(faults.rowError)) {
-      const index = rng.int(rows.length)
-      const row = rows[index]
-      if (row !== undefined) rejected.push(row)
-      return { _tag: "answered", bytes: rowErrorResponse(name, index) }
-    }
+    const refusal = faults.rowErrorsFirst === true ? undefined : rowErrors(name, rows)
+    if (refusal !== undefined) return refusal
     if (isBuffered) {
       const outcome = buffered.append(name, offset, rows)
       if (outcome._tag === "error") {
@@ -310,8 +331,8 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       return { _tag: "applied", bytes: okResponse(name, outcome.offset) }
     }
     const resource = resourceOf(table)
-    const refused = resource === undefined ? undefined : cdc.check(resource, descriptor, rows)
-    if (refused !== undefined) return { _tag: "answered", bytes: encodeResponse(refused, name) }
+    const cdcRefusal = resource === undefined ? undefined : cdc.check(resource, descriptor, rows)
+    if (cdcRefusal !== undefined) return { _tag: "answered", bytes: encodeResponse(cdcRefusal, name) }
     let list = committed.get(table)
     if (list === undefined) committed.set(table, list = [])
     for (const r of rows) list.push(r)
@@ -372,7 +393,12 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         call.emit("error", error)
         call.emit("status", { code: error.code, details: error.details, metadata: error.metadata })
       })
-    const answer = (bytes: Buffer, rows: ReadonlyArray<Uint8Array>, taken: boolean) => {
+    const answer = (
+      bytes: Buffer,
+      rows: ReadonlyArray<Uint8Array>,
+      taken: boolean,
+      refusedRows: ReadonlyArray<Uint8Array> = []
+    ) => {
       if (taken) inFlight.add(rows)
       const at = Math.max(lastAnswer, world.now + latency())
       lastAnswer = at
@@ -381,7 +407,10 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         inFlight.delete(rows)
         unanswered--
         settle(1)
-        world.deliver(proc, () => call.emit("data", bytes))
+        world.deliver(proc, () => {
+          for (const row of refusedRows) refused.push({ proc, row })
+          call.emit("data", bytes)
+        })
         if (halfClosed && unanswered === 0) {
           finish(() => {
             call.emit("status", { code: 0, details: "OK", metadata: new grpc.Metadata() })
@@ -425,7 +454,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       }
       const spike = hit(faults.spike) ? faults.spikeMillis : 0
       if (spike > 0) lastAnswer = Math.max(lastAnswer, world.now + spike)
-      answer(outcome.bytes, rows, outcome._tag === "applied")
+      answer(outcome.bytes, rows, outcome._tag === "applied", outcome._tag === "answered" ? outcome.refused : undefined)
     }
 
     return Object.assign(call, {
@@ -646,7 +675,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       applied(table, rows)
     },
     ambiguous,
-    rejected,
+    refused,
     clients: (proc) => ({ projectId, write: writeClient(proc), rest: restClient(proc) }),
     buffered,
     stats,

@@ -5,16 +5,21 @@
  *   npm run sim -- --seeds 1000000               a million seeds per method, on every core
  *   npm run sim -- --method bigquery.exactlyOnce --seeds 5000 --from 20000
  *   npm run sim -- --method bigtable.exactlyOnce --seed 4711 [--swarm]
+ *   npm run sim -- --budget --first                the CI budget, each method up to its first failure
  *
  * Options: `--method m` (repeatable; default all), `--seeds N` per method, `--from S` (first seed),
  * `--swarm` / `--no-swarm` (default: odd seeds in swarm mode), `--seed N` (one run, its trace
- * printed), `--workers K` (default: the machine's cores). Exits 1 when a seed breaks an invariant,
+ * printed), `--workers K` (default: the machine's cores), `--budget` (each method's CI budget of
+ * `seeds.ts` in place of `--seeds`/`--from`), `--first` (a method stops at its first failing seed:
+ * how many seeds a planted fault takes to be found), `--no-widen` (none of the inputs drawn since
+ * issue 36: the runs of the regression seeds found before them). Exits 1 when a seed breaks an invariant,
  * after printing the command that replays it.
  */
 import { fork } from "node:child_process"
 import * as os from "node:os"
 import { methods } from "./methods/index.ts"
 import { runWith, type SeedReport } from "./run.ts"
+import { budget } from "./seeds.ts"
 
 interface Args {
   readonly methods: ReadonlyArray<string>
@@ -24,6 +29,9 @@ interface Args {
   readonly seed: number | undefined
   readonly workers: number
   readonly worker: { readonly index: number; readonly of: number } | undefined
+  readonly budget: boolean
+  readonly first: boolean
+  readonly widen: boolean
 }
 
 const number = (flag: string, value: string | undefined): number => {
@@ -41,6 +49,9 @@ const parse = (argv: ReadonlyArray<string>): Args => {
   let seed: number | undefined
   let workers = os.availableParallelism()
   let worker: Args["worker"]
+  let budgeted = false
+  let first = false
+  let widen = true
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]
     const value = argv[i + 1]
@@ -77,6 +88,15 @@ const parse = (argv: ReadonlyArray<string>): Args => {
       case "--swarm":
         swarm = true
         break
+      case "--budget":
+        budgeted = true
+        break
+      case "--first":
+        first = true
+        break
+      case "--no-widen":
+        widen = false
+        break
       case "--no-swarm":
         swarm = false
         break
@@ -84,7 +104,18 @@ const parse = (argv: ReadonlyArray<string>): Args => {
         throw new Error(`unknown option ${flag} (see test/sim/main.ts)`)
     }
   }
-  return { methods: chosen.length > 0 ? chosen : Object.keys(methods), seeds, from, swarm, seed, workers, worker }
+  return {
+    methods: chosen.length > 0 ? chosen : Object.keys(methods),
+    seeds,
+    from,
+    swarm,
+    seed,
+    workers,
+    worker,
+    budget: budgeted,
+    first,
+    widen
+  }
 }
 
 /** Swarm mode for a seed when not forced: odd seeds. */
@@ -100,7 +131,9 @@ interface Tally {
   virtualMillis: number
   restarts: number
   readonly errors: Record<string, number>
-  readonly failures: Array<{ readonly replay: string; readonly violations: ReadonlyArray<string> }>
+  readonly failures: Array<
+    { readonly seed: number; readonly replay: string; readonly violations: ReadonlyArray<string> }
+  >
 }
 
 const emptyTally = (): Tally => ({
@@ -120,10 +153,11 @@ const runShare = async (args: Args, done: (method: string, tally: Tally) => void
     const run = methods[method]
     if (run === undefined) continue
     const tally = emptyTally()
-    for (let seed = args.from + share.index; seed < args.from + args.seeds; seed += share.of) {
+    const range = args.budget ? budget[method] ?? { from: args.from, seeds: args.seeds } : args
+    for (let seed = range.from + share.index; seed < range.from + range.seeds; seed += share.of) {
       const started = performance.now()
       // oxlint-disable-next-line no-await-in-loop -- one run at a time per worker: runs are CPU-bound
-      const report = await runWith(method, run, seed, { swarm: swarmOf(args, seed) })
+      const report = await runWith(method, run, seed, { swarm: swarmOf(args, seed), widen: args.widen })
       tally.millis += performance.now() - started
       tally.seeds++
       tally.virtualMillis += report.virtualMillis
@@ -131,7 +165,10 @@ const runShare = async (args: Args, done: (method: string, tally: Tally) => void
       for (const e of report.errors) tally.errors[e] = (tally.errors[e] ?? 0) + 1
       if (!report.ok) {
         tally.failed++
-        if (tally.failures.length < 10) tally.failures.push({ replay: replay(report), violations: report.violations })
+        if (tally.failures.length < 10) {
+          tally.failures.push({ seed, replay: replay(report), violations: report.violations })
+        }
+        if (args.first) break
       }
     }
     done(method, tally)
@@ -158,7 +195,9 @@ const report = (method: string, t: Tally): boolean => {
       } virtual h  ` +
       `${t.restarts} restarts${errors === "" ? "" : ` (writer errors: ${errors})`}`
   )
-  for (const f of t.failures) console.log(`  FAILED: ${f.replay}\n    ${f.violations.join("\n    ")}`)
+  for (const f of t.failures.toSorted((a, b) => a.seed - b.seed)) {
+    console.log(`  FAILED: ${f.replay}\n    ${f.violations.join("\n    ")}`)
+  }
   return t.failed === 0
 }
 
@@ -171,7 +210,11 @@ const main = async (): Promise<void> => {
       const swarm = swarmOf(args, args.seed)
       console.log(`# ${method}, seed ${args.seed}${swarm ? ", swarm" : ""}`)
       // oxlint-disable-next-line no-await-in-loop -- one traced run after the other
-      const r = await runWith(method, run, args.seed, { swarm, trace: (line) => console.log(line) })
+      const r = await runWith(method, run, args.seed, {
+        swarm,
+        widen: args.widen,
+        trace: (line) => console.log(line)
+      })
       console.log(
         r.ok
           ? `# ok: ${r.virtualMillis.toFixed(0)} virtual ms, ${r.steps} steps, ${r.restarts} restarts`

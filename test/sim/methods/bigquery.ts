@@ -30,10 +30,12 @@ import { World } from "../kernel.ts"
 import * as Life from "../life.ts"
 import { make as makeRng, rate, type Rng } from "../random.ts"
 import {
+  type ByProcess,
   type Check,
   checkAtLeastOnce,
   checkExactlyOnce,
   checkLatency,
+  checkRouting,
   checkSummary,
   firstApplied,
   type MethodRun,
@@ -48,9 +50,13 @@ import {
   liveWithoutCrashes,
   lowRateBound,
   lowRateOf,
+  poisonMessage,
+  poisonOf,
+  refusedIds,
   retryPolicy,
   sourcePlan,
-  tuning
+  tuning,
+  widened
 } from "./common.ts"
 
 const schema: TableSchema.TableSchema = { fields: [TableSchema.field({ name: "id", type: "INT64", mode: "REQUIRED" })] }
@@ -99,11 +105,18 @@ const released = (sim: BigQuery.BigQuerySim, result: Life.LifeResult): Check => 
  */
 type Consumes = "all" | "some" | "none"
 
-/** Routed rows, by id, for the invariants. */
-const routing = (routed: Array<number>, consumes: Consumes = "all") => {
+/**
+ * The id of a routed record: its row's, or, for a record routed before it was serialized (a poison
+ * record), the one its message names; -1 for neither (a routing no refusal explains).
+ */
+const routedId = (f: BigQueryFailure.BigQueryFailure): number =>
+  f.payload !== undefined ? idOf(f.payload) : poisonOf(f.message) ?? -1
+
+/** Routed rows, by process and id, for the invariants. */
+const routing = (proc: Life.SimProcess, routed: Array<ByProcess>, consumes: Consumes = "all") => {
   const record = (fs: ReadonlyArray<BigQueryFailure.BigQueryFailure>) =>
     Effect.sync(() => {
-      for (const f of fs) if (f.payload !== undefined) routed.push(idOf(f.payload))
+      for (const f of fs) routed.push({ proc: proc.name, id: routedId(f) })
     })
   return FailureHandler.deadLetter(
     consumes === "all"
@@ -114,17 +127,99 @@ const routing = (routed: Array<number>, consumes: Consumes = "all") => {
   )
 }
 
+/** The ids of routed records (for the visibility invariants). */
+const ids = (routed: ReadonlyArray<ByProcess>): Array<number> => routed.map((r) => r.id)
+
+/**
+ * Records refused on every attempt, drawn from the seed's own rng (`widened`): bad rows the service
+ * answers with a row error wherever they go, and poison records whose user code throws (the
+ * serializer's, in place or not: routed before admission).
+ */
+interface Refusals {
+  readonly bad: Set<number>
+  readonly poison: Set<number>
+  /** The poison records' serializer throws inside `encodeInto` (in place) or returns a `RowSerializationError`. */
+  inPlace: boolean
+}
+
+const noRefusals = (): Refusals => ({ bad: new Set(), poison: new Set(), inPlace: true })
+
+/**
+ * Draws the refusals of a source of `total` records into `into` (none without the widened rng, nor
+ * without faults: `into` undefined); bad rows only with `badChance`.
+ */
+const drawRefusals = (into: Refusals | undefined, widen: Rng | undefined, total: number, badChance = 0.3): Refusals => {
+  if (into === undefined) return noRefusals()
+  for (const id of refusedIds(widen, total, badChance)) into.bad.add(id)
+  for (const id of refusedIds(widen, total, 0.2)) if (!into.bad.has(id)) into.poison.add(id)
+  into.inPlace = widen?.chance(0.5) ?? true
+  return into
+}
+
+/** `serializer` whose user code fails for the poison records (with their id in the message). */
+const poisoned = (
+  serializer: RowSerializer.RowSerializer<Row>,
+  poison: ReadonlySet<number>,
+  inPlace: boolean
+): RowSerializer.RowSerializer<Row> =>
+  poison.size === 0
+    ? serializer
+    : inPlace
+    ? RowSerializer.contramap(serializer, (row: Row) => {
+      if (poison.has(row.id)) throw new Error(poisonMessage(row.id))
+      return row
+    })
+    : {
+      tableSchema: serializer.tableSchema,
+      serialize: (row, destination) =>
+        poison.has(row.id)
+          ? new RowSerializer.RowSerializationError({ path: "", reason: poisonMessage(row.id) })
+          : serializer.serialize(row, destination)
+    }
+
+/** The routing invariant of a method: the refusals the service delivered and the sink's own. */
+const routingChecked = (
+  sim: BigQuery.BigQuerySim,
+  refusals: Refusals,
+  routed: ReadonlyArray<ByProcess>,
+  total: number,
+  finished: unknown
+): Check =>
+  checkRouting({
+    routed,
+    refused: sim.refused.map((r) => ({ proc: r.proc.name, id: idOf(r.row) })),
+    poison: (id) => refusals.poison.has(id),
+    alwaysRefused: (id) => refusals.poison.has(id) || refusals.bad.has(id),
+    total,
+    finished: finishedBy(finished)
+  })
+
+/** The process that finished and its start position, from its program's value. */
+const finishedBy = (value: unknown): { readonly proc: string; readonly from: number } | undefined => {
+  const f = value as { readonly proc?: string; readonly from?: number } | undefined
+  return f?.proc === undefined || f.from === undefined ? undefined : { proc: f.proc, from: f.from }
+}
+
 const columns = [{ name: "id", type: "INTEGER", mode: "REQUIRED" }]
 
-/** The world and the service; table `t` exists unless `withTable` is false (the caller decides later). */
-const setup = (options: RunOptions, rng: Rng, withTable = true) => {
+/**
+ * The world and the service; table `t` exists unless `withTable` is false (the caller decides
+ * later). The refusals are drawn by the caller once it knows its source (the service reads them
+ * when rows arrive); from the widened rng, a seed in three reports row errors before the offset check.
+ */
+const setup = (options: RunOptions, rng: Rng, seed: number, withTable = true) => {
   const world = new World({ rng, trace: options.trace })
-  const faults = options.faults === false || options.lowRate === true
-    ? BigQuery.noFaults
-    : BigQuery.drawFaults(rng, 0.08, options.spikeMillis ?? 400_000)
+  const widen = widened(seed, options)
+  const refusals = noRefusals()
+  const quiet = options.faults === false || options.lowRate === true
+  const faults: BigQuery.Faults = quiet ? BigQuery.noFaults : {
+    ...BigQuery.drawFaults(rng, 0.08, options.spikeMillis ?? 400_000),
+    bad: (row) => refusals.bad.has(idOf(row)),
+    rowErrorsFirst: widen?.chance(1 / 3) ?? false
+  }
   const sim = BigQuery.make(world, faults)
   if (withTable) sim.createTable(table, columns)
-  return { world, faults, sim }
+  return { world, faults, sim, widen, refusals: quiet ? undefined : refusals }
 }
 
 /**
@@ -150,14 +245,15 @@ const resumed = <E, R>(
     const summary = yield* source(world, { ...plan, from, until: proc.handedOver }).pipe(
       Stream.run(sinkOf({ table: destination, serializer, checkpoint: { resume, position: (row) => row.id + 1 } }))
     )
-    return { from, summary }
+    return { proc: proc.name, from, summary }
   })
 
 export const exactlyOnce: MethodRun = async (seed, options) => {
   const rng = makeRng(seed)
-  const { sim, world } = setup(options, rng)
+  const { sim, widen, world, ...drawn } = setup(options, rng, seed)
   const store = checkpointStore(world, rng, options)
   const plan = sourcePlan(rng, options)
+  const refusals = drawRefusals(drawn.refusals, widen, plan.total)
   const checkpointEvery = every(rng, options)
   const method = WriteMethod.exactlyOnce(tuning(options, () => ({
     ...byteBounds(rng),
@@ -165,14 +261,15 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
     retry: retryPolicy(rng),
     recovery: retryPolicy(rng)
   })))
-  const routed: Array<number> = []
+  const routed: Array<ByProcess> = []
   const lifePlan = checkpointedLife(rng, seed, options, plan)
   const program = (proc: Life.SimProcess) =>
     resumed(world, proc, plan, (o) =>
       BigQuerySink.make({
         ...o,
+        serializer: poisoned(o.serializer, refusals.poison, refusals.inPlace),
         writeMethod: method,
-        failureHandler: routing(routed),
+        failureHandler: routing(proc, routed),
         checkpoint: { ...o.checkpoint, every: checkpointEvery }
       })).pipe(Effect.provide(Layer.merge(BigQueryClient.fromClients(sim.clients(proc)), store.layer(proc))))
   const result = await Life.live(world, lifePlan, program, () => {
@@ -181,8 +278,9 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
   }, limits(options))
   const visible = sim.visible(table).map(idOf)
   const checks: Array<Check> = [
-    checkExactlyOnce({ total: plan.total, visible, routed }),
+    checkExactlyOnce({ total: plan.total, visible, routed: ids(routed) }),
     checkSummary({ total: plan.total, visible, finished: result.value, sizeOf: rowBytes }),
+    routingChecked(sim, refusals, routed, plan.total, result.value),
     released(sim, result)
   ]
   return { world, result, checks }
@@ -197,8 +295,9 @@ const throwingInFirst = (proc: Life.SimProcess) => () => {
 export const atLeastOnce: MethodRun = async (seed, given) => {
   const rng = makeRng(seed)
   const options = lowRateOf(rng, given)
-  const { sim, world } = setup(options, rng, false)
+  const { sim, widen, world, ...drawn } = setup(options, rng, seed, false)
   const plan = sourcePlan(rng, options)
+  const refusals = drawRefusals(drawn.refusals, widen, plan.total)
   const emitted = new Map<number, number>()
   const applied = firstApplied()
   sim.onApplied.push((_, rows, at) => {
@@ -217,31 +316,35 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
     bytes: tuned.maxInFlightBytes ?? 100 * 1024 * 1024,
     request: tuned.maxAppendRequestBytes ?? 512 * 1024
   }
-  const routed: Array<number> = []
+  const routed: Array<ByProcess> = []
   // at least once has no store: a restart replays the whole source (nothing is lost, all is doubled)
   const programOf = (proc: Life.SimProcess) =>
     Effect.gen(function*() {
       const serializer = yield* RowSerializer.fromJson(schema)
       const destination = yield* TableDestination.make({ projectId: sim.projectId, datasetId: "d", tableId: "t" })
-      return yield* source(world, { ...plan, from: 0, emitted }).pipe(
+      const summary = yield* source(world, { ...plan, from: 0, emitted }).pipe(
         Stream.run(BigQuerySink.make({
           table: destination,
-          serializer,
+          serializer: poisoned(serializer, refusals.poison, refusals.inPlace),
           writeMethod: method,
           tableCreateOptions: throwingInFirst(proc),
-          failureHandler: routing(routed, consumes)
+          // a dead-letter sink that consumes nothing is mended by the restart it causes (records
+          // refused on every attempt would stall every process)
+          failureHandler: routing(proc, routed, proc.name !== "p0" && consumes === "none" ? "all" : consumes)
         }))
       )
+      return { proc: proc.name, from: 0, summary }
     }).pipe(Effect.provide(BigQueryClient.fromClients(sim.clients(proc))))
   const result = await liveWithoutCrashes(world, rng, programOf, () => sim.calm(), options)
   const checks: Array<Check> = [
     checkAtLeastOnce({
       total: plan.total,
       visible: sim.visible(table).map(idOf),
-      routed,
+      routed: ids(routed),
       ambiguous: new Set(sim.ambiguous.map(idOf)),
       restarts: result.restarts
     }),
+    routingChecked(sim, refusals, routed, plan.total, result.value),
     ...(options.lowRate === true ? [checkLatency({ emitted, applied: applied.times, bound: lowRateBound })] : []),
     bounded(sim, result, inFlight),
     released(sim, result)
@@ -282,7 +385,7 @@ const bounded = (
  */
 export const destinations: MethodRun = async (seed, options) => {
   const rng = makeRng(seed)
-  const { sim, world } = setup(options, rng)
+  const { sim, widen, world, ...drawn } = setup(options, rng, seed)
   const tables = rng.between(2, 6)
   for (let t = 0; t < tables; t++) sim.createTable(`sim.d.t${t}`, [{ name: "id", type: "INTEGER", mode: "REQUIRED" }])
   const idle = rng.between(30_000, 300_000)
@@ -297,20 +400,31 @@ export const destinations: MethodRun = async (seed, options) => {
     flushInterval: Duration.millis(interval),
     ...tuning(options, () => ({ retry: retryPolicy(rng), recovery: retryPolicy(rng) }))
   })
-  const routed: Array<number> = []
+  const refusals = drawRefusals(drawn.refusals, widen, plan.total)
+  // whose user code refuses a poison record: the resolver (unroutable), `fingerprint` or the serializer
+  const refuser = widen?.pick(["resolver", "fingerprint", "serializer"] as const) ?? "serializer"
+  // each chunk of the source to one table (bursts that leave the others idle), or each record to its own
+  const tableOf = widen?.chance(0.5) === true
+    ? (id: number) => id % tables
+    : (id: number) => Math.floor(id / plan.chunk) % tables
+  const routed: Array<ByProcess> = []
   const quiet: Array<string> = []
   let widest = 0
   const program = (proc: Life.SimProcess) =>
     Effect.gen(function*() {
-      const serializer = yield* RowSerializer.fromJson(schema)
+      const rows = yield* RowSerializer.fromJson(schema)
       const targets = yield* Effect.forEach(
         Array.from({ length: tables }, (_, t) => t),
         (t) => TableDestination.make({ projectId: sim.projectId, datasetId: "d", tableId: `t${t}` })
       )
-      // each chunk of the source goes to one table: bursts that leave the others idle
-      const resolve = (row: Row) =>
-        targets[Math.floor(row.id / plan.chunk) % tables] as TableDestination.TableDestination
-      return yield* source(world, { ...plan, from: 0 }).pipe(
+      const poisonedBy = (by: typeof refuser) => (by === refuser ? refusals.poison : new Set<number>())
+      const { resolve, serializer } = withRefusingUserCode(
+        (row: Row) => targets[tableOf(row.id)] as TableDestination.TableDestination,
+        poisoned(rows, poisonedBy("serializer"), refusals.inPlace),
+        poisonedBy("resolver"),
+        poisonedBy("fingerprint")
+      )
+      const summary = yield* source(world, { ...plan, from: 0 }).pipe(
         Stream.tap(() =>
           Effect.sync(() => {
             const open = sim.openOf(proc)
@@ -326,20 +440,29 @@ export const destinations: MethodRun = async (seed, options) => {
           destinationResolver: resolve,
           serializer,
           writeMethod: method,
-          failureHandler: routing(routed)
+          failureHandler: routing(proc, routed)
         }))
       )
+      return { proc: proc.name, from: 0, summary }
     }).pipe(Effect.provide(BigQueryClient.fromClients(sim.clients(proc))))
   const result = await liveWithoutCrashes(world, rng, program, () => sim.calm(), options)
-  const visible = Array.from({ length: tables }, (_, t) => sim.visible(`sim.d.t${t}`).map(idOf)).flat()
+  const visibleIn = Array.from({ length: tables }, (_, t) => sim.visible(`sim.d.t${t}`).map(idOf))
   const checks: Array<Check> = [
     checkAtLeastOnce({
       total: plan.total,
-      visible,
-      routed,
+      visible: visibleIn.flat(),
+      routed: ids(routed),
       ambiguous: new Set(sim.ambiguous.map(idOf)),
       restarts: result.restarts
     }),
+    routingChecked(sim, refusals, routed, plan.total, result.value),
+    // routing by destination: each row in the table its record resolved to
+    () =>
+      visibleIn.flatMap((list, t) =>
+        list.filter((id) => tableOf(id) !== t).slice(0, 3).map((id) =>
+          `routing: row ${id} is in table t${t}, its record resolved to t${tableOf(id)}`
+        )
+      ),
     () => quiet.slice(0, 3).map((q) => `memory: destinations did not idle out: ${q}`),
     () => (widest > tables ? [`memory: ${widest} AppendRows calls open for ${tables} tables`] : []),
     bounded(sim, result, {
@@ -350,6 +473,44 @@ export const destinations: MethodRun = async (seed, options) => {
     released(sim, result)
   ]
   return { world, result, checks }
+}
+
+/**
+ * A resolver and serializer whose user code refuses the poison records: the resolver answers
+ * `Unroutable` for those of `byResolver`, and `fingerprint` throws for those of `byFingerprint` (it is
+ * read for each record right after the record is resolved, in one synchronous block, so the last
+ * record resolved is the one it is read for; the opening of a destination reads it too, and then no
+ * record is pending).
+ */
+const withRefusingUserCode = (
+  resolveRow: (row: Row) => TableDestination.TableDestination,
+  serializer: RowSerializer.RowSerializer<Row>,
+  byResolver: ReadonlySet<number>,
+  byFingerprint: ReadonlySet<number>
+) => {
+  let pending: number | undefined
+  const resolve = (row: Row) => {
+    pending = byFingerprint.has(row.id) ? row.id : undefined
+    return byResolver.has(row.id)
+      ? TableDestination.unroutable({ reason: poisonMessage(row.id) })
+      : resolveRow(row)
+  }
+  if (byFingerprint.size === 0) return { resolve, serializer }
+  const fingerprint = () => {
+    const id = pending
+    pending = undefined
+    if (id !== undefined) throw new Error(poisonMessage(id))
+    return "v1"
+  }
+  return {
+    resolve,
+    serializer: RowSerializer.make({
+      tableSchema: serializer.tableSchema,
+      serialize: serializer.serialize,
+      encodeInto: serializer.encodeInto,
+      fingerprint
+    })
+  }
 }
 
 interface Change {
@@ -393,7 +554,7 @@ export const cdc: MethodRun = async (seed, options) => {
     cdc: { changeType: (c: Change) => c.op, sequenceNumber: (c: Change) => c.id.toString(16).toUpperCase() },
     ...tuning(options, () => atLeastOnceTuning(rng))
   })
-  const routed: Array<number> = []
+  const routed: Array<ByProcess> = []
   const program = (proc: Life.SimProcess) =>
     Effect.gen(function*() {
       const rows = yield* RowSerializer.fromJson(cdcSchema)
@@ -406,7 +567,7 @@ export const cdc: MethodRun = async (seed, options) => {
           createDisposition: "CREATE_NEVER",
           serializer,
           writeMethod: method,
-          failureHandler: routing(routed)
+          failureHandler: routing(proc, routed)
         }))
       )
     }).pipe(Effect.provide(BigQueryClient.fromClients(sim.clients(proc))))
@@ -460,6 +621,9 @@ export const fileLoads: MethodRun = async (seed, options) => {
   )
   const store = checkpointStore(world, rng, options)
   const plan = sourcePlan(rng, options)
+  // poison records only (load jobs refuse no row the serializer made); their serializer fails with
+  // a RowSerializationError: the file loads path calls `serialize` (it has no in-place writer)
+  const refusals = drawRefusals(faulty ? noRefusals() : undefined, widened(seed, options), plan.total, 0)
   const checkpointEvery = every(rng, options)
   const reconcile = retryPolicy(rng)
   const tuned = tuning(options, () => ({
@@ -473,14 +637,15 @@ export const fileLoads: MethodRun = async (seed, options) => {
     }
   }))
   const method = WriteMethod.fileLoads({ stagingPath: "gs://sim-staging/loads", ...tuned })
-  const routed: Array<number> = []
+  const routed: Array<ByProcess> = []
   const lifePlan = checkpointedLife(rng, seed, options, plan)
   const program = (proc: Life.SimProcess) =>
     resumed(world, proc, plan, (o) =>
       BigQuerySink.make({
         ...o,
+        serializer: poisoned(o.serializer, refusals.poison, false),
         writeMethod: method,
-        failureHandler: routing(routed),
+        failureHandler: routing(proc, routed),
         checkpoint: { ...o.checkpoint, every: checkpointEvery }
       })).pipe(Effect.provide(Layer.mergeAll(
         BigQueryClient.fromClients(loads.clients(proc)),
@@ -496,7 +661,8 @@ export const fileLoads: MethodRun = async (seed, options) => {
   const attempts = tuned.reconcile?.maxAttempts ?? 10
   const visible = sim.visible(table).map(idOf)
   const checks: Array<Check> = [
-    checkExactlyOnce({ total: plan.total, visible, routed }),
+    checkExactlyOnce({ total: plan.total, visible, routed: ids(routed) }),
+    routingChecked(sim, refusals, routed, plan.total, result.value),
     // the finishing process counts what it staged (from its position on) and loaded
     checkSummary({ total: plan.total, visible, finished: result.value, sizeOf: rowBytes }),
     () => [...loads.runs].filter(([, n]) => n > 1).slice(0, 3).map(([id, n]) => `job ${id} ran ${n} times`),

@@ -70,6 +70,34 @@ export const checkpointStore = (
   return { layer: store.layer, calm: store.calm }
 }
 
+/**
+ * The rng of the inputs drawn since issue 36, of its own (derived from the seed), so that every
+ * earlier draw of a seed stays what it was; `undefined` with `widen: false` (each such input off).
+ */
+export const widened = (seed: number, options: RunOptions): Rng | undefined =>
+  options.widen === false ? undefined : makeRng((seed ^ 0x77696465) >>> 0)
+
+/**
+ * Ids of `0..total-1` refused on every attempt, drawn for a fraction of the seeds (`chance`): each
+ * id with a drawn rate of up to 5%; none without an rng.
+ */
+export const refusedIds = (rng: Rng | undefined, total: number, chance: number): ReadonlySet<number> => {
+  if (rng === undefined || !rng.chance(chance)) return new Set()
+  const rate = rng.next() * 0.05
+  const ids = new Set<number>()
+  for (let id = 0; id < total; id++) if (rng.chance(rate)) ids.add(id)
+  return ids
+}
+
+/** The message a poison record's user code throws with: the record's id, so that its routing is known by identity. */
+export const poisonMessage = (id: number): string => `poison record ${id}`
+
+/** The id a routed record's message names (`poisonMessage`), if any. */
+export const poisonOf = (message: string): number | undefined => {
+  const m = /poison record (\d+)/.exec(message)
+  return m === null ? undefined : Number(m[1])
+}
+
 /** A checkpoint interval (swarm: every record, every few, many, or a duration; else 10 records). */
 export const every = (rng: Rng, options: RunOptions): number | Duration.Duration =>
   options.swarm === true
