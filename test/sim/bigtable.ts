@@ -289,6 +289,11 @@ export const make = (
       const refusal = { code: 3, message: "simulated: the service refuses this row" }
       // one bad entry's status fanned out to every entry: none of them applied
       const fanned = bad.length > 0 && faults.fanOut === true
+      if (bad.length > 0) {
+        world.trace(() =>
+          `${proc.name}: MutateRows of ${entries.length} refuses ${bad.join(", ")}${fanned ? " (to every entry)" : ""}`
+        )
+      }
       const lostAfter = !fanned && hit(faults.resetAfterApply) ? rng.int(entries.length + 1) : undefined
       const statuses = entries.map((e, index) => {
         const rowKey = rowKeys[index] ?? ""

@@ -38,6 +38,8 @@ export interface LifePlan {
   readonly restartDelay: readonly [number, number]
   readonly calmAfter: number
   readonly maxRestarts: number
+  /** Each crash takes the machine down (a power loss): every process dies, zombies included. */
+  readonly machine?: boolean
 }
 
 /**
@@ -178,7 +180,8 @@ export const live = async (
   for (const at of plan.crashes) {
     world.at(at, undefined, () => {
       if (current === undefined || current.state !== "running" || finished) return
-      world.crash(current)
+      if (plan.machine === true) { for (const p of world.crashMachine()) running.delete(p as SimProcess) }
+      else world.crash(current)
       running.delete(current)
       restart()
     })

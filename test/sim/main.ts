@@ -118,6 +118,9 @@ const parse = (argv: ReadonlyArray<string>): Args => {
   }
 }
 
+/** A violation's kind: what comes before its first colon (`routing`, `leak`, `hang`, `defect in p2`, ...). */
+const kindOf = (violation: string): string => violation.slice(0, Math.max(0, violation.indexOf(":"))) || violation
+
 /** Swarm mode for a seed when not forced: odd seeds. */
 const swarmOf = (args: Args, seed: number): boolean => args.swarm ?? seed % 2 === 1
 
@@ -131,6 +134,8 @@ interface Tally {
   virtualMillis: number
   restarts: number
   readonly errors: Record<string, number>
+  /** Failed seeds by the kinds of their violations (`routing`, `leak`, `hang`, ...). */
+  readonly kinds: Record<string, number>
   readonly failures: Array<
     { readonly seed: number; readonly replay: string; readonly violations: ReadonlyArray<string> }
   >
@@ -143,6 +148,7 @@ const emptyTally = (): Tally => ({
   virtualMillis: 0,
   restarts: 0,
   errors: {},
+  kinds: {},
   failures: []
 })
 
@@ -165,6 +171,7 @@ const runShare = async (args: Args, done: (method: string, tally: Tally) => void
       for (const e of report.errors) tally.errors[e] = (tally.errors[e] ?? 0) + 1
       if (!report.ok) {
         tally.failed++
+        for (const kind of new Set(report.violations.map(kindOf))) tally.kinds[kind] = (tally.kinds[kind] ?? 0) + 1
         if (tally.failures.length < 10) {
           tally.failures.push({ seed, replay: replay(report), violations: report.violations })
         }
@@ -182,7 +189,8 @@ const merge = (into: Tally, t: Tally): void => {
   into.virtualMillis += t.virtualMillis
   into.restarts += t.restarts
   for (const [e, n] of Object.entries(t.errors)) into.errors[e] = (into.errors[e] ?? 0) + n
-  into.failures.push(...t.failures.slice(0, Math.max(0, 10 - into.failures.length)))
+  for (const [k, n] of Object.entries(t.kinds)) into.kinds[k] = (into.kinds[k] ?? 0) + n
+  into.failures.push(...t.failures)
 }
 
 /** Prints one method's line (and its failures); false when a seed failed. */
@@ -195,6 +203,8 @@ const report = (method: string, t: Tally): boolean => {
       } virtual h  ` +
       `${t.restarts} restarts${errors === "" ? "" : ` (writer errors: ${errors})`}`
   )
+  const kinds = Object.entries(t.kinds).toSorted((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(", ")
+  if (kinds !== "") console.log(`  failed seeds by kind of violation: ${kinds}`)
   for (const f of t.failures.toSorted((a, b) => a.seed - b.seed)) {
     console.log(`  FAILED: ${f.replay}\n    ${f.violations.join("\n    ")}`)
   }

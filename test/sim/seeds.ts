@@ -19,6 +19,11 @@ export interface Regression {
   readonly method: string
   readonly seed: number
   readonly swarm: boolean
+  /**
+   * The simulator's draws the seed was found with: `"first"` (before handovers and the widened
+   * inputs of issue 36: both off), `"widened"` (all of today's draws).
+   */
+  readonly draws?: "first" | "widened"
   /** What the seed found, and the commit that fixed it. */
   readonly found: string
 }

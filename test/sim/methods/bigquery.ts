@@ -5,8 +5,10 @@
  * each through the public API on `BigQueryClient.fromClients` (and `GcsClient.fromStorage`) with the
  * simulated services.
  */
+import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
@@ -26,7 +28,7 @@ import { Checkpoint, FailureHandler, GcsClient, type WriteSummary } from "../../
 import * as BigQuery from "../bigquery.ts"
 import * as FileLoads from "../fileLoads.ts"
 import * as Gcs from "../gcs.ts"
-import { World } from "../kernel.ts"
+import { type Process, World } from "../kernel.ts"
 import * as Life from "../life.ts"
 import { make as makeRng, rate, type Rng } from "../random.ts"
 import {
@@ -41,8 +43,10 @@ import {
   type MethodRun,
   type RunOptions
 } from "../run.ts"
+import * as Schedules from "../schedules.ts"
 import { idOf, source, type SourcePlan } from "../source.ts"
 import {
+  callerSchedules,
   checkpointedLife,
   checkpointStore,
   every,
@@ -251,16 +255,20 @@ const resumed = <E, R>(
 export const exactlyOnce: MethodRun = async (seed, options) => {
   const rng = makeRng(seed)
   const { sim, widen, world, ...drawn } = setup(options, rng, seed)
-  const store = checkpointStore(world, rng, options)
+  const schedules = Schedules.make(widen)
+  const store = checkpointStore(world, rng, options, { schedules, rng: widen })
   const plan = sourcePlan(rng, options)
   const refusals = drawRefusals(drawn.refusals, widen, plan.total)
   const checkpointEvery = every(rng, options)
-  const method = WriteMethod.exactlyOnce(tuning(options, () => ({
-    ...byteBounds(rng),
-    destinationIdleTimeout: rng.pick([undefined, Duration.millis(rng.between(10, 5_000))]),
-    retry: retryPolicy(rng),
-    recovery: retryPolicy(rng)
-  })))
+  const method = WriteMethod.exactlyOnce({
+    ...tuning(options, () => ({
+      ...byteBounds(rng),
+      destinationIdleTimeout: rng.pick([undefined, Duration.millis(rng.between(10, 5_000))]),
+      retry: retryPolicy(rng),
+      recovery: retryPolicy(rng)
+    })),
+    ...callerSchedules(schedules, ["retry", "recovery"])
+  })
   const routed: Array<ByProcess> = []
   const lifePlan = checkpointedLife(rng, seed, options, plan)
   const program = (proc: Life.SimProcess) =>
@@ -281,6 +289,7 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
     checkExactlyOnce({ total: plan.total, visible, routed: ids(routed) }),
     checkSummary({ total: plan.total, visible, finished: result.value, sizeOf: rowBytes }),
     routingChecked(sim, refusals, routed, plan.total, result.value),
+    schedules.check,
     released(sim, result)
   ]
   return { world, result, checks }
@@ -303,7 +312,11 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
   sim.onApplied.push((_, rows, at) => {
     for (const row of rows) applied.record(idOf(row), at)
   })
-  const tuned = tuning(options, () => atLeastOnceTuning(rng))
+  const schedules = Schedules.make(widen)
+  const tuned = {
+    ...tuning(options, () => atLeastOnceTuning(rng)),
+    ...callerSchedules(schedules, ["retry", "recovery"])
+  }
   const consumes: Consumes = options.swarm === true ? rng.pick<Consumes>(["all", "all", "some", "none"]) : "all"
   // one seed in five (not the slow ones) starts without its table, and the first process's
   // tableCreateOptions throws: that write must fail with a typed error, never hang, and a restart
@@ -345,6 +358,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
       restarts: result.restarts
     }),
     routingChecked(sim, refusals, routed, plan.total, result.value),
+    schedules.check,
     ...(options.lowRate === true ? [checkLatency({ emitted, applied: applied.times, bound: lowRateBound })] : []),
     bounded(sim, result, inFlight),
     released(sim, result)
@@ -619,11 +633,13 @@ export const fileLoads: MethodRun = async (seed, options) => {
     faulty ? FileLoads.drawFaults(rng, 0.08, spikeMillis) : FileLoads.noFaults,
     { bigquery: sim, gcs, datasets: { d: location }, location: rng.pick([undefined, location]) }
   )
-  const store = checkpointStore(world, rng, options)
+  const widen = widened(seed, options)
+  const schedules = Schedules.make(widen)
+  const store = checkpointStore(world, rng, options, { schedules, rng: widen })
   const plan = sourcePlan(rng, options)
   // poison records only (load jobs refuse no row the serializer made); their serializer fails with
   // a RowSerializationError: the file loads path calls `serialize` (it has no in-place writer)
-  const refusals = drawRefusals(faulty ? noRefusals() : undefined, widened(seed, options), plan.total, 0)
+  const refusals = drawRefusals(faulty ? noRefusals() : undefined, widen, plan.total, 0)
   const checkpointEvery = every(rng, options)
   const reconcile = retryPolicy(rng)
   const tuned = tuning(options, () => ({
@@ -636,9 +652,15 @@ export const fileLoads: MethodRun = async (seed, options) => {
       maxAttempts: rng.between(100, 1000)
     }
   }))
-  const method = WriteMethod.fileLoads({ stagingPath: "gs://sim-staging/loads", ...tuned })
+  const method = WriteMethod.fileLoads({
+    stagingPath: "gs://sim-staging/loads",
+    ...tuned,
+    ...callerSchedules(schedules, ["poll", "reconcile"])
+  })
   const routed: Array<ByProcess> = []
   const lifePlan = checkpointedLife(rng, seed, options, plan)
+  /** How each process that was not killed ended: `done`, or its typed error's tag. */
+  const endings = new Map<Process, string>()
   const program = (proc: Life.SimProcess) =>
     resumed(world, proc, plan, (o) =>
       BigQuerySink.make({
@@ -647,22 +669,31 @@ export const fileLoads: MethodRun = async (seed, options) => {
         writeMethod: method,
         failureHandler: routing(proc, routed),
         checkpoint: { ...o.checkpoint, every: checkpointEvery }
-      })).pipe(Effect.provide(Layer.mergeAll(
-        BigQueryClient.fromClients(loads.clients(proc)),
-        GcsClient.fromStorage({ projectId: sim.projectId, storage: gcs.storage(proc) }),
-        store.layer(proc)
-      )))
+      })).pipe(
+        Effect.provide(Layer.mergeAll(
+          BigQueryClient.fromClients(loads.clients(proc)),
+          GcsClient.fromStorage({ projectId: sim.projectId, storage: gcs.storage(proc) }),
+          store.layer(proc)
+        )),
+        Effect.onExit((exit) =>
+          Effect.sync(() => {
+            const error = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : Option.none()
+            endings.set(proc, Option.isSome(error) ? tagOf(error.value) : "done")
+          })
+        )
+      )
   const result = await Life.live(world, lifePlan, program, () => {
     sim.calm()
     gcs.calm()
     loads.calm()
     store.calm()
   }, limits(options))
-  const attempts = tuned.reconcile?.maxAttempts ?? 10
+  const attempts = schedules.attempts("reconcile") ?? tuned.reconcile?.maxAttempts ?? 10
   const visible = sim.visible(table).map(idOf)
   const checks: Array<Check> = [
     checkExactlyOnce({ total: plan.total, visible, routed: ids(routed) }),
     routingChecked(sim, refusals, routed, plan.total, result.value),
+    schedules.check,
     // the finishing process counts what it staged (from its position on) and loaded
     checkSummary({ total: plan.total, visible, finished: result.value, sizeOf: rowBytes }),
     () => [...loads.runs].filter(([, n]) => n > 1).slice(0, 3).map(([id, n]) => `job ${id} ran ${n} times`),
@@ -678,7 +709,40 @@ export const fileLoads: MethodRun = async (seed, options) => {
         return `leak: ${uri} was loaded and is still staged (${d?.asked ?? 0} deletes asked, ${
           d?.faulted ?? 0
         } refused; the budget is ${attempts})`
-      })
+      }),
+    orphans(gcs, loads, endings)
   ]
   return { world, result, checks }
+}
+
+const tagOf = (e: unknown): string => typeof e === "object" && e !== null && "_tag" in e ? String(e._tag) : String(e)
+
+/**
+ * Cleanup (issue 36: no object left in a bucket that no record names): a staged object no job
+ * loaded was never named by a checkpoint that became the writer's state, so nothing will ever load
+ * or delete it. A process killed leaves its own (its memory is gone); a process that finished or
+ * was fenced (`CheckpointConflict`) must not. Objects of processes that ended in another typed
+ * error are counted apart (`leftBy`), as the docs keep them.
+ */
+const orphans = (
+  gcs: Gcs.GcsSim,
+  loads: FileLoads.FileLoadsSim,
+  endings: ReadonlyMap<Process, string>
+): Check =>
+() => {
+  const left = gcs.live("sim-staging").filter((uri) => !loads.loaded.has(uri))
+  const byEnding = new Map<string, Array<string>>()
+  for (const uri of left) {
+    const proc = gcs.uploadedBy.get(uri)
+    const ending = proc === undefined ? undefined : endings.get(proc)
+    if (proc === undefined || proc.state === "dead" || (ending !== "done" && ending !== "CheckpointConflict")) continue
+    const list = byEnding.get(`${proc.name} (${ending})`) ?? []
+    list.push(uri)
+    byEnding.set(`${proc.name} (${ending})`, list)
+  }
+  return [...byEnding].slice(0, 3).map(([who, uris]) =>
+    `leak: ${uris.length} staged object(s) of ${who} no checkpoint named and no job loaded, left in the bucket: ${
+      uris.slice(0, 2).join(", ")
+    }`
+  )
 }

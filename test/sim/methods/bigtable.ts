@@ -39,8 +39,10 @@ import {
   type MethodRun,
   type RunOptions
 } from "../run.ts"
+import * as Schedules from "../schedules.ts"
 import { source } from "../source.ts"
 import {
+  callerSchedules,
   checkpointedLife,
   checkpointStore,
   every,
@@ -234,8 +236,11 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
     retry: retryPolicy(rng),
     recovery: retryPolicy(rng)
   }))
+  const schedules = Schedules.make(widen)
   const method = WriteMethod.atLeastOnce({
     ...tuned,
+    // not the recovery of lost tables: its budget is what the repair invariant counts on
+    ...callerSchedules(schedules, losses === undefined ? ["retry", "recovery"] : ["retry"]),
     ...(losses === undefined ? {} : {
       // each table lost fewer times than its recovery budget
       recovery: {
@@ -270,6 +275,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
       restarts: result.restarts
     }),
     routingChecked(sim, refusals, routed, plan.total, result.value),
+    schedules.check,
     ...(options.lowRate === true ? [checkLatency({ emitted, applied: first.times, bound: lowRateBound })] : []),
     // `batchElementCount` (default 100) bounds the entries of a request
     checkThat(
@@ -290,11 +296,12 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
 }
 
 export const exactlyOnce: MethodRun = async (seed, given) => {
-  const { options, refusals: drawRefusals, rng, sim, table, world } = setup(seed, given, false, {
+  const { options, refusals: drawRefusals, rng, sim, table, widen, world } = setup(seed, given, false, {
     bad: false,
     losses: false
   })
-  const store = checkpointStore(world, rng, options)
+  const schedules = Schedules.make(widen)
+  const store = checkpointStore(world, rng, options, { schedules, rng: widen })
   const plan = sourcePlan(rng, options)
   const refusals = drawRefusals(plan.total)
   const checkpointEvery = every(rng, options)
@@ -332,6 +339,7 @@ export const exactlyOnce: MethodRun = async (seed, given) => {
   const checks: Array<Check> = [
     checkExactlyOnce({ total: plan.total, visible, routed: routed.map((r) => r.id) }),
     routingChecked(sim, refusals, routed, plan.total, result.value),
+    schedules.check,
     // the at-least-once sink's count of an entry's bytes: its serialized size, without the marker
     checkSummary({
       total: plan.total,

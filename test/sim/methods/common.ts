@@ -2,13 +2,14 @@
 import * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
-import type { CheckpointStore } from "../../../src/Sink.ts"
+import type { CheckpointStore, RetryPolicy } from "../../../src/Sink.ts"
 import * as FileSystem from "../fileSystem.ts"
 import * as Gcs from "../gcs.ts"
 import type { Process, World } from "../kernel.ts"
 import * as Life from "../life.ts"
 import { make as makeRng, type Rng } from "../random.ts"
 import type { RunOptions } from "../run.ts"
+import type * as Schedules from "../schedules.ts"
 import type { SourcePlan } from "../source.ts"
 import * as Store from "../store.ts"
 
@@ -33,30 +34,41 @@ export const horizon = (plan: SourcePlan): number => Math.max(1, plan.total / pl
  * (none with `life: false`; no handover with `handovers: false`). The handover draws from an rng of
  * its own, derived from the seed, so a seed's other draws are what they were before handovers.
  */
-export const checkpointedLife = (rng: Rng, seed: number, options: RunOptions, plan: SourcePlan): Life.LifePlan =>
-  Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), {
+export const checkpointedLife = (rng: Rng, seed: number, options: RunOptions, plan: SourcePlan): Life.LifePlan => {
+  const life = Life.drawPlan(rng, options.life === false ? 0 : horizon(plan), {
     zombies: options.life !== false,
     handovers: options.handovers === false ? undefined : makeRng((seed ^ 0x68616e64) >>> 0)
   })
+  // a seed in four of the widened ones: each crash takes the machine down (a power loss), from an
+  // rng of its own so that the method's other widened draws stay what they are
+  const machine = options.widen !== false && makeRng((seed ^ 0x6d616368) >>> 0).chance(0.25)
+  return machine ? { ...life, machine } : life
+}
 
 /**
  * The writer's checkpoint store, drawn per seed: `CheckpointStore.gcs`'s own code on simulated
  * Cloud Storage, `CheckpointStore.file`'s on a simulated file system, or the compare-and-set memory
- * store's code behind a faulty network.
+ * store's code behind a faulty network. Widened: a caller's reading `retry` schedule for the GCS
+ * store; for the file store, in three seeds in ten, the call after the first `mkdir` that creates a
+ * directory fails (a first save that fails after its `mkdir`).
  */
 export const checkpointStore = (
   world: World,
   rng: Rng,
-  options: RunOptions
+  options: RunOptions,
+  widened: { readonly schedules?: Schedules.CallerSchedules; readonly rng?: Rng | undefined } = {}
 ): { readonly layer: (proc: Process) => Layer.Layer<CheckpointStore>; readonly calm: () => void } => {
   const faulty = options.faults !== false
   const kind = rng.int(3)
   if (kind === 0) {
     const gcs = Gcs.make(world, faulty ? Gcs.drawFaults(rng, 0.1) : Gcs.drawFaults(rng, 0))
-    return { layer: gcs.store, calm: gcs.calm }
+    const retry = widened.schedules?.draw("CheckpointStore.gcs retry")
+    return { layer: (proc) => gcs.store(proc, retry), calm: gcs.calm }
   }
   if (kind === 1) {
-    const fs = FileSystem.make(world, FileSystem.drawFaults(rng, faulty ? 0.1 : 0), {
+    const drawn = FileSystem.drawFaults(rng, faulty ? 0.1 : 0)
+    const aimed = faulty && widened.rng?.chance(0.3) === true
+    const fs = FileSystem.make(world, aimed ? { ...drawn, failAfterFirstMkdir: true } : drawn, {
       directory: "/data/checkpoints",
       exists: rng.chance(0.5)
     })
@@ -96,6 +108,19 @@ export const poisonMessage = (id: number): string => `poison record ${id}`
 export const poisonOf = (message: string): number | undefined => {
   const m = /poison record (\d+)/.exec(message)
   return m === null ? undefined : Number(m[1])
+}
+
+/** The options `names` a caller's reading schedule replaces, as a write method's options. */
+export const callerSchedules = (
+  schedules: Schedules.CallerSchedules,
+  names: ReadonlyArray<string>
+): Record<string, RetryPolicy> => {
+  const out: Record<string, RetryPolicy> = {}
+  for (const name of names) {
+    const policy = schedules.draw(name)
+    if (policy !== undefined) out[name] = policy
+  }
+  return out
 }
 
 /** A checkpoint interval (swarm: every record, every few, many, or a duration; else 10 records). */
