@@ -122,6 +122,12 @@ export interface BigQuerySim {
   readonly ambiguous: Array<Uint8Array>
   /** Per row error answer a process received: the process and the rows it named (the sink must route them). */
   readonly refused: Array<{ readonly proc: Process; readonly row: Uint8Array }>
+  /**
+   * Appends a process sent at an offset where it had seen its own rows acknowledged on that stream
+   * (a stale offset probed again), which no protocol step does: a re-send goes where its attempt
+   * went unanswered, a replay after a rejection where nothing landed.
+   */
+  readonly rewinds: ReadonlyArray<string>
   /** The clients of one process, for `BigQueryClient.fromClients`. */
   readonly clients: (
     proc: Process
@@ -237,6 +243,9 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
   const stats = { requests: 0, openStreams: 0, maxOpenStreams: 0, maxInFlight: 0 }
   const ambiguous: Array<Uint8Array> = []
   const refused: BigQuerySim["refused"] = []
+  /** Per process and BUFFERED stream, the offsets of the rows it saw acknowledged there. */
+  const acked = new Map<string, Set<number>>()
+  const rewinds: Array<string> = []
   const onApplied: BigQuerySim["onApplied"] = []
   let calmed = false
   /** A fault of probability `p`, unless the storm has passed. */
@@ -393,12 +402,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         call.emit("error", error)
         call.emit("status", { code: error.code, details: error.details, metadata: error.metadata })
       })
-    const answer = (
-      bytes: Buffer,
-      rows: ReadonlyArray<Uint8Array>,
-      taken: boolean,
-      refusedRows: ReadonlyArray<Uint8Array> = []
-    ) => {
+    const answer = (bytes: Buffer, rows: ReadonlyArray<Uint8Array>, taken: boolean, delivered?: () => void) => {
       if (taken) inFlight.add(rows)
       const at = Math.max(lastAnswer, world.now + latency())
       lastAnswer = at
@@ -408,7 +412,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         unanswered--
         settle(1)
         world.deliver(proc, () => {
-          for (const row of refusedRows) refused.push({ proc, row })
+          delivered?.()
           call.emit("data", bytes)
         })
         if (halfClosed && unanswered === 0) {
@@ -420,11 +424,9 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       })
     }
 
-    const arrive = (request: Buffer) => {
+    const arrive = (parsed: ReturnType<typeof parseRequest>) => {
       if (broken) return
       stats.requests++
-      const parsed = parseRequest(request)
-      if (parsed.writeStream !== undefined) writeStream = parsed.writeStream
       if (parsed.descriptor !== undefined) {
         descriptor = parsed.descriptor
         columns = (protos.google.protobuf.DescriptorProto.decode(parsed.descriptor).field ?? []).map((f) =>
@@ -454,7 +456,17 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       }
       const spike = hit(faults.spike) ? faults.spikeMillis : 0
       if (spike > 0) lastAnswer = Math.max(lastAnswer, world.now + spike)
-      answer(outcome.bytes, rows, outcome._tag === "applied", outcome._tag === "answered" ? outcome.refused : undefined)
+      const offset = parsed.offset
+      answer(outcome.bytes, rows, outcome._tag === "applied", () => {
+        if (outcome._tag === "answered") { for (const row of outcome.refused ?? []) refused.push({ proc, row }) }
+        // the rows this process saw acknowledged on a BUFFERED stream
+        if (outcome._tag === "applied" && isBuffered && offset !== undefined) {
+          const key = `${proc.id}|${writeStream}`
+          let offsets = acked.get(key)
+          if (offsets === undefined) acked.set(key, offsets = new Set())
+          for (let o = offset; o < offset + rows.length; o++) offsets.add(o)
+        }
+      })
     }
 
     return Object.assign(call, {
@@ -470,9 +482,20 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         f.peakRequests = Math.max(f.peakRequests, f.requests)
         f.peakBytes = Math.max(f.peakBytes, f.bytes)
         f.largest = Math.max(f.largest, request.length)
+        const parsed = parseRequest(request)
+        if (parsed.writeStream !== undefined) writeStream = parsed.writeStream
+        const offset = parsed.offset
+        if (offset !== undefined) {
+          world.trace(() => `${proc.name}: sends ${parsed.rows.length} rows at offset ${offset} of ${writeStream}`)
+          if (acked.get(`${proc.id}|${writeStream}`)?.has(offset) === true) {
+            rewinds.push(
+              `${proc.name} appended at offset ${offset} of ${writeStream}, where it had seen its rows acknowledged`
+            )
+          }
+        }
         const at = Math.max(lastArrival, world.now + latency())
         lastArrival = at
-        world.at(at - world.now, undefined, () => arrive(request))
+        world.at(at - world.now, undefined, () => arrive(parsed))
         return true
       },
       end: () => {
@@ -676,6 +699,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
     },
     ambiguous,
     refused,
+    rewinds,
     clients: (proc) => ({ projectId, write: writeClient(proc), rest: restClient(proc) }),
     buffered,
     stats,

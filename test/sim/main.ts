@@ -12,10 +12,13 @@
  * printed), `--workers K` (default: the machine's cores), `--budget` (each method's CI budget of
  * `seeds.ts` in place of `--seeds`/`--from`), `--first` (a method stops at its first failing seed:
  * how many seeds a planted fault takes to be found), `--no-widen` (none of the inputs drawn since
- * issue 36: the runs of the regression seeds found before them). Exits 1 when a seed breaks an invariant,
+ * issue 36: the runs of the regression seeds found before them), `--record FILE` (the violations of
+ * every failed seed, written to FILE) and `--against FILE` (a seed fails only where its violations
+ * differ from FILE's: a planted fault's seeds to detection on a tree whose own seeds fail). Exits 1 when a seed breaks an invariant,
  * after printing the command that replays it.
  */
 import { fork } from "node:child_process"
+import * as fs from "node:fs"
 import * as os from "node:os"
 import { methods } from "./methods/index.ts"
 import { runWith, type SeedReport } from "./run.ts"
@@ -32,6 +35,10 @@ interface Args {
   readonly budget: boolean
   readonly first: boolean
   readonly widen: boolean
+  /** `--record FILE`: the violations of every failed seed are written to FILE. */
+  readonly record: string | undefined
+  /** `--against FILE`: a seed fails only where its violations differ from FILE's (a planted fault's own). */
+  readonly against: Readonly<Record<string, string>> | undefined
 }
 
 const number = (flag: string, value: string | undefined): number => {
@@ -52,6 +59,8 @@ const parse = (argv: ReadonlyArray<string>): Args => {
   let budgeted = false
   let first = false
   let widen = true
+  let record: string | undefined
+  let against: Args["against"]
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]
     const value = argv[i + 1]
@@ -97,6 +106,14 @@ const parse = (argv: ReadonlyArray<string>): Args => {
       case "--no-widen":
         widen = false
         break
+      case "--record":
+        record = value
+        i++
+        break
+      case "--against":
+        against = JSON.parse(fs.readFileSync(value ?? "", "utf8")) as Record<string, string>
+        i++
+        break
       case "--no-swarm":
         swarm = false
         break
@@ -114,7 +131,9 @@ const parse = (argv: ReadonlyArray<string>): Args => {
     worker,
     budget: budgeted,
     first,
-    widen
+    widen,
+    record,
+    against
   }
 }
 
@@ -134,6 +153,8 @@ interface Tally {
   virtualMillis: number
   restarts: number
   readonly errors: Record<string, number>
+  /** The violations of each failed seed (`method seed`), with `--record`. */
+  readonly record: Record<string, string>
   /** Failed seeds by the kinds of their violations (`routing`, `leak`, `hang`, ...). */
   readonly kinds: Record<string, number>
   readonly failures: Array<
@@ -149,6 +170,7 @@ const emptyTally = (): Tally => ({
   restarts: 0,
   errors: {},
   kinds: {},
+  record: {},
   failures: []
 })
 
@@ -169,10 +191,17 @@ const runShare = async (args: Args, done: (method: string, tally: Tally) => void
       tally.virtualMillis += report.virtualMillis
       tally.restarts += report.restarts
       for (const e of report.errors) tally.errors[e] = (tally.errors[e] ?? 0) + 1
-      if (!report.ok) {
+      const violations = report.violations.join("\n")
+      if (args.record !== undefined && !report.ok) tally.record[`${method} ${seed}`] = violations
+      // against a recorded run, a seed fails only where its violations differ from the recorded ones
+      const failed = args.against === undefined ? !report.ok : (args.against[`${method} ${seed}`] ?? "") !== violations
+      if (failed) {
         tally.failed++
-        for (const kind of new Set(report.violations.map(kindOf))) tally.kinds[kind] = (tally.kinds[kind] ?? 0) + 1
-        if (tally.failures.length < 10) {
+        // the first few of each kind: a frequent one does not hide the others
+        const kinds = [...new Set(report.violations.map(kindOf))]
+        const rare = kinds.some((k) => (tally.kinds[k] ?? 0) < 3)
+        for (const kind of kinds) tally.kinds[kind] = (tally.kinds[kind] ?? 0) + 1
+        if (rare || tally.failures.length < 10) {
           tally.failures.push({ seed, replay: replay(report), violations: report.violations })
         }
         if (args.first) break
@@ -191,6 +220,7 @@ const merge = (into: Tally, t: Tally): void => {
   for (const [e, n] of Object.entries(t.errors)) into.errors[e] = (into.errors[e] ?? 0) + n
   for (const [k, n] of Object.entries(t.kinds)) into.kinds[k] = (into.kinds[k] ?? 0) + n
   into.failures.push(...t.failures)
+  Object.assign(into.record, t.record)
 }
 
 /** Prints one method's line (and its failures); false when a seed failed. */
@@ -260,6 +290,10 @@ const main = async (): Promise<void> => {
       child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`worker ${index} exited ${code}`))))
     }))
   await Promise.all(children)
+  if (args.record !== undefined) {
+    const all = Object.assign({}, ...[...tallies.values()].map((e) => e.tally.record)) as Record<string, string>
+    fs.writeFileSync(args.record, JSON.stringify(all, null, 1))
+  }
   console.log(`${((performance.now() - started) / 1000).toFixed(1)} s`)
   if (!ok) process.exitCode = 1
 }

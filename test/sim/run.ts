@@ -212,8 +212,8 @@ const countBy = (items: ReadonlyArray<ByProcess>): Map<string, number> => {
 export const checkRouting = (o: {
   readonly routed: ReadonlyArray<ByProcess>
   readonly refused: ReadonlyArray<ByProcess>
-  /** Refused by the sink itself, on every attempt (poison). */
-  readonly poison: (id: number) => boolean
+  /** Refused by the sink itself in that process (poison; user code that failed there). */
+  readonly poison: (id: number, proc: string) => boolean
   /** Refused on every attempt, by the service or the sink. */
   readonly alwaysRefused: (id: number) => boolean
   readonly total: number
@@ -225,7 +225,7 @@ export const checkRouting = (o: {
   const over: Array<string> = []
   for (const [key, n] of countBy(o.routed)) {
     const [proc = "", id = ""] = key.split("|")
-    const allowed = (refusals.get(key) ?? 0) + (o.poison(Number(id)) ? 1 : 0)
+    const allowed = (refusals.get(key) ?? 0) + (o.poison(Number(id), proc) ? 1 : 0)
     if (n > allowed) over.push(`${proc} routed ${id}${n > 1 ? ` ×${n}` : ""}, refused ×${allowed}`)
   }
   const missed: Array<string> = []

@@ -142,11 +142,40 @@ const ids = (routed: ReadonlyArray<ByProcess>): Array<number> => routed.map((r) 
 interface Refusals {
   readonly bad: Set<number>
   readonly poison: Set<number>
+  /**
+   * Records whose user code failed in one process only (flaky user code: a lookup that failed
+   * there), by process: the processes route different records, so a zombie's rows at an offset
+   * are not its successor's.
+   */
+  readonly flaky: Map<string, ReadonlySet<number>>
   /** The poison records' serializer throws inside `encodeInto` (in place) or returns a `RowSerializationError`. */
   inPlace: boolean
 }
 
-const noRefusals = (): Refusals => ({ bad: new Set(), poison: new Set(), inPlace: true })
+const noRefusals = (): Refusals => ({ bad: new Set(), poison: new Set(), flaky: new Map(), inPlace: true })
+
+/** The records `proc`'s user code refuses: the poison ones and its flaky ones. */
+const refusedBy = (refusals: Refusals, proc: string): (id: number) => boolean => {
+  const flaky = refusals.flaky.get(proc)
+  return flaky === undefined ? (id) => refusals.poison.has(id) : (id) => refusals.poison.has(id) || flaky.has(id)
+}
+
+/**
+ * Draws the flaky records of each process (`refusals.flaky`) in a third of the seeds, each process
+ * from an rng of its own forked when it starts; none without the widened rng.
+ */
+const flakyPerProcess = (refusals: Refusals, widen: Rng | undefined, total: number) => {
+  const rate = widen?.chance(1 / 3) === true ? widen.next() * 0.03 : 0
+  return (proc: string): (id: number) => boolean => {
+    if (rate > 0 && widen !== undefined && !refusals.flaky.has(proc)) {
+      const own = widen.fork()
+      const ids = new Set<number>()
+      for (let id = 0; id < total; id++) if (own.chance(rate)) ids.add(id)
+      refusals.flaky.set(proc, ids)
+    }
+    return refusedBy(refusals, proc)
+  }
+}
 
 /**
  * Draws the refusals of a source of `total` records into `into` (none without the widened rng, nor
@@ -163,23 +192,24 @@ const drawRefusals = (into: Refusals | undefined, widen: Rng | undefined, total:
 /** `serializer` whose user code fails for the poison records (with their id in the message). */
 const poisoned = (
   serializer: RowSerializer.RowSerializer<Row>,
-  poison: ReadonlySet<number>,
+  poison: ReadonlySet<number> | ((id: number) => boolean),
   inPlace: boolean
-): RowSerializer.RowSerializer<Row> =>
-  poison.size === 0
-    ? serializer
-    : inPlace
+): RowSerializer.RowSerializer<Row> => {
+  if (typeof poison !== "function" && poison.size === 0) return serializer
+  const refused = typeof poison === "function" ? poison : (id: number) => poison.has(id)
+  return inPlace
     ? RowSerializer.contramap(serializer, (row: Row) => {
-      if (poison.has(row.id)) throw new Error(poisonMessage(row.id))
+      if (refused(row.id)) throw new Error(poisonMessage(row.id))
       return row
     })
     : {
       tableSchema: serializer.tableSchema,
       serialize: (row, destination) =>
-        poison.has(row.id)
+        refused(row.id)
           ? new RowSerializer.RowSerializationError({ path: "", reason: poisonMessage(row.id) })
           : serializer.serialize(row, destination)
     }
+}
 
 /** The routing invariant of a method: the refusals the service delivered and the sink's own. */
 const routingChecked = (
@@ -192,7 +222,7 @@ const routingChecked = (
   checkRouting({
     routed,
     refused: sim.refused.map((r) => ({ proc: r.proc.name, id: idOf(r.row) })),
-    poison: (id) => refusals.poison.has(id),
+    poison: (id, proc) => refusedBy(refusals, proc)(id),
     alwaysRefused: (id) => refusals.poison.has(id) || refusals.bad.has(id),
     total,
     finished: finishedBy(finished)
@@ -259,6 +289,9 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
   const store = checkpointStore(world, rng, options, { schedules, rng: widen })
   const plan = sourcePlan(rng, options)
   const refusals = drawRefusals(drawn.refusals, widen, plan.total)
+  const refusedIn = drawn.refusals === undefined
+    ? () => refusedBy(refusals, "")
+    : flakyPerProcess(refusals, widen, plan.total)
   const checkpointEvery = every(rng, options)
   const method = WriteMethod.exactlyOnce({
     ...tuning(options, () => ({
@@ -275,7 +308,7 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
     resumed(world, proc, plan, (o) =>
       BigQuerySink.make({
         ...o,
-        serializer: poisoned(o.serializer, refusals.poison, refusals.inPlace),
+        serializer: poisoned(o.serializer, refusedIn(proc.name), refusals.inPlace),
         writeMethod: method,
         failureHandler: routing(proc, routed),
         checkpoint: { ...o.checkpoint, every: checkpointEvery }
@@ -290,6 +323,7 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
     checkSummary({ total: plan.total, visible, finished: result.value, sizeOf: rowBytes }),
     routingChecked(sim, refusals, routed, plan.total, result.value),
     schedules.check,
+    () => sim.rewinds.slice(0, 3).map((r) => `streams: ${r}`),
     released(sim, result)
   ]
   return { world, result, checks }
