@@ -149,7 +149,9 @@ export const make = (
           continue
         }
         world.trace(() =>
-          `${proc.name}: crash loses the entry ${name}${durable === undefined ? "" : " (back to its old file)"}`
+          `${machine ? "the machine" : proc.name}: crash loses the entry ${name}${
+            durable === undefined ? "" : " (back to its old file)"
+          }`
         )
         if (durable === undefined) dir.entries.delete(name)
         else dir.entries.set(name, durable)
@@ -162,7 +164,11 @@ export const make = (
       f.dirtyBy = undefined
       if (rng.chance(faults.lose)) {
         const torn = rng.chance(0.5) ? f.data.slice(0, rng.int(f.data.length + 1)) : f.durable
-        world.trace(() => `${proc.name}: crash leaves ${torn.length} of ${f.data.length} unsynced bytes of a file`)
+        world.trace(() =>
+          `${
+            machine ? "the machine" : proc.name
+          }: crash leaves ${torn.length} of ${f.data.length} unsynced bytes of a file`
+        )
         f.data = torn
       }
       f.durable = f.data

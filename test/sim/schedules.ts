@@ -17,12 +17,13 @@ import type { Check } from "./run.ts"
 
 const failures = [BigQueryError.BigQueryError, BigtableError.BigtableError, CheckpointStoreError] as const
 
-const describe = (input: unknown): string =>
-  input === undefined
-    ? "undefined"
-    : typeof input === "object" && input !== null
-    ? `${input.constructor.name}${"_tag" in input ? ` (${String(input._tag)})` : ""}`
-    : typeof input
+/** The class and tag of an input, or the fields of a plain object (`{ code, message }`). */
+const describe = (input: unknown): string => {
+  if (typeof input !== "object" || input === null) return input === undefined ? "undefined" : typeof input
+  const tag = "_tag" in input ? String(input._tag) : undefined
+  if (input.constructor !== Object) return `${input.constructor.name}${tag === undefined ? "" : ` (${tag})`}`
+  return tag === undefined ? `{ ${Object.keys(input).join(", ")} }` : `a ${tag}`
+}
 
 export interface CallerSchedules {
   /**
