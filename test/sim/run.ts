@@ -179,6 +179,8 @@ export const checkLatency = (o: {
   readonly emitted: ReadonlyMap<number, number>
   readonly applied: ReadonlyMap<number, number>
   readonly bound: number
+  /** What must happen within the bound: `applied` unless said. */
+  readonly what?: string
 }): Check =>
 () => {
   const late: Array<string> = []
@@ -186,7 +188,7 @@ export const checkLatency = (o: {
     const landed = o.applied.get(id)
     if (landed !== undefined && landed - at > o.bound) late.push(`${id} after ${(landed - at).toFixed(0)} ms`)
   }
-  return firstFew(late, `latency: applied more than ${o.bound} ms after the source gave it`)
+  return firstFew(late, `latency: ${o.what ?? "applied"} more than ${o.bound} ms after the source gave it`)
 }
 
 /** A record routed to the failure handler, or refused by the service, in a process. */

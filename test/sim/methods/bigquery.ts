@@ -59,6 +59,7 @@ import {
   refusedIds,
   retryPolicy,
   sourcePlan,
+  timedOf,
   tuning,
   widened
 } from "./common.ts"
@@ -263,7 +264,7 @@ const setup = (options: RunOptions, rng: Rng, seed: number, withTable = true) =>
 const resumed = <E, R>(
   world: World,
   proc: Life.SimProcess,
-  plan: SourcePlan,
+  plan: SourcePlan & { readonly emitted?: Map<number, number> },
   sinkOf: (o: {
     readonly table: TableDestination.TableDestination
     readonly serializer: RowSerializer.RowSerializer<Row>
@@ -282,9 +283,16 @@ const resumed = <E, R>(
     return { proc: proc.name, from, summary }
   })
 
-export const exactlyOnce: MethodRun = async (seed, options) => {
+export const exactlyOnce: MethodRun = async (seed, given) => {
   const rng = makeRng(seed)
+  const timed = timedOf(seed, given)
+  const options = timed.options
   const { sim, widen, world, ...drawn } = setup(options, rng, seed)
+  const emitted = new Map<number, number>()
+  const visibleAt = firstApplied()
+  sim.onApplied.push((_, rows, at) => {
+    for (const row of rows) visibleAt.record(idOf(row), at)
+  })
   const schedules = Schedules.make(widen)
   const store = checkpointStore(world, rng, options, { schedules, rng: widen })
   const plan = sourcePlan(rng, options)
@@ -292,7 +300,8 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
   const refusedIn = drawn.refusals === undefined
     ? () => refusedBy(refusals, "")
     : flakyPerProcess(refusals, widen, plan.total)
-  const checkpointEvery = every(rng, options)
+  const drawnEvery = every(rng, options)
+  const checkpointEvery = timed.every === undefined ? drawnEvery : Duration.millis(timed.every)
   const method = WriteMethod.exactlyOnce({
     ...tuning(options, () => ({
       ...byteBounds(rng),
@@ -305,7 +314,7 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
   const routed: Array<ByProcess> = []
   const lifePlan = checkpointedLife(rng, seed, options, plan)
   const program = (proc: Life.SimProcess) =>
-    resumed(world, proc, plan, (o) =>
+    resumed(world, proc, { ...plan, emitted }, (o) =>
       BigQuerySink.make({
         ...o,
         serializer: poisoned(o.serializer, refusedIn(proc.name), refusals.inPlace),
@@ -324,6 +333,12 @@ export const exactlyOnce: MethodRun = async (seed, options) => {
     routingChecked(sim, refusals, routed, plan.total, result.value),
     schedules.check,
     () => sim.rewinds.slice(0, 3).map((r) => `streams: ${r}`),
+    ...(timed.every === undefined ? [] : [checkLatency({
+      emitted,
+      applied: visibleAt.times,
+      bound: timed.every + lowRateBound,
+      what: `visible (a checkpoint every ${timed.every} ms)`
+    })]),
     released(sim, result)
   ]
   return { world, result, checks }

@@ -55,6 +55,7 @@ import {
   refusedIds,
   retryPolicy,
   sourcePlan,
+  timedOf,
   tuning,
   widened
 } from "./common.ts"
@@ -296,15 +297,20 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
 }
 
 export const exactlyOnce: MethodRun = async (seed, given) => {
-  const { options, refusals: drawRefusals, rng, sim, table, widen, world } = setup(seed, given, false, {
+  const timed = timedOf(seed, given)
+  const { options, refusals: drawRefusals, rng, sim, table, widen, world } = setup(seed, timed.options, false, {
     bad: false,
     losses: false
   })
+  const emitted = new Map<number, number>()
+  const visibleAt = firstApplied()
+  sim.onApplied.push((key, at) => visibleAt.record(idOfKey(key), at))
   const schedules = Schedules.make(widen)
   const store = checkpointStore(world, rng, options, { schedules, rng: widen })
   const plan = sourcePlan(rng, options)
   const refusals = drawRefusals(plan.total)
-  const checkpointEvery = every(rng, options)
+  const drawnEvery = every(rng, options)
+  const checkpointEvery = timed.every === undefined ? drawnEvery : Duration.millis(timed.every)
   const method = WriteMethod.exactlyOnce({
     markerFamily: "m",
     ...tuning(options, () => ({
@@ -320,7 +326,7 @@ export const exactlyOnce: MethodRun = async (seed, given) => {
       const resume = yield* Checkpoint.resume({ writerId: "w", positionSchema: Schema.Number })
       const from = Option.getOrElse(resume.position, () => 0)
       world.trace(() => `${proc.name} resumes at ${from}`)
-      const summary: WriteSummary = yield* source(world, { ...plan, from, until: proc.handedOver }).pipe(
+      const summary: WriteSummary = yield* source(world, { ...plan, from, emitted, until: proc.handedOver }).pipe(
         Stream.run(BigtableSink.make({
           table: yield* table,
           serializer: poisoned(refusals.poison),
@@ -340,6 +346,12 @@ export const exactlyOnce: MethodRun = async (seed, given) => {
     checkExactlyOnce({ total: plan.total, visible, routed: routed.map((r) => r.id) }),
     routingChecked(sim, refusals, routed, plan.total, result.value),
     schedules.check,
+    ...(timed.every === undefined ? [] : [checkLatency({
+      emitted,
+      applied: visibleAt.times,
+      bound: timed.every + lowRateBound,
+      what: `committed (a checkpoint every ${timed.every} ms)`
+    })]),
     // the at-least-once sink's count of an entry's bytes: its serialized size, without the marker
     checkSummary({
       total: plan.total,

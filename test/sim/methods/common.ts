@@ -148,6 +148,31 @@ export const lowRateOf = (rng: Rng, options: RunOptions): RunOptions => {
     : options
 }
 
+/**
+ * A timed checkpoint (`every` a duration) of an exactly-once method: in a tenth of the widened seeds
+ * (from an rng of their own, drawn before anything else), a slow source without faults, crashes or
+ * handovers, checkpointing every 100 ms to 3 s. The docs' "records become visible at checkpoints ...
+ * latency is bounded by `every`": each record must be visible within `every` and a second of
+ * leaving the source (the drain, the save and the commit's round trips).
+ */
+export const timedOf = (
+  seed: number,
+  options: RunOptions
+): { readonly options: RunOptions; readonly every: number | undefined } => {
+  if (options.widen === false || options.source !== undefined) return { options, every: undefined }
+  const rng = makeRng((seed ^ 0x74696d65) >>> 0)
+  if (!rng.chance(0.1)) return { options, every: undefined }
+  return {
+    options: {
+      ...options,
+      faults: false,
+      life: false,
+      source: { total: rng.between(2, 12), chunk: 1, gap: rng.between(1000, 5000) }
+    },
+    every: rng.between(100, 3000)
+  }
+}
+
 /** The life of an at-least-once writer: no store to restart from, so no planned crash (a typed error still restarts it). */
 export const liveWithoutCrashes = (
   world: World,
