@@ -22,7 +22,7 @@ const describe = (input: unknown): string => {
   if (typeof input !== "object" || input === null) return input === undefined ? "undefined" : typeof input
   const tag = "_tag" in input ? String(input._tag) : undefined
   if (input.constructor !== Object) return `${input.constructor.name}${tag === undefined ? "" : ` (${tag})`}`
-  return tag === undefined ? `{ ${Object.keys(input).join(", ")} }` : `a ${tag}`
+  return `${tag === undefined ? "" : `${tag} `}{ ${Object.keys(input).join(", ")} }`
 }
 
 export interface CallerSchedules {

@@ -182,10 +182,17 @@ const flakyPerProcess = (refusals: Refusals, widen: Rng | undefined, total: numb
  * Draws the refusals of a source of `total` records into `into` (none without the widened rng, nor
  * without faults: `into` undefined); bad rows only with `badChance`.
  */
-const drawRefusals = (into: Refusals | undefined, widen: Rng | undefined, total: number, badChance = 0.3): Refusals => {
+const drawRefusals = (
+  into: Refusals | undefined,
+  widen: Rng | undefined,
+  total: number,
+  chances: { readonly bad?: number; readonly poison?: number; readonly maxRate?: number } = {}
+): Refusals => {
   if (into === undefined) return noRefusals()
-  for (const id of refusedIds(widen, total, badChance)) into.bad.add(id)
-  for (const id of refusedIds(widen, total, 0.2)) if (!into.bad.has(id)) into.poison.add(id)
+  for (const id of refusedIds(widen, total, chances.bad ?? 0.3)) into.bad.add(id)
+  for (const id of refusedIds(widen, total, chances.poison ?? 0.2, chances.maxRate)) {
+    if (!into.bad.has(id)) into.poison.add(id)
+  }
   into.inPlace = widen?.chance(0.5) ?? true
   return into
 }
@@ -453,7 +460,7 @@ export const destinations: MethodRun = async (seed, options) => {
   for (let t = 0; t < tables; t++) sim.createTable(`sim.d.t${t}`, [{ name: "id", type: "INTEGER", mode: "REQUIRED" }])
   const idle = rng.between(30_000, 300_000)
   const interval = rng.between(10_000, 60_000)
-  const plan = { total: rng.between(20, 80), chunk: rng.between(1, 5), gap: rng.pick([10_000, 60_000, 600_000]) }
+  const drawnPlan = { total: rng.between(20, 80), chunk: rng.between(1, 5), gap: rng.pick([10_000, 60_000, 600_000]) }
   const maxInFlightRequests = rng.pick([100, rng.between(1, 10)])
   const bounds = byteBounds(rng)
   const method = WriteMethod.atLeastOnce({
@@ -463,13 +470,24 @@ export const destinations: MethodRun = async (seed, options) => {
     flushInterval: Duration.millis(interval),
     ...tuning(options, () => ({ retry: retryPolicy(rng), recovery: retryPolicy(rng) }))
   })
-  const refusals = drawRefusals(drawn.refusals, widen, plan.total)
+  // a short source (20 to 80 records): poison records in most seeds, up to 15% of them
+  const refusals = drawRefusals(drawn.refusals, widen, drawnPlan.total, { poison: 0.6, maxRate: 0.15 })
   // whose user code refuses a poison record: the resolver (unroutable), `fingerprint` or the serializer
-  const refuser = widen?.pick(["resolver", "fingerprint", "serializer"] as const) ?? "serializer"
-  // each chunk of the source to one table (bursts that leave the others idle), or each record to its own
-  const tableOf = widen?.chance(0.5) === true
-    ? (id: number) => id % tables
-    : (id: number) => Math.floor(id / plan.chunk) % tables
+  const refuser = widen?.pick(["resolver", "fingerprint", "fingerprint", "serializer"] as const) ?? "serializer"
+  // each chunk of the source to one table (bursts that leave the others idle), runs of two or three
+  // records to a table (a record's table differs from the one before it, and is the next one's), or
+  // each record to the next table
+  const run = widen?.pick([0, 1, 2, 3]) ?? 0
+  // records of several tables in one write: chunks of 4 to 12
+  const plan = run === 0 || widen === undefined ? drawnPlan : { ...drawnPlan, chunk: widen.between(4, 12) }
+  const tableOf = run === 0
+    ? (id: number) => Math.floor(id / plan.chunk) % tables
+    : (id: number) => Math.floor(id / run) % tables
+  world.trace(() =>
+    `${tables} tables, ${run === 0 ? "a chunk" : `runs of ${run}`} to a table; ${refuser} refuses ${
+      [...refusals.poison].join(", ") || "nothing"
+    }`
+  )
   const routed: Array<ByProcess> = []
   const quiet: Array<string> = []
   let widest = 0
@@ -488,7 +506,8 @@ export const destinations: MethodRun = async (seed, options) => {
         poisonedBy("fingerprint")
       )
       const summary = yield* source(world, { ...plan, from: 0 }).pipe(
-        Stream.tap(() =>
+        // per chunk, keeping the chunks whole (`Stream.tap` hands them on one record at a time)
+        Stream.mapArrayEffect((chunk) =>
           Effect.sync(() => {
             const open = sim.openOf(proc)
             widest = Math.max(widest, open)
@@ -497,6 +516,7 @@ export const destinations: MethodRun = async (seed, options) => {
                 `${open} calls open at ${world.now.toFixed(0)} ms after ${plan.gap} ms quiet (idle timeout ${idle})`
               )
             }
+            return chunk
           })
         ),
         Stream.run(BigQuerySink.make({
@@ -688,7 +708,7 @@ export const fileLoads: MethodRun = async (seed, options) => {
   const plan = sourcePlan(rng, options)
   // poison records only (load jobs refuse no row the serializer made); their serializer fails with
   // a RowSerializationError: the file loads path calls `serialize` (it has no in-place writer)
-  const refusals = drawRefusals(faulty ? noRefusals() : undefined, widen, plan.total, 0)
+  const refusals = drawRefusals(faulty ? noRefusals() : undefined, widen, plan.total, { bad: 0 })
   const checkpointEvery = every(rng, options)
   const reconcile = retryPolicy(rng)
   const tuned = tuning(options, () => ({

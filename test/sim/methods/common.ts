@@ -91,11 +91,16 @@ export const widened = (seed: number, options: RunOptions): Rng | undefined =>
 
 /**
  * Ids of `0..total-1` refused on every attempt, drawn for a fraction of the seeds (`chance`): each
- * id with a drawn rate of up to 5%; none without an rng.
+ * id with a drawn rate of up to `maxRate` (5%); none without an rng.
  */
-export const refusedIds = (rng: Rng | undefined, total: number, chance: number): ReadonlySet<number> => {
+export const refusedIds = (
+  rng: Rng | undefined,
+  total: number,
+  chance: number,
+  maxRate = 0.05
+): ReadonlySet<number> => {
   if (rng === undefined || !rng.chance(chance)) return new Set()
-  const rate = rng.next() * 0.05
+  const rate = rng.next() * maxRate
   const ids = new Set<number>()
   for (let id = 0; id < total; id++) if (rng.chance(rate)) ids.add(id)
   return ids
