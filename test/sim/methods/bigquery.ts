@@ -166,13 +166,13 @@ const refusedBy = (refusals: Refusals, proc: string): (id: number) => boolean =>
  * from an rng of its own forked when it starts; none without the widened rng.
  */
 const flakyPerProcess = (refusals: Refusals, widen: Rng | undefined, total: number) => {
-  const rate = widen?.chance(1 / 3) === true ? widen.next() * 0.03 : 0
+  const flakyRate = widen?.chance(1 / 3) === true ? widen.next() * 0.03 : 0
   return (proc: string): (id: number) => boolean => {
-    if (rate > 0 && widen !== undefined && !refusals.flaky.has(proc)) {
+    if (flakyRate > 0 && widen !== undefined && !refusals.flaky.has(proc)) {
       const own = widen.fork()
-      const ids = new Set<number>()
-      for (let id = 0; id < total; id++) if (own.chance(rate)) ids.add(id)
-      refusals.flaky.set(proc, ids)
+      const flaky = new Set<number>()
+      for (let id = 0; id < total; id++) if (own.chance(flakyRate)) flaky.add(id)
+      refusals.flaky.set(proc, flaky)
     }
     return refusedBy(refusals, proc)
   }
