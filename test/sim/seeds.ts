@@ -62,9 +62,9 @@ export const regressions: ReadonlyArray<Regression> = [
     seed: 54,
     swarm: false,
     draws: "widened",
-    found: "issue 36 defect 1: a table lost with 1,710 entries in flight; the repair re-sent each waiting request " +
+    found: "issue 36 defect 1: a table lost with 1,196 entries in flight; the repair re-sent each waiting request " +
       "through the owner's own queue of 1,024 and the writer hung (after that fix, the held entries went as one " +
-      "MutateRows of 1,710 entries, past batchElementCount 100)"
+      "MutateRows of 1,196 entries, past batchElementCount 100)"
   },
   {
     method: "bigquery.exactlyOnce",

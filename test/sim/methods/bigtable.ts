@@ -131,8 +131,8 @@ const routingChecked = (
  * to three tables, written through a resolver, created under `CREATE_IF_NEEDED` with the counters'
  * aggregate family; each lost (deleted as a `MutateRows` arrives) at most `maxLosses` times, fewer
  * than the recovery budget, so each loss must be repaired. Half of them draw no other fault: the
- * write must then end without an error. A fifth of them are a burst of more entries than the
- * writer's queue holds (1,024): 1,100 to 3,000 in flight at once when a table goes missing.
+ * write must then end without an error. A tenth of them are a burst of more entries than the
+ * writer's queue holds (1,024): 1,100 to 1,400 in flight at once when a table goes missing.
  */
 interface Losses {
   readonly tables: number
@@ -150,7 +150,7 @@ const drawLosses = (widen: Rng | undefined): Losses | undefined => {
     maxLosses: widen.between(1, recoveryAttempts - 1),
     recoveryAttempts,
     repairOnly: widen.chance(0.5),
-    burst: widen.chance(0.2)
+    burst: widen.chance(0.1)
   }
 }
 
@@ -224,7 +224,7 @@ export const atLeastOnce: MethodRun = async (seed, given) => {
   })
   const drawnPlan = sourcePlan(rng, options)
   const plan = losses?.burst === true && widen !== undefined
-    ? { total: widen.between(1100, 3000), chunk: widen.between(100, 500), gap: 0 }
+    ? { total: widen.between(1100, 1400), chunk: widen.between(200, 1400), gap: 0 }
     : drawnPlan
   const refusals = drawRefusals(plan.total)
   const emitted = new Map<number, number>()
