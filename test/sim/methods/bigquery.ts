@@ -132,6 +132,14 @@ const routing = (proc: Life.SimProcess, routed: Array<ByProcess>, consumes: Cons
   )
 }
 
+/** Routing by destination: each row in the table its record resolved to (`visibleIn[t]`: table `t`'s ids). */
+const inTheirTables = (visibleIn: ReadonlyArray<ReadonlyArray<number>>, tableOf: (id: number) => number): Check => () =>
+  visibleIn.flatMap((list, t) =>
+    list.filter((id) => tableOf(id) !== t).slice(0, 3).map((id) =>
+      `routing: row ${id} is in table t${t}, its record resolved to t${tableOf(id)}`
+    )
+  )
+
 /** The ids of routed records (for the visibility invariants). */
 const ids = (routed: ReadonlyArray<ByProcess>): Array<number> => routed.map((r) => r.id)
 
@@ -472,22 +480,8 @@ export const destinations: MethodRun = async (seed, options) => {
   })
   // a short source (20 to 80 records): poison records in most seeds, up to 15% of them
   const refusals = drawRefusals(drawn.refusals, widen, drawnPlan.total, { poison: 0.6, maxRate: 0.15 })
-  // whose user code refuses a poison record: the resolver (unroutable), `fingerprint` or the serializer
-  const refuser = widen?.pick(["resolver", "fingerprint", "fingerprint", "serializer"] as const) ?? "serializer"
-  // each chunk of the source to one table (bursts that leave the others idle), runs of two or three
-  // records to a table (a record's table differs from the one before it, and is the next one's), or
-  // each record to the next table
-  const run = widen?.pick([0, 1, 2, 3]) ?? 0
-  // records of several tables in one write: chunks of 4 to 12
-  const plan = run === 0 || widen === undefined ? drawnPlan : { ...drawnPlan, chunk: widen.between(4, 12) }
-  const tableOf = run === 0
-    ? (id: number) => Math.floor(id / plan.chunk) % tables
-    : (id: number) => Math.floor(id / run) % tables
-  world.trace(() =>
-    `${tables} tables, ${run === 0 ? "a chunk" : `runs of ${run}`} to a table; ${refuser} refuses ${
-      [...refusals.poison].join(", ") || "nothing"
-    }`
-  )
+  const { plan, refuser, tableOf } = drawLayout(widen, drawnPlan, tables)
+  world.trace(() => `${tables} tables; ${refuser} refuses ${[...refusals.poison].join(", ") || "nothing"}`)
   const routed: Array<ByProcess> = []
   const quiet: Array<string> = []
   let widest = 0
@@ -539,13 +533,7 @@ export const destinations: MethodRun = async (seed, options) => {
       restarts: result.restarts
     }),
     routingChecked(sim, refusals, routed, plan.total, result.value),
-    // routing by destination: each row in the table its record resolved to
-    () =>
-      visibleIn.flatMap((list, t) =>
-        list.filter((id) => tableOf(id) !== t).slice(0, 3).map((id) =>
-          `routing: row ${id} is in table t${t}, its record resolved to t${tableOf(id)}`
-        )
-      ),
+    inTheirTables(visibleIn, tableOf),
     () => quiet.slice(0, 3).map((q) => `memory: destinations did not idle out: ${q}`),
     () => (widest > tables ? [`memory: ${widest} AppendRows calls open for ${tables} tables`] : []),
     bounded(sim, result, {
@@ -556,6 +544,23 @@ export const destinations: MethodRun = async (seed, options) => {
     released(sim, result)
   ]
   return { world, result, checks }
+}
+
+/**
+ * Where `bigquery.destinations`'s records go and whose user code refuses a poison record (the
+ * resolver, `fingerprint` or the serializer), from the widened rng: each chunk of the source to one
+ * table (bursts that leave the others idle); or, in chunks of 4 to 12 (records of several tables in
+ * one write), runs of one to three records to a table (a record's table differs from the one before
+ * it, and is the next one's).
+ */
+const drawLayout = (widen: Rng | undefined, drawnPlan: SourcePlan, tables: number) => {
+  const refuser = widen?.pick(["resolver", "fingerprint", "fingerprint", "serializer"] as const) ?? "serializer"
+  const run = widen?.pick([0, 1, 2, 3]) ?? 0
+  const plan = run === 0 || widen === undefined ? drawnPlan : { ...drawnPlan, chunk: widen.between(4, 12) }
+  const tableOf = run === 0
+    ? (id: number) => Math.floor(id / plan.chunk) % tables
+    : (id: number) => Math.floor(id / run) % tables
+  return { plan, refuser, tableOf }
 }
 
 /**
@@ -765,24 +770,32 @@ export const fileLoads: MethodRun = async (seed, options) => {
     schedules.check,
     // the finishing process counts what it staged (from its position on) and loaded
     checkSummary({ total: plan.total, visible, finished: result.value, sizeOf: rowBytes }),
-    () => [...loads.runs].filter(([, n]) => n > 1).slice(0, 3).map(([id, n]) => `job ${id} ran ${n} times`),
-    () =>
-      [...loads.loaded].filter(([, jobs]) => jobs.length > 1).slice(0, 3).map(([uri, jobs]) =>
-        `${uri} loaded by ${jobs.length} jobs: ${jobs.join(", ")}`
-      ),
-    () =>
-      [...loads.loaded.keys()].filter((uri) =>
-        gcs.read(uri) !== undefined && (gcs.deletes.get(uri)?.faulted ?? 0) < attempts
-      ).slice(0, 3).map((uri) => {
-        const d = gcs.deletes.get(uri)
-        return `leak: ${uri} was loaded and is still staged (${d?.asked ?? 0} deletes asked, ${
-          d?.faulted ?? 0
-        } refused; the budget is ${attempts})`
-      }),
+    ...jobsAndFiles(gcs, loads, attempts),
     orphans(gcs, loads, endings)
   ]
   return { world, result, checks }
 }
+
+/**
+ * No job id runs twice and no staged file is loaded by two jobs; every loaded file is deleted unless
+ * every delete of it the `reconcile` budget (`attempts`) allowed met a fault.
+ */
+const jobsAndFiles = (gcs: Gcs.GcsSim, loads: FileLoads.FileLoadsSim, attempts: number): ReadonlyArray<Check> => [
+  () => [...loads.runs].filter(([, n]) => n > 1).slice(0, 3).map(([id, n]) => `job ${id} ran ${n} times`),
+  () =>
+    [...loads.loaded].filter(([, jobs]) => jobs.length > 1).slice(0, 3).map(([uri, jobs]) =>
+      `${uri} loaded by ${jobs.length} jobs: ${jobs.join(", ")}`
+    ),
+  () =>
+    [...loads.loaded.keys()].filter((uri) =>
+      gcs.read(uri) !== undefined && (gcs.deletes.get(uri)?.faulted ?? 0) < attempts
+    ).slice(0, 3).map((uri) => {
+      const d = gcs.deletes.get(uri)
+      return `leak: ${uri} was loaded and is still staged (${d?.asked ?? 0} deletes asked, ${
+        d?.faulted ?? 0
+      } refused; the budget is ${attempts})`
+    })
+]
 
 const tagOf = (e: unknown): string => typeof e === "object" && e !== null && "_tag" in e ? String(e._tag) : String(e)
 
