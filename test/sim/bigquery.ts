@@ -16,7 +16,10 @@
  * applied, a reset after it was applied (a lost response), a stream that stops answering, a
  * transient in-band error, a row rejection, a delay spike past the sink's deadline, a stream that
  * expires once idle past the seed's window; unary calls fail transiently, lose their answer after applying, or are applied twice.
- * Every row of a request whose outcome the sink could not learn is recorded as ambiguous.
+ * Bad rows (a seed's set of rows the service can never take) are refused by a row error on every
+ * append; a seed may report row errors before the offset check (`rowErrorsFirst`). Every row of a
+ * request whose outcome the sink could not learn is recorded as ambiguous, and every row error a
+ * process received as a refusal of that process.
  */
 import type { BigQuery } from "@google-cloud/bigquery"
 import { protos } from "@google-cloud/bigquery-storage"
@@ -27,6 +30,7 @@ import * as Buffered from "../support/fakeBufferedStreams.ts"
 import * as FakeCdc from "../support/fakeCdcTable.ts"
 import type { Process, World } from "./kernel.ts"
 import { rate as rateOf, type Rng } from "./random.ts"
+import { remainingMillis } from "./wallClock.ts"
 
 const v1 = protos.google.cloud.bigquery.storage.v1
 
@@ -46,6 +50,14 @@ export interface Faults {
   readonly unaryLost: number
   readonly unaryTwice: number
   readonly restTransient: number
+  /** Rows the service refuses on every append (a value it cannot take): each answered with a row error. */
+  readonly bad?: ((row: Uint8Array) => boolean) | undefined
+  /**
+   * Row errors are reported before the stream's offset is checked (the loopback fake's
+   * `uncheckedOffset`, which the library allows for): an append at a stale offset holding a bad row
+   * is answered with its row errors, not `OFFSET_ALREADY_EXISTS`.
+   */
+  readonly rowErrorsFirst?: boolean | undefined
 }
 
 export const noFaults: Faults = {
@@ -108,8 +120,14 @@ export interface BigQuerySim {
   readonly load: (table: string, rows: ReadonlyArray<Uint8Array>, disposition: "append" | "truncate") => void
   /** Rows written whose outcome some sink could not learn (a reset, a lost answer, a crash). */
   readonly ambiguous: Array<Uint8Array>
-  /** Rows the service rejected with a row error (the sink must route or fail them). */
-  readonly rejected: Array<Uint8Array>
+  /** Per row error answer a process received: the process and the rows it named (the sink must route them). */
+  readonly refused: Array<{ readonly proc: Process; readonly row: Uint8Array }>
+  /**
+   * Appends a process sent at an offset where it had seen its own rows acknowledged on that stream
+   * (a stale offset probed again), which no protocol step does: a re-send goes where its attempt
+   * went unanswered, a replay after a rejection where nothing landed.
+   */
+  readonly rewinds: ReadonlyArray<string>
   /** The clients of one process, for `BigQueryClient.fromClients`. */
   readonly clients: (
     proc: Process
@@ -171,11 +189,11 @@ const okResponse = (writeStream: string, offset: number | undefined): Buffer =>
     }).finish()
   )
 
-const rowErrorResponse = (writeStream: string, index: number): Buffer =>
+const rowErrorResponse = (writeStream: string, indexes: ReadonlyArray<number>): Buffer =>
   Buffer.from(
     v1.AppendRowsResponse.encode({
       error: { code: 3, message: "rows rejected" },
-      rowErrors: [{ index, code: 1, message: "simulated rejection" }],
+      rowErrors: indexes.map((index) => ({ index, code: 1, message: "simulated rejection" })),
       writeStream
     }).finish()
   )
@@ -198,13 +216,10 @@ const restError = (code: number, message: string, reason: string) =>
   Object.assign(new Error(message), { code, errors: [{ reason, message }] })
 
 /** The remaining milliseconds of a grpc-js deadline (an absolute wall-clock time), as virtual time. */
-const deadlineMillis = (options: unknown): number | undefined => {
-  if (typeof options !== "object" || options === null || !("deadline" in options)) return undefined
-  const d = options.deadline
-  const at = typeof d === "number" ? d : d instanceof Date ? d.getTime() : undefined
-  // the library set it a few microseconds ago from the configured timeout, a whole number of milliseconds
-  return at === undefined ? undefined : Math.max(1, Math.round(at - (performance.timeOrigin + performance.now())))
-}
+const deadlineMillis = (options: unknown): number | undefined =>
+  typeof options !== "object" || options === null || !("deadline" in options)
+    ? undefined
+    : remainingMillis(options.deadline)
 
 export const make = (world: World, faults: Faults, projectId = "sim"): BigQuerySim => {
   const rng = world.rng.fork()
@@ -227,7 +242,10 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
   const buffered = Buffered.make((table) => catalog.has(table))
   const stats = { requests: 0, openStreams: 0, maxOpenStreams: 0, maxInFlight: 0 }
   const ambiguous: Array<Uint8Array> = []
-  const rejected: Array<Uint8Array> = []
+  const refused: BigQuerySim["refused"] = []
+  /** Per process and BUFFERED stream, the offsets of the rows it saw acknowledged there. */
+  const acked = new Map<string, Set<number>>()
+  const rewinds: Array<string> = []
   const onApplied: BigQuerySim["onApplied"] = []
   let calmed = false
   /** A fault of probability `p`, unless the storm has passed. */
@@ -251,8 +269,20 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
 
   type Outcome =
     | { readonly _tag: "applied"; readonly bytes: Buffer }
-    | { readonly _tag: "answered"; readonly bytes: Buffer }
+    | { readonly _tag: "answered"; readonly bytes: Buffer; readonly refused?: ReadonlyArray<Uint8Array> }
     | { readonly _tag: "streamError"; readonly error: ServiceError }
+
+  /** The rows a row error names, if the service reads the rows now: every bad row, or one drawn. */
+  const rowErrors = (name: string, rows: ReadonlyArray<Uint8Array>): Outcome | undefined => {
+    const bad = faults.bad === undefined ? [] : rows.flatMap((row, i) => (faults.bad?.(row) === true ? [i] : []))
+    const indexes = bad.length > 0 ? bad : rows.length > 0 && hit(faults.rowError) ? [rng.int(rows.length)] : []
+    if (indexes.length === 0) return undefined
+    return {
+      _tag: "answered",
+      bytes: rowErrorResponse(name, indexes),
+      refused: indexes.flatMap((i) => rows[i] ?? [])
+    }
+  }
 
   const apply = (
     table: string,
@@ -289,18 +319,16 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
     if (hit(faults.transient)) {
       return { _tag: "answered", bytes: errorResponse(name, grpc.status.UNAVAILABLE, "transient (simulated)") }
     }
+    const early = faults.rowErrorsFirst === true ? rowErrors(name, rows) : undefined
+    if (early !== undefined) return early
     if (isBuffered) {
       const check = buffered.check(name, offset)
       if (check !== undefined) {
         return { _tag: "answered", bytes: errorResponse(name, check.code, check.message, check.storageCode) }
       }
     }
-    if (rows.length > 0 && hit(faults.rowError)) {
-      const index = rng.int(rows.length)
-      const row = rows[index]
-      if (row !== undefined) rejected.push(row)
-      return { _tag: "answered", bytes: rowErrorResponse(name, index) }
-    }
+    const refusal = faults.rowErrorsFirst === true ? undefined : rowErrors(name, rows)
+    if (refusal !== undefined) return refusal
     if (isBuffered) {
       const outcome = buffered.append(name, offset, rows)
       if (outcome._tag === "error") {
@@ -312,8 +340,8 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       return { _tag: "applied", bytes: okResponse(name, outcome.offset) }
     }
     const resource = resourceOf(table)
-    const refused = resource === undefined ? undefined : cdc.check(resource, descriptor, rows)
-    if (refused !== undefined) return { _tag: "answered", bytes: encodeResponse(refused, name) }
+    const cdcRefusal = resource === undefined ? undefined : cdc.check(resource, descriptor, rows)
+    if (cdcRefusal !== undefined) return { _tag: "answered", bytes: encodeResponse(cdcRefusal, name) }
     let list = committed.get(table)
     if (list === undefined) committed.set(table, list = [])
     for (const r of rows) list.push(r)
@@ -374,7 +402,7 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         call.emit("error", error)
         call.emit("status", { code: error.code, details: error.details, metadata: error.metadata })
       })
-    const answer = (bytes: Buffer, rows: ReadonlyArray<Uint8Array>, taken: boolean) => {
+    const answer = (bytes: Buffer, rows: ReadonlyArray<Uint8Array>, taken: boolean, delivered?: () => void) => {
       if (taken) inFlight.add(rows)
       const at = Math.max(lastAnswer, world.now + latency())
       lastAnswer = at
@@ -383,7 +411,10 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         inFlight.delete(rows)
         unanswered--
         settle(1)
-        world.deliver(proc, () => call.emit("data", bytes))
+        world.deliver(proc, () => {
+          delivered?.()
+          call.emit("data", bytes)
+        })
         if (halfClosed && unanswered === 0) {
           finish(() => {
             call.emit("status", { code: 0, details: "OK", metadata: new grpc.Metadata() })
@@ -393,11 +424,9 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       })
     }
 
-    const arrive = (request: Buffer) => {
+    const arrive = (parsed: ReturnType<typeof parseRequest>) => {
       if (broken) return
       stats.requests++
-      const parsed = parseRequest(request)
-      if (parsed.writeStream !== undefined) writeStream = parsed.writeStream
       if (parsed.descriptor !== undefined) {
         descriptor = parsed.descriptor
         columns = (protos.google.protobuf.DescriptorProto.decode(parsed.descriptor).field ?? []).map((f) =>
@@ -427,7 +456,17 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       }
       const spike = hit(faults.spike) ? faults.spikeMillis : 0
       if (spike > 0) lastAnswer = Math.max(lastAnswer, world.now + spike)
-      answer(outcome.bytes, rows, outcome._tag === "applied")
+      const offset = parsed.offset
+      answer(outcome.bytes, rows, outcome._tag === "applied", () => {
+        if (outcome._tag === "answered") { for (const row of outcome.refused ?? []) refused.push({ proc, row }) }
+        // the rows this process saw acknowledged on a BUFFERED stream
+        if (outcome._tag === "applied" && isBuffered && offset !== undefined) {
+          const key = `${proc.id}|${writeStream}`
+          let offsets = acked.get(key)
+          if (offsets === undefined) acked.set(key, offsets = new Set())
+          for (let o = offset; o < offset + rows.length; o++) offsets.add(o)
+        }
+      })
     }
 
     return Object.assign(call, {
@@ -443,9 +482,20 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
         f.peakRequests = Math.max(f.peakRequests, f.requests)
         f.peakBytes = Math.max(f.peakBytes, f.bytes)
         f.largest = Math.max(f.largest, request.length)
+        const parsed = parseRequest(request)
+        if (parsed.writeStream !== undefined) writeStream = parsed.writeStream
+        const offset = parsed.offset
+        if (offset !== undefined) {
+          world.trace(() => `${proc.name}: sends ${parsed.rows.length} rows at offset ${offset} of ${writeStream}`)
+          if (acked.get(`${proc.id}|${writeStream}`)?.has(offset) === true) {
+            rewinds.push(
+              `${proc.name} appended at offset ${offset} of ${writeStream}, where it had seen its rows acknowledged`
+            )
+          }
+        }
         const at = Math.max(lastArrival, world.now + latency())
         lastArrival = at
-        world.at(at - world.now, undefined, () => arrive(request))
+        world.at(at - world.now, undefined, () => arrive(parsed))
         return true
       },
       end: () => {
@@ -648,7 +698,8 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigQueryS
       applied(table, rows)
     },
     ambiguous,
-    rejected,
+    refused,
+    rewinds,
     clients: (proc) => ({ projectId, write: writeClient(proc), rest: restClient(proc) }),
     buffered,
     stats,

@@ -13,8 +13,16 @@
  *
  * **Faults**, drawn per call: a reset before anything is applied, a reset after a prefix of the
  * entries was applied (a lost response), a call that never answers (the sink's deadline), a
- * transient status per entry, a call applied twice (`CheckAndMutateRow`). Every entry applied
- * whose status never reached the sink is recorded as ambiguous.
+ * transient status per entry, a call applied twice (`CheckAndMutateRow`); bad rows (a seed's set of
+ * row keys the service can never take) refused with `INVALID_ARGUMENT` on every attempt, their status
+ * given to every entry of the request when the seed says Bigtable fans it out; a table deleted just
+ * before a `MutateRows` arrives (the call fails `NOT_FOUND` until the sink creates it again). Every
+ * entry applied whose status never reached the sink is recorded as ambiguous, and every refusal of a
+ * bad row a process received as a refusal of that process.
+ *
+ * **Tables**: with `tables` given, only those exist (the admin calls create them, add families and
+ * read them back as the service does); without, every table exists with the families `c` (an
+ * aggregate sum) and `m`. A row's sums outlive its table: what was applied was applied.
  */
 import type * as grpc from "@grpc/grpc-js"
 import { EventEmitter } from "node:events"
@@ -23,6 +31,7 @@ import protobuf from "protobufjs"
 import { BigtableClient } from "../../src/Bigtable/index.ts"
 import type { Process, World } from "./kernel.ts"
 import { rate as rateOf, type Rng } from "./random.ts"
+import { remainingMillis } from "./wallClock.ts"
 
 const require = createRequire(import.meta.url)
 const root = protobuf.Root.fromJSON(
@@ -67,6 +76,13 @@ export interface Faults {
   readonly hang: number
   readonly entryTransient: number
   readonly twice: number
+  /** Row keys refused on every attempt (`INVALID_ARGUMENT`): records the sink must route. */
+  readonly bad?: ((rowKey: string) => boolean) | undefined
+  /** A refused entry's status goes to every entry of its request (the sink must isolate them). */
+  readonly fanOut?: boolean | undefined
+  /** Per `MutateRows`: its table is deleted just before it arrives (at most `maxLosses` times a table). */
+  readonly tableLoss?: number | undefined
+  readonly maxLosses?: number | undefined
 }
 
 export const noFaults: Faults = {
@@ -97,6 +113,10 @@ export interface BigtableSim {
   readonly sums: Map<string, bigint>
   /** Row keys of entries applied whose outcome the sink could not learn. */
   readonly ambiguous: Array<string>
+  /** Per refusal of a bad row a process received: the process and the row key. */
+  readonly refused: Array<{ readonly proc: Process; readonly rowKey: string }>
+  /** Tables deleted under the writer (`tableLoss`), in order. */
+  readonly lost: Array<string>
   readonly layer: (proc: Process) => ReturnType<typeof BigtableClient.fromClients>
   /** Calls, the most in flight at once, and the most entries one `MutateRows` carried. */
   readonly stats: { calls: number; maxInFlight: number; maxEntries: number }
@@ -105,17 +125,31 @@ export interface BigtableSim {
   readonly calm: () => void
 }
 
-const deadlineMillis = (options: grpc.CallOptions | undefined): number | undefined => {
-  const d = options?.deadline
-  const at = typeof d === "number" ? d : d instanceof Date ? d.getTime() : undefined
-  // the library set it a few microseconds ago from the configured timeout, a whole number of milliseconds
-  return at === undefined ? undefined : Math.max(1, Math.round(at - (performance.timeOrigin + performance.now())))
-}
+const deadlineMillis = (options: grpc.CallOptions | undefined): number | undefined => remainingMillis(options?.deadline)
 
 const status = (code: number, message: string) => Object.assign(new Error(message), { code, details: message })
 
-export const make = (world: World, faults: Faults, projectId = "sim"): BigtableSim => {
+/** The families of every table when the seed does not track tables: the counters' `c` and the markers' `m`. */
+const families: Families = { m: {}, c: { valueType: { aggregateType: { sum: {} } } } }
+
+type Families = Record<string, unknown>
+
+const notFound = (name: string) => status(5, `table "${name}" not found`)
+const alreadyExists = (name: string) => status(6, `${name} already exists`)
+
+export const make = (
+  world: World,
+  faults: Faults,
+  projectId = "sim",
+  tables?: ReadonlyArray<string>
+): BigtableSim => {
   const rng = world.rng.fork()
+  /** The tables that exist, by full name, with their families (undefined: every table, with `families`). */
+  const existing = tables === undefined
+    ? undefined
+    : new Map<string, Families>(tables.map((t) => [t, { ...families }]))
+  const refused: BigtableSim["refused"] = []
+  const lost: Array<string> = []
   const sums = new Map<string, bigint>()
   /** The cells of each row (`table|rowKey`), as `family` and `qualifier`: what predicates read. */
   const cells = new Map<string, Map<string, { readonly family: string; readonly qualifier: Buffer }>>()
@@ -178,7 +212,12 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
     proc: Process,
     options: grpc.CallOptions | undefined,
     run: (
-      stream: { readonly send: (bytes: Buffer) => void; readonly fail: (e: Error) => void; readonly end: () => void }
+      stream: {
+        /** Sends a message; `delivered` runs as it reaches the process. */
+        readonly send: (bytes: Buffer, delivered?: () => void) => void
+        readonly fail: (e: Error) => void
+        readonly end: () => void
+      }
     ) => void
   ) => {
     let done = false
@@ -205,9 +244,13 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
     world.at(latency(), undefined, () => {
       if (done) return
       run({
-        send: (bytes) =>
+        send: (bytes, delivered) =>
           later(() => {
-            if (!done) world.deliver(proc, () => stream.emit("data", bytes))
+            if (done) return
+            world.deliver(proc, () => {
+              delivered?.()
+              stream.emit("data", bytes)
+            })
           }),
         fail: (e) => later(() => finish(() => stream.emit("error", e))),
         end: () => later(() => finish(() => stream.emit("end")))
@@ -228,38 +271,61 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
     }
     const entries = d.entries ?? []
     stats.maxEntries = Math.max(stats.maxEntries, entries.length)
+    const table = d.tableName ?? ""
+    const rowKeys = entries.map((e) => text.decode(e.rowKey ?? new Uint8Array()))
     const stream = call(proc, options, (s) => {
+      if (existing !== undefined) {
+        const losses = lost.filter((t) => t === table).length
+        if (existing.has(table) && losses < (faults.maxLosses ?? Infinity) && hit(faults.tableLoss ?? 0)) {
+          world.trace(() => `table ${table} is deleted`)
+          existing.delete(table)
+          lost.push(table)
+        }
+        if (!existing.has(table)) return s.fail(notFound(table))
+      }
       if (hit(faults.hang)) return world.trace(() => `${proc.name}: MutateRows of ${entries.length} never answers`)
       if (hit(faults.resetBeforeApply)) return s.fail(status(14, "connection reset (simulated)"))
-      const lostAfter = hit(faults.resetAfterApply) ? rng.int(entries.length + 1) : undefined
+      const bad = faults.bad === undefined ? [] : rowKeys.filter((k) => faults.bad?.(k) === true)
+      const refusal = { code: 3, message: "simulated: the service refuses this row" }
+      // one bad entry's status fanned out to every entry: none of them applied
+      const fanned = bad.length > 0 && faults.fanOut === true
+      if (bad.length > 0) {
+        world.trace(() =>
+          `${proc.name}: MutateRows of ${entries.length} refuses ${bad.join(", ")}${fanned ? " (to every entry)" : ""}`
+        )
+      }
+      const lostAfter = !fanned && hit(faults.resetAfterApply) ? rng.int(entries.length + 1) : undefined
       const statuses = entries.map((e, index) => {
-        const rowKey = text.decode(e.rowKey ?? new Uint8Array())
+        const rowKey = rowKeys[index] ?? ""
+        if (fanned || faults.bad?.(rowKey) === true) return { index, status: refusal }
         if (hit(faults.entryTransient)) return { index, status: { code: 14, message: "transient (simulated)" } }
-        addCells(d.tableName ?? "", rowKey, e.mutations ?? [])
+        addCells(table, rowKey, e.mutations ?? [])
         if (lostAfter !== undefined) ambiguous.push(rowKey)
         return { index, status: { code: 0 } }
       })
+      /** Sends statuses `from..to`, recording the refusals of bad rows among them as they reach the process. */
+      const sendPart = (from: number, to: number) =>
+        s.send(
+          Buffer.from(
+            MutateRowsResponse.encode(MutateRowsResponse.fromObject({ entries: statuses.slice(from, to) })).finish()
+          ),
+          () => {
+            for (const key of rowKeys.slice(from, to)) {
+              if (faults.bad?.(key) === true) refused.push({ proc, rowKey: key })
+            }
+          }
+        )
       if (lostAfter !== undefined) {
         world.trace(() =>
           `${proc.name}: MutateRows applied, answer lost after ${lostAfter} of ${entries.length} statuses`
         )
-        if (lostAfter > 0) {
-          s.send(
-            Buffer.from(
-              MutateRowsResponse.encode(MutateRowsResponse.fromObject({ entries: statuses.slice(0, lostAfter) }))
-                .finish()
-            )
-          )
-        }
+        if (lostAfter > 0) sendPart(0, lostAfter)
         return s.fail(status(14, "connection reset after apply (simulated)"))
       }
       // the statuses in one or two messages, as the service may split them
       const cut = statuses.length > 1 && rng.chance(0.3) ? rng.between(1, statuses.length - 1) : statuses.length
-      for (const part of [statuses.slice(0, cut), statuses.slice(cut)]) {
-        if (part.length > 0) {
-          s.send(Buffer.from(MutateRowsResponse.encode(MutateRowsResponse.fromObject({ entries: part })).finish()))
-        }
-      }
+      sendPart(0, cut)
+      if (cut < statuses.length) sendPart(cut, statuses.length)
       s.end()
     })
     return stream
@@ -290,15 +356,51 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
     })
   }
 
-  const families = { m: {}, c: { valueType: { aggregateType: { sum: {} } } } }
-  const admin: BigtableClient.AdminClient = {
-    getTable: () => {
-      return Promise.resolve([{ columnFamilies: families }])
-    },
-    createTable: () => Promise.reject(new Error("not simulated")),
-    modifyColumnFamilies: () => Promise.reject(new Error("not simulated")),
+  /** An admin call answered after a round trip, through a Promise as the gapic client answers. */
+  const adminCall = <A>(proc: Process, what: string, f: () => A): Promise<A> =>
+    new Promise<A>((resolve, reject) => {
+      world.at(latency() * 2, undefined, () => {
+        let outcome: { readonly ok: A } | { readonly error: unknown }
+        try {
+          outcome = { ok: f() }
+        } catch (error) {
+          outcome = { error }
+        }
+        world.trace(() => `${proc.name}: ${what}${"error" in outcome ? `: ${String(outcome.error)}` : ""}`)
+        world.deliver(proc, () => ("ok" in outcome ? resolve(outcome.ok) : reject(outcome.error)))
+      })
+    })
+  const admin = (proc: Process): BigtableClient.AdminClient => ({
+    getTable: (request) =>
+      adminCall(proc, `GetTable ${request.name ?? ""}`, () => {
+        const live = existing === undefined ? families : existing.get(request.name ?? "")
+        if (live === undefined) throw notFound(request.name ?? "")
+        return [{ columnFamilies: live }]
+      }),
+    createTable: (request) =>
+      adminCall(proc, `CreateTable ${request.parent ?? ""}/tables/${request.tableId ?? ""}`, () => {
+        const name = `${request.parent ?? ""}/tables/${request.tableId ?? ""}`
+        if (existing === undefined || existing.has(name)) throw alreadyExists(name)
+        existing.set(name, { ...request.table?.columnFamilies })
+        return [{}]
+      }),
+    modifyColumnFamilies: (request) =>
+      adminCall(proc, `ModifyColumnFamilies ${request.name ?? ""}`, () => {
+        const name = request.name ?? ""
+        const live = existing === undefined ? families : existing.get(name)
+        if (live === undefined) throw notFound(name)
+        const ids = (request.modifications ?? []).map((m) => m.id ?? "")
+        if (ids.some((id) => id in live)) throw alreadyExists(name)
+        if (existing !== undefined) {
+          existing.set(name, {
+            ...live,
+            ...Object.fromEntries((request.modifications ?? []).map((m) => [m.id ?? "", m.create ?? {}]))
+          })
+        }
+        return [{ columnFamilies: existing?.get(name) ?? live }]
+      }),
     close: () => Promise.resolve()
-  }
+  })
 
   const data = (proc: Process): BigtableClient.DataClient => ({
     makeServerStreamRequest: (method, serialize, _deserialize, argument, _metadata, options) => {
@@ -313,7 +415,9 @@ export const make = (world: World, faults: Faults, projectId = "sim"): BigtableS
   return {
     sums,
     ambiguous,
-    layer: (proc) => BigtableClient.fromClients({ projectId, data: data(proc), admin }),
+    refused,
+    lost,
+    layer: (proc) => BigtableClient.fromClients({ projectId, data: data(proc), admin: admin(proc) }),
     stats,
     onApplied,
     calm: () => void (calmed = true)

@@ -35,6 +35,11 @@ export interface Faults {
   readonly enospc: number
   /** At a crash: the chance that each change of the process not yet durable is lost. */
   readonly lose: number
+  /**
+   * The call after the first `mkdir` that creates a directory fails with `EIO` (a first save that
+   * fails after its `mkdir`, and is made again by a later save that creates nothing).
+   */
+  readonly failAfterFirstMkdir?: boolean | undefined
 }
 
 export const drawFaults = (rng: Rng, scale: number): Faults => ({
@@ -91,6 +96,9 @@ export const make = (
   const dirtyDirs = new Set<Dir>()
   const dirtyFiles = new Set<File>()
   let calmed = false
+  /** The process whose next call fails (`failAfterFirstMkdir`), once. */
+  let armed: Process | undefined
+  let fired = faults.failAfterFirstMkdir !== true
   const hit = (p: number) => !calmed && rng.chance(p)
   const draw = (range: readonly [number, number]) => rng.between(range[0], range[1])
   const show = (p: string) => path.relative(options.directory, p) || "."
@@ -124,11 +132,14 @@ export const make = (
     parent = dir
   }
 
-  /** A crash: each change of `proc` not durable yet is kept (durable now) or lost, as drawn. */
-  world.onCrash((proc) => {
+  /**
+   * A crash: each change of `proc` not durable yet is kept (durable now) or lost, as drawn; when the
+   * machine goes down, each change of any process (one that ended included: the page cache is gone).
+   */
+  world.onCrash((proc, machine) => {
     for (const dir of dirtyDirs) {
       for (const [name, by] of dir.dirty) {
-        if (by !== proc) continue
+        if (by !== proc && !machine) continue
         dir.dirty.delete(name)
         const durable = dir.durable.get(name)
         if (!rng.chance(faults.lose)) {
@@ -138,7 +149,9 @@ export const make = (
           continue
         }
         world.trace(() =>
-          `${proc.name}: crash loses the entry ${name}${durable === undefined ? "" : " (back to its old file)"}`
+          `${machine ? "the machine" : proc.name}: crash loses the entry ${name}${
+            durable === undefined ? "" : " (back to its old file)"
+          }`
         )
         if (durable === undefined) dir.entries.delete(name)
         else dir.entries.set(name, durable)
@@ -146,12 +159,16 @@ export const make = (
       if (dir.dirty.size === 0) dirtyDirs.delete(dir)
     }
     for (const f of dirtyFiles) {
-      if (f.dirtyBy !== proc) continue
+      if (f.dirtyBy !== proc && !machine) continue
       dirtyFiles.delete(f)
       f.dirtyBy = undefined
       if (rng.chance(faults.lose)) {
         const torn = rng.chance(0.5) ? f.data.slice(0, rng.int(f.data.length + 1)) : f.durable
-        world.trace(() => `${proc.name}: crash leaves ${torn.length} of ${f.data.length} unsynced bytes of a file`)
+        world.trace(() =>
+          `${
+            machine ? "the machine" : proc.name
+          }: crash leaves ${torn.length} of ${f.data.length} unsynced bytes of a file`
+        )
         f.data = torn
       }
       f.durable = f.data
@@ -163,7 +180,9 @@ export const make = (
     new Promise<A>((resolve, reject) => {
       world.at(draw(slow ? faults.fsyncLatency : faults.latency), undefined, () =>
         world.deliver(proc, () => {
-          if (hit(faults.eio)) {
+          const aimed = armed === proc
+          if (aimed) armed = undefined
+          if (aimed || hit(faults.eio)) {
             world.trace(() => `${proc.name}: fs ${syscall} ${show(target)} fails with EIO`)
             return reject(errno("EIO", syscall, target))
           }
@@ -226,6 +245,10 @@ export const make = (
           dir = created
         }
         if (first !== undefined) world.trace(() => `${proc.name}: fs mkdir ${show(target)}`)
+        if (first !== undefined && !fired) {
+          fired = true
+          armed = proc
+        }
         return first
       }),
     readdir: (target: string) =>

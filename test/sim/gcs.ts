@@ -18,7 +18,7 @@
 import type { Storage } from "@google-cloud/storage"
 import * as Layer from "effect/Layer"
 import { Writable } from "node:stream"
-import { CheckpointStore, GcsClient } from "../../src/Sink.ts"
+import { CheckpointStore, GcsClient, type RetryPolicy } from "../../src/Sink.ts"
 import type { Process, World } from "./kernel.ts"
 import { rate as rateOf, type Rng } from "./random.ts"
 
@@ -65,8 +65,8 @@ export interface Deletes {
 }
 
 export interface GcsSim {
-  /** `CheckpointStore.gcs` on the simulated bucket, for one process. */
-  readonly store: (proc: Process) => Layer.Layer<CheckpointStore>
+  /** `CheckpointStore.gcs` on the simulated bucket, for one process (`retry`: the store's own, if given). */
+  readonly store: (proc: Process, retry?: RetryPolicy) => Layer.Layer<CheckpointStore>
   /** The duck-typed `Storage` of one process (for `GcsClient.fromStorage`). */
   readonly storage: (proc: Process) => Storage
   /** The live object `gs://bucket/name`, if any. */
@@ -77,6 +77,8 @@ export interface GcsSim {
   readonly deletes: ReadonlyMap<string, Deletes>
   /** Uploads whose object was created (their final request applied). */
   readonly uploads: { completed: number; failed: number }
+  /** The process whose upload created each object (`gs://bucket/name`), the last one of each name. */
+  readonly uploadedBy: ReadonlyMap<string, Process>
   readonly calm: () => void
 }
 
@@ -86,6 +88,7 @@ export const make = (world: World, faults: Faults): GcsSim => {
   const objects = new Map<string, StoredObject>()
   const deletes = new Map<string, Deletes>()
   const uploads = { completed: 0, failed: 0 }
+  const uploadedBy = new Map<string, Process>()
   let generation = 0
   let calmed = false
   const hit = (p: number) => !calmed && rng.chance(p)
@@ -231,6 +234,7 @@ export const make = (world: World, faults: Faults): GcsSim => {
           const stored: StoredObject = { generation: ++generation, bytes: Buffer.concat(chunks), metadata: {} }
           objects.set(key, stored)
           uploads.completed++
+          uploadedBy.set(`gs://${key}`, proc)
           world.trace(() => `${proc.name}: GCS uploaded ${key}#${stored.generation} (${stored.bytes.length} bytes)`)
         }, true).then(
           () => stream.destroyed || callback(),
@@ -242,9 +246,9 @@ export const make = (world: World, faults: Faults): GcsSim => {
   }
 
   return {
-    store: (proc) =>
+    store: (proc, retry) =>
       Layer.orDie(
-        CheckpointStore.gcs({ bucket: "sim-checkpoints", prefix: "w" }).pipe(
+        CheckpointStore.gcs({ bucket: "sim-checkpoints", prefix: "w", ...(retry === undefined ? {} : { retry }) }).pipe(
           Layer.provide(GcsClient.fromStorage({ projectId: "sim", storage: storage(proc) }))
         )
       ),
@@ -253,6 +257,7 @@ export const make = (world: World, faults: Faults): GcsSim => {
     live: (bucket) => [...objects.keys()].filter((k) => k.startsWith(`${bucket}/`)).map((k) => `gs://${k}`),
     deletes,
     uploads,
+    uploadedBy,
     calm: () => void (calmed = true)
   }
 }

@@ -118,7 +118,9 @@ export class World {
   /** Timers and deliveries of paused processes, released on resume. */
   private readonly held = new Map<Process, Array<() => void>>()
   /** Run at each crash, before the process's tasks are dropped (a file system loses what it had not synced). */
-  private readonly crashHooks: Array<(proc: Process) => void> = []
+  private readonly crashHooks: Array<(proc: Process, machine: boolean) => void> = []
+  /** Every process started, for a machine crash. */
+  private readonly processes: Array<Process> = []
   readonly rng: Rng
   private readonly shuffle: number
   private readonly traceLine: ((line: string) => void) | undefined
@@ -165,6 +167,7 @@ export class World {
   /** A new process; `start` runs its root effect with the process's scheduler and clock. */
   process(name: string): Process & { readonly context: Context.Context<never> } {
     const proc: Process = { id: this.nextProcessId++, name, state: "running" }
+    this.processes.push(proc)
     const scheduler = this.schedulerOf(proc)
     const clock = this.clockOf(proc)
     // the library's warnings go to the trace (`--seed N`), not to the console of 10,000 runs
@@ -187,18 +190,33 @@ export class World {
     return Effect.runForkWith(proc.context)(effect)
   }
 
-  /** Calls `hook` with each process that crashes, at the moment it crashes. */
-  onCrash(hook: (proc: Process) => void): void {
+  /**
+   * Calls `hook` with each process that crashes, at the moment it crashes; `machine`: the machine
+   * went down with it (a power loss: what no process had made durable may be lost).
+   */
+  onCrash(hook: (proc: Process, machine: boolean) => void): void {
     this.crashHooks.push(hook)
   }
 
-  crash(proc: Process): void {
+  crash(proc: Process, machine = false): void {
     if (proc.state === "dead") return
-    this.trace(() => `crash ${proc.name}#${proc.id}`)
+    this.trace(() => `crash ${proc.name}#${proc.id}${machine ? " (the machine goes down)" : ""}`)
     proc.state = "dead"
-    for (const hook of this.crashHooks) hook(proc)
+    for (const hook of this.crashHooks) hook(proc, machine)
     this.held.delete(proc)
     for (let i = this.tasks.length - 1; i >= 0; i--) if (this.tasks[i]?.proc === proc) this.tasks.splice(i, 1)
+  }
+
+  /**
+   * The machine goes down (a power loss): every process still alive (running or paused) dies, the
+   * crash hooks told once that the machine went down. The processes killed.
+   */
+  crashMachine(): Array<Process> {
+    const alive = this.processes.filter((p) => p.state !== "dead")
+    const [first, ...rest] = alive
+    if (first !== undefined) this.crash(first, true)
+    for (const p of rest) this.crash(p)
+    return alive
   }
 
   pause(proc: Process): void {

@@ -46,6 +46,8 @@ export interface LifePlan {
   readonly maxRestarts: number
   /** Virtual milliseconds without progress after which a restart is a loop (a run with a probe). */
   readonly maxStall: number
+  /** Each crash takes the machine down (a power loss): every process dies, zombies included. */
+  readonly machine?: boolean
 }
 
 /**
@@ -215,7 +217,8 @@ export const live = async (
   for (const at of plan.crashes) {
     world.at(at, undefined, () => {
       if (current === undefined || current.state !== "running" || finished) return
-      world.crash(current)
+      if (plan.machine === true) { for (const p of world.crashMachine()) running.delete(p as SimProcess) }
+      else world.crash(current)
       running.delete(current)
       restart()
     })

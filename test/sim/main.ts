@@ -5,16 +5,25 @@
  *   npm run sim -- --seeds 1000000               a million seeds per method, on every core
  *   npm run sim -- --method bigquery.exactlyOnce --seeds 5000 --from 20000
  *   npm run sim -- --method bigtable.exactlyOnce --seed 4711 [--swarm]
+ *   npm run sim -- --budget --first                the CI budget, each method up to its first failure
  *
  * Options: `--method m` (repeatable; default all), `--seeds N` per method, `--from S` (first seed),
  * `--swarm` / `--no-swarm` (default: odd seeds in swarm mode), `--seed N` (one run, its trace
- * printed), `--workers K` (default: the machine's cores). Exits 1 when a seed breaks an invariant,
+ * printed), `--workers K` (default: the machine's cores), `--budget` (each method's CI budget of
+ * `seeds.ts` in place of `--seeds`/`--from`), `--first` (a method stops at its first failing seed:
+ * how many seeds a planted fault takes to be found), `--no-widen` (none of the inputs drawn since
+ * issue 36: the runs of the regression seeds found before them), `--record FILE` (the violations of
+ * every failed seed, written to FILE) and `--against FILE` (a seed fails only with a kind of
+ * violation FILE's run of it had not: a planted fault's seeds to detection on a tree whose own seeds
+ * fail). Exits 1 when a seed breaks an invariant,
  * after printing the command that replays it.
  */
 import { fork } from "node:child_process"
+import * as fs from "node:fs"
 import * as os from "node:os"
 import { methods } from "./methods/index.ts"
 import { runWith, type SeedReport } from "./run.ts"
+import { budget } from "./seeds.ts"
 
 interface Args {
   readonly methods: ReadonlyArray<string>
@@ -24,6 +33,13 @@ interface Args {
   readonly seed: number | undefined
   readonly workers: number
   readonly worker: { readonly index: number; readonly of: number } | undefined
+  readonly budget: boolean
+  readonly first: boolean
+  readonly widen: boolean
+  /** `--record FILE`: the violations of every failed seed are written to FILE. */
+  readonly record: string | undefined
+  /** `--against FILE`: a seed fails only where its violations differ from FILE's (a planted fault's own). */
+  readonly against: Readonly<Record<string, string>> | undefined
 }
 
 const number = (flag: string, value: string | undefined): number => {
@@ -41,6 +57,11 @@ const parse = (argv: ReadonlyArray<string>): Args => {
   let seed: number | undefined
   let workers = os.availableParallelism()
   let worker: Args["worker"]
+  let budgeted = false
+  let first = false
+  let widen = true
+  let record: string | undefined
+  let against: Args["against"]
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]
     const value = argv[i + 1]
@@ -77,6 +98,23 @@ const parse = (argv: ReadonlyArray<string>): Args => {
       case "--swarm":
         swarm = true
         break
+      case "--budget":
+        budgeted = true
+        break
+      case "--first":
+        first = true
+        break
+      case "--no-widen":
+        widen = false
+        break
+      case "--record":
+        record = value
+        i++
+        break
+      case "--against":
+        against = JSON.parse(fs.readFileSync(value ?? "", "utf8")) as Record<string, string>
+        i++
+        break
       case "--no-swarm":
         swarm = false
         break
@@ -84,7 +122,29 @@ const parse = (argv: ReadonlyArray<string>): Args => {
         throw new Error(`unknown option ${flag} (see test/sim/main.ts)`)
     }
   }
-  return { methods: chosen.length > 0 ? chosen : Object.keys(methods), seeds, from, swarm, seed, workers, worker }
+  return {
+    methods: chosen.length > 0 ? chosen : Object.keys(methods),
+    seeds,
+    from,
+    swarm,
+    seed,
+    workers,
+    worker,
+    budget: budgeted,
+    first,
+    widen,
+    record,
+    against
+  }
+}
+
+/** A violation's kind: what comes before its first colon (`routing`, `leak`, `hang`, `defect in p2`, ...). */
+const kindOf = (violation: string): string => violation.slice(0, Math.max(0, violation.indexOf(":"))) || violation
+
+/** Whether `report` has a kind of violation that `recorded` (a recorded run's violations) has not. */
+const newKind = (recorded: string | undefined, report: SeedReport): boolean => {
+  const known = new Set((recorded ?? "").split("\n").filter((v) => v !== "").map(kindOf))
+  return report.violations.some((v) => !known.has(kindOf(v)))
 }
 
 /** Swarm mode for a seed when not forced: odd seeds. */
@@ -100,7 +160,13 @@ interface Tally {
   virtualMillis: number
   restarts: number
   readonly errors: Record<string, number>
-  readonly failures: Array<{ readonly replay: string; readonly violations: ReadonlyArray<string> }>
+  /** The violations of each failed seed (`method seed`), with `--record`. */
+  readonly record: Record<string, string>
+  /** Failed seeds by the kinds of their violations (`routing`, `leak`, `hang`, ...). */
+  readonly kinds: Record<string, number>
+  readonly failures: Array<
+    { readonly seed: number; readonly replay: string; readonly violations: ReadonlyArray<string> }
+  >
 }
 
 const emptyTally = (): Tally => ({
@@ -110,6 +176,8 @@ const emptyTally = (): Tally => ({
   virtualMillis: 0,
   restarts: 0,
   errors: {},
+  kinds: {},
+  record: {},
   failures: []
 })
 
@@ -120,18 +188,31 @@ const runShare = async (args: Args, done: (method: string, tally: Tally) => void
     const run = methods[method]
     if (run === undefined) continue
     const tally = emptyTally()
-    for (let seed = args.from + share.index; seed < args.from + args.seeds; seed += share.of) {
+    const range = args.budget ? budget[method] ?? { from: args.from, seeds: args.seeds } : args
+    for (let seed = range.from + share.index; seed < range.from + range.seeds; seed += share.of) {
       const started = performance.now()
       // oxlint-disable-next-line no-await-in-loop -- one run at a time per worker: runs are CPU-bound
-      const report = await runWith(method, run, seed, { swarm: swarmOf(args, seed) })
+      const report = await runWith(method, run, seed, { swarm: swarmOf(args, seed), widen: args.widen })
       tally.millis += performance.now() - started
       tally.seeds++
       tally.virtualMillis += report.virtualMillis
       tally.restarts += report.restarts
       for (const e of report.errors) tally.errors[e] = (tally.errors[e] ?? 0) + 1
-      if (!report.ok) {
+      const violations = report.violations.join("\n")
+      if (args.record !== undefined && !report.ok) tally.record[`${method} ${seed}`] = violations
+      // against a recorded run, a seed fails only with a kind of violation the recorded run of it had not
+      // (a planted fault moves a run elsewhere: how often a recorded defect shows again is no finding)
+      const failed = args.against === undefined ? !report.ok : newKind(args.against[`${method} ${seed}`], report)
+      if (failed) {
         tally.failed++
-        if (tally.failures.length < 10) tally.failures.push({ replay: replay(report), violations: report.violations })
+        // the first few of each kind: a frequent one does not hide the others
+        const kinds = [...new Set(report.violations.map(kindOf))]
+        const rare = kinds.some((k) => (tally.kinds[k] ?? 0) < 3)
+        for (const kind of kinds) tally.kinds[kind] = (tally.kinds[kind] ?? 0) + 1
+        if (rare || tally.failures.length < 10) {
+          tally.failures.push({ seed, replay: replay(report), violations: report.violations })
+        }
+        if (args.first) break
       }
     }
     done(method, tally)
@@ -145,7 +226,9 @@ const merge = (into: Tally, t: Tally): void => {
   into.virtualMillis += t.virtualMillis
   into.restarts += t.restarts
   for (const [e, n] of Object.entries(t.errors)) into.errors[e] = (into.errors[e] ?? 0) + n
-  into.failures.push(...t.failures.slice(0, Math.max(0, 10 - into.failures.length)))
+  for (const [k, n] of Object.entries(t.kinds)) into.kinds[k] = (into.kinds[k] ?? 0) + n
+  into.failures.push(...t.failures)
+  Object.assign(into.record, t.record)
 }
 
 /** Prints one method's line (and its failures); false when a seed failed. */
@@ -158,7 +241,11 @@ const report = (method: string, t: Tally): boolean => {
       } virtual h  ` +
       `${t.restarts} restarts${errors === "" ? "" : ` (writer errors: ${errors})`}`
   )
-  for (const f of t.failures) console.log(`  FAILED: ${f.replay}\n    ${f.violations.join("\n    ")}`)
+  const kinds = Object.entries(t.kinds).toSorted((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(", ")
+  if (kinds !== "") console.log(`  failed seeds by kind of violation: ${kinds}`)
+  for (const f of t.failures.toSorted((a, b) => a.seed - b.seed)) {
+    console.log(`  FAILED: ${f.replay}\n    ${f.violations.join("\n    ")}`)
+  }
   return t.failed === 0
 }
 
@@ -171,7 +258,11 @@ const main = async (): Promise<void> => {
       const swarm = swarmOf(args, args.seed)
       console.log(`# ${method}, seed ${args.seed}${swarm ? ", swarm" : ""}`)
       // oxlint-disable-next-line no-await-in-loop -- one traced run after the other
-      const r = await runWith(method, run, args.seed, { swarm, trace: (line) => console.log(line) })
+      const r = await runWith(method, run, args.seed, {
+        swarm,
+        widen: args.widen,
+        trace: (line) => console.log(line)
+      })
       console.log(
         r.ok
           ? `# ok: ${r.virtualMillis.toFixed(0)} virtual ms, ${r.steps} steps, ${r.restarts} restarts`
@@ -207,6 +298,10 @@ const main = async (): Promise<void> => {
       child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`worker ${index} exited ${code}`))))
     }))
   await Promise.all(children)
+  if (args.record !== undefined) {
+    const all = Object.assign({}, ...[...tallies.values()].map((e) => e.tally.record)) as Record<string, string>
+    fs.writeFileSync(args.record, JSON.stringify(all, null, 1))
+  }
   console.log(`${((performance.now() - started) / 1000).toFixed(1)} s`)
   if (!ok) process.exitCode = 1
 }

@@ -21,6 +21,11 @@ export interface Regression {
   readonly swarm: boolean
   /** Whether the run draws a handover (the seeds found before handovers existed run without). */
   readonly handovers?: boolean
+  /**
+   * The simulator's draws the seed was found with: `"first"` (before handovers and the widened
+   * inputs of issue 36: both off), `"widened"` (all of today's draws).
+   */
+  readonly draws?: "first" | "widened"
   /** What the seed found, and the commit that fixed it. */
   readonly found: string
 }
@@ -68,5 +73,71 @@ export const regressions: ReadonlyArray<Regression> = [
     handovers: true,
     found: "the same restart loop on the file store: each successor of a handover fenced by the old owner's next " +
       "save (fixed by the claim at resume, ADR 0040)"
+  },
+  // found by the widened simulator (issue 36) on a tree with the issue's defects: they fail until
+  // the fixes merge, then guard them
+  {
+    method: "bigtable.atLeastOnce",
+    seed: 54,
+    swarm: false,
+    draws: "widened",
+    found: "issue 36 defect 1: a table lost with 1,196 entries in flight; the repair re-sent each waiting request " +
+      "through the owner's own queue of 1,024 and the writer hung (after that fix, the held entries went as one " +
+      "MutateRows of 1,196 entries, past batchElementCount 100)"
+  },
+  {
+    method: "bigquery.exactlyOnce",
+    seed: 884,
+    swarm: false,
+    draws: "widened",
+    found: "issue 36 defect 2: the first save failed after its mkdir (EIO), the restart's first save synced no " +
+      "directory above the store's, a machine crash lost the store directory, and the writer replayed from the " +
+      "start: 132 rows duplicated"
+  },
+  {
+    method: "bigquery.exactlyOnce",
+    seed: 122,
+    swarm: false,
+    draws: "widened",
+    found: "issue 36 defect 3: a bad row in the restore probe's batch, row errors before the offset check: " +
+      "OFFSET_ALREADY_EXISTS while replaying after a row-level rejection on every restart (a restart loop)"
+  },
+  {
+    method: "bigquery.atLeastOnce",
+    seed: 5,
+    swarm: true,
+    draws: "widened",
+    found: "issue 36 defect 4: a caller's retry schedule read undefined (the in-band re-send), its recovery " +
+      "schedule a grpc-js error object"
+  },
+  {
+    method: "bigquery.fileLoads",
+    seed: 5,
+    swarm: true,
+    draws: "widened",
+    found: "issue 36 defects 4 and 5: the poll and reconcile schedules read Pending and CallFailed markers; a " +
+      "fenced writer left its staged object, named by no checkpoint, in the bucket"
+  },
+  {
+    method: "bigtable.exactlyOnce",
+    seed: 2,
+    swarm: false,
+    draws: "widened",
+    found: "issue 36 defect 4: the GCS checkpoint store's retry schedule read its internal CallFailure"
+  },
+  {
+    method: "bigtable.atLeastOnce",
+    seed: 4,
+    swarm: false,
+    draws: "widened",
+    found: "issue 36 defect 4's family, in Bigtable: the retry schedule read an entry's status ({ code, message })"
+  },
+  {
+    method: "bigtable.atLeastOnce",
+    seed: 5,
+    swarm: true,
+    draws: "widened",
+    found: "entries held while a lost table was created again went out as one MutateRows of 699 entries, past " +
+      "batchElementCount 2 (requests cut only at the 100,000-mutation limit)"
   }
 ]
