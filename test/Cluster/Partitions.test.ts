@@ -85,16 +85,17 @@ describe("Partitions.layer", () => {
     it.effect(`a partition whose writer is ${ending} over and over restarts in constant space (same depth after 50 and 200 restarts)`, () =>
       Effect.gen(function*() {
         const inner = yield* CheckpointStore
-        // the partition's fiber loads its checkpoint at each (re)start: the depth is read there
+        // the partition's fiber claims its writer (resume) at each (re)start: the depth is read there
         const depths: Array<number> = []
         const enough = yield* Deferred.make<void>()
         const store = CheckpointStore.of({
-          load: (writerId) =>
+          load: inner.load,
+          claim: (writerId) =>
             Effect.suspend(() => {
               depths.push(stackDepth())
               return depths.length > 200
-                ? Effect.andThen(Deferred.succeed(enough, undefined), inner.load(writerId))
-                : inner.load(writerId)
+                ? Effect.andThen(Deferred.succeed(enough, undefined), inner.claim(writerId))
+                : inner.claim(writerId)
             }),
           save: inner.save
         })

@@ -19,21 +19,30 @@ export interface OwnSaves {
   readonly isOwn: (stored: Option.Option<CheckpointRecord>) => boolean
 }
 
-/** Tracks the saves made through `store` by a run that restored `restored`. @internal */
-export const track = (store: CheckpointStore["Service"], restored: Option.Option<CheckpointRecord>): OwnSaves => {
-  const own = new Set<string>()
-  if (Option.isSome(restored)) own.add(restored.value.id)
+/**
+ * Tracks the saves made through `store` by a run that resumed under `claimId` (its claim stored the
+ * restored record, if any, again under that id).
+ *
+ * @internal
+ */
+export const track = (store: CheckpointStore["Service"], claimId: string): OwnSaves => {
+  const own = new Set<string>([claimId])
+  let saved = false
   return {
     store: {
       load: store.load,
+      claim: store.claim,
       save: (writerId, record, expected) =>
         Effect.suspend(() => {
           // remembered before the save: a record of this run that lands before its answer is still its own
           own.add(record.id)
+          saved = true
           return store.save(writerId, record, expected)
         })
     },
-    isOwn: (stored) => Option.isNone(stored) ? own.size === 0 : own.has(stored.value.id)
+    // none stored: nobody has saved since a bare claim (this run's or a later one's, which the
+    // load cannot tell apart), so the stop waits for the final checkpoint as usual
+    isOwn: (stored) => Option.isNone(stored) ? !saved : own.has(stored.value.id)
   }
 }
 

@@ -143,7 +143,7 @@ export const runOnce = <A, P, ES, RS, EK, RK>(
   Effect.gen(function*() {
     const id = writerId(settings.name, partition)
     const resumed = yield* Checkpoint.resume({ writerId: id, positionSchema: behaviour.positionSchema })
-    const saves = OwnSaves.track(resumed.store, resumed.record)
+    const saves = OwnSaves.track(resumed.store, resumed.claimId)
     const resume: Checkpoint.Resume<P> = { ...resumed, store: saves.store }
     yield* Effect.logInfo("partition writer started").pipe(
       Effect.annotateLogs({ from: Option.isSome(resume.position) ? JSON.stringify(resume.position.value) : "start" })
@@ -237,7 +237,7 @@ export const singletonNames = (
   if (settings.shardsPerGroup === undefined) return Effect.succeed(ids)
   const names = spreadNames(ids, settings.shardsPerGroup, shardOf)
   return "_tag" in names
-    ? Effect.fail(new SinkConfigError({ path: "shardsPerGroup", message: names.message }))
+    ? Effect.fail(new SinkConfigError({ path: "shardsPerGroup", detail: names.message }))
     : Effect.succeed(names)
 }
 
