@@ -552,6 +552,11 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
         const body: Record<string, unknown> = chunks.length === 0 ? {} : JSON.parse(Buffer.concat(chunks).toString())
         const job = cdc.rest(method, url.pathname, body, (key) => catalog.get(key), url.searchParams.get("location"))
         if (job !== undefined) return sendJson(res, job.status, job.body)
+        // every dataset exists here (the sink checks one when a table insert fails)
+        const dataset = /^\/bigquery\/v2\/projects\/([^/]+)\/datasets\/([^/]+)$/.exec(url.pathname)
+        if (method === "GET" && dataset !== null) {
+          return sendJson(res, 200, { datasetReference: { projectId: dataset[1], datasetId: dataset[2] } })
+        }
         const m = /^\/bigquery\/v2\/projects\/([^/]+)\/datasets\/([^/]+)\/tables(?:\/([^/]+))?$/.exec(url.pathname)
         if (m === null) {
           return sendJson(res, 404, { error: { code: 404, message: "no route", errors: [{ reason: "notFound" }] } })

@@ -211,7 +211,7 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
             poll: Harness.pollFast,
             maxStagingFileBytes: 256
           }),
-          checkpoint: yield* loadOnce("fenced")
+          checkpoint: { resume: yield* Checkpoint.resume({ writerId: "fenced", positionSchema: Schema.Number }) }
         })
         yield* writer.write(rows.slice(0, 10))
         yield* writer.checkpoint(10)

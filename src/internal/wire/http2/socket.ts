@@ -37,8 +37,15 @@ export interface Endpoint {
   readonly tls: TlsSettings | undefined
 }
 
-const unavailable = (what: string, cause: unknown): CallError =>
-  callError(Code.UNAVAILABLE, `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, cause)
+/**
+ * `what` failed because of `cause`; a message that already names `address` (node's own: "connect
+ * ECONNREFUSED 127.0.0.1:9", as grpc-js reports it) is not prefixed with it again.
+ */
+const unavailable = (what: string, cause: unknown, address?: string): CallError => {
+  const message = cause instanceof Error ? cause.message : String(cause)
+  const named = address !== undefined && message.includes(address)
+  return callError(Code.UNAVAILABLE, named ? message : `${what}: ${message}`, cause)
+}
 
 /**
  * Waits for `socket` to emit `ready` (a connection) or fail; on interruption the socket is
@@ -48,7 +55,8 @@ const settle = <S extends net.Socket>(
   socket: S,
   readyEvent: "connect" | "secureConnect",
   what: string,
-  check: (socket: S) => CallError | undefined = () => undefined
+  check: (socket: S) => CallError | undefined = () => undefined,
+  address?: string
 ): Effect.Effect<S, CallError> =>
   Effect.callback<S, CallError>((resume) => {
     const onReady = () => {
@@ -61,7 +69,7 @@ const settle = <S extends net.Socket>(
     const onError = (error: Error) => {
       detach()
       socket.destroy()
-      resume(Effect.fail(unavailable(what, error)))
+      resume(Effect.fail(unavailable(what, error, address)))
     }
     const onClose = () => onError(new Error("connection closed"))
     const detach = () => {
@@ -79,7 +87,9 @@ const settle = <S extends net.Socket>(
   })
 
 const tcp = (host: string, port: number): Effect.Effect<net.Socket, CallError> =>
-  Effect.suspend(() => settle(net.connect({ host, port }), "connect", `connecting to ${host}:${port}`))
+  Effect.suspend(() =>
+    settle(net.connect({ host, port }), "connect", `connecting to ${host}:${port}`, undefined, `${host}:${port}`)
+  )
 
 /** A tunnel to `host:port` through `proxy` (HTTP `CONNECT`), as a connected socket. */
 const tunnel = (proxy: Proxy, host: string, port: number): Effect.Effect<net.Socket, CallError> =>
