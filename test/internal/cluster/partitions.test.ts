@@ -201,8 +201,9 @@ describe("cluster partitions: a partition's writer", () => {
           )
       }, 0).pipe(Effect.forkChild)
       yield* advance(1000)
-      // this runner lost the shard's lock: the partition's new owner restored and checkpointed
-      yield* store.save("job-0", new CheckpointRecord({ id: "new-owner", position: 5, commits: [] }), undefined)
+      // this runner lost the shard's lock: the partition's new owner resumed (claimed) and checkpointed
+      const claim = yield* store.claim("job-0")
+      yield* store.save("job-0", new CheckpointRecord({ id: "new-owner", position: 5, commits: [] }), claim.id)
       const interrupting = yield* Fiber.interrupt(fiber).pipe(Effect.forkChild)
       yield* advance(300)
       assert.isTrue(yield* Deferred.isDone(stopped), "interrupted at once, not after stopTimeout")
@@ -217,7 +218,8 @@ describe("cluster partitions: a partition's writer", () => {
         source: () => Stream.iterate(0, (n) => n + 1).pipe(Stream.tap(() => Effect.sleep("1 second"))),
         // a checkpoint per record through the run's store, and a slow final one at the end of input
         sink: ({ resume, writerId }) => {
-          let previous = Option.getOrUndefined(Option.map(resume.record, (r) => r.id))
+          // the first save expects the id the run claimed at resume
+          let previous: string | undefined = resume.claimId
           const save = (position: number) =>
             Effect.gen(function*() {
               const id = `own-${position}`
@@ -249,8 +251,9 @@ describe("cluster partitions: a partition's writer", () => {
             Effect.gen(function*() {
               const n = yield* Ref.getAndUpdate(attempt, (k) => k + 1)
               if (n === 0) {
-                // meanwhile another owner advanced the writer
-                yield* store.save("job-0", new CheckpointRecord({ id: "other", position: 42, commits: [] }), undefined)
+                // meanwhile another owner took the writer over and advanced it
+                const claim = yield* store.claim("job-0")
+                yield* store.save("job-0", new CheckpointRecord({ id: "other", position: 42, commits: [] }), claim.id)
                 return yield* new CheckpointConflict({ writerId: "job-0", actualId: "other" })
               }
             })
