@@ -589,6 +589,34 @@ describe("BigQuerySink.exactlyOnce: the restore probe", () => {
       }))
   })
 
+  it.live("a probe whose rows are all rejected before the offset check leaves the next append the probe", () => {
+    // the probe (row 10 alone) is rejected whole before the service looked at its offset: nothing
+    // about the restored stream is known yet, so the next batch, at the same offset, is the probe
+    // that meets the crashed run's rows there and abandons the stream (not a terminal failure)
+    let restored: string | undefined
+    const answer = (c: Fake.AppendContext): Fake.Answer => {
+      if (!buffered(c) || c.writeStream !== restored || c.offset !== 10) return { _tag: "default" }
+      const errors = c.rows.flatMap((row, index) => idOf(row) === 10 ? [{ index, message: "row 10 is bad" }] : [])
+      return errors.length === 0 ? { _tag: "default" } : { _tag: "rowErrors", errors, uncheckedOffset: true }
+    }
+    return withEo({ answer }, (fake) =>
+      Effect.gen(function*() {
+        yield* crashedPastCheckpoint(fake)
+        restored = [...fake.buffered.streams.keys()][0]
+        const routed: Array<BigQueryFailure.BigQueryFailure> = []
+        yield* Effect.scoped(Effect.gen(function*() {
+          const writer = yield* eoWriterWith(fake, (f) => void routed.push(f))
+          yield* writer.write(rows(1, 10))
+          yield* writer.flush
+          yield* writer.write(rows(9, 11))
+          yield* writer.checkpoint(20)
+        }))
+        assert.strictEqual(routed.length, 1, "the bad row is routed")
+        assert.deepStrictEqual(visibleIds(fake), [...range(0, 10), ...range(11, 20)])
+        assert.strictEqual(fake.buffered.stats.creates, 2, "the restored stream was abandoned")
+      }))
+  })
+
   it.live("an abandoned probe whose rows are all rejected saves no commit past the fresh stream's end", () => {
     const answer = abandonedWith((c) => c.rows.map((_, i) => i))
     return withEo({ answer }, (fake) =>

@@ -95,9 +95,11 @@ const answered = (streams: Streams): Mode["answered"] => (request, outcome, send
     const end = outcome.offset + outcome.written
     // a probe may have abandoned the restored stream for a fresh one (its rows then start at 0)
     b.nextOffset = b.probe ? end : Math.max(b.nextOffset, end)
-    b.probe = false
+    // a probe whose every row was rejected before the service checked its offset proved nothing
+    // about the restored stream: the next append, at the same offset, is the probe
+    if (outcome.written > 0) b.probe = false
     if (b.queue.length === 0) return Effect.void
-    const waiting = b.queue.splice(0)
+    const waiting = b.probe ? b.queue.splice(0, 1) : b.queue.splice(0)
     return Effect.forEach(waiting, (next) => send(stamp(next, b)), { discard: true })
   })
 
