@@ -49,6 +49,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Semaphore from "effect/Semaphore"
 import type { CheckpointError, Resume, ResumeOptions } from "../../Sink/Checkpoint.ts"
@@ -176,12 +177,16 @@ export const make = <A, P, C, E>(
     })
   }).pipe(Effect.withSpan(`${options.name}.restore`, { attributes: { "writer.id": options.resume.writerId } }))
 
+/** How often a fenced writer reads the stored record again before it keeps its files. */
+const readAgain = Schedule.exponential("100 millis")
+
 /**
  * After a refused save: the prepared commits that the stored record does not name go to the
  * participant's `discard`. A refused save may still be named by the stored record: an attempt whose
  * answer was lost landed, and a successor restored it (its commits re-run there, so the files are
- * loaded, not orphaned): those are kept. The stored record is read once; when it cannot be read,
- * nothing is discarded (what is left costs storage, never data).
+ * loaded, not orphaned): those are kept. The stored record is read up to five times (a store
+ * failing now and then does not leave the files behind); when it still cannot be read, nothing is
+ * discarded (what is left costs storage, never data).
  */
 const discardOrphans = <A, P, C, E>(
   kept: Kept<A, P, C, E>,
@@ -191,6 +196,7 @@ const discardOrphans = <A, P, C, E>(
   const discard = kept.participant.discard
   if (discard === undefined || commits.length === 0) return Effect.void
   return kept.store.load(kept.writerId).pipe(
+    Effect.retry({ times: 4, schedule: readAgain }),
     Effect.flatMap((stored) => {
       const named = new Set(Option.isSome(stored) ? stored.value.commits.map((c) => JSON.stringify(c)) : [])
       const orphans = commits.filter((_, i) => !named.has(JSON.stringify(encoded[i])))

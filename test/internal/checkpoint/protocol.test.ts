@@ -5,6 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, Option, Schedule, Schema } from "effect"
+import { TestClock } from "effect/testing"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -306,35 +307,57 @@ describe("checkpoint protocol", () => {
         }).pipe(Effect.provide(landedThenRefused))
       }).pipe(Effect.scoped))
 
-    it.live("are kept when the stored record cannot be read", () =>
+    /** The memory store, its saves refused and its first `failedReads` loads (or all) failing. */
+    const refusing = (failedReads: number) =>
+      Layer.effect(
+        CheckpointStore,
+        Effect.gen(function*() {
+          const inner = yield* CheckpointStore
+          let reads = 0
+          return CheckpointStore.of({
+            ...inner,
+            // the read that would tell what the stored record names fails, `failedReads` times
+            load: (writerId) =>
+              Effect.suspend(() =>
+                reads++ < failedReads
+                  ? Effect.fail(new CheckpointStoreError({ reason: "Io", writerId, detail: "unreachable" }))
+                  : inner.load(writerId)
+              ),
+            save: (writerId, _record, expected) =>
+              Effect.fail(new CheckpointConflict({ writerId, expectedPreviousId: expected, actualId: "other" }))
+          })
+        })
+      ).pipe(Layer.provide(CheckpointStore.memory))
+
+    /** A writer fenced at its first checkpoint, the refused save's fate read on the TestClock. */
+    const fencedOnce = (store: Layer.Layer<CheckpointStore>, discarded: Array<ReadonlyArray<Commit>>) =>
+      Effect.gen(function*() {
+        const service = toy.makeService()
+        const w = yield* checkpoint.make({
+          name: "ToySink",
+          writer: yield* toy.make({ service, handler: FailureHandler.failJob }),
+          resume: yield* resumeW,
+          participant: discarding(service, makeLog(), discarded)
+        })
+        yield* w.write(["t:a"])
+        const fiber = yield* Effect.forkChild(Effect.flip(w.checkpoint(1)))
+        // the reads' waits, each registered only once the read before it failed
+        for (let i = 0; i < 10; i++) yield* Effect.andThen(Effect.yieldNow, TestClock.adjust("1 second"))
+        assert.instanceOf(yield* Fiber.join(fiber), CheckpointConflict)
+      }).pipe(Effect.provide(store), Effect.scoped)
+
+    it.effect("are discarded when the stored record is read on a later try (a store failing now and then)", () =>
       Effect.gen(function*() {
         const discarded: Array<ReadonlyArray<Commit>> = []
-        const unreadable = Layer.effect(
-          CheckpointStore,
-          Effect.gen(function*() {
-            const inner = yield* CheckpointStore
-            return CheckpointStore.of({
-              ...inner,
-              // the save is refused; the read that would tell what the stored record names fails
-              load: (writerId) =>
-                Effect.fail(new CheckpointStoreError({ reason: "Io", writerId, detail: "unreachable" })),
-              save: (writerId, _record, expected) =>
-                Effect.fail(new CheckpointConflict({ writerId, expectedPreviousId: expected, actualId: "other" }))
-            })
-          })
-        ).pipe(Layer.provide(CheckpointStore.memory))
-        yield* Effect.gen(function*() {
-          const service = toy.makeService()
-          const w = yield* checkpoint.make({
-            name: "ToySink",
-            writer: yield* toy.make({ service, handler: FailureHandler.failJob }),
-            resume: yield* resumeW,
-            participant: discarding(service, makeLog(), discarded)
-          })
-          yield* w.write(["t:a"])
-          assert.instanceOf(yield* Effect.flip(w.checkpoint(1)), CheckpointConflict)
-          assert.deepStrictEqual(discarded, [])
-        }).pipe(Effect.provide(unreadable))
-      }).pipe(Effect.scoped))
+        yield* fencedOnce(refusing(3), discarded)
+        assert.deepStrictEqual(discarded, [[{ upTo: 1 }]])
+      }))
+
+    it.effect("are kept when the stored record cannot be read at all", () =>
+      Effect.gen(function*() {
+        const discarded: Array<ReadonlyArray<Commit>> = []
+        yield* fencedOnce(refusing(Number.POSITIVE_INFINITY), discarded)
+        assert.deepStrictEqual(discarded, [])
+      }))
   })
 })
