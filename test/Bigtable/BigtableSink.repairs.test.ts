@@ -45,6 +45,39 @@ describe("BigtableSink repairs", () => {
     30_000
   )
 
+  it.live("entries held through a table's creation go again in requests within batchElementCount", () =>
+    Effect.gen(function*() {
+      const tables = new Map<string, Set<string>>()
+      // the creation takes a moment: the batches cut meanwhile are held for the table
+      const fake = makeFake({ tables, createTableGate: () => new Promise((resolve) => setTimeout(resolve, 200)) })
+      // the first entries find the table missing; the rest arrive while it is being created
+      const [first, rest] = [keys(300).slice(0, 7), keys(300).slice(7)]
+      const source = Stream.concat(
+        Stream.fromIterable(first),
+        Stream.fromIterable(rest).pipe(Stream.onStart(Effect.sleep("50 millis")))
+      )
+      const summary = yield* source.pipe(
+        Stream.run(BigtableSink.make({
+          table,
+          serializer: (k: string) => entry(k),
+          createDisposition: "CREATE_IF_NEEDED",
+          tableCreateOptions: { columnFamilies: { cf: {} } },
+          writeMethod: WriteMethod.atLeastOnce({
+            maxInFlightEntries: 1000,
+            batchElementCount: 7,
+            batchByteSize: 400,
+            recovery: fast
+          })
+        })),
+        Effect.provide(fake.layer)
+      )
+      assert.strictEqual(summary.recordsWritten, 300)
+      // the held entries went again after the creation: as the requests a batch would have been
+      const after = fake.requests.filter((r) => r.method.endsWith("MutateRows")).slice(1)
+      assert.isAbove(after.length, 1)
+      for (const r of after) assert.isAtMost(r.rowKeys.length, 7)
+    }))
+
   it.live("an entry that waited through its table's creation keeps its whole retry budget for transient statuses", () =>
     Effect.gen(function*() {
       const tables = new Map<string, Set<string>>()

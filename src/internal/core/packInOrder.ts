@@ -1,6 +1,6 @@
 /**
- * First-fit packing in order, shared by the cuts that must keep their input's order (Bigtable's
- * requests of at most 100,000 mutations, file loads' load jobs within the URI and byte limits).
+ * First-fit packing in order, for cuts that must keep their input's order (file loads' load jobs
+ * within the URI and byte limits).
  *
  * @internal
  */

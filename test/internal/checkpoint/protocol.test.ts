@@ -97,6 +97,45 @@ const discarding = (service: toy.Service, log: Log, discarded: Array<ReadonlyArr
   discard: (commits: ReadonlyArray<Commit>) => Effect.sync(() => void discarded.push(commits))
 })
 
+/** The memory store, its saves refused and its first `failedReads` loads (or all) failing. */
+const refusing = (failedReads: number) =>
+  Layer.effect(
+    CheckpointStore,
+    Effect.gen(function*() {
+      const inner = yield* CheckpointStore
+      let reads = 0
+      return CheckpointStore.of({
+        ...inner,
+        // the read that would tell what the stored record names fails, `failedReads` times
+        load: (writerId) =>
+          Effect.suspend(() =>
+            reads++ < failedReads
+              ? Effect.fail(new CheckpointStoreError({ reason: "Io", writerId, detail: "unreachable" }))
+              : inner.load(writerId)
+          ),
+        save: (writerId, _record, expected) =>
+          Effect.fail(new CheckpointConflict({ writerId, expectedPreviousId: expected, actualId: "other" }))
+      })
+    })
+  ).pipe(Layer.provide(CheckpointStore.memory))
+
+/** A writer fenced at its first checkpoint, the refused save's fate read on the TestClock. */
+const fencedOnce = (store: Layer.Layer<CheckpointStore>, discarded: Array<ReadonlyArray<Commit>>) =>
+  Effect.gen(function*() {
+    const service = toy.makeService()
+    const w = yield* checkpoint.make({
+      name: "ToySink",
+      writer: yield* toy.make({ service, handler: FailureHandler.failJob }),
+      resume: yield* resumeW,
+      participant: discarding(service, makeLog(), discarded)
+    })
+    yield* w.write(["t:a"])
+    const fiber = yield* Effect.forkChild(Effect.flip(w.checkpoint(1)))
+    // the reads' waits, each registered only once the read before it failed
+    for (let i = 0; i < 10; i++) yield* Effect.andThen(Effect.yieldNow, TestClock.adjust("1 second"))
+    assert.instanceOf(yield* Fiber.join(fiber), CheckpointConflict)
+  }).pipe(Effect.provide(store), Effect.scoped)
+
 describe("checkpoint protocol", () => {
   it.live("the restored record is not kept reachable by the writer once restored", () =>
     Effect.gen(function*() {
@@ -306,45 +345,6 @@ describe("checkpoint protocol", () => {
           assert.deepStrictEqual(discarded, [])
         }).pipe(Effect.provide(landedThenRefused))
       }).pipe(Effect.scoped))
-
-    /** The memory store, its saves refused and its first `failedReads` loads (or all) failing. */
-    const refusing = (failedReads: number) =>
-      Layer.effect(
-        CheckpointStore,
-        Effect.gen(function*() {
-          const inner = yield* CheckpointStore
-          let reads = 0
-          return CheckpointStore.of({
-            ...inner,
-            // the read that would tell what the stored record names fails, `failedReads` times
-            load: (writerId) =>
-              Effect.suspend(() =>
-                reads++ < failedReads
-                  ? Effect.fail(new CheckpointStoreError({ reason: "Io", writerId, detail: "unreachable" }))
-                  : inner.load(writerId)
-              ),
-            save: (writerId, _record, expected) =>
-              Effect.fail(new CheckpointConflict({ writerId, expectedPreviousId: expected, actualId: "other" }))
-          })
-        })
-      ).pipe(Layer.provide(CheckpointStore.memory))
-
-    /** A writer fenced at its first checkpoint, the refused save's fate read on the TestClock. */
-    const fencedOnce = (store: Layer.Layer<CheckpointStore>, discarded: Array<ReadonlyArray<Commit>>) =>
-      Effect.gen(function*() {
-        const service = toy.makeService()
-        const w = yield* checkpoint.make({
-          name: "ToySink",
-          writer: yield* toy.make({ service, handler: FailureHandler.failJob }),
-          resume: yield* resumeW,
-          participant: discarding(service, makeLog(), discarded)
-        })
-        yield* w.write(["t:a"])
-        const fiber = yield* Effect.forkChild(Effect.flip(w.checkpoint(1)))
-        // the reads' waits, each registered only once the read before it failed
-        for (let i = 0; i < 10; i++) yield* Effect.andThen(Effect.yieldNow, TestClock.adjust("1 second"))
-        assert.instanceOf(yield* Fiber.join(fiber), CheckpointConflict)
-      }).pipe(Effect.provide(store), Effect.scoped)
 
     it.effect("are discarded when the stored record is read on a later try (a store failing now and then)", () =>
       Effect.gen(function*() {

@@ -1,11 +1,9 @@
 /**
  * Per-table batching as pure arithmetic: when a batch is full, and how to cut a run of entries
- * into requests that never exceed 100,000 mutations (the MutateRows limit).
+ * into requests within the batch thresholds and 100,000 mutations (the MutateRows limit).
  *
  * @internal
  */
-import { packInOrder } from "../../core/packInOrder.ts"
-
 /** The MutateRows limit on mutations in one request. @internal */
 export const maxMutationsPerRequest = 100_000
 
@@ -68,13 +66,35 @@ export const cut = <T extends Weighed>(batch: Batch<T>): Array<T> => {
 }
 
 /**
- * Splits entries (in order) into requests of at most 100,000 mutations each; an entry is never
- * split, and an entry above the limit (rejected earlier, before admission) would travel alone.
+ * Cuts entries (in order) into requests as {@link add} cuts batches: at most `batchElementCount`
+ * entries, closed once they reach `batchByteSize` bytes, never over 100,000 mutations (an entry is
+ * never split; one above a limit travels alone). A batch {@link add} cut comes out whole; a run of
+ * entries that gathered otherwise (held through a table's repair, re-sent after a retry wait) comes
+ * out as the requests it would have been.
  *
  * @internal
  */
-export const split = <T extends Weighed>(items: ReadonlyArray<T>): Array<Array<T>> =>
-  packInOrder(items, (item) => item.mutations, (_, mutations, next) => mutations + next > maxMutationsPerRequest)
+export const requests = <T extends Weighed>(items: ReadonlyArray<T>, thresholds: Thresholds): Array<Array<T>> => {
+  const out: Array<Array<T>> = []
+  let current: Array<T> = []
+  let bytes = 0
+  let mutations = 0
+  for (const item of items) {
+    const full = current.length >= thresholds.batchElementCount || bytes >= thresholds.batchByteSize ||
+      mutations + item.mutations > maxMutationsPerRequest
+    if (current.length > 0 && full) {
+      out.push(current)
+      current = []
+      bytes = 0
+      mutations = 0
+    }
+    current.push(item)
+    bytes += item.bytes
+    mutations += item.mutations
+  }
+  if (current.length > 0) out.push(current)
+  return out
+}
 
 /**
  * Groups consecutive entries for admission: each group takes its permits at once, so a group is at

@@ -1,7 +1,8 @@
 /**
  * The Bigtable backend's batching and sending: admitted entries join their table's batch (a full
  * batch is sent), batches open for `batchDelay` are sent on the tick, requests are cut from a
- * table's batch (split under the 100,000-mutation limit) or held while the table is repaired, and
+ * table's batch or from entries held while the table was repaired (within the batch thresholds and
+ * the 100,000-mutation limit), and
  * retried or isolated entries are re-sent. Each request goes through `core.send`, which runs
  * {@link call} on a fiber of its own and brings the statuses back to `verdict.ts`.
  *
@@ -94,7 +95,7 @@ export const dispatch = <A, EH, R>(st: State<A, EH, R>, dest: Dest, items: Reado
       dest.held.push(...items)
       return
     }
-    for (const request of batcher.split(items)) yield* send(st, request)
+    for (const request of batcher.requests(items, st.thresholds)) yield* send(st, request)
   })
 
 /** Sends every open batch. @internal */

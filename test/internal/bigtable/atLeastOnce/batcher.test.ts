@@ -48,10 +48,24 @@ describe("batcher", () => {
     assert.strictEqual(batch.mutations, 50_000)
   })
 
-  it.prop("split never exceeds 100,000 mutations and keeps the order", [Schema.Array(Item)], ([items]) => {
-    const requests = batcher.split(items)
+  it.prop("requests keep the order within count, bytes and 100,000 mutations", [Schema.Array(Item), Thresholds], (
+    [items, thresholds]
+  ) => {
+    const requests = batcher.requests(items, thresholds)
     assert.deepStrictEqual(requests.flat(), [...items])
-    for (const r of requests) assert.isAtMost(r.reduce((n, i) => n + i.mutations, 0), 100_000)
+    for (const r of requests) {
+      assert.isAtMost(r.length, thresholds.batchElementCount)
+      assert.isAtMost(r.reduce((n, i) => n + i.mutations, 0), batcher.maxMutationsPerRequest)
+      assert.isBelow(r.slice(0, -1).reduce((n, i) => n + i.bytes, 0), thresholds.batchByteSize)
+    }
+  })
+
+  it.prop("a batch add cut comes out of requests whole", [Schema.Array(Item), Thresholds], ([items, thresholds]) => {
+    const batch = batcher.empty<typeof Item.Type>()
+    const sent: Array<Array<typeof Item.Type>> = []
+    for (const item of items) sent.push(...batcher.add(batch, item, thresholds))
+    if (batch.items.length > 0) sent.push(batcher.cut(batch))
+    for (const request of sent) assert.deepStrictEqual(batcher.requests(request, thresholds), [request])
   })
 
   it.prop("admission groups fit the bounds; an overweight entry is a group of its own", [
