@@ -7,9 +7,10 @@ import { assert, layer } from "@effect/vitest"
 import type { BigQuery } from "@google-cloud/bigquery"
 import type { Storage } from "@google-cloud/storage"
 import avro from "avsc"
-import { Effect, Exit, Metric, Option, Schema, Stream } from "effect"
+import { Effect, Exit, Metric, Option, Schema, Sink, Stream } from "effect"
 import * as zlib from "node:zlib"
 import {
+  type BigQueryFailure,
   BigQueryMetrics,
   BigQuerySink,
   RowSerializer,
@@ -23,7 +24,7 @@ import * as FileLoadsOptions from "../../../src/internal/bigquery/fileLoads/opti
 import * as Plan from "../../../src/internal/bigquery/fileLoads/plan.ts"
 import * as Runner from "../../../src/internal/bigquery/fileLoads/runner.ts"
 import * as Staging from "../../../src/internal/bigquery/fileLoads/staging.ts"
-import { Checkpoint, CheckpointRecord, CheckpointStore } from "../../../src/Sink.ts"
+import { Checkpoint, CheckpointRecord, CheckpointStore, FailureHandler } from "../../../src/Sink.ts"
 import * as Clients from "../../support/clients.ts"
 import * as Harness from "./fileLoadsHarness.ts"
 
@@ -256,6 +257,42 @@ layer(Harness.layers, { timeout: "180 seconds", excludeTestServices: true })(
         )
         assert.strictEqual(ours.length, 1)
         assert.deepStrictEqual(yield* stagedObjects(storage, bucket), [])
+      }).pipe(Effect.provide(CheckpointStore.memory)))
+
+    it.effect("a serializer or resolver that throws routes its record to the failure handler; the rest load", () =>
+      Effect.gen(function*() {
+        const { bq, bucket, datasetId, emulator } = yield* freshSetup
+        const base = yield* RowSerializer.fromJson(schema)
+        const table = TableDestination.makeUnsafe({ projectId: emulator.projectId, datasetId, tableId: "throws" })
+        const rows = Array.from({ length: 20 }, (_, i) => rowOf(i))
+        const serializer: RowSerializer.RowSerializer<Row> = {
+          ...base,
+          serialize: (row, d) => {
+            if (row.id === 3) throw new Error("broke on 3")
+            return base.serialize(row, d)
+          }
+        }
+        const routed: Array<string> = []
+        const summary = yield* Stream.fromIterable(rows).pipe(
+          Stream.run(BigQuerySink.make({
+            destinationResolver: (row: Row) => {
+              if (row.id === 7) throw new Error("no table for 7")
+              return table
+            },
+            serializer,
+            failureHandler: FailureHandler.deadLetter(
+              Sink.forEach((f: BigQueryFailure.BigQueryFailure) => Effect.sync(() => void routed.push(f.message)))
+            ),
+            writeMethod: WriteMethod.fileLoads({ stagingPath: `gs://${bucket}/throws` }),
+            checkpoint: yield* loadOnce("throws")
+          }))
+        )
+        assert.deepStrictEqual(routed.toSorted(), [
+          "the destinationResolver threw: no table for 7",
+          "the serializer threw: broke on 3"
+        ])
+        assert.strictEqual(summary.recordsWritten, 18)
+        assert.deepStrictEqual(yield* readBack(bq, table.toString()), rows.filter((r) => r.id !== 3 && r.id !== 7))
       }).pipe(Effect.provide(CheckpointStore.memory)))
 
     it.effect("make's single load takes the dispositions: WRITE_TRUNCATE replaces the rows, WRITE_EMPTY refuses a non-empty table", () =>

@@ -151,9 +151,22 @@ const slicesOf = (rows: ReadonlyArray<Row>, limits: Limits): Array<Slice<Readonl
   return slices
 }
 
+/** What user code returned, or what it threw. */
+const guarded = <T>(f: () => T): { readonly ok: T } | { readonly thrown: unknown } => {
+  try {
+    return { ok: f() }
+  } catch (thrown) {
+    return { thrown }
+  }
+}
+
+const threw = (what: string, cause: unknown): string =>
+  `the ${what} threw: ${cause instanceof Error ? cause.message : String(cause)}`
+
 /**
  * The admission's `prepare` (caller fiber): each record resolved, serialized and converted to Avro;
- * an unroutable record, a serializer failure or a value Avro cannot hold is routed.
+ * an unroutable record, a serializer failure, a resolver or serializer that throws, or a value Avro
+ * cannot hold is routed.
  */
 const preparer = <A, E, R>(
   settings: Settings<A, E, R>,
@@ -168,14 +181,27 @@ const preparer = <A, E, R>(
     const routed: Array<BigQueryFailure> = []
     const skipped: Array<string> = []
     for (const record of records) {
-      const resolution = settings.resolve(record)
+      // user code that throws routes its record, as on the Storage Write path
+      const resolved = guarded(() => settings.resolve(record))
+      if ("thrown" in resolved) {
+        routed.push(unroutableRecord({ message: threw("destinationResolver", resolved.thrown) }))
+        continue
+      }
+      const resolution = resolved.ok
       if (TableDestination.isUnroutable(resolution)) {
         routed.push(unroutableRecord({ message: resolution.reason, payload: resolution.payload }))
         continue
       }
       const key = resolution.toString()
       const state = yield* stateOf(resolution)
-      const row = settings.serializer.serialize(record, resolution)
+      const serialized = guarded(() => settings.serializer.serialize(record, resolution))
+      if ("thrown" in serialized) {
+        routed.push(
+          failedRow({ destination: key, message: threw("serializer", serialized.thrown), cause: serialized.thrown })
+        )
+        continue
+      }
+      const row = serialized.ok
       if (row === null) skipped.push(key)
       else if (row instanceof RowSerializer.RowSerializationError) {
         routed.push(failedRow({ destination: key, message: row.message, cause: row }))
