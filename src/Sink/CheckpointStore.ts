@@ -9,10 +9,13 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { SqlClient } from "effect/sql/SqlClient"
 import * as file from "../internal/checkpoint/fileStore.ts"
 import * as gcsOptions from "../internal/checkpoint/gcsOptions.ts"
 import * as gcs from "../internal/checkpoint/gcsStore.ts"
 import * as memory from "../internal/checkpoint/memoryStore.ts"
+import * as sqlOptions from "../internal/checkpoint/sqlOptions.ts"
+import * as sqlStore from "../internal/checkpoint/sqlStore.ts"
 import { GcsClient } from "./GcsClient.ts"
 import type { RetryPolicyInput } from "./RetryPolicy.ts"
 import type { SinkConfigError } from "./SinkConfigError.ts"
@@ -136,6 +139,25 @@ export interface GcsCheckpointStoreOptions {
 }
 
 /**
+ * The options of {@link CheckpointStore.sql}.
+ *
+ * - `table`: the table of the checkpoints, one row per writer, created on first use; default
+ *   `effect_gcp_sinks_checkpoints`. A plain identifier (a letter or `_`, then letters, digits, `_`).
+ * - `responseTimeout`: the deadline of each statement; one unanswered that long is retried like a
+ *   lost connection. Default 30 seconds.
+ * - `retry`: the budget for failures the driver calls retryable (a lost connection, a deadlock, a
+ *   serialization failure) and deadlines, per statement; default 8 attempts, backoff 100 ms to 5 s.
+ *
+ * @category models
+ * @since 0.1.0
+ */
+export interface SqlCheckpointStoreOptions {
+  readonly table?: string | undefined
+  readonly responseTimeout?: Duration.Input | undefined
+  readonly retry?: RetryPolicyInput | undefined
+}
+
+/**
  * What {@link CheckpointStore} `claim` returns: the id the claimant's first save must expect, and the
  * latest record, now stored under that id (none for a writer that never saved a checkpoint).
  *
@@ -234,6 +256,50 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
         conflict: (f) => new CheckpointConflict(f),
         error: (f) => new CheckpointStoreError(f)
       })))
+
+  /**
+   * A store in a SQL database (PostgreSQL through `@effect/sql-pg`, the database an `effect/cluster`
+   * deployment already runs): writers on different machines sharing a `writerId` fence each other.
+   *
+   * **Details**
+   *
+   * One row per writer holds its latest record (the same versioned JSON as the file and GCS stores)
+   * and its id. The database does the compare-and-set: a save updates the row only where its id is
+   * still the expected one (a writer's first save inserts it only where none exists), and a
+   * statement that changed nothing is a {@link CheckpointConflict} naming both ids, unless the row
+   * holds this very save (an attempt whose answer was lost). The table is created on first use.
+   * Every statement has a deadline; retryable failures are retried on `retry`, the rest are a
+   * {@link CheckpointStoreError}. The `SqlClient` comes from the context, so the driver is the
+   * caller's: `@effect/sql-pg` is not a dependency of this package.
+   *
+   * **Example** (Checkpoints in PostgreSQL)
+   * ```ts
+   * import { PgClient } from "@effect/sql-pg"
+   * import { Layer } from "effect"
+   * import { CheckpointStore } from "effect-gcp-sinks/Sink"
+   * const layer = CheckpointStore.sql({ table: "orders_checkpoints" }).pipe(
+   *   Layer.provide(PgClient.layer({ host: "127.0.0.1", database: "orders" }))
+   * )
+   * ```
+   *
+   * @category layers
+   * @since 0.1.0
+   */
+  static readonly sql = (
+    options: SqlCheckpointStoreOptions = {}
+  ): Layer.Layer<CheckpointStore, SinkConfigError, SqlClient> =>
+    Layer.effect(
+      CheckpointStore,
+      Effect.gen(function*() {
+        const settings = yield* sqlOptions.settings(options)
+        const sql = yield* SqlClient
+        return CheckpointStore.of(sqlStore.make(sql, settings, {
+          decode: Schema.decodeUnknownResult(CheckpointRecord),
+          conflict: (f) => new CheckpointConflict(f),
+          error: (f) => new CheckpointStoreError(f)
+        }))
+      })
+    )
 
   /**
    * A store in a Cloud Storage bucket: writers on different machines sharing a `writerId` fence
