@@ -67,8 +67,13 @@ export const timestamp = (field: string, input: number | bigint): number => {
 
 /** The size of a length-delimited field of `len` bytes (key, length, body). @internal */
 export const lenField = (len: number): number => 1 + uint32Size(len) + len
+// A negative int64 is ten varint bytes (its two's complement); -1 is the server-assigned timestamp
+// of every SetCell without one, so negative numbers take no `BigInt` (a BigInt per mutation cost
+// ~0.8 us of the ~1 us a SetCell took to encode).
 const intField = (v: number | bigint): number =>
-  1 + (typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER ? uintSize(v) : bigintSize(BigInt(v)))
+  1 + (typeof v === "number" && Number.isSafeInteger(v)
+    ? (v >= 0 ? uintSize(v) : 10)
+    : bigintSize(BigInt(v)))
 
 // Family names repeat across records: their UTF-8 bytes are encoded once (a bounded cache).
 const familyCache = new Map<string, Uint8Array>()
@@ -199,8 +204,22 @@ export class Out {
   }
   int(field: number, v: number | bigint): void {
     this.buf[this.pos++] = field << 3
-    if (typeof v === "number" && v >= 0 && v <= Number.MAX_SAFE_INTEGER) this.uint(v)
-    else this.varint(BigInt(v))
+    if (typeof v === "number" && Number.isSafeInteger(v)) {
+      if (v >= 0) this.uint(v)
+      else this.negative(v)
+    } else this.varint(BigInt(v))
+  }
+  /** A negative safe integer as a 64-bit two's complement varint, in 32-bit halves (no `BigInt`). */
+  negative(v: number): void {
+    let low = v % 0x1_0000_0000 >>> 0
+    let high = Math.floor(v / 0x1_0000_0000) >>> 0
+    // 63 bits in 9 bytes of 7, then the sign bit alone
+    for (let i = 0; i < 9; i++) {
+      this.buf[this.pos++] = (low & 0x7f) | 0x80
+      low = ((low >>> 7) | (high << 25)) >>> 0
+      high >>>= 7
+    }
+    this.buf[this.pos++] = low & 0x01
   }
 }
 

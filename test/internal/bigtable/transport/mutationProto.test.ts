@@ -110,6 +110,18 @@ describe("mutationProto", () => {
     assert.strictEqual(JSON.stringify(toJson(ours)), JSON.stringify(toJson(reference)))
   })
 
+  it.prop("a negative safe integer is written as its BigInt would be (ten bytes), without a BigInt", [
+    Schema.Int.check(Schema.isBetween({ minimum: Number.MIN_SAFE_INTEGER, maximum: -1 }))
+  ], ([v]) => {
+    const fast = new proto.Out(new Uint8Array(16), 0)
+    fast.int(3, v)
+    const reference = new proto.Out(new Uint8Array(16), 0)
+    reference.buf[reference.pos++] = 3 << 3
+    reference.varint(BigInt(v))
+    assert.deepStrictEqual([...fast.buf.subarray(0, fast.pos)], [...reference.buf.subarray(0, reference.pos)])
+    assert.strictEqual(fast.pos, 11)
+  })
+
   it("encodes values: text as UTF-8, bigint as 8-byte big-endian", () => {
     assert.deepStrictEqual([...proto.value("é")], [0xc3, 0xa9])
     assert.deepStrictEqual([...proto.value(-2n)], [255, 255, 255, 255, 255, 255, 255, 254])
