@@ -6,8 +6,8 @@
  * position is the index of the next id. Each partition writes into one BigQuery emulator table exactly once
  * and, with CLUSTER_BT_EMULATOR, also into Bigtable exactly-once counters (row `id` adds `id % 7 + 1` to
  * counter `id % CLUSTER_BT_COUNTERS` of CLUSTER_BT_TABLE): two `Partitions.layer`s, `<name>-bq` and
- * `<name>-bt`, each with its own writer ids, in the file checkpoint store shared by all runners (its
- * no-clobber link is the compare-and-set).
+ * `<name>-bt`, each with its own writer ids, in the SQL checkpoint store shared by all runners
+ * (`CheckpointStore.sql` in the same PostgreSQL: the database does the compare-and-set).
  *
  * Steps on stdout (`STEP <name> <json>`, see test/support/crashChild.ts), with `at` in epoch milliseconds and
  * `backend` (`bq` or `bt`) on the partition steps:
@@ -32,6 +32,7 @@
  * CLUSTER_BT_TABLE, CLUSTER_BT_COUNTERS for the Bigtable counters (read through test/support/childEnv.ts).
  */
 import { NodeRuntime } from "@effect/platform-node"
+import { PgClient } from "@effect/sql-pg"
 import {
   Array as Arr,
   Cause,
@@ -48,7 +49,6 @@ import {
   Tracer
 } from "effect"
 import * as fs from "node:fs"
-import * as path from "node:path"
 import {
   BigQueryClient,
   BigQuerySink,
@@ -142,7 +142,10 @@ const source = (backend: Backend, p: number, from: Option.Option<number>): Strea
   )
 }
 
-/** The shared file store, reporting each save refused by its compare-and-set (this runner was fenced). */
+/**
+ * The store every runner shares, `CheckpointStore.sql` in the cluster's own PostgreSQL (its own pool),
+ * reporting each save refused by its compare-and-set (this runner was fenced).
+ */
 const store = Layer.effect(
   CheckpointStore,
   Effect.gen(function*() {
@@ -158,7 +161,16 @@ const store = Layer.effect(
         )
     })
   })
-).pipe(Layer.provide(CheckpointStore.file(path.join(env.storeDir, "store"))))
+).pipe(
+  Layer.provide(CheckpointStore.sql({ table: "cluster_checkpoints" })),
+  Layer.provide(PgClient.layer({
+    host: env.pgHost,
+    port: env.pgPort,
+    database: "postgres",
+    username: "postgres",
+    applicationName: "cluster-checkpoints"
+  }))
+)
 
 /** The index after the row's: where partition `partition` resumes once `row` is written. */
 const position = (partition: number) => (row: Row) => (row.id - partition) / partitions + 1
