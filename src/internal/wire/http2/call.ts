@@ -55,40 +55,32 @@ const readFailure = (failure: ReadFailure, httpStatus: number | undefined): Call
     ? callError(Code.RESOURCE_EXHAUSTED, `Received message larger than max (${failure.length} vs. ${failure.max})`)
     : callError(Code.INTERNAL, "Received a compressed message, but no compression was negotiated")
 
+/** Whether a call is over, and how it ends (once). */
+interface Ending {
+  ended: boolean
+  readonly end: (error: CallError | undefined) => void
+}
+
 /**
- * Starts a call on `session` with the request `headers` (`:path` and the call's metadata); throws
- * when the session no longer takes streams (the caller ends the call `UNAVAILABLE`).
- *
- * @internal
+ * The response side of a call: messages to `handlers`, and the status from the trailers (or a
+ * trailers-only response), a broken message, or how the stream closed, to `ending`.
  */
-export const start = (
+const listen = (
+  stream: http2.ClientHttp2Stream,
   session: Session,
-  headers: http2.OutgoingHttpHeaders,
   maxReceiveMessageLength: number,
-  handlers: CallHandlers
-): Call => {
-  const stream = session.raw.request(headers, { endStream: false })
-  const release = session.activate()
-  let ended = false
+  handlers: CallHandlers,
+  ending: Ending
+): void => {
   let httpStatus: number | undefined
   let status: CallError | undefined | null = null // null: no trailers yet
   let readsClosed = false
   let streamError: (Error & { readonly code?: unknown }) | undefined
-  const end = (error: CallError | undefined): void => {
-    if (ended) return
-    ended = true
-    release()
-    handlers.onEnd(error)
-    // as grpc-js: the call is over, so our half of the stream is too (nothing more reaches the server)
-    if (!stream.destroyed && !stream.closed) {
-      stream.close(error === undefined ? http2.constants.NGHTTP2_NO_ERROR : http2.constants.NGHTTP2_CANCEL)
-    }
-  }
   const reader = new MessageReader(maxReceiveMessageLength, (message) => {
-    if (!ended) handlers.onMessage(message)
+    if (!ending.ended) handlers.onMessage(message)
   })
   const outputStatus = (): void => {
-    if (status !== null && readsClosed) end(status)
+    if (status !== null && readsClosed) ending.end(status)
   }
   stream.on("response", (response: http2.IncomingHttpHeaders, flags: number) => {
     httpStatus = Number(response[":status"])
@@ -100,10 +92,10 @@ export const start = (
     }
   })
   stream.on("data", (chunk: Buffer) => {
-    if (ended) return
+    if (ending.ended) return
     const failure = reader.push(chunk)
     if (failure === undefined) return
-    end(readFailure(failure, httpStatus))
+    ending.end(readFailure(failure, httpStatus))
   })
   stream.on("trailers", (trailers: http2.IncomingHttpHeaders) => {
     status = fromTrailers(trailers, httpStatus)
@@ -122,27 +114,57 @@ export const start = (
   stream.once("close", () => {
     // the end is known once the session's own events (GOAWAY, error) have been seen
     process.nextTick(() => {
-      if (status !== null) end(status)
-      else {
-        end(fromClose({
+      ending.end(
+        status !== null ? status : fromClose({
           rstCode: stream.rstCode ?? http2.constants.NGHTTP2_NO_ERROR,
           httpStatus,
           connectionDropped: session.dropped(),
           connectionLost: session.lost(),
           error: streamError ?? session.failure()
-        }))
-      }
+        })
+      )
       stream.removeAllListeners()
       stream.on("error", noop)
     })
   })
-  const writeFailed = (error: Error | null | undefined): void => {
-    if (error === null || error === undefined || ended) return
-    end(callError(Code.UNAVAILABLE, `Write error: ${error.message}`, error))
+}
+
+/**
+ * Starts a call on `session` with the request `headers` (`:path` and the call's metadata); throws
+ * when the session no longer takes streams (the caller ends the call `UNAVAILABLE`).
+ *
+ * @internal
+ */
+export const start = (
+  session: Session,
+  headers: http2.OutgoingHttpHeaders,
+  maxReceiveMessageLength: number,
+  handlers: CallHandlers
+): Call => {
+  const stream = session.raw.request(headers, { endStream: false })
+  const release = session.activate()
+  const ending: Ending = {
+    ended: false,
+    end: (error) => {
+      if (ending.ended) return
+      ending.ended = true
+      release()
+      handlers.onEnd(error)
+      // as grpc-js: the call is over, so our half of the stream is too (nothing more reaches the server)
+      if (!stream.destroyed && !stream.closed) {
+        stream.close(error === undefined ? http2.constants.NGHTTP2_NO_ERROR : http2.constants.NGHTTP2_CANCEL)
+      }
+    }
   }
+  listen(stream, session, maxReceiveMessageLength, handlers, ending)
+  const writeFailed = (error: Error | null | undefined): void => {
+    if (error === null || error === undefined || ending.ended) return
+    ending.end(callError(Code.UNAVAILABLE, `Write error: ${error.message}`, error))
+  }
+  const closedForWrites = () => ending.ended || stream.destroyed || stream.writableEnded
   return {
     write: (framed, taken) => {
-      if (ended || stream.destroyed || stream.writableEnded) {
+      if (closedForWrites()) {
         taken?.()
         return
       }
@@ -152,7 +174,7 @@ export const start = (
       })
     },
     writeLast: (framed) => {
-      if (ended || stream.destroyed || stream.writableEnded) return
+      if (closedForWrites()) return
       stream.write(framed, writeFailed)
       stream.end()
     },
@@ -160,8 +182,8 @@ export const start = (
       if (!stream.destroyed && !stream.writableEnded) stream.end()
     },
     cancel: () => {
-      if (ended) return
-      ended = true
+      if (ending.ended) return
+      ending.ended = true
       release()
       if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL)
     }

@@ -95,26 +95,21 @@ const hostAndPort = (target: string): { readonly host: string; readonly port: nu
   return { host: host.startsWith("[") ? host.slice(1, -1) : host, port: Number(target.slice(colon + 1)) }
 }
 
-/**
- * A channel to `options.target`; connections are opened on the first call and their keepalive and
- * connection attempts run in `scope`.
- *
- * @internal
- */
-export const make = (options: ChannelOptions, scope: Scope.Scope): Http2Channel => {
-  const { host, port } = hostAndPort(options.target)
-  const endpoint: Socket.Endpoint = { host, port, tls: options.tls }
-  const base: http2.OutgoingHttpHeaders = {
-    ":method": "POST",
-    ":scheme": options.tls === undefined ? "http" : "https",
-    ":authority": options.target,
-    "content-type": "application/grpc",
-    te: "trailers",
-    "user-agent": options.userAgent,
-    "grpc-accept-encoding": "identity"
-  }
+/** The headers every call of a channel sends (the path, metadata, deadline and token come per call). */
+const baseHeaders = (options: ChannelOptions): http2.OutgoingHttpHeaders => ({
+  ":method": "POST",
+  ":scheme": options.tls === undefined ? "http" : "https",
+  ":authority": options.target,
+  "content-type": "application/grpc",
+  te: "trailers",
+  "user-agent": options.userAgent,
+  "grpc-accept-encoding": "identity"
+})
+
+/** A session's settings; a server's `too_many_pings` doubles the channel's keepalive interval. */
+const sessionSettings = (options: ChannelOptions): Session.SessionSettings => {
   let keepaliveTime = options.keepaliveTime
-  const settings: Session.SessionSettings = {
+  return {
     origin: `${options.tls === undefined ? "http" : "https"}://${options.target}`,
     keepaliveTime: () => keepaliveTime,
     keepaliveTimeout: options.keepaliveTimeout,
@@ -123,7 +118,21 @@ export const make = (options: ChannelOptions, scope: Scope.Scope): Http2Channel 
     },
     initialWindowSize: options.initialWindowSize
   }
-  const sessions = new Set<Session.Session>()
+}
+
+/** The sessions of a channel: the current one, opened on demand (callers at once share one attempt). */
+interface Sessions {
+  readonly session: Effect.Effect<Session.Session, CallError>
+  readonly abandon: () => void
+  readonly connections: () => number
+  readonly close: () => void
+}
+
+const sessionsOf = (options: ChannelOptions, scope: Scope.Scope): Sessions => {
+  const { host, port } = hostAndPort(options.target)
+  const endpoint: Socket.Endpoint = { host, port, tls: options.tls }
+  const settings = sessionSettings(options)
+  const open = new Set<Session.Session>()
   let current: Session.Session | undefined
   let connecting: Deferred.Deferred<Session.Session, CallError> | undefined
   let connections = 0
@@ -133,8 +142,8 @@ export const make = (options: ChannelOptions, scope: Scope.Scope): Http2Channel 
     connections++
     const socket = yield* Socket.open(endpoint, options.proxy)
     const session = yield* Session.open(socket, settings, scope)
-    sessions.add(session)
-    yield* Effect.forkIn(Effect.andThen(session.closed, Effect.sync(() => sessions.delete(session))), scope)
+    open.add(session)
+    yield* Effect.forkIn(Effect.andThen(session.closed, Effect.sync(() => open.delete(session))), scope)
     return session
   }).pipe(
     Effect.timeoutOrElse({
@@ -148,31 +157,52 @@ export const make = (options: ChannelOptions, scope: Scope.Scope): Http2Channel 
     onLiveClock
   )
 
-  const session: Effect.Effect<Session.Session, CallError> = Effect.suspend(() => {
-    if (closed) return Effect.fail(callError(Code.UNAVAILABLE, `the channel to ${options.target} is closed`))
-    if (current !== undefined && current.usable()) return Effect.succeed(current)
-    if (connecting !== undefined) return Deferred.await(connecting)
-    const attempt = Deferred.makeUnsafe<Session.Session, CallError>()
-    connecting = attempt
-    return Effect.andThen(
-      Effect.forkIn(
-        Effect.onExit(connectOnce, (exit) =>
-          Effect.sync(() => {
-            connecting = undefined
-            if (Exit.isSuccess(exit)) current = exit.value
-            Deferred.doneUnsafe(
-              attempt,
-              Exit.isSuccess(exit) || Exit.hasFails(exit)
-                ? exit
-                : Exit.fail(callError(Code.UNAVAILABLE, `connecting to ${options.target} was interrupted`))
-            )
-          })),
-        scope
-      ),
-      Deferred.await(attempt)
-    )
-  })
+  const settle =
+    (attempt: Deferred.Deferred<Session.Session, CallError>) => (exit: Exit.Exit<Session.Session, CallError>) =>
+      Effect.sync(() => {
+        connecting = undefined
+        if (Exit.isSuccess(exit)) current = exit.value
+        Deferred.doneUnsafe(
+          attempt,
+          Exit.isSuccess(exit) || Exit.hasFails(exit)
+            ? exit
+            : Exit.fail(callError(Code.UNAVAILABLE, `connecting to ${options.target} was interrupted`))
+        )
+      })
 
+  return {
+    session: Effect.suspend(() => {
+      if (closed) return Effect.fail(callError(Code.UNAVAILABLE, `the channel to ${options.target} is closed`))
+      if (current !== undefined && current.usable()) return Effect.succeed(current)
+      if (connecting !== undefined) return Deferred.await(connecting)
+      const attempt = Deferred.makeUnsafe<Session.Session, CallError>()
+      connecting = attempt
+      return Effect.andThen(Effect.forkIn(Effect.onExit(connectOnce, settle(attempt)), scope), Deferred.await(attempt))
+    }),
+    abandon: () => {
+      const s = current
+      current = undefined
+      s?.drain()
+    },
+    connections: () => connections,
+    close: () => {
+      closed = true
+      current = undefined
+      for (const s of open) s.raw.destroy()
+      open.clear()
+    }
+  }
+}
+
+/**
+ * A channel to `options.target`; connections are opened on the first call and their keepalive and
+ * connection attempts run in `scope`.
+ *
+ * @internal
+ */
+export const make = (options: ChannelOptions, scope: Scope.Scope): Http2Channel => {
+  const base = baseHeaders(options)
+  const sessions = sessionsOf(options, scope)
   const headersOf = (
     path: string,
     metadata: Readonly<Record<string, string>>,
@@ -183,12 +213,11 @@ export const make = (options: ChannelOptions, scope: Scope.Scope): Http2Channel 
     if (options.tokens === undefined) return Effect.succeed(headers)
     return Effect.map(options.tokens.headers, (auth) => Object.assign(headers, auth))
   }
-
   return {
     target: options.target,
     call: (path, metadata, timeout, handlers) =>
       Effect.flatMap(
-        Effect.result(Effect.zip(session, headersOf(path, metadata, timeout))),
+        Effect.result(Effect.zip(sessions.session, headersOf(path, metadata, timeout))),
         (result) =>
           Effect.sync(() => {
             if (result._tag === "Failure") {
@@ -206,18 +235,9 @@ export const make = (options: ChannelOptions, scope: Scope.Scope): Http2Channel 
             }
           })
       ),
-    abandon: () => {
-      const s = current
-      current = undefined
-      s?.drain()
-    },
-    connections: () => connections,
-    close: () => {
-      closed = true
-      current = undefined
-      for (const s of sessions) s.raw.destroy()
-      sessions.clear()
-    }
+    abandon: sessions.abandon,
+    connections: sessions.connections,
+    close: sessions.close
   }
 }
 
