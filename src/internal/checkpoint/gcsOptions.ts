@@ -13,14 +13,17 @@ import * as retryPolicy from "../options/retryPolicy.ts"
 import * as O from "../options/schema.ts"
 import { directoryName } from "./fileStore.ts"
 
+/** The retry budget of a shared store's calls (GCS, SQL): 8 attempts, backoff 100 ms to 5 s. @internal */
+export const storeRetry = retryPolicy.backoff({
+  initialBackoff: Duration.millis(100),
+  maxBackoff: Duration.seconds(5),
+  maxAttempts: 8
+})
+
 /** Defaults of `CheckpointStore.gcs`. @internal */
 export const defaults = {
   responseTimeout: Duration.seconds(30),
-  retry: retryPolicy.backoff({
-    initialBackoff: Duration.millis(100),
-    maxBackoff: Duration.seconds(5),
-    maxAttempts: 8
-  })
+  retry: storeRetry
 } as const
 
 const bucketSegment = /^[a-z0-9](?:[a-z0-9_-]{0,61}[a-z0-9])?$/

@@ -10,16 +10,13 @@ import type { RetryPolicy } from "../../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
 import * as retryPolicy from "../options/retryPolicy.ts"
 import * as O from "../options/schema.ts"
+import { storeRetry } from "./gcsOptions.ts"
 
 /** Defaults of `CheckpointStore.sql`. @internal */
 export const defaults = {
   table: "effect_gcp_sinks_checkpoints",
   responseTimeout: Duration.seconds(30),
-  retry: retryPolicy.backoff({
-    initialBackoff: Duration.millis(100),
-    maxBackoff: Duration.seconds(5),
-    maxAttempts: 8
-  })
+  retry: storeRetry
 } as const
 
 /** A table name written without quotes in every SQL dialect: a letter or `_`, then letters, digits, `_`. */

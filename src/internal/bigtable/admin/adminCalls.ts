@@ -15,7 +15,7 @@ import * as Predicate from "effect/Predicate"
 import type {
   AdminClient,
   AppProfileRouting,
-  ColumnFamilyProto,
+  BigtableClientService,
   InstanceAdminClient,
   TableFamilies
 } from "../../../Bigtable/BigtableClient.ts"
@@ -26,18 +26,8 @@ import { rpcError } from "../transport/client.ts"
 import { encoded, type StartCall } from "../transport/dataCall.ts"
 import * as proto from "./adminProto.ts"
 
-/** What the service asks of the admin API. @internal */
-export interface AdminCalls {
-  readonly getTable: (tableName: string) => Effect.Effect<TableFamilies, BigtableError>
-  readonly createTable: (request: {
-    readonly instanceName: string
-    readonly tableId: string
-    readonly columnFamilies: { readonly [family: string]: ColumnFamilyProto }
-  }) => Effect.Effect<void, BigtableError>
-  readonly modifyColumnFamilies: (request: {
-    readonly tableName: string
-    readonly create: { readonly [family: string]: ColumnFamilyProto }
-  }) => Effect.Effect<TableFamilies, BigtableError>
+/** What the service asks of the admin API: its table calls, and the app profile's routing. @internal */
+export interface AdminCalls extends Pick<BigtableClientService, "getTable" | "createTable" | "modifyColumnFamilies"> {
   /** `undefined` without an instance admin API (the emulator; `fromClients` without `instanceAdmin`). */
   readonly getAppProfile: ((name: string) => Effect.Effect<AppProfileRouting, BigtableError>) | undefined
 }
