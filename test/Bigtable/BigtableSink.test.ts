@@ -181,7 +181,7 @@ describe("BigtableSink", () => {
         Effect.flip
       )
       assert.strictEqual(error._tag, "BigtableError")
-      if (error._tag === "BigtableError") assert.strictEqual(error.reason._tag, "TooManyRejections")
+      if (error._tag === "BigtableError") assert.strictEqual(error.reason._tag, "BigtableTooManyRejections")
       assert.strictEqual(failures.length, 3)
     }))
 
@@ -255,7 +255,7 @@ describe("BigtableSink", () => {
         Effect.flip
       )
       assert.strictEqual(error._tag, "BigtableError")
-      if (error._tag === "BigtableError" && error.reason._tag === "RpcFailed") {
+      if (error._tag === "BigtableError" && error.reason._tag === "BigtableRpcFailed") {
         assert.strictEqual(error.reason.attempts, 3)
         assert.strictEqual(error.reason.status, "DEADLINE_EXCEEDED")
       } else assert.fail(`unexpected ${error}`)

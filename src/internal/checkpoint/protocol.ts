@@ -20,8 +20,8 @@
  * supersede commits that never ran.
  *
  * **Restore** (when the writer is built, before any write): the record read by {@link resume}
- * (`load`; a position that does not decode is `CheckpointStoreError` `"Corrupt"`) has its commits
- * decoded (likewise `"Corrupt"` when they do not decode), re-run through `commit` (idempotent: they
+ * (`load`; a position that does not decode is `CheckpointStoreError` `CheckpointStoreCorrupt`) has its commits
+ * decoded (likewise corrupt when they do not decode), re-run through `commit` (idempotent: they
  * may have run before the crash), then handed to `restore` for the participant to adopt its state
  * (BigQuery: the streams and offsets to probe). The position goes back to the caller through
  * `Resume.position`, read before the writer is built, so the source can start there.
@@ -52,14 +52,10 @@ import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import * as Semaphore from "effect/Semaphore"
 import type { CheckpointError, Resume, ResumeOptions } from "../../Sink/Checkpoint.ts"
-import {
-  CheckpointConflict,
-  CheckpointRecord,
-  CheckpointStore,
-  CheckpointStoreError
-} from "../../Sink/CheckpointStore.ts"
+import { CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../Sink/CheckpointStore.ts"
 import type { Writer } from "../../Sink/Writer.ts"
 import { fencedDetail } from "./fenced.ts"
+import * as storeError from "./storeError.ts"
 import * as ids from "./ids.ts"
 
 /**
@@ -87,7 +83,7 @@ export interface Participant<C, E> {
 }
 
 const corrupt = (writerId: string, detail: string, cause?: unknown) =>
-  new CheckpointStoreError({ reason: "Corrupt", writerId, detail, cause })
+  storeError.fromFields({ reason: "Corrupt", writerId, detail, cause })
 
 /**
  * `Checkpoint.resume`: claims the writer (the store's `claim`: ownership passes to this caller, and

@@ -16,7 +16,8 @@ import {
   CheckpointConflict,
   CheckpointRecord,
   CheckpointStore,
-  CheckpointStoreError
+  CheckpointStoreError,
+  CheckpointStoreIo
 } from "../../../src/Sink.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
 import * as toy from "../core/toyBackend.ts"
@@ -170,23 +171,24 @@ describe("checkpoint protocol", () => {
       assert.deepStrictEqual(second.restored, [{ upTo: 2 }])
     }).pipe(Effect.provide(CheckpointStore.memory)))
 
-  it.effect("a stored position that does not decode is CheckpointStoreError Corrupt", () =>
+  it.effect("a stored position that does not decode is CheckpointStoreError CheckpointStoreCorrupt", () =>
     Effect.gen(function*() {
       const store = yield* CheckpointStore
       yield* store.save("w", new CheckpointRecord({ id: "1-x", position: "three", commits: [] }), undefined)
       const error = yield* Effect.flip(resumeW)
       assert.instanceOf(error, CheckpointStoreError)
-      assert.strictEqual(error._tag === "CheckpointStoreError" ? error.reason : undefined, "Corrupt")
-      assert.include(error._tag === "CheckpointStoreError" ? error.detail : "", "position does not decode")
+      assert.strictEqual(error._tag === "CheckpointStoreError" ? error.reason._tag : undefined, "CheckpointStoreCorrupt")
+      assert.include(error._tag === "CheckpointStoreError" ? error.reason.detail : "", "position does not decode")
     }).pipe(Effect.provide(CheckpointStore.memory)))
 
-  it.live("stored commits that do not decode fail building the writer with Corrupt, before any commit", () =>
+  it.live("stored commits that do not decode fail building the writer with CheckpointStoreCorrupt, before any commit", () =>
     Effect.gen(function*() {
       const store = yield* CheckpointStore
       yield* store.save("w", new CheckpointRecord({ id: "1-x", position: 1, commits: [{ upTo: "x" }] }), undefined)
       const log = makeLog()
       const error = yield* Effect.flip(build(toy.makeService(), log, yield* resumeW))
-      assert.strictEqual(error instanceof Error && "reason" in error ? error.reason : undefined, "Corrupt")
+      assert.instanceOf(error, CheckpointStoreError)
+      assert.strictEqual(error instanceof CheckpointStoreError ? error.reason._tag : undefined, "CheckpointStoreCorrupt")
       assert.deepStrictEqual(log.events, [])
     }).pipe(Effect.scoped, Effect.provide(CheckpointStore.memory)))
 
@@ -317,7 +319,9 @@ describe("checkpoint protocol", () => {
               ...inner,
               // the save is refused; the read that would tell what the stored record names fails
               load: (writerId) =>
-                Effect.fail(new CheckpointStoreError({ reason: "Io", writerId, detail: "unreachable" })),
+                Effect.fail(
+                  new CheckpointStoreError({ writerId, reason: new CheckpointStoreIo({ detail: "unreachable" }) })
+                ),
               save: (writerId, _record, expected) =>
                 Effect.fail(new CheckpointConflict({ writerId, expectedPreviousId: expected, actualId: "other" }))
             })

@@ -142,7 +142,7 @@ const isTransientCause = (cause: unknown): boolean => {
 
 /** Whether a runner error came from an answer a retry may change (see {@link isTransientCause}). @internal */
 export const isTransient = (e: BigQueryError): boolean =>
-  e.reason._tag === "FileLoadFailed" && isTransientCause(e.reason.cause)
+  e.reason._tag === "BigQueryFileLoadFailed" && isTransientCause(e.reason.cause)
 
 /**
  * A best-effort cleanup call of `destination`'s commit: a transient failure retried on the `reconcile`
@@ -477,7 +477,7 @@ const dropTemporaries = (ctx: RunnerContext, destination: string, temporaries: R
         () => ctx.rest.dataset(t.datasetId, { projectId: t.projectId }).table(t.tableId).delete()
       ).pipe(
         Effect.catch((e) =>
-          e.reason._tag === "FileLoadFailed" && httpStatus(e.reason.cause) === 404
+          e.reason._tag === "BigQueryFileLoadFailed" && httpStatus(e.reason.cause) === 404
             ? Effect.void
             : Effect.logWarning(`file loads: could not delete temp table ${Plan.tablePath(t)}: ${e.reason.detail}`)
         )

@@ -189,7 +189,7 @@ describe("fileLoads runner", () => {
         const reason = error?._tag === "Fail"
           ? (error.error.reason as { _tag: string; step: string; jobId: string })
           : undefined
-        assert.strictEqual(reason?._tag, "FileLoadFailed")
+        assert.strictEqual(reason?._tag, "BigQueryFileLoadFailed")
         assert.strictEqual(reason?.step, "load")
         assert.strictEqual(reason?.jobId, "j")
       }
@@ -415,7 +415,7 @@ describe("fileLoads runner: a job we inserted and cannot see", () => {
       const { calls, ctx } = fakeRest({ get: {}, after: { j: [{ _tag: "missing" }] } })
       const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
       const reason = failureOf(exit)
-      assert.strictEqual(reason?._tag, "FileLoadFailed")
+      assert.strictEqual(reason?._tag, "BigQueryFileLoadFailed")
       assert.strictEqual(reason?.jobId, "j")
       assert.match(reason?.detail ?? "", /not found/)
       // the lookup before the insert, then the reconcile budget's 5 attempts
@@ -456,7 +456,7 @@ describe("fileLoads runner: a job we inserted and cannot see", () => {
     Effect.gen(function*() {
       const { ctx, deleted } = locatedRest({ datasetLocation: "europe-west3", afterInsert: ["missing"] })
       const exit = yield* virtually(Runner.commit(ctx, staged))
-      assert.strictEqual(failureOf(exit)?._tag, "FileLoadFailed")
+      assert.strictEqual(failureOf(exit)?._tag, "BigQueryFileLoadFailed")
       assert.deepStrictEqual(deleted, [])
     }))
 })
@@ -486,7 +486,7 @@ describe("fileLoads runner: a call that is never answered", () => {
       const { calls, ctx } = fakeRest({ get: { j: [{ _tag: "silent" }] } })
       const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
       const reason = failureOf(exit)
-      assert.strictEqual(reason?._tag, "FileLoadFailed")
+      assert.strictEqual(reason?._tag, "BigQueryFileLoadFailed")
       assert.strictEqual(reason?.jobId, "j")
       assert.match(reason?.detail ?? "", /jobs\.get failed: .*no answer within 1m/)
       assert.strictEqual(calls.length, 1 + 4)
@@ -500,7 +500,7 @@ const readingSchedule = (inputs: Array<unknown>, step: string) =>
       Schedule.upTo({ times: 10 }),
       Schedule.while(({ input }) => {
         inputs.push(input)
-        return input instanceof BigQueryError && input.reason._tag === "FileLoadFailed" &&
+        return input instanceof BigQueryError && input.reason._tag === "BigQueryFileLoadFailed" &&
           input.reason.step === step
       })
     )
@@ -526,7 +526,7 @@ describe("fileLoads runner: caller schedules see the typed failure", () => {
       for (const input of inputs) {
         assert.instanceOf(input, BigQueryError)
         const reason = (input as BigQueryError).reason
-        assert.strictEqual(reason._tag === "FileLoadFailed" ? reason.jobId : undefined, "j")
+        assert.strictEqual(reason._tag === "BigQueryFileLoadFailed" ? reason.jobId : undefined, "j")
       }
     }))
 
@@ -541,8 +541,8 @@ describe("fileLoads runner: caller schedules see the typed failure", () => {
       assert.strictEqual(inputs.length, 2)
       for (const input of inputs) {
         const reason = (input as BigQueryError).reason
-        assert.strictEqual(reason._tag, "FileLoadFailed")
-        assert.include(reason._tag === "FileLoadFailed" ? reason.detail : "", "objects.delete gs://b/f0.avro")
+        assert.strictEqual(reason._tag, "BigQueryFileLoadFailed")
+        assert.include(reason._tag === "BigQueryFileLoadFailed" ? reason.detail : "", "objects.delete gs://b/f0.avro")
       }
     }))
 
@@ -564,7 +564,7 @@ describe("fileLoads runner: caller schedules see the typed failure", () => {
         Schedule.spaced("1 second").pipe(
           Schedule.while(({ input }) => {
             inputs.push(input)
-            return input instanceof BigQueryError && input.reason._tag === "TableAdminFailed"
+            return input instanceof BigQueryError && input.reason._tag === "BigQueryTableAdminFailed"
           })
         )
       )
@@ -574,7 +574,7 @@ describe("fileLoads runner: caller schedules see the typed failure", () => {
       assert.strictEqual(inputs.length, 2)
       for (const input of inputs) {
         const reason = (input as BigQueryError).reason
-        assert.strictEqual(reason._tag === "TableAdminFailed" ? reason.destination : "", "p.d.t")
+        assert.strictEqual(reason._tag === "BigQueryTableAdminFailed" ? reason.destination : "", "p.d.t")
       }
     }))
 })
