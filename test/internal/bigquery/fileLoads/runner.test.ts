@@ -112,44 +112,44 @@ const virtually = <A, E>(effect: Effect.Effect<A, E>) => virtualTime.virtually(e
 const configuration = { load: { sourceUris: ["gs://b/x.avro"] } }
 
 describe("fileLoads runner", () => {
-  it.live("a missing job is inserted and polled until done", () =>
+  it.effect("a missing job is inserted and polled until done", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({
         get: {},
         after: { j: [{ _tag: "running" }, { _tag: "running" }, { _tag: "done" }] }
       })
-      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
-      assert.deepStrictEqual(result, { jobId: "j", outcome: "ran" })
+      const result = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(result, Exit.succeed({ jobId: "j", outcome: "ran" }))
       assert.deepStrictEqual(calls, ["get j", "insert j", "get j", "get j", "get j"])
     }))
 
-  it.live("a running job is awaited, never inserted again", () =>
+  it.effect("a running job is awaited, never inserted again", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({ get: { j: [{ _tag: "running" }, { _tag: "running" }, { _tag: "done" }] } })
-      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
-      assert.deepStrictEqual(result, { jobId: "j", outcome: "awaited" })
+      const result = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(result, Exit.succeed({ jobId: "j", outcome: "awaited" }))
       assert.isFalse(calls.some((c) => c.startsWith("insert")))
     }))
 
-  it.live("an insert answered 409 (its answer lost, or another attempt first) attaches to the job", () =>
+  it.effect("an insert answered 409 (its answer lost, or another attempt first) attaches to the job", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({
         get: { j: [{ _tag: "missing" }, { _tag: "done" }] },
         insert: { j: [{ code: 409 }] }
       })
-      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
-      assert.deepStrictEqual(result, { jobId: "j", outcome: "ran" })
+      const result = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(result, Exit.succeed({ jobId: "j", outcome: "ran" }))
       assert.deepStrictEqual(calls, ["get j", "insert j", "get j"])
     }))
 
-  it.live("transient 503s of jobs.get and jobs.insert are retried on the reconcile budget", () =>
+  it.effect("transient 503s of jobs.get and jobs.insert are retried on the reconcile budget", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({
         get: { j: [{ _tag: "error", code: 503 }, { _tag: "missing" }] },
         insert: { j: [{ code: 500 }, { code: 429 }] }
       })
-      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
-      assert.deepStrictEqual(result, { jobId: "j", outcome: "ran" })
+      const result = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(result, Exit.succeed({ jobId: "j", outcome: "ran" }))
       assert.deepStrictEqual(calls, ["get j", "get j", "insert j", "insert j", "insert j", "get j"])
     }))
 
@@ -179,10 +179,10 @@ describe("fileLoads runner", () => {
       assert.deepStrictEqual(calls, ["get j", "get j"])
     }))
 
-  it.live("a 403 of jobs.get is terminal: FileLoadFailed load naming the job", () =>
+  it.effect("a 403 of jobs.get is terminal: FileLoadFailed load naming the job", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({ get: { j: [{ _tag: "error", code: 403 }] } })
-      const exit = yield* Effect.exit(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
       assert.isTrue(Exit.isFailure(exit))
       if (Exit.isFailure(exit)) {
         const error = exit.cause.reasons.find((r) => r._tag === "Fail")
@@ -196,7 +196,7 @@ describe("fileLoads runner", () => {
       assert.deepStrictEqual(calls, ["get j"])
     }))
 
-  it.live("a failed job is not re-run under its id: the next of -r1..-r5 is probed, a done one attached", () =>
+  it.effect("a failed job is not re-run under its id: the next of -r1..-r5 is probed, a done one attached", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({
         get: {
@@ -205,28 +205,28 @@ describe("fileLoads runner", () => {
           "j-r2": [{ _tag: "done" }]
         }
       })
-      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
-      assert.deepStrictEqual(result, { jobId: "j-r2", outcome: "attached" })
+      const result = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(result, Exit.succeed({ jobId: "j-r2", outcome: "attached" }))
       assert.deepStrictEqual(calls, ["get j", "get j-r1", "get j-r2"])
     }))
 
-  it.live("every deterministic id failed: a terminal error listing them, nothing inserted", () =>
+  it.effect("every deterministic id failed: a terminal error listing them, nothing inserted", () =>
     Effect.gen(function*() {
       const failed = { _tag: "failed", message: "bad rows" } as const
       const { calls, ctx } = fakeRest({
         get: Object.fromEntries(["j", "j-r1", "j-r2", "j-r3", "j-r4", "j-r5"].map((id) => [id, [failed]]))
       })
-      const exit = yield* Effect.exit(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
       assert.isTrue(Exit.isFailure(exit))
       assert.match(String(Exit.isFailure(exit) ? exit.cause : ""), /every deterministic id failed/)
       assert.strictEqual(calls.length, 6)
       assert.isFalse(calls.some((c) => c.startsWith("insert")))
     }))
 
-  it.live("a job still running when the poll budget ends fails the commit, naming the job", () =>
+  it.effect("a job still running when the poll budget ends fails the commit, naming the job", () =>
     Effect.gen(function*() {
       const { ctx } = fakeRest({ get: { j: [{ _tag: "running" }] } })
-      const exit = yield* Effect.exit(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
       assert.match(String(Exit.isFailure(exit) ? exit.cause : ""), /did not finish within the poll budget/)
     }))
 })
