@@ -7,6 +7,19 @@ import * as F from "./sinkFixtures.ts"
 // @ts-expect-error: the constructor is protected: destinations are built validated
 const unchecked = () => new TableDestination.TableDestination({ projectId: "p", datasetId: "d", tableId: "t" })
 
+const matching = (pattern: RegExp) => Schema.String.check(Schema.isPattern(pattern))
+/** A project id, or a domain-scoped one (`example.com:project`). */
+const ProjectId = Schema.Union([
+  matching(/^[a-z][a-z0-9-]{0,10}$/),
+  matching(/^[a-z][a-z0-9-]{0,10}\.[a-z][a-z0-9-]{0,10}:[a-z][a-z0-9-]{0,10}$/)
+])
+/** The parts of a destination, as the service accepts them. */
+const DestinationFields = Schema.Struct({
+  projectId: ProjectId,
+  datasetId: matching(/^[A-Za-z0-9_]{1,12}$/),
+  tableId: matching(/^[A-Za-z0-9_-]{1,12}$/)
+})
+
 describe("TableDestination", () => {
   it.effect("validates components and formats p.d.t and resource paths", () =>
     Effect.gen(function*() {
@@ -35,18 +48,7 @@ describe("TableDestination", () => {
       }
     }))
 
-  const matching = (pattern: RegExp) => Schema.String.check(Schema.isPattern(pattern))
-  // a project id, or a domain-scoped one (`example.com:project`)
-  const projectId = Schema.Union([
-    matching(/^[a-z][a-z0-9-]{0,10}$/),
-    matching(/^[a-z][a-z0-9-]{0,10}\.[a-z][a-z0-9-]{0,10}:[a-z][a-z0-9-]{0,10}$/)
-  ])
-  const fields = Schema.Struct({
-    projectId,
-    datasetId: matching(/^[A-Za-z0-9_]{1,12}$/),
-    tableId: matching(/^[A-Za-z0-9_-]{1,12}$/)
-  })
-  it.effect.prop("parse inverts toString (property)", [fields], ([f]) =>
+  it.effect.prop("parse inverts toString (property)", [DestinationFields], ([f]) =>
     Effect.gen(function*() {
       const t = TableDestination.makeUnsafe(f)
       assert.isTrue(Equal.equals(yield* TableDestination.parse(String(t)), t), String(t))

@@ -269,7 +269,10 @@ layer(GcsEmulator.layer, { timeout: "120 seconds", excludeTestServices: true })(
         for (const call of [store.load(writerId), store.save(writerId, record("a"), undefined)]) {
           const error = yield* Effect.flip(call)
           assert.instanceOf(error, CheckpointStoreError)
-          assert.strictEqual(error instanceof CheckpointStoreError ? error.reason._tag : "", "CheckpointStoreInvalidWriterId")
+          assert.strictEqual(
+            error instanceof CheckpointStoreError ? error.reason._tag : "",
+            "CheckpointStoreInvalidWriterId"
+          )
         }
       }
     }))
@@ -310,10 +313,18 @@ layer(GcsEmulator.layer, { timeout: "120 seconds", excludeTestServices: true })(
         yield* Effect.tryPromise(() => storage.bucket(bucket).file(`${writerId}.json`).save(body, { resumable: false }))
         const loaded = yield* Effect.flip(store.load(writerId))
         assert.instanceOf(loaded, CheckpointStoreError, writerId)
-        assert.strictEqual(loaded instanceof CheckpointStoreError ? loaded.reason._tag : "", "CheckpointStoreCorrupt", writerId)
+        assert.strictEqual(
+          loaded instanceof CheckpointStoreError ? loaded.reason._tag : "",
+          "CheckpointStoreCorrupt",
+          writerId
+        )
         // a save whose expectation makes the store read the object reports it too, and writes nothing
         const saved = yield* Effect.flip(store.save(writerId, record("n"), "something"))
-        assert.strictEqual(saved instanceof CheckpointStoreError ? saved.reason._tag : saved._tag, "CheckpointStoreCorrupt", writerId)
+        assert.strictEqual(
+          saved instanceof CheckpointStoreError ? saved.reason._tag : saved._tag,
+          "CheckpointStoreCorrupt",
+          writerId
+        )
         const [after] = yield* Effect.tryPromise(() => storage.bucket(bucket).file(`${writerId}.json`).download())
         assert.strictEqual(after.toString(), body, `${writerId} untouched`)
       }

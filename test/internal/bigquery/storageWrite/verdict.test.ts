@@ -246,7 +246,11 @@ describe("verdict: what the call does next (decide)", () => {
       [response(Code.INVALID_ARGUMENT, StorageCode.SCHEMA_MISMATCH_EXTRA_FIELDS), updates, "repair"],
       [response(Code.INVALID_ARGUMENT, undefined, 1), ifNeeded, "routeRows"],
       [response(Code.NOT_FOUND), never, "fail:BigQueryTableNotFound"],
-      [response(Code.INVALID_ARGUMENT, StorageCode.SCHEMA_MISMATCH_EXTRA_FIELDS), ifNeeded, "fail:BigQuerySchemaMismatch"],
+      [
+        response(Code.INVALID_ARGUMENT, StorageCode.SCHEMA_MISMATCH_EXTRA_FIELDS),
+        ifNeeded,
+        "fail:BigQuerySchemaMismatch"
+      ],
       [response(Code.INVALID_ARGUMENT), ifNeeded, "fail:BigQueryRequestRejected"]
     ]
     for (const [f, context, expected] of rows) {
