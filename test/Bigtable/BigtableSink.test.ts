@@ -37,7 +37,7 @@ const keys = (n: number, prefix = "r") => Array.from({ length: n }, (_, i) => `$
 const fast = { retry: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 5 } } as const
 
 describe("BigtableSink", () => {
-  it.live("writes every record and reports it in the summary", () =>
+  it.effect("writes every record and reports it in the summary", () =>
     Effect.gen(function*() {
       const fake = makeFake({ latencyMs: 1 })
       const summary = yield* Stream.fromIterable(keys(250)).pipe(
@@ -51,7 +51,7 @@ describe("BigtableSink", () => {
       assert.isTrue(fake.requests.every((r) => r.tableName === tableName))
     }))
 
-  it.live("sends MutateRows with the routing header gax sends: table and app profile", () =>
+  it.effect("sends MutateRows with the routing header gax sends: table and app profile", () =>
     Effect.gen(function*() {
       const fake = makeFake()
       yield* Stream.fromIterable(keys(3)).pipe(
@@ -66,7 +66,7 @@ describe("BigtableSink", () => {
       assert.deepStrictEqual(fake.requests[0]?.rowKeys, ["r0", "r1", "r2"])
     }))
 
-  it.live("skips records the serializer maps to null, without a request or a failure", () =>
+  it.effect("skips records the serializer maps to null, without a request or a failure", () =>
     Effect.gen(function*() {
       const fake = makeFake()
       const summary = yield* Stream.fromIterable(keys(10)).pipe(
@@ -78,7 +78,7 @@ describe("BigtableSink", () => {
       assert.strictEqual(fake.requests.length, 0)
     }))
 
-  it.live("routes serializer failures and unroutable records and writes the rest", () =>
+  it.effect("routes serializer failures and unroutable records and writes the rest", () =>
     Effect.gen(function*() {
       const fake = makeFake()
       const { failures, handler } = collecting()
@@ -102,7 +102,7 @@ describe("BigtableSink", () => {
       assert.isTrue(failures.every((f) => f.rowKey === undefined))
     }))
 
-  it.live("keeps in-flight entries under maxInFlightEntries and still applies everything", () =>
+  it.effect("keeps in-flight entries under maxInFlightEntries and still applies everything", () =>
     Effect.gen(function*() {
       const fake = makeFake({ latencyMs: 3 })
       const summary = yield* Stream.fromIterable(keys(300)).pipe(
@@ -119,7 +119,7 @@ describe("BigtableSink", () => {
       assert.isAbove(fake.peakInFlight(), 1, "requests run concurrently")
     }))
 
-  it.live("admits an entry larger than maxInFlightBytes on an otherwise empty writer", () =>
+  it.effect("admits an entry larger than maxInFlightBytes on an otherwise empty writer", () =>
     Effect.gen(function*() {
       const fake = makeFake()
       const summary = yield* Stream.make("x".repeat(500), "y".repeat(500)).pipe(
@@ -133,7 +133,7 @@ describe("BigtableSink", () => {
       assert.strictEqual(summary.recordsWritten, 2)
     }))
 
-  it.live("never sends more than 100,000 mutations in one request", () =>
+  it.effect("never sends more than 100,000 mutations in one request", () =>
     Effect.gen(function*() {
       const fake = makeFake()
       const summary = yield* Stream.fromIterable(keys(7)).pipe(
@@ -144,7 +144,7 @@ describe("BigtableSink", () => {
       assert.isTrue(fake.requests.every((r) => r.mutations <= 100_000))
     }))
 
-  it.live("isolation pass: a rejected batch is re-sent entry by entry; batch-mates land, the bad entry is routed", () =>
+  it.effect("isolation pass: a rejected batch is re-sent entry by entry; batch-mates land, the bad entry is routed", () =>
     Effect.gen(function*() {
       // Bigtable rejects the whole request when one entry is malformed.
       const fake = makeFake({
@@ -166,7 +166,7 @@ describe("BigtableSink", () => {
       assert.isTrue(fake.applied.has(`${tableName}|a`) && fake.applied.has(`${tableName}|c`))
     }))
 
-  it.live("maxConsecutiveRejections fails the write after routing the tripping rejection", () =>
+  it.effect("maxConsecutiveRejections fails the write after routing the tripping rejection", () =>
     Effect.gen(function*() {
       const fake = makeFake({ decide: ({ rowKey }) => (rowKey.startsWith("bad") ? { code: 3 } : { code: 0 }) })
       const { failures, handler } = collecting()
@@ -185,7 +185,7 @@ describe("BigtableSink", () => {
       assert.strictEqual(failures.length, 3)
     }))
 
-  it.live("an applied mutation resets the consecutive-rejection count", () =>
+  it.effect("an applied mutation resets the consecutive-rejection count", () =>
     Effect.gen(function*() {
       const fake = makeFake({ decide: ({ rowKey }) => (rowKey.startsWith("bad") ? { code: 3 } : { code: 0 }) })
       const { failures, handler } = collecting()
@@ -207,7 +207,7 @@ describe("BigtableSink", () => {
       assert.strictEqual(failures.length, 4)
     }))
 
-  it.live("the default handler fails the write with RecordFailed", () =>
+  it.effect("the default handler fails the write with RecordFailed", () =>
     Effect.gen(function*() {
       const fake = makeFake({
         decide: ({ rowKey }) => (rowKey === "bad" ? { code: 3, message: "bad row" } : { code: 0 })
@@ -261,7 +261,7 @@ describe("BigtableSink", () => {
       } else assert.fail(`unexpected ${error}`)
     }))
 
-  it.live("a non-transient status fails the write", () =>
+  it.effect("a non-transient status fails the write", () =>
     Effect.gen(function*() {
       const fake = makeFake({ callError: () => ({ code: 7, message: "denied" }) })
       const error = yield* Stream.make("a").pipe(
@@ -272,7 +272,7 @@ describe("BigtableSink", () => {
       assert.include(error.message, "PERMISSION_DENIED")
     }))
 
-  it.live("CREATE_NEVER fails fast on a missing table, naming the table and the disposition", () =>
+  it.effect("CREATE_NEVER fails fast on a missing table, naming the table and the disposition", () =>
     Effect.gen(function*() {
       const fake = makeFake({ tables: new Map() })
       const error = yield* Stream.make("a").pipe(
@@ -285,7 +285,7 @@ describe("BigtableSink", () => {
       assert.deepStrictEqual(fake.admin, [])
     }))
 
-  it.live("CREATE_IF_NEEDED creates a missing table with the declared families and re-applies the parked entries", () =>
+  it.effect("CREATE_IF_NEEDED creates a missing table with the declared families and re-applies the parked entries", () =>
     Effect.gen(function*() {
       const tables = new Map<string, Set<string>>()
       const fake = makeFake({ tables })
@@ -306,7 +306,7 @@ describe("BigtableSink", () => {
       assert.strictEqual(fake.admin.filter((a) => a.startsWith("CreateTable")).length, 1)
     }))
 
-  it.live("CREATE_IF_NEEDED adds a missing declared family to an existing table", () =>
+  it.effect("CREATE_IF_NEEDED adds a missing declared family to an existing table", () =>
     Effect.gen(function*() {
       const tables = new Map([[tableName, new Set(["cf"])]])
       const fake = makeFake({ tables })
@@ -326,7 +326,7 @@ describe("BigtableSink", () => {
       assert.include(fake.admin, `ModifyColumnFamilies ${tableName} extra`)
     }))
 
-  it.live("CREATE_IF_NEEDED fails naming an undeclared missing family", () =>
+  it.effect("CREATE_IF_NEEDED fails naming an undeclared missing family", () =>
     Effect.gen(function*() {
       const tables = new Map([[tableName, new Set(["cf"])]])
       const fake = makeFake({ tables })
@@ -346,7 +346,7 @@ describe("BigtableSink", () => {
       assert.include(error.message, "ghost")
     }))
 
-  it.live("flush is a barrier: every earlier record is applied, then the handler is flushed", () => {
+  it.effect("flush is a barrier: every earlier record is applied, then the handler is flushed", () => {
     const fake = makeFake({ latencyMs: 5 })
     return Effect.gen(function*() {
       const { handler, flushes } = collecting()
