@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Stream } from "effect"
 import {
   type BigtableFailure,
   BigtableSink,
@@ -9,6 +9,7 @@ import {
   WriteMethod
 } from "../../src/Bigtable/index.ts"
 import { FailureHandler } from "../../src/Sink.ts"
+import { virtually } from "../support/virtualTime.ts"
 import { makeFake } from "./fakeBigtable.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
@@ -220,7 +221,7 @@ describe("BigtableSink", () => {
       assert.strictEqual(error._tag, "RecordFailed")
     }))
 
-  it.live("retries transient statuses per entry and counts the retries", () =>
+  it.effect("retries transient statuses per entry and counts the retries", () =>
     Effect.gen(function*() {
       const seen = new Set<string>()
       const fake = makeFake({
@@ -230,30 +231,43 @@ describe("BigtableSink", () => {
           return { code: 14, message: "unavailable" }
         }
       })
-      const summary = yield* Stream.fromIterable(keys(20)).pipe(
-        Stream.run(
-          BigtableSink.make({ table, serializer: (k: string) => entry(k), writeMethod: WriteMethod.atLeastOnce(fast) })
-        ),
-        Effect.provide(fake.layer)
+      const exit = yield* virtually(
+        Stream.fromIterable(keys(20)).pipe(
+          Stream.run(
+            BigtableSink.make({
+              table,
+              serializer: (k: string) => entry(k),
+              writeMethod: WriteMethod.atLeastOnce(fast)
+            })
+          ),
+          Effect.provide(fake.layer)
+        )
       )
-      assert.strictEqual(summary.recordsWritten, 20)
-      assert.strictEqual(summary.retries, 20)
+      assert.isTrue(Exit.isSuccess(exit), String(exit))
+      if (Exit.isFailure(exit)) return
+      assert.strictEqual(exit.value.recordsWritten, 20)
+      assert.strictEqual(exit.value.retries, 20)
     }))
 
-  it.live("a transient status beyond the retry budget fails with RpcFailed carrying the attempts", () =>
+  it.effect("a transient status beyond the retry budget fails with RpcFailed carrying the attempts", () =>
     Effect.gen(function*() {
       const fake = makeFake({ decide: () => ({ code: 4, message: "deadline" }) })
-      const error = yield* Stream.make("a").pipe(
-        Stream.run(BigtableSink.make({
-          table,
-          serializer: (k: string) => entry(k),
-          writeMethod: WriteMethod.atLeastOnce({
-            retry: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 3 }
-          })
-        })),
-        Effect.provide(fake.layer),
-        Effect.flip
+      const flipped = yield* virtually(
+        Stream.make("a").pipe(
+          Stream.run(BigtableSink.make({
+            table,
+            serializer: (k: string) => entry(k),
+            writeMethod: WriteMethod.atLeastOnce({
+              retry: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 3 }
+            })
+          })),
+          Effect.provide(fake.layer),
+          Effect.flip
+        )
       )
+      assert.isTrue(Exit.isSuccess(flipped), `the write did not fail: ${String(flipped)}`)
+      if (Exit.isFailure(flipped)) return
+      const error = flipped.value
       assert.strictEqual(error._tag, "BigtableError")
       if (error._tag === "BigtableError" && error.reason._tag === "BigtableRpcFailed") {
         assert.strictEqual(error.reason.attempts, 3)
