@@ -139,17 +139,19 @@ describe("retry and recovery run a caller's Schedule", () => {
   it.effect("Bigtable: the retries end when RetryPolicy.fromSchedule's schedule ends", () =>
     Effect.gen(function*() {
       const fake = makeFake({ decide: () => ({ code: 4, message: "deadline" }) })
-      const flipped = yield* virtually(Stream.make("a").pipe(
-        Stream.run(BigtableSink.make({
-          table,
-          serializer,
-          writeMethod: WriteMethod.atLeastOnce({
-            retry: RetryPolicy.fromSchedule(Schedule.spaced("1 millis").pipe(Schedule.upTo({ times: 2 })))
-          })
-        })),
-        Effect.provide(fake.layer),
-        Effect.flip
-      ))
+      const flipped = yield* virtually(
+        Stream.make("a").pipe(
+          Stream.run(BigtableSink.make({
+            table,
+            serializer,
+            writeMethod: WriteMethod.atLeastOnce({
+              retry: RetryPolicy.fromSchedule(Schedule.spaced("1 millis").pipe(Schedule.upTo({ times: 2 })))
+            })
+          })),
+          Effect.provide(fake.layer),
+          Effect.flip
+        )
+      )
       assert.isTrue(Exit.isSuccess(flipped), "the write failed")
       assert.strictEqual(Exit.isSuccess(flipped) ? flipped.value._tag : undefined, "BigtableError")
       assert.strictEqual(fake.requests.length, 3)
