@@ -17,9 +17,15 @@ export {
   CheckpointConflict,
   CheckpointRecord,
   CheckpointStore,
-  CheckpointStoreError,
   type GcsCheckpointStoreOptions
 } from "./Sink/CheckpointStore.ts"
+export {
+  CheckpointStoreCorrupt,
+  CheckpointStoreError,
+  type CheckpointStoreErrorReason,
+  CheckpointStoreInvalidWriterId,
+  CheckpointStoreIo
+} from "./Sink/CheckpointStoreError.ts"
 export { ContactFailed } from "./Sink/ContactFailed.ts"
 export { CreateDisposition } from "./Sink/CreateDisposition.ts"
 export { EmulatorEndpoint } from "./Sink/EmulatorEndpoint.ts"

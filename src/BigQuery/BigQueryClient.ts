@@ -70,7 +70,8 @@ export interface BigQueryClientConfig {
  * The clients of one project: `write` is the Storage Write API channel (`@grpc/grpc-js`), `rest`
  * the `@google-cloud/bigquery` client used for tables and jobs. `emulator` is true when they talk to
  * bqemulator (`layer({ emulator })`): the exactly-once writer then allows for its known deviations
- * (its `FlushRows` offset is exclusive; see docs/exactly-once.md).
+ * (its `FlushRows` offset is exclusive, making the rows below it visible where BigQuery's is
+ * inclusive, and a repeated flush answers `OUT_OF_RANGE`).
  *
  * @category models
  * @since 0.1.0

@@ -24,13 +24,13 @@ export {
  * import { Effect } from "effect"
  * import type { BigQueryError } from "effect-gcp-sinks/BigQuery"
  * declare const write: Effect.Effect<void, BigQueryError.BigQueryError>
- * write.pipe(Effect.catchReason("BigQueryError", "RetriesExhausted", (r) => Effect.logWarning(`${r.code} after ${r.attempts} attempts`)))
+ * write.pipe(Effect.catchReason("BigQueryError", "BigQueryRetriesExhausted", (r) => Effect.logWarning(`${r.code} after ${r.attempts} attempts`)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
-export class RetriesExhausted extends Schema.TaggedError<RetriesExhausted>()("RetriesExhausted", {
+export class RetriesExhausted extends Schema.TaggedError<RetriesExhausted>()("BigQueryRetriesExhausted", {
   method: Schema.String,
   destination: Schema.String,
   attempts: Schema.Int,
@@ -57,13 +57,13 @@ export class RetriesExhausted extends Schema.TaggedError<RetriesExhausted>()("Re
  * import { Effect } from "effect"
  * import type { BigQueryError } from "effect-gcp-sinks/BigQuery"
  * declare const write: Effect.Effect<void, BigQueryError.BigQueryError>
- * write.pipe(Effect.catchReason("BigQueryError", "RequestRejected", (r) => Effect.logError(`${r.method}: ${r.detail}`)))
+ * write.pipe(Effect.catchReason("BigQueryError", "BigQueryRequestRejected", (r) => Effect.logError(`${r.method}: ${r.detail}`)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
-export class RequestRejected extends Schema.TaggedError<RequestRejected>()("RequestRejected", {
+export class RequestRejected extends Schema.TaggedError<RequestRejected>()("BigQueryRequestRejected", {
   method: Schema.String,
   destination: Schema.String,
   code: Schema.String,
@@ -89,13 +89,13 @@ export class RequestRejected extends Schema.TaggedError<RequestRejected>()("Requ
  * import { Effect } from "effect"
  * import type { BigQueryError } from "effect-gcp-sinks/BigQuery"
  * declare const write: Effect.Effect<void, BigQueryError.BigQueryError>
- * write.pipe(Effect.catchReason("BigQueryError", "TableNotFound", (r) => Effect.logError(`create ${r.destination} first`)))
+ * write.pipe(Effect.catchReason("BigQueryError", "BigQueryTableNotFound", (r) => Effect.logError(`create ${r.destination} first`)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
-export class TableNotFound extends Schema.TaggedError<TableNotFound>()("TableNotFound", {
+export class TableNotFound extends Schema.TaggedError<TableNotFound>()("BigQueryTableNotFound", {
   destination: Schema.String,
   createDisposition: Schema.String,
   detail: Schema.String,
@@ -120,13 +120,13 @@ export class TableNotFound extends Schema.TaggedError<TableNotFound>()("TableNot
  * import { Effect } from "effect"
  * import type { BigQueryError } from "effect-gcp-sinks/BigQuery"
  * declare const write: Effect.Effect<void, BigQueryError.BigQueryError>
- * write.pipe(Effect.catchReason("BigQueryError", "SchemaMismatch", (r) => Effect.logError(`${r.destination}: ${r.detail}`)))
+ * write.pipe(Effect.catchReason("BigQueryError", "BigQuerySchemaMismatch", (r) => Effect.logError(`${r.destination}: ${r.detail}`)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
-export class SchemaMismatch extends Schema.TaggedError<SchemaMismatch>()("SchemaMismatch", {
+export class SchemaMismatch extends Schema.TaggedError<SchemaMismatch>()("BigQuerySchemaMismatch", {
   destination: Schema.String,
   detail: Schema.String,
   cause: Schema.Defect()
@@ -151,13 +151,13 @@ export class SchemaMismatch extends Schema.TaggedError<SchemaMismatch>()("Schema
  * import { Effect } from "effect"
  * import type { BigQueryError } from "effect-gcp-sinks/BigQuery"
  * declare const write: Effect.Effect<void, BigQueryError.BigQueryError>
- * write.pipe(Effect.catchReason("BigQueryError", "TableAdminFailed", (r) => Effect.logError(`${r.method} ${r.status}`)))
+ * write.pipe(Effect.catchReason("BigQueryError", "BigQueryTableAdminFailed", (r) => Effect.logError(`${r.method} ${r.status}`)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
-export class TableAdminFailed extends Schema.TaggedError<TableAdminFailed>()("TableAdminFailed", {
+export class TableAdminFailed extends Schema.TaggedError<TableAdminFailed>()("BigQueryTableAdminFailed", {
   method: Schema.String,
   destination: Schema.String,
   status: Schema.Int,
@@ -189,13 +189,13 @@ export class TableAdminFailed extends Schema.TaggedError<TableAdminFailed>()("Ta
  * import { Effect } from "effect"
  * import type { BigQueryError } from "effect-gcp-sinks/BigQuery"
  * declare const write: Effect.Effect<void, BigQueryError.BigQueryError>
- * write.pipe(Effect.catchReason("BigQueryError", "FileLoadFailed", (r) => Effect.logError(`${r.step} ${r.jobId}`)))
+ * write.pipe(Effect.catchReason("BigQueryError", "BigQueryFileLoadFailed", (r) => Effect.logError(`${r.step} ${r.jobId}`)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
-export class FileLoadFailed extends Schema.TaggedError<FileLoadFailed>()("FileLoadFailed", {
+export class FileLoadFailed extends Schema.TaggedError<FileLoadFailed>()("BigQueryFileLoadFailed", {
   step: Schema.Literals(["plan", "stage", "schema", "load", "cleanup"]),
   destination: Schema.String,
   jobId: Schema.optional(Schema.String),
@@ -237,7 +237,7 @@ export type BigQueryErrorReason =
  * import { Effect } from "effect"
  * import type { BigQueryError } from "effect-gcp-sinks/BigQuery"
  * declare const write: Effect.Effect<void, BigQueryError.BigQueryError>
- * write.pipe(Effect.catchReason("BigQueryError", "TableNotFound", (r) => Effect.logError(r.destination)))
+ * write.pipe(Effect.catchReason("BigQueryError", "BigQueryTableNotFound", (r) => Effect.logError(r.destination)))
  * ```
  *
  * @category errors
@@ -285,7 +285,7 @@ export class BigQueryError extends Schema.TaggedError<BigQueryError>()("BigQuery
  *   new BigQueryError.TableNotFound({ destination: "p.d.t", createDisposition: "CREATE_NEVER", detail: "missing", cause: undefined })
  * )
  * error.reason._tag
- * // => "TableNotFound"
+ * // => "BigQueryTableNotFound"
  * ```
  *
  * @category constructors

@@ -44,13 +44,13 @@ const retryableCause = (cause: unknown): boolean => {
  * import { Effect } from "effect"
  * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
  * declare const write: Effect.Effect<void, BigtableError.BigtableError>
- * write.pipe(Effect.catchReason("BigtableError", "RpcFailed", (reason) => Effect.logError(reason.message)))
+ * write.pipe(Effect.catchReason("BigtableError", "BigtableRpcFailed", (reason) => Effect.logError(reason.message)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
-export class RpcFailed extends Schema.TaggedError<RpcFailed>()("RpcFailed", {
+export class RpcFailed extends Schema.TaggedError<RpcFailed>()("BigtableRpcFailed", {
   method: Schema.String,
   table: Schema.String,
   code: Schema.UndefinedOr(Schema.Int),
@@ -90,13 +90,13 @@ export class RpcFailed extends Schema.TaggedError<RpcFailed>()("RpcFailed", {
  * import { Effect } from "effect"
  * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
  * declare const write: Effect.Effect<void, BigtableError.BigtableError>
- * write.pipe(Effect.catchReason("BigtableError", "TableNotFound", (reason) => Effect.logError(reason.message)))
+ * write.pipe(Effect.catchReason("BigtableError", "BigtableTableNotFound", (reason) => Effect.logError(reason.message)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
-export class TableNotFound extends Schema.TaggedError<TableNotFound>()("TableNotFound", {
+export class TableNotFound extends Schema.TaggedError<TableNotFound>()("BigtableTableNotFound", {
   table: Schema.String,
   description: Schema.String
 }) {
@@ -120,14 +120,14 @@ export class TableNotFound extends Schema.TaggedError<TableNotFound>()("TableNot
  * import { Effect } from "effect"
  * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
  * declare const write: Effect.Effect<void, BigtableError.BigtableError>
- * write.pipe(Effect.catchReason("BigtableError", "ColumnFamilyNotDeclared", (reason) => Effect.logError(reason.message)))
+ * write.pipe(Effect.catchReason("BigtableError", "BigtableColumnFamilyNotDeclared", (reason) => Effect.logError(reason.message)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
 export class ColumnFamilyNotDeclared extends Schema.TaggedError<ColumnFamilyNotDeclared>()(
-  "ColumnFamilyNotDeclared",
+  "BigtableColumnFamilyNotDeclared",
   { table: Schema.String, family: Schema.String, description: Schema.String }
 ) {
   /** @since 0.1.0 */
@@ -149,14 +149,14 @@ export class ColumnFamilyNotDeclared extends Schema.TaggedError<ColumnFamilyNotD
  * import { Effect } from "effect"
  * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
  * declare const write: Effect.Effect<void, BigtableError.BigtableError>
- * write.pipe(Effect.catchReason("BigtableError", "ColumnFamilyTypeMismatch", (reason) => Effect.logError(reason.message)))
+ * write.pipe(Effect.catchReason("BigtableError", "BigtableColumnFamilyTypeMismatch", (reason) => Effect.logError(reason.message)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
 export class ColumnFamilyTypeMismatch extends Schema.TaggedError<ColumnFamilyTypeMismatch>()(
-  "ColumnFamilyTypeMismatch",
+  "BigtableColumnFamilyTypeMismatch",
   { table: Schema.String, family: Schema.String, declared: Schema.String, actual: Schema.String }
 ) {
   /** @since 0.1.0 */
@@ -178,13 +178,13 @@ export class ColumnFamilyTypeMismatch extends Schema.TaggedError<ColumnFamilyTyp
  * import { Effect } from "effect"
  * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
  * declare const write: Effect.Effect<void, BigtableError.BigtableError>
- * write.pipe(Effect.catchReason("BigtableError", "RecoveryExhausted", (reason) => Effect.logError(reason.message)))
+ * write.pipe(Effect.catchReason("BigtableError", "BigtableRecoveryExhausted", (reason) => Effect.logError(reason.message)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
-export class RecoveryExhausted extends Schema.TaggedError<RecoveryExhausted>()("RecoveryExhausted", {
+export class RecoveryExhausted extends Schema.TaggedError<RecoveryExhausted>()("BigtableRecoveryExhausted", {
   table: Schema.String,
   attempts: Schema.Int,
   cause: Schema.Defect()
@@ -215,13 +215,13 @@ export class RecoveryExhausted extends Schema.TaggedError<RecoveryExhausted>()("
  * import { Effect } from "effect"
  * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
  * declare const write: Effect.Effect<void, BigtableError.BigtableError>
- * write.pipe(Effect.catchReason("BigtableError", "TooManyRejections", (reason) => Effect.logError(reason.message)))
+ * write.pipe(Effect.catchReason("BigtableError", "BigtableTooManyRejections", (reason) => Effect.logError(reason.message)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
-export class TooManyRejections extends Schema.TaggedError<TooManyRejections>()("TooManyRejections", {
+export class TooManyRejections extends Schema.TaggedError<TooManyRejections>()("BigtableTooManyRejections", {
   table: Schema.String,
   rejections: Schema.Int
 }) {
@@ -247,13 +247,13 @@ export class TooManyRejections extends Schema.TaggedError<TooManyRejections>()("
  * import { Effect } from "effect"
  * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
  * declare const run: Effect.Effect<void, BigtableError.BigtableError>
- * run.pipe(Effect.catchReason("BigtableError", "CommitFailed", (reason) => Effect.logWarning(reason.message)))
+ * run.pipe(Effect.catchReason("BigtableError", "BigtableCommitFailed", (reason) => Effect.logWarning(reason.message)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
-export class CommitFailed extends Schema.TaggedError<CommitFailed>()("CommitFailed", {
+export class CommitFailed extends Schema.TaggedError<CommitFailed>()("BigtableCommitFailed", {
   table: Schema.String,
   code: Schema.UndefinedOr(Schema.Int),
   description: Schema.String,
@@ -286,13 +286,13 @@ export class CommitFailed extends Schema.TaggedError<CommitFailed>()("CommitFail
  * import { Effect } from "effect"
  * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
  * declare const run: Effect.Effect<void, BigtableError.BigtableError>
- * run.pipe(Effect.catchReason("BigtableError", "PreconditionFailed", (reason) => Effect.logError(reason.message)))
+ * run.pipe(Effect.catchReason("BigtableError", "BigtablePreconditionFailed", (reason) => Effect.logError(reason.message)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
-export class PreconditionFailed extends Schema.TaggedError<PreconditionFailed>()("PreconditionFailed", {
+export class PreconditionFailed extends Schema.TaggedError<PreconditionFailed>()("BigtablePreconditionFailed", {
   table: Schema.String,
   subject: Schema.Literals(["appProfile", "markerFamily", "family"]),
   detail: Schema.String
@@ -317,13 +317,13 @@ export class PreconditionFailed extends Schema.TaggedError<PreconditionFailed>()
  * import { Effect } from "effect"
  * import type { BigtableError } from "effect-gcp-sinks/Bigtable"
  * declare const run: Effect.Effect<void, BigtableError.BigtableError>
- * run.pipe(Effect.catchReason("BigtableError", "StagingFull", (reason) => Effect.logError(reason.message)))
+ * run.pipe(Effect.catchReason("BigtableError", "BigtableStagingFull", (reason) => Effect.logError(reason.message)))
  * ```
  *
  * @category errors
  * @since 0.1.0
  */
-export class StagingFull extends Schema.TaggedError<StagingFull>()("StagingFull", {
+export class StagingFull extends Schema.TaggedError<StagingFull>()("BigtableStagingFull", {
   stagedEntries: Schema.Int,
   stagedBytes: Schema.Int,
   maxStagedEntries: Schema.Int,
@@ -351,7 +351,7 @@ export class StagingFull extends Schema.TaggedError<StagingFull>()("StagingFull"
  * declare const write: Effect.Effect<void, BigtableError.BigtableError>
  * write.pipe(
  *   Effect.catchTag("BigtableError", (e) =>
- *     e.reason._tag === "TableNotFound" ? Effect.logError(e.message) : Effect.fail(e))
+ *     e.reason._tag === "BigtableTableNotFound" ? Effect.logError(e.message) : Effect.fail(e))
  * )
  * ```
  *

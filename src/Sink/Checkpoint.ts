@@ -9,7 +9,8 @@ import type * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import type * as Schema from "effect/Schema"
 import * as internal from "../internal/checkpoint/protocol.ts"
-import type { CheckpointConflict, CheckpointRecord, CheckpointStore, CheckpointStoreError } from "./CheckpointStore.ts"
+import type { CheckpointConflict, CheckpointRecord, CheckpointStore } from "./CheckpointStore.ts"
+import type { CheckpointStoreError } from "./CheckpointStoreError.ts"
 
 /**
  * The errors of the checkpoint protocol itself: another process advanced this writer
@@ -72,7 +73,7 @@ export interface ResumeOptions<P> {
  * (a zombie, or the previous owner of a partition that moved) is refused at its next checkpoint with
  * `CheckpointConflict`, and this one's checkpoints go through. The claim writes to the store; to only
  * look at a writer's record, use the store's `load`. A stored record whose position does not decode
- * with `positionSchema` fails with `CheckpointStoreError` (reason `"Corrupt"`); it is never skipped.
+ * with `positionSchema` fails with `CheckpointStoreError` (reason `CheckpointStoreCorrupt`); it is never skipped.
  *
  * **Example** (Resuming a file-backed source)
  * ```ts

@@ -16,6 +16,8 @@ import * as gcs from "../internal/checkpoint/gcsStore.ts"
 import * as memory from "../internal/checkpoint/memoryStore.ts"
 import * as sqlOptions from "../internal/checkpoint/sqlOptions.ts"
 import * as sqlStore from "../internal/checkpoint/sqlStore.ts"
+import * as storeError from "../internal/checkpoint/storeError.ts"
+import type { CheckpointStoreError } from "./CheckpointStoreError.ts"
 import { GcsClient } from "./GcsClient.ts"
 import type { RetryPolicyInput } from "./RetryPolicy.ts"
 import type { SinkConfigError } from "./SinkConfigError.ts"
@@ -83,38 +85,6 @@ export class CheckpointConflict extends Schema.TaggedError<CheckpointConflict>()
 const show = (id: string | undefined): string => (id === undefined ? "none" : `'${id}'`)
 
 /**
- * The store could not be read or written: `reason` is `"Corrupt"` (a stored record does not decode:
- * torn, truncated or foreign), `"Io"` (the file system or Cloud Storage refused, or did not answer
- * within the retry budget) or `"InvalidWriterId"` (empty, or too long for an object name).
- *
- * **Example** (Reporting a corrupt store)
- * ```ts
- * import { Effect } from "effect"
- * import type { CheckpointStoreError } from "effect-gcp-sinks/Sink"
- * declare const load: Effect.Effect<void, CheckpointStoreError>
- * load.pipe(Effect.catchTag("CheckpointStoreError", (e) => Effect.logError(`${e.reason}: ${e.detail}`)))
- * ```
- *
- * @category errors
- * @since 0.1.0
- */
-export class CheckpointStoreError extends Schema.TaggedError<CheckpointStoreError>()("CheckpointStoreError", {
-  reason: Schema.Literals(["Corrupt", "Io", "InvalidWriterId"]),
-  writerId: Schema.String,
-  detail: Schema.String,
-  cause: Schema.optional(Schema.Defect())
-}) {
-  /**
-   * The reason, the writer and what failed.
-   *
-   * @since 0.1.0
-   */
-  override get message(): string {
-    return `checkpoint store (${this.reason}) for writer '${this.writerId}': ${this.detail}`
-  }
-}
-
-/**
  * The options of {@link CheckpointStore.gcs}.
  *
  * - `bucket`: an existing bucket (the store creates no bucket).
@@ -126,7 +96,7 @@ export class CheckpointStoreError extends Schema.TaggedError<CheckpointStoreErro
  * - `retry`: the budget for transient failures (408, 429, 5xx, network errors, deadlines) of each
  *   request: `RetryPolicyOptions` or a `RetryPolicy`; default 8 attempts from 100 ms to 5 s. The
  *   input of a `RetryPolicy.fromSchedule` schedule is each failure as the `CheckpointStoreError`
- *   (`Io`, naming the object) it would end as.
+ *   (`CheckpointStoreIo`, naming the object) it would end as.
  *
  * @category models
  * @since 0.1.0
@@ -238,7 +208,7 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
    * directory and every ancestor up to the root that the store has not synced yet, so a crash cannot
    * take the writer's directory; a read-only ancestor counts as synced). A crash before the link leaves the
    * previous record in force. Records are versioned JSON encoded with `Schema`; one that fails to decode
-   * is a `CheckpointStoreError` with reason `"Corrupt"`, never skipped. The newest two records are kept.
+   * is a `CheckpointStoreError` with reason `CheckpointStoreCorrupt`, never skipped. The newest two records are kept.
    *
    * **Example** (Checkpoints under ./state)
    * ```ts
@@ -254,7 +224,7 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
       CheckpointStore.of(file.make(directory, {
         decode: Schema.decodeUnknownResult(CheckpointRecord),
         conflict: (f) => new CheckpointConflict(f),
-        error: (f) => new CheckpointStoreError(f)
+        error: storeError.fromFields
       })))
 
   /**
@@ -296,7 +266,7 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
         return CheckpointStore.of(sqlStore.make(sql, settings, {
           decode: Schema.decodeUnknownResult(CheckpointRecord),
           conflict: (f) => new CheckpointConflict(f),
-          error: (f) => new CheckpointStoreError(f)
+          error: storeError.fromFields
         }))
       })
     )
@@ -319,8 +289,8 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
    * {@link CheckpointConflict} naming both ids, unless the object holds this very save (an attempt
    * whose answer was lost, recognised by a per-save nonce in the object's metadata). Every request
    * has a deadline (`responseTimeout`) and transient failures are retried on `retry`; every other
-   * failure is a {@link CheckpointStoreError} (`Io`, `Corrupt` for an object that is not a checkpoint
-   * of this writer, `InvalidWriterId`). Objects hold the same versioned JSON envelope as the file
+   * failure is a {@link CheckpointStoreError} (`CheckpointStoreIo`, `CheckpointStoreCorrupt` for an
+   * object that is not a checkpoint of this writer, `CheckpointStoreInvalidWriterId`). Objects hold the same versioned JSON envelope as the file
    * store. Options are checked when the layer is built (`SinkConfigError` naming the option).
    *
    * **Example** (Checkpoints in a bucket, on fake-gcs-server)
@@ -347,7 +317,7 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
         return CheckpointStore.of(gcs.make(storage, settings, {
           decode: Schema.decodeUnknownResult(CheckpointRecord),
           conflict: (f) => new CheckpointConflict(f),
-          error: (f) => new CheckpointStoreError(f)
+          error: storeError.fromFields
         }))
       })
     )

@@ -11,8 +11,7 @@ import * as Schema from "effect/Schema"
  * - `"CREATE_IF_NEEDED"`: create it (with the declared schema or column families), then write.
  * - `"CREATE_NEVER"`: fail the write with a terminal error naming the table and the disposition.
  *
- * The defaults differ, as in the reference connector (see `SinkOptions` for both backends' defaults
- * side by side): BigQuery `CREATE_IF_NEEDED`, since the serializer knows the table schema; Bigtable
+ * The defaults differ by backend (see `SinkOptions` for both side by side): BigQuery `CREATE_IF_NEEDED`, since the serializer knows the table schema; Bigtable
  * `CREATE_NEVER`, since column families cannot be guessed (`CREATE_IF_NEEDED` needs
  * `tableCreateOptions`).
  *

@@ -1,5 +1,5 @@
 /**
- * `host:port` addresses of local emulators, parsed exactly as the reference connector does.
+ * `host:port` addresses of local emulators, split at the last colon with a port from 1 to 65535.
  *
  * @since 0.1.0
  */

@@ -111,7 +111,7 @@ describe("BigQuerySink CDC tables", () => {
         const never = yield* Effect.exit(
           write(fake, { tableOptions: fifteenMinutes }, { createDisposition: "CREATE_NEVER" })
         )
-        assert.strictEqual(failedWith(never), "TableNotFound")
+        assert.strictEqual(failedWith(never), "BigQueryTableNotFound")
         const noKey = yield* Effect.exit(write(fake, {}))
         assert.strictEqual(failedWith(noKey), "cdc.NoPrimaryKey")
         assert.isUndefined(fake.table(key(fake)))

@@ -190,7 +190,7 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
           const r = yield* eoWriterWith(fake, () => undefined)
           yield* r.write(rows(40))
           const error = yield* Effect.flip(r.checkpoint(40))
-          assert.strictEqual(reasonOf(error), "RequestRejected")
+          assert.strictEqual(reasonOf(error), "BigQueryRequestRejected")
           assert.include(detailOf(error), detail)
           assert.strictEqual(counted.replays, 1, "the replay was not re-appended")
           assert.deepStrictEqual(visibleIds(fake), [])
@@ -204,7 +204,7 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
       (fake) =>
         Effect.gen(function*() {
           const failed = yield* writeAndCheckpoint(fake, 5)
-          assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "RequestRejected")
+          assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "BigQueryRequestRejected")
           assert.deepStrictEqual(visibleIds(fake), [])
         })
     ))
@@ -220,7 +220,7 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
       withEo({ answer: nth(1, answer) }, (fake) =>
         Effect.gen(function*() {
           const failed = yield* writeAndCheckpoint(fake, 40)
-          assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "RequestRejected")
+          assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "BigQueryRequestRejected")
           assert.deepStrictEqual(visibleIds(fake), [])
           assert.strictEqual(fake.buffered.stats.creates, 1, "no new stream mid-run")
         })))
@@ -235,7 +235,7 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
         for (const name of fake.buffered.streams.keys()) fake.buffered.finalize(name)
         yield* writer.write(rows(5, 5))
         const error = yield* Effect.flip(writer.checkpoint(10))
-        assert.strictEqual(reasonOf(error), "RequestRejected")
+        assert.strictEqual(reasonOf(error), "BigQueryRequestRejected")
         assert.deepStrictEqual(visibleIds(fake), range(0, 5))
       })))
 
@@ -271,7 +271,7 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
       Effect.gen(function*() {
         fake.createTable(`${fake.projectId}.d.t`, columns.filter((c) => c.name !== "name"))
         const failed = yield* writeAndCheckpoint(fake, 10)
-        assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "SchemaMismatch")
+        assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "BigQuerySchemaMismatch")
       })))
 
   it.live("a missing table at stream creation: created under CREATE_IF_NEEDED, then the stream", () =>
@@ -294,7 +294,7 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
           checkpoint: { resume: yield* eoResume }
         })
         const error = yield* Effect.flip(Effect.andThen(writer.write(rows(3)), writer.checkpoint(3)))
-        assert.strictEqual(reasonOf(error), "TableNotFound")
+        assert.strictEqual(reasonOf(error), "BigQueryTableNotFound")
         assert.isUndefined(fake.table(`${fake.projectId}.d.t`))
       })))
 
@@ -302,7 +302,7 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
     withEo({ answer: nth(0, { _tag: "error", code: 7, message: "denied" }) }, (fake) =>
       Effect.gen(function*() {
         const failed = yield* writeAndCheckpoint(fake, 5)
-        assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "RequestRejected")
+        assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "BigQueryRequestRejected")
       })))
 })
 
@@ -356,7 +356,7 @@ describe("BigQuerySink.exactlyOnce: the commit rules (FlushRows)", () => {
           checkpoint: { resume: yield* eoResume }
         })
         yield* writer.write(rows(3))
-        assert.strictEqual(reasonOf(yield* Effect.flip(writer.checkpoint(3))), "RequestRejected")
+        assert.strictEqual(reasonOf(yield* Effect.flip(writer.checkpoint(3))), "BigQueryRequestRejected")
         assert.strictEqual(fake.buffered.stats.flushes, 1)
       })))
 
@@ -365,7 +365,7 @@ describe("BigQuerySink.exactlyOnce: the commit rules (FlushRows)", () => {
       withEo(flushFault(() => ({ code, message: name })), (fake) =>
         Effect.gen(function*() {
           const failed = yield* writeAndCheckpoint(fake, 10)
-          assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "RequestRejected")
+          assert.isTrue(failed._tag === "Some" && reasonOf(failed.value) === "BigQueryRequestRejected")
           assert.strictEqual(fake.buffered.stats.flushes, 1)
         })))
   }
@@ -647,7 +647,7 @@ describe("BigQuerySink.exactlyOnce: the restore probe", () => {
     }, (fake) =>
       Effect.gen(function*() {
         const error = yield* Effect.flip(twoRuns(fake, () => undefined))
-        assert.strictEqual(reasonOf(error), "RequestRejected")
+        assert.strictEqual(reasonOf(error), "BigQueryRequestRejected")
         assert.deepStrictEqual(visibleIds(fake), range(0, 10), "only the first run's checkpoint")
         assert.strictEqual(fake.buffered.stats.creates, 1)
       }))

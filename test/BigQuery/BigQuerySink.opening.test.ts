@@ -134,7 +134,7 @@ describe("BigQuerySink: a defect while a table opens", () => {
           if (Option.isNone(error)) return
           assert.strictEqual(error.value._tag, "BigQueryError")
           if (error.value._tag !== "BigQueryError") return
-          assert.strictEqual(error.value.reason._tag, "TableAdminFailed")
+          assert.strictEqual(error.value.reason._tag, "BigQueryTableAdminFailed")
           assert.include(error.value.message, table.toString())
           assert.include(error.value.message, "no options for you")
           assert.isUndefined(fake.table(table.toString()), "no table was created")

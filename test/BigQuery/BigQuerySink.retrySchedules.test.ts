@@ -81,7 +81,7 @@ describe("BigQuerySink: a caller's retry schedule sees the failure", () => {
       Effect.gen(function*() {
         const error = yield* Effect.flip(F.writeRows(fake, 10, { writeMethod: { recovery: whileCode("ABORTED") } }))
         assert.strictEqual(codeOf(error), "UNAVAILABLE")
-        assert.strictEqual(error._tag === "BigQueryError" ? error.reason._tag : error._tag, "RetriesExhausted")
+        assert.strictEqual(error._tag === "BigQueryError" ? error.reason._tag : error._tag, "BigQueryRetriesExhausted")
       }))))
 
   it.live("table creation's REST retries give the recovery schedule a BigQueryError", () =>
@@ -104,7 +104,7 @@ describe("BigQuerySink: a caller's retry schedule sees the failure", () => {
         })
         assert.strictEqual(summary.recordsWritten, 10)
         assert.isAtLeast(seen.length, 1)
-        for (const code of seen) assert.strictEqual(code, "TableAdminFailed")
+        for (const code of seen) assert.strictEqual(code, "BigQueryTableAdminFailed")
       }))))
 
   it.live("FlushRows retries (exactly once) give the recovery schedule a BigQueryError", () =>

@@ -120,7 +120,7 @@ describe("BigQuerySink against the fake", () => {
       (fake) =>
         Effect.gen(function*() {
           const exit = yield* Effect.exit(F.writeRows(fake, 3, { failureHandler: FailureHandler.logAndDrop }))
-          assert.strictEqual(reasonTag(failureOf(exit)), "RequestRejected")
+          assert.strictEqual(reasonTag(failureOf(exit)), "BigQueryRequestRejected")
         })
     ))
 
@@ -131,7 +131,7 @@ describe("BigQuerySink against the fake", () => {
         Effect.gen(function*() {
           const exit = yield* Effect.exit(F.writeRows(fake, 3))
           const error = failureOf(exit)
-          assert.strictEqual(reasonTag(error), "RequestRejected")
+          assert.strictEqual(reasonTag(error), "BigQueryRequestRejected")
           assert.include(String((error as { message: string }).message), "request too large")
         })
     ))
@@ -147,7 +147,7 @@ describe("BigQuerySink against the fake", () => {
             })
           )
           const error = failureOf(exit) as { reason: { _tag: string; code: string; attempts: number } }
-          assert.strictEqual(error.reason._tag, "RetriesExhausted")
+          assert.strictEqual(error.reason._tag, "BigQueryRetriesExhausted")
           assert.strictEqual(error.reason.code, "UNAVAILABLE")
           assert.strictEqual(error.reason.attempts, 4)
         })
@@ -197,7 +197,7 @@ describe("BigQuerySink against the fake", () => {
           F.writeRows(fake, 3, { createTable: false, sink: { createDisposition: "CREATE_NEVER" } })
         )
         const error = failureOf(exit) as { reason: { _tag: string }; message: string }
-        assert.strictEqual(error.reason._tag, "TableNotFound")
+        assert.strictEqual(error.reason._tag, "BigQueryTableNotFound")
         assert.include(error.message, "CREATE_NEVER")
         assert.include(error.message, `${fake.projectId}.d.t`)
         assert.deepStrictEqual(F.tableCalls(fake), [])
@@ -208,7 +208,7 @@ describe("BigQuerySink against the fake", () => {
       Effect.gen(function*() {
         const exit = yield* Effect.exit(F.writeRows(fake, 3, { createTable: [F.columns[0]!] }))
         const error = failureOf(exit) as { reason: { _tag: string }; message: string }
-        assert.strictEqual(error.reason._tag, "SchemaMismatch")
+        assert.strictEqual(error.reason._tag, "BigQuerySchemaMismatch")
         assert.include(error.message, "allowNewFields")
       })))
 
@@ -419,7 +419,7 @@ describe("BigQuerySink against the fake", () => {
           Effect.exit
         )
         const error = failureOf(exit) as { reason: { _tag: string }; message: string }
-        assert.strictEqual(error.reason._tag, "SchemaMismatch")
+        assert.strictEqual(error.reason._tag, "BigQuerySchemaMismatch")
         assert.include(error.message, clash.toString())
         assert.include(error.message, "additionalFields[1].name")
         assert.include(error.message, "collides with the serializer's column 'name'")
@@ -448,7 +448,7 @@ describe("BigQuerySink against the fake", () => {
           reason: { _tag: string }
           message: string
         }
-        assert.strictEqual(notTime.reason._tag, "TableAdminFailed")
+        assert.strictEqual(notTime.reason._tag, "BigQueryTableAdminFailed")
         assert.include(notTime.message, "tableCreateOptions.timePartitioning.field")
         assert.isFalse(fake.stats.restCalls.some((c) => c.startsWith("POST")), "no invalid table was requested")
         assert.isUndefined(fake.table(table.toString()))

@@ -61,7 +61,7 @@ describe("BigtableSink table admin", () => {
       )
       assert.strictEqual(error._tag, "BigtableError")
       if (error._tag !== "BigtableError") return
-      assert.strictEqual(error.reason._tag, "RpcFailed")
+      assert.strictEqual(error.reason._tag, "BigtableRpcFailed")
       assert.isFalse(error.isRetryable)
       assert.include(error.message, "PERMISSION_DENIED")
       assert.strictEqual(fake.calls.filter((c) => c === "CreateTable").length, 1)

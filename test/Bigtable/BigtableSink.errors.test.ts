@@ -112,7 +112,7 @@ describe("BigtableSink error channel (types)", () => {
 })
 
 describe("BigtableSink error channel (runtime, against the fake)", () => {
-  it.live("without a handler, a routed record fails the write with RecordFailed", () => {
+  it.effect("without a handler, a routed record fails the write with RecordFailed", () => {
     const fake = makeFake()
     return Effect.gen(function*() {
       const exit = yield* Effect.gen(function*() {
@@ -126,7 +126,7 @@ describe("BigtableSink error channel (runtime, against the fake)", () => {
     }).pipe(Effect.provide(fake.layer))
   })
 
-  it.live("with a handler, a routed record fails the sink with exactly the handler's error", () => {
+  it.effect("with a handler, a routed record fails the sink with exactly the handler's error", () => {
     const fake = makeFake()
     return Effect.gen(function*() {
       const exit = yield* Stream.make("a", "b").pipe(
@@ -139,7 +139,7 @@ describe("BigtableSink error channel (runtime, against the fake)", () => {
     }).pipe(Effect.provide(fake.layer))
   })
 
-  it.live("a handler whose open fails fails building the writer and the sink with its error", () => {
+  it.effect("a handler whose open fails fails building the writer and the sink with its error", () => {
     const fake = makeFake()
     let closed = 0
     const failing = FailureHandler.make({

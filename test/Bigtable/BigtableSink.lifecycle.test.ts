@@ -31,7 +31,7 @@ const counting = () => {
 }
 
 describe("BigtableSink lifecycle", () => {
-  it.live("a sink run flushes the handler once (its final flush), not again when its scope closes", () =>
+  it.effect("a sink run flushes the handler once (its final flush), not again when its scope closes", () =>
     Effect.gen(function*() {
       const fake = makeFake()
       const { handler, log } = counting()
@@ -43,7 +43,7 @@ describe("BigtableSink lifecycle", () => {
       assert.deepStrictEqual(log, ["handle", "flush", "close"])
     }))
 
-  it.live("closing a writer flushes only what came after its last flush; after a failure, nothing", () =>
+  it.effect("closing a writer flushes only what came after its last flush; after a failure, nothing", () =>
     Effect.gen(function*() {
       const fake = makeFake()
       const flushedLast = counting()

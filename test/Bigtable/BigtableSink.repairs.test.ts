@@ -18,7 +18,7 @@ const keys = (n: number) => Array.from({ length: n }, (_, i) => `r${i}`)
 const fast = { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 10 } as const
 
 describe("BigtableSink repairs", () => {
-  it.live(
+  it.effect(
     "more entries waiting for a table's creation than the owner's command queue holds all go again",
     () =>
       Effect.gen(function*() {

@@ -54,6 +54,6 @@ describe("BigtableSink: a caller's retry schedule sees the failure", () => {
       )
       assert.strictEqual(summary.recordsWritten, 1)
       assert.isAtLeast(seen.length, 2)
-      assert.deepStrictEqual(new Set(seen), new Set(["RpcFailed"]))
+      assert.deepStrictEqual(new Set(seen), new Set(["BigtableRpcFailed"]))
     }))
 })

@@ -15,7 +15,7 @@ const serializer = (i: number) =>
   RowMutationEntry.make(`k${i}`, Mutation.setCell({ family: "cf", qualifier: "q", value: "v" }))
 
 describe("BigtableSink spans", () => {
-  it.live("a span per chunk, per MutateRows call (table, entries) and for the flush, under the caller's span", () =>
+  it.effect("a span per chunk, per MutateRows call (table, entries) and for the flush, under the caller's span", () =>
     Effect.gen(function*() {
       const { ended, tracer } = recordingTracer()
       const fake = makeFake()

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Stream } from "effect"
 import {
   type BigtableFailure,
   BigtableSink,
@@ -9,6 +9,7 @@ import {
   WriteMethod
 } from "../../src/Bigtable/index.ts"
 import { FailureHandler } from "../../src/Sink.ts"
+import { virtually } from "../support/virtualTime.ts"
 import { makeFake } from "./fakeBigtable.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
@@ -37,7 +38,7 @@ const keys = (n: number, prefix = "r") => Array.from({ length: n }, (_, i) => `$
 const fast = { retry: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 5 } } as const
 
 describe("BigtableSink", () => {
-  it.live("writes every record and reports it in the summary", () =>
+  it.effect("writes every record and reports it in the summary", () =>
     Effect.gen(function*() {
       const fake = makeFake({ latencyMs: 1 })
       const summary = yield* Stream.fromIterable(keys(250)).pipe(
@@ -51,7 +52,7 @@ describe("BigtableSink", () => {
       assert.isTrue(fake.requests.every((r) => r.tableName === tableName))
     }))
 
-  it.live("sends MutateRows with the routing header gax sends: table and app profile", () =>
+  it.effect("sends MutateRows with the routing header gax sends: table and app profile", () =>
     Effect.gen(function*() {
       const fake = makeFake()
       yield* Stream.fromIterable(keys(3)).pipe(
@@ -66,7 +67,7 @@ describe("BigtableSink", () => {
       assert.deepStrictEqual(fake.requests[0]?.rowKeys, ["r0", "r1", "r2"])
     }))
 
-  it.live("skips records the serializer maps to null, without a request or a failure", () =>
+  it.effect("skips records the serializer maps to null, without a request or a failure", () =>
     Effect.gen(function*() {
       const fake = makeFake()
       const summary = yield* Stream.fromIterable(keys(10)).pipe(
@@ -78,7 +79,7 @@ describe("BigtableSink", () => {
       assert.strictEqual(fake.requests.length, 0)
     }))
 
-  it.live("routes serializer failures and unroutable records and writes the rest", () =>
+  it.effect("routes serializer failures and unroutable records and writes the rest", () =>
     Effect.gen(function*() {
       const fake = makeFake()
       const { failures, handler } = collecting()
@@ -102,7 +103,7 @@ describe("BigtableSink", () => {
       assert.isTrue(failures.every((f) => f.rowKey === undefined))
     }))
 
-  it.live("keeps in-flight entries under maxInFlightEntries and still applies everything", () =>
+  it.effect("keeps in-flight entries under maxInFlightEntries and still applies everything", () =>
     Effect.gen(function*() {
       const fake = makeFake({ latencyMs: 3 })
       const summary = yield* Stream.fromIterable(keys(300)).pipe(
@@ -119,7 +120,7 @@ describe("BigtableSink", () => {
       assert.isAbove(fake.peakInFlight(), 1, "requests run concurrently")
     }))
 
-  it.live("admits an entry larger than maxInFlightBytes on an otherwise empty writer", () =>
+  it.effect("admits an entry larger than maxInFlightBytes on an otherwise empty writer", () =>
     Effect.gen(function*() {
       const fake = makeFake()
       const summary = yield* Stream.make("x".repeat(500), "y".repeat(500)).pipe(
@@ -133,7 +134,7 @@ describe("BigtableSink", () => {
       assert.strictEqual(summary.recordsWritten, 2)
     }))
 
-  it.live("never sends more than 100,000 mutations in one request", () =>
+  it.effect("never sends more than 100,000 mutations in one request", () =>
     Effect.gen(function*() {
       const fake = makeFake()
       const summary = yield* Stream.fromIterable(keys(7)).pipe(
@@ -144,7 +145,7 @@ describe("BigtableSink", () => {
       assert.isTrue(fake.requests.every((r) => r.mutations <= 100_000))
     }))
 
-  it.live("isolation pass: a rejected batch is re-sent entry by entry; batch-mates land, the bad entry is routed", () =>
+  it.effect("isolation pass: a rejected batch is re-sent entry by entry; batch-mates land, the bad entry is routed", () =>
     Effect.gen(function*() {
       // Bigtable rejects the whole request when one entry is malformed.
       const fake = makeFake({
@@ -166,7 +167,7 @@ describe("BigtableSink", () => {
       assert.isTrue(fake.applied.has(`${tableName}|a`) && fake.applied.has(`${tableName}|c`))
     }))
 
-  it.live("maxConsecutiveRejections fails the write after routing the tripping rejection", () =>
+  it.effect("maxConsecutiveRejections fails the write after routing the tripping rejection", () =>
     Effect.gen(function*() {
       const fake = makeFake({ decide: ({ rowKey }) => (rowKey.startsWith("bad") ? { code: 3 } : { code: 0 }) })
       const { failures, handler } = collecting()
@@ -181,11 +182,11 @@ describe("BigtableSink", () => {
         Effect.flip
       )
       assert.strictEqual(error._tag, "BigtableError")
-      if (error._tag === "BigtableError") assert.strictEqual(error.reason._tag, "TooManyRejections")
+      if (error._tag === "BigtableError") assert.strictEqual(error.reason._tag, "BigtableTooManyRejections")
       assert.strictEqual(failures.length, 3)
     }))
 
-  it.live("an applied mutation resets the consecutive-rejection count", () =>
+  it.effect("an applied mutation resets the consecutive-rejection count", () =>
     Effect.gen(function*() {
       const fake = makeFake({ decide: ({ rowKey }) => (rowKey.startsWith("bad") ? { code: 3 } : { code: 0 }) })
       const { failures, handler } = collecting()
@@ -207,7 +208,7 @@ describe("BigtableSink", () => {
       assert.strictEqual(failures.length, 4)
     }))
 
-  it.live("the default handler fails the write with RecordFailed", () =>
+  it.effect("the default handler fails the write with RecordFailed", () =>
     Effect.gen(function*() {
       const fake = makeFake({
         decide: ({ rowKey }) => (rowKey === "bad" ? { code: 3, message: "bad row" } : { code: 0 })
@@ -220,7 +221,7 @@ describe("BigtableSink", () => {
       assert.strictEqual(error._tag, "RecordFailed")
     }))
 
-  it.live("retries transient statuses per entry and counts the retries", () =>
+  it.effect("retries transient statuses per entry and counts the retries", () =>
     Effect.gen(function*() {
       const seen = new Set<string>()
       const fake = makeFake({
@@ -230,38 +231,51 @@ describe("BigtableSink", () => {
           return { code: 14, message: "unavailable" }
         }
       })
-      const summary = yield* Stream.fromIterable(keys(20)).pipe(
-        Stream.run(
-          BigtableSink.make({ table, serializer: (k: string) => entry(k), writeMethod: WriteMethod.atLeastOnce(fast) })
-        ),
-        Effect.provide(fake.layer)
+      const exit = yield* virtually(
+        Stream.fromIterable(keys(20)).pipe(
+          Stream.run(
+            BigtableSink.make({
+              table,
+              serializer: (k: string) => entry(k),
+              writeMethod: WriteMethod.atLeastOnce(fast)
+            })
+          ),
+          Effect.provide(fake.layer)
+        )
       )
-      assert.strictEqual(summary.recordsWritten, 20)
-      assert.strictEqual(summary.retries, 20)
+      assert.isTrue(Exit.isSuccess(exit), String(exit))
+      if (Exit.isFailure(exit)) return
+      assert.strictEqual(exit.value.recordsWritten, 20)
+      assert.strictEqual(exit.value.retries, 20)
     }))
 
-  it.live("a transient status beyond the retry budget fails with RpcFailed carrying the attempts", () =>
+  it.effect("a transient status beyond the retry budget fails with RpcFailed carrying the attempts", () =>
     Effect.gen(function*() {
       const fake = makeFake({ decide: () => ({ code: 4, message: "deadline" }) })
-      const error = yield* Stream.make("a").pipe(
-        Stream.run(BigtableSink.make({
-          table,
-          serializer: (k: string) => entry(k),
-          writeMethod: WriteMethod.atLeastOnce({
-            retry: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 3 }
-          })
-        })),
-        Effect.provide(fake.layer),
-        Effect.flip
+      const flipped = yield* virtually(
+        Stream.make("a").pipe(
+          Stream.run(BigtableSink.make({
+            table,
+            serializer: (k: string) => entry(k),
+            writeMethod: WriteMethod.atLeastOnce({
+              retry: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 3 }
+            })
+          })),
+          Effect.provide(fake.layer),
+          Effect.flip
+        )
       )
+      assert.isTrue(Exit.isSuccess(flipped), `the write did not fail: ${String(flipped)}`)
+      if (Exit.isFailure(flipped)) return
+      const error = flipped.value
       assert.strictEqual(error._tag, "BigtableError")
-      if (error._tag === "BigtableError" && error.reason._tag === "RpcFailed") {
+      if (error._tag === "BigtableError" && error.reason._tag === "BigtableRpcFailed") {
         assert.strictEqual(error.reason.attempts, 3)
         assert.strictEqual(error.reason.status, "DEADLINE_EXCEEDED")
       } else assert.fail(`unexpected ${error}`)
     }))
 
-  it.live("a non-transient status fails the write", () =>
+  it.effect("a non-transient status fails the write", () =>
     Effect.gen(function*() {
       const fake = makeFake({ callError: () => ({ code: 7, message: "denied" }) })
       const error = yield* Stream.make("a").pipe(
@@ -272,7 +286,7 @@ describe("BigtableSink", () => {
       assert.include(error.message, "PERMISSION_DENIED")
     }))
 
-  it.live("CREATE_NEVER fails fast on a missing table, naming the table and the disposition", () =>
+  it.effect("CREATE_NEVER fails fast on a missing table, naming the table and the disposition", () =>
     Effect.gen(function*() {
       const fake = makeFake({ tables: new Map() })
       const error = yield* Stream.make("a").pipe(
@@ -285,7 +299,7 @@ describe("BigtableSink", () => {
       assert.deepStrictEqual(fake.admin, [])
     }))
 
-  it.live("CREATE_IF_NEEDED creates a missing table with the declared families and re-applies the parked entries", () =>
+  it.effect("CREATE_IF_NEEDED creates a missing table with the declared families and re-applies the parked entries", () =>
     Effect.gen(function*() {
       const tables = new Map<string, Set<string>>()
       const fake = makeFake({ tables })
@@ -306,7 +320,7 @@ describe("BigtableSink", () => {
       assert.strictEqual(fake.admin.filter((a) => a.startsWith("CreateTable")).length, 1)
     }))
 
-  it.live("CREATE_IF_NEEDED adds a missing declared family to an existing table", () =>
+  it.effect("CREATE_IF_NEEDED adds a missing declared family to an existing table", () =>
     Effect.gen(function*() {
       const tables = new Map([[tableName, new Set(["cf"])]])
       const fake = makeFake({ tables })
@@ -326,7 +340,7 @@ describe("BigtableSink", () => {
       assert.include(fake.admin, `ModifyColumnFamilies ${tableName} extra`)
     }))
 
-  it.live("CREATE_IF_NEEDED fails naming an undeclared missing family", () =>
+  it.effect("CREATE_IF_NEEDED fails naming an undeclared missing family", () =>
     Effect.gen(function*() {
       const tables = new Map([[tableName, new Set(["cf"])]])
       const fake = makeFake({ tables })
@@ -346,7 +360,7 @@ describe("BigtableSink", () => {
       assert.include(error.message, "ghost")
     }))
 
-  it.live("flush is a barrier: every earlier record is applied, then the handler is flushed", () => {
+  it.effect("flush is a barrier: every earlier record is applied, then the handler is flushed", () => {
     const fake = makeFake({ latencyMs: 5 })
     return Effect.gen(function*() {
       const { handler, flushes } = collecting()

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Logger, Ref, References, Sink } from "effect"
 import { DeadLetterStalled, type FailedElement, FailureHandler, RecordFailed, SinkConfigError } from "../../src/Sink.ts"
+import { virtually } from "../support/virtualTime.ts"
 
 const failure = (i: number): FailedElement => ({
   connector: i % 2 === 0 ? "bigquery" : "bigtable",
@@ -96,13 +97,13 @@ describe("FailureHandler", () => {
       assert.strictEqual(yield* Ref.get(count), 1)
     }))
 
-  it.live("a dead-letter sink that consumes nothing fails the flush with a typed error after one run, no spin", () =>
+  it.effect("a dead-letter sink that consumes nothing fails the flush with a typed error after one run, no spin", () =>
     Effect.gen(function*() {
       let runs = 0
       const handler = FailureHandler.deadLetter(Sink.fromEffect(Effect.sync(() => void runs++)))
       yield* handler.open
       for (let i = 0; i < 3; i++) yield* handler.handle(failure(i))
-      const exit = yield* handler.flush.pipe(Effect.timeoutOption("2 seconds"), Effect.exit)
+      const exit = yield* virtually(handler.flush, { step: "10 millis", steps: 200 })
       assert.isTrue(Exit.isFailure(exit), `the flush did not fail (after ${runs} runs of the sink)`)
       if (Exit.isSuccess(exit)) return
       const error = Cause.squash(exit.cause)

@@ -86,27 +86,28 @@ describe("RetryPolicy", () => {
       assert.strictEqual(yield* Fiber.join(fiber), 3)
     }))
 
-  it("validates its options and names the offending field", () => {
-    const cases: ReadonlyArray<[RetryPolicyOptions, string]> = [
-      [{ initialBackoff: "0 millis", maxBackoff: "1 second", maxAttempts: 3 }, "retry.initialBackoff"],
-      [{ initialBackoff: "500 micros", maxBackoff: "1 second", maxAttempts: 3 }, "retry.initialBackoff"],
-      [{ initialBackoff: "1 second", maxBackoff: "10 millis", maxAttempts: 3 }, "retry.maxBackoff"],
-      [{ initialBackoff: "1 second", maxBackoff: "Infinity", maxAttempts: 3 }, "retry.maxBackoff"],
-      [{ initialBackoff: "1 second", maxBackoff: "2 seconds", maxAttempts: 0 }, "retry.maxAttempts"],
-      [{ initialBackoff: "1 second", maxBackoff: "2 seconds", maxAttempts: 1.5 }, "retry.maxAttempts"],
-      [{ initialBackoff: "1 second", maxBackoff: "2 seconds", maxAttempts: Number.NaN }, "retry.maxAttempts"]
-    ]
-    for (const [options, path] of cases) {
-      const error = configError(Effect.runSyncExit(RetryPolicy.make(options)))
-      assert.strictEqual(error?.path, path, JSON.stringify(options))
-    }
-    const nested = configError(
-      Effect.runSyncExit(RetryPolicy.make({ initialBackoff: 5, maxBackoff: 1, maxAttempts: 2 }, "writeMethod.retry"))
-    )
-    assert.strictEqual(nested?.path, "writeMethod.retry.maxBackoff")
-    const ok = Effect.runSync(RetryPolicy.make({ initialBackoff: 100, maxBackoff: "5 seconds", maxAttempts: 1 }))
-    assert.strictEqual(Duration.toMillis(ok.maxBackoff), 5000)
-  })
+  it.effect("validates its options and names the offending field", () =>
+    Effect.gen(function*() {
+      const cases: ReadonlyArray<[RetryPolicyOptions, string]> = [
+        [{ initialBackoff: "0 millis", maxBackoff: "1 second", maxAttempts: 3 }, "retry.initialBackoff"],
+        [{ initialBackoff: "500 micros", maxBackoff: "1 second", maxAttempts: 3 }, "retry.initialBackoff"],
+        [{ initialBackoff: "1 second", maxBackoff: "10 millis", maxAttempts: 3 }, "retry.maxBackoff"],
+        [{ initialBackoff: "1 second", maxBackoff: "Infinity", maxAttempts: 3 }, "retry.maxBackoff"],
+        [{ initialBackoff: "1 second", maxBackoff: "2 seconds", maxAttempts: 0 }, "retry.maxAttempts"],
+        [{ initialBackoff: "1 second", maxBackoff: "2 seconds", maxAttempts: 1.5 }, "retry.maxAttempts"],
+        [{ initialBackoff: "1 second", maxBackoff: "2 seconds", maxAttempts: Number.NaN }, "retry.maxAttempts"]
+      ]
+      for (const [options, path] of cases) {
+        const error = configError(yield* Effect.exit(RetryPolicy.make(options)))
+        assert.strictEqual(error?.path, path, JSON.stringify(options))
+      }
+      const nested = configError(
+        yield* Effect.exit(RetryPolicy.make({ initialBackoff: 5, maxBackoff: 1, maxAttempts: 2 }, "writeMethod.retry"))
+      )
+      assert.strictEqual(nested?.path, "writeMethod.retry.maxBackoff")
+      const ok = yield* RetryPolicy.make({ initialBackoff: 100, maxBackoff: "5 seconds", maxAttempts: 1 })
+      assert.strictEqual(Duration.toMillis(ok.maxBackoff), 5000)
+    }))
 
   it("with a multiplier, delays grow by it from the initial backoff, capped, within the jitter", () => {
     fc.assert(fc.property(
@@ -156,13 +157,14 @@ describe("RetryPolicy", () => {
       assert.strictEqual(yield* Ref.get(calls), 2)
     }))
 
-  it("make rejects NaN and infinities in every field", () => {
-    const base: RetryPolicyOptions = { initialBackoff: 10, maxBackoff: 100, maxAttempts: 3 }
-    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
-      for (const field of ["initialBackoff", "maxBackoff", "maxAttempts", "multiplier", "maxDuration"] as const) {
-        const error = configError(Effect.runSyncExit(RetryPolicy.make({ ...base, [field]: bad })))
-        assert.strictEqual(error?.path, `retry.${field}`, `${field}: ${bad}`)
+  it.effect("make rejects NaN and infinities in every field", () =>
+    Effect.gen(function*() {
+      const base: RetryPolicyOptions = { initialBackoff: 10, maxBackoff: 100, maxAttempts: 3 }
+      for (const bad of [Number.NaN, Number.POSITIVE_INFINITY]) {
+        for (const field of ["initialBackoff", "maxBackoff", "maxAttempts", "multiplier", "maxDuration"] as const) {
+          const error = configError(yield* Effect.exit(RetryPolicy.make({ ...base, [field]: bad })))
+          assert.strictEqual(error?.path, `retry.${field}`, `${field}: ${bad}`)
+        }
       }
-    }
-  })
+    }))
 })

@@ -21,7 +21,8 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import * as path from "node:path"
 import * as file from "../../src/internal/checkpoint/fileStore.ts"
-import { CheckpointConflict, CheckpointRecord, CheckpointStore, CheckpointStoreError } from "../../src/Sink.ts"
+import * as storeError from "../../src/internal/checkpoint/storeError.ts"
+import { CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../src/Sink.ts"
 import type { Process, World } from "./kernel.ts"
 import { rate as rateOf, type Rng } from "./random.ts"
 
@@ -326,7 +327,7 @@ export const make = (
         CheckpointStore.of(file.make(options.directory, {
           decode: Schema.decodeUnknownResult(CheckpointRecord),
           conflict: (f) => new CheckpointConflict(f),
-          error: (f) => new CheckpointStoreError(f)
+          error: storeError.fromFields
         }, of(proc)))
       ),
     calm: () => void (calmed = true)

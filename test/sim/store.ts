@@ -16,7 +16,8 @@ import {
   CheckpointConflict,
   CheckpointRecord,
   CheckpointStore,
-  CheckpointStoreError
+  CheckpointStoreError,
+  CheckpointStoreIo
 } from "../../src/Sink.ts"
 import type { Process, World } from "./kernel.ts"
 
@@ -38,7 +39,8 @@ export interface SimStore {
   readonly calm: () => void
 }
 
-const io = (writerId: string, detail: string) => new CheckpointStoreError({ reason: "Io", writerId, detail })
+const io = (writerId: string, detail: string) =>
+  new CheckpointStoreError({ writerId, reason: new CheckpointStoreIo({ detail }) })
 
 export const make = (world: World, faults: StoreFaults): SimStore => {
   const rng = world.rng.fork()

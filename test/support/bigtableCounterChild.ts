@@ -68,7 +68,7 @@ const program = Effect.gen(function*() {
   Effect.tapError((e) => step("failed", { message: e.message })),
   Effect.retry({
     times: 5,
-    while: (e) => e._tag === "BigtableError" && e.reason._tag === "CommitFailed"
+    while: (e) => e._tag === "BigtableError" && e.reason._tag === "BigtableCommitFailed"
   }),
   Effect.provide(
     Layer.merge(trackedStore, BigtableClient.layer({ projectId: "test-project", emulator: { grpc: emulator } }))

@@ -22,7 +22,7 @@ import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import type { FailureHandler } from "../../Sink/FailureHandler.ts"
 import type { RetryPolicy } from "../../Sink/RetryPolicy.ts"
 import { SinkConfigError } from "../../Sink/SinkConfigError.ts"
-import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sink/SinkOptions.ts"
+import type { WithFailureHandler } from "../../Sink/SinkOptions.ts"
 import * as retryPolicy from "../options/retryPolicy.ts"
 import * as O from "../options/schema.ts"
 import * as SinkOptionsSchema from "../options/sinkOptions.ts"
@@ -337,11 +337,11 @@ const destinationOf = <A>(
  *
  * @internal
  */
-export const decode = <A, H extends Handler | undefined>(
-  options: WithFailureHandler<SinkOptions<A, unknown, unknown>, H>,
-  method: StreamSettings["method"] = "AtLeastOnce"
-): Effect.Effect<Settings<A, HandlerError<H>, HandlerContext<H>>, SinkConfigError> =>
-  Effect.gen(function*() {
+export const decode = Effect.fnUntraced(
+  function*<A, H extends Handler | undefined>(
+    options: WithFailureHandler<SinkOptions<A, unknown, unknown>, H>,
+    method: StreamSettings["method"] = "AtLeastOnce"
+  ) {
     // the exactly-once constructors decode their `checkpoint` option themselves
     const input: unknown = method === "ExactlyOnce" && O.isRecord(options) ? withoutCheckpoint(options) : options
     const decoded = yield* O.decode(method === "AtLeastOnce" ? AtLeastOnceSinkOptions : ExactlyOnceSinkOptions)(input)
@@ -379,4 +379,5 @@ export const decode = <A, H extends Handler | undefined>(
       stream: decoded.writeMethod,
       cdc
     }
-  })
+  }
+)

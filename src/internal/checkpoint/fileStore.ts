@@ -18,6 +18,7 @@ import * as path from "node:path"
 import * as Envelope from "./envelope.ts"
 import * as ids from "./ids.ts"
 import type { Claimed, Fields } from "./memoryStore.ts"
+import type { ErrorFields } from "./storeError.ts"
 
 const recordFile = /^(\d{20})\.json$/
 const tempFile = /^\.tmp-(\d{20})-[0-9a-f]+$/
@@ -41,12 +42,7 @@ export const directoryName = (writerId: string): string => {
 }
 
 /** @internal */
-export interface ErrorFields {
-  readonly reason: "Corrupt" | "Io" | "InvalidWriterId"
-  readonly writerId: string
-  readonly detail: string
-  readonly cause?: unknown
-}
+export type { ErrorFields }
 
 /** @internal */
 export interface Options<R, C, E> {

@@ -114,8 +114,7 @@ const readCurrent = <R extends { readonly id: string }>(
   config: Settings,
   decode: (u: unknown) => Result.Result<R, Schema.SchemaError>
 ) =>
-(writerId: string, name: string): Effect.Effect<Option.Option<Current<R>>, StoreFailure> =>
-  Effect.gen(function*() {
+  Effect.fnUntraced(function*(writerId: string, name: string) {
     const head = yield* Effect.result(driver.head(writerId, name))
     if (Result.isFailure(head)) {
       if (head.failure.verdict === "notFound") return Option.none()
@@ -127,15 +126,19 @@ const readCurrent = <R extends { readonly id: string }>(
       return yield* io(writerId, bytes.failure)
     }
     return Option.some(yield* decodeObject(config, decode, writerId, name, head.success, bytes.success))
-  }).pipe(
-    Effect.retry({ times: readRaces - 1, while: (e) => e instanceof Replaced }),
-    Effect.catchIf((e): e is Replaced => e instanceof Replaced, () =>
-      fail({
-        reason: "Io",
-        writerId,
-        detail: `gs://${config.bucket}/${name} was replaced ${readRaces} times while being read`
-      }))
-  )
+  }, (effect, writerId, name) =>
+    effect.pipe(
+      Effect.retry({
+        times: readRaces - 1,
+        while: (e) => e instanceof Replaced
+      }),
+      Effect.catchIf((e): e is Replaced => e instanceof Replaced, () =>
+        fail({
+          reason: "Io",
+          writerId,
+          detail: `gs://${config.bucket}/${name} was replaced ${readRaces} times while being read`
+        }))
+    ))
 
 /**
  * What this store knows of each writer's object, read and written in single synchronous steps only
@@ -182,11 +185,8 @@ interface Put {
  * naming it), unless the object holds this very upload (its nonce): an attempt whose answer was lost
  * that landed, which is a success.
  */
-const put = <R extends { readonly id: string }, C, E>(
-  context: StoreContext<R, C, E>,
-  p: Put
-): Effect.Effect<void, Lost | StoreFailure> =>
-  Effect.gen(function*() {
+const put = Effect.fnUntraced(
+  function*<R extends { readonly id: string }, C, E>(context: StoreContext<R, C, E>, p: Put) {
     const sequence = (p.base?.sequence ?? 0) + 1
     const body = Envelope.encodeEnvelope(p.writerId, sequence, p.stored)
     const saveNonce = nonce()
@@ -209,7 +209,8 @@ const put = <R extends { readonly id: string }, C, E>(
     context.records.forget(p.writerId, p.base)
     const actualId = Option.isSome(current) ? current.value.id : undefined
     return yield* new Lost({ fields: { writerId: p.writerId, expectedPreviousId: p.expectedPreviousId, actualId } })
-  })
+  }
+)
 
 /** What a save is conditioned on: none (create only), the known entry, or the stored one. */
 const conditionOf = <R extends { readonly id: string }, C, E>(context: StoreContext<R, C, E>) =>

@@ -20,8 +20,8 @@
  * supersede commits that never ran.
  *
  * **Restore** (when the writer is built, before any write): the record read by {@link resume}
- * (`load`; a position that does not decode is `CheckpointStoreError` `"Corrupt"`) has its commits
- * decoded (likewise `"Corrupt"` when they do not decode), re-run through `commit` (idempotent: they
+ * (`load`; a position that does not decode is `CheckpointStoreError` `CheckpointStoreCorrupt`) has its commits
+ * decoded (likewise corrupt when they do not decode), re-run through `commit` (idempotent: they
  * may have run before the crash), then handed to `restore` for the participant to adopt its state
  * (BigQuery: the streams and offsets to probe). The position goes back to the caller through
  * `Resume.position`, read before the writer is built, so the source can start there.
@@ -53,15 +53,11 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import * as Semaphore from "effect/Semaphore"
 import type { CheckpointError, Resume, ResumeOptions } from "../../Sink/Checkpoint.ts"
-import {
-  CheckpointConflict,
-  CheckpointRecord,
-  CheckpointStore,
-  CheckpointStoreError
-} from "../../Sink/CheckpointStore.ts"
+import { CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../Sink/CheckpointStore.ts"
 import type { Writer } from "../../Sink/Writer.ts"
 import { fencedDetail } from "./fenced.ts"
 import * as ids from "./ids.ts"
+import * as storeError from "./storeError.ts"
 
 /**
  * What a backend supplies to the protocol. `C` is one commit (a stream to flush up to an offset, a
@@ -88,7 +84,7 @@ export interface Participant<C, E> {
 }
 
 const corrupt = (writerId: string, detail: string, cause?: unknown) =>
-  new CheckpointStoreError({ reason: "Corrupt", writerId, detail, cause })
+  storeError.fromFields({ reason: "Corrupt", writerId, detail, cause })
 
 /**
  * `Checkpoint.resume`: claims the writer (the store's `claim`: ownership passes to this caller, and
@@ -96,10 +92,8 @@ const corrupt = (writerId: string, detail: string, cause?: unknown) =>
  *
  * @internal
  */
-export const resume = <P>(
-  options: ResumeOptions<P>
-): Effect.Effect<Resume<P>, CheckpointError, CheckpointStore> =>
-  Effect.gen(function*() {
+export const resume = Effect.fnUntraced(
+  function*<P>(options: ResumeOptions<P>) {
     const store = yield* CheckpointStore
     const { id: claimId, record } = yield* store.claim(options.writerId)
     const position = Option.isNone(record)
@@ -112,7 +106,10 @@ export const resume = <P>(
         )
       )
     return { writerId: options.writerId, position, record, claimId, positionSchema: options.positionSchema, store }
-  }).pipe(Effect.withSpan("Checkpoint.resume", { attributes: { "writer.id": options.writerId } }))
+  },
+  (effect, options) =>
+    effect.pipe(Effect.withSpan("Checkpoint.resume", { attributes: { "writer.id": options.writerId } }))
+)
 
 /**
  * The id of the checkpoint after `previous`: a sequence number (one more than the previous id's, for
@@ -149,10 +146,8 @@ interface Kept<A, P, C, E> {
  *
  * @internal
  */
-export const make = <A, P, C, E>(
-  options: Options<A, P, C, E>
-): Effect.Effect<Writer<A, E | CheckpointError, P>, E | CheckpointError> =>
-  Effect.gen(function*() {
+export const make = Effect.fnUntraced(
+  function*<A, P, C, E>(options: Options<A, P, C, E>) {
     const { participant, resume: resumed } = options
     const writerId = resumed.writerId
     if (Option.isSome(resumed.record)) {
@@ -175,7 +170,10 @@ export const make = <A, P, C, E>(
       participant,
       previousId: resumed.claimId
     })
-  }).pipe(Effect.withSpan(`${options.name}.restore`, { attributes: { "writer.id": options.resume.writerId } }))
+  },
+  (effect, options) =>
+    effect.pipe(Effect.withSpan(`${options.name}.restore`, { attributes: { "writer.id": options.resume.writerId } }))
+)
 
 /** How often a fenced writer reads the stored record again before it keeps its files. */
 const readAgain = Schedule.exponential("100 millis")
@@ -208,73 +206,70 @@ const discardOrphans = <A, P, C, E>(
   )
 }
 
-const protocol = <A, P, C, E>(
-  kept: Kept<A, P, C, E>
-): Effect.Effect<Writer<A, E | CheckpointError, P>> =>
-  Effect.gen(function*() {
-    const { participant, positionSchema, store, writer, writerId } = kept
-    const commitsSchema = Schema.Array(participant.commitSchema)
-    let previousId: string = kept.previousId
+const protocol = Effect.fnUntraced(function*<A, P, C, E>(kept: Kept<A, P, C, E>) {
+  const { participant, positionSchema, store, writer, writerId } = kept
+  const commitsSchema = Schema.Array(participant.commitSchema)
+  let previousId: string = kept.previousId
 
-    // a write and a checkpoint never overlap: the position names exactly the records written before it
-    const lock = yield* Semaphore.make(1)
-    let failure: Cause.Cause<E | CheckpointError> | undefined = undefined
-    const latched = <X>(effect: Effect.Effect<X, E | CheckpointError>) =>
-      Effect.suspend(() => (failure === undefined ? effect : Effect.failCause(failure)))
-    const latch = <X>(exit: Exit.Exit<X, E | CheckpointError>) =>
-      Effect.sync(() => {
-        if (Exit.isFailure(exit) && failure === undefined) failure = exit.cause
+  // a write and a checkpoint never overlap: the position names exactly the records written before it
+  const lock = yield* Semaphore.make(1)
+  let failure: Cause.Cause<E | CheckpointError> | undefined = undefined
+  const latched = <X>(effect: Effect.Effect<X, E | CheckpointError>) =>
+    Effect.suspend(() => (failure === undefined ? effect : Effect.failCause(failure)))
+  const latch = <X>(exit: Exit.Exit<X, E | CheckpointError>) =>
+    Effect.sync(() => {
+      if (Exit.isFailure(exit) && failure === undefined) failure = exit.cause
+    })
+
+  const encodePosition = (position: P) =>
+    Schema.encodeEffect(positionSchema)(position).pipe(
+      Effect.mapError((e) => corrupt(writerId, `the position does not encode: ${e.message}`, e))
+    )
+  const encodeCommits = (commits: ReadonlyArray<C>) =>
+    Schema.encodeEffect(commitsSchema)(commits).pipe(
+      Effect.mapError((e) => corrupt(writerId, `the commits do not encode: ${e.message}`, e))
+    )
+
+  // "another writer owns this now" noticed by the backend (its error carries a `Fenced`) is the
+  // store's `CheckpointConflict`: one error for it, whichever layer noticed; the same one each time
+  const conflicts = new WeakMap<object, CheckpointConflict>()
+  const fenced = (error: E | CheckpointError): E | CheckpointError => {
+    const detail = fencedDetail(error)
+    if (detail === undefined || !Predicate.isObject(error)) return error
+    const known = conflicts.get(error)
+    if (known !== undefined) return known
+    const conflict = new CheckpointConflict({ writerId, expectedPreviousId: previousId, detail })
+    conflicts.set(error, conflict)
+    return conflict
+  }
+
+  const checkpoint = (position: P): Effect.Effect<void, E | CheckpointError> =>
+    lock.withPermit(latched(Effect.gen(function*() {
+      yield* Effect.mapError(writer.flush, fenced)
+      const commits = yield* participant.prepare
+      const id = yield* nextId(previousId)
+      const record = new CheckpointRecord({
+        id,
+        position: yield* encodePosition(position),
+        commits: yield* encodeCommits(commits)
       })
-
-    const encodePosition = (position: P) =>
-      Schema.encodeEffect(positionSchema)(position).pipe(
-        Effect.mapError((e) => corrupt(writerId, `the position does not encode: ${e.message}`, e))
-      )
-    const encodeCommits = (commits: ReadonlyArray<C>) =>
-      Schema.encodeEffect(commitsSchema)(commits).pipe(
-        Effect.mapError((e) => corrupt(writerId, `the commits do not encode: ${e.message}`, e))
-      )
-
-    // "another writer owns this now" noticed by the backend (its error carries a `Fenced`) is the
-    // store's `CheckpointConflict`: one error for it, whichever layer noticed; the same one each time
-    const conflicts = new WeakMap<object, CheckpointConflict>()
-    const fenced = (error: E | CheckpointError): E | CheckpointError => {
-      const detail = fencedDetail(error)
-      if (detail === undefined || !Predicate.isObject(error)) return error
-      const known = conflicts.get(error)
-      if (known !== undefined) return known
-      const conflict = new CheckpointConflict({ writerId, expectedPreviousId: previousId, detail })
-      conflicts.set(error, conflict)
-      return conflict
-    }
-
-    const checkpoint = (position: P): Effect.Effect<void, E | CheckpointError> =>
-      lock.withPermit(latched(Effect.gen(function*() {
-        yield* Effect.mapError(writer.flush, fenced)
-        const commits = yield* participant.prepare
-        const id = yield* nextId(previousId)
-        const record = new CheckpointRecord({
-          id,
-          position: yield* encodePosition(position),
-          commits: yield* encodeCommits(commits)
-        })
-        yield* Effect.annotateCurrentSpan({ "checkpoint.id": id, "checkpoint.commits": commits.length })
-        yield* store.save(writerId, record, previousId).pipe(
-          Effect.tapError((error) =>
-            error._tag === "CheckpointConflict" ? discardOrphans(kept, commits, record.commits) : Effect.void
-          )
+      yield* Effect.annotateCurrentSpan({ "checkpoint.id": id, "checkpoint.commits": commits.length })
+      yield* store.save(writerId, record, previousId).pipe(
+        Effect.tapError((error) =>
+          error._tag === "CheckpointConflict" ? discardOrphans(kept, commits, record.commits) : Effect.void
         )
-        previousId = id
-        yield* participant.commit(commits)
-      }))).pipe(
-        Effect.onExit(latch),
-        Effect.withSpan(`${kept.name}.checkpoint`, { attributes: { "writer.id": writerId } })
       )
+      previousId = id
+      yield* participant.commit(commits)
+    }))).pipe(
+      Effect.onExit(latch),
+      Effect.withSpan(`${kept.name}.checkpoint`, { attributes: { "writer.id": writerId } })
+    )
 
-    return {
-      write: (records: Iterable<A>) => lock.withPermit(latched(writer.write(records))).pipe(Effect.mapError(fenced)),
-      flush: Effect.mapError(latched(writer.flush), fenced),
-      checkpoint,
-      summary: writer.summary
-    }
-  })
+  return {
+    write: (records: Iterable<A>) => lock.withPermit(latched(writer.write(records))).pipe(Effect.mapError(fenced)),
+    flush: Effect.mapError(latched(writer.flush), fenced),
+    checkpoint,
+    summary: writer.summary
+  }
+})

@@ -173,19 +173,18 @@ const progress = <A, E, P>(writer: Built<A, E, P>["writer"], position: (a: A) =>
 
   // A chunk in runs that fit the writer's room, a checkpoint before a run when nothing fits
   // (a run of one then when even an empty stage has no room: it fails with the writer's error).
-  const writeFitting = (chunk: ReadonlyArray<A>, fits: () => number) =>
-    Effect.gen(function*() {
-      for (let from = 0; from < chunk.length;) {
-        let n = fits()
-        if (n < 1 && since > 0) {
-          yield* checkpoint
-          n = fits()
-        }
-        const run = from === 0 && n >= chunk.length ? chunk : chunk.slice(from, from + Math.max(1, n))
-        yield* writeRun(run)
-        from += run.length
+  const writeFitting = Effect.fnUntraced(function*(chunk: ReadonlyArray<A>, fits: () => number) {
+    for (let from = 0; from < chunk.length;) {
+      let n = fits()
+      if (n < 1 && since > 0) {
+        yield* checkpoint
+        n = fits()
       }
-    })
+      const run = from === 0 && n >= chunk.length ? chunk : chunk.slice(from, from + Math.max(1, n))
+      yield* writeRun(run)
+      from += run.length
+    }
+  })
 
   return { checkpoint, writeRun, writeFitting, since: () => since }
 }
@@ -198,37 +197,35 @@ const progress = <A, E, P>(writer: Built<A, E, P>["writer"], position: (a: A) =>
 export const make = <A, P, E, E0, R>(
   build: Effect.Effect<Built<A, E, P>, E0, R | Scope.Scope>
 ): Sink.Sink<WriteSummary, A, never, E | E0, Exclude<R, Scope.Scope>> =>
-  Sink.make<A>()((input) =>
-    Effect.gen(function*() {
-      const { every, position, room, writer } = yield* build
-      const lock = yield* Semaphore.make(1)
-      const { checkpoint, since, writeFitting, writeRun } = progress(writer, position)
+  Sink.make<A>()(Effect.fnUntraced(function*(input) {
+    const { every, position, room, writer } = yield* build
+    const lock = yield* Semaphore.make(1)
+    const { checkpoint, since, writeFitting, writeRun } = progress(writer, position)
 
-      const consume = input.pipe(
-        Stream.runForEachArray((chunk) =>
-          lock.withPermit(Effect.gen(function*() {
-            yield* room === undefined ? writeRun(chunk) : writeFitting(chunk, room)
-            if (every._tag === "Records" && since() >= every.records) yield* checkpoint
-          }))
-        )
+    const consume = input.pipe(
+      Stream.runForEachArray((chunk) =>
+        lock.withPermit(Effect.gen(function*() {
+          yield* room === undefined ? writeRun(chunk) : writeFitting(chunk, room)
+          if (every._tag === "Records" && since() >= every.records) yield* checkpoint
+        }))
       )
-      if (every._tag !== "Interval") {
-        yield* consume
-        // the end of input: a last checkpoint covers everything written
-        yield* lock.withPermit(checkpoint)
-      } else {
-        const timer = yield* Effect.forkChild(
-          Effect.forever(Effect.sleep(every.interval).pipe(Effect.andThen(lock.withPermit(checkpoint))))
-        )
-        // The race joins the timer, never interrupts it: a failed timed checkpoint ends the run at once,
-        // and one under way when the input ends (an interruption would latch the writer) is waited for
-        // under the lock, where the timer can only be sleeping or waiting for the lock.
-        yield* Effect.raceFirst(consume, Fiber.join(timer))
-        yield* lock.withPermit(Effect.andThen(Fiber.interrupt(timer), checkpoint))
-      }
-      return yield* writer.summary
-    })
-  )
+    )
+    if (every._tag !== "Interval") {
+      yield* consume
+      // the end of input: a last checkpoint covers everything written
+      yield* lock.withPermit(checkpoint)
+    } else {
+      const timer = yield* Effect.forkChild(
+        Effect.forever(Effect.sleep(every.interval).pipe(Effect.andThen(lock.withPermit(checkpoint))))
+      )
+      // The race joins the timer, never interrupts it: a failed timed checkpoint ends the run at once,
+      // and one under way when the input ends (an interruption would latch the writer) is waited for
+      // under the lock, where the timer can only be sleeping or waiting for the lock.
+      yield* Effect.raceFirst(consume, Fiber.join(timer))
+      yield* lock.withPermit(Effect.andThen(Fiber.interrupt(timer), checkpoint))
+    }
+    return yield* writer.summary
+  }))
 
 /**
  * Refuses a `checkpoint` option given to a method that takes none (`methods` names those that do).

@@ -27,10 +27,10 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import { toScheduleOf } from "../core/retrySchedule.ts"
 import * as envelope from "./envelope.ts"
-import type { ErrorFields } from "./fileStore.ts"
 import * as ids from "./ids.ts"
 import type { Fields } from "./memoryStore.ts"
 import type { Settings } from "./sqlOptions.ts"
+import type { ErrorFields } from "./storeError.ts"
 
 /** @internal */
 export interface Options<R, C, E> {

@@ -135,12 +135,8 @@ export interface Behaviour<A, P, ES, RS, EK, RK> {
  *
  * @internal
  */
-export const runOnce = <A, P, ES, RS, EK, RK>(
-  settings: Settings,
-  behaviour: Behaviour<A, P, ES, RS, EK, RK>,
-  partition: number
-): Effect.Effect<void, unknown, RS | RK | CheckpointStore> =>
-  Effect.gen(function*() {
+export const runOnce = Effect.fnUntraced(
+  function*<A, P, ES, RS, EK, RK>(settings: Settings, behaviour: Behaviour<A, P, ES, RS, EK, RK>, partition: number) {
     const id = writerId(settings.name, partition)
     const resumed = yield* Checkpoint.resume({ writerId: id, positionSchema: behaviour.positionSchema })
     const saves = OwnSaves.track(resumed.store, resumed.claimId)
@@ -156,11 +152,12 @@ export const runOnce = <A, P, ES, RS, EK, RK>(
       Effect.forkChild
     )
     yield* Fiber.join(fiber).pipe(Effect.onInterrupt(() => stopGracefully(settings, fiber, stop, saves, id)))
-  }).pipe(
-    Effect.withSpan("Partitions.run", {
+  },
+  (effect, settings, _behaviour, partition) =>
+    effect.pipe(Effect.withSpan("Partitions.run", {
       attributes: { "writer.id": writerId(settings.name, partition), "partition": partition }
-    })
-  )
+    }))
+)
 
 /** Ends the run's input and waits for its final checkpoint: at most `stopTimeout`, and not once it is fenced. */
 const stopGracefully = Effect.fnUntraced(function*(

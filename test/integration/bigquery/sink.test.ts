@@ -176,7 +176,7 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
       const error = Exit.isFailure(exit) && exit.cause.reasons[0]?._tag === "Fail"
         ? exit.cause.reasons[0].error
         : undefined
-      assert.strictEqual((error as { reason?: { _tag: string } } | undefined)?.reason?._tag, "TableNotFound")
+      assert.strictEqual((error as { reason?: { _tag: string } } | undefined)?.reason?._tag, "BigQueryTableNotFound")
       const [exists] = yield* Effect.tryPromise(() => bq.dataset(datasetId).table("absent").exists())
       assert.isFalse(exists)
     }))
@@ -269,7 +269,7 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
         ? exit.cause.reasons[0].error
         : undefined
       const reason = (error as { reason?: { _tag: string; code: string; detail: string } } | undefined)?.reason
-      assert.strictEqual(reason?._tag, "RetriesExhausted")
+      assert.strictEqual(reason?._tag, "BigQueryRetriesExhausted")
       assert.strictEqual(reason?.code, "UNKNOWN")
       assert.include(reason?.detail ?? "", "4 columns but 3 values")
     }))

@@ -257,7 +257,7 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("BigtableSink
         Effect.flip
       )
       assert.strictEqual(error._tag, "BigtableError")
-      if (error._tag === "BigtableError" && error.reason._tag === "RpcFailed") {
+      if (error._tag === "BigtableError" && error.reason._tag === "BigtableRpcFailed") {
         assert.strictEqual(error.reason.status, "INTERNAL")
         assert.include(error.reason.description, "invalid timestamp")
       } else assert.fail(`unexpected ${String(error)}`)

@@ -5,13 +5,13 @@ import * as os from "node:os"
 import * as path from "node:path"
 import {
   directoryName,
-  type ErrorFields,
   fileName,
   type FileSystem,
   make,
   nodeFileSystem
 } from "../../../src/internal/checkpoint/fileStore.ts"
 import type { Fields as ConflictFields } from "../../../src/internal/checkpoint/memoryStore.ts"
+import { fromFields } from "../../../src/internal/checkpoint/storeError.ts"
 import { CheckpointConflict, CheckpointRecord, CheckpointStore, CheckpointStoreError } from "../../../src/Sink.ts"
 
 const tempDirectory = Effect.acquireRelease(
@@ -73,7 +73,7 @@ describe("checkpointFile", () => {
       ["an invalid record", (text: string) => text.replace("\"id\":\"b\"", "\"id\":42")]
     ] as const
   ) {
-    it.effect(`a ${name} latest file is a Corrupt error, never skipped`, () =>
+    it.effect(`a ${name} latest file is a CheckpointStoreCorrupt error, never skipped`, () =>
       Effect.gen(function*() {
         const dir = yield* tempDirectory
         yield* CheckpointStore.use((s) => s.save("w", record("a"), undefined)).pipe(withStore(dir))
@@ -82,7 +82,7 @@ describe("checkpointFile", () => {
         fs.writeFileSync(file, corrupt(fs.readFileSync(file, "utf8")))
         const error = yield* Effect.flip(CheckpointStore.use((s) => s.load("w")).pipe(withStore(dir)))
         assert.instanceOf(error, CheckpointStoreError)
-        assert.strictEqual(error.reason, "Corrupt")
+        assert.strictEqual(error.reason._tag, "CheckpointStoreCorrupt")
         assert.include(error.message, fileName(2))
         const saveError = yield* Effect.flip(
           CheckpointStore.use((s) => s.save("w", record("c"), "b")).pipe(withStore(dir))
@@ -99,14 +99,14 @@ describe("checkpointFile", () => {
       const error = yield* Effect.flip(
         CheckpointStore.use((s) => s.save("w", record("a"), undefined)).pipe(withStore(blocker))
       )
-      assert.strictEqual(error._tag === "CheckpointStoreError" ? error.reason : error._tag, "Io")
+      assert.strictEqual(error._tag === "CheckpointStoreError" ? error.reason._tag : error._tag, "CheckpointStoreIo")
     }))
 
   it.effect("an empty writer id is rejected", () =>
     Effect.gen(function*() {
       const dir = yield* tempDirectory
       const error = yield* Effect.flip(CheckpointStore.use((s) => s.load("")).pipe(withStore(dir)))
-      assert.strictEqual(error.reason, "InvalidWriterId")
+      assert.strictEqual(error.reason._tag, "CheckpointStoreInvalidWriterId")
     }))
 })
 
@@ -114,7 +114,7 @@ describe("checkpointFile zombie", () => {
   const options = {
     decode: Schema.decodeUnknownResult(CheckpointRecord),
     conflict: (f: ConflictFields) => new CheckpointConflict(f),
-    error: (f: ErrorFields) => new CheckpointStoreError(f)
+    error: fromFields
   }
 
   it.effect("a zombie paused after reading gets CheckpointConflict though its slot was pruned", () =>
@@ -172,7 +172,7 @@ describe("checkpointFile durability", () => {
   const options = {
     decode: Schema.decodeUnknownResult(CheckpointRecord),
     conflict: (f: ConflictFields) => new CheckpointConflict(f),
-    error: (f: ErrorFields) => new CheckpointStoreError(f)
+    error: fromFields
   }
 
   // Found by the simulator (bigquery.exactlyOnce seed 12): a crash after the first save lost the

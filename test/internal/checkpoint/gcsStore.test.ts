@@ -2,11 +2,11 @@ import { assert, describe, it } from "@effect/vitest"
 import type { Storage } from "@google-cloud/storage"
 import { Duration, Effect, Fiber, Result, Schedule, Schema } from "effect"
 import { TestClock } from "effect/testing"
-import type { ErrorFields } from "../../../src/internal/checkpoint/fileStore.ts"
 import { classify } from "../../../src/internal/checkpoint/gcsCalls.ts"
 import { BucketName, defaults, objectName, Prefix, settings } from "../../../src/internal/checkpoint/gcsOptions.ts"
 import { make } from "../../../src/internal/checkpoint/gcsStore.ts"
 import type { Fields as ConflictFields } from "../../../src/internal/checkpoint/memoryStore.ts"
+import { fromFields } from "../../../src/internal/checkpoint/storeError.ts"
 import {
   CheckpointConflict,
   CheckpointRecord,
@@ -119,7 +119,7 @@ describe("checkpointGcs caller schedules", () => {
   const storeOptions = {
     decode: Schema.decodeUnknownResult(CheckpointRecord),
     conflict: (f: ConflictFields) => new CheckpointConflict(f),
-    error: (f: ErrorFields) => new CheckpointStoreError(f)
+    error: fromFields
   }
 
   // Issue 36 (4): the retry schedule was handed the store's internal `CallFailure`.
@@ -137,7 +137,8 @@ describe("checkpointGcs caller schedules", () => {
             Schedule.upTo({ times: 5 }),
             Schedule.while(({ input }) => {
               inputs.push(input)
-              return input instanceof CheckpointStoreError && input.writerId === "w" && input.detail.startsWith("write")
+              return input instanceof CheckpointStoreError && input.writerId === "w" &&
+                input.reason._tag === "CheckpointStoreIo" && input.reason.detail.startsWith("write")
             })
           )
         )
@@ -151,7 +152,7 @@ describe("checkpointGcs caller schedules", () => {
       assert.strictEqual(inputs.length, 2)
       for (const input of inputs) {
         assert.instanceOf(input, CheckpointStoreError)
-        assert.include((input as CheckpointStoreError).detail, "gs://b-1/w.json")
+        assert.include((input as CheckpointStoreError).reason.detail, "gs://b-1/w.json")
       }
       assert.deepStrictEqual(gcs.calls, ["save w.json", "save w.json", "save w.json"])
     }))

@@ -4,7 +4,7 @@
  * never overlapping.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Layer, Option, Schedule, Schema } from "effect"
+import { Deferred, Effect, Fiber, Layer, Option, Schema } from "effect"
 import { TestClock } from "effect/testing"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -17,7 +17,8 @@ import {
   CheckpointConflict,
   CheckpointRecord,
   CheckpointStore,
-  CheckpointStoreError
+  CheckpointStoreError,
+  CheckpointStoreIo
 } from "../../../src/Sink.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
 import * as toy from "../core/toyBackend.ts"
@@ -77,12 +78,11 @@ const build = (service: toy.Service, log: Log, resume: Checkpoint.Resume<number>
 
 const resumeW = Checkpoint.resume({ writerId: "w", positionSchema: Schema.Int })
 
-const eventually = (condition: () => boolean) =>
-  Effect.suspend(() => (condition() ? Effect.void : Effect.fail("not yet"))).pipe(
-    Effect.retry(Schedule.spaced("5 millis")),
-    Effect.timeout("2 seconds"),
-    Effect.orDie
-  )
+/** Moves the test clock in steps of 5 ms until `condition` holds (the owner got to it), for two seconds at most. */
+const eventually = Effect.fnUntraced(function*(condition: () => boolean) {
+  for (let step = 0; step < 400 && !condition(); step++) yield* TestClock.adjust("5 millis")
+  if (!condition()) return yield* Effect.die("not yet after two seconds")
+})
 
 // A full collection on demand (the flag exposes `gc` in contexts created after it is set).
 v8.setFlagsFromString("--expose-gc")
@@ -110,7 +110,9 @@ const refusing = (failedReads: number) =>
         load: (writerId) =>
           Effect.suspend(() =>
             reads++ < failedReads
-              ? Effect.fail(new CheckpointStoreError({ reason: "Io", writerId, detail: "unreachable" }))
+              ? Effect.fail(
+                new CheckpointStoreError({ writerId, reason: new CheckpointStoreIo({ detail: "unreachable" }) })
+              )
               : inner.load(writerId)
           ),
         save: (writerId, _record, expected) =>
@@ -137,7 +139,7 @@ const fencedOnce = (store: Layer.Layer<CheckpointStore>, discarded: Array<Readon
   }).pipe(Effect.provide(store), Effect.scoped)
 
 describe("checkpoint protocol", () => {
-  it.live("the restored record is not kept reachable by the writer once restored", () =>
+  it.effect("the restored record is not kept reachable by the writer once restored", () =>
     Effect.gen(function*() {
       const dir = yield* Effect.acquireRelease(
         Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "checkpoint-restored-"))),
@@ -167,7 +169,7 @@ describe("checkpoint protocol", () => {
       yield* run.pipe(Effect.provide(CheckpointStore.file(dir)))
     }).pipe(Effect.scoped))
 
-  it.live("a checkpoint drains, prepares, saves the record, then commits", () => {
+  it.effect("a checkpoint drains, prepares, saves the record, then commits", () => {
     const log = makeLog()
     return Effect.gen(function*() {
       const service = toy.makeService()
@@ -194,7 +196,7 @@ describe("checkpoint protocol", () => {
     }).pipe(Effect.scoped, Effect.provide(loggingStore(log)))
   })
 
-  it.live("a restart resumes at the stored position, re-runs the stored commits, then adopts them", () =>
+  it.effect("a restart resumes at the stored position, re-runs the stored commits, then adopts them", () =>
     Effect.gen(function*() {
       const first = makeLog()
       yield* Effect.scoped(Effect.gen(function*() {
@@ -210,27 +212,34 @@ describe("checkpoint protocol", () => {
       assert.deepStrictEqual(second.restored, [{ upTo: 2 }])
     }).pipe(Effect.provide(CheckpointStore.memory)))
 
-  it.effect("a stored position that does not decode is CheckpointStoreError Corrupt", () =>
+  it.effect("a stored position that does not decode is CheckpointStoreError CheckpointStoreCorrupt", () =>
     Effect.gen(function*() {
       const store = yield* CheckpointStore
       yield* store.save("w", new CheckpointRecord({ id: "1-x", position: "three", commits: [] }), undefined)
       const error = yield* Effect.flip(resumeW)
       assert.instanceOf(error, CheckpointStoreError)
-      assert.strictEqual(error._tag === "CheckpointStoreError" ? error.reason : undefined, "Corrupt")
-      assert.include(error._tag === "CheckpointStoreError" ? error.detail : "", "position does not decode")
+      assert.strictEqual(
+        error._tag === "CheckpointStoreError" ? error.reason._tag : undefined,
+        "CheckpointStoreCorrupt"
+      )
+      assert.include(error._tag === "CheckpointStoreError" ? error.reason.detail : "", "position does not decode")
     }).pipe(Effect.provide(CheckpointStore.memory)))
 
-  it.live("stored commits that do not decode fail building the writer with Corrupt, before any commit", () =>
+  it.effect("stored commits that do not decode fail building the writer with CheckpointStoreCorrupt, before any commit", () =>
     Effect.gen(function*() {
       const store = yield* CheckpointStore
       yield* store.save("w", new CheckpointRecord({ id: "1-x", position: 1, commits: [{ upTo: "x" }] }), undefined)
       const log = makeLog()
       const error = yield* Effect.flip(build(toy.makeService(), log, yield* resumeW))
-      assert.strictEqual(error instanceof Error && "reason" in error ? error.reason : undefined, "Corrupt")
+      assert.instanceOf(error, CheckpointStoreError)
+      assert.strictEqual(
+        error instanceof CheckpointStoreError ? error.reason._tag : undefined,
+        "CheckpointStoreCorrupt"
+      )
       assert.deepStrictEqual(log.events, [])
     }).pipe(Effect.scoped, Effect.provide(CheckpointStore.memory)))
 
-  it.live("a zombie is fenced: CheckpointConflict, nothing committed, and every later call fails with it", () =>
+  it.effect("a zombie is fenced: CheckpointConflict, nothing committed, and every later call fails with it", () =>
     Effect.gen(function*() {
       const log = makeLog()
       const zombieResume = yield* resumeW
@@ -249,7 +258,7 @@ describe("checkpoint protocol", () => {
       assert.strictEqual(yield* Effect.flip(zombie.checkpoint(3)), conflict)
     }).pipe(Effect.scoped, Effect.provide(CheckpointStore.memory)))
 
-  it.live("a failed commit stops the writer (the saved record is re-committed by the restart)", () =>
+  it.effect("a failed commit stops the writer (the saved record is re-committed by the restart)", () =>
     Effect.gen(function*() {
       const log = makeLog()
       log.failCommit = true
@@ -265,7 +274,7 @@ describe("checkpoint protocol", () => {
       assert.strictEqual(again.visible, 1)
     }).pipe(Effect.scoped, Effect.provide(CheckpointStore.memory)))
 
-  it.live("a write waits for a checkpoint under way: the position names exactly what was drained", () =>
+  it.effect("a write waits for a checkpoint under way: the position names exactly what was drained", () =>
     Effect.gen(function*() {
       const service = toy.makeService()
       service.hold = yield* Deferred.make<void>()
@@ -275,7 +284,7 @@ describe("checkpoint protocol", () => {
       const checkpointing = yield* Effect.forkChild(w.checkpoint(2))
       yield* eventually(() => service.calls === 1)
       const writing = yield* Effect.forkChild(w.write(["t:c", "t:d"]))
-      yield* Effect.sleep("20 millis")
+      yield* TestClock.adjust("20 millis")
       assert.isUndefined(writing.pollUnsafe(), "the write waits for the checkpoint")
       yield* Deferred.succeed(service.hold, undefined)
       yield* Fiber.join(checkpointing)
@@ -295,7 +304,7 @@ describe("checkpoint protocol", () => {
     }))
 
   describe("a refused checkpoint's commits (issue 36, defect 5)", () => {
-    it.live("are discarded when no stored record names them: no writer will ever commit them", () =>
+    it.effect("are discarded when no stored record names them: no writer will ever commit them", () =>
       Effect.gen(function*() {
         const discarded: Array<ReadonlyArray<Commit>> = []
         const service = toy.makeService()
@@ -314,7 +323,7 @@ describe("checkpoint protocol", () => {
         assert.deepStrictEqual(discarded, [[{ upTo: 2 }]])
       }).pipe(Effect.scoped, Effect.provide(CheckpointStore.memory)))
 
-    it.live("are kept when the stored record names them (a save that landed, its answer refused)", () =>
+    it.effect("are kept when the stored record names them (a save that landed, its answer refused)", () =>
       Effect.gen(function*() {
         const discarded: Array<ReadonlyArray<Commit>> = []
         // the save lands, then the store answers as if another writer had been first

@@ -37,7 +37,7 @@ const position = (a: string) => a.length
 const decodeSinkForm = (input: unknown) => checkpointSink.decode(input, "sink", "an exactly-once method")
 
 describe("checkpoint sink", () => {
-  it.live("every N records, at chunk ends, and once more at the end of input", () =>
+  it.effect("every N records, at chunk ends, and once more at the end of input", () =>
     Effect.gen(function*() {
       const service = toy.makeService()
       const checkpoints: Array<string> = []
@@ -52,7 +52,7 @@ describe("checkpoint sink", () => {
       assert.strictEqual(summary.recordsWritten, 10)
     }))
 
-  it.live("the end of input checkpoints what the last checkpoint did not cover", () =>
+  it.effect("the end of input checkpoints what the last checkpoint did not cover", () =>
     Effect.gen(function*() {
       const service = toy.makeService()
       const checkpoints: Array<string> = []

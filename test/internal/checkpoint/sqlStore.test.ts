@@ -101,9 +101,15 @@ layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("Checkpo
       yield* sql`UPDATE ${sql(table)} SET entry = ${"{not json"} WHERE writer_id = ${"w"}`
       const error = yield* Effect.flip(store.load("w"))
       assert.strictEqual(error._tag, "CheckpointStoreError")
-      assert.strictEqual(error._tag === "CheckpointStoreError" ? error.reason : undefined, "Corrupt")
+      assert.strictEqual(
+        error._tag === "CheckpointStoreError" ? error.reason._tag : undefined,
+        "CheckpointStoreCorrupt"
+      )
       const empty = yield* Effect.flip(store.load(""))
-      assert.strictEqual(empty._tag === "CheckpointStoreError" ? empty.reason : undefined, "InvalidWriterId")
+      assert.strictEqual(
+        empty._tag === "CheckpointStoreError" ? empty.reason._tag : undefined,
+        "CheckpointStoreInvalidWriterId"
+      )
     }))
 
   it.effect("options are checked when the layer is built, the error naming the option", () =>

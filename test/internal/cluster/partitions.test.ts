@@ -88,6 +88,13 @@ describe("cluster partitions: classify", () => {
     assert.strictEqual(internal.classify(Cause.combine(Cause.interrupt(), Cause.fail(conflict)))?._tag, "Fenced")
   })
 
+  it("a fence the destination noticed (BigQuery meeting a successor's rows) is the same CheckpointConflict", () => {
+    const noticed = new CheckpointConflict({ writerId: "w", expectedPreviousId: "a", detail: "p.d.t: offset 7" })
+    const outcome = internal.classify(Cause.fail(noticed))
+    assert.strictEqual(outcome?._tag, "Fenced")
+    assert.include(outcome?._tag === "Fenced" ? outcome.message : "", "taken over by another writer: p.d.t: offset 7")
+  })
+
   it("other failures are failures; an interruption alone is neither", () => {
     assert.strictEqual(internal.classify(Cause.fail({ _tag: "BigQueryError" }))?._tag, "Failed")
     assert.strictEqual(internal.classify(Cause.die("boom"))?._tag, "Failed")

@@ -64,8 +64,8 @@ describe("deadlines: the sinks against a silent endpoint", () => {
         )
         assert.strictEqual(error._tag, "BigQueryError")
         if (error._tag !== "BigQueryError") return
-        assert.strictEqual(error.reason._tag, "RetriesExhausted")
-        if (error.reason._tag === "RetriesExhausted") {
+        assert.strictEqual(error.reason._tag, "BigQueryRetriesExhausted")
+        if (error.reason._tag === "BigQueryRetriesExhausted") {
           assert.strictEqual(error.reason.method, "GetWriteStream")
           assert.strictEqual(error.reason.code, "DEADLINE_EXCEEDED")
           assert.strictEqual(error.reason.attempts, 3)
@@ -97,7 +97,7 @@ describe("deadlines: the sinks against a silent endpoint", () => {
         )
         assert.strictEqual(error._tag, "BigQueryError")
         if (error._tag !== "BigQueryError") return
-        assert.strictEqual(error.reason._tag, "TableAdminFailed")
+        assert.strictEqual(error.reason._tag, "BigQueryTableAdminFailed")
         assert.include(error.message, "tables.insert")
         assert.include(error.message, "no answer within")
         assert.isAtLeast(rest.accepted(), 2, "one request per attempt of the budget")
@@ -136,8 +136,8 @@ describe("deadlines: the sinks against a silent endpoint", () => {
         )
         assert.strictEqual(error._tag, "BigtableError")
         if (error._tag !== "BigtableError") return
-        assert.strictEqual(error.reason._tag, "RpcFailed")
-        if (error.reason._tag === "RpcFailed") assert.strictEqual(error.reason.status, "DEADLINE_EXCEEDED")
+        assert.strictEqual(error.reason._tag, "BigtableRpcFailed")
+        if (error.reason._tag === "BigtableRpcFailed") assert.strictEqual(error.reason.status, "DEADLINE_EXCEEDED")
         assert.isBelow(Date.now() - started, 10_000)
       })),
     30_000

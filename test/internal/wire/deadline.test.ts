@@ -188,7 +188,7 @@ describe("deadlines: Bigtable", () => {
           const error = ensured.exit.cause.reasons.find((r) => r._tag === "Fail")
           const e = error?._tag === "Fail" ? error.error : undefined
           assert.instanceOf(e, BigtableError)
-          assert.strictEqual(e?.reason._tag === "RpcFailed" ? e.reason.status : "", "DEADLINE_EXCEEDED")
+          assert.strictEqual(e?.reason._tag === "BigtableRpcFailed" ? e.reason.status : "", "DEADLINE_EXCEEDED")
           assert.isTrue(e?.isRetryable)
           assert.isFalse(e === undefined ? true : admin.isTerminal(e), "retried by the repair")
         }
@@ -233,7 +233,7 @@ describe("deadlines: Bigtable", () => {
             const error = exit.cause.reasons.find((r) => r._tag === "Fail")
             const e = error?._tag === "Fail" ? error.error : undefined
             assert.strictEqual(
-              e?.reason._tag === "RpcFailed" ? `${e.reason.method} ${e.reason.status}` : "",
+              e?.reason._tag === "BigtableRpcFailed" ? `${e.reason.method} ${e.reason.status}` : "",
               `${method} DEADLINE_EXCEEDED`
             )
           }

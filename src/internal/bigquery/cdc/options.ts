@@ -77,33 +77,32 @@ const unconfigured: CdcTableOptions = { primaryKey: [], maxStaleness: { _tag: "U
  *
  * @internal
  */
-export const decode = <A>(cdc: CdcOptions<A>, path: string): Effect.Effect<CdcSettings<A>, SinkConfigError> =>
-  Effect.gen(function*() {
-    const decoded = yield* O.decode(Input, path)(cdc)
-    const fixed = decoded.tableOptions
-    const given = cdc.tableOptions
-    let tableOptions: CdcSettings<A>["tableOptions"]
-    if (Predicate.isFunction(given)) {
-      const at = `${path}.tableOptions`
-      tableOptions = (destination) =>
-        Effect.try({
-          try: () => given(destination),
-          catch: (cause) =>
-            new SinkConfigError({
-              path: at,
-              detail: `the provider threw: ${cause instanceof Error ? cause.message : String(cause)}`
-            })
-        }).pipe(
-          Effect.flatMap((result) =>
-            TableOptions.isValidated(result) ? Effect.succeed(result) : TableOptions.make(result, at)
-          )
+export const decode = Effect.fnUntraced(function*<A>(cdc: CdcOptions<A>, path: string) {
+  const decoded = yield* O.decode(Input, path)(cdc)
+  const fixed = decoded.tableOptions
+  const given = cdc.tableOptions
+  let tableOptions: CdcSettings<A>["tableOptions"]
+  if (Predicate.isFunction(given)) {
+    const at = `${path}.tableOptions`
+    tableOptions = (destination) =>
+      Effect.try({
+        try: () => given(destination),
+        catch: (cause) =>
+          new SinkConfigError({
+            path: at,
+            detail: `the provider threw: ${cause instanceof Error ? cause.message : String(cause)}`
+          })
+      }).pipe(
+        Effect.flatMap((result) =>
+          TableOptions.isValidated(result) ? Effect.succeed(result) : TableOptions.make(result, at)
         )
-    } else {
-      const options = fixed === undefined || Predicate.isFunction(fixed) ? unconfigured : fixed
-      tableOptions = () => Effect.succeed(options)
-    }
-    return { options: cdc, tableOptions, reconciliation: decoded.reconciliation }
-  })
+      )
+  } else {
+    const options = fixed === undefined || Predicate.isFunction(fixed) ? unconfigured : fixed
+    tableOptions = () => Effect.succeed(options)
+  }
+  return { options: cdc, tableOptions, reconciliation: decoded.reconciliation }
+})
 
 /** A physical column named like a pseudocolumn: a `SinkConfigError` at `path`. @internal */
 export const checkSchema = (schema: TableSchema, path: string): Effect.Effect<void, SinkConfigError> => {

@@ -11,7 +11,6 @@ import * as Result from "effect/Result"
 import type { AdditionalField, AdditionalFields } from "../../../BigQuery/AdditionalFields.ts"
 import { descriptorOf, RowSerializationError, type RowSerializer } from "../../../BigQuery/RowSerializer.ts"
 import type { DescriptorProto, Field, TableSchema } from "../../../BigQuery/TableSchema.ts"
-import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import * as check from "../../options/schema.ts"
 import { nameError, scalarTypes } from "../schema/model.ts"
 import { labels, scalarProtoType } from "./descriptor.ts"
@@ -91,11 +90,8 @@ export const compile = <A>(additional: AdditionalFields<A>, base: DescriptorProt
 }
 
 /** `AdditionalFields.make`: validates the fields (they may come from JavaScript). @internal */
-export const make = <A>(
-  fields: ReadonlyArray<AdditionalField<A>>,
-  path = "additionalFields"
-): Effect.Effect<AdditionalFields<A>, SinkConfigError> =>
-  Effect.gen(function*() {
+export const make = Effect.fnUntraced(
+  function*<A>(fields: ReadonlyArray<AdditionalField<A>>, path = "additionalFields") {
     if (!Array.isArray(fields) || fields.length === 0) return yield* check.fail(path, "must have at least one field")
     const seen = new Set<string>()
     for (const [i, field] of fields.entries()) {
@@ -125,15 +121,12 @@ export const make = <A>(
       if (!Predicate.isFunction(field.provider)) return yield* check.fail(`${at}.provider`, "must be a function")
     }
     return { fields: [...fields] }
-  })
+  }
+)
 
 /** `AdditionalFields.extendSchema`. @internal */
-export const extendSchema = <A>(
-  additional: AdditionalFields<A>,
-  schema: TableSchema,
-  path = "additionalFields"
-): Effect.Effect<TableSchema, SinkConfigError> =>
-  Effect.gen(function*() {
+export const extendSchema = Effect.fnUntraced(
+  function*<A>(additional: AdditionalFields<A>, schema: TableSchema, path = "additionalFields") {
     for (const [i, field] of additional.fields.entries()) {
       const clash = schema.fields.find((f) => f.name.toLowerCase() === field.name.toLowerCase())
       if (clash !== undefined) {
@@ -141,7 +134,8 @@ export const extendSchema = <A>(
       }
     }
     return appendColumns(schema, additional)
-  })
+  }
+)
 
 /** `AdditionalFields.augment`. @internal */
 export const augment = <A>(serializer: RowSerializer<A>, additional: AdditionalFields<A>): RowSerializer<A> => {

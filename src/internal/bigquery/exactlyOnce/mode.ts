@@ -66,14 +66,14 @@ const inconsistent = (key: string, offset: number, after: number) =>
   })
 
 /** Leaves a restored stream that cannot be adopted for a fresh one, which `d` appends to from offset 0. */
-const abandonRestored = <A, E, R>(
-  client: BigQueryClientService,
-  settings: Settings<A, E, R>,
-  b: BufferedStream,
-  d: Destination.Destination,
-  schema: TableSchema.TableSchema
-) =>
-  Effect.gen(function*() {
+const abandonRestored = Effect.fnUntraced(
+  function*<A, E, R>(
+    client: BigQueryClientService,
+    settings: Settings<A, E, R>,
+    b: BufferedStream,
+    d: Destination.Destination,
+    schema: TableSchema.TableSchema
+  ) {
     const old = b.name
     const name = yield* create(client, settings, d.destination, schema)
     yield* b.switchTo(name)
@@ -82,7 +82,8 @@ const abandonRestored = <A, E, R>(
       `BigQuerySink: the restored stream ${old} of ${d.key} cannot be adopted; appending to a new stream ` +
         `${name} from offset 0 (the old one is left as it is, never finalized)`
     )
-  })
+  }
+)
 
 /** An append answered: the stream's next offset moves on, and appends queued behind a probe are sent. */
 const answered = (streams: Streams): Mode["answered"] => (request, outcome, send) =>

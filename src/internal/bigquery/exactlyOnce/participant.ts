@@ -47,15 +47,13 @@ export type Commit = typeof Commit.Type
  * Runs `f` on the owner fiber with the open destinations, or fails with the core's failure: an owner
  * that failed after the drain drops the question, and the answer never comes.
  */
-const onOwner = <X, E>(
-  owner: OwnerView<E>,
-  f: (destinations: ReadonlyMap<string, Destination.Destination>) => X
-): Effect.Effect<X, E> =>
-  Effect.gen(function*() {
+const onOwner = Effect.fnUntraced(
+  function*<X, E>(owner: OwnerView<E>, f: (destinations: ReadonlyMap<string, Destination.Destination>) => X) {
     const done = yield* Deferred.make<X>()
     yield* owner.offer(Effect.suspend(() => Effect.asVoid(Deferred.succeed(done, f(owner.destinations)))))
     return yield* Effect.raceFirst(Deferred.await(done), owner.failure)
-  })
+  }
+)
 
 /** The commits of every destination whose stream has rows; each marked prepared (evictable once equal). */
 const prepared = (
@@ -130,12 +128,8 @@ interface Failed {
  *
  * @internal
  */
-export const flush = <A, E, R>(
-  client: BigQueryClientService,
-  settings: Settings<A, E, R>,
-  commit: Commit
-): Effect.Effect<void, BigQueryError> =>
-  Effect.gen(function*() {
+export const flush = Effect.fnUntraced(
+  function*<A, E, R>(client: BigQueryClientService, settings: Settings<A, E, R>, commit: Commit) {
     const requested = client.emulator === true ? commit.offset + 1 : commit.offset
     let attempts = 0
     const attempt = WriteStreams.flushRows(client.write, commit.stream, requested, settings.stream.adminTimeout).pipe(
@@ -166,11 +160,12 @@ export const flush = <A, E, R>(
       }),
       Effect.mapError(typed)
     )
-  }).pipe(
-    Effect.withSpan("BigQuerySink.flushRows", {
+  },
+  (effect, _client, _settings, commit) =>
+    effect.pipe(Effect.withSpan("BigQuerySink.flushRows", {
       attributes: { "bigquery.destination": commit.destination, "bigquery.offset": commit.offset }
-    })
-  )
+    }))
+)
 
 /** The sizes of a participant's per-stream state. @internal */
 export interface Sizes {

@@ -143,11 +143,7 @@ export const connect = <A, E, R>(
   restored: Restored | undefined,
   backlog: SendBacklog
 ) =>
-(schema: TableSchema.TableSchema): Effect.Effect<
-  { readonly slot: ConnectionSlot; readonly buffered: BufferedStream },
-  BigQueryError
-> =>
-  Effect.gen(function*() {
+  Effect.fnUntraced(function*(schema: TableSchema.TableSchema) {
     const name = restored?.stream ?? (yield* create(client, settings, destination, schema))
     const { slot, switchTo } = yield* switchableSlot(client.write, name, backlog)
     const nextOffset = restored?.nextOffset ?? 0

@@ -7,12 +7,10 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import type * as Scope from "effect/Scope"
 import type * as Sink from "effect/Sink"
 import { BigQueryClient } from "../../../BigQuery/BigQueryClient.ts"
 import type { BigQueryError } from "../../../BigQuery/BigQueryError.ts"
 import type { CheckpointError, Resume } from "../../../Sink/Checkpoint.ts"
-import type { Writer } from "../../../Sink/Writer.ts"
 import type { WriteSummary } from "../../../Sink/WriteSummary.ts"
 import * as checkpoint from "../../checkpoint/protocol.ts"
 import * as checkpointSink from "../../checkpoint/sink.ts"
@@ -35,37 +33,29 @@ const probes = new WeakMap<object, () => Participant.Sizes>()
 export const sizesOf = (w: object): Participant.Sizes | undefined => probes.get(w)?.()
 
 /** The exactly-once writer, restored from `resume`. @internal */
-export const make = <A, P, E, R>(
-  settings: Settings<A, E, R>,
-  resume: Resume<P>
-): Effect.Effect<
-  Writer<A, BigQueryError | E | CheckpointError, P>,
-  BigQueryError | E | CheckpointError,
-  BigQueryClient | R | Scope.Scope
-> =>
-  Effect.gen(function*() {
-    const client = yield* BigQueryClient
-    const restored = new Map<string, Restored>()
-    const streams: Streams = new WeakMap()
-    let owner: OwnerView<BigQueryError | E> | undefined
-    const base = yield* writer.makeWith(settings, {
-      mode: (c) => Mode.make(c, settings, restored, streams),
-      onOwner: (o) => void (owner = o)
-    })
-    const participant = Participant.make(
-      client,
-      settings,
-      () => {
-        if (owner === undefined) throw new Error("BigQuerySink: the writer core is not built")
-        return owner
-      },
-      restored,
-      streams
-    )
-    const exactlyOnce = yield* checkpoint.make({ name: "BigQuerySink", writer: base, resume, participant })
-    probes.set(exactlyOnce, participant.sizes)
-    return exactlyOnce
+export const make = Effect.fnUntraced(function*<A, P, E, R>(settings: Settings<A, E, R>, resume: Resume<P>) {
+  const client = yield* BigQueryClient
+  const restored = new Map<string, Restored>()
+  const streams: Streams = new WeakMap()
+  let owner: OwnerView<BigQueryError | E> | undefined
+  const base = yield* writer.makeWith(settings, {
+    mode: (c) => Mode.make(c, settings, restored, streams),
+    onOwner: (o) => void (owner = o)
   })
+  const participant = Participant.make(
+    client,
+    settings,
+    () => {
+      if (owner === undefined) throw new Error("BigQuerySink: the writer core is not built")
+      return owner
+    },
+    restored,
+    streams
+  )
+  const exactlyOnce = yield* checkpoint.make({ name: "BigQuerySink", writer: base, resume, participant })
+  probes.set(exactlyOnce, participant.sizes)
+  return exactlyOnce
+})
 
 /** The exactly-once sink: a writer per run, checkpoints every `every` and at the end of input. @internal */
 export const sink = <A, P, E, R>(

@@ -14,10 +14,10 @@ import type { Handler } from "../../../BigQuery/BigQuerySink.ts"
 import type * as WriteMethod from "../../../BigQuery/WriteMethod.ts"
 import type { RetryPolicy } from "../../../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
-import type { HandlerContext, HandlerError, WithFailureHandler } from "../../../Sink/SinkOptions.ts"
+import type { WithFailureHandler } from "../../../Sink/SinkOptions.ts"
 import * as retryPolicy from "../../options/retryPolicy.ts"
 import * as O from "../../options/schema.ts"
-import { decode as decodeOptions, type Settings, type SinkOptions } from "../options.ts"
+import { decode as decodeOptions, type SinkOptions } from "../options.ts"
 import type { WriteDisposition } from "./plan.ts"
 
 /** A `gs://bucket[/prefix]` staging location, trailing `/` stripped. @internal */
@@ -139,36 +139,32 @@ const isFileLoads = (u: unknown): u is WriteMethod.FileLoads =>
  *
  * @internal
  */
-export const decodeSink = <A, H extends Handler | undefined>(
+export const decodeSink = Effect.fnUntraced(function*<A, H extends Handler | undefined>(
   options: WithFailureHandler<
     Omit<SinkOptions<A, unknown, unknown>, "writeMethod"> & { readonly writeMethod?: unknown },
     H
   >,
   form: "checkpointed" | "loadsOnce" = "checkpointed"
-): Effect.Effect<
-  { readonly settings: Settings<A, HandlerError<H>, HandlerContext<H>>; readonly files: FileLoadsSettings },
-  SinkConfigError
-> =>
-  Effect.gen(function*() {
-    const input: unknown = options
-    if (!O.isRecord(input)) return yield* O.fail("options", `must be an object, was ${O.describe(input)}`)
-    const { checkpoint: _, writeMethod, ...rest } = input
-    if (!isFileLoads(writeMethod)) {
-      return yield* O.fail(
-        "writeMethod",
-        `must be WriteMethod.fileLoads({ stagingPath }) from effect-gcp-sinks/BigQuery, was ${O.describe(writeMethod)}`
-      )
-    }
-    const files = yield* decode(writeMethod.options)
-    // reference 2.8/2.9: a disposition that replaces or requires an empty table is for one batch load
-    // at the end of input; at every checkpoint it would replace the previous checkpoints' rows
-    if (form === "checkpointed" && files.writeDisposition !== "WRITE_APPEND") {
-      return yield* O.fail(
-        "writeMethod.writeDisposition",
-        `must be WRITE_APPEND with checkpoints during the input (each checkpoint loads), was ` +
-          `${files.writeDisposition}: leave out checkpoint.every for a single load at the end of input`
-      )
-    }
-    const settings = yield* decodeOptions(rest as WithFailureHandler<SinkOptions<A, unknown, unknown>, H>)
-    return { settings, files }
-  })
+) {
+  const input: unknown = options
+  if (!O.isRecord(input)) return yield* O.fail("options", `must be an object, was ${O.describe(input)}`)
+  const { checkpoint: _, writeMethod, ...rest } = input
+  if (!isFileLoads(writeMethod)) {
+    return yield* O.fail(
+      "writeMethod",
+      `must be WriteMethod.fileLoads({ stagingPath }) from effect-gcp-sinks/BigQuery, was ${O.describe(writeMethod)}`
+    )
+  }
+  const files = yield* decode(writeMethod.options)
+  // reference 2.8/2.9: a disposition that replaces or requires an empty table is for one batch load
+  // at the end of input; at every checkpoint it would replace the previous checkpoints' rows
+  if (form === "checkpointed" && files.writeDisposition !== "WRITE_APPEND") {
+    return yield* O.fail(
+      "writeMethod.writeDisposition",
+      `must be WRITE_APPEND with checkpoints during the input (each checkpoint loads), was ` +
+        `${files.writeDisposition}: leave out checkpoint.every for a single load at the end of input`
+    )
+  }
+  const settings = yield* decodeOptions(rest as WithFailureHandler<SinkOptions<A, unknown, unknown>, H>)
+  return { settings, files }
+})

@@ -142,7 +142,7 @@ const isTransientCause = (cause: unknown): boolean => {
 
 /** Whether a runner error came from an answer a retry may change (see {@link isTransientCause}). @internal */
 export const isTransient = (e: BigQueryError): boolean =>
-  e.reason._tag === "FileLoadFailed" && isTransientCause(e.reason.cause)
+  e.reason._tag === "BigQueryFileLoadFailed" && isTransientCause(e.reason.cause)
 
 /**
  * A best-effort cleanup call of `destination`'s commit: a transient failure retried on the `reconcile`
@@ -257,13 +257,8 @@ export type JobOutcome = "attached" | "awaited" | "ran"
  *
  * @internal
  */
-export const runJob = (
-  ctx: RunnerContext,
-  jobId: string,
-  configuration: Record<string, unknown>,
-  destination: string
-): Effect.Effect<{ readonly jobId: string; readonly outcome: JobOutcome }, BigQueryError> =>
-  Effect.gen(function*() {
+export const runJob = Effect.fnUntraced(
+  function*(ctx: RunnerContext, jobId: string, configuration: Record<string, unknown>, destination: string) {
     const failures: Array<string> = []
     for (let n = 0; n <= Plan.maxRetryIds; n++) {
       const id = n === 0 ? jobId : Plan.retryId(jobId, n)
@@ -279,7 +274,10 @@ export const runJob = (
       return { jobId: id, outcome: state._tag === "Running" ? "awaited" as const : "ran" as const }
     }
     return yield* loadError(destination, `every deterministic id failed: ${failures.join("; ")}`, jobId)
-  }).pipe(Effect.withSpan("FileLoads.runJob", { attributes: { "job.id": jobId, destination } }))
+  },
+  (effect, _ctx, jobId, _configuration, destination) =>
+    effect.pipe(Effect.withSpan("FileLoads.runJob", { attributes: { "job.id": jobId, destination } }))
+)
 
 const tableRefOf = (t: Plan.TableRef) => ({ projectId: t.projectId, datasetId: t.datasetId, tableId: t.tableId })
 
@@ -411,11 +409,8 @@ const cleanup = (ctx: RunnerContext, destination: string, uris: ReadonlyArray<st
  *
  * @internal
  */
-export const discard = (
-  ctx: Pick<RunnerContext, "storage" | "settings">,
-  committables: ReadonlyArray<Plan.Committable>
-): Effect.Effect<void> =>
-  Effect.gen(function*() {
+export const discard = Effect.fnUntraced(
+  function*(ctx: Pick<RunnerContext, "storage" | "settings">, committables: ReadonlyArray<Plan.Committable>) {
     const deleted = yield* Effect.forEach(
       committables,
       (c) => deleteObject(ctx, c.destination, c.uri),
@@ -430,18 +425,21 @@ export const discard = (
         } of ${committables.length} staged files of a refused checkpoint are left`
       )
     }
-  }).pipe(
-    Effect.timeoutOrElse({
-      duration: ctx.settings.adminTimeout,
-      orElse: () =>
-        Effect.logWarning(
-          `file loads: the staged files of a refused checkpoint were not all deleted within ${
-            Duration.format(ctx.settings.adminTimeout)
-          }`
-        )
-    }),
-    Effect.withSpan("FileLoads.discard", { attributes: { "files": committables.length } })
-  )
+  },
+  (effect, ctx, committables) =>
+    effect.pipe(
+      Effect.timeoutOrElse({
+        duration: ctx.settings.adminTimeout,
+        orElse: () =>
+          Effect.logWarning(
+            `file loads: the staged files of a refused checkpoint were not all deleted within ${
+              Duration.format(ctx.settings.adminTimeout)
+            }`
+          )
+      }),
+      Effect.withSpan("FileLoads.discard", { attributes: { "files": committables.length } })
+    )
+)
 
 /** The `configuration` of a copy job of the overflow path. @internal */
 export const copyConfiguration = (job: Plan.CopyJob): Record<string, unknown> => ({
@@ -477,7 +475,7 @@ const dropTemporaries = (ctx: RunnerContext, destination: string, temporaries: R
         () => ctx.rest.dataset(t.datasetId, { projectId: t.projectId }).table(t.tableId).delete()
       ).pipe(
         Effect.catch((e) =>
-          e.reason._tag === "FileLoadFailed" && httpStatus(e.reason.cause) === 404
+          e.reason._tag === "BigQueryFileLoadFailed" && httpStatus(e.reason.cause) === 404
             ? Effect.void
             : Effect.logWarning(`file loads: could not delete temp table ${Plan.tablePath(t)}: ${e.reason.detail}`)
         )

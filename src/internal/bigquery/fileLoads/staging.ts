@@ -19,7 +19,6 @@ import avro from "avsc"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Random from "effect/Random"
-import type * as Scope from "effect/Scope"
 import type { Writable } from "node:stream"
 import { BigQueryError, FileLoadFailed } from "../../../BigQuery/BigQueryError.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
@@ -211,56 +210,56 @@ const abandonAll = (open: Map<string, OpenFile>): void => {
 }
 
 /** The staging of one writer; open files are abandoned (uploads destroyed) when the scope closes. @internal */
-export const make = (options: StagingOptions): Effect.Effect<Staging, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const run = (yield* Random.nextIntBetween(0, 0xffffffff)).toString(16).padStart(8, "0")
-    let seq = 0
-    const open = new Map<string, OpenFile>()
-    const closed: Array<Committable> = []
-    const { bucket, prefix } = options.stagingPath
-    const base = `${prefix.length === 0 ? "" : `${prefix}/`}${idPart(options.writerId)}`
+export const make = Effect.fnUntraced(function*(options: StagingOptions) {
+  const run = (yield* Random.nextIntBetween(0, 0xffffffff)).toString(16).padStart(8, "0")
+  let seq = 0
+  const open = new Map<string, OpenFile>()
+  const closed: Array<Committable> = []
+  const { bucket, prefix } = options.stagingPath
+  const base = `${prefix.length === 0 ? "" : `${prefix}/`}${idPart(options.writerId)}`
 
-    yield* Effect.addFinalizer(() => Effect.sync(() => abandonAll(open)))
+  yield* Effect.addFinalizer(() => Effect.sync(() => abandonAll(open)))
 
-    const append = (destination: TableDestination, schema: avro.Type, record: unknown, size: number) =>
-      Effect.gen(function*() {
-        const path = destination.toString()
-        let file = open.get(path)
-        if (file === undefined) {
-          file = openFile(
-            options.storage,
-            bucket,
-            `${base}/${path}/${run}-${String(seq++).padStart(8, "0")}.avro`,
-            path,
-            schema
-          )
-          open.set(path, file)
-        }
-        const current = file
-        if (current.failure !== undefined) {
-          open.delete(path)
-          return yield* uploadFailed(path, current, current.failure.cause)
-        }
-        yield* encode(current, record, size, options.uploadTimeout)
-        // the encoder emits whole (deflated) blocks, later: roll on the rows' own sizes, an upper bound
-        if (current.rowBytes < options.maxStagingFileBytes) return false
+  const append = Effect.fnUntraced(
+    function*(destination: TableDestination, schema: avro.Type, record: unknown, size: number) {
+      const path = destination.toString()
+      let file = open.get(path)
+      if (file === undefined) {
+        file = openFile(
+          options.storage,
+          bucket,
+          `${base}/${path}/${run}-${String(seq++).padStart(8, "0")}.avro`,
+          path,
+          schema
+        )
+        open.set(path, file)
+      }
+      const current = file
+      if (current.failure !== undefined) {
         open.delete(path)
-        closed.push(yield* close(options, current))
-        return true
-      })
+        return yield* uploadFailed(path, current, current.failure.cause)
+      }
+      yield* encode(current, record, size, options.uploadTimeout)
+      // the encoder emits whole (deflated) blocks, later: roll on the rows' own sizes, an upper bound
+      if (current.rowBytes < options.maxStagingFileBytes) return false
+      open.delete(path)
+      closed.push(yield* close(options, current))
+      return true
+    }
+  )
 
-    const closeOpen = Effect.gen(function*() {
-      const files = [...open.values()]
-      open.clear()
-      const done = yield* Effect.forEach(files, (file) => close(options, file), { concurrency: "unbounded" })
-      closed.push(...done)
-    })
-
-    const closeAll = Effect.map(closeOpen, () => {
-      const all = closed.toSorted((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0))
-      closed.length = 0
-      return all
-    })
-
-    return { append, closeOpen, closeAll, openCount: () => open.size }
+  const closeOpen = Effect.gen(function*() {
+    const files = [...open.values()]
+    open.clear()
+    const done = yield* Effect.forEach(files, (file) => close(options, file), { concurrency: "unbounded" })
+    closed.push(...done)
   })
+
+  const closeAll = Effect.map(closeOpen, () => {
+    const all = closed.toSorted((a, b) => (a.uri < b.uri ? -1 : a.uri > b.uri ? 1 : 0))
+    closed.length = 0
+    return all
+  })
+
+  return { append, closeOpen, closeAll, openCount: () => open.size }
+})

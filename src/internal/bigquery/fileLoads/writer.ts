@@ -22,7 +22,6 @@ import type { Storage } from "@google-cloud/storage"
 import type avro from "avsc"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import type * as Scope from "effect/Scope"
 import type * as Sink from "effect/Sink"
 import { BigQueryClient, type BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import { BigQueryError, FileLoadFailed } from "../../../BigQuery/BigQueryError.ts"
@@ -32,11 +31,10 @@ import * as TableDestination from "../../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { CheckpointError, Resume } from "../../../Sink/Checkpoint.ts"
 import { GcsClient } from "../../../Sink/GcsClient.ts"
-import type { Writer } from "../../../Sink/Writer.ts"
 import type { WriteSummary } from "../../../Sink/WriteSummary.ts"
 import * as checkpoint from "../../checkpoint/protocol.ts"
 import * as checkpointSink from "../../checkpoint/sink.ts"
-import type { Accounted, Admission, AdmissionCore, Limits, Method, Prepared, Slice } from "../../core/backend.ts"
+import type { Accounted, Admission, AdmissionCore, Limits, Method, Slice } from "../../core/backend.ts"
 import * as core from "../../core/writer.ts"
 import type { Settings } from "../options.ts"
 import { createResource } from "../storageWrite/destination.ts"
@@ -172,11 +170,7 @@ const preparer = <A, E, R>(
   settings: Settings<A, E, R>,
   stateOf: (destination: TableDestination.TableDestination) => Effect.Effect<DestinationState, BigQueryError>
 ) =>
-(
-  records: ReadonlyArray<A>,
-  limits: Limits
-): Effect.Effect<Prepared<ReadonlyArray<Row>, BigQueryFailure>, BigQueryError> =>
-  Effect.gen(function*() {
+  Effect.fnUntraced(function*(records: ReadonlyArray<A>, limits: Limits) {
     const rows: Array<Row> = []
     const routed: Array<BigQueryFailure> = []
     const skipped: Array<string> = []
@@ -253,24 +247,22 @@ interface FileLoadsMethod<A, E, R> extends Method {
 type StagingCore = Pick<AdmissionCore<FileLoadsMethod<unknown, unknown, unknown>>, "counters" | "resolved">
 
 /** The admission's `admit` (owner fiber): each row appended to its destination's open file, counted as written. */
-const admitRows =
-  (c: StagingCore, staging: Staging.Staging, open: OpenRows) =>
-  (rows: ReadonlyArray<Row>, _now: number, generation: number): Effect.Effect<void, BigQueryError> =>
-    Effect.gen(function*() {
-      for (const row of rows) {
-        row.generation = generation
-        const rolled = yield* staging.append(row.destination, row.type, row.record, row.bytes)
-        c.counters.add(row.key, "recordsWritten", 1)
-        c.counters.add(row.key, "bytesWritten", row.bytes)
-        const pending = open.get(row.key)
-        if (pending === undefined) open.set(row.key, [row])
-        else pending.push(row)
-        if (rolled) {
-          yield* c.resolved(open.get(row.key) ?? [])
-          open.delete(row.key)
-        }
+const admitRows = (c: StagingCore, staging: Staging.Staging, open: OpenRows) =>
+  Effect.fnUntraced(function*(rows: ReadonlyArray<Row>, _now: number, generation: number) {
+    for (const row of rows) {
+      row.generation = generation
+      const rolled = yield* staging.append(row.destination, row.type, row.record, row.bytes)
+      c.counters.add(row.key, "recordsWritten", 1)
+      c.counters.add(row.key, "bytesWritten", row.bytes)
+      const pending = open.get(row.key)
+      if (pending === undefined) open.set(row.key, [row])
+      else pending.push(row)
+      if (rolled) {
+        yield* c.resolved(open.get(row.key) ?? [])
+        open.delete(row.key)
       }
-    })
+    }
+  })
 
 /** The admission's `cutAll` (owner fiber): every open file closed and uploaded, its rows given back. */
 const cutRows = (
@@ -291,19 +283,8 @@ const cutRows = (
  * What both forms share: the staging writer on the core's admission (`write` stages, `flush` cuts
  * and drains) and the participant that hands the closed files over (`prepare`) and loads them (`commit`).
  */
-const build = <A, E, R>(
-  settings: Settings<A, E, R>,
-  files: FileLoadsSettings,
-  writerId: string
-): Effect.Effect<
-  {
-    readonly base: Writer<A, BigQueryError | E>
-    readonly participant: checkpoint.Participant<Committable, BigQueryError | E>
-  },
-  E,
-  BigQueryClient | GcsClient | R | Scope.Scope
-> =>
-  Effect.gen(function*() {
+const build = Effect.fnUntraced(
+  function*<A, E, R>(settings: Settings<A, E, R>, files: FileLoadsSettings, writerId: string) {
     const client = yield* BigQueryClient
     const gcs = yield* GcsClient
     const staging = yield* Staging.make({
@@ -343,22 +324,16 @@ const build = <A, E, R>(
       discard: (commits) => Runner.discard(ctx, commits)
     }
     return { base, participant }
-  })
+  }
+)
 
 /** The file-loads writer of `settings`, restored from `resume`. @internal */
-export const make = <A, P, E, R>(
-  settings: Settings<A, E, R>,
-  files: FileLoadsSettings,
-  resume: Resume<P>
-): Effect.Effect<
-  Writer<A, BigQueryError | E | CheckpointError, P>,
-  BigQueryError | E | CheckpointError,
-  BigQueryClient | GcsClient | R | Scope.Scope
-> =>
-  Effect.gen(function*() {
+export const make = Effect.fnUntraced(
+  function*<A, P, E, R>(settings: Settings<A, E, R>, files: FileLoadsSettings, resume: Resume<P>) {
     const { base, participant } = yield* build(settings, files, resume.writerId)
     return yield* checkpoint.make({ name: "BigQuerySink.fileLoads", writer: base, resume, participant })
-  })
+  }
+)
 
 /** The file-loads sink: checkpoints every `every` and at the end of input, each loading its files. @internal */
 export const sink = <A, P, E, R>(

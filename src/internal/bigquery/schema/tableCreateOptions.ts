@@ -100,29 +100,24 @@ const columnNamed = (schema: TableSchema, name: string) =>
   schema.fields.find((f) => f.name.toLowerCase() === name.toLowerCase())
 
 /** `TableCreateOptions.checkSchema`. @internal */
-export const checkSchema = (
-  options: TableCreateOptions,
-  schema: TableSchema,
-  path: string
-): Effect.Effect<void, SinkConfigError> =>
-  Effect.gen(function*() {
-    const partitionField = options.timePartitioning?.field
-    if (partitionField !== undefined) {
-      const at = `${path}.timePartitioning.field`
-      const f = columnNamed(schema, partitionField)
-      if (f === undefined) return yield* O.fail(at, "is not a column of the table")
-      if (f.mode === "REPEATED" || !partitionColumnTypes.has(f.type)) {
-        return yield* O.fail(at, `must be a TIMESTAMP, DATE or DATETIME column, '${f.name}' is ${f.mode} ${f.type}`)
-      }
-      if (f.type === "DATE" && options.timePartitioning?.type === "HOUR") {
-        return yield* O.fail(at, "a DATE column cannot have HOUR partitions")
-      }
+export const checkSchema = Effect.fnUntraced(function*(options: TableCreateOptions, schema: TableSchema, path: string) {
+  const partitionField = options.timePartitioning?.field
+  if (partitionField !== undefined) {
+    const at = `${path}.timePartitioning.field`
+    const f = columnNamed(schema, partitionField)
+    if (f === undefined) return yield* O.fail(at, "is not a column of the table")
+    if (f.mode === "REPEATED" || !partitionColumnTypes.has(f.type)) {
+      return yield* O.fail(at, `must be a TIMESTAMP, DATE or DATETIME column, '${f.name}' is ${f.mode} ${f.type}`)
     }
-    for (const [i, name] of (options.clustering ?? []).entries()) {
-      const f = columnNamed(schema, name)
-      if (f === undefined) return yield* O.fail(`${path}.clustering[${i}]`, "is not a column of the table")
-      if (f.mode === "REPEATED" || !clusterColumnTypes.has(f.type)) {
-        return yield* O.fail(`${path}.clustering[${i}]`, `'${f.name}' (${f.mode} ${f.type}) cannot cluster a table`)
-      }
+    if (f.type === "DATE" && options.timePartitioning?.type === "HOUR") {
+      return yield* O.fail(at, "a DATE column cannot have HOUR partitions")
     }
-  })
+  }
+  for (const [i, name] of (options.clustering ?? []).entries()) {
+    const f = columnNamed(schema, name)
+    if (f === undefined) return yield* O.fail(`${path}.clustering[${i}]`, "is not a column of the table")
+    if (f.mode === "REPEATED" || !clusterColumnTypes.has(f.type)) {
+      return yield* O.fail(`${path}.clustering[${i}]`, `'${f.name}' (${f.mode} ${f.type}) cannot cluster a table`)
+    }
+  }
+})

@@ -77,7 +77,7 @@ export interface EnsureResult {
 }
 
 const hasCode = (error: BigtableError, code: number): boolean =>
-  error.reason._tag === "RpcFailed" && error.reason.code === code
+  error.reason._tag === "BigtableRpcFailed" && error.reason.code === code
 
 /**
  * The families to add to a table whose live families are `live`, or the first type mismatch.
@@ -114,7 +114,7 @@ const isAdminMethod = (method: string): method is AdminMethod =>
  */
 export const isTerminal = (error: BigtableError): boolean => {
   const reason = error.reason
-  if (reason._tag === "RpcFailed") {
+  if (reason._tag === "BigtableRpcFailed") {
     return isAdminMethod(reason.method) ? classifyAdmin(reason.method, reason.code) === "fatal" : !reason.isRetryable
   }
   return !reason.isRetryable

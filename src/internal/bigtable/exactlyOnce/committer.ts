@@ -95,8 +95,8 @@ const commitFailed = (envelope: Envelope, error: BigtableError, requests: number
   new BigtableError({
     reason: new CommitFailed({
       table: tableKey(envelope.tableName),
-      code: error.reason._tag === "RpcFailed" ? error.reason.code : undefined,
-      description: error.reason._tag === "RpcFailed" ? error.reason.description : error.message,
+      code: error.reason._tag === "BigtableRpcFailed" ? error.reason.code : undefined,
+      description: error.reason._tag === "BigtableRpcFailed" ? error.reason.description : error.message,
       requests,
       ...done,
       cause: error

@@ -164,7 +164,7 @@ const checkAndMutateFailed = (
   cause: unknown
 ): Effect.Effect<never, BigtableError> => {
   const error = rpcError("CheckAndMutateRow", tableName, cause)
-  return error.reason._tag === "RpcFailed" && error.reason.code === grpc.Code.DEADLINE_EXCEEDED
+  return error.reason._tag === "BigtableRpcFailed" && error.reason.code === grpc.Code.DEADLINE_EXCEEDED
     ? Effect.andThen(
       Effect.logWarning(
         `${deadline.message("CheckAndMutateRow", tableName, limit)}; ambiguous (it may have ` +

@@ -50,7 +50,7 @@ const instrumentAdmin = (method: string) => <A, R>(self: Effect.Effect<A, Bigtab
     Effect.tap(([duration]) => metrics.clientCall(method, "OK", duration)),
     Effect.map(([, a]) => a),
     Effect.tapError((e) =>
-      metrics.clientCall(method, e.reason._tag === "RpcFailed" ? e.reason.status : "UNCLASSIFIED", undefined)
+      metrics.clientCall(method, e.reason._tag === "BigtableRpcFailed" ? e.reason.status : "UNCLASSIFIED", undefined)
     )
   )
 
@@ -72,7 +72,7 @@ const advisedStatus = (status: EntryStatus): EntryStatus =>
 /** A failed call with what to do appended: refused permissions, or (`missing`) a `NOT_FOUND` answer. */
 const advised = (missing?: (reason: RpcFailed) => string) => (error: BigtableError): BigtableError => {
   const reason = error.reason
-  if (reason._tag !== "RpcFailed") return error
+  if (reason._tag !== "BigtableRpcFailed") return error
   const what = reason.code === grpc.Code.PERMISSION_DENIED
     ? advice.bigtablePermission
     : reason.code === grpc.Code.NOT_FOUND && missing !== undefined

@@ -112,44 +112,44 @@ const virtually = <A, E>(effect: Effect.Effect<A, E>) => virtualTime.virtually(e
 const configuration = { load: { sourceUris: ["gs://b/x.avro"] } }
 
 describe("fileLoads runner", () => {
-  it.live("a missing job is inserted and polled until done", () =>
+  it.effect("a missing job is inserted and polled until done", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({
         get: {},
         after: { j: [{ _tag: "running" }, { _tag: "running" }, { _tag: "done" }] }
       })
-      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
-      assert.deepStrictEqual(result, { jobId: "j", outcome: "ran" })
+      const result = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(result, Exit.succeed({ jobId: "j", outcome: "ran" }))
       assert.deepStrictEqual(calls, ["get j", "insert j", "get j", "get j", "get j"])
     }))
 
-  it.live("a running job is awaited, never inserted again", () =>
+  it.effect("a running job is awaited, never inserted again", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({ get: { j: [{ _tag: "running" }, { _tag: "running" }, { _tag: "done" }] } })
-      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
-      assert.deepStrictEqual(result, { jobId: "j", outcome: "awaited" })
+      const result = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(result, Exit.succeed({ jobId: "j", outcome: "awaited" }))
       assert.isFalse(calls.some((c) => c.startsWith("insert")))
     }))
 
-  it.live("an insert answered 409 (its answer lost, or another attempt first) attaches to the job", () =>
+  it.effect("an insert answered 409 (its answer lost, or another attempt first) attaches to the job", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({
         get: { j: [{ _tag: "missing" }, { _tag: "done" }] },
         insert: { j: [{ code: 409 }] }
       })
-      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
-      assert.deepStrictEqual(result, { jobId: "j", outcome: "ran" })
+      const result = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(result, Exit.succeed({ jobId: "j", outcome: "ran" }))
       assert.deepStrictEqual(calls, ["get j", "insert j", "get j"])
     }))
 
-  it.live("transient 503s of jobs.get and jobs.insert are retried on the reconcile budget", () =>
+  it.effect("transient 503s of jobs.get and jobs.insert are retried on the reconcile budget", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({
         get: { j: [{ _tag: "error", code: 503 }, { _tag: "missing" }] },
         insert: { j: [{ code: 500 }, { code: 429 }] }
       })
-      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
-      assert.deepStrictEqual(result, { jobId: "j", outcome: "ran" })
+      const result = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(result, Exit.succeed({ jobId: "j", outcome: "ran" }))
       assert.deepStrictEqual(calls, ["get j", "get j", "insert j", "insert j", "insert j", "get j"])
     }))
 
@@ -179,24 +179,24 @@ describe("fileLoads runner", () => {
       assert.deepStrictEqual(calls, ["get j", "get j"])
     }))
 
-  it.live("a 403 of jobs.get is terminal: FileLoadFailed load naming the job", () =>
+  it.effect("a 403 of jobs.get is terminal: FileLoadFailed load naming the job", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({ get: { j: [{ _tag: "error", code: 403 }] } })
-      const exit = yield* Effect.exit(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
       assert.isTrue(Exit.isFailure(exit))
       if (Exit.isFailure(exit)) {
         const error = exit.cause.reasons.find((r) => r._tag === "Fail")
         const reason = error?._tag === "Fail"
           ? (error.error.reason as { _tag: string; step: string; jobId: string })
           : undefined
-        assert.strictEqual(reason?._tag, "FileLoadFailed")
+        assert.strictEqual(reason?._tag, "BigQueryFileLoadFailed")
         assert.strictEqual(reason?.step, "load")
         assert.strictEqual(reason?.jobId, "j")
       }
       assert.deepStrictEqual(calls, ["get j"])
     }))
 
-  it.live("a failed job is not re-run under its id: the next of -r1..-r5 is probed, a done one attached", () =>
+  it.effect("a failed job is not re-run under its id: the next of -r1..-r5 is probed, a done one attached", () =>
     Effect.gen(function*() {
       const { calls, ctx } = fakeRest({
         get: {
@@ -205,28 +205,28 @@ describe("fileLoads runner", () => {
           "j-r2": [{ _tag: "done" }]
         }
       })
-      const result = yield* Runner.runJob(ctx, "j", configuration, "p.d.t")
-      assert.deepStrictEqual(result, { jobId: "j-r2", outcome: "attached" })
+      const result = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      assert.deepStrictEqual(result, Exit.succeed({ jobId: "j-r2", outcome: "attached" }))
       assert.deepStrictEqual(calls, ["get j", "get j-r1", "get j-r2"])
     }))
 
-  it.live("every deterministic id failed: a terminal error listing them, nothing inserted", () =>
+  it.effect("every deterministic id failed: a terminal error listing them, nothing inserted", () =>
     Effect.gen(function*() {
       const failed = { _tag: "failed", message: "bad rows" } as const
       const { calls, ctx } = fakeRest({
         get: Object.fromEntries(["j", "j-r1", "j-r2", "j-r3", "j-r4", "j-r5"].map((id) => [id, [failed]]))
       })
-      const exit = yield* Effect.exit(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
       assert.isTrue(Exit.isFailure(exit))
       assert.match(String(Exit.isFailure(exit) ? exit.cause : ""), /every deterministic id failed/)
       assert.strictEqual(calls.length, 6)
       assert.isFalse(calls.some((c) => c.startsWith("insert")))
     }))
 
-  it.live("a job still running when the poll budget ends fails the commit, naming the job", () =>
+  it.effect("a job still running when the poll budget ends fails the commit, naming the job", () =>
     Effect.gen(function*() {
       const { ctx } = fakeRest({ get: { j: [{ _tag: "running" }] } })
-      const exit = yield* Effect.exit(Runner.runJob(ctx, "j", configuration, "p.d.t"))
+      const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
       assert.match(String(Exit.isFailure(exit) ? exit.cause : ""), /did not finish within the poll budget/)
     }))
 })
@@ -415,7 +415,7 @@ describe("fileLoads runner: a job we inserted and cannot see", () => {
       const { calls, ctx } = fakeRest({ get: {}, after: { j: [{ _tag: "missing" }] } })
       const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
       const reason = failureOf(exit)
-      assert.strictEqual(reason?._tag, "FileLoadFailed")
+      assert.strictEqual(reason?._tag, "BigQueryFileLoadFailed")
       assert.strictEqual(reason?.jobId, "j")
       assert.match(reason?.detail ?? "", /not found/)
       // the lookup before the insert, then the reconcile budget's 5 attempts
@@ -456,7 +456,7 @@ describe("fileLoads runner: a job we inserted and cannot see", () => {
     Effect.gen(function*() {
       const { ctx, deleted } = locatedRest({ datasetLocation: "europe-west3", afterInsert: ["missing"] })
       const exit = yield* virtually(Runner.commit(ctx, staged))
-      assert.strictEqual(failureOf(exit)?._tag, "FileLoadFailed")
+      assert.strictEqual(failureOf(exit)?._tag, "BigQueryFileLoadFailed")
       assert.deepStrictEqual(deleted, [])
     }))
 })
@@ -486,7 +486,7 @@ describe("fileLoads runner: a call that is never answered", () => {
       const { calls, ctx } = fakeRest({ get: { j: [{ _tag: "silent" }] } })
       const exit = yield* virtually(Runner.runJob(ctx, "j", configuration, "p.d.t"))
       const reason = failureOf(exit)
-      assert.strictEqual(reason?._tag, "FileLoadFailed")
+      assert.strictEqual(reason?._tag, "BigQueryFileLoadFailed")
       assert.strictEqual(reason?.jobId, "j")
       assert.match(reason?.detail ?? "", /jobs\.get failed: .*no answer within 1m/)
       assert.strictEqual(calls.length, 1 + 4)
@@ -500,7 +500,7 @@ const readingSchedule = (inputs: Array<unknown>, step: string) =>
       Schedule.upTo({ times: 10 }),
       Schedule.while(({ input }) => {
         inputs.push(input)
-        return input instanceof BigQueryError && input.reason._tag === "FileLoadFailed" &&
+        return input instanceof BigQueryError && input.reason._tag === "BigQueryFileLoadFailed" &&
           input.reason.step === step
       })
     )
@@ -526,7 +526,7 @@ describe("fileLoads runner: caller schedules see the typed failure", () => {
       for (const input of inputs) {
         assert.instanceOf(input, BigQueryError)
         const reason = (input as BigQueryError).reason
-        assert.strictEqual(reason._tag === "FileLoadFailed" ? reason.jobId : undefined, "j")
+        assert.strictEqual(reason._tag === "BigQueryFileLoadFailed" ? reason.jobId : undefined, "j")
       }
     }))
 
@@ -541,8 +541,8 @@ describe("fileLoads runner: caller schedules see the typed failure", () => {
       assert.strictEqual(inputs.length, 2)
       for (const input of inputs) {
         const reason = (input as BigQueryError).reason
-        assert.strictEqual(reason._tag, "FileLoadFailed")
-        assert.include(reason._tag === "FileLoadFailed" ? reason.detail : "", "objects.delete gs://b/f0.avro")
+        assert.strictEqual(reason._tag, "BigQueryFileLoadFailed")
+        assert.include(reason._tag === "BigQueryFileLoadFailed" ? reason.detail : "", "objects.delete gs://b/f0.avro")
       }
     }))
 
@@ -564,7 +564,7 @@ describe("fileLoads runner: caller schedules see the typed failure", () => {
         Schedule.spaced("1 second").pipe(
           Schedule.while(({ input }) => {
             inputs.push(input)
-            return input instanceof BigQueryError && input.reason._tag === "TableAdminFailed"
+            return input instanceof BigQueryError && input.reason._tag === "BigQueryTableAdminFailed"
           })
         )
       )
@@ -574,7 +574,7 @@ describe("fileLoads runner: caller schedules see the typed failure", () => {
       assert.strictEqual(inputs.length, 2)
       for (const input of inputs) {
         const reason = (input as BigQueryError).reason
-        assert.strictEqual(reason._tag === "TableAdminFailed" ? reason.destination : "", "p.d.t")
+        assert.strictEqual(reason._tag === "BigQueryTableAdminFailed" ? reason.destination : "", "p.d.t")
       }
     }))
 })

@@ -113,7 +113,7 @@ describe("Staging", () => {
       yield* TestClock.adjust("2 seconds")
       const exit = yield* Effect.exit(Fiber.join(fiber))
       const reason = stageFailure(exit)
-      assert.strictEqual(reason?._tag, "FileLoadFailed")
+      assert.strictEqual(reason?._tag, "BigQueryFileLoadFailed")
       assert.strictEqual(reason?.step, "stage")
       assert.match(reason?.detail ?? "", /^gs:\/\/b\/w\/p\.d\.t\/.+\.avro: upload failed: took no bytes within 1m$/)
     }))

@@ -245,9 +245,13 @@ describe("verdict: what the call does next (decide)", () => {
       [response(Code.NOT_FOUND), ifNeeded, "repair"],
       [response(Code.INVALID_ARGUMENT, StorageCode.SCHEMA_MISMATCH_EXTRA_FIELDS), updates, "repair"],
       [response(Code.INVALID_ARGUMENT, undefined, 1), ifNeeded, "routeRows"],
-      [response(Code.NOT_FOUND), never, "fail:TableNotFound"],
-      [response(Code.INVALID_ARGUMENT, StorageCode.SCHEMA_MISMATCH_EXTRA_FIELDS), ifNeeded, "fail:SchemaMismatch"],
-      [response(Code.INVALID_ARGUMENT), ifNeeded, "fail:RequestRejected"]
+      [response(Code.NOT_FOUND), never, "fail:BigQueryTableNotFound"],
+      [
+        response(Code.INVALID_ARGUMENT, StorageCode.SCHEMA_MISMATCH_EXTRA_FIELDS),
+        ifNeeded,
+        "fail:BigQuerySchemaMismatch"
+      ],
+      [response(Code.INVALID_ARGUMENT), ifNeeded, "fail:BigQueryRequestRejected"]
     ]
     for (const [f, context, expected] of rows) {
       assert.strictEqual(said(Verdict.decide(problemOf(f), onDefault(context))), expected)
@@ -263,12 +267,12 @@ describe("verdict: what the call does next (decide)", () => {
     const outOfRange = problemOf(response(Code.OUT_OF_RANGE, StorageCode.OFFSET_OUT_OF_RANGE))
     assert.strictEqual(said(Verdict.decide(exists, buffered("probe"))), "abandon")
     assert.strictEqual(said(Verdict.decide(exists, buffered("append", { unanswered: true }))), "landed")
-    assert.strictEqual(said(Verdict.decide(exists, buffered("append"))), "fail:RequestRejected")
-    assert.strictEqual(said(Verdict.decide(exists, buffered("replay"))), "fail:RequestRejected")
+    assert.strictEqual(said(Verdict.decide(exists, buffered("append"))), "fail:BigQueryRequestRejected")
+    assert.strictEqual(said(Verdict.decide(exists, buffered("replay"))), "fail:BigQueryRequestRejected")
     assert.strictEqual(said(Verdict.decide(outOfRange, buffered("probe"))), "abandon")
     assert.strictEqual(said(Verdict.decide(outOfRange, buffered("append"))), "restamp")
     assert.strictEqual(said(Verdict.decide(outOfRange, buffered("append", { restamped: true }))), "reconnect")
-    assert.strictEqual(said(Verdict.decide(outOfRange, buffered("replay"))), "fail:RequestRejected")
+    assert.strictEqual(said(Verdict.decide(outOfRange, buffered("replay"))), "fail:BigQueryRequestRejected")
   })
 
   it("a terminal exactly-once verdict names the offset and why; another writer's rows say so", () => {
@@ -324,7 +328,7 @@ describe("verdict: after routing rows, moving a batch, an acknowledgement", () =
     assert.strictEqual(said(Verdict.decide(exists, buffered(survivors))), "abandon")
     assert.strictEqual(
       said(Verdict.decide(exists, buffered(Verdict.afterRouting("append").phase))),
-      "fail:RequestRejected"
+      "fail:BigQueryRequestRejected"
     )
   })
 
@@ -376,8 +380,8 @@ describe("verdict: what the core is handed", () => {
     assert.strictEqual(v.retry?.budget, "recovery")
     assert.strictEqual(v.retry?.attempt, 3)
     const error = v.retry?.exhausted()
-    assert.strictEqual(error?.reason._tag, "RetriesExhausted")
-    if (error?.reason._tag === "RetriesExhausted") {
+    assert.strictEqual(error?.reason._tag, "BigQueryRetriesExhausted")
+    if (error?.reason._tag === "BigQueryRetriesExhausted") {
       assert.strictEqual(error.reason.attempts, 3)
       assert.strictEqual(error.reason.code, "UNAVAILABLE")
     }
@@ -394,9 +398,9 @@ describe("verdict: what the core is handed", () => {
       1
     ]])
     assert.deepStrictEqual(schema.repair.map((t) => [t.budget, t.attempt]), [["propagation", 4]])
-    assert.strictEqual(create.repair[0]?.exhausted().reason._tag, "RetriesExhausted")
+    assert.strictEqual(create.repair[0]?.exhausted().reason._tag, "BigQueryRetriesExhausted")
     const refused = schema.repair[0]?.exhausted()
-    assert.strictEqual(refused?.reason._tag, "SchemaMismatch")
+    assert.strictEqual(refused?.reason._tag, "BigQuerySchemaMismatch")
     assert.include(String(refused), "after 3 schema waits")
   })
 

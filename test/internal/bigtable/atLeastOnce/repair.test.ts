@@ -120,7 +120,7 @@ describe("Bigtable table repair", { concurrent: false }, () => {
       )
       assert.instanceOf(error, BigtableError.BigtableError)
       if (!(error instanceof BigtableError.BigtableError)) return
-      assert.strictEqual(error.reason._tag, "RecoveryExhausted")
+      assert.strictEqual(error.reason._tag, "BigtableRecoveryExhausted")
       assert.include(error.message, "p.i.bad")
       assert.include(error.message, "3 attempt")
       assert.isTrue(tables.has(tableOf("good").tableName), "the other table was created")

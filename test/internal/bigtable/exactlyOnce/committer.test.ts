@@ -61,8 +61,8 @@ describe("committer", () => {
       })
       const batch = envelopes("t2", 30)
       const error = yield* run(fake, (c) => commit(c, batch, { ...settings, maxInFlightRequests: 3 })).pipe(Effect.flip)
-      assert.strictEqual(error.reason._tag, "CommitFailed")
-      if (error.reason._tag !== "CommitFailed") return
+      assert.strictEqual(error.reason._tag, "BigtableCommitFailed")
+      if (error.reason._tag !== "BigtableCommitFailed") return
       assert.strictEqual(error.reason.code, 4)
       assert.strictEqual(error.reason.requests, 30)
       assert.isTrue(error.isRetryable)

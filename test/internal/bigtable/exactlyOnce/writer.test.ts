@@ -52,7 +52,7 @@ const resumedWriter = Effect.gen(function*() {
 })
 
 describe("exactly-once Bigtable writer", () => {
-  it.live("once restored, the writer does not keep the restored record reachable", () =>
+  it.effect("once restored, the writer does not keep the restored record reachable", () =>
     Effect.gen(function*() {
       const dir = yield* Effect.acquireRelease(
         Effect.sync(() => fs.mkdtempSync(path.join(os.tmpdir(), "bigtable-restored-"))),

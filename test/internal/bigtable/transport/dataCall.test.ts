@@ -269,11 +269,14 @@ describe.each(["http2", "grpc-js"] as const)("StartCall on %s", (transport) => {
       answer = "nothing"
       const missing = yield* Effect.flip(send(request))
       assert.include(missing.message, "CheckAndMutateRow")
-      assert.include(missing.reason._tag === "RpcFailed" ? missing.reason.description : "", "without a response")
+      assert.include(
+        missing.reason._tag === "BigtableRpcFailed" ? missing.reason.description : "",
+        "without a response"
+      )
       answer = "unavailable"
       const failed = yield* Effect.flip(send(request))
-      assert.strictEqual(failed.reason._tag === "RpcFailed" ? failed.reason.code : -1, grpc.status.UNAVAILABLE)
-      assert.strictEqual(failed.reason._tag === "RpcFailed" ? failed.reason.description : "", "down")
+      assert.strictEqual(failed.reason._tag === "BigtableRpcFailed" ? failed.reason.code : -1, grpc.status.UNAVAILABLE)
+      assert.strictEqual(failed.reason._tag === "BigtableRpcFailed" ? failed.reason.description : "", "down")
     })))
 
   it.live("over TLS with a self-signed root, the credentials' headers reach the server", () =>
