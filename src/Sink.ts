@@ -17,7 +17,8 @@ export {
   CheckpointConflict,
   CheckpointRecord,
   CheckpointStore,
-  type GcsCheckpointStoreOptions
+  type GcsCheckpointStoreOptions,
+  type SqlCheckpointStoreOptions
 } from "./Sink/CheckpointStore.ts"
 export {
   CheckpointStoreCorrupt,
