@@ -17,7 +17,7 @@ import type { CreateDisposition } from "../../Sink/CreateDisposition.ts"
 import type { FailureHandler } from "../../Sink/FailureHandler.ts"
 import type { RetryPolicy } from "../../Sink/RetryPolicy.ts"
 import type { SinkConfigError } from "../../Sink/SinkConfigError.ts"
-import type { HandlerContext, HandlerError, WithFailureHandler } from "../../Sink/SinkOptions.ts"
+import type { WithFailureHandler } from "../../Sink/SinkOptions.ts"
 import * as retryPolicy from "../options/retryPolicy.ts"
 import * as O from "../options/schema.ts"
 import * as SinkOptionsSchema from "../options/sinkOptions.ts"
@@ -149,18 +149,15 @@ const Options = Schema.Struct({
 }).check(Schema.makeFilter(createOptionsAgree))
 
 /** The id components of a table, each named under `path` (`table.projectId`, ...). @internal */
-export const checkTable = (path: string, table: TableDestination): Effect.Effect<void, SinkConfigError> =>
-  Effect.gen(function*() {
-    yield* O.decodeAt(`${path}.projectId`, O.Component, table.projectId)
-    yield* O.decodeAt(`${path}.instanceId`, O.Component, table.instanceId)
-    yield* O.decodeAt(`${path}.tableId`, O.Component, table.tableId)
-  })
+export const checkTable = Effect.fnUntraced(function*(path: string, table: TableDestination) {
+  yield* O.decodeAt(`${path}.projectId`, O.Component, table.projectId)
+  yield* O.decodeAt(`${path}.instanceId`, O.Component, table.instanceId)
+  yield* O.decodeAt(`${path}.tableId`, O.Component, table.tableId)
+})
 
 /** @internal */
-export const settings = <A, H extends Handler | undefined>(
-  options: WithFailureHandler<BigtableSinkOptions<A>, H>
-): Effect.Effect<Settings<A, HandlerError<H>, HandlerContext<H>>, SinkConfigError> =>
-  Effect.gen(function*() {
+export const settings = Effect.fnUntraced(
+  function*<A, H extends Handler | undefined>(options: WithFailureHandler<BigtableSinkOptions<A>, H>) {
     const decoded = yield* O.decode(Options)(options)
     // the typed values come from `options`: the decode above checked them
     const destination = yield* SinkOptionsSchema.exactlyOne(decoded.table, options.destinationResolver, "table")
@@ -177,4 +174,5 @@ export const settings = <A, H extends Handler | undefined>(
       handler: SinkOptionsSchema.withDefaultHandler<FailedMutation, H>(options.failureHandler),
       flushInterval: decoded.writeMethod.flushInterval
     }
-  })
+  }
+)

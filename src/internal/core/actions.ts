@@ -45,27 +45,23 @@ export const releaseGauges = <E>(st: State<E>): Effect.Effect<void> =>
  * Starts a request's call on a fiber of its own; its outcome comes back as `Completed`, a defect as
  * `CallFailed` (the fiber set keeps no one waiting for it: unreported, `flush` would wait forever).
  */
-export const startCall = <M extends Method>(
-  ctx: OwnerContext<M>,
-  batch: M["Request"]
-): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const st = ctx.state
-    // the first call in flight starts the wait a stall is measured from
-    if (st.requests === 0) stall.progressed(st.stall, yield* Clock.currentTimeMillis)
-    st.requests++
-    yield* gauge(st, ctx.metrics.inFlightRequests, 1)
-    yield* FiberSet.run(
-      ctx.fibers,
-      Effect.flatMap(Effect.exit(ctx.delivery === undefined ? Effect.never : ctx.delivery.call(batch)), (exit) =>
-        offerTo(
-          ctx.commands,
-          Exit.isSuccess(exit)
-            ? { _tag: "Completed", batch, outcome: exit.value }
-            : { _tag: "CallFailed", cause: exit.cause }
-        ))
-    )
-  })
+export const startCall = Effect.fnUntraced(function*<M extends Method>(ctx: OwnerContext<M>, batch: M["Request"]) {
+  const st = ctx.state
+  // the first call in flight starts the wait a stall is measured from
+  if (st.requests === 0) stall.progressed(st.stall, yield* Clock.currentTimeMillis)
+  st.requests++
+  yield* gauge(st, ctx.metrics.inFlightRequests, 1)
+  yield* FiberSet.run(
+    ctx.fibers,
+    Effect.flatMap(Effect.exit(ctx.delivery === undefined ? Effect.never : ctx.delivery.call(batch)), (exit) =>
+      offerTo(
+        ctx.commands,
+        Exit.isSuccess(exit)
+          ? { _tag: "Completed", batch, outcome: exit.value }
+          : { _tag: "CallFailed", cause: exit.cause }
+      ))
+  )
+})
 
 /** The method's hooks around a repair, read when they run (the method is built after the core). */
 const repairHooks = <M extends Method>(
@@ -241,51 +237,48 @@ const countPerDestination = (
   metric === undefined ? Effect.void : Metric.update(Metric.withAttributes(metric, { destination: key }), amount)
 
 /** Written items: counted per run of one destination, then given back. */
-const written = <M extends Method>(
-  ctx: OwnerContext<M>,
-  items: ReadonlyArray<M["Item"]>
-): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    if (items.length === 0) return
-    const m = ctx.metrics
-    let units = 0
-    let bytes = 0
-    let runUnits = 0
-    let runBytes = 0
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i] as M["Item"]
-      runUnits += item.units
-      runBytes += item.bytes
-      const next = items[i + 1]
-      if (next === undefined || next.key !== item.key) {
-        ctx.counters.add(item.key, "recordsWritten", runUnits)
-        ctx.counters.add(item.key, "bytesWritten", runBytes)
-        if (m.perDestination) yield* countPerDestination(m.destinationRecordsSend, item.key, runUnits)
-        units += runUnits
-        bytes += runBytes
-        runUnits = 0
-        runBytes = 0
-      }
+const written = Effect.fnUntraced(function*<M extends Method>(ctx: OwnerContext<M>, items: ReadonlyArray<M["Item"]>) {
+  if (items.length === 0) return
+  const m = ctx.metrics
+  let units = 0
+  let bytes = 0
+  let runUnits = 0
+  let runBytes = 0
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as M["Item"]
+    runUnits += item.units
+    runBytes += item.bytes
+    const next = items[i + 1]
+    if (next === undefined || next.key !== item.key) {
+      ctx.counters.add(item.key, "recordsWritten", runUnits)
+      ctx.counters.add(item.key, "bytesWritten", runBytes)
+      if (m.perDestination) yield* countPerDestination(m.destinationRecordsSend, item.key, runUnits)
+      units += runUnits
+      bytes += runBytes
+      runUnits = 0
+      runBytes = 0
     }
-    yield* resolved(ctx, items)
-    if (m.recordsSend !== undefined) yield* Metric.update(m.recordsSend, units)
-    if (m.bytesSend !== undefined) yield* Metric.update(m.bytesSend, bytes)
-  })
+  }
+  yield* resolved(ctx, items)
+  if (m.recordsSend !== undefined) yield* Metric.update(m.recordsSend, units)
+  if (m.bytesSend !== undefined) yield* Metric.update(m.bytesSend, bytes)
+})
 
 /** Hands one record to the failure handler; the handler's failure is the writer's. */
-const route = <M extends Method>(
-  ctx: OwnerContext<M>,
-  failure: M["Failure"],
-  failCause: (cause: Cause.Cause<CoreError<M>>) => Effect.Effect<void>
-): Effect.Effect<void> =>
-  Effect.gen(function*() {
+const route = Effect.fnUntraced(
+  function*<M extends Method>(
+    ctx: OwnerContext<M>,
+    failure: M["Failure"],
+    failCause: (cause: Cause.Cause<CoreError<M>>) => Effect.Effect<void>
+  ) {
     if (ctx.state.failure !== undefined) return
     const exit = yield* Effect.exit(Effect.provideContext(ctx.router.route(failure), ctx.context))
     if (Exit.isFailure(exit)) return yield* failCause(exit.cause)
     const m = ctx.metrics
     if (m.recordsSendErrors !== undefined) yield* Metric.update(m.recordsSendErrors, 1)
     if (m.perDestination) yield* countPerDestination(m.destinationSendErrors, failure.destination, 1)
-  })
+  }
+)
 
 /** A follow-up a verdict asked for; a delivery without it gave a verdict its `judge` documents it never gives. */
 const followUp = <X, E, R>(
@@ -297,13 +290,8 @@ const followUp = <X, E, R>(
     : step(items)
 
 /** Acts on a verdict, in the order its documentation gives. @internal */
-export const act = <M extends Method>(
-  ctx: OwnerContext<M>,
-  core: Core<M>,
-  delivery: Delivery<M>,
-  verdict: VerdictOf<M>
-): Effect.Effect<void, M["Error"], M["Context"]> =>
-  Effect.gen(function*() {
+export const act = Effect.fnUntraced(
+  function*<M extends Method>(ctx: OwnerContext<M>, core: Core<M>, delivery: Delivery<M>, verdict: VerdictOf<M>) {
     const st = ctx.state
     for (const r of verdict.routed) {
       if (st.failure !== undefined) return
@@ -325,4 +313,5 @@ export const act = <M extends Method>(
       for (const item of retry.items) ctx.counters.add(item.key, "retries", 1)
       yield* core.retry(retry)
     }
-  })
+  }
+)

@@ -52,12 +52,8 @@ export const make = (schedule: Schedule.Schedule<unknown, unknown>): Effect.Effe
  *
  * @internal
  */
-export const delayAfter = (
-  schedule: Schedule.Schedule<unknown, unknown>,
-  attempt: number,
-  failure?: unknown
-): Effect.Effect<Option.Option<Duration.Duration>> =>
-  Effect.gen(function*() {
+export const delayAfter = Effect.fnUntraced(
+  function*(schedule: Schedule.Schedule<unknown, unknown>, attempt: number, failure?: unknown) {
     const step = yield* Schedule.toStep(schedule)
     let now = yield* Clock.currentTimeMillis
     let delay: Option.Option<Duration.Duration> = Option.none()
@@ -70,4 +66,5 @@ export const delayAfter = (
       now += Duration.toMillis(delay.value)
     }
     return delay
-  })
+  }
+)

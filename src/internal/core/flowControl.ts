@@ -33,32 +33,31 @@ export interface FlowController {
 }
 
 /** @internal */
-export const make = (bounds: { readonly maxUnits: number; readonly maxBytes: number }): Effect.Effect<FlowController> =>
-  Effect.gen(function*() {
-    const maxUnits = Math.max(1, Math.floor(bounds.maxUnits))
-    const maxBytes = Math.max(1, Math.floor(bounds.maxBytes))
-    const units = yield* Semaphore.make(maxUnits)
-    const bytes = yield* Semaphore.make(maxBytes)
-    const tryAcquire = (p: Permit): Effect.Effect<boolean> =>
-      Effect.uninterruptible(Effect.gen(function*() {
-        if (!(yield* units.takeIfAvailable(p.units))) return false
-        if (yield* bytes.takeIfAvailable(p.bytes)) return true
-        yield* units.release(p.units)
-        return false
-      }))
-    const acquireWaiting = (p: Permit): Effect.Effect<void> =>
-      Effect.uninterruptibleMask((restore) =>
-        restore(units.take(p.units)).pipe(
-          Effect.andThen(restore(bytes.take(p.bytes)).pipe(Effect.onInterrupt(() => units.release(p.units)))),
-          Effect.asVoid
-        )
+export const make = Effect.fnUntraced(function*(bounds: { readonly maxUnits: number; readonly maxBytes: number }) {
+  const maxUnits = Math.max(1, Math.floor(bounds.maxUnits))
+  const maxBytes = Math.max(1, Math.floor(bounds.maxBytes))
+  const units = yield* Semaphore.make(maxUnits)
+  const bytes = yield* Semaphore.make(maxBytes)
+  const tryAcquire = (p: Permit): Effect.Effect<boolean> =>
+    Effect.uninterruptible(Effect.gen(function*() {
+      if (!(yield* units.takeIfAvailable(p.units))) return false
+      if (yield* bytes.takeIfAvailable(p.bytes)) return true
+      yield* units.release(p.units)
+      return false
+    }))
+  const acquireWaiting = (p: Permit): Effect.Effect<void> =>
+    Effect.uninterruptibleMask((restore) =>
+      restore(units.take(p.units)).pipe(
+        Effect.andThen(restore(bytes.take(p.bytes)).pipe(Effect.onInterrupt(() => units.release(p.units)))),
+        Effect.asVoid
       )
-    const acquire = (p: Permit, onWait?: Effect.Effect<void>): Effect.Effect<void> =>
-      Effect.flatMap(tryAcquire(p), (ok) => {
-        if (ok) return Effect.void
-        return onWait === undefined ? acquireWaiting(p) : Effect.andThen(onWait, acquireWaiting(p))
-      })
-    const release = (p: Permit): Effect.Effect<void> =>
-      Effect.andThen(units.release(p.units), bytes.release(p.bytes)).pipe(Effect.asVoid)
-    return { maxUnits, maxBytes, acquire, tryAcquire, release }
-  })
+    )
+  const acquire = (p: Permit, onWait?: Effect.Effect<void>): Effect.Effect<void> =>
+    Effect.flatMap(tryAcquire(p), (ok) => {
+      if (ok) return Effect.void
+      return onWait === undefined ? acquireWaiting(p) : Effect.andThen(onWait, acquireWaiting(p))
+    })
+  const release = (p: Permit): Effect.Effect<void> =>
+    Effect.andThen(units.release(p.units), bytes.release(p.bytes)).pipe(Effect.asVoid)
+  return { maxUnits, maxBytes, acquire, tryAcquire, release }
+})

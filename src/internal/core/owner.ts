@@ -42,12 +42,8 @@ const readyBarriers = <E>(st: State<E>): number => {
  * Answers the barriers whose items have all left (written or routed): the handler's flush (once for
  * all of them), then idle destinations are forgotten. After a failure every barrier fails with it.
  */
-const settleBarriers = <M extends Method>(
-  ctx: OwnerContext<M>,
-  core: Core<M>,
-  seams: Seams<M>
-): Effect.Effect<void> =>
-  Effect.gen(function*() {
+const settleBarriers = Effect.fnUntraced(
+  function*<M extends Method>(ctx: OwnerContext<M>, core: Core<M>, seams: Seams<M>) {
     const st = ctx.state
     if (st.barriers.length === 0) return
     const failure = st.failure
@@ -68,15 +64,16 @@ const settleBarriers = <M extends Method>(
     const evictIdle = seams.admission.evictIdle
     if (evictIdle !== undefined) yield* evictIdle(yield* Clock.currentTimeMillis)
     for (const b of settled) yield* Deferred.succeed(b.done, undefined)
-  })
+  }
+)
 
-const onAdmit = <M extends Method>(
-  ctx: OwnerContext<M>,
-  core: Core<M>,
-  seams: Seams<M>,
-  command: Extract<Command<M>, { readonly _tag: "Admit" }>
-): Effect.Effect<void, M["Error"], M["Context"]> =>
-  Effect.gen(function*() {
+const onAdmit = Effect.fnUntraced(
+  function*<M extends Method>(
+    ctx: OwnerContext<M>,
+    core: Core<M>,
+    seams: Seams<M>,
+    command: Extract<Command<M>, { readonly _tag: "Admit" }>
+  ) {
     const st = ctx.state
     st.taken++
     const skipped = command.skipped
@@ -99,21 +96,22 @@ const onAdmit = <M extends Method>(
     if (done !== undefined) {
       yield* st.failure === undefined ? Deferred.succeed(done, undefined) : Deferred.failCause(done, st.failure)
     }
-  })
+  }
+)
 
 /**
  * A finished request: its verdict acted on. Once the last request in flight is booked while
  * admission waits, the open batches are sent: they hold the permits admission waits for.
  */
-const onCompleted = <M extends Method>(
-  ctx: OwnerContext<M>,
-  core: Core<M>,
-  seams: Seams<M>,
-  delivery: Delivery<M>,
-  batch: M["Request"],
-  outcome: M["Outcome"]
-): Effect.Effect<void, M["Error"], M["Context"]> =>
-  Effect.gen(function*() {
+const onCompleted = Effect.fnUntraced(
+  function*<M extends Method>(
+    ctx: OwnerContext<M>,
+    core: Core<M>,
+    seams: Seams<M>,
+    delivery: Delivery<M>,
+    batch: M["Request"],
+    outcome: M["Outcome"]
+  ) {
     const st = ctx.state
     st.requests--
     yield* gauge(st, ctx.metrics.inFlightRequests, -1)
@@ -127,7 +125,8 @@ const onCompleted = <M extends Method>(
     if (!st.admissionWaiting || st.requests > 0 || st.failure !== undefined) return
     st.admissionWaiting = false
     yield* cutAll(seams)
-  })
+  }
+)
 
 /** How often the tick forgets idle destinations, besides every successful barrier. @internal */
 export const evictionInterval = Duration.minutes(1)

@@ -10,7 +10,6 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type * as Scope from "effect/Scope"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
 
 /** The interval of the progress log; `undefined`: off. @internal */
@@ -35,12 +34,8 @@ export const line = (
  *
  * @internal
  */
-export const start = (
-  name: string,
-  summary: Effect.Effect<WriteSummary>,
-  inFlight: () => number
-): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.gen(function*() {
+export const start = Effect.fnUntraced(
+  function*(name: string, summary: Effect.Effect<WriteSummary>, inFlight: () => number) {
     const every = yield* Interval
     if (every === undefined) return
     let last = { written: 0, at: yield* Clock.currentTimeMillis }
@@ -53,4 +48,5 @@ export const start = (
       yield* Effect.logInfo(line(name, s, inFlight(), rate)).pipe(Effect.annotateLogs({ writer: name }))
     })
     yield* Effect.forkScoped(Effect.forever(tick))
-  })
+  }
+)

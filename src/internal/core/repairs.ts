@@ -101,13 +101,8 @@ const run = <I, E>(engine: Engine<I, E>, key: string, incident: Incident<I, E>):
   )
 
 /** Owner: a repair ended: its waiting requests go again, or it runs again after a wait, or the writer fails. */
-const ended = <I, E>(
-  engine: Engine<I, E>,
-  key: string,
-  incident: Incident<I, E>,
-  exit: Exit.Exit<void, E>
-): Effect.Effect<void, E> =>
-  Effect.gen(function*() {
+const ended = Effect.fnUntraced(
+  function*<I, E>(engine: Engine<I, E>, key: string, incident: Incident<I, E>, exit: Exit.Exit<void, E>) {
     const { deps } = engine
     if (Exit.isFailure(exit)) {
       const error = exit.cause.reasons.find((reason) => reason._tag === "Fail")
@@ -127,7 +122,8 @@ const ended = <I, E>(
     engine.epochs.set(key, epochOf(engine, key) + 1)
     for (const trouble of incident.waiting) yield* again(engine, trouble)
     yield* deps.settled(key)
-  })
+  }
+)
 
 const open = <I, E>(engine: Engine<I, E>, key: string, repair: Effect.Effect<void, E>): Incident<I, E> => {
   const incident: Incident<I, E> = { repair, waiting: [], failures: 0 }

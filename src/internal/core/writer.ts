@@ -121,12 +121,12 @@ export const makeStaging = <M extends Method, P = never>(
     (core) => Effect.map(options.admission(core), (admission) => ({ admission, delivery: undefined }))
   )
 
-const build = <M extends Method, P>(
-  options: CoreOptions<M>,
-  schedules: ownerState.OwnerContext<M>["schedules"],
-  seamsOf: (core: Core<M>) => Effect.Effect<owner.Seams<M>, M["HandlerError"], M["Context"] | Scope.Scope>
-): Effect.Effect<Writer<M["Record"], CoreError<M>, P>, M["HandlerError"], M["Context"] | Scope.Scope> =>
-  Effect.gen(function*() {
+const build = Effect.fnUntraced(
+  function*<M extends Method, P>(
+    options: CoreOptions<M>,
+    schedules: ownerState.OwnerContext<M>["schedules"],
+    seamsOf: (core: Core<M>) => Effect.Effect<owner.Seams<M>, M["HandlerError"], M["Context"] | Scope.Scope>
+  ) {
     const context = yield* Effect.context<M["Context"]>()
     const counters = summaryCounters.make()
     // A failing `open` fails building the writer with the handler's error (nothing to close then).
@@ -169,21 +169,19 @@ const build = <M extends Method, P>(
     yield* flushAtClose(state, writer)
     yield* progressLog.start(seams.admission.name, writer.summary, () => state.outstanding)
     return writer
-  })
+  }
+)
 
 /** Forks the owner fiber in the scope, on the owner's scheduler, with the handler's context. */
-const startOwner = <M extends Method>(
-  ctx: ownerState.OwnerContext<M>,
-  core: Core<M>,
-  seams: owner.Seams<M>
-): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.gen(function*() {
+const startOwner = Effect.fnUntraced(
+  function*<M extends Method>(ctx: ownerState.OwnerContext<M>, core: Core<M>, seams: owner.Seams<M>) {
     yield* owner.run(ctx, core, seams).pipe(
       Effect.provideService(Scheduler.Scheduler, ownerSchedulerFor(yield* Scheduler.Scheduler)),
       Effect.provideContext(ctx.context),
       Effect.forkScoped
     )
-  })
+  }
+)
 
 /**
  * Closing after success is the end of input: a barrier, unless nothing was admitted since the
@@ -246,13 +244,13 @@ type Offer<M extends Method> = (
  * their payloads hold bytes (an oversize row is up to 10 MiB), on a command of their own charged
  * those bytes in the in-flight bound until the handler has them.
  */
-const offerAll = <M extends Method>(
-  prepared: Prepared<M["Slice"], M["Failure"]>,
-  routedDone: Deferred.Deferred<void, CoreError<M>> | undefined,
-  maxBytes: number,
-  offer: Offer<M>
-): Effect.Effect<void, CoreError<M>> =>
-  Effect.gen(function*() {
+const offerAll = Effect.fnUntraced(
+  function*<M extends Method>(
+    prepared: Prepared<M["Slice"], M["Failure"]>,
+    routedDone: Deferred.Deferred<void, CoreError<M>> | undefined,
+    maxBytes: number,
+    offer: Offer<M>
+  ) {
     const slices = prepared.slices
     const routedPermit = chargeOf(prepared.routed, maxBytes)
     const apart = routedPermit !== undefined || slices.length === 0
@@ -271,7 +269,8 @@ const offerAll = <M extends Method>(
         routedPermit
       )
     }
-  })
+  }
+)
 
 /**
  * Offers a command to the owner after taking its permits. Taken permits (in flight, staged) are
@@ -360,14 +359,13 @@ const admission = <M extends Method, P>(
   // permits free up: preparing a whole large chunk up front would let the requests drain meanwhile.
   const size = Math.max(1, backend.sliceRecords)
   const writeSpan = `${backend.name}.write`
-  const write = (records: Iterable<M["Record"]>): Effect.Effect<void, CoreError<M>> =>
-    Effect.gen(function*() {
-      if (Deferred.isDoneUnsafe(failed)) return yield* Deferred.await(failed)
-      const all: ReadonlyArray<M["Record"]> = Array.isArray(records) ? records : Array.from(records)
-      for (let from = 0; from < all.length; from += size) {
-        yield* admit(all.length <= size ? all : all.slice(from, from + size))
-      }
-    })
+  const write = Effect.fnUntraced(function*(records: Iterable<M["Record"]>) {
+    if (Deferred.isDoneUnsafe(failed)) return yield* Deferred.await(failed)
+    const all: ReadonlyArray<M["Record"]> = Array.isArray(records) ? records : Array.from(records)
+    for (let from = 0; from < all.length; from += size) {
+      yield* admit(all.length <= size ? all : all.slice(from, from + size))
+    }
+  })
 
   const flush: Effect.Effect<void, CoreError<M>> = Effect.gen(function*() {
     const done = yield* Deferred.make<void, CoreError<M>>()

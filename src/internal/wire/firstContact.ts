@@ -140,12 +140,12 @@ const backoff = (n: number): Duration.Duration => Duration.millis(Math.min(2_000
  *
  * @internal
  */
-export const probe = (
-  target: Target,
-  attempt: (timeLeft: Duration.Duration) => Effect.Effect<Attempt>,
-  timeout: Duration.Duration
-): Effect.Effect<void, ContactFailed> =>
-  Effect.gen(function*() {
+export const probe = Effect.fnUntraced(
+  function*(
+    target: Target,
+    attempt: (timeLeft: Duration.Duration) => Effect.Effect<Attempt>,
+    timeout: Duration.Duration
+  ) {
     const start = yield* Clock.currentTimeMillis
     const budget = Duration.toMillis(timeout)
     let warned = false
@@ -173,7 +173,8 @@ export const probe = (
       }
       yield* Effect.sleep(wait)
     }
-  })
+  }
+)
 
 /**
  * The credentials step of a production probe, before any network call: the auth client's headers

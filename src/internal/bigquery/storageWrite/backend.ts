@@ -426,33 +426,27 @@ const openDied = (key: string, defect: unknown): BigQueryError =>
   })
 
 /** The open of a destination finished: its waiting slices are batched and sent, or routed or failed. */
-const opened = <A, E, R>(st: State<A, E, R>, event: Opened): Effect.Effect<void, BigQueryError> =>
-  Effect.gen(function*() {
-    const waiting = st.opening.get(event.key) ?? []
-    st.opening.delete(event.key)
-    st.parked.taken(Math.max(0, waiting.length - 1))
-    const result = event.result
-    if (result._tag === "Failure") {
-      Prepare.forget(st.prepareEnv, event.key)
-      for (const slice of waiting) yield* schemaFailed(st, slice, result.failure)
-      return
-    }
-    const d = result.success
-    st.destinations.set(event.key, d)
-    yield* st.core.gauge(metrics.openDestinations, 1)
-    const now = yield* Clock.currentTimeMillis
-    // the first slice goes at once (nothing in flight yet), the others follow its answer
-    for (const slice of waiting) yield* batchRows(st, d, slice, now)
-  })
+const opened = Effect.fnUntraced(function*<A, E, R>(st: State<A, E, R>, event: Opened) {
+  const waiting = st.opening.get(event.key) ?? []
+  st.opening.delete(event.key)
+  st.parked.taken(Math.max(0, waiting.length - 1))
+  const result = event.result
+  if (result._tag === "Failure") {
+    Prepare.forget(st.prepareEnv, event.key)
+    for (const slice of waiting) yield* schemaFailed(st, slice, result.failure)
+    return
+  }
+  const d = result.success
+  st.destinations.set(event.key, d)
+  yield* st.core.gauge(metrics.openDestinations, 1)
+  const now = yield* Clock.currentTimeMillis
+  // the first slice goes at once (nothing in flight yet), the others follow its answer
+  for (const slice of waiting) yield* batchRows(st, d, slice, now)
+})
 
 /** A slice on its open destination: the schema re-read when it changed, then its rows batched. */
-const batchRows = <A, E, R>(
-  st: State<A, E, R>,
-  d: Destination.Destination,
-  slice: Admitted,
-  now: number
-): Effect.Effect<void, BigQueryError> =>
-  Effect.gen(function*() {
+const batchRows = Effect.fnUntraced(
+  function*<A, E, R>(st: State<A, E, R>, d: Destination.Destination, slice: Admitted, now: number) {
     const rows = slice.rows
     d.lastUsedMillis = now
     if (d.schemaPushed || (rows.fingerprint !== d.fingerprint && !Equal.equals(rows.fingerprint, d.fingerprint))) {
@@ -470,7 +464,8 @@ const batchRows = <A, E, R>(
     if (d.batch.count > 0 && d.batchGeneration !== slice.generation) yield* cut(st, d, true)
     yield* appendRows(st, d, slice)
     yield* sendIfIdle(st, d)
-  })
+  }
+)
 
 /** A request's progress, made by its first call (a step comes only after one). */
 const progressOf = (request: Request): PendingAppend.Progress => {

@@ -22,7 +22,7 @@ import { type BigQueryFailure, failedRow, type UnroutableRecord } from "../../..
 import type { RowSerializer } from "../../../BigQuery/RowSerializer.ts"
 import * as TableDestination from "../../../BigQuery/TableDestination.ts"
 import { unresolved } from "../../../Sink/FailedElement.ts"
-import type { Limits, Prepared, Slice } from "../../core/backend.ts"
+import type { Limits, Slice } from "../../core/backend.ts"
 import { bodyIn, maxRowBytes } from "../transport/appendRequest.ts"
 import * as Projection from "./projection.ts"
 import * as Split from "./split.ts"
@@ -310,31 +310,26 @@ const threw = <A>(c: Cursor<A>, cause: unknown): void => {
  *
  * @internal
  */
-export const prepare = <A>(
-  env: Env<A>,
-  records: ReadonlyArray<A>,
-  limits: Limits
-): Effect.Effect<Prepared<Rows, BigQueryFailure>> =>
-  Effect.gen(function*() {
-    const c: Cursor<A> = {
-      rows: records,
-      cut: Math.min(env.maxAppendRequestBytes, limits.maxBytes),
-      maxBytes: limits.maxBytes,
-      i: 0,
-      stage: "destinationResolver",
-      builder: undefined,
-      lastResolution: undefined,
-      fingerprintKey: "",
-      rowAt: -1,
-      builders: new Map(),
-      out: { slices: [], routed: [], skipped: [] }
-    }
-    const stretch = Effect.result(Effect.try({ try: () => run(c, env), catch: (cause) => ({ thrown: cause }) }))
-    for (;;) {
-      const result = yield* stretch
-      if (result._tag === "Success") break
-      threw(c, result.failure.thrown)
-    }
-    for (const b of c.builders.values()) finish(c, env, b)
-    return c.out
-  })
+export const prepare = Effect.fnUntraced(function*<A>(env: Env<A>, records: ReadonlyArray<A>, limits: Limits) {
+  const c: Cursor<A> = {
+    rows: records,
+    cut: Math.min(env.maxAppendRequestBytes, limits.maxBytes),
+    maxBytes: limits.maxBytes,
+    i: 0,
+    stage: "destinationResolver",
+    builder: undefined,
+    lastResolution: undefined,
+    fingerprintKey: "",
+    rowAt: -1,
+    builders: new Map(),
+    out: { slices: [], routed: [], skipped: [] }
+  }
+  const stretch = Effect.result(Effect.try({ try: () => run(c, env), catch: (cause) => ({ thrown: cause }) }))
+  for (;;) {
+    const result = yield* stretch
+    if (result._tag === "Success") break
+    threw(c, result.failure.thrown)
+  }
+  for (const b of c.builders.values()) finish(c, env, b)
+  return c.out
+})

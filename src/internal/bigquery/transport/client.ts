@@ -93,14 +93,14 @@ export const settings = (config: BigQueryClientConfig): Effect.Effect<Settings, 
  * from `open`), or on our HTTP/2 transport to `destination` with the unary calls left on grpc-js.
  * The channels it opens are closed with the scope.
  */
-const appendChannels = (
-  transport: DataPath.Transport,
-  write: grpc.Client,
-  open: () => grpc.Client,
-  destination: DataPath.Destination,
-  streamsPerChannel: number
-) =>
-  Effect.gen(function*() {
+const appendChannels = Effect.fnUntraced(
+  function*(
+    transport: DataPath.Transport,
+    write: grpc.Client,
+    open: () => grpc.Client,
+    destination: DataPath.Destination,
+    streamsPerChannel: number
+  ) {
     const openHttp2 = transport === "http2" ? yield* DataPath.opener(destination) : undefined
     return yield* Effect.acquireRelease(
       Effect.sync(() => {
@@ -112,7 +112,8 @@ const appendChannels = (
       }),
       (channels) => Effect.sync(() => channels.close())
     )
-  })
+  }
+)
 
 const acquireChannel = (open: Effect.Effect<grpc.Client>): Effect.Effect<grpc.Client, never, Scope.Scope> =>
   Effect.acquireRelease(open, (channel) => Effect.sync(() => channel.close()))
@@ -162,12 +163,12 @@ const probes = (options: {
  * same behind TLS with those extra trusted roots (tests and the TLS benchmarks: a local server with a
  * self-signed certificate for `localhost`).
  */
-const emulatorClients = (
-  s: Settings,
-  emulator: { readonly grpc: Endpoint; readonly rest: Endpoint },
-  tlsRoots: ReadonlyArray<string | Buffer> | undefined
-): Effect.Effect<BigQueryClientService, SinkConfigError, Scope.Scope> =>
-  Effect.gen(function*() {
+const emulatorClients = Effect.fnUntraced(
+  function*(
+    s: Settings,
+    emulator: { readonly grpc: Endpoint; readonly rest: Endpoint },
+    tlsRoots: ReadonlyArray<string | Buffer> | undefined
+  ) {
     const target = emulator.grpc.target
     const open = (separate?: boolean) =>
       tlsRoots === undefined
@@ -186,7 +187,8 @@ const emulatorClients = (
       probes({ write, rest, projectId: s.projectId, timeout: s.firstContactTimeout, emulator, auth: undefined })
     )
     return { projectId: s.projectId, location: s.location, write, rest, emulator: true, firstContact: contact }
-  })
+  }
+)
 
 /**
  * The clients of decoded settings (the emulator variables already read); `tlsRoots` puts an

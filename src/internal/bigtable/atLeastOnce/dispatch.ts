@@ -11,7 +11,6 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { EntryStatus } from "../../../Bigtable/BigtableClient.ts"
-import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import { hotSpan } from "../../core/hotSpan.ts"
 import * as metrics from "../metrics.ts"
 import { batchDelay } from "../options.ts"
@@ -88,32 +87,27 @@ export const answered = <A, EH, R>(st: State<A, EH, R>, items: Request, sendNext
  * Sends a table's entries, or holds them while the table is being repaired (or behind entries held
  * before them, until `repair.settled` sends those). @internal
  */
-export const dispatch = <A, EH, R>(st: State<A, EH, R>, dest: Dest, items: ReadonlyArray<Item>): Effect.Effect<void> =>
-  Effect.gen(function*() {
+export const dispatch = Effect.fnUntraced(
+  function*<A, EH, R>(st: State<A, EH, R>, dest: Dest, items: ReadonlyArray<Item>) {
     if (items.length === 0) return
     if (dest.held.length > 0 || st.core.repairs.active((items[0] as Item).key)) {
       dest.held.push(...items)
       return
     }
     for (const request of batcher.requests(items, st.thresholds)) yield* send(st, request)
-  })
+  }
+)
 
 /** Sends every open batch. @internal */
-export const cutAll = <A, EH, R>(st: State<A, EH, R>): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    for (const dest of st.dests.values()) {
-      if (dest.batch.items.length > 0) yield* dispatch(st, dest, batcher.cut(dest.batch))
-    }
-  })
+export const cutAll = Effect.fnUntraced(function*<A, EH, R>(st: State<A, EH, R>) {
+  for (const dest of st.dests.values()) {
+    if (dest.batch.items.length > 0) yield* dispatch(st, dest, batcher.cut(dest.batch))
+  }
+})
 
 /** An admitted slice: its entries join their tables' batches (each holds its permit). @internal */
-export const admit = <A, EH, R>(
-  st: State<A, EH, R>,
-  items: ReadonlyArray<Item>,
-  now: number,
-  generation: number
-): Effect.Effect<void, SinkConfigError> =>
-  Effect.gen(function*() {
+export const admit = Effect.fnUntraced(
+  function*<A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>, now: number, generation: number) {
     // the tables of this slice (usually one): each idle one sends what the slice left in its batch
     const touched: Array<Dest> = []
     let last: Dest | undefined
@@ -129,47 +123,46 @@ export const admit = <A, EH, R>(
       for (const ready of batcher.add(dest.batch, item, st.thresholds)) yield* dispatch(st, dest, ready)
     }
     for (const dest of touched) yield* sendIfIdle(st, dest)
-  })
+  }
+)
 
 /** The tick: sends the batches open for `batchDelay`. @internal */
-export const tick = <A, EH, R>(st: State<A, EH, R>, now: number): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const due = Duration.toMillis(batchDelay)
-    for (const dest of st.dests.values()) {
-      if (dest.batch.items.length > 0 && now - dest.openedAt >= due) {
-        yield* dispatch(st, dest, batcher.cut(dest.batch))
-      }
+export const tick = Effect.fnUntraced(function*<A, EH, R>(st: State<A, EH, R>, now: number) {
+  const due = Duration.toMillis(batchDelay)
+  for (const dest of st.dests.values()) {
+    if (dest.batch.items.length > 0 && now - dest.openedAt >= due) {
+      yield* dispatch(st, dest, batcher.cut(dest.batch))
     }
-  })
+  }
+})
 
 /** Re-sends entries (after a retry wait, or isolated): isolated ones alone, the rest batched per table. @internal */
-export const resend = <A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    const byTable = new Map<string, Array<Item>>()
-    let unparked = 0
-    for (const item of items) {
-      if (item.parked) {
-        item.parked = false
-        unparked++
-      }
-      if (item.isolated) {
-        yield* send(st, [item])
-        continue
-      }
-      const list = byTable.get(item.key) ?? []
-      list.push(item)
-      byTable.set(item.key, list)
+export const resend = Effect.fnUntraced(function*<A, EH, R>(st: State<A, EH, R>, items: ReadonlyArray<Item>) {
+  const byTable = new Map<string, Array<Item>>()
+  let unparked = 0
+  for (const item of items) {
+    if (item.parked) {
+      item.parked = false
+      unparked++
     }
-    for (const [key, list] of byTable) {
-      const dest = st.dests.get(key)
-      // a table is forgotten only once nothing of it is outstanding: dropping its entries here
-      // would leave them outstanding for ever (every later flush hanging), so this is a defect
-      if (dest === undefined) {
-        return yield* Effect.die(
-          new Error(`BigtableSink: ${list.length} entries to re-send to ${key}, a table the writer no longer tracks`)
-        )
-      }
-      yield* dispatch(st, dest, list)
+    if (item.isolated) {
+      yield* send(st, [item])
+      continue
     }
-    if (unparked > 0) yield* st.core.gauge(metrics.parkedEntries, -unparked)
-  })
+    const list = byTable.get(item.key) ?? []
+    list.push(item)
+    byTable.set(item.key, list)
+  }
+  for (const [key, list] of byTable) {
+    const dest = st.dests.get(key)
+    // a table is forgotten only once nothing of it is outstanding: dropping its entries here
+    // would leave them outstanding for ever (every later flush hanging), so this is a defect
+    if (dest === undefined) {
+      return yield* Effect.die(
+        new Error(`BigtableSink: ${list.length} entries to re-send to ${key}, a table the writer no longer tracks`)
+      )
+    }
+    yield* dispatch(st, dest, list)
+  }
+  if (unparked > 0) yield* st.core.gauge(metrics.parkedEntries, -unparked)
+})

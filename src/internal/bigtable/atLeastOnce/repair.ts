@@ -17,7 +17,6 @@ import {
   RecoveryExhausted,
   TableNotFound
 } from "../../../Bigtable/BigtableError.ts"
-import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Trouble } from "../../core/backend.ts"
 import type { RepairRetry } from "../../core/repairs.ts"
 import * as admin from "../admin/createTable.ts"
@@ -49,41 +48,32 @@ export const repairRetry = <EH>(): RepairRetry<WriterError<EH>> => ({
 })
 
 /** Opens the destination of an item's table (validated first). @internal */
-export const open = <A, EH, R>(st: State<A, EH, R>, item: Item): Effect.Effect<Dest, SinkConfigError> =>
-  Effect.gen(function*() {
-    const known = st.dests.get(item.key)
-    if (known !== undefined) return known
-    yield* st.validate(item.table)
-    const dest: Dest = {
-      table: item.table,
-      batch: batcher.empty(),
-      openedAt: 0,
-      ensured: false,
-      held: [],
-      inFlight: 0,
-      requests: 0,
-      lastUsed: 0
-    }
-    st.dests.set(item.key, dest)
-    // With aggregate families declared, types are checked (and families added) before any data.
-    const declared = st.settings.declared
-    if (declared?.hasAggregate === true && st.settings.createDisposition === "CREATE_IF_NEEDED") {
-      yield* st.core.repairs.start(item.key, ensure(st, dest, declared))
-    }
-    return dest
-  })
+export const open = Effect.fnUntraced(function*<A, EH, R>(st: State<A, EH, R>, item: Item) {
+  const known = st.dests.get(item.key)
+  if (known !== undefined) return known
+  yield* st.validate(item.table)
+  const dest: Dest = {
+    table: item.table,
+    batch: batcher.empty(),
+    openedAt: 0,
+    ensured: false,
+    held: [],
+    inFlight: 0,
+    requests: 0,
+    lastUsed: 0
+  }
+  st.dests.set(item.key, dest)
+  // With aggregate families declared, types are checked (and families added) before any data.
+  const declared = st.settings.declared
+  if (declared?.hasAggregate === true && st.settings.createDisposition === "CREATE_IF_NEEDED") {
+    yield* st.core.repairs.start(item.key, ensure(st, dest, declared))
+  }
+  return dest
+})
 
 /** An entry answered NOT_FOUND: it waits for its table's repair, or the writer fails (`CREATE_NEVER`, undeclared family). */
-const notFound = <A, EH, R>(
-  st: State<A, EH, R>,
-  item: Item,
-  detail: string,
-  cause: unknown
-): Effect.Effect<
-  | { readonly _tag: "wait"; readonly trouble: Trouble<Item, WriterError<EH>> }
-  | { readonly _tag: "fatal"; readonly error: WriterError<EH> }
-> =>
-  Effect.gen(function*() {
+const notFound = Effect.fnUntraced(
+  function*<A, EH, R>(st: State<A, EH, R>, item: Item, detail: string, cause: unknown) {
     yield* metrics.errorClass("NOT_FOUND", 1)
     const dest = st.dests.get(item.key)
     const declared = st.settings.declared
@@ -117,7 +107,8 @@ const notFound = <A, EH, R>(
         new BigtableError({ reason: new RecoveryExhausted({ table: item.key, attempts: attempt, cause }) })
     }
     return { _tag: "wait", trouble } as const
-  })
+  }
+)
 
 const fatal = (error: BigtableError) => ({ _tag: "fatal", error }) as const
 
@@ -127,11 +118,11 @@ const fatal = (error: BigtableError) => ({ _tag: "fatal", error }) as const
  *
  * @internal
  */
-export const troubles = <A, EH, R>(
-  st: State<A, EH, R>,
-  found: ReadonlyArray<{ readonly item: Item; readonly detail: string; readonly cause: unknown }>
-): Effect.Effect<{ troubles: Array<Trouble<Item, WriterError<EH>>>; terminal: WriterError<EH> | undefined }> =>
-  Effect.gen(function*() {
+export const troubles = Effect.fnUntraced(
+  function*<A, EH, R>(
+    st: State<A, EH, R>,
+    found: ReadonlyArray<{ readonly item: Item; readonly detail: string; readonly cause: unknown }>
+  ) {
     const out: Array<Trouble<Item, WriterError<EH>>> = []
     for (const { cause, detail, item } of found) {
       const result = yield* notFound(st, item, detail, cause)
@@ -139,7 +130,8 @@ export const troubles = <A, EH, R>(
       out.push(result.trouble)
     }
     return { troubles: out, terminal: undefined }
-  })
+  }
+)
 
 /** A table was repaired: it is ensured, and its held entries go. @internal */
 export const settled = <A, EH, R>(

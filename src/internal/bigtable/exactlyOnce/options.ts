@@ -109,7 +109,7 @@ export const withMarkerFamily = <A, E, R>(
  *
  * @internal
  */
-export const settings = <A, E, R, P>(
+export const settings = Effect.fnUntraced(function*<A, E, R, P>(
   input: {
     readonly writeMethod?: unknown
     readonly checkpoint?: unknown
@@ -119,12 +119,11 @@ export const settings = <A, E, R, P>(
   },
   form: "sink" | "writer",
   base: (rest: Record<string, unknown>) => Effect.Effect<options.Settings<A, E, R>, SinkConfigError>
-): Effect.Effect<Settings<A, E, R, P>, SinkConfigError> =>
-  Effect.gen(function*() {
-    const method = yield* decodeMethod(input.writeMethod)
-    const { checkpoint, writeMethod: _, ...rest } = input
-    const decodedBase = yield* withMarkerFamily(yield* base(rest), method.markerFamily)
-    const fixedTable = isTableDestination(input.table) ? input.table : undefined
-    const c = yield* checkpointSink.decode<A, P>(checkpoint, form, "WriteMethod.exactlyOnce(...)")
-    return { base: decodedBase, fixedTable, method, resume: c.resume, position: c.position, every: c.every }
-  })
+) {
+  const method = yield* decodeMethod(input.writeMethod)
+  const { checkpoint, writeMethod: _, ...rest } = input
+  const decodedBase = yield* withMarkerFamily(yield* base(rest), method.markerFamily)
+  const fixedTable = isTableDestination(input.table) ? input.table : undefined
+  const c = yield* checkpointSink.decode<A, P>(checkpoint, form, "WriteMethod.exactlyOnce(...)")
+  return { base: decodedBase, fixedTable, method, resume: c.resume, position: c.position, every: c.every }
+})

@@ -27,13 +27,13 @@ const failed = (table: string, subject: PreconditionFailed["subject"], detail: s
 const instanceOf = (tableName: string): string => tableName.replace(/\/tables\/[^/]+$/, "")
 
 /** The app-profile check: single-cluster routing, a cluster id, transactional writes. @internal */
-export const checkAppProfile = (
-  client: Pick<BigtableClientService, "getAppProfile">,
-  tableName: string,
-  appProfileId: string | undefined,
-  timeout: Duration.Duration
-): Effect.Effect<void, BigtableError> =>
-  Effect.gen(function*() {
+export const checkAppProfile = Effect.fnUntraced(
+  function*(
+    client: Pick<BigtableClientService, "getAppProfile">,
+    tableName: string,
+    appProfileId: string | undefined,
+    timeout: Duration.Duration
+  ) {
     const name = `${instanceOf(tableName)}/appProfiles/${appProfileId ?? "default"}`
     const routing = yield* withDeadline("GetAppProfile", name, timeout, client.getAppProfile(name))
     if (routing === undefined) {
@@ -51,7 +51,8 @@ export const checkAppProfile = (
             : "does not allow transactional writes")
       )
     }
-  })
+  }
+)
 
 /** The marker family's check on the live families. @internal */
 export const checkMarkerFamily = (

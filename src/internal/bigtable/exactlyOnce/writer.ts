@@ -154,14 +154,14 @@ const envelopesOf = <A, EH, R, P>(
 }
 
 /** Stages admitted envelopes until the checkpoint, or fails with `StagingFull` past either bound. */
-const admitStaged = <A, EH, R>(
-  c: StagingCore<A, EH, R>,
-  stage: Stage,
-  method: MethodSettings,
-  items: ReadonlyArray<Staged>,
-  generation: number
-): Effect.Effect<void, WriterError<EH>> =>
-  Effect.gen(function*() {
+const admitStaged = Effect.fnUntraced(
+  function*<A, EH, R>(
+    c: StagingCore<A, EH, R>,
+    stage: Stage,
+    method: MethodSettings,
+    items: ReadonlyArray<Staged>,
+    generation: number
+  ) {
     let bytes = 0
     for (const item of items) {
       bytes += item.bytes
@@ -186,7 +186,8 @@ const admitStaged = <A, EH, R>(
     yield* c.gauge(metrics.stagedEntries, items.length)
     yield* c.gauge(metrics.stagedBytes, bytes)
     yield* c.resolved(items)
-  })
+  }
+)
 
 /** The admission's `prepare`: identities, then envelopes, each counted in `pending`. */
 const preparer = <A, EH, R, P>(settings: Settings<A, EH, R, P>, pending: Pending) => {
@@ -270,31 +271,29 @@ const makeStaging = <A, EH, R, P>(
  */
 const preconditionsOf = (client: BigtableClientService, method: MethodSettings, declared: Declared | undefined) => {
   const checked = new Map<string, TableFamilies>()
-  const familiesOf = (tableName: string, appProfileId: string | undefined) =>
-    Effect.gen(function*() {
-      const known = checked.get(tableName)
-      if (known !== undefined) return known
-      // CREATE_IF_NEEDED: the table, its declared families and the marker family, before the checks
-      if (declared !== undefined) yield* provision.ensureTable(client, tableName, declared, method.adminTimeout)
-      yield* preconditions.checkAppProfile(client, tableName, appProfileId, method.adminTimeout)
-      const families = yield* withDeadline("GetTable", tableName, method.adminTimeout, client.getTable(tableName))
-      yield* preconditions.checkMarkerFamily(tableName, families, method.markerFamily)
-      checked.set(tableName, families)
-      return families
-    })
-  const validate = (envelopes: ReadonlyArray<envelope.Envelope>) =>
-    Effect.gen(function*() {
-      const byTable = new Map<string, Array<envelope.Envelope>>()
-      for (const e of envelopes) {
-        const list = byTable.get(e.tableName)
-        if (list === undefined) byTable.set(e.tableName, [e])
-        else list.push(e)
-      }
-      for (const [tableName, list] of byTable) {
-        const families = yield* familiesOf(tableName, list[0]?.appProfileId)
-        yield* preconditions.checkFamilies(tableName, families, list)
-      }
-    })
+  const familiesOf = Effect.fnUntraced(function*(tableName: string, appProfileId: string | undefined) {
+    const known = checked.get(tableName)
+    if (known !== undefined) return known
+    // CREATE_IF_NEEDED: the table, its declared families and the marker family, before the checks
+    if (declared !== undefined) yield* provision.ensureTable(client, tableName, declared, method.adminTimeout)
+    yield* preconditions.checkAppProfile(client, tableName, appProfileId, method.adminTimeout)
+    const families = yield* withDeadline("GetTable", tableName, method.adminTimeout, client.getTable(tableName))
+    yield* preconditions.checkMarkerFamily(tableName, families, method.markerFamily)
+    checked.set(tableName, families)
+    return families
+  })
+  const validate = Effect.fnUntraced(function*(envelopes: ReadonlyArray<envelope.Envelope>) {
+    const byTable = new Map<string, Array<envelope.Envelope>>()
+    for (const e of envelopes) {
+      const list = byTable.get(e.tableName)
+      if (list === undefined) byTable.set(e.tableName, [e])
+      else list.push(e)
+    }
+    for (const [tableName, list] of byTable) {
+      const families = yield* familiesOf(tableName, list[0]?.appProfileId)
+      yield* preconditions.checkFamilies(tableName, families, list)
+    }
+  })
   return { familiesOf, validate }
 }
 
@@ -407,35 +406,32 @@ interface Parts<A, EH, R> {
   readonly room: () => number
 }
 
-const partsOf = <A, EH, R, P>(
-  settings: Settings<A, EH, R, P>
-): Effect.Effect<Parts<A, EH, R>, WriterError<EH>, BigtableClient | Scope.Scope | R> =>
-  Effect.gen(function*() {
-    const client = yield* BigtableClient
-    const { base, method } = settings
-    const stage: Stage = { envelopes: [], bytes: 0 }
-    const pending: Pending = { entries: 0, bytes: 0, largest: 0 }
-    const run: Run<A, EH, R> = { core: undefined, live: false }
-    const writer = yield* core.makeStaging<StagingMethod<A, EH, R>, P>({
-      handler: base.handler,
-      limits: { maxUnits: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER },
-      metrics: {
-        recordsSendErrors: metrics.recordsSendErrors,
-        recordsSkipped: metrics.recordsSkipped,
-        destinationSendErrors: metrics.destinationSendErrors,
-        perDestination: method.perDestinationMetrics
-      },
-      admission: (c: StagingCore<A, EH, R>) => {
-        run.core = c
-        return makeStaging(settings, stage, pending)(c)
-      }
-    })
-    const tables = preconditionsOf(client, method, base.declared)
-    // a fixed table is checked before anything is staged or restored
-    if (settings.fixedTable !== undefined) yield* tables.familiesOf(settings.fixedTable.tableName, base.appProfileId)
-    const participant = participantOf(client, method, stage, pending, tables, run)
-    return { writer, participant, run, room: () => roomOf(method, pending) }
+const partsOf = Effect.fnUntraced(function*<A, EH, R, P>(settings: Settings<A, EH, R, P>) {
+  const client = yield* BigtableClient
+  const { base, method } = settings
+  const stage: Stage = { envelopes: [], bytes: 0 }
+  const pending: Pending = { entries: 0, bytes: 0, largest: 0 }
+  const run: Run<A, EH, R> = { core: undefined, live: false }
+  const writer = yield* core.makeStaging<StagingMethod<A, EH, R>, P>({
+    handler: base.handler,
+    limits: { maxUnits: Number.MAX_SAFE_INTEGER, maxBytes: Number.MAX_SAFE_INTEGER },
+    metrics: {
+      recordsSendErrors: metrics.recordsSendErrors,
+      recordsSkipped: metrics.recordsSkipped,
+      destinationSendErrors: metrics.destinationSendErrors,
+      perDestination: method.perDestinationMetrics
+    },
+    admission: (c: StagingCore<A, EH, R>) => {
+      run.core = c
+      return makeStaging(settings, stage, pending)(c)
+    }
   })
+  const tables = preconditionsOf(client, method, base.declared)
+  // a fixed table is checked before anything is staged or restored
+  if (settings.fixedTable !== undefined) yield* tables.familiesOf(settings.fixedTable.tableName, base.appProfileId)
+  const participant = participantOf(client, method, stage, pending, tables, run)
+  return { writer, participant, run, room: () => roomOf(method, pending) }
+})
 
 const restoreInto = <A, EH, R, P>(
   parts: Parts<A, EH, R>,

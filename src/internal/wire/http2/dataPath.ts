@@ -9,7 +9,6 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type * as Scope from "effect/Scope"
 import * as AccessTokens from "./accessTokens.ts"
 import * as Channel from "./channel.ts"
 import * as Proxy from "./proxy.ts"
@@ -66,41 +65,40 @@ export interface Destination {
  *
  * @internal
  */
-export const opener = (destination: Destination): Effect.Effect<() => Channel.Http2Channel, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const scope = yield* Effect.scope
-    const env = yield* Proxy.environment
-    const host = destination.target.slice(0, destination.target.lastIndexOf(":"))
-    const auth = destination.auth
-    const tokens = auth === undefined ? undefined : AccessTokens.make(auth.source, auth.url, auth.service, scope)
-    const options: Channel.ChannelOptions = {
-      target: destination.target,
-      tls: destination.tls,
-      tokens,
-      proxy: Proxy.proxyFor(env, host),
-      keepaliveTime: destination.keepaliveTime ?? Duration.seconds(30),
-      keepaliveTimeout: destination.keepaliveTimeout ?? Duration.seconds(10),
-      connectTimeout: Duration.seconds(20),
-      maxReceiveMessageLength,
-      initialWindowSize: 65_535,
-      userAgent
-    }
-    const opened = new Set<Channel.Http2Channel>()
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        for (const channel of opened) channel.close()
-      })
-    )
-    return () => {
-      const made = Channel.make(options, scope)
-      const channel: Channel.Http2Channel = {
-        ...made,
-        close: () => {
-          opened.delete(channel)
-          made.close()
-        }
+export const opener = Effect.fnUntraced(function*(destination: Destination) {
+  const scope = yield* Effect.scope
+  const env = yield* Proxy.environment
+  const host = destination.target.slice(0, destination.target.lastIndexOf(":"))
+  const auth = destination.auth
+  const tokens = auth === undefined ? undefined : AccessTokens.make(auth.source, auth.url, auth.service, scope)
+  const options: Channel.ChannelOptions = {
+    target: destination.target,
+    tls: destination.tls,
+    tokens,
+    proxy: Proxy.proxyFor(env, host),
+    keepaliveTime: destination.keepaliveTime ?? Duration.seconds(30),
+    keepaliveTimeout: destination.keepaliveTimeout ?? Duration.seconds(10),
+    connectTimeout: Duration.seconds(20),
+    maxReceiveMessageLength,
+    initialWindowSize: 65_535,
+    userAgent
+  }
+  const opened = new Set<Channel.Http2Channel>()
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      for (const channel of opened) channel.close()
+    })
+  )
+  return () => {
+    const made = Channel.make(options, scope)
+    const channel: Channel.Http2Channel = {
+      ...made,
+      close: () => {
+        opened.delete(channel)
+        made.close()
       }
-      opened.add(channel)
-      return channel
     }
-  })
+    opened.add(channel)
+    return channel
+  }
+})

@@ -150,15 +150,14 @@ const secure = (socket: net.Socket, host: string, settings: TlsSettings): Effect
  *
  * @internal
  */
-export const open = (endpoint: Endpoint, proxy: Proxy | undefined): Effect.Effect<net.Socket, CallError> =>
-  Effect.gen(function*() {
-    const raw = proxy === undefined
-      ? yield* tcp(endpoint.host, endpoint.port)
-      : yield* tunnel(proxy, endpoint.host, endpoint.port)
-    raw.setNoDelay(true)
-    if (endpoint.tls === undefined) return raw
-    return yield* Effect.onInterrupt(
-      secure(raw, endpoint.host, endpoint.tls),
-      () => Effect.sync(() => raw.destroy())
-    )
-  })
+export const open = Effect.fnUntraced(function*(endpoint: Endpoint, proxy: Proxy | undefined) {
+  const raw = proxy === undefined
+    ? yield* tcp(endpoint.host, endpoint.port)
+    : yield* tunnel(proxy, endpoint.host, endpoint.port)
+  raw.setNoDelay(true)
+  if (endpoint.tls === undefined) return raw
+  return yield* Effect.onInterrupt(
+    secure(raw, endpoint.host, endpoint.tls),
+    () => Effect.sync(() => raw.destroy())
+  )
+})
