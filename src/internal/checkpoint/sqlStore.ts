@@ -19,7 +19,7 @@
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
+import type * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
 import * as Semaphore from "effect/Semaphore"
@@ -49,140 +49,167 @@ interface Row {
 
 const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
+/** What every statement of one store needs. */
+interface Ctx<R, C, E> {
+  readonly sql: SqlClient
+  readonly settings: Settings
+  readonly options: Options<R, C, E>
+}
+
+/** One statement: bounded by `responseTimeout`, retried on `retry` while its failure is transient. */
+const run = <R, C, E, A>(
+  ctx: Ctx<R, C, E>,
+  writerId: string,
+  what: string,
+  statement: Effect.Effect<A, SqlError>
+): Effect.Effect<A, E> => {
+  const { options, settings } = ctx
+  let transient = false
+  return statement.pipe(
+    Effect.timeoutOrElse({
+      duration: settings.responseTimeout,
+      orElse: () => Effect.fail(`no answer within ${Duration.format(settings.responseTimeout)}`)
+    }),
+    Effect.mapError((failure) => {
+      transient = typeof failure === "string" || failure.isRetryable
+      const detail = `${what} in table ${settings.table} failed: ${describe(failure)}`
+      return options.error({ reason: "Io", writerId, detail, cause: failure })
+    }),
+    Effect.retry({ schedule: toScheduleOf(settings.retry, (e: E) => e), while: () => transient })
+  )
+}
+
+/**
+ * The table, created once per store (again after a failed attempt); two processes at once are fine:
+ * IF NOT EXISTS, and a creation that lost a race on the catalog is tried again and then finds it.
+ */
+const tableCreation = <R, C, E>(ctx: Ctx<R, C, E>): (writerId: string) => Effect.Effect<void, E> => {
+  const { sql, settings } = ctx
+  const lock = Semaphore.makeUnsafe(1)
+  let created = false
+  const create = (writerId: string) =>
+    run(
+      ctx,
+      writerId,
+      "creating the checkpoint table",
+      sql`CREATE TABLE IF NOT EXISTS ${sql(settings.table)} (
+        writer_id TEXT PRIMARY KEY,
+        id TEXT NOT NULL,
+        sequence INTEGER NOT NULL,
+        entry TEXT NOT NULL,
+        updated_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP
+      )`.pipe(Effect.asVoid, Effect.retry({ times: 2 }))
+    ).pipe(Effect.tap(() => Effect.sync(() => void (created = true))))
+  return (writerId) =>
+    created ? Effect.void : lock.withPermit(Effect.suspend(() => created ? Effect.void : create(writerId)))
+}
+
+/** The entry a row holds, or `Corrupt`. */
+const entryOf = <R extends { readonly id: string }, C, E>(
+  ctx: Ctx<R, C, E>,
+  writerId: string,
+  row: Row
+): Effect.Effect<envelope.Entry<R>, E> => {
+  const corrupt = (detail: string) =>
+    Effect.fail(ctx.options.error({ reason: "Corrupt", writerId, detail: `the stored checkpoint is ${detail}` }))
+  const decoded = envelope.decodeEnvelope(row.entry)
+  if (Result.isFailure(decoded)) return corrupt(`not a checkpoint envelope: ${decoded.failure.message}`)
+  if (decoded.success.writerId !== writerId) return corrupt(`writer '${decoded.success.writerId}'s`)
+  const stored = envelope.storedOf(decoded.success)
+  if (Result.isFailure(stored)) return corrupt(stored.failure)
+  const entry = envelope.entryOf(stored.success, ctx.options.decode)
+  if (Result.isFailure(entry)) return corrupt(entry.failure)
+  return entry.success.id === row.id ? Effect.succeed(entry.success) : corrupt(`not the row's id ${row.id}`)
+}
+
+/**
+ * Stores `stored` under `id` if the writer's entry is still `expected` (none: no entry yet).
+ * Whether it did.
+ */
+const replace = <R, C, E>(
+  ctx: Ctx<R, C, E>,
+  writerId: string,
+  expected: Row | undefined,
+  id: string,
+  stored: envelope.Stored
+): Effect.Effect<boolean, E> => {
+  const { sql, settings } = ctx
+  const table = sql(settings.table)
+  const sequence = Number(expected?.sequence ?? 0) + 1
+  const entry = envelope.encodeEnvelope(writerId, sequence, stored)
+  const statement = expected === undefined
+    ? sql<{ readonly id: string }>`INSERT INTO ${table} (writer_id, id, sequence, entry)
+        VALUES (${writerId}, ${id}, ${sequence}, ${entry}) ON CONFLICT (writer_id) DO NOTHING RETURNING id`
+    : sql<{ readonly id: string }>`UPDATE ${table}
+        SET id = ${id}, sequence = ${sequence}, entry = ${entry}, updated_at = CURRENT_TIMESTAMP
+        WHERE writer_id = ${writerId} AND id = ${expected.id} RETURNING id`
+  return Effect.map(run(ctx, writerId, "saving the checkpoint", statement), (rows) => rows.length === 1)
+}
+
 /** @internal */
 export const make = <R extends { readonly id: string }, C, E>(
   sql: SqlClient,
   settings: Settings,
   options: Options<R, C, E>
 ) => {
-  const table = sql(settings.table)
-  const io = (writerId: string, detail: string, cause: unknown) =>
-    options.error({ reason: "Io", writerId, detail, cause })
-
-  /** One statement: bounded by `responseTimeout`, retried on `retry` while its failure is transient. */
-  const run = <A>(writerId: string, what: string, statement: Effect.Effect<A, SqlError>): Effect.Effect<A, E> => {
-    let transient = false
-    return statement.pipe(
-      Effect.timeoutOrElse({
-        duration: settings.responseTimeout,
-        orElse: () => Effect.fail(`no answer within ${Duration.format(settings.responseTimeout)}`)
-      }),
-      Effect.mapError((failure) => {
-        transient = typeof failure === "string" || failure.isRetryable
-        return io(writerId, `${what} in table ${settings.table} failed: ${describe(failure)}`, failure)
-      }),
-      Effect.retry({ schedule: toScheduleOf(settings.retry, (e: E) => e), while: () => transient })
-    )
-  }
-
-  // the table, created once per store (again after a failed attempt); two processes at once are
-  // fine: IF NOT EXISTS, and a creation that lost a race on the catalog is retried and then finds it
-  const lock = Semaphore.makeUnsafe(1)
-  let created = false
-  const ensureTable = (writerId: string): Effect.Effect<void, E> =>
-    created ? Effect.void : lock.withPermit(Effect.suspend(() =>
-      created ? Effect.void : run(
-        writerId,
-        "creating the checkpoint table",
-        sql`CREATE TABLE IF NOT EXISTS ${table} (
-          writer_id TEXT PRIMARY KEY,
-          id TEXT NOT NULL,
-          sequence INTEGER NOT NULL,
-          entry TEXT NOT NULL,
-          updated_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP
-        )`.pipe(Effect.asVoid, Effect.retry({ times: 2 }))
-      ).pipe(Effect.tap(() => Effect.sync(() => void (created = true))))
-    ))
-
-  const invalid = (writerId: string): Effect.Effect<never, E> | undefined =>
+  const ctx: Ctx<R, C, E> = { sql, settings, options }
+  const ensureTable = tableCreation(ctx)
+  const guarded = <A, X>(writerId: string, effect: () => Effect.Effect<A, X>): Effect.Effect<A, X | E> =>
     writerId.length === 0
       ? Effect.fail(options.error({ reason: "InvalidWriterId", writerId, detail: "writerId must not be empty" }))
-      : undefined
-
-  const read = (writerId: string): Effect.Effect<Option.Option<Row>, E> =>
+      : effect()
+  const read = (writerId: string): Effect.Effect<Row | undefined, E> =>
     Effect.andThen(
       ensureTable(writerId),
       run(
+        ctx,
         writerId,
         "reading the checkpoint",
-        sql<Row>`SELECT id, sequence, entry FROM ${table} WHERE writer_id = ${writerId}`
+        sql<Row>`SELECT id, sequence, entry FROM ${sql(settings.table)} WHERE writer_id = ${writerId}`
       )
-    ).pipe(Effect.map((rows) => Option.fromUndefinedOr(rows[0])))
-
-  /** The entry a row holds, or `Corrupt`. */
-  const entryOf = (writerId: string, row: Row): Effect.Effect<envelope.Entry<R>, E> => {
-    const corrupt = (detail: string) =>
-      Effect.fail(options.error({ reason: "Corrupt", writerId, detail: `the stored checkpoint is ${detail}` }))
-    const decoded = envelope.decodeEnvelope(row.entry)
-    if (Result.isFailure(decoded)) return corrupt(`not a checkpoint envelope: ${decoded.failure.message}`)
-    if (decoded.success.writerId !== writerId) return corrupt(`writer '${decoded.success.writerId}'s`)
-    const stored = envelope.storedOf(decoded.success)
-    if (Result.isFailure(stored)) return corrupt(stored.failure)
-    const entry = envelope.entryOf(stored.success, options.decode)
-    if (Result.isFailure(entry)) return corrupt(entry.failure)
-    return entry.success.id === row.id ? Effect.succeed(entry.success) : corrupt(`not the row's id ${row.id}`)
-  }
-
-  /**
-   * Stores `stored` under `id` if the writer's entry is still `expected` (none: no entry yet).
-   * Whether it did.
-   */
-  const replace = (
-    writerId: string,
-    expected: Row | undefined,
-    id: string,
-    stored: envelope.Stored
-  ): Effect.Effect<boolean, E> => {
-    const sequence = Number(expected?.sequence ?? 0) + 1
-    const entry = envelope.encodeEnvelope(writerId, sequence, stored)
-    const statement = expected === undefined
-      ? sql<{ readonly id: string }>`INSERT INTO ${table} (writer_id, id, sequence, entry)
-          VALUES (${writerId}, ${id}, ${sequence}, ${entry}) ON CONFLICT (writer_id) DO NOTHING RETURNING id`
-      : sql<{ readonly id: string }>`UPDATE ${table}
-          SET id = ${id}, sequence = ${sequence}, entry = ${entry}, updated_at = CURRENT_TIMESTAMP
-          WHERE writer_id = ${writerId} AND id = ${expected.id} RETURNING id`
-    return Effect.map(run(writerId, "saving the checkpoint", statement), (rows) => rows.length === 1)
-  }
+    ).pipe(Effect.map((rows) => rows[0]))
 
   const load = (writerId: string): Effect.Effect<Option.Option<R>, E> =>
-    invalid(writerId) ??
-      Effect.flatMap(read(writerId), (row) =>
-        Option.isNone(row)
-          ? Effect.succeedNone
-          : Effect.map(entryOf(writerId, row.value), (entry) => entry.record))
+    guarded(
+      writerId,
+      () =>
+        Effect.flatMap(read(writerId), (row) =>
+          row === undefined ? Effect.succeedNone : Effect.map(entryOf(ctx, writerId, row), (e) => e.record))
+    )
 
   const save = (writerId: string, record: R, expectedPreviousId: string | undefined): Effect.Effect<void, C | E> =>
-    invalid(writerId) ?? Effect.gen(function*() {
-      const current = yield* read(writerId)
-      const actual = Option.getOrUndefined(current)
-      // a retried save whose first attempt landed finds its own record (ids are unique per save)
-      if (actual?.id === record.id) return
-      if (actual?.id !== expectedPreviousId) {
-        return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId: actual?.id }))
-      }
-      if (yield* replace(writerId, actual, record.id, { _tag: "Record", raw: record })) return
-      // lost the race between the read and the write (or this very write landed, its answer lost)
-      const now = Option.getOrUndefined(yield* read(writerId))
-      if (now?.id === record.id) return
-      return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId: now?.id }))
-    })
+    guarded(writerId, () =>
+      Effect.gen(function*() {
+        const actual = yield* read(writerId)
+        // a retried save whose first attempt landed finds its own record (ids are unique per save)
+        if (actual?.id === record.id) return
+        if (actual?.id !== expectedPreviousId) {
+          return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId: actual?.id }))
+        }
+        if (yield* replace(ctx, writerId, actual, record.id, { _tag: "Record", raw: record })) return
+        // lost the race between the read and the write (or this very write landed, its answer lost)
+        const now = yield* read(writerId)
+        if (now?.id === record.id) return
+        return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId: now?.id }))
+      }))
 
   const claim = (writerId: string): Effect.Effect<{ readonly id: string; readonly record: Option.Option<R> }, C | E> =>
-    invalid(writerId) ?? Effect.gen(function*() {
-      for (let attempt = 0; attempt < ids.claimAttempts; attempt++) {
-        const row = Option.getOrUndefined(yield* read(writerId))
-        const current = row === undefined ? undefined : yield* entryOf(writerId, row)
-        const id = ids.idAfter(current?.id, yield* ids.randomPart)
-        const stored = envelope.claimOver(current?.stored, id)
-        if (yield* replace(writerId, row, id, stored)) {
-          // the record as stored again: it decoded above, under its old id
-          const claimed = envelope.entryOf(stored, options.decode)
-          if (Result.isSuccess(claimed)) return { id, record: claimed.success.record }
-          return yield* Effect.fail(options.error({ reason: "Corrupt", writerId, detail: claimed.failure }))
+    guarded(writerId, () =>
+      Effect.gen(function*() {
+        for (let attempt = 0; attempt < ids.claimAttempts; attempt++) {
+          const row = yield* read(writerId)
+          const current = row === undefined ? undefined : yield* entryOf(ctx, writerId, row)
+          const id = ids.idAfter(current?.id, yield* ids.randomPart)
+          const stored = envelope.claimOver(current?.stored, id)
+          if (yield* replace(ctx, writerId, row, id, stored)) {
+            // the record as stored again: it decoded above, under its old id
+            const claimed = envelope.entryOf(stored, options.decode)
+            if (Result.isSuccess(claimed)) return { id, record: claimed.success.record }
+            return yield* Effect.fail(options.error({ reason: "Corrupt", writerId, detail: claimed.failure }))
+          }
         }
-      }
-      return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId: undefined, actualId: undefined }))
-    })
+        return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId: undefined, actualId: undefined }))
+      }))
 
   return { load, save, claim }
 }
