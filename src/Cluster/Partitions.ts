@@ -47,7 +47,7 @@ export interface Partition<P> {
  *   replay: records after the last checkpoint are read again by the next owner.
  * - `sink(partition)`: the partition's sink, built on each (re)start with that start's `resume`.
  * - `restartDelay` (default 5 seconds): the wait before a partition writer that was fenced or failed resumes
- *   again from the store.
+ *   again from the store (a fenced one waits one shard lock refresh before it).
  * - `stopTimeout` (default 5 seconds): how long a writer whose shard moves away may take to end its input and
  *   take its final checkpoint before it is interrupted. A moved partition waits for it: keep it at most half
  *   the cluster's shard lock expiry, so that a graceful move is not slower than a crash's failover.
@@ -105,10 +105,12 @@ export const writerId: (name: string, partition: number) => string = internal.wr
  *   while this runner still holds the shard's lock), then stops; at once if another owner has checkpointed the
  *   partition since this run restored (this runner lost the lock: its final checkpoint would be refused);
  * - when the sink fails with `CheckpointConflict` (another owner advanced the same writer: this one was
- *   fenced and its writer stopped without committing), waits `restartDelay` and resumes from the store. A
- *   stale owner has lost its shard by then and is interrupted by `Sharding`; a current owner that a stale one
- *   fenced takes over again;
+ *   fenced and its writer stopped without committing), waits one shard lock refresh
+ *   (`ShardingConfig.shardLockRefreshInterval` if in context, else `Sharding`'s default), then `restartDelay`,
+ *   and resumes from the store. A stale owner has lost its shard by then and is interrupted by `Sharding`
+ *   without claiming the writer back; a current owner that a stale one fenced takes over again;
  * - on any other failure, logs it and resumes after `restartDelay` (the source replays from the checkpoint);
+ *   a restart waits until this runner holds the partition's shard;
  * - when the source ends, idles until its shard moves.
  *
  * Exactly once relies on the checkpoint store's compare-and-set, not on `Sharding`: two runners may run a

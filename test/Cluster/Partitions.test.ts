@@ -115,7 +115,9 @@ describe("Partitions.layer", () => {
           Effect.scoped,
           Effect.forkChild
         )
-        for (let i = 0; i < 400 && fiber.pollUnsafe() === undefined; i++) yield* TestClock.adjust("1 second")
+        // a fenced writer also waits one lock refresh (Sharding's default, 10 seconds) before each restart
+        const step = ending === "fenced" ? "11 seconds" : "1 second"
+        for (let i = 0; i < 400 && fiber.pollUnsafe() === undefined; i++) yield* TestClock.adjust(step)
         yield* Fiber.join(fiber)
         assert.isAbove(depths[0] ?? -1, 0, "the fiber's stack is readable")
         assert.strictEqual(

@@ -9,9 +9,12 @@
  *   its final checkpoint, within `stopTimeout`, before `Sharding` releases the shard's lock; past it, interrupt
  *   (the writer then commits nothing and the next owner replays from the last checkpoint);
  * - `CheckpointConflict`: another owner advanced this writer, so this one was fenced; its writer has stopped
- *   without committing. Wait `restartDelay` (a zombie owner is interrupted by `Sharding` meanwhile) and resume
- *   again from the store; a live owner fenced by a zombie's late save thus recovers.
+ *   without committing. Wait one shard lock refresh, so that `Sharding`'s view of the shard is newer than the
+ *   fence: a zombie owner has lost the shard by then and is interrupted instead of restarting (a restart would
+ *   claim the writer back from its new owner and commit the claimed checkpoint again). A live owner fenced by a
+ *   zombie's claim still holds its shard and resumes from the store after `restartDelay`.
  * - any other failure: logged, and the partition restarts after `restartDelay` from its last checkpoint;
+ * - every restart waits until this runner holds the partition's shard (one that lost it is being stopped);
  * - the source ends: the partition is complete and idles until its shard moves.
  *
  * @internal
@@ -19,6 +22,7 @@
 import * as Cause from "effect/Cause"
 import * as EntityId from "effect/cluster/EntityId"
 import * as Sharding from "effect/cluster/Sharding"
+import * as ShardingConfig from "effect/cluster/ShardingConfig"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -183,15 +187,38 @@ const stopGracefully = Effect.fnUntraced(function*(
 })
 
 /**
- * A partition's writer for as long as this runner owns it: runs, restarts after a fence or a failure, idles
- * once complete. Never fails; ends only by interruption.
+ * What a partition's writer knows of its shard: whether this runner holds it, as of `Sharding`'s last lock
+ * refresh, and how often that view is refreshed.
+ *
+ * @internal
+ */
+export interface ShardView {
+  readonly held: () => boolean
+  readonly refreshInterval: Duration.Duration
+}
+
+/**
+ * Waits until a restart may claim the partition's writer: after a fence, one lock refresh first (the fence
+ * proves another runner held the shard, and only a refresh begun since shows whether this one still does); then,
+ * on any restart, until this runner holds the shard.
+ */
+const untilHeld = Effect.fnUntraced(function*(shard: ShardView, fenced: boolean) {
+  if (fenced) yield* Effect.sleep(shard.refreshInterval)
+  while (!shard.held()) yield* Effect.sleep(shard.refreshInterval)
+})
+
+/**
+ * A partition's writer for as long as this runner owns it: runs, restarts after a fence or a failure (once the
+ * runner is seen to hold the shard, {@link untilHeld}), idles once complete. Never fails; ends only by
+ * interruption.
  *
  * @internal
  */
 export const runPartition = <A, P, ES, RS, EK, RK>(
   settings: Settings,
   behaviour: Behaviour<A, P, ES, RS, EK, RK>,
-  partition: number
+  partition: number,
+  shard: ShardView
 ): Effect.Effect<never, never, RS | RK | CheckpointStore> =>
   runOnce(settings, behaviour, partition).pipe(
     Effect.matchCauseEffect({
@@ -200,12 +227,10 @@ export const runPartition = <A, P, ES, RS, EK, RK>(
         const outcome = classify(cause)
         // an interruption (the shard moved) passes through unchanged
         if (outcome === undefined) return Effect.failCause(cause)
-        return outcome._tag === "Fenced"
-          ? Effect.as(
-            Effect.logWarning(`partition writer fenced, stopped without committing: ${outcome.message}`),
-            "Restart" as const
-          )
-          : Effect.as(Effect.logError("partition writer failed; restarting from its checkpoint", cause), "Restart")
+        const logged = outcome._tag === "Fenced"
+          ? Effect.logWarning(`partition writer fenced, stopped without committing: ${outcome.message}`)
+          : Effect.logError("partition writer failed; restarting from its checkpoint", cause)
+        return Effect.andThen(logged, Effect.as(untilHeld(shard, outcome._tag === "Fenced"), "Restart" as const))
       }
     }),
     // each restart is a new iteration of one loop, not a continuation nested in the previous run's handlers:
@@ -249,12 +274,22 @@ export const register = Effect.fnUntraced(function*<A, P, ES, RS, EK, RK>(
   behaviour: Behaviour<A, P, ES, RS, EK, RK>
 ) {
   const sharding = yield* Sharding.Sharding
+  // the cluster's lock refresh interval when its config is in context (`NodeClusterSocket.layer` keeps it to
+  // itself), else `Sharding`'s default
+  const config = yield* Effect.serviceOption(ShardingConfig.ShardingConfig)
+  const refreshInterval = Duration.fromInputUnsafe(
+    Option.isSome(config)
+      ? config.value.shardLockRefreshInterval
+      : ShardingConfig.defaults.shardLockRefreshInterval
+  )
   const group = settings.shardGroup ?? "default"
   const names = yield* singletonNames(settings, (name) => sharding.getShardId(EntityId.make(name), group).id)
   for (const partition of indices(settings.partitions)) {
+    const name = names[partition] ?? writerId(settings.name, partition)
+    const shardId = sharding.getShardId(EntityId.make(name), group)
     yield* sharding.registerSingleton(
-      names[partition] ?? writerId(settings.name, partition),
-      runPartition(settings, behaviour, partition),
+      name,
+      runPartition(settings, behaviour, partition, { held: () => sharding.hasShardId(shardId), refreshInterval }),
       settings.shardGroup === undefined ? undefined : { shardGroup: settings.shardGroup }
     )
   }

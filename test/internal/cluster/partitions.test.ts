@@ -28,6 +28,9 @@ const settings = (overrides: Partial<internal.Settings> = {}): internal.Settings
   ...overrides
 })
 
+/** A runner that holds every shard, its view refreshed every 3 seconds. */
+const held: internal.ShardView = { held: () => true, refreshInterval: Duration.seconds(3) }
+
 describe("cluster partitions: settings", () => {
   it("writer ids are name-partition", () => {
     assert.strictEqual(internal.writerId("orders", 0), "orders-0")
@@ -114,6 +117,20 @@ const recordingSink = (seen: Ref.Ref<Array<number>>, ended: Ref.Ref<number>) =>
     Sink.mapEffect(() => Ref.update(ended, (k) => k + 1))
   )
 
+/** A sink fenced on its first run: meanwhile another owner claimed the writer and checkpointed position 42. */
+const fencedOnce = (store: CheckpointStore["Service"], attempt: Ref.Ref<number>, onFence = () => {}) =>
+  Sink.drain.pipe(Sink.mapEffect(() =>
+    Effect.gen(function*() {
+      const n = yield* Ref.getAndUpdate(attempt, (k) => k + 1)
+      if (n === 0) {
+        onFence()
+        const claim = yield* store.claim("job-0")
+        yield* store.save("job-0", new CheckpointRecord({ id: "other", position: 42, commits: [] }), claim.id)
+        return yield* new CheckpointConflict({ writerId: "job-0", actualId: "other" })
+      }
+    })
+  ))
+
 describe("cluster partitions: a partition's writer", () => {
   it.effect("resumes its source at the stored position, with its writer id, then idles when the source ends", () =>
     Effect.gen(function*() {
@@ -122,22 +139,27 @@ describe("cluster partitions: a partition's writer", () => {
       const runs = yield* Ref.make<Array<Run>>([])
       const seen = yield* Ref.make<Array<number>>([])
       const ended = yield* Ref.make(0)
-      const fiber = yield* internal.runPartition(settings(), {
-        positionSchema: Schema.Number,
-        source: (partition, from) =>
-          Stream.fromEffect(Ref.update(runs, (all) => [...all, { partition, writerId: "", from }])).pipe(
-            Stream.flatMap(() => Stream.range(Option.getOrElse(from, () => 0), 9))
-          ),
-        sink: (p) =>
-          recordingSink(seen, ended).pipe(
-            Sink.mapEffect(() =>
-              Ref.update(
-                runs,
-                (all) => [...all, { partition: p.partition, writerId: p.writerId, from: p.resume.position }]
+      const fiber = yield* internal.runPartition(
+        settings(),
+        {
+          positionSchema: Schema.Number,
+          source: (partition, from) =>
+            Stream.fromEffect(Ref.update(runs, (all) => [...all, { partition, writerId: "", from }])).pipe(
+              Stream.flatMap(() => Stream.range(Option.getOrElse(from, () => 0), 9))
+            ),
+          sink: (p) =>
+            recordingSink(seen, ended).pipe(
+              Sink.mapEffect(() =>
+                Ref.update(
+                  runs,
+                  (all) => [...all, { partition: p.partition, writerId: p.writerId, from: p.resume.position }]
+                )
               )
             )
-          )
-      }, 1).pipe(Effect.forkChild)
+        },
+        1,
+        held
+      ).pipe(Effect.forkChild)
       yield* advance(60000)
       assert.deepStrictEqual(yield* Ref.get(seen), [7, 8, 9])
       assert.strictEqual(yield* Ref.get(ended), 1)
@@ -153,15 +175,20 @@ describe("cluster partitions: a partition's writer", () => {
       const seen = yield* Ref.make<Array<number>>([])
       const ended = yield* Ref.make(0)
       const pulled = yield* Queue.unbounded<number>()
-      const fiber = yield* internal.runPartition(settings(), {
-        positionSchema: Schema.Number,
-        // an endless source, one record per second
-        source: () =>
-          Stream.iterate(0, (n) => n + 1).pipe(
-            Stream.tap((n) => Effect.andThen(Effect.sleep("1 second"), Queue.offer(pulled, n)))
-          ),
-        sink: () => recordingSink(seen, ended)
-      }, 0).pipe(Effect.forkChild)
+      const fiber = yield* internal.runPartition(
+        settings(),
+        {
+          positionSchema: Schema.Number,
+          // an endless source, one record per second
+          source: () =>
+            Stream.iterate(0, (n) => n + 1).pipe(
+              Stream.tap((n) => Effect.andThen(Effect.sleep("1 second"), Queue.offer(pulled, n)))
+            ),
+          sink: () => recordingSink(seen, ended)
+        },
+        0,
+        held
+      ).pipe(Effect.forkChild)
       yield* advance(3500)
       assert.strictEqual(yield* Queue.size(pulled), 3)
       const exit = yield* Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber)))
@@ -174,16 +201,21 @@ describe("cluster partitions: a partition's writer", () => {
     Effect.gen(function*() {
       const ended = yield* Ref.make(0)
       const stopped = yield* Deferred.make<void>()
-      const fiber = yield* internal.runPartition(settings({ stopTimeout: Duration.seconds(2) }), {
-        positionSchema: Schema.Number,
-        source: () => Stream.make(1),
-        // a final checkpoint that never finishes
-        sink: () =>
-          Sink.drain.pipe(
-            Sink.mapEffect(() => Effect.never.pipe(Effect.onInterrupt(() => Deferred.succeed(stopped, undefined)))),
-            Sink.mapEffect(() => Ref.update(ended, (k) => k + 1))
-          )
-      }, 0).pipe(Effect.forkChild)
+      const fiber = yield* internal.runPartition(
+        settings({ stopTimeout: Duration.seconds(2) }),
+        {
+          positionSchema: Schema.Number,
+          source: () => Stream.make(1),
+          // a final checkpoint that never finishes
+          sink: () =>
+            Sink.drain.pipe(
+              Sink.mapEffect(() => Effect.never.pipe(Effect.onInterrupt(() => Deferred.succeed(stopped, undefined)))),
+              Sink.mapEffect(() => Ref.update(ended, (k) => k + 1))
+            )
+        },
+        0,
+        held
+      ).pipe(Effect.forkChild)
       yield* advance(1000)
       const interrupting = yield* Fiber.interrupt(fiber).pipe(Effect.forkChild)
       yield* advance(1000)
@@ -198,15 +230,20 @@ describe("cluster partitions: a partition's writer", () => {
     Effect.gen(function*() {
       const store = yield* CheckpointStore
       const stopped = yield* Deferred.make<void>()
-      const fiber = yield* internal.runPartition(settings({ stopTimeout: Duration.seconds(10) }), {
-        positionSchema: Schema.Number,
-        source: () => Stream.make(1),
-        // a final checkpoint that never finishes (a zombie's connections are gone)
-        sink: () =>
-          Sink.drain.pipe(
-            Sink.mapEffect(() => Effect.never.pipe(Effect.onInterrupt(() => Deferred.succeed(stopped, undefined))))
-          )
-      }, 0).pipe(Effect.forkChild)
+      const fiber = yield* internal.runPartition(
+        settings({ stopTimeout: Duration.seconds(10) }),
+        {
+          positionSchema: Schema.Number,
+          source: () => Stream.make(1),
+          // a final checkpoint that never finishes (a zombie's connections are gone)
+          sink: () =>
+            Sink.drain.pipe(
+              Sink.mapEffect(() => Effect.never.pipe(Effect.onInterrupt(() => Deferred.succeed(stopped, undefined))))
+            )
+        },
+        0,
+        held
+      ).pipe(Effect.forkChild)
       yield* advance(1000)
       // this runner lost the shard's lock: the partition's new owner resumed (claimed) and checkpointed
       const claim = yield* store.claim("job-0")
@@ -220,57 +257,92 @@ describe("cluster partitions: a partition's writer", () => {
   it.effect("a stop whose writer's own saves are the stored record waits for its final checkpoint", () =>
     Effect.gen(function*() {
       const saved = yield* Ref.make<Array<unknown>>([])
-      const fiber = yield* internal.runPartition(settings({ stopTimeout: Duration.seconds(10) }), {
-        positionSchema: Schema.Number,
-        source: () => Stream.iterate(0, (n) => n + 1).pipe(Stream.tap(() => Effect.sleep("1 second"))),
-        // a checkpoint per record through the run's store, and a slow final one at the end of input
-        sink: ({ resume, writerId }) => {
-          // the first save expects the id the run claimed at resume
-          let previous: string | undefined = resume.claimId
-          const save = (position: number) =>
-            Effect.gen(function*() {
-              const id = `own-${position}`
-              yield* resume.store.save(writerId, new CheckpointRecord({ id, position, commits: [] }), previous)
-              previous = id
-              yield* Ref.update(saved, (all) => [...all, position])
-            })
-          return Sink.forEach((n: number) => save(n)).pipe(
-            Sink.mapEffect(() => Effect.andThen(Effect.sleep("2 seconds"), save(-1)))
-          )
-        }
-      }, 0).pipe(Effect.forkChild)
+      const fiber = yield* internal.runPartition(
+        settings({ stopTimeout: Duration.seconds(10) }),
+        {
+          positionSchema: Schema.Number,
+          source: () => Stream.iterate(0, (n) => n + 1).pipe(Stream.tap(() => Effect.sleep("1 second"))),
+          // a checkpoint per record through the run's store, and a slow final one at the end of input
+          sink: ({ resume, writerId }) => {
+            // the first save expects the id the run claimed at resume
+            let previous: string | undefined = resume.claimId
+            const save = (position: number) =>
+              Effect.gen(function*() {
+                const id = `own-${position}`
+                yield* resume.store.save(writerId, new CheckpointRecord({ id, position, commits: [] }), previous)
+                previous = id
+                yield* Ref.update(saved, (all) => [...all, position])
+              })
+            return Sink.forEach((n: number) => save(n)).pipe(
+              Sink.mapEffect(() => Effect.andThen(Effect.sleep("2 seconds"), save(-1)))
+            )
+          }
+        },
+        0,
+        held
+      ).pipe(Effect.forkChild)
       yield* advance(3500)
       yield* Fiber.interrupt(fiber).pipe(Effect.forkChild)
       yield* advance(2500)
       assert.deepStrictEqual(yield* Ref.get(saved), [0, 1, 2, -1], "the final checkpoint was taken")
     }).pipe(Effect.provide(CheckpointStore.memory)))
 
-  it.effect("fenced (CheckpointConflict): stops, then resumes from the store after restartDelay", () =>
+  it.effect("fenced (CheckpointConflict): stops, waits one lock refresh, then resumes from the store after restartDelay", () =>
     Effect.gen(function*() {
       const store = yield* CheckpointStore
       const starts = yield* Ref.make<Array<Option.Option<number>>>([])
       const attempt = yield* Ref.make(0)
-      const fiber = yield* internal.runPartition(settings(), {
-        positionSchema: Schema.Number,
-        source: (_, from) => Stream.fromEffect(Ref.update(starts, (all) => [...all, from])).pipe(Stream.as(1)),
-        sink: () =>
-          Sink.drain.pipe(Sink.mapEffect(() =>
-            Effect.gen(function*() {
-              const n = yield* Ref.getAndUpdate(attempt, (k) => k + 1)
-              if (n === 0) {
-                // meanwhile another owner took the writer over and advanced it
-                const claim = yield* store.claim("job-0")
-                yield* store.save("job-0", new CheckpointRecord({ id: "other", position: 42, commits: [] }), claim.id)
-                return yield* new CheckpointConflict({ writerId: "job-0", actualId: "other" })
-              }
-            })
-          ))
-      }, 0).pipe(Effect.forkChild)
-      yield* advance(4000)
+      const fiber = yield* internal.runPartition(
+        settings(),
+        {
+          positionSchema: Schema.Number,
+          source: (_, from) => Stream.fromEffect(Ref.update(starts, (all) => [...all, from])).pipe(Stream.as(1)),
+          sink: () => fencedOnce(store, attempt)
+        },
+        0,
+        held
+      ).pipe(Effect.forkChild)
+      // the refresh (3 s) and restartDelay (5 s)
+      yield* advance(7500)
       assert.deepStrictEqual(yield* Ref.get(starts), [Option.none()])
-      yield* advance(2000)
+      yield* advance(1000)
       assert.deepStrictEqual(yield* Ref.get(starts), [Option.none(), Option.some(42)])
       assert.strictEqual(yield* Ref.get(attempt), 2)
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* Fiber.interrupt(fiber)
+    }).pipe(Effect.provide(CheckpointStore.memory)))
+
+  it.effect("a fenced zombie that has lost its shard never claims the writer back; it resumes once it holds the shard again", () =>
+    Effect.gen(function*() {
+      const store = yield* CheckpointStore
+      const starts = yield* Ref.make<Array<Option.Option<number>>>([])
+      const attempt = yield* Ref.make(0)
+      const claims = yield* Ref.make(0)
+      let holds = true
+      const counting = CheckpointStore.of({
+        ...store,
+        claim: (writerId) => Effect.andThen(Ref.update(claims, (k) => k + 1), store.claim(writerId))
+      })
+      const fiber = yield* internal.runPartition(
+        settings(),
+        {
+          positionSchema: Schema.Number,
+          source: (_, from) => Stream.fromEffect(Ref.update(starts, (all) => [...all, from])).pipe(Stream.as(1)),
+          // the new owner's checkpoint, and the lock refresh that follows, take the shard away
+          sink: () =>
+            fencedOnce(store, attempt, () => {
+              holds = false
+            })
+        },
+        0,
+        { held: () => holds, refreshInterval: Duration.seconds(3) }
+      ).pipe(Effect.provideService(CheckpointStore, counting), Effect.forkChild)
+      yield* advance(60_000)
+      assert.deepStrictEqual(yield* Ref.get(starts), [Option.none()], "no restart without the shard")
+      assert.strictEqual(yield* Ref.get(claims), 1, "its first resume only")
+      holds = true
+      yield* advance(8500)
+      assert.deepStrictEqual(yield* Ref.get(starts), [Option.none(), Option.some(42)])
       assert.isUndefined(fiber.pollUnsafe())
       yield* Fiber.interrupt(fiber)
     }).pipe(Effect.provide(CheckpointStore.memory)))
@@ -278,11 +350,16 @@ describe("cluster partitions: a partition's writer", () => {
   it.effect("any other failure restarts from the checkpoint after restartDelay; the writer never fails", () =>
     Effect.gen(function*() {
       const starts = yield* Ref.make(0)
-      const fiber = yield* internal.runPartition(settings({ restartDelay: Duration.seconds(1) }), {
-        positionSchema: Schema.Number,
-        source: () => Stream.fromEffect(Ref.update(starts, (k) => k + 1)).pipe(Stream.as(1)),
-        sink: () => Sink.drain.pipe(Sink.mapEffect(() => Effect.fail("boom")))
-      }, 0).pipe(Effect.forkChild)
+      const fiber = yield* internal.runPartition(
+        settings({ restartDelay: Duration.seconds(1) }),
+        {
+          positionSchema: Schema.Number,
+          source: () => Stream.fromEffect(Ref.update(starts, (k) => k + 1)).pipe(Stream.as(1)),
+          sink: () => Sink.drain.pipe(Sink.mapEffect(() => Effect.fail("boom")))
+        },
+        0,
+        held
+      ).pipe(Effect.forkChild)
       yield* advance(3500)
       assert.strictEqual(yield* Ref.get(starts), 4)
       assert.isUndefined(fiber.pollUnsafe())
