@@ -16,6 +16,7 @@ import * as gcs from "../internal/checkpoint/gcsStore.ts"
 import * as memory from "../internal/checkpoint/memoryStore.ts"
 import * as sqlOptions from "../internal/checkpoint/sqlOptions.ts"
 import * as sqlStore from "../internal/checkpoint/sqlStore.ts"
+import * as sqlTable from "../internal/checkpoint/sqlTable.ts"
 import * as storeError from "../internal/checkpoint/storeError.ts"
 import type { CheckpointStoreError } from "./CheckpointStoreError.ts"
 import { GcsClient } from "./GcsClient.ts"
@@ -237,8 +238,8 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
    * and its id. The database does the compare-and-set: a save updates the row only where its id is
    * still the expected one (a writer's first save inserts it only where none exists), and a
    * statement that changed nothing is a {@link CheckpointConflict} naming both ids, unless the row
-   * holds this very save (an attempt whose answer was lost). The table is created on first use.
-   * Every statement has a deadline; retryable failures are retried on `retry`, the rest are a
+   * holds this very save (an attempt whose answer was lost). The table is created on first use; a
+   * role that may not create tables uses one made for it (needing SELECT, INSERT and UPDATE). Every statement has a deadline; retryable failures are retried on `retry`, the rest are a
    * {@link CheckpointStoreError}. The `SqlClient` comes from the context, so the driver is the
    * caller's: `@effect/sql-pg` is not a dependency of this package.
    *
@@ -263,7 +264,7 @@ export class CheckpointStore extends Context.Service<CheckpointStore, {
       Effect.gen(function*() {
         const settings = yield* sqlOptions.settings(options)
         const sql = yield* SqlClient
-        return CheckpointStore.of(sqlStore.make(sql, settings, {
+        return CheckpointStore.of(sqlStore.make(sqlTable.fromClient(sql, settings.table), settings, {
           decode: Schema.decodeUnknownResult(CheckpointRecord),
           conflict: (f) => new CheckpointConflict(f),
           error: storeError.fromFields

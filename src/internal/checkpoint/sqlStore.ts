@@ -10,7 +10,8 @@
  * whose answer was lost is retried; it then finds its own record stored (the stored id is the
  * record's, ids being unique per save) and succeeds instead of reporting a conflict with itself.
  *
- * Every statement has a deadline (`responseTimeout`); a failure the driver calls retryable, and a
+ * The statements go through `sqlTable.ts` (an `SqlClient`, or the simulator's database). Every
+ * statement has a deadline (`responseTimeout`); a failure the driver calls retryable, and a
  * deadline, are retried on `retry` (its schedule reads the `CheckpointStoreError` the call would
  * end in); the rest fail at once. The table is created on first use (`CREATE TABLE IF NOT EXISTS`,
  * once per store, again after a failure).
@@ -23,13 +24,12 @@ import type * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import type * as Schema from "effect/Schema"
 import * as Semaphore from "effect/Semaphore"
-import type { SqlClient } from "effect/sql/SqlClient"
-import type { SqlError } from "effect/sql/SqlError"
 import { toScheduleOf } from "../core/retrySchedule.ts"
 import * as envelope from "./envelope.ts"
 import * as ids from "./ids.ts"
 import type { Fields } from "./memoryStore.ts"
 import type { Settings } from "./sqlOptions.ts"
+import type { Row, StatementFailure, Table } from "./sqlTable.ts"
 import type { ErrorFields } from "./storeError.ts"
 
 /** @internal */
@@ -39,19 +39,11 @@ export interface Options<R, C, E> {
   readonly error: (fields: ErrorFields) => E
 }
 
-/** A writer's row. */
-interface Row {
-  readonly id: string
-  /** How many entries the writer has had (a driver may give it as a `bigint`). */
-  readonly sequence: number | bigint
-  readonly entry: string
-}
-
 const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
 /** What every statement of one store needs. */
 interface Ctx<R, C, E> {
-  readonly sql: SqlClient
+  readonly table: Table
   readonly settings: Settings
   readonly options: Options<R, C, E>
 }
@@ -61,9 +53,9 @@ const run = <R, C, E, A>(
   ctx: Ctx<R, C, E>,
   writerId: string,
   what: string,
-  statement: Effect.Effect<A, SqlError>
+  statement: Effect.Effect<A, StatementFailure>
 ): Effect.Effect<A, E> => {
-  const { options, settings } = ctx
+  const { options, settings, table } = ctx
   let transient = false
   return statement.pipe(
     Effect.timeoutOrElse({
@@ -71,9 +63,10 @@ const run = <R, C, E, A>(
       orElse: () => Effect.fail(`no answer within ${Duration.format(settings.responseTimeout)}`)
     }),
     Effect.mapError((failure) => {
-      transient = typeof failure === "string" || failure.isRetryable
-      const detail = `${what} in table ${settings.table} failed: ${describe(failure)}`
-      return options.error({ reason: "Io", writerId, detail, cause: failure })
+      const cause = typeof failure === "string" ? failure : failure.cause
+      transient = typeof failure === "string" || failure.retryable
+      const detail = `${what} in table ${table.name} failed: ${describe(cause)}`
+      return options.error({ reason: "Io", writerId, detail, cause })
     }),
     Effect.retry({ schedule: toScheduleOf(settings.retry, (e: E) => e), while: () => transient })
   )
@@ -81,25 +74,24 @@ const run = <R, C, E, A>(
 
 /**
  * The table, created once per store (again after a failed attempt); two processes at once are fine:
- * IF NOT EXISTS, and a creation that lost a race on the catalog is tried again and then finds it.
+ * IF NOT EXISTS, and a creation that lost a race on the catalog is tried again and then finds it. A
+ * creation refused although the table exists (PostgreSQL checks the role's CREATE privilege on the
+ * schema before it looks for the table: a table made by an administrator) is fine too: the table
+ * answers a read, and the store goes on; a table that does not answer fails with the creation's error.
  */
 const tableCreation = <R, C, E>(ctx: Ctx<R, C, E>): (writerId: string) => Effect.Effect<void, E> => {
-  const { sql, settings } = ctx
   const lock = Semaphore.makeUnsafe(1)
   let created = false
   const create = (writerId: string) =>
-    run(
-      ctx,
-      writerId,
-      "creating the checkpoint table",
-      sql`CREATE TABLE IF NOT EXISTS ${sql(settings.table)} (
-        writer_id TEXT PRIMARY KEY,
-        id TEXT NOT NULL,
-        sequence INTEGER NOT NULL,
-        entry TEXT NOT NULL,
-        updated_at TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP
-      )`.pipe(Effect.asVoid, Effect.retry({ times: 2 }))
-    ).pipe(Effect.tap(() => Effect.sync(() => void (created = true))))
+    run(ctx, writerId, "creating the checkpoint table", Effect.retry(ctx.table.create, { times: 2 })).pipe(
+      Effect.catch((refused) =>
+        Effect.matchEffect(run(ctx, writerId, "reading the checkpoint table", ctx.table.read(writerId)), {
+          onSuccess: () => Effect.void,
+          onFailure: () => Effect.fail(refused)
+        })
+      ),
+      Effect.tap(() => Effect.sync(() => void (created = true)))
+    )
   return (writerId) =>
     created ? Effect.void : lock.withPermit(Effect.suspend(() => created ? Effect.void : create(writerId)))
 }
@@ -133,41 +125,28 @@ const replace = <R, C, E>(
   id: string,
   stored: envelope.Stored
 ): Effect.Effect<boolean, E> => {
-  const { sql, settings } = ctx
-  const table = sql(settings.table)
   const sequence = Number(expected?.sequence ?? 0) + 1
-  const entry = envelope.encodeEnvelope(writerId, sequence, stored)
+  const row: Row = { id, sequence, entry: envelope.encodeEnvelope(writerId, sequence, stored) }
   const statement = expected === undefined
-    ? sql<{ readonly id: string }>`INSERT INTO ${table} (writer_id, id, sequence, entry)
-        VALUES (${writerId}, ${id}, ${sequence}, ${entry}) ON CONFLICT (writer_id) DO NOTHING RETURNING id`
-    : sql<{ readonly id: string }>`UPDATE ${table}
-        SET id = ${id}, sequence = ${sequence}, entry = ${entry}, updated_at = CURRENT_TIMESTAMP
-        WHERE writer_id = ${writerId} AND id = ${expected.id} RETURNING id`
-  return Effect.map(run(ctx, writerId, "saving the checkpoint", statement), (rows) => rows.length === 1)
+    ? ctx.table.insert(writerId, row)
+    : ctx.table.update(writerId, expected.id, row)
+  return run(ctx, writerId, "saving the checkpoint", statement)
 }
 
 /** @internal */
 export const make = <R extends { readonly id: string }, C, E>(
-  sql: SqlClient,
+  table: Table,
   settings: Settings,
   options: Options<R, C, E>
 ) => {
-  const ctx: Ctx<R, C, E> = { sql, settings, options }
+  const ctx: Ctx<R, C, E> = { table, settings, options }
   const ensureTable = tableCreation(ctx)
   const guarded = <A, X>(writerId: string, effect: () => Effect.Effect<A, X>): Effect.Effect<A, X | E> =>
     writerId.length === 0
       ? Effect.fail(options.error({ reason: "InvalidWriterId", writerId, detail: "writerId must not be empty" }))
       : effect()
   const read = (writerId: string): Effect.Effect<Row | undefined, E> =>
-    Effect.andThen(
-      ensureTable(writerId),
-      run(
-        ctx,
-        writerId,
-        "reading the checkpoint",
-        sql<Row>`SELECT id, sequence, entry FROM ${sql(settings.table)} WHERE writer_id = ${writerId}`
-      )
-    ).pipe(Effect.map((rows) => rows[0]))
+    Effect.andThen(ensureTable(writerId), run(ctx, writerId, "reading the checkpoint", table.read(writerId)))
 
   const load = (writerId: string): Effect.Effect<Option.Option<R>, E> =>
     guarded(

@@ -3,12 +3,13 @@
  * the store contract, fencing by claim, a retried save whose first attempt landed, concurrent savers
  * and table creations, a corrupt row, and its options.
  */
+import { PgClient } from "@effect/sql-pg"
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql/SqlClient"
 import { CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../../src/Sink/CheckpointStore.ts"
 import { PostgresServer } from "../../support/postgres.ts"
-import { layerClient } from "../../support/postgresClient.ts"
+import { clientConfig, layerClient } from "../../support/postgresClient.ts"
 
 const TestLayer = layerClient.pipe(Layer.provideMerge(PostgresServer.layer))
 
@@ -110,6 +111,29 @@ layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("Checkpo
         empty._tag === "CheckpointStoreError" ? empty.reason._tag : undefined,
         "CheckpointStoreInvalidWriterId"
       )
+    }))
+
+  it.effect("a role that may not create tables uses the table an administrator made (its CREATE IF NOT EXISTS is refused)", () =>
+    Effect.gen(function*() {
+      const { store: opened, table } = freshStore()
+      yield* Effect.flatMap(opened, (admin) => admin.save("w", record("a", 1), undefined))
+      const sql = yield* SqlClient
+      const role = `limited_${process.pid}_${tables}`
+      yield* sql.unsafe(`CREATE ROLE ${role} LOGIN`)
+      yield* sql.unsafe(`REVOKE CREATE ON SCHEMA public FROM PUBLIC`)
+      yield* sql.unsafe(`GRANT SELECT, INSERT, UPDATE ON ${table} TO ${role}`)
+      const endpoint = yield* PostgresServer
+      const asRole = PgClient.layer({ ...clientConfig(endpoint), username: role })
+      yield* Effect.gen(function*() {
+        // PostgreSQL checks the schema's CREATE privilege before it looks for the table
+        const limited = yield* SqlClient
+        const refused = yield* Effect.flip(limited.unsafe(`CREATE TABLE IF NOT EXISTS ${table} (writer_id TEXT)`))
+        assert.strictEqual(refused.reason._tag, "AuthorizationError")
+        const store = yield* Effect.service(CheckpointStore).pipe(Effect.provide(CheckpointStore.sql({ table })))
+        assert.deepStrictEqual(Option.map(yield* store.load("w"), (r) => r.id), Option.some("a"))
+        yield* store.save("w", record("b", 2), "a")
+        assert.deepStrictEqual(Option.map(yield* store.load("w"), (r) => r.position), Option.some(2))
+      }).pipe(Effect.provide(asRole))
     }))
 
   it.effect("options are checked when the layer is built, the error naming the option", () =>
