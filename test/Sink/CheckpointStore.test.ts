@@ -6,6 +6,7 @@ import * as path from "node:path"
 import { CheckpointConflict, CheckpointRecord, CheckpointStore, GcsClient } from "../../src/Sink.ts"
 import { checkClaims, checkLaws } from "../support/checkpointStoreLaws.ts"
 import * as MemoryGcs from "../support/memoryGcs.ts"
+import * as MemorySqlTable from "../support/memorySqlTable.ts"
 
 const record = (id: string, offset = 0) =>
   new CheckpointRecord({ id, position: { offset }, commits: [{ stream: `s-${id}`, rows: offset }] })
@@ -30,7 +31,9 @@ const stores: ReadonlyArray<
       )
     ),
     100
-  ]
+  ],
+  // the SQL store's own code on an in-memory table (PostgreSQL: test/internal/checkpoint/sqlStore.test.ts)
+  ["sql", Effect.sync(() => MemorySqlTable.layer(MemorySqlTable.make())), 100]
 ]
 
 for (const [name, makeLayer, lawRuns] of stores) {
