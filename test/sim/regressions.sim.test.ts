@@ -11,11 +11,12 @@ describe("simulation: the seeds that once failed", () => {
     it(`${r.method} seed ${r.seed}${r.swarm ? " (swarm)" : ""}: ${r.found}`, async () => {
       const run = methods[r.method]
       if (run === undefined) return assert.fail(`no simulated method ${r.method}`)
-      const widened = r.draws === "widened"
+      const widened = r.draws === "widened" || r.draws === "sql"
       const report = await runWith(r.method, run, r.seed, {
         swarm: r.swarm,
         handovers: r.handovers ?? widened,
-        widen: widened
+        widen: widened,
+        sqlStore: r.draws === "sql"
       })
       assert.deepStrictEqual(report.violations, [])
     })

@@ -22,6 +22,12 @@ export interface RunOptions {
    * regression seeds found before them keep their runs.
    */
   readonly widen?: boolean
+  /**
+   * `false`: the checkpoint store is drawn among the memory, GCS and file stores only, as before the
+   * SQL store (whose draw comes from an rng of its own): the regression seeds found before it keep
+   * their stores.
+   */
+  readonly sqlStore?: boolean
   readonly source?: SourcePlan
   readonly maxTime?: number
   /** How long a delay spike holds an answer (past the sink's deadline, by default). */

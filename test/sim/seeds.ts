@@ -23,9 +23,10 @@ export interface Regression {
   readonly handovers?: boolean
   /**
    * The simulator's draws the seed was found with: `"first"` (before handovers and the widened
-   * inputs of issue 36: both off), `"widened"` (all of today's draws).
+   * inputs of issue 36: both off), `"widened"` (those, before the SQL checkpoint store was drawn),
+   * `"sql"` (all of today's draws).
    */
-  readonly draws?: "first" | "widened"
+  readonly draws?: "first" | "widened" | "sql"
   /** What the seed found, and the commit that fixed it. */
   readonly found: string
 }

@@ -62,6 +62,7 @@ import {
   refusedIds,
   retryPolicy,
   sourcePlan,
+  sqlStoreRng,
   timedOf,
   tuning,
   widened
@@ -312,7 +313,7 @@ export const exactlyOnce: MethodRun = async (seed, given) => {
     for (const row of rows) visibleAt.record(idOf(row), at)
   })
   const schedules = Schedules.make(widen)
-  const store = checkpointStore(world, rng, options, { schedules, rng: widen })
+  const store = checkpointStore(world, rng, options, { schedules, rng: widen, sql: sqlStoreRng(seed, options) })
   const plan = sourcePlan(rng, options)
   const refusals = drawRefusals(drawn.refusals, widen, plan.total)
   const refusedIn = drawn.refusals === undefined
@@ -719,7 +720,7 @@ export const fileLoads: MethodRun = async (seed, options) => {
   )
   const widen = widened(seed, options)
   const schedules = Schedules.make(widen)
-  const store = checkpointStore(world, rng, options, { schedules, rng: widen })
+  const store = checkpointStore(world, rng, options, { schedules, rng: widen, sql: sqlStoreRng(seed, options) })
   const plan = sourcePlan(rng, options)
   // poison records only (load jobs refuse no row the serializer made); their serializer fails with
   // a RowSerializationError: the file loads path calls `serialize` (it has no in-place writer)

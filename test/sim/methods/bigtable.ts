@@ -55,6 +55,7 @@ import {
   refusedIds,
   retryPolicy,
   sourcePlan,
+  sqlStoreRng,
   timedOf,
   tuning,
   widened
@@ -306,7 +307,7 @@ export const exactlyOnce: MethodRun = async (seed, given) => {
   const visibleAt = firstApplied()
   sim.onApplied.push((key, at) => visibleAt.record(idOfKey(key), at))
   const schedules = Schedules.make(widen)
-  const store = checkpointStore(world, rng, options, { schedules, rng: widen })
+  const store = checkpointStore(world, rng, options, { schedules, rng: widen, sql: sqlStoreRng(seed, options) })
   const plan = sourcePlan(rng, options)
   const refusals = drawRefusals(plan.total)
   const drawnEvery = every(rng, options)

@@ -12,6 +12,7 @@ import { make as makeRng, type Rng } from "../random.ts"
 import type { RunOptions } from "../run.ts"
 import type * as Schedules from "../schedules.ts"
 import type { SourcePlan } from "../source.ts"
+import * as SqlDatabase from "../sqlDatabase.ts"
 import * as Store from "../store.ts"
 
 /** A retry or recovery budget drawn from the seed. */
@@ -51,21 +52,42 @@ export const checkpointedLife = (rng: Rng, seed: number, options: RunOptions, pl
  * Cloud Storage, `CheckpointStore.file`'s on a simulated file system, or the compare-and-set memory
  * store's code behind a faulty network; each watched by {@link Ownership} (the life's `Watch`). Widened: a caller's reading `retry` schedule for the GCS
  * store; for the file store, in three seeds in ten, the call after the first `mkdir` that creates a
- * directory fails (a first save that fails after its `mkdir`).
+ * directory fails (a first save that fails after its `mkdir`). A quarter of the seeds given an SQL
+ * rng ({@link sqlStoreRng}) take `CheckpointStore.sql`'s code on a simulated database instead,
+ * drawn after the other stores were (so every draw of the seed but the store's is what it was).
  */
 export const checkpointStore = (
   world: World,
   rng: Rng,
   options: RunOptions,
-  widened: { readonly schedules?: Schedules.CallerSchedules; readonly rng?: Rng | undefined } = {}
+  widened: {
+    readonly schedules?: Schedules.CallerSchedules
+    readonly rng?: Rng | undefined
+    readonly sql?: Rng | undefined
+  } = {}
 ): {
   readonly layer: (proc: Process) => Layer.Layer<CheckpointStore>
   readonly calm: () => void
   readonly watch: Life.Watch
 } => {
-  const drawn = drawStore(world, rng, options, widened)
+  const others = drawStore(world, rng, options, widened)
+  const drawn = widened.sql?.chance(0.25) === true ? sqlStore(world, widened.sql, options) : others
   const ownership = Ownership.make(world)
   return { layer: (proc) => ownership.watched(proc, drawn.layer(proc)), calm: drawn.calm, watch: ownership }
+}
+
+/**
+ * The rng of the SQL store's draw and of its database (a quarter of the seeds take it), of its own
+ * (derived from the seed); `undefined` with `sqlStore: false` or `widen: false` (the regression seeds
+ * found before it keep the store they were found with).
+ */
+export const sqlStoreRng = (seed: number, options: RunOptions): Rng | undefined =>
+  options.sqlStore === false || options.widen === false ? undefined : makeRng((seed ^ 0x73716c21) >>> 0)
+
+const sqlStore = (world: World, rng: Rng, options: RunOptions) => {
+  const faults = SqlDatabase.drawFaults(rng, options.faults === false ? 0 : 0.1)
+  const database = SqlDatabase.make(world, rng.fork(), faults)
+  return { layer: database.store, calm: database.calm }
 }
 
 const drawStore = (
