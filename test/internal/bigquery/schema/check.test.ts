@@ -30,9 +30,10 @@ describe("schema check", () => {
       const desired = { fields: [...live.fields, ...extra] }
       const united = union(live, desired, off, (reason, path) => ({ reason, path }))
       const issues = check(live, desired).filter((i) => i.reason !== "RequiredMissing")
-      // the union refuses exactly when the check finds a column the table lacks or a changed one
+      // the union refuses exactly when the check finds a column the table lacks or a changed one, and
+      // names one the check names (each stops at the first it meets, in its own order of the columns)
       assert.strictEqual(Result.isFailure(united), issues.length > 0)
-      if (Result.isFailure(united)) assert.strictEqual(issues[0]?.path, united.failure.path)
+      if (Result.isFailure(united)) assert.include(issues.map((i) => i.path), united.failure.path)
     }))
   })
 
