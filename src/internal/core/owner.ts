@@ -183,6 +183,7 @@ const handle = <M extends Method>(
   const { delivery } = seams
   switch (command._tag) {
     case "Admit":
+      if (st.tickerAsleep) st.tickerWake.openUnsafe()
       return onAdmit(ctx, core, seams, command)
     case "SendAll":
       // While requests are in flight their answers free permits, and cutting now would only send

@@ -9,6 +9,7 @@ import type * as Context from "effect/Context"
 import type * as Deferred from "effect/Deferred"
 import type * as Effect from "effect/Effect"
 import type * as FiberSet from "effect/FiberSet"
+import * as Latch from "effect/Latch"
 import type * as Metric from "effect/Metric"
 import type * as Queue from "effect/Queue"
 import type * as Schedule from "effect/Schedule"
@@ -82,6 +83,12 @@ export interface State<E> {
   lastEvictionAt: number
   /** A `Tick` waits in the queue: the ticker offers no other until the owner took it. */
   tickPending: boolean
+  /**
+   * The ticker sleeps until `tickerWake` opens (or idle eviction is due): nothing is outstanding, so no
+   * batch can come due and no request stall. The owner opens it when it takes an admission.
+   */
+  tickerAsleep: boolean
+  readonly tickerWake: Latch.Latch
 }
 
 /** Whether anything was offered for admission since the last successful barrier. @internal */
@@ -102,7 +109,9 @@ export const makeState = <E>(): State<E> => ({
   gauges: new Map(),
   stall: stall.makeState(),
   lastEvictionAt: 0,
-  tickPending: false
+  tickPending: false,
+  tickerAsleep: false,
+  tickerWake: Latch.makeUnsafe(false)
 })
 
 /** What the owner is built from (by `writer.make`). @internal */

@@ -23,7 +23,6 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
 import * as Queue from "effect/Queue"
-import * as Schedule from "effect/Schedule"
 import * as Scheduler from "effect/Scheduler"
 import type * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
@@ -199,7 +198,11 @@ const flushAtClose = <E>(
       : Effect.void
   )
 
-/** The owner's tick, on a fiber of the scope: one tick at most waits in the queue (while the owner is busy, ticks would only fill it). */
+/**
+ * The owner's tick, on a fiber of the scope: one tick at most waits in the queue (while the owner is busy, ticks
+ * would only fill it). With nothing outstanding there is nothing to time but idle eviction: the ticker sleeps
+ * until the owner takes an admission or eviction is due, so an idle writer costs no wake-ups.
+ */
 const ticker = <M extends Method>(
   state: ownerState.State<CoreError<M>>,
   commands: Queue.Queue<ownerState.Command<M>>
@@ -209,7 +212,21 @@ const ticker = <M extends Method>(
     state.tickPending = true
     return Effect.asVoid(Queue.offer(commands, { _tag: "Tick" }))
   })
-  return Effect.asVoid(tick.pipe(Effect.repeat(Schedule.spaced(tickInterval)), Effect.forkScoped))
+  const idle = Effect.suspend(() => {
+    if (state.outstanding > 0 || state.requests > 0) return Effect.void
+    state.tickerAsleep = true
+    state.tickerWake.closeUnsafe()
+    return Effect.raceFirst(Effect.sleep(owner.evictionInterval), state.tickerWake.await).pipe(
+      Effect.ensuring(Effect.sync(() => void (state.tickerAsleep = false)))
+    )
+  })
+  return Effect.sleep(tickInterval).pipe(
+    Effect.andThen(tick),
+    Effect.andThen(idle),
+    Effect.forever,
+    Effect.forkScoped,
+    Effect.asVoid
+  )
 }
 
 interface Parts<M extends Method> {

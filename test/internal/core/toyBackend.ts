@@ -61,6 +61,9 @@ export interface Service {
   prepared: number
   evictions: number
   evictDies: boolean
+  /** Ticks the owner ran; with `batchDelayMillis`, a tick cuts a batch open at least that long. */
+  ticks: number
+  batchDelayMillis: number | undefined
   /** Tables the repair engine repaired, and how many repairs ran. */
   readonly repaired: Set<string>
   repairs: number
@@ -74,6 +77,8 @@ export const makeService = (): Service => ({
   prepared: 0,
   evictions: 0,
   evictDies: false,
+  ticks: 0,
+  batchDelayMillis: undefined,
   repaired: new Set(),
   repairs: 0
 })
@@ -83,6 +88,7 @@ const toy =
     Effect.sync(
       (): Backend<ToyMethod> => {
         let open: Array<Item> = []
+        let openedAt = 0
         const cut = Effect.suspend(() => {
           if (open.length === 0) return Effect.void
           const batch = open
@@ -114,8 +120,9 @@ const toy =
                 : [{ payload: items, units: items.length, bytes: items.length * 10, permitBytes: items.length * 10 }]
               return { slices, routed, skipped }
             }),
-          admit: (items, _now, generation) =>
+          admit: (items, now, generation) =>
             Effect.gen(function*() {
+              if (open.length === 0) openedAt = now
               for (const item of items) {
                 item.generation = generation
                 open.push(item)
@@ -123,6 +130,12 @@ const toy =
               }
             }),
           cutAll: cut,
+          tick: (now) =>
+            Effect.suspend(() => {
+              service.ticks++
+              const delay = service.batchDelayMillis
+              return delay !== undefined && open.length > 0 && now - openedAt >= delay ? cut : Effect.void
+            }),
           call: (batch) =>
             Effect.gen(function*() {
               service.calls++

@@ -346,6 +346,29 @@ describe("writer core", () => {
       assert.strictEqual(service.evictions, 2)
     }).pipe(Effect.scoped))
 
+  it.effect("an idle writer's ticker sleeps (a tick a minute, for eviction); an admission wakes it for its batch delay", () =>
+    Effect.gen(function*() {
+      const service = toy.makeService()
+      service.batchDelayMillis = 250
+      const w = yield* toy.make({ service, handler: logging([]), batchSize: 100 })
+      yield* TestClock.adjust("1 hour")
+      assert.isAtMost(service.ticks, 61, `ticks in an idle hour: ${service.ticks} (every 100 ms would be 36,000)`)
+      assert.isAtLeast(service.evictions, 59, "idle eviction still runs once a minute")
+      // an open batch (100 records make one) is cut by the tick once open for the batch delay
+      const before = service.ticks
+      const write = yield* Effect.forkChild(w.write(["t:a", "t:b"]))
+      yield* TestClock.adjust("200 millis")
+      assert.deepStrictEqual(service.accepted, [], "not before the batch delay")
+      yield* TestClock.adjust("200 millis")
+      assert.deepStrictEqual(service.accepted, ["a", "b"], "cut by a tick after the batch delay")
+      yield* Fiber.join(write)
+      assert.isAtLeast(service.ticks - before, 2, `the ticker ticks again while records are outstanding: ${before} then ${service.ticks}`)
+      // settled: asleep again
+      const settled = service.ticks
+      yield* TestClock.adjust("30 minutes")
+      assert.isAtMost(service.ticks - settled, 31)
+    }).pipe(Effect.scoped))
+
   it.live("routed records' payloads count in the in-flight bytes until the handler has them", () =>
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()
