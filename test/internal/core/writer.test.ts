@@ -362,7 +362,11 @@ describe("writer core", () => {
       yield* TestClock.adjust("200 millis")
       assert.deepStrictEqual(service.accepted, ["a", "b"], "cut by a tick after the batch delay")
       yield* Fiber.join(write)
-      assert.isAtLeast(service.ticks - before, 2, `the ticker ticks again while records are outstanding: ${before} then ${service.ticks}`)
+      assert.isAtLeast(
+        service.ticks - before,
+        2,
+        `the ticker ticks again while records are outstanding: ${before} then ${service.ticks}`
+      )
       // settled: asleep again
       const settled = service.ticks
       yield* TestClock.adjust("30 minutes")
