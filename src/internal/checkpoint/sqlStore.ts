@@ -157,8 +157,9 @@ export const make = <R extends { readonly id: string }, C, E>(
     )
 
   const save = (writerId: string, record: R, expectedPreviousId: string | undefined): Effect.Effect<void, C | E> =>
-    guarded(writerId, () =>
-      Effect.gen(function*() {
+    guarded(
+      writerId,
+      Effect.fnUntraced(function*() {
         const actual = yield* read(writerId)
         // a retried save whose first attempt landed finds its own record (ids are unique per save)
         if (actual?.id === record.id) return
@@ -170,11 +171,13 @@ export const make = <R extends { readonly id: string }, C, E>(
         const now = yield* read(writerId)
         if (now?.id === record.id) return
         return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId, actualId: now?.id }))
-      }))
+      })
+    )
 
   const claim = (writerId: string): Effect.Effect<{ readonly id: string; readonly record: Option.Option<R> }, C | E> =>
-    guarded(writerId, () =>
-      Effect.gen(function*() {
+    guarded(
+      writerId,
+      Effect.fnUntraced(function*() {
         for (let attempt = 0; attempt < ids.claimAttempts; attempt++) {
           const row = yield* read(writerId)
           const current = row === undefined ? undefined : yield* entryOf(ctx, writerId, row)
@@ -188,7 +191,8 @@ export const make = <R extends { readonly id: string }, C, E>(
           }
         }
         return yield* Effect.fail(options.conflict({ writerId, expectedPreviousId: undefined, actualId: undefined }))
-      }))
+      })
+    )
 
   return { load, save, claim }
 }

@@ -348,19 +348,18 @@ const admitter = <M extends Method>(
       return enqueue(command, p, slice !== undefined)
     })
 
-  return (records) =>
-    Effect.gen(function*() {
-      const gate = backend.admissionGate?.()
-      if (gate !== undefined) yield* orFailed(gate)
-      const prepared = yield* backend.prepare(records, limits)
-      // records routed before admission: with `writeAwaitsRouted` the write returns once the handler
-      // has them, so a handler that fails (failJob) fails this write (nothing routed: no wait)
-      const routedDone = backend.writeAwaitsRouted === true && prepared.routed.length > 0
-        ? Deferred.makeUnsafe<void, CoreError<M>>()
-        : undefined
-      yield* offerAll(prepared, routedDone, flow.maxBytes, offer)
-      if (routedDone !== undefined) yield* orFailed(Deferred.await(routedDone))
-    })
+  return Effect.fnUntraced(function*(records: ReadonlyArray<M["Record"]>) {
+    const gate = backend.admissionGate?.()
+    if (gate !== undefined) yield* orFailed(gate)
+    const prepared = yield* backend.prepare(records, limits)
+    // records routed before admission: with `writeAwaitsRouted` the write returns once the handler
+    // has them, so a handler that fails (failJob) fails this write (nothing routed: no wait)
+    const routedDone = backend.writeAwaitsRouted === true && prepared.routed.length > 0
+      ? Deferred.makeUnsafe<void, CoreError<M>>()
+      : undefined
+    yield* offerAll(prepared, routedDone, flow.maxBytes, offer)
+    if (routedDone !== undefined) yield* orFailed(Deferred.await(routedDone))
+  })
 }
 
 /** The caller-side half: `write` (prepare, permits, offer), `flush`, `checkpoint`, `summary`. */
