@@ -37,8 +37,8 @@ import * as http2Call from "./http2Call.ts"
 /** The service shape, without the service tag. @internal */
 export type Service = BigtableClientService
 
-const instrumentStatuses = (method: string) => <R>(self: Effect.Effect<ReadonlyArray<EntryStatus>, never, R>) =>
-  Effect.gen(function*() {
+const instrumentStatuses = (method: string) =>
+  Effect.fnUntraced(function*<R>(self: Effect.Effect<ReadonlyArray<EntryStatus>, never, R>) {
     const [duration, statuses] = yield* Effect.timed(self)
     const code = statuses.find((s) => s.code !== 0)?.code ?? 0
     yield* metrics.clientCall(method, grpc.name(code), duration)
@@ -154,30 +154,29 @@ const scopes = [
   "https://www.googleapis.com/auth/bigtable.admin.instance"
 ]
 
-const keyFileAuth = (path: Redacted.Redacted<string>) =>
-  Effect.gen(function*() {
-    const fs = yield* Effect.promise(() => import("node:fs/promises"))
-    const text = yield* Effect.tryPromise({
-      try: () => fs.readFile(Redacted.value(path), "utf8"),
-      // The cause names the path (ENOENT, EACCES): it is dropped, like the path itself.
-      catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", detail: "cannot read the key file" })
-    })
-    const key = yield* Effect.try({
-      try: (): unknown => JSON.parse(text),
-      catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", detail: "the key file is not JSON" })
-    })
-    const email = typeof key === "object" && key !== null && "client_email" in key ? key.client_email : undefined
-    const privateKey = typeof key === "object" && key !== null && "private_key" in key ? key.private_key : undefined
-    if (typeof email !== "string" || typeof privateKey !== "string") {
-      return yield* new SinkConfigError({
-        path: "serviceAccountKeyFile",
-        detail: "the key file has no client_email and private_key (is it a service-account key?)"
-      })
-    }
-    const auth = yield* Effect.promise(() => import("google-auth-library"))
-    // A JWT client, not `keyFilename`: google-auth-library 11 logs a deprecation warning for the latter.
-    return new auth.JWT({ email, key: privateKey, scopes })
+const keyFileAuth = Effect.fnUntraced(function*(path: Redacted.Redacted<string>) {
+  const fs = yield* Effect.promise(() => import("node:fs/promises"))
+  const text = yield* Effect.tryPromise({
+    try: () => fs.readFile(Redacted.value(path), "utf8"),
+    // The cause names the path (ENOENT, EACCES): it is dropped, like the path itself.
+    catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", detail: "cannot read the key file" })
   })
+  const key = yield* Effect.try({
+    try: (): unknown => JSON.parse(text),
+    catch: () => new SinkConfigError({ path: "serviceAccountKeyFile", detail: "the key file is not JSON" })
+  })
+  const email = typeof key === "object" && key !== null && "client_email" in key ? key.client_email : undefined
+  const privateKey = typeof key === "object" && key !== null && "private_key" in key ? key.private_key : undefined
+  if (typeof email !== "string" || typeof privateKey !== "string") {
+    return yield* new SinkConfigError({
+      path: "serviceAccountKeyFile",
+      detail: "the key file has no client_email and private_key (is it a service-account key?)"
+    })
+  }
+  const auth = yield* Effect.promise(() => import("google-auth-library"))
+  // A JWT client, not `keyFilename`: google-auth-library 11 logs a deprecation warning for the latter.
+  return new auth.JWT({ email, key: privateKey, scopes })
+})
 
 /** The production admin endpoint (table and instance admin). @internal */
 export const adminTarget = "bigtableadmin.googleapis.com:443"
@@ -200,18 +199,19 @@ type Destination =
   | { readonly _tag: "Emulator"; readonly endpoint: Endpoint }
   | { readonly _tag: "Production"; readonly auth: channel.HeaderSource }
 
-const destination = (s: clientOptions.Settings): Effect.Effect<Destination, SinkConfigError> =>
-  Effect.gen(function*() {
-    if (s.endpoint !== undefined) return { _tag: "Emulator", endpoint: s.endpoint }
-    if (s.serviceAccountKeyFile !== undefined) {
-      return { _tag: "Production", auth: yield* keyFileAuth(s.serviceAccountKeyFile) }
-    }
-    // the standard variable, read only when no option says where to go
-    const fromEnv = yield* emulatorEnv.bigtable
-    if (fromEnv !== undefined) return { _tag: "Emulator", endpoint: fromEnv }
-    const library = yield* Effect.promise(() => import("google-auth-library"))
-    return { _tag: "Production", auth: new library.GoogleAuth({ scopes, projectId: s.projectId }) }
-  })
+const destination = Effect.fnUntraced(function*(
+  s: clientOptions.Settings
+): Effect.fn.Return<Destination, SinkConfigError> {
+  if (s.endpoint !== undefined) return { _tag: "Emulator", endpoint: s.endpoint }
+  if (s.serviceAccountKeyFile !== undefined) {
+    return { _tag: "Production", auth: yield* keyFileAuth(s.serviceAccountKeyFile) }
+  }
+  // the standard variable, read only when no option says where to go
+  const fromEnv = yield* emulatorEnv.bigtable
+  if (fromEnv !== undefined) return { _tag: "Emulator", endpoint: fromEnv }
+  const library = yield* Effect.promise(() => import("google-auth-library"))
+  return { _tag: "Production", auth: new library.GoogleAuth({ scopes, projectId: s.projectId }) }
+})
 
 /** Where a client's data calls go: an emulator (plaintext, no credentials) or production (TLS, `auth`). @internal */
 export type DataTarget =
@@ -259,36 +259,37 @@ export const dataCalls = (
 const serviceUrl = "https://bigtable.googleapis.com/google.bigtable.v2.Bigtable"
 
 /** @internal */
-export const make = (config: BigtableClientConfig): Effect.Effect<Service, SinkConfigError, Scope.Scope> =>
-  Effect.gen(function*() {
-    const s = yield* settings(config)
-    const to = yield* destination(s)
-    const start = yield* dataCalls(
-      s.transport,
-      to._tag === "Emulator" ? { _tag: "emulator", endpoint: to.endpoint } : { _tag: "production", auth: to.auth }
-    )
-    const admin = yield* scopedChannel(() =>
-      to._tag === "Emulator" ? adminChannels.emulator(to.endpoint) : adminChannels.production(to.auth)
-    )
-    const target: firstContact.Target = {
-      service: "Bigtable",
-      destination: to._tag === "Emulator" ? to.endpoint.target : channel.dataTarget,
-      emulator: to._tag === "Emulator"
-        ? { option: "emulator.grpc", variable: emulatorEnv.variables.bigtable }
-        : undefined
-    }
-    const ping = grpcProbe.bigtable(overStart(start), s.projectId)
-    // production: the credentials are proved before any network call
-    const probe = to._tag === "Emulator" ? ping : firstContact.andThen(
-      firstContact.credentialsAttempt(to.auth, "Bigtable"),
-      ping
-    )
-    return service({
-      projectId: s.projectId,
-      start,
-      // The emulator has no instance admin API (pinned by a test): app profiles are not checked there.
-      admin: adminCalls.onChannel(onChannel(admin.getChannel()), to._tag === "Production"),
-      exportClientMetrics: s.exportClientMetrics,
-      firstContact: yield* firstContact.once(firstContact.probe(target, probe, s.firstContactTimeout))
-    })
+export const make = Effect.fnUntraced(function*(
+  config: BigtableClientConfig
+): Effect.fn.Return<Service, SinkConfigError, Scope.Scope> {
+  const s = yield* settings(config)
+  const to = yield* destination(s)
+  const start = yield* dataCalls(
+    s.transport,
+    to._tag === "Emulator" ? { _tag: "emulator", endpoint: to.endpoint } : { _tag: "production", auth: to.auth }
+  )
+  const admin = yield* scopedChannel(() =>
+    to._tag === "Emulator" ? adminChannels.emulator(to.endpoint) : adminChannels.production(to.auth)
+  )
+  const target: firstContact.Target = {
+    service: "Bigtable",
+    destination: to._tag === "Emulator" ? to.endpoint.target : channel.dataTarget,
+    emulator: to._tag === "Emulator"
+      ? { option: "emulator.grpc", variable: emulatorEnv.variables.bigtable }
+      : undefined
+  }
+  const ping = grpcProbe.bigtable(overStart(start), s.projectId)
+  // production: the credentials are proved before any network call
+  const probe = to._tag === "Emulator" ? ping : firstContact.andThen(
+    firstContact.credentialsAttempt(to.auth, "Bigtable"),
+    ping
+  )
+  return service({
+    projectId: s.projectId,
+    start,
+    // The emulator has no instance admin API (pinned by a test): app profiles are not checked there.
+    admin: adminCalls.onChannel(onChannel(admin.getChannel()), to._tag === "Production"),
+    exportClientMetrics: s.exportClientMetrics,
+    firstContact: yield* firstContact.once(firstContact.probe(target, probe, s.firstContactTimeout))
   })
+})
