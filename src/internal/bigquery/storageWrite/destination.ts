@@ -151,43 +151,43 @@ export interface PreparedSchema {
  *
  * @internal
  */
-export const readSchema = <A, E, R>(
+export const readSchema = Effect.fnUntraced(function*<A, E, R>(
   settings: Settings<A, E, R>,
   destination: TableDestination
-): Effect.Effect<PreparedSchema, BigQueryError | SerializerThrew> =>
-  Effect.gen(function*() {
-    const serializer = settings.serializer
-    const additional = settings.additionalFields
-    const base = yield* userCall("tableSchema", () =>
-      (additional === undefined ? serializer : settings.baseSerializer).tableSchema(destination))
-    const schema = additional === undefined
-      ? base
-      : yield* AdditionalFields.extendSchema(additional, base).pipe(
-        Effect.mapError((e) =>
-          new BigQueryError({
-            reason: new SchemaMismatch({
-              destination: destination.toString(),
-              detail: e.message,
-              cause: e
-            })
+): Effect.fn.Return<PreparedSchema, BigQueryError | SerializerThrew> {
+  const serializer = settings.serializer
+  const additional = settings.additionalFields
+  const base = yield* userCall(
+    "tableSchema",
+    () => (additional === undefined ? serializer : settings.baseSerializer).tableSchema(destination)
+  )
+  const schema = additional === undefined
+    ? base
+    : yield* AdditionalFields.extendSchema(additional, base).pipe(
+      Effect.mapError((e) =>
+        new BigQueryError({
+          reason: new SchemaMismatch({
+            destination: destination.toString(),
+            detail: e.message,
+            cause: e
           })
-        )
+        })
       )
-    if (settings.cdc !== undefined) {
-      yield* cdcCollision(destination, schema)
-      // a provider that fails is reported by the table's provisioning, with its own method name
-      const options = yield* Effect.option(settings.cdc.tableOptions(destination))
-      if (Option.isSome(options)) {
-        yield* cdcPrimaryKey(destination, options.value, schema)
-      }
+    )
+  if (settings.cdc !== undefined) {
+    yield* cdcCollision(destination, schema)
+    // a provider that fails is reported by the table's provisioning, with its own method name
+    const options = yield* Effect.option(settings.cdc.tableOptions(destination))
+    if (Option.isSome(options)) {
+      yield* cdcPrimaryKey(destination, options.value, schema)
     }
-    return {
-      schema,
-      descriptor: yield* userCall("descriptor", () =>
-        encodeDescriptor(descriptorOf(serializer, destination))),
-      fingerprint: yield* userCall("fingerprint", () => serializer.fingerprint?.(destination))
-    }
-  })
+  }
+  return {
+    schema,
+    descriptor: yield* userCall("descriptor", () => encodeDescriptor(descriptorOf(serializer, destination))),
+    fingerprint: yield* userCall("fingerprint", () => serializer.fingerprint?.(destination))
+  }
+})
 
 /** A physical column named like a CDC pseudocolumn: terminal, as an additional field's collision. */
 const cdcCollision = (destination: TableDestination, schema: TableSchema.TableSchema) =>
@@ -354,32 +354,31 @@ const provisionCdc = <A, E, R>(
  *
  * @internal
  */
-export const openWith = <A, E, R>(
+export const openWith = Effect.fnUntraced(function*<A, E, R>(
   settings: Settings<A, E, R>,
   destination: TableDestination,
   nowMillis: number,
   pool: Split.Pool,
   connect: (schema: TableSchema.TableSchema) => Effect.Effect<ConnectionSlot, BigQueryError>
-): Effect.Effect<Destination, BigQueryError | SerializerThrew> =>
-  Effect.gen(function*() {
-    const { descriptor, fingerprint, schema } = yield* readSchema(settings, destination)
-    const slot = yield* connect(schema)
-    return {
-      destination,
-      key: destination.toString(),
-      slot,
-      batch: Split.empty(pool),
-      schema,
-      descriptor,
-      fingerprint,
-      lastUsedMillis: nowMillis,
-      inFlight: 0,
-      permitBytes: 0,
-      batchStamp: 0,
-      batchGeneration: 0,
-      schemaPushed: false
-    }
-  })
+): Effect.fn.Return<Destination, BigQueryError | SerializerThrew> {
+  const { descriptor, fingerprint, schema } = yield* readSchema(settings, destination)
+  const slot = yield* connect(schema)
+  return {
+    destination,
+    key: destination.toString(),
+    slot,
+    batch: Split.empty(pool),
+    schema,
+    descriptor,
+    fingerprint,
+    lastUsedMillis: nowMillis,
+    inFlight: 0,
+    permitBytes: 0,
+    batchStamp: 0,
+    batchGeneration: 0,
+    schemaPushed: false
+  }
+})
 
 const openError = (
   method: string,

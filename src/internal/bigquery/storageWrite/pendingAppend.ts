@@ -129,58 +129,57 @@ export const start = (batch: Batch, atOffset: AtOffset | undefined): Progress =>
  * `responseTimeout` (then the connection is aborted): `undefined` once it is committed, else what
  * went wrong. A connection whose call failed is retired.
  */
-const attempt = (
+const attempt = Effect.fnUntraced(function*(
   responseTimeout: Duration.Duration,
   destination: Destination,
   connection: Connection,
   state: Progress
-): Effect.Effect<Problem | undefined> =>
-  Effect.gen(function*() {
-    // an append on a connection broken already is failed without being written
-    const written = !connection.isBroken()
-    const pending = yield* connection.append(state.body, state.offset)
-    const answer = yield* Deferred.await(pending).pipe(Effect.result, Effect.timeoutOption(responseTimeout))
-    if (Option.isNone(answer)) {
-      yield* destination.slot.abort(connection, "no response within responseTimeout")
-      // the request is on the wire until the cancellation has ended the call (a turn later), and
-      // a reconnect's wait frees its place in `maxInFlightRequests`; a call that never ends is
-      // given up after a second watchdog period (the channel is abandoned already)
-      yield* Effect.timeoutOption(connection.ended, responseTimeout)
-      return {
-        failure: { origin: "watchdog", code: undefined, storageCode: undefined, rowErrors: 0 },
-        detail: `no response within ${Duration.format(responseTimeout)}`,
-        cause: undefined,
-        rowErrors: []
-      }
-    }
-    if (answer.value._tag === "Failure") {
-      const f = answer.value.failure
-      yield* destination.slot.retire(connection)
-      // failed with its stream (or by another append's watchdog): on the wire until the call ended
-      if (written) yield* Effect.timeoutOption(connection.ended, responseTimeout)
-      return {
-        failure: { origin: "stream", code: f.code, storageCode: f.storageCode, rowErrors: 0 },
-        detail: f.message,
-        cause: f.cause,
-        rowErrors: []
-      }
-    }
-    const response = answer.value.success
-    if (response.updatedSchema !== undefined) state.schemaPushed = true
-    state.echoed = response.offset
-    if (response.ok) return undefined
+): Effect.fn.Return<Problem | undefined> {
+  // an append on a connection broken already is failed without being written
+  const written = !connection.isBroken()
+  const pending = yield* connection.append(state.body, state.offset)
+  const answer = yield* Deferred.await(pending).pipe(Effect.result, Effect.timeoutOption(responseTimeout))
+  if (Option.isNone(answer)) {
+    yield* destination.slot.abort(connection, "no response within responseTimeout")
+    // the request is on the wire until the cancellation has ended the call (a turn later), and
+    // a reconnect's wait frees its place in `maxInFlightRequests`; a call that never ends is
+    // given up after a second watchdog period (the channel is abandoned already)
+    yield* Effect.timeoutOption(connection.ended, responseTimeout)
     return {
-      failure: {
-        origin: "response",
-        code: response.code,
-        storageCode: response.storageCode,
-        rowErrors: response.rowErrors.length
-      },
-      detail: response.message,
-      cause: response,
-      rowErrors: response.rowErrors
-    } satisfies Problem
-  })
+      failure: { origin: "watchdog", code: undefined, storageCode: undefined, rowErrors: 0 },
+      detail: `no response within ${Duration.format(responseTimeout)}`,
+      cause: undefined,
+      rowErrors: []
+    }
+  }
+  if (answer.value._tag === "Failure") {
+    const f = answer.value.failure
+    yield* destination.slot.retire(connection)
+    // failed with its stream (or by another append's watchdog): on the wire until the call ended
+    if (written) yield* Effect.timeoutOption(connection.ended, responseTimeout)
+    return {
+      failure: { origin: "stream", code: f.code, storageCode: f.storageCode, rowErrors: 0 },
+      detail: f.message,
+      cause: f.cause,
+      rowErrors: []
+    }
+  }
+  const response = answer.value.success
+  if (response.updatedSchema !== undefined) state.schemaPushed = true
+  state.echoed = response.offset
+  if (response.ok) return undefined
+  return {
+    failure: {
+      origin: "response",
+      code: response.code,
+      storageCode: response.storageCode,
+      rowErrors: response.rowErrors.length
+    },
+    detail: response.message,
+    cause: response,
+    rowErrors: response.rowErrors
+  } satisfies Problem
+})
 
 const done = (key: string, state: Progress): Step => ({
   _tag: "done",
