@@ -232,12 +232,8 @@ const userCall = <X>(stage: SerializerThrew["stage"], f: () => X): Effect.Effect
  *
  * @internal
  */
-export const createResource = <A, E, R>(
-  settings: Settings<A, E, R>,
-  destination: TableDestination,
-  schema: TableSchema.TableSchema
-): Effect.Effect<tables.CreateResource, BigQueryError> =>
-  Effect.gen(function*() {
+export const createResource = Effect.fnUntraced(
+  function*<A, E, R>(settings: Settings<A, E, R>, destination: TableDestination, schema: TableSchema.TableSchema) {
     const options = yield* TableCreateOptions.make(settings.createOptions(destination), "tableCreateOptions")
     yield* TableCreateOptions.checkSchema(options, schema, "tableCreateOptions")
     // a CDC table is created with its primary key and contract label, whichever path creates it
@@ -248,19 +244,22 @@ export const createResource = <A, E, R>(
       return yield* O.fail("writeMethod.cdc.tableOptions.primaryKey", "is needed to create a CDC table")
     }
     return { ...TableCreateOptions.toRest(options), ...cdc }
-  }).pipe(
-    Effect.mapError((e) =>
-      new BigQueryError({
-        reason: new TableAdminFailed({
-          method: "tables.insert",
-          destination: destination.toString(),
-          status: 0,
-          detail: `invalid creation options: ${e.message}`,
-          cause: e
+  },
+  (effect, _settings, destination): Effect.Effect<tables.CreateResource, BigQueryError> =>
+    effect.pipe(
+      Effect.mapError((e) =>
+        new BigQueryError({
+          reason: new TableAdminFailed({
+            method: "tables.insert",
+            destination: destination.toString(),
+            status: 0,
+            detail: `invalid creation options: ${e.message}`,
+            cause: e
+          })
         })
-      })
+      )
     )
-  )
+)
 
 /**
  * The repair a verdict asks for on the append path, run by the core's repair engine once per incident.
