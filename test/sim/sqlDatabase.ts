@@ -21,13 +21,10 @@
  * rng of the database's own, so the rest of a seed's draws are what they are without it.
  */
 import * as Effect from "effect/Effect"
-import * as Layer from "effect/Layer"
-import * as Schema from "effect/Schema"
-import { settings } from "../../src/internal/checkpoint/sqlOptions.ts"
-import * as sqlStore from "../../src/internal/checkpoint/sqlStore.ts"
+import type * as Layer from "effect/Layer"
 import type { Row, StatementFailure, Table } from "../../src/internal/checkpoint/sqlTable.ts"
-import * as storeError from "../../src/internal/checkpoint/storeError.ts"
-import { CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../src/Sink.ts"
+import type { CheckpointStore } from "../../src/Sink.ts"
+import * as SqlStore from "../support/memorySqlTable.ts"
 import type { Process, World } from "./kernel.ts"
 import { rate as rateOf, type Rng } from "./random.ts"
 
@@ -139,16 +136,7 @@ export const make = (world: World, rng: Rng, faults: Faults): SqlDatabaseSim => 
       })
   })
 
-  const store = (proc: Process): Layer.Layer<CheckpointStore> =>
-    Layer.effect(
-      CheckpointStore,
-      Effect.map(Effect.orDie(settings({})), (config) =>
-        CheckpointStore.of(sqlStore.make(table(proc), config, {
-          decode: Schema.decodeUnknownResult(CheckpointRecord),
-          conflict: (f) => new CheckpointConflict(f),
-          error: storeError.fromFields
-        })))
-    )
+  const store = (proc: Process): Layer.Layer<CheckpointStore> => SqlStore.layer(table(proc))
 
   return { store, calm: () => void (calmed = true) }
 }

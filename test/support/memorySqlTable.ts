@@ -38,7 +38,7 @@ export const make = (): Table => {
   }
 }
 
-/** A store on `table` (each call: another process's store on the same table). */
+/** `CheckpointStore.sql`'s code on `table` (each call: another process's store on the same table; the simulator's too). */
 export const layer = (table: Table): Layer.Layer<CheckpointStore> =>
   Layer.effect(
     CheckpointStore,
