@@ -4,8 +4,7 @@
  * with batches in flight behind it ends with every surviving row visible once, at contiguous offsets.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Sink } from "effect"
-import * as fc from "fast-check"
+import { Effect, Schema, Sink } from "effect"
 import { type BigQueryFailure, BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
 import { FailureHandler } from "../../src/Sink.ts"
 import type * as Fake from "../support/fakeBigQueryWrite.ts"
@@ -143,38 +142,36 @@ describe("BigQuerySink.exactlyOnce: pipelined appends", () => {
         assert.deepStrictEqual(visibleIds(fake), [], "nothing flushed: the restore is the repair")
       })))
 
-  it.live(
+  it.live.prop(
     "property: any rejections and transient failures leave every surviving row visible exactly once",
-    () =>
-      Effect.promise(() =>
-        fc.assert(
-          fc.asyncProperty(
-            fc.uniqueArray(fc.integer({ min: 0, max: 119 }), { maxLength: 6 }),
-            fc.uniqueArray(fc.integer({ min: 0, max: 30 }), { maxLength: 4 }),
-            fc.integer({ min: 0, max: 4 }),
-            async (rejectedIds, transientAt, latencyMillis) => {
-              const rejected = new Set(rejectedIds)
-              const faults = rejecting(rejected)
-              const transient = new Set(transientAt)
-              let n = 0
-              const answer = (c: Fake.AppendContext): Fake.Answer =>
-                buffered(c) && transient.has(n++)
-                  ? { _tag: "error", code: 14, message: "try again" }
-                  : faults(c)
-              await Effect.runPromise(Effect.scoped(withEo({ answer, latencyMillis }, (fake) =>
-                Effect.gen(function*() {
-                  const { summary } = yield* writeAll(fake, 120)
-                  const expected = range(0, 120).filter((id) => !rejected.has(id))
-                  assert.deepStrictEqual(visibleIds(fake), expected)
-                  assert.deepStrictEqual(streamIds(fake), expected)
-                  assert.strictEqual(summary.recordsWritten, expected.length)
-                  assert.strictEqual(summary.recordsFailed, rejected.size)
-                }))))
-            }
-          ),
-          { numRuns: 15, seed: 20261201 }
-        )
+    {
+      rejectedIds: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 119 }))).check(
+        Schema.isMaxLength(6)
       ),
-    60_000
+      transientAt: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 30 }))).check(
+        Schema.isMaxLength(4)
+      ),
+      latencyMillis: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 4 }))
+    },
+    ({ latencyMillis, rejectedIds, transientAt }) => {
+      const rejected = new Set(rejectedIds)
+      const faults = rejecting(rejected)
+      const transient = new Set(transientAt)
+      let n = 0
+      const answer = (c: Fake.AppendContext): Fake.Answer =>
+        buffered(c) && transient.has(n++)
+          ? { _tag: "error", code: 14, message: "try again" }
+          : faults(c)
+      return Effect.scoped(withEo({ answer, latencyMillis }, (fake) =>
+        Effect.gen(function*() {
+          const { summary } = yield* writeAll(fake, 120)
+          const expected = range(0, 120).filter((id) => !rejected.has(id))
+          assert.deepStrictEqual(visibleIds(fake), expected)
+          assert.deepStrictEqual(streamIds(fake), expected)
+          assert.strictEqual(summary.recordsWritten, expected.length)
+          assert.strictEqual(summary.recordsFailed, rejected.size)
+        })))
+    },
+    { timeout: 60_000, arbitrary: { runs: 15, seed: 20261201 } }
   )
 })

@@ -1,6 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Fiber } from "effect"
-import * as fc from "fast-check"
+import { Cause, Deferred, Effect, Fiber, Schema } from "effect"
 import type { Budget, Retry, Trouble } from "../../../src/internal/core/backend.ts"
 import * as repairs from "../../../src/internal/core/repairs.ts"
 import { commandCapacity } from "../../../src/internal/core/writer.ts"
@@ -158,39 +157,35 @@ describe("core repair engine", () => {
       assert.strictEqual(h.engine.size(), 0)
     }))
 
-  it.effect("property: every request that met trouble goes again exactly once, and a repair runs once per incident", () =>
-    Effect.promise(() =>
-      fc.assert(
-        fc.asyncProperty(
-          fc.array(fc.record({ key: fc.constantFrom("t0", "t1", "t2"), stale: fc.boolean(), drain: fc.boolean() }), {
-            maxLength: 30
-          }),
-          (arrivals) =>
-            Effect.runPromise(
-              Effect.gen(function*() {
-                const h = harness()
-                const runs = new Map<string, number>()
-                let incidents = 0
-                for (const [i, a] of arrivals.entries()) {
-                  const epoch = h.engine.epoch(a.key)
-                  const observed = a.stale && epoch > 0 ? epoch - 1 : epoch
-                  // a repair starts exactly when the trouble is current and none is under way
-                  if (observed === epoch && !h.engine.active(a.key)) incidents++
-                  const repair = Effect.sync(() => void runs.set(a.key, (runs.get(a.key) ?? 0) + 1))
-                  yield* h.engine.meet(trouble(`r${i}`, a.key, observed, repair))
-                  if (a.drain) yield* h.drain
-                }
-                yield* h.drain
-                assert.sameMembers(h.resent, arrivals.map((_, i) => `r${i}`))
-                assert.strictEqual([...runs.values()].reduce((x, y) => x + y, 0), incidents)
-                assert.strictEqual(h.engine.size(), 0)
-                assert.deepStrictEqual(h.failures, [])
-              }).pipe(Effect.scoped)
-            )
-        ),
-        { numRuns: 200 }
-      )
-    ))
+  it.effect.prop(
+    "property: every request that met trouble goes again exactly once, and a repair runs once per incident",
+    {
+      arrivals: Schema.Array(
+        Schema.Struct({ key: Schema.Literals(["t0", "t1", "t2"]), stale: Schema.Boolean, drain: Schema.Boolean })
+      ).check(Schema.isMaxLength(30))
+    },
+    ({ arrivals }) =>
+      Effect.gen(function*() {
+        const h = harness()
+        const runs = new Map<string, number>()
+        let incidents = 0
+        for (const [i, a] of arrivals.entries()) {
+          const epoch = h.engine.epoch(a.key)
+          const observed = a.stale && epoch > 0 ? epoch - 1 : epoch
+          // a repair starts exactly when the trouble is current and none is under way
+          if (observed === epoch && !h.engine.active(a.key)) incidents++
+          const repair = Effect.sync(() => void runs.set(a.key, (runs.get(a.key) ?? 0) + 1))
+          yield* h.engine.meet(trouble(`r${i}`, a.key, observed, repair))
+          if (a.drain) yield* h.drain
+        }
+        yield* h.drain
+        assert.sameMembers(h.resent, arrivals.map((_, i) => `r${i}`))
+        assert.strictEqual([...runs.values()].reduce((x, y) => x + y, 0), incidents)
+        assert.strictEqual(h.engine.size(), 0)
+        assert.deepStrictEqual(h.failures, [])
+      }).pipe(Effect.scoped),
+    { arbitrary: { runs: 200 } }
+  )
 
   it.effect("a repair with more requests waiting than the owner's command queue holds re-sends them all", () =>
     Effect.gen(function*() {
