@@ -79,7 +79,9 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "simulation", include: ["test/sim/**/*.test.ts"] }
+        // one module graph per worker: a seed replays the same trace beside other runs in one process
+        // (replay.sim.test.ts), which is how `npm run sim` runs them too
+        test: { name: "simulation", include: ["test/sim/**/*.test.ts"], isolate: false }
       },
       {
         extends: true,
