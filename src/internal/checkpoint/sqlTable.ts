@@ -39,7 +39,7 @@ export interface Table {
 const failure = (e: SqlError): StatementFailure => ({ retryable: e.isRetryable, cause: e })
 
 /**
- * The table `name` through `sql`: any dialect with `INSERT ... ON CONFLICT DO NOTHING` and
+ * The table `name` through `sql`: a dialect with `INSERT ... ON CONFLICT DO NOTHING` and
  * `RETURNING` (PostgreSQL, SQLite).
  *
  * @internal

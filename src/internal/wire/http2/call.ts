@@ -7,7 +7,7 @@
  * - Sending: {@link Call.write} hands one framed message (`messageFrame.ts`: prefix and message in
  *   one buffer) to the stream; `taken` is called once Node has passed it on to HTTP/2 (or the call
  *   ended and it never will be), which is what the writers' send backlog counts. `write()`'s return
- *   value is not used: any message above the stream's 16 KiB high-water mark makes it `false`; the
+ *   value is not used: a message above the stream's 16 KiB high-water mark makes it `false`; the
  *   bound on what waits for the wire is the caller's backlog of untaken writes.
  * - Receiving: DATA chunks are reassembled into messages (`MessageReader`) and handed to
  *   `onMessage` synchronously, in order, each valid during the call only.
