@@ -133,6 +133,16 @@ const replace = <R, C, E>(
   return run(ctx, writerId, "saving the checkpoint", statement)
 }
 
+/** `effect`, unless the writer id is empty (`InvalidWriterId`). */
+const guard = <R, C, E, A, X>(
+  options: Options<R, C, E>,
+  writerId: string,
+  effect: () => Effect.Effect<A, X>
+): Effect.Effect<A, X | E> =>
+  writerId.length === 0
+    ? Effect.fail(options.error({ reason: "InvalidWriterId", writerId, detail: "writerId must not be empty" }))
+    : effect()
+
 /** @internal */
 export const make = <R extends { readonly id: string }, C, E>(
   table: Table,
@@ -141,10 +151,7 @@ export const make = <R extends { readonly id: string }, C, E>(
 ) => {
   const ctx: Ctx<R, C, E> = { table, settings, options }
   const ensureTable = tableCreation(ctx)
-  const guarded = <A, X>(writerId: string, effect: () => Effect.Effect<A, X>): Effect.Effect<A, X | E> =>
-    writerId.length === 0
-      ? Effect.fail(options.error({ reason: "InvalidWriterId", writerId, detail: "writerId must not be empty" }))
-      : effect()
+  const guarded = <A, X>(writerId: string, effect: () => Effect.Effect<A, X>) => guard(options, writerId, effect)
   const read = (writerId: string): Effect.Effect<Row | undefined, E> =>
     Effect.andThen(ensureTable(writerId), run(ctx, writerId, "reading the checkpoint", table.read(writerId)))
 
