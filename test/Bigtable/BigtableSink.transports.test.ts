@@ -41,12 +41,7 @@ const servedLayer = (
         served.target,
         certificate === undefined ? {} : { tlsRoots: [certificate.cert] }
       )
-      const base = yield* Effect.provide(
-        Effect.gen(function*() {
-          return yield* BigtableClient.BigtableClient
-        }),
-        Layer.orDie(fake.layer)
-      )
+      const base = yield* Effect.provide(Effect.service(BigtableClient.BigtableClient), Layer.orDie(fake.layer))
       return BigtableClient.BigtableClient.of({
         ...base,
         mutateRows: client.mutateRows(start),
@@ -108,8 +103,7 @@ describe.each(transports)("BigtableSink over %s", (transport) => {
         return yield* writer.summary
       }).pipe(
         Effect.scoped,
-        Effect.provide(servedLayer(transport, fake, false)),
-        Effect.provide(CheckpointStore.memory)
+        Effect.provide(Layer.merge(servedLayer(transport, fake, false), CheckpointStore.memory))
       )
       assert.strictEqual(summary.recordsWritten, 30)
       assert.strictEqual(fake.applied(), 30)

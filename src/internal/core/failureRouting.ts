@@ -5,7 +5,6 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
-import type * as Scope from "effect/Scope"
 import type { FailedElement } from "../../Sink/FailedElement.ts"
 import type { FailureHandler } from "../../Sink/FailureHandler.ts"
 import type { SummaryCounters } from "./summaryCounters.ts"
@@ -24,17 +23,17 @@ export interface FailureRouter<F, E, R> {
  *
  * @internal
  */
-export const make = <F extends FailedElement, E, R>(
+export const make = Effect.fnUntraced(function*<F extends FailedElement, E, R>(
   handler: FailureHandler<F, E, R>,
   counters: SummaryCounters
-): Effect.Effect<FailureRouter<F, E, R>, E, R | Scope.Scope> =>
-  Effect.gen(function*() {
-    yield* Effect.acquireRelease(handler.open, () => handler.close)
-    return {
-      route: (failure) =>
-        handler.handle(failure).pipe(
-          Effect.tap(() => Effect.sync(() => counters.add(failure.destination, "recordsFailed", 1)))
-        ),
-      flush: handler.flush
-    }
-  })
+) {
+  yield* Effect.acquireRelease(handler.open, () => handler.close)
+  const router: FailureRouter<F, E, R> = {
+    route: (failure) =>
+      handler.handle(failure).pipe(
+        Effect.tap(() => Effect.sync(() => counters.add(failure.destination, "recordsFailed", 1)))
+      ),
+    flush: handler.flush
+  }
+  return router
+})

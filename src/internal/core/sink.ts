@@ -25,8 +25,8 @@ export const make = <A, E, E0, R>(
     R | Scope.Scope
   >
 ): Sink.Sink<WriteSummary, A, never, E | E0, Exclude<R, Scope.Scope>> =>
-  Sink.make<A>()((input) =>
-    Effect.gen(function*() {
+  Sink.make<A>()(
+    Effect.fnUntraced(function*(input: Stream.Stream<A>) {
       const { flushInterval, writer } = yield* build
       const consume = input.pipe(Stream.runForEachArray((chunk) => writer.write(chunk)))
       if (flushInterval === undefined) yield* consume

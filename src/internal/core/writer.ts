@@ -289,6 +289,9 @@ const offerAll = Effect.fnUntraced(
   }
 )
 
+/** What `Effect.uninterruptibleMask` hands its body. */
+type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+
 /**
  * Offers a command to the owner after taking its permits. Taken permits (in flight, staged) are
  * given back, and the offer uncounted, when a wait is interrupted. A slice takes a staging place
@@ -298,30 +301,34 @@ const enqueuer = <M extends Method>(parts: Parts<M>) => {
   const { commands, failed, flow, staged, state } = parts
   const orFailed = orFailedWith(failed)
   const sendAll = Effect.asVoid(Queue.offer(commands, { _tag: "SendAll" }))
-  return (command: ownerState.Command<M>, permit: Permit | undefined, stage: boolean) =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.gen(function*() {
-        if (permit !== undefined) {
-          if (!(yield* flow.tryAcquire(permit))) yield* restore(orFailed(flow.acquire(permit, sendAll)))
-          if (stage && !(yield* staged.takeIfAvailable(1))) {
-            yield* restore(orFailed(staged.take(1))).pipe(Effect.onInterrupt(() => flow.release(permit)))
-          }
-        }
-        state.offered++
-        if (Queue.offerUnsafe(commands, command)) return
-        yield* restore(orFailed(Queue.offer(commands, command))).pipe(
-          Effect.onInterrupt(() =>
-            Effect.sync(() => void state.offered--).pipe(
-              Effect.andThen(
-                permit === undefined
-                  ? Effect.void
-                  : Effect.andThen(flow.release(permit), stage ? staged.release(1) : Effect.void)
-              )
-            )
+  const admit = Effect.fnUntraced(function*(
+    restore: Restore,
+    command: ownerState.Command<M>,
+    permit: Permit | undefined,
+    stage: boolean
+  ) {
+    if (permit !== undefined) {
+      if (!(yield* flow.tryAcquire(permit))) yield* restore(orFailed(flow.acquire(permit, sendAll)))
+      if (stage && !(yield* staged.takeIfAvailable(1))) {
+        yield* restore(orFailed(staged.take(1))).pipe(Effect.onInterrupt(() => flow.release(permit)))
+      }
+    }
+    state.offered++
+    if (Queue.offerUnsafe(commands, command)) return
+    yield* restore(orFailed(Queue.offer(commands, command))).pipe(
+      Effect.onInterrupt(() =>
+        Effect.sync(() => void state.offered--).pipe(
+          Effect.andThen(
+            permit === undefined
+              ? Effect.void
+              : Effect.andThen(flow.release(permit), stage ? staged.release(1) : Effect.void)
           )
         )
-      })
+      )
     )
+  })
+  return (command: ownerState.Command<M>, permit: Permit | undefined, stage: boolean) =>
+    Effect.uninterruptibleMask((restore) => admit(restore, command, permit, stage))
 }
 
 /** The caller-side admission of one prepared run: each slice takes its permit, then is offered. */

@@ -18,7 +18,6 @@ import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
 import type * as Result from "effect/Result"
-import type * as Scope from "effect/Scope"
 import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import { BigQueryError, TableAdminFailed } from "../../../BigQuery/BigQueryError.ts"
 import { type BigQueryFailure, failedRow } from "../../../BigQuery/BigQueryFailure.ts"
@@ -608,24 +607,20 @@ const initialState = <A, E, R>(
   }
 }
 
+/** The backend with what the exactly-once mode reads of it. @internal */
+export type Built<A, E, R> = BigQueryBackend<A, E, R> & {
+  /** What `prepare` keeps per destination on the caller's side (bounded by eviction). */
+  readonly prepareEnv: Prepare.Env<A>
+  /** The open destinations (the owner's: read by steps run on it). */
+  readonly destinations: ReadonlyMap<string, Destination.Destination>
+}
+
 /** Builds the backend on the core; the destinations' connections close with the writer's scope. @internal */
 export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClientService, mode?: Mode) =>
-(
-  core: BigQueryCore<A, E, R>
-): Effect.Effect<
-  BigQueryBackend<A, E, R> & {
-    /** What `prepare` keeps per destination on the caller's side (bounded by eviction). */
-    readonly prepareEnv: Prepare.Env<A>
-    /** The open destinations (the owner's: read by steps run on it). */
-    readonly destinations: ReadonlyMap<string, Destination.Destination>
-  },
-  never,
-  Scope.Scope
-> =>
-  Effect.gen(function*() {
+  Effect.fnUntraced(function*(core: BigQueryCore<A, E, R>) {
     const st = initialState(settings, client, core, mode)
     yield* Effect.addFinalizer(() => Effect.forEach(st.destinations.values(), (d) => d.slot.close, { discard: true }))
-    return {
+    const built: Built<A, E, R> = {
       name: "BigQuerySink",
       // a record routed as it is admitted fails the write that brought it when the handler fails
       writeAwaitsRouted: true,
@@ -639,7 +634,7 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       call: (request) =>
         Effect.exit(
           mode === undefined
-            ? PendingAppend.run(settings, request.d, batchOf(request), progressFor(request, undefined))
+            ? PendingAppend.run(settings, request.d, batchOf(request), progressFor(request, undefined), undefined)
             : mode.call(request)
         ).pipe(Effect.trackDuration(metrics.appendLatency)),
       judge: (request, outcome) => judge(st, request, outcome),
@@ -656,4 +651,5 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       prepareEnv: st.prepareEnv,
       destinations: st.destinations
     }
+    return built
   })

@@ -334,14 +334,14 @@ const committed = (
  *
  * @internal
  */
-export const run = <A, E, R>(
-  settings: Settings<A, E, R>,
-  destination: Destination,
-  batch: Batch,
-  progress: Progress,
-  atOffset?: AtOffset
-): Effect.Effect<Step, BigQueryError> =>
-  Effect.gen(function*() {
+export const run = Effect.fnUntraced(
+  function*<A, E, R>(
+    settings: Settings<A, E, R>,
+    destination: Destination,
+    batch: Batch,
+    progress: Progress,
+    atOffset: AtOffset | undefined
+  ) {
     const context = contextOf(settings)
     const state = progress
     let inBand: Budget.Budget | undefined
@@ -365,6 +365,9 @@ export const run = <A, E, R>(
       const step = yield* act(decision, { state, destination, connection, problem }, inBand, atOffset)
       if (step !== undefined) return step
     }
-  }).pipe(
-    hotSpan("BigQuerySink.append", { "bigquery.destination": destination.key, "bigquery.rows": batch.count })
-  )
+  },
+  (effect, _settings, destination, batch) =>
+    effect.pipe(
+      hotSpan("BigQuerySink.append", { "bigquery.destination": destination.key, "bigquery.rows": batch.count })
+    )
+)

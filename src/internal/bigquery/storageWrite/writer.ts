@@ -45,6 +45,12 @@ export const make = <A, E, R>(
   settings: Settings<A, E, R>
 ): Effect.Effect<Writer<A, BigQueryError | E>, E, BigQueryClient | R | Scope.Scope> => makeWith(settings)
 
+/** What the exactly-once mode plugs into the backend (`exactlyOnce/mode.ts`). @internal */
+export interface ExactlyOnceHooks<E> {
+  readonly mode: (client: BigQueryClientService) => Backend.Mode
+  readonly onOwner: (owner: Backend.OwnerView<BigQueryError | E>) => void
+}
+
 /**
  * `make` with the exactly-once mode plugged in (`exactlyOnce/mode.ts`), handing the core the backend
  * runs on and its open destinations to `onOwner` (the checkpoint's participant reaches the owner
@@ -52,14 +58,14 @@ export const make = <A, E, R>(
  *
  * @internal
  */
-export const makeWith = <A, E, R>(
+export const makeWith: <A, E, R>(
   settings: Settings<A, E, R>,
-  exactlyOnce?: {
-    readonly mode: (client: BigQueryClientService) => Backend.Mode
-    readonly onOwner: (owner: Backend.OwnerView<BigQueryError | E>) => void
-  }
-): Effect.Effect<Writer<A, BigQueryError | E>, E, BigQueryClient | R | Scope.Scope> =>
-  Effect.gen(function*() {
+  exactlyOnce?: ExactlyOnceHooks<E>
+) => Effect.Effect<Writer<A, BigQueryError | E>, E, BigQueryClient | R | Scope.Scope> = Effect.fnUntraced(
+  function*<A, E, R>(
+    settings: Settings<A, E, R>,
+    exactlyOnce?: ExactlyOnceHooks<E>
+  ) {
     const client = yield* BigQueryClient
     const s = settings.stream
     return yield* core.make<Backend.StorageWriteMethod<A, E, R>>({
@@ -85,7 +91,7 @@ export const makeWith = <A, E, R>(
             )
         )
     })
-  }).pipe(
-    // the deadline of the client's unary calls (GetWriteStream, tables.*), inherited by the writer's fibers
-    Effect.provideService(deadline.AdminTimeout, settings.stream.adminTimeout)
-  )
+  },
+  // the deadline of the client's unary calls (GetWriteStream, tables.*), inherited by the writer's fibers
+  (effect, settings) => Effect.provideService(effect, deadline.AdminTimeout, settings.stream.adminTimeout)
+)

@@ -38,8 +38,8 @@ const at = (path: PropertyKey) => (issue: SchemaIssue.Issue): SchemaIssue.Issue 
   new SchemaIssue.Pointer([path], issue)
 
 /** A GC rule, nested rules decoded recursively with their index in the path. */
-const decodeGcRule = (input: unknown): Effect.Effect<GcRule, SchemaIssue.Issue> =>
-  Effect.gen(function*() {
+const decodeGcRule: (input: unknown) => Effect.Effect<GcRule, SchemaIssue.Issue> = Effect.fnUntraced(
+  function*(input: unknown) {
     if (!O.isRecord(input) || !Predicate.isString(input._tag)) {
       return yield* Effect.fail(O.invalid(`must be a GcRule, was ${O.describe(input)}`, input))
     }
@@ -66,7 +66,8 @@ const decodeGcRule = (input: unknown): Effect.Effect<GcRule, SchemaIssue.Issue> 
       default:
         return yield* Effect.fail(O.invalid(`unknown GcRule '${input._tag}'`, input))
     }
-  })
+  }
+)
 
 /** A `GcRule` value, checked again whatever built it (its nested rules too). */
 const GcRuleSchema = Schema.Unknown.pipe(Schema.decodeTo(

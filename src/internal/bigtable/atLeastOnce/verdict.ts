@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import type { EntryStatus } from "../../../Bigtable/BigtableClient.ts"
 import { BigtableError, RpcFailed, TooManyRejections } from "../../../Bigtable/BigtableError.ts"
 import { FailedMutation } from "../../../Bigtable/BigtableFailure.ts"
-import type { Retry, Routed, Verdict } from "../../core/backend.ts"
+import type { Retry, Routed } from "../../core/backend.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
 import * as metrics from "../metrics.ts"
 import { afterBudget, classify, maxAttemptsOf } from "../transport/classify.ts"
@@ -47,31 +47,30 @@ const rejected = (item: Item, status: EntryStatus): FailedMutation =>
  * A row-level rejection: re-sent alone when it came in a batch (the isolation pass), routed when it
  * was alone; the writer's failure once `maxConsecutiveRejections` were routed in a row.
  */
-const rowLevel = <A, EH, R>(
+const rowLevel = Effect.fnUntraced(function*<A, EH, R>(
   st: State<A, EH, R>,
   item: Item,
   status: EntryStatus,
   solo: boolean,
   routed: Array<Routed<Item, FailedMutation>>,
   resend: Array<Item>
-): Effect.Effect<WriterError<EH> | undefined> =>
-  Effect.gen(function*() {
-    if (!solo && !item.isolated) {
-      // A batched rejection: Bigtable fans one bad entry's status to the whole request.
-      item.isolated = true
-      yield* st.core.gauge(metrics.parkedEntries, 1)
-      resend.push(item)
-      return undefined
-    }
-    yield* metrics.errorClass(grpc.name(status.code), 1)
-    routed.push({ item, failure: rejected(item, status) })
-    st.consecutiveRejections++
-    const max = st.w.maxConsecutiveRejections
-    if (max === -1 || st.consecutiveRejections < max) return undefined
-    return new BigtableError({
-      reason: new TooManyRejections({ table: item.key, rejections: st.consecutiveRejections })
-    })
+) {
+  if (!solo && !item.isolated) {
+    // A batched rejection: Bigtable fans one bad entry's status to the whole request.
+    item.isolated = true
+    yield* st.core.gauge(metrics.parkedEntries, 1)
+    resend.push(item)
+    return undefined
+  }
+  yield* metrics.errorClass(grpc.name(status.code), 1)
+  routed.push({ item, failure: rejected(item, status) })
+  st.consecutiveRejections++
+  const max = st.w.maxConsecutiveRejections
+  if (max === -1 || st.consecutiveRejections < max) return undefined
+  return new BigtableError({
+    reason: new TooManyRejections({ table: item.key, rejections: st.consecutiveRejections })
   })
+})
 
 const noStatus: EntryStatus = { code: undefined, message: "no status" }
 
@@ -93,55 +92,54 @@ const retryOf = <EH>(entries: ReadonlyArray<Item>, status: EntryStatus): Retry<I
 }
 
 /** Each entry's verdict, in order; stops at the first that fails the writer. @internal */
-export const judge = <A, EH, R>(
+export const judge = Effect.fnUntraced(function*<A, EH, R>(
   st: State<A, EH, R>,
   items: Request,
   statuses: ReadonlyArray<EntryStatus>
-): Effect.Effect<Verdict<Item, FailedMutation, WriterError<EH>>> =>
-  Effect.gen(function*() {
-    const solo = items.length === 1
-    const written: Array<Item> = []
-    const routed: Array<Routed<Item, FailedMutation>> = []
-    const resend: Array<Item> = []
-    const missing: Array<{ readonly item: Item; readonly detail: string; readonly cause: unknown }> = []
-    const retry: Array<Item> = []
-    let retryStatus = noStatus
-    let terminal: WriterError<EH> | undefined
-    for (let i = 0; i < items.length && terminal === undefined; i++) {
-      const item = items[i] as Item
-      const status = statuses[i] ?? noStatus
-      const verdict = status.code === 0
-        ? "applied"
-        : afterBudget(classify([status.code]), item.attempts, maxAttemptsOf(st.w.retry))
-      switch (verdict) {
-        case "applied":
-          written.push(item)
-          break
-        case "retry":
-          yield* metrics.errorClass(grpc.name(status.code), 1)
-          if (retry.length === 0) retryStatus = status
-          retry.push(item)
-          break
-        case "rowLevel":
-          terminal = yield* rowLevel(st, item, status, solo, routed, resend)
-          break
-        case "tableNotFound":
-          missing.push({ item, detail: status.message, cause: status })
-          break
-        case "fatal":
-          yield* metrics.errorClass(grpc.name(status.code), 1)
-          terminal = rpcFailed(item, status)
-          break
-      }
+) {
+  const solo = items.length === 1
+  const written: Array<Item> = []
+  const routed: Array<Routed<Item, FailedMutation>> = []
+  const resend: Array<Item> = []
+  const missing: Array<{ readonly item: Item; readonly detail: string; readonly cause: unknown }> = []
+  const retry: Array<Item> = []
+  let retryStatus = noStatus
+  let terminal: WriterError<EH> | undefined
+  for (let i = 0; i < items.length && terminal === undefined; i++) {
+    const item = items[i] as Item
+    const status = statuses[i] ?? noStatus
+    const verdict = status.code === 0
+      ? "applied"
+      : afterBudget(classify([status.code]), item.attempts, maxAttemptsOf(st.w.retry))
+    switch (verdict) {
+      case "applied":
+        written.push(item)
+        break
+      case "retry":
+        yield* metrics.errorClass(grpc.name(status.code), 1)
+        if (retry.length === 0) retryStatus = status
+        retry.push(item)
+        break
+      case "rowLevel":
+        terminal = yield* rowLevel(st, item, status, solo, routed, resend)
+        break
+      case "tableNotFound":
+        missing.push({ item, detail: status.message, cause: status })
+        break
+      case "fatal":
+        yield* metrics.errorClass(grpc.name(status.code), 1)
+        terminal = rpcFailed(item, status)
+        break
     }
-    if (written.length > 0) st.consecutiveRejections = 0
-    const repairs = missing.length === 0 ? undefined : yield* repair.troubles(st, missing)
-    return {
-      written,
-      routed,
-      resend,
-      repair: repairs?.troubles ?? [],
-      retry: retryOf(retry, retryStatus),
-      terminal: terminal ?? repairs?.terminal
-    }
-  })
+  }
+  if (written.length > 0) st.consecutiveRejections = 0
+  const repairs = missing.length === 0 ? undefined : yield* repair.troubles(st, missing)
+  return {
+    written,
+    routed,
+    resend,
+    repair: repairs?.troubles ?? [],
+    retry: retryOf<EH>(retry, retryStatus),
+    terminal: terminal ?? repairs?.terminal
+  }
+})

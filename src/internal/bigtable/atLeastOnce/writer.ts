@@ -36,14 +36,14 @@ export const make = <A, H extends Handler | undefined>(
 > => Effect.flatMap(options.settings(sinkOptions), fromSettings)
 
 /** {@link make} from options already validated (the sink reads `flushInterval` from them too). @internal */
-export const fromSettings = <A, EH = never, R = never>(
+export const fromSettings: <A, EH = never, R = never>(
   settings: options.Settings<A, EH, R>
-): Effect.Effect<
+) => Effect.Effect<
   Writer<A, WriterError<EH>>,
   WriterError<EH>,
   BigtableClient | Scope.Scope | R
-> =>
-  Effect.gen(function*() {
+> = Effect.fnUntraced(
+  function*<A, EH, R>(settings: options.Settings<A, EH, R>) {
     yield* contact
     const client = yield* BigtableClient
     const w = settings.writer
@@ -65,8 +65,11 @@ export const fromSettings = <A, EH = never, R = never>(
       },
       backend: backend.make(settings, client, (table) => options.checkTable("destinationResolver(...)", table))
     })
-  }).pipe(
-    // the deadlines of the client's calls (admin repair, MutateRows), inherited by the writer's fibers
-    Effect.provideService(deadline.AdminTimeout, settings.writer.adminTimeout),
-    Effect.provideService(deadline.ResponseTimeout, settings.writer.responseTimeout)
-  )
+  },
+  // the deadlines of the client's calls (admin repair, MutateRows), inherited by the writer's fibers
+  (effect, settings) =>
+    effect.pipe(
+      Effect.provideService(deadline.AdminTimeout, settings.writer.adminTimeout),
+      Effect.provideService(deadline.ResponseTimeout, settings.writer.responseTimeout)
+    )
+)

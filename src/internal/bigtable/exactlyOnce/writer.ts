@@ -194,58 +194,56 @@ const preparer = <A, EH, R, P>(settings: Settings<A, EH, R, P>, pending: Pending
   const { base } = settings
   const sequencer = identity.sequencer(settings.resume.writerId)
   const encodePosition = Schema.encodeUnknownSync(settings.resume.positionSchema)
-  return (
-    records: ReadonlyArray<A>
-  ): Effect.Effect<CorePrepared<ReadonlyArray<Staged>, FailedMutation>, WriterError<EH>> =>
-    Effect.gen(function*() {
-      // identities in record order: the resolver runs first for every record, the serializer next
-      const ids = new WeakMap<object, string>()
-      let current = ""
-      let positionError: unknown = undefined
-      const resolve = (record: A) => {
-        try {
-          current = sequencer.next(identity.canonicalJson(encodePosition(settings.position(record))))
-        } catch (cause) {
-          positionError ??= cause
-        }
-        return base.resolve(record)
+  return Effect.fnUntraced(function*(records: ReadonlyArray<A>) {
+    // identities in record order: the resolver runs first for every record, the serializer next
+    const ids = new WeakMap<object, string>()
+    let current = ""
+    let positionError: unknown = undefined
+    const resolve = (record: A) => {
+      try {
+        current = sequencer.next(identity.canonicalJson(encodePosition(settings.position(record))))
+      } catch (cause) {
+        positionError ??= cause
       }
-      const tag = (id: string, result: unknown): unknown => {
-        if (typeof result !== "object" || result === null || !("rowKey" in result) || !("mutations" in result)) {
-          return result
-        }
-        // a fresh object per record, so two records sharing an entry object keep their own identity
-        // (its fields are checked by `prepare`, and copied by `envelope.freeze`)
-        const entry = { rowKey: result.rowKey, mutations: result.mutations } as RowMutationEntry
-        ids.set(entry, id)
-        return entry
+      return base.resolve(record)
+    }
+    const tag = (id: string, result: unknown): unknown => {
+      if (typeof result !== "object" || result === null || !("rowKey" in result) || !("mutations" in result)) {
+        return result
       }
-      const serializer = (record: A) => {
-        const id = current
-        const result = base.serializer(record)
-        return Effect.isEffect(result) ?
-          Effect.map(result, (r) => tag(id, r) as RowMutationEntry | null) :
-          tag(id, result) as RowMutationEntry | null
-      }
-      const prepared = yield* prepare.prepare(records, resolve, serializer)
-      if (positionError !== undefined) {
-        return yield* new SinkConfigError({
-          path: "checkpoint.position",
-          detail: `a record's position does not encode as JSON with the resume's positionSchema: ${
-            positionError instanceof Error ? positionError.message : String(positionError)
-          }`
-        })
-      }
-      const { staged, bytes } = envelopesOf(settings, prepared, ids)
-      pending.entries += staged.length
-      pending.bytes += bytes
-      for (const item of staged) pending.largest = Math.max(pending.largest, item.bytes)
-      return {
-        slices: staged.length === 0 ? [] : [{ payload: staged, units: staged.length, bytes, permitBytes: 0 }],
-        routed: prepared.routed,
-        skipped: prepared.skipped
-      }
-    })
+      // a fresh object per record, so two records sharing an entry object keep their own identity
+      // (its fields are checked by `prepare`, and copied by `envelope.freeze`)
+      const entry = { rowKey: result.rowKey, mutations: result.mutations } as RowMutationEntry
+      ids.set(entry, id)
+      return entry
+    }
+    const serializer = (record: A) => {
+      const id = current
+      const result = base.serializer(record)
+      return Effect.isEffect(result) ?
+        Effect.map(result, (r) => tag(id, r) as RowMutationEntry | null) :
+        tag(id, result) as RowMutationEntry | null
+    }
+    const prepared = yield* prepare.prepare(records, resolve, serializer)
+    if (positionError !== undefined) {
+      return yield* new SinkConfigError({
+        path: "checkpoint.position",
+        detail: `a record's position does not encode as JSON with the resume's positionSchema: ${
+          positionError instanceof Error ? positionError.message : String(positionError)
+        }`
+      })
+    }
+    const { staged, bytes } = envelopesOf(settings, prepared, ids)
+    pending.entries += staged.length
+    pending.bytes += bytes
+    for (const item of staged) pending.largest = Math.max(pending.largest, item.bytes)
+    const admitted: CorePrepared<ReadonlyArray<Staged>, FailedMutation> = {
+      slices: staged.length === 0 ? [] : [{ payload: staged, units: staged.length, bytes, permitBytes: 0 }],
+      routed: prepared.routed,
+      skipped: prepared.skipped
+    }
+    return admitted
+  })
 }
 
 /** The admission: envelopes prepared on the caller's fiber, staged on the owner (nothing to cut, time or send). */
@@ -334,23 +332,22 @@ const participantOf = <A, EH, R>(
         : Effect.andThen(c.gauge(metrics.stagedEntries, -envelopes.length), c.gauge(metrics.stagedBytes, -bytes))
       return Effect.as(gauges, envelopes)
     }),
-    commit: (frozen) =>
-      Effect.gen(function*() {
-        if (frozen.length === 0) return
-        const envelopes = frozen.map((f) => f.envelope)
-        yield* tables.validate(envelopes)
-        const done = yield* committer.commit(client, envelopes, commitSettings)
-        const c = run.core
-        if (!run.live || c === undefined) return
-        // this run's records, once each (applied now or found applied), with the serialized size the
-        // at-least-once sink counts: the user's entry, without the marker mutation
-        for (const e of envelopes) {
-          const key = committer.tableKey(e.tableName)
-          c.counters.add(key, "recordsWritten", 1)
-          c.counters.add(key, "bytesWritten", mutationProto.entryByteSize({ rowKey: e.rowKey, mutations: e.mutations }))
-        }
-        yield* Metric.update(metrics.recordsSend, done.completed + done.deduplicated)
-      }),
+    commit: Effect.fnUntraced(function*(frozen: ReadonlyArray<envelope.Frozen>) {
+      if (frozen.length === 0) return
+      const envelopes = frozen.map((f) => f.envelope)
+      yield* tables.validate(envelopes)
+      const done = yield* committer.commit(client, envelopes, commitSettings)
+      const c = run.core
+      if (!run.live || c === undefined) return
+      // this run's records, once each (applied now or found applied), with the serialized size the
+      // at-least-once sink counts: the user's entry, without the marker mutation
+      for (const e of envelopes) {
+        const key = committer.tableKey(e.tableName)
+        c.counters.add(key, "recordsWritten", 1)
+        c.counters.add(key, "bytesWritten", mutationProto.entryByteSize({ rowKey: e.rowKey, mutations: e.mutations }))
+      }
+      yield* Metric.update(metrics.recordsSend, done.completed + done.deduplicated)
+    }),
     restore: () => Effect.void
   }
 }
