@@ -4,19 +4,25 @@
  * for concurrent callers, a failure without the cause's text, and credentials with no expiry.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Exit, Fiber } from "effect"
+import { Duration, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as AccessTokens from "../../../../src/internal/wire/http2/accessTokens.ts"
 
 /** An auth client like google-auth-library's: a token per fetch, expiring `lifetime` after the clock's now. */
 const source = (lifetime: Duration.Duration, now: () => number, fail?: () => boolean) => {
   let fetched = 0
-  const gate = { open: Deferred.makeUnsafe<void>() }
-  Deferred.doneUnsafe(gate.open, Exit.void)
+  // the auth client is promise-based (a boundary): a held fetch waits on a plain promise
+  const gate = {
+    open: Promise.resolve(),
+    release: () => {},
+    hold: () => {
+      gate.open = new Promise<void>((resolve) => gate.release = resolve)
+    }
+  }
   const auth = {
     credentials: { expiry_date: undefined as number | undefined },
     getRequestHeaders: async () => {
-      await Effect.runPromise(Deferred.await(gate.open))
+      await gate.open
       if (fail?.()) throw new Error("-----BEGIN PRIVATE KEY----- secret")
       fetched++
       auth.credentials.expiry_date = now() + Duration.toMillis(lifetime)
@@ -54,11 +60,11 @@ describe("accessTokens", () => {
   it.effect("concurrent callers share one fetch", () =>
     Effect.gen(function*() {
       const s = source(Duration.minutes(60), () => 0)
-      s.gate.open = Deferred.makeUnsafe<void>()
+      s.gate.hold()
       const tokens = AccessTokens.make(s.auth, "https://h/s", "Test", yield* Effect.scope)
       const fibers = yield* Effect.forEach(Array.from({ length: 10 }), () => Effect.forkChild(tokens.headers))
       yield* Effect.yieldNow
-      Deferred.doneUnsafe(s.gate.open, Exit.void)
+      s.gate.release()
       const all = yield* Effect.forEach(fibers, Fiber.join)
       assert.isTrue(all.every((h) => h["authorization"] === "Bearer t1"))
       assert.strictEqual(s.fetched(), 1)
