@@ -206,6 +206,23 @@ const discardOrphans = <A, P, C, E>(
   )
 }
 
+/**
+ * "Another writer owns this now" noticed by the backend (its error carries a `Fenced`) becomes the
+ * store's `CheckpointConflict`: one error for it whichever layer noticed, the same one each time.
+ */
+const fencing = <E>(writerId: string, previousId: () => string) => {
+  const conflicts = new WeakMap<object, CheckpointConflict>()
+  return (error: E | CheckpointError): E | CheckpointError => {
+    const detail = fencedDetail(error)
+    if (detail === undefined || !Predicate.isObject(error)) return error
+    const known = conflicts.get(error)
+    if (known !== undefined) return known
+    const conflict = new CheckpointConflict({ writerId, expectedPreviousId: previousId(), detail })
+    conflicts.set(error, conflict)
+    return conflict
+  }
+}
+
 const protocol = Effect.fnUntraced(function*<A, P, C, E>(kept: Kept<A, P, C, E>) {
   const { participant, positionSchema, store, writer, writerId } = kept
   const commitsSchema = Schema.Array(participant.commitSchema)
@@ -230,18 +247,7 @@ const protocol = Effect.fnUntraced(function*<A, P, C, E>(kept: Kept<A, P, C, E>)
       Effect.mapError((e) => corrupt(writerId, `the commits do not encode: ${e.message}`, e))
     )
 
-  // "another writer owns this now" noticed by the backend (its error carries a `Fenced`) is the
-  // store's `CheckpointConflict`: one error for it, whichever layer noticed; the same one each time
-  const conflicts = new WeakMap<object, CheckpointConflict>()
-  const fenced = (error: E | CheckpointError): E | CheckpointError => {
-    const detail = fencedDetail(error)
-    if (detail === undefined || !Predicate.isObject(error)) return error
-    const known = conflicts.get(error)
-    if (known !== undefined) return known
-    const conflict = new CheckpointConflict({ writerId, expectedPreviousId: previousId, detail })
-    conflicts.set(error, conflict)
-    return conflict
-  }
+  const fenced = fencing<E>(writerId, () => previousId)
 
   const checkpoint = (position: P): Effect.Effect<void, E | CheckpointError> =>
     lock.withPermit(latched(Effect.gen(function*() {

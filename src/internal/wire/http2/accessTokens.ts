@@ -87,6 +87,20 @@ const collect = (headers: { forEach(f: (value: string, key: string) => void): vo
 }
 
 /**
+ * How long fetched headers serve: a background fetch from `refreshMargin` before the token expires,
+ * calls waiting from `expiryMargin` before it; `unknownLifetime` when the credentials give no expiry.
+ */
+const lifetimeOf = (options: Options) => {
+  const refreshMargin = Duration.toMillis(options.refreshMargin ?? Duration.minutes(5))
+  const expiryMargin = Duration.toMillis(options.expiryMargin ?? Duration.seconds(30))
+  const unknownLifetime = Duration.toMillis(options.unknownLifetime ?? Duration.minutes(1))
+  return (headers: Readonly<Record<string, string>>, now: number, expiry: number | undefined): Cached =>
+    expiry === undefined
+      ? { headers, refreshAt: now + unknownLifetime, usableUntil: now + unknownLifetime }
+      : { headers, refreshAt: Math.max(now, expiry - refreshMargin), usableUntil: expiry - expiryMargin }
+}
+
+/**
  * A cache of `source`'s headers for calls to `url` (`https://host/service`, what grpc-js passes);
  * background fetches run in `scope`. `service` names the API in the failure message.
  *
@@ -99,9 +113,7 @@ export const make = (
   scope: Scope.Scope,
   options: Options = {}
 ): AccessTokens => {
-  const refreshMargin = Duration.toMillis(options.refreshMargin ?? Duration.minutes(5))
-  const expiryMargin = Duration.toMillis(options.expiryMargin ?? Duration.seconds(30))
-  const unknownLifetime = Duration.toMillis(options.unknownLifetime ?? Duration.minutes(1))
+  const lifetime = lifetimeOf(options)
   let cached: Cached | undefined
   let inFlight: Deferred.Deferred<Readonly<Record<string, string>>, CallError> | undefined
   let fetches = 0
@@ -113,15 +125,7 @@ export const make = (
       Effect.tryPromise(() => source.getRequestHeaders(url)),
       () => failed
     )
-    const now = yield* Clock.currentTimeMillis
-    const expiry = expiryOf(source)
-    const entry: Cached = expiry === undefined
-      ? { headers: collect(headers), refreshAt: now + unknownLifetime, usableUntil: now + unknownLifetime }
-      : {
-        headers: collect(headers),
-        refreshAt: Math.max(now, expiry - refreshMargin),
-        usableUntil: expiry - expiryMargin
-      }
+    const entry = lifetime(collect(headers), yield* Clock.currentTimeMillis, expiryOf(source))
     cached = entry
     return entry.headers
   })

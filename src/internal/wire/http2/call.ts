@@ -61,6 +61,32 @@ interface Ending {
   readonly end: (error: CallError | undefined) => void
 }
 
+/** What a call's response has shown so far. */
+interface Response {
+  httpStatus: number | undefined
+  status: CallError | undefined | null // null: no trailers yet
+  readsClosed: boolean
+  streamError: (Error & { readonly code?: unknown }) | undefined
+}
+
+/** The stream closed: the call ends with its status, or with how the stream and its session closed. */
+const closed = (stream: http2.ClientHttp2Stream, session: Session, ending: Ending, response: Response): void => {
+  // the end is known once the session's own events (GOAWAY, error) have been seen
+  process.nextTick(() => {
+    ending.end(
+      response.status !== null ? response.status : fromClose({
+        rstCode: stream.rstCode ?? http2.constants.NGHTTP2_NO_ERROR,
+        httpStatus: response.httpStatus,
+        connectionDropped: session.dropped(),
+        connectionLost: session.lost(),
+        error: response.streamError ?? session.failure()
+      })
+    )
+    stream.removeAllListeners()
+    stream.on("error", noop)
+  })
+}
+
 /**
  * The response side of a call: messages to `handlers`, and the status from the trailers (or a
  * trailers-only response), a broken message, or how the stream closed, to `ending`.
@@ -72,22 +98,19 @@ const listen = (
   handlers: CallHandlers,
   ending: Ending
 ): void => {
-  let httpStatus: number | undefined
-  let status: CallError | undefined | null = null // null: no trailers yet
-  let readsClosed = false
-  let streamError: (Error & { readonly code?: unknown }) | undefined
+  const response: Response = { httpStatus: undefined, status: null, readsClosed: false, streamError: undefined }
   const reader = new MessageReader(maxReceiveMessageLength, (message) => {
     if (!ending.ended) handlers.onMessage(message)
   })
   const outputStatus = (): void => {
-    if (status !== null && readsClosed) ending.end(status)
+    if (response.status !== null && response.readsClosed) ending.end(response.status)
   }
-  stream.on("response", (response: http2.IncomingHttpHeaders, flags: number) => {
-    httpStatus = Number(response[":status"])
+  stream.on("response", (headers: http2.IncomingHttpHeaders, flags: number) => {
+    response.httpStatus = Number(headers[":status"])
     // a trailers-only response: the status is in these headers, and the stream ends with them
     if ((flags & http2.constants.NGHTTP2_FLAG_END_STREAM) !== 0) {
-      status = fromTrailers(response, httpStatus)
-      readsClosed = true
+      response.status = fromTrailers(headers, response.httpStatus)
+      response.readsClosed = true
       outputStatus()
     }
   })
@@ -95,38 +118,23 @@ const listen = (
     if (ending.ended) return
     const failure = reader.push(chunk)
     if (failure === undefined) return
-    ending.end(readFailure(failure, httpStatus))
+    ending.end(readFailure(failure, response.httpStatus))
   })
   stream.on("trailers", (trailers: http2.IncomingHttpHeaders) => {
-    status = fromTrailers(trailers, httpStatus)
+    response.status = fromTrailers(trailers, response.httpStatus)
     outputStatus()
   })
   stream.on("end", () => {
-    readsClosed = true
+    response.readsClosed = true
     // a message cut short is lost: the call is not OK, whatever the trailers said
-    if (reader.partial) status = callError(Code.INTERNAL, "the stream ended in the middle of a message")
+    if (reader.partial) response.status = callError(Code.INTERNAL, "the stream ended in the middle of a message")
     outputStatus()
   })
   stream.on("error", (error: Error & { readonly code?: unknown }) => {
     // errors other than a received RST_STREAM say more than its code does
-    if (error.code !== "ERR_HTTP2_STREAM_ERROR") streamError ??= error
+    if (error.code !== "ERR_HTTP2_STREAM_ERROR") response.streamError ??= error
   })
-  stream.once("close", () => {
-    // the end is known once the session's own events (GOAWAY, error) have been seen
-    process.nextTick(() => {
-      ending.end(
-        status !== null ? status : fromClose({
-          rstCode: stream.rstCode ?? http2.constants.NGHTTP2_NO_ERROR,
-          httpStatus,
-          connectionDropped: session.dropped(),
-          connectionLost: session.lost(),
-          error: streamError ?? session.failure()
-        })
-      )
-      stream.removeAllListeners()
-      stream.on("error", noop)
-    })
-  })
+  stream.once("close", () => closed(stream, session, ending, response))
 }
 
 /**

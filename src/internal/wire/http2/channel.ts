@@ -128,18 +128,12 @@ interface Sessions {
   readonly close: () => void
 }
 
-const sessionsOf = (options: ChannelOptions, scope: Scope.Scope): Sessions => {
+/** One connection attempt within `connectTimeout`: a socket (through the proxy, if any), then its session. */
+const connect = (options: ChannelOptions, scope: Scope.Scope, open: Set<Session.Session>) => {
   const { host, port } = hostAndPort(options.target)
   const endpoint: Socket.Endpoint = { host, port, tls: options.tls }
   const settings = sessionSettings(options)
-  const open = new Set<Session.Session>()
-  let current: Session.Session | undefined
-  let connecting: Deferred.Deferred<Session.Session, CallError> | undefined
-  let connections = 0
-  let closed = false
-
-  const connectOnce = Effect.gen(function*() {
-    connections++
+  return Effect.gen(function*() {
     const socket = yield* Socket.open(endpoint, options.proxy)
     const session = yield* Session.open(socket, settings, scope)
     open.add(session)
@@ -156,6 +150,15 @@ const sessionsOf = (options: ChannelOptions, scope: Scope.Scope): Sessions => {
     }),
     onLiveClock
   )
+}
+
+const sessionsOf = (options: ChannelOptions, scope: Scope.Scope): Sessions => {
+  const open = new Set<Session.Session>()
+  let current: Session.Session | undefined
+  let connecting: Deferred.Deferred<Session.Session, CallError> | undefined
+  let connections = 0
+  let closed = false
+  const connectOnce = Effect.andThen(Effect.sync(() => void connections++), connect(options, scope, open))
 
   const settle =
     (attempt: Deferred.Deferred<Session.Session, CallError>) => (exit: Exit.Exit<Session.Session, CallError>) =>

@@ -131,42 +131,52 @@ interface Tracked {
   readonly activity: { wake: Deferred.Deferred<void> }
 }
 
-/** The session's state, kept up to date by its listeners. */
-const track = (raw: http2.ClientHttp2Session, settings: SessionSettings): Tracked => {
-  let active = 0
-  let drained = false
-  let goneAway = false
-  let failure: Error | undefined
-  let lost: Error | undefined
-  const closed = Deferred.makeUnsafe<void>()
-  const activity = { wake: Deferred.makeUnsafe<void>() }
-  raw.unref()
+/** What the session's listeners learn: a GOAWAY, its first error, a lost connection, its close. */
+interface Health {
+  goneAway: boolean
+  failure: Error | undefined
+  lost: Error | undefined
+  readonly closed: Deferred.Deferred<void>
+}
+
+const watch = (raw: http2.ClientHttp2Session, settings: SessionSettings, onClose: () => void): Health => {
+  const health: Health = { goneAway: false, failure: undefined, lost: undefined, closed: Deferred.makeUnsafe<void>() }
   raw.once("goaway", (errorCode: number, _lastStreamID: number, data?: Buffer) => {
-    goneAway = true
+    health.goneAway = true
     if (errorCode === http2.constants.NGHTTP2_ENHANCE_YOUR_CALM && data !== undefined && data.equals(tooManyPings)) {
       settings.onTooManyPings()
     }
   })
   // every 'error' ends in 'close'; the error is kept for the calls' messages
   raw.on("error", (error: Error & { readonly code?: unknown }) => {
-    failure ??= error
+    health.failure ??= error
     // a GOAWAY with an error code also ends here; the calls then map their reset codes
-    if (error.code !== "ERR_HTTP2_SESSION_ERROR") lost ??= error
+    if (error.code !== "ERR_HTTP2_SESSION_ERROR") health.lost ??= error
   })
   raw.socket.once("close", () => {
-    if (!goneAway) lost ??= new Error("the connection closed")
+    if (!health.goneAway) health.lost ??= new Error("the connection closed")
   })
   raw.once("close", () => {
-    Deferred.doneUnsafe(closed, Exit.void)
-    Deferred.doneUnsafe(activity.wake, Exit.void)
+    Deferred.doneUnsafe(health.closed, Exit.void)
+    onClose()
   })
+  return health
+}
+
+/** The session's state, kept up to date by its listeners. */
+const track = (raw: http2.ClientHttp2Session, settings: SessionSettings): Tracked => {
+  let active = 0
+  let drained = false
+  const activity = { wake: Deferred.makeUnsafe<void>() }
+  const health = watch(raw, settings, () => Deferred.doneUnsafe(activity.wake, Exit.void))
+  raw.unref()
   const handle: Session = {
     id: nextId++,
     raw,
-    usable: () => !drained && !goneAway && !raw.closed && !raw.destroyed,
+    usable: () => !drained && !health.goneAway && !raw.closed && !raw.destroyed,
     dropped: () => raw.destroyed,
-    lost: () => lost,
-    failure: () => failure,
+    lost: () => health.lost,
+    failure: () => health.failure,
     activate: () => {
       if (active++ === 0) {
         raw.ref()
@@ -188,9 +198,9 @@ const track = (raw: http2.ClientHttp2Session, settings: SessionSettings): Tracke
       drained = true
       if (active === 0 && !raw.closed) raw.close()
     },
-    closed: Deferred.await(closed),
+    closed: Deferred.await(health.closed),
     destroy: (reason) => {
-      lost ??= reason
+      health.lost ??= reason
       raw.destroy()
     }
   }
