@@ -20,11 +20,24 @@ const logging = (log: Array<string>, handle?: (f: FailedElement) => Effect.Effec
     close: Effect.sync(() => void log.push("close"))
   })
 
-/** Lets the owner fiber take what was offered (it runs on microtasks, beside the test's fiber). */
-const settle = Effect.sleep("20 millis")
+/** Lets the owner fiber take what was offered, and 20 ms pass on the TestClock (ticks, batch delays). */
+const settle = TestClock.adjust("20 millis")
 
-/** Waits until `condition` holds (the owner got to it), or fails after two seconds. */
+/** Waits until `condition` holds (the owner got to it), in 5 ms steps of the TestClock; dies after two seconds of it. */
 const eventually = (condition: () => boolean) =>
+  Effect.gen(function*() {
+    for (let waited = 0; !condition(); waited += 5) {
+      if (waited >= 2_000) return yield* Effect.die(new Error("the condition did not hold within 2 s"))
+      yield* TestClock.adjust("5 millis")
+    }
+  })
+
+/**
+ * The real-clock forms, for the tests that probe a blocked wait with a timeout (a write that would
+ * hang, a tick a minute away at start).
+ */
+const settleLive = Effect.sleep("20 millis")
+const eventuallyLive = (condition: () => boolean) =>
   Effect.suspend(() => (condition() ? Effect.void : Effect.fail("not yet"))).pipe(
     Effect.retry(Schedule.spaced("5 millis")),
     Effect.timeout("2 seconds"),
@@ -34,7 +47,7 @@ const eventually = (condition: () => boolean) =>
 const gaugeValue = (metric: Metric.Gauge<number>) => Effect.map(Metric.value(metric), (state) => state.value)
 
 describe("writer core", () => {
-  it.live("a fatal outcome is latched: the flush, and every later write and flush, fail with it", () =>
+  it.effect("a fatal outcome is latched: the flush, and every later write and flush, fail with it", () =>
     Effect.gen(function*() {
       const service = toy.makeService()
       const w = yield* toy.make({ service, handler: logging([]) })
@@ -46,7 +59,7 @@ describe("writer core", () => {
       assert.deepStrictEqual(service.accepted, ["a"])
     }).pipe(Effect.scoped))
 
-  it.live("flush returns once every earlier record is written or routed, then flushes the handler", () =>
+  it.effect("flush returns once every earlier record is written or routed, then flushes the handler", () =>
     Effect.gen(function*() {
       const service = toy.makeService()
       service.hold = yield* Deferred.make<void>()
@@ -65,7 +78,7 @@ describe("writer core", () => {
       assert.deepStrictEqual([summary.recordsWritten, summary.recordsFailed], [3, 2])
     }).pipe(Effect.scoped))
 
-  it.live("the handler is flushed once per barrier and once at close, not again after a last flush", () =>
+  it.effect("the handler is flushed once per barrier and once at close, not again after a last flush", () =>
     Effect.gen(function*() {
       const log: Array<string> = []
       const scope = yield* Scope.make()
@@ -88,7 +101,7 @@ describe("writer core", () => {
       assert.deepStrictEqual(log2, ["open", "flush", "close"], "closing after success is one barrier")
     }))
 
-  it.live("closing after a failure releases without flushing", () =>
+  it.effect("closing after a failure releases without flushing", () =>
     Effect.gen(function*() {
       const log: Array<string> = []
       const service = toy.makeService()
@@ -101,7 +114,7 @@ describe("writer core", () => {
       assert.deepStrictEqual(log, ["open", "close"])
     }))
 
-  it.live("a call that dies fails the writer: flush fails with the defect, and closing the scope returns", () =>
+  it.effect("a call that dies fails the writer: flush fails with the defect, and closing the scope returns", () =>
     Effect.gen(function*() {
       const log: Array<string> = []
       const scope = yield* Scope.make()
@@ -120,7 +133,7 @@ describe("writer core", () => {
       const service = toy.makeService()
       const scope = yield* Scope.make()
       const w = yield* toy.make({ service, handler: logging([]) }).pipe(Scope.provide(scope))
-      yield* eventually(() => service.evictions === 1) // the first tick's eviction; the next is a minute away
+      yield* eventuallyLive(() => service.evictions === 1) // the first tick's eviction; the next is a minute away
       service.evictDies = true
       yield* w.write(["t:a"])
       const exit = yield* w.flush.pipe(Effect.timeout("2 seconds"), Effect.exit)
@@ -131,7 +144,7 @@ describe("writer core", () => {
       assert.isTrue(Exit.isSuccess(closed), "closing the scope does not hang")
     }))
 
-  it.live("an owner fiber that stops (its scope closed) fails later writes and flushes instead of hanging them", () =>
+  it.effect("an owner fiber that stops (its scope closed) fails later writes and flushes instead of hanging them", () =>
     Effect.gen(function*() {
       const outer = yield* Scope.make()
       const w = yield* toy.make({ service: toy.makeService(), handler: logging([]) }).pipe(Scope.provide(outer))
@@ -153,7 +166,7 @@ describe("writer core", () => {
       const handler = logging(log, () => Deferred.await(gate))
       const w = yield* toy.make({ service: toy.makeService(), handler, maxUnits: 1100, batchSize: 1100 })
       yield* w.write(["t:bad0"]) // the handler holds the owner: nothing leaves the queue
-      yield* settle
+      yield* settleLive
       // fill the queue with routed records (they take no permit and no staging place)
       for (let i = 1; i <= 1024; i++) {
         if (Option.isNone(yield* w.write([`t:bad${i}`]).pipe(Effect.timeoutOption("5 millis")))) break
@@ -192,7 +205,7 @@ describe("writer core", () => {
       const handler = logging([], () => Deferred.await(gate))
       const w = yield* toy.make({ service, handler, maxUnits: 100, batchSize: 100 })
       yield* w.write(["t:bad0"]) // the handler holds the owner: no slice is taken
-      yield* settle
+      yield* settleLive
       let staged = 0
       for (let i = 0; i < 10; i++) {
         if (Option.isNone(yield* w.write([`t:a${i}`]).pipe(Effect.timeoutOption("5 millis")))) break
@@ -222,7 +235,7 @@ describe("writer core", () => {
       assert.deepStrictEqual(service.accepted, ["b"])
     }))
 
-  it.live("closing after an interruption releases without flushing", () =>
+  it.effect("closing after an interruption releases without flushing", () =>
     Effect.gen(function*() {
       const log: Array<string> = []
       const scope = yield* Scope.make()
@@ -232,7 +245,7 @@ describe("writer core", () => {
       assert.deepStrictEqual(log, ["open", "close"])
     }))
 
-  it.live("recordsFailed counts a record once the handler has dropped it, and never when it fails", () =>
+  it.effect("recordsFailed counts a record once the handler has dropped it, and never when it fails", () =>
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()
       const handling = yield* Deferred.make<void>()
@@ -264,7 +277,7 @@ describe("writer core", () => {
       assert.deepStrictEqual(service.accepted.toSorted(), ["a", "flaky1"])
     }).pipe(Effect.scoped))
 
-  it.live("admission waits for in-flight permits (backpressure) and sends open batches meanwhile", () =>
+  it.effect("admission waits for in-flight permits (backpressure) and sends open batches meanwhile", () =>
     Effect.gen(function*() {
       const service = toy.makeService()
       service.hold = yield* Deferred.make<void>()
@@ -281,7 +294,7 @@ describe("writer core", () => {
       assert.strictEqual((yield* w.summary).recordsWritten, 4)
     }).pipe(Effect.scoped))
 
-  it.live("at most maxRequests calls are in flight; the others start, in order, as answers come back", () =>
+  it.effect("at most maxRequests calls are in flight; the others start, in order, as answers come back", () =>
     Effect.gen(function*() {
       const service = toy.makeService()
       service.hold = yield* Deferred.make<void>()
@@ -296,7 +309,7 @@ describe("writer core", () => {
       assert.deepStrictEqual(service.accepted, ["a", "b", "c", "d", "e", "f"])
     }).pipe(Effect.scoped))
 
-  it.live("gauges move by deltas: two writers add up, and each takes its share back at close", () =>
+  it.effect("gauges move by deltas: two writers add up, and each takes its share back at close", () =>
     Effect.gen(function*() {
       const inFlight = toy.gauge("inFlight")
       const service = toy.makeService()
@@ -318,7 +331,7 @@ describe("writer core", () => {
       assert.strictEqual(yield* gaugeValue(inFlight), 0)
     }))
 
-  it.live("summary answers at once, without queueing behind a held barrier", () =>
+  it.effect("summary answers at once, without queueing behind a held barrier", () =>
     Effect.gen(function*() {
       const service = toy.makeService()
       service.hold = yield* Deferred.make<void>()
@@ -373,7 +386,7 @@ describe("writer core", () => {
       assert.isAtMost(service.ticks - settled, 31)
     }).pipe(Effect.scoped))
 
-  it.live("routed records' payloads count in the in-flight bytes until the handler has them", () =>
+  it.effect("routed records' payloads count in the in-flight bytes until the handler has them", () =>
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()
       const handler = logging([], () => Deferred.await(gate))
