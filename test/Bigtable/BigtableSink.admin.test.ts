@@ -44,7 +44,7 @@ const missingTable = (adminCode: number) => {
 }
 
 describe("BigtableSink table admin", () => {
-  it.live("PERMISSION_DENIED on CreateTable fails the sink at once, not retryable", () =>
+  it.effect("PERMISSION_DENIED on CreateTable fails the sink at once, not retryable", () =>
     Effect.gen(function*() {
       const fake = missingTable(7)
       const started = Date.now()

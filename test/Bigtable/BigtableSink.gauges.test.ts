@@ -4,6 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Metric, Scope } from "effect"
+import { TestClock } from "effect/testing"
 import { BigtableSink, Mutation, RowMutationEntry, TableDestination } from "../../src/Bigtable/index.ts"
 import * as metrics from "../../src/internal/bigtable/metrics.ts"
 import { makeFake } from "./fakeBigtable.ts"
@@ -14,7 +15,7 @@ const serializer = (k: string) => RowMutationEntry.make(k, Mutation.setCell({ fa
 const inFlight = Effect.map(Metric.value(metrics.inFlightEntries), (state) => state.value)
 
 describe("BigtableSink gauges", () => {
-  it.live("in-flight gauges add up over two writers and go back to 0 when they close", () =>
+  it.effect("in-flight gauges add up over two writers and go back to 0 when they close", () =>
     Effect.gen(function*() {
       const fake = makeFake({ hold: true })
       const before = yield* inFlight
@@ -24,7 +25,7 @@ describe("BigtableSink gauges", () => {
       const w2 = yield* BigtableSink.writer({ table, serializer }).pipe(Scope.provide(s2), Effect.provide(fake.layer))
       yield* w1.write(["a", "b", "c"])
       yield* w2.write(["d", "e"])
-      yield* Effect.sleep("50 millis")
+      yield* TestClock.adjust("50 millis")
       assert.strictEqual((yield* inFlight) - before, 5)
       yield* Scope.close(s1, Exit.interrupt(0))
       assert.strictEqual((yield* inFlight) - before, 2)

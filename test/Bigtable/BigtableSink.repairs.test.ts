@@ -6,6 +6,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "../../src/Bigtable/index.ts"
 import { FailureHandler } from "../../src/Sink.ts"
+import { onTestClock } from "../support/waiting.ts"
 import { makeFake } from "./fakeBigtable.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
@@ -78,7 +79,7 @@ describe("BigtableSink repairs", () => {
       for (const r of after) assert.isAtMost(r.rowKeys.length, 7)
     }))
 
-  it.live("an entry that waited through its table's creation keeps its whole retry budget for transient statuses", () =>
+  it.effect("an entry that waited through its table's creation keeps its whole retry budget for transient statuses", () =>
     Effect.gen(function*() {
       const tables = new Map<string, Set<string>>()
       // once the table exists, each entry is answered UNAVAILABLE twice before it is applied: a retry
@@ -103,13 +104,14 @@ describe("BigtableSink repairs", () => {
             retry: { initialBackoff: "1 millis", maxBackoff: "2 millis", maxAttempts: 3 }
           })
         })),
-        Effect.provide(fake.layer)
+        Effect.provide(fake.layer),
+        onTestClock
       )
       assert.strictEqual(summary.recordsWritten, 5)
       assert.strictEqual(fake.admin.filter((a) => a.startsWith("CreateTable")).length, 1)
     }))
 
-  it.live("an entry isolated from a rejected batch keeps its whole retry budget for transient statuses", () => {
+  it.effect("an entry isolated from a rejected batch keeps its whole retry budget for transient statuses", () => {
     // a batch with a bad entry is rejected whole; each good entry, re-sent alone, then meets two
     // UNAVAILABLE answers before it is applied
     const alone = new Map<string, number>()
@@ -134,7 +136,7 @@ describe("BigtableSink repairs", () => {
       fake.hold()
       yield* writer.write(["a", "b", "bad"])
       fake.release()
-      yield* writer.flush
+      yield* onTestClock(writer.flush)
       const summary = yield* writer.summary
       assert.deepStrictEqual([summary.recordsWritten, summary.recordsFailed], [2, 1])
     }).pipe(Effect.scoped, Effect.provide(fake.layer))

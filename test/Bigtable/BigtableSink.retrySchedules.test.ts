@@ -15,6 +15,7 @@ import {
   WriteMethod
 } from "../../src/Bigtable/index.ts"
 import { RetryPolicy } from "../../src/Sink.ts"
+import { onTestClock } from "../support/waiting.ts"
 import { makeFake } from "./fakeBigtable.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
@@ -38,7 +39,7 @@ const reading = (seen: Array<string>) =>
   )
 
 describe("BigtableSink: a caller's retry schedule sees the failure", () => {
-  it.live("the retry budget's schedule reads a BigtableError for each transient status", () =>
+  it.effect("the retry budget's schedule reads a BigtableError for each transient status", () =>
     Effect.gen(function*() {
       let answered = 0
       const fake = makeFake({ decide: () => (answered++ < 2 ? { code: 14, message: "unavailable" } : { code: 0 }) })
@@ -50,7 +51,8 @@ describe("BigtableSink: a caller's retry schedule sees the failure", () => {
           serializer: (e: RowMutationEntry.RowMutationEntry) => e,
           writeMethod: WriteMethod.atLeastOnce({ retry: reading(seen) })
         })),
-        Effect.provide(fake.layer)
+        Effect.provide(fake.layer),
+        onTestClock
       )
       assert.strictEqual(summary.recordsWritten, 1)
       assert.isAtLeast(seen.length, 2)

@@ -8,6 +8,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Stream } from "effect"
 import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "../../src/Bigtable/index.ts"
 import { named, recordingTracer } from "../support/recordingTracer.ts"
+import { onTestClock } from "../support/waiting.ts"
 import { makeFake } from "./fakeBigtable.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
@@ -50,7 +51,7 @@ describe("BigtableSink spans", () => {
       assert.isTrue(own.every((s) => !s.failed))
     }))
 
-  it.live("a failed call counts its entries not applied; the retry that lands has its own span", () =>
+  it.effect("a failed call counts its entries not applied; the retry that lands has its own span", () =>
     Effect.gen(function*() {
       const { ended, tracer } = recordingTracer()
       let calls = 0
@@ -64,7 +65,8 @@ describe("BigtableSink spans", () => {
           })
         })),
         Effect.provide(fake.layer),
-        Effect.withTracer(tracer)
+        Effect.withTracer(tracer),
+        onTestClock
       )
       assert.strictEqual(summary.recordsWritten, 10)
       // the call's effect does not fail (each entry carries its status): its span counts the entries

@@ -145,7 +145,7 @@ describe("TableDestination", () => {
 })
 
 describe("TableDestination.resolve in a BigtableSink", () => {
-  it.live("an invalid id from a resolver is routed as unroutable, never sent", () =>
+  it.effect("an invalid id from a resolver is routed as unroutable, never sent", () =>
     Effect.gen(function*() {
       const fake = makeFake()
       const exit = yield* Stream.make("a", "x/y").pipe(

@@ -2,7 +2,7 @@
  * Waiting on real I/O from tests, also under a `TestClock`, and collecting warning logs.
  */
 import { assert } from "@effect/vitest"
-import { Effect, Logger } from "effect"
+import { type Duration, Effect, Fiber, Logger } from "effect"
 import { TestClock } from "effect/testing"
 
 /** Waits in real time until `done` holds (fakes and emulators do real I/O), failing after about five seconds; for tests under a `TestClock`. */
@@ -11,6 +11,24 @@ export const eventually = (what: string, done: () => boolean): Effect.Effect<voi
     for (let i = 0; i < 250 && !done(); i++) yield* Effect.sleep("20 millis")
     assert.isTrue(done(), `timed out waiting for ${what}`)
   }))
+
+/**
+ * Runs `effect` on the TestClock, moving it `step` at a time while the effect runs (its retries,
+ * batch delays and ticks fire as they fall due); dies when it has not ended after `limit` of time.
+ */
+export const onTestClock = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  options: { readonly step?: Duration.Input; readonly steps?: number } = {}
+): Effect.Effect<A, E, R> =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.forkChild(effect)
+    const steps = options.steps ?? 10_000
+    for (let i = 0; fiber.pollUnsafe() === undefined; i++) {
+      if (i === steps) return yield* Effect.die(new Error(`still running after ${steps} clock steps`))
+      yield* TestClock.adjust(options.step ?? "10 millis")
+    }
+    return yield* Fiber.join(fiber)
+  })
 
 /** A logger layer keeping the text of every WARN line in `seen`. */
 export const warnings = () => {

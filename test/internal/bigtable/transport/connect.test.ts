@@ -34,7 +34,7 @@ const failureText = (keyFile: string) =>
   })
 
 describe("Bigtable key file", () => {
-  it.live("a failed read names the option, never the path", () =>
+  it.effect("a failed read names the option, never the path", () =>
     Effect.gen(function*() {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${marker}-`))
       const notJson = path.join(dir, "not-json.json")
