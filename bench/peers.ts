@@ -21,8 +21,9 @@
  *
  * Every method is timed in `--passes` passes (default 3) after one untimed warm-up, the first method of a
  * pass rotating from pass to pass; figures are medians. Each pass, ours as Go's, runs in a fresh process
- * that warms itself up first (bench/isolated.ts says why; `--shared-process` times ours in this process
- * instead, after one warm-up of each); the Bigtable passes share the emulator, each into fresh tables.
+ * that warms itself up first, a BigQuery one for at least `--warmup-seconds` (default 3; see below)
+ * (bench/isolated.ts says why; `--shared-process` times ours in this process instead, after one warm-up
+ * of each); the Bigtable passes share the emulator, each into fresh tables.
  * Next to throughput, the client's CPU per row: the CPU time of the process that ran the method (all its
  * threads) during the pass, over the rows: this process for our sinks (`process.cpuUsage`), the Go
  * program's own `getrusage` for Go (each Go pass is a fresh process that first runs its own warm-up pass).
@@ -32,7 +33,8 @@
  * receives, and `--verify-rows` rows (default 20,000) sent by each BigQuery method must give the same
  * digest.
  *
- *   npm run bench:peers [-- --passes 3 --rows 2000000 --records 100000 --only bigquery|bigtable --no-baselines]
+ *   npm run bench:peers [-- --passes 3 --rows 2000000 --records 100000 --only bigquery|bigtable --no-baselines
+ *                          --warmup-seconds 3]
  *
  * Prints a table and appends JSON lines to bench/results/peers.jsonl. Not part of `npm test` or CI: it
  * needs the Go toolchain (`go` on PATH, or $GO, or /usr/local/go/bin/go).
@@ -100,8 +102,16 @@ const baselines = !flag("no-baselines")
 const childOf = Isolated.childMethod()
 /** `--shared-process`: time our BigQuery methods in this process, interleaved (the method before 2026-12-01). */
 const sharedProcess = flag("shared-process")
+/**
+ * `--warmup-seconds`: each BigQuery pass (ours and Go's, each in a fresh process) is timed after warm-up
+ * passes that last at least this long. Go's managedwriter reaches its steady rate only after about a
+ * second of streaming (a fresh process timed after one 2M-row warm-up pass ran at 4.8M rows/s, at
+ * 10-11.8M from its fourth pass, at the same CPU per row); ours is steady after one pass. That ramp was
+ * why a fresh Go process per pass and a long-lived Go worker disagreed (issue 38, item 4).
+ */
+const warmupSeconds = numberArg("warmup-seconds", 3)
 /** What a child takes over: the BigQuery workload. */
-const forwarded = forwardedArgs(["rows", "distinct", "depth", "flowWindow"])
+const forwarded = forwardedArgs(["rows", "distinct", "depth", "flowWindow", "warmup-seconds"])
 
 /** One timed pass of one method: the rows, the wall time, the CPU time of the process that ran it. */
 interface Pass {
@@ -190,7 +200,7 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
     }
     return batches
   }
-  const go = (mode: string, n: number, warmup: number) =>
+  const go = (mode: string, n: number, warmup: number, warmupSeconds = 0) =>
     runGo("bigquery", [
       "--target",
       fake.grpcTarget,
@@ -208,6 +218,8 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
       String(batchBytes),
       "--warmup",
       String(warmup),
+      "--warmup-seconds",
+      String(warmupSeconds),
       "--passes",
       "1"
     ])
@@ -312,7 +324,7 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
       if (acknowledged < rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
       return p
     }
-    const goPass = (mode: string) => async () => (await methods.go(mode, rowCount, 1))[0]!
+    const goPass = (mode: string) => async () => (await methods.go(mode, rowCount, 1, warmupSeconds))[0]!
     const ours: Record<string, () => Promise<void>> = {
       "bigquery.sink.encode": sinkEncode,
       "bigquery.sink.bytes": sinkBytes,
@@ -536,7 +548,9 @@ const childPass = async (name: string) => {
     }
     const method = byName[name]?.(rowCount)
     if (method === undefined) throw new Error(`no method ${name}`)
-    await method()
+    const warmStart = performance.now()
+    do await method()
+    while (performance.now() - warmStart < warmupSeconds * 1000)
     const before = await fake.rowCount()
     const p = await timeHere(rowCount, method)
     const acknowledged = (await fake.rowCount()) - before
