@@ -200,7 +200,7 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
     }
     return batches
   }
-  const go = (mode: string, n: number, warmup: number, warmupSeconds = 0) =>
+  const go = (mode: string, n: number, warmup: number, warmFor = 0) =>
     runGo("bigquery", [
       "--target",
       fake.grpcTarget,
@@ -219,7 +219,7 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
       "--warmup",
       String(warmup),
       "--warmup-seconds",
-      String(warmupSeconds),
+      String(warmFor),
       "--passes",
       "1"
     ])
@@ -549,6 +549,7 @@ const childPass = async (name: string) => {
     const method = byName[name]?.(rowCount)
     if (method === undefined) throw new Error(`no method ${name}`)
     const warmStart = performance.now()
+    // oxlint-disable-next-line no-await-in-loop -- warm-up passes run one after another
     do await method()
     while (performance.now() - warmStart < warmupSeconds * 1000)
     const before = await fake.rowCount()
