@@ -111,7 +111,7 @@ const sharedProcess = flag("shared-process")
  */
 const warmupSeconds = numberArg("warmup-seconds", 3)
 /** What a child takes over: the BigQuery workload. */
-const forwarded = forwardedArgs(["rows", "distinct", "depth", "flowWindow", "warmup-seconds"])
+const forwarded = forwardedArgs(["rows", "distinct", "depth", "flowWindow", "warmup-seconds", "input"])
 
 /** One timed pass of one method: the rows, the wall time, the CPU time of the process that ran it. */
 interface Pass {
@@ -161,6 +161,21 @@ const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Promise<A> => Effe
 // the generator is stateful: the distinct rows are made once, for our methods and the Go programs alike
 const makeRow = rowGenerator(7)
 const distinctRows = Array.from({ length: distinct }, (_, i) => makeRow(i))
+
+/**
+ * `--input chunks` (default): the rows reach the sink in chunks of 4,096 cut once, before the passes, as
+ * the Go peers read a slice that exists before they run. `--input rechunk`: the form used before
+ * 2026-12-05, `Stream.fromIterable(rows)` (one chunk of every row) re-cut by `Stream.rechunk(4096)`,
+ * which pushes each row into a growing array: ~100 bytes of garbage a row, and arrays that outlive the
+ * scavenges, charged to the sink's CPU.
+ */
+const input = optionalArg("input") ?? "chunks"
+const inputOf = <A>(rows: ReadonlyArray<A>): Stream.Stream<A> => {
+  if (input === "rechunk") return Stream.fromIterable(rows).pipe(Stream.rechunk(4096))
+  const chunks: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < rows.length; i += 4096) chunks.push(rows.slice(i, i + 4096))
+  return Stream.fromArrays(...chunks)
+}
 
 /** The BigQuery methods against one fake; `n` rows per call. */
 const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) => {
@@ -228,8 +243,7 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
       const rows = rowsOf(n)
       return () =>
         run(
-          Stream.fromIterable(rows).pipe(
-            Stream.rechunk(4096),
+          inputOf(rows).pipe(
             Stream.run(BigQuerySink.make({ table, writeMethod, serializer })),
             Effect.provide(layer),
             Effect.asVoid
@@ -260,8 +274,7 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
       const encoded = encodedOf(n)
       return () =>
         run(
-          Stream.fromIterable(encoded).pipe(
-            Stream.rechunk(4096),
+          inputOf(encoded).pipe(
             Stream.run(BigQuerySink.make({ table, writeMethod, serializer: bytesSerializer })),
             Effect.provide(layer),
             Effect.asVoid
