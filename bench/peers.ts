@@ -169,9 +169,9 @@ const distinctRows = Array.from({ length: distinct }, (_, i) => makeRow(i))
  * which pushes each row into a growing array: ~100 bytes of garbage a row, and arrays that outlive the
  * scavenges, charged to the sink's CPU.
  */
-const input = optionalArg("input") ?? "chunks"
+const inputForm = optionalArg("input") ?? "chunks"
 const inputOf = <A>(rows: ReadonlyArray<A>): Stream.Stream<A> => {
-  if (input === "rechunk") return Stream.fromIterable(rows).pipe(Stream.rechunk(4096))
+  if (inputForm === "rechunk") return Stream.fromIterable(rows).pipe(Stream.rechunk(4096))
   const chunks: Array<ReadonlyArray<A>> = []
   for (let i = 0; i < rows.length; i += 4096) chunks.push(rows.slice(i, i + 4096))
   return Stream.fromArrays(...chunks)
@@ -241,9 +241,10 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
   return {
     sinkEncode: (n: number) => {
       const rows = rowsOf(n)
+      const input = inputOf(rows)
       return () =>
         run(
-          inputOf(rows).pipe(
+          input.pipe(
             Stream.run(BigQuerySink.make({ table, writeMethod, serializer })),
             Effect.provide(layer),
             Effect.asVoid
@@ -272,9 +273,10 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
     },
     sinkBytes: (n: number) => {
       const encoded = encodedOf(n)
+      const input = inputOf(encoded)
       return () =>
         run(
-          inputOf(encoded).pipe(
+          input.pipe(
             Stream.run(BigQuerySink.make({ table, writeMethod, serializer: bytesSerializer })),
             Effect.provide(layer),
             Effect.asVoid

@@ -12,21 +12,30 @@ export const eventually = (what: string, done: () => boolean): Effect.Effect<voi
     assert.isTrue(done(), `timed out waiting for ${what}`)
   }))
 
+/** Moves the TestClock `step` (default 10 ms) at a time until `done` holds; dies after `steps` steps (default 10,000). */
+export const stepUntil = (
+  done: () => boolean,
+  options: { readonly step?: Duration.Input; readonly steps?: number } = {}
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const steps = options.steps ?? 10_000
+    for (let i = 0; !done(); i++) {
+      if (i === steps) return yield* Effect.die(new Error(`not done after ${steps} steps of the TestClock`))
+      yield* TestClock.adjust(options.step ?? "10 millis")
+    }
+  })
+
 /**
- * Runs `effect` on the TestClock, moving it `step` at a time while the effect runs (its retries,
- * batch delays and ticks fire as they fall due); dies when it has not ended after `limit` of time.
+ * Runs `effect` on the TestClock, moving it while the effect runs (its retries, batch delays and
+ * ticks fire as they fall due), as {@link stepUntil} does.
  */
 export const onTestClock = <A, E, R>(
   effect: Effect.Effect<A, E, R>,
-  options: { readonly step?: Duration.Input; readonly steps?: number } = {}
+  options?: { readonly step?: Duration.Input; readonly steps?: number }
 ): Effect.Effect<A, E, R> =>
   Effect.gen(function*() {
     const fiber = yield* Effect.forkChild(effect)
-    const steps = options.steps ?? 10_000
-    for (let i = 0; fiber.pollUnsafe() === undefined; i++) {
-      if (i === steps) return yield* Effect.die(new Error(`still running after ${steps} clock steps`))
-      yield* TestClock.adjust(options.step ?? "10 millis")
-    }
+    yield* stepUntil(() => fiber.pollUnsafe() !== undefined, options)
     return yield* Fiber.join(fiber)
   })
 

@@ -134,14 +134,12 @@ const replace = <R, C, E>(
 }
 
 /** `effect`, unless the writer id is empty (`InvalidWriterId`). */
-const guard = <R, C, E, A, X>(
-  options: Options<R, C, E>,
-  writerId: string,
-  effect: () => Effect.Effect<A, X>
-): Effect.Effect<A, X | E> =>
-  writerId.length === 0
-    ? Effect.fail(options.error({ reason: "InvalidWriterId", writerId, detail: "writerId must not be empty" }))
-    : effect()
+const guardWith =
+  <R, C, E>(options: Options<R, C, E>) =>
+  <A, X>(writerId: string, effect: () => Effect.Effect<A, X>): Effect.Effect<A, X | E> =>
+    writerId.length === 0
+      ? Effect.fail(options.error({ reason: "InvalidWriterId", writerId, detail: "writerId must not be empty" }))
+      : effect()
 
 /** @internal */
 export const make = <R extends { readonly id: string }, C, E>(
@@ -151,7 +149,7 @@ export const make = <R extends { readonly id: string }, C, E>(
 ) => {
   const ctx: Ctx<R, C, E> = { table, settings, options }
   const ensureTable = tableCreation(ctx)
-  const guarded = <A, X>(writerId: string, effect: () => Effect.Effect<A, X>) => guard(options, writerId, effect)
+  const guarded = guardWith(options)
   const read = (writerId: string): Effect.Effect<Row | undefined, E> =>
     Effect.andThen(ensureTable(writerId), run(ctx, writerId, "reading the checkpoint", table.read(writerId)))
 

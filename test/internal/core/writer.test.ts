@@ -9,6 +9,7 @@ import { TestClock } from "effect/testing"
 import * as writer from "../../../src/internal/core/writer.ts"
 import type { FailedElement } from "../../../src/Sink/FailedElement.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
+import { stepUntil } from "../../support/waiting.ts"
 import * as toy from "./toyBackend.ts"
 
 const logging = (log: Array<string>, handle?: (f: FailedElement) => Effect.Effect<void, unknown>) =>
@@ -24,13 +25,7 @@ const logging = (log: Array<string>, handle?: (f: FailedElement) => Effect.Effec
 const settle = TestClock.adjust("20 millis")
 
 /** Waits until `condition` holds (the owner got to it), in 5 ms steps of the TestClock; dies after two seconds of it. */
-const eventually = (condition: () => boolean) =>
-  Effect.gen(function*() {
-    for (let waited = 0; !condition(); waited += 5) {
-      if (waited >= 2_000) return yield* Effect.die(new Error("the condition did not hold within 2 s"))
-      yield* TestClock.adjust("5 millis")
-    }
-  })
+const eventually = (condition: () => boolean) => stepUntil(condition, { step: "5 millis", steps: 400 })
 
 /**
  * The real-clock forms, for the tests that probe a blocked wait with a timeout (a write that would
