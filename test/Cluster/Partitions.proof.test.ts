@@ -370,7 +370,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
           assert.include(
             ["CheckpointConflict", "interrupted"],
             ending,
-            `zombie runs: ${JSON.stringify(zombie.outcomes)}`
+            `zombie runs: ${JSON.stringify(zombie.outcomes)}; failures:\n${zombie.failures.join("\n---\n")}`
           )
         }
         // ... and its stale writers stopped: no write they began after waking reached a destination (no rows

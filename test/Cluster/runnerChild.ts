@@ -289,6 +289,10 @@ const outcomeOf = (exit: Exit.Exit<unknown, unknown>): string => {
   return typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : String(error)
 }
 
+/** A failed span's first failure as text (its message names the reason), for a failing proof to explain itself. */
+const failureOf = (exit: Exit.Exit<unknown, unknown>): string | undefined =>
+  Exit.isFailure(exit) && !Cause.hasInterruptsOnly(exit.cause) ? Cause.pretty(exit.cause).slice(0, 2_000) : undefined
+
 /** The spans whose start is reported too (`spanStart`): a partition's life and its runs. */
 const startReported = new Set(["Partitions.partition", "Partitions.run"])
 
@@ -329,7 +333,8 @@ class ReportedSpan extends Tracer.NativeSpan {
           partition: this.attributes.get("partition"),
           start: millis(this.startTime),
           end: millis(endTime),
-          outcome: outcomeOf(exit)
+          outcome: outcomeOf(exit),
+          failure: failureOf(exit)
         })
       }\n`
     )

@@ -27,6 +27,8 @@ export interface Span {
   readonly start: number
   readonly end: number
   readonly outcome: string
+  /** A failed span's cause, as text. */
+  readonly failure: string | undefined
 }
 
 /** The spans that write: rows flushed from a BigQuery stream, envelopes applied to Bigtable. */
@@ -49,7 +51,8 @@ export const spans = (events: ReadonlyArray<Event>): Array<Span> =>
         checkpointStart: typeof e.data.checkpointStart === "number" ? e.data.checkpointStart : undefined,
         start: num(e.data.start),
         end: num(e.data.end),
-        outcome: text(e.data.outcome) ?? ""
+        outcome: text(e.data.outcome) ?? "",
+        failure: text(e.data.failure)
       }]
       : []
   )
@@ -128,6 +131,8 @@ export interface ZombieReport {
   readonly endMillis: number
   /** How the runs of those lives that ended after the wake ended: outcome -> count. */
   readonly outcomes: Readonly<Record<string, number>>
+  /** The causes of those runs that failed, distinct. */
+  readonly failures: ReadonlyArray<string>
   /**
    * Writes of those lives that began after the wake and succeeded, other than the commit of a checkpoint begun
    * before the freeze (its record was saved then; the new owner's restore ran the same commit): none may exist.
@@ -166,6 +171,11 @@ export const zombieReport = (
       ? Number.POSITIVE_INFINITY
       : Math.max(0, ...ended.map((s) => s.end - contAt)),
     outcomes: tally(all.filter((s) => s.name === "Partitions.run" && s.end >= contAt).map((s) => s.outcome)),
+    failures: [
+      ...new Set(
+        all.flatMap((s) => s.name === "Partitions.run" && s.end >= contAt && s.failure !== undefined ? [s.failure] : [])
+      )
+    ],
     writesAfterWake: all.filter((s) =>
       writeSpans.has(s.name) && s.outcome === "success" && s.start >= contAt &&
       (s.checkpointStart === undefined || s.checkpointStart > stopAt)

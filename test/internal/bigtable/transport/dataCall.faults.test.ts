@@ -249,6 +249,60 @@ describe("Bigtable data calls on http2: the deadline's local timer", () => {
     })))
 })
 
+/** Blocks this thread for `millis`, as a SIGSTOP or a VM pause stops the process: no timer, no I/O. */
+const standStill = (millis: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, millis)
+
+describe("Bigtable data calls on http2: keepalive across a stall of this process", () => {
+  it.live("a ping whose timer fired late (the process stood still) is waited for again, not taken as a dead peer", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* Wire.make((c) => c.respond())
+      // answers take 250 ms to come back: a ping is in flight most of the time
+      const proxy = yield* slowProxy(server.port, 250)
+      const start = yield* startCall("http2", `127.0.0.1:${proxy.port}`, {
+        keepalive: { time: Duration.millis(100), timeout: Duration.millis(400) }
+      })
+      const fiber = yield* Effect.forkChild(call(start, Duration.seconds(60)))
+      yield* Effect.sleep(Duration.millis(600))
+      // stalls longer than the ping's timeout: a ping in flight is answered only after the stall, when its timer
+      // has expired already
+      for (let i = 0; i < 4; i++) {
+        standStill(700)
+        yield* Effect.sleep(Duration.millis(300))
+      }
+      yield* Effect.sleep(Duration.millis(600))
+      assert.isUndefined(fiber.pollUnsafe(), "the call ended: the connection was given up after a stall")
+      yield* Fiber.interrupt(fiber)
+    })))
+})
+
+/** A TCP proxy to `port` that delays what the server sends by `millis`. */
+const slowProxy = (port: number, millis: number) =>
+  Effect.acquireRelease(
+    Effect.callback<{ readonly port: number; readonly close: () => void }>((resume) => {
+      const sockets = new Set<net.Socket>()
+      const server = net.createServer((socket) => {
+        const upstream = net.connect({ host: "127.0.0.1", port })
+        for (const s of [socket, upstream]) {
+          sockets.add(s)
+          s.on("error", () => undefined)
+        }
+        socket.on("data", (d) => upstream.write(d))
+        upstream.on("data", (d) => setTimeout(() => socket.destroyed || socket.write(d), millis))
+      })
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address()
+        resume(Effect.succeed({
+          port: typeof address === "object" && address !== null ? address.port : 0,
+          close: () => {
+            for (const s of sockets) s.destroy()
+            server.close()
+          }
+        }))
+      })
+    }),
+    (proxy) => Effect.sync(proxy.close)
+  )
+
 /** A TCP proxy to `port` that can be frozen: from then on it forwards nothing either way, resets nothing. */
 const freezingProxy = (port: number) =>
   Effect.acquireRelease(
