@@ -274,8 +274,8 @@ const settled = <A, E, R>(st: State<A, E, R>, key: string): Effect.Effect<void> 
 /** Seals `d`'s open batch (which has rows); the owner's own cuts come off the caller's projection. */
 const seal = <A, E, R>(st: State<A, E, R>, d: Destination.Destination, own: boolean): Split.Sealed => {
   const sealed = Split.seal(d.batch)
-  // the next batch starts on a small buffer: the next slice's buffer usually becomes the batch's
-  d.batch.writer = Split.sized(st.pool, 0).writer
+  // the next batch starts on no buffer: the next slice's buffer usually becomes the batch's
+  d.batch.writer = Split.unallocated(st.pool)
   const projection = st.prepareEnv.projections.get(d.key)
   if (own && projection !== undefined) Projection.takenAway(projection, d.batchStamp, sealed.frameBytes)
   return sealed

@@ -72,8 +72,10 @@ export interface Env<A> {
   /** Buffers of slices the owner has copied, for the next ones (one thread: no fiber waits on it). */
   readonly pool: Split.Pool
   /**
-   * The frame bytes of each destination's last slice: the buffer the next one starts with. Both
-   * maps hold destinations the writer has open or opening: eviction {@link forget}s them.
+   * The frame bytes each destination took in the last run that had rows for it: the buffer the
+   * next run's first slice starts with (a run's last slice may be a small tail, cut where a batch
+   * filled, while the next run brings as many rows as this one). Both maps hold destinations the
+   * writer has open or opening: eviction {@link forget}s them.
    */
   readonly sizeHints: Map<string, number>
   readonly projections: Map<string, Projection.Projection>
@@ -100,6 +102,8 @@ interface Cursor<A> {
   fingerprintKey: string
   rowAt: number
   readonly builders: Map<string, Builder>
+  /** The frame bytes emitted in this run, by destination: the next run's size hints. */
+  readonly runFrames: Map<string, number>
   readonly out: { slices: Array<Slice<Rows>>; routed: Array<BigQueryFailure>; skipped: Array<string> }
 }
 
@@ -150,7 +154,7 @@ const emit = <A>(
 ): void => {
   const frames = rows.body.length
   const permitBytes = Math.min(frames, c.maxBytes)
-  env.sizeHints.set(b.key, frames)
+  c.runFrames.set(b.key, (c.runFrames.get(b.key) ?? 0) + frames)
   let projection = b.projection
   if (projection === undefined) {
     projection = env.projections.get(b.key) ?? Projection.make()
@@ -322,6 +326,7 @@ export const prepare = Effect.fnUntraced(function*<A>(env: Env<A>, records: Read
     fingerprintKey: "",
     rowAt: -1,
     builders: new Map(),
+    runFrames: new Map(),
     out: { slices: [], routed: [], skipped: [] }
   }
   const stretch = Effect.result(Effect.try({ try: () => run(c, env), catch: (cause) => ({ thrown: cause }) }))
@@ -331,5 +336,6 @@ export const prepare = Effect.fnUntraced(function*<A>(env: Env<A>, records: Read
     threw(c, result.failure.thrown)
   }
   for (const b of c.builders.values()) finish(c, env, b)
+  for (const [key, frames] of c.runFrames) env.sizeHints.set(key, frames)
   return c.out
 })

@@ -81,6 +81,21 @@ const writerOf = (pool: Pool, capacity: number): WireWriter => {
   return w
 }
 
+const noBytes = Buffer.alloc(0)
+
+/**
+ * A writer that holds no buffer yet: a destination's open batch between two slices, which usually
+ * takes the next slice's own buffer ({@link adopt}); its first write allocates what it needs.
+ *
+ * @internal
+ */
+export const unallocated = (pool: Pool): WireWriter => {
+  const w = WireWriter.over(noBytes)
+  w.growLimit = pool.capacity
+  w.pos = headroom
+  return w
+}
+
 /** @internal */
 export const empty = (pool: Pool): Batch => ({
   writer: writerOf(pool, initialCapacity),

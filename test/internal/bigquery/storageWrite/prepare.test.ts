@@ -138,6 +138,18 @@ describe("prepare: per-destination state", () => {
       assert.deepStrictEqual([skipping.projections.size, skipping.sizeHints.size], [0, 0])
     }))
 
+  it.effect("a run that ended on a small tail (a batch filled near its end) starts the next on a full-size buffer", () =>
+    Effect.gen(function*() {
+      const env = { ...envOf(() => "v1"), maxAppendRequestBytes: 64 * 1024 }
+      // 6-byte frames: 11,000 rows fill one 64 KiB batch and leave a tail of 77 rows
+      const run = (from: number) => Array.from({ length: 11_000 }, (_, k): Rec => ({ i: (from + k) % 100, table: 0 }))
+      const first = yield* Prepare.prepare(env, run(0), limits)
+      assert.deepStrictEqual(first.slices.map((s) => s.payload.count), [10_922, 78])
+      // sized by the whole run, not its last slice: no buffer grown by doubling from 4 KiB
+      const second = yield* Prepare.prepare(env, run(11_000), limits)
+      assert.strictEqual(second.slices[0]?.payload.buffer.length, env.pool.capacity)
+    }))
+
   it.effect("forget drops a destination's projection and size hint", () =>
     Effect.gen(function*() {
       const env = envOf(() => "v1")
