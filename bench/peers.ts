@@ -40,7 +40,7 @@
  * needs the Go toolchain (`go` on PATH, or $GO, or /usr/local/go/bin/go).
  */
 import { v2 } from "@google-cloud/bigtable"
-import { Effect, Layer, type Scope, Stream } from "effect"
+import { type Context, Effect, Exit, Layer, Scope, Stream } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -60,6 +60,7 @@ import {
 } from "../src/Bigtable/index.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/encoding/descriptor.ts"
 import * as AppendRequest from "../src/internal/bigquery/transport/appendRequest.ts"
+import type { Writer } from "../src/Sink.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
 import { flag, forwardedArgs, numberArg, optionalArg, textArg } from "./args.ts"
@@ -110,8 +111,20 @@ const sharedProcess = flag("shared-process")
  * why a fresh Go process per pass and a long-lived Go worker disagreed (issue 38, item 4).
  */
 const warmupSeconds = numberArg("warmup-seconds", 3)
+/**
+ * `--sink-per-pass`: each BigQuery pass of ours runs `Stream.run(BigQuerySink.make(...))` with a client
+ * built for it (a writer's whole life per pass: its start, V8's re-optimization after the last writer's
+ * objects died, its drain), the form before 2026-12-05. By default a process holds one client and one
+ * writer (`BigQuerySink.writer`), built before its warm-up, and each pass writes its chunks and flushes:
+ * the steady state of a long-running stream, and what the Go peer measures (one `ManagedStream` per
+ * process across its warm-up and timed passes, each pass waiting on every result).
+ */
+const sinkPerPass = flag("sink-per-pass")
 /** What a child takes over: the BigQuery workload. */
-const forwarded = forwardedArgs(["rows", "distinct", "depth", "flowWindow", "warmup-seconds", "input"])
+const forwarded = [
+  ...forwardedArgs(["rows", "distinct", "depth", "flowWindow", "warmup-seconds", "input"]),
+  ...(sinkPerPass ? ["--sink-per-pass"] : [])
+]
 
 /** One timed pass of one method: the rows, the wall time, the CPU time of the process that ran it. */
 interface Pass {
@@ -198,6 +211,40 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
     descriptor: () => RowSerializer.descriptorOf(serializer, table),
     serialize: (bytes: Uint8Array) => bytes
   }
+  // one client and one writer per serializer for the process, built on first use (unless --sink-per-pass)
+  const processScope = Scope.makeUnsafe()
+  let clientContext: Promise<Context.Context<BigQueryClient.BigQueryClient>> | undefined
+  const writerOf = <A>(rowSerializer: RowSerializer.RowSerializer<A>) => {
+    let writer: Promise<Writer<A, unknown>> | undefined
+    return () => (writer ??= (async () => {
+      clientContext ??= Effect.runPromise(Layer.buildWithScope(layer, processScope))
+      const context = await clientContext
+      return Effect.runPromise(
+        BigQuerySink.writer({ table, writeMethod, serializer: rowSerializer }).pipe(
+          Effect.provideService(Scope.Scope, processScope),
+          Effect.provide(context)
+        )
+      )
+    })())
+  }
+  /** A pass of the sink over `input`: a run of its own, or the process's writer then a flush. */
+  const sinkPass = <A>(rowSerializer: RowSerializer.RowSerializer<A>, input: Stream.Stream<A>): () => Promise<void> => {
+    if (sinkPerPass) {
+      return () =>
+        run(
+          input.pipe(
+            Stream.run(BigQuerySink.make({ table, writeMethod, serializer: rowSerializer })),
+            Effect.provide(layer),
+            Effect.asVoid
+          )
+        )
+    }
+    const writer = writerOf(rowSerializer)
+    return async () => {
+      const w = await writer()
+      await Effect.runPromise(input.pipe(Stream.runForEachArray((chunk) => w.write(chunk)), Effect.andThen(w.flush)))
+    }
+  }
   const rowsOf = (n: number) => Array.from({ length: n }, (_, i) => distinctRows[i % distinct]!)
   const encodedOf = (n: number) => Array.from({ length: n }, (_, i) => distinctEncoded[i % distinct]!)
   /** The rows cut into appends by bytes, as the sink cuts them. */
@@ -239,18 +286,7 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
       "1"
     ])
   return {
-    sinkEncode: (n: number) => {
-      const rows = rowsOf(n)
-      const input = inputOf(rows)
-      return () =>
-        run(
-          input.pipe(
-            Stream.run(BigQuerySink.make({ table, writeMethod, serializer })),
-            Effect.provide(layer),
-            Effect.asVoid
-          )
-        )
-    },
+    sinkEncode: (n: number) => sinkPass(serializer, inputOf(rowsOf(n))),
     /** bigquery.bench.ts's `raw` baseline: the sink's batches, pre-encoded, written by hand on a grpc-js call. */
     raw: (n: number) => {
       const descriptor = encodeDescriptor(RowSerializer.descriptorOf(serializer, table))
@@ -271,27 +307,19 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
           depth
         })
     },
-    sinkBytes: (n: number) => {
-      const encoded = encodedOf(n)
-      const input = inputOf(encoded)
-      return () =>
-        run(
-          input.pipe(
-            Stream.run(BigQuerySink.make({ table, writeMethod, serializer: bytesSerializer })),
-            Effect.provide(layer),
-            Effect.asVoid
-          )
-        )
-    },
-    go
+    sinkBytes: (n: number) => sinkPass(bytesSerializer, inputOf(encodedOf(n))),
+    go,
+    /** Closes the process's writers and client (their fibers and connections would keep it alive). */
+    close: () => Effect.runPromise(Scope.close(processScope, Exit.void))
   }
 }
 
 /** Byte equality: every BigQuery method sends `verifyRows` rows to a recording fake; the digests must agree. */
 const verify = async (rowsFile: string) => {
   const fake = await FakeProcess.start(flowWindow, { record: true })
+  let opened: Awaited<ReturnType<typeof bigQueryMethods>> | undefined
   try {
-    const methods = await bigQueryMethods(fake, rowsFile)
+    const methods = (opened = await bigQueryMethods(fake, rowsFile))
     const digests: Record<string, FakeProcess.RowDigest> = {}
     await methods.sinkEncode(verifyRows)()
     digests["sink.encode"] = await fake.digest()
@@ -320,14 +348,16 @@ const verify = async (rowsFile: string) => {
       sameOrder: Object.values(digests).every((d) => d.ordered === reference.ordered)
     }
   } finally {
+    await opened?.close()
     fake.close()
   }
 }
 
 const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) => {
   const fake = await FakeProcess.start(flowWindow)
+  let opened: Awaited<ReturnType<typeof bigQueryMethods>> | undefined
   try {
-    const methods = await bigQueryMethods(fake, rowsFile)
+    const methods = (opened = await bigQueryMethods(fake, rowsFile))
     const sinkEncode = methods.sinkEncode(rowCount)
     const sinkBytes = methods.sinkBytes(rowCount)
     const counted = async (name: string, pass: () => Promise<Pass>) => {
@@ -384,6 +414,7 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
       }
     }
   } finally {
+    await opened?.close()
     fake.close()
   }
 }
@@ -553,8 +584,9 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
 /** A child's pass: one of our BigQuery methods, warmed up, then timed once, against a fake of its own. */
 const childPass = async (name: string) => {
   const fake = await FakeProcess.start(flowWindow)
+  let opened: Awaited<ReturnType<typeof bigQueryMethods>> | undefined
   try {
-    const methods = await bigQueryMethods(fake, "")
+    const methods = (opened = await bigQueryMethods(fake, ""))
     const byName: Record<string, (n: number) => () => Promise<void>> = {
       "bigquery.sink.encode": methods.sinkEncode,
       "bigquery.sink.bytes": methods.sinkBytes,
@@ -573,6 +605,7 @@ const childPass = async (name: string) => {
     if (acknowledged < rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
     Isolated.report({ rowsPerSecond: p.items / p.seconds, cpuNsPerRow: p.cpuSeconds / p.items * 1e9 })
   } finally {
+    await opened?.close()
     fake.close()
   }
 }
