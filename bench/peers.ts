@@ -112,12 +112,13 @@ const sharedProcess = flag("shared-process")
  */
 const warmupSeconds = numberArg("warmup-seconds", 3)
 /**
- * `--sink-per-pass`: each BigQuery pass of ours runs `Stream.run(BigQuerySink.make(...))` with a client
- * built for it (a writer's whole life per pass: its start, V8's re-optimization after the last writer's
- * objects died, its drain), the form before 2026-12-05. By default a process holds one client and one
- * writer (`BigQuerySink.writer`), built before its warm-up, and each pass writes its chunks and flushes:
- * the steady state of a long-running stream, and what the Go peer measures (one `ManagedStream` per
- * process across its warm-up and timed passes, each pass waiting on every result).
+ * `--sink-per-pass`: each pass of our sinks runs `Stream.run(BigQuerySink.make(...))` (or Bigtable's)
+ * on its own writer, the BigQuery one on a client built for it: a writer's whole life per pass (its
+ * start, V8 re-optimizing the code the last writer's objects were embedded in, its drain), the form
+ * before 2026-12-05. By default a process holds one client and one writer, built before its warm-up,
+ * and each pass writes its chunks and flushes: the steady state of a long-running stream, and what the
+ * Go peers measure (one `ManagedStream`, or one Bigtable client, per process across the warm-up and
+ * the timed pass, each pass waiting on every result).
  */
 const sinkPerPass = flag("sink-per-pass")
 /** What a child takes over: the BigQuery workload. */
@@ -442,8 +443,39 @@ const bigtableSink = async (client: BigtableClient.BigtableClient["Service"], ta
   if (summary.recordsWritten !== records) throw new Error(`sink wrote ${summary.recordsWritten} of ${records}`)
 }
 
+/**
+ * The Bigtable sink as the Go peer runs: one writer for the process (built before the warm-up, on a
+ * client built once), each pass into its own table (a `destinationResolver` reading the pass's table,
+ * as Go opens a table handle per pass), each pass ended by a flush. `--sink-per-pass`: a
+ * `Stream.run(BigtableSink.make(...))` per pass instead.
+ */
+const bigtableWriter = Effect.fnUntraced(function*(client: BigtableClient.BigtableClient["Service"]) {
+  let current = BigtableTable.makeUnsafe({ projectId, instanceId, tableId: "unset" })
+  const writer = yield* BigtableSink.writer({
+    destinationResolver: () => current,
+    serializer: bigtableSerializer,
+    writeMethod: BigtableWriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
+  }).pipe(Effect.provideService(BigtableClient.BigtableClient, client))
+  return async (tableId: string) => {
+    if (sinkPerPass) return bigtableSink(client, tableId)
+    current = BigtableTable.makeUnsafe({ projectId, instanceId, tableId })
+    const before = (await Effect.runPromise(writer.summary)).recordsWritten
+    await Effect.runPromise(
+      Stream.range(0, records - 1).pipe(
+        Stream.runForEachArray((chunk) => writer.write(chunk)),
+        Effect.andThen(writer.flush)
+      )
+    )
+    const written = (await Effect.runPromise(writer.summary)).recordsWritten - before
+    if (written !== records) throw new Error(`sink wrote ${written} of ${records}`)
+  }
+})
+
 /** What a Bigtable child takes over: the workload. */
-const bigtableForwarded = forwardedArgs(["records", "batch", "concurrency"])
+const bigtableForwarded = [
+  ...forwardedArgs(["records", "batch", "concurrency"]),
+  ...(sinkPerPass ? ["--sink-per-pass"] : [])
+]
 
 /**
  * A child's pass of one of our Bigtable methods (`--emulator`, `--table`, `--warmup-table` from the
@@ -458,8 +490,9 @@ const bigtableChildPass = async (name: string) => {
   if (name === "bigtable.sink") {
     p = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulatorHost } })
-      yield* Effect.promise(() => bigtableSink(client, warm))
-      return yield* Effect.promise(() => timeHere(records, () => bigtableSink(client, tableId)))
+      const pass = yield* bigtableWriter(client)
+      yield* Effect.promise(() => pass(warm))
+      return yield* Effect.promise(() => timeHere(records, () => pass(tableId)))
     })))
   } else if (name === "bigtable.node.mutateRows") {
     const raw = new v2.BigtableClient(gapicOptions(emulatorHost))
