@@ -6,7 +6,9 @@
  *   hand framing: write_stream on every request, writer_schema on the first only) at the same in-flight
  *   depth;
  * - `raw.http2`: the same loop without grpc-js, on `node:http2` (gRPC's length-prefixed messages written to
- *   the stream by hand): what the transport under grpc-js costs alone, the floor of any Node client;
+ *   the stream by hand, each request encoded in the pass): what the transport under grpc-js costs alone;
+ * - `raw.http2.framed`: the same with every request framed before the passes, one write each: what HTTP/2
+ *   itself costs, the floor of any Node client;
  * - `sink.bytes`: `BigQuerySink.make` fed the same pre-encoded rows (serializer = identity): the sink's
  *   own cost (admission, batching, flow control, response handling) against `raw`;
  * - `jsonWriter`: the Node managedwriter `JSONWriter` appending the same logical rows as objects, batches of
@@ -42,7 +44,7 @@
  *
  *   node bench/bigquery.bench.ts [--rows 2000000] [--passes 3] [--warmup 1] [--depth 100] [--flowWindow 1048576]
  *                                [--distinct 16384] [--rss-rows 5000000] [--rss-runs 3] [--in-process]
- *                                [--only raw,raw.http2,sink.bytes,jsonWriter,sink.encode,sink.exactlyOnce]
+ *                                [--only raw,raw.http2,raw.http2.framed,sink.bytes,jsonWriter,sink.encode,sink.exactlyOnce]
  *                                [--shared-process] [--latency 0]
  *
  * Each timed pass of each method runs in a fresh process (bench/isolated.ts says why), the methods
@@ -166,6 +168,8 @@ const main = async () => {
     frame += f
   }
   const rowsPerBatch = Math.ceil(rowCount / batches.length)
+  // the requests of `raw.http2.framed`, framed once before the passes
+  const frames = Raw.framedRequests({ target: fake.grpcTarget, table, descriptor, batches, depth })
 
   const layer = Layer.fresh(BigQueryClient.layer({
     projectId: fake.projectId,
@@ -176,6 +180,7 @@ const main = async () => {
   const methods: Record<string, () => Promise<void>> = {
     raw: () => Raw.grpcJs({ target: fake.grpcTarget, table, descriptor, batches, depth }),
     "raw.http2": () => Raw.http2({ target: fake.grpcTarget, table, descriptor, batches, depth }),
+    "raw.http2.framed": () => Raw.http2Framed({ target: fake.grpcTarget, table, descriptor, batches, depth }, frames),
     "sink.bytes": () =>
       run(
         Stream.fromIterable(encoded).pipe(
@@ -397,6 +402,13 @@ const main = async () => {
   const cpuNsPerRow = (name: string) => ({ cpuNsPerRow: Math.round(median(cpuSamples[name]!)) })
   line("raw.rowsPerSecond.median", raw, "rows/s", raw, cpuNsPerRow("raw"))
   line("raw.http2.rowsPerSecond.median", median(samples["raw.http2"]!), "rows/s", raw, cpuNsPerRow("raw.http2"))
+  line(
+    "raw.http2.framed.rowsPerSecond.median",
+    median(samples["raw.http2.framed"]!),
+    "rows/s",
+    raw,
+    cpuNsPerRow("raw.http2.framed")
+  )
   line("sink.bytes.rowsPerSecond.median", median(samples["sink.bytes"]!), "rows/s", raw, cpuNsPerRow("sink.bytes"))
   line("jsonWriter.rowsPerSecond.median", jsonWriter, "rows/s", jsonWriter, cpuNsPerRow("jsonWriter"))
   line("sink.encode.rowsPerSecond.median", sinkEncode, "rows/s", jsonWriter, cpuNsPerRow("sink.encode"))
