@@ -717,6 +717,8 @@ const main = async () => {
       cpuRatio: Number((b.cpuNs / a.cpuNs).toFixed(3)),
       coresBusy: Number(a.cores.toFixed(2)),
       passes,
+      // ours on one writer per process (ADR 0048), or a writer per pass (`--sink-per-pass`)
+      writer: sinkPerPass ? "perPass" : "perProcess",
       ...(name.startsWith("bigtable")
         ? { records, batch, concurrency }
         : { rows: rowCount, depth, distinct, flowWindow, verified }),
