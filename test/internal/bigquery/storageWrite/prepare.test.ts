@@ -128,6 +128,9 @@ describe("prepare: a throwing fingerprint", () => {
   )
 })
 
+/** 11,000 records into table `t` from index `from`: 6-byte frames, one 64 KiB batch and a tail of 78 rows. */
+const run = (from: number) => Array.from({ length: 11_000 }, (_, k): Rec => ({ i: (from + k) % 100, table: 0 }))
+
 describe("prepare: per-destination state", () => {
   it.effect("a destination whose every record is skipped leaves no projection or size hint", () =>
     Effect.gen(function*() {
@@ -141,8 +144,6 @@ describe("prepare: per-destination state", () => {
   it.effect("a run that ended on a small tail (a batch filled near its end) starts the next on a full-size buffer", () =>
     Effect.gen(function*() {
       const env = { ...envOf(() => "v1"), maxAppendRequestBytes: 64 * 1024 }
-      // 6-byte frames: 11,000 rows fill one 64 KiB batch and leave a tail of 77 rows
-      const run = (from: number) => Array.from({ length: 11_000 }, (_, k): Rec => ({ i: (from + k) % 100, table: 0 }))
       const first = yield* Prepare.prepare(env, run(0), limits)
       assert.deepStrictEqual(first.slices.map((s) => s.payload.count), [10_922, 78])
       // sized by the whole run, not its last slice: no buffer grown by doubling from 4 KiB
