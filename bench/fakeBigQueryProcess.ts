@@ -13,13 +13,17 @@
 import { Effect, Scope } from "effect"
 import { fork } from "node:child_process"
 import { createHash } from "node:crypto"
+import * as fs from "node:fs"
 import http2 from "node:http2"
-import { flag, numberArg } from "./args.ts"
+import * as path from "node:path"
+import { flag, numberArg, optionalArg } from "./args.ts"
 
 /** The window the served fake grants (its process's argument). */
 const servedWindow = numberArg("flowWindow", 0)
 /** The round trip the served fake holds each answer for, in milliseconds (its process's argument). */
 const servedLatency = numberArg("latency", 0)
+/** A directory holding `key.pem` and `cert.pem`: the served fake speaks gRPC over TLS with them. */
+const servedTls = optionalArg("tls-dir")
 
 /**
  * grpc-js servers keep Node's 64 KiB HTTP/2 windows and have no option to widen them; production gRPC
@@ -36,6 +40,17 @@ const widenFlowControl = (bytes: number) => {
     return server
   }
   ;(http2 as { createServer: unknown }).createServer = patched
+  // the same for a server over TLS (`--tls-dir`)
+  const originalSecure = http2.createSecureServer
+  const patchedSecure = (options: http2.SecureServerOptions, listener?: Parameters<typeof originalSecure>[1]) => {
+    const server = originalSecure(
+      { ...options, settings: { ...options.settings, initialWindowSize: bytes } },
+      listener
+    )
+    server.on("session", (session) => session.setLocalWindowSize(bytes * 4))
+    return server
+  }
+  ;(http2 as { createSecureServer: unknown }).createSecureServer = patchedSecure
 }
 
 export interface FakeProcess {
@@ -79,7 +94,12 @@ type Reply =
 /** Forks the fake and resolves once it listens. */
 export const start = (
   flowWindow = 0,
-  options: { readonly record?: boolean; readonly latencyMillis?: number } = {}
+  options: {
+    readonly record?: boolean
+    readonly latencyMillis?: number
+    /** A directory with `key.pem` and `cert.pem` (a self-signed `localhost` certificate): serve over TLS. */
+    readonly tlsDir?: string | undefined
+  } = {}
 ): Promise<FakeProcess> =>
   new Promise((resolve, reject) => {
     const child = fork(
@@ -90,7 +110,8 @@ export const start = (
         String(flowWindow),
         "--latency",
         String(options.latencyMillis ?? 0),
-        ...(options.record === true ? ["--record"] : [])
+        ...(options.record === true ? ["--record"] : []),
+        ...(options.tlsDir === undefined ? [] : ["--tls-dir", options.tlsDir])
       ],
       { stdio: ["ignore", "inherit", "inherit", "ipc"] }
     )
@@ -144,10 +165,17 @@ const serve = async () => {
   const record = flag("record")
   const hashes: Array<string> = []
   let first = ""
+  const tls = servedTls === undefined ? {} : {
+    tls: {
+      key: fs.readFileSync(path.join(servedTls, "key.pem")),
+      cert: fs.readFileSync(path.join(servedTls, "cert.pem"))
+    }
+  }
   const fake = await Effect.runPromise(
     Fake.make(
       record
         ? {
+          ...tls,
           answer: (context) => {
             for (const row of context.rows) {
               if (hashes.length === 0) first = Buffer.from(row).toString("hex")
@@ -156,7 +184,7 @@ const serve = async () => {
             return { _tag: "ok" }
           }
         }
-        : { fastAck: true, latencyMillis: servedLatency }
+        : { fastAck: true, latencyMillis: servedLatency, ...tls }
     ).pipe(Scope.provide(scope))
   )
   // GetWriteStream (the Go managedwriter calls it) answers for tables in the catalog only

@@ -34,7 +34,7 @@
  * digest.
  *
  *   npm run bench:peers [-- --passes 3 --rows 2000000 --records 100000 --only bigquery|bigtable --no-baselines
- *                          --warmup-seconds 3]
+ *                          --warmup-seconds 3 --sink-per-pass --tls]
  *
  * Prints a table and appends JSON lines to bench/results/peers.jsonl. Not part of `npm test` or CI: it
  * needs the Go toolchain (`go` on PATH, or $GO, or /usr/local/go/bin/go).
@@ -60,9 +60,11 @@ import {
 } from "../src/Bigtable/index.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/encoding/descriptor.ts"
 import * as AppendRequest from "../src/internal/bigquery/transport/appendRequest.ts"
+import * as ClientInternal from "../src/internal/bigquery/transport/client.ts"
 import type { Writer } from "../src/Sink.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
+import { selfSigned } from "../test/support/selfSigned.ts"
 import { flag, forwardedArgs, numberArg, optionalArg, textArg } from "./args.ts"
 import * as Raw from "./bigqueryRaw.ts"
 import { key, runRaw } from "./bigtableRaw.ts"
@@ -98,7 +100,7 @@ const concurrency = numberArg("concurrency", 10)
 const only = optionalArg("only")
 const batchBytes = 512 * 1024
 /** `--no-baselines`: leave out the Node baselines of the other benchmarks (raw grpc-js, JSONWriter, gapic mutateRows). */
-const baselines = !flag("no-baselines")
+const baselines = !flag("no-baselines") && !flag("tls")
 /** In a child (bench/isolated.ts): the one BigQuery method of ours it times, in one pass after a warm-up. */
 const childOf = Isolated.childMethod()
 /** `--shared-process`: time our BigQuery methods in this process, interleaved (the method before 2026-12-01). */
@@ -121,10 +123,19 @@ const warmupSeconds = numberArg("warmup-seconds", 3)
  * the timed pass, each pass waiting on every result).
  */
 const sinkPerPass = flag("sink-per-pass")
+/**
+ * `--tls`: the BigQuery fake serves gRPC over TLS with a self-signed root made for the run (`openssl`), which
+ * our client (its internal `tlsRoots`) and the Go program (`--tls-ca`) trust: the TLS cost a user meets
+ * against the real service, on both sides. BigQuery only (the Bigtable emulator speaks plaintext), and
+ * without the Node baselines (they dial plaintext). A child gets the certificate's directory (`--tls-dir`).
+ */
+const tls = flag("tls") || optionalArg("tls-dir") !== undefined
+let tlsDir = optionalArg("tls-dir")
 /** What a child takes over: the BigQuery workload. */
-const forwarded = [
+const forwarded = () => [
   ...forwardedArgs(["rows", "distinct", "depth", "flowWindow", "warmup-seconds", "input"]),
-  ...(sinkPerPass ? ["--sink-per-pass"] : [])
+  ...(sinkPerPass ? ["--sink-per-pass"] : []),
+  ...(tlsDir === undefined ? [] : ["--tls-dir", tlsDir])
 ]
 
 /** One timed pass of one method: the rows, the wall time, the CPU time of the process that ran it. */
@@ -202,10 +213,17 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
     if (!(bytes instanceof Uint8Array)) throw new Error("unencodable benchmark row")
     return bytes
   })
-  const layer = Layer.fresh(BigQueryClient.layer({
-    projectId: fake.projectId,
-    emulator: { grpc: fake.grpcEndpoint, rest: fake.restEndpoint }
-  }))
+  const clientOptions = { projectId: fake.projectId, emulator: { grpc: fake.grpcEndpoint, rest: fake.restEndpoint } }
+  // over TLS: the client trusts the run's self-signed root (the internal `tlsRoots`, as the TLS tests do)
+  const layer = tlsDir === undefined
+    ? Layer.fresh(BigQueryClient.layer(clientOptions))
+    : Layer.effect(
+      BigQueryClient.BigQueryClient,
+      Effect.flatMap(
+        ClientInternal.settings(clientOptions),
+        (settings) => ClientInternal.makeWith(settings, [fs.readFileSync(path.join(tlsDir ?? "", "cert.pem"))])
+      ).pipe(Effect.map(BigQueryClient.BigQueryClient.of))
+    )
   const writeMethod = WriteMethod.atLeastOnce({ maxInFlightRequests: depth, maxAppendRequestBytes: batchBytes })
   const bytesSerializer = {
     tableSchema: serializer.tableSchema,
@@ -267,6 +285,7 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
     runGo("bigquery", [
       "--target",
       fake.grpcTarget,
+      ...(tlsDir === undefined ? [] : ["--tls-ca", path.join(tlsDir, "cert.pem")]),
       "--project",
       fake.projectId,
       "--rows-file",
@@ -317,7 +336,7 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
 
 /** Byte equality: every BigQuery method sends `verifyRows` rows to a recording fake; the digests must agree. */
 const verify = async (rowsFile: string) => {
-  const fake = await FakeProcess.start(flowWindow, { record: true })
+  const fake = await FakeProcess.start(flowWindow, { record: true, tlsDir })
   let opened: Awaited<ReturnType<typeof bigQueryMethods>> | undefined
   try {
     const methods = (opened = await bigQueryMethods(fake, rowsFile))
@@ -355,7 +374,7 @@ const verify = async (rowsFile: string) => {
 }
 
 const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) => {
-  const fake = await FakeProcess.start(flowWindow)
+  const fake = await FakeProcess.start(flowWindow, { tlsDir })
   let opened: Awaited<ReturnType<typeof bigQueryMethods>> | undefined
   try {
     const methods = (opened = await bigQueryMethods(fake, rowsFile))
@@ -386,7 +405,7 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
     }
     const ourPass = (name: string, method: () => Promise<void>) => async (): Promise<Pass> => {
       if (sharedProcess) return timeHere(rowCount, method)
-      const sample = Isolated.once(new URL(import.meta.url).pathname, name, forwarded)
+      const sample = Isolated.once(new URL(import.meta.url).pathname, name, forwarded())
       const seconds = rowCount / sample.rowsPerSecond
       return { items: rowCount, seconds, cpuSeconds: sample.cpuNsPerRow * rowCount / 1e9 }
     }
@@ -616,7 +635,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
 
 /** A child's pass: one of our BigQuery methods, warmed up, then timed once, against a fake of its own. */
 const childPass = async (name: string) => {
-  const fake = await FakeProcess.start(flowWindow)
+  const fake = await FakeProcess.start(flowWindow, { tlsDir })
   let opened: Awaited<ReturnType<typeof bigQueryMethods>> | undefined
   try {
     const methods = (opened = await bigQueryMethods(fake, ""))
@@ -647,6 +666,14 @@ const main = async () => {
   if (childOf !== undefined) return childOf.startsWith("bigtable.") ? bigtableChildPass(childOf) : childPass(childOf)
   buildGo()
   fs.mkdirSync(buildDir, { recursive: true })
+  if (tls && tlsDir === undefined) {
+    // the run's self-signed root for `localhost`, written where the fakes and the Go program read it
+    const made = await Effect.runPromise(Effect.scoped(selfSigned))
+    tlsDir = path.join(buildDir, "tls")
+    fs.mkdirSync(tlsDir, { recursive: true })
+    fs.writeFileSync(path.join(tlsDir, "key.pem"), made.key)
+    fs.writeFileSync(path.join(tlsDir, "cert.pem"), made.cert)
+  }
   const rowsFile = path.join(buildDir, "rows.json")
   // the distinct rows for the Go program: the same values, TIMESTAMP as microseconds (what the encoder writes)
   fs.writeFileSync(
@@ -659,7 +686,7 @@ const main = async () => {
     verified = await verify(rowsFile)
     await bigQuery(rowsFile, samples)
   }
-  if (only === undefined || only === "bigtable") {
+  if ((only === undefined || only === "bigtable") && !tls) {
     await Effect.runPromise(Effect.scoped(bigtable(samples)))
   }
 
@@ -717,6 +744,7 @@ const main = async () => {
       cpuRatio: Number((b.cpuNs / a.cpuNs).toFixed(3)),
       coresBusy: Number(a.cores.toFixed(2)),
       passes,
+      tls,
       // ours on one writer per process (ADR 0048), or a writer per pass (`--sink-per-pass`)
       writer: sinkPerPass ? "perPass" : "perProcess",
       ...(name.startsWith("bigtable")

@@ -32,6 +32,7 @@ import (
 	"effect-gcp-sinks/bench/peers/rowpb"
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -52,6 +53,7 @@ type jsonRow struct {
 
 func main() {
 	target := flag.String("target", "", "host:port of the fake's gRPC server (loopback)")
+	tlsCA := flag.String("tls-ca", "", "PEM root to trust: the fake serves TLS (self-signed, for localhost)")
 	project := flag.String("project", "fake-project", "project id")
 	rowsFile := flag.String("rows-file", "", "the distinct rows, as JSON")
 	mode := flag.String("mode", "encode", "encode | bytes")
@@ -85,7 +87,7 @@ func main() {
 	client, err := managedwriter.NewClient(ctx, *project,
 		option.WithEndpoint(*target),
 		option.WithoutAuthentication(),
-		option.WithGRPCDialOption(grpc.WithTransportCredentials(insecure.NewCredentials())),
+		option.WithGRPCDialOption(grpc.WithTransportCredentials(transport(*tlsCA))),
 	)
 	check(err)
 	defer client.Close()
@@ -151,6 +153,16 @@ func main() {
 	for i := 0; i < *passes; i++ {
 		measure.Print(measure.Time(method, *rowCount, pass))
 	}
+}
+
+// transport is plaintext, or TLS trusting the root in caFile.
+func transport(caFile string) credentials.TransportCredentials {
+	if caFile == "" {
+		return insecure.NewCredentials()
+	}
+	creds, err := credentials.NewClientTLSFromFile(caFile, "localhost")
+	check(err)
+	return creds
 }
 
 func check(err error) {
