@@ -28,12 +28,18 @@ export interface RawAppends {
 
 const appendRows = "/google.cloud.bigquery.storage.v1.BigQueryWrite/AppendRows"
 
-/** The request of batch `i`: the header on the first carries the schema. */
-const requests = (r: RawAppends) => {
+/** The header of request `i`: the first carries the schema. */
+const headers = (r: RawAppends) => {
   const name = AppendRequest.utf8(r.table.defaultStream)
   const first = { writeStream: name, descriptor: r.descriptor, traceId: AppendRequest.traceId }
   const later = { writeStream: name }
-  return (i: number) => AppendRequest.encode(i === 0 ? first : later, r.batches[i]!)
+  return (i: number): AppendRequest.Header => i === 0 ? first : later
+}
+
+/** The request of batch `i`. */
+const requests = (r: RawAppends) => {
+  const header = headers(r)
+  return (i: number) => AppendRequest.encode(header(i), r.batches[i]!)
 }
 
 /** Sends while fewer than `depth` are unanswered; `answered(n)` after `n` answers; resolves after the last. */
@@ -78,10 +84,8 @@ export const grpcJs = (r: RawAppends): Promise<void> =>
 
 /** Every request of `r`, framed with its gRPC prefix: build once, outside the timed pass, for {@link http2Framed}. */
 export const framedRequests = (r: RawAppends): ReadonlyArray<Uint8Array> => {
-  const name = AppendRequest.utf8(r.table.defaultStream)
-  const first = { writeStream: name, descriptor: r.descriptor, traceId: AppendRequest.traceId }
-  const later = { writeStream: name }
-  return r.batches.map((b, i) => AppendRequest.encodeFramed(i === 0 ? first : later, AppendRequest.encodeRows(b)))
+  const header = headers(r)
+  return r.batches.map((b, i) => AppendRequest.encodeFramed(header(i), AppendRequest.encodeRows(b)))
 }
 
 /** The loop on `node:http2` over requests framed ahead ({@link framedRequests}), one write each. */

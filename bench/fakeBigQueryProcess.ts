@@ -33,24 +33,16 @@ const servedTls = optionalArg("tls-dir")
  * times that per connection.
  */
 const widenFlowControl = (bytes: number) => {
-  const original = http2.createServer
-  const patched = (options: http2.ServerOptions, listener?: Parameters<typeof original>[1]) => {
-    const server = original({ ...options, settings: { ...options.settings, initialWindowSize: bytes } }, listener)
-    server.on("session", (session) => session.setLocalWindowSize(bytes * 4))
+  const widened = <O extends http2.ServerOptions, S extends http2.Http2Server>(
+    create: (options: O, listener?: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void) => S
+  ) =>
+  (options: O, listener?: (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void): S => {
+    const server = create({ ...options, settings: { ...options.settings, initialWindowSize: bytes } }, listener)
+    server.on("session", (session: http2.ServerHttp2Session) => session.setLocalWindowSize(bytes * 4))
     return server
-  }
-  ;(http2 as { createServer: unknown }).createServer = patched
-  // the same for a server over TLS (`--tls-dir`)
-  const originalSecure = http2.createSecureServer
-  const patchedSecure = (options: http2.SecureServerOptions, listener?: Parameters<typeof originalSecure>[1]) => {
-    const server = originalSecure(
-      { ...options, settings: { ...options.settings, initialWindowSize: bytes } },
-      listener
-    )
-    server.on("session", (session) => session.setLocalWindowSize(bytes * 4))
-    return server
-  }
-  ;(http2 as { createSecureServer: unknown }).createSecureServer = patchedSecure
+  } // plaintext, and over TLS (`--tls-dir`)
+  ;(http2 as { createServer: unknown }).createServer = widened(http2.createServer)
+  ;(http2 as { createSecureServer: unknown }).createSecureServer = widened(http2.createSecureServer)
 }
 
 export interface FakeProcess {

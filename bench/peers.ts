@@ -99,8 +99,16 @@ const batch = numberArg("batch", 100)
 const concurrency = numberArg("concurrency", 10)
 const only = optionalArg("only")
 const batchBytes = 512 * 1024
+/**
+ * `--tls`: the BigQuery fake serves gRPC over TLS with a self-signed root made for the run (`openssl`), which
+ * our client (its internal `tlsRoots`) and the Go program (`--tls-ca`) trust: the TLS cost a user meets
+ * against the real service, on both sides. BigQuery only (the Bigtable emulator speaks plaintext), and
+ * without the Node baselines (they dial plaintext). A child gets the certificate's directory (`--tls-dir`).
+ */
+const tls = flag("tls") || optionalArg("tls-dir") !== undefined
+let tlsDir = optionalArg("tls-dir")
 /** `--no-baselines`: leave out the Node baselines of the other benchmarks (raw grpc-js, JSONWriter, gapic mutateRows). */
-const baselines = !flag("no-baselines") && !flag("tls")
+const baselines = !flag("no-baselines") && !tls
 /** In a child (bench/isolated.ts): the one BigQuery method of ours it times, in one pass after a warm-up. */
 const childOf = Isolated.childMethod()
 /** `--shared-process`: time our BigQuery methods in this process, interleaved (the method before 2026-12-01). */
@@ -123,14 +131,10 @@ const warmupSeconds = numberArg("warmup-seconds", 3)
  * the timed pass, each pass waiting on every result).
  */
 const sinkPerPass = flag("sink-per-pass")
-/**
- * `--tls`: the BigQuery fake serves gRPC over TLS with a self-signed root made for the run (`openssl`), which
- * our client (its internal `tlsRoots`) and the Go program (`--tls-ca`) trust: the TLS cost a user meets
- * against the real service, on both sides. BigQuery only (the Bigtable emulator speaks plaintext), and
- * without the Node baselines (they dial plaintext). A child gets the certificate's directory (`--tls-dir`).
- */
-const tls = flag("tls") || optionalArg("tls-dir") !== undefined
-let tlsDir = optionalArg("tls-dir")
+/** A pass on a long-lived writer: `input`'s chunks written, then a flush (every row acknowledged). */
+const writeAndFlush = <A>(writer: Writer<A, unknown>, input: Stream.Stream<A>): Promise<void> =>
+  Effect.runPromise(input.pipe(Stream.runForEachArray((chunk) => writer.write(chunk)), Effect.andThen(writer.flush)))
+
 /** What a child takes over: the BigQuery workload. */
 const forwarded = () => [
   ...forwardedArgs(["rows", "distinct", "depth", "flowWindow", "warmup-seconds", "input"]),
@@ -259,10 +263,7 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
         )
     }
     const writer = writerOf(rowSerializer)
-    return async () => {
-      const w = await writer()
-      await Effect.runPromise(input.pipe(Stream.runForEachArray((chunk) => w.write(chunk)), Effect.andThen(w.flush)))
-    }
+    return async () => writeAndFlush(await writer(), input)
   }
   const rowsOf = (n: number) => Array.from({ length: n }, (_, i) => distinctRows[i % distinct]!)
   const encodedOf = (n: number) => Array.from({ length: n }, (_, i) => distinctEncoded[i % distinct]!)
@@ -445,16 +446,18 @@ const bigtableSerializer = (i: number) =>
   RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
 
 /** One pass of the Bigtable sink into `tableId`, on a client built once (as a service holds one). */
+const bigtableWriteMethod = BigtableWriteMethod.atLeastOnce({
+  batchElementCount: batch,
+  maxInFlightEntries: batch * concurrency
+})
+
 const bigtableSink = async (client: BigtableClient.BigtableClient["Service"], tableId: string) => {
   const summary = await Effect.runPromise(
     Stream.range(0, records - 1).pipe(
       Stream.run(BigtableSink.make({
         table: BigtableTable.makeUnsafe({ projectId, instanceId, tableId }),
         serializer: bigtableSerializer,
-        writeMethod: BigtableWriteMethod.atLeastOnce({
-          batchElementCount: batch,
-          maxInFlightEntries: batch * concurrency
-        })
+        writeMethod: bigtableWriteMethod
       })),
       Effect.provideService(BigtableClient.BigtableClient, client)
     )
@@ -469,22 +472,17 @@ const bigtableSink = async (client: BigtableClient.BigtableClient["Service"], ta
  * `Stream.run(BigtableSink.make(...))` per pass instead.
  */
 const bigtableWriter = Effect.fnUntraced(function*(client: BigtableClient.BigtableClient["Service"]) {
+  if (sinkPerPass) return (tableId: string) => bigtableSink(client, tableId)
   let current = BigtableTable.makeUnsafe({ projectId, instanceId, tableId: "unset" })
   const writer = yield* BigtableSink.writer({
     destinationResolver: () => current,
     serializer: bigtableSerializer,
-    writeMethod: BigtableWriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
+    writeMethod: bigtableWriteMethod
   }).pipe(Effect.provideService(BigtableClient.BigtableClient, client))
   return async (tableId: string) => {
-    if (sinkPerPass) return bigtableSink(client, tableId)
     current = BigtableTable.makeUnsafe({ projectId, instanceId, tableId })
     const before = (await Effect.runPromise(writer.summary)).recordsWritten
-    await Effect.runPromise(
-      Stream.range(0, records - 1).pipe(
-        Stream.runForEachArray((chunk) => writer.write(chunk)),
-        Effect.andThen(writer.flush)
-      )
-    )
+    await writeAndFlush(writer, Stream.range(0, records - 1))
     const written = (await Effect.runPromise(writer.summary)).recordsWritten - before
     if (written !== records) throw new Error(`sink wrote ${written} of ${records}`)
   }

@@ -69,16 +69,20 @@ export interface Sealed {
   readonly frameBytes: number
 }
 
+/** A batch writer over `buffer`, at `pos` (the body starts after the headroom), growing up to the pool's size. */
+const writerOver = (pool: Pool, buffer: Buffer, pos = headroom): WireWriter => {
+  const w = WireWriter.over(buffer)
+  w.growLimit = pool.capacity
+  w.pos = pos
+  return w
+}
+
 /** A buffer for a batch expected to take `capacity` bytes: full size (pooled) when that is over half. */
 const writerOf = (pool: Pool, capacity: number): WireWriter => {
   const full = 2 * capacity >= pool.capacity
-  const reused = full ? pool.free.pop() : undefined
-  const w = reused !== undefined
-    ? WireWriter.over(reused)
-    : new WireWriter(full ? pool.capacity : Math.max(initialCapacity, capacity))
-  w.growLimit = pool.capacity
-  w.pos = headroom
-  return w
+  const buffer = (full ? pool.free.pop() : undefined) ??
+    Buffer.allocUnsafe(full ? pool.capacity : Math.max(initialCapacity, capacity))
+  return writerOver(pool, buffer)
 }
 
 const noBytes = Buffer.alloc(0)
@@ -89,12 +93,7 @@ const noBytes = Buffer.alloc(0)
  *
  * @internal
  */
-export const unallocated = (pool: Pool): WireWriter => {
-  const w = WireWriter.over(noBytes)
-  w.growLimit = pool.capacity
-  w.pos = headroom
-  return w
-}
+export const unallocated = (pool: Pool): WireWriter => writerOver(pool, noBytes)
 
 /** @internal */
 export const empty = (pool: Pool): Batch => ({
@@ -142,10 +141,7 @@ export const adopt = (
   bytes: number
 ): void => {
   recycle(pool, batch.writer.buf)
-  const w = WireWriter.over(buffer)
-  w.growLimit = pool.capacity
-  w.pos = headroom + frames.length
-  batch.writer = w
+  batch.writer = writerOver(pool, buffer, headroom + frames.length)
   batch.count = count
   batch.bytes = bytes
 }

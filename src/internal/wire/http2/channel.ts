@@ -5,7 +5,8 @@
  *
  * - A call takes the current session if it still takes calls, else one connection attempt shared by
  *   every call that asks meanwhile (TCP or a proxy tunnel, TLS with ALPN `h2`, the server's
- *   SETTINGS), within `connectTimeout` (20 s, grpc-js's minimum connect timeout) on the live clock.
+ *   SETTINGS), within `connectTimeout` (20 s, grpc-js's minimum connect timeout) of time this process
+ *   ran, on the live clock (`liveClock.ts`).
  *   A failed attempt fails the calls that waited for it `UNAVAILABLE`; the next call tries again,
  *   so the writers' retry schedules pace reconnection (grpc-js backs off on its own as well).
  * - A session that is GOAWAY'd, fails or closes takes no new calls: the next call opens another;
@@ -28,7 +29,7 @@ import { Code } from "../grpcStatus.ts"
 import type { AccessTokens } from "./accessTokens.ts"
 import { type Call, type CallHandlers, start } from "./call.ts"
 import { type CallError, callError } from "./callError.ts"
-import { onLiveClock } from "./liveClock.ts"
+import { onLiveClock, whileRunning } from "./liveClock.ts"
 import type { Proxy } from "./proxy.ts"
 import * as Session from "./session.ts"
 import * as Socket from "./socket.ts"
@@ -140,14 +141,17 @@ const connect = (options: ChannelOptions, scope: Scope.Scope, open: Set<Session.
     yield* Effect.forkIn(Effect.andThen(session.closed, Effect.sync(() => open.delete(session))), scope)
     return session
   }).pipe(
-    Effect.timeoutOrElse({
-      duration: options.connectTimeout,
-      orElse: () =>
-        Effect.fail(callError(
-          Code.UNAVAILABLE,
-          `no HTTP/2 connection to ${options.target} within ${Duration.format(options.connectTimeout)}`
-        ))
-    }),
+    (attempt) =>
+      Effect.raceFirst(
+        attempt,
+        Effect.andThen(
+          whileRunning(options.connectTimeout),
+          Effect.fail(callError(
+            Code.UNAVAILABLE,
+            `no HTTP/2 connection to ${options.target} within ${Duration.format(options.connectTimeout)}`
+          ))
+        )
+      ),
     onLiveClock
   )
 }

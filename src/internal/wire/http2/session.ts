@@ -14,15 +14,13 @@
  *   every call on it `UNAVAILABLE` ("Connection dropped"), as in grpc-js.
  * - Keepalive (grpc-js's `keepalive_time_ms` / `keepalive_timeout_ms`, 30 s / 10 s as the official
  *   clients set them): while calls are active, a PING every `keepaliveTime`; one unanswered within
- *   `keepaliveTimeout` destroys the session, but for time this process stood still (a timer that fired
- *   late: the answer may be unread). A GOAWAY `ENHANCE_YOUR_CALM` with `too_many_pings`
- *   doubles the channel's interval (gRPC's A8 proposal). The keepalive fiber runs on the live clock:
+ *   `keepaliveTimeout` of time this process ran (`liveClock.ts`) destroys the session. A GOAWAY
+ *   `ENHANCE_YOUR_CALM` with `too_many_pings` doubles the channel's interval (gRPC's A8 proposal). The keepalive fiber runs on the live clock:
  *   it measures the network, which a test's `TestClock` does not move.
  * - The session is unreferenced while no call runs (an idle client does not keep the process alive).
  *
  * @internal
  */
-import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
@@ -32,7 +30,7 @@ import * as http2 from "node:http2"
 import type * as net from "node:net"
 import { Code } from "../grpcStatus.ts"
 import { type CallError, callError } from "./callError.ts"
-import { onLiveClock } from "./liveClock.ts"
+import { onLiveClock, whileRunning } from "./liveClock.ts"
 
 /** The settings of one connection. @internal */
 export interface SessionSettings {
@@ -223,33 +221,6 @@ const ping = (raw: http2.ClientHttp2Session): Effect.Effect<"answered" | "failed
     }
   })
 
-/** How late a timer may fire before its wait is taken for a stall of this process rather than of the network. */
-const stallTolerance = 100
-
-/** How many times a ping's wait starts again after stalls, at most: a process always late still sees a dead peer. */
-const maxStalls = 3
-
-/**
- * Completes once `timeout` has passed while this process ran. A timer that fires late by more than
- * {@link stallTolerance} ms says the process itself stood still (SIGSTOP, a VM pause, a blocked event loop):
- * the answer may sit unread in the socket, as timers run before the poll phase reads it, so the wait
- * starts again (up to {@link maxStalls} times) rather than blaming the peer.
- */
-const unansweredFor = (timeout: Duration.Duration): Effect.Effect<"unanswered"> => {
-  const millis = Duration.toMillis(timeout)
-  const wait = (stalls: number): Effect.Effect<"unanswered"> =>
-    Effect.flatMap(
-      Clock.currentTimeMillis,
-      (start) =>
-        Effect.flatMap(Effect.sleep(timeout), () =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) =>
-            now - start > millis + stallTolerance && stalls < maxStalls
-              ? wait(stalls + 1)
-              : Effect.succeed("unanswered" as const)))
-    )
-  return wait(0)
-}
-
 /** Pings while calls are active; a ping unanswered in time (while this process ran) destroys the session. */
 const keepalive = ({ activity, handle }: Tracked, settings: SessionSettings): Effect.Effect<void> => {
   const loop: Effect.Effect<void> = Effect.gen(function*() {
@@ -258,7 +229,10 @@ const keepalive = ({ activity, handle }: Tracked, settings: SessionSettings): Ef
       if (handle.raw.destroyed) return
       yield* Effect.sleep(settings.keepaliveTime())
       if (handle.activeCalls() === 0 || handle.raw.destroyed) continue
-      const outcome = yield* Effect.raceFirst(ping(handle.raw), unansweredFor(settings.keepaliveTimeout))
+      const outcome = yield* Effect.raceFirst(
+        ping(handle.raw),
+        Effect.as(whileRunning(settings.keepaliveTimeout), "unanswered" as const)
+      )
       // a session closing after a GOAWAY takes no pings; its calls end when the server ends them
       if (outcome === "unsent") return
       if (outcome !== "answered" && !handle.raw.destroyed) {

@@ -275,8 +275,14 @@ describe("Bigtable data calls on http2: keepalive across a stall of this process
     })))
 })
 
-/** A TCP proxy to `port` that delays what the server sends by `millis`. */
-const slowProxy = (port: number, millis: number) =>
+/**
+ * A TCP proxy to `port` for the life of the scope: `relay` gets each chunk with its direction and a
+ * `deliver` that writes it on (or never calls it).
+ */
+const tcpProxy = (
+  port: number,
+  relay: (direction: "toServer" | "toClient", deliver: () => void) => void
+) =>
   Effect.acquireRelease(
     Effect.callback<{ readonly port: number; readonly close: () => void }>((resume) => {
       const sockets = new Set<net.Socket>()
@@ -286,8 +292,8 @@ const slowProxy = (port: number, millis: number) =>
           sockets.add(s)
           s.on("error", () => undefined)
         }
-        socket.on("data", (d) => upstream.write(d))
-        upstream.on("data", (d) => setTimeout(() => socket.destroyed || socket.write(d), millis))
+        socket.on("data", (d) => relay("toServer", () => upstream.destroyed || upstream.write(d)))
+        upstream.on("data", (d) => relay("toClient", () => socket.destroyed || socket.write(d)))
       })
       server.listen(0, "127.0.0.1", () => {
         const address = server.address()
@@ -303,32 +309,15 @@ const slowProxy = (port: number, millis: number) =>
     (proxy) => Effect.sync(proxy.close)
   )
 
+/** A TCP proxy to `port` that delays what the server sends by `millis`. */
+const slowProxy = (port: number, millis: number) =>
+  tcpProxy(port, (direction, deliver) => direction === "toClient" ? void setTimeout(deliver, millis) : deliver())
+
 /** A TCP proxy to `port` that can be frozen: from then on it forwards nothing either way, resets nothing. */
-const freezingProxy = (port: number) =>
-  Effect.acquireRelease(
-    Effect.callback<{ readonly port: number; readonly freeze: () => void; readonly close: () => void }>((resume) => {
-      const sockets = new Set<net.Socket>()
-      let frozen = false
-      const server = net.createServer((socket) => {
-        const upstream = net.connect({ host: "127.0.0.1", port })
-        for (const s of [socket, upstream]) {
-          sockets.add(s)
-          s.on("error", () => undefined)
-        }
-        socket.on("data", (d) => frozen || upstream.write(d))
-        upstream.on("data", (d) => frozen || socket.write(d))
-      })
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address()
-        resume(Effect.succeed({
-          port: typeof address === "object" && address !== null ? address.port : 0,
-          freeze: () => void (frozen = true),
-          close: () => {
-            for (const s of sockets) s.destroy()
-            server.close()
-          }
-        }))
-      })
-    }),
-    (proxy) => Effect.sync(proxy.close)
+const freezingProxy = (port: number) => {
+  let frozen = false
+  return Effect.map(
+    tcpProxy(port, (_direction, deliver) => frozen || deliver()),
+    (proxy) => ({ ...proxy, freeze: () => void (frozen = true) })
   )
+}
