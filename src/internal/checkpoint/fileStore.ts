@@ -277,9 +277,13 @@ const prune = Effect.fnUntraced(function*(fs: FileSystem, writerId: string, dir:
 })
 
 // A saver that paused after reading can link into a slot that a later saver's prune freed; it
-// did not win, since every prune follows a link two sequences higher, which this check sees.
-const isNewest = (fs: FileSystem, writerId: string, dir: string, sequence: number) =>
-  Effect.map(listSequences(fs, writerId, dir), (names): boolean => newestSequence(names) === sequence)
+// did not win. Only a prune after a link at least two numbers higher frees a slot, and the newest
+// entry is never removed, so a newest number below `sequence + 2` proves the slot was never used:
+// the link won, and an entry at `sequence + 1` was built on it (a claim that took this record over
+// before the saver looked). Two or more numbers higher is answered as lost (the safe side: the
+// record may have been taken over, but a writer told it lost only stops).
+const linkedFirst = (fs: FileSystem, writerId: string, dir: string, sequence: number) =>
+  Effect.map(listSequences(fs, writerId, dir), (names): boolean => newestSequence(names) <= sequence + 1)
 
 // Writes `stored` as number `sequence`: false when another saver created that number first.
 const writeEntry = Effect.fnUntraced(function*(
@@ -330,7 +334,7 @@ const put = Effect.fnUntraced(function*<R extends { readonly id: string }, C, E>
   if (options.afterRead !== undefined) yield* options.afterRead(writerId, sequence)
   if (sequence === 1) yield* syncParents(fs, writerId, store.directory, store.synced)
   const linked = yield* writeEntry(fs, writerId, dir, sequence, stored)
-  if (!linked || !(yield* isNewest(fs, writerId, dir, sequence))) {
+  if (!linked || !(yield* linkedFirst(fs, writerId, dir, sequence))) {
     // Another saver created this sequence first, or a later one: name the entry that won.
     const winner = yield* readLatest(fs, options.decode, writerId, dir)
     const actualId = Option.isSome(winner) ? winner.value.id : undefined

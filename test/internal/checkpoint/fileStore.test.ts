@@ -144,6 +144,35 @@ describe("checkpointFile zombie", () => {
       yield* replacement.save("w", record("e"), "d")
       assert.strictEqual(Option.getOrThrow(yield* replacement.load("w")).id, "e")
     }))
+
+  // Found by CI (the store laws, seed 7): a claim that lost its first try to a zombie's link read the
+  // zombie's record and linked the next number before the zombie looked; the zombie was told it lost
+  // although its record was stored and the claim had taken it over.
+  it.effect("a save whose record a claim already took over (the next number) won, and says so", () =>
+    Effect.gen(function*() {
+      const dir = yield* tempDirectory
+      const linked = yield* Deferred.make<void>()
+      let release: (() => void) | undefined
+      const held = new Promise<void>((resolve) => (release = resolve))
+      // the saver stands still between its link and its look at the newest number
+      const saver = make(dir, options, {
+        ...nodeFileSystem,
+        link: (from, to) =>
+          nodeFileSystem.link(from, to).then(() => {
+            Deferred.doneUnsafe(linked, Effect.void)
+            return held
+          })
+      })
+      const claimant = make(dir, options)
+      const saving = yield* Effect.forkChild(Effect.result(saver.save("w", record("z"), undefined)))
+      yield* Deferred.await(linked)
+      const claimed = yield* claimant.claim("w")
+      release?.()
+      const saved = yield* Fiber.join(saving)
+      assert.isTrue(Result.isSuccess(saved), `the save was stored and taken over: ${String(saved)}`)
+      assert.strictEqual(Option.getOrThrow(claimed.record).position, "z")
+      assert.strictEqual(Option.getOrThrow(yield* claimant.load("w")).id, claimed.id)
+    }))
 })
 
 // The real file system, its directory fsyncs and links written down in order.
