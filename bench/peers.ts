@@ -21,7 +21,8 @@
  *
  * Every method is timed in `--passes` passes (default 3) after one untimed warm-up, the first method of a
  * pass rotating from pass to pass; figures are medians. Each pass, ours as Go's, runs in a fresh process
- * that warms itself up first, a BigQuery one for at least `--warmup-seconds` (default 3; see below)
+ * that warms itself up first, for at least `--warmup-seconds` (BigQuery, default 3) or
+ * `--bigtable-warmup-seconds` (8; see below)
  * (bench/isolated.ts says why; `--shared-process` times ours in this process instead, after one warm-up
  * of each); the Bigtable passes share the emulator, each into fresh tables.
  * Next to throughput, the client's CPU per row: the CPU time of the process that ran the method (all its
@@ -34,7 +35,7 @@
  * digest.
  *
  *   npm run bench:peers [-- --passes 3 --rows 2000000 --records 100000 --only bigquery|bigtable --no-baselines
- *                          --warmup-seconds 3 --sink-per-pass --tls]
+ *                          --warmup-seconds 3 --bigtable-warmup-seconds 8 --sink-per-pass --tls]
  *
  * Prints a table and appends JSON lines to bench/results/peers.jsonl. Not part of `npm test` or CI: it
  * needs the Go toolchain (`go` on PATH, or $GO, or /usr/local/go/bin/go).
@@ -115,12 +116,17 @@ const childOf = Isolated.childMethod()
 const sharedProcess = flag("shared-process")
 /**
  * `--warmup-seconds`: each BigQuery pass (ours and Go's, each in a fresh process) is timed after warm-up
- * passes that last at least this long. Go's managedwriter reaches its steady rate only after about a
- * second of streaming (a fresh process timed after one 2M-row warm-up pass ran at 4.8M rows/s, at
- * 10-11.8M from its fourth pass, at the same CPU per row); ours is steady after one pass. That ramp was
- * why a fresh Go process per pass and a long-lived Go worker disagreed (issue 38, item 4).
+ * passes that last at least this long; `--bigtable-warmup-seconds` (default 8), each Bigtable pass. Go's managedwriter reaches its steady rate only
+ * after about a second of streaming (a fresh process timed after one 2M-row warm-up pass ran at 4.8M
+ * rows/s, at 10-11.8M from its fourth pass, at the same CPU per row); that ramp was why a fresh Go
+ * process per pass and a long-lived Go worker disagreed (issue 38, item 4). Our Bigtable sink's is
+ * longer: in one process, passes of 200,000 records cost 7.2, 5.4, 4.1, 3.8, then 3.3 µs a record from
+ * the fifth on (V8 optimizes by call counts, and a Bigtable call carries 100 records where a BigQuery
+ * append carries ~4,900 rows), so one 100,000-record warm-up pass timed the ramp: 3 s of warm-up gave
+ * 4.2 µs a record, 8 s 3.5 µs; Go's CPU per record is the same after either.
  */
 const warmupSeconds = numberArg("warmup-seconds", 3)
+const bigtableWarmupSeconds = numberArg("bigtable-warmup-seconds", 8)
 /**
  * `--sink-per-pass`: each pass of our sinks runs `Stream.run(BigQuerySink.make(...))` (or Bigtable's)
  * on its own writer, the BigQuery one on a client built for it: a writer's whole life per pass (its
@@ -180,9 +186,12 @@ const runGo = (program: string, args: ReadonlyArray<string>): Promise<Array<Pass
   })
 
 /** Times a method run in this process (bench/timing.ts) over `items`. */
+// A child (a fresh process, only its own warm-up before) is timed without a forced collection, as the
+// Go programs are (bench/timing.ts says why); in one shared process, a pass does not pay for the
+// garbage of the method before it.
 const timeHere = async (items: number, method: () => Promise<void>): Promise<Pass> => ({
   items,
-  ...(await timePass(method))
+  ...(await timePass(method, { collect: childOf === undefined }))
 })
 
 const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Promise<A> => Effect.runPromise(Effect.scoped(effect))
@@ -490,14 +499,22 @@ const bigtableWriter = Effect.fnUntraced(function*(client: BigtableClient.Bigtab
 
 /** What a Bigtable child takes over: the workload. */
 const bigtableForwarded = [
-  ...forwardedArgs(["records", "batch", "concurrency"]),
+  ...forwardedArgs(["records", "batch", "concurrency", "bigtable-warmup-seconds"]),
   ...(sinkPerPass ? ["--sink-per-pass"] : [])
 ]
 
+/** Runs `pass` once, and again until `seconds` have passed. */
+const warmUp = async (pass: () => Promise<void>, seconds: number): Promise<void> => {
+  const start = performance.now()
+  // oxlint-disable-next-line no-await-in-loop -- warm-up passes run one after another
+  do await pass()
+  while (performance.now() - start < seconds * 1000)
+}
+
 /**
  * A child's pass of one of our Bigtable methods (`--emulator`, `--table`, `--warmup-table` from the
- * parent): a warm-up pass into the warm-up table, then one timed pass, reported as bench/isolated.ts
- * reads it.
+ * parent): warm-up passes into the warm-up table (`warmUp`), then one timed pass, reported as
+ * bench/isolated.ts reads it.
  */
 const bigtableChildPass = async (name: string) => {
   const emulatorHost = textArg("emulator")
@@ -508,7 +525,7 @@ const bigtableChildPass = async (name: string) => {
     p = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulatorHost } })
       const pass = yield* bigtableWriter(client)
-      yield* Effect.promise(() => pass(warm))
+      yield* Effect.promise(() => warmUp(() => pass(warm), bigtableWarmupSeconds))
       return yield* Effect.promise(() => timeHere(records, () => pass(tableId)))
     })))
   } else if (name === "bigtable.node.mutateRows") {
@@ -516,7 +533,7 @@ const bigtableChildPass = async (name: string) => {
     const mutateAll = async (table: string) => {
       await runRaw(raw, tableName(table), { records, batch, concurrency, value })
     }
-    await mutateAll(warm)
+    await warmUp(() => mutateAll(warm), bigtableWarmupSeconds)
     p = await timeHere(records, () => mutateAll(tableId))
     await raw.close()
   } else {
@@ -585,7 +602,9 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
         "--batch",
         String(batch),
         "--concurrency",
-        String(concurrency)
+        String(concurrency),
+        "--warmup-seconds",
+        String(bigtableWarmupSeconds)
       ])
       await dropTable(warm)
       await dropTable(tableId)
@@ -594,7 +613,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
     if (sharedProcess) {
       // warm-up of the sink (JIT)
       const warm = yield* Effect.promise(freshTable)
-      yield* Effect.promise(() => sink(warm))
+      yield* Effect.promise(() => warmUp(() => sink(warm), bigtableWarmupSeconds))
       yield* Effect.promise(() => dropTable(warm))
     }
     const order: Array<[string, () => Promise<Pass>]> = [["bigtable.sink", sinkPass], ["bigtable.go.applyBulk", goPass]]
@@ -645,10 +664,7 @@ const childPass = async (name: string) => {
     }
     const method = byName[name]?.(rowCount)
     if (method === undefined) throw new Error(`no method ${name}`)
-    const warmStart = performance.now()
-    // oxlint-disable-next-line no-await-in-loop -- warm-up passes run one after another
-    do await method()
-    while (performance.now() - warmStart < warmupSeconds * 1000)
+    await warmUp(method, warmupSeconds)
     const before = await fake.rowCount()
     const p = await timeHere(rowCount, method)
     const acknowledged = (await fake.rowCount()) - before
@@ -746,8 +762,10 @@ const main = async () => {
       // ours on one writer per process (ADR 0048), or a writer per pass (`--sink-per-pass`)
       writer: sinkPerPass ? "perPass" : "perProcess",
       ...(name.startsWith("bigtable")
-        ? { records, batch, concurrency }
-        : { rows: rowCount, depth, distinct, flowWindow, verified }),
+        ? { records, batch, concurrency, warmupSeconds: bigtableWarmupSeconds }
+        : { rows: rowCount, depth, distinct, flowWindow, verified, warmupSeconds }),
+      // children timed without a forced collection before the pass (bench/timing.ts)
+      collected: sharedProcess,
       date,
       node: process.version
     })
