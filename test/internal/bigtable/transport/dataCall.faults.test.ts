@@ -252,7 +252,9 @@ describe("Bigtable data calls on http2: the deadline's local timer", () => {
 /** Blocks this thread for `millis`, as a SIGSTOP or a VM pause stops the process: no timer, no I/O. */
 const standStill = (millis: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, millis)
 
-describe("Bigtable data calls on http2: keepalive across a stall of this process", () => {
+// Not concurrent with the file's other tests: it stands the whole thread still, which would stretch their timed
+// waits (the silent-connection keepalive test took 4.3 s beside it, against its 5 s bound; 0.65 s alone).
+describe("Bigtable data calls on http2: keepalive across a stall of this process", { concurrent: false }, () => {
   it.live("a ping whose timer fired late (the process stood still) is waited for again, not taken as a dead peer", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* Wire.make((c) => c.respond())
