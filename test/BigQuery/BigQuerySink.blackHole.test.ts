@@ -38,8 +38,9 @@ describe.each(["http2", "grpc-js"] as const)("BigQuerySink on a black-holed conn
           createDisposition: "CREATE_NEVER",
           writeMethod: WriteMethod.atLeastOnce({
             ...fastRetries,
-            recovery: { ...fastRetries.recovery, maxAttempts: 3 },
-            responseTimeout: "500 millis"
+            // 2 s and five attempts: a loaded machine's slow re-send is not a second black hole
+            recovery: { ...fastRetries.recovery, maxAttempts: 5 },
+            responseTimeout: "2 seconds"
           })
         })),
         Effect.provide(Layer.mergeAll(

@@ -125,8 +125,11 @@ layer(Live, { timeout: "120 seconds", excludeTestServices: true })("BigtableSink
         const gaps = at.slice(1).map((t, i) => t - (at[i] ?? t))
         const maxGap = Math.max(...gaps)
         // Measured on 2 shared cores: ~1-3 s of streaming, the longest gap under 300 ms (a tick is
-        // 250 ms). A starved timer would leave one gap as long as the whole run.
-        assert.isBelow(maxGap, 1000, `longest gap between display ticks ${maxGap} ms over ${end - start} ms`)
+        // 250 ms). A starved timer would leave one gap as long as the whole run; a loaded machine (the
+        // emulator, the other tests of the file) may stretch a gap past a second on a longer run, so the
+        // bound grows with the run, and stays well under the whole of it.
+        const bound = Math.max(1000, (end - start) / 3)
+        assert.isBelow(maxGap, bound, `longest gap between display ticks ${maxGap} ms over ${end - start} ms`)
         assert.isTrue(
           ticks.some((t) => t.written > 0 && t.written < n),
           "the display saw progress between the first and the last record"

@@ -24,11 +24,12 @@ const withRegistry = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 describe("BigQuery writer gauges", () => {
   it.live("two writers add up, and each takes its share back when it closes", () =>
     withRegistry(F.withFake(
-      // the first two appends wait, so both writers have one in flight at once
+      // the first two appends wait, so both writers have one in flight at once (2 s: the second writer's open
+      // and append may lag the first's by hundreds of milliseconds on a loaded machine)
       {
         answer: (
           c
-        ) => (c.request <= 2 ? { _tag: "delay", millis: 400, next: { _tag: "default" } } : { _tag: "default" })
+        ) => (c.request <= 2 ? { _tag: "delay", millis: 2000, next: { _tag: "default" } } : { _tag: "default" })
       },
       (fake) =>
         Effect.gen(function*() {

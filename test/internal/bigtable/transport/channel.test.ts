@@ -108,8 +108,9 @@ describe("Bigtable data channel on a black-holed connection", () => {
             table,
             serializer: entry,
             writeMethod: WriteMethod.atLeastOnce({
-              retry: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 3 },
-              responseTimeout: "500 millis"
+              // 2 s and five attempts: a loaded machine's slow re-send is not a second black hole
+              retry: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 5 },
+              responseTimeout: "2 seconds"
             })
           })),
           Effect.provide(Layer.fresh(BigtableClient.layer({ projectId: "p", emulator: { grpc: proxy.target } })))
