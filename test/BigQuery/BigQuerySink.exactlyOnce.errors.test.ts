@@ -132,7 +132,7 @@ describe("BigQuerySink.exactlyOnce: the mid-run error table (2.6)", () => {
         assert.isFalse(done, "still waiting before the timeout")
         // the timeout, then the recovery backoffs (milliseconds) on the TestClock, until the write ends (on a
         // loaded machine the recovery's round trips may need more turns than a fixed count gives them)
-        for (let i = 0; i < 600 && !done; i++) {
+        for (let i = 0; i < 600 && fiber.pollUnsafe() === undefined; i++) {
           yield* TestClock.adjust("1 minute")
           yield* TestClock.withLive(Effect.sleep("50 millis"))
         }
