@@ -171,7 +171,8 @@ layer(testLayer, { timeout: "180 seconds", excludeTestServices: true })("BigQuer
         })),
         Effect.exit
       )
-      assert.isBelow(Date.now() - started, 5000)
+      // at once, not after a retry budget (minutes by default); the emulator shares a loaded machine
+      assert.isBelow(Date.now() - started, 15_000)
       assert.isTrue(Exit.isFailure(exit))
       const error = Exit.isFailure(exit) && exit.cause.reasons[0]?._tag === "Fail"
         ? exit.cause.reasons[0].error

@@ -88,7 +88,9 @@ describe("deadlines: the sinks against a silent endpoint", () => {
             serializer: yield* serializer,
             createDisposition: "CREATE_IF_NEEDED",
             writeMethod: WriteMethod.atLeastOnce({
-              recovery: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 2 },
+              // four attempts: the 300 ms deadline also bounds the first GetWriteStream on a fresh connection,
+              // which a loaded machine may miss once
+              recovery: { initialBackoff: "1 millis", maxBackoff: "5 millis", maxAttempts: 4 },
               adminTimeout: "300 millis"
             })
           })),

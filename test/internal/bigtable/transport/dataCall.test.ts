@@ -186,13 +186,18 @@ describe.each(["http2", "grpc-js"] as const)("StartCall on %s", (transport) => {
         }
       })
       const reported: Array<string> = []
+      const received = yield* Deferred.make<void>()
       const start = yield* startOn(transport, port)
       const cancel = yield* start(streamPath, (reserve) => Buffer.alloc(reserve), "", Duration.seconds(10), {
-        onMessage: (m) => reported.push(`message ${Buffer.from(m).toString()}`),
+        onMessage: (m) => {
+          reported.push(`message ${Buffer.from(m).toString()}`)
+          Deferred.doneUnsafe(received, Effect.void)
+        },
         onEnd: (error) => reported.push(`end ${fromError(error).code}`)
       })
       yield* Deferred.await(arrived)
-      yield* Effect.sleep(Duration.millis(50))
+      // the message has reached this side before the cancel (a fixed sleep was a guess on a loaded machine)
+      yield* Deferred.await(received)
       cancel("interrupted")
       cancel("interrupted") // twice is harmless
       yield* Deferred.await(cancelled)
