@@ -163,11 +163,13 @@ describe("writer core", () => {
       yield* w.write(["t:bad0"]) // the handler holds the owner: nothing leaves the queue
       yield* settleLive
       // fill the queue with routed records (they take no permit and no staging place)
+      // (100 ms: a write that does not block ends long before; one that the scheduler yields and a loaded
+      // machine delays must not be taken for one that blocks)
       for (let i = 1; i <= 1024; i++) {
-        if (Option.isNone(yield* w.write([`t:bad${i}`]).pipe(Effect.timeoutOption("5 millis")))) break
+        if (Option.isNone(yield* w.write([`t:bad${i}`]).pipe(Effect.timeoutOption("100 millis")))) break
       }
       // a write that took its permit and then has to wait to offer is interrupted (by its timeout)
-      const interrupted = Option.isNone(yield* w.write(["t:a0"]).pipe(Effect.timeoutOption("5 millis")))
+      const interrupted = Option.isNone(yield* w.write(["t:a0"]).pipe(Effect.timeoutOption("100 millis")))
       assert.isTrue(interrupted, "a write waited on the full queue and was interrupted")
       yield* Deferred.succeed(gate, undefined)
       yield* w.flush.pipe(Effect.timeout("1 second"), Effect.orDie)
@@ -186,7 +188,7 @@ describe("writer core", () => {
       let admitted = 0
       // routed records: each write is one command (slices would wait on the staging bound first)
       for (let i = 1; i <= 2 * 1024; i++) {
-        if (Option.isNone(yield* w.write([`t:bad${i}`]).pipe(Effect.timeoutOption("5 millis")))) break
+        if (Option.isNone(yield* w.write([`t:bad${i}`]).pipe(Effect.timeoutOption("100 millis")))) break
         admitted++
       }
       assert.isAtLeast(admitted, 1023, "the queue holds the writes and one tick")
@@ -203,7 +205,7 @@ describe("writer core", () => {
       yield* settleLive
       let staged = 0
       for (let i = 0; i < 10; i++) {
-        if (Option.isNone(yield* w.write([`t:a${i}`]).pipe(Effect.timeoutOption("5 millis")))) break
+        if (Option.isNone(yield* w.write([`t:a${i}`]).pipe(Effect.timeoutOption("100 millis")))) break
         staged++
       }
       assert.strictEqual(staged, writer.maxStagedSlices, "the next slice waits until the owner takes one")
