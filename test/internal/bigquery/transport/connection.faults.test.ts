@@ -233,7 +233,7 @@ describe("AppendRows on http2: a connection that cannot be made", () => {
       if (Exit.isFailure(exit)) {
         assert.strictEqual(exit.cause.reasons.find((r) => r._tag === "Fail")?.error.code, Code.UNAVAILABLE)
       }
-      yield* connection.ended.pipe(Effect.timeout(Duration.seconds(1)))
+      yield* connection.ended.pipe(Effect.timeout(Duration.seconds(5)))
       assert.deepStrictEqual(channels.load(), [0])
     })))
 })

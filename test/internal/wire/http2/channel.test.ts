@@ -78,7 +78,7 @@ describe("channel", () => {
       assert.strictEqual(yield* call(channel), 0)
       assert.strictEqual(channel.connections(), 2)
       assert.strictEqual(server.sessions.length, 2)
-      for (let i = 0; i < 50 && !server.sessions[0]?.closed; i++) yield* Effect.sleep("10 millis")
+      for (let i = 0; i < 500 && !server.sessions[0]?.closed; i++) yield* Effect.sleep("10 millis")
       assert.isTrue(server.sessions[0]?.closed)
     })))
 
