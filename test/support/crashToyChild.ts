@@ -60,9 +60,15 @@ const commit = (batches: ReadonlyArray<string>) =>
     yield* step("committing", { batches: batches.length })
     for (const [i, batch] of batches.entries()) {
       const target = path.join(committed, `${batch}.json`)
-      if (!fs.existsSync(target)) {
-        // fails (and so fails the child) if the batch is neither staged nor committed: a lost batch
+      try {
         fs.renameSync(path.join(staging, `${batch}.json`), target)
+      } catch (cause) {
+        // committed already, by this writer's earlier life or by a zombie committing the same record at the
+        // same moment (an exists-then-rename check raced with it under load); neither staged nor committed
+        // fails the child: a lost batch
+        if (!(cause instanceof Error && "code" in cause && cause.code === "ENOENT" && fs.existsSync(target))) {
+          throw cause
+        }
       }
       if (i === 0 && batches.length > 1) yield* step("commit-partial")
     }

@@ -79,7 +79,10 @@ layer(GcsEmulator.layer, { timeout: "180 seconds", excludeTestServices: true })(
           startAfter: { step: "saved", nth: 2 },
           timeout: "90 seconds"
         })
-        const outcome = JSON.stringify(outcomes.map(({ stderr: _, ...o }) => o))
+        // a process that neither completed nor was fenced failed: its stderr says why
+        const failed = outcomes.filter((o) => !o.fenced && !o.completed).map((o) => o.stderr)
+        const outcome = JSON.stringify(outcomes.map(({ stderr: _, ...o }) => o)) +
+          (failed.length === 0 ? "" : `\n${failed.join("\n---\n")}`)
         assert.strictEqual(outcomes.filter((o) => o.fenced).length, 1, outcome)
         assert.strictEqual(outcomes.filter((o) => o.completed).length, 1, outcome)
         assert.deepStrictEqual(readToyDestination(dir), exact(total))
