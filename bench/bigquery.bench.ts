@@ -262,9 +262,8 @@ const main = async () => {
       for (const [name, method] of Object.entries(methods)) {
         // oxlint-disable-next-line no-await-in-loop
         const before = await fake.rowCount()
-        // a child, a fresh process after its own warm-up, is timed without a forced gc() (bench/timing.ts)
         // oxlint-disable-next-line no-await-in-loop
-        const { cpuSeconds, seconds } = await timePass(method, { collect: childOf === undefined })
+        const { cpuSeconds, seconds } = await timePass(method)
         ;(cpuSamples[name] ??= []).push(cpuSeconds * 1e9 / rowCount)
         // oxlint-disable-next-line no-await-in-loop
         const acknowledged = (await fake.rowCount()) - before

@@ -186,12 +186,9 @@ const runGo = (program: string, args: ReadonlyArray<string>): Promise<Array<Pass
   })
 
 /** Times a method run in this process (bench/timing.ts) over `items`. */
-// A child (a fresh process, only its own warm-up before) is timed without a forced collection, as the
-// Go programs are (bench/timing.ts says why); in one shared process, a pass does not pay for the
-// garbage of the method before it.
 const timeHere = async (items: number, method: () => Promise<void>): Promise<Pass> => ({
   items,
-  ...(await timePass(method, { collect: childOf === undefined }))
+  ...(await timePass(method))
 })
 
 const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Promise<A> => Effect.runPromise(Effect.scoped(effect))

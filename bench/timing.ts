@@ -5,6 +5,7 @@
  */
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
+import { childMethod } from "./isolated.ts"
 
 v8.setFlagsFromString("--expose-gc")
 /** A full collection. */
@@ -17,17 +18,18 @@ export interface Timed {
 }
 
 /**
- * Runs `method` once and times it, on a collected heap unless `collect: false`. A forced collection
+ * Runs `method` once and times it, on a collected heap unless `collect` is false: by default only in a
+ * process shared with other methods, never in an isolated child (bench/isolated.ts). A forced collection
  * (`gc()`) is not one V8 runs on its own: it also drops optimized code that holds objects it frees
  * ("weak objects" deoptimizations), so the pass after it re-optimizes. A fresh process timed after its
  * own warm-up has no earlier method's garbage to free, and should not pay for that (issue 38: the
- * Bigtable sink cost 6.2 µs a record in passes after a `gc()`, 2.9 without).
+ * Bigtable sink cost 6.2 µs a record in passes after a `gc()`, 2.9 without; ADR 0049).
  */
 export const timePass = async (
   method: () => Promise<unknown>,
-  options: { readonly collect?: boolean } = {}
+  { collect: collecting = childMethod() === undefined }: { readonly collect?: boolean } = {}
 ): Promise<Timed> => {
-  if (options.collect !== false) collect()
+  if (collecting) collect()
   const cpu = process.cpuUsage()
   const start = performance.now()
   await method()

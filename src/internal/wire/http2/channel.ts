@@ -29,7 +29,7 @@ import { Code } from "../grpcStatus.ts"
 import type { AccessTokens } from "./accessTokens.ts"
 import { type Call, type CallHandlers, start } from "./call.ts"
 import { type CallError, callError } from "./callError.ts"
-import { onLiveClock, whileRunning } from "./liveClock.ts"
+import * as LiveClock from "./liveClock.ts"
 import type { Proxy } from "./proxy.ts"
 import * as Session from "./session.ts"
 import * as Socket from "./socket.ts"
@@ -142,17 +142,12 @@ const connect = (options: ChannelOptions, scope: Scope.Scope, open: Set<Session.
     return session
   }).pipe(
     (attempt) =>
-      Effect.raceFirst(
-        attempt,
-        Effect.andThen(
-          whileRunning(options.connectTimeout),
-          Effect.fail(callError(
-            Code.UNAVAILABLE,
-            `no HTTP/2 connection to ${options.target} within ${Duration.format(options.connectTimeout)}`
-          ))
-        )
-      ),
-    onLiveClock
+      LiveClock.timeoutOrElse(attempt, options.connectTimeout, () =>
+        Effect.fail(callError(
+          Code.UNAVAILABLE,
+          `no HTTP/2 connection to ${options.target} within ${Duration.format(options.connectTimeout)}`
+        ))),
+    LiveClock.onLiveClock
   )
 }
 

@@ -32,20 +32,23 @@ export const maxStalls = 3
  *
  * @internal
  */
-export const whileRunning = (duration: Duration.Duration): Effect.Effect<void> => {
+export const whileRunning = Effect.fnUntraced(function*(duration: Duration.Duration) {
   const millis = Duration.toMillis(duration)
-  const wait = (stalls: number): Effect.Effect<void> =>
-    Effect.flatMap(
-      Clock.currentTimeMillis,
-      (start) =>
-        Effect.flatMap(
-          Effect.sleep(duration),
-          () =>
-            Effect.flatMap(
-              Clock.currentTimeMillis,
-              (now) => now - start > millis + stallTolerance && stalls < maxStalls ? wait(stalls + 1) : Effect.void
-            )
-        )
-    )
-  return wait(0)
-}
+  for (let stalls = 0;; stalls++) {
+    const start = yield* Clock.currentTimeMillis
+    yield* Effect.sleep(duration)
+    const late = (yield* Clock.currentTimeMillis) - start - millis
+    if (late <= stallTolerance || stalls >= maxStalls) return
+  }
+})
+
+/**
+ * `self`, or `orElse` once `duration` has passed while this process ran ({@link whileRunning}) and
+ * `self` has not ended: `Effect.timeoutOrElse` for waits that measure the network. @internal
+ */
+export const timeoutOrElse = <A, E, R, B, E2, R2>(
+  self: Effect.Effect<A, E, R>,
+  duration: Duration.Duration,
+  orElse: () => Effect.Effect<B, E2, R2>
+): Effect.Effect<A | B, E | E2, R | R2> =>
+  Effect.raceFirst(self, Effect.andThen(whileRunning(duration), Effect.suspend(orElse)))

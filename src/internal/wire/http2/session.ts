@@ -30,7 +30,7 @@ import * as http2 from "node:http2"
 import type * as net from "node:net"
 import { Code } from "../grpcStatus.ts"
 import { type CallError, callError } from "./callError.ts"
-import { onLiveClock, whileRunning } from "./liveClock.ts"
+import * as LiveClock from "./liveClock.ts"
 
 /** The settings of one connection. @internal */
 export interface SessionSettings {
@@ -229,9 +229,10 @@ const keepalive = ({ activity, handle }: Tracked, settings: SessionSettings): Ef
       if (handle.raw.destroyed) return
       yield* Effect.sleep(settings.keepaliveTime())
       if (handle.activeCalls() === 0 || handle.raw.destroyed) continue
-      const outcome = yield* Effect.raceFirst(
+      const outcome = yield* LiveClock.timeoutOrElse(
         ping(handle.raw),
-        Effect.as(whileRunning(settings.keepaliveTimeout), "unanswered" as const)
+        settings.keepaliveTimeout,
+        () => Effect.succeed("unanswered" as const)
       )
       // a session closing after a GOAWAY takes no pings; its calls end when the server ends them
       if (outcome === "unsent") return
@@ -240,5 +241,5 @@ const keepalive = ({ activity, handle }: Tracked, settings: SessionSettings): Ef
       }
     }
   })
-  return onLiveClock(Effect.raceFirst(loop, handle.closed))
+  return LiveClock.onLiveClock(Effect.raceFirst(loop, handle.closed))
 }
