@@ -37,6 +37,7 @@ import {
   firstAfter,
   isProgress,
   owners,
+  type Span,
   zombieReport
 } from "./timeline.ts"
 
@@ -364,15 +365,24 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         for (const millis of secondFailover) assert.isBelow(millis, LOCK_EXPIRY_MS + 10_000, "second failover")
         // the frozen runner woke up as a zombie: each of its stale runs that ended after it woke was fenced (a save
         // the store refused, or its successor's rows met on its own BigQuery stream: both CheckpointConflict) or
-        // interrupted by Sharding, whichever came first; none ended otherwise, none committed (exact table)
+        // interrupted by Sharding, whichever came first; or it completed, when its source had ended and its final
+        // checkpoint was under way before the freeze (it began none after: a save after waking must be refused, and
+        // the refusal must fail the run); none ended otherwise, none committed (exact table)
         assert.isAtLeast(zombie.lives, 1, "the frozen runner had writers")
         for (const ending of Object.keys(zombie.outcomes)) {
           assert.include(
-            ["CheckpointConflict", "interrupted"],
+            ["CheckpointConflict", "interrupted", "success"],
             ending,
             `zombie runs: ${JSON.stringify(zombie.outcomes)}; failures:\n${zombie.failures.join("\n---\n")}`
           )
         }
+        const late = (s: Span) => `${s.name} ${s.writerId ?? ""} at ${s.start - contAt} ms`
+        assert.deepStrictEqual(zombie.savesAfterFreeze.map(late), [], "the store accepted a zombie's save")
+        assert.deepStrictEqual(
+          zombie.completionsUnexplained.map(late),
+          [],
+          "a zombie's run completed although it checkpointed after waking"
+        )
         // ... and its stale writers stopped: no write they began after waking reached a destination (no rows
         // flushed from their BigQuery streams, no Bigtable entry applied), but for the commit of a checkpoint
         // saved before the freeze, which the new owner's restore ran too

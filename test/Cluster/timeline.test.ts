@@ -57,6 +57,32 @@ describe("the proof's timeline", () => {
     assert.strictEqual(report.endMillis, 1000)
   })
 
+  it("a stale run may complete after the wake only if it began no checkpoint after the freeze; a save begun after it that succeeded is reported", () => {
+    const run = (id: string, start: number, end: number, outcome: string) =>
+      event(0, "span", { name: "Partitions.run", id, life: "stale", start, end, outcome })
+    const checkpoint = (runId: string, start: number, end: number, outcome: string) =>
+      event(0, "span", { name: "BigQuerySink.checkpoint", id: `c@${start}`, run: runId, life: "stale", start, end, outcome })
+    const events = [
+      ...life(0, "stale", 100, 6000),
+      // its final checkpoint under way at the freeze, its commit finished after the wake: complete
+      checkpoint("done", 900, 5100, "success"),
+      run("done", 100, 5200, "success"),
+      // a checkpoint begun after the wake, refused, and the run still completed: a swallowed fence
+      checkpoint("swallowed", 5100, 5150, "CheckpointConflict"),
+      run("swallowed", 200, 5300, "success"),
+      // a save after the wake the store accepted
+      checkpoint("accepted", 5200, 5250, "success"),
+      run("accepted", 300, 5400, "CheckpointConflict"),
+      // fenced: the refusal failed the run
+      checkpoint("fenced", 5300, 5350, "CheckpointConflict"),
+      run("fenced", 400, 5500, "CheckpointConflict")
+    ]
+    const report = zombieReport(events, 0, 1000, 5000)
+    assert.deepStrictEqual(report.outcomes, { success: 2, CheckpointConflict: 2 })
+    assert.deepStrictEqual(report.completionsUnexplained.map((s) => s.id), ["swallowed"])
+    assert.deepStrictEqual(report.savesAfterFreeze.map((s) => s.start), [5200])
+  })
+
   it("a stale life that has not ended yet leaves the end infinite", () => {
     assert.strictEqual(zombieReport(life(0, "stale", 100), 0, 1000, 5000).endMillis, Number.POSITIVE_INFINITY)
     assert.strictEqual(zombieReport(life(0, "ended", 100, 900), 0, 1000, 5000).lives, 0)

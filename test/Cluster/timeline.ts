@@ -140,6 +140,15 @@ export interface ZombieReport {
   readonly writesAfterWake: ReadonlyArray<Span>
   /** The commits of checkpoints saved before the freeze that the stale writers finished after waking. */
   readonly commitsFinishedAfterWake: number
+  /** Checkpoints of those lives begun after the freeze that succeeded: saves the store must have refused. */
+  readonly savesAfterFreeze: ReadonlyArray<Span>
+  /**
+   * Runs of those lives that ended in success after the wake although they began a checkpoint after the freeze.
+   * A stale run may complete after waking only when its source had ended and its final checkpoint was under way
+   * before the freeze (nothing is left to do but that commit); any checkpoint it begins later must be refused,
+   * and the refusal must fail the run.
+   */
+  readonly completionsUnexplained: ReadonlyArray<Span>
 }
 
 const tally = (values: ReadonlyArray<string>): Record<string, number> => {
@@ -164,18 +173,16 @@ export const zombieReport = (
   const lives = livesAt(events, runner, stopAt)
   const all = spans(events).filter((s) => s.runner === runner && s.life !== undefined && lives.has(s.life))
   const ended = all.filter((s) => s.name === "Partitions.partition")
+  const runsAfterWake = all.filter((s) => s.name === "Partitions.run" && s.end >= contAt)
+  const lateCheckpoints = all.filter((s) => checkpointSpans.has(s.name) && s.start > stopAt)
   return {
     lives: lives.size,
     ended: ended.length,
     endMillis: ended.length < lives.size
       ? Number.POSITIVE_INFINITY
       : Math.max(0, ...ended.map((s) => s.end - contAt)),
-    outcomes: tally(all.filter((s) => s.name === "Partitions.run" && s.end >= contAt).map((s) => s.outcome)),
-    failures: [
-      ...new Set(
-        all.flatMap((s) => s.name === "Partitions.run" && s.end >= contAt && s.failure !== undefined ? [s.failure] : [])
-      )
-    ],
+    outcomes: tally(runsAfterWake.map((s) => s.outcome)),
+    failures: [...new Set(runsAfterWake.flatMap((s) => s.failure !== undefined ? [s.failure] : []))],
     writesAfterWake: all.filter((s) =>
       writeSpans.has(s.name) && s.outcome === "success" && s.start >= contAt &&
       (s.checkpointStart === undefined || s.checkpointStart > stopAt)
@@ -184,6 +191,10 @@ export const zombieReport = (
       all.filter((s) =>
         writeSpans.has(s.name) && s.outcome === "success" && s.start >= contAt && s.checkpointStart !== undefined &&
         s.checkpointStart <= stopAt
-      ).length
+      ).length,
+    savesAfterFreeze: lateCheckpoints.filter((s) => s.outcome === "success"),
+    completionsUnexplained: runsAfterWake.filter((r) =>
+      r.outcome === "success" && lateCheckpoints.some((c) => c.run === r.id)
+    )
   }
 }
