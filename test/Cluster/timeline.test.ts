@@ -37,6 +37,22 @@ const span = (
     ...(checkpointStart === undefined ? {} : { checkpointStart })
   })
 
+/** A run of runner 0's life `stale`. */
+const run = (id: string, start: number, end: number, outcome: string) =>
+  event(0, "span", { name: "Partitions.run", id, life: "stale", start, end, outcome })
+
+/** A checkpoint of run `runId` of runner 0's life `stale`. */
+const checkpoint = (runId: string, start: number, end: number, outcome: string) =>
+  event(0, "span", {
+    name: "BigQuerySink.checkpoint",
+    id: `c@${start}`,
+    run: runId,
+    life: "stale",
+    start,
+    end,
+    outcome
+  })
+
 describe("the proof's timeline", () => {
   // frozen at 1000, woken at 5000
   it("a stale life's write begun after the wake is reported; one begun before it, the commit of a checkpoint begun before the freeze, or a later life's, is not", () => {
@@ -58,10 +74,6 @@ describe("the proof's timeline", () => {
   })
 
   it("a stale run may complete after the wake only if it began no checkpoint after the freeze; a save begun after it that succeeded is reported", () => {
-    const run = (id: string, start: number, end: number, outcome: string) =>
-      event(0, "span", { name: "Partitions.run", id, life: "stale", start, end, outcome })
-    const checkpoint = (runId: string, start: number, end: number, outcome: string) =>
-      event(0, "span", { name: "BigQuerySink.checkpoint", id: `c@${start}`, run: runId, life: "stale", start, end, outcome })
     const events = [
       ...life(0, "stale", 100, 6000),
       // its final checkpoint under way at the freeze, its commit finished after the wake: complete
