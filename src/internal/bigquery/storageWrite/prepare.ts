@@ -194,10 +194,12 @@ const finish = <A>(c: Cursor<A>, env: Env<A>, b: Builder): void => {
  * code (resolver, fingerprint) runs before the cursor changes: a throw leaves the cursor as the last
  * record left it, so the next record is matched against a builder and resolution that agree.
  */
-const builderOf = <A>(c: Cursor<A>, env: Env<A>, record: A): Builder | undefined => {
-  c.stage = "destinationResolver"
+const builderOf = <A>(
+  c: Cursor<A>,
+  env: Env<A>,
+  resolved: TableDestination.TableDestination | TableDestination.Unroutable
+): Builder | undefined => {
   const last = c.lastResolution
-  const resolved = env.resolve(record)
   let resolution: TableDestination.TableDestination
   // the last row's destination again (the common case) was checked then: `instanceof` walks the
   // destination's prototype chain, a third of this function's time on a static table
@@ -229,42 +231,62 @@ const builderOf = <A>(c: Cursor<A>, env: Env<A>, record: A): Builder | undefined
   return b
 }
 
-/** Frames `record` into `b`: the row's length, or `undefined` when it was skipped or routed. */
-const encode = <A>(c: Cursor<A>, env: Env<A>, b: Builder, record: A): number | undefined => {
+/** Encodes `record` in place into `b` (`encodeInto`): the row's length, or `undefined` when it was skipped or routed. */
+const encodeInPlace = <A>(
+  c: Cursor<A>,
+  encodeInto: NonNullable<RowSerializer<A>["encodeInto"]>,
+  b: Builder,
+  record: A
+): number | undefined => {
   const batch = b.batch
-  const encodeInto = env.serializer.encodeInto
-  if (encodeInto !== undefined) {
-    c.stage = "encodeInto"
-    const at = (c.rowAt = Split.beginRow(batch))
-    const result = encodeInto(batch.writer, record, b.destination)
-    if (result === undefined) return Split.endRow(batch, at)
-    Split.cancelRow(batch, at)
-    c.rowAt = -1
-    if (result === null) c.out.skipped.push(b.key)
-    else c.out.routed.push(failedRow({ destination: b.key, message: result.message, cause: result }))
-    return undefined
-  }
+  c.stage = "encodeInto"
+  const at = (c.rowAt = Split.beginRow(batch))
+  const result = encodeInto(batch.writer, record, b.destination)
+  if (result === undefined) return Split.endRow(batch, at)
+  Split.cancelRow(batch, at)
+  c.rowAt = -1
+  if (result === null) c.out.skipped.push(b.key)
+  else c.out.routed.push(failedRow({ destination: b.key, message: result.message, cause: result }))
+  return undefined
+}
+
+/** Frames the bytes `serialize` gives for `record` into `b`: the row's length, or `undefined` when it was skipped or routed. */
+const encodeBytes = <A>(
+  c: Cursor<A>,
+  serialize: RowSerializer<A>["serialize"],
+  b: Builder,
+  record: A
+): number | undefined => {
   c.stage = "serialize"
-  const row = env.serializer.serialize(record, b.destination)
-  if (row === null) {
-    c.out.skipped.push(b.key)
-    return undefined
+  const row = serialize(record, b.destination)
+  if (row instanceof Uint8Array) {
+    c.rowAt = Split.appendRow(b.batch, row)
+    return row.length
   }
-  if (!(row instanceof Uint8Array)) {
-    c.out.routed.push(failedRow({ destination: b.key, message: row.message, cause: row }))
-    return undefined
-  }
-  c.rowAt = Split.appendRow(batch, row)
-  return row.length
+  if (row === null) c.out.skipped.push(b.key)
+  else c.out.routed.push(failedRow({ destination: b.key, message: row.message, cause: row }))
+  return undefined
 }
 
 /** Runs the loop from record `c.i` to the end. May throw (user code): see {@link threw}. */
 const run = <A>(c: Cursor<A>, env: Env<A>): void => {
   const rows = c.rows
+  const resolve = env.resolve
+  const { encodeInto, serialize } = env.serializer
+  // without a fingerprint, a record of the last record's destination keeps its builder: nothing to look up
+  const keeps = env.serializer.fingerprint === undefined
   while (c.i < rows.length) {
     const record = rows[c.i] as A
-    const b = builderOf(c, env, record)
-    const length = b === undefined ? undefined : encode(c, env, b, record)
+    c.stage = "destinationResolver"
+    const resolved = resolve(record)
+    const b = keeps && resolved === c.lastResolution && c.builder !== undefined
+      ? c.builder
+      : builderOf(c, env, resolved)
+    const length = b === undefined
+      ? undefined
+      : encodeInto !== undefined
+      ? encodeInPlace(c, encodeInto, b, record)
+      : encodeBytes(c, serialize, b, record)
     const at = c.rowAt
     c.rowAt = -1
     c.i++

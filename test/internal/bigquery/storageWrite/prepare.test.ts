@@ -128,6 +128,83 @@ describe("prepare: a throwing fingerprint", () => {
   )
 })
 
+describe("prepare: without a fingerprint (a record of the last one's destination keeps its builder)", () => {
+  it.effect.prop(
+    "any records, throwing resolver and serializer calls, small batches: each row once, in its table's slices, in order",
+    {
+      destinations: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 2 }))).check(
+        Schema.isMaxLength(80)
+      ),
+      resolverThrowsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 80 }))),
+      serializerThrowsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 80 }))),
+      maxAppendRequestBytes: Schema.Int.check(Schema.isBetween({ minimum: 6, maximum: 64 }))
+    },
+    ({ destinations, maxAppendRequestBytes, resolverThrowsOn, serializerThrowsOn }) =>
+      Effect.gen(function*() {
+        const records = destinations.map((table, i) => ({ i, table }))
+        const base = envOf(() => "unused")
+        let resolves = 0
+        let serializes = 0
+        const resolverThrows = new Set(resolverThrowsOn)
+        const serializerThrows = new Set(serializerThrowsOn)
+        const env: Prepare.Env<Rec> = {
+          ...base,
+          maxAppendRequestBytes,
+          resolve: (r) => {
+            if (resolverThrows.has(++resolves)) throw new Error(`resolver broke on call ${resolves}`)
+            return tables[r.table] as TableDestination.TableDestination
+          },
+          serializer: {
+            tableSchema: () => schema,
+            serialize: (r) => {
+              if (serializerThrows.has(++serializes)) throw new Error(`serializer broke on call ${serializes}`)
+              return Uint8Array.of(0x08, r.i, 0x10, r.table)
+            }
+          }
+        }
+        const prepared = yield* Prepare.prepare(env, records, limits)
+        // the resolver runs once per record, the serializer once per record the resolver did not throw on
+        assert.strictEqual(resolves, records.length)
+        assert.strictEqual(
+          serializes,
+          records.length - prepared.routed.filter((f) => f._tag === "UnroutableRecord").length
+        )
+        const routedUnroutable = [...resolverThrows].filter((n) => n <= resolves).length
+        const routedFailed = [...serializerThrows].filter((n) => n <= serializes).length
+        assert.deepStrictEqual(
+          [
+            prepared.routed.filter((f) => f._tag === "UnroutableRecord").length,
+            prepared.routed.filter((f) => f._tag === "FailedRow").length
+          ],
+          [routedUnroutable, routedFailed]
+        )
+        const byTable = new Map<string, Array<number>>()
+        for (const { payload } of prepared.slices) {
+          const rows = rowsOf(payload.body)
+          assert.strictEqual(rows.length, payload.count)
+          // a slice holds at most a batch's frames, or a single row
+          assert.isTrue(
+            payload.body.length <= maxAppendRequestBytes || rows.length === 1,
+            `slice of ${payload.body.length}`
+          )
+          for (const [i, table] of rows) {
+            assert.strictEqual(payload.key, tables[table]?.toString(), `record ${i} framed into ${payload.key}`)
+            const seen = byTable.get(payload.key) ?? []
+            seen.push(i)
+            byTable.set(payload.key, seen)
+          }
+        }
+        const sent = [...byTable.values()].flat()
+        assert.strictEqual(new Set(sent).size, sent.length, "a record sent twice")
+        assert.strictEqual(sent.length + prepared.routed.length, records.length)
+        for (const [key, ids] of byTable) {
+          assert.deepStrictEqual(ids, ids.toSorted((a, b) => a - b), `${key}'s rows out of order`)
+        }
+      }),
+    { arbitrary: { runs: 300 } }
+  )
+})
+
 /** 11,000 records into table `t` from index `from`: 6-byte frames, one 64 KiB batch and a tail of 78 rows. */
 const run = (from: number) => Array.from({ length: 11_000 }, (_, k): Rec => ({ i: (from + k) % 100, table: 0 }))
 
