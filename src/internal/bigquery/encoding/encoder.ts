@@ -77,6 +77,14 @@ const singular = (field: Field, number: number, options: CompileOptions): ValueW
   }
   const encode = scalarEncoder(field.type, field)
   const key = tag(number, wireTypeOf(field.type))
+  // a one-byte key (fields 1 to 15: most columns) written without the varint loop
+  if (key < 128) {
+    return (w, v) => {
+      w.byte(key)
+      const message = encode(w, v)
+      return message === undefined ? undefined : new EncodeFailure(undefined, message)
+    }
+  }
   return (w, v) => {
     w.uint32(key)
     const message = encode(w, v)

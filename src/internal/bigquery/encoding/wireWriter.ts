@@ -26,8 +26,15 @@ export class WireWriter {
   private slab: Buffer = emptySlab
   private slabPos = slabSize
 
+  /**
+   * `buf.length`, kept as a number: a typed array's length is checked against its buffer on every
+   * read (resizable buffers), and `ensure` reads it for every value written.
+   */
+  capacity: number
+
   constructor(initialCapacity = 1024, buffer?: Buffer) {
     this.buf = buffer ?? Buffer.allocUnsafe(initialCapacity)
+    this.capacity = this.buf.length
     this.view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength)
   }
 
@@ -39,13 +46,14 @@ export class WireWriter {
   /** Makes room for `n` more bytes. */
   ensure(n: number): void {
     const need = this.pos + n
-    if (need <= this.buf.length) return
+    if (need <= this.capacity) return
     let size = Math.max(this.buf.length * 2, 64)
     while (size < need) size *= 2
     if (size > this.growLimit && need <= this.growLimit) size = this.growLimit
     const next = Buffer.allocUnsafe(size)
     this.buf.copy(next, 0, 0, this.pos)
     this.buf = next
+    this.capacity = size
     this.view = new DataView(next.buffer, next.byteOffset, next.byteLength)
   }
 
@@ -69,6 +77,12 @@ export class WireWriter {
     this.buf.copy(this.slab, at, start, this.pos)
     this.slabPos = (at + n + 7) & ~7
     return this.slab.subarray(at, at + n)
+  }
+
+  /** One byte: a key of field numbers 1 to 15, or a varint below 128. */
+  byte(value: number): void {
+    if (this.pos >= this.capacity) this.ensure(1)
+    this.buf[this.pos++] = value
   }
 
   /** An unsigned varint of at most 32 bits (tags, lengths, non-negative int32). */
@@ -109,15 +123,19 @@ export class WireWriter {
 
   /** A safe integer as a two's complement int64 varint. */
   int64Number(value: number): void {
+    // a safe integer's low 32 bits are exactly `>>> 0` (ToUint32 is modulo 2^32), and the rest an exact
+    // division by a power of two: no floating-point `%` or `Math.floor`
     if (value >= 0) {
       if (value < two32) this.uint32(value)
-      else this.varint64(value % two32, Math.floor(value / two32))
+      else {
+        const lo = value >>> 0
+        this.varint64(lo, (value - lo) / two32)
+      }
       return
     }
     const abs = -value
-    const lo = abs % two32
-    const hi = Math.floor(abs / two32)
-    this.negated(lo, hi)
+    const lo = abs >>> 0
+    this.negated(lo, (abs - lo) / two32)
   }
 
   /** `mag` times `factor` plus `extra` (all non-negative, exact), negated when `negative`. */

@@ -233,7 +233,7 @@ export const appendRow = (batch: Batch, row: Uint8Array): number => {
   const length = row.length
   // one bounds check for the whole frame (a length takes at most 5 bytes), locals for the rest: the
   // writer's own `uint32` checks again and writes through its fields, a third of this function's time
-  if (at + 6 + length > w.buf.length) w.ensure(rowFrameLength(length))
+  if (at + 6 + length > w.capacity) w.ensure(rowFrameLength(length))
   const buf = w.buf
   let pos = at
   buf[pos++] = 0x0a
