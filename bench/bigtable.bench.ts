@@ -56,7 +56,8 @@ const rssRuns = numberArg("rss-runs", 3)
 const here = path.dirname(new URL(import.meta.url).pathname)
 const root = path.dirname(here)
 
-const value = "x".repeat(100)
+// the value's bytes made once, as the Go peer's `value []byte`: each record's own work is its key and mutation
+const value = Buffer.from("x".repeat(100))
 /** The one column family the records go to. */
 const plain = { cf: {} }
 

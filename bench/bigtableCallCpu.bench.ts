@@ -56,7 +56,8 @@ const collect = !flag("no-gc")
 const batch = numberArg("batch", 100)
 const concurrency = numberArg("concurrency", 10)
 
-const value = "x".repeat(100)
+// the value's bytes made once, as the Go peer's `value []byte`: each record's own work is its key and mutation
+const value = Buffer.from("x".repeat(100))
 const identityOf = (i: number) => i.toString(16).padStart(32, "0")
 
 /** `calls` calls of `one(i)`, `concurrency` workers with one call each in flight. */

@@ -27,7 +27,7 @@ export const mutateRows = (client: RawClient, tableName: string, entries: Array<
   })
 
 /** Records `from..to-1` as gapic entries: one SetCell of `value` in `family`, qualifier `v`, each. */
-export const setCellEntries = (from: number, to: number, family: string, value: string): Array<object> => {
+export const setCellEntries = (from: number, to: number, family: string, value: Uint8Array): Array<object> => {
   const entries: Array<object> = []
   for (let i = from; i < to; i++) {
     entries.push({
@@ -37,7 +37,7 @@ export const setCellEntries = (from: number, to: number, family: string, value: 
           familyName: family,
           columnQualifier: Buffer.from("v"),
           timestampMicros: 1_000_000,
-          value: Buffer.from(value)
+          value
         }
       }]
     })
@@ -82,7 +82,12 @@ export const checkAndMutate = async (
 export const runRaw = async (
   client: RawClient,
   tableName: string,
-  options: { readonly records: number; readonly batch: number; readonly concurrency: number; readonly value: string }
+  options: {
+    readonly records: number
+    readonly batch: number
+    readonly concurrency: number
+    readonly value: Uint8Array
+  }
 ): Promise<number> => {
   const { batch, concurrency, records, value } = options
   const start = performance.now()

@@ -38,7 +38,8 @@ const batch = numberArg("batch", 100)
 const concurrency = numberArg("concurrency", 10)
 const projectId = textArg("project", "bench")
 const instanceId = textArg("instance", "bench")
-const value = "x".repeat(100)
+// the value's bytes made once, as the Go peer's `value []byte`: each record's own work is its key and mutation
+const value = Buffer.from("x".repeat(100))
 /** `--raw`: the baseline's loop on the gapic client instead of the sink (bigtableRaw.ts): the floor. */
 const raw = flag("raw")
 

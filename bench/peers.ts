@@ -446,7 +446,9 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
   }
 }
 
-const value = "x".repeat(100)
+// the value's bytes made once, as the Go peer's `value []byte` (made once in main.go): each record's own work,
+// on every side, is its key and its mutation
+const value = Buffer.from("x".repeat(100))
 
 const bigtableSerializer = (i: number) =>
   RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
