@@ -94,7 +94,8 @@ export const isRowSerializationError = (u: unknown): u is RowSerializationError 
  * The built-in serializers (and {@link make}) hold `encodeInto` as a non-enumerable property: an
  * object spread such as `{ ...serializer, serialize: skipSome }` leaves it behind, so the sink calls
  * the `serialize` written there. {@link filter} and {@link contramap} change a serializer and keep
- * its in-place writer.
+ * its in-place writer. A serializer may be a class instance: the sink and every combinator call its
+ * functions as its methods (`this` is the serializer), and never copy one off it.
  *
  * Rows already serialized are never re-encoded, so schema changes must be wire compatible: append
  * columns (also inside RECORDs), relax REQUIRED to NULLABLE; never remove, reorder or retype.
@@ -205,7 +206,7 @@ export const descriptorOf = <A>(serializer: RowSerializer<A>, destination: Table
  * @since 0.1.0
  */
 export const make = <A>(serializer: RowSerializer<A>): RowSerializer<A> =>
-  internal.make(serializer, serializer.encodeInto)
+  internal.make(internal.methodsOf(serializer), internal.encodeIntoOf(serializer))
 
 /**
  * Skips the records for which `predicate` is `false` (counted as skipped, like a `serialize` that

@@ -4,7 +4,16 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, pipe, Ref, Schema, Stream } from "effect"
-import { type BigQueryFailure, BigQuerySink, RowSerializer, TableDestination } from "../../src/BigQuery/index.ts"
+import {
+  AdditionalFields,
+  type BigQueryFailure,
+  BigQuerySink,
+  Cdc,
+  RowSerializer,
+  TableDestination,
+  TableSchema
+} from "../../src/BigQuery/index.ts"
+import * as CdcRow from "../../src/internal/bigquery/cdc/rowFields.ts"
 import { WireWriter } from "../../src/internal/bigquery/encoding/wireWriter.ts"
 import { FailureHandler } from "../../src/Sink.ts"
 import * as F from "./sinkFixtures.ts"
@@ -27,7 +36,55 @@ const bytes = (result: Uint8Array | null | RowSerializer.RowSerializationError) 
 
 const encodeInto: NonNullable<RowSerializer.RowSerializer<string>["encodeInto"]> = () => undefined
 
+/** A serializer written as a class: every method reads the instance (`this`). */
+class Ids implements RowSerializer.RowSerializer<number> {
+  readonly schema: TableSchema.TableSchema = { fields: [TableSchema.field({ name: "id", type: "INT64" })] }
+  readonly key = 0x08
+  tableSchema() {
+    return this.schema
+  }
+  descriptor() {
+    return TableSchema.toDescriptor(this.schema)
+  }
+  fingerprint() {
+    return this.schema
+  }
+  serialize(n: number) {
+    return Uint8Array.of(this.key, n)
+  }
+  encodeInto(buffer: RowSerializer.RowBuffer, n: number) {
+    buffer.ensure(2)
+    buffer.buf.set([this.key, n], buffer.pos)
+    buffer.pos += 2
+    return undefined
+  }
+}
+
 describe("RowSerializer composition", () => {
+  it.effect("a class instance's methods are called on it, through every combinator", () =>
+    Effect.gen(function*() {
+      const extra = yield* AdditionalFields.make<number>([
+        { name: "source", type: "STRING", nullPolicy: "NULLABLE", provider: () => "s" }
+      ])
+      const composed: ReadonlyArray<readonly [string, RowSerializer.RowSerializer<number>]> = [
+        ["make", RowSerializer.make(new Ids())],
+        ["filter", RowSerializer.filter(new Ids(), () => true)],
+        ["contramap", RowSerializer.contramap(new Ids(), (n: number) => n)],
+        ["AdditionalFields.augment", AdditionalFields.augment(new Ids(), extra)],
+        ["CDC", CdcRow.augment(new Ids(), { changeType: Cdc.upsertOnly() })]
+      ]
+      for (const [name, serializer] of composed) {
+        assert.strictEqual(serializer.tableSchema(table).fields[0]?.name, "id", name)
+        assert.isDefined(RowSerializer.descriptorOf(serializer, table), name)
+        assert.isDefined(serializer.fingerprint?.(table), name)
+        const row = serializer.serialize(3, table)
+        assert.deepStrictEqual(row instanceof Uint8Array ? Array.from(row.subarray(0, 2)) : row, [0x08, 3], name)
+        const written = inPlace(serializer, 3)
+        if (name === "AdditionalFields.augment") assert.strictEqual(written, "no encodeInto", name)
+        else assert.deepStrictEqual(Array.isArray(written) ? written.slice(0, 2) : written, [0x08, 3], name)
+      }
+    }))
+
   it.live("a spread with another serialize is what the sink calls (the built-in encodeInto is left behind)", () =>
     F.withFake({}, (fake) =>
       Effect.gen(function*() {
@@ -80,8 +137,9 @@ describe("RowSerializer composition", () => {
         base,
         (event: Event, destination) => event.name !== "" && destination === table
       )
-      assert.strictEqual(named.tableSchema, base.tableSchema)
-      assert.strictEqual(named.descriptor, base.descriptor)
+      // the base's own schema and descriptor (called on it: a combinator copies no function off a serializer)
+      assert.strictEqual(named.tableSchema(table), base.tableSchema(table))
+      assert.strictEqual(RowSerializer.descriptorOf(named, table), RowSerializer.descriptorOf(base, table))
       assert.isNull(named.serialize({ id: 1, name: "" }, table))
       assert.strictEqual(inPlace(named, { id: 1, name: "" }), null)
       const event = { id: 2, name: "b" }
@@ -110,12 +168,17 @@ describe("RowSerializer composition", () => {
     }))
 
   it("make holds encodeInto so that a spread leaves it behind", () => {
+    const written: Array<string> = []
     const serializer = RowSerializer.make<string>({
       tableSchema: () => ({ fields: [] }),
       serialize: () => new Uint8Array(),
-      encodeInto
+      encodeInto: (buffer, element) => {
+        written.push(element)
+        return encodeInto(buffer, element, table)
+      }
     })
-    assert.strictEqual(serializer.encodeInto, encodeInto)
+    assert.deepStrictEqual(inPlace(serializer, "a"), [])
+    assert.deepStrictEqual(written, ["a"], "the given encodeInto ran")
     assert.deepStrictEqual(Object.keys(serializer), ["tableSchema", "serialize"])
     assert.isFalse("encodeInto" in { ...serializer })
   })

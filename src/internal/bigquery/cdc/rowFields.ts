@@ -27,6 +27,7 @@ import {
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import type { DescriptorProto, TableSchema } from "../../../BigQuery/TableSchema.ts"
 import { labels, protoTypes } from "../encoding/descriptor.ts"
+import { encodeIntoOf, methodsOf } from "../encoding/serializers.ts"
 import { tag, WireWriter } from "../encoding/wireWriter.ts"
 import * as SequenceNumber from "./sequenceNumber.ts"
 
@@ -188,12 +189,13 @@ export const writeTrailer = <A>(cdc: CdcOptions<A>, element: A, out: RowBuffer):
  */
 export const augment = <A>(serializer: RowSerializer<A>, cdc: CdcOptions<A>): RowSerializer<A> => {
   const withSequence = cdc.sequenceNumber !== undefined
-  const base = serializer.encodeInto
+  const base = encodeIntoOf(serializer)
+  const { fingerprint, tableSchema } = methodsOf(serializer)
   const scratch = new WireWriter(256)
   return {
-    tableSchema: serializer.tableSchema,
+    tableSchema,
     descriptor: (destination) => extendDescriptor(descriptorOf(serializer, destination), withSequence),
-    ...(serializer.fingerprint === undefined ? {} : { fingerprint: serializer.fingerprint }),
+    ...(fingerprint === undefined ? {} : { fingerprint }),
     serialize: (element, destination) => {
       const row = serializer.serialize(element, destination)
       if (!(row instanceof Uint8Array)) return row

@@ -16,6 +16,7 @@ import { nameError, scalarTypes } from "../schema/model.ts"
 import { labels, scalarProtoType } from "./descriptor.ts"
 import { EncodeFailure } from "./encoder.ts"
 import { scalarEncoder, wireTypeOf } from "./scalarEncoders.ts"
+import { methodsOf } from "./serializers.ts"
 import { tag, WireWriter } from "./wireWriter.ts"
 
 /** The column of an additional field. */
@@ -140,10 +141,11 @@ export const extendSchema = Effect.fnUntraced(
 /** `AdditionalFields.augment`. @internal */
 export const augment = <A>(serializer: RowSerializer<A>, additional: AdditionalFields<A>): RowSerializer<A> => {
   const compiled = new WeakMap<object, AdditionalEncoder<A>>()
+  const { fingerprint } = methodsOf(serializer)
   return {
     tableSchema: (destination) => appendColumns(serializer.tableSchema(destination), additional),
     descriptor: (destination) => appendDescriptor(descriptorOf(serializer, destination), additional),
-    ...(serializer.fingerprint === undefined ? {} : { fingerprint: serializer.fingerprint }),
+    ...(fingerprint === undefined ? {} : { fingerprint }),
     serialize: (element, destination) => {
       const row = serializer.serialize(element, destination)
       if (!(row instanceof Uint8Array)) return row

@@ -36,21 +36,45 @@ export const make = <A>(fields: Fields<A>, encodeInto: EncodeInto<A> | undefined
     : Object.defineProperty(serializer, "encodeInto", { value: encodeInto, enumerable: false, writable: false })
 }
 
+/**
+ * `self`'s functions other than `encodeInto`, each called as `self`'s method: a serializer may be a
+ * class instance whose methods read `this`, so a combinator never copies a function off it.
+ *
+ * @internal
+ */
+export const methodsOf = <A>(self: RowSerializer<A>): Fields<A> => {
+  const { descriptor, fingerprint } = self
+  return {
+    tableSchema: (destination) => self.tableSchema(destination),
+    serialize: (element, destination) => self.serialize(element, destination),
+    ...(descriptor === undefined ? {} : { descriptor: (destination) => descriptor.call(self, destination) }),
+    ...(fingerprint === undefined ? {} : { fingerprint: (destination) => fingerprint.call(self, destination) })
+  }
+}
+
+/** `self`'s `encodeInto`, called as its method, when it has one. @internal */
+export const encodeIntoOf = <A>(self: RowSerializer<A>): EncodeInto<A> | undefined => {
+  const encodeInto = self.encodeInto
+  return encodeInto === undefined
+    ? undefined
+    : (buffer, element, destination) => encodeInto.call(self, buffer, element, destination)
+}
+
 /** Records failing `predicate` are skipped (`null`), on both paths. @internal */
 export const filter = <A>(
   self: RowSerializer<A>,
   predicate: (element: A, destination: TableDestination) => boolean
 ): RowSerializer<A> => {
-  const { encodeInto, serialize } = self
+  const { serialize, ...fields } = methodsOf(self)
+  const inPlace = encodeIntoOf(self)
   return make(
     {
-      ...fieldsOf(self),
+      ...fields,
       serialize: (element, destination) => predicate(element, destination) ? serialize(element, destination) : null
     },
-    encodeInto === undefined ?
+    inPlace === undefined ?
       undefined :
-      (buffer, element, destination) =>
-        predicate(element, destination) ? encodeInto(buffer, element, destination) : null
+      (buffer, element, destination) => predicate(element, destination) ? inPlace(buffer, element, destination) : null
   )
 }
 
@@ -59,20 +83,15 @@ export const contramap = <A, B>(
   self: RowSerializer<A>,
   f: (element: B, destination: TableDestination) => A
 ): RowSerializer<B> => {
-  const { encodeInto, serialize } = self
+  const { serialize, ...fields } = methodsOf(self)
+  const inPlace = encodeIntoOf(self)
   return make<B>(
     {
-      ...fieldsOf(self),
+      ...fields,
       serialize: (element, destination) => serialize(f(element, destination), destination)
     },
-    encodeInto === undefined ?
+    inPlace === undefined ?
       undefined :
-      (buffer, element, destination) => encodeInto(buffer, f(element, destination), destination)
+      (buffer, element, destination) => inPlace(buffer, f(element, destination), destination)
   )
 }
-
-const fieldsOf = <A>(self: RowSerializer<A>): Omit<Fields<A>, "serialize"> => ({
-  tableSchema: self.tableSchema,
-  ...(self.descriptor === undefined ? {} : { descriptor: self.descriptor }),
-  ...(self.fingerprint === undefined ? {} : { fingerprint: self.fingerprint })
-})

@@ -212,13 +212,13 @@ const builderOf = <A>(
   const moved = b === undefined || resolution !== last
   const key = moved || b === undefined ? resolution.toString() : b.key
   if (moved) b = c.builders.get(key)
-  const fingerprintOf = env.serializer.fingerprint
+  const serializer = env.serializer
   let fingerprint: unknown = undefined
   let stale = false
-  if (fingerprintOf !== undefined) {
+  if (serializer.fingerprint !== undefined) {
     c.stage = "fingerprint"
     c.fingerprintKey = key
-    fingerprint = fingerprintOf(resolution)
+    fingerprint = serializer.fingerprint(resolution)
     stale = b !== undefined && fingerprint !== b.fingerprint && !Equal.equals(fingerprint, b.fingerprint)
   }
   c.lastResolution = resolution
@@ -232,16 +232,12 @@ const builderOf = <A>(
 }
 
 /** Encodes `record` in place into `b` (`encodeInto`): the row's length, or `undefined` when it was skipped or routed. */
-const encodeInPlace = <A>(
-  c: Cursor<A>,
-  encodeInto: NonNullable<RowSerializer<A>["encodeInto"]>,
-  b: Builder,
-  record: A
-): number | undefined => {
+const encodeInPlace = <A>(c: Cursor<A>, serializer: RowSerializer<A>, b: Builder, record: A): number | undefined => {
   const batch = b.batch
   c.stage = "encodeInto"
   const at = (c.rowAt = Split.beginRow(batch))
-  const result = encodeInto(batch.writer, record, b.destination)
+  // called as a method: a serializer may be a class instance
+  const result = serializer.encodeInto?.(batch.writer, record, b.destination)
   if (result === undefined) return Split.endRow(batch, at)
   Split.cancelRow(batch, at)
   c.rowAt = -1
@@ -251,14 +247,9 @@ const encodeInPlace = <A>(
 }
 
 /** Frames the bytes `serialize` gives for `record` into `b`: the row's length, or `undefined` when it was skipped or routed. */
-const encodeBytes = <A>(
-  c: Cursor<A>,
-  serialize: RowSerializer<A>["serialize"],
-  b: Builder,
-  record: A
-): number | undefined => {
+const encodeBytes = <A>(c: Cursor<A>, serializer: RowSerializer<A>, b: Builder, record: A): number | undefined => {
   c.stage = "serialize"
-  const row = serialize(record, b.destination)
+  const row = serializer.serialize(record, b.destination)
   if (row instanceof Uint8Array) {
     c.rowAt = Split.appendRow(b.batch, row)
     return row.length
@@ -272,9 +263,10 @@ const encodeBytes = <A>(
 const run = <A>(c: Cursor<A>, env: Env<A>): void => {
   const rows = c.rows
   const resolve = env.resolve
-  const { encodeInto, serialize } = env.serializer
+  const serializer = env.serializer
+  const inPlace = serializer.encodeInto !== undefined
   // without a fingerprint, a record of the last record's destination keeps its builder: nothing to look up
-  const keeps = env.serializer.fingerprint === undefined
+  const keeps = serializer.fingerprint === undefined
   while (c.i < rows.length) {
     const record = rows[c.i] as A
     c.stage = "destinationResolver"
@@ -284,9 +276,9 @@ const run = <A>(c: Cursor<A>, env: Env<A>): void => {
       : builderOf(c, env, resolved)
     const length = b === undefined
       ? undefined
-      : encodeInto !== undefined
-      ? encodeInPlace(c, encodeInto, b, record)
-      : encodeBytes(c, serialize, b, record)
+      : inPlace
+      ? encodeInPlace(c, serializer, b, record)
+      : encodeBytes(c, serializer, b, record)
     const at = c.rowAt
     c.rowAt = -1
     c.i++

@@ -6,7 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import type { BigQueryFailure } from "../../../../src/BigQuery/BigQueryFailure.ts"
-import type { RowSerializer } from "../../../../src/BigQuery/RowSerializer.ts"
+import type { RowBuffer, RowSerializer } from "../../../../src/BigQuery/RowSerializer.ts"
 import * as TableDestination from "../../../../src/BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../../src/BigQuery/TableSchema.ts"
 import * as Prepare from "../../../../src/internal/bigquery/storageWrite/prepare.ts"
@@ -203,6 +203,41 @@ describe("prepare: without a fingerprint (a record of the last one's destination
       }),
     { arbitrary: { runs: 300 } }
   )
+})
+
+describe("prepare: a serializer's functions are called as its methods", () => {
+  /** A serializer written as a class: its methods read the instance. */
+  class Tagged implements RowSerializer<Rec> {
+    readonly tag = 0x10
+    tableSchema() {
+      return schema
+    }
+    serialize(r: Rec) {
+      return Uint8Array.of(0x08, r.i, this.tag, r.table)
+    }
+    fingerprint(d: TableDestination.TableDestination) {
+      return `${this.tag}:${d.tableId}`
+    }
+  }
+  class InPlace extends Tagged {
+    encodeInto(w: RowBuffer, r: Rec) {
+      w.ensure(4)
+      w.buf.set([0x08, r.i, this.tag, r.table], w.pos)
+      w.pos += 4
+      return undefined
+    }
+  }
+
+  it.effect("serialize, encodeInto and fingerprint of a class instance", () =>
+    Effect.gen(function*() {
+      const records: ReadonlyArray<Rec> = [{ i: 0, table: 0 }, { i: 1, table: 1 }, { i: 2, table: 1 }]
+      for (const serializer of [new Tagged(), new InPlace()]) {
+        const prepared = yield* Prepare.prepare({ ...envOf(() => "unused"), serializer }, records, limits)
+        assert.deepStrictEqual(prepared.routed, [])
+        check(records, prepared, 0)
+        assert.deepStrictEqual(prepared.slices.map((s) => s.payload.fingerprint), ["16:t", "16:u"])
+      }
+    }))
 })
 
 /** 11,000 records into table `t` from index `from`: 6-byte frames, one 64 KiB batch and a tail of 78 rows. */
