@@ -137,7 +137,7 @@ export const makeCore = <M extends Method>(
     Effect.suspend(() => {
       if (st.failure !== undefined) return Effect.void
       st.failure = cause
-      return Effect.asVoid(Deferred.failCause(ctx.failed, cause))
+      return Effect.andThen(Deferred.failCause(ctx.failed, cause), ctx.wakeAdmission)
     })
   const fail = (error: CoreError<M>) => failCause(Cause.fail(error))
   const offer = (step: Effect.Effect<void, CoreError<M>>) => offerTo(ctx.commands, { _tag: "Step", step })

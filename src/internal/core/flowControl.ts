@@ -30,6 +30,11 @@ export interface FlowController {
   /** Takes a permit only when both bounds have room now. */
   readonly tryAcquire: (permit: Permit) => Effect.Effect<boolean>
   readonly release: (permit: Permit) => Effect.Effect<void>
+  /**
+   * Lets every waiter through, now and later (the bounds become unlimited): once the writer has failed,
+   * a waiting write wakes and finds the failure, with no race per wait (`writer.ts`).
+   */
+  readonly openAll: Effect.Effect<void>
 }
 
 /** @internal */
@@ -59,5 +64,6 @@ export const make = Effect.fnUntraced(function*(bounds: { readonly maxUnits: num
     })
   const release = (p: Permit): Effect.Effect<void> =>
     Effect.andThen(units.release(p.units), bytes.release(p.bytes)).pipe(Effect.asVoid)
-  return { maxUnits, maxBytes, acquire, tryAcquire, release }
+  const openAll = Effect.andThen(units.resize(Number.MAX_SAFE_INTEGER), bytes.resize(Number.MAX_SAFE_INTEGER))
+  return { maxUnits, maxBytes, acquire, tryAcquire, release, openAll }
 })

@@ -126,6 +126,8 @@ export interface OwnerContext<M extends Method> {
   readonly release: (permit: Permit) => Effect.Effect<void>
   /** The owner took an admitted slice from the queue: one more may be staged. */
   readonly unstage: Effect.Effect<unknown>
+  /** Wakes every write waiting for admission (permits, a staging place) once `failed` is done. */
+  readonly wakeAdmission: Effect.Effect<void>
   /** The budgets' schedules; absent on a staging writer (nothing is sent, nothing retried). */
   readonly schedules: Readonly<Record<Budget, Schedule.Schedule<unknown, unknown>>> | undefined
   /** The context of the handler (and of the method's owner-side steps). */

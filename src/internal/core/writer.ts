@@ -146,6 +146,7 @@ const build = Effect.fnUntraced(
       metrics: options.metrics,
       release: flow.release,
       unstage: staged.release(1),
+      wakeAdmission: Effect.andThen(flow.openAll, staged.resize(Number.MAX_SAFE_INTEGER)),
       schedules,
       context,
       admission: undefined,
@@ -243,6 +244,14 @@ const orFailedWith =
   <E>(failed: Deferred.Deferred<never, E>) => <X>(effect: Effect.Effect<X, E>): Effect.Effect<X, E> =>
     Effect.raceFirst(effect, Deferred.await(failed))
 
+/**
+ * A wait for admission (permits, a staging place) that the writer's failure ends: the failure opens every
+ * bound (`wakeAdmission`), so the wait returns and the failure is found here, without a race (two forks and
+ * an interrupt per wait, a write of a small chunk's largest cost).
+ */
+const untilFailedWith = <E>(failed: Deferred.Deferred<never, E>) => <X>(wait: Effect.Effect<X>): Effect.Effect<X, E> =>
+  Effect.flatMap(wait, (x) => Deferred.isDoneUnsafe(failed) ? Deferred.await(failed) : Effect.succeed(x))
+
 /** The in-flight permit of routed records' payloads (at most the whole bound), or none when they hold no bytes. */
 const chargeOf = (routed: ReadonlyArray<FailedElement>, maxBytes: number): Permit | undefined => {
   let bytes = 0
@@ -300,7 +309,14 @@ type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, 
 const enqueuer = <M extends Method>(parts: Parts<M>) => {
   const { commands, failed, flow, staged, state } = parts
   const orFailed = orFailedWith(failed)
-  const sendAll = Effect.asVoid(Queue.offer(commands, { _tag: "SendAll" }))
+  const untilFailed = untilFailedWith(failed)
+  // before a wait for permits: asks the owner to send its open batches; only a full queue is waited for (and
+  // then also for the failure: a dead owner takes nothing)
+  const sendAll = Effect.suspend(() =>
+    Queue.offerUnsafe(commands, { _tag: "SendAll" })
+      ? Effect.void
+      : Effect.ignore(orFailed(Queue.offer(commands, { _tag: "SendAll" })))
+  )
   const admit = Effect.fnUntraced(function*(
     restore: Restore,
     command: ownerState.Command<M>,
@@ -308,9 +324,9 @@ const enqueuer = <M extends Method>(parts: Parts<M>) => {
     stage: boolean
   ) {
     if (permit !== undefined) {
-      if (!(yield* flow.tryAcquire(permit))) yield* restore(orFailed(flow.acquire(permit, sendAll)))
+      if (!(yield* flow.tryAcquire(permit))) yield* restore(untilFailed(flow.acquire(permit, sendAll)))
       if (stage && !(yield* staged.takeIfAvailable(1))) {
-        yield* restore(orFailed(staged.take(1))).pipe(Effect.onInterrupt(() => flow.release(permit)))
+        yield* restore(untilFailed(staged.take(1))).pipe(Effect.onInterrupt(() => flow.release(permit)))
       }
     }
     state.offered++

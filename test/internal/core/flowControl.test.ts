@@ -36,6 +36,18 @@ describe("flowControl", () => {
       assert.isTrue(admitted)
     }))
 
+  it.effect("openAll lets every waiter through, and every later permit (a failed writer's admission)", () =>
+    Effect.gen(function*() {
+      const flow = yield* flowControl.make({ maxUnits: 1, maxBytes: 10 })
+      yield* flow.acquire(permit(1, 10))
+      const waiters = yield* Effect.forEach([permit(1, 1), permit(1, 10)], (p) => Effect.forkChild(flow.acquire(p)))
+      yield* TestClock.adjust("1 millis")
+      assert.isTrue(waiters.every((w) => w.pollUnsafe() === undefined), "both wait")
+      yield* flow.openAll
+      yield* Fiber.joinAll(waiters)
+      assert.isTrue(yield* flow.tryAcquire(permit(1_000, 1_000_000)))
+    }))
+
   it.effect("a partial tryAcquire gives the units back", () =>
     Effect.gen(function*() {
       const flow = yield* flowControl.make({ maxUnits: 10, maxBytes: 10 })
