@@ -9,7 +9,10 @@
  * serialize, measure), then takes an in-flight permit slice by slice and offers each slice to the
  * owner. When a slice has to wait, it first asks the owner to send every open batch (`SendAll`), so
  * the permits held by batched items come back; the wait is the backpressure. The fast path (permits
- * free, queue not full) forks nothing and races nothing: one `tryAcquire` and one `offerUnsafe`.
+ * free, queue not full) forks nothing and races nothing: one `tryAcquire` and one `offerUnsafe`. The
+ * waits for permits and for a staging place race nothing either: the writer's failure opens those
+ * bounds (`wakeAdmission`), and a woken write finds the failure. Only a full command queue is waited
+ * for in a race with the failure (a dead owner takes nothing).
  *
  * `flush` is a barrier command; `checkpoint` is `flush` here (the exactly-once and file-loads
  * writers wrap this writer with the checkpoint protocol of `checkpoint/protocol.ts`). Closing the
