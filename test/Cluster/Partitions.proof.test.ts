@@ -151,7 +151,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
               ? data.end
               : typeof data.start === "number"
               ? data.start
-              : Math.round(performance.timeOrigin + performance.now())
+              : Date.now()
             const backend = typeof data.backend === "string" ? data.backend : undefined
             events.push({ runner, backend, name: e.name, partition, at, data })
           })))
@@ -181,7 +181,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         const victim = runners[victimIndex]
         assert.isDefined(victim)
         if (victim === undefined) return
-        const killAt = Math.round(performance.timeOrigin + performance.now())
+        const killAt = Date.now()
         yield* victim.kill
         yield* Effect.log(
           `placement before the kill (runner -> partitions): ${
@@ -197,7 +197,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         ).pipe(Effect.tapDefect(() => Effect.logError(diagnostics())))
 
         // a fresh runner joins: partitions are handed off to it (their writers end their input and checkpoint)
-        const joinAt = Math.round(performance.timeOrigin + performance.now())
+        const joinAt = Date.now()
         yield* startRunner(3)
         yield* until(
           events,
@@ -216,7 +216,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         const secondMoved = ownedNow(secondIndex)
         const second = runners[secondIndex]
         if (second === undefined) return assert.fail("no runner to kill a second time")
-        const secondKillAt = Math.round(performance.timeOrigin + performance.now())
+        const secondKillAt = Date.now()
         yield* second.kill
         yield* until(
           events,
@@ -249,7 +249,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
             .map(([p]) => ({ key: `${backend}:${p}`, writerId: `proof-${datasetId}-${backend}-${p}` }))
         )
         if (frozen === undefined) return assert.fail("no runner to freeze")
-        const stopAt = Math.round(performance.timeOrigin + performance.now())
+        const stopAt = Date.now()
         process.kill(frozen.pid, "SIGSTOP")
         yield* until(
           events,
@@ -278,7 +278,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
           Effect.tapDefect(() => Effect.sync(() => process.kill(frozen.pid, "SIGCONT"))),
           Effect.tapDefect(() => Effect.logError(diagnostics()))
         )
-        const contAt = Math.round(performance.timeOrigin + performance.now())
+        const contAt = Date.now()
         process.kill(frozen.pid, "SIGCONT")
         yield* Effect.log(
           `froze runner ${frozenIndex} (owning ${JSON.stringify(frozenPartitions)}) for ${contAt - stopAt}ms`

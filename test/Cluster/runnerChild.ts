@@ -99,7 +99,7 @@ const env = childEnv({
 })
 const { partitions, total, chunk, chunkDelay, projectId, runnerPort } = env
 
-const now = (): number => Math.round(performance.timeOrigin + performance.now())
+const now = (): number => Date.now()
 
 /** How many ids partition `p` holds. */
 const sizeOf = (p: number): number => Math.max(0, Math.ceil((total - p) / partitions))

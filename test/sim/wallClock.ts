@@ -2,39 +2,37 @@
  * The one wall-clock reading a simulated run depends on, made exact.
  *
  * The library stamps each grpc-js call with an absolute deadline read from the wall clock
- * (`grpcDeadline`: `performance.timeOrigin + performance.now() + timeout`, because grpc-js measures
- * it with its own timers), and the simulated services turn it back into the virtual milliseconds
- * they wait before answering `DEADLINE_EXCEEDED`. Read against a second `performance.now()`, the
- * result depended on the real time that passed between the two reads: under load (a preempted
- * thread, a garbage collection, cold code decoding the request) it lost a millisecond, a deadline
- * fired a millisecond early, and a seed's trace differed between two runs in one process.
+ * (`grpcDeadline`: `Date.now() + timeout`, the clock grpc-js measures it against), and the simulated
+ * services turn it back into the virtual milliseconds they wait before answering `DEADLINE_EXCEEDED`.
+ * Read against a second `Date.now()`, the result depended on the real time that passed between the two
+ * reads: under load (a preempted thread, a garbage collection, cold code decoding the request) it lost a
+ * millisecond, a deadline fired a millisecond early, and a seed's trace differed between two runs in one
+ * process.
  *
  * So the services read the remaining time against the very instant the library read: this module
- * wraps `performance.now` once per process with a pass-through that remembers the last value it
- * returned. The library's stamp is the last read before the simulated client is called (both are
- * one synchronous block of the library's code, which reads no other time in between), so the
- * remaining time is exact whatever the machine does. A remaining time that is not a whole number of
- * milliseconds (every timeout the library is given is one) means another read slipped in between:
- * the run fails loudly instead of replaying differently.
+ * wraps `Date.now` once per process with a pass-through that remembers the last value it returned.
+ * The library's stamp is the last read before the simulated client is called (both are one synchronous
+ * block of the library's code, which reads no other time in between), so the remaining time is exact
+ * whatever the machine does.
  */
 const key = Symbol.for("effect-gcp-sinks/test/sim/wallClock")
 
 interface WallClock {
-  /** The last value `performance.now()` returned. */
+  /** The last value `Date.now()` returned. */
   last: number
   /** Added to every reading while a test simulates a loaded machine ({@link underLoad}). */
   drift: (() => number) | undefined
 }
 
 const install = (): WallClock => {
-  const slot = performance as unknown as Record<symbol, WallClock | undefined>
+  const slot = Date as unknown as Record<symbol, WallClock | undefined>
   const installed = slot[key]
   if (installed !== undefined) return installed
-  const real = performance.now.bind(performance)
+  const real = Date.now.bind(Date)
   const clock: WallClock = { last: real(), drift: undefined }
   let skew = 0
-  performance.now = () => {
-    if (clock.drift !== undefined) skew += clock.drift()
+  Date.now = () => {
+    if (clock.drift !== undefined) skew += Math.round(clock.drift())
     clock.last = real() + skew
     return clock.last
   }
@@ -51,15 +49,7 @@ const clock = install()
 export const remainingMillis = (deadline: unknown): number | undefined => {
   const at = typeof deadline === "number" ? deadline : deadline instanceof Date ? deadline.getTime() : undefined
   if (at === undefined) return undefined
-  const left = at - (performance.timeOrigin + clock.last)
-  const whole = Math.round(left)
-  if (Math.abs(left - whole) > 0.01) {
-    throw new Error(
-      `simulator: a grpc deadline ${left} ms away is not a whole number of milliseconds: the wall clock was read ` +
-        "between the library's deadline stamp and the simulated call (see test/sim/wallClock.ts)"
-    )
-  }
-  return Math.max(1, whole)
+  return Math.max(1, at - clock.last)
 }
 
 /**

@@ -133,7 +133,7 @@ export const makeFakeCheckAndMutate = (options: FakeCheckAndMutateOptions = {}) 
         identity,
         requestParams: metadata.get("x-goog-request-params").map(String),
         deadlineMillis: typeof callOptions?.deadline === "number"
-          ? callOptions.deadline - (performance.timeOrigin + performance.now())
+          ? callOptions.deadline - Date.now()
           : undefined
       }
       calls.push(info)

@@ -47,13 +47,17 @@ export const responseTimeout = (timeout: Duration.Duration | undefined): Effect.
 
 /**
  * A grpc-js call deadline `timeout` from now, in milliseconds since the epoch. grpc-js measures it
- * against the wall clock with its own timers, so it is read from the wall clock (`performance`), not
- * from Effect's `Clock`, which a test may have replaced with a `TestClock` that grpc-js never sees.
+ * against `Date.now()`, so it is read from the same clock: not from Effect's `Clock`, which a test may
+ * have replaced with a `TestClock` that grpc-js never sees, and not from `performance` (its origin plus
+ * a monotonic count), which parts from `Date.now()` whenever the wall clock is stepped (a virtual
+ * machine restored or migrated, a host resumed from sleep): every deadline was then in the past, and
+ * every call failed at once with `DEADLINE_EXCEEDED` (seen in a CI run across a virtual machine fork).
  *
  * @internal
  */
 export const grpcDeadline = (timeout: Duration.Duration): number =>
-  performance.timeOrigin + performance.now() + Duration.toMillis(timeout)
+  // oxlint-disable-next-line no-restricted-globals -- grpc-js's clock, not a fiber's (see above)
+  Date.now() + Duration.toMillis(timeout)
 
 /** The message of a call past its deadline. @internal */
 export const message = (method: string, target: string, timeout: Duration.Duration): string =>

@@ -11,6 +11,7 @@ import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import { grpcDeadline } from "./deadline.ts"
 import type { Attempt } from "./firstContact.ts"
 import { answered } from "./firstContact.ts"
 import { Code, fromError } from "./grpcStatus.ts"
@@ -132,7 +133,7 @@ export const overClient = (client: grpc.Client): StartUnary => (method, request,
         identity,
         request,
         metadata,
-        { deadline: performance.timeOrigin + performance.now() + Duration.toMillis(timeout) },
+        { deadline: grpcDeadline(timeout) },
         (error) => onEnd(error === null ? undefined : error)
       )
       return () => unary.cancel()

@@ -44,6 +44,23 @@ const channelTo = (hole: BlackHole) =>
 
 const writeStream = "projects/p/datasets/d/tables/t/streams/_default"
 
+describe("grpcDeadline", () => {
+  it("is read from the clock grpc-js measures it against (Date.now): a stepped wall clock leaves the timeout whole", () => {
+    const realNow = Date.now
+    // the wall clock stepped an hour ahead of the process's monotonic clock (a virtual machine restored or
+    // migrated, a host resumed from sleep)
+    const stepped = realNow() + 3_600_000
+    Date.now = () => stepped
+    try {
+      const d = deadline.grpcDeadline(Duration.seconds(10))
+      // grpc-js's own arithmetic (`deadline.ts` getRelativeTimeout): the time left is the deadline less Date.now()
+      assert.strictEqual(d - Date.now(), 10_000, "a call has its 10 s, not a deadline an hour in the past")
+    } finally {
+      Date.now = realNow
+    }
+  })
+})
+
 describe("deadlines: BigQuery GetWriteStream", () => {
   const cases = [
     ["a server that never answers", unansweringGrpc([{ path: Connection.getWriteStreamPath, kind: "unary" }])],
