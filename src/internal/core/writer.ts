@@ -315,10 +315,11 @@ const enqueuer = <M extends Method>(parts: Parts<M>) => {
   const untilFailed = untilFailedWith(failed)
   // before a wait for permits: asks the owner to send its open batches; only a full queue is waited for (and
   // then also for the failure: a dead owner takes nothing)
+  const sendAllCommand: ownerState.Command<M> = { _tag: "SendAll" }
   const sendAll = Effect.suspend(() =>
-    Queue.offerUnsafe(commands, { _tag: "SendAll" })
+    Queue.offerUnsafe(commands, sendAllCommand)
       ? Effect.void
-      : Effect.ignore(orFailed(Queue.offer(commands, { _tag: "SendAll" })))
+      : Effect.ignore(orFailed(Queue.offer(commands, sendAllCommand)))
   )
   const admit = Effect.fnUntraced(function*(
     restore: Restore,

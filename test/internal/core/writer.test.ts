@@ -154,7 +154,7 @@ describe("writer core", () => {
       )
     }))
 
-  it.live("a write waiting for in-flight permits ends with the writer's failure (its owner stopped), none hangs", () =>
+  it.effect("a write waiting for in-flight permits ends with the writer's failure (its owner stopped), none hangs", () =>
     Effect.gen(function*() {
       const service = toy.makeService()
       service.hold = yield* Deferred.make<void>()
@@ -164,16 +164,18 @@ describe("writer core", () => {
       )
       yield* w.write(["t:a"]) // its call is held: the one permit stays taken
       const blocked = yield* Effect.forkChild(w.write(["t:b"]))
-      yield* eventuallyLive(() => service.calls === 1)
-      yield* settleLive
+      yield* eventually(() => service.calls === 1)
+      yield* settle
       assert.isUndefined(blocked.pollUnsafe(), "the second write waits for the permit")
       yield* Scope.close(outer, Exit.interrupt(0))
+      // the 2 s bound on the TestClock: moved once, it fires only for a write that still hangs
+      yield* Effect.forkChild(TestClock.adjust("2 seconds"))
       const exit = yield* Fiber.await(blocked).pipe(Effect.timeout("2 seconds"), Effect.exit)
       assert.isTrue(Exit.isSuccess(exit), "the waiting write ended")
       assert.isTrue(Exit.isSuccess(exit) && Exit.isFailure(exit.value), "with the failure, not a success")
     }))
 
-  it.live("a write waiting for a staging place ends with the writer's failure, none hangs", () =>
+  it.effect("a write waiting for a staging place ends with the writer's failure, none hangs", () =>
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()
       const outer = yield* Scope.make()
@@ -184,12 +186,14 @@ describe("writer core", () => {
         batchSize: 100
       }).pipe(Scope.provide(outer))
       yield* w.write(["t:bad0"]) // the handler holds the owner: no slice is taken
-      yield* settleLive
+      yield* settle
       for (let i = 0; i < writer.maxStagedSlices; i++) yield* w.write([`t:a${i}`])
       const blocked = yield* Effect.forkChild(w.write(["t:late"]))
-      yield* settleLive
+      yield* settle
       assert.isUndefined(blocked.pollUnsafe(), "the write waits for a staging place")
       yield* Scope.close(outer, Exit.interrupt(0)).pipe(Effect.forkChild)
+      // the 2 s bound on the TestClock: moved once, it fires only for a write that still hangs
+      yield* Effect.forkChild(TestClock.adjust("2 seconds"))
       const exit = yield* Fiber.await(blocked).pipe(Effect.timeout("2 seconds"), Effect.exit)
       assert.isTrue(Exit.isSuccess(exit) && Exit.isFailure(exit.value), "the waiting write failed, it did not hang")
       yield* Deferred.succeed(gate, undefined)
