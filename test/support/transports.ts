@@ -83,7 +83,7 @@ export const startCall = (
   options: ClientOptions = {}
 ): Effect.Effect<StartCall, never, Scope.Scope> =>
   transport === "http2"
-    ? Effect.map(http2Opener(target, options), (open) => overHttp2(open()))
+    ? Effect.flatMap(http2Opener(target, options), (open) => overHttp2(open()))
     : Effect.map(grpcClient(target, options), (c) => onChannel(c.getChannel()))
 
 /** The AppendRows stream budget of `transport` to `target` (its unary calls on a grpc-js client). */

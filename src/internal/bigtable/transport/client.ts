@@ -35,36 +35,82 @@ export const requestParams = (tableName: string, appProfileId: string | undefine
     ? `table_name=${encodeURIComponent(tableName)}`
     : `table_name=${encodeURIComponent(tableName)}&app_profile_id=${encodeURIComponent(appProfileId)}`
 
+/** One call to start: what {@link StartCall} takes. */
+interface CallParts {
+  readonly method: string
+  readonly encode: (reserve: number) => Buffer
+  readonly routing: string
+  readonly listener: CallListener
+}
+
 /**
- * Runs one call: `started` starts it (and hands on its cancel), and its listener completes `done`
- * (the first outcome wins). Interruption cancels it. A transport that keeps no deadline of its own
- * (`localDeadline`, our HTTP/2 data path) gets a timer here on the fiber's clock, connection time
- * included: past `limit` the call is cancelled (`"deadline"`: later calls may go on a new
- * connection) and `onDeadline` is the outcome, as grpc-js's own deadline would have ended it.
+ * Runs one call, whose listener completes `done` (the first outcome wins); `started` gets its cancel.
+ * Interruption cancels it. A transport that keeps no deadline of its own (`localDeadline`, our
+ * HTTP/2 data path) gets one here, `limit` long: past it the call is cancelled (`"deadline"`: later
+ * calls may go on a new connection) and `onDeadline` is the outcome, as grpc-js's own deadline would
+ * have ended it.
+ *
+ * A call the transport can start at once (`startNow`: a connection up, credentials cached) arms its
+ * deadline on the transport's keeper (`wire/deadlineKeeper.ts`, one fiber for all calls); one that
+ * must wait for a connection or credentials races a timer on the fiber's clock, which also ends
+ * that wait.
  */
 const runCall = <A>(
-  started: Effect.Effect<Cancel>,
-  localDeadline: boolean,
-  done: Deferred.Deferred<A>,
+  start: StartCall,
+  parts: CallParts,
   limit: Duration.Duration,
-  onDeadline: () => A
+  done: Deferred.Deferred<A>,
+  onDeadline: () => A,
+  started: (cancel: Cancel) => void
 ): Effect.Effect<A> =>
   Effect.suspend(() => {
     let cancel: Cancel | undefined
-    const call = Effect.flatMap(started, (c) => {
+    const begin = (c: Cancel): void => {
       cancel = c
-      return Deferred.await(done)
-    })
-    const timed = !localDeadline ? call : Effect.timeoutOrElse(call, {
-      duration: limit,
-      orElse: () =>
-        Effect.sync(() => {
-          // the call may have ended this very turn: its outcome stands
-          if (Deferred.doneUnsafe(done, Exit.succeed(onDeadline()))) cancel?.("deadline")
-        }).pipe(Effect.andThen(Deferred.await(done)))
-    })
-    return Effect.onInterrupt(timed, () => Effect.sync(() => cancel?.("interrupted")))
+      started(c)
+    }
+    // the call may have ended this very turn: its outcome stands
+    const expire = (): void => {
+      if (Deferred.doneUnsafe(done, Exit.succeed(onDeadline()))) cancel?.("deadline")
+    }
+    const { deadlines, startNow } = start
+    if (start.localDeadline === true && deadlines !== undefined && startNow !== undefined) {
+      return Effect.clockWith((clock) => {
+        const { method, encode, routing, listener } = parts
+        const call = startNow(method, encode, routing, limit, listener, clock.currentTimeMillisUnsafe())
+        if (call === undefined) return waiting(start, parts, limit, done, begin, expire, () => cancel)
+        begin(call)
+        const clear = deadlines.arm(limit, expire)
+        return Effect.onExit(Deferred.await(done), (exit) =>
+          Effect.sync(() => {
+            clear()
+            if (Exit.hasInterrupts(exit)) call("interrupted")
+          }))
+      })
+    }
+    return waiting(start, parts, limit, done, begin, expire, () => cancel)
   })
+
+/** A call through the transport's effect (it may wait for a connection), with a timer of its own. */
+const waiting = <A>(
+  start: StartCall,
+  parts: CallParts,
+  limit: Duration.Duration,
+  done: Deferred.Deferred<A>,
+  begin: (cancel: Cancel) => void,
+  expire: () => void,
+  cancel: () => Cancel | undefined
+): Effect.Effect<A> => {
+  const call = Effect.flatMap(start(parts.method, parts.encode, parts.routing, limit, parts.listener), (c) => {
+    begin(c)
+    return Deferred.await(done)
+  })
+  const timed = start.localDeadline !== true ? call : Effect.timeoutOrElse(call, {
+    duration: limit,
+    orElse: () => Effect.andThen(Effect.sync(expire), Deferred.await(done))
+  })
+  return Effect.onInterrupt(timed, () => Effect.sync(() => cancel()?.("interrupted")))
+}
 
 const deadlineExceeded = (method: string, table: string, limit: Duration.Duration): EntryStatus => ({
   code: grpc.Code.DEADLINE_EXCEEDED,
@@ -79,7 +125,8 @@ const deadlineExceeded = (method: string, table: string, limit: Duration.Duratio
  * is re-sent here: retries are the writer's, per entry.
  *
  * The call has a deadline (`request.timeout`, else the fiber's `ResponseTimeout`), sent to the
- * server and kept by a timer on the fiber's clock: past it the unanswered entries get
+ * server and kept locally ({@link runCall}: on the transport's deadline keeper, or a timer on the
+ * fiber's clock while the call waits for a connection): past it the unanswered entries get
  * `DEADLINE_EXCEEDED` (transient, retried), also when the connection never came up, and the stall
  * is logged.
  *
@@ -104,31 +151,22 @@ export const mutateRows = (start: StartCall) => (request: MutateRowsRequest): Ef
         onEnd: (error) =>
           void Deferred.doneUnsafe(done, Exit.succeed(error === undefined ? missing : grpc.fromError(error)))
       }
-      const started = Effect.tap(
-        start(
-          mutateRowsPath,
-          (reserve) =>
-            encodeRequest(
-              request.tableName,
-              request.appProfileId,
-              request.entries,
-              request.entryByteSizes ?? request.entries.map(entryByteSize),
-              reserve
-            ),
-          requestParams(request.tableName, request.appProfileId),
-          limit,
-          listener
-        ),
-        (c) => Effect.sync(() => void (cancel = c))
-      )
+      const parts: CallParts = {
+        method: mutateRowsPath,
+        encode: (reserve) =>
+          encodeRequest(
+            request.tableName,
+            request.appProfileId,
+            request.entries,
+            request.entryByteSizes ?? request.entries.map(entryByteSize),
+            reserve
+          ),
+        routing: requestParams(request.tableName, request.appProfileId),
+        listener
+      }
+      const onDeadline = () => deadlineExceeded("MutateRows", request.tableName, limit)
       return Effect.flatMap(
-        runCall(
-          started,
-          start.localDeadline === true,
-          done,
-          limit,
-          () => deadlineExceeded("MutateRows", request.tableName, limit)
-        ),
+        runCall(start, parts, limit, done, onDeadline, (c) => void (cancel = c)),
         (fill) => {
           const result = Effect.succeed(statuses.map((status) => status ?? fill))
           return fill.code === grpc.Code.DEADLINE_EXCEEDED
@@ -204,7 +242,7 @@ const checkListener = (done: Deferred.Deferred<Checked>, cancel: () => Cancel | 
  * One CheckAndMutateRow call guarded by a marker (`exactlyOnce/checkAndMutateProto.ts`): succeeds
  * with `predicate_matched` (true: the marker was there, nothing applied), fails with `RpcFailed`.
  * One attempt, no re-send: a call past its deadline (`request.timeout`, else the fiber's
- * `ResponseTimeout`; sent to the server, and a timer on the fiber's clock) fails `DEADLINE_EXCEEDED`,
+ * `ResponseTimeout`; sent to the server, and kept locally as {@link runCall} says) fails `DEADLINE_EXCEEDED`,
  * which is ambiguous (it may have been applied). Unary on the wire, it is sent in the
  * server-streaming call shape: gRPC frames a unary and a server-streaming call alike, so the data
  * calls stay one call shape (ADR 0024, `dataCall.ts`).
@@ -217,23 +255,19 @@ export const checkAndMutateRow = (start: StartCall) => {
     Effect.suspend(() => {
       const done = Deferred.makeUnsafe<Checked>()
       let cancel: Cancel | undefined
-      const started = Effect.tap(
-        start(
-          checkAndMutate.checkAndMutateRowPath,
-          (reserve) => checkAndMutate.encodeRequest(request, reserve),
-          paramsOf(request.tableName, request.appProfileId),
-          limit,
-          checkListener(done, () => cancel)
-        ),
-        (c) => Effect.sync(() => void (cancel = c))
-      )
+      const parts: CallParts = {
+        method: checkAndMutate.checkAndMutateRowPath,
+        encode: (reserve) => checkAndMutate.encodeRequest(request, reserve),
+        routing: paramsOf(request.tableName, request.appProfileId),
+        listener: checkListener(done, () => cancel)
+      }
       const timedOut = (): Checked => ({
         failure: Object.assign(new Error(deadline.message("CheckAndMutateRow", request.tableName, limit)), {
           code: grpc.Code.DEADLINE_EXCEEDED
         })
       })
       return Effect.flatMap(
-        runCall(started, start.localDeadline === true, done, limit, timedOut),
+        runCall(start, parts, limit, done, timedOut, (c) => void (cancel = c)),
         (outcome) =>
           "matched" in outcome
             ? Effect.succeed(outcome.matched)

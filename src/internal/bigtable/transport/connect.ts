@@ -245,7 +245,7 @@ export const dataCalls = (
             auth: { source: target.auth, service: "Bigtable", url: serviceUrl }
           }
       )
-      return http2Call.overHttp2(open())
+      return yield* http2Call.overHttp2(open())
     }
     const data = yield* Effect.acquireRelease(
       Effect.sync(() => channel.renewing(opener(false), () => opener(true))),

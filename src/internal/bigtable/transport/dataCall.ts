@@ -14,6 +14,7 @@ import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { DataClient } from "../../../Bigtable/BigtableClient.ts"
 import * as deadline from "../../wire/deadline.ts"
+import type { DeadlineKeeper } from "../../wire/deadlineKeeper.ts"
 
 /**
  * What a started call reports: each response message in order (valid during the call only), then
@@ -54,7 +55,27 @@ export type StartCall =
     timeout: Duration.Duration,
     listener: CallListener
   ) => Effect.Effect<Cancel>)
-  & { readonly localDeadline?: boolean | undefined }
+  & {
+    readonly localDeadline?: boolean | undefined
+    /**
+     * A transport with a local deadline may start a call at once when nothing needs waiting for (a
+     * connection up, credentials cached; `now` in epoch milliseconds, as `Clock.currentTimeMillis`):
+     * its deadline is then armed on {@link deadlines}, with no fiber of its own. `undefined` when
+     * the call must wait (use the effect).
+     */
+    readonly startNow?: StartNow | undefined
+    readonly deadlines?: DeadlineKeeper | undefined
+  }
+
+/** The synchronous start of a call (`StartCall.startNow`). @internal */
+export type StartNow = (
+  method: string,
+  encode: (reserve: number) => Buffer,
+  routing: string,
+  timeout: Duration.Duration,
+  listener: CallListener,
+  now: number
+) => Cancel | undefined
 
 /** The `encode` of a message already encoded: `bytes` after the free bytes. @internal */
 export const encoded = (bytes: Uint8Array) => (reserve: number): Buffer => {

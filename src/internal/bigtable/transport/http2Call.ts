@@ -5,29 +5,51 @@
  * its deadline abandons the channel's connection (it may be black-holed): later calls go on a new
  * one, as `channel.ts` renews a grpc-js channel.
  *
+ * A call on a connection that is up, with credentials cached, starts at once (`startNow`) and its
+ * deadline is kept by the transport's {@link DeadlineKeeper} (one fiber for all calls); a call that
+ * must wait for a connection or credentials goes through the effect, and `client.ts` keeps its
+ * deadline with a timer of its own, which also ends the wait.
+ *
  * @internal
  */
 import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import * as DeadlineKeeper from "../../wire/deadlineKeeper.ts"
+import type { Call } from "../../wire/http2/call.ts"
 import type { Http2Channel } from "../../wire/http2/channel.ts"
 import { prefixLength, writePrefix } from "../../wire/http2/messageFrame.ts"
-import type { StartCall } from "./dataCall.ts"
+import type { Cancel, StartCall, StartNow } from "./dataCall.ts"
 
-/** Calls on `channel`; the caller keeps each call's deadline timer (`localDeadline`). @internal */
-export const overHttp2 = (channel: Http2Channel): StartCall => Object.assign(start(channel), { localDeadline: true })
+/**
+ * Calls on `channel`; the caller keeps each call's deadline (`localDeadline`), on the keeper made
+ * here (on this fiber's clock, running in the scope) for the calls started at once.
+ *
+ * @internal
+ */
+export const overHttp2 = (channel: Http2Channel): Effect.Effect<StartCall, never, Scope.Scope> =>
+  Effect.map(
+    DeadlineKeeper.make,
+    (deadlines) => Object.assign(start(channel), { localDeadline: true, startNow: startNow(channel), deadlines })
+  )
+
+/** Writes the request, framed, as the call's one message; the call's cancel. */
+const send = (channel: Http2Channel, call: Call, encode: (reserve: number) => Buffer): Cancel => {
+  const framed = encode(prefixLength)
+  writePrefix(framed, 0, framed.length - prefixLength)
+  call.writeLast(framed)
+  return (reason) => {
+    call.cancel()
+    if (reason === "deadline") channel.abandon()
+  }
+}
 
 const start = (channel: Http2Channel): StartCall => (method, encode, routing, timeout, listener) =>
   Effect.map(
-    channel.call(method, { "x-goog-request-params": routing }, timeout, {
-      onMessage: listener.onMessage,
-      onEnd: listener.onEnd
-    }),
-    (call) => {
-      const framed = encode(prefixLength)
-      writePrefix(framed, 0, framed.length - prefixLength)
-      call.writeLast(framed)
-      return (reason) => {
-        call.cancel()
-        if (reason === "deadline") channel.abandon()
-      }
-    }
+    channel.call(method, { "x-goog-request-params": routing }, timeout, listener),
+    (call) => send(channel, call, encode)
   )
+
+const startNow = (channel: Http2Channel): StartNow => (method, encode, routing, timeout, listener, now) => {
+  const call = channel.callNow(method, { "x-goog-request-params": routing }, timeout, listener, now)
+  return call === undefined ? undefined : send(channel, call, encode)
+}

@@ -43,6 +43,11 @@ export interface HeaderSource {
 export interface AccessTokens {
   /** The auth headers to send on a call now. */
   readonly headers: Effect.Effect<Readonly<Record<string, string>>, CallError>
+  /**
+   * The cached headers when they need nothing done at `now` (epoch milliseconds, as
+   * `Clock.currentTimeMillis`): not yet due for a refresh. `undefined` otherwise (use {@link headers}).
+   */
+  readonly fresh: (now: number) => Readonly<Record<string, string>> | undefined
   /** Fetches so far (for tests and metrics). */
   readonly fetches: () => number
 }
@@ -155,5 +160,10 @@ export const make = (
     return Effect.flatMap(refresh, Deferred.await)
   })
 
-  return { headers, fetches: () => fetches }
+  const fresh = (now: number): Readonly<Record<string, string>> | undefined => {
+    const entry = cached
+    return entry !== undefined && now < entry.refreshAt ? entry.headers : undefined
+  }
+
+  return { headers, fresh, fetches: () => fetches }
 }

@@ -66,6 +66,18 @@ export interface Http2Channel {
     timeout: Duration.Duration | undefined,
     handlers: CallHandlers
   ) => Effect.Effect<Call>
+  /**
+   * The same call started at once when nothing needs waiting for: a connection that takes calls
+   * and, with credentials, cached headers not yet due for a refresh at `now` (epoch milliseconds).
+   * `undefined` when something does (then {@link call}, which waits).
+   */
+  readonly callNow: (
+    path: string,
+    metadata: Readonly<Record<string, string>>,
+    timeout: Duration.Duration | undefined,
+    handlers: CallHandlers,
+    now: number
+  ) => Call | undefined
   /** New calls go on a new connection; the current one closes once its calls ended. */
   readonly abandon: () => void
   /** Connections opened so far (for tests and metrics). */
@@ -124,6 +136,8 @@ const sessionSettings = (options: ChannelOptions): Session.SessionSettings => {
 /** The sessions of a channel: the current one, opened on demand (callers at once share one attempt). */
 interface Sessions {
   readonly session: Effect.Effect<Session.Session, CallError>
+  /** The current session if it takes calls (no waiting), else `undefined`. */
+  readonly ready: () => Session.Session | undefined
   readonly abandon: () => void
   readonly connections: () => number
   readonly close: () => void
@@ -172,10 +186,15 @@ const sessionsOf = (options: ChannelOptions, scope: Scope.Scope): Sessions => {
         )
       })
 
+  const ready = (): Session.Session | undefined =>
+    !closed && current !== undefined && current.usable() ? current : undefined
+
   return {
+    ready,
     session: Effect.suspend(() => {
       if (closed) return Effect.fail(callError(Code.UNAVAILABLE, `the channel to ${options.target} is closed`))
-      if (current !== undefined && current.usable()) return Effect.succeed(current)
+      const s = ready()
+      if (s !== undefined) return Effect.succeed(s)
       if (connecting !== undefined) return Deferred.await(connecting)
       const attempt = Deferred.makeUnsafe<Session.Session, CallError>()
       connecting = attempt
@@ -196,6 +215,34 @@ const sessionsOf = (options: ChannelOptions, scope: Scope.Scope): Sessions => {
   }
 }
 
+/** A call's headers: the channel's, its path and metadata, and `grpc-timeout` when it has a deadline. */
+const callHeaders = (
+  base: http2.OutgoingHttpHeaders,
+  path: string,
+  metadata: Readonly<Record<string, string>>,
+  timeout: Duration.Duration | undefined
+): http2.OutgoingHttpHeaders => {
+  const headers: http2.OutgoingHttpHeaders = { ...base, ":path": path, ...metadata }
+  if (timeout !== undefined) headers["grpc-timeout"] = grpcTimeout(timeout)
+  return headers
+}
+
+/** A call started on `session` at once, or `undefined` when it stopped taking streams (then drained). */
+const startNow = (
+  session: Session.Session,
+  headers: http2.OutgoingHttpHeaders,
+  options: ChannelOptions,
+  handlers: CallHandlers
+): Call | undefined => {
+  try {
+    return start(session, headers, options.maxReceiveMessageLength, handlers)
+  } catch {
+    // the waiting path (`call`) opens another
+    session.drain()
+    return undefined
+  }
+}
+
 /**
  * A channel to `options.target`; connections are opened on the first call and their keepalive and
  * connection attempts run in `scope`.
@@ -210,13 +257,18 @@ export const make = (options: ChannelOptions, scope: Scope.Scope): Http2Channel 
     metadata: Readonly<Record<string, string>>,
     timeout: Duration.Duration | undefined
   ): Effect.Effect<http2.OutgoingHttpHeaders, CallError> => {
-    const headers: http2.OutgoingHttpHeaders = { ...base, ":path": path, ...metadata }
-    if (timeout !== undefined) headers["grpc-timeout"] = grpcTimeout(timeout)
+    const headers = callHeaders(base, path, metadata, timeout)
     if (options.tokens === undefined) return Effect.succeed(headers)
     return Effect.map(options.tokens.headers, (auth) => Object.assign(headers, auth))
   }
   return {
     target: options.target,
+    callNow: (path, metadata, timeout, handlers, now) => {
+      const s = sessions.ready()
+      const auth = options.tokens?.fresh(now)
+      if (s === undefined || (options.tokens !== undefined && auth === undefined)) return undefined
+      return startNow(s, Object.assign(callHeaders(base, path, metadata, timeout), auth), options, handlers)
+    },
     call: (path, metadata, timeout, handlers) =>
       Effect.flatMap(
         Effect.result(Effect.zip(sessions.session, headersOf(path, metadata, timeout))),

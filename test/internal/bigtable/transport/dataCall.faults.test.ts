@@ -12,6 +12,7 @@ import { Deferred, Duration, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as http2 from "node:http2"
 import * as net from "node:net"
+import { Mutation, RowMutationEntry } from "../../../../src/Bigtable/index.ts"
 import * as client from "../../../../src/internal/bigtable/transport/client.ts"
 import type { StartCall } from "../../../../src/internal/bigtable/transport/dataCall.ts"
 import { Code, fromError } from "../../../../src/internal/wire/grpcStatus.ts"
@@ -39,6 +40,11 @@ const call = (start: StartCall, timeout = Duration.seconds(10)) =>
   })
 
 const codeOf = (ended: Ended) => fromError(ended.error).code
+
+const entry = RowMutationEntry.make(
+  "k",
+  Mutation.setCell({ family: "cf", qualifier: "q", value: "v", timestampMicros: 1000 })
+)
 
 const { constants } = http2
 
@@ -246,6 +252,46 @@ describe("Bigtable data calls on http2: the deadline's local timer", () => {
       yield* TestClock.adjust("61 seconds")
       yield* Fiber.join(fiber)
       yield* Deferred.await(cancelled)
+    })))
+
+  /** A server that answers its first call (so the connection is up) and leaves every later one unanswered. */
+  const upThenSilent = Effect.gen(function*() {
+    const cancelled = yield* Deferred.make<void>()
+    let answered = false
+    const server = yield* Wire.make((c) => {
+      if (!answered) {
+        answered = true
+        return c.finish(Code.OK)
+      }
+      c.stream.on("close", () => Deferred.doneUnsafe(cancelled, Effect.void))
+    })
+    const start = yield* startCall("http2", server.target)
+    const mutate = client.mutateRows(start)
+    yield* mutate({ tableName: "projects/p/instances/i/tables/t", entries: [] })
+    const fiber = yield* Effect.forkChild(mutate({ tableName: "projects/p/instances/i/tables/t", entries: [entry] }))
+    while (server.calls.length < 2) yield* Effect.promise(() => new Promise((r) => setTimeout(r, 10)))
+    return { start, fiber, cancelled }
+  })
+
+  it.effect("a call on a connection that is up starts at once; past its deadline on the keeper it ends DEADLINE_EXCEEDED", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { start, fiber, cancelled } = yield* upThenSilent
+      assert.strictEqual(start.deadlines?.pending(), 1, "the deadline is armed on the transport's keeper")
+      yield* TestClock.adjust("59 seconds")
+      assert.isUndefined(fiber.pollUnsafe())
+      yield* TestClock.adjust("1 second")
+      const statuses = yield* Fiber.join(fiber)
+      assert.deepStrictEqual(statuses.map((s) => s.code), [Code.DEADLINE_EXCEEDED])
+      yield* Deferred.await(cancelled)
+      assert.strictEqual(start.deadlines?.pending(), 0)
+    })))
+
+  it.effect("interrupting a call started at once cancels its stream and clears its deadline", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { start, fiber, cancelled } = yield* upThenSilent
+      yield* Fiber.interrupt(fiber)
+      yield* Deferred.await(cancelled)
+      assert.strictEqual(start.deadlines?.pending(), 0)
     })))
 })
 

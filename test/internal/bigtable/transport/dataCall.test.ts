@@ -303,7 +303,7 @@ describe.each(["http2", "grpc-js"] as const)("StartCall on %s", (transport) => {
       }
       const target = `localhost:${port}`
       const start = transport === "http2"
-        ? overHttp2((yield* DataPath.opener({
+        ? yield* overHttp2((yield* DataPath.opener({
           target,
           tls: { extraRoots: [cert] },
           auth: { source: auth, service: "Bigtable", url: "https://localhost/test.Stream" }
@@ -334,7 +334,7 @@ describe.each(["http2", "grpc-js"] as const)("StartCall on %s", (transport) => {
       }
       const target = `localhost:${port}`
       const start = transport === "http2"
-        ? overHttp2((yield* DataPath.opener({
+        ? yield* overHttp2((yield* DataPath.opener({
           target,
           tls: { extraRoots: [] },
           auth: { source: auth, service: "Bigtable", url: "https://localhost/test.Stream" }

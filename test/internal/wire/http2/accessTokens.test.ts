@@ -41,7 +41,10 @@ describe("accessTokens", () => {
       const s = source(Duration.minutes(60), () => now)
       const tokens = AccessTokens.make(s.auth, "https://h/s", "Test", yield* Effect.scope)
       const header = Effect.map(tokens.headers, (h) => h["authorization"])
+      assert.isUndefined(tokens.fresh(0), "nothing cached yet")
       assert.strictEqual(yield* header, "Bearer t1")
+      assert.strictEqual(tokens.fresh(0)?.["authorization"], "Bearer t1")
+      assert.isUndefined(tokens.fresh(55 * 60_000), "due for a refresh: the waiting path refreshes")
       for (let i = 0; i < 100; i++) yield* header
       assert.strictEqual(tokens.fetches(), 1, "one fetch for a hundred calls")
       yield* TestClock.adjust("56 minutes")

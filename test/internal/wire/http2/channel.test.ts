@@ -9,6 +9,7 @@ import { ConfigProvider, Deferred, Duration, Effect } from "effect"
 import * as http from "node:http"
 import * as net from "node:net"
 import { Code } from "../../../../src/internal/wire/grpcStatus.ts"
+import type { AccessTokens } from "../../../../src/internal/wire/http2/accessTokens.ts"
 import * as Channel from "../../../../src/internal/wire/http2/channel.ts"
 import * as DataPath from "../../../../src/internal/wire/http2/dataPath.ts"
 import { silentTcp } from "../../../support/blackHole.ts"
@@ -80,6 +81,39 @@ describe("channel", () => {
       assert.strictEqual(server.sessions.length, 2)
       for (let i = 0; i < 500 && !server.sessions[0]?.closed; i++) yield* Effect.sleep("10 millis")
       assert.isTrue(server.sessions[0]?.closed)
+    })))
+
+  it.effect("callNow starts a call only when nothing needs waiting for: a connection up, credentials fresh", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* answering
+      let fresh: Readonly<Record<string, string>> | undefined = { authorization: "Bearer cached" }
+      const tokens: AccessTokens = {
+        headers: Effect.succeed({ authorization: "Bearer fetched" }),
+        fresh: () => fresh,
+        fetches: () => 0
+      }
+      const channel = Channel.make({ ...options(server.target), tokens }, yield* Effect.scope)
+      yield* Effect.addFinalizer(() => Effect.sync(channel.close))
+      const now = (handlers: { onEnd: (error: { code: number } | undefined) => void }) =>
+        channel.callNow("/t.S/M", { "x-goog-request-params": "a=b" }, Duration.seconds(5), {
+          onMessage: () => {},
+          onEnd: handlers.onEnd
+        }, 0)
+      assert.isUndefined(now({ onEnd: () => {} }), "no connection yet")
+      assert.strictEqual(yield* call(channel), 0)
+      const done = yield* Deferred.make<number>()
+      const started = now({ onEnd: (error) => Deferred.doneUnsafe(done, Effect.succeed(error?.code ?? 0)) })
+      assert.isDefined(started)
+      started?.writeLast(new Uint8Array(5))
+      assert.strictEqual(yield* Deferred.await(done), 0)
+      assert.strictEqual(server.calls[1]?.headers["authorization"], "Bearer cached")
+      assert.match(String(server.calls[1]?.headers["grpc-timeout"]), /^\d+m$/)
+      fresh = undefined
+      assert.isUndefined(now({ onEnd: () => {} }), "credentials due for a refresh")
+      fresh = { authorization: "Bearer cached" }
+      channel.abandon()
+      assert.isUndefined(now({ onEnd: () => {} }), "the connection was abandoned")
+      assert.strictEqual(channel.connections(), 1)
     })))
 
   it.live("an endpoint that never speaks HTTP/2 fails the call UNAVAILABLE within the connect timeout", () =>
