@@ -77,11 +77,17 @@ const writerOver = (pool: Pool, buffer: Buffer, pos = headroom): WireWriter => {
   return w
 }
 
-/** A buffer for a batch expected to take `capacity` bytes: full size (pooled) when that is over half. */
-const writerOf = (pool: Pool, capacity: number): WireWriter => {
+/** The smallest buffer of a slice expected to be small (from Node's shared pool: no allocation of its own). */
+const smallCapacity = 1024
+
+/**
+ * A buffer for a batch expected to take `capacity` bytes: full size (pooled) when that is over half,
+ * else at least `minimum`.
+ */
+const writerOf = (pool: Pool, capacity: number, minimum = initialCapacity): WireWriter => {
   const full = 2 * capacity >= pool.capacity
   const buffer = (full ? pool.free.pop() : undefined) ??
-    Buffer.allocUnsafe(full ? pool.capacity : Math.max(initialCapacity, capacity))
+    Buffer.allocUnsafe(full ? pool.capacity : Math.max(minimum, capacity))
   return writerOver(pool, buffer)
 }
 
@@ -103,9 +109,15 @@ export const empty = (pool: Pool): Batch => ({
   lengthGuess: 1
 })
 
-/** A batch expected to take `capacity` bytes: on a full-size pooled buffer when that is over half of one. @internal */
+/**
+ * A batch expected to take `capacity` bytes of rows: on a full-size pooled buffer when that is over half of
+ * one, else on one of the headroom and those bytes (a run of a few rows, as a stream of small chunks writes:
+ * a slice of Node's shared pool, where a 4 KiB buffer of its own per write was most of its allocation).
+ *
+ * @internal
+ */
 export const sized = (pool: Pool, capacity: number): Batch => ({
-  writer: writerOf(pool, capacity),
+  writer: writerOf(pool, headroom + capacity, smallCapacity),
   count: 0,
   bytes: 0,
   lengthGuess: 1

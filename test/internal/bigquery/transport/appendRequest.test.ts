@@ -221,4 +221,18 @@ describe("split batch buffers", () => {
     assert.isUndefined(Split.admit(pool, batch, row, 2, 1000))
     assert.deepStrictEqual(Array.from(Split.seal(batch, pool).body), [0x0a, 2, 1, 2])
   })
+
+  it("a batch sized for a few rows takes a small buffer that holds them, headroom included; a large one a full one", () => {
+    const pool = Split.makePool(512 * 1024, 2)
+    for (const expected of [0, 110, 700, 3_900, 9_000]) {
+      const batch = Split.sized(pool, expected)
+      const buffer = batch.writer.buf
+      // the rows expected fit without the buffer growing
+      assert.isAtLeast(buffer.length, AppendRequest.headroom + expected)
+      assert.isBelow(buffer.length, 16 * 1024, `${expected} bytes expected`)
+      for (let i = 0; i < Math.floor(expected / 110); i++) Split.appendRow(batch, new Uint8Array(108))
+      assert.strictEqual(batch.writer.buf, buffer, `${expected} bytes expected: the buffer grew`)
+    }
+    assert.strictEqual(Split.sized(pool, 300_000).writer.buf.length, pool.capacity)
+  })
 })
