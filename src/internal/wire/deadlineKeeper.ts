@@ -8,11 +8,17 @@
  *
  * **Details**
  *
- * - Time is the clock's monotonic reading: a stepped wall clock moves no deadline.
- * - The keeper is woken only when a deadline is armed that is due before the one it sleeps until
+ * - Time is the clock's monotonic reading: a stepped wall clock moves no deadline. A deadline within
+ *   a microsecond of the reading is due: float rounding can leave the reading a hair below a due time
+ *   the clock has reached, and a sleep that short would end at once (a TestClock would never move).
+ * - The keeper is woken only when a deadline is armed that is due before the time it sleeps until
  *   (or it sleeps on nothing). A cleared deadline does not wake it: it wakes at the time it chose and
- *   sleeps again until what is then earliest. With calls of one timeout the keeper so wakes about
- *   once a timeout, however many calls run.
+ *   sleeps again until what is then earliest.
+ * - It sleeps at most {@link maxSleep} at a time, and on nothing (no timer) once nothing is pending:
+ *   after the last call the process keeps no timer of the keeper's for longer than that, whatever the
+ *   calls' timeout, so a client never closed (and its connection idle, which keeps nothing alive)
+ *   does not hold the process up. With calls in flight the keeper so wakes once a second, however
+ *   many calls run.
  * - An expiry runs on the keeper's fiber and must not block; one that throws is logged and the
  *   keeper goes on (the other deadlines still expire).
  *
@@ -32,7 +38,15 @@ export interface DeadlineKeeper {
   readonly arm: (limit: Duration.Duration, expire: () => void) => () => void
   /** Deadlines armed and neither cleared nor expired. */
   readonly pending: () => number
+  /** Whether the keeper waits with no timer (nothing was pending when it last woke). */
+  readonly idle: () => boolean
 }
+
+/** The longest the keeper sleeps at a time. @internal */
+export const maxSleep: Duration.Duration = Duration.seconds(1)
+
+/** How close to the clock's reading a deadline counts as due (milliseconds). */
+const dueSlack = 0.001
 
 /**
  * A keeper on the current fiber's clock, its fiber running in the scope.
@@ -53,10 +67,12 @@ export const make: Effect.Effect<DeadlineKeeper, never, Scope.Scope> = Effect.ge
     return () => void Heap.remove(heap, timer)
   }
 
+  const longest = Duration.toMillis(maxSleep)
   const cycle = Effect.suspend(() => {
     const at = now()
     const failures: Array<unknown> = []
-    for (let timer = Heap.takeDue(heap, at); timer !== undefined; timer = Heap.takeDue(heap, at)) {
+    const due = at + dueSlack
+    for (let timer = Heap.takeDue(heap, due); timer !== undefined; timer = Heap.takeDue(heap, due)) {
       try {
         timer.expire()
       } catch (cause) {
@@ -64,16 +80,16 @@ export const make: Effect.Effect<DeadlineKeeper, never, Scope.Scope> = Effect.ge
       }
     }
     const next = Heap.earliest(heap)
-    target = next ?? Infinity
+    target = next === undefined ? Infinity : Math.min(next, at + longest)
     wake = Deferred.makeUnsafe<void>()
     const wait = next === undefined
       ? Deferred.await(wake)
-      : Effect.raceFirst(clock.sleep(Duration.millis(next - at)), Deferred.await(wake))
+      : Effect.raceFirst(clock.sleep(Duration.millis(target - at)), Deferred.await(wake))
     return failures.length === 0
       ? wait
       : Effect.andThen(Effect.logError("a call's deadline expiry threw", ...failures), wait)
   })
 
   yield* Effect.forkScoped(Effect.forever(cycle))
-  return { arm, pending: () => heap.items.length }
+  return { arm, pending: () => heap.items.length, idle: () => target === Infinity }
 })

@@ -1,7 +1,8 @@
 /**
- * The deadline keeper on the TestClock: a deadline expires once its time has passed and not before,
- * a cleared one never, one armed earlier than the deadline the keeper sleeps until wakes it, an
- * expiry that throws leaves the others expiring, and the keeper stops with its scope.
+ * The deadline keeper on the TestClock: a deadline expires once its time has passed and not before
+ * (also between whole milliseconds), a cleared one never, one armed earlier than the deadline the
+ * keeper sleeps until wakes it, no timer is kept long after the last call, an expiry that throws
+ * leaves the others expiring, and the keeper stops with its scope.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Scope } from "effect"
@@ -55,6 +56,29 @@ describe("deadlineKeeper", () => {
       // and the keeper still keeps the next one
       keeper.arm(Duration.seconds(1), () => expired++)
       yield* TestClock.adjust("1 second")
+      assert.strictEqual(expired, 1)
+    }))
+
+  it.effect("keeps no timer once nothing is pending: at most maxSleep after the last call, whatever its timeout", () =>
+    Effect.gen(function*() {
+      const keeper = yield* DeadlineKeeper.make
+      assert.isTrue(keeper.idle())
+      const clear = keeper.arm(Duration.minutes(1), () => {})
+      yield* TestClock.adjust("10 millis")
+      assert.isFalse(keeper.idle())
+      clear()
+      yield* TestClock.adjust(DeadlineKeeper.maxSleep)
+      assert.isTrue(keeper.idle(), "idle a second after the last call, not a minute")
+    }))
+
+  it.effect("a deadline reached exactly expires, also when it falls between whole milliseconds", () =>
+    Effect.gen(function*() {
+      const keeper = yield* DeadlineKeeper.make
+      let expired = 0
+      // a reading and a limit whose sum in float milliseconds lands a hair off the reached time
+      yield* TestClock.adjust(Duration.nanos(219_478_062_444n))
+      keeper.arm(Duration.millis(49_809.5), () => expired++)
+      yield* TestClock.adjust(Duration.millis(49_809.5))
       assert.strictEqual(expired, 1)
     }))
 

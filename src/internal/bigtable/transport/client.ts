@@ -75,18 +75,22 @@ const runCall = <A>(
     }
     const { deadlines, startNow } = start
     if (start.localDeadline === true && deadlines !== undefined && startNow !== undefined) {
-      return Effect.clockWith((clock) => {
-        const { method, encode, routing, listener } = parts
-        const call = startNow(method, encode, routing, limit, listener, clock.currentTimeMillisUnsafe())
-        if (call === undefined) return waiting(start, parts, limit, done, begin, expire, () => cancel)
-        begin(call)
-        const clear = deadlines.arm(limit, expire)
-        return Effect.onExit(Deferred.await(done), (exit) =>
-          Effect.sync(() => {
-            clear()
-            if (Exit.hasInterrupts(exit)) call("interrupted")
-          }))
-      })
+      // uninterruptible from the start until the clean-up is in place: an interruption in between
+      // would leave the stream open and the deadline armed (to abandon a healthy connection)
+      return Effect.uninterruptibleMask((restore) =>
+        Effect.clockWith((clock) => {
+          const { method, encode, routing, listener } = parts
+          const call = startNow(method, encode, routing, limit, listener, clock.currentTimeMillisUnsafe())
+          if (call === undefined) return restore(waiting(start, parts, limit, done, begin, expire, () => cancel))
+          begin(call)
+          const clear = deadlines.arm(limit, expire)
+          return Effect.onExit(restore(Deferred.await(done)), (exit) =>
+            Effect.sync(() => {
+              clear()
+              if (Exit.hasInterrupts(exit)) call("interrupted")
+            }))
+        })
+      )
     }
     return waiting(start, parts, limit, done, begin, expire, () => cancel)
   })

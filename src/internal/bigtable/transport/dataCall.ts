@@ -43,7 +43,9 @@ export type Cancel = (reason: "deadline" | "interrupted") => void
  *
  * grpc-js keeps the deadline itself (its own timer on the wall clock, ending the call
  * `DEADLINE_EXCEEDED`); a transport that only sends it to the server (`grpc-timeout`) says so with
- * `localDeadline`, and the caller keeps the timer, on the fiber's clock (`client.ts`).
+ * `localDeadline`, and the caller keeps the timer (`client.ts`): on the transport's deadline keeper
+ * (the clock of the fiber that built the transport) for a call started at once, else on the fiber's
+ * clock.
  *
  * @internal
  */

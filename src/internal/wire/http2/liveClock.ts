@@ -1,7 +1,8 @@
 /**
  * The live clock, for the waits of our transport that measure the network itself (connection
  * attempts, keepalive pings): they must run in real time even in a fiber whose `Clock` is a test's
- * `TestClock`, which only moves when the test moves it. Call deadlines stay on the fiber's clock.
+ * `TestClock`, which only moves when the test moves it. Call deadlines stay on Effect's clock (the
+ * fiber's, or the deadline keeper's: `deadlineKeeper.ts`).
  *
  * Such a wait counts only time this process ran ({@link whileRunning}): after the process stood still
  * (SIGSTOP, a VM pause, a blocked event loop), Node runs the expired timers before the poll phase reads

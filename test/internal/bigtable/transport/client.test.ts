@@ -1,0 +1,51 @@
+/**
+ * The local deadline of a call started at once (`runCall`'s fast path), against a transport that
+ * only records: an interruption at any point of the call cancels the started call and clears its
+ * deadline, however the run loop happens to yield around the start.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect, Fiber, References } from "effect"
+import * as client from "../../../../src/internal/bigtable/transport/client.ts"
+import type { Cancel, StartCall } from "../../../../src/internal/bigtable/transport/dataCall.ts"
+import * as DeadlineKeeper from "../../../../src/internal/wire/deadlineKeeper.ts"
+
+/** A transport whose calls start at once, never answer, and record how they were cancelled. */
+const recording = (deadlines: DeadlineKeeper.DeadlineKeeper) => {
+  const cancels: Array<Array<string>> = []
+  const startNow = (): Cancel => {
+    const reasons: Array<string> = []
+    cancels.push(reasons)
+    return (reason) => void reasons.push(reason)
+  }
+  const start: StartCall = Object.assign(() => Effect.die("the waiting path is not taken here"), {
+    localDeadline: true,
+    startNow,
+    deadlines
+  })
+  return { start, cancels }
+}
+
+describe("bigtable client calls started at once", () => {
+  it.effect("an interruption anywhere cancels the started call and clears its deadline", () =>
+    Effect.gen(function*() {
+      const keeper = yield* DeadlineKeeper.make
+      const { start, cancels } = recording(keeper)
+      const mutate = client.mutateRows(start)
+      // the run loop yields after this many operations (1 never runs an operation): with the interruption
+      // after 0-3 turns, it lands at every step of the start
+      for (let ops = 2; ops <= 40; ops++) {
+        for (let turns = 0; turns <= 3; turns++) {
+          const fiber = yield* Effect.forkChild(
+            mutate({ tableName: "projects/p/instances/i/tables/t", entries: [], timeout: Duration.minutes(1) }).pipe(
+              Effect.provideService(References.MaxOpsBeforeYield, ops)
+            )
+          )
+          for (let i = 0; i < turns; i++) yield* Effect.yieldNow
+          yield* Fiber.interrupt(fiber)
+        }
+      }
+      assert.isAbove(cancels.length, 50, "most calls started before their interruption")
+      for (const [i, reasons] of cancels.entries()) assert.deepStrictEqual(reasons, ["interrupted"], `call ${i}`)
+      assert.strictEqual(keeper.pending(), 0)
+    }))
+})
