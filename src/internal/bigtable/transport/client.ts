@@ -75,21 +75,23 @@ const runCall = <A>(
     }
     const { deadlines, startNow } = start
     if (start.localDeadline === true && deadlines !== undefined && startNow !== undefined) {
-      // uninterruptible from the start until the clean-up is in place: an interruption in between
-      // would leave the stream open and the deadline armed (to abandon a healthy connection)
-      return Effect.uninterruptibleMask((restore) =>
+      // the clean-up is in place before the call starts (an interruption at any step after the start
+      // must cancel the stream and clear the deadline), and runs only for a call started here
+      let clear: (() => void) | undefined
+      return Effect.onExit(
         Effect.clockWith((clock) => {
           const { method, encode, routing, listener } = parts
           const call = startNow(method, encode, routing, limit, listener, clock.currentTimeMillisUnsafe())
-          if (call === undefined) return restore(waiting(start, parts, limit, done, begin, expire, () => cancel))
+          if (call === undefined) return waiting(start, parts, limit, done, begin, expire, () => cancel)
           begin(call)
-          const clear = deadlines.arm(limit, expire)
-          return Effect.onExit(restore(Deferred.await(done)), (exit) =>
-            Effect.sync(() => {
-              clear()
-              if (Exit.hasInterrupts(exit)) call("interrupted")
-            }))
-        })
+          clear = deadlines.arm(limit, expire)
+          return Deferred.await(done)
+        }),
+        (exit) =>
+          clear === undefined ? Effect.void : Effect.sync(() => {
+            clear?.()
+            if (Exit.hasInterrupts(exit)) cancel?.("interrupted")
+          })
       )
     }
     return waiting(start, parts, limit, done, begin, expire, () => cancel)
