@@ -43,10 +43,16 @@ interface CallParts {
   readonly listener: CallListener
 }
 
+/** A call's cancel, once it started: shared by the call's runner and its listener. */
+interface Started {
+  cancel: Cancel | undefined
+}
+
 /**
- * Runs one call, whose listener completes `done` (the first outcome wins); `started` gets its cancel.
- * Interruption cancels it. A transport that keeps no deadline of its own (`localDeadline`, our
- * HTTP/2 data path) gets one here, `limit` long: past it the call is cancelled (`"deadline"`: later
+ * Runs one call, whose listener completes `done` (the first outcome wins); `started.cancel` is its
+ * cancel once it started (the listener cancels through it too).
+ * Interruption cancels it. A transport that keeps no deadline of its own (`local`, our HTTP/2 data
+ * path) gets one here, `limit` long: past it the call is cancelled (`"deadline"`: later
  * calls may go on a new connection) and `onDeadline` is the outcome, as grpc-js's own deadline would
  * have ended it.
  *
@@ -61,20 +67,16 @@ const runCall = <A>(
   limit: Duration.Duration,
   done: Deferred.Deferred<A>,
   onDeadline: () => A,
-  started: (cancel: Cancel) => void
+  started: Started
 ): Effect.Effect<A> =>
   Effect.suspend(() => {
-    let cancel: Cancel | undefined
-    const begin = (c: Cancel): void => {
-      cancel = c
-      started(c)
-    }
     // the call may have ended this very turn: its outcome stands
     const expire = (): void => {
-      if (Deferred.doneUnsafe(done, Exit.succeed(onDeadline()))) cancel?.("deadline")
+      if (Deferred.doneUnsafe(done, Exit.succeed(onDeadline()))) started.cancel?.("deadline")
     }
-    const { deadlines, startNow } = start
-    if (start.localDeadline === true && deadlines !== undefined && startNow !== undefined) {
+    const local = start.local
+    if (local !== undefined) {
+      const { deadlines, startNow } = local
       // the clean-up is in place before the call starts (an interruption at any step after the start
       // must cancel the stream and clear the deadline), and runs only for a call started here
       let clear: (() => void) | undefined
@@ -82,19 +84,19 @@ const runCall = <A>(
         Effect.clockWith((clock) => {
           const { method, encode, routing, listener } = parts
           const call = startNow(method, encode, routing, limit, listener, clock.currentTimeMillisUnsafe())
-          if (call === undefined) return waiting(start, parts, limit, done, begin, expire, () => cancel)
-          begin(call)
+          if (call === undefined) return waiting(start, parts, limit, done, expire, started)
+          started.cancel = call
           clear = deadlines.arm(limit, expire)
           return Deferred.await(done)
         }),
         (exit) =>
           clear === undefined ? Effect.void : Effect.sync(() => {
             clear?.()
-            if (Exit.hasInterrupts(exit)) cancel?.("interrupted")
+            if (Exit.hasInterrupts(exit)) started.cancel?.("interrupted")
           })
       )
     }
-    return waiting(start, parts, limit, done, begin, expire, () => cancel)
+    return waiting(start, parts, limit, done, expire, started)
   })
 
 /** A call through the transport's effect (it may wait for a connection), with a timer of its own. */
@@ -103,19 +105,18 @@ const waiting = <A>(
   parts: CallParts,
   limit: Duration.Duration,
   done: Deferred.Deferred<A>,
-  begin: (cancel: Cancel) => void,
   expire: () => void,
-  cancel: () => Cancel | undefined
+  started: Started
 ): Effect.Effect<A> => {
   const call = Effect.flatMap(start(parts.method, parts.encode, parts.routing, limit, parts.listener), (c) => {
-    begin(c)
+    started.cancel = c
     return Deferred.await(done)
   })
-  const timed = start.localDeadline !== true ? call : Effect.timeoutOrElse(call, {
+  const timed = start.local === undefined ? call : Effect.timeoutOrElse(call, {
     duration: limit,
     orElse: () => Effect.andThen(Effect.sync(expire), Deferred.await(done))
   })
-  return Effect.onInterrupt(timed, () => Effect.sync(() => cancel()?.("interrupted")))
+  return Effect.onInterrupt(timed, () => Effect.sync(() => started.cancel?.("interrupted")))
 }
 
 const deadlineExceeded = (method: string, table: string, limit: Duration.Duration): EntryStatus => ({
@@ -138,49 +139,55 @@ const deadlineExceeded = (method: string, table: string, limit: Duration.Duratio
  *
  * @internal
  */
-export const mutateRows = (start: StartCall) => (request: MutateRowsRequest): Effect.Effect<Array<EntryStatus>> =>
-  Effect.flatMap(deadline.responseTimeout(request.timeout), (limit) =>
-    Effect.suspend(() => {
-      const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
-      const done = Deferred.makeUnsafe<EntryStatus>()
-      let cancel: Cancel | undefined
-      const listener: CallListener = {
-        onMessage: (response) => {
-          if (Deferred.isDoneUnsafe(done)) return
-          try {
-            readResponse(response, statuses)
-          } catch (cause) {
-            const fill = { code: undefined, message: `malformed MutateRowsResponse: ${grpc.fromError(cause).message}` }
-            if (Deferred.doneUnsafe(done, Exit.succeed(fill))) cancel?.("interrupted")
-          }
-        },
-        onEnd: (error) =>
-          void Deferred.doneUnsafe(done, Exit.succeed(error === undefined ? missing : grpc.fromError(error)))
-      }
-      const parts: CallParts = {
-        method: mutateRowsPath,
-        encode: (reserve) =>
-          encodeRequest(
-            request.tableName,
-            request.appProfileId,
-            request.entries,
-            request.entryByteSizes ?? request.entries.map(entryByteSize),
-            reserve
-          ),
-        routing: requestParams(request.tableName, request.appProfileId),
-        listener
-      }
-      const onDeadline = () => deadlineExceeded("MutateRows", request.tableName, limit)
-      return Effect.flatMap(
-        runCall(start, parts, limit, done, onDeadline, (c) => void (cancel = c)),
-        (fill) => {
-          const result = Effect.succeed(statuses.map((status) => status ?? fill))
-          return fill.code === grpc.Code.DEADLINE_EXCEEDED
-            ? Effect.andThen(deadline.logExceeded("MutateRows", request.tableName, limit), result)
-            : result
+export const mutateRows = (start: StartCall) => {
+  const paramsOf = routingParams()
+  return (request: MutateRowsRequest): Effect.Effect<Array<EntryStatus>> =>
+    Effect.flatMap(deadline.responseTimeout(request.timeout), (limit) =>
+      Effect.suspend(() => {
+        const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
+        const done = Deferred.makeUnsafe<EntryStatus>()
+        const started: Started = { cancel: undefined }
+        const listener: CallListener = {
+          onMessage: (response) => {
+            if (Deferred.isDoneUnsafe(done)) return
+            try {
+              readResponse(response, statuses)
+            } catch (cause) {
+              const fill = {
+                code: undefined,
+                message: `malformed MutateRowsResponse: ${grpc.fromError(cause).message}`
+              }
+              if (Deferred.doneUnsafe(done, Exit.succeed(fill))) started.cancel?.("interrupted")
+            }
+          },
+          onEnd: (error) =>
+            void Deferred.doneUnsafe(done, Exit.succeed(error === undefined ? missing : grpc.fromError(error)))
         }
-      )
-    }))
+        const parts: CallParts = {
+          method: mutateRowsPath,
+          encode: (reserve) =>
+            encodeRequest(
+              request.tableName,
+              request.appProfileId,
+              request.entries,
+              request.entryByteSizes ?? request.entries.map(entryByteSize),
+              reserve
+            ),
+          routing: paramsOf(request.tableName, request.appProfileId),
+          listener
+        }
+        const onDeadline = () => deadlineExceeded("MutateRows", request.tableName, limit)
+        return Effect.flatMap(
+          runCall(start, parts, limit, done, onDeadline, started),
+          (fill) => {
+            const result = Effect.succeed(statuses.map((status) => status ?? fill))
+            return fill.code === grpc.Code.DEADLINE_EXCEEDED
+              ? Effect.andThen(deadline.logExceeded("MutateRows", request.tableName, limit), result)
+              : result
+          }
+        )
+      }))
+}
 
 /**
  * The routing header of the last table and profile called, kept per client (`checkAndMutateRow` is
@@ -223,7 +230,7 @@ const checkAndMutateFailed = (
 type Checked = { readonly matched: boolean } | { readonly failure: unknown }
 
 /** The listener of one CheckAndMutateRow, completing `done` with its outcome. */
-const checkListener = (done: Deferred.Deferred<Checked>, cancel: () => Cancel | undefined): CallListener => {
+const checkListener = (done: Deferred.Deferred<Checked>, started: Started): CallListener => {
   let matched: boolean | undefined
   const settle = (outcome: Checked): boolean => Deferred.doneUnsafe(done, Exit.succeed(outcome))
   return {
@@ -233,7 +240,7 @@ const checkListener = (done: Deferred.Deferred<Checked>, cancel: () => Cancel | 
         matched = checkAndMutate.readPredicateMatched(response)
       } catch (cause) {
         const failure = new Error(`malformed CheckAndMutateRowResponse: ${grpc.fromError(cause).message}`)
-        if (settle({ failure })) cancel()?.("interrupted")
+        if (settle({ failure })) started.cancel?.("interrupted")
       }
     },
     onEnd: (error) => {
@@ -260,12 +267,12 @@ export const checkAndMutateRow = (start: StartCall) => {
   const send = (request: CheckAndMutateRowRequest, limit: Duration.Duration): Effect.Effect<boolean, BigtableError> =>
     Effect.suspend(() => {
       const done = Deferred.makeUnsafe<Checked>()
-      let cancel: Cancel | undefined
+      const started: Started = { cancel: undefined }
       const parts: CallParts = {
         method: checkAndMutate.checkAndMutateRowPath,
         encode: (reserve) => checkAndMutate.encodeRequest(request, reserve),
         routing: paramsOf(request.tableName, request.appProfileId),
-        listener: checkListener(done, () => cancel)
+        listener: checkListener(done, started)
       }
       const timedOut = (): Checked => ({
         failure: Object.assign(new Error(deadline.message("CheckAndMutateRow", request.tableName, limit)), {
@@ -273,7 +280,7 @@ export const checkAndMutateRow = (start: StartCall) => {
         })
       })
       return Effect.flatMap(
-        runCall(start, parts, limit, done, timedOut, (c) => void (cancel = c)),
+        runCall(start, parts, limit, done, timedOut, started),
         (outcome) =>
           "matched" in outcome
             ? Effect.succeed(outcome.matched)

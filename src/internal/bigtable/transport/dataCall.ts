@@ -43,9 +43,8 @@ export type Cancel = (reason: "deadline" | "interrupted") => void
  *
  * grpc-js keeps the deadline itself (its own timer on the wall clock, ending the call
  * `DEADLINE_EXCEEDED`); a transport that only sends it to the server (`grpc-timeout`) says so with
- * `localDeadline`, and the caller keeps the timer (`client.ts`): on the transport's deadline keeper
- * (the clock of the fiber that built the transport) for a call started at once, else on the fiber's
- * clock.
+ * `local`, and the caller keeps the timer (`client.ts`): on the transport's deadline keeper (the
+ * clock of the fiber that built the transport) for a call started at once, else on the fiber's clock.
  *
  * @internal
  */
@@ -57,19 +56,22 @@ export type StartCall =
     timeout: Duration.Duration,
     listener: CallListener
   ) => Effect.Effect<Cancel>)
-  & {
-    readonly localDeadline?: boolean | undefined
-    /**
-     * A transport with a local deadline may start a call at once when nothing needs waiting for (a
-     * connection up, credentials cached; `now` in epoch milliseconds, as `Clock.currentTimeMillis`):
-     * its deadline is then armed on {@link deadlines}, with no fiber of its own. `undefined` when
-     * the call must wait (use the effect).
-     */
-    readonly startNow?: StartNow | undefined
-    readonly deadlines?: DeadlineKeeper | undefined
-  }
+  & { readonly local?: LocalDeadline | undefined }
 
-/** The synchronous start of a call (`StartCall.startNow`). @internal */
+/**
+ * What a transport that keeps no deadline of its own gives the caller: the keeper of the deadlines of
+ * the calls it starts at once, and that start (`now` in epoch milliseconds, as
+ * `Clock.currentTimeMillis`), which returns `undefined` when the call must wait for a connection or
+ * credentials (then the effect starts it).
+ *
+ * @internal
+ */
+export interface LocalDeadline {
+  readonly deadlines: DeadlineKeeper
+  readonly startNow: StartNow
+}
+
+/** The synchronous start of a call (`LocalDeadline.startNow`). @internal */
 export type StartNow = (
   method: string,
   encode: (reserve: number) => Buffer,

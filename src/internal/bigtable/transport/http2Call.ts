@@ -21,15 +21,15 @@ import { prefixLength, writePrefix } from "../../wire/http2/messageFrame.ts"
 import type { Cancel, StartCall, StartNow } from "./dataCall.ts"
 
 /**
- * Calls on `channel`; the caller keeps each call's deadline (`localDeadline`), on the keeper made
- * here (on this fiber's clock, running in the scope) for the calls started at once.
+ * Calls on `channel`; the caller keeps each call's deadline (`local`), on the keeper made here (on
+ * this fiber's clock, running in the scope) for the calls started at once.
  *
  * @internal
  */
 export const overHttp2 = (channel: Http2Channel): Effect.Effect<StartCall, never, Scope.Scope> =>
   Effect.map(
     DeadlineKeeper.make,
-    (deadlines) => Object.assign(start(channel), { localDeadline: true, startNow: startNow(channel), deadlines })
+    (deadlines) => Object.assign(start(channel), { local: { deadlines, startNow: startNow(channel) } })
   )
 
 /** Writes the request, framed, as the call's one message; the call's cancel. */

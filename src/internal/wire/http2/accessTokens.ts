@@ -153,17 +153,18 @@ export const make = (
     )
   })
 
-  const headers = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-    const entry = cached
-    if (entry !== undefined && now < entry.refreshAt) return Effect.succeed(entry.headers)
-    if (entry !== undefined && now < entry.usableUntil) return Effect.as(refresh, entry.headers)
-    return Effect.flatMap(refresh, Deferred.await)
-  })
-
   const fresh = (now: number): Readonly<Record<string, string>> | undefined => {
     const entry = cached
     return entry !== undefined && now < entry.refreshAt ? entry.headers : undefined
   }
+
+  const headers = Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const ready = fresh(now)
+    if (ready !== undefined) return Effect.succeed(ready)
+    const entry = cached
+    if (entry !== undefined && now < entry.usableUntil) return Effect.as(refresh, entry.headers)
+    return Effect.flatMap(refresh, Deferred.await)
+  })
 
   return { headers, fresh, fetches: () => fetches }
 }

@@ -227,18 +227,22 @@ const callHeaders = (
   return headers
 }
 
-/** A call started on `session` at once, or `undefined` when it stopped taking streams (then drained). */
-const startNow = (
+/**
+ * A call started on `session`, or `undefined` when it stopped taking streams between the check and the
+ * request (then drained, the next call opens another, and `refused` has the cause).
+ */
+const startOn = (
   session: Session.Session,
   headers: http2.OutgoingHttpHeaders,
   options: ChannelOptions,
-  handlers: CallHandlers
+  handlers: CallHandlers,
+  refused: (cause: unknown) => void = () => {}
 ): Call | undefined => {
   try {
     return start(session, headers, options.maxReceiveMessageLength, handlers)
-  } catch {
-    // the waiting path (`call`) opens another
+  } catch (cause) {
     session.drain()
+    refused(cause)
     return undefined
   }
 }
@@ -267,7 +271,7 @@ export const make = (options: ChannelOptions, scope: Scope.Scope): Http2Channel 
       const s = sessions.ready()
       const auth = options.tokens?.fresh(now)
       if (s === undefined || (options.tokens !== undefined && auth === undefined)) return undefined
-      return startNow(s, Object.assign(callHeaders(base, path, metadata, timeout), auth), options, handlers)
+      return startOn(s, Object.assign(callHeaders(base, path, metadata, timeout), auth), options, handlers)
     },
     call: (path, metadata, timeout, handlers) =>
       Effect.flatMap(
@@ -279,14 +283,15 @@ export const make = (options: ChannelOptions, scope: Scope.Scope): Http2Channel 
               return noCall
             }
             const [s, headers] = result.success
-            try {
-              return start(s, headers, options.maxReceiveMessageLength, handlers)
-            } catch (cause) {
-              // the session stopped taking streams between the check and the request
-              s.drain()
-              handlers.onEnd(callError(Code.UNAVAILABLE, "the HTTP/2 connection takes no new streams", cause))
-              return noCall
-            }
+            return startOn(
+              s,
+              headers,
+              options,
+              handlers,
+              (cause) =>
+                handlers.onEnd(callError(Code.UNAVAILABLE, "the HTTP/2 connection takes no new streams", cause))
+            ) ??
+              noCall
           })
       ),
     abandon: sessions.abandon,

@@ -18,9 +18,7 @@ const recording = (deadlines: DeadlineKeeper.DeadlineKeeper) => {
     return (reason) => void reasons.push(reason)
   }
   const start: StartCall = Object.assign(() => Effect.die("the waiting path is not taken here"), {
-    localDeadline: true,
-    startNow,
-    deadlines
+    local: { startNow, deadlines }
   })
   return { start, cancels }
 }

@@ -276,14 +276,14 @@ describe("Bigtable data calls on http2: the deadline's local timer", () => {
   it.effect("a call on a connection that is up starts at once; past its deadline on the keeper it ends DEADLINE_EXCEEDED", () =>
     Effect.scoped(Effect.gen(function*() {
       const { start, fiber, cancelled } = yield* upThenSilent
-      assert.strictEqual(start.deadlines?.pending(), 1, "the deadline is armed on the transport's keeper")
+      assert.strictEqual(start.local?.deadlines.pending(), 1, "the deadline is armed on the transport's keeper")
       yield* TestClock.adjust("59 seconds")
       assert.isUndefined(fiber.pollUnsafe())
       yield* TestClock.adjust("1 second")
       const statuses = yield* Fiber.join(fiber)
       assert.deepStrictEqual(statuses.map((s) => s.code), [Code.DEADLINE_EXCEEDED])
       yield* Deferred.await(cancelled)
-      assert.strictEqual(start.deadlines?.pending(), 0)
+      assert.strictEqual(start.local?.deadlines.pending(), 0)
     })))
 
   it.effect("interrupting a call started at once cancels its stream and clears its deadline", () =>
@@ -291,7 +291,7 @@ describe("Bigtable data calls on http2: the deadline's local timer", () => {
       const { start, fiber, cancelled } = yield* upThenSilent
       yield* Fiber.interrupt(fiber)
       yield* Deferred.await(cancelled)
-      assert.strictEqual(start.deadlines?.pending(), 0)
+      assert.strictEqual(start.local?.deadlines.pending(), 0)
     })))
 })
 
