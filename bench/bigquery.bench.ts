@@ -45,7 +45,7 @@
  *   node bench/bigquery.bench.ts [--rows 2000000] [--passes 3] [--warmup 1] [--depth 100] [--flowWindow 1048576]
  *                                [--distinct 16384] [--rss-rows 5000000] [--rss-runs 3] [--in-process]
  *                                [--only raw,raw.http2,raw.http2.framed,sink.bytes,jsonWriter,sink.encode,sink.exactlyOnce]
- *                                [--shared-process] [--latency 0]
+ *                                [--shared-process] [--latency 0] [--chunk 4096]
  *
  * Each timed pass of each method runs in a fresh process (bench/isolated.ts says why), the methods
  * alternating; each process first runs `--warmup` untimed passes (JIT warm-up for every side alike),
@@ -88,6 +88,8 @@ const distinct = numberArg("distinct", 16_384)
 const passes = childOf === undefined ? numberArg("passes", 3) : 1
 const warmup = numberArg("warmup", 1)
 const depth = numberArg("depth", 100)
+/** `--chunk <rows>`: the rows of each chunk the sinks' streams carry, one `write` each (a small one shows a write's fixed cost). */
+const chunkRows = numberArg("chunk", 4096)
 const flowWindow = numberArg("flowWindow", 1024 * 1024)
 const rssRows = numberArg("rss-rows", 5_000_000)
 const heapCapMB = numberArg("heap-cap-mb", 128)
@@ -104,7 +106,7 @@ const inProcess = flag("in-process")
 /** `--shared-process`: time every method in this one process, interleaved (the method before 2026-12-01). */
 const sharedProcess = flag("shared-process")
 /** What a child of the isolated run takes over: the workload, not the passes or the RSS runs. */
-const forwarded = forwardedArgs(["rows", "distinct", "warmup", "depth", "flowWindow", "latency"]).concat(
+const forwarded = forwardedArgs(["rows", "distinct", "warmup", "depth", "chunk", "flowWindow", "latency"]).concat(
   inProcess ? ["--in-process"] : []
 )
 const batchBytes = 512 * 1024
@@ -184,7 +186,7 @@ const main = async () => {
     "sink.bytes": () =>
       run(
         Stream.fromIterable(encoded).pipe(
-          Stream.rechunk(4096),
+          Stream.rechunk(chunkRows),
           Stream.run(BigQuerySink.make({
             table,
             writeMethod,
@@ -210,7 +212,7 @@ const main = async () => {
     "sink.encode": () =>
       run(
         Stream.fromIterable(rows).pipe(
-          Stream.rechunk(4096),
+          Stream.rechunk(chunkRows),
           Stream.run(BigQuerySink.make({ table, writeMethod, serializer })),
           Effect.provide(layer),
           Effect.asVoid
@@ -222,7 +224,7 @@ const main = async () => {
         Effect.gen(function*() {
           const resume = yield* Checkpoint.resume({ writerId: "bench", positionSchema: Schema.Number })
           yield* Stream.fromIterable(rows).pipe(
-            Stream.rechunk(4096),
+            Stream.rechunk(chunkRows),
             Stream.mapArray((chunk) => {
               written += chunk.length
               return chunk

@@ -6,7 +6,6 @@
  * @internal
  */
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -24,15 +23,28 @@ import type { Command, OwnerContext, State } from "./state.ts"
 export const offerTo = <C>(queue: Queue.Queue<C>, command: C): Effect.Effect<void> =>
   Effect.suspend(() => (Queue.offerUnsafe(queue, command) ? Effect.void : Effect.asVoid(Queue.offer(queue, command))))
 
-/** Moves a gauge by `delta` and remembers it, to take it back at close. @internal */
-export const gauge = <E>(
-  st: State<E>,
+/**
+ * Moves a gauge by `delta` and remembers it, to take it back at close; in the owner's step, on the
+ * writer's context (the context its metrics are registered in). @internal
+ */
+export const gaugeUnsafe = <M extends Method>(
+  ctx: OwnerContext<M>,
   metric: Metric.Gauge<number> | undefined,
   delta: number
-): Effect.Effect<void> => {
-  if (metric === undefined || delta === 0) return Effect.void
+): void => {
+  if (metric === undefined || delta === 0) return
+  const st = ctx.state
   st.gauges.set(metric, (st.gauges.get(metric) ?? 0) + delta)
-  return Metric.modify(metric, delta)
+  metric.modifyUnsafe(delta, ctx.context)
+}
+
+/** Adds `amount` to a counter, on the writer's context. @internal */
+export const countUnsafe = <M extends Method>(
+  ctx: OwnerContext<M>,
+  metric: Metric.Counter<number> | undefined,
+  amount: number
+): void => {
+  if (metric !== undefined) metric.updateUnsafe(amount, ctx.context)
 }
 
 /** Takes back every gauge move of this writer (at close). @internal */
@@ -48,9 +60,9 @@ export const releaseGauges = <E>(st: State<E>): Effect.Effect<void> =>
 export const startCall = Effect.fnUntraced(function*<M extends Method>(ctx: OwnerContext<M>, batch: M["Request"]) {
   const st = ctx.state
   // the first call in flight starts the wait a stall is measured from
-  if (st.requests === 0) stall.progressed(st.stall, yield* Clock.currentTimeMillis)
+  if (st.requests === 0) stall.progressed(st.stall, ctx.clock.currentTimeMillisUnsafe())
   st.requests++
-  yield* gauge(st, ctx.metrics.inFlightRequests, 1)
+  gaugeUnsafe(ctx, ctx.metrics.inFlightRequests, 1)
   yield* FiberSet.run(
     ctx.fibers,
     Effect.flatMap(Effect.exit(ctx.delivery === undefined ? Effect.never : ctx.delivery.call(batch)), (exit) =>
@@ -173,7 +185,7 @@ export const makeCore = <M extends Method>(
     failCause,
     failed: () => st.failure !== undefined,
     failure: Deferred.await(ctx.failed),
-    gauge: (metric, delta) => gauge(st, metric, delta),
+    gauge: (metric, delta) => Effect.sync(() => gaugeUnsafe(ctx, metric, delta)),
     outstanding: () => st.outstanding,
     requestsInFlight: () => st.requests,
     counters: ctx.counters
@@ -220,49 +232,50 @@ const resolved = <M extends Method>(
     const st = ctx.state
     const { bytes, permitBytes, units } = totals(items, st.pending)
     st.outstanding -= units
-    return Effect.andThen(
-      ctx.release({ units, bytes: permitBytes }),
-      Effect.andThen(
-        Effect.andThen(gauge(st, ctx.metrics.inFlightUnits, -units), gauge(st, ctx.metrics.inFlightBytes, -bytes)),
-        ctx.delivery?.onResolved === undefined ? Effect.void : ctx.delivery.onResolved(items)
-      )
-    )
+    ctx.releaseUnsafe({ units, bytes: permitBytes })
+    gaugeUnsafe(ctx, ctx.metrics.inFlightUnits, -units)
+    gaugeUnsafe(ctx, ctx.metrics.inFlightBytes, -bytes)
+    return ctx.delivery?.onResolved === undefined ? Effect.void : ctx.delivery.onResolved(items)
   })
 
-const countPerDestination = (
+/** Adds `amount` to a per-destination counter's series of `key`. */
+const countPerDestination = <M extends Method>(
+  ctx: OwnerContext<M>,
   metric: Metric.Counter<number> | undefined,
   key: string,
   amount: number
-): Effect.Effect<void> =>
-  metric === undefined ? Effect.void : Metric.update(Metric.withAttributes(metric, { destination: key }), amount)
+): void => {
+  if (metric !== undefined) Metric.withAttributes(metric, { destination: key }).updateUnsafe(amount, ctx.context)
+}
 
 /** Written items: counted per run of one destination, then given back. */
-const written = Effect.fnUntraced(function*<M extends Method>(ctx: OwnerContext<M>, items: ReadonlyArray<M["Item"]>) {
-  if (items.length === 0) return
-  const m = ctx.metrics
-  let units = 0
-  let bytes = 0
-  let runUnits = 0
-  let runBytes = 0
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i] as M["Item"]
-    runUnits += item.units
-    runBytes += item.bytes
-    const next = items[i + 1]
-    if (next === undefined || next.key !== item.key) {
-      ctx.counters.add(item.key, "recordsWritten", runUnits)
-      ctx.counters.add(item.key, "bytesWritten", runBytes)
-      if (m.perDestination) yield* countPerDestination(m.destinationRecordsSend, item.key, runUnits)
-      units += runUnits
-      bytes += runBytes
-      runUnits = 0
-      runBytes = 0
+const written = <M extends Method>(ctx: OwnerContext<M>, items: ReadonlyArray<M["Item"]>): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    if (items.length === 0) return Effect.void
+    const m = ctx.metrics
+    let units = 0
+    let bytes = 0
+    let runUnits = 0
+    let runBytes = 0
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as M["Item"]
+      runUnits += item.units
+      runBytes += item.bytes
+      const next = items[i + 1]
+      if (next === undefined || next.key !== item.key) {
+        ctx.counters.add(item.key, "recordsWritten", runUnits)
+        ctx.counters.add(item.key, "bytesWritten", runBytes)
+        if (m.perDestination) countPerDestination(ctx, m.destinationRecordsSend, item.key, runUnits)
+        units += runUnits
+        bytes += runBytes
+        runUnits = 0
+        runBytes = 0
+      }
     }
-  }
-  yield* resolved(ctx, items)
-  if (m.recordsSend !== undefined) yield* Metric.update(m.recordsSend, units)
-  if (m.bytesSend !== undefined) yield* Metric.update(m.bytesSend, bytes)
-})
+    countUnsafe(ctx, m.recordsSend, units)
+    countUnsafe(ctx, m.bytesSend, bytes)
+    return resolved(ctx, items)
+  })
 
 /** Hands one record to the failure handler; the handler's failure is the writer's. */
 const route = Effect.fnUntraced(
@@ -275,8 +288,8 @@ const route = Effect.fnUntraced(
     const exit = yield* Effect.exit(Effect.provideContext(ctx.router.route(failure), ctx.context))
     if (Exit.isFailure(exit)) return yield* failCause(exit.cause)
     const m = ctx.metrics
-    if (m.recordsSendErrors !== undefined) yield* Metric.update(m.recordsSendErrors, 1)
-    if (m.perDestination) yield* countPerDestination(m.destinationSendErrors, failure.destination, 1)
+    countUnsafe(ctx, m.recordsSendErrors, 1)
+    if (m.perDestination) countPerDestination(ctx, m.destinationSendErrors, failure.destination, 1)
   }
 )
 

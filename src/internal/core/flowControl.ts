@@ -1,19 +1,25 @@
 /**
- * Writer-global in-flight bounds: a semaphore of units (entries, rows or requests) and a semaphore
- * of bytes, like the weighted semaphores of Go's `flow_controller.go`. Shared by both backends.
+ * Writer-global in-flight bounds: units (entries, rows or requests) and bytes taken together, like the
+ * weighted semaphores of Go's `flow_controller.go`. Shared by both backends; the writer's staging bound
+ * is one too (units only).
  *
  * **Details**
  *
  * - Admission waits (backpressure) until both bounds have room; nothing is buffered without bound.
  * - A permit over a bound would wait forever: the writer refuses one (a backend bug) before it
  *   asks (`core/writer.ts`).
- * - Units are always taken before bytes, so two admitting fibers never wait on each other in a
- *   cycle; an acquisition interrupted halfway gives back what it took.
+ * - Both bounds are taken at once, so a waiter never holds one while it waits for the other, and the
+ *   waiters are served in order: a large permit is not passed over by smaller ones forever.
+ * - Taking, releasing and waking are synchronous (`tryAcquireUnsafe`, `releaseUnsafe`): a write with
+ *   room admits a run of slices in one step, and the owner gives permits back in its own. A woken
+ *   waiter's permit is taken for it before it runs (it resumes as a task of the releasing fiber's
+ *   dispatcher, never inside the releaser's stack); one interrupted before it ran gives that permit back.
  *
  * @internal
  */
 import * as Effect from "effect/Effect"
-import * as Semaphore from "effect/Semaphore"
+import * as Fiber from "effect/Fiber"
+import type * as Scheduler from "effect/Scheduler"
 
 /** What one acquisition took, each within its bound; hand exactly this back to `release`. @internal */
 export interface Permit {
@@ -25,10 +31,14 @@ export interface Permit {
 export interface FlowController {
   readonly maxUnits: number
   readonly maxBytes: number
+  /** Takes a permit when both bounds have room now and no one waits before it. */
+  readonly tryAcquireUnsafe: (permit: Permit) => boolean
+  /** {@link FlowController.tryAcquireUnsafe} as an Effect. */
+  readonly tryAcquire: (permit: Permit) => Effect.Effect<boolean>
   /** Takes a permit, waiting for room; runs `onWait` once first when it would have to wait. */
   readonly acquire: (permit: Permit, onWait?: Effect.Effect<void>) => Effect.Effect<void>
-  /** Takes a permit only when both bounds have room now. */
-  readonly tryAcquire: (permit: Permit) => Effect.Effect<boolean>
+  /** Gives a permit back and wakes the waiters it lets through. */
+  readonly releaseUnsafe: (permit: Permit) => void
   readonly release: (permit: Permit) => Effect.Effect<void>
   /**
    * Lets every waiter through, now and later (the bounds become unlimited): once the writer has failed,
@@ -37,33 +47,100 @@ export interface FlowController {
   readonly openAll: Effect.Effect<void>
 }
 
+/** A waiting acquisition: `granted` once its permit was taken for it, before it resumes. */
+interface Waiter {
+  readonly permit: Permit
+  readonly scheduler: Scheduler.Scheduler
+  readonly resume: (effect: Effect.Effect<void>) => void
+  granted: boolean
+}
+
 /** @internal */
-export const make = Effect.fnUntraced(function*(bounds: { readonly maxUnits: number; readonly maxBytes: number }) {
+export const makeUnsafe = (bounds: { readonly maxUnits: number; readonly maxBytes: number }): FlowController => {
   const maxUnits = Math.max(1, Math.floor(bounds.maxUnits))
   const maxBytes = Math.max(1, Math.floor(bounds.maxBytes))
-  const units = yield* Semaphore.make(maxUnits)
-  const bytes = yield* Semaphore.make(maxBytes)
-  const tryAcquire = (p: Permit): Effect.Effect<boolean> =>
-    Effect.uninterruptible(Effect.gen(function*() {
-      if (!(yield* units.takeIfAvailable(p.units))) return false
-      if (yield* bytes.takeIfAvailable(p.bytes)) return true
-      yield* units.release(p.units)
-      return false
-    }))
-  const acquireWaiting = (p: Permit): Effect.Effect<void> =>
-    Effect.uninterruptibleMask((restore) =>
-      restore(units.take(p.units)).pipe(
-        Effect.andThen(restore(bytes.take(p.bytes)).pipe(Effect.onInterrupt(() => units.release(p.units)))),
-        Effect.asVoid
+  let unitsLimit = maxUnits
+  let bytesLimit = maxBytes
+  let units = 0
+  let bytes = 0
+  const waiters: Array<Waiter> = []
+
+  const fits = (p: Permit): boolean => units + p.units <= unitsLimit && bytes + p.bytes <= bytesLimit
+  const take = (p: Permit): void => {
+    units += p.units
+    bytes += p.bytes
+  }
+  // serves the waiters in order while the first fits; each resumes later, never in the releaser's stack
+  const wake = (): void => {
+    while (waiters.length > 0) {
+      const first = waiters[0] as Waiter
+      if (!fits(first.permit)) return
+      waiters.shift()
+      take(first.permit)
+      first.granted = true
+      // on the releasing fiber's dispatcher, as Effect's semaphore wakes (the owner's: a microtask)
+      const dispatcher = Fiber.getCurrent()?.currentDispatcher ?? first.scheduler.makeDispatcher()
+      dispatcher.scheduleTask(() => first.resume(Effect.void), 0)
+    }
+  }
+  const releaseUnsafe = (p: Permit): void => {
+    units -= p.units
+    bytes -= p.bytes
+    if (waiters.length > 0) wake()
+  }
+  // an interrupted wait: its place in line, or the permit taken for it, goes back
+  const cancel = (w: Waiter): void => {
+    if (w.granted) {
+      w.granted = false
+      releaseUnsafe(w.permit)
+      return
+    }
+    const at = waiters.indexOf(w)
+    if (at < 0) return
+    waiters.splice(at, 1)
+    // the first waiter may have been holding back the ones behind it
+    if (at === 0) wake()
+  }
+  const tryAcquireUnsafe = (p: Permit): boolean => {
+    if (waiters.length > 0 || !fits(p)) return false
+    take(p)
+    return true
+  }
+  const wait = (p: Permit): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      let waiter: Waiter | undefined
+      return Effect.callback<void>(function(resume) {
+        const w: Waiter = { permit: p, scheduler: this, resume, granted: false }
+        waiter = w
+        waiters.push(w)
+        wake()
+        return Effect.sync(() => cancel(w))
+      }).pipe(
+        // also between the wake and the resumption's end
+        Effect.onInterrupt(() => Effect.sync(() => waiter !== undefined && cancel(waiter)))
       )
-    )
-  const acquire = (p: Permit, onWait?: Effect.Effect<void>): Effect.Effect<void> =>
-    Effect.flatMap(tryAcquire(p), (ok) => {
-      if (ok) return Effect.void
-      return onWait === undefined ? acquireWaiting(p) : Effect.andThen(onWait, acquireWaiting(p))
     })
-  const release = (p: Permit): Effect.Effect<void> =>
-    Effect.andThen(units.release(p.units), bytes.release(p.bytes)).pipe(Effect.asVoid)
-  const openAll = Effect.andThen(units.resize(Number.MAX_SAFE_INTEGER), bytes.resize(Number.MAX_SAFE_INTEGER))
-  return { maxUnits, maxBytes, acquire, tryAcquire, release, openAll }
-})
+  const acquire = (p: Permit, onWait?: Effect.Effect<void>): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (tryAcquireUnsafe(p)) return Effect.void
+      return onWait === undefined ? wait(p) : Effect.andThen(onWait, wait(p))
+    })
+  return {
+    maxUnits,
+    maxBytes,
+    tryAcquireUnsafe,
+    tryAcquire: (p) => Effect.sync(() => tryAcquireUnsafe(p)),
+    acquire,
+    releaseUnsafe,
+    release: (p) => Effect.sync(() => releaseUnsafe(p)),
+    openAll: Effect.sync(() => {
+      unitsLimit = Number.POSITIVE_INFINITY
+      bytesLimit = Number.POSITIVE_INFINITY
+      wake()
+    })
+  }
+}
+
+/** @internal */
+export const make = (bounds: { readonly maxUnits: number; readonly maxBytes: number }): Effect.Effect<FlowController> =>
+  Effect.sync(() => makeUnsafe(bounds))

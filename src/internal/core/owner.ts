@@ -7,14 +7,12 @@
  *
  * @internal
  */
-import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Metric from "effect/Metric"
 import * as Queue from "effect/Queue"
-import { act, gauge, startQueued } from "./actions.ts"
+import { act, countUnsafe, gaugeUnsafe, startQueued } from "./actions.ts"
 import type { Admission, Core, CoreError, Delivery, Method } from "./backend.ts"
 import * as stall from "./stall.ts"
 import type { Barrier, Command, OwnerContext, State } from "./state.ts"
@@ -62,36 +60,50 @@ const settleBarriers = Effect.fnUntraced(
     const settled = st.barriers.splice(0, ready)
     st.flushedUpTo = (settled[settled.length - 1] as Barrier<CoreError<M>>).taken
     const evictIdle = seams.admission.evictIdle
-    if (evictIdle !== undefined) yield* evictIdle(yield* Clock.currentTimeMillis)
+    if (evictIdle !== undefined) yield* evictIdle(ctx.clock.currentTimeMillisUnsafe())
     for (const b of settled) yield* Deferred.succeed(b.done, undefined)
   }
 )
 
-const onAdmit = Effect.fnUntraced(
+/** An admitted command taken: its slice goes to the admission seam, its routed records to the handler. */
+const onAdmit = <M extends Method>(
+  ctx: OwnerContext<M>,
+  core: Core<M>,
+  seams: Seams<M>,
+  command: Extract<Command<M>, { readonly _tag: "Admit" }>
+): Effect.Effect<void, M["Error"], M["Context"]> => {
+  const st = ctx.state
+  st.taken++
+  const skipped = command.skipped
+  for (let i = 0; i < skipped.length; i++) ctx.counters.add(skipped[i] as string, "recordsSkipped", 1)
+  if (skipped.length > 0) countUnsafe(ctx, ctx.metrics.recordsSkipped, skipped.length)
+  const slice = command.slice
+  let admitted: Effect.Effect<void, M["Error"], M["Context"]> = Effect.void
+  if (slice !== undefined) {
+    ctx.unstage()
+    st.outstanding += slice.units
+    st.pending.set(st.generation, (st.pending.get(st.generation) ?? 0) + slice.units)
+    gaugeUnsafe(ctx, ctx.metrics.inFlightUnits, slice.units)
+    gaugeUnsafe(ctx, ctx.metrics.inFlightBytes, slice.bytes)
+    admitted = seams.admission.admit(slice.payload, ctx.clock.currentTimeMillisUnsafe(), st.generation)
+  }
+  // the common case: a slice and nothing routed
+  if (command.routed.length === 0 && command.routedPermit === undefined && command.routedDone === undefined) {
+    return admitted
+  }
+  return Effect.andThen(admitted, afterAdmit(ctx, core, command))
+}
+
+/** What an admitted command carries besides its slice: routed records, their permit, the write's wait. */
+const afterAdmit = Effect.fnUntraced(
   function*<M extends Method>(
     ctx: OwnerContext<M>,
     core: Core<M>,
-    seams: Seams<M>,
     command: Extract<Command<M>, { readonly _tag: "Admit" }>
   ) {
     const st = ctx.state
-    st.taken++
-    const skipped = command.skipped
-    for (let i = 0; i < skipped.length; i++) ctx.counters.add(skipped[i] as string, "recordsSkipped", 1)
-    if (skipped.length > 0 && ctx.metrics.recordsSkipped !== undefined) {
-      yield* Metric.update(ctx.metrics.recordsSkipped, skipped.length)
-    }
-    const slice = command.slice
-    if (slice !== undefined) {
-      yield* ctx.unstage
-      st.outstanding += slice.units
-      st.pending.set(st.generation, (st.pending.get(st.generation) ?? 0) + slice.units)
-      yield* gauge(st, ctx.metrics.inFlightUnits, slice.units)
-      yield* gauge(st, ctx.metrics.inFlightBytes, slice.bytes)
-      yield* seams.admission.admit(slice.payload, yield* Clock.currentTimeMillis, st.generation)
-    }
     for (const failed of command.routed) yield* core.route(failed)
-    if (command.routedPermit !== undefined) yield* ctx.release(command.routedPermit)
+    if (command.routedPermit !== undefined) ctx.releaseUnsafe(command.routedPermit)
     const done = command.routedDone
     if (done !== undefined) {
       yield* st.failure === undefined ? Deferred.succeed(done, undefined) : Deferred.failCause(done, st.failure)
@@ -114,8 +126,8 @@ const onCompleted = Effect.fnUntraced(
   ) {
     const st = ctx.state
     st.requests--
-    yield* gauge(st, ctx.metrics.inFlightRequests, -1)
-    stall.progressed(st.stall, yield* Clock.currentTimeMillis)
+    gaugeUnsafe(ctx, ctx.metrics.inFlightRequests, -1)
+    stall.progressed(st.stall, ctx.clock.currentTimeMillisUnsafe())
     const verdict = yield* delivery.judge(batch, outcome)
     // a request that will go again keeps its place in the request window meanwhile (see `Verdict.reserve`)
     if (verdict.reserve === true) ctx.reserved.add(batch)
@@ -194,7 +206,7 @@ const handle = <M extends Method>(
       }
       return cutAll(seams)
     case "Tick":
-      return Effect.flatMap(Clock.currentTimeMillis, (now) => onTick(ctx, seams, now))
+      return onTick(ctx, seams, ctx.clock.currentTimeMillisUnsafe())
     case "Completed":
       return delivered(delivery, (d) => onCompleted(ctx, core, seams, d, command.batch, command.outcome))
     case "CallFailed":
@@ -227,7 +239,10 @@ export const run = <M extends Method>(
   core: Core<M>,
   seams: Seams<M>
 ): Effect.Effect<never, never, M["Context"]> => {
-  const settle = settleBarriers(ctx, core, seams)
+  const barriers = ctx.state.barriers
+  const settleAll = settleBarriers(ctx, core, seams)
+  // most steps have no barrier waiting
+  const settle = Effect.suspend(() => barriers.length === 0 ? Effect.void : settleAll)
   const step = (command: Command<M>) =>
     handle(ctx, core, seams, command).pipe(
       Effect.catchCause((cause) => core.failCause(cause)),

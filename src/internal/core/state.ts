@@ -5,6 +5,7 @@
  * @internal
  */
 import type * as Cause from "effect/Cause"
+import type * as Clock from "effect/Clock"
 import type * as Context from "effect/Context"
 import type * as Deferred from "effect/Deferred"
 import type * as Effect from "effect/Effect"
@@ -123,9 +124,12 @@ export interface OwnerContext<M extends Method> {
   readonly router: FailureRouter<M["Failure"], M["HandlerError"], M["Context"]>
   readonly counters: SummaryCounters
   readonly metrics: CoreMetrics
-  readonly release: (permit: Permit) => Effect.Effect<void>
+  /** Gives an in-flight permit back (and wakes the writes it lets through). */
+  readonly releaseUnsafe: (permit: Permit) => void
+  /** The writer's clock, read in the owner's steps (the clock of the fiber that built it). */
+  readonly clock: Clock.Clock
   /** The owner took an admitted slice from the queue: one more may be staged. */
-  readonly unstage: Effect.Effect<unknown>
+  readonly unstage: () => void
   /** Wakes every write waiting for admission (permits, a staging place) once `failed` is done. */
   readonly wakeAdmission: Effect.Effect<void>
   /** The budgets' schedules; absent on a staging writer (nothing is sent, nothing retried). */

@@ -9,7 +9,8 @@
  * serialize, measure), then takes an in-flight permit slice by slice and offers each slice to the
  * owner. When a slice has to wait, it first asks the owner to send every open batch (`SendAll`), so
  * the permits held by batched items come back; the wait is the backpressure. The fast path (permits
- * free, queue not full) forks nothing and races nothing: one `tryAcquire` and one `offerUnsafe`. The
+ * free, queue not full) is synchronous: the run's slices that have room take their permits and are
+ * offered in one step of the caller's fiber, forking, racing and yielding nothing (ADR 0051). The
  * waits for permits and for a staging place race nothing either: the writer's failure opens those
  * bounds (`wakeAdmission`), and a woken write finds the failure. Only a full command queue is waited
  * for in a race with the failure (a dead owner takes nothing).
@@ -21,6 +22,7 @@
  *
  * @internal
  */
+import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -28,7 +30,6 @@ import * as FiberSet from "effect/FiberSet"
 import * as Queue from "effect/Queue"
 import * as Scheduler from "effect/Scheduler"
 import type * as Scope from "effect/Scope"
-import * as Semaphore from "effect/Semaphore"
 import type { FailedElement } from "../../Sink/FailedElement.ts"
 import { RetryPolicy } from "../../Sink/RetryPolicy.ts"
 import type { Writer } from "../../Sink/Writer.ts"
@@ -87,6 +88,9 @@ export const ownerSchedulerFor = (current: Scheduler.Scheduler): Scheduler.Sched
  */
 export const maxStagedSlices = 4
 
+/** What a staged slice holds of the staging bound. */
+const stagePermit: Permit = { units: 1, bytes: 0 }
+
 /** How often the owner ticks (batch delay, stall check). @internal */
 export const tickInterval = "100 millis"
 
@@ -134,7 +138,7 @@ const build = Effect.fnUntraced(
     // A failing `open` fails building the writer with the handler's error (nothing to close then).
     const router = yield* failureRouting.make<M["Failure"], M["HandlerError"], M["Context"]>(options.handler, counters)
     const flow = yield* flowControl.make(options.limits)
-    const staged = yield* Semaphore.make(maxStagedSlices)
+    const staged = flowControl.makeUnsafe({ maxUnits: maxStagedSlices, maxBytes: 1 })
     const failed = yield* Deferred.make<never, CoreError<M>>()
     const commands = yield* Queue.bounded<ownerState.Command<M>>(commandCapacity)
     const fibers = yield* FiberSet.make<unknown, unknown>()
@@ -147,9 +151,10 @@ const build = Effect.fnUntraced(
       router,
       counters,
       metrics: options.metrics,
-      release: flow.release,
-      unstage: staged.release(1),
-      wakeAdmission: Effect.andThen(flow.openAll, staged.resize(Number.MAX_SAFE_INTEGER)),
+      releaseUnsafe: flow.releaseUnsafe,
+      clock: yield* Clock.Clock,
+      unstage: () => staged.releaseUnsafe(stagePermit),
+      wakeAdmission: Effect.andThen(flow.openAll, staged.openAll),
       schedules,
       context,
       admission: undefined,
@@ -237,8 +242,8 @@ interface Parts<M extends Method> {
   readonly commands: Queue.Queue<ownerState.Command<M>>
   readonly failed: Deferred.Deferred<never, CoreError<M>>
   readonly flow: flowControl.FlowController
-  /** Slices offered and not yet taken by the owner (`maxStagedSlices`). */
-  readonly staged: Semaphore.Semaphore
+  /** Slices offered and not yet taken by the owner (`maxStagedSlices`), a {@link stagePermit} each. */
+  readonly staged: flowControl.FlowController
   readonly counters: summaryCounters.SummaryCounters
   readonly state: ownerState.State<CoreError<M>>
 }
@@ -262,44 +267,48 @@ const chargeOf = (routed: ReadonlyArray<FailedElement>, maxBytes: number): Permi
   return bytes === 0 ? undefined : { units: 0, bytes: Math.min(bytes, maxBytes) }
 }
 
-type Offer<M extends Method> = (
-  command: ownerState.Command<M>,
-  slice: Slice<M["Slice"]> | undefined,
-  routedPermit?: Permit
-) => Effect.Effect<void, CoreError<M>>
+/** One command a prepared run offers, with what it takes: an in-flight permit, and a staging place (a slice). */
+interface Offer<M extends Method> {
+  readonly command: ownerState.Command<M>
+  readonly permit: Permit | undefined
+  readonly stage: boolean
+}
 
 /**
- * Offers a prepared run: its slices in order, and its routed records with the last one, or, when
- * their payloads hold bytes (an oversize row is up to 10 MiB), on a command of their own charged
+ * The commands of a prepared run: its slices in order, and its routed records with the last one, or,
+ * when their payloads hold bytes (an oversize row is up to 10 MiB), on a command of their own charged
  * those bytes in the in-flight bound until the handler has them.
  */
-const offerAll = Effect.fnUntraced(
-  function*<M extends Method>(
-    prepared: Prepared<M["Slice"], M["Failure"]>,
-    routedDone: Deferred.Deferred<void, CoreError<M>> | undefined,
-    maxBytes: number,
-    offer: Offer<M>
-  ) {
-    const slices = prepared.slices
-    const routedPermit = chargeOf(prepared.routed, maxBytes)
-    const apart = routedPermit !== undefined || slices.length === 0
-    for (let i = 0; i < slices.length; i++) {
-      const slice = slices[i] as Slice<M["Slice"]>
-      const last = i === slices.length - 1 && !apart
-      const routed = last ? prepared.routed : []
-      const skipped = i === slices.length - 1 ? prepared.skipped : []
-      yield* offer({ _tag: "Admit", slice, routed, skipped, routedDone: last ? routedDone : undefined }, slice)
-    }
-    if (apart && (prepared.routed.length > 0 || (slices.length === 0 && prepared.skipped.length > 0))) {
-      const skipped = slices.length === 0 ? prepared.skipped : []
-      yield* offer(
-        { _tag: "Admit", slice: undefined, routed: prepared.routed, skipped, routedDone, routedPermit },
-        undefined,
-        routedPermit
-      )
-    }
+const offersOf = <M extends Method>(
+  prepared: Prepared<M["Slice"], M["Failure"]>,
+  routedDone: Deferred.Deferred<void, CoreError<M>> | undefined,
+  maxBytes: number
+): Array<Offer<M>> => {
+  const slices = prepared.slices
+  const routedPermit = chargeOf(prepared.routed, maxBytes)
+  const apart = routedPermit !== undefined || slices.length === 0
+  const offers: Array<Offer<M>> = []
+  for (let i = 0; i < slices.length; i++) {
+    const slice = slices[i] as Slice<M["Slice"]>
+    const last = i === slices.length - 1 && !apart
+    const routed = last ? prepared.routed : []
+    const skipped = i === slices.length - 1 ? prepared.skipped : []
+    offers.push({
+      command: { _tag: "Admit", slice, routed, skipped, routedDone: last ? routedDone : undefined },
+      permit: { units: slice.units, bytes: slice.permitBytes },
+      stage: true
+    })
   }
-)
+  if (apart && (prepared.routed.length > 0 || (slices.length === 0 && prepared.skipped.length > 0))) {
+    const skipped = slices.length === 0 ? prepared.skipped : []
+    offers.push({
+      command: { _tag: "Admit", slice: undefined, routed: prepared.routed, skipped, routedDone, routedPermit },
+      permit: routedPermit,
+      stage: false
+    })
+  }
+  return offers
+}
 
 /** What `Effect.uninterruptibleMask` hands its body. */
 type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -321,34 +330,51 @@ const enqueuer = <M extends Method>(parts: Parts<M>) => {
       ? Effect.void
       : Effect.ignore(orFailed(Queue.offer(commands, sendAllCommand)))
   )
-  const admit = Effect.fnUntraced(function*(
-    restore: Restore,
-    command: ownerState.Command<M>,
-    permit: Permit | undefined,
-    stage: boolean
-  ) {
+  const admit = Effect.fnUntraced(function*(restore: Restore, { command, permit, stage }: Offer<M>) {
     if (permit !== undefined) {
       if (!(yield* flow.tryAcquire(permit))) yield* restore(untilFailed(flow.acquire(permit, sendAll)))
-      if (stage && !(yield* staged.takeIfAvailable(1))) {
-        yield* restore(untilFailed(staged.take(1))).pipe(Effect.onInterrupt(() => flow.release(permit)))
+      if (stage && !(yield* staged.tryAcquire(stagePermit))) {
+        yield* restore(untilFailed(staged.acquire(stagePermit))).pipe(Effect.onInterrupt(() => flow.release(permit)))
       }
     }
     state.offered++
     if (Queue.offerUnsafe(commands, command)) return
     yield* restore(orFailed(Queue.offer(commands, command))).pipe(
       Effect.onInterrupt(() =>
-        Effect.sync(() => void state.offered--).pipe(
-          Effect.andThen(
-            permit === undefined
-              ? Effect.void
-              : Effect.andThen(flow.release(permit), stage ? staged.release(1) : Effect.void)
-          )
-        )
+        Effect.sync(() => {
+          state.offered--
+          if (permit === undefined) return
+          flow.releaseUnsafe(permit)
+          if (stage) staged.releaseUnsafe(stagePermit)
+        })
       )
     )
   })
-  return (command: ownerState.Command<M>, permit: Permit | undefined, stage: boolean) =>
-    Effect.uninterruptibleMask((restore) => admit(restore, command, permit, stage))
+  /**
+   * The fast path, in the caller's step: takes the permits and offers when all have room now (nothing
+   * waits, nothing forks); else takes nothing and says so.
+   */
+  const offerNowUnsafe = ({ command, permit, stage }: Offer<M>): boolean => {
+    if (permit !== undefined) {
+      if (!flow.tryAcquireUnsafe(permit)) return false
+      if (stage && !staged.tryAcquireUnsafe(stagePermit)) {
+        flow.releaseUnsafe(permit)
+        return false
+      }
+    }
+    state.offered++
+    if (Queue.offerUnsafe(commands, command)) return true
+    state.offered--
+    if (permit !== undefined) {
+      flow.releaseUnsafe(permit)
+      if (stage) staged.releaseUnsafe(stagePermit)
+    }
+    return false
+  }
+  return {
+    offerNowUnsafe,
+    offer: (offer: Offer<M>) => Effect.uninterruptibleMask((restore) => admit(restore, offer))
+  }
 }
 
 /** The caller-side admission of one prepared run: each slice takes its permit, then is offered. */
@@ -361,18 +387,27 @@ const admitter = <M extends Method>(
   const orFailed = orFailedWith(failed)
   const enqueue = enqueuer(parts)
 
-  const offer: Offer<M> = (command, slice, routedPermit) =>
+  // Offers `offers` from `from` on, in order: as many as have room in this step, then the first that
+  // waits through the slow path, and the rest after it.
+  const offerFrom = (offers: ReadonlyArray<Offer<M>>, from: number): Effect.Effect<void, CoreError<M>> =>
     Effect.suspend(() => {
-      // The fast path (permits free, queue not full) takes no race: a race forks two fibers.
-      if (Deferred.isDoneUnsafe(failed)) return Deferred.await(failed)
-      const p = slice === undefined ? routedPermit : { units: slice.units, bytes: slice.permitBytes }
-      // a slice over a bound would wait forever: a backend bug, not backpressure
-      if (p !== undefined && (p.units > flow.maxUnits || p.bytes > flow.maxBytes)) {
-        return Effect.die(
-          new Error(`${backend.name}: a slice of ${p.units} units, ${p.bytes} bytes exceeds the bounds`)
-        )
+      for (let i = from; i < offers.length; i++) {
+        if (Deferred.isDoneUnsafe(failed)) return Deferred.await(failed)
+        const offer = offers[i] as Offer<M>
+        const p = offer.permit
+        // a slice over a bound would wait forever: a backend bug, not backpressure
+        if (p !== undefined && (p.units > flow.maxUnits || p.bytes > flow.maxBytes)) {
+          return Effect.die(
+            new Error(`${backend.name}: a slice of ${p.units} units, ${p.bytes} bytes exceeds the bounds`)
+          )
+        }
+        if (!enqueue.offerNowUnsafe(offer)) {
+          return i === offers.length - 1
+            ? enqueue.offer(offer)
+            : Effect.andThen(enqueue.offer(offer), offerFrom(offers, i + 1))
+        }
       }
-      return enqueue(command, p, slice !== undefined)
+      return Effect.void
     })
 
   return Effect.fnUntraced(function*(records: ReadonlyArray<M["Record"]>) {
@@ -384,7 +419,7 @@ const admitter = <M extends Method>(
     const routedDone = backend.writeAwaitsRouted === true && prepared.routed.length > 0
       ? Deferred.makeUnsafe<void, CoreError<M>>()
       : undefined
-    yield* offerAll(prepared, routedDone, flow.maxBytes, offer)
+    yield* offerFrom(offersOf(prepared, routedDone, flow.maxBytes), 0)
     if (routedDone !== undefined) yield* orFailed(Deferred.await(routedDone))
   })
 }

@@ -66,6 +66,103 @@ describe("flowControl", () => {
       assert.isTrue(yield* flow.tryAcquire(permit(1, 0)))
     }))
 
+  it.effect("waiters are served in order: a later, smaller permit does not pass a waiting large one", () =>
+    Effect.gen(function*() {
+      const flow = yield* flowControl.make({ maxUnits: 10, maxBytes: 100 })
+      yield* flow.acquire(permit(8, 10))
+      const order: Array<string> = []
+      const large = yield* Effect.forkChild(
+        flow.acquire(permit(5, 10)).pipe(Effect.andThen(Effect.sync(() => void order.push("large"))))
+      )
+      yield* TestClock.adjust("1 millis")
+      // two units are free, but the large permit waits first
+      assert.isFalse(flow.tryAcquireUnsafe(permit(1, 1)))
+      const small = yield* Effect.forkChild(
+        flow.acquire(permit(1, 1)).pipe(Effect.andThen(Effect.sync(() => void order.push("small"))))
+      )
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(order, [])
+      flow.releaseUnsafe(permit(8, 10))
+      yield* Fiber.joinAll([large, small])
+      assert.deepStrictEqual(order, ["large", "small"])
+      assert.isTrue(flow.tryAcquireUnsafe(permit(4, 79)), "5 + 1 units taken, 4 left")
+      assert.isFalse(flow.tryAcquireUnsafe(permit(1, 0)))
+    }))
+
+  it.effect("a waiter interrupted after its permit was taken for it, before it ran, gives the permit back", () =>
+    Effect.gen(function*() {
+      const flow = yield* flowControl.make({ maxUnits: 2, maxBytes: 10 })
+      yield* flow.acquire(permit(2, 10))
+      const waiter = yield* Effect.forkChild(flow.acquire(permit(2, 10)))
+      yield* TestClock.adjust("1 millis")
+      // in one step: the release grants the waiter its permit (it resumes later), then it is interrupted
+      flow.releaseUnsafe(permit(2, 10))
+      yield* Fiber.interrupt(waiter)
+      yield* TestClock.adjust("1 millis")
+      assert.isTrue(flow.tryAcquireUnsafe(permit(2, 10)), "nothing is held by the interrupted waiter")
+    }))
+
+  it.effect("an interrupted first waiter lets the ones behind it through", () =>
+    Effect.gen(function*() {
+      const flow = yield* flowControl.make({ maxUnits: 4, maxBytes: 10 })
+      yield* flow.acquire(permit(2, 1))
+      const large = yield* Effect.forkChild(flow.acquire(permit(4, 1)))
+      yield* TestClock.adjust("1 millis")
+      const small = yield* Effect.forkChild(flow.acquire(permit(2, 1)))
+      yield* TestClock.adjust("1 millis")
+      assert.isUndefined(small.pollUnsafe(), "behind the large one")
+      yield* Fiber.interrupt(large)
+      yield* Fiber.join(small)
+    }))
+
+  it.effect.prop(
+    "interrupted and completed acquisitions leave nothing taken",
+    {
+      tasks: Schema.Array(Schema.Struct({
+        units: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 4 })),
+        bytes: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 50 })),
+        hold: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 5 })),
+        interruptAt: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 20 })))
+      }))
+    },
+    ({ tasks }) =>
+      Effect.gen(function*() {
+        const flow = yield* flowControl.make({ maxUnits: 4, maxBytes: 50 })
+        let units = 0
+        let bytes = 0
+        let ok = true
+        const fibers = yield* Effect.forEach(tasks, (t) => {
+          const p = permit(t.units, t.bytes)
+          const use = Effect.uninterruptibleMask((restore) =>
+            restore(flow.acquire(p)).pipe(
+              Effect.andThen(Effect.sync(() => {
+                units += p.units
+                bytes += p.bytes
+                if (units > 4 || bytes > 50) ok = false
+              })),
+              Effect.andThen(Effect.sleep(`${t.hold} millis`)),
+              Effect.ensuring(Effect.sync(() => {
+                units -= p.units
+                bytes -= p.bytes
+              })),
+              Effect.ensuring(flow.release(p))
+            )
+          )
+          return Effect.forkChild(use)
+        })
+        yield* Effect.forEach(tasks, (t, i) =>
+          t.interruptAt === undefined
+            ? Effect.void
+            : Effect.forkChild(Effect.andThen(Effect.sleep(`${t.interruptAt} millis`), Fiber.interrupt(fibers[i]!))), {
+          discard: true
+        })
+        yield* TestClock.adjust("100 millis")
+        yield* Fiber.awaitAll(fibers)
+        assert.isTrue(ok, "never over the bounds")
+        assert.isTrue(flow.tryAcquireUnsafe(permit(4, 50)), "every permit came back")
+      })
+  )
+
   it.effect.prop(
     "never more in flight than the bounds",
     { sizes: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 200 }))) },
