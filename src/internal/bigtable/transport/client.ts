@@ -43,6 +43,22 @@ interface CallParts {
   readonly listener: CallListener
 }
 
+/**
+ * `encode` run at most once per reserve: a call that tries to start at once encodes its request, and
+ * encodes it again only if it then waits for a connection on a transport with another reserve (none does).
+ */
+const encodedOnce = (encode: (reserve: number) => Buffer): (reserve: number) => Buffer => {
+  let reserved = -1
+  let bytes: Buffer | undefined
+  return (reserve) => {
+    if (bytes === undefined || reserve !== reserved) {
+      bytes = encode(reserve)
+      reserved = reserve
+    }
+    return bytes
+  }
+}
+
 /** A call's cancel, once it started: shared by the call's runner and its listener. */
 interface Started {
   cancel: Cancel | undefined
@@ -82,9 +98,10 @@ const runCall = <A>(
       let clear: (() => void) | undefined
       return Effect.onExit(
         Effect.clockWith((clock) => {
-          const { method, encode, routing, listener } = parts
+          const { method, routing, listener } = parts
+          const encode = encodedOnce(parts.encode)
           const call = startNow(method, encode, routing, limit, listener, clock.currentTimeMillisUnsafe())
-          if (call === undefined) return waiting(start, parts, limit, done, expire, started)
+          if (call === undefined) return waiting(start, { ...parts, encode }, limit, done, expire, started)
           started.cancel = call
           clear = deadlines.arm(limit, expire)
           return Deferred.await(done)

@@ -39,7 +39,8 @@ export type Cancel = (reason: "deadline" | "interrupted") => void
 /**
  * Starts one call on `method` with the single message `encode(reserve)` (wire bytes after `reserve`
  * free bytes the transport frames in), the routing header `routing` and the deadline `timeout`. A
- * call that cannot start ends through `listener.onEnd`.
+ * call that cannot start ends through `listener.onEnd`; so does one whose `encode` throws, with what
+ * was thrown: the request is encoded before the call opens, so no call is left half-open.
  *
  * grpc-js keeps the deadline itself (its own timer on the wall clock, ending the call
  * `DEADLINE_EXCEEDED`); a transport that only sends it to the server (`grpc-timeout`) says so with

@@ -43,6 +43,8 @@ const noMetadata = (): void => {}
  */
 export const onChannel = (channel: grpc.ChannelInterface): StartCall => (method, encode, routing, timeout, listener) =>
   startSync(() => {
+    // encoded first: one that throws ends the call before it starts (no call is left half-open)
+    const request = encode(0)
     const call = channel.createCall(method, deadline.grpcDeadline(timeout), undefined, null, undefined)
     let ended = false
     call.start(metadataOf(routing), {
@@ -59,7 +61,7 @@ export const onChannel = (channel: grpc.ChannelInterface): StartCall => (method,
         listener.onEnd(status.code === grpc.status.OK ? undefined : serviceError(status))
       }
     })
-    call.sendMessageWithContext({}, encode(0))
+    call.sendMessageWithContext({}, request)
     call.halfClose()
     call.startRead()
     return () => {

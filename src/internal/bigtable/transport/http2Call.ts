@@ -18,7 +18,7 @@ import * as DeadlineKeeper from "../../wire/deadlineKeeper.ts"
 import type { Call } from "../../wire/http2/call.ts"
 import type { Http2Channel } from "../../wire/http2/channel.ts"
 import { prefixLength, writePrefix } from "../../wire/http2/messageFrame.ts"
-import type { Cancel, StartCall, StartNow } from "./dataCall.ts"
+import type { CallListener, Cancel, StartCall, StartNow } from "./dataCall.ts"
 
 /**
  * Calls on `channel`; the caller keeps each call's deadline (`local`), on the keeper made here (on
@@ -32,10 +32,27 @@ export const overHttp2 = (channel: Http2Channel): Effect.Effect<StartCall, never
     (deadlines) => Object.assign(start(channel), { local: { deadlines, startNow: startNow(channel) } })
   )
 
-/** Writes the request, framed, as the call's one message; the call's cancel. */
-const send = (channel: Http2Channel, call: Call, encode: (reserve: number) => Buffer): Cancel => {
-  const framed = encode(prefixLength)
-  writePrefix(framed, 0, framed.length - prefixLength)
+/**
+ * The request framed in one buffer (encoded after the 5 bytes of gRPC's prefix), or, when encoding
+ * throws, nothing: the call then ends through its listener with what was thrown, before any stream
+ * is opened (none is left half-open).
+ */
+const framedOrEnd = (encode: (reserve: number) => Buffer, listener: CallListener): Buffer | undefined => {
+  try {
+    const framed = encode(prefixLength)
+    writePrefix(framed, 0, framed.length - prefixLength)
+    return framed
+  } catch (cause) {
+    listener.onEnd(cause)
+    return undefined
+  }
+}
+
+/** The cancel of a call that never started. */
+const nothingToCancel: Cancel = () => {}
+
+/** Writes the framed request as the call's one message; the call's cancel. */
+const send = (channel: Http2Channel, call: Call, framed: Buffer): Cancel => {
   call.writeLast(framed)
   return (reason) => {
     call.cancel()
@@ -44,12 +61,19 @@ const send = (channel: Http2Channel, call: Call, encode: (reserve: number) => Bu
 }
 
 const start = (channel: Http2Channel): StartCall => (method, encode, routing, timeout, listener) =>
-  Effect.map(
-    channel.call(method, { "x-goog-request-params": routing }, timeout, listener),
-    (call) => send(channel, call, encode)
-  )
+  Effect.suspend(() => {
+    const framed = framedOrEnd(encode, listener)
+    if (framed === undefined) return Effect.succeed(nothingToCancel)
+    return Effect.map(
+      channel.call(method, { "x-goog-request-params": routing }, timeout, listener),
+      (call) => send(channel, call, framed)
+    )
+  })
 
+// `encode` is called here and again if the call then waits (`start`): `client.ts` encodes a request once
 const startNow = (channel: Http2Channel): StartNow => (method, encode, routing, timeout, listener, now) => {
+  const framed = framedOrEnd(encode, listener)
+  if (framed === undefined) return nothingToCancel
   const call = channel.callNow(method, { "x-goog-request-params": routing }, timeout, listener, now)
-  return call === undefined ? undefined : send(channel, call, encode)
+  return call === undefined ? undefined : send(channel, call, framed)
 }

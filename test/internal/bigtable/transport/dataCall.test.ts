@@ -9,6 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as grpc from "@grpc/grpc-js"
 import { Deferred, Duration, Effect, Fiber, type Scope } from "effect"
+import * as http2 from "node:http2"
 import { Mutation, RowMutationEntry } from "../../../../src/Bigtable/index.ts"
 import { checkAndMutateRowPath } from "../../../../src/internal/bigtable/transport/checkAndMutateProto.ts"
 import * as client from "../../../../src/internal/bigtable/transport/client.ts"
@@ -51,6 +52,44 @@ const server = (handlers: Record<string, Handler>, credentials = grpc.ServerCred
   })
 
 type Transport = DataPath.Transport
+
+/**
+ * A bare HTTP/2 server on a free loopback port that answers every stream at once with an OK trailers-only
+ * response, and counts the streams opened on it.
+ */
+const countingServer = Effect.acquireRelease(
+  Effect.callback<{
+    readonly h2: http2.Http2Server
+    readonly sessions: Set<http2.ServerHttp2Session>
+    readonly port: number
+    readonly streams: () => number
+  }>(
+    (resume) => {
+      let streams = 0
+      const h2 = http2.createServer()
+      const sessions = new Set<http2.ServerHttp2Session>()
+      h2.on("session", (session) => {
+        sessions.add(session)
+        session.on("close", () => sessions.delete(session))
+      })
+      h2.on("stream", (stream) => {
+        streams++
+        stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "0" }, { endStream: true })
+      })
+      h2.listen(0, "127.0.0.1", () => {
+        const address = h2.address()
+        const port = typeof address === "object" && address !== null ? address.port : 0
+        resume(Effect.succeed({ h2, sessions, port, streams: () => streams }))
+      })
+    }
+  ),
+  ({ h2, sessions }) =>
+    Effect.callback<void>((resume) => {
+      h2.close(() => resume(Effect.void))
+      // closing waits for the sessions: they end with it (a client's channel may keep its connection)
+      for (const session of sessions) session.destroy()
+    })
+)
 
 /** The calls of `transport` to the plaintext server on `port`, closed with the scope. */
 const startOn = (transport: Transport, port: number): Effect.Effect<StartCall, never, Scope.Scope> =>
@@ -225,6 +264,45 @@ describe.each(["http2", "grpc-js"] as const)("StartCall on %s", (transport) => {
       yield* Deferred.await(arrived)
       yield* Fiber.interrupt(fiber)
       yield* Deferred.await(cancelled)
+    })))
+
+  it.live("an encode that throws ends the call through its listener, before any stream is opened", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { port, streams } = yield* countingServer
+      const start = yield* startOn(transport, port)
+      const call = (encode: (reserve: number) => Buffer) =>
+        Effect.gen(function*() {
+          const done = yield* Deferred.make<unknown>()
+          yield* start(streamPath, encode, "", Duration.seconds(10), {
+            onMessage: () => {},
+            onEnd: (error) => Deferred.doneUnsafe(done, Effect.succeed(error))
+          })
+          return yield* Deferred.await(done)
+        })
+      const thrown = new RangeError("the request does not encode")
+      const throwing = () => {
+        throw thrown
+      }
+      assert.strictEqual(yield* call(throwing), thrown, "before a connection")
+      assert.isUndefined(yield* call((reserve) => Buffer.alloc(reserve)), "a call that encodes ends OK")
+      assert.strictEqual(yield* call(throwing), thrown, "on the connection that is up")
+      assert.strictEqual(streams(), 1, "only the call that encoded opened a stream")
+    })))
+
+  it.live("a MutateRows request that does not encode fails its entries without a code, and opens no stream", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { port, streams } = yield* countingServer
+      const mutate = client.mutateRows(yield* startOn(transport, port))
+      const entries = [RowMutationEntry.make("k", Mutation.setCell({ family: "cf", qualifier: "q", value: "v" }))]
+      const request = { tableName: "projects/p/instances/i/tables/t", entries, timeout: Duration.seconds(10) }
+      // the first call brings the connection up: the second starts at once on it (the HTTP/2 path's fast start)
+      assert.deepStrictEqual((yield* mutate(request)).map((s) => s.code), [undefined])
+      assert.strictEqual(streams(), 1)
+      // a size that disagrees with the entry: encoding it throws (the sizes are measured at admission)
+      const statuses = yield* mutate({ ...request, entryByteSizes: [1] })
+      assert.isUndefined(statuses[0]?.code)
+      assert.include(statuses[0]?.message, "not the 1 it measured")
+      assert.strictEqual(streams(), 1, "no stream for the request that did not encode")
     })))
 
   it.live("a malformed MutateRowsResponse fails its unanswered entries without a code and cancels the call", () =>
