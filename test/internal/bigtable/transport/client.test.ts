@@ -47,3 +47,49 @@ describe("bigtable client calls started at once", () => {
       assert.strictEqual(keeper.pending(), 0)
     }))
 })
+
+/**
+ * A transport whose calls must wait (a connection coming up: a few turns) and then start, never answer,
+ * and record how they were cancelled; with `local`, its fast start always finds the connection down.
+ */
+const waitingTransport = (deadlines: DeadlineKeeper.DeadlineKeeper | undefined) => {
+  const cancels: Array<Array<string>> = []
+  const call: StartCall = () =>
+    Effect.andThen(
+      Effect.andThen(Effect.yieldNow, Effect.yieldNow),
+      Effect.sync((): Cancel => {
+        const reasons: Array<string> = []
+        cancels.push(reasons)
+        return (reason) => void reasons.push(reason)
+      })
+    )
+  const start: StartCall = deadlines === undefined
+    ? call
+    : Object.assign(call, { local: { startNow: () => undefined, deadlines } })
+  return { start, cancels }
+}
+
+describe("bigtable client calls that wait for a connection", () => {
+  it.effect.each(["a deadline of its own (grpc-js)", "a local deadline (HTTP/2)"] as const)(
+    "with %s: an interruption anywhere cancels the call once it started",
+    (kind) =>
+      Effect.gen(function*() {
+        const keeper = yield* DeadlineKeeper.make
+        const { start, cancels } = waitingTransport(kind === "a local deadline (HTTP/2)" ? keeper : undefined)
+        const mutate = client.mutateRows(start)
+        for (let ops = 2; ops <= 40; ops++) {
+          for (let turns = 0; turns <= 6; turns++) {
+            const fiber = yield* Effect.forkChild(
+              mutate({ tableName: "projects/p/instances/i/tables/t", entries: [], timeout: Duration.minutes(1) }).pipe(
+                Effect.provideService(References.MaxOpsBeforeYield, ops)
+              )
+            )
+            for (let i = 0; i < turns; i++) yield* Effect.yieldNow
+            yield* Fiber.interrupt(fiber)
+          }
+        }
+        assert.isAbove(cancels.length, 50, "most calls started before their interruption")
+        for (const [i, reasons] of cancels.entries()) assert.deepStrictEqual(reasons, ["interrupted"], `call ${i}`)
+      })
+  )
+})
