@@ -55,8 +55,19 @@ interface Waiter {
   granted: boolean
 }
 
-/** @internal */
-export const makeUnsafe = (bounds: { readonly maxUnits: number; readonly maxBytes: number }): FlowController => {
+/**
+ * A bound of `maxUnits` and `maxBytes`. With `resumeAtUnits`, a release wakes the waiters only once the
+ * units taken are down to it (a low-water mark): a producer that outruns its consumer then waits once
+ * per several items instead of once per item.
+ *
+ * @internal
+ */
+export const makeUnsafe = (bounds: {
+  readonly maxUnits: number
+  readonly maxBytes: number
+  readonly resumeAtUnits?: number
+}): FlowController => {
+  const resumeAt = bounds.resumeAtUnits ?? Number.POSITIVE_INFINITY
   const maxUnits = Math.max(1, Math.floor(bounds.maxUnits))
   const maxBytes = Math.max(1, Math.floor(bounds.maxBytes))
   let unitsLimit = maxUnits
@@ -86,7 +97,7 @@ export const makeUnsafe = (bounds: { readonly maxUnits: number; readonly maxByte
   const releaseUnsafe = (p: Permit): void => {
     units -= p.units
     bytes -= p.bytes
-    if (waiters.length > 0) wake()
+    if (waiters.length > 0 && units <= resumeAt) wake()
   }
   // an interrupted wait: its place in line, or the permit taken for it, goes back
   const cancel = (w: Waiter): void => {

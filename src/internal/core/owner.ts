@@ -80,7 +80,7 @@ const onAdmit = <M extends Method>(
   const slice = command.slice
   let admitted: Effect.Effect<void, M["Error"], M["Context"]> = Effect.void
   if (slice !== undefined) {
-    ctx.unstage()
+    ctx.unstage(slice.bytes)
     st.outstanding += slice.units
     st.pending.set(st.generation, (st.pending.get(st.generation) ?? 0) + slice.units)
     gaugeUnsafe(ctx, ctx.metrics.inFlightUnits, slice.units)

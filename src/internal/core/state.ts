@@ -128,8 +128,8 @@ export interface OwnerContext<M extends Method> {
   readonly releaseUnsafe: (permit: Permit) => void
   /** The writer's clock, read in the owner's steps (the clock of the fiber that built it). */
   readonly clock: Clock.Clock
-  /** The owner took an admitted slice from the queue: one more may be staged. */
-  readonly unstage: () => void
+  /** The owner took an admitted slice of `bytes` from the queue: its staging place is free. */
+  readonly unstage: (bytes: number) => void
   /** Wakes every write waiting for admission (permits, a staging place) once `failed` is done. */
   readonly wakeAdmission: Effect.Effect<void>
   /** The budgets' schedules; absent on a staging writer (nothing is sent, nothing retried). */

@@ -82,14 +82,25 @@ export const ownerSchedulerFor = (current: Scheduler.Scheduler): Scheduler.Sched
  * bounds count a slice from admission until its request is answered; without this second, small
  * bound the caller (which encodes) could run a whole in-flight budget of encoded buffers ahead of
  * the owner (which sends), and those buffers, not the requests on the wire, made the peak memory.
- * Enough slices for the owner never to wait on the caller: it takes them as fast as it sends.
+ * Enough slices for the owner never to wait on the caller: it takes them as fast as it sends. At most
+ * {@link maxStagedBytes} of them are staged: large slices (a request's worth) stay as few as before.
  *
  * @internal
  */
-export const maxStagedSlices = 4
+export const maxStagedSlices = 8
 
-/** What a staged slice holds of the staging bound. */
-const stagePermit: Permit = { units: 1, bytes: 0 }
+/** The bytes of the slices staged at once (a slice larger counts as this much). @internal */
+export const maxStagedBytes = 2 * 1024 * 1024
+
+/**
+ * A write waiting for a staging place resumes once the owner has taken the slices down to this many: a
+ * caller that outruns the owner (slices of a few records) then waits once per several writes, and the
+ * owner still has slices to take meanwhile.
+ */
+const stagedResumeAt = maxStagedSlices / 2
+
+/** What a staged slice of `bytes` holds of the staging bound. */
+const stagePermitOf = (bytes: number): Permit => ({ units: 1, bytes: Math.min(bytes, maxStagedBytes) })
 
 /** How often the owner ticks (batch delay, stall check). @internal */
 export const tickInterval = "100 millis"
@@ -138,7 +149,11 @@ const build = Effect.fnUntraced(
     // A failing `open` fails building the writer with the handler's error (nothing to close then).
     const router = yield* failureRouting.make<M["Failure"], M["HandlerError"], M["Context"]>(options.handler, counters)
     const flow = yield* flowControl.make(options.limits)
-    const staged = flowControl.makeUnsafe({ maxUnits: maxStagedSlices, maxBytes: 1 })
+    const staged = flowControl.makeUnsafe({
+      maxUnits: maxStagedSlices,
+      maxBytes: maxStagedBytes,
+      resumeAtUnits: stagedResumeAt
+    })
     const failed = yield* Deferred.make<never, CoreError<M>>()
     const commands = yield* Queue.bounded<ownerState.Command<M>>(commandCapacity)
     const fibers = yield* FiberSet.make<unknown, unknown>()
@@ -153,7 +168,7 @@ const build = Effect.fnUntraced(
       metrics: options.metrics,
       releaseUnsafe: flow.releaseUnsafe,
       clock: yield* Clock.Clock,
-      unstage: () => staged.releaseUnsafe(stagePermit),
+      unstage: (bytes) => staged.releaseUnsafe(stagePermitOf(bytes)),
       wakeAdmission: Effect.andThen(flow.openAll, staged.openAll),
       schedules,
       context,
@@ -242,7 +257,7 @@ interface Parts<M extends Method> {
   readonly commands: Queue.Queue<ownerState.Command<M>>
   readonly failed: Deferred.Deferred<never, CoreError<M>>
   readonly flow: flowControl.FlowController
-  /** Slices offered and not yet taken by the owner (`maxStagedSlices`), a {@link stagePermit} each. */
+  /** Slices offered and not yet taken by the owner (`maxStagedSlices`, `maxStagedBytes`). */
   readonly staged: flowControl.FlowController
   readonly counters: summaryCounters.SummaryCounters
   readonly state: ownerState.State<CoreError<M>>
@@ -271,7 +286,8 @@ const chargeOf = (routed: ReadonlyArray<FailedElement>, maxBytes: number): Permi
 interface Offer<M extends Method> {
   readonly command: ownerState.Command<M>
   readonly permit: Permit | undefined
-  readonly stage: boolean
+  /** What a slice holds of the staging bound; none for routed records alone. */
+  readonly stage: Permit | undefined
 }
 
 /**
@@ -296,7 +312,7 @@ const offersOf = <M extends Method>(
     offers.push({
       command: { _tag: "Admit", slice, routed, skipped, routedDone: last ? routedDone : undefined },
       permit: { units: slice.units, bytes: slice.permitBytes },
-      stage: true
+      stage: stagePermitOf(slice.bytes)
     })
   }
   if (apart && (prepared.routed.length > 0 || (slices.length === 0 && prepared.skipped.length > 0))) {
@@ -304,7 +320,7 @@ const offersOf = <M extends Method>(
     offers.push({
       command: { _tag: "Admit", slice: undefined, routed: prepared.routed, skipped, routedDone, routedPermit },
       permit: routedPermit,
-      stage: false
+      stage: undefined
     })
   }
   return offers
@@ -333,8 +349,8 @@ const enqueuer = <M extends Method>(parts: Parts<M>) => {
   const admit = Effect.fnUntraced(function*(restore: Restore, { command, permit, stage }: Offer<M>) {
     if (permit !== undefined) {
       if (!(yield* flow.tryAcquire(permit))) yield* restore(untilFailed(flow.acquire(permit, sendAll)))
-      if (stage && !(yield* staged.tryAcquire(stagePermit))) {
-        yield* restore(untilFailed(staged.acquire(stagePermit))).pipe(Effect.onInterrupt(() => flow.release(permit)))
+      if (stage !== undefined && !(yield* staged.tryAcquire(stage))) {
+        yield* restore(untilFailed(staged.acquire(stage))).pipe(Effect.onInterrupt(() => flow.release(permit)))
       }
     }
     state.offered++
@@ -345,7 +361,7 @@ const enqueuer = <M extends Method>(parts: Parts<M>) => {
           state.offered--
           if (permit === undefined) return
           flow.releaseUnsafe(permit)
-          if (stage) staged.releaseUnsafe(stagePermit)
+          if (stage !== undefined) staged.releaseUnsafe(stage)
         })
       )
     )
@@ -357,7 +373,7 @@ const enqueuer = <M extends Method>(parts: Parts<M>) => {
   const offerNowUnsafe = ({ command, permit, stage }: Offer<M>): boolean => {
     if (permit !== undefined) {
       if (!flow.tryAcquireUnsafe(permit)) return false
-      if (stage && !staged.tryAcquireUnsafe(stagePermit)) {
+      if (stage !== undefined && !staged.tryAcquireUnsafe(stage)) {
         flow.releaseUnsafe(permit)
         return false
       }
@@ -367,7 +383,7 @@ const enqueuer = <M extends Method>(parts: Parts<M>) => {
     state.offered--
     if (permit !== undefined) {
       flow.releaseUnsafe(permit)
-      if (stage) staged.releaseUnsafe(stagePermit)
+      if (stage !== undefined) staged.releaseUnsafe(stage)
     }
     return false
   }
@@ -410,18 +426,28 @@ const admitter = <M extends Method>(
       return Effect.void
     })
 
-  return Effect.fnUntraced(function*(records: ReadonlyArray<M["Record"]>) {
-    const gate = backend.admissionGate?.()
-    if (gate !== undefined) yield* orFailed(gate)
-    const prepared = yield* backend.prepare(records, limits)
+  // prepared, then offered: a chain, not a generator (a write of a few records is mostly its steps)
+  const admitPrepared = (prepared: Prepared<M["Slice"], M["Failure"]>): Effect.Effect<void, CoreError<M>> => {
     // records routed before admission: with `writeAwaitsRouted` the write returns once the handler
     // has them, so a handler that fails (failJob) fails this write (nothing routed: no wait)
-    const routedDone = backend.writeAwaitsRouted === true && prepared.routed.length > 0
-      ? Deferred.makeUnsafe<void, CoreError<M>>()
-      : undefined
-    yield* offerFrom(offersOf(prepared, routedDone, flow.maxBytes), 0)
-    if (routedDone !== undefined) yield* orFailed(Deferred.await(routedDone))
-  })
+    if (backend.writeAwaitsRouted !== true || prepared.routed.length === 0) {
+      return offerFrom(offersOf(prepared, undefined, flow.maxBytes), 0)
+    }
+    const routedDone = Deferred.makeUnsafe<void, CoreError<M>>()
+    return Effect.andThen(
+      offerFrom(offersOf(prepared, routedDone, flow.maxBytes), 0),
+      orFailed(Deferred.await(routedDone))
+    )
+  }
+  const prepareAndAdmit = (records: ReadonlyArray<M["Record"]>) =>
+    Effect.flatMap(backend.prepare(records, limits), admitPrepared)
+  return (records) => {
+    const gate = backend.admissionGate?.()
+    // behind a gate, the run is prepared once it opens
+    return gate === undefined
+      ? prepareAndAdmit(records)
+      : Effect.andThen(orFailed(gate), Effect.suspend(() => prepareAndAdmit(records)))
+  }
 }
 
 /** The caller-side half: `write` (prepare, permits, offer), `flush`, `checkpoint`, `summary`. */
@@ -437,13 +463,16 @@ const admission = <M extends Method, P>(
   // permits free up: preparing a whole large chunk up front would let the requests drain meanwhile.
   const size = Math.max(1, backend.sliceRecords)
   const writeSpan = `${backend.name}.write`
-  const write = Effect.fnUntraced(function*(records: Iterable<M["Record"]>) {
-    if (Deferred.isDoneUnsafe(failed)) return yield* Deferred.await(failed)
-    const all: ReadonlyArray<M["Record"]> = Array.isArray(records) ? records : Array.from(records)
-    for (let from = 0; from < all.length; from += size) {
-      yield* admit(all.length <= size ? all : all.slice(from, from + size))
-    }
+  const runs = Effect.fnUntraced(function*(all: ReadonlyArray<M["Record"]>) {
+    for (let from = 0; from < all.length; from += size) yield* admit(all.slice(from, from + size))
   })
+  const write = (records: Iterable<M["Record"]>): Effect.Effect<void, CoreError<M>> =>
+    Effect.suspend(() => {
+      if (Deferred.isDoneUnsafe(failed)) return Deferred.await(failed)
+      const all: ReadonlyArray<M["Record"]> = Array.isArray(records) ? records : Array.from(records)
+      if (all.length === 0) return Effect.void
+      return all.length <= size ? admit(all) : runs(all)
+    })
 
   const flush: Effect.Effect<void, CoreError<M>> = Effect.gen(function*() {
     const done = yield* Deferred.make<void, CoreError<M>>()

@@ -115,6 +115,23 @@ describe("flowControl", () => {
       yield* Fiber.join(small)
     }))
 
+  it.effect("with a low-water mark, a waiter resumes only once the units taken are down to it", () =>
+    Effect.gen(function*() {
+      const flow = flowControl.makeUnsafe({ maxUnits: 4, maxBytes: 1, resumeAtUnits: 2 })
+      const one = permit(1, 0)
+      for (let i = 0; i < 4; i++) assert.isTrue(flow.tryAcquireUnsafe(one))
+      const waiter = yield* Effect.forkChild(flow.acquire(one))
+      yield* TestClock.adjust("1 millis")
+      flow.releaseUnsafe(one)
+      yield* TestClock.adjust("1 millis")
+      assert.isUndefined(waiter.pollUnsafe(), "3 taken: above the mark, though one would fit")
+      assert.isFalse(flow.tryAcquireUnsafe(one), "and no one passes the waiter")
+      flow.releaseUnsafe(one)
+      yield* Fiber.join(waiter)
+      assert.isTrue(flow.tryAcquireUnsafe(one), "2 + 1 taken, one more fits")
+      assert.isFalse(flow.tryAcquireUnsafe(one))
+    }))
+
   it.effect.prop(
     "interrupted and completed acquisitions leave nothing taken",
     {
