@@ -55,6 +55,87 @@ interface Waiter {
   granted: boolean
 }
 
+/** The counts and the line of waiters of one bound; every operation synchronous. */
+class Ledger {
+  units = 0
+  bytes = 0
+  readonly waiters: Array<Waiter> = []
+  unitsLimit: number
+  bytesLimit: number
+  readonly resumeAt: number
+  constructor(unitsLimit: number, bytesLimit: number, resumeAt: number) {
+    this.unitsLimit = unitsLimit
+    this.bytesLimit = bytesLimit
+    this.resumeAt = resumeAt
+  }
+
+  fits(p: Permit): boolean {
+    return this.units + p.units <= this.unitsLimit && this.bytes + p.bytes <= this.bytesLimit
+  }
+
+  take(p: Permit): void {
+    this.units += p.units
+    this.bytes += p.bytes
+  }
+
+  /** Takes `p` when it fits and no one waits before it. */
+  tryTake(p: Permit): boolean {
+    if (this.waiters.length > 0 || !this.fits(p)) return false
+    this.take(p)
+    return true
+  }
+
+  /** Serves the waiters in order while the first fits; each resumes later, never in the releaser's stack. */
+  wake(): void {
+    while (this.waiters.length > 0) {
+      const first = this.waiters[0] as Waiter
+      if (!this.fits(first.permit)) return
+      this.waiters.shift()
+      this.take(first.permit)
+      first.granted = true
+      // on the releasing fiber's dispatcher, as Effect's semaphore wakes (the owner's: a microtask)
+      const dispatcher = Fiber.getCurrent()?.currentDispatcher ?? first.scheduler.makeDispatcher()
+      dispatcher.scheduleTask(() => first.resume(Effect.void), 0)
+    }
+  }
+
+  release(p: Permit): void {
+    this.units -= p.units
+    this.bytes -= p.bytes
+    if (this.waiters.length > 0 && this.units <= this.resumeAt) this.wake()
+  }
+
+  /** An interrupted wait: its place in line, or the permit taken for it, goes back. */
+  cancel(w: Waiter): void {
+    if (w.granted) {
+      w.granted = false
+      this.release(w.permit)
+      return
+    }
+    const at = this.waiters.indexOf(w)
+    if (at < 0) return
+    this.waiters.splice(at, 1)
+    // the first waiter may have been holding back the ones behind it
+    if (at === 0) this.wake()
+  }
+}
+
+/** Waits in line for `p`, which is taken for the waiter before it resumes. */
+const waitFor = (ledger: Ledger, p: Permit): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    let waiter: Waiter | undefined
+    return Effect.callback<void>(function(resume) {
+      const w: Waiter = { permit: p, scheduler: this, resume, granted: false }
+      waiter = w
+      ledger.waiters.push(w)
+      ledger.wake()
+      return Effect.sync(() => ledger.cancel(w))
+    }).pipe(
+      // also between the wake and the resumption's end
+      Effect.onInterrupt(() => Effect.sync(() => waiter !== undefined && ledger.cancel(waiter)))
+    )
+  })
+
 /**
  * A bound of `maxUnits` and `maxBytes`. With `resumeAtUnits`, a release wakes the waiters only once the
  * units taken are down to it (a low-water mark): a producer that outruns its consumer then waits once
@@ -67,87 +148,27 @@ export const makeUnsafe = (bounds: {
   readonly maxBytes: number
   readonly resumeAtUnits?: number
 }): FlowController => {
-  const resumeAt = bounds.resumeAtUnits ?? Number.POSITIVE_INFINITY
   const maxUnits = Math.max(1, Math.floor(bounds.maxUnits))
   const maxBytes = Math.max(1, Math.floor(bounds.maxBytes))
-  let unitsLimit = maxUnits
-  let bytesLimit = maxBytes
-  let units = 0
-  let bytes = 0
-  const waiters: Array<Waiter> = []
-
-  const fits = (p: Permit): boolean => units + p.units <= unitsLimit && bytes + p.bytes <= bytesLimit
-  const take = (p: Permit): void => {
-    units += p.units
-    bytes += p.bytes
-  }
-  // serves the waiters in order while the first fits; each resumes later, never in the releaser's stack
-  const wake = (): void => {
-    while (waiters.length > 0) {
-      const first = waiters[0] as Waiter
-      if (!fits(first.permit)) return
-      waiters.shift()
-      take(first.permit)
-      first.granted = true
-      // on the releasing fiber's dispatcher, as Effect's semaphore wakes (the owner's: a microtask)
-      const dispatcher = Fiber.getCurrent()?.currentDispatcher ?? first.scheduler.makeDispatcher()
-      dispatcher.scheduleTask(() => first.resume(Effect.void), 0)
-    }
-  }
-  const releaseUnsafe = (p: Permit): void => {
-    units -= p.units
-    bytes -= p.bytes
-    if (waiters.length > 0 && units <= resumeAt) wake()
-  }
-  // an interrupted wait: its place in line, or the permit taken for it, goes back
-  const cancel = (w: Waiter): void => {
-    if (w.granted) {
-      w.granted = false
-      releaseUnsafe(w.permit)
-      return
-    }
-    const at = waiters.indexOf(w)
-    if (at < 0) return
-    waiters.splice(at, 1)
-    // the first waiter may have been holding back the ones behind it
-    if (at === 0) wake()
-  }
-  const tryAcquireUnsafe = (p: Permit): boolean => {
-    if (waiters.length > 0 || !fits(p)) return false
-    take(p)
-    return true
-  }
-  const wait = (p: Permit): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      let waiter: Waiter | undefined
-      return Effect.callback<void>(function(resume) {
-        const w: Waiter = { permit: p, scheduler: this, resume, granted: false }
-        waiter = w
-        waiters.push(w)
-        wake()
-        return Effect.sync(() => cancel(w))
-      }).pipe(
-        // also between the wake and the resumption's end
-        Effect.onInterrupt(() => Effect.sync(() => waiter !== undefined && cancel(waiter)))
-      )
-    })
-  const acquire = (p: Permit, onWait?: Effect.Effect<void>): Effect.Effect<void> =>
-    Effect.suspend(() => {
-      if (tryAcquireUnsafe(p)) return Effect.void
-      return onWait === undefined ? wait(p) : Effect.andThen(onWait, wait(p))
-    })
+  const ledger = new Ledger(maxUnits, maxBytes, bounds.resumeAtUnits ?? Number.POSITIVE_INFINITY)
+  const tryAcquireUnsafe = (p: Permit): boolean => ledger.tryTake(p)
+  const releaseUnsafe = (p: Permit): void => ledger.release(p)
   return {
     maxUnits,
     maxBytes,
     tryAcquireUnsafe,
-    tryAcquire: (p) => Effect.sync(() => tryAcquireUnsafe(p)),
-    acquire,
+    tryAcquire: (p) => Effect.sync(() => ledger.tryTake(p)),
+    acquire: (p, onWait) =>
+      Effect.suspend(() => {
+        if (ledger.tryTake(p)) return Effect.void
+        return onWait === undefined ? waitFor(ledger, p) : Effect.andThen(onWait, waitFor(ledger, p))
+      }),
     releaseUnsafe,
-    release: (p) => Effect.sync(() => releaseUnsafe(p)),
+    release: (p) => Effect.sync(() => ledger.release(p)),
     openAll: Effect.sync(() => {
-      unitsLimit = Number.POSITIVE_INFINITY
-      bytesLimit = Number.POSITIVE_INFINITY
-      wake()
+      ledger.unitsLimit = Number.POSITIVE_INFINITY
+      ledger.bytesLimit = Number.POSITIVE_INFINITY
+      ledger.wake()
     })
   }
 }

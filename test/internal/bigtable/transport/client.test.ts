@@ -23,27 +23,35 @@ const recording = (deadlines: DeadlineKeeper.DeadlineKeeper) => {
   return { start, cancels }
 }
 
+/**
+ * MutateRows calls through `start`, each interrupted: the run loop yields after 2-40 operations (1 never
+ * runs an operation) and the interruption comes after 0-`maxTurns` turns, so it lands at every step of the
+ * start. Every call that started (`cancels`, one list of cancel reasons a call) was cancelled, once.
+ */
+const interruptedAtEveryStep = (start: StartCall, cancels: ReadonlyArray<ReadonlyArray<string>>, maxTurns: number) =>
+  Effect.gen(function*() {
+    const mutate = client.mutateRows(start)
+    for (let ops = 2; ops <= 40; ops++) {
+      for (let turns = 0; turns <= maxTurns; turns++) {
+        const fiber = yield* Effect.forkChild(
+          mutate({ tableName: "projects/p/instances/i/tables/t", entries: [], timeout: Duration.minutes(1) }).pipe(
+            Effect.provideService(References.MaxOpsBeforeYield, ops)
+          )
+        )
+        for (let i = 0; i < turns; i++) yield* Effect.yieldNow
+        yield* Fiber.interrupt(fiber)
+      }
+    }
+    assert.isAbove(cancels.length, 50, "most calls started before their interruption")
+    for (const [i, reasons] of cancels.entries()) assert.deepStrictEqual(reasons, ["interrupted"], `call ${i}`)
+  })
+
 describe("bigtable client calls started at once", () => {
   it.effect("an interruption anywhere cancels the started call and clears its deadline", () =>
     Effect.gen(function*() {
       const keeper = yield* DeadlineKeeper.make
       const { start, cancels } = recording(keeper)
-      const mutate = client.mutateRows(start)
-      // the run loop yields after this many operations (1 never runs an operation): with the interruption
-      // after 0-3 turns, it lands at every step of the start
-      for (let ops = 2; ops <= 40; ops++) {
-        for (let turns = 0; turns <= 3; turns++) {
-          const fiber = yield* Effect.forkChild(
-            mutate({ tableName: "projects/p/instances/i/tables/t", entries: [], timeout: Duration.minutes(1) }).pipe(
-              Effect.provideService(References.MaxOpsBeforeYield, ops)
-            )
-          )
-          for (let i = 0; i < turns; i++) yield* Effect.yieldNow
-          yield* Fiber.interrupt(fiber)
-        }
-      }
-      assert.isAbove(cancels.length, 50, "most calls started before their interruption")
-      for (const [i, reasons] of cancels.entries()) assert.deepStrictEqual(reasons, ["interrupted"], `call ${i}`)
+      yield* interruptedAtEveryStep(start, cancels, 3)
       assert.strictEqual(keeper.pending(), 0)
     }))
 })
@@ -76,20 +84,7 @@ describe("bigtable client calls that wait for a connection", () => {
       Effect.gen(function*() {
         const keeper = yield* DeadlineKeeper.make
         const { start, cancels } = waitingTransport(kind === "a local deadline (HTTP/2)" ? keeper : undefined)
-        const mutate = client.mutateRows(start)
-        for (let ops = 2; ops <= 40; ops++) {
-          for (let turns = 0; turns <= 6; turns++) {
-            const fiber = yield* Effect.forkChild(
-              mutate({ tableName: "projects/p/instances/i/tables/t", entries: [], timeout: Duration.minutes(1) }).pipe(
-                Effect.provideService(References.MaxOpsBeforeYield, ops)
-              )
-            )
-            for (let i = 0; i < turns; i++) yield* Effect.yieldNow
-            yield* Fiber.interrupt(fiber)
-          }
-        }
-        assert.isAbove(cancels.length, 50, "most calls started before their interruption")
-        for (const [i, reasons] of cancels.entries()) assert.deepStrictEqual(reasons, ["interrupted"], `call ${i}`)
+        yield* interruptedAtEveryStep(start, cancels, 6)
       })
   )
 })
