@@ -245,7 +245,7 @@ const countPerDestination = <M extends Method>(
   key: string,
   amount: number
 ): void => {
-  if (metric !== undefined) Metric.withAttributes(metric, { destination: key }).updateUnsafe(amount, ctx.context)
+  if (metric !== undefined) countUnsafe(ctx, Metric.withAttributes(metric, { destination: key }), amount)
 }
 
 /** Written items: counted per run of one destination, then given back. */

@@ -87,14 +87,15 @@ class Ledger {
 
   /** Serves the waiters in order while the first fits; each resumes later, never in the releaser's stack. */
   wake(): void {
+    // on the releasing fiber's dispatcher, as Effect's semaphore wakes (the owner's: a microtask)
+    const current = Fiber.getCurrent()?.currentDispatcher
     while (this.waiters.length > 0) {
       const first = this.waiters[0] as Waiter
       if (!this.fits(first.permit)) return
       this.waiters.shift()
       this.take(first.permit)
       first.granted = true
-      // on the releasing fiber's dispatcher, as Effect's semaphore wakes (the owner's: a microtask)
-      const dispatcher = Fiber.getCurrent()?.currentDispatcher ?? first.scheduler.makeDispatcher()
+      const dispatcher = current ?? first.scheduler.makeDispatcher()
       dispatcher.scheduleTask(() => first.resume(Effect.void), 0)
     }
   }

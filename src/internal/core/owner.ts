@@ -40,10 +40,9 @@ const readyBarriers = <E>(st: State<E>): number => {
  * Answers the barriers whose items have all left (written or routed): the handler's flush (once for
  * all of them), then idle destinations are forgotten. After a failure every barrier fails with it.
  */
-const settleBarriers = Effect.fnUntraced(
+const settleWaiting = Effect.fnUntraced(
   function*<M extends Method>(ctx: OwnerContext<M>, core: Core<M>, seams: Seams<M>) {
     const st = ctx.state
-    if (st.barriers.length === 0) return
     const failure = st.failure
     if (failure !== undefined) {
       for (const b of st.barriers.splice(0, st.barriers.length)) yield* Deferred.failCause(b.done, failure)
@@ -64,6 +63,16 @@ const settleBarriers = Effect.fnUntraced(
     for (const b of settled) yield* Deferred.succeed(b.done, undefined)
   }
 )
+
+/** {@link settleWaiting} when a barrier waits; most steps have none, and cost nothing here. */
+const settleBarriers = <M extends Method>(
+  ctx: OwnerContext<M>,
+  core: Core<M>,
+  seams: Seams<M>
+): Effect.Effect<void, never, M["Context"]> => {
+  const settle = settleWaiting(ctx, core, seams)
+  return Effect.suspend(() => ctx.state.barriers.length === 0 ? Effect.void : settle)
+}
 
 /** An admitted command taken: its slice goes to the admission seam, its routed records to the handler. */
 const onAdmit = <M extends Method>(
@@ -239,10 +248,7 @@ export const run = <M extends Method>(
   core: Core<M>,
   seams: Seams<M>
 ): Effect.Effect<never, never, M["Context"]> => {
-  const barriers = ctx.state.barriers
-  const settleAll = settleBarriers(ctx, core, seams)
-  // most steps have no barrier waiting
-  const settle = Effect.suspend(() => barriers.length === 0 ? Effect.void : settleAll)
+  const settle = settleBarriers(ctx, core, seams)
   const step = (command: Command<M>) =>
     handle(ctx, core, seams, command).pipe(
       Effect.catchCause((cause) => core.failCause(cause)),

@@ -346,6 +346,12 @@ const enqueuer = <M extends Method>(parts: Parts<M>) => {
       ? Effect.void
       : Effect.ignore(orFailed(Queue.offer(commands, sendAllCommand)))
   )
+  // what an offer that did not happen had taken (a slice's staging place is taken after its permit)
+  const giveBack = (permit: Permit | undefined, stage: Permit | undefined): void => {
+    if (permit === undefined) return
+    flow.releaseUnsafe(permit)
+    if (stage !== undefined) staged.releaseUnsafe(stage)
+  }
   const admit = Effect.fnUntraced(function*(restore: Restore, { command, permit, stage }: Offer<M>) {
     if (permit !== undefined) {
       if (!(yield* flow.tryAcquire(permit))) yield* restore(untilFailed(flow.acquire(permit, sendAll)))
@@ -359,9 +365,7 @@ const enqueuer = <M extends Method>(parts: Parts<M>) => {
       Effect.onInterrupt(() =>
         Effect.sync(() => {
           state.offered--
-          if (permit === undefined) return
-          flow.releaseUnsafe(permit)
-          if (stage !== undefined) staged.releaseUnsafe(stage)
+          giveBack(permit, stage)
         })
       )
     )
@@ -381,10 +385,7 @@ const enqueuer = <M extends Method>(parts: Parts<M>) => {
     state.offered++
     if (Queue.offerUnsafe(commands, command)) return true
     state.offered--
-    if (permit !== undefined) {
-      flow.releaseUnsafe(permit)
-      if (stage !== undefined) staged.releaseUnsafe(stage)
-    }
+    giveBack(permit, stage)
     return false
   }
   return {
@@ -430,14 +431,11 @@ const admitter = <M extends Method>(
   const admitPrepared = (prepared: Prepared<M["Slice"], M["Failure"]>): Effect.Effect<void, CoreError<M>> => {
     // records routed before admission: with `writeAwaitsRouted` the write returns once the handler
     // has them, so a handler that fails (failJob) fails this write (nothing routed: no wait)
-    if (backend.writeAwaitsRouted !== true || prepared.routed.length === 0) {
-      return offerFrom(offersOf(prepared, undefined, flow.maxBytes), 0)
-    }
-    const routedDone = Deferred.makeUnsafe<void, CoreError<M>>()
-    return Effect.andThen(
-      offerFrom(offersOf(prepared, routedDone, flow.maxBytes), 0),
-      orFailed(Deferred.await(routedDone))
-    )
+    const routedDone = backend.writeAwaitsRouted === true && prepared.routed.length > 0
+      ? Deferred.makeUnsafe<void, CoreError<M>>()
+      : undefined
+    const offered = offerFrom(offersOf(prepared, routedDone, flow.maxBytes), 0)
+    return routedDone === undefined ? offered : Effect.andThen(offered, orFailed(Deferred.await(routedDone)))
   }
   const prepareAndAdmit = (records: ReadonlyArray<M["Record"]>) =>
     Effect.flatMap(backend.prepare(records, limits), admitPrepared)
