@@ -5,7 +5,7 @@
  * trip) when one is set, for the whole of a long run; sink and writer forms, plain rows and CDC.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Cause, type Duration, Effect, Fiber, Queue, type Sink, Stream } from "effect"
+import { type Duration, Effect, Fiber, type Sink, Stream } from "effect"
 import { type BigQueryClient, BigQuerySink, WriteMethod } from "../../src/BigQuery/index.ts"
 import type { WriteSummary } from "../../src/Sink.ts"
 import * as LowRate from "../support/lowRate.ts"
@@ -29,16 +29,16 @@ const throughSink = <A>(
   within: Duration.Input
 ) =>
   Effect.gen(function*() {
-    const input = yield* Queue.unbounded<A, Cause.Done>()
-    const fiber = yield* Stream.fromQueue(input).pipe(Stream.run(sink), Effect.forkChild)
+    const input = yield* LowRate.sinkInput<A>()
+    const fiber = yield* input.stream.pipe(Stream.run(sink), Effect.forkChild)
     yield* LowRate.run({
       records,
-      write: (i) => Queue.offer(input, record(i)),
+      write: (i) => input.offer(record(i)),
       landed,
       within,
       gap: LowRate.defaultGap
     })
-    yield* Queue.end(input)
+    yield* input.end
     const summary = yield* Fiber.join(fiber)
     assert.strictEqual(summary.recordsWritten, records)
   })

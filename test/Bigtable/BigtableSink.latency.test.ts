@@ -5,7 +5,7 @@
  * when one is set, for the whole of a long run; sink and writer forms.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { type Cause, type Duration, Effect, Fiber, Queue, Stream } from "effect"
+import { type Duration, Effect, Fiber, Stream } from "effect"
 import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "../../src/Bigtable/index.ts"
 import * as LowRate from "../support/lowRate.ts"
 import { makeFake } from "./fakeBigtable.ts"
@@ -19,20 +19,20 @@ const records = 100
 const throughSink = (within: Duration.Input, writeMethod?: WriteMethod.AtLeastOnce) =>
   Effect.gen(function*() {
     const fake = makeFake({ latencyMs: 20 })
-    const input = yield* Queue.unbounded<string, Cause.Done>()
-    const fiber = yield* Stream.fromQueue(input).pipe(
+    const input = yield* LowRate.sinkInput<string>()
+    const fiber = yield* input.stream.pipe(
       Stream.run(BigtableSink.make({ table, serializer, writeMethod })),
       Effect.provide(fake.layer),
       Effect.forkChild
     )
     yield* LowRate.run({
       records,
-      write: (i) => Queue.offer(input, `r${i}`),
+      write: (i) => input.offer(`r${i}`),
       landed: () => fake.applied.size,
       within,
       gap: LowRate.defaultGap
     })
-    yield* Queue.end(input)
+    yield* input.end
     assert.strictEqual((yield* Fiber.join(fiber)).recordsWritten, records)
   })
 

@@ -601,6 +601,10 @@ export const make = (options: FakeOptions = {}): Effect.Effect<FakeBigQuery, nev
         return sendJson(res, 405, { error: { code: 405, message: "method not allowed" } })
       })
     })
+    // Node closes an idle keep-alive socket after 5 s, and a client that reuses it at that moment
+    // gets ECONNRESET: a transient failure, retried after a backoff on the clock, which a test on
+    // the TestClock never reaches. Google's front end keeps idle connections for minutes; so does this.
+    rest.keepAliveTimeout = 10 * 60_000
     const restPort = yield* Effect.acquireRelease(
       Effect.callback<number>((resume) => {
         rest.listen(0, "127.0.0.1", () => resume(Effect.succeed((rest.address() as AddressInfo).port)))

@@ -5,7 +5,7 @@
  * written (the fakes' round trips run in real time, waited for by `eventually`).
  */
 import type { Duration } from "effect"
-import { Effect } from "effect"
+import { type Cause, Effect, Queue, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { eventually } from "./waiting.ts"
 
@@ -39,3 +39,37 @@ export const run = (o: LowRate): Effect.Effect<void, unknown> =>
 
 /** Five seconds between pairs, and an hour of silence after every twentieth. */
 export const defaultGap = (pair: number): Duration.Input => (pair % 20 === 19 ? "1 hour" : "5 seconds")
+
+/** A sink's input under test, whose `offer` returns once the sink has admitted the record. */
+export interface SinkInput<A> {
+  /** The records offered, one a pull. */
+  readonly stream: Stream.Stream<A>
+  /** Offers a record, then waits (in real time) until the sink asks for the next one. */
+  readonly offer: (a: A) => Effect.Effect<void>
+  /** Ends the input. */
+  readonly end: Effect.Effect<void>
+}
+
+/**
+ * A sink's input whose `offer` returns once the record is admitted: a sink asks for its next
+ * record only when its write of the last one has returned, so the next pull marks the admission.
+ * Moving the TestClock before that would let a timer flush run ahead of the record.
+ */
+export const sinkInput = <A>(): Effect.Effect<SinkInput<A>> =>
+  Effect.gen(function*() {
+    const queue = yield* Queue.unbounded<A, Cause.Done>()
+    let pulls = 0
+    let offered = 0
+    const stream = Stream.fromEffectRepeat(Effect.suspend(() => {
+      pulls++
+      return Queue.take(queue)
+    }))
+    const offer = (a: A) =>
+      Effect.suspend(() => {
+        const next = ++offered + 1
+        return Queue.offer(queue, a).pipe(
+          Effect.andThen(eventually(`the sink to admit record ${offered}`, () => pulls >= next))
+        )
+      })
+    return { stream, offer, end: Effect.asVoid(Queue.end(queue)) }
+  })

@@ -5,11 +5,14 @@
  * **Details**
  *
  * The timer races the input: a timer flush that fails (the writer latched a failure) ends the run
- * with that failure at once, even while the input is idle.
+ * with that failure at once, even while the input is idle. It ticks at a fixed rate: a flush that
+ * outlasts the interval is followed at once by the next, so a record admitted while a flush waits
+ * for the service is sent within an interval of the last tick, never a whole flush plus an interval.
  *
  * @internal
  */
-import type * as Duration from "effect/Duration"
+import * as Clock from "effect/Clock"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import * as Sink from "effect/Sink"
@@ -30,11 +33,25 @@ export const make = <A, E, E0, R>(
       const { flushInterval, writer } = yield* build
       const consume = input.pipe(Stream.runForEachArray((chunk) => writer.write(chunk)))
       if (flushInterval === undefined) yield* consume
-      else {
-        const timer = Effect.forever(Effect.sleep(flushInterval).pipe(Effect.andThen(writer.flush)))
-        yield* Effect.raceFirst(consume, timer)
-      }
+      else yield* Effect.raceFirst(consume, everyInterval(flushInterval, writer.flush))
       yield* writer.flush
       return yield* writer.summary
     })
   )
+
+/**
+ * Runs `flush` every `interval`, on ticks a fixed interval apart from the first; a tick that falls
+ * due while a flush runs flushes as soon as it ends (missed ticks are not made up).
+ *
+ * @internal
+ */
+export const everyInterval = <E>(interval: Duration.Duration, flush: Effect.Effect<void, E>): Effect.Effect<never, E> =>
+  Effect.gen(function*() {
+    const millis = Duration.toMillis(interval)
+    let due = (yield* Clock.currentTimeMillis) + millis
+    while (true) {
+      yield* Effect.sleep(Math.max(0, due - (yield* Clock.currentTimeMillis)))
+      yield* flush
+      due = Math.max(due + millis, yield* Clock.currentTimeMillis)
+    }
+  })
