@@ -6,8 +6,9 @@
  *
  * The timer races the input: a timer flush that fails (the writer latched a failure) ends the run
  * with that failure at once, even while the input is idle. It ticks at a fixed rate: a flush that
- * outlasts the interval is followed at once by the next, so a record admitted while a flush waits
- * for the service is sent within an interval of the last tick, never a whole flush plus an interval.
+ * outlasts the interval (its barrier waits for answers) is followed at once by the next, so what a
+ * record left with the failure handler is flushed within an interval of the last tick, not a whole
+ * flush plus an interval.
  *
  * @internal
  */
