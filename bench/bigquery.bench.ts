@@ -45,7 +45,7 @@
  *   node bench/bigquery.bench.ts [--rows 2000000] [--passes 3] [--warmup 1] [--depth 100] [--flowWindow 1048576]
  *                                [--distinct 16384] [--rss-rows 5000000] [--rss-runs 3] [--in-process]
  *                                [--only raw,raw.http2,raw.http2.framed,sink.bytes,jsonWriter,sink.encode,sink.exactlyOnce]
- *                                [--shared-process] [--latency 0] [--chunk 4096]
+ *                                [--shared-process] [--latency 0] [--chunk 4096] [--batch-bytes 524288]
  *
  * Each timed pass of each method runs in a fresh process (bench/isolated.ts says why), the methods
  * alternating; each process first runs `--warmup` untimed passes (JIT warm-up for every side alike),
@@ -106,10 +106,11 @@ const inProcess = flag("in-process")
 /** `--shared-process`: time every method in this one process, interleaved (the method before 2026-12-01). */
 const sharedProcess = flag("shared-process")
 /** What a child of the isolated run takes over: the workload, not the passes or the RSS runs. */
-const forwarded = forwardedArgs(["rows", "distinct", "warmup", "depth", "chunk", "flowWindow", "latency"]).concat(
+const forwarded = forwardedArgs(["rows", "distinct", "warmup", "depth", "chunk", "flowWindow", "latency", "batch-bytes"]).concat(
   inProcess ? ["--in-process"] : []
 )
-const batchBytes = 512 * 1024
+/** `--batch-bytes`: the sink's `maxAppendRequestBytes`, and the cut of the raw baselines' requests. */
+const batchBytes = numberArg("batch-bytes", 512 * 1024)
 
 const inProcessFake = async (scope: Scope.Scope): Promise<FakeProcess.FakeProcess> => {
   const Fake = await import("../test/support/fakeBigQueryWrite.ts")

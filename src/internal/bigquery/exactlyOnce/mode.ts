@@ -114,9 +114,9 @@ const open = <A, E, R>(
   restored: Map<string, Restored>,
   streams: Streams
 ): Mode["open"] =>
-(destination, now, pool, backlog) => {
+(destination, now, shared) => {
   const key = destination.toString()
-  const connectTo = connect(client, settings, destination, restored.get(key), backlog)
+  const connectTo = connect(client, settings, destination, restored.get(key), shared.backlog)
   let buffered: BufferedStream | undefined
   // A restored stream is adopted once: the destination's state moves on from its offset, so a
   // reopen after an eviction must not probe it again (and the entry must not outlive it).
@@ -126,7 +126,7 @@ const open = <A, E, R>(
       buffered = connected.buffered
       return connected.slot
     })
-  return Effect.tap(Destination.openWith(settings, destination, now, pool, slotOf), (d) =>
+  return Effect.tap(Destination.openWith(settings, destination, now, shared, slotOf), (d) =>
     Effect.sync(() => {
       if (buffered !== undefined) streams.set(d, buffered)
     }))

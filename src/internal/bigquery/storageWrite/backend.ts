@@ -25,6 +25,7 @@ import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { Accounted, Backend, Core, Method } from "../../core/backend.ts"
 import { maxStagedSlices } from "../../core/writer.ts"
+import * as DeadlineKeeper from "../../wire/deadlineKeeper.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
 import * as AppendRequest from "../transport/appendRequest.ts"
@@ -103,8 +104,7 @@ export interface Mode {
   readonly open: (
     destination: TableDestination,
     now: number,
-    pool: Split.Pool,
-    backlog: SendBacklog.SendBacklog
+    shared: Destination.Shared
   ) => Effect.Effect<Destination.Destination, BigQueryError | Destination.SerializerThrew>
   readonly send: (request: Request, send: (request: Request) => Effect.Effect<void>) => Effect.Effect<void>
   readonly call: (request: Request) => Effect.Effect<Verdict.Step, BigQueryError>
@@ -192,6 +192,8 @@ interface State<A, E, R> {
   readonly pool: Split.Pool
   /** Requests grpc-js holds for the wire: admission waits while it is high (sendBacklog.ts). */
   readonly backlog: SendBacklog.SendBacklog
+  /** The response deadlines of the appends in flight (one fiber in the writer's scope, not one per append). */
+  readonly deadlines: DeadlineKeeper.DeadlineKeeper
   /**
    * Slices parked behind an open in `opening` (each table's first slice, which starts its open, not
    * counted, so many new tables still open at once), on the same level gate: the owner has taken
@@ -401,8 +403,8 @@ const admit = <A, E, R>(
     st.opening.set(rows.key, [slice])
     return st.core.fork(
       (st.mode === undefined
-        ? Destination.open(st.client, st.settings, rows.destination, now, st.pool, st.backlog)
-        : st.mode.open(rows.destination, now, st.pool, st.backlog)).pipe(
+        ? Destination.open(st.client, st.settings, rows.destination, now, st)
+        : st.mode.open(rows.destination, now, st)).pipe(
           // a defect (user code that threw: `tableCreateOptions`, CDC table options) must come back
           // too: an open that never reports leaves the table opening and every barrier waiting
           Effect.catchDefect((defect) => Effect.fail(openDied(rows.key, defect))),
@@ -578,7 +580,8 @@ const initialState = <A, E, R>(
   settings: Settings<A, E, R>,
   client: BigQueryClientService,
   core: BigQueryCore<A, E, R>,
-  mode: Mode | undefined
+  mode: Mode | undefined,
+  deadlines: DeadlineKeeper.DeadlineKeeper
 ): State<A, E, R> => {
   const s = settings.stream
   const pool = Split.makePool(s.maxAppendRequestBytes, 32)
@@ -590,6 +593,7 @@ const initialState = <A, E, R>(
     opening: new Map(),
     pool,
     backlog: SendBacklog.make(),
+    deadlines,
     // as many slices parked behind opens as the core stages for the owner
     parked: SendBacklog.make(maxStagedSlices),
     prepareEnv: {
@@ -618,7 +622,7 @@ export type Built<A, E, R> = BigQueryBackend<A, E, R> & {
 /** Builds the backend on the core; the destinations' connections close with the writer's scope. @internal */
 export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClientService, mode?: Mode) =>
   Effect.fnUntraced(function*(core: BigQueryCore<A, E, R>) {
-    const st = initialState(settings, client, core, mode)
+    const st = initialState(settings, client, core, mode, yield* DeadlineKeeper.make)
     yield* Effect.addFinalizer(() => Effect.forEach(st.destinations.values(), (d) => d.slot.close, { discard: true }))
     const built: Built<A, E, R> = {
       name: "BigQuerySink",

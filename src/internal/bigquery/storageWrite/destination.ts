@@ -33,6 +33,7 @@ import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import { toScheduleOf } from "../../core/retrySchedule.ts"
 import * as O from "../../options/schema.ts"
+import type { DeadlineKeeper } from "../../wire/deadlineKeeper.ts"
 import { name as codeName } from "../../wire/grpcStatus.ts"
 import * as CdcOptions from "../cdc/options.ts"
 import * as CdcProvision from "../cdc/provision.ts"
@@ -115,11 +116,25 @@ export const makeSlot = (
     }
   })
 
+/**
+ * What a writer's destinations share: the batch buffers, the send backlog of their connections, and
+ * the keeper of their appends' response deadlines (one fiber for all of them, on the writer's clock).
+ *
+ * @internal
+ */
+export interface Shared {
+  readonly pool: Split.Pool
+  readonly backlog: SendBacklog
+  readonly deadlines: DeadlineKeeper
+}
+
 /** One open destination. Mutable fields belong to the writer fiber. @internal */
 export interface Destination {
   readonly destination: TableDestination
   readonly key: string
   readonly slot: ConnectionSlot
+  /** The writer's keeper of response deadlines (`Shared.deadlines`). */
+  readonly deadlines: DeadlineKeeper
   batch: Split.Batch
   schema: TableSchema.TableSchema
   descriptor: Uint8Array
@@ -314,10 +329,9 @@ export const open = <A, E, R>(
   settings: Settings<A, E, R>,
   destination: TableDestination,
   nowMillis: number,
-  pool: Split.Pool,
-  backlog: SendBacklog
+  shared: Shared
 ): Effect.Effect<Destination, BigQueryError | SerializerThrew> =>
-  openWith(settings, destination, nowMillis, pool, (schema) =>
+  openWith(settings, destination, nowMillis, shared, (schema) =>
     provisionCdc(client, settings, destination, schema).pipe(
       Effect.andThen(untilTable(
         client,
@@ -326,7 +340,7 @@ export const open = <A, E, R>(
         schema,
         Connection.getWriteStream(client.write, destination.defaultStream)
       )),
-      Effect.andThen(makeSlot(client.write, destination.defaultStream, backlog))
+      Effect.andThen(makeSlot(client.write, destination.defaultStream, shared.backlog))
     ))
 
 /** A CDC table's contract, complete before the appender opens (re-verified on each reopening). */
@@ -357,7 +371,7 @@ export const openWith = Effect.fnUntraced(function*<A, E, R>(
   settings: Settings<A, E, R>,
   destination: TableDestination,
   nowMillis: number,
-  pool: Split.Pool,
+  shared: Shared,
   connect: (schema: TableSchema.TableSchema) => Effect.Effect<ConnectionSlot, BigQueryError>
 ): Effect.fn.Return<Destination, BigQueryError | SerializerThrew> {
   const { descriptor, fingerprint, schema } = yield* readSchema(settings, destination)
@@ -366,7 +380,8 @@ export const openWith = Effect.fnUntraced(function*<A, E, R>(
     destination,
     key: destination.toString(),
     slot,
-    batch: Split.empty(pool),
+    deadlines: shared.deadlines,
+    batch: Split.empty(shared.pool),
     schema,
     descriptor,
     fingerprint,

@@ -12,6 +12,7 @@
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type { BigQueryError } from "../../../BigQuery/BigQueryError.ts"
 import type { FailedRow } from "../../../BigQuery/BigQueryFailure.ts"
@@ -19,11 +20,13 @@ import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import * as Budget from "../../core/budget.ts"
 import { hotSpan } from "../../core/hotSpan.ts"
 import { toSchedule } from "../../core/retrySchedule.ts"
+import type { DeadlineKeeper } from "../../wire/deadlineKeeper.ts"
 import { name as codeName } from "../../wire/grpcStatus.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
 import * as AppendRequest from "../transport/appendRequest.ts"
-import type { Connection } from "../transport/connection.ts"
+import { type Connection, type StreamFailure, streamFailure } from "../transport/connection.ts"
+import type { AppendAnswer } from "../transport/rowErrors.ts"
 import { splitByRowErrors } from "../transport/rowErrors.ts"
 import type { Destination } from "./destination.ts"
 import * as Verdict from "./verdict.ts"
@@ -124,6 +127,25 @@ export const start = (batch: Batch, atOffset: AtOffset | undefined): Progress =>
   after: atOffset?.after ?? Effect.succeed(0)
 })
 
+/** What an append's answer is completed with once its response deadline passes (told by identity). */
+const noResponse: StreamFailure = streamFailure(undefined, "no response within responseTimeout", undefined)
+const noResponseExit = Exit.fail(noResponse)
+
+/**
+ * The answer to an append, or {@link noResponse} once `limit` has passed: the writer's deadline
+ * keeper completes the answer itself, so an append waits with no timer or fiber of its own (a race
+ * against a sleep forked two fibers per append, ADR 0050); the deadline is cleared as the wait ends.
+ */
+const answerWithin = (
+  deadlines: DeadlineKeeper,
+  pending: Deferred.Deferred<AppendAnswer, StreamFailure>,
+  limit: Duration.Duration
+) =>
+  Effect.suspend(() => {
+    const clear = deadlines.arm(limit, () => void Deferred.doneUnsafe(pending, noResponseExit))
+    return Effect.ensuring(Effect.result(Deferred.await(pending)), Effect.sync(clear))
+  })
+
 /**
  * Sends the batch (what is left of it) on `connection` and awaits the answer, at most
  * `responseTimeout` (then the connection is aborted): `undefined` once it is committed, else what
@@ -138,8 +160,8 @@ const attempt = Effect.fnUntraced(function*(
   // an append on a connection broken already is failed without being written
   const written = !connection.isBroken()
   const pending = yield* connection.append(state.body, state.offset)
-  const answer = yield* Deferred.await(pending).pipe(Effect.result, Effect.timeoutOption(responseTimeout))
-  if (Option.isNone(answer)) {
+  const answer = yield* answerWithin(destination.deadlines, pending, responseTimeout)
+  if (answer._tag === "Failure" && answer.failure === noResponse) {
     yield* destination.slot.abort(connection, "no response within responseTimeout")
     // the request is on the wire until the cancellation has ended the call (a turn later), and
     // a reconnect's wait frees its place in `maxInFlightRequests`; a call that never ends is
@@ -152,8 +174,8 @@ const attempt = Effect.fnUntraced(function*(
       rowErrors: []
     }
   }
-  if (answer.value._tag === "Failure") {
-    const f = answer.value.failure
+  if (answer._tag === "Failure") {
+    const f = answer.failure
     yield* destination.slot.retire(connection)
     // failed with its stream (or by another append's watchdog): on the wire until the call ended
     if (written) yield* Effect.timeoutOption(connection.ended, responseTimeout)
@@ -164,7 +186,7 @@ const attempt = Effect.fnUntraced(function*(
       rowErrors: []
     }
   }
-  const response = answer.value.success
+  const response = answer.success
   if (response.updatedSchema !== undefined) state.schemaPushed = true
   state.echoed = response.offset
   if (response.ok) return undefined
