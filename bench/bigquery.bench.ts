@@ -106,7 +106,16 @@ const inProcess = flag("in-process")
 /** `--shared-process`: time every method in this one process, interleaved (the method before 2026-12-01). */
 const sharedProcess = flag("shared-process")
 /** What a child of the isolated run takes over: the workload, not the passes or the RSS runs. */
-const forwarded = forwardedArgs(["rows", "distinct", "warmup", "depth", "chunk", "flowWindow", "latency", "batch-bytes"]).concat(
+const forwarded = forwardedArgs([
+  "rows",
+  "distinct",
+  "warmup",
+  "depth",
+  "chunk",
+  "flowWindow",
+  "latency",
+  "batch-bytes"
+]).concat(
   inProcess ? ["--in-process"] : []
 )
 /** `--batch-bytes`: the sink's `maxAppendRequestBytes`, and the cut of the raw baselines' requests. */

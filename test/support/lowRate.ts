@@ -4,8 +4,7 @@
  * a timer flush waits for it), and each must land within `within` of virtual time after it was
  * written (the fakes' round trips run in real time, waited for by `eventually`).
  */
-import type { Duration } from "effect"
-import { type Cause, Effect, Queue, Stream } from "effect"
+import { type Cause, type Duration, Effect, Queue, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import { eventually } from "./waiting.ts"
 

@@ -46,8 +46,8 @@ export const make = <A, E, E0, R>(
  *
  * @internal
  */
-export const everyInterval = <E>(interval: Duration.Duration, flush: Effect.Effect<void, E>): Effect.Effect<never, E> =>
-  Effect.gen(function*() {
+export const everyInterval: <E>(interval: Duration.Duration, flush: Effect.Effect<void, E>) => Effect.Effect<never, E> =
+  Effect.fnUntraced(function*<E>(interval: Duration.Duration, flush: Effect.Effect<void, E>) {
     const millis = Duration.toMillis(interval)
     let due = (yield* Clock.currentTimeMillis) + millis
     while (true) {

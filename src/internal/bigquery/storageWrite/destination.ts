@@ -331,17 +331,23 @@ export const open = <A, E, R>(
   nowMillis: number,
   shared: Shared
 ): Effect.Effect<Destination, BigQueryError | SerializerThrew> =>
-  openWith(settings, destination, nowMillis, shared, (schema) =>
-    provisionCdc(client, settings, destination, schema).pipe(
-      Effect.andThen(untilTable(
-        client,
-        settings,
-        destination,
-        schema,
-        Connection.getWriteStream(client.write, destination.defaultStream)
-      )),
-      Effect.andThen(makeSlot(client.write, destination.defaultStream, shared.backlog))
-    ))
+  openWith(
+    settings,
+    destination,
+    nowMillis,
+    shared,
+    (schema) =>
+      provisionCdc(client, settings, destination, schema).pipe(
+        Effect.andThen(untilTable(
+          client,
+          settings,
+          destination,
+          schema,
+          Connection.getWriteStream(client.write, destination.defaultStream)
+        )),
+        Effect.andThen(makeSlot(client.write, destination.defaultStream, shared.backlog))
+      )
+  )
 
 /** A CDC table's contract, complete before the appender opens (re-verified on each reopening). */
 const provisionCdc = <A, E, R>(
