@@ -35,7 +35,9 @@
  * digest.
  *
  *   npm run bench:peers [-- --passes 3 --rows 2000000 --records 100000 --only bigquery|bigtable --no-baselines
- *                          --warmup-seconds 3 --bigtable-warmup-seconds 8 --sink-per-pass --tls]
+ *                          --warmup-seconds 3 --bigtable-warmup-seconds 8 --sink-per-pass --tls --pin]
+ *
+ * `--pin` (bench/pin.ts): the timed processes, ours and Go's, on CPU 0, the fake and the emulator on CPU 1.
  *
  * Prints a table and appends JSON lines to bench/results/peers.jsonl. Not part of `npm test` or CI: it
  * needs the Go toolchain (`go` on PATH, or $GO, or /usr/local/go/bin/go).
@@ -80,6 +82,7 @@ import {
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import * as Isolated from "./isolated.ts"
 import * as JsonWriter from "./jsonWriter.ts"
+import * as Pin from "./pin.ts"
 import { Row, rowGenerator } from "./rows.ts"
 import { median, timePass } from "./timing.ts"
 
@@ -144,6 +147,7 @@ const writeAndFlush = <A>(writer: Writer<A, unknown>, input: Stream.Stream<A>): 
 /** What a child takes over: the BigQuery workload. */
 const forwarded = () => [
   ...forwardedArgs(["rows", "distinct", "depth", "flowWindow", "warmup-seconds", "input"]),
+  ...(Pin.pinning ? ["--pin"] : []),
   ...(sinkPerPass ? ["--sink-per-pass"] : []),
   ...(tlsDir === undefined ? [] : ["--tls-dir", tlsDir])
 ]
@@ -344,6 +348,7 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
 /** Byte equality: every BigQuery method sends `verifyRows` rows to a recording fake; the digests must agree. */
 const verify = async (rowsFile: string) => {
   const fake = await FakeProcess.start(flowWindow, { record: true, tlsDir })
+  Pin.pinServer(fake.pid)
   let opened: Awaited<ReturnType<typeof bigQueryMethods>> | undefined
   try {
     const methods = (opened = await bigQueryMethods(fake, rowsFile))
@@ -382,6 +387,7 @@ const verify = async (rowsFile: string) => {
 
 const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) => {
   const fake = await FakeProcess.start(flowWindow, { tlsDir })
+  Pin.pinServer(fake.pid)
   let opened: Awaited<ReturnType<typeof bigQueryMethods>> | undefined
   try {
     const methods = (opened = await bigQueryMethods(fake, rowsFile))
@@ -498,6 +504,7 @@ const bigtableWriter = Effect.fnUntraced(function*(client: BigtableClient.Bigtab
 
 /** What a Bigtable child takes over: the workload. */
 const bigtableForwarded = [
+  ...(Pin.pinning ? ["--pin"] : []),
   ...forwardedArgs(["records", "batch", "concurrency", "bigtable-warmup-seconds"]),
   ...(sinkPerPass ? ["--sink-per-pass"] : [])
 ]
@@ -545,6 +552,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
   Effect.gen(function*() {
     const manifest = yield* ensureInstalled
     const emulator = yield* startBigtable(manifest)
+    Pin.pinServer(emulator.pid)
     const admin = new v2.BigtableTableAdminClient(gapicOptions(emulator.emulatorHost))
     yield* Effect.addFinalizer(() => Effect.promise(() => admin.close()))
     const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
@@ -652,6 +660,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
 /** A child's pass: one of our BigQuery methods, warmed up, then timed once, against a fake of its own. */
 const childPass = async (name: string) => {
   const fake = await FakeProcess.start(flowWindow, { tlsDir })
+  Pin.pinServer(fake.pid)
   let opened: Awaited<ReturnType<typeof bigQueryMethods>> | undefined
   try {
     const methods = (opened = await bigQueryMethods(fake, ""))
@@ -676,6 +685,7 @@ const childPass = async (name: string) => {
 }
 
 const main = async () => {
+  Pin.pinClient()
   if (childOf !== undefined) return childOf.startsWith("bigtable.") ? bigtableChildPass(childOf) : childPass(childOf)
   buildGo()
   fs.mkdirSync(buildDir, { recursive: true })
@@ -729,7 +739,7 @@ const main = async () => {
   console.log(
     `\npeers: ${passes} passes, medians; node ${process.version}; load average ${
       os.loadavg().map((x) => x.toFixed(1)).join(" ")
-    }`
+    }${Pin.pinning ? "; pinned (client CPU 0, server CPU 1)" : ""}`
   )
   console.log(
     "method                        items/s   CPU/item   cores busy   vs Go (items/s)   vs Go (CPU/item: Go's / ours)"
@@ -758,6 +768,7 @@ const main = async () => {
       coresBusy: Number(a.cores.toFixed(2)),
       passes,
       tls,
+      pinned: Pin.pinning,
       // ours on one writer per process (ADR 0048), or a writer per pass (`--sink-per-pass`)
       writer: sinkPerPass ? "perPass" : "perProcess",
       ...(name.startsWith("bigtable")
