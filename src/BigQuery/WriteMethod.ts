@@ -40,9 +40,9 @@ import type { CdcOptions } from "./Cdc.ts"
  * - `destinationIdleTimeout` (1 h, positive): a destination idle for longer and with nothing in
  *   flight is closed at the next flush and reopened on demand.
  * - `flushInterval` (unset): a timer barrier in `BigQuerySink.make` (the failure handler's flush,
- *   e.g. a dead-letter sink's); at least 1 ms. Rows do not wait for it: they are sent as above, so
- *   with or without it a row is sent within the interval plus one round trip, for as long as the
- *   stream runs.
+ *   e.g. a dead-letter sink's); at least 1 ms, on a fixed rate (a barrier that outlasts the interval
+ *   is followed at once by the next). Rows do not wait for it: they are sent as above, so with or
+ *   without it a row is sent within the interval plus one round trip, for as long as the stream runs.
  * - `perDestinationMetrics` (false): adds a `destination` attribute to the record counters.
  * - `cdc` (unset): change data capture (`Cdc.CdcOptions`): each row carries `_CHANGE_TYPE` (and
  *   `_CHANGE_SEQUENCE_NUMBER`) and BigQuery applies it by the table's primary key; the tables are

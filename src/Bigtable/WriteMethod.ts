@@ -39,8 +39,9 @@ import type { WriteMethodOf, WriterOptions } from "../Sink/SinkOptions.ts"
  * - `destinationIdleTimeout` (1 h, positive): a table idle this long is forgotten at the next flush
  *   (and reopened on demand).
  * - `flushInterval` (unset): `BigtableSink.make` also runs a barrier (the failure handler's flush) on
- *   this timer; at least 1 ms. Entries do not wait for it: they are sent as above, within the
- *   interval plus one round trip, for as long as the stream runs.
+ *   this timer; at least 1 ms, on a fixed rate (a barrier that outlasts the interval is followed at
+ *   once by the next). Entries do not wait for it: they are sent as above, within the interval plus
+ *   one round trip, for as long as the stream runs.
  * - `perDestinationMetrics` (false): add a `destination` attribute to the per-record metrics.
  *
  * @category models
