@@ -126,13 +126,11 @@ const waitFor = (ledger: Ledger, p: Permit): Effect.Effect<void> =>
   Effect.suspend(() => {
     let waiter: Waiter | undefined
     return Effect.callback<void>(function(resume) {
-      const w: Waiter = { permit: p, scheduler: this, resume, granted: false }
-      waiter = w
-      ledger.waiters.push(w)
+      waiter = { permit: p, scheduler: this, resume, granted: false }
+      ledger.waiters.push(waiter)
       ledger.wake()
-      return Effect.sync(() => ledger.cancel(w))
     }).pipe(
-      // also between the wake and the resumption's end
+      // while it waits, and between the wake and the resumption's end: one clean-up for both
       Effect.onInterrupt(() => Effect.sync(() => waiter !== undefined && ledger.cancel(waiter)))
     )
   })

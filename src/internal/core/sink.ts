@@ -49,10 +49,13 @@ export const make = <A, E, E0, R>(
 export const everyInterval: <E>(interval: Duration.Duration, flush: Effect.Effect<void, E>) => Effect.Effect<never, E> =
   Effect.fnUntraced(function*<E>(interval: Duration.Duration, flush: Effect.Effect<void, E>) {
     const millis = Duration.toMillis(interval)
-    let due = (yield* Clock.currentTimeMillis) + millis
+    let now = yield* Clock.currentTimeMillis
+    let due = now + millis
     while (true) {
-      yield* Effect.sleep(Math.max(0, due - (yield* Clock.currentTimeMillis)))
+      yield* Effect.sleep(due - now)
       yield* flush
-      due = Math.max(due + millis, yield* Clock.currentTimeMillis)
+      // the next tick, or now when the flush ran past it (`due` is never behind `now`: one reading a tick)
+      now = yield* Clock.currentTimeMillis
+      due = Math.max(due + millis, now)
     }
   })
