@@ -17,7 +17,10 @@
  *
  * - the Node baselines of the other benchmarks, in the same passes (`--no-baselines` leaves them out): the
  *   raw grpc-js append loop and the Node managedwriter `JSONWriter` (bigquery.bench.ts), the gapic
- *   `mutateRows` loop (bigtable.bench.ts); each is compared with the Go peer of its path.
+ *   `mutateRows` loop (bigtable.bench.ts); each is compared with the Go peer of its path. With them,
+ *   `bigtable.node.bare`, Node's floor for the Bigtable workload: the library's MutateRows call (its
+ *   encoder and response reader) on a bare `node:http2` session (bench/bigtableHttp2.ts), the records
+ *   turned into entries and cut into batches by a plain loop, no sink, credentials, deadlines or retries.
  *
  * Every method is timed in `--passes` passes (default 3) after one untimed warm-up, the first method of a
  * pass rotating from pass to pass; figures are medians. Each pass, ours as Go's, runs in a fresh process
@@ -43,7 +46,7 @@
  * needs the Go toolchain (`go` on PATH, or $GO, or /usr/local/go/bin/go).
  */
 import { v2 } from "@google-cloud/bigtable"
-import { type Context, Effect, Exit, Layer, Scope, Stream } from "effect"
+import { type Context, Duration, Effect, Exit, Layer, Scope, Stream } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -64,12 +67,15 @@ import {
 import { encodeDescriptor } from "../src/internal/bigquery/encoding/descriptor.ts"
 import * as AppendRequest from "../src/internal/bigquery/transport/appendRequest.ts"
 import * as ClientInternal from "../src/internal/bigquery/transport/client.ts"
+import * as BigtableCalls from "../src/internal/bigtable/transport/client.ts"
+import { entryByteSize } from "../src/internal/bigtable/transport/mutationProto.ts"
 import type { Writer } from "../src/Sink.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
 import { selfSigned } from "../test/support/selfSigned.ts"
 import { flag, forwardedArgs, numberArg, optionalArg, textArg } from "./args.ts"
 import * as Raw from "./bigqueryRaw.ts"
+import { http2Session } from "./bigtableHttp2.ts"
 import { key, runRaw } from "./bigtableRaw.ts"
 import {
   createTable,
@@ -502,6 +508,40 @@ const bigtableWriter = Effect.fnUntraced(function*(client: BigtableClient.Bigtab
   }
 })
 
+/**
+ * Node's floor for the Bigtable workload (`bigtable.node.bare`): `records` records through the sink's
+ * serializer into entries, cut into batches of `batch` by a plain loop, each sent with the library's
+ * MutateRows call (encoder, response reader) on a bare `node:http2` session, `concurrency` in flight.
+ */
+const bareMutateAll = (authority: string) => {
+  const session = http2Session(authority)
+  const send = BigtableCalls.mutateRows(session.start)
+  const timeout = Duration.seconds(60)
+  const run = async (tableId: string) => {
+    const table = tableName(tableId)
+    let next = 0
+    const worker = async () => {
+      while (next < records) {
+        const from = next
+        next = Math.min(records, next + batch)
+        const entries: Array<RowMutationEntry.RowMutationEntry> = []
+        for (let i = from; i < next; i++) entries.push(bigtableSerializer(i))
+        // oxlint-disable-next-line no-await-in-loop -- one call in flight per worker
+        const statuses = await Effect.runPromise(send({
+          tableName: table,
+          appProfileId: undefined,
+          entries,
+          entryByteSizes: entries.map(entryByteSize),
+          timeout
+        }))
+        if (statuses.some((s) => s.code !== 0)) throw new Error("bigtable.node.bare: an entry failed")
+      }
+    }
+    await Promise.all(Array.from({ length: concurrency }, worker))
+  }
+  return { run, close: session.close }
+}
+
 /** What a Bigtable child takes over: the workload. */
 const bigtableForwarded = [
   ...(Pin.pinning ? ["--pin"] : []),
@@ -542,6 +582,11 @@ const bigtableChildPass = async (name: string) => {
     await warmUp(() => mutateAll(warm), bigtableWarmupSeconds)
     p = await timeHere(records, () => mutateAll(tableId))
     await raw.close()
+  } else if (name === "bigtable.node.bare") {
+    const bare = bareMutateAll(emulatorHost)
+    await warmUp(() => bare.run(warm), bigtableWarmupSeconds)
+    p = await timeHere(records, () => bare.run(tableId))
+    bare.close()
   } else {
     throw new Error(`no Bigtable method ${name}`)
   }
@@ -641,6 +686,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
         order.push(["bigtable.node.mutateRows", rawPass])
       } else {
         order.push(["bigtable.node.mutateRows", isolatedPass("bigtable.node.mutateRows")])
+        order.push(["bigtable.node.bare", isolatedPass("bigtable.node.bare")])
       }
     }
     for (let pass = 0; pass < passes; pass++) {
@@ -733,6 +779,7 @@ const main = async () => {
     "bigquery.go.bytes": "bigquery.go.bytes",
     "bigtable.sink": "bigtable.go.applyBulk",
     "bigtable.node.mutateRows": "bigtable.go.applyBulk",
+    "bigtable.node.bare": "bigtable.go.applyBulk",
     "bigtable.go.applyBulk": "bigtable.go.applyBulk"
   }
   const lines: Array<Record<string, unknown>> = []

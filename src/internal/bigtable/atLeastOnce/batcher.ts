@@ -65,6 +65,23 @@ export const cut = <T extends Weighed>(batch: Batch<T>): Array<T> => {
   return items
 }
 
+/** Whether `items` make one request as they are (a batch {@link add} cut always does): no copy then. */
+const fitsOne = <T extends Weighed>(items: ReadonlyArray<T>, thresholds: Thresholds): boolean => {
+  if (items.length > thresholds.batchElementCount) return false
+  let bytes = 0
+  let mutations = 0
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as T
+    // as `requests` closes one: the bytes before the last entry under the threshold
+    if (i > 0 && (bytes >= thresholds.batchByteSize || mutations + item.mutations > maxMutationsPerRequest)) {
+      return false
+    }
+    bytes += item.bytes
+    mutations += item.mutations
+  }
+  return true
+}
+
 /**
  * Cuts entries (in order) into requests as {@link add} cuts batches: at most `batchElementCount`
  * entries, closed once they reach `batchByteSize` bytes, never over 100,000 mutations (an entry is
@@ -74,7 +91,11 @@ export const cut = <T extends Weighed>(batch: Batch<T>): Array<T> => {
  *
  * @internal
  */
-export const requests = <T extends Weighed>(items: ReadonlyArray<T>, thresholds: Thresholds): Array<Array<T>> => {
+export const requests = <T extends Weighed>(
+  items: ReadonlyArray<T>,
+  thresholds: Thresholds
+): ReadonlyArray<ReadonlyArray<T>> => {
+  if (fitsOne(items, thresholds)) return [items]
   const out: Array<Array<T>> = []
   let current: Array<T> = []
   let bytes = 0

@@ -94,7 +94,8 @@ export const dispatch = Effect.fnUntraced(
       dest.held.push(...items)
       return
     }
-    for (const request of batcher.requests(items, st.thresholds)) yield* send(st, request)
+    const requests = batcher.requests(items, st.thresholds)
+    for (let i = 0; i < requests.length; i++) yield* send(st, requests[i] as Request)
   }
 )
 
@@ -111,18 +112,24 @@ export const admit = Effect.fnUntraced(
     // the tables of this slice (usually one): each idle one sends what the slice left in its batch
     const touched: Array<Dest> = []
     let last: Dest | undefined
-    for (const item of items) {
+    let lastKey: string | undefined
+    // index loops: a `for...of` in a generator allocates its iterator (it may outlive a suspension)
+    for (let i = 0; i < items.length; i++) {
       if (st.core.failed()) return
+      const item = items[i] as Item
       item.generation = generation
-      const dest = st.dests.get(item.key) ?? (yield* open(st, item))
+      // consecutive entries of one table (the usual slice) look it up once
+      const dest = (item.key === lastKey ? last : st.dests.get(item.key)) ?? (yield* open(st, item))
       if (dest !== last && !touched.includes(dest)) touched.push(dest)
       last = dest
+      lastKey = item.key
       dest.inFlight++
       dest.lastUsed = now
       if (dest.batch.items.length === 0) dest.openedAt = now
-      for (const ready of batcher.add(dest.batch, item, st.thresholds)) yield* dispatch(st, dest, ready)
+      const ready = batcher.add(dest.batch, item, st.thresholds)
+      for (let r = 0; r < ready.length; r++) yield* dispatch(st, dest, ready[r] as Array<Item>)
     }
-    for (const dest of touched) yield* sendIfIdle(st, dest)
+    for (let d = 0; d < touched.length; d++) yield* sendIfIdle(st, touched[d] as Dest)
   }
 )
 

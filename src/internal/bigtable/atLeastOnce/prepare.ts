@@ -98,15 +98,20 @@ export const accept = (
     return
   }
   if (!isEntry(result)) return reject(out, table, destination, notAnEntry(result))
-  const bytes = measure(result)
+  acceptEntry(table, result, out, destination)
+}
+
+/** Measures (and so validates) an entry; pushes it into `out`, or routes it. */
+const acceptEntry = (table: TableDestination, entry: RowMutationEntry, out: Prepared, destination: string): void => {
+  const bytes = measure(entry)
   if (typeof bytes !== "number") return reject(out, table, destination, bytes)
   out.items.push({
     table,
     key: destination,
-    entry: result,
+    entry,
     units: 1,
     bytes,
-    mutations: result.mutations.length,
+    mutations: entry.mutations.length,
     permitBytes: bytes,
     generation: 0,
     attempts: 0,
@@ -189,15 +194,17 @@ export const prepare = <A>(
         out.routed.push(serializerFailed(target, cause))
         continue
       }
-      // The serializer's type has no requirements, so its Effect needs no context.
-      if (Effect.isEffect(result)) deferred.push({ table: target, effect: result as Effect.Effect<unknown, unknown> })
-      else {
-        if (target !== lastTable) {
-          lastTable = target
-          lastKey = String(target)
-        }
-        accept(target, result, out, lastKey)
+      if (target !== lastTable) {
+        lastTable = target
+        lastKey = String(target)
       }
+      // an entry first: the usual result, told apart by two property reads (`isEffect`'s `in` check
+      // is a lookup along the prototype chain, megamorphic on the hot path)
+      if (isEntry(result)) acceptEntry(target, result, out, lastKey)
+      // The serializer's type has no requirements, so its Effect needs no context.
+      else if (Effect.isEffect(result)) {
+        deferred.push({ table: target, effect: result as Effect.Effect<unknown, unknown> })
+      } else accept(target, result, out, lastKey)
     }
     return deferred.length === 0 ? Effect.succeed(out) : Effect.as(runDeferred(deferred, out), out)
   })

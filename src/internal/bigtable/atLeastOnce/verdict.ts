@@ -91,12 +91,22 @@ const retryOf = <EH>(entries: ReadonlyArray<Item>, status: EntryStatus): Retry<I
   return { items: entries, attempt: latest, budget: "retry", exhausted: () => rpcFailed(first, status, failed) }
 }
 
+/** Whether every entry has status OK (the usual answer: its verdict is the request written whole). */
+const allApplied = (items: Request, statuses: ReadonlyArray<EntryStatus>): boolean => {
+  for (let i = 0; i < items.length; i++) if (statuses[i]?.code !== 0) return false
+  return true
+}
+
 /** Each entry's verdict, in order; stops at the first that fails the writer. @internal */
 export const judge = Effect.fnUntraced(function*<A, EH, R>(
   st: State<A, EH, R>,
   items: Request,
   statuses: ReadonlyArray<EntryStatus>
 ) {
+  if (allApplied(items, statuses)) {
+    if (items.length > 0) st.consecutiveRejections = 0
+    return { written: items, routed: [], resend: [], repair: [], retry: undefined, terminal: undefined }
+  }
   const solo = items.length === 1
   const written: Array<Item> = []
   const routed: Array<Routed<Item, FailedMutation>> = []

@@ -65,7 +65,12 @@ describe("batcher", () => {
     const sent: Array<Array<typeof Item.Type>> = []
     for (const item of items) sent.push(...batcher.add(batch, item, thresholds))
     if (batch.items.length > 0) sent.push(batcher.cut(batch))
-    for (const request of sent) assert.deepStrictEqual(batcher.requests(request, thresholds), [request])
+    for (const request of sent) {
+      const out = batcher.requests(request, thresholds)
+      assert.deepStrictEqual(out, [request])
+      // not copied: the batch is the request
+      assert.strictEqual(out[0], request)
+    }
   })
 
   it.prop("admission groups fit the bounds; an overweight entry is a group of its own", [
