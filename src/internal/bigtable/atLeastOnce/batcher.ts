@@ -132,18 +132,18 @@ export const admissionGroups = <T>(
   maxBytes: number
 ): Array<{ readonly items: Array<T>; readonly bytes: number }> => {
   const out: Array<{ items: Array<T>; bytes: number }> = []
-  let current: Array<T> = []
+  // each group is a slice of `items` (one copy, not a push per item)
+  let start = 0
   let bytes = 0
-  for (const item of items) {
-    const b = weight(item)
-    if (current.length > 0 && (current.length + 1 > maxUnits || bytes + b > maxBytes)) {
-      out.push({ items: current, bytes })
-      current = []
+  for (let i = 0; i < items.length; i++) {
+    const b = weight(items[i] as T)
+    if (i > start && (i - start + 1 > maxUnits || bytes + b > maxBytes)) {
+      out.push({ items: items.slice(start, i), bytes })
+      start = i
       bytes = 0
     }
-    current.push(item)
     bytes += b
   }
-  if (current.length > 0) out.push({ items: current, bytes })
+  if (items.length > start) out.push({ items: items.slice(start), bytes })
   return out
 }

@@ -138,14 +138,15 @@ const listen = (
 }
 
 /**
- * Starts a call on `session` with the request `headers` (`:path` and the call's metadata); throws
+ * Starts a call on `session` with the request `headers` (a raw list: pseudo-headers, `:path` among
+ * them, then the call's metadata); throws
  * when the session no longer takes streams (the caller ends the call `UNAVAILABLE`).
  *
  * @internal
  */
 export const start = (
   session: Session,
-  headers: http2.OutgoingHttpHeaders,
+  headers: ReadonlyArray<string>,
   maxReceiveMessageLength: number,
   handlers: CallHandlers
 ): Call => {

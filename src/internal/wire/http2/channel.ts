@@ -24,7 +24,6 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
-import type * as http2 from "node:http2"
 import { Code } from "../grpcStatus.ts"
 import type { AccessTokens } from "./accessTokens.ts"
 import { type Call, type CallHandlers, start } from "./call.ts"
@@ -109,15 +108,38 @@ const hostAndPort = (target: string): { readonly host: string; readonly port: nu
 }
 
 /** The headers every call of a channel sends (the path, metadata, deadline and token come per call). */
-const baseHeaders = (options: ChannelOptions): http2.OutgoingHttpHeaders => ({
-  ":method": "POST",
-  ":scheme": options.tls === undefined ? "http" : "https",
-  ":authority": options.target,
-  "content-type": "application/grpc",
-  te: "trailers",
-  "user-agent": options.userAgent,
-  "grpc-accept-encoding": "identity"
+/**
+ * A call's headers as Node's raw list (name, value, name, value, ...; `session.request` takes it since
+ * Node 22.17, and skips the per-call copy and checks of a headers object): the pseudo-headers first,
+ * as HTTP/2 requires, `:path` last of them.
+ */
+type RawHeaders = Array<string>
+
+/** The channel's pseudo-headers before `:path`, and its own headers after the pseudo-headers. */
+interface BaseHeaders {
+  readonly pseudo: ReadonlyArray<string>
+  readonly regular: ReadonlyArray<string>
+}
+
+const baseHeaders = (options: ChannelOptions): BaseHeaders => ({
+  pseudo: [":method", "POST", ":scheme", options.tls === undefined ? "http" : "https", ":authority", options.target],
+  regular: [
+    "content-type",
+    "application/grpc",
+    "te",
+    "trailers",
+    "user-agent",
+    options.userAgent,
+    "grpc-accept-encoding",
+    "identity"
+  ]
 })
+
+/** Appends `headers` (auth, metadata) to a raw list. */
+const appendHeaders = (raw: RawHeaders, headers: Readonly<Record<string, string>> | undefined): RawHeaders => {
+  if (headers !== undefined) { for (const name in headers) raw.push(name, headers[name] as string) }
+  return raw
+}
 
 /** A session's settings; a server's `too_many_pings` doubles the channel's keepalive interval. */
 const sessionSettings = (options: ChannelOptions): Session.SessionSettings => {
@@ -217,14 +239,15 @@ const sessionsOf = (options: ChannelOptions, scope: Scope.Scope): Sessions => {
 
 /** A call's headers: the channel's, its path and metadata, and `grpc-timeout` when it has a deadline. */
 const callHeaders = (
-  base: http2.OutgoingHttpHeaders,
+  base: BaseHeaders,
   path: string,
   metadata: Readonly<Record<string, string>>,
   timeout: Duration.Duration | undefined
-): http2.OutgoingHttpHeaders => {
-  const headers: http2.OutgoingHttpHeaders = { ...base, ":path": path, ...metadata }
-  if (timeout !== undefined) headers["grpc-timeout"] = grpcTimeout(timeout)
-  return headers
+): RawHeaders => {
+  const raw = base.pseudo.concat(":path", path, base.regular)
+  appendHeaders(raw, metadata)
+  if (timeout !== undefined) raw.push("grpc-timeout", grpcTimeout(timeout))
+  return raw
 }
 
 /**
@@ -233,7 +256,7 @@ const callHeaders = (
  */
 const startOn = (
   session: Session.Session,
-  headers: http2.OutgoingHttpHeaders,
+  headers: ReadonlyArray<string>,
   options: ChannelOptions,
   handlers: CallHandlers,
   refused: (cause: unknown) => void = () => {}
@@ -260,10 +283,10 @@ export const make = (options: ChannelOptions, scope: Scope.Scope): Http2Channel 
     path: string,
     metadata: Readonly<Record<string, string>>,
     timeout: Duration.Duration | undefined
-  ): Effect.Effect<http2.OutgoingHttpHeaders, CallError> => {
+  ): Effect.Effect<ReadonlyArray<string>, CallError> => {
     const headers = callHeaders(base, path, metadata, timeout)
     if (options.tokens === undefined) return Effect.succeed(headers)
-    return Effect.map(options.tokens.headers, (auth) => Object.assign(headers, auth))
+    return Effect.map(options.tokens.headers, (auth) => appendHeaders(headers, auth))
   }
   return {
     target: options.target,
@@ -271,7 +294,7 @@ export const make = (options: ChannelOptions, scope: Scope.Scope): Http2Channel 
       const s = sessions.ready()
       const auth = options.tokens?.fresh(now)
       if (s === undefined || (options.tokens !== undefined && auth === undefined)) return undefined
-      return startOn(s, Object.assign(callHeaders(base, path, metadata, timeout), auth), options, handlers)
+      return startOn(s, appendHeaders(callHeaders(base, path, metadata, timeout), auth), options, handlers)
     },
     call: (path, metadata, timeout, handlers) =>
       Effect.flatMap(
