@@ -23,7 +23,8 @@
  *   turned into entries and cut into batches by a plain loop, no sink, credentials, deadlines or retries.
  *
  * Every method is timed in `--passes` passes (default 3) after one untimed warm-up, the first method of a
- * pass rotating from pass to pass; figures are medians. Each pass, ours as Go's, runs in a fresh process
+ * pass rotating from pass to pass; figures are medians, and `paired` is the median of each pass's own
+ * ratio of Go's CPU per item to ours (steadier from run to run than the ratio of the medians). Each pass, ours as Go's, runs in a fresh process
  * that warms itself up first, for at least `--warmup-seconds` (BigQuery, default 3) or
  * `--bigtable-warmup-seconds` (8; see below)
  * (bench/isolated.ts says why; `--shared-process` times ours in this process instead, after one warm-up
@@ -517,7 +518,7 @@ const bareMutateAll = (authority: string) => {
   const session = http2Session(authority)
   const send = BigtableCalls.mutateRows(session.start)
   const timeout = Duration.seconds(60)
-  const run = async (tableId: string) => {
+  const mutateAll = async (tableId: string) => {
     const table = tableName(tableId)
     let next = 0
     const worker = async () => {
@@ -539,8 +540,11 @@ const bareMutateAll = (authority: string) => {
     }
     await Promise.all(Array.from({ length: concurrency }, worker))
   }
-  return { run, close: session.close }
+  return { mutateAll, close: session.close }
 }
+
+/** A pass's CPU seconds per item. */
+const cpuPerItem = (p: Pass): number => p.cpuSeconds / p.items
 
 /** What a Bigtable child takes over: the workload. */
 const bigtableForwarded = [
@@ -584,8 +588,8 @@ const bigtableChildPass = async (name: string) => {
     await raw.close()
   } else if (name === "bigtable.node.bare") {
     const bare = bareMutateAll(emulatorHost)
-    await warmUp(() => bare.run(warm), bigtableWarmupSeconds)
-    p = await timeHere(records, () => bare.run(tableId))
+    await warmUp(() => bare.mutateAll(warm), bigtableWarmupSeconds)
+    p = await timeHere(records, () => bare.mutateAll(tableId))
     bare.close()
   } else {
     throw new Error(`no Bigtable method ${name}`)
@@ -769,6 +773,17 @@ const main = async () => {
       cores: median(xs.map((p) => p.cpuSeconds / p.seconds))
     }
   }
+  /**
+   * Go's CPU per item over ours, pass by pass (the two timed in the same pass, minutes apart at most),
+   * then the median: the machine's drift from pass to pass moves both sides of a pair, so this ratio
+   * spreads less between runs than the ratio of the two medians.
+   */
+  const pairedCpuRatio = (name: string, go: string): number | undefined => {
+    const ours = samples[name]
+    const theirs = samples[go]
+    if (ours === undefined || theirs === undefined || ours.length !== theirs.length) return undefined
+    return median(ours.map((p, i) => cpuPerItem(theirs[i] as Pass) / cpuPerItem(p)))
+  }
   /** Each method and the Go peer it is compared with. */
   const peerOf: Record<string, string> = {
     "bigquery.sink.encode": "bigquery.go.encode",
@@ -789,18 +804,19 @@ const main = async () => {
     }${Pin.pinning ? "; pinned (client CPU 0, server CPU 1)" : ""}`
   )
   console.log(
-    "method                        items/s   CPU/item   cores busy   vs Go (items/s)   vs Go (CPU/item: Go's / ours)"
+    "method                        items/s   CPU/item   cores busy   vs Go (items/s)   vs Go (CPU/item: Go's / ours)   paired"
   )
   for (const [name, go] of Object.entries(peerOf)) {
     const a = figure(name)
     const b = figure(go)
     if (a === undefined || b === undefined) continue
+    const paired = pairedCpuRatio(name, go)
     console.log(
       `${name.padEnd(26)} ${Math.round(a.rate).toLocaleString("en").padStart(10)} ${
         a.cpuNs.toFixed(0).padStart(7)
       } ns ${a.cores.toFixed(2).padStart(10)} ${(a.rate / b.rate).toFixed(2).padStart(16)}x ${
         (b.cpuNs / a.cpuNs).toFixed(2).padStart(16)
-      }x`
+      }x ${paired === undefined ? "" : `${paired.toFixed(2).padStart(15)}x`}`
     )
     lines.push({
       bench: "peers",
@@ -812,6 +828,7 @@ const main = async () => {
       peer: go,
       cpuNsPerItem: Math.round(a.cpuNs),
       cpuRatio: Number((b.cpuNs / a.cpuNs).toFixed(3)),
+      ...(paired === undefined ? {} : { cpuRatioPaired: Number(paired.toFixed(3)) }),
       coresBusy: Number(a.cores.toFixed(2)),
       passes,
       tls,
