@@ -1,8 +1,8 @@
 /**
- * One channel of our HTTP/2 transport: `grpc-timeout`'s format, one connection attempt shared by the
- * calls that wait for it, a new connection after `abandon`, a connection attempt that never completes
- * ending UNAVAILABLE within the connect timeout, and a call through an HTTP CONNECT proxy named by
- * the environment (read through the ConfigProvider).
+ * One channel of our HTTP/2 transport: `grpc-timeout`'s format, the headers a call sends (its own, then
+ * the credentials'), one connection attempt shared by the calls that wait for it, a new connection after
+ * `abandon`, a connection attempt that never completes ending UNAVAILABLE within the connect timeout,
+ * and a call through an HTTP CONNECT proxy named by the environment (read through the ConfigProvider).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Deferred, Duration, Effect } from "effect"
@@ -60,6 +60,9 @@ describe("channel", () => {
       assert.strictEqual(channel.connections(), 1)
       assert.strictEqual(server.sessions.length, 1)
       const headers = server.calls[0]?.headers
+      assert.strictEqual(headers?.[":method"], "POST")
+      assert.strictEqual(headers?.[":scheme"], "http")
+      assert.strictEqual(headers?.[":path"], "/t.S/M")
       assert.strictEqual(headers?.["content-type"], "application/grpc")
       assert.strictEqual(headers?.["te"], "trailers")
       assert.strictEqual(headers?.[":authority"], server.target)
@@ -114,6 +117,23 @@ describe("channel", () => {
       channel.abandon()
       assert.isUndefined(now({ onEnd: () => {} }), "the connection was abandoned")
       assert.strictEqual(channel.connections(), 1)
+    })))
+
+  it.effect("credentials' headers follow the call's own; a capitalised name arrives lower-cased", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* answering
+      const tokens: AccessTokens = {
+        headers: Effect.succeed({ Authorization: "Bearer fetched", "x-goog-user-project": "billing" }),
+        fresh: () => undefined,
+        fetches: () => 0
+      }
+      const channel = Channel.make({ ...options(server.target), tokens }, yield* Effect.scope)
+      yield* Effect.addFinalizer(() => Effect.sync(channel.close))
+      assert.strictEqual(yield* call(channel), 0)
+      const headers = server.calls[0]?.headers
+      assert.strictEqual(headers?.["authorization"], "Bearer fetched")
+      assert.strictEqual(headers?.["x-goog-user-project"], "billing")
+      assert.strictEqual(headers?.["x-goog-request-params"], "a=b")
     })))
 
   it.live("an endpoint that never speaks HTTP/2 fails the call UNAVAILABLE within the connect timeout", () =>
