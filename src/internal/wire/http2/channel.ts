@@ -107,7 +107,6 @@ const hostAndPort = (target: string): { readonly host: string; readonly port: nu
   return { host: host.startsWith("[") ? host.slice(1, -1) : host, port: Number(target.slice(colon + 1)) }
 }
 
-/** The headers every call of a channel sends (the path, metadata, deadline and token come per call). */
 /**
  * A call's headers as Node's raw list (name, value, name, value, ...; `session.request` takes it since
  * Node 22.17, and skips the per-call copy and checks of a headers object): the pseudo-headers first,
@@ -115,7 +114,10 @@ const hostAndPort = (target: string): { readonly host: string; readonly port: nu
  */
 type RawHeaders = Array<string>
 
-/** The channel's pseudo-headers before `:path`, and its own headers after the pseudo-headers. */
+/**
+ * The headers every call of a channel sends (the path, metadata, deadline and token come per call): its
+ * pseudo-headers before `:path`, and its own headers after the pseudo-headers.
+ */
 interface BaseHeaders {
   readonly pseudo: ReadonlyArray<string>
   readonly regular: ReadonlyArray<string>
@@ -135,7 +137,7 @@ const baseHeaders = (options: ChannelOptions): BaseHeaders => ({
   ]
 })
 
-/** Appends `headers` (auth, metadata) to a raw list. */
+/** Appends `headers` (the call's metadata, or its credentials) to a raw list. */
 const appendHeaders = (raw: RawHeaders, headers: Readonly<Record<string, string>> | undefined): RawHeaders => {
   if (headers !== undefined) { for (const name in headers) raw.push(name, headers[name] as string) }
   return raw
