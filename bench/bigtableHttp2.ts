@@ -1,10 +1,15 @@
 /**
- * A bare `node:http2` transport for bench/bigtableCallCpu.bench.ts, in a file of its own: it imports the
- * library's internals, which the RSS scripts (compiled alone by tsconfig.rss.json) must not.
+ * A bare `node:http2` transport, and Node's floor for a Bigtable workload on it, for
+ * bench/bigtableCallCpu.bench.ts, bench/peers.ts (`bigtable.node.bare`) and bench/allocation.bench.ts; in
+ * a file of its own: it imports the library's internals, which the RSS scripts (compiled alone by
+ * tsconfig.rss.json) must not.
  */
-import { Effect } from "effect"
+import { Duration, Effect } from "effect"
 import * as http2 from "node:http2"
+import type { RowMutationEntry } from "../src/Bigtable/index.ts"
+import * as BigtableCalls from "../src/internal/bigtable/transport/client.ts"
 import type { StartCall } from "../src/internal/bigtable/transport/dataCall.ts"
+import { entryByteSize } from "../src/internal/bigtable/transport/mutationProto.ts"
 
 /**
  * The library's `StartCall` on a bare `node:http2` session (plaintext, to an emulator): gRPC's
@@ -61,4 +66,49 @@ export const http2Session = (authority: string): { readonly start: StartCall; re
       }
     })
   return { start, close: () => session.close() }
+}
+
+/** The workload of {@link bareMutateAll}. */
+export interface BareWorkload {
+  readonly records: number
+  readonly batch: number
+  readonly concurrency: number
+  /** Record `i` as an entry (the sink's serializer of the benchmark). */
+  readonly serializer: (i: number) => RowMutationEntry.RowMutationEntry
+}
+
+/**
+ * Node's floor for a Bigtable workload (`bigtable.node.bare` in bench/peers.ts): `records` records
+ * through `serializer` into entries, cut into batches of `batch` by a plain loop, each sent with the
+ * library's MutateRows call (encoder, response reader) on a bare `node:http2` session ({@link http2Session}),
+ * `concurrency` calls in flight; no sink, credentials, deadlines or retries.
+ */
+export const bareMutateAll = (authority: string, workload: BareWorkload) => {
+  const { batch, concurrency, records, serializer } = workload
+  const session = http2Session(authority)
+  const send = BigtableCalls.mutateRows(session.start)
+  const timeout = Duration.seconds(60)
+  /** Every record into the table named `tableName` (its full resource name). */
+  const mutateAll = async (tableName: string) => {
+    let next = 0
+    const worker = async () => {
+      while (next < records) {
+        const from = next
+        next = Math.min(records, next + batch)
+        const entries: Array<RowMutationEntry.RowMutationEntry> = []
+        for (let i = from; i < next; i++) entries.push(serializer(i))
+        // oxlint-disable-next-line no-await-in-loop -- one call in flight per worker
+        const statuses = await Effect.runPromise(send({
+          tableName,
+          appProfileId: undefined,
+          entries,
+          entryByteSizes: entries.map(entryByteSize),
+          timeout
+        }))
+        if (statuses.some((s) => s.code !== 0)) throw new Error("bigtable.node.bare: an entry failed")
+      }
+    }
+    await Promise.all(Array.from({ length: concurrency }, worker))
+  }
+  return { mutateAll, close: session.close }
 }

@@ -47,7 +47,7 @@
  * needs the Go toolchain (`go` on PATH, or $GO, or /usr/local/go/bin/go).
  */
 import { v2 } from "@google-cloud/bigtable"
-import { type Context, Duration, Effect, Exit, Layer, Scope, Stream } from "effect"
+import { type Context, Effect, Exit, Layer, Scope, Stream } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
@@ -68,15 +68,13 @@ import {
 import { encodeDescriptor } from "../src/internal/bigquery/encoding/descriptor.ts"
 import * as AppendRequest from "../src/internal/bigquery/transport/appendRequest.ts"
 import * as ClientInternal from "../src/internal/bigquery/transport/client.ts"
-import * as BigtableCalls from "../src/internal/bigtable/transport/client.ts"
-import { entryByteSize } from "../src/internal/bigtable/transport/mutationProto.ts"
 import type { Writer } from "../src/Sink.ts"
 import { ensureInstalled } from "../test/support/emulatorInstall.ts"
 import { startBigtable } from "../test/support/emulators.ts"
 import { selfSigned } from "../test/support/selfSigned.ts"
 import { flag, forwardedArgs, numberArg, optionalArg, textArg } from "./args.ts"
 import * as Raw from "./bigqueryRaw.ts"
-import { http2Session } from "./bigtableHttp2.ts"
+import { bareMutateAll } from "./bigtableHttp2.ts"
 import { key, runRaw } from "./bigtableRaw.ts"
 import {
   createTable,
@@ -509,40 +507,6 @@ const bigtableWriter = Effect.fnUntraced(function*(client: BigtableClient.Bigtab
   }
 })
 
-/**
- * Node's floor for the Bigtable workload (`bigtable.node.bare`): `records` records through the sink's
- * serializer into entries, cut into batches of `batch` by a plain loop, each sent with the library's
- * MutateRows call (encoder, response reader) on a bare `node:http2` session, `concurrency` in flight.
- */
-const bareMutateAll = (authority: string) => {
-  const session = http2Session(authority)
-  const send = BigtableCalls.mutateRows(session.start)
-  const timeout = Duration.seconds(60)
-  const mutateAll = async (tableId: string) => {
-    const table = tableName(tableId)
-    let next = 0
-    const worker = async () => {
-      while (next < records) {
-        const from = next
-        next = Math.min(records, next + batch)
-        const entries: Array<RowMutationEntry.RowMutationEntry> = []
-        for (let i = from; i < next; i++) entries.push(bigtableSerializer(i))
-        // oxlint-disable-next-line no-await-in-loop -- one call in flight per worker
-        const statuses = await Effect.runPromise(send({
-          tableName: table,
-          appProfileId: undefined,
-          entries,
-          entryByteSizes: entries.map(entryByteSize),
-          timeout
-        }))
-        if (statuses.some((s) => s.code !== 0)) throw new Error("bigtable.node.bare: an entry failed")
-      }
-    }
-    await Promise.all(Array.from({ length: concurrency }, worker))
-  }
-  return { mutateAll, close: session.close }
-}
-
 /** A pass's CPU seconds per item. */
 const cpuPerItem = (p: Pass): number => p.cpuSeconds / p.items
 
@@ -587,9 +551,9 @@ const bigtableChildPass = async (name: string) => {
     p = await timeHere(records, () => mutateAll(tableId))
     await raw.close()
   } else if (name === "bigtable.node.bare") {
-    const bare = bareMutateAll(emulatorHost)
-    await warmUp(() => bare.mutateAll(warm), bigtableWarmupSeconds)
-    p = await timeHere(records, () => bare.mutateAll(tableId))
+    const bare = bareMutateAll(emulatorHost, { records, batch, concurrency, serializer: bigtableSerializer })
+    await warmUp(() => bare.mutateAll(tableName(warm)), bigtableWarmupSeconds)
+    p = await timeHere(records, () => bare.mutateAll(tableName(tableId)))
     bare.close()
   } else {
     throw new Error(`no Bigtable method ${name}`)
