@@ -1,10 +1,11 @@
 /**
- * Bytes allocated a record on the Bigtable path (issue 38): the measure of a change too small for CPU
- * time on this machine, whose effective speed moves by a factor of two from second to second
- * (BENCHMARKS.md, "Why CPU time cannot show a change of a few per cent here"). What a record allocates
- * does not depend on the machine's speed, and what survives of it is what the collector pays for.
+ * Bytes allocated a record by the sinks (issue 38): the measure of a change too small for CPU time on
+ * this machine, whose effective speed moves by a factor of two from second to second (BENCHMARKS.md,
+ * "Why CPU time cannot show a change of a few per cent here"). What a record allocates does not depend
+ * on the machine's speed, and what survives of it is what the collector pays for.
  *
- * Two methods, alternating, into a private cbtemulator, each pass into a fresh table dropped after it:
+ * Bigtable: two methods, alternating, into a private cbtemulator, each pass into a fresh table dropped
+ * after it:
  *
  * - `sink`: `BigtableSink` at least once (`--batch` entries a call, `--concurrency` calls' worth of
  *   entries in flight), records from `Stream.range`;
@@ -14,11 +15,18 @@
  * Both build each record's entry with the same serializer (one SetCell of a 100-byte value, the key
  * and qualifier as strings): its entry, mutation and key are allocated on both sides.
  *
+ * BigQuery: the at-least-once sink into the fake BigQueryWrite server in its own process
+ * (bench/fakeBigQueryProcess.ts), `--rows` rows a pass in arrays of 4,096 made before the passes, repeating 16,384 distinct rows
+ * (bench/rows.ts), 512 KiB appends: `bigquery.bytes` (rows pre-encoded, the serializer returns them) and
+ * `bigquery.encode` (row objects through `RowSerializer.fromSchema`). No floor: what a row allocates
+ * there is the sink's alone (pre-encoded, ideally nothing a row).
+ *
  * Allocation is sampled by V8's heap sampling profiler (one sample per `--interval` bytes on average,
  * objects freed by either collection kept in the profile) over each timed pass, after one warm-up pass
  * of each; figures are medians of `--passes`.
  *
- *   node bench/allocation.bench.ts [--records 200000] [--passes 3] [--batch 100] [--concurrency 10] [--interval 1024]
+ *   node bench/allocation.bench.ts [--only bigtable|bigquery] [--records 200000] [--rows 1000000] [--passes 3]
+ *                                  [--batch 100] [--concurrency 10] [--interval 1024]
  *
  * Prints a table and appends JSON lines to bench/results/allocation.jsonl.
  */
@@ -26,6 +34,11 @@ import { Effect, Stream } from "effect"
 import * as fs from "node:fs"
 import { Session } from "node:inspector/promises"
 import * as path from "node:path"
+import * as BigQueryClient from "../src/BigQuery/BigQueryClient.ts"
+import * as BigQuerySink from "../src/BigQuery/BigQuerySink.ts"
+import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
+import * as BigQueryTable from "../src/BigQuery/TableDestination.ts"
+import * as BigQueryWriteMethod from "../src/BigQuery/WriteMethod.ts"
 import {
   BigtableClient,
   BigtableSink,
@@ -34,15 +47,19 @@ import {
   TableDestination,
   WriteMethod
 } from "../src/Bigtable/index.ts"
-import { numberArg } from "./args.ts"
+import { numberArg, optionalArg } from "./args.ts"
 import { bareMutateAll } from "./bigtableHttp2.ts"
 import { key } from "./bigtableRaw.ts"
 import { createTable, dropTable, emulatorWithGapic, instanceId, projectId, tableName } from "./bigtableSetup.ts"
+import * as FakeProcess from "./fakeBigQueryProcess.ts"
+import { Row, rowGenerator } from "./rows.ts"
 import { median } from "./timing.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
+const only = optionalArg("only")
 const records = numberArg("records", 200_000)
+const rows = numberArg("rows", 1_000_000)
 const passes = numberArg("passes", 3)
 const batch = numberArg("batch", 100)
 const concurrency = numberArg("concurrency", 10)
@@ -74,71 +91,166 @@ const allocated = async (session: Session, run: () => Promise<void>): Promise<nu
   return totalSize(profile.head as SamplingNode)
 }
 
+/** Runs `methods` alternating (one warm-up pass of each, then `passes`), `items` a pass; bytes an item. */
+const sampleAll = (
+  session: Session,
+  items: number,
+  methods: Record<string, () => Promise<void>>
+): Effect.Effect<Record<string, Array<number>>> =>
+  Effect.promise(async () => {
+    const samples: Record<string, Array<number>> = {}
+    for (let pass = 0; pass <= passes; pass++) {
+      const order = pass % 2 === 0 ? Object.entries(methods) : Object.entries(methods).toReversed()
+      for (const [name, run] of order) {
+        // oxlint-disable-next-line no-await-in-loop -- passes run one after another
+        const bytes = await allocated(session, run)
+        // pass 0 warms up
+        if (pass === 0) continue
+        ;(samples[name] ??= []).push(bytes / items)
+        console.log(`pass ${pass} ${name.padEnd(16)} ${(bytes / items).toFixed(0)} B an item`)
+      }
+    }
+    return samples
+  })
+
+/** The Bigtable sink and Node's floor, `records` records a pass, each pass into a fresh table. */
+const bigtable = (session: Session) =>
+  Effect.gen(function*() {
+    const { admin, emulator } = yield* emulatorWithGapic
+    const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
+    const bare = bareMutateAll(emulator.emulatorHost, { records, batch, concurrency, serializer })
+    yield* Effect.addFinalizer(() => Effect.sync(bare.close))
+    const writeMethod = WriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
+    let tables = 0
+    /** `write` into a fresh table, dropped after it. */
+    const inFreshTable = (write: (tableId: string) => Promise<void>) => async () => {
+      const tableId = `a${tables++}`
+      await createTable(admin, tableId, { cf: {} })
+      await write(tableId)
+      await dropTable(admin, tableId)
+    }
+    const sink = (tableId: string) =>
+      Effect.runPromise(
+        Stream.range(0, records - 1).pipe(
+          Stream.run(BigtableSink.make({
+            table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
+            serializer,
+            writeMethod
+          })),
+          Effect.provideService(BigtableClient.BigtableClient, client)
+        )
+      ).then(() => undefined)
+    const samples = yield* sampleAll(session, records, {
+      "bigtable.sink": inFreshTable(sink),
+      "bigtable.bare": inFreshTable((tableId) => bare.mutateAll(tableName(tableId)))
+    })
+    const sinkBytes = median(samples["bigtable.sink"] ?? [])
+    const bareBytes = median(samples["bigtable.bare"] ?? [])
+    console.log(
+      `\nBigtable, bytes allocated a record, ${records.toLocaleString("en")} records x ${passes} passes, medians`
+    )
+    console.log(
+      `sink ${sinkBytes.toFixed(0)} B, bare node:http2 ${bareBytes.toFixed(0)} B, sink / bare ${
+        (sinkBytes / bareBytes).toFixed(2)
+      }x`
+    )
+    return [{
+      bench: "allocation",
+      metric: "bigtable.sink.bytesAllocatedPerRecord.median",
+      value: Math.round(sinkBytes),
+      unit: "B/record",
+      baseline: Math.round(bareBytes),
+      ratio: Number((sinkBytes / bareBytes).toFixed(3)),
+      records,
+      batch,
+      concurrency
+    }]
+  })
+
+/** The BigQuery sink, pre-encoded rows and row objects, `rows` rows a pass into the fake. */
+const bigquery = (session: Session) =>
+  Effect.gen(function*() {
+    const fake = yield* Effect.acquireRelease(
+      Effect.promise(() => FakeProcess.start(1024 * 1024, {})),
+      (f) => Effect.sync(() => f.close())
+    )
+    const rowSerializer = yield* RowSerializer.fromSchema(Row)
+    const table = yield* BigQueryTable.make({ projectId: fake.projectId, datasetId: "d", tableId: "t" })
+    const makeRow = rowGenerator(7)
+    const distinct = Array.from({ length: 16_384 }, (_, i) => makeRow(i))
+    const encoded = distinct.map((r) => {
+      const bytes = rowSerializer.serialize(r, table)
+      if (!(bytes instanceof Uint8Array)) throw new Error("unencodable benchmark row")
+      return bytes
+    })
+    const bytesSerializer = {
+      tableSchema: rowSerializer.tableSchema,
+      descriptor: () => RowSerializer.descriptorOf(rowSerializer, table),
+      serialize: (bytes: Uint8Array) => bytes
+    }
+    const layer = BigQueryClient.layer({
+      projectId: fake.projectId,
+      emulator: { grpc: fake.grpcEndpoint, rest: fake.restEndpoint }
+    })
+    const writeMethod = BigQueryWriteMethod.atLeastOnce({ maxInFlightRequests: 100, maxAppendRequestBytes: 512 * 1024 })
+    // the input cut into 4,096-row arrays before the passes: a pass allocates nothing to feed the sink
+    const chunked = <A>(source: ReadonlyArray<A>) => {
+      const chunks: Array<Array<A>> = []
+      for (let from = 0; from < rows; from += 4096) {
+        chunks.push(
+          Array.from({ length: Math.min(4096, rows - from) }, (_, i) => source[(from + i) % source.length] as A)
+        )
+      }
+      return Stream.fromArrays(...chunks)
+    }
+    const pass = <A>(through: RowSerializer.RowSerializer<A>, input: Stream.Stream<A>) => () =>
+      Effect.runPromise(
+        input.pipe(
+          Stream.run(BigQuerySink.make({ table, writeMethod, serializer: through })),
+          Effect.provide(layer)
+        )
+      ).then(() => undefined)
+    const samples = yield* sampleAll(session, rows, {
+      "bigquery.bytes": pass(bytesSerializer, chunked(encoded)),
+      "bigquery.encode": pass(rowSerializer, chunked(distinct))
+    })
+    const bytes = median(samples["bigquery.bytes"] ?? [])
+    const encode = median(samples["bigquery.encode"] ?? [])
+    console.log(`\nBigQuery, bytes allocated a row, ${rows.toLocaleString("en")} rows x ${passes} passes, medians`)
+    console.log(`pre-encoded ${bytes.toFixed(1)} B, objects ${encode.toFixed(1)} B`)
+    return [
+      {
+        bench: "allocation",
+        metric: "bigquery.sink.bytes.bytesAllocatedPerRow.median",
+        value: Number(bytes.toFixed(1)),
+        unit: "B/row",
+        rows
+      },
+      {
+        bench: "allocation",
+        metric: "bigquery.sink.encode.bytesAllocatedPerRow.median",
+        value: Number(encode.toFixed(1)),
+        unit: "B/row",
+        rows
+      }
+    ]
+  })
+
 const main = Effect.gen(function*() {
-  const { admin, emulator } = yield* emulatorWithGapic
-  const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
-  const bare = bareMutateAll(emulator.emulatorHost, { records, batch, concurrency, serializer })
-  yield* Effect.addFinalizer(() => Effect.sync(bare.close))
-  const writeMethod = WriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
-  const sink = (tableId: string) =>
-    Effect.runPromise(
-      Stream.range(0, records - 1).pipe(
-        Stream.run(BigtableSink.make({
-          table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
-          serializer,
-          writeMethod
-        })),
-        Effect.provideService(BigtableClient.BigtableClient, client)
-      )
-    ).then(() => undefined)
-  const methods: Record<string, (tableId: string) => Promise<void>> = {
-    sink,
-    bare: (tableId) => bare.mutateAll(tableName(tableId))
-  }
   const session = new Session()
   session.connect()
   yield* Effect.addFinalizer(() => Effect.sync(() => session.disconnect()))
   yield* Effect.promise(() => session.post("HeapProfiler.enable"))
-  let tables = 0
-  const samples: Record<string, Array<number>> = {}
-  for (let pass = 0; pass <= passes; pass++) {
-    for (const [name, run] of pass % 2 === 0 ? Object.entries(methods) : Object.entries(methods).toReversed()) {
-      const tableId = `a${tables++}`
-      yield* Effect.promise(() => createTable(admin, tableId, { cf: {} }))
-      const bytes = yield* Effect.promise(() => allocated(session, () => run(tableId)))
-      yield* Effect.promise(() => dropTable(admin, tableId))
-      // pass 0 warms up
-      if (pass === 0) continue
-      ;(samples[name] ??= []).push(bytes / records)
-      console.log(`pass ${pass} ${name.padEnd(5)} ${(bytes / records).toFixed(0)} B a record`)
-    }
-  }
-  const sinkBytes = median(samples["sink"] ?? [])
-  const bareBytes = median(samples["bare"] ?? [])
-  console.log(`\nbytes allocated a record, ${records.toLocaleString("en")} records x ${passes} passes, medians`)
-  console.log(
-    `sink ${sinkBytes.toFixed(0)} B, bare node:http2 ${bareBytes.toFixed(0)} B, sink / bare ${
-      (sinkBytes / bareBytes).toFixed(2)
-    }x`
-  )
-  const line = {
-    bench: "allocation",
-    metric: "bigtable.sink.bytesAllocatedPerRecord.median",
-    value: Math.round(sinkBytes),
-    unit: "B/record",
-    baseline: Math.round(bareBytes),
-    ratio: Number((sinkBytes / bareBytes).toFixed(3)),
-    records,
-    passes,
-    batch,
-    concurrency,
-    interval,
-    date: new Date().toISOString(),
-    node: process.version
-  }
+  const lines: Array<Record<string, unknown>> = []
+  if (only === undefined || only === "bigtable") lines.push(...yield* Effect.scoped(bigtable(session)))
+  if (only === undefined || only === "bigquery") lines.push(...yield* Effect.scoped(bigquery(session)))
+  const date = new Date().toISOString()
   const results = path.join(path.dirname(new URL(import.meta.url).pathname), "results")
   fs.mkdirSync(results, { recursive: true })
-  fs.appendFileSync(path.join(results, "allocation.jsonl"), `${JSON.stringify(line)}\n`)
+  fs.appendFileSync(
+    path.join(results, "allocation.jsonl"),
+    lines.map((l) => `${JSON.stringify({ ...l, passes, interval, date, node: process.version })}\n`).join("")
+  )
 })
 
 await Effect.runPromise(Effect.scoped(main))
