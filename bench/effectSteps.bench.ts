@@ -1,0 +1,205 @@
+/**
+ * Effect steps and fiber runs of the sinks (issue 38), counted, not timed: with bytes allocated a record
+ * (bench/allocation.bench.ts), the measure of a change too small for CPU time on this machine.
+ *
+ * A tracer whose `context` hook sees every primitive the fibers evaluate counts them (steps) and the
+ * first primitive of each fiber run (runs), over one pass after one untimed pass:
+ *
+ * - Bigtable: `BigtableSink` at least once into a private cbtemulator, `--records` records, `--batch`
+ *   entries a call, `--concurrency` calls' worth in flight: steps and runs a MutateRows call (the calls
+ *   counted at the client);
+ * - BigQuery: `BigQuerySink` at least once, pre-encoded rows, into the fake BigQueryWrite server in its
+ *   own process, `--rows` rows in writes of 4,096 (arrays made before the passes), 512 KiB appends: steps
+ *   and runs a write and a row.
+ *
+ *   node bench/effectSteps.bench.ts [--only bigtable|bigquery] [--records 100000] [--rows 1000000]
+ *                                   [--batch 100] [--concurrency 10]
+ *
+ * Prints the counts and appends JSON lines to bench/results/effectSteps.jsonl.
+ */
+import { Effect, Stream, Tracer } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import * as BigQueryClient from "../src/BigQuery/BigQueryClient.ts"
+import * as BigQuerySink from "../src/BigQuery/BigQuerySink.ts"
+import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
+import * as BigQueryTable from "../src/BigQuery/TableDestination.ts"
+import * as BigQueryWriteMethod from "../src/BigQuery/WriteMethod.ts"
+import {
+  BigtableClient,
+  BigtableSink,
+  Mutation,
+  RowMutationEntry,
+  TableDestination,
+  WriteMethod
+} from "../src/Bigtable/index.ts"
+import { numberArg, optionalArg } from "./args.ts"
+import { key } from "./bigtableRaw.ts"
+import { createTable, emulatorWithGapic, instanceId, projectId } from "./bigtableSetup.ts"
+import * as FakeProcess from "./fakeBigQueryProcess.ts"
+import { Row, rowGenerator } from "./rows.ts"
+
+process.env.METADATA_SERVER_DETECTION ??= "none"
+
+const only = optionalArg("only")
+const records = numberArg("records", 100_000)
+const rows = numberArg("rows", 1_000_000)
+const batch = numberArg("batch", 100)
+const concurrency = numberArg("concurrency", 10)
+const writeRows = 4096
+
+/** What the counting tracer has seen since the last `reset`. */
+const counts = { on: false, steps: 0, runs: 0 }
+
+const evaluate = "~effect/Effect/evaluate"
+
+const countingTracer = Tracer.make({
+  span: (options) => Tracer.nativeTracer.span(options),
+  context: (primitive, fiber) => {
+    if (counts.on) {
+      counts.steps++
+      // the first primitive of a fiber's run (the count restarts when a fiber resumes)
+      if (fiber.currentOpCount === 1) counts.runs++
+    }
+    return primitive[evaluate](fiber)
+  }
+})
+
+/** Counts over `run`: steps and fiber runs. */
+const counted = async (run: () => Promise<void>): Promise<{ readonly steps: number; readonly runs: number }> => {
+  counts.steps = 0
+  counts.runs = 0
+  counts.on = true
+  try {
+    await run()
+  } finally {
+    counts.on = false
+  }
+  return { steps: counts.steps, runs: counts.runs }
+}
+
+const value = Buffer.from("x".repeat(100))
+const serializer = (i: number) =>
+  RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
+
+const bigtable = Effect.gen(function*() {
+  const { admin, emulator } = yield* emulatorWithGapic
+  const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
+  let calls = 0
+  const countingClient: typeof client = {
+    ...client,
+    mutateRows: (request) => {
+      calls++
+      return client.mutateRows(request)
+    }
+  }
+  const writeMethod = WriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
+  const pass = async (tableId: string) => {
+    await createTable(admin, tableId, { cf: {} })
+    await Effect.runPromise(
+      Stream.range(0, records - 1).pipe(
+        Stream.run(BigtableSink.make({
+          table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
+          serializer,
+          writeMethod
+        })),
+        Effect.provideService(BigtableClient.BigtableClient, countingClient),
+        Effect.withTracer(countingTracer)
+      )
+    )
+  }
+  yield* Effect.promise(() => pass("warm"))
+  calls = 0
+  const { runs, steps } = yield* Effect.promise(() => counted(() => pass("counted")))
+  console.log(
+    `Bigtable: ${calls} MutateRows calls (${(records / calls).toFixed(1)} entries a call); ${
+      (steps / calls).toFixed(1)
+    } Effect steps and ${(runs / calls).toFixed(2)} fiber runs a call`
+  )
+  return [{
+    bench: "effectSteps",
+    metric: "bigtable.sink.stepsPerCall",
+    value: Number((steps / calls).toFixed(1)),
+    unit: "steps/call",
+    fiberRunsPerCall: Number((runs / calls).toFixed(2)),
+    calls,
+    records,
+    batch,
+    concurrency
+  }]
+})
+
+const bigquery = Effect.gen(function*() {
+  const fake = yield* Effect.acquireRelease(
+    Effect.promise(() => FakeProcess.start(1024 * 1024, {})),
+    (f) => Effect.sync(() => f.close())
+  )
+  const rowSerializer = yield* RowSerializer.fromSchema(Row)
+  const table = yield* BigQueryTable.make({ projectId: fake.projectId, datasetId: "d", tableId: "t" })
+  const makeRow = rowGenerator(7)
+  const encoded = Array.from({ length: 16_384 }, (_, i) => {
+    const bytes = rowSerializer.serialize(makeRow(i), table)
+    if (!(bytes instanceof Uint8Array)) throw new Error("unencodable benchmark row")
+    return bytes
+  })
+  const chunks: Array<Array<Uint8Array>> = []
+  for (let from = 0; from < rows; from += writeRows) {
+    chunks.push(
+      Array.from(
+        { length: Math.min(writeRows, rows - from) },
+        (_, i) => encoded[(from + i) % encoded.length] as Uint8Array
+      )
+    )
+  }
+  const bytesSerializer = {
+    tableSchema: rowSerializer.tableSchema,
+    descriptor: () => RowSerializer.descriptorOf(rowSerializer, table),
+    serialize: (bytes: Uint8Array) => bytes
+  }
+  const layer = BigQueryClient.layer({
+    projectId: fake.projectId,
+    emulator: { grpc: fake.grpcEndpoint, rest: fake.restEndpoint }
+  })
+  const writeMethod = BigQueryWriteMethod.atLeastOnce({ maxInFlightRequests: 100, maxAppendRequestBytes: 512 * 1024 })
+  const pass = () =>
+    Effect.runPromise(
+      Stream.fromArrays(...chunks).pipe(
+        Stream.run(BigQuerySink.make({ table, writeMethod, serializer: bytesSerializer })),
+        Effect.provide(layer),
+        Effect.withTracer(countingTracer)
+      )
+    ).then(() => undefined)
+  yield* Effect.promise(pass)
+  const { runs, steps } = yield* Effect.promise(() => counted(pass))
+  const writes = chunks.length
+  console.log(
+    `BigQuery: ${writes} writes of up to ${writeRows} pre-encoded rows; ${
+      (steps / writes).toFixed(1)
+    } Effect steps and ${(runs / writes).toFixed(2)} fiber runs a write (${(steps / rows).toFixed(3)} steps a row)`
+  )
+  return [{
+    bench: "effectSteps",
+    metric: "bigquery.sink.bytes.stepsPerWrite",
+    value: Number((steps / writes).toFixed(1)),
+    unit: "steps/write",
+    fiberRunsPerWrite: Number((runs / writes).toFixed(2)),
+    writes,
+    rows,
+    writeRows
+  }]
+})
+
+const main = Effect.gen(function*() {
+  const lines: Array<Record<string, unknown>> = []
+  if (only === undefined || only === "bigtable") lines.push(...yield* Effect.scoped(bigtable))
+  if (only === undefined || only === "bigquery") lines.push(...yield* Effect.scoped(bigquery))
+  const date = new Date().toISOString()
+  const results = path.join(path.dirname(new URL(import.meta.url).pathname), "results")
+  fs.mkdirSync(results, { recursive: true })
+  fs.appendFileSync(
+    path.join(results, "effectSteps.jsonl"),
+    lines.map((l) => `${JSON.stringify({ ...l, date, node: process.version })}\n`).join("")
+  )
+})
+
+await Effect.runPromise(Effect.scoped(main))
