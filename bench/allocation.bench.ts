@@ -34,26 +34,12 @@ import { Effect, Stream } from "effect"
 import * as fs from "node:fs"
 import { Session } from "node:inspector/promises"
 import * as path from "node:path"
-import * as BigQueryClient from "../src/BigQuery/BigQueryClient.ts"
-import * as BigQuerySink from "../src/BigQuery/BigQuerySink.ts"
-import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
-import * as BigQueryTable from "../src/BigQuery/TableDestination.ts"
-import * as BigQueryWriteMethod from "../src/BigQuery/WriteMethod.ts"
-import {
-  BigtableClient,
-  BigtableSink,
-  Mutation,
-  RowMutationEntry,
-  TableDestination,
-  WriteMethod
-} from "../src/Bigtable/index.ts"
+import { BigtableClient, BigtableSink, TableDestination, WriteMethod } from "../src/Bigtable/index.ts"
 import { numberArg, optionalArg } from "./args.ts"
 import { bareMutateAll } from "./bigtableHttp2.ts"
-import { key } from "./bigtableRaw.ts"
 import { createTable, dropTable, emulatorWithGapic, instanceId, projectId, tableName } from "./bigtableSetup.ts"
-import * as FakeProcess from "./fakeBigQueryProcess.ts"
-import { Row, rowGenerator } from "./rows.ts"
 import { median } from "./timing.ts"
+import { bigQueryWorkload, bigtableRecord } from "./workloads.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
@@ -64,10 +50,6 @@ const passes = numberArg("passes", 3)
 const batch = numberArg("batch", 100)
 const concurrency = numberArg("concurrency", 10)
 const interval = numberArg("interval", 1024)
-
-const value = Buffer.from("x".repeat(100))
-const serializer = (i: number) =>
-  RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
 
 /** A node of V8's sampling heap profile. */
 interface SamplingNode {
@@ -118,7 +100,7 @@ const bigtable = (session: Session) =>
   Effect.gen(function*() {
     const { admin, emulator } = yield* emulatorWithGapic
     const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
-    const bare = bareMutateAll(emulator.emulatorHost, { records, batch, concurrency, serializer })
+    const bare = bareMutateAll(emulator.emulatorHost, { records, batch, concurrency, serializer: bigtableRecord })
     yield* Effect.addFinalizer(() => Effect.sync(bare.close))
     const writeMethod = WriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
     let tables = 0
@@ -134,7 +116,7 @@ const bigtable = (session: Session) =>
         Stream.range(0, records - 1).pipe(
           Stream.run(BigtableSink.make({
             table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
-            serializer,
+            serializer: bigtableRecord,
             writeMethod
           })),
           Effect.provideService(BigtableClient.BigtableClient, client)
@@ -170,49 +152,10 @@ const bigtable = (session: Session) =>
 /** The BigQuery sink, pre-encoded rows and row objects, `rows` rows a pass into the fake. */
 const bigquery = (session: Session) =>
   Effect.gen(function*() {
-    const fake = yield* Effect.acquireRelease(
-      Effect.promise(() => FakeProcess.start(1024 * 1024, {})),
-      (f) => Effect.sync(() => f.close())
-    )
-    const rowSerializer = yield* RowSerializer.fromSchema(Row)
-    const table = yield* BigQueryTable.make({ projectId: fake.projectId, datasetId: "d", tableId: "t" })
-    const makeRow = rowGenerator(7)
-    const distinct = Array.from({ length: 16_384 }, (_, i) => makeRow(i))
-    const encoded = distinct.map((r) => {
-      const bytes = rowSerializer.serialize(r, table)
-      if (!(bytes instanceof Uint8Array)) throw new Error("unencodable benchmark row")
-      return bytes
-    })
-    const bytesSerializer = {
-      tableSchema: rowSerializer.tableSchema,
-      descriptor: () => RowSerializer.descriptorOf(rowSerializer, table),
-      serialize: (bytes: Uint8Array) => bytes
-    }
-    const layer = BigQueryClient.layer({
-      projectId: fake.projectId,
-      emulator: { grpc: fake.grpcEndpoint, rest: fake.restEndpoint }
-    })
-    const writeMethod = BigQueryWriteMethod.atLeastOnce({ maxInFlightRequests: 100, maxAppendRequestBytes: 512 * 1024 })
-    // the input cut into 4,096-row arrays before the passes: a pass allocates nothing to feed the sink
-    const chunked = <A>(source: ReadonlyArray<A>) => {
-      const chunks: Array<Array<A>> = []
-      for (let from = 0; from < rows; from += 4096) {
-        chunks.push(
-          Array.from({ length: Math.min(4096, rows - from) }, (_, i) => source[(from + i) % source.length] as A)
-        )
-      }
-      return Stream.fromArrays(...chunks)
-    }
-    const pass = <A>(through: RowSerializer.RowSerializer<A>, input: Stream.Stream<A>) => () =>
-      Effect.runPromise(
-        input.pipe(
-          Stream.run(BigQuerySink.make({ table, writeMethod, serializer: through })),
-          Effect.provide(layer)
-        )
-      ).then(() => undefined)
+    const workload = yield* bigQueryWorkload(rows)
     const samples = yield* sampleAll(session, rows, {
-      "bigquery.bytes": pass(bytesSerializer, chunked(encoded)),
-      "bigquery.encode": pass(rowSerializer, chunked(distinct))
+      "bigquery.bytes": () => workload.bytes(),
+      "bigquery.encode": () => workload.encode()
     })
     const bytes = median(samples["bigquery.bytes"] ?? [])
     const encode = median(samples["bigquery.encode"] ?? [])

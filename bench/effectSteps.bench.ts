@@ -20,24 +20,10 @@
 import { Effect, Stream, Tracer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import * as BigQueryClient from "../src/BigQuery/BigQueryClient.ts"
-import * as BigQuerySink from "../src/BigQuery/BigQuerySink.ts"
-import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
-import * as BigQueryTable from "../src/BigQuery/TableDestination.ts"
-import * as BigQueryWriteMethod from "../src/BigQuery/WriteMethod.ts"
-import {
-  BigtableClient,
-  BigtableSink,
-  Mutation,
-  RowMutationEntry,
-  TableDestination,
-  WriteMethod
-} from "../src/Bigtable/index.ts"
+import { BigtableClient, BigtableSink, TableDestination, WriteMethod } from "../src/Bigtable/index.ts"
 import { numberArg, optionalArg } from "./args.ts"
-import { key } from "./bigtableRaw.ts"
 import { createTable, emulatorWithGapic, instanceId, projectId } from "./bigtableSetup.ts"
-import * as FakeProcess from "./fakeBigQueryProcess.ts"
-import { Row, rowGenerator } from "./rows.ts"
+import { bigQueryWorkload, bigtableRecord, writeRows } from "./workloads.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
@@ -46,7 +32,6 @@ const records = numberArg("records", 100_000)
 const rows = numberArg("rows", 1_000_000)
 const batch = numberArg("batch", 100)
 const concurrency = numberArg("concurrency", 10)
-const writeRows = 4096
 
 /** What the counting tracer has seen since the last `reset`. */
 const counts = { on: false, steps: 0, runs: 0 }
@@ -78,10 +63,6 @@ const counted = async (run: () => Promise<void>): Promise<{ readonly steps: numb
   return { steps: counts.steps, runs: counts.runs }
 }
 
-const value = Buffer.from("x".repeat(100))
-const serializer = (i: number) =>
-  RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
-
 const bigtable = Effect.gen(function*() {
   const { admin, emulator } = yield* emulatorWithGapic
   const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
@@ -100,7 +81,7 @@ const bigtable = Effect.gen(function*() {
       Stream.range(0, records - 1).pipe(
         Stream.run(BigtableSink.make({
           table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
-          serializer,
+          serializer: bigtableRecord,
           writeMethod
         })),
         Effect.provideService(BigtableClient.BigtableClient, countingClient),
@@ -130,48 +111,10 @@ const bigtable = Effect.gen(function*() {
 })
 
 const bigquery = Effect.gen(function*() {
-  const fake = yield* Effect.acquireRelease(
-    Effect.promise(() => FakeProcess.start(1024 * 1024, {})),
-    (f) => Effect.sync(() => f.close())
-  )
-  const rowSerializer = yield* RowSerializer.fromSchema(Row)
-  const table = yield* BigQueryTable.make({ projectId: fake.projectId, datasetId: "d", tableId: "t" })
-  const makeRow = rowGenerator(7)
-  const encoded = Array.from({ length: 16_384 }, (_, i) => {
-    const bytes = rowSerializer.serialize(makeRow(i), table)
-    if (!(bytes instanceof Uint8Array)) throw new Error("unencodable benchmark row")
-    return bytes
-  })
-  const chunks: Array<Array<Uint8Array>> = []
-  for (let from = 0; from < rows; from += writeRows) {
-    chunks.push(
-      Array.from(
-        { length: Math.min(writeRows, rows - from) },
-        (_, i) => encoded[(from + i) % encoded.length] as Uint8Array
-      )
-    )
-  }
-  const bytesSerializer = {
-    tableSchema: rowSerializer.tableSchema,
-    descriptor: () => RowSerializer.descriptorOf(rowSerializer, table),
-    serialize: (bytes: Uint8Array) => bytes
-  }
-  const layer = BigQueryClient.layer({
-    projectId: fake.projectId,
-    emulator: { grpc: fake.grpcEndpoint, rest: fake.restEndpoint }
-  })
-  const writeMethod = BigQueryWriteMethod.atLeastOnce({ maxInFlightRequests: 100, maxAppendRequestBytes: 512 * 1024 })
-  const pass = () =>
-    Effect.runPromise(
-      Stream.fromArrays(...chunks).pipe(
-        Stream.run(BigQuerySink.make({ table, writeMethod, serializer: bytesSerializer })),
-        Effect.provide(layer),
-        Effect.withTracer(countingTracer)
-      )
-    ).then(() => undefined)
-  yield* Effect.promise(pass)
-  const { runs, steps } = yield* Effect.promise(() => counted(pass))
-  const writes = chunks.length
+  const workload = yield* bigQueryWorkload(rows)
+  yield* Effect.promise(() => workload.bytes())
+  const { runs, steps } = yield* Effect.promise(() => counted(() => workload.bytes(countingTracer)))
+  const writes = workload.writes
   console.log(
     `BigQuery: ${writes} writes of up to ${writeRows} pre-encoded rows; ${
       (steps / writes).toFixed(1)
