@@ -60,8 +60,6 @@ import * as WriteMethod from "../src/BigQuery/WriteMethod.ts"
 import {
   BigtableClient,
   BigtableSink,
-  Mutation,
-  RowMutationEntry,
   TableDestination as BigtableTable,
   WriteMethod as BigtableWriteMethod
 } from "../src/Bigtable/index.ts"
@@ -75,7 +73,7 @@ import { selfSigned } from "../test/support/selfSigned.ts"
 import { flag, forwardedArgs, numberArg, optionalArg, textArg } from "./args.ts"
 import * as Raw from "./bigqueryRaw.ts"
 import { bareMutateAll } from "./bigtableHttp2.ts"
-import { key, runRaw } from "./bigtableRaw.ts"
+import { runRaw } from "./bigtableRaw.ts"
 import {
   createTable,
   dropTable as dropTableOf,
@@ -90,6 +88,7 @@ import * as JsonWriter from "./jsonWriter.ts"
 import * as Pin from "./pin.ts"
 import { Row, rowGenerator } from "./rows.ts"
 import { median, timePass } from "./timing.ts"
+import { bigtableRecord, bigtableValue } from "./workloads.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
@@ -457,13 +456,6 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
   }
 }
 
-// the value's bytes made once, as the Go peer's `value []byte` (made once in main.go): each record's own work,
-// on every side, is its key and its mutation
-const value = Buffer.from("x".repeat(100))
-
-const bigtableSerializer = (i: number) =>
-  RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
-
 /** One pass of the Bigtable sink into `tableId`, on a client built once (as a service holds one). */
 const bigtableWriteMethod = BigtableWriteMethod.atLeastOnce({
   batchElementCount: batch,
@@ -475,7 +467,7 @@ const bigtableSink = async (client: BigtableClient.BigtableClient["Service"], ta
     Stream.range(0, records - 1).pipe(
       Stream.run(BigtableSink.make({
         table: BigtableTable.makeUnsafe({ projectId, instanceId, tableId }),
-        serializer: bigtableSerializer,
+        serializer: bigtableRecord,
         writeMethod: bigtableWriteMethod
       })),
       Effect.provideService(BigtableClient.BigtableClient, client)
@@ -495,7 +487,7 @@ const bigtableWriter = Effect.fnUntraced(function*(client: BigtableClient.Bigtab
   let current = BigtableTable.makeUnsafe({ projectId, instanceId, tableId: "unset" })
   const writer = yield* BigtableSink.writer({
     destinationResolver: () => current,
-    serializer: bigtableSerializer,
+    serializer: bigtableRecord,
     writeMethod: bigtableWriteMethod
   }).pipe(Effect.provideService(BigtableClient.BigtableClient, client))
   return async (tableId: string) => {
@@ -545,13 +537,13 @@ const bigtableChildPass = async (name: string) => {
   } else if (name === "bigtable.node.mutateRows") {
     const raw = new v2.BigtableClient(gapicOptions(emulatorHost))
     const mutateAll = async (table: string) => {
-      await runRaw(raw, tableName(table), { records, batch, concurrency, value })
+      await runRaw(raw, tableName(table), { records, batch, concurrency, value: bigtableValue })
     }
     await warmUp(() => mutateAll(warm), bigtableWarmupSeconds)
     p = await timeHere(records, () => mutateAll(tableId))
     await raw.close()
   } else if (name === "bigtable.node.bare") {
-    const bare = bareMutateAll(emulatorHost, { records, batch, concurrency, serializer: bigtableSerializer })
+    const bare = bareMutateAll(emulatorHost, { records, batch, concurrency, serializer: bigtableRecord })
     await warmUp(() => bare.mutateAll(tableName(warm)), bigtableWarmupSeconds)
     p = await timeHere(records, () => bare.mutateAll(tableName(tableId)))
     bare.close()
@@ -645,7 +637,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
         const rawPass = async () => {
           const tableId = await freshTable()
           const p = await timeHere(records, async () => {
-            await runRaw(raw, tableName(tableId), { records, batch, concurrency, value })
+            await runRaw(raw, tableName(tableId), { records, batch, concurrency, value: bigtableValue })
           })
           await dropTable(tableId)
           return p

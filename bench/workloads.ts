@@ -1,7 +1,7 @@
 /**
  * The sinks' workloads shared by the counting benchmarks (bench/allocation.bench.ts,
- * bench/effectSteps.bench.ts) and bench/peers.ts: the Bigtable record, and the BigQuery sink on the fake
- * BigQueryWrite server with its rows ready in writes.
+ * bench/effectSteps.bench.ts) and, for the Bigtable record, bench/peers.ts: the Bigtable record, and the
+ * BigQuery sink on the fake BigQueryWrite server with its rows ready in writes.
  */
 import { Effect, type Scope, Stream, type Tracer } from "effect"
 import * as BigQueryClient from "../src/BigQuery/BigQueryClient.ts"
@@ -14,13 +14,18 @@ import { key } from "./bigtableRaw.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import { Row, rowGenerator } from "./rows.ts"
 
-// the value's bytes made once, as the Go peer's `value []byte` (made once in main.go): each record's own
-// work, on every side, is its key and its mutation
-const value = Buffer.from("x".repeat(100))
+/**
+ * The value of every Bigtable record, its bytes made once, as the Go peer's `value []byte` (made once in
+ * main.go): each record's own work, on every side, is its key and its mutation.
+ */
+export const bigtableValue = Buffer.from("x".repeat(100))
 
-/** Record `i` of the Bigtable benchmarks: one SetCell of a 100-byte value in family `cf`, qualifier `v`. */
+/** Record `i` of the Bigtable benchmarks: one SetCell of {@link bigtableValue} in family `cf`, qualifier `v`. */
 export const bigtableRecord = (i: number): RowMutationEntry.RowMutationEntry =>
-  RowMutationEntry.make(key(i), Mutation.setCell({ family: "cf", qualifier: "v", value, timestampMicros: 1_000_000 }))
+  RowMutationEntry.make(
+    key(i),
+    Mutation.setCell({ family: "cf", qualifier: "v", value: bigtableValue, timestampMicros: 1_000_000 })
+  )
 
 /** Rows a write of the BigQuery workloads (the sink's default chunk). */
 export const writeRows = 4096

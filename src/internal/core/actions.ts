@@ -227,21 +227,16 @@ const resolved = <M extends Method>(
   ctx: OwnerContext<M>,
   items: ReadonlyArray<M["Item"]>
 ): Effect.Effect<void> =>
-  Effect.suspend(() => items.length === 0 ? Effect.void : leftWriter(ctx, items, totals(items, ctx.state.pending)))
-
-/** Items that left, with what they account for (`totals`, already taken from their generations). */
-const leftWriter = <M extends Method>(
-  ctx: OwnerContext<M>,
-  items: ReadonlyArray<M["Item"]>,
-  { bytes, permitBytes, units }: { readonly units: number; readonly bytes: number; readonly permitBytes: number }
-): Effect.Effect<void> => {
-  const st = ctx.state
-  st.outstanding -= units
-  ctx.releaseUnsafe({ units, bytes: permitBytes })
-  gaugeUnsafe(ctx, ctx.metrics.inFlightUnits, -units)
-  gaugeUnsafe(ctx, ctx.metrics.inFlightBytes, -bytes)
-  return ctx.delivery?.onResolved === undefined ? Effect.void : ctx.delivery.onResolved(items)
-}
+  Effect.suspend(() => {
+    if (items.length === 0) return Effect.void
+    const st = ctx.state
+    const { bytes, permitBytes, units } = totals(items, st.pending)
+    st.outstanding -= units
+    ctx.releaseUnsafe({ units, bytes: permitBytes })
+    gaugeUnsafe(ctx, ctx.metrics.inFlightUnits, -units)
+    gaugeUnsafe(ctx, ctx.metrics.inFlightBytes, -bytes)
+    return ctx.delivery?.onResolved === undefined ? Effect.void : ctx.delivery.onResolved(items)
+  })
 
 /** Adds `amount` to a per-destination counter's series of `key`. */
 const countPerDestination = <M extends Method>(
@@ -253,33 +248,19 @@ const countPerDestination = <M extends Method>(
   if (metric !== undefined) countUnsafe(ctx, Metric.withAttributes(metric, { destination: key }), amount)
 }
 
-/**
- * Written items: counted per run of one destination, then given back; one pass over them (what they
- * account for is summed, and taken from their generations, as `totals` does).
- */
+/** Written items: counted per run of one destination, then given back. */
 const written = <M extends Method>(ctx: OwnerContext<M>, items: ReadonlyArray<M["Item"]>): Effect.Effect<void> =>
   Effect.suspend(() => {
     if (items.length === 0) return Effect.void
     const m = ctx.metrics
-    const pending = ctx.state.pending
     let units = 0
     let bytes = 0
-    let permitBytes = 0
     let runUnits = 0
     let runBytes = 0
-    let generation = -1
-    let generationUnits = 0
     for (let i = 0; i < items.length; i++) {
       const item = items[i] as M["Item"]
       runUnits += item.units
       runBytes += item.bytes
-      permitBytes += item.permitBytes
-      if (item.generation !== generation) {
-        if (generationUnits > 0) leave(pending, generation, generationUnits)
-        generation = item.generation
-        generationUnits = 0
-      }
-      generationUnits += item.units
       const next = items[i + 1]
       if (next === undefined || next.key !== item.key) {
         ctx.counters.add(item.key, "recordsWritten", runUnits)
@@ -291,10 +272,9 @@ const written = <M extends Method>(ctx: OwnerContext<M>, items: ReadonlyArray<M[
         runBytes = 0
       }
     }
-    if (generationUnits > 0) leave(pending, generation, generationUnits)
     countUnsafe(ctx, m.recordsSend, units)
     countUnsafe(ctx, m.bytesSend, bytes)
-    return leftWriter(ctx, items, { units, bytes, permitBytes })
+    return resolved(ctx, items)
   })
 
 /** Hands one record to the failure handler; the handler's failure is the writer's. */

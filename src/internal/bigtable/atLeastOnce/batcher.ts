@@ -65,23 +65,6 @@ export const cut = <T extends Weighed>(batch: Batch<T>): Array<T> => {
   return items
 }
 
-/** Whether `items` make one request as they are (a batch {@link add} cut always does): no copy then. */
-const fitsOne = <T extends Weighed>(items: ReadonlyArray<T>, thresholds: Thresholds): boolean => {
-  if (items.length > thresholds.batchElementCount) return false
-  let bytes = 0
-  let mutations = 0
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i] as T
-    // as `requests` closes one: the bytes before the last entry under the threshold
-    if (i > 0 && (bytes >= thresholds.batchByteSize || mutations + item.mutations > maxMutationsPerRequest)) {
-      return false
-    }
-    bytes += item.bytes
-    mutations += item.mutations
-  }
-  return true
-}
-
 /**
  * Cuts entries (in order) into requests as {@link add} cuts batches: at most `batchElementCount`
  * entries, closed once they reach `batchByteSize` bytes, never over 100,000 mutations (an entry is
@@ -95,25 +78,25 @@ export const requests = <T extends Weighed>(
   items: ReadonlyArray<T>,
   thresholds: Thresholds
 ): ReadonlyArray<ReadonlyArray<T>> => {
-  if (fitsOne(items, thresholds)) return [items]
-  const out: Array<Array<T>> = []
-  let current: Array<T> = []
+  // each request is a slice of `items`, and `items` itself when it makes one (a batch `add` cut)
+  const out: Array<ReadonlyArray<T>> = []
+  let start = 0
   let bytes = 0
   let mutations = 0
-  for (const item of items) {
-    const full = current.length >= thresholds.batchElementCount || bytes >= thresholds.batchByteSize ||
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as T
+    const full = i - start >= thresholds.batchElementCount || bytes >= thresholds.batchByteSize ||
       mutations + item.mutations > maxMutationsPerRequest
-    if (current.length > 0 && full) {
-      out.push(current)
-      current = []
+    if (i > start && full) {
+      out.push(items.slice(start, i))
+      start = i
       bytes = 0
       mutations = 0
     }
-    current.push(item)
     bytes += item.bytes
     mutations += item.mutations
   }
-  if (current.length > 0) out.push(current)
+  if (items.length > start) out.push(start === 0 ? items : items.slice(start))
   return out
 }
 

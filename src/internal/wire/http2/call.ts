@@ -139,8 +139,8 @@ const listen = (
 
 /**
  * Starts a call on `session` with the request `headers` (a raw list: pseudo-headers, `:path` among
- * them, then the call's metadata); throws
- * when the session no longer takes streams (the caller ends the call `UNAVAILABLE`).
+ * them, then the call's metadata); throws when the session no longer takes streams (the caller ends
+ * the call `UNAVAILABLE`).
  *
  * @internal
  */
