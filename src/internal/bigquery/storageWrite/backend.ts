@@ -302,8 +302,10 @@ const sendIfIdle = <A, E, R>(st: State<A, E, R>, d: Destination.Destination): Ef
   d.inFlight === 0 ? cut(st, d, true) : Effect.void
 
 /**
- * Appends a slice's rows to `d`'s batch: in one copy when they fit, else row by row, sealing and
- * sending each batch the rows fill. The slice's buffer goes back to the slice pool.
+ * Appends a slice's rows to `d`'s batch: when they fit, by copying the fewer bytes (`Split.join`: the
+ * batch's rows into the gap `prepare` left before the slice's, or the slice's after the batch's), else
+ * in runs that fit, sealing and sending each batch the rows fill. The buffer given up goes back to the
+ * slice pool.
  */
 const appendRows = <A, E, R>(
   st: State<A, E, R>,
@@ -315,12 +317,8 @@ const appendRows = <A, E, R>(
     d.batchStamp = Projection.batchStamp(rows.seals, rows.sealsBatch)
     if (batch.count === 0) d.batchGeneration = generation
     if (Split.frameBytes(batch) + rows.body.length <= st.maxBytes) {
-      // an empty batch takes the slice's buffer as it is; else one copy
-      if (batch.count === 0) Split.adopt(st.pool, batch, rows.buffer, rows.body, rows.count, rows.bytes)
-      else {
-        Split.appendFrames(batch, rows.body, rows.count, rows.bytes)
-        Split.recycle(st.pool, rows.buffer)
-      }
+      // the smaller of the batch and the slice is copied to the other (none when the batch is empty)
+      Split.join(st.pool, batch, rows.buffer, rows.body, rows.count, rows.bytes)
       d.permitBytes += rows.body.length + rows.slack
       return rows.sealsBatch ? cut(st, d, false) : Effect.void
     }

@@ -2,7 +2,7 @@
  * The per-record hot path of a BigQuery `write`, on the caller's fiber (the writer core's
  * `Backend.prepare`): resolve each record's destination, read the serializer's fingerprint, and
  * encode the row in place into a slice buffer of its destination. Plain synchronous code; the owner
- * then appends each slice to its destination's batch in one copy (`batches.ts`).
+ * then joins each slice to its destination's batch, copying the smaller of the two (`split.ts`).
  *
  * **Details**
  *
@@ -121,7 +121,13 @@ const describe = (cause: unknown): string => (cause instanceof Error ? cause.mes
 /** Past this many bytes, a slice is expected to fill its buffer: it takes a full-size pooled one. */
 const largeSlice = 16 * 1024
 
-const sizeOf = (pool: Split.Pool, hint: number): number => (hint >= largeSlice ? pool.capacity : hint)
+/**
+ * The batch a builder frames into. A destination whose last run was large starts on a full-size pooled
+ * buffer, its rows after a gap the size of its open batch's (projected) rows: the owner copies those
+ * into the gap rather than this slice's rows after them (`Split.join`), so each row is copied once.
+ */
+const batchOf = (pool: Split.Pool, hint: number, projected: number): Split.Batch =>
+  hint >= largeSlice ? Split.sized(pool, pool.capacity, projected) : Split.sized(pool, hint)
 
 const startBuilder = <A>(
   c: Cursor<A>,
@@ -131,14 +137,14 @@ const startBuilder = <A>(
   fingerprint: unknown
 ): Builder => {
   const projection = env.projections.get(key)
+  const projected = projection?.frames ?? 0
   const builder = {
     destination,
     key,
     fingerprint,
-    // a destination whose last slice was large starts on a full-size pooled buffer
-    batch: Split.sized(env.pool, sizeOf(env.pool, env.sizeHints.get(key) ?? 0)),
+    batch: batchOf(env.pool, env.sizeHints.get(key) ?? 0, projected),
     projection,
-    room: Math.max(0, env.maxAppendRequestBytes - (projection?.frames ?? 0))
+    room: Math.max(0, env.maxAppendRequestBytes - projected)
   }
   c.builders.set(key, builder)
   return builder
@@ -186,7 +192,12 @@ const finish = <A>(c: Cursor<A>, env: Env<A>, b: Builder): void => {
   const batch = b.batch
   if (batch.count === 0) return
   const w = batch.writer
-  emit(c, env, b, { body: bodyIn(w.buf, w.pos), buffer: w.buf, count: batch.count, bytes: batch.bytes }, false)
+  emit(c, env, b, {
+    body: bodyIn(w.buf, w.pos, batch.start),
+    buffer: w.buf,
+    count: batch.count,
+    bytes: batch.bytes
+  }, false)
 }
 
 /**

@@ -13,6 +13,9 @@
  *   batch), and the batch without it is sealed.
  * - Full-size buffers come from a small {@link Pool} fed by completed appends, so a steady stream
  *   reuses the same few buffers instead of leaving one per batch to the garbage collector.
+ * - A slice expected to complete a batch that already holds rows is framed after a gap as large as
+ *   those rows ({@link sized}'s `lead`): the owner copies the batch's rows into the gap ({@link join}),
+ *   not the slice's rows after them, so a row of a large write is copied once, not twice.
  *
  * The batches and the pool belong to the writer fiber.
  *
@@ -49,8 +52,10 @@ export const recycle = (pool: Pool, buffer: Buffer): void => {
 
 /** The rows of one destination being framed. @internal */
 export interface Batch {
-  /** `buf[headroom, pos)` is the `ProtoRows` body so far. */
+  /** `buf[start, pos)` is the `ProtoRows` body so far. */
   writer: WireWriter
+  /** Where the body starts: the headroom, or further when the buffer keeps room before the rows. */
+  start: number
   /** Rows framed. */
   count: number
   /** Sum of the rows' own lengths: what `bytesWritten` counts. */
@@ -104,6 +109,7 @@ export const unallocated = (pool: Pool): WireWriter => writerOver(pool, noBytes)
 /** @internal */
 export const empty = (pool: Pool): Batch => ({
   writer: writerOf(pool, initialCapacity),
+  start: headroom,
   count: 0,
   bytes: 0,
   lengthGuess: 1
@@ -113,15 +119,16 @@ export const empty = (pool: Pool): Batch => ({
  * A batch expected to take `capacity` bytes of rows: on a full-size pooled buffer when that is over half of
  * one, else on one of the headroom and those bytes (a run of a few rows, as a stream of small chunks writes:
  * a slice of Node's shared pool, where a 4 KiB buffer of its own per write was most of its allocation).
+ * Its rows start `lead` bytes past the headroom: room for the rows of the batch they will join ({@link join}).
  *
  * @internal
  */
-export const sized = (pool: Pool, capacity: number): Batch => ({
-  writer: writerOf(pool, headroom + capacity, smallCapacity),
-  count: 0,
-  bytes: 0,
-  lengthGuess: 1
-})
+export const sized = (pool: Pool, capacity: number, lead = 0): Batch => {
+  const start = headroom + lead
+  const writer = writerOf(pool, start + capacity, smallCapacity)
+  writer.pos = start
+  return { writer, start, count: 0, bytes: 0, lengthGuess: 1 }
+}
 
 /**
  * Appends already framed rows (a prepared slice's body: `count` rows of `bytes` bytes) in one copy.
@@ -139,12 +146,15 @@ export const appendFrames = (batch: Batch, frames: Uint8Array, count: number, by
 }
 
 /**
- * Makes an empty batch continue on `buffer`, whose `[headroom, headroom + frames.length)` holds
- * `count` framed rows (a prepared slice's own buffer: no copy); the batch's buffer goes back to the pool.
+ * Adds `count` framed rows of `bytes` bytes (`frames`, a prepared slice's body, in `buffer` at least the
+ * headroom past its start) to a batch they fit, copying the fewer bytes: an empty batch continues on
+ * `buffer` as it is; a batch whose rows are fewer than the slice's and fit in the free bytes before the
+ * frames is copied there and continues on `buffer`; else the frames are copied after the batch's rows.
+ * The buffer given up goes back to the pool.
  *
  * @internal
  */
-export const adopt = (
+export const join = (
   pool: Pool,
   batch: Batch,
   buffer: Buffer,
@@ -152,10 +162,21 @@ export const adopt = (
   count: number,
   bytes: number
 ): void => {
-  recycle(pool, batch.writer.buf)
-  batch.writer = writerOver(pool, buffer, headroom + frames.length)
-  batch.count = count
-  batch.bytes = bytes
+  const w = batch.writer
+  const held = batch.count === 0 ? 0 : w.pos - batch.start
+  const at = frames.byteOffset - buffer.byteOffset
+  if (held === 0 || (held < frames.length && at - headroom >= held)) {
+    const start = at - held
+    if (held > 0) w.buf.copy(buffer, start, batch.start, w.pos)
+    recycle(pool, w.buf)
+    batch.writer = writerOver(pool, buffer, at + frames.length)
+    batch.start = start
+    batch.count += count
+    batch.bytes += bytes
+  } else {
+    appendFrames(batch, frames, count, bytes)
+    recycle(pool, buffer)
+  }
 }
 
 /** Framed rows of a body that fit: where they end, how many, and their own bytes. @internal */
@@ -197,7 +218,7 @@ export const fitFrames = (frames: Uint8Array, from: number, room: number, atLeas
 }
 
 /** The size of the batch's `ProtoRows` body. @internal */
-export const frameBytes = (batch: Batch): number => batch.writer.pos - headroom
+export const frameBytes = (batch: Batch): number => batch.writer.pos - batch.start
 
 /**
  * Starts a row encoded in place: writes its tag and room for its length, and returns where the
@@ -288,7 +309,7 @@ export const admit = (
   fit = true
 ): Sealed | undefined => {
   const w = batch.writer
-  if (batch.count === 0 || w.pos - headroom <= maxBytes) {
+  if (batch.count === 0 || w.pos - batch.start <= maxBytes) {
     batch.count++
     batch.bytes += length
     return undefined
@@ -301,6 +322,7 @@ export const admit = (
   w.pos = at
   const sealed = seal(batch, undefined, fit)
   batch.writer = next
+  batch.start = headroom
   batch.count = 1
   batch.bytes = length
   return sealed
@@ -315,20 +337,23 @@ export const admit = (
  */
 export const seal = (batch: Batch, pool?: Pool, fit = true): Sealed => {
   let buffer = batch.writer.buf
-  const end = batch.writer.pos
-  if (fit && buffer.length > 2 * end + initialCapacity) {
-    const fitted = Buffer.allocUnsafeSlow(end)
-    buffer.copy(fitted, 0, 0, end)
+  const frames = batch.writer.pos - batch.start
+  let start = batch.start
+  if (fit && buffer.length > 2 * (headroom + frames) + initialCapacity) {
+    const fitted = Buffer.allocUnsafeSlow(headroom + frames)
+    buffer.copy(fitted, headroom, start, start + frames)
     buffer = fitted
+    start = headroom
   }
   const sealed: Sealed = {
-    body: bodyIn(buffer, end),
+    body: bodyIn(buffer, start + frames, start),
     buffer,
     count: batch.count,
     bytes: batch.bytes,
-    frameBytes: end - headroom
+    frameBytes: frames
   }
-  if (pool !== undefined) batch.writer = writerOf(pool, end)
+  batch.start = headroom
+  if (pool !== undefined) batch.writer = writerOf(pool, headroom + frames)
   batch.count = 0
   batch.bytes = 0
   return sealed

@@ -120,12 +120,13 @@ export const headroom = 512
 const withHeadroom = new WeakSet<Uint8Array>()
 
 /**
- * The `ProtoRows` body framed in `buffer[headroom, end)`, which {@link encodeBody} may frame in place.
+ * The `ProtoRows` body framed in `buffer[start, end)` (`start` at least the headroom), which
+ * {@link encodeBody} may frame in place.
  *
  * @internal
  */
-export const bodyIn = (buffer: Uint8Array, end: number): Uint8Array => {
-  const body = buffer.subarray(headroom, end)
+export const bodyIn = (buffer: Uint8Array, end: number, start = headroom): Uint8Array => {
+  const body = buffer.subarray(start, end)
   withHeadroom.add(body)
   return body
 }

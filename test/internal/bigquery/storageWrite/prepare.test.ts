@@ -11,6 +11,7 @@ import * as TableDestination from "../../../../src/BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../../src/BigQuery/TableSchema.ts"
 import * as Prepare from "../../../../src/internal/bigquery/storageWrite/prepare.ts"
 import * as Split from "../../../../src/internal/bigquery/storageWrite/split.ts"
+import * as AppendRequest from "../../../../src/internal/bigquery/transport/appendRequest.ts"
 import type { Prepared } from "../../../../src/internal/core/backend.ts"
 
 const tables = ["t", "u", "v"].map((tableId) =>
@@ -260,7 +261,10 @@ describe("prepare: per-destination state", () => {
       assert.deepStrictEqual(first.slices.map((s) => s.payload.count), [10_922, 78])
       // sized by the whole run, not its last slice: no buffer grown by doubling from 4 KiB
       const second = yield* Prepare.prepare(env, run(11_000), limits)
-      assert.strictEqual(second.slices[0]?.payload.buffer.length, env.pool.capacity)
+      const slice = second.slices[0]?.payload
+      assert.strictEqual(slice?.buffer.length, env.pool.capacity)
+      // its rows start past a gap for the 78 rows the open batch holds: the owner copies those there
+      assert.strictEqual(slice && slice.body.byteOffset - slice.buffer.byteOffset, AppendRequest.headroom + 78 * 6)
     }))
 
   it.effect("forget drops a destination's projection and size hint", () =>
