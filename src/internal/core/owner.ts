@@ -256,7 +256,9 @@ export const run = <M extends Method>(
       // the latch is set by now: settling again only fails the barriers left waiting
       Effect.catchCause((cause) => Effect.andThen(core.failCause(cause), settle))
     )
-  return Effect.forever(Effect.flatMap(Queue.take(ctx.commands), step)).pipe(
+  // no yield after each command: the run loop's operation budget keeps the owner fair, and a yield a
+  // command cost a scheduler round (three a Bigtable call, a fiber run each)
+  return Effect.forever(Effect.flatMap(Queue.take(ctx.commands), step), { disableYield: true }).pipe(
     Effect.onExit((exit) => (Exit.isFailure(exit) ? core.failCause(exit.cause) : Effect.void))
   )
 }
