@@ -54,8 +54,45 @@ export const releaseGauges = <E>(st: State<E>): Effect.Effect<void> =>
   )
 
 /**
- * Starts a request's call on a fiber of its own; its outcome comes back as `Completed`, a defect as
- * `CallFailed` (the fiber set keeps no one waiting for it: unreported, `flush` would wait forever).
+ * A call started on no fiber answered: its `Completed` goes to the owner's queue, or past it when the
+ * queue is full (a callback cannot wait for room).
+ */
+const completeUnsafe = <M extends Method>(ctx: OwnerContext<M>, command: Command<M>): void => {
+  if (!Queue.offerUnsafe(ctx.commands, command)) ctx.overflow.push(command)
+}
+
+/**
+ * Starts a request's call at once on no fiber, when the method can (`Delivery.start`): true when it
+ * started. Its cancel is kept until it answers, for the writer's close.
+ */
+const startNow = <M extends Method>(
+  ctx: OwnerContext<M>,
+  start: NonNullable<Delivery<M>["start"]>,
+  batch: M["Request"]
+): Effect.Effect<boolean> =>
+  Effect.suspend(() => {
+    let cancel: (() => void) | undefined
+    let answered = false
+    const deliver = (outcome: M["Outcome"]): void => {
+      if (answered) return
+      answered = true
+      if (cancel !== undefined) ctx.calls.delete(cancel)
+      completeUnsafe(ctx, { _tag: "Completed", batch, outcome })
+    }
+    return Effect.map(start(batch, deliver), (started) => {
+      if (started === undefined) return false
+      if (!answered) {
+        cancel = started
+        ctx.calls.add(started)
+      }
+      return true
+    })
+  })
+
+/**
+ * Starts a request's call: at once on no fiber when the method can (`Delivery.start`), else on a
+ * fiber of its own. Its outcome comes back as `Completed`, a defect of the fiber as `CallFailed` (the
+ * fiber set keeps no one waiting for it: unreported, `flush` would wait forever).
  */
 export const startCall = Effect.fnUntraced(function*<M extends Method>(ctx: OwnerContext<M>, batch: M["Request"]) {
   const st = ctx.state
@@ -63,6 +100,8 @@ export const startCall = Effect.fnUntraced(function*<M extends Method>(ctx: Owne
   if (st.requests === 0) stall.progressed(st.stall, ctx.clock.currentTimeMillisUnsafe())
   st.requests++
   gaugeUnsafe(ctx, ctx.metrics.inFlightRequests, 1)
+  const start = ctx.delivery?.start
+  if (start !== undefined && (yield* startNow(ctx, start, batch))) return
   yield* FiberSet.run(
     ctx.fibers,
     Effect.flatMap(Effect.exit(ctx.delivery === undefined ? Effect.never : ctx.delivery.call(batch)), (exit) =>

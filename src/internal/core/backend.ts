@@ -411,6 +411,16 @@ export type VerdictOf<M extends Method> = Verdict<M["Item"], M["Failure"], M["Er
 export interface Delivery<M extends Method> {
   /** Own fiber: the attempt of one request. Its failures are part of the outcome, so it never fails. */
   readonly call: (batch: M["Request"]) => Effect.Effect<M["Outcome"]>
+  /**
+   * Owner: the attempt of one request started at once, on no fiber of its own (a fiber a call cost
+   * ~3 KB and two fiber runs): `deliver` takes its outcome, once, maybe before the effect ends.
+   * Succeeds with the call's cancel (run when the writer closes first; nothing is delivered after
+   * it), or `undefined` when it did not start: the core then runs `call` on a fiber. Absent: every
+   * call runs on a fiber.
+   */
+  readonly start?:
+    | ((batch: M["Request"], deliver: (outcome: M["Outcome"]) => void) => Effect.Effect<(() => void) | undefined>)
+    | undefined
   /** Owner: the verdict on one request's outcome (from the method's pure classifier). */
   readonly judge: (batch: M["Request"], outcome: M["Outcome"]) => Effect.Effect<VerdictOf<M>, never, M["Context"]>
   /** The stall warning's text, once requests waited `waitedMillis` with no answer. */

@@ -258,7 +258,11 @@ export const run = <M extends Method>(
     )
   // no yield after each command: the run loop's operation budget keeps the owner fair, and a yield a
   // command cost a scheduler round (three a Bigtable call, a fiber run each)
-  return Effect.forever(Effect.flatMap(Queue.take(ctx.commands), step), { disableYield: true }).pipe(
+  const next = Effect.suspend(() => {
+    const overflowed = ctx.overflow.shift()
+    return overflowed === undefined ? Queue.take(ctx.commands) : Effect.succeed(overflowed)
+  })
+  return Effect.forever(Effect.flatMap(next, step), { disableYield: true }).pipe(
     Effect.onExit((exit) => (Exit.isFailure(exit) ? core.failCause(exit.cause) : Effect.void))
   )
 }

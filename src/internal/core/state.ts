@@ -119,7 +119,15 @@ export const makeState = <E>(): State<E> => ({
 export interface OwnerContext<M extends Method> {
   readonly state: State<CoreError<M>>
   readonly commands: Queue.Queue<Command<M>>
+  /**
+   * Commands of calls started on no fiber (`Delivery.start`) that found `commands` full: the owner
+   * takes them before the queue's. Non-empty only while the queue is full, so the owner never waits
+   * on an empty queue with one here.
+   */
+  readonly overflow: Array<Command<M>>
   readonly fibers: FiberSet.FiberSet<unknown, unknown>
+  /** The cancels of the calls started on no fiber and not yet answered: run when the writer closes. */
+  readonly calls: Set<() => void>
   readonly failed: Deferred.Deferred<never, CoreError<M>>
   readonly router: FailureRouter<M["Failure"], M["HandlerError"], M["Context"]>
   readonly counters: SummaryCounters

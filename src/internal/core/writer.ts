@@ -157,11 +157,21 @@ const build = Effect.fnUntraced(
     const failed = yield* Deferred.make<never, CoreError<M>>()
     const commands = yield* Queue.bounded<ownerState.Command<M>>(commandCapacity)
     const fibers = yield* FiberSet.make<unknown, unknown>()
+    const calls = new Set<() => void>()
+    // the calls started on no fiber end with the writer, as those on `fibers` are interrupted
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        for (const cancel of calls) cancel()
+        calls.clear()
+      })
+    )
     const state = ownerState.makeState<CoreError<M>>()
     const ctx: ownerState.OwnerContext<M> = {
       state,
       commands,
+      overflow: [],
       fibers,
+      calls,
       failed,
       router,
       counters,

@@ -67,6 +67,20 @@ export interface Service {
   /** Tables the repair engine repaired, and how many repairs ran. */
   readonly repaired: Set<string>
   repairs: number
+  /**
+   * How calls start (`Delivery.start`): on a fiber (`undefined`, and `"refuse"`: `start` declines),
+   * answered at once on no fiber (`"sync"`), or answered on no fiber when `answerHeld` runs (`"held"`).
+   */
+  startNow: "sync" | "held" | "refuse" | undefined
+  /** The answers of `"held"` calls started and not yet given. */
+  readonly held: Array<() => void>
+  /** `"held"` calls cancelled (the writer closed) before their answer. */
+  cancelled: number
+}
+
+/** Gives every held answer (`startNow: "held"`), in the order the calls started. */
+export const answerHeld = (service: Service): void => {
+  for (const answer of service.held.splice(0)) answer()
 }
 
 export const makeService = (): Service => ({
@@ -80,8 +94,22 @@ export const makeService = (): Service => ({
   ticks: 0,
   batchDelayMillis: undefined,
   repaired: new Set(),
-  repairs: 0
+  repairs: 0,
+  startNow: undefined,
+  held: [],
+  cancelled: 0
 })
+
+/** The "service"'s answer to a call of `batch`. */
+const outcomeOf = (service: Service, batch: ReadonlyArray<Item>): Outcome =>
+  batch.map((item) => {
+    if (item.name.startsWith("rej")) return "rej" as const
+    if (item.name.startsWith("fatal")) return "fatal" as const
+    if (item.name.startsWith("lost") && !service.repaired.has(item.key)) return "missing" as const
+    if (item.name.startsWith("flaky") && item.attempts === 1) return "retry" as const
+    service.accepted.push(item.name)
+    return "ok" as const
+  })
 
 const toy =
   (service: Service, batchSize: number, gate: Deferred.Deferred<void> | undefined) => (core: Core<ToyMethod>) =>
@@ -145,14 +173,28 @@ const toy =
               }
               const dying = batch.find((item) => item.name.startsWith("die"))
               if (dying !== undefined) return yield* Effect.die(new Error(`call died on ${dying.name}`))
-              return batch.map((item) => {
-                if (item.name.startsWith("rej")) return "rej" as const
-                if (item.name.startsWith("fatal")) return "fatal" as const
-                if (item.name.startsWith("lost") && !service.repaired.has(item.key)) return "missing" as const
-                if (item.name.startsWith("flaky") && item.attempts === 1) return "retry" as const
-                service.accepted.push(item.name)
-                return "ok" as const
+              return outcomeOf(service, batch)
+            }),
+          start: (batch, deliver) =>
+            Effect.sync(() => {
+              const mode = service.startNow
+              if (mode === undefined || mode === "refuse") return undefined
+              service.calls++
+              if (mode === "sync") {
+                deliver(outcomeOf(service, batch))
+                return () => {}
+              }
+              let ended = false
+              service.held.push(() => {
+                if (ended) return
+                ended = true
+                deliver(outcomeOf(service, batch))
               })
+              return () => {
+                if (ended) return
+                ended = true
+                service.cancelled++
+              }
             }),
           judge: (batch, outcome) =>
             Effect.sync((): VerdictOf<ToyMethod> => {

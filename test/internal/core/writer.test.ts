@@ -479,3 +479,58 @@ describe("writer core", () => {
       assert.deepStrictEqual((yield* w.summary).recordsWritten, 4)
     }).pipe(Effect.scoped))
 })
+
+describe("writer core: calls started on no fiber (Delivery.start)", () => {
+  it.effect("an answer given before start returns is taken: the records are written and the flush returns", () =>
+    Effect.gen(function*() {
+      const service = toy.makeService()
+      service.startNow = "sync"
+      const w = yield* toy.make({ service, handler: logging([]) })
+      yield* w.write(["t:a", "t:b", "t:rej1", "t:c"])
+      yield* w.flush
+      assert.deepStrictEqual(service.accepted, ["a", "b", "c"])
+      assert.strictEqual(service.calls, 2)
+      const summary = yield* w.summary
+      assert.deepStrictEqual([summary.recordsWritten, summary.recordsFailed], [3, 1])
+    }).pipe(Effect.scoped))
+
+  it.effect("more answers at once than the command queue holds: those past it are taken from the overflow", () =>
+    Effect.gen(function*() {
+      const service = toy.makeService()
+      service.startNow = "held"
+      const n = writer.commandCapacity + 500
+      const w = yield* toy.make({ service, handler: logging([]), batchSize: 1, maxUnits: 2 * n })
+      yield* w.write(Array.from({ length: n }, (_, i) => `t:r${i}`))
+      yield* eventually(() => service.held.length === n)
+      // every answer in one turn, on no fiber: the queue fills, the rest overflow
+      toy.answerHeld(service)
+      yield* w.flush
+      assert.strictEqual(service.accepted.length, n)
+      assert.strictEqual((yield* w.summary).recordsWritten, n)
+    }).pipe(Effect.scoped))
+
+  it.effect("closing the writer (interrupted) cancels the calls not yet answered; a later answer is dropped", () =>
+    Effect.gen(function*() {
+      const service = toy.makeService()
+      service.startNow = "held"
+      const scope = yield* Scope.make()
+      const w = yield* Scope.provide(toy.make({ service, handler: logging([]) }), scope)
+      yield* w.write(["t:a", "t:b", "t:c", "t:d"])
+      yield* eventually(() => service.held.length === 2)
+      yield* Scope.close(scope, Exit.interrupt(0))
+      assert.strictEqual(service.cancelled, 2)
+      toy.answerHeld(service)
+      assert.deepStrictEqual(service.accepted, [])
+    }))
+
+  it.effect("a start that declines runs the call on a fiber", () =>
+    Effect.gen(function*() {
+      const service = toy.makeService()
+      service.startNow = "refuse"
+      const w = yield* toy.make({ service, handler: logging([]) })
+      yield* w.write(["t:a", "t:b"])
+      yield* w.flush
+      assert.deepStrictEqual(service.accepted, ["a", "b"])
+      assert.strictEqual(service.calls, 1)
+    }).pipe(Effect.scoped))
+})

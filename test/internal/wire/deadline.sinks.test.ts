@@ -10,7 +10,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { BigQuery } from "@google-cloud/bigquery"
 import * as grpcJs from "@grpc/grpc-js"
-import { Effect, Layer, Stream } from "effect"
+import { Effect, Layer, Logger, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, TableDestination, WriteMethod } from "../../../src/BigQuery/index.ts"
 import {
   BigtableClient,
@@ -109,10 +109,14 @@ describe("deadlines: the sinks against a silent endpoint", () => {
   )
 
   it.live(
-    "Bigtable: MutateRows past responseTimeout is retried on the retry budget, then RpcFailed",
+    "Bigtable: MutateRows past responseTimeout is logged and retried on the retry budget, then RpcFailed",
     () =>
       Effect.scoped(Effect.gen(function*() {
         const hole = yield* silentTcp
+        const warnings: Array<string> = []
+        const logger = Logger.make(({ logLevel, message }) => {
+          if (logLevel === "Warn") warnings.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+        })
         const started = Date.now()
         const error = yield* Stream.make("a", "b").pipe(
           Stream.run(BigtableSink.make({
@@ -134,8 +138,12 @@ describe("deadlines: the sinks against a silent endpoint", () => {
               close: () => Promise.resolve()
             }
           }))),
-          Effect.flip
+          Effect.flip,
+          Effect.provide(Logger.layer([logger]))
         )
+        // each attempt's call, started on no fiber of its own (grpc-js starts it at once), is logged
+        const exceeded = warnings.filter((w) => w.includes("treated as DEADLINE_EXCEEDED and retried"))
+        assert.strictEqual(exceeded.length, 3, warnings.join("\n"))
         assert.strictEqual(error._tag, "BigtableError")
         if (error._tag !== "BigtableError") return
         assert.strictEqual(error.reason._tag, "BigtableRpcFailed")

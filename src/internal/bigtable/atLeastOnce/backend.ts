@@ -14,6 +14,7 @@ import type { Backend } from "../../core/backend.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
 import type { Service } from "../transport/connect.ts"
+import * as callNow from "./callNow.ts"
 import * as dispatch from "./dispatch.ts"
 import * as prepare from "./prepare.ts"
 import type { Item } from "./prepare.ts"
@@ -79,6 +80,7 @@ export const make = <A, EH, R>(
 (core: BigtableCore<A, EH, R>): Effect.Effect<BigtableBackend<A, EH, R>> =>
   Effect.sync(() => {
     const st = state.make(core, settings, client, validate)
+    const startNow = st.startNow
     return {
       name: "BigtableSink",
       sliceRecords: Math.max(st.w.batchElementCount, runRecords),
@@ -91,8 +93,14 @@ export const make = <A, EH, R>(
       cutAll: dispatch.cutAll(st),
       tick: (now) => dispatch.tick(st, now),
       call: (items) => dispatch.call(st, items),
-      judge: (items, statuses) =>
-        Effect.tap(judge(st, items, statuses), (v) => dispatch.answered(st, items, v.terminal === undefined)),
+      start: startNow === undefined ? undefined : (items, deliver) => callNow.start(st, startNow, items, deliver),
+      judge: (items, statuses) => {
+        const judged = Effect.tap(
+          judge(st, items, statuses),
+          (v) => dispatch.answered(st, items, v.terminal === undefined)
+        )
+        return st.exceeded.size === 0 ? judged : Effect.andThen(callNow.logExceeded(st, items), judged)
+      },
       resend: (items) => dispatch.resend(st, items),
       settled: (key) => repair.settled(st, key, (dest, items) => dispatch.dispatch(st, dest, items)),
       repairRetry: repair.repairRetry<EH>(),

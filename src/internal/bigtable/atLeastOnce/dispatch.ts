@@ -3,14 +3,15 @@
  * batch is sent), batches open for `batchDelay` are sent on the tick, requests are cut from a
  * table's batch or from entries held while the table was repaired (within the batch thresholds and
  * the 100,000-mutation limit), and
- * retried or isolated entries are re-sent. Each request goes through `core.send`, which runs
- * {@link call} on a fiber of its own and brings the statuses back to `verdict.ts`.
+ * retried or isolated entries are re-sent. Each request goes through `core.send`, which starts it at
+ * once on no fiber (`callNow.ts`) or runs {@link call} on a fiber of its own, and brings the statuses
+ * back to `verdict.ts`.
  *
  * @internal
  */
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import type { EntryStatus } from "../../../Bigtable/BigtableClient.ts"
+import type { EntryStatus, MutateRowsRequest } from "../../../Bigtable/BigtableClient.ts"
 import { hotSpan } from "../../core/hotSpan.ts"
 import * as metrics from "../metrics.ts"
 import { batchDelay } from "../options.ts"
@@ -19,8 +20,8 @@ import type { Item } from "./prepare.ts"
 import { open } from "./repair.ts"
 import type { Dest, Request, State } from "./state.ts"
 
-/** How many entries a call did not apply. */
-const notApplied = (statuses: ReadonlyArray<EntryStatus>): number => {
+/** How many entries a call did not apply. @internal */
+export const notApplied = (statuses: ReadonlyArray<EntryStatus>): number => {
   let n = 0
   for (const status of statuses) if (status.code !== 0) n++
   return n
@@ -33,18 +34,28 @@ const notApplied = (statuses: ReadonlyArray<EntryStatus>): number => {
  *
  * @internal
  */
-export const call = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effect<ReadonlyArray<EntryStatus>> => {
-  const first = items[0] as Item
-  return st.client.mutateRows({
-    tableName: first.table.tableName,
-    appProfileId: st.settings.appProfileId,
-    entries: items.map((item) => item.entry),
-    entryByteSizes: items.map((item) => item.bytes)
-  }).pipe(
+export const call = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effect<ReadonlyArray<EntryStatus>> =>
+  st.client.mutateRows(mutateRowsRequest(st, items)).pipe(
     Effect.tap((statuses) => Effect.annotateCurrentSpan("bigtable.failedEntries", notApplied(statuses))),
-    hotSpan("BigtableSink.mutateRows", { "bigtable.table": first.key, "bigtable.entries": items.length })
+    hotSpan(callSpan, callAttributes(items))
   )
-}
+
+/** The MutateRows request of `items` (one table). @internal */
+export const mutateRowsRequest = <A, EH, R>(st: State<A, EH, R>, items: Request): MutateRowsRequest => ({
+  tableName: (items[0] as Item).table.tableName,
+  appProfileId: st.settings.appProfileId,
+  entries: items.map((item) => item.entry),
+  entryByteSizes: items.map((item) => item.bytes)
+})
+
+/** The span of a MutateRows call. @internal */
+export const callSpan = "BigtableSink.mutateRows"
+
+/** The attributes of a call's span. @internal */
+export const callAttributes = (items: Request): Record<string, unknown> => ({
+  "bigtable.table": (items[0] as Item).key,
+  "bigtable.entries": items.length
+})
 
 /** Starts one MutateRows call for `items` (one table). @internal */
 export const send = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effect<void> =>

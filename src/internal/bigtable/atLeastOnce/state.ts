@@ -7,6 +7,7 @@
  *
  * @internal
  */
+import type * as Duration from "effect/Duration"
 import type * as Effect from "effect/Effect"
 import type { EntryStatus } from "../../../Bigtable/BigtableClient.ts"
 import type { BigtableError } from "../../../Bigtable/BigtableError.ts"
@@ -15,7 +16,8 @@ import type { TableDestination } from "../../../Bigtable/TableDestination.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Core, Method } from "../../core/backend.ts"
 import type { Settings, WriterSettings } from "../options.ts"
-import type { Service } from "../transport/connect.ts"
+import type { MutateRowsNow } from "../transport/client.ts"
+import { mutateRowsNowOf, type Service } from "../transport/connect.ts"
 import type * as batcher from "./batcher.ts"
 import type { Item } from "./prepare.ts"
 
@@ -72,6 +74,10 @@ export interface State<A, EH, R> {
   readonly dests: Map<string, Dest>
   readonly validate: (table: TableDestination) => Effect.Effect<void, SinkConfigError>
   consecutiveRejections: number
+  /** The client's MutateRows on no fiber (`callNow.ts`), when it has one. */
+  readonly startNow: MutateRowsNow | undefined
+  /** Requests whose call, started on no fiber, ended past its deadline: logged by their verdict. */
+  readonly exceeded: Map<Request, Duration.Duration>
 }
 
 /** @internal */
@@ -90,6 +96,8 @@ export const make = <A, EH, R>(
     thresholds: { batchElementCount: w.batchElementCount, batchByteSize: w.batchByteSize },
     dests: new Map(),
     validate,
-    consecutiveRejections: 0
+    consecutiveRejections: 0,
+    startNow: mutateRowsNowOf(client),
+    exceeded: new Map()
   }
 }

@@ -164,35 +164,13 @@ export const mutateRows = (start: StartCall) => {
         const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
         const done = Deferred.makeUnsafe<EntryStatus>()
         const started: Started = { cancel: undefined }
-        const listener: CallListener = {
-          onMessage: (response) => {
-            if (Deferred.isDoneUnsafe(done)) return
-            try {
-              readResponse(response, statuses)
-            } catch (cause) {
-              const fill = {
-                code: undefined,
-                message: `malformed MutateRowsResponse: ${grpc.fromError(cause).message}`
-              }
-              if (Deferred.doneUnsafe(done, Exit.succeed(fill))) started.cancel?.("interrupted")
-            }
-          },
-          onEnd: (error) =>
-            void Deferred.doneUnsafe(done, Exit.succeed(error === undefined ? missing : grpc.fromError(error)))
-        }
-        const parts: CallParts = {
-          method: mutateRowsPath,
-          encode: (reserve) =>
-            encodeRequest(
-              request.tableName,
-              request.appProfileId,
-              request.entries,
-              request.entryByteSizes ?? request.entries.map(entryByteSize),
-              reserve
-            ),
-          routing: paramsOf(request.tableName, request.appProfileId),
-          listener
-        }
+        const listener = statusListener(
+          statuses,
+          () => Deferred.isDoneUnsafe(done),
+          (fill) => Deferred.doneUnsafe(done, Exit.succeed(fill)),
+          () => started.cancel?.("interrupted")
+        )
+        const parts = mutateRowsParts(request, paramsOf, listener)
         const onDeadline = () => deadlineExceeded("MutateRows", request.tableName, limit)
         return Effect.flatMap(
           runCall(start, parts, limit, done, onDeadline, started),
@@ -204,6 +182,108 @@ export const mutateRows = (start: StartCall) => {
           }
         )
       }))
+}
+
+/**
+ * The listener of a MutateRows call: fills `statuses` from the responses; `end` takes the status of
+ * the entries left without one once the call ended (the first time wins: it says whether it was),
+ * `ended` tells whether it has; a response that cannot be decoded ends it and cancels the call.
+ */
+const statusListener = (
+  statuses: Array<EntryStatus | undefined>,
+  ended: () => boolean,
+  end: (fill: EntryStatus) => boolean,
+  cancel: () => void
+): CallListener => ({
+  onMessage: (response) => {
+    if (ended()) return
+    try {
+      readResponse(response, statuses)
+    } catch (cause) {
+      if (end({ code: undefined, message: `malformed MutateRowsResponse: ${grpc.fromError(cause).message}` })) cancel()
+    }
+  },
+  onEnd: (error) => void end(error === undefined ? missing : grpc.fromError(error))
+})
+
+const mutateRowsParts = (
+  request: MutateRowsRequest,
+  paramsOf: (tableName: string, appProfileId: string | undefined) => string,
+  listener: CallListener
+): CallParts => ({
+  method: mutateRowsPath,
+  encode: (reserve) =>
+    encodeRequest(
+      request.tableName,
+      request.appProfileId,
+      request.entries,
+      request.entryByteSizes ?? request.entries.map(entryByteSize),
+      reserve
+    ),
+  routing: paramsOf(request.tableName, request.appProfileId),
+  listener
+})
+
+/**
+ * A MutateRows call started at once, on no fiber ({@link mutateRowsNow}): `deliver` gets every
+ * entry's status, as {@link mutateRows} gives them, and whether the call ended past its deadline.
+ * `now` is the epoch milliseconds of the caller's clock. Returns the call's cancel (`deliver` is not
+ * called after it), or `undefined` when the call cannot start at once (it did not start).
+ *
+ * @internal
+ */
+export type MutateRowsNow = (
+  request: MutateRowsRequest,
+  limit: Duration.Duration,
+  now: number,
+  deliver: (statuses: Array<EntryStatus>, expired: boolean) => void
+) => (() => void) | undefined
+
+/**
+ * MutateRows without a fiber of its own, for a transport that can start a call synchronously: our
+ * HTTP/2 data path when a connection is up and credentials are cached (`local.startNow`; the deadline
+ * on the transport's keeper, as {@link runCall} arms it), or grpc-js (`sync`; the deadline its own).
+ * `undefined` for a transport that cannot. Logging a call past its deadline is the caller's (`expired`).
+ *
+ * @internal
+ */
+export const mutateRowsNow = (start: StartCall): MutateRowsNow | undefined => {
+  const { local, sync } = start
+  if (local === undefined && sync === undefined) return undefined
+  const paramsOf = routingParams()
+  return (request, limit, now, deliver) => {
+    const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
+    let ended = false
+    let call: Cancel | undefined
+    let clear: (() => void) | undefined
+    const end = (fill: EntryStatus): boolean => {
+      if (ended) return false
+      ended = true
+      clear?.()
+      deliver(statuses.map((status) => status ?? fill), fill.code === grpc.Code.DEADLINE_EXCEEDED)
+      return true
+    }
+    const listener = statusListener(statuses, () => ended, end, () => call?.("interrupted"))
+    const parts = mutateRowsParts(request, paramsOf, listener)
+    if (local !== undefined) {
+      call = local.startNow(parts.method, parts.encode, parts.routing, limit, listener, now)
+      if (call === undefined) return undefined
+      if (!ended) {
+        const expire = (): void => {
+          if (end(deadlineExceeded("MutateRows", request.tableName, limit))) call?.("deadline")
+        }
+        clear = local.deadlines.arm(limit, expire)
+      }
+    } else if (sync !== undefined) {
+      call = sync(parts.method, parts.encode, parts.routing, limit, listener)
+    }
+    return () => {
+      if (ended) return
+      ended = true
+      clear?.()
+      call?.("interrupted")
+    }
+  }
 }
 
 /**

@@ -92,6 +92,22 @@ const advised = (missing?: (reason: RpcFailed) => string) => (error: BigtableErr
     })
 }
 
+/** Statuses with advice appended to refused permissions. */
+const advisedStatuses = (statuses: Array<EntryStatus>): Array<EntryStatus> =>
+  statuses.some((s) => s.code === grpc.Code.PERMISSION_DENIED) ? statuses.map(advisedStatus) : statuses
+
+/** The fiber-less MutateRows of the services this module built (without exported client metrics). */
+const startsNow = new WeakMap<Service, client.MutateRowsNow>()
+
+/**
+ * `service`'s MutateRows started on no fiber of its own (`client.mutateRowsNow`), giving the statuses its
+ * `mutateRows` gives: `undefined` for a service this module did not build (a caller's, a test's
+ * wrapper), one exporting client metrics, or one whose transport cannot start a call synchronously.
+ *
+ * @internal
+ */
+export const mutateRowsNowOf = (service: Service): client.MutateRowsNow | undefined => startsNow.get(service)
+
 const service = (options: Clients): Service => {
   const { admin } = options
   const getAppProfile = admin.getAppProfile
@@ -99,11 +115,7 @@ const service = (options: Clients): Service => {
   const mutate = client.mutateRows(options.start)
   const base: Service = {
     projectId: options.projectId,
-    mutateRows: (request) =>
-      Effect.map(mutate(request), (statuses) =>
-        statuses.some((s) => s.code === grpc.Code.PERMISSION_DENIED)
-          ? statuses.map(advisedStatus)
-          : statuses),
+    mutateRows: (request) => Effect.map(mutate(request), advisedStatuses),
     getTable: (name) => Effect.mapError(admin.getTable(name), advised()),
     createTable: (request) =>
       Effect.mapError(
@@ -117,7 +129,17 @@ const service = (options: Clients): Service => {
       : (name) => Effect.mapError(getAppProfile(name), advised()),
     firstContact: options.firstContact
   }
-  if (options.exportClientMetrics !== true) return base
+  if (options.exportClientMetrics !== true) {
+    const now = client.mutateRowsNow(options.start)
+    if (now !== undefined) {
+      startsNow.set(
+        base,
+        (request, limit, at, deliver) =>
+          now(request, limit, at, (statuses, expired) => deliver(advisedStatuses(statuses), expired))
+      )
+    }
+    return base
+  }
   return {
     projectId: base.projectId,
     firstContact: base.firstContact,

@@ -57,7 +57,21 @@ export type StartCall =
     timeout: Duration.Duration,
     listener: CallListener
   ) => Effect.Effect<Cancel>)
-  & { readonly local?: LocalDeadline | undefined }
+  & { readonly local?: LocalDeadline | undefined; readonly sync?: SyncStart | undefined }
+
+/**
+ * The synchronous start of a transport whose every call starts at once and keeps its own deadline
+ * (grpc-js: `StartCall.sync`); a call that cannot start ends through the listener.
+ *
+ * @internal
+ */
+export type SyncStart = (
+  method: string,
+  encode: (reserve: number) => Buffer,
+  routing: string,
+  timeout: Duration.Duration,
+  listener: CallListener
+) => Cancel
 
 /**
  * What a transport that keeps no deadline of its own gives the caller: the keeper of the deadlines of
@@ -97,20 +111,31 @@ export const metadataOf = (routing: string): grpc.Metadata => {
 }
 
 /**
- * A grpc-js call started synchronously by `start`; one that throws (a closed channel) ends through
- * the listener.
+ * The calls of a transport that starts them synchronously (grpc-js), as a `StartCall` with its `sync`
+ * start; one whose start throws (a closed channel) ends through the listener.
  *
  * @internal
  */
-export const startSync = (start: () => Cancel, listener: CallListener): Effect.Effect<Cancel> =>
-  Effect.sync(() => {
+export const synchronous = (start: SyncStart): StartCall => {
+  const sync: SyncStart = (method, encode, routing, timeout, listener) => {
     try {
-      return start()
+      return start(method, encode, routing, timeout, listener)
     } catch (cause) {
       listener.onEnd(cause)
       return () => {}
     }
-  })
+  }
+  return Object.assign(
+    (
+      method: string,
+      encode: (reserve: number) => Buffer,
+      routing: string,
+      timeout: Duration.Duration,
+      listener: CallListener
+    ) => Effect.sync(() => sync(method, encode, routing, timeout, listener)),
+    { sync }
+  )
+}
 
 const identity = (bytes: Buffer): Buffer => bytes
 
@@ -122,8 +147,8 @@ const identity = (bytes: Buffer): Buffer => bytes
  *
  * @internal
  */
-export const overClient = (raw: DataClient): StartCall => (method, encode, routing, timeout, listener) =>
-  startSync(() => {
+export const overClient = (raw: DataClient): StartCall =>
+  synchronous((method, encode, routing, timeout, listener) => {
     const call = raw.makeServerStreamRequest(method, identity, identity, encode(0), metadataOf(routing), {
       deadline: deadline.grpcDeadline(timeout)
     })
@@ -148,4 +173,4 @@ export const overClient = (raw: DataClient): StartCall => (method, encode, routi
       detach()
       call.cancel()
     }
-  }, listener)
+  })

@@ -20,7 +20,7 @@
  */
 import * as grpc from "@grpc/grpc-js"
 import * as deadline from "../../wire/deadline.ts"
-import { metadataOf, type StartCall, startSync } from "./dataCall.ts"
+import { metadataOf, type StartCall, synchronous } from "./dataCall.ts"
 
 /** The status a cancel ends the call with on the wire (as grpc-js's `Client` cancels). */
 const cancelled = "Cancelled on client"
@@ -41,8 +41,8 @@ const noMetadata = (): void => {}
  *
  * @internal
  */
-export const onChannel = (channel: grpc.ChannelInterface): StartCall => (method, encode, routing, timeout, listener) =>
-  startSync(() => {
+export const onChannel = (channel: grpc.ChannelInterface): StartCall =>
+  synchronous((method, encode, routing, timeout, listener) => {
     // encoded first: one that throws ends the call before it starts (no call is left half-open)
     const request = encode(0)
     const call = channel.createCall(method, deadline.grpcDeadline(timeout), undefined, null, undefined)
@@ -69,4 +69,4 @@ export const onChannel = (channel: grpc.ChannelInterface): StartCall => (method,
       ended = true
       call.cancelWithStatus(grpc.status.CANCELLED, cancelled)
     }
-  }, listener)
+  })

@@ -4,9 +4,12 @@
  * deadline, however the run loop happens to yield around the start.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, References } from "effect"
+import { Clock, Duration, Effect, Fiber, References } from "effect"
+import { TestClock } from "effect/testing"
+import type { EntryStatus } from "../../../../src/Bigtable/BigtableClient.ts"
+import { Mutation, RowMutationEntry } from "../../../../src/Bigtable/index.ts"
 import * as client from "../../../../src/internal/bigtable/transport/client.ts"
-import type { Cancel, StartCall } from "../../../../src/internal/bigtable/transport/dataCall.ts"
+import type { CallListener, Cancel, StartCall } from "../../../../src/internal/bigtable/transport/dataCall.ts"
 import * as DeadlineKeeper from "../../../../src/internal/wire/deadlineKeeper.ts"
 
 /** A transport whose calls start at once, never answer, and record how they were cancelled. */
@@ -87,4 +90,89 @@ describe("bigtable client calls that wait for a connection", () => {
         yield* interruptedAtEveryStep(start, cancels, 6)
       })
   )
+})
+
+/** A transport whose calls start at once and are answered by the test through the listener each got. */
+const answerable = (deadlines: DeadlineKeeper.DeadlineKeeper | undefined, down = false) => {
+  const calls: Array<{ readonly listener: CallListener; readonly reasons: Array<string> }> = []
+  const startNow = (
+    _method: string,
+    _encode: (reserve: number) => Buffer,
+    _routing: string,
+    _timeout: Duration.Duration,
+    listener: CallListener
+  ): Cancel | undefined => {
+    if (down) return undefined
+    const reasons: Array<string> = []
+    calls.push({ listener, reasons })
+    return (reason) => void reasons.push(reason)
+  }
+  const start: StartCall = Object.assign(
+    (): Effect.Effect<Cancel> => Effect.die("the fiber's path is not taken here"),
+    deadlines === undefined
+      ? {
+        sync: (m: string, e: (r: number) => Buffer, r: string, t: Duration.Duration, l: CallListener) =>
+          startNow(m, e, r, t, l) ?? (() => {})
+      }
+      : { local: { startNow, deadlines } }
+  )
+  return { start, calls }
+}
+
+const entry = (key: string) => RowMutationEntry.make(key, Mutation.setCell({ family: "f", qualifier: "q", value: key }))
+
+const request = { tableName: "projects/p/instances/i/tables/t", entries: [entry("a"), entry("b")] }
+
+describe("bigtable MutateRows started on no fiber (mutateRowsNow)", () => {
+  it.effect.each(["a deadline of its own (grpc-js)", "a local deadline (HTTP/2)"] as const)(
+    "with %s: the statuses of the call's end are delivered once, and nothing after a cancel",
+    (kind) =>
+      Effect.gen(function*() {
+        const keeper = yield* DeadlineKeeper.make
+        const { calls, start } = answerable(kind === "a local deadline (HTTP/2)" ? keeper : undefined)
+        const now = client.mutateRowsNow(start)
+        if (now === undefined) return assert.fail("no fiber-less start")
+        const delivered: Array<readonly [ReadonlyArray<number | undefined>, boolean]> = []
+        const deliver = (statuses: ReadonlyArray<EntryStatus>, expired: boolean) =>
+          void delivered.push([statuses.map((s) => s.code), expired])
+        assert.isDefined(now(request, Duration.minutes(1), 0, deliver))
+        calls[0]?.listener.onEnd(Object.assign(new Error("reset"), { code: 14, details: "reset" }))
+        calls[0]?.listener.onEnd(undefined)
+        assert.deepStrictEqual(delivered, [[[14, 14], false]])
+        const cancel = now(request, Duration.minutes(1), 0, deliver)
+        cancel?.()
+        calls[1]?.listener.onEnd(undefined)
+        assert.strictEqual(delivered.length, 1)
+        assert.deepStrictEqual(calls[1]?.reasons, ["interrupted"])
+        assert.strictEqual(keeper.pending(), 0)
+      })
+  )
+
+  it.effect("a local deadline that passes delivers DEADLINE_EXCEEDED for the unanswered entries, expired, and cancels the call", () =>
+    Effect.gen(function*() {
+      const keeper = yield* DeadlineKeeper.make
+      const { calls, start } = answerable(keeper)
+      const now = client.mutateRowsNow(start)
+      const delivered: Array<readonly [ReadonlyArray<number | undefined>, boolean]> = []
+      now?.(
+        request,
+        Duration.seconds(5),
+        yield* Clock.currentTimeMillis,
+        (statuses, expired) => void delivered.push([statuses.map((s) => s.code), expired])
+      )
+      assert.strictEqual(keeper.pending(), 1)
+      yield* TestClock.adjust("6 seconds")
+      assert.deepStrictEqual(delivered, [[[4, 4], true]])
+      assert.deepStrictEqual(calls[0]?.reasons, ["deadline"])
+      assert.strictEqual(keeper.pending(), 0)
+    }))
+
+  it.effect("a transport that cannot start now (a connection down) starts nothing; one with neither start has no such path", () =>
+    Effect.gen(function*() {
+      const keeper = yield* DeadlineKeeper.make
+      const { calls, start } = answerable(keeper, true)
+      assert.isUndefined(client.mutateRowsNow(start)?.(request, Duration.minutes(1), 0, () => assert.fail("delivered")))
+      assert.deepStrictEqual([calls.length, keeper.pending()], [0, 0])
+      assert.isUndefined(client.mutateRowsNow(() => Effect.die("unused")))
+    }))
 })
