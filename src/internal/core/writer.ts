@@ -138,6 +138,19 @@ export const makeStaging = <M extends Method, P = never>(
     (core) => Effect.map(options.admission(core), (admission) => ({ admission, delivery: undefined }))
   )
 
+/**
+ * The cancels of the calls started on no fiber (`Delivery.start`) and not yet answered: run when the
+ * writer's scope closes, as the calls on its fiber set are interrupted.
+ */
+const callsOnNoFiber = Effect.acquireRelease(
+  Effect.sync(() => new Set<() => void>()),
+  (calls) =>
+    Effect.sync(() => {
+      for (const cancel of calls) cancel()
+      calls.clear()
+    })
+)
+
 const build = Effect.fnUntraced(
   function*<M extends Method, P>(
     options: CoreOptions<M>,
@@ -157,14 +170,7 @@ const build = Effect.fnUntraced(
     const failed = yield* Deferred.make<never, CoreError<M>>()
     const commands = yield* Queue.bounded<ownerState.Command<M>>(commandCapacity)
     const fibers = yield* FiberSet.make<unknown, unknown>()
-    const calls = new Set<() => void>()
-    // the calls started on no fiber end with the writer, as those on `fibers` are interrupted
-    yield* Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        for (const cancel of calls) cancel()
-        calls.clear()
-      })
-    )
+    const calls = yield* callsOnNoFiber
     const state = ownerState.makeState<CoreError<M>>()
     const ctx: ownerState.OwnerContext<M> = {
       state,

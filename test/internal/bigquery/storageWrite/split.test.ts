@@ -14,6 +14,33 @@ const streamName = "projects/p/datasets/d/tables/t/streams/_default"
 const sharesBody = (framed: Uint8Array, body: Uint8Array): boolean =>
   framed.buffer === body.buffer && framed.byteOffset + framed.length === body.byteOffset + body.length
 
+describe("split", () => {
+  it.prop(
+    "keeps every row in order and each batch within the limit unless it holds one row",
+    [
+      Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 300 }))),
+      Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 1000 }))
+    ],
+    ([sizes, max]) => {
+      const rows = sizes.map((n, i) => new Uint8Array(n).fill(i % 256))
+      const batches = Split.split(rows, max, Split.makePool(max, 2))
+      const rowsOf = batches.map((b) => AppendRequest.rowsOf(b.body))
+      assert.deepStrictEqual(rowsOf.flat().map((r) => Array.from(r)), rows.map((r) => Array.from(r)))
+      for (const [i, b] of batches.entries()) {
+        assert.strictEqual(b.count, rowsOf[i]!.length)
+        assert.isTrue(b.count === 1 || b.frameBytes <= max)
+        assert.strictEqual(b.frameBytes, b.body.length)
+        assert.strictEqual(b.bytes, rowsOf[i]!.reduce((n, r) => n + r.length, 0))
+      }
+    }
+  )
+
+  it("routes rows over 9 MiB only", () => {
+    assert.isFalse(Split.isOversize(9 * 1024 * 1024))
+    assert.isTrue(Split.isOversize(9 * 1024 * 1024 + 1))
+  })
+})
+
 describe("split batch buffers", () => {
   it.prop(
     "rows encoded in place (lengths crossing varint sizes) frame the same bodies as encodeRows, cut at the limit",
