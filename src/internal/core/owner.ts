@@ -256,12 +256,14 @@ export const run = <M extends Method>(
       // the latch is set by now: settling again only fails the barriers left waiting
       Effect.catchCause((cause) => Effect.andThen(core.failCause(cause), settle))
     )
-  // no yield after each command: the run loop's operation budget keeps the owner fair, and a yield a
-  // command cost a scheduler round (three a Bigtable call, a fiber run each)
+  // answers that found the queue full first: they are only there while it holds commands, so the
+  // owner never waits on an empty queue with one aside
   const next = Effect.suspend(() => {
     const overflowed = ctx.overflow.shift()
     return overflowed === undefined ? Queue.take(ctx.commands) : Effect.succeed(overflowed)
   })
+  // no yield after each command: the run loop's operation budget keeps the owner fair, and a yield a
+  // command cost a scheduler round (three a Bigtable call, a fiber run each)
   return Effect.forever(Effect.flatMap(next, step), { disableYield: true }).pipe(
     Effect.onExit((exit) => (Exit.isFailure(exit) ? core.failCause(exit.cause) : Effect.void))
   )
