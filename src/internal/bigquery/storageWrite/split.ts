@@ -322,7 +322,6 @@ export const admit = (
   w.pos = at
   const sealed = seal(batch, undefined, fit)
   batch.writer = next
-  batch.start = headroom
   batch.count = 1
   batch.bytes = length
   return sealed

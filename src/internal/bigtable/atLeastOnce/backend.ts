@@ -13,7 +13,7 @@ import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Backend } from "../../core/backend.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
-import type { Service } from "../transport/connect.ts"
+import { mutateRowsNowOf, type Service } from "../transport/connect.ts"
 import * as callNow from "./callNow.ts"
 import * as dispatch from "./dispatch.ts"
 import * as prepare from "./prepare.ts"
@@ -80,7 +80,8 @@ export const make = <A, EH, R>(
 (core: BigtableCore<A, EH, R>): Effect.Effect<BigtableBackend<A, EH, R>> =>
   Effect.sync(() => {
     const st = state.make(core, settings, client, validate)
-    const startNow = st.startNow
+    // the client's MutateRows on no fiber (`callNow.ts`), when it has one
+    const startNow = mutateRowsNowOf(client)
     return {
       name: "BigtableSink",
       sliceRecords: Math.max(st.w.batchElementCount, runRecords),

@@ -16,8 +16,7 @@ import type { TableDestination } from "../../../Bigtable/TableDestination.ts"
 import type { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
 import type { Core, Method } from "../../core/backend.ts"
 import type { Settings, WriterSettings } from "../options.ts"
-import type { MutateRowsNow } from "../transport/client.ts"
-import { mutateRowsNowOf, type Service } from "../transport/connect.ts"
+import type { Service } from "../transport/connect.ts"
 import type * as batcher from "./batcher.ts"
 import type { Item } from "./prepare.ts"
 
@@ -74,8 +73,6 @@ export interface State<A, EH, R> {
   readonly dests: Map<string, Dest>
   readonly validate: (table: TableDestination) => Effect.Effect<void, SinkConfigError>
   consecutiveRejections: number
-  /** The client's MutateRows on no fiber (`callNow.ts`), when it has one. */
-  readonly startNow: MutateRowsNow | undefined
   /** Requests whose call, started on no fiber, ended past its deadline: logged by their verdict. */
   readonly exceeded: Map<Request, Duration.Duration>
 }
@@ -97,7 +94,6 @@ export const make = <A, EH, R>(
     dests: new Map(),
     validate,
     consecutiveRejections: 0,
-    startNow: mutateRowsNowOf(client),
     exceeded: new Map()
   }
 }

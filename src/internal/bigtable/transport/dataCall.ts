@@ -50,13 +50,7 @@ export type Cancel = (reason: "deadline" | "interrupted") => void
  * @internal
  */
 export type StartCall =
-  & ((
-    method: string,
-    encode: (reserve: number) => Buffer,
-    routing: string,
-    timeout: Duration.Duration,
-    listener: CallListener
-  ) => Effect.Effect<Cancel>)
+  & ((...call: Parameters<SyncStart>) => Effect.Effect<Cancel>)
   & { readonly local?: LocalDeadline | undefined; readonly sync?: SyncStart | undefined }
 
 /**
@@ -125,16 +119,7 @@ export const synchronous = (start: SyncStart): StartCall => {
       return () => {}
     }
   }
-  return Object.assign(
-    (
-      method: string,
-      encode: (reserve: number) => Buffer,
-      routing: string,
-      timeout: Duration.Duration,
-      listener: CallListener
-    ) => Effect.sync(() => sync(method, encode, routing, timeout, listener)),
-    { sync }
-  )
+  return Object.assign((...call: Parameters<SyncStart>) => Effect.sync(() => sync(...call)), { sync })
 }
 
 const identity = (bytes: Buffer): Buffer => bytes
