@@ -24,6 +24,7 @@
  */
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberSet from "effect/FiberSet"
@@ -102,8 +103,11 @@ const stagedResumeAt = maxStagedSlices / 2
 /** What a staged slice of `bytes` holds of the staging bound. */
 const stagePermitOf = (bytes: number): Permit => ({ units: 1, bytes: Math.min(bytes, maxStagedBytes) })
 
-/** How often the owner ticks (batch delay, stall check). @internal */
-export const tickInterval = "100 millis"
+/**
+ * How often the owner ticks (batch delay, stall check). A `Duration`, not `"100 millis"`: `sleep`
+ * parses a string on every call, and a simulated hour of a writer is 36,000 ticks. @internal
+ */
+export const tickInterval = Duration.millis(100)
 
 /**
  * Builds a writer on the core in the current scope, with both seams of a delivering method.

@@ -6,21 +6,8 @@ import { unresolved } from "../../../../src/Sink/FailedElement.ts"
 
 const table = TableDestination.makeUnsafe({ projectId: "p", instanceId: "i", tableId: "t" })
 
-const item = (bytes: number): prepare.Item => ({
-  table,
-  key: "p.i.t",
-  entry: { rowKey: new Uint8Array(0), mutations: [] },
-  units: 1,
-  bytes,
-  mutations: 1,
-  permitBytes: bytes,
-  generation: 0,
-  attempts: 0,
-  isolated: false,
-  epoch: 0,
-  repairs: 0,
-  parked: false
-})
+const item = (bytes: number): prepare.Item =>
+  new prepare.Item(table, "p.i.t", { rowKey: new Uint8Array(0), mutations: [] }, bytes)
 
 const Bound = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 500 }))
 
@@ -47,6 +34,40 @@ describe("prepare.slices", () => {
       }
     }
   )
+})
+
+describe("prepare.Item", () => {
+  it("an item in trouble writes its own state; the others keep the prototype's", () => {
+    const entry = RowMutationEntry.make("k", [
+      Mutation.setCell({ family: "f", qualifier: "q", value: "v" }),
+      Mutation.deleteFromRow()
+    ])
+    const a = new prepare.Item(table, "p.i.t", entry, 40)
+    const b = new prepare.Item(table, "p.i.t", entry, 40)
+    assert.deepStrictEqual([a.units, a.mutations, a.permitBytes, a.isolated, a.parked, a.repairs], [
+      1,
+      2,
+      40,
+      false,
+      false,
+      0
+    ])
+    a.isolated = true
+    a.parked = true
+    a.repairs++
+    assert.deepStrictEqual([a.isolated, a.parked, a.repairs], [true, true, 1])
+    assert.deepStrictEqual([b.isolated, b.parked, b.repairs], [false, false, 0])
+    assert.deepStrictEqual(Object.keys(b).toSorted(), [
+      "attempts",
+      "bytes",
+      "entry",
+      "epoch",
+      "generation",
+      "key",
+      "permitBytes",
+      "table"
+    ])
+  })
 })
 
 describe("prepare.prepare", () => {
