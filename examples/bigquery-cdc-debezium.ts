@@ -12,7 +12,8 @@
  * created with its label, then the sink stops because the emulator drops the primary key. Run it
  * against GCP (`GOOGLE_CLOUD_PROJECT`, and no emulator variables) to see the mirror.
  */
-import { NodeFileSystem, NodeRuntime } from "@effect/platform-node"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, FileSystem, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, TableDestination } from "effect-gcp-sinks/BigQuery"
 import { decodeLine, serializer, writeMethod } from "./cdc/debezium.ts"

@@ -6,7 +6,7 @@
  *   npm run emulators   # in one shell; paste its exports into another, then:
  *   npm run example examples/bigquery-daily-tables.ts
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Schema, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, BigQueryType, RowSerializer, TableDestination } from "effect-gcp-sinks/BigQuery"
 import { FailureHandler } from "effect-gcp-sinks/Sink"

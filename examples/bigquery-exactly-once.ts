@@ -7,7 +7,7 @@
  *   npm run emulators   # in one shell; paste its exports into another, then:
  *   npm run example examples/bigquery-exactly-once.ts
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, RowSerializer, TableDestination, WriteMethod } from "effect-gcp-sinks/BigQuery"
 import { Checkpoint, CheckpointStore } from "effect-gcp-sinks/Sink"

@@ -11,7 +11,7 @@
  *   npm run emulators   # in one shell; paste its exports into another, then:
  *   npm run example examples/bigtable-counter-exactly-once.ts
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Config, Effect, Layer, Metric, Option, Random, Schema, Stream } from "effect"
 import {
   BigtableMetrics,

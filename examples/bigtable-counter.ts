@@ -6,7 +6,7 @@
  *   npm run emulators   # in one shell; paste its exports into another, then:
  *   npm run example examples/bigtable-counter.ts
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Bigtable } from "@google-cloud/bigtable"
 import { Config, Effect, Stream } from "effect"
 import { BigtableSink, Mutation, RowMutationEntry, TableDestination } from "effect-gcp-sinks/Bigtable"

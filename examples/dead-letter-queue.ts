@@ -5,7 +5,7 @@
  *   npm run emulators   # in one shell; paste its exports into another, then:
  *   npm run example examples/dead-letter-queue.ts
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Fiber, Queue, Schema, Sink, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, BigQueryType, RowSerializer, TableDestination } from "effect-gcp-sinks/BigQuery"
 import { type FailedElement, FailureHandler } from "effect-gcp-sinks/Sink"

@@ -8,7 +8,7 @@
  *   npm run emulators   # in one shell; paste its exports into another, then:
  *   npm run example examples/observability.ts
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Config, Effect, Layer, Stream } from "effect"
 import { BigtableClient, BigtableSink, Mutation, RowMutationEntry, TableDestination } from "effect-gcp-sinks/Bigtable"
 import { ProgressLog } from "effect-gcp-sinks/Sink"

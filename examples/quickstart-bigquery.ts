@@ -1,4 +1,4 @@
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Config, Effect, Schema, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, RowSerializer, TableDestination } from "effect-gcp-sinks/BigQuery"
 

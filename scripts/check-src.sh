@@ -38,4 +38,12 @@ if [ -n "$frozen" ]; then
   echo "check-src: emulator suites (test/integration) must pass layer(..., { excludeTestServices: true })" >&2
   status=1
 fi
+# @effect/platform-node's index also loads its Redis client (0.6 s of CPU a process start; ADR 0054): the
+# examples, the README's quick starts, the scripts and the tests' children import its modules by path
+barrel=$(grep -rnE 'from "@effect/platform-node"' README.md examples scripts test bench --include='*.ts' --include='*.md' || true)
+if [ -n "$barrel" ]; then
+  printf '%s\n' "$barrel" >&2
+  echo 'check-src: import @effect/platform-node modules by path ("@effect/platform-node/NodeRuntime"), not its index' >&2
+  status=1
+fi
 exit $status

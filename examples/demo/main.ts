@@ -16,7 +16,8 @@
  * Flags may also come from the environment as DEMO_EVENTS, DEMO_PROJECT, DEMO_KEY_FILE, ...
  * Ctrl-C interrupts cleanly and prints what was written so far.
  */
-import { NodeRuntime, NodeServices } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { Clock, Data, Effect, Layer, Option, Ref, Schema, Sink, Stream } from "effect"
 import {
   BigQueryClient,

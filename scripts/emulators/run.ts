@@ -3,7 +3,7 @@
  * ports with the test harness, prints the environment the client layers read (the emulator variables
  * Google's clients use, and the project), and keeps them running until Ctrl-C.
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"

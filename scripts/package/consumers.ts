@@ -12,7 +12,7 @@
  *
  *   node scripts/package/consumers.ts <tarball> <work directory>
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect } from "effect"
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"

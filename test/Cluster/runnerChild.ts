@@ -31,7 +31,7 @@
  * (default 300), CLUSTER_SPREAD (1: `Partitions.layer`'s `shardsPerGroup` set to it), and CLUSTER_BT_EMULATOR,
  * CLUSTER_BT_TABLE, CLUSTER_BT_COUNTERS for the Bigtable counters (read through test/support/childEnv.ts).
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { PgClient } from "@effect/sql-pg"
 import {
   Array as Arr,

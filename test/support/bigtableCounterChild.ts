@@ -9,7 +9,7 @@
  * between the save and the commit), `failed` (a commit failed: the child restores and runs again, as
  * a supervisor would restart it), `done`.
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer, Option, Schema, Stream } from "effect"
 import {
   BigtableClient,

@@ -4,7 +4,7 @@
  * passed explicitly (the layer would otherwise read `HOST`, `PORT`, ... from the environment;
  * `RunnerAddress.make` is positional).
  */
-import { NodeClusterSocket } from "@effect/platform-node"
+import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Layer, Option } from "effect"
 import { RunnerAddress } from "effect/cluster"

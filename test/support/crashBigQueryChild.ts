@@ -16,7 +16,7 @@
  * `production` (`BigQueryClient.fromClients` on plain clients: the production code path, for a
  * CRASH_BQ_GRPC that translates bqemulator's deviations, `bqemulatorAdapter.ts`).
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { BigQuery } from "@google-cloud/bigquery"
 import * as grpc from "@grpc/grpc-js"
 import { Array as Arr, Effect, Layer, Option, Schema, Stream } from "effect"

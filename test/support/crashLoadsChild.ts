@@ -8,7 +8,7 @@
  * Environment: LOADS_DIR (checkpoint folder), LOADS_TOTAL, LOADS_CHUNK, LOADS_EVERY, LOADS_PACE_MS, LOADS_WRITER,
  * LOADS_PROJECT, LOADS_DATASET, LOADS_BUCKET, LOADS_BQ_GRPC, LOADS_BQ_REST, LOADS_GCS (host:port each).
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import * as path from "node:path"
 import {

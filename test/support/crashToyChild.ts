@@ -19,7 +19,7 @@
  * (default: `CheckpointStore.file` under TOY_DIR) or `gcs` (`CheckpointStore.gcs` on the emulator at
  * TOY_GCS_EMULATOR `host:port`, bucket TOY_GCS_BUCKET).
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Effect, Layer, Option, Stream } from "effect"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"

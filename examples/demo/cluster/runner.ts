@@ -18,7 +18,7 @@
  * cleanly (its shards are released), and so does the demo's death; SIGKILL is what the demo uses to show a
  * failover. Its parameters are read through test/support/childEnv.ts.
  */
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Array as Arr, Duration, Effect, Layer, Option, Schema, Sink, Stream } from "effect"
 import { BigQueryClient, BigQuerySink, RowSerializer, TableDestination, WriteMethod } from "effect-gcp-sinks/BigQuery"
 import {

@@ -3,7 +3,7 @@
  * inserts, updates, a delete, a re-insert, two redelivered events) decodes, the sink provisions the
  * CDC table (primary key, max_staleness, label) and the mirrored table equals the source's final state.
  */
-import { NodeFileSystem } from "@effect/platform-node"
+import * as NodeFileSystem from "@effect/platform-node/NodeFileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, FileSystem, Stream } from "effect"
 import { decodeLine, serializer, writeMethod } from "../../../examples/cdc/debezium.ts"

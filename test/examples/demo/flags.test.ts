@@ -2,7 +2,7 @@
  * The demo's command line (`npm start -- ...`): help, flags, environment fallback and defaults,
  * parsed by effect/cli without running the demo.
  */
-import { NodeServices } from "@effect/platform-node"
+import * as NodeServices from "@effect/platform-node/NodeServices"
 import { assert, describe, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Exit, Option, Redacted, Ref } from "effect"
 import { CliOutput, Command } from "effect/cli"
