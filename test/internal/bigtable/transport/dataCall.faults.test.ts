@@ -205,13 +205,19 @@ describe.each(transports)("Bigtable data call wire faults on %s", (transport: Tr
 
   it.live("keepalive: a call on a connection gone silent ends UNAVAILABLE within interval + timeout", () =>
     Effect.scoped(Effect.gen(function*() {
-      const server = yield* Wire.make((c) => c.respond())
+      const arrived = yield* Deferred.make<void>()
+      const server = yield* Wire.make((c) => {
+        c.respond()
+        Deferred.doneUnsafe(arrived, Effect.void)
+      })
       const proxy = yield* freezingProxy(server.port)
       const start = yield* startCall(transport, `127.0.0.1:${proxy.port}`, {
         keepalive: { time: Duration.millis(300), timeout: Duration.millis(300) }
       })
       const fiber = yield* Effect.forkChild(call(start, Duration.seconds(30)))
-      yield* Effect.sleep(Duration.millis(100))
+      // frozen once the call is on a connection: frozen before it (a fixed 100 ms did that once on a
+      // loaded machine), the connection attempt's 20 s timeout ends the call, not keepalive
+      yield* Deferred.await(arrived)
       proxy.freeze()
       const started = Date.now()
       const ended = yield* Fiber.join(fiber)
