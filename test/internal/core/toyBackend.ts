@@ -68,8 +68,9 @@ export interface Service {
   readonly repaired: Set<string>
   repairs: number
   /**
-   * How calls start (`Delivery.start`): on a fiber (`undefined`, and `"refuse"`: `start` declines),
-   * answered at once on no fiber (`"sync"`), or answered on no fiber when `answerHeld` runs (`"held"`).
+   * How calls start, read when the writer is made: on a fiber (`undefined`: the method has no
+   * `Delivery.start`; `"refuse"`: it has one that declines), answered at once on no fiber (`"sync"`),
+   * or answered on no fiber when `answerHeld` runs (`"held"`).
    */
   startNow: "sync" | "held" | "refuse" | undefined
   /** The answers of `"held"` calls started and not yet given. */
@@ -175,10 +176,11 @@ const toy =
               if (dying !== undefined) return yield* Effect.die(new Error(`call died on ${dying.name}`))
               return outcomeOf(service, batch)
             }),
-          start: (batch, deliver) =>
+          // without a mode, no `start` at all: the core's own fiber path, as a method without one
+          start: service.startNow === undefined ? undefined : (batch, deliver) =>
             Effect.sync(() => {
               const mode = service.startNow
-              if (mode === undefined || mode === "refuse") return undefined
+              if (mode !== "sync" && mode !== "held") return undefined
               service.calls++
               if (mode === "sync") {
                 deliver(outcomeOf(service, batch))

@@ -175,13 +175,22 @@ export const mutateRows = (start: StartCall) => {
         return Effect.flatMap(
           runCall(start, parts, limit, done, onDeadline, started),
           (fill) => {
-            const result = Effect.succeed(statuses.map((status) => status ?? fill))
+            const result = Effect.succeed(filled(statuses, fill))
             return fill.code === grpc.Code.DEADLINE_EXCEEDED
               ? Effect.andThen(deadline.logExceeded("MutateRows", request.tableName, limit), result)
               : result
           }
         )
       }))
+}
+
+/**
+ * A call's statuses once it ended: each entry the server answered keeps its own, the others get the
+ * call's (`fill`). In place: nothing reads the array after the call ended but its outcome.
+ */
+const filled = (statuses: Array<EntryStatus | undefined>, fill: EntryStatus): Array<EntryStatus> => {
+  for (let i = 0; i < statuses.length; i++) if (statuses[i] === undefined) statuses[i] = fill
+  return statuses as Array<EntryStatus>
 }
 
 /**
@@ -256,11 +265,16 @@ export const mutateRowsNow = (start: StartCall): MutateRowsNow | undefined => {
     let ended = false
     let call: Cancel | undefined
     let clear: (() => void) | undefined
-    const end = (fill: EntryStatus): boolean => {
+    // the first of the answer, the deadline and the caller's cancel ends it
+    const finish = (): boolean => {
       if (ended) return false
       ended = true
       clear?.()
-      deliver(statuses.map((status) => status ?? fill), fill.code === grpc.Code.DEADLINE_EXCEEDED)
+      return true
+    }
+    const end = (fill: EntryStatus): boolean => {
+      if (!finish()) return false
+      deliver(filled(statuses, fill), fill.code === grpc.Code.DEADLINE_EXCEEDED)
       return true
     }
     const listener = statusListener(statuses, () => ended, end, () => call?.("interrupted"))
@@ -278,10 +292,7 @@ export const mutateRowsNow = (start: StartCall): MutateRowsNow | undefined => {
       call = sync(parts.method, parts.encode, parts.routing, limit, listener)
     }
     return () => {
-      if (ended) return
-      ended = true
-      clear?.()
-      call?.("interrupted")
+      if (finish()) call?.("interrupted")
     }
   }
 }
