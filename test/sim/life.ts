@@ -61,6 +61,17 @@ export interface Watch {
 }
 
 /**
+ * Twenty minutes without progress make a restart loop: longer than a writer may legitimately stall before
+ * it fails and is restarted. The longest is an append no server answers: its attempt fails after
+ * `responseTimeout` (5 minutes by default), retries go on until the retry's `maxDuration` (5 minutes) has
+ * passed since that first failure, and the last may start just before then and wait its own 5 minutes:
+ * about 15 minutes (the simulated server ends a cancelled call at once). Ten minutes was below that: two
+ * hung AppendRows calls in a row failed a writer after 601.5 s, as designed, and were reported as a loop
+ * (`bigquery.exactlyOnce` seed 203213, swarm).
+ */
+const maxStall = 20 * 60_000
+
+/**
  * Crashes, a zombie and a handover drawn within `horizon` virtual milliseconds; the handover from
  * an rng of its own (`handovers`), so the other draws stay what they were for every seed.
  */
@@ -82,9 +93,7 @@ export const drawPlan = (
       crash: h.chance(0.5) ? h.between(0, Math.max(1, Math.floor(horizon / 8))) : undefined
     }
     : undefined
-  // ten minutes: past the storm (faults off after `calmAfter` restarts) nothing legitimate stalls a
-  // writer that long (the longest budget drawn, the store's retries past a 30 s deadline, is minutes)
-  return { crashes, zombie, handover, restartDelay: [1, 200], calmAfter: 6, maxRestarts: 20, maxStall: 600_000 }
+  return { crashes, zombie, handover, restartDelay: [1, 200], calmAfter: 6, maxRestarts: 20, maxStall }
 }
 
 export interface LifeResult {
