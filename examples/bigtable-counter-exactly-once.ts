@@ -1,5 +1,5 @@
 /**
- * The Bigtable counter of `bigtable-counter.ts`, exactly once: page views summed with AddToCell,
+ * A Bigtable counter like `bigtable-counter.ts`'s, exactly once: views of 500 articles summed with AddToCell,
  * staged until each checkpoint and committed as CheckAndMutateRow requests guarded by marker cells,
  * with checkpoints in a local directory. Kill it and run it again: it resumes at the stored position
  * and no view is counted twice. Run it with `REPLAY=1` to replay the whole source from offset 0 under
@@ -29,9 +29,12 @@ interface PageView {
   readonly page: string
 }
 
-/** A replayable source: the same views at the same offsets on every run. */
+/**
+ * A replayable source: the same views at the same offsets on every run, over 500 articles. Each view
+ * leaves a marker cell in its counter's row, so the views are spread over rows (docs/exactly-once.md).
+ */
 const viewsFrom = (offset: number): Stream.Stream<PageView> =>
-  Stream.range(offset, 9_999).pipe(Stream.map((i) => ({ offset: i, page: ["/", "/pricing", "/docs"][i % 3] ?? "/" })))
+  Stream.range(offset, 9_999).pipe(Stream.map((i) => ({ offset: i, page: `/articles/${i % 500}` })))
 
 const program = Effect.gen(function*() {
   const project = yield* projectId
