@@ -27,6 +27,7 @@ import { BigQueryEmulator } from "../support/BigQueryEmulator.ts"
 import { counters, createCounterTable } from "../support/bigtableCounters.ts"
 import { BigtableEmulator } from "../support/BigtableEmulator.ts"
 import * as Clients from "../support/clients.ts"
+import { expectedSums } from "../support/counterLog.ts"
 import * as CrashProof from "../support/crashProof.ts"
 import { freePort } from "../support/emulatorProcess.ts"
 import { PostgresServer } from "../support/postgres.ts"
@@ -46,10 +47,9 @@ const child = fileURLToPath(new URL("./runnerChild.ts", import.meta.url))
 const PARTITIONS = 12
 const TOTAL = 100_000
 /**
- * Each counter's row keeps one marker cell an increment (the exactly-once envelope), and cbtemulator copies
- * and filters a row's every cell on each CheckAndMutateRow: its CPU grows with records x markers a row.
- * 50 counters (2,000 markers a row) cost the emulator 72 CPU seconds of the proof, 1,250 (80) 9. 1,250
- * shares 2 with the 12 partitions, as 50 did: each counter is still written by 6 partitions' writers.
+ * 80 increments, so 80 marker cells, a counter row: a hot row's markers cost cbtemulator every write to it
+ * (docs/exactly-once.md, "The marker family's cost"; 50 counters cost it 72 CPU seconds of the proof, 1,250
+ * 9). 1,250 shares 2 with the 12 partitions, as 50 did: each counter is written by 6 partitions' writers.
  */
 const COUNTERS = 1_250
 const LOCK_EXPIRY_MS = 10_000
@@ -355,11 +355,7 @@ layer(Layer.mergeAll(PostgresServer.layer, BigQueryEmulator.layerIsolated, Bigta
         assert.deepStrictEqual(table, { count: TOTAL, distinct: TOTAL, sum: (TOTAL * (TOTAL - 1)) / 2 })
         // every Bigtable counter exact
         const read = yield* counters(bigtable, "test-project", "cluster", countersTable)
-        const expected = new Map<string, bigint>()
-        for (let id = 0; id < TOTAL; id++) {
-          const counter = `counter${String(id % COUNTERS).padStart(4, "0")}`
-          expected.set(counter, (expected.get(counter) ?? 0n) + BigInt((id % 7) + 1))
-        }
+        const expected = expectedSums(TOTAL, COUNTERS)
         assert.deepStrictEqual(new Map([...read.sums].toSorted()), new Map([...expected].toSorted()))
         assert.isAtLeast(moved.length, 1)
         for (const f of failover) {

@@ -69,6 +69,7 @@ import { Partitions } from "../../src/Cluster.ts"
 import { type Checkpoint, CheckpointStore, type WriteSummary } from "../../src/Sink.ts"
 import { childEnv, int, optional, string } from "../support/childEnv.ts"
 import { shardingOverPostgres } from "../support/clusterSharding.ts"
+import { amountOf, counterRow } from "../support/counterLog.ts"
 import { step } from "../support/crashChild.ts"
 
 const env = childEnv({
@@ -178,8 +179,8 @@ const position = (partition: number) => (row: Row) => (row.id - partition) / par
 /** Row `id` adds `id % 7 + 1` to the counter `id % CLUSTER_BT_COUNTERS`. */
 const increment = (row: Row) =>
   RowMutationEntry.make(
-    `counter${String(row.id % env.bigtableCounters).padStart(4, "0")}`,
-    Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: BigInt((row.id % 7) + 1) })
+    counterRow(row.id, env.bigtableCounters),
+    Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: amountOf(row.id) })
   )
 
 const bigtableTable = (tableId: string) =>

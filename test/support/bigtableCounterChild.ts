@@ -21,6 +21,7 @@ import {
 } from "../../src/Bigtable/index.ts"
 import { Checkpoint, CheckpointStore } from "../../src/Sink.ts"
 import { childEnv, int, string } from "./childEnv.ts"
+import { amountOf, counterRow } from "./counterLog.ts"
 import { replayableSource, reportingSaves, step } from "./crashChild.ts"
 
 const { emulator, tableId, dir, total, chunkSize, every, counters, writerId } = childEnv({
@@ -40,8 +41,8 @@ const trackedStore = reportingSaves.pipe(Layer.provide(CheckpointStore.file(dir)
 /** Record `i`: one increment of one counter. */
 export const increment = (i: number) =>
   RowMutationEntry.make(
-    `counter${String(i % counters).padStart(4, "0")}`,
-    Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: BigInt((i % 7) + 1) })
+    counterRow(i, counters),
+    Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: amountOf(i) })
   )
 
 const program = Effect.gen(function*() {

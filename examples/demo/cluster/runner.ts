@@ -128,18 +128,19 @@ const store = Layer.effect(
 
 /**
  * Counter rows per kind. A few hot rows would serialize every exactly-once commit on them, and each event
- * leaves a marker cell in its row that later writes to the row pay for (cbtemulator copies a row on every
- * CheckAndMutateRow): 16 rows a kind, about 2,000 markers a row at 100,000 events, cost the emulator 58 CPU
- * seconds and held the counters 20 s behind BigQuery; 256 rows a kind, about 130 markers.
+ * leaves a marker cell in its row that later writes to it pay for (docs/exactly-once.md, "The marker
+ * family's cost"): at 100,000 events, 16 rows a kind held the counters 20 s behind BigQuery, 256 keep pace.
  */
 const ROWS_PER_KIND = 256
+/** The digits of a row's number: `kind-view-007`. */
+const rowDigits = String(ROWS_PER_KIND - 1).length
 
 /**
  * Event `n` adds 1 to `c:n` and `n % 10000` (its amount in cents) to `c:cents` of row `kind-<kind>-<n % 256>`;
  * the demo adds the rows of a kind up.
  */
 const increments = (e: Event): RowMutationEntry.RowMutationEntry =>
-  RowMutationEntry.make(`kind-${e.kind}-${String(e.id % BigInt(ROWS_PER_KIND)).padStart(3, "0")}`, [
+  RowMutationEntry.make(`kind-${e.kind}-${String(e.id % BigInt(ROWS_PER_KIND)).padStart(rowDigits, "0")}`, [
     Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: 1n }),
     Mutation.addToCell({ family: "c", qualifier: "cents", timestampMicros: 0, input: e.id % 10_000n })
   ])

@@ -16,6 +16,7 @@ import * as identity from "../../../src/internal/bigtable/exactlyOnce/identity.t
 import { counters, createCounterTable } from "../../support/bigtableCounters.ts"
 import { BigtableEmulator } from "../../support/BigtableEmulator.ts"
 import * as Clients from "../../support/clients.ts"
+import { expectedSums } from "../../support/counterLog.ts"
 import * as CrashProof from "../../support/crashProof.ts"
 
 const child = fileURLToPath(new URL("../../support/bigtableCounterChild.ts", import.meta.url))
@@ -63,13 +64,8 @@ layer(BigtableEmulator.layer, { timeout: "450 seconds", excludeTestServices: tru
             timeout: "420 seconds"
           })
           const read = yield* counters(emulator, "test-project", "crash", tableId)
-          const expected = new Map<string, bigint>()
-          for (let i = 0; i < total; i++) {
-            const row = `counter${String(i % counterCount).padStart(4, "0")}`
-            expected.set(row, (expected.get(row) ?? 0n) + BigInt((i % 7) + 1))
-          }
           assert.strictEqual(figures.kills, 20)
-          assert.deepStrictEqual(read.sums, expected)
+          assert.deepStrictEqual(read.sums, expectedSums(total, counterCount))
           const want = new Set(
             Array.from({ length: total }, (_, i) => identity.derive(writerId, identity.canonicalJson(i + 1), 0))
           )
