@@ -21,6 +21,8 @@ export const childFlag = "--isolated-child"
 export interface Sample {
   readonly rowsPerSecond: number
   readonly cpuNsPerRow: number
+  /** Of `cpuNsPerRow`, what threads other than the main one spent (bench/timing.ts `helperCpuSeconds`). */
+  readonly helperNsPerRow?: number
   /** Method-specific figures (e.g. checkpoint latencies). */
   readonly extra?: Record<string, ReadonlyArray<number>>
 }

@@ -161,7 +161,32 @@ interface Pass {
   readonly items: number
   readonly seconds: number
   readonly cpuSeconds: number
+  /** Ours: of `cpuSeconds`, what threads other than the main one spent (bench/timing.ts). */
+  readonly helperCpuSeconds?: number
 }
+
+/** A child's timed pass as it reports it (bench/isolated.ts). */
+const sampleOf = (p: Pass): Isolated.Sample => ({
+  rowsPerSecond: p.items / p.seconds,
+  cpuNsPerRow: p.cpuSeconds / p.items * 1e9,
+  ...(p.helperCpuSeconds === undefined ? {} : { helperNsPerRow: p.helperCpuSeconds / p.items * 1e9 })
+})
+
+/** The pass of `items` a child reported. */
+const passOf = (items: number, sample: Isolated.Sample): Pass => ({
+  items,
+  seconds: items / sample.rowsPerSecond,
+  cpuSeconds: sample.cpuNsPerRow * items / 1e9,
+  ...(sample.helperNsPerRow === undefined ? {} : { helperCpuSeconds: sample.helperNsPerRow * items / 1e9 })
+})
+
+/** A pass's line: its rate and CPU per item, and the share of threads other than the main one. */
+const passLine = (pass: number, name: string, p: Pass, unit: string): string =>
+  `pass ${pass} ${name.padEnd(22)} ${Math.round(p.items / p.seconds).toLocaleString("en").padStart(11)} ${unit}s/s, ${
+    (p.cpuSeconds / p.items * 1e9).toFixed(0)
+  } ns CPU/${unit}${
+    p.helperCpuSeconds === undefined ? "" : ` (helper threads ${(p.helperCpuSeconds / p.items * 1e9).toFixed(0)})`
+  }`
 
 const goBinary = (): string => {
   if (process.env["GO"] !== undefined) return process.env["GO"]
@@ -422,9 +447,7 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
     }
     const ourPass = (name: string, method: () => Promise<void>) => async (): Promise<Pass> => {
       if (sharedProcess) return timeHere(rowCount, method)
-      const sample = Isolated.once(new URL(import.meta.url).pathname, name, forwarded())
-      const seconds = rowCount / sample.rowsPerSecond
-      return { items: rowCount, seconds, cpuSeconds: sample.cpuNsPerRow * rowCount / 1e9 }
+      return passOf(rowCount, Isolated.once(new URL(import.meta.url).pathname, name, forwarded()))
     }
     const order: Array<[string, () => Promise<Pass>]> = [
       ["bigquery.sink.encode", ourPass("bigquery.sink.encode", sinkEncode)],
@@ -443,11 +466,7 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
         // oxlint-disable-next-line no-await-in-loop
         const p = await counted(name, method)
         ;(samples[name] ??= []).push(p)
-        console.log(
-          `pass ${pass + 1} ${name.padEnd(22)} ${
-            Math.round(p.items / p.seconds).toLocaleString("en").padStart(11)
-          } rows/s, ${(p.cpuSeconds / p.items * 1e9).toFixed(0)} ns CPU/row`
-        )
+        console.log(passLine(pass + 1, name, p, "row"))
       }
     }
   } finally {
@@ -550,7 +569,7 @@ const bigtableChildPass = async (name: string) => {
   } else {
     throw new Error(`no Bigtable method ${name}`)
   }
-  Isolated.report({ rowsPerSecond: p.items / p.seconds, cpuNsPerRow: p.cpuSeconds / p.items * 1e9 })
+  Isolated.report(sampleOf(p))
 }
 
 const bigtable = (samples: Record<string, Array<Pass>>) =>
@@ -585,7 +604,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
       ])
       await dropTable(warm)
       await dropTable(tableId)
-      return { items: records, seconds: records / sample.rowsPerSecond, cpuSeconds: sample.cpuNsPerRow * records / 1e9 }
+      return passOf(records, sample)
     }
     const sinkPass = sharedProcess ?
       async () => {
@@ -654,11 +673,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
         const [name, method] = order[(k + pass) % order.length]!
         const p = yield* Effect.promise(method)
         ;(samples[name] ??= []).push(p)
-        console.log(
-          `pass ${pass + 1} ${name.padEnd(22)} ${
-            Math.round(p.items / p.seconds).toLocaleString("en").padStart(11)
-          } records/s, ${(p.cpuSeconds / p.items * 1e9).toFixed(0)} ns CPU/record`
-        )
+        console.log(passLine(pass + 1, name, p, "record"))
       }
     }
   })
@@ -683,7 +698,7 @@ const childPass = async (name: string) => {
     const p = await timeHere(rowCount, method)
     const acknowledged = (await fake.rowCount()) - before
     if (acknowledged < rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
-    Isolated.report({ rowsPerSecond: p.items / p.seconds, cpuNsPerRow: p.cpuSeconds / p.items * 1e9 })
+    Isolated.report(sampleOf(p))
   } finally {
     await opened?.close()
     fake.close()
@@ -723,10 +738,12 @@ const main = async () => {
   const figure = (name: string) => {
     const xs = samples[name]
     if (xs === undefined) return undefined
+    const helpers = xs.flatMap((p) => p.helperCpuSeconds === undefined ? [] : [p.helperCpuSeconds / p.items * 1e9])
     return {
       rate: median(xs.map((p) => p.items / p.seconds)),
       cpuNs: median(xs.map((p) => p.cpuSeconds / p.items * 1e9)),
-      cores: median(xs.map((p) => p.cpuSeconds / p.seconds))
+      cores: median(xs.map((p) => p.cpuSeconds / p.seconds)),
+      helperNs: helpers.length === xs.length ? median(helpers) : undefined
     }
   }
   /**
@@ -783,6 +800,7 @@ const main = async () => {
       ratio: Number((a.rate / b.rate).toFixed(3)),
       peer: go,
       cpuNsPerItem: Math.round(a.cpuNs),
+      ...(a.helperNs === undefined ? {} : { helperNsPerItem: Math.round(a.helperNs) }),
       cpuRatio: Number((b.cpuNs / a.cpuNs).toFixed(3)),
       ...(paired === undefined ? {} : { cpuRatioPaired: Number(paired.toFixed(3)) }),
       coresBusy: Number(a.cores.toFixed(2)),
