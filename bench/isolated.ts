@@ -11,6 +11,7 @@
  *
  * The child runs the benchmark script with `--isolated-child <method>` and the forwarded arguments;
  * it runs its warm-up passes and one timed pass, and prints one JSON line ({@link Sample}) last.
+ * `BENCH_CHILD_NODE_FLAGS` (space-separated) adds Node or V8 flags to every child, for experiments.
  */
 import { spawnSync } from "node:child_process"
 
@@ -23,6 +24,8 @@ export interface Sample {
   readonly cpuNsPerRow: number
   /** Of `cpuNsPerRow`, what threads other than the main one spent (bench/timing.ts `helperCpuSeconds`). */
   readonly helperNsPerRow?: number
+  /** Full collections during the timed pass (bench/timing.ts `majorCollections`). */
+  readonly majorCollections?: number
   /** Method-specific figures (e.g. checkpoint latencies). */
   readonly extra?: Record<string, ReadonlyArray<number>>
 }
@@ -56,7 +59,10 @@ export const run = (
 
 /** One timed pass of `method` in a fresh process running `script` with `args`. */
 export const once = (script: string, method: string, args: ReadonlyArray<string>): Sample => {
-  const proc = spawnSync(process.execPath, ["--expose-gc", script, ...args, childFlag, method], {
+  // V8 flags for the children alone (`BENCH_CHILD_NODE_FLAGS="--single-threaded-gc"`): Node refuses many
+  // of them in NODE_OPTIONS, and the parent's own flags are not theirs
+  const extra = (process.env["BENCH_CHILD_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")
+  const proc = spawnSync(process.execPath, ["--expose-gc", ...extra, script, ...args, childFlag, method], {
     stdio: ["ignore", "pipe", "inherit"],
     encoding: "utf8",
     maxBuffer: 16 * 1024 * 1024

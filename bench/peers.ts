@@ -163,13 +163,16 @@ interface Pass {
   readonly cpuSeconds: number
   /** Ours: of `cpuSeconds`, what threads other than the main one spent (bench/timing.ts). */
   readonly helperCpuSeconds?: number
+  /** Ours: full collections during the pass. */
+  readonly majorCollections?: number
 }
 
 /** A child's timed pass as it reports it (bench/isolated.ts). */
 const sampleOf = (p: Pass): Isolated.Sample => ({
   rowsPerSecond: p.items / p.seconds,
   cpuNsPerRow: p.cpuSeconds / p.items * 1e9,
-  ...(p.helperCpuSeconds === undefined ? {} : { helperNsPerRow: p.helperCpuSeconds / p.items * 1e9 })
+  ...(p.helperCpuSeconds === undefined ? {} : { helperNsPerRow: p.helperCpuSeconds / p.items * 1e9 }),
+  ...(p.majorCollections === undefined ? {} : { majorCollections: p.majorCollections })
 })
 
 /** The pass of `items` a child reported. */
@@ -177,7 +180,8 @@ const passOf = (items: number, sample: Isolated.Sample): Pass => ({
   items,
   seconds: items / sample.rowsPerSecond,
   cpuSeconds: sample.cpuNsPerRow * items / 1e9,
-  ...(sample.helperNsPerRow === undefined ? {} : { helperCpuSeconds: sample.helperNsPerRow * items / 1e9 })
+  ...(sample.helperNsPerRow === undefined ? {} : { helperCpuSeconds: sample.helperNsPerRow * items / 1e9 }),
+  ...(sample.majorCollections === undefined ? {} : { majorCollections: sample.majorCollections })
 })
 
 /** A pass's line: its rate and CPU per item, and the share of threads other than the main one. */
@@ -185,7 +189,9 @@ const passLine = (pass: number, name: string, p: Pass, unit: string): string =>
   `pass ${pass} ${name.padEnd(22)} ${Math.round(p.items / p.seconds).toLocaleString("en").padStart(11)} ${unit}s/s, ${
     (p.cpuSeconds / p.items * 1e9).toFixed(0)
   } ns CPU/${unit}${
-    p.helperCpuSeconds === undefined ? "" : ` (helper threads ${(p.helperCpuSeconds / p.items * 1e9).toFixed(0)})`
+    p.helperCpuSeconds === undefined ? "" : ` (helper threads ${(p.helperCpuSeconds / p.items * 1e9).toFixed(0)}`
+  }${p.majorCollections === undefined ? "" : `, mark-compacts ${p.majorCollections}`}${
+    p.helperCpuSeconds === undefined ? "" : ")"
   }`
 
 const goBinary = (): string => {

@@ -3,6 +3,7 @@
  * on a collected heap (a method does not pay for the garbage of the one before it), wall time and
  * this process's CPU time (user + system, all threads).
  */
+import { constants, type PerformanceEntry, PerformanceObserver } from "node:perf_hooks"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
 import { childMethod } from "./isolated.ts"
@@ -21,6 +22,30 @@ export interface Timed {
    * Absent where Node cannot time its main thread alone.
    */
   readonly helperCpuSeconds?: number
+  /** Full (mark-compact) collections that ended during the pass: each marks the whole live heap. */
+  readonly majorCollections: number
+}
+
+/** Counts the full collections that end from now until `stop` (Node's `gc` performance entries). */
+const countMajorCollections = (): { readonly stop: () => number } => {
+  let major = 0
+  const count = (entries: ReadonlyArray<PerformanceEntry>) => {
+    for (const entry of entries) {
+      if (
+        (entry as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind ===
+          constants.NODE_PERFORMANCE_GC_MAJOR
+      ) major++
+    }
+  }
+  const observer = new PerformanceObserver((list) => count(list.getEntries()))
+  observer.observe({ entryTypes: ["gc"] })
+  return {
+    stop: () => {
+      count(observer.takeRecords())
+      observer.disconnect()
+      return major
+    }
+  }
 }
 
 /** The main thread's CPU time in microseconds (`process.threadCpuUsage`, where Node has it). */
@@ -42,6 +67,7 @@ export const timePass = async (
   { collect: collecting = childMethod() === undefined }: { readonly collect?: boolean } = {}
 ): Promise<Timed> => {
   if (collecting) collect()
+  const collections = countMajorCollections()
   const cpu = process.cpuUsage()
   const main = mainThreadMicros()
   const start = performance.now()
@@ -50,9 +76,10 @@ export const timePass = async (
   const used = process.cpuUsage(cpu)
   const cpuSeconds = (used.user + used.system) / 1e6
   const mainAfter = mainThreadMicros()
+  const majorCollections = collections.stop()
   return main === undefined || mainAfter === undefined
-    ? { seconds, cpuSeconds }
-    : { seconds, cpuSeconds, helperCpuSeconds: Math.max(0, cpuSeconds - (mainAfter - main) / 1e6) }
+    ? { seconds, cpuSeconds, majorCollections }
+    : { seconds, cpuSeconds, majorCollections, helperCpuSeconds: Math.max(0, cpuSeconds - (mainAfter - main) / 1e6) }
 }
 
 /** The median (the upper one of an even count); there is none of no samples (`--passes 0`). */

@@ -4,6 +4,7 @@
  *
  * @since 0.1.0
  */
+import * as heap from "../internal/bigtable/heapObjects.ts"
 import * as internal from "../internal/bigtable/transport/mutationProto.ts"
 
 /**
@@ -148,15 +149,13 @@ export const setCell = (options: {
   readonly qualifier: BytesInput
   readonly value: ValueInput
   readonly timestampMicros?: number | bigint | undefined
-}): SetCell => ({
-  _tag: "SetCell",
-  family: internal.family(options.family),
-  qualifier: internal.bytes(options.qualifier),
-  value: internal.value(options.value),
-  timestampMicros: options.timestampMicros === undefined
-    ? undefined
-    : internal.timestamp("timestampMicros", options.timestampMicros)
-})
+}): SetCell =>
+  new heap.SetCell(
+    internal.family(options.family),
+    internal.bytes(options.qualifier),
+    internal.value(options.value),
+    options.timestampMicros === undefined ? undefined : internal.timestamp("timestampMicros", options.timestampMicros)
+  )
 
 /**
  * Deletes the versions of one column, optionally only those in a time range.
@@ -176,17 +175,17 @@ export const deleteFromColumn = (options: {
   readonly qualifier: BytesInput
   readonly startTimestampMicros?: number | bigint | undefined
   readonly endTimestampMicros?: number | bigint | undefined
-}): DeleteFromColumn => ({
-  _tag: "DeleteFromColumn",
-  family: internal.family(options.family),
-  qualifier: internal.bytes(options.qualifier),
-  startTimestampMicros: options.startTimestampMicros === undefined
-    ? undefined
-    : internal.timestamp("startTimestampMicros", options.startTimestampMicros),
-  endTimestampMicros: options.endTimestampMicros === undefined
-    ? undefined
-    : internal.timestamp("endTimestampMicros", options.endTimestampMicros)
-})
+}): DeleteFromColumn =>
+  new heap.DeleteFromColumn(
+    internal.family(options.family),
+    internal.bytes(options.qualifier),
+    options.startTimestampMicros === undefined
+      ? undefined
+      : internal.timestamp("startTimestampMicros", options.startTimestampMicros),
+    options.endTimestampMicros === undefined
+      ? undefined
+      : internal.timestamp("endTimestampMicros", options.endTimestampMicros)
+  )
 
 /**
  * Deletes every cell of a family in the row.
@@ -201,10 +200,8 @@ export const deleteFromColumn = (options: {
  * @category constructors
  * @since 0.1.0
  */
-export const deleteFromFamily = (options: { readonly family: string }): DeleteFromFamily => ({
-  _tag: "DeleteFromFamily",
-  family: internal.family(options.family)
-})
+export const deleteFromFamily = (options: { readonly family: string }): DeleteFromFamily =>
+  new heap.DeleteFromFamily(internal.family(options.family))
 
 /**
  * Deletes the whole row. A replayed delete can erase writes made after it.
@@ -219,7 +216,7 @@ export const deleteFromFamily = (options: { readonly family: string }): DeleteFr
  * @category constructors
  * @since 0.1.0
  */
-export const deleteFromRow = (): DeleteFromRow => ({ _tag: "DeleteFromRow" })
+export const deleteFromRow = (): DeleteFromRow => new heap.DeleteFromRow()
 
 /**
  * Adds an integer to an aggregate cell of an `INT64_SUM`, `INT64_MIN` or `INT64_MAX` family.
@@ -240,13 +237,13 @@ export const addToCell = (options: {
   readonly qualifier: BytesInput
   readonly input: number | bigint
   readonly timestampMicros?: number | bigint | undefined
-}): AddToCell => ({
-  _tag: "AddToCell",
-  family: internal.family(options.family),
-  qualifier: internal.bytes(options.qualifier),
-  timestampMicros: internal.timestamp("timestampMicros", options.timestampMicros ?? 0),
-  input: internal.int64(options.input)
-})
+}): AddToCell =>
+  new heap.AddToCell(
+    internal.family(options.family),
+    internal.bytes(options.qualifier),
+    internal.timestamp("timestampMicros", options.timestampMicros ?? 0),
+    internal.int64(options.input)
+  )
 
 /**
  * Merges an aggregate state into a cell: sketch bytes (an `INT64_HLL` family) or an int64.
@@ -267,10 +264,10 @@ export const mergeToCell = (options: {
   readonly qualifier: BytesInput
   readonly input: Uint8Array | number | bigint
   readonly timestampMicros?: number | bigint | undefined
-}): MergeToCell => ({
-  _tag: "MergeToCell",
-  family: internal.family(options.family),
-  qualifier: internal.bytes(options.qualifier),
-  timestampMicros: internal.timestamp("timestampMicros", options.timestampMicros ?? 0),
-  input: options.input instanceof Uint8Array ? options.input : internal.int64(options.input)
-})
+}): MergeToCell =>
+  new heap.MergeToCell(
+    internal.family(options.family),
+    internal.bytes(options.qualifier),
+    internal.timestamp("timestampMicros", options.timestampMicros ?? 0),
+    options.input instanceof Uint8Array ? options.input : internal.int64(options.input)
+  )

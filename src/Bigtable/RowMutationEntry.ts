@@ -3,6 +3,7 @@
  *
  * @since 0.1.0
  */
+import * as heap from "../internal/bigtable/heapObjects.ts"
 import * as internal from "../internal/bigtable/transport/mutationProto.ts"
 import type { BytesInput, Mutation } from "./Mutation.ts"
 
@@ -39,10 +40,8 @@ export interface RowMutationEntry {
  * @category constructors
  * @since 0.1.0
  */
-export const make = (rowKey: BytesInput, mutations: ReadonlyArray<Mutation> | Mutation): RowMutationEntry => ({
-  rowKey: internal.bytes(rowKey),
-  mutations: Array.isArray(mutations) ? mutations : [mutations as Mutation]
-})
+export const make = (rowKey: BytesInput, mutations: ReadonlyArray<Mutation> | Mutation): RowMutationEntry =>
+  new heap.Entry(internal.bytes(rowKey), Array.isArray(mutations) ? mutations : heap.single(mutations as Mutation))
 
 /**
  * An estimate of the entry's serialized size in bytes: what the batch byte thresholds and the

@@ -4,6 +4,8 @@
  *
  * @internal
  */
+import * as heap from "../heapObjects.ts"
+
 /** The MutateRows limit on mutations in one request. @internal */
 export const maxMutationsPerRequest = 100_000
 
@@ -59,7 +61,7 @@ const nothingReady: ReadonlyArray<never> = []
 /** Takes everything out of the batch. @internal */
 export const cut = <T extends Weighed>(batch: Batch<T>): Array<T> => {
   const items = batch.items
-  batch.items = []
+  batch.items = heap.emptyArray()
   batch.bytes = 0
   batch.mutations = 0
   return items

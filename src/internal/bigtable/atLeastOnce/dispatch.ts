@@ -12,7 +12,9 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { EntryStatus, MutateRowsRequest } from "../../../Bigtable/BigtableClient.ts"
+import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
 import { hotSpan } from "../../core/hotSpan.ts"
+import * as heap from "../heapObjects.ts"
 import * as metrics from "../metrics.ts"
 import { batchDelay } from "../options.ts"
 import * as batcher from "./batcher.ts"
@@ -41,12 +43,16 @@ export const call = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effe
   )
 
 /** The MutateRows request of `items` (one table). @internal */
-export const mutateRowsRequest = <A, EH, R>(st: State<A, EH, R>, items: Request): MutateRowsRequest => ({
-  tableName: (items[0] as Item).table.tableName,
-  appProfileId: st.settings.appProfileId,
-  entries: items.map((item) => item.entry),
-  entryByteSizes: items.map((item) => item.bytes)
-})
+export const mutateRowsRequest = <A, EH, R>(st: State<A, EH, R>, items: Request): MutateRowsRequest => {
+  const entries = heap.emptyArray<RowMutationEntry>()
+  const sizes = heap.emptyArray<number>()
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as Item
+    entries.push(item.entry)
+    sizes.push(item.bytes)
+  }
+  return new heap.MutateRows((items[0] as Item).table.tableName, st.settings.appProfileId, entries, sizes)
+}
 
 /** The span of a MutateRows call. @internal */
 export const callSpan = "BigtableSink.mutateRows"

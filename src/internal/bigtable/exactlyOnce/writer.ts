@@ -33,6 +33,7 @@ import { BigtableClient } from "../../../Bigtable/BigtableClient.ts"
 import type { BigtableClientService, TableFamilies } from "../../../Bigtable/BigtableClient.ts"
 import { BigtableError, StagingFull } from "../../../Bigtable/BigtableError.ts"
 import { FailedMutation } from "../../../Bigtable/BigtableFailure.ts"
+import type { Mutation } from "../../../Bigtable/Mutation.ts"
 import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
 import type { CheckpointError, Resume } from "../../../Sink/Checkpoint.ts"
 import { SinkConfigError } from "../../../Sink/SinkConfigError.ts"
@@ -45,6 +46,7 @@ import { withDeadline } from "../admin/createTable.ts"
 import * as prepare from "../atLeastOnce/prepare.ts"
 import type { WriterError } from "../atLeastOnce/state.ts"
 import { contact } from "../contact.ts"
+import * as heap from "../heapObjects.ts"
 import * as metrics from "../metrics.ts"
 import type { Declared } from "../options.ts"
 import * as checkAndMutate from "../transport/checkAndMutateProto.ts"
@@ -213,7 +215,10 @@ const preparer = <A, EH, R, P>(settings: Settings<A, EH, R, P>, pending: Pending
       }
       // a fresh object per record, so two records sharing an entry object keep their own identity
       // (its fields are checked by `prepare`, and copied by `envelope.freeze`)
-      const entry = { rowKey: result.rowKey, mutations: result.mutations } as RowMutationEntry
+      const entry: RowMutationEntry = new heap.Entry(
+        result.rowKey as Uint8Array,
+        result.mutations as ReadonlyArray<Mutation>
+      )
       ids.set(entry, id)
       return entry
     }

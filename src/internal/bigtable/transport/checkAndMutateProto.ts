@@ -19,19 +19,15 @@ import type { Mutation } from "../../../Bigtable/Mutation.ts"
 import { ProtoReader } from "../../wire/protoReader.ts"
 import type { Envelope } from "../exactlyOnce/envelope.ts"
 import { markerTimestampMicros, markerValue } from "../exactlyOnce/envelope.ts"
+import * as heap from "../heapObjects.ts"
 import { lenField, mutationBodySize, Out, writeMutation } from "./mutationProto.ts"
 
 /** The gRPC method path of CheckAndMutateRow. @internal */
 export const checkAndMutateRowPath = "/google.bigtable.v2.Bigtable/CheckAndMutateRow"
 
 /** The marker cell of an envelope. @internal */
-export const marker = (envelope: Pick<Envelope, "markerFamily" | "identity">): Mutation => ({
-  _tag: "SetCell",
-  family: envelope.markerFamily,
-  qualifier: Buffer.from(envelope.identity, "latin1"),
-  value: markerValue,
-  timestampMicros: markerTimestampMicros
-})
+export const marker = (envelope: Pick<Envelope, "markerFamily" | "identity">): Mutation =>
+  new heap.SetCell(envelope.markerFamily, Buffer.from(envelope.identity, "latin1"), markerValue, markerTimestampMicros)
 
 const utf8Length = (s: string): number => Buffer.byteLength(s, "utf8")
 
