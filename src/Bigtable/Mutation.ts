@@ -238,7 +238,8 @@ export const addToCell = (options: {
   readonly input: number | bigint
   readonly timestampMicros?: number | bigint | undefined
 }): AddToCell =>
-  new heap.AddToCell(
+  new heap.ToCell(
+    "AddToCell",
     internal.family(options.family),
     internal.bytes(options.qualifier),
     internal.timestamp("timestampMicros", options.timestampMicros ?? 0),
@@ -265,7 +266,8 @@ export const mergeToCell = (options: {
   readonly input: Uint8Array | number | bigint
   readonly timestampMicros?: number | bigint | undefined
 }): MergeToCell =>
-  new heap.MergeToCell(
+  new heap.ToCell(
+    "MergeToCell",
     internal.family(options.family),
     internal.bytes(options.qualifier),
     internal.timestamp("timestampMicros", options.timestampMicros ?? 0),

@@ -96,29 +96,15 @@ export class DeleteFromRow implements DeleteFromRowModel {
   readonly _tag = "DeleteFromRow"
 }
 
-/** @internal */
-export class AddToCell implements AddToCellModel {
-  readonly _tag = "AddToCell"
+/** An `AddToCell` or a `MergeToCell` (the same fields; `_tag` first, as in the literals). @internal */
+export class ToCell<Tag extends AddToCellModel["_tag"] | MergeToCellModel["_tag"], Input> {
+  readonly _tag: Tag
   readonly family: string
   readonly qualifier: Uint8Array
   readonly timestampMicros: number
-  readonly input: bigint
-  constructor(family: string, qualifier: Uint8Array, timestampMicros: number, input: bigint) {
-    this.family = family
-    this.qualifier = qualifier
-    this.timestampMicros = timestampMicros
-    this.input = input
-  }
-}
-
-/** @internal */
-export class MergeToCell implements MergeToCellModel {
-  readonly _tag = "MergeToCell"
-  readonly family: string
-  readonly qualifier: Uint8Array
-  readonly timestampMicros: number
-  readonly input: Uint8Array | bigint
-  constructor(family: string, qualifier: Uint8Array, timestampMicros: number, input: Uint8Array | bigint) {
+  readonly input: Input
+  constructor(tag: Tag, family: string, qualifier: Uint8Array, timestampMicros: number, input: Input) {
+    this._tag = tag
     this.family = family
     this.qualifier = qualifier
     this.timestampMicros = timestampMicros
