@@ -4,10 +4,10 @@
  * a file of its own: it imports the library's internals, which the RSS scripts (compiled alone by
  * tsconfig.rss.json) must not.
  */
-import { Duration, Effect } from "effect"
+import { Effect } from "effect"
 import * as http2 from "node:http2"
-import type { MutateRowsRequest } from "../src/Bigtable/BigtableClient.ts"
 import type { RowMutationEntry } from "../src/Bigtable/index.ts"
+import * as heap from "../src/internal/bigtable/heapObjects.ts"
 import * as BigtableCalls from "../src/internal/bigtable/transport/client.ts"
 import type { StartCall } from "../src/internal/bigtable/transport/dataCall.ts"
 import { entryByteSize } from "../src/internal/bigtable/transport/mutationProto.ts"
@@ -69,26 +69,6 @@ export const http2Session = (authority: string): { readonly start: StartCall; re
   return { start, close: () => session.close() }
 }
 
-/** A MutateRows request made by a class: an object literal's allocation site can be pretenured. */
-class Call implements MutateRowsRequest {
-  readonly appProfileId = undefined
-  readonly tableName: string
-  readonly entries: ReadonlyArray<RowMutationEntry.RowMutationEntry>
-  readonly entryByteSizes: ReadonlyArray<number>
-  readonly timeout: Duration.Duration
-  constructor(
-    tableName: string,
-    entries: ReadonlyArray<RowMutationEntry.RowMutationEntry>,
-    entryByteSizes: ReadonlyArray<number>,
-    timeout: Duration.Duration
-  ) {
-    this.tableName = tableName
-    this.entries = entries
-    this.entryByteSizes = entryByteSizes
-    this.timeout = timeout
-  }
-}
-
 /** The workload of {@link bareMutateAll}. */
 export interface BareWorkload {
   readonly records: number
@@ -107,8 +87,8 @@ export interface BareWorkload {
 export const bareMutateAll = (authority: string, workload: BareWorkload) => {
   const { batch, concurrency, records, serializer } = workload
   const session = http2Session(authority)
+  // the calls' deadline: the default `responseTimeout`, as the sink's (the bare session sends none)
   const send = BigtableCalls.mutateRows(session.start)
-  const timeout = Duration.seconds(60)
   /** Every record into the table named `tableName` (its full resource name). */
   const mutateAll = async (tableName: string) => {
     let next = 0
@@ -118,15 +98,17 @@ export const bareMutateAll = (authority: string, workload: BareWorkload) => {
         next = Math.min(records, next + batch)
         // built as the sink builds them, with no allocation site (src/internal/bigtable/heapObjects.ts):
         // a pretenured array of entries keeps them alive until a full collection
-        const entries = Array.of<RowMutationEntry.RowMutationEntry>()
-        const sizes = Array.of<number>()
+        const entries = heap.emptyArray<RowMutationEntry.RowMutationEntry>()
+        const sizes = heap.emptyArray<number>()
         for (let i = from; i < next; i++) {
           const entry = serializer(i)
           entries.push(entry)
           sizes.push(entryByteSize(entry))
         }
         // oxlint-disable-next-line no-await-in-loop -- one call in flight per worker
-        const statuses = await Effect.runPromise(send(new Call(tableName, entries, sizes, timeout)))
+        const statuses = await Effect.runPromise(
+          send(new heap.MutateRows(tableName, undefined, entries, sizes))
+        )
         if (statuses.some((s) => s.code !== 0)) throw new Error("bigtable.node.bare: an entry failed")
       }
     }

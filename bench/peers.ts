@@ -184,15 +184,18 @@ const passOf = (items: number, sample: Isolated.Sample): Pass => ({
   ...(sample.majorCollections === undefined ? {} : { majorCollections: sample.majorCollections })
 })
 
-/** A pass's line: its rate and CPU per item, and the share of threads other than the main one. */
-const passLine = (pass: number, name: string, p: Pass, unit: string): string =>
-  `pass ${pass} ${name.padEnd(22)} ${Math.round(p.items / p.seconds).toLocaleString("en").padStart(11)} ${unit}s/s, ${
-    (p.cpuSeconds / p.items * 1e9).toFixed(0)
-  } ns CPU/${unit}${
-    p.helperCpuSeconds === undefined ? "" : ` (helper threads ${(p.helperCpuSeconds / p.items * 1e9).toFixed(0)}`
-  }${p.majorCollections === undefined ? "" : `, mark-compacts ${p.majorCollections}`}${
-    p.helperCpuSeconds === undefined ? "" : ")"
+/** A pass's line: its rate and CPU per item, then what only our passes report (helper threads, full collections). */
+const passLine = (pass: number, name: string, p: Pass, unit: string): string => {
+  const ours = [
+    ...(p.helperCpuSeconds === undefined ? [] : [`helper threads ${(p.helperCpuSeconds / p.items * 1e9).toFixed(0)}`]),
+    ...(p.majorCollections === undefined ? [] : [`mark-compacts ${p.majorCollections}`])
+  ]
+  const rate = Math.round(p.items / p.seconds).toLocaleString("en").padStart(11)
+  const cpu = (p.cpuSeconds / p.items * 1e9).toFixed(0)
+  return `pass ${pass} ${name.padEnd(22)} ${rate} ${unit}s/s, ${cpu} ns CPU/${unit}${
+    ours.length === 0 ? "" : ` (${ours.join(", ")})`
   }`
+}
 
 const goBinary = (): string => {
   if (process.env["GO"] !== undefined) return process.env["GO"]

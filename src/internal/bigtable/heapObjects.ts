@@ -8,15 +8,13 @@
  * V8 gives every object and array literal an allocation site and counts how many of its objects
  * outlive a young-generation collection; a site whose objects mostly survive is "pretenured": from
  * then on the process allocates them in the old generation, where only a full mark-compact frees them.
- * A sink's entries all survive the collections that happen while they are in flight, so in most
- * processes the sites of the entry, its mutation array and its mutation were pretenured early: every
- * record's entry then went to the old generation, which filled in about 2.5 s, and the collector's
- * concurrent marking and sweeping cost 700-2,000 ns of CPU a record on V8's helper threads, a third to
- * a half of the Bigtable sink's CPU (checked with `%InYoungGeneration` on every 1,024th entry: all in
- * the old generation, none with `--no-allocation-site-pretenuring`). Whether a process fell into it
- * depended on the timing of its first collections, which made the sink's CPU a record bimodal from
- * process to process. Objects made by a class constructor, and arrays made by `Array.of`, carry no
- * allocation site: they are born young and die young.
+ * A sink's entries all survive the collections that happen while they are in flight, and the sites
+ * of the entry, its mutation array and its mutation were pretenured in every process checked (with
+ * `%InYoungGeneration` on every 1,024th entry; none with `--no-allocation-site-pretenuring`): every
+ * record's entry went to the old generation, and the processes that filled it ran a full collection
+ * every ~2.5 s, up to 1.8 us of CPU a record on V8's helper threads. Objects made by a class
+ * constructor, and arrays made by `Array.of`, carry no allocation site: they are born young. (Other
+ * objects can still keep them alive into the old generation: BENCHMARKS.md.)
  *
  * Their own enumerable fields are those of the literals they replace, in the same order.
  *
@@ -121,7 +119,7 @@ export class ToCell<Tag extends AddToCellModel["_tag"] | MergeToCellModel["_tag"
  */
 export const emptyArray = <T>(): Array<T> => Array.of<T>()
 
-/** A MutateRows call's request, as the sink builds one (its fields those of the literal it replaces). @internal */
+/** A MutateRows call's request, as the sink (and the floor of `bench:peers`) builds one. @internal */
 export class MutateRows implements MutateRowsRequest {
   readonly tableName: string
   readonly appProfileId: string | undefined
