@@ -18,7 +18,7 @@ import { delayAfter } from "./budget.ts"
 import * as repairEngine from "./repairs.ts"
 import * as retryWarning from "./retryWarning.ts"
 import * as stall from "./stall.ts"
-import type { Command, OwnerContext, State } from "./state.ts"
+import { type Command, Completed, type OwnerContext, type State } from "./state.ts"
 
 export const offerTo = <C>(queue: Queue.Queue<C>, command: C): Effect.Effect<void> =>
   Effect.suspend(() => (Queue.offerUnsafe(queue, command) ? Effect.void : Effect.asVoid(Queue.offer(queue, command))))
@@ -77,7 +77,7 @@ const startNow = <M extends Method>(
       if (answered) return
       answered = true
       if (cancel !== undefined) ctx.calls.delete(cancel)
-      completeUnsafe(ctx, { _tag: "Completed", batch, outcome })
+      completeUnsafe(ctx, new Completed<M>(batch, outcome))
     }
     return Effect.map(start(batch, deliver), (started) => {
       if (started === undefined) return false
@@ -108,7 +108,7 @@ export const startCall = Effect.fnUntraced(function*<M extends Method>(ctx: Owne
       offerTo(
         ctx.commands,
         Exit.isSuccess(exit)
-          ? { _tag: "Completed", batch, outcome: exit.value }
+          ? new Completed<M>(batch, exit.value)
           : { _tag: "CallFailed", cause: exit.cause }
       ))
   )

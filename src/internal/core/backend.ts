@@ -126,11 +126,17 @@ export type CoreError<M extends Method> = M["Error"] | M["HandlerError"]
  *
  * @internal
  */
-export interface Slice<S> {
+export class Slice<S> {
   readonly payload: S
   readonly units: number
   readonly bytes: number
   readonly permitBytes: number
+  constructor(payload: S, units: number, bytes: number, permitBytes: number) {
+    this.payload = payload
+    this.units = units
+    this.bytes = bytes
+    this.permitBytes = permitBytes
+  }
 }
 
 /**

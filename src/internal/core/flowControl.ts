@@ -22,9 +22,13 @@ import * as Fiber from "effect/Fiber"
 import type * as Scheduler from "effect/Scheduler"
 
 /** What one acquisition took, each within its bound; hand exactly this back to `release`. @internal */
-export interface Permit {
+export class Permit {
   readonly units: number
   readonly bytes: number
+  constructor(units: number, bytes: number) {
+    this.units = units
+    this.bytes = bytes
+  }
 }
 
 /** @internal */

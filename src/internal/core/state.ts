@@ -21,21 +21,54 @@ import type { Repairs } from "./repairs.ts"
 import * as stall from "./stall.ts"
 import type { SummaryCounters } from "./summaryCounters.ts"
 
+/**
+ * A prepared slice (or routed records alone) for the owner to admit. The commands that carry records
+ * are classes, not literals: a literal's allocation site can be pretenured, and a command born in the
+ * old generation keeps the young records it points to alive until a full collection (ADR 0056).
+ *
+ * @internal
+ */
+export class Admit<M extends Method> {
+  readonly _tag = "Admit"
+  readonly slice: Slice<M["Slice"]> | undefined
+  readonly routed: ReadonlyArray<M["Failure"]>
+  readonly skipped: ReadonlyArray<string>
+  /** Completed once `routed` went to the handler (failed with the latch when that failed the writer). */
+  readonly routedDone: Deferred.Deferred<void, CoreError<M>> | undefined
+  /** The in-flight bytes `routed`'s payloads were charged (an oversize row is up to 10 MiB), given back once routed. */
+  readonly routedPermit: Permit | undefined
+  constructor(
+    slice: Slice<M["Slice"]> | undefined,
+    routed: ReadonlyArray<M["Failure"]>,
+    skipped: ReadonlyArray<string>,
+    routedDone: Deferred.Deferred<void, CoreError<M>> | undefined,
+    routedPermit: Permit | undefined
+  ) {
+    this.slice = slice
+    this.routed = routed
+    this.skipped = skipped
+    this.routedDone = routedDone
+    this.routedPermit = routedPermit
+  }
+}
+
+/** A request answered, with its outcome (a class: {@link Admit} says why). @internal */
+export class Completed<M extends Method> {
+  readonly _tag = "Completed"
+  readonly batch: M["Request"]
+  readonly outcome: M["Outcome"]
+  constructor(batch: M["Request"], outcome: M["Outcome"]) {
+    this.batch = batch
+    this.outcome = outcome
+  }
+}
+
 /** The commands of the owner. @internal */
 export type Command<M extends Method> =
-  | {
-    readonly _tag: "Admit"
-    readonly slice: Slice<M["Slice"]> | undefined
-    readonly routed: ReadonlyArray<M["Failure"]>
-    readonly skipped: ReadonlyArray<string>
-    /** Completed once `routed` went to the handler (failed with the latch when that failed the writer). */
-    readonly routedDone?: Deferred.Deferred<void, CoreError<M>> | undefined
-    /** The in-flight bytes `routed`'s payloads were charged (an oversize row is up to 10 MiB), given back once routed. */
-    readonly routedPermit?: Permit | undefined
-  }
+  | Admit<M>
   | { readonly _tag: "SendAll" }
   | { readonly _tag: "Tick" }
-  | { readonly _tag: "Completed"; readonly batch: M["Request"]; readonly outcome: M["Outcome"] }
+  | Completed<M>
   /** A call that died (or was interrupted on its own): latched as the writer's failure. */
   | { readonly _tag: "CallFailed"; readonly cause: Cause.Cause<never> }
   | { readonly _tag: "Retry"; readonly items: ReadonlyArray<M["Item"]> }

@@ -49,7 +49,7 @@ import type {
 } from "./backend.ts"
 import * as failureRouting from "./failureRouting.ts"
 import * as flowControl from "./flowControl.ts"
-import type { Permit } from "./flowControl.ts"
+import { Permit } from "./flowControl.ts"
 import { hotSpan } from "./hotSpan.ts"
 import * as owner from "./owner.ts"
 import * as progressLog from "./progressLog.ts"
@@ -101,7 +101,7 @@ export const maxStagedBytes = 2 * 1024 * 1024
 const stagedResumeAt = maxStagedSlices / 2
 
 /** What a staged slice of `bytes` holds of the staging bound. */
-const stagePermitOf = (bytes: number): Permit => ({ units: 1, bytes: Math.min(bytes, maxStagedBytes) })
+const stagePermitOf = (bytes: number): Permit => new Permit(1, Math.min(bytes, maxStagedBytes))
 
 /**
  * How often the owner ticks (batch delay, stall check). A `Duration`, not `"100 millis"`: `sleep`
@@ -303,11 +303,16 @@ const chargeOf = (routed: ReadonlyArray<FailedElement>, maxBytes: number): Permi
 }
 
 /** One command a prepared run offers, with what it takes: an in-flight permit, and a staging place (a slice). */
-interface Offer<M extends Method> {
+class Offer<M extends Method> {
   readonly command: ownerState.Command<M>
   readonly permit: Permit | undefined
   /** What a slice holds of the staging bound; none for routed records alone. */
   readonly stage: Permit | undefined
+  constructor(command: ownerState.Command<M>, permit: Permit | undefined, stage: Permit | undefined) {
+    this.command = command
+    this.permit = permit
+    this.stage = stage
+  }
 }
 
 /**
@@ -323,25 +328,30 @@ const offersOf = <M extends Method>(
   const slices = prepared.slices
   const routedPermit = chargeOf(prepared.routed, maxBytes)
   const apart = routedPermit !== undefined || slices.length === 0
-  const offers: Array<Offer<M>> = []
+  // `Array.of`, as the commands are classes: no allocation site to be pretenured (ADR 0056)
+  const offers: Array<Offer<M>> = Array.of()
   for (let i = 0; i < slices.length; i++) {
     const slice = slices[i] as Slice<M["Slice"]>
     const last = i === slices.length - 1 && !apart
     const routed = last ? prepared.routed : []
     const skipped = i === slices.length - 1 ? prepared.skipped : []
-    offers.push({
-      command: { _tag: "Admit", slice, routed, skipped, routedDone: last ? routedDone : undefined },
-      permit: { units: slice.units, bytes: slice.permitBytes },
-      stage: stagePermitOf(slice.bytes)
-    })
+    offers.push(
+      new Offer(
+        new ownerState.Admit(slice, routed, skipped, last ? routedDone : undefined, undefined),
+        new Permit(slice.units, slice.permitBytes),
+        stagePermitOf(slice.bytes)
+      )
+    )
   }
   if (apart && (prepared.routed.length > 0 || (slices.length === 0 && prepared.skipped.length > 0))) {
     const skipped = slices.length === 0 ? prepared.skipped : []
-    offers.push({
-      command: { _tag: "Admit", slice: undefined, routed: prepared.routed, skipped, routedDone, routedPermit },
-      permit: routedPermit,
-      stage: undefined
-    })
+    offers.push(
+      new Offer(
+        new ownerState.Admit(undefined, prepared.routed, skipped, routedDone, routedPermit),
+        routedPermit,
+        undefined
+      )
+    )
   }
   return offers
 }

@@ -6,22 +6,34 @@
  * @internal
  */
 
-/** One pending deadline. `index` is its place in the heap, -1 once it is gone. @internal */
-export interface Timer {
+/**
+ * One pending deadline. `index` is its place in the heap, -1 once it is gone. Timers and heaps are
+ * classes: a literal's hidden class is shared with every literal in the process that starts with the
+ * same property name, and a foreign `{ items: 3 }` would widen it and deoptimize the code that reads
+ * this one (bigtable/heapObjects.ts).
+ *
+ * @internal
+ */
+export class Timer {
   readonly due: number
   readonly seq: number
   readonly expire: () => void
-  index: number
+  index = -1
+  constructor(due: number, seq: number, expire: () => void) {
+    this.due = due
+    this.seq = seq
+    this.expire = expire
+  }
 }
 
 /** @internal */
-export interface Heap {
-  readonly items: Array<Timer>
-  seq: number
+export class Heap {
+  readonly items: Array<Timer> = []
+  seq = 0
 }
 
 /** @internal */
-export const make = (): Heap => ({ items: [], seq: 0 })
+export const make = (): Heap => new Heap()
 
 const before = (a: Timer, b: Timer): boolean => a.due < b.due || (a.due === b.due && a.seq < b.seq)
 
@@ -60,7 +72,7 @@ const siftDown = (items: Array<Timer>, timer: Timer, from: number): void => {
 
 /** Adds a deadline due at `due`; returns it (for {@link remove}). @internal */
 export const add = (heap: Heap, due: number, expire: () => void): Timer => {
-  const timer: Timer = { due, seq: heap.seq++, expire, index: -1 }
+  const timer = new Timer(due, heap.seq++, expire)
   heap.items.push(timer)
   siftUp(heap.items, timer, heap.items.length - 1)
   return timer

@@ -6,6 +6,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
 import * as Heap from "../../../src/internal/wire/deadlineHeap.ts"
+import { sameHiddenClass } from "../../support/hiddenClass.ts"
 
 type Op =
   | { readonly _tag: "add"; readonly after: number }
@@ -19,7 +20,16 @@ const op: fc.Arbitrary<Op> = fc.oneof(
   { arbitrary: fc.record({ _tag: fc.constant("advance" as const), by: fc.integer({ min: 0, max: 20 }) }), weight: 1 }
 )
 
+const expire = () => {}
+
 describe("deadlineHeap", () => {
+  it("heaps and timers have hidden classes of their own (ADR 0056)", () => {
+    const heap = Heap.make()
+    const timer = Heap.add(heap, 10, expire)
+    assert.isFalse(sameHiddenClass(heap, { items: heap.items, seq: heap.seq }))
+    assert.isFalse(sameHiddenClass(timer, { due: 10, seq: 0, expire, index: 0 }))
+  })
+
   it("expires exactly the pending deadlines that are due, in due order, whatever is added and removed", () =>
     fc.assert(
       fc.property(fc.array(op, { minLength: 20, maxLength: 300, size: "max" }), (ops) => {

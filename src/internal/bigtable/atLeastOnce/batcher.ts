@@ -21,15 +21,22 @@ export interface Thresholds {
   readonly batchByteSize: number
 }
 
-/** One open batch of one table; owned by the writer fiber. @internal */
-export interface Batch<T extends Weighed> {
-  items: Array<T>
-  bytes: number
-  mutations: number
+/**
+ * One open batch of one table; owned by the writer fiber. A class, as the other objects the hot path
+ * makes per chunk or request: a literal's hidden class grows from the one every literal starting with
+ * the same property name shares, so an application's `{ items: 3 }` would widen this one's field and
+ * throw away the optimized code that reads batches (heapObjects.ts).
+ *
+ * @internal
+ */
+export class Batch<T extends Weighed> {
+  items: Array<T> = heap.emptyArray()
+  bytes = 0
+  mutations = 0
 }
 
 /** @internal */
-export const empty = <T extends Weighed>(): Batch<T> => ({ items: [], bytes: 0, mutations: 0 })
+export const empty = <T extends Weighed>(): Batch<T> => new Batch()
 
 /**
  * Adds an entry, returning the batches that became ready to send (zero, one or two): the open
@@ -102,6 +109,16 @@ export const requests = <T extends Weighed>(
   return out
 }
 
+/** Entries admitted together, and their permit bytes ({@link admissionGroups}). @internal */
+export class AdmissionGroup<T> {
+  readonly items: Array<T>
+  readonly bytes: number
+  constructor(items: Array<T>, bytes: number) {
+    this.items = items
+    this.bytes = bytes
+  }
+}
+
 /**
  * Groups consecutive entries for admission: each group takes its permits at once, so a group is at
  * most `maxUnits` entries and `maxBytes` of `weight` (the entry's permit bytes, already clamped to the
@@ -115,20 +132,20 @@ export const admissionGroups = <T>(
   weight: (item: T) => number,
   maxUnits: number,
   maxBytes: number
-): Array<{ readonly items: Array<T>; readonly bytes: number }> => {
-  const out: Array<{ items: Array<T>; bytes: number }> = []
+): Array<AdmissionGroup<T>> => {
+  const out: Array<AdmissionGroup<T>> = []
   // each group is a slice of `items` (one copy, not a push per item)
   let start = 0
   let bytes = 0
   for (let i = 0; i < items.length; i++) {
     const b = weight(items[i] as T)
     if (i > start && (i - start + 1 > maxUnits || bytes + b > maxBytes)) {
-      out.push({ items: items.slice(start, i), bytes })
+      out.push(new AdmissionGroup(items.slice(start, i), bytes))
       start = i
       bytes = 0
     }
     bytes += b
   }
-  if (items.length > start) out.push({ items: items.slice(start), bytes })
+  if (items.length > start) out.push(new AdmissionGroup(items.slice(start), bytes))
   return out
 }

@@ -14,7 +14,7 @@ import type { Serializer } from "../../../Bigtable/BigtableSink.ts"
 import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
 import { isUnroutable, type TableDestination, type Unroutable } from "../../../Bigtable/TableDestination.ts"
 import { unresolved } from "../../../Sink/FailedElement.ts"
-import type * as core from "../../core/backend.ts"
+import * as core from "../../core/backend.ts"
 import { maxEntryBytes, maxMutationsPerEntry } from "../options.ts"
 import * as proto from "../transport/mutationProto.ts"
 import * as batcher from "./batcher.ts"
@@ -65,11 +65,11 @@ export class Item {
 }
 Object.assign(Item.prototype, { units: 1, isolated: false, repairs: 0, parked: false })
 
-/** @internal */
-export interface Prepared {
-  readonly items: Array<Item>
-  readonly routed: Array<FailedMutation>
-  readonly skipped: Array<string>
+/** A chunk prepared: its entries, the records routed, and those skipped. A class (batcher.ts `Batch` says why). @internal */
+export class Prepared {
+  readonly items: Array<Item> = []
+  readonly routed: Array<FailedMutation> = []
+  readonly skipped: Array<string> = []
 }
 
 const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
@@ -166,7 +166,7 @@ export const prepare = <A>(
   serializer: Serializer<A>
 ): Effect.Effect<Prepared> =>
   Effect.suspend(() => {
-    const out: Prepared = { items: [], routed: [], skipped: [] }
+    const out = new Prepared()
     const deferred: Array<PendingSerializer> = []
     // The destination's string form, kept while consecutive records go to the same table object.
     let lastTable: TableDestination | undefined
@@ -236,7 +236,7 @@ export const slices = (
     slices: groups.map((group) => {
       let bytes = 0
       for (const item of group.items) bytes += item.bytes
-      return { payload: group.items, units: group.items.length, bytes, permitBytes: group.bytes }
+      return new core.Slice(group.items, group.items.length, bytes, group.bytes)
     }),
     routed: prepared.routed,
     skipped: prepared.skipped

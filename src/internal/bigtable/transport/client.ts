@@ -164,12 +164,7 @@ export const mutateRows = (start: StartCall) => {
         const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
         const done = Deferred.makeUnsafe<EntryStatus>()
         const started: Started = { cancel: undefined }
-        const listener = statusListener(
-          statuses,
-          () => Deferred.isDoneUnsafe(done),
-          (fill) => Deferred.doneUnsafe(done, Exit.succeed(fill)),
-          () => started.cancel?.("interrupted")
-        )
+        const listener = listenerOf(statuses, done, started)
         const parts = mutateRowsParts(request, paramsOf, listener)
         const onDeadline = () => deadlineExceeded("MutateRows", request.tableName, limit)
         return Effect.flatMap(
@@ -183,6 +178,23 @@ export const mutateRows = (start: StartCall) => {
         )
       }))
 }
+
+/**
+ * A MutateRows call's listener, made apart from the request: a closure shares its function's context,
+ * and a transport may keep the listener past the call (Node keeps a stream), so closures made beside
+ * the request would keep its entries alive (ADR 0056).
+ */
+const listenerOf = (
+  statuses: Array<EntryStatus | undefined>,
+  done: Deferred.Deferred<EntryStatus>,
+  started: Started
+): CallListener =>
+  statusListener(
+    statuses,
+    () => Deferred.isDoneUnsafe(done),
+    (fill) => Deferred.doneUnsafe(done, Exit.succeed(fill)),
+    () => started.cancel?.("interrupted")
+  )
 
 /**
  * A call's statuses once it ended: each entry the server answered keeps its own, the others get the
@@ -261,10 +273,15 @@ export const mutateRowsNow = (start: StartCall): MutateRowsNow | undefined => {
   if (local === undefined && sync === undefined) return undefined
   const paramsOf = routingParams()
   return (request, limit, now, deliver) => {
+    const tableName = request.tableName
     const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
     let ended = false
     let call: Cancel | undefined
     let clear: (() => void) | undefined
+    // A transport may keep the listener past the call (Node keeps a stream): no closure here names
+    // `request` or `deliver`, and `deliverTo` is dropped once used, so it keeps neither the entries
+    // nor the caller's records alive (ADR 0056).
+    let deliverTo: typeof deliver | undefined = deliver
     // the first of the answer, the deadline and the caller's cancel ends it
     const finish = (): boolean => {
       if (ended) return false
@@ -274,7 +291,9 @@ export const mutateRowsNow = (start: StartCall): MutateRowsNow | undefined => {
     }
     const end = (fill: EntryStatus): boolean => {
       if (!finish()) return false
-      deliver(filled(statuses, fill), fill.code === grpc.Code.DEADLINE_EXCEEDED)
+      const to = deliverTo
+      deliverTo = undefined
+      to?.(filled(statuses, fill), fill.code === grpc.Code.DEADLINE_EXCEEDED)
       return true
     }
     const listener = statusListener(statuses, () => ended, end, () => call?.("interrupted"))
@@ -284,7 +303,7 @@ export const mutateRowsNow = (start: StartCall): MutateRowsNow | undefined => {
       if (call === undefined) return undefined
       if (!ended) {
         const expire = (): void => {
-          if (end(deadlineExceeded("MutateRows", request.tableName, limit))) call?.("deadline")
+          if (end(deadlineExceeded("MutateRows", tableName, limit))) call?.("deadline")
         }
         clear = local.deadlines.arm(limit, expire)
       }

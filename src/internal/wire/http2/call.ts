@@ -58,6 +58,12 @@ const readFailure = (failure: ReadFailure, httpStatus: number | undefined): Call
 /** Whether a call is over, and how it ends (once). */
 interface Ending {
   ended: boolean
+  /**
+   * The caller's handlers until the call ends, then nothing. Node keeps a closed stream, and what its
+   * listeners reach, alive past the call; a stream that reached the handlers would keep the request
+   * behind them (a Bigtable request's entries) through collections until they are promoted.
+   */
+  handlers: CallHandlers | undefined
   readonly end: (error: CallError | undefined) => void
 }
 
@@ -95,12 +101,11 @@ const listen = (
   stream: http2.ClientHttp2Stream,
   session: Session,
   maxReceiveMessageLength: number,
-  handlers: CallHandlers,
   ending: Ending
 ): void => {
   const response: Response = { httpStatus: undefined, status: null, readsClosed: false, streamError: undefined }
   const reader = new MessageReader(maxReceiveMessageLength, (message) => {
-    if (!ending.ended) handlers.onMessage(message)
+    if (!ending.ended) ending.handlers?.onMessage(message)
   })
   const outputStatus = (): void => {
     if (response.status !== null && response.readsClosed) ending.end(response.status)
@@ -144,6 +149,14 @@ const listen = (
  *
  * @internal
  */
+/** Ends the call for its stream: marks it ended and drops its handlers, returning them. */
+const forget = (ending: Ending): CallHandlers | undefined => {
+  const handlers = ending.handlers
+  ending.ended = true
+  ending.handlers = undefined
+  return handlers
+}
+
 export const start = (
   session: Session,
   headers: ReadonlyArray<string>,
@@ -154,18 +167,19 @@ export const start = (
   const release = session.activate()
   const ending: Ending = {
     ended: false,
+    handlers,
     end: (error) => {
       if (ending.ended) return
-      ending.ended = true
+      const ended = forget(ending)
       release()
-      handlers.onEnd(error)
+      ended?.onEnd(error)
       // as grpc-js: the call is over, so our half of the stream is too (nothing more reaches the server)
       if (!stream.destroyed && !stream.closed) {
         stream.close(error === undefined ? http2.constants.NGHTTP2_NO_ERROR : http2.constants.NGHTTP2_CANCEL)
       }
     }
   }
-  listen(stream, session, maxReceiveMessageLength, handlers, ending)
+  listen(stream, session, maxReceiveMessageLength, ending)
   const writeFailed = (error: Error | null | undefined): void => {
     if (error === null || error === undefined || ending.ended) return
     ending.end(callError(Code.UNAVAILABLE, `Write error: ${error.message}`, error))
@@ -192,7 +206,7 @@ export const start = (
     },
     cancel: () => {
       if (ending.ended) return
-      ending.ended = true
+      forget(ending)
       release()
       if (!stream.destroyed) stream.close(http2.constants.NGHTTP2_CANCEL)
     }

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
 import * as batcher from "../../../../src/internal/bigtable/atLeastOnce/batcher.ts"
+import { sameHiddenClass } from "../../../support/hiddenClass.ts"
 
 const Item = Schema.Struct({
   bytes: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 5_000 })),
@@ -12,6 +13,16 @@ const Thresholds = Schema.Struct({
 })
 
 describe("batcher", () => {
+  // An application's literal with the same first field must not share (and widen) a batch's hidden
+  // class: a number stored in its `items` deoptimized the batching code (ADR 0056).
+  it("batches and admission groups have hidden classes of their own", () => {
+    const batch = batcher.empty<typeof Item.Type>()
+    assert.isFalse(sameHiddenClass(batch, { items: batch.items, bytes: 0, mutations: 0 }))
+    const [group] = batcher.admissionGroups([{ bytes: 1, mutations: 1 }], (item) => item.bytes, 10, 10)
+    assert.isDefined(group)
+    if (group !== undefined) assert.isFalse(sameHiddenClass(group, { items: group.items, bytes: group.bytes }))
+  })
+
   it.prop("batches keep every entry once, in order, within count, bytes and 100,000 mutations", [
     Schema.Array(Item),
     Thresholds

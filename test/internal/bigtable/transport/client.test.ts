@@ -1,11 +1,14 @@
 /**
  * The local deadline of a call started at once (`runCall`'s fast path), against a transport that
  * only records: an interruption at any point of the call cancels the started call and clears its
- * deadline, however the run loop happens to yield around the start.
+ * deadline, however the run loop happens to yield around the start. And a listener its transport keeps
+ * past the call (as Node keeps a stream) keeps neither the request's entries nor the caller's records.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Fiber, References } from "effect"
 import { TestClock } from "effect/testing"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
 import type { EntryStatus } from "../../../../src/Bigtable/BigtableClient.ts"
 import { Mutation, RowMutationEntry } from "../../../../src/Bigtable/index.ts"
 import * as client from "../../../../src/internal/bigtable/transport/client.ts"
@@ -174,5 +177,86 @@ describe("bigtable MutateRows started on no fiber (mutateRowsNow)", () => {
       assert.isUndefined(client.mutateRowsNow(start)?.(request, Duration.minutes(1), 0, () => assert.fail("delivered")))
       assert.deepStrictEqual([calls.length, keeper.pending()], [0, 0])
       assert.isUndefined(client.mutateRowsNow(() => Effect.die("unused")))
+    }))
+})
+
+v8.setFlagsFromString("--expose-gc")
+const gc = vm.runInNewContext("gc") as () => void
+// WeakRefs hold their target until the end of the job that created or read them: collect in a fresh one.
+const nextTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+const collect = Effect.andThen(nextTurn, Effect.andThen(Effect.sync(gc), nextTurn))
+
+/** A request of one entry, known only through the WeakRef to its entries. */
+const weakRequest = () => {
+  const entries = [entry("k")]
+  return {
+    call: { tableName: "projects/p/instances/i/tables/t", entries, timeout: Duration.minutes(1) },
+    entries: new WeakRef(entries)
+  }
+}
+
+/** A transport that answers every call at once with no status and keeps its listener (`kept`). */
+const keeping = () => {
+  const kept: Array<CallListener> = []
+  const answer = (encode: (reserve: number) => Buffer, listener: CallListener): Cancel => {
+    encode(5)
+    kept.push(listener)
+    listener.onEnd(undefined)
+    return () => {}
+  }
+  const start: StartCall = Object.assign(
+    (_method: string, encode: (reserve: number) => Buffer, _routing: string, _t: Duration.Duration, l: CallListener) =>
+      Effect.sync(() => answer(encode, l)),
+    {
+      sync: (
+        _method: string,
+        encode: (reserve: number) => Buffer,
+        _r: string,
+        _t: Duration.Duration,
+        l: CallListener
+      ) => answer(encode, l)
+    }
+  )
+  return { start, kept }
+}
+
+describe("bigtable client calls' listeners", () => {
+  it.live("a MutateRows call's listener, kept by its transport, keeps no entry", () =>
+    Effect.gen(function*() {
+      const { kept, start } = keeping()
+      const entries = yield* Effect.suspend(() => {
+        const made = weakRequest()
+        return Effect.map(client.mutateRows(start)(made.call), (statuses) => {
+          assert.strictEqual(statuses.length, 1)
+          return made.entries
+        })
+      })
+      yield* collect
+      assert.strictEqual(kept.length, 1)
+      assert.isUndefined(entries.deref())
+    }))
+
+  it.live("a MutateRows call started at once keeps, through its listener, neither its entries nor its caller", () =>
+    Effect.gen(function*() {
+      const { kept, start } = keeping()
+      const now = client.mutateRowsNow(start)
+      assert.isDefined(now)
+      const delivered: Array<number> = []
+      const weak = (() => {
+        const { call, entries } = weakRequest()
+        const caller = { records: ["r"] }
+        now?.(
+          call,
+          Duration.minutes(1),
+          0,
+          (statuses) => void delivered.push(statuses.length + caller.records.length)
+        )
+        return { entries, caller: new WeakRef(caller) }
+      })()
+      yield* collect
+      assert.deepStrictEqual(delivered, [2])
+      assert.strictEqual(kept.length, 1)
+      assert.isUndefined(weak.entries.deref())
+      assert.isUndefined(weak.caller.deref())
     }))
 })
