@@ -25,7 +25,7 @@
  * Every method is timed in `--passes` passes (default 3) after one untimed warm-up, the first method of a
  * pass rotating from pass to pass; figures are medians, and `paired` is the median of each pass's own
  * ratio of Go's CPU per item to ours (steadier from run to run than the ratio of the medians). Each pass, ours as Go's, runs in a fresh process
- * that warms itself up first, for at least `--warmup-seconds` (BigQuery, default 3) or
+ * that warms itself up first, for at least `--warmup-seconds` (BigQuery, default 8) or
  * `--bigtable-warmup-seconds` (8; see below)
  * (bench/isolated.ts says why; `--shared-process` times ours in this process instead, after one warm-up
  * of each); the Bigtable passes share the emulator, each into fresh tables.
@@ -39,7 +39,7 @@
  * digest.
  *
  *   npm run bench:peers [-- --passes 3 --rows 2000000 --records 100000 --only bigquery|bigtable --no-baselines
- *                          --warmup-seconds 3 --bigtable-warmup-seconds 8 --sink-per-pass --tls --pin]
+ *                          --warmup-seconds 8 --bigtable-warmup-seconds 8 --sink-per-pass --tls --pin]
  *
  * `--pin` (bench/pin.ts): the timed processes, ours and Go's, on CPU 0, the fake and the emulator on CPU 1.
  *
@@ -130,9 +130,12 @@ const sharedProcess = flag("shared-process")
  * longer: in one process, passes of 200,000 records cost 7.2, 5.4, 4.1, 3.8, then 3.3 µs a record from
  * the fifth on (V8 optimizes by call counts, and a Bigtable call carries 100 records where a BigQuery
  * append carries ~4,900 rows), so one 100,000-record warm-up pass timed the ramp: 3 s of warm-up gave
- * 4.2 µs a record, 8 s 3.5 µs; Go's CPU per record is the same after either.
+ * 4.2 µs a record, 8 s 3.5 µs; Go's CPU per record is the same after either. Our BigQuery paths ramp
+ * too: what runs once a chunk or a request (admission, the span, the offers) is called a few hundred
+ * times a pass, and after 3 s of warm-up V8 still compiled 72-75 such functions in the timed encode
+ * pass (135-150 ms of compiler-thread CPU, 36-40 ns a row); after 8 s, one (under 1 ms).
  */
-const warmupSeconds = numberArg("warmup-seconds", 3)
+const warmupSeconds = numberArg("warmup-seconds", 8)
 const bigtableWarmupSeconds = numberArg("bigtable-warmup-seconds", 8)
 /**
  * `--sink-per-pass`: each pass of our sinks runs `Stream.run(BigQuerySink.make(...))` (or Bigtable's)
@@ -702,7 +705,13 @@ const childPass = async (name: string) => {
     }
     const method = byName[name]?.(rowCount)
     if (method === undefined) throw new Error(`no method ${name}`)
-    await warmUp(method, warmupSeconds)
+    // each warm-up pass also asks the fake for its count, as the timed pass is preceded by: the answer
+    // takes paths (another stream, other promises) that deoptimized Node's tick and stream code, which
+    // the timed pass then paid to compile again
+    await warmUp(async () => {
+      await method()
+      await fake.rowCount()
+    }, warmupSeconds)
     const before = await fake.rowCount()
     const p = await timeHere(rowCount, method)
     const acknowledged = (await fake.rowCount()) - before
