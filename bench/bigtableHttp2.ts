@@ -9,7 +9,7 @@ import * as http2 from "node:http2"
 import type { RowMutationEntry } from "../src/Bigtable/index.ts"
 import * as heap from "../src/internal/bigtable/heapObjects.ts"
 import * as BigtableCalls from "../src/internal/bigtable/transport/client.ts"
-import type { StartCall } from "../src/internal/bigtable/transport/dataCall.ts"
+import type { CallListener, Cancel, StartCall } from "../src/internal/bigtable/transport/dataCall.ts"
 import { entryByteSize } from "../src/internal/bigtable/transport/mutationProto.ts"
 
 /**
@@ -22,51 +22,58 @@ import { entryByteSize } from "../src/internal/bigtable/transport/mutationProto.
 export const http2Session = (authority: string): { readonly start: StartCall; readonly close: () => void } => {
   const session = http2.connect(`http://${authority}`)
   session.on("error", () => {})
+  // the prefix in the 5 bytes the encoder leaves free: one buffer, one write; the stream is wired in a
+  // function of its own, so its listeners (which Node keeps past the call) do not share a context with
+  // `encode`, which reaches the request's entries (ADR 0056)
   const start: StartCall = (method, encode, _routing, _timeout, listener) =>
     Effect.sync(() => {
-      let ended = false
-      const end = (error: unknown) => {
-        if (ended) return
-        ended = true
-        listener.onEnd(error)
-      }
-      const stream = session.request({
-        ":method": "POST",
-        ":path": method,
-        "content-type": "application/grpc",
-        te: "trailers"
-      })
-      const statusOf = (headers: http2.IncomingHttpHeaders) => {
-        const code = Number(headers["grpc-status"])
-        end(code === 0 ? undefined : new Error(`grpc-status ${code}: ${String(headers["grpc-message"] ?? "")}`))
-      }
-      stream.on("response", (headers) => {
-        if (headers["grpc-status"] !== undefined) statusOf(headers)
-      })
-      stream.on("trailers", statusOf)
-      stream.on("error", end)
-      stream.on("close", () => end(new Error("the stream closed without a status")))
-      let pending: Buffer = Buffer.alloc(0)
-      stream.on("data", (chunk: Buffer) => {
-        pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
-        while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
-          const length = pending.readUInt32BE(1)
-          if (!ended) listener.onMessage(pending.subarray(5, 5 + length))
-          pending = pending.subarray(5 + length)
-        }
-      })
-      // the prefix in the 5 bytes the encoder leaves free: one buffer, one write
       const request = encode(5)
       request[0] = 0
       request.writeUInt32BE(request.length - 5, 1)
-      stream.end(request)
-      return () => {
-        if (ended) return
-        ended = true
-        stream.close(http2.constants.NGHTTP2_CANCEL)
-      }
+      return wire(session, method, listener, request)
     })
   return { start, close: () => session.close() }
+}
+
+/** Sends `request` as one MutateRows-style call on `session`, its answer to `listener`; its cancel. */
+const wire = (session: http2.ClientHttp2Session, method: string, listener: CallListener, request: Buffer): Cancel => {
+  let ended = false
+  const end = (error: unknown) => {
+    if (ended) return
+    ended = true
+    listener.onEnd(error)
+  }
+  const stream = session.request({
+    ":method": "POST",
+    ":path": method,
+    "content-type": "application/grpc",
+    te: "trailers"
+  })
+  const statusOf = (headers: http2.IncomingHttpHeaders) => {
+    const code = Number(headers["grpc-status"])
+    end(code === 0 ? undefined : new Error(`grpc-status ${code}: ${String(headers["grpc-message"] ?? "")}`))
+  }
+  stream.on("response", (headers) => {
+    if (headers["grpc-status"] !== undefined) statusOf(headers)
+  })
+  stream.on("trailers", statusOf)
+  stream.on("error", end)
+  stream.on("close", () => end(new Error("the stream closed without a status")))
+  let pending: Buffer = Buffer.alloc(0)
+  stream.on("data", (chunk: Buffer) => {
+    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
+    while (pending.length >= 5 && pending.length >= 5 + pending.readUInt32BE(1)) {
+      const length = pending.readUInt32BE(1)
+      if (!ended) listener.onMessage(pending.subarray(5, 5 + length))
+      pending = pending.subarray(5 + length)
+    }
+  })
+  stream.end(request)
+  return () => {
+    if (ended) return
+    ended = true
+    stream.close(http2.constants.NGHTTP2_CANCEL)
+  }
 }
 
 /** The workload of {@link bareMutateAll}. */
