@@ -86,40 +86,49 @@ export interface BareWorkload {
 }
 
 /**
- * Node's floor for a Bigtable workload (`bigtable.node.bare` in bench/peers.ts): `records` records
- * through `serializer` into entries, cut into batches of `batch` by a plain loop, each sent with the
- * library's MutateRows call (encoder, response reader) on a bare `node:http2` session ({@link http2Session}),
- * `concurrency` calls in flight; no sink, credentials, deadlines or retries.
+ * Every record of `workload` through its serializer into entries, cut into batches of `batch` by a
+ * plain loop, `concurrency` batches handed to `send` at once (each with its entries' wire sizes).
+ * Built as the sink builds them, with no allocation site (src/internal/bigtable/heapObjects.ts): a
+ * pretenured array of entries keeps them alive until a full collection.
+ */
+export const inBatches = async (
+  workload: BareWorkload,
+  send: (entries: Array<RowMutationEntry.RowMutationEntry>, sizes: Array<number>) => Promise<void>
+): Promise<void> => {
+  const { batch, concurrency, records, serializer } = workload
+  let next = 0
+  const worker = async () => {
+    while (next < records) {
+      const from = next
+      next = Math.min(records, next + batch)
+      const entries = heap.emptyArray<RowMutationEntry.RowMutationEntry>()
+      const sizes = heap.emptyArray<number>()
+      for (let i = from; i < next; i++) {
+        const entry = serializer(i)
+        entries.push(entry)
+        sizes.push(entryByteSize(entry))
+      }
+      // oxlint-disable-next-line no-await-in-loop -- one call in flight per worker
+      await send(entries, sizes)
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, worker))
+}
+
+/**
+ * Node's floor for a Bigtable workload (`bigtable.node.bare` in bench/peers.ts): {@link inBatches},
+ * each batch sent with the library's MutateRows call (encoder, response reader) on a bare `node:http2`
+ * session ({@link http2Session}); no sink, credentials, deadlines or retries.
  */
 export const bareMutateAll = (authority: string, workload: BareWorkload) => {
-  const { batch, concurrency, records, serializer } = workload
   const session = http2Session(authority)
   // the calls' deadline: the default `responseTimeout`, as the sink's (the bare session sends none)
   const send = BigtableCalls.mutateRows(session.start)
   /** Every record into the table named `tableName` (its full resource name). */
-  const mutateAll = async (tableName: string) => {
-    let next = 0
-    const worker = async () => {
-      while (next < records) {
-        const from = next
-        next = Math.min(records, next + batch)
-        // built as the sink builds them, with no allocation site (src/internal/bigtable/heapObjects.ts):
-        // a pretenured array of entries keeps them alive until a full collection
-        const entries = heap.emptyArray<RowMutationEntry.RowMutationEntry>()
-        const sizes = heap.emptyArray<number>()
-        for (let i = from; i < next; i++) {
-          const entry = serializer(i)
-          entries.push(entry)
-          sizes.push(entryByteSize(entry))
-        }
-        // oxlint-disable-next-line no-await-in-loop -- one call in flight per worker
-        const statuses = await Effect.runPromise(
-          send(new heap.MutateRows(tableName, undefined, entries, sizes))
-        )
-        if (statuses.some((s) => s.code !== 0)) throw new Error("bigtable.node.bare: an entry failed")
-      }
-    }
-    await Promise.all(Array.from({ length: concurrency }, worker))
-  }
+  const mutateAll = (tableName: string) =>
+    inBatches(workload, async (entries, sizes) => {
+      const statuses = await Effect.runPromise(send(new heap.MutateRows(tableName, undefined, entries, sizes)))
+      if (statuses.some((s) => s.code !== 0)) throw new Error("bigtable.node.bare: an entry failed")
+    })
   return { mutateAll, close: session.close }
 }

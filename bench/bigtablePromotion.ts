@@ -25,11 +25,9 @@ import { Effect, Stream } from "effect"
 import * as http2 from "node:http2"
 import * as v8 from "node:v8"
 import { BigtableClient, BigtableSink, TableDestination, WriteMethod } from "../src/Bigtable/index.ts"
-import type { RowMutationEntry } from "../src/Bigtable/index.ts"
-import * as heap from "../src/internal/bigtable/heapObjects.ts"
-import { encodeRequest, entryByteSize } from "../src/internal/bigtable/transport/mutationProto.ts"
+import { encodeRequest } from "../src/internal/bigtable/transport/mutationProto.ts"
 import { numberArg, optionalArg, textArg } from "./args.ts"
-import { bareMutateAll } from "./bigtableHttp2.ts"
+import { bareMutateAll, inBatches } from "./bigtableHttp2.ts"
 import { createTable, emulatorWithGapic, instanceId, projectId, tableName } from "./bigtableSetup.ts"
 import * as Isolated from "./isolated.ts"
 import { median, timePass } from "./timing.ts"
@@ -69,28 +67,13 @@ const http2Loop = (authority: string) => {
       stream.on("close", () => resolve())
       stream.end(framed)
     })
-  const mutateAll = async (table: string) => {
-    let next = 0
-    const worker = async () => {
-      while (next < records) {
-        const from = next
-        next = Math.min(records, next + batch)
-        const entries = heap.emptyArray<RowMutationEntry.RowMutationEntry>()
-        const sizes = heap.emptyArray<number>()
-        for (let i = from; i < next; i++) {
-          const entry = bigtableRecord(i)
-          entries.push(entry)
-          sizes.push(entryByteSize(entry))
-        }
-        const framed = encodeRequest(table, undefined, entries, sizes, 5)
-        framed[0] = 0
-        framed.writeUInt32BE(framed.length - 5, 1)
-        // oxlint-disable-next-line no-await-in-loop -- one call in flight per worker
-        await call(framed)
-      }
-    }
-    await Promise.all(Array.from({ length: concurrency }, worker))
-  }
+  const mutateAll = (table: string) =>
+    inBatches({ records, batch, concurrency, serializer: bigtableRecord }, (entries, sizes) => {
+      const framed = encodeRequest(table, undefined, entries, sizes, 5)
+      framed[0] = 0
+      framed.writeUInt32BE(framed.length - 5, 1)
+      return call(framed)
+    })
   return { mutateAll, close: () => session.close() }
 }
 

@@ -299,7 +299,7 @@ const untilFailedWith = <E>(failed: Deferred.Deferred<never, E>) => <X>(wait: Ef
 const chargeOf = (routed: ReadonlyArray<FailedElement>, maxBytes: number): Permit | undefined => {
   let bytes = 0
   for (let i = 0; i < routed.length; i++) bytes += routed[i]?.payload?.length ?? 0
-  return bytes === 0 ? undefined : { units: 0, bytes: Math.min(bytes, maxBytes) }
+  return bytes === 0 ? undefined : new Permit(0, Math.min(bytes, maxBytes))
 }
 
 /** One command a prepared run offers, with what it takes: an in-flight permit, and a staging place (a slice). */

@@ -10,7 +10,7 @@
  * One pending deadline. `index` is its place in the heap, -1 once it is gone. Timers and heaps are
  * classes: a literal's hidden class is shared with every literal in the process that starts with the
  * same property name, and a foreign `{ items: 3 }` would widen it and deoptimize the code that reads
- * this one (bigtable/heapObjects.ts).
+ * this one (ADR 0056).
  *
  * @internal
  */

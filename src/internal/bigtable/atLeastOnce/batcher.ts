@@ -25,7 +25,7 @@ export interface Thresholds {
  * One open batch of one table; owned by the writer fiber. A class, as the other objects the hot path
  * makes per chunk or request: a literal's hidden class grows from the one every literal starting with
  * the same property name shares, so an application's `{ items: 3 }` would widen this one's field and
- * throw away the optimized code that reads batches (heapObjects.ts).
+ * throw away the optimized code that reads batches (ADR 0056).
  *
  * @internal
  */

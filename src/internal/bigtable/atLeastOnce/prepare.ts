@@ -15,6 +15,7 @@ import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
 import { isUnroutable, type TableDestination, type Unroutable } from "../../../Bigtable/TableDestination.ts"
 import { unresolved } from "../../../Sink/FailedElement.ts"
 import * as core from "../../core/backend.ts"
+import * as heap from "../heapObjects.ts"
 import { maxEntryBytes, maxMutationsPerEntry } from "../options.ts"
 import * as proto from "../transport/mutationProto.ts"
 import * as batcher from "./batcher.ts"
@@ -65,11 +66,17 @@ export class Item {
 }
 Object.assign(Item.prototype, { units: 1, isolated: false, repairs: 0, parked: false })
 
-/** A chunk prepared: its entries, the records routed, and those skipped. A class (batcher.ts `Batch` says why). @internal */
+/**
+ * A chunk prepared: its entries, the records routed, and those skipped. A class with arrays from
+ * `Array.of`: neither has an allocation site V8 could pretenure, which would keep the chunk's young
+ * entries alive until a full collection (ADR 0055, 0056).
+ *
+ * @internal
+ */
 export class Prepared {
-  readonly items: Array<Item> = []
-  readonly routed: Array<FailedMutation> = []
-  readonly skipped: Array<string> = []
+  readonly items: Array<Item> = heap.emptyArray()
+  readonly routed: Array<FailedMutation> = heap.emptyArray()
+  readonly skipped: Array<string> = heap.emptyArray()
 }
 
 const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
