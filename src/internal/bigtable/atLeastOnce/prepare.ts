@@ -67,9 +67,9 @@ export class Item {
 Object.assign(Item.prototype, { units: 1, isolated: false, repairs: 0, parked: false })
 
 /**
- * A chunk prepared: its entries, the records routed, and those skipped. A class with arrays from
- * `Array.of`: neither has an allocation site V8 could pretenure, which would keep the chunk's young
- * entries alive until a full collection (ADR 0055, 0056).
+ * A chunk prepared: its entries, the records routed, and those skipped. A class, its arrays made by a
+ * builtin (`heap.emptyArray`): none has an allocation site V8 could pretenure, which would keep the
+ * chunk's young entries alive until a full collection (ADR 0055, 0056).
  *
  * @internal
  */
