@@ -48,8 +48,7 @@ const one: Array<Mutation | undefined> = [undefined]
 /**
  * One mutation as an entry's mutation list, copied by `slice` out of a one-slot array: a builtin,
  * which gives the copy no allocation site (a literal `[mutation]` has one). `Array.of`, also a builtin,
- * cost 175-197 ns a call against 16 for this copy (a micro-benchmark, BENCHMARKS.md), and ran once
- * a record.
+ * cost 175-221 ns a call against 16-31 for this copy (`bench/arrayOf.bench.ts`), and ran once a record.
  *
  * @internal
  */
