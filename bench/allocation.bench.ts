@@ -30,16 +30,16 @@
  *
  * Prints a table and appends JSON lines to bench/results/allocation.jsonl.
  */
-import { Effect, Stream } from "effect"
+import { Effect } from "effect"
 import * as fs from "node:fs"
 import { Session } from "node:inspector/promises"
 import * as path from "node:path"
-import { BigtableClient, BigtableSink, TableDestination, WriteMethod } from "../src/Bigtable/index.ts"
+import { BigtableClient } from "../src/Bigtable/index.ts"
 import { numberArg, optionalArg } from "./args.ts"
 import { bareMutateAll } from "./bigtableHttp2.ts"
-import { createTable, dropTable, emulatorWithGapic, instanceId, projectId, tableName } from "./bigtableSetup.ts"
+import { createTable, dropTable, emulatorWithGapic, projectId, tableName } from "./bigtableSetup.ts"
 import { median } from "./timing.ts"
-import { bigQueryWorkload, bigtableRecord } from "./workloads.ts"
+import { bigQueryWorkload, bigtableRecord, bigtableSinkRun } from "./workloads.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
@@ -102,7 +102,6 @@ const bigtable = (session: Session) =>
     const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
     const bare = bareMutateAll(emulator.emulatorHost, { records, batch, concurrency, serializer: bigtableRecord })
     yield* Effect.addFinalizer(() => Effect.sync(bare.close))
-    const writeMethod = WriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
     let tables = 0
     /** `write` into a fresh table, dropped after it. */
     const inFreshTable = (write: (tableId: string) => Promise<void>) => async () => {
@@ -112,16 +111,7 @@ const bigtable = (session: Session) =>
       await dropTable(admin, tableId)
     }
     const sink = (tableId: string) =>
-      Effect.runPromise(
-        Stream.range(0, records - 1).pipe(
-          Stream.run(BigtableSink.make({
-            table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
-            serializer: bigtableRecord,
-            writeMethod
-          })),
-          Effect.provideService(BigtableClient.BigtableClient, client)
-        )
-      ).then(() => undefined)
+      Effect.runPromise(bigtableSinkRun(client, tableId, { records, batch, concurrency })).then(() => undefined)
     const samples = yield* sampleAll(session, records, {
       "bigtable.sink": inFreshTable(sink),
       "bigtable.bare": inFreshTable((tableId) => bare.mutateAll(tableName(tableId)))

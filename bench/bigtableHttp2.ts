@@ -11,6 +11,8 @@ import * as heap from "../src/internal/bigtable/heapObjects.ts"
 import * as BigtableCalls from "../src/internal/bigtable/transport/client.ts"
 import type { CallListener, Cancel, StartCall } from "../src/internal/bigtable/transport/dataCall.ts"
 import { entryByteSize } from "../src/internal/bigtable/transport/mutationProto.ts"
+import { emptyArray } from "../src/internal/sitelessArrays.ts"
+import { prefixLength, writePrefix } from "../src/internal/wire/http2/messageFrame.ts"
 
 /**
  * The library's `StartCall` on a bare `node:http2` session (plaintext, to an emulator): gRPC's
@@ -27,9 +29,8 @@ export const http2Session = (authority: string): { readonly start: StartCall; re
   // `encode`, which reaches the request's entries (ADR 0056)
   const start: StartCall = (method, encode, _routing, _timeout, listener) =>
     Effect.sync(() => {
-      const request = encode(5)
-      request[0] = 0
-      request.writeUInt32BE(request.length - 5, 1)
+      const request = encode(prefixLength)
+      writePrefix(request, 0, request.length - prefixLength)
       return wire(session, method, listener, request)
     })
   return { start, close: () => session.close() }
@@ -101,8 +102,8 @@ export const inBatches = async (
     while (next < records) {
       const from = next
       next = Math.min(records, next + batch)
-      const entries = heap.emptyArray<RowMutationEntry.RowMutationEntry>()
-      const sizes = heap.emptyArray<number>()
+      const entries = emptyArray<RowMutationEntry.RowMutationEntry>()
+      const sizes = emptyArray<number>()
       for (let i = from; i < next; i++) {
         const entry = serializer(i)
         entries.push(entry)

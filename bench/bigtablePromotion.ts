@@ -21,17 +21,18 @@
  * Prints a table (one line a process: its median bytes and CPU a record) and the share of processes
  * above `--slow-bytes` (default 200) a record. Not part of `npm test` or CI.
  */
-import { Effect, Stream } from "effect"
+import { Effect } from "effect"
 import * as http2 from "node:http2"
 import * as v8 from "node:v8"
-import { BigtableClient, BigtableSink, TableDestination, WriteMethod } from "../src/Bigtable/index.ts"
+import { BigtableClient } from "../src/Bigtable/index.ts"
 import { encodeRequest } from "../src/internal/bigtable/transport/mutationProto.ts"
+import { prefixLength, writePrefix } from "../src/internal/wire/http2/messageFrame.ts"
 import { numberArg, optionalArg, textArg } from "./args.ts"
 import { bareMutateAll, inBatches } from "./bigtableHttp2.ts"
-import { createTable, emulatorWithGapic, instanceId, projectId, tableName } from "./bigtableSetup.ts"
+import { createTable, emulatorWithGapic, projectId, tableName } from "./bigtableSetup.ts"
 import * as Isolated from "./isolated.ts"
 import { median, timePass } from "./timing.ts"
-import { bigtableRecord } from "./workloads.ts"
+import { bigtableRecord, bigtableSinkRun } from "./workloads.ts"
 
 process.env["METADATA_SERVER_DETECTION"] ??= "none"
 
@@ -69,9 +70,8 @@ const http2Loop = (authority: string) => {
     })
   const mutateAll = (table: string) =>
     inBatches({ records, batch, concurrency, serializer: bigtableRecord }, (entries, sizes) => {
-      const framed = encodeRequest(table, undefined, entries, sizes, 5)
-      framed[0] = 0
-      framed.writeUInt32BE(framed.length - 5, 1)
+      const framed = encodeRequest(table, undefined, entries, sizes, prefixLength)
+      writePrefix(framed, 0, framed.length - prefixLength)
       return call(framed)
     })
   return { mutateAll, close: () => session.close() }
@@ -82,19 +82,8 @@ const methodOf = (name: MethodName, emulatorHost: string, tableId: string) =>
   Effect.gen(function*() {
     if (name === "bigtable.sink") {
       const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulatorHost } })
-      const sink = BigtableSink.make({
-        table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
-        serializer: bigtableRecord,
-        writeMethod: WriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
-      })
       return {
-        pass: () =>
-          Effect.runPromise(
-            Stream.range(0, records - 1).pipe(
-              Stream.run(sink),
-              Effect.provideService(BigtableClient.BigtableClient, client)
-            )
-          ),
+        pass: () => Effect.runPromise(bigtableSinkRun(client, tableId, { records, batch, concurrency })),
         close: () => {}
       }
     }
@@ -137,7 +126,7 @@ const parent = Effect.gen(function*() {
   const chosen = methods.filter((m) => only === undefined || m === only)
   if (chosen.length === 0) throw new Error(`--only: no method ${only ?? ""} (one of ${methods.join(", ")})`)
   const { admin, emulator } = yield* emulatorWithGapic
-  const results = new Map<MethodName, Array<{ readonly bytes: number; readonly cpu: number }>>()
+  const results = new Map<MethodName, Array<number>>()
   let tables = 0
   for (let i = 0; i < processes; i++) {
     for (const name of chosen) {
@@ -152,7 +141,7 @@ const parent = Effect.gen(function*() {
       ])
       const bytes = sample.extra?.["promotedBytesPerRecord"]?.[0] ?? Number.NaN
       const list = results.get(name) ?? []
-      list.push({ bytes, cpu: sample.cpuNsPerRow })
+      list.push(bytes)
       results.set(name, list)
       console.log(
         `${name.padEnd(22)} process ${i + 1}: ${bytes.toFixed(0).padStart(5)} B promoted a record, ${
@@ -163,9 +152,9 @@ const parent = Effect.gen(function*() {
   }
   console.log(`\n${records} records a pass, median of the second half of ${passes} passes in each process`)
   for (const [name, list] of results) {
-    const slow = list.filter((r) => r.bytes > slowBytes).length
+    const slow = list.filter((bytes) => bytes > slowBytes).length
     console.log(
-      `${name.padEnd(22)} promoted ${list.map((r) => r.bytes.toFixed(0)).join(", ")} B a record; ` +
+      `${name.padEnd(22)} promoted ${list.map((bytes) => bytes.toFixed(0)).join(", ")} B a record; ` +
         `above ${slowBytes}: ${slow} of ${list.length}`
     )
   }

@@ -17,13 +17,13 @@
  *
  * Prints the counts and appends JSON lines to bench/results/effectSteps.jsonl.
  */
-import { Effect, Stream, Tracer } from "effect"
+import { Effect, Tracer } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
-import { BigtableClient, BigtableSink, TableDestination, WriteMethod } from "../src/Bigtable/index.ts"
+import { BigtableClient } from "../src/Bigtable/index.ts"
 import { numberArg, optionalArg } from "./args.ts"
-import { createTable, emulatorWithGapic, instanceId, projectId } from "./bigtableSetup.ts"
-import { bigQueryWorkload, bigtableRecord, writeRows } from "./workloads.ts"
+import { createTable, emulatorWithGapic, projectId } from "./bigtableSetup.ts"
+import { bigQueryWorkload, bigtableSinkRun, writeRows } from "./workloads.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
@@ -73,19 +73,10 @@ const counted = async (run: () => Promise<void>): Promise<{ readonly steps: numb
 const bigtable = Effect.gen(function*() {
   const { admin, emulator } = yield* emulatorWithGapic
   const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
-  const writeMethod = WriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
   const pass = async (tableId: string) => {
     await createTable(admin, tableId, { cf: {} })
     await Effect.runPromise(
-      Stream.range(0, records - 1).pipe(
-        Stream.run(BigtableSink.make({
-          table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
-          serializer: bigtableRecord,
-          writeMethod
-        })),
-        Effect.provideService(BigtableClient.BigtableClient, client),
-        Effect.withTracer(countingTracer)
-      )
+      bigtableSinkRun(client, tableId, { records, batch, concurrency }).pipe(Effect.withTracer(countingTracer))
     )
   }
   yield* Effect.promise(() => pass("warm"))

@@ -88,7 +88,7 @@ import * as JsonWriter from "./jsonWriter.ts"
 import * as Pin from "./pin.ts"
 import { Row, rowGenerator } from "./rows.ts"
 import { median, timePass } from "./timing.ts"
-import { bigtableRecord, bigtableValue } from "./workloads.ts"
+import { bigtableRecord, bigtableSinkRun, bigtableValue } from "./workloads.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
@@ -170,13 +170,23 @@ interface Pass {
   readonly majorCollections?: number
 }
 
+/** A pass's CPU nanoseconds per item. */
+const cpuNsPerItem = (p: Pass): number => p.cpuSeconds / p.items * 1e9
+
+/** Of those, what threads other than the main one spent; unknown for Go's passes. */
+const helperNsPerItem = (p: Pass): number | undefined =>
+  p.helperCpuSeconds === undefined ? undefined : p.helperCpuSeconds / p.items * 1e9
+
 /** A child's timed pass as it reports it (bench/isolated.ts). */
-const sampleOf = (p: Pass): Isolated.Sample => ({
-  rowsPerSecond: p.items / p.seconds,
-  cpuNsPerRow: p.cpuSeconds / p.items * 1e9,
-  ...(p.helperCpuSeconds === undefined ? {} : { helperNsPerRow: p.helperCpuSeconds / p.items * 1e9 }),
-  ...(p.majorCollections === undefined ? {} : { majorCollections: p.majorCollections })
-})
+const sampleOf = (p: Pass): Isolated.Sample => {
+  const helper = helperNsPerItem(p)
+  return {
+    rowsPerSecond: p.items / p.seconds,
+    cpuNsPerRow: cpuNsPerItem(p),
+    ...(helper === undefined ? {} : { helperNsPerRow: helper }),
+    ...(p.majorCollections === undefined ? {} : { majorCollections: p.majorCollections })
+  }
+}
 
 /** The pass of `items` a child reported. */
 const passOf = (items: number, sample: Isolated.Sample): Pass => ({
@@ -189,12 +199,13 @@ const passOf = (items: number, sample: Isolated.Sample): Pass => ({
 
 /** A pass's line: its rate and CPU per item, then what only our passes report (helper threads, full collections). */
 const passLine = (pass: number, name: string, p: Pass, unit: string): string => {
+  const helper = helperNsPerItem(p)
   const ours = [
-    ...(p.helperCpuSeconds === undefined ? [] : [`helper threads ${(p.helperCpuSeconds / p.items * 1e9).toFixed(0)}`]),
+    ...(helper === undefined ? [] : [`helper threads ${helper.toFixed(0)}`]),
     ...(p.majorCollections === undefined ? [] : [`mark-compacts ${p.majorCollections}`])
   ]
   const rate = Math.round(p.items / p.seconds).toLocaleString("en").padStart(11)
-  const cpu = (p.cpuSeconds / p.items * 1e9).toFixed(0)
+  const cpu = cpuNsPerItem(p).toFixed(0)
   return `pass ${pass} ${name.padEnd(22)} ${rate} ${unit}s/s, ${cpu} ns CPU/${unit}${
     ours.length === 0 ? "" : ` (${ours.join(", ")})`
   }`
@@ -494,16 +505,7 @@ const bigtableWriteMethod = BigtableWriteMethod.atLeastOnce({
 })
 
 const bigtableSink = async (client: BigtableClient.BigtableClient["Service"], tableId: string) => {
-  const summary = await Effect.runPromise(
-    Stream.range(0, records - 1).pipe(
-      Stream.run(BigtableSink.make({
-        table: BigtableTable.makeUnsafe({ projectId, instanceId, tableId }),
-        serializer: bigtableRecord,
-        writeMethod: bigtableWriteMethod
-      })),
-      Effect.provideService(BigtableClient.BigtableClient, client)
-    )
-  )
+  const summary = await Effect.runPromise(bigtableSinkRun(client, tableId, { records, batch, concurrency }))
   if (summary.recordsWritten !== records) throw new Error(`sink wrote ${summary.recordsWritten} of ${records}`)
 }
 
@@ -529,9 +531,6 @@ const bigtableWriter = Effect.fnUntraced(function*(client: BigtableClient.Bigtab
     if (written !== records) throw new Error(`sink wrote ${written} of ${records}`)
   }
 })
-
-/** A pass's CPU seconds per item. */
-const cpuPerItem = (p: Pass): number => p.cpuSeconds / p.items
 
 /** What a Bigtable child takes over: the workload. */
 const bigtableForwarded = [
@@ -756,10 +755,10 @@ const main = async () => {
   const figure = (name: string) => {
     const xs = samples[name]
     if (xs === undefined) return undefined
-    const helpers = xs.flatMap((p) => p.helperCpuSeconds === undefined ? [] : [p.helperCpuSeconds / p.items * 1e9])
+    const helpers = xs.flatMap((p) => helperNsPerItem(p) ?? [])
     return {
       rate: median(xs.map((p) => p.items / p.seconds)),
-      cpuNs: median(xs.map((p) => p.cpuSeconds / p.items * 1e9)),
+      cpuNs: median(xs.map(cpuNsPerItem)),
       cores: median(xs.map((p) => p.cpuSeconds / p.seconds)),
       helperNs: helpers.length === xs.length ? median(helpers) : undefined
     }
@@ -773,7 +772,7 @@ const main = async () => {
     const ours = samples[name]
     const theirs = samples[go]
     if (ours === undefined || theirs === undefined || ours.length !== theirs.length) return undefined
-    return median(ours.map((p, i) => cpuPerItem(theirs[i] as Pass) / cpuPerItem(p)))
+    return median(ours.map((p, i) => cpuNsPerItem(theirs[i] as Pass) / cpuNsPerItem(p)))
   }
   /** Each method and the Go peer it is compared with. */
   const peerOf: Record<string, string> = {

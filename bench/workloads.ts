@@ -9,8 +9,16 @@ import * as BigQuerySink from "../src/BigQuery/BigQuerySink.ts"
 import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
 import * as BigQueryTable from "../src/BigQuery/TableDestination.ts"
 import * as BigQueryWriteMethod from "../src/BigQuery/WriteMethod.ts"
-import { Mutation, RowMutationEntry } from "../src/Bigtable/index.ts"
+import {
+  BigtableClient,
+  BigtableSink,
+  Mutation,
+  RowMutationEntry,
+  TableDestination,
+  WriteMethod
+} from "../src/Bigtable/index.ts"
 import { key } from "./bigtableRaw.ts"
+import { instanceId, projectId } from "./bigtableSetup.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
 import { Row, rowGenerator } from "./rows.ts"
 
@@ -25,6 +33,32 @@ export const bigtableRecord = (i: number): RowMutationEntry.RowMutationEntry =>
   RowMutationEntry.make(
     key(i),
     Mutation.setCell({ family: "cf", qualifier: "v", value: bigtableValue, timestampMicros: 1_000_000 })
+  )
+
+/** The shape of a Bigtable workload: records a run, entries a call, calls' worth of entries in flight. */
+export interface BigtableWorkload {
+  readonly records: number
+  readonly batch: number
+  readonly concurrency: number
+}
+
+/**
+ * One run of the Bigtable sink on `client` into table `tableId` (project and instance `bench`): records
+ * `0..records-1` through {@link bigtableRecord}, `batch` entries a call, `batch * concurrency` entries
+ * in flight. Its summary.
+ */
+export const bigtableSinkRun = (
+  client: BigtableClient.BigtableClient["Service"],
+  tableId: string,
+  { batch, concurrency, records }: BigtableWorkload
+) =>
+  Stream.range(0, records - 1).pipe(
+    Stream.run(BigtableSink.make({
+      table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
+      serializer: bigtableRecord,
+      writeMethod: WriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
+    })),
+    Effect.provideService(BigtableClient.BigtableClient, client)
   )
 
 /** Rows a write of the BigQuery workloads (the sink's default chunk). */

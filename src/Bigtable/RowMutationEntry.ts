@@ -5,6 +5,7 @@
  */
 import * as heap from "../internal/bigtable/heapObjects.ts"
 import * as internal from "../internal/bigtable/transport/mutationProto.ts"
+import { single } from "../internal/sitelessArrays.ts"
 import type { BytesInput, Mutation } from "./Mutation.ts"
 
 /**
@@ -41,7 +42,7 @@ export interface RowMutationEntry {
  * @since 0.1.0
  */
 export const make = (rowKey: BytesInput, mutations: ReadonlyArray<Mutation> | Mutation): RowMutationEntry =>
-  new heap.Entry(internal.bytes(rowKey), Array.isArray(mutations) ? mutations : heap.single(mutations as Mutation))
+  new heap.Entry(internal.bytes(rowKey), Array.isArray(mutations) ? mutations : single(mutations as Mutation))
 
 /**
  * An estimate of the entry's serialized size in bytes: what the batch byte thresholds and the

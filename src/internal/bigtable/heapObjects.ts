@@ -13,8 +13,8 @@
  * `%InYoungGeneration` on every 1,024th entry; none with `--no-allocation-site-pretenuring`): every
  * record's entry went to the old generation, and the processes that filled it ran a full collection
  * every ~2.5 s, up to 1.8 us of CPU a record on V8's helper threads. Objects made by a class
- * constructor, and arrays made by a builtin such as `slice`, carry no allocation site: they are born
- * young. (Other objects could still keep them alive into the old generation: ADR 0056.)
+ * constructor carry no allocation site: they are born young, as are the arrays of
+ * `sitelessArrays.ts`. (Other objects could still keep them alive into the old generation: ADR 0056.)
  *
  * Their own enumerable fields are those of the literals they replace, in the same order.
  *
@@ -40,23 +40,6 @@ export class Entry implements RowMutationEntry {
     this.rowKey = rowKey
     this.mutations = mutations
   }
-}
-
-/** The one slot {@link single} copies: empty between calls (it never holds a record). */
-const one: Array<Mutation | undefined> = [undefined]
-
-/**
- * One mutation as an entry's mutation list, copied by `slice` out of a one-slot array: a builtin,
- * which gives the copy no allocation site (a literal `[mutation]` has one). `Array.of`, also a builtin,
- * cost 175-221 ns a call against 16-31 for this copy (`bench/arrayOf.bench.ts`), and ran once a record.
- *
- * @internal
- */
-export const single = (mutation: Mutation): ReadonlyArray<Mutation> => {
-  one[0] = mutation
-  const list = one.slice() as Array<Mutation>
-  one[0] = undefined
-  return list
 }
 
 /** @internal */
@@ -123,19 +106,6 @@ export class ToCell<Tag extends AddToCellModel["_tag"] | MergeToCellModel["_tag"
     this.input = input
   }
 }
-
-/** What {@link emptyArray} copies; never written. */
-const none: ReadonlyArray<never> = []
-
-/**
- * An empty array made by a builtin (`slice`), which gives it no allocation site: for the arrays that
- * hold entries in flight (a table's open batch, a call's entries). A pretenured array that refers to
- * young entries keeps them alive until the next full collection, so they are promoted with it.
- * (`Array.of()` does the same at three times the cost.)
- *
- * @internal
- */
-export const emptyArray = <T>(): Array<T> => none.slice()
 
 /** A MutateRows call's request, as the sink (and the floor of `bench:peers`) builds one. @internal */
 export class MutateRows implements MutateRowsRequest {

@@ -35,6 +35,7 @@ import type { FailedElement } from "../../Sink/FailedElement.ts"
 import { RetryPolicy } from "../../Sink/RetryPolicy.ts"
 import type { Writer } from "../../Sink/Writer.ts"
 import type { WriteSummary } from "../../Sink/WriteSummary.ts"
+import { emptyArray } from "../sitelessArrays.ts"
 import * as actions from "./actions.ts"
 import type {
   Admission,
@@ -328,8 +329,8 @@ const offersOf = <M extends Method>(
   const slices = prepared.slices
   const routedPermit = chargeOf(prepared.routed, maxBytes)
   const apart = routedPermit !== undefined || slices.length === 0
-  // `Array.of`, as the commands are classes: no allocation site to be pretenured (ADR 0056)
-  const offers: Array<Offer<M>> = Array.of()
+  // no allocation site to be pretenured, as the commands are classes (ADR 0056)
+  const offers = emptyArray<Offer<M>>()
   for (let i = 0; i < slices.length; i++) {
     const slice = slices[i] as Slice<M["Slice"]>
     const last = i === slices.length - 1 && !apart

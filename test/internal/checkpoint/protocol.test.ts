@@ -9,8 +9,6 @@ import { TestClock } from "effect/testing"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as v8 from "node:v8"
-import * as vm from "node:vm"
 import * as checkpoint from "../../../src/internal/checkpoint/protocol.ts"
 import {
   Checkpoint,
@@ -21,6 +19,7 @@ import {
   CheckpointStoreIo
 } from "../../../src/Sink.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
+import { collectGarbage } from "../../support/collectGarbage.ts"
 import * as toy from "../core/toyBackend.ts"
 
 /** A toy "stream": committing `{ upTo }` makes the first `upTo` accepted names visible (idempotent). */
@@ -83,13 +82,6 @@ const eventually = Effect.fnUntraced(function*(condition: () => boolean) {
   for (let step = 0; step < 400 && !condition(); step++) yield* TestClock.adjust("5 millis")
   if (!condition()) return yield* Effect.die("not yet after two seconds")
 })
-
-// A full collection on demand (the flag exposes `gc` in contexts created after it is set).
-v8.setFlagsFromString("--expose-gc")
-const gc = vm.runInNewContext("gc") as () => void
-// WeakRefs hold their target until the end of the job that created or read them: collect in a fresh one.
-const nextTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
-const collect = Effect.andThen(nextTurn, Effect.andThen(Effect.sync(gc), nextTurn))
 
 /** The toy participant with a `discard` that records what it was given. */
 const discarding = (service: toy.Service, log: Log, discarded: Array<ReadonlyArray<Commit>>) => ({
@@ -161,7 +153,7 @@ describe("checkpoint protocol", () => {
           })
           return { w: restored, record: new WeakRef(Option.getOrThrow(resume.record)) }
         })
-        yield* collect
+        yield* collectGarbage
         assert.isUndefined(record.deref(), "the restored record is still reachable")
         yield* w.write(["t:a"])
         yield* w.checkpoint(2)

@@ -4,7 +4,7 @@
  *
  * @internal
  */
-import * as heap from "../heapObjects.ts"
+import { emptyArray } from "../../sitelessArrays.ts"
 
 /** The MutateRows limit on mutations in one request. @internal */
 export const maxMutationsPerRequest = 100_000
@@ -30,7 +30,7 @@ export interface Thresholds {
  * @internal
  */
 export class Batch<T extends Weighed> {
-  items: Array<T> = heap.emptyArray()
+  items: Array<T> = emptyArray()
   bytes = 0
   mutations = 0
 }
@@ -68,7 +68,7 @@ const nothingReady: ReadonlyArray<never> = []
 /** Takes everything out of the batch. @internal */
 export const cut = <T extends Weighed>(batch: Batch<T>): Array<T> => {
   const items = batch.items
-  batch.items = heap.emptyArray()
+  batch.items = emptyArray()
   batch.bytes = 0
   batch.mutations = 0
   return items

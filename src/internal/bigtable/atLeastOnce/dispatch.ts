@@ -14,6 +14,7 @@ import * as Effect from "effect/Effect"
 import type { EntryStatus, MutateRowsRequest } from "../../../Bigtable/BigtableClient.ts"
 import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
 import { hotSpan } from "../../core/hotSpan.ts"
+import { emptyArray } from "../../sitelessArrays.ts"
 import * as heap from "../heapObjects.ts"
 import * as metrics from "../metrics.ts"
 import { batchDelay } from "../options.ts"
@@ -44,8 +45,8 @@ export const call = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effe
 
 /** The MutateRows request of `items` (one table). @internal */
 export const mutateRowsRequest = <A, EH, R>(st: State<A, EH, R>, items: Request): MutateRowsRequest => {
-  const entries = heap.emptyArray<RowMutationEntry>()
-  const sizes = heap.emptyArray<number>()
+  const entries = emptyArray<RowMutationEntry>()
+  const sizes = emptyArray<number>()
   for (let i = 0; i < items.length; i++) {
     const item = items[i] as Item
     entries.push(item.entry)

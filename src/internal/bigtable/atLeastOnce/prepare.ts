@@ -15,7 +15,7 @@ import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
 import { isUnroutable, type TableDestination, type Unroutable } from "../../../Bigtable/TableDestination.ts"
 import { unresolved } from "../../../Sink/FailedElement.ts"
 import * as core from "../../core/backend.ts"
-import * as heap from "../heapObjects.ts"
+import { emptyArray } from "../../sitelessArrays.ts"
 import { maxEntryBytes, maxMutationsPerEntry } from "../options.ts"
 import * as proto from "../transport/mutationProto.ts"
 import * as batcher from "./batcher.ts"
@@ -68,15 +68,15 @@ Object.assign(Item.prototype, { units: 1, isolated: false, repairs: 0, parked: f
 
 /**
  * A chunk prepared: its entries, the records routed, and those skipped. A class, its arrays made by a
- * builtin (`heap.emptyArray`): none has an allocation site V8 could pretenure, which would keep the
+ * builtin (`emptyArray`): none has an allocation site V8 could pretenure, which would keep the
  * chunk's young entries alive until a full collection (ADR 0055, 0056).
  *
  * @internal
  */
 export class Prepared {
-  readonly items: Array<Item> = heap.emptyArray()
-  readonly routed: Array<FailedMutation> = heap.emptyArray()
-  readonly skipped: Array<string> = heap.emptyArray()
+  readonly items: Array<Item> = emptyArray()
+  readonly routed: Array<FailedMutation> = emptyArray()
+  readonly skipped: Array<string> = emptyArray()
 }
 
 const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))

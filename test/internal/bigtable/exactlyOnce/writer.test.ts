@@ -7,8 +7,6 @@ import { Effect, Layer, Option, Schema } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
-import * as v8 from "node:v8"
-import * as vm from "node:vm"
 import {
   BigtableSink,
   Mutation,
@@ -17,14 +15,8 @@ import {
   WriteMethod
 } from "../../../../src/Bigtable/index.ts"
 import { Checkpoint, CheckpointStore } from "../../../../src/Sink.ts"
+import { collectGarbage } from "../../../support/collectGarbage.ts"
 import { makeFakeCheckAndMutate } from "../../../support/fakeCheckAndMutate.ts"
-
-// A full collection on demand (the flag exposes `gc` in contexts created after it is set).
-v8.setFlagsFromString("--expose-gc")
-const gc = vm.runInNewContext("gc") as () => void
-// WeakRefs hold their target until the end of the job that created or read them: collect in a fresh one.
-const nextTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
-const collect = Effect.andThen(nextTurn, Effect.andThen(Effect.sync(gc), nextTurn))
 
 interface Click {
   readonly offset: number
@@ -69,7 +61,7 @@ describe("exactly-once Bigtable writer", () => {
       yield* Effect.scoped(Effect.gen(function*() {
         const { record, writer } = yield* resumedWriter
         assert.isTrue(Option.isSome(record))
-        yield* collect
+        yield* collectGarbage
         assert.isUndefined(Option.getOrThrow(record).deref(), "the restored record is still reachable")
         yield* writer.write(clicks(200, 210))
         yield* writer.checkpoint(210)

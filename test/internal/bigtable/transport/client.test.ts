@@ -7,13 +7,17 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Fiber, References } from "effect"
 import { TestClock } from "effect/testing"
-import * as v8 from "node:v8"
-import * as vm from "node:vm"
 import type { EntryStatus } from "../../../../src/Bigtable/BigtableClient.ts"
 import { Mutation, RowMutationEntry } from "../../../../src/Bigtable/index.ts"
 import * as client from "../../../../src/internal/bigtable/transport/client.ts"
-import type { CallListener, Cancel, StartCall } from "../../../../src/internal/bigtable/transport/dataCall.ts"
+import type {
+  CallListener,
+  Cancel,
+  StartCall,
+  SyncStart
+} from "../../../../src/internal/bigtable/transport/dataCall.ts"
 import * as DeadlineKeeper from "../../../../src/internal/wire/deadlineKeeper.ts"
+import { collectGarbage } from "../../../support/collectGarbage.ts"
 
 /** A transport whose calls start at once, never answer, and record how they were cancelled. */
 const recording = (deadlines: DeadlineKeeper.DeadlineKeeper) => {
@@ -180,12 +184,6 @@ describe("bigtable MutateRows started on no fiber (mutateRowsNow)", () => {
     }))
 })
 
-v8.setFlagsFromString("--expose-gc")
-const gc = vm.runInNewContext("gc") as () => void
-// WeakRefs hold their target until the end of the job that created or read them: collect in a fresh one.
-const nextTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
-const collect = Effect.andThen(nextTurn, Effect.andThen(Effect.sync(gc), nextTurn))
-
 /** A request of one entry, known only through the WeakRef to its entries. */
 const weakRequest = () => {
   const entries = [entry("k")]
@@ -198,30 +196,18 @@ const weakRequest = () => {
 /** A transport that answers every call at once with no status and keeps its listener (`kept`). */
 const keeping = () => {
   const kept: Array<CallListener> = []
-  const answer = (encode: (reserve: number) => Buffer, listener: CallListener): Cancel => {
+  const sync: SyncStart = (_method, encode, _routing, _timeout, listener) => {
     encode(5)
     kept.push(listener)
     listener.onEnd(undefined)
     return () => {}
   }
-  const start: StartCall = Object.assign(
-    (_method: string, encode: (reserve: number) => Buffer, _routing: string, _t: Duration.Duration, l: CallListener) =>
-      Effect.sync(() => answer(encode, l)),
-    {
-      sync: (
-        _method: string,
-        encode: (reserve: number) => Buffer,
-        _r: string,
-        _t: Duration.Duration,
-        l: CallListener
-      ) => answer(encode, l)
-    }
-  )
+  const start: StartCall = Object.assign((...call: Parameters<SyncStart>) => Effect.sync(() => sync(...call)), { sync })
   return { start, kept }
 }
 
 describe("bigtable client calls' listeners", () => {
-  it.live("a MutateRows call's listener, kept by its transport, keeps no entry", () =>
+  it.effect("a MutateRows call's listener, kept by its transport, keeps no entry", () =>
     Effect.gen(function*() {
       const { kept, start } = keeping()
       const entries = yield* Effect.suspend(() => {
@@ -231,12 +217,12 @@ describe("bigtable client calls' listeners", () => {
           return made.entries
         })
       })
-      yield* collect
+      yield* collectGarbage
       assert.strictEqual(kept.length, 1)
       assert.isUndefined(entries.deref())
     }))
 
-  it.live("a MutateRows call started at once keeps, through its listener, neither its entries nor its caller", () =>
+  it.effect("a MutateRows call started at once keeps, through its listener, neither its entries nor its caller", () =>
     Effect.gen(function*() {
       const { kept, start } = keeping()
       const now = client.mutateRowsNow(start)
@@ -253,7 +239,7 @@ describe("bigtable client calls' listeners", () => {
         )
         return { entries, caller: new WeakRef(caller) }
       })()
-      yield* collect
+      yield* collectGarbage
       assert.deepStrictEqual(delivered, [2])
       assert.strictEqual(kept.length, 1)
       assert.isUndefined(weak.entries.deref())

@@ -6,17 +6,10 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { EventEmitter } from "node:events"
 import * as http2 from "node:http2"
-import * as v8 from "node:v8"
-import * as vm from "node:vm"
 import type { CallHandlers } from "../../../../src/internal/wire/http2/call.ts"
 import * as Call from "../../../../src/internal/wire/http2/call.ts"
 import type { Session } from "../../../../src/internal/wire/http2/session.ts"
-
-v8.setFlagsFromString("--expose-gc")
-const gc = vm.runInNewContext("gc") as () => void
-// WeakRefs hold their target until the end of the job that created or read them: collect in a fresh one.
-const nextTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
-const collect = Effect.andThen(nextTurn, Effect.andThen(Effect.sync(gc), nextTurn))
+import { collectGarbage } from "../../../support/collectGarbage.ts"
 
 /** A client stream as `call.ts` uses it: events, writes and a close it records. */
 class FakeStream extends EventEmitter {
@@ -67,7 +60,7 @@ const started = (stream: FakeStream, ended: Array<number>): WeakRef<CallHandlers
 }
 
 describe("call", () => {
-  it.live("a call that ended leaves nothing of its caller reachable from its stream", () =>
+  it.effect("a call that ended leaves nothing of its caller reachable from its stream", () =>
     Effect.gen(function*() {
       const stream = new FakeStream()
       const ended: Array<number> = []
@@ -77,17 +70,17 @@ describe("call", () => {
       assert.deepStrictEqual(ended, [0])
       // the stream still has its listeners (Node removes nothing until it closes), and is kept here
       assert.isAbove(stream.listenerCount("data"), 0)
-      yield* collect
+      yield* collectGarbage
       assert.isUndefined(handlers.deref())
       assert.strictEqual(stream.written.length, 1)
     }))
 
-  it.live("a cancelled call leaves nothing of its caller reachable from its stream", () =>
+  it.effect("a cancelled call leaves nothing of its caller reachable from its stream", () =>
     Effect.gen(function*() {
       const stream = new FakeStream()
       const ended: Array<number> = []
       const handlers = startedAndCancelled(stream, ended)
-      yield* collect
+      yield* collectGarbage
       assert.isUndefined(handlers.deref())
       assert.strictEqual(stream.rstCode, http2.constants.NGHTTP2_CANCEL)
       assert.deepStrictEqual(ended, [])
