@@ -26,7 +26,7 @@
  * of each; figures are medians of `--passes`.
  *
  *   node bench/allocation.bench.ts [--only bigtable|bigquery] [--records 200000] [--rows 1000000] [--passes 3]
- *                                  [--batch 100] [--concurrency 10] [--interval 1024]
+ *                                  [--batch 100] [--concurrency 10] [--interval 1024] [--profiles <dir>]
  *
  * Prints a table and appends JSON lines to bench/results/allocation.jsonl.
  */
@@ -50,6 +50,9 @@ const passes = numberArg("passes", 3)
 const batch = numberArg("batch", 100)
 const concurrency = numberArg("concurrency", 10)
 const interval = numberArg("interval", 1024)
+/** `--profiles <dir>`: each timed pass's sampling heap profile, `<method>-<pass>.heapprofile` (DevTools opens it). */
+const profiles = optionalArg("profiles")
+if (profiles !== undefined) fs.mkdirSync(profiles, { recursive: true })
 
 /** A node of V8's sampling heap profile. */
 interface SamplingNode {
@@ -59,8 +62,8 @@ interface SamplingNode {
 
 const totalSize = (node: SamplingNode): number => node.children.reduce((sum, c) => sum + totalSize(c), node.selfSize)
 
-/** Bytes allocated while `run` ran, as the sampling profiler estimates them. */
-const allocated = async (session: Session, run: () => Promise<void>): Promise<number> => {
+/** Bytes allocated while `run` ran, as the sampling profiler estimates them; its profile saved as `save`, if given. */
+const allocated = async (session: Session, run: () => Promise<void>, save?: string): Promise<number> => {
   // the flags that keep objects already freed by a collection (the sink's garbage is what is measured)
   const params = {
     samplingInterval: interval,
@@ -70,6 +73,7 @@ const allocated = async (session: Session, run: () => Promise<void>): Promise<nu
   await session.post("HeapProfiler.startSampling", params)
   await run()
   const { profile } = await session.post("HeapProfiler.stopSampling")
+  if (save !== undefined) fs.writeFileSync(save, JSON.stringify(profile))
   return totalSize(profile.head as SamplingNode)
 }
 
@@ -85,7 +89,10 @@ const sampleAll = (
       const order = pass % 2 === 0 ? Object.entries(methods) : Object.entries(methods).toReversed()
       for (const [name, run] of order) {
         // oxlint-disable-next-line no-await-in-loop -- passes run one after another
-        const bytes = await allocated(session, run)
+        const save = profiles === undefined || pass === 0
+          ? undefined
+          : path.join(profiles, `${name}-${pass}.heapprofile`)
+        const bytes = await allocated(session, run, save)
         // pass 0 warms up
         if (pass === 0) continue
         ;(samples[name] ??= []).push(bytes / items)

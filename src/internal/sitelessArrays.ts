@@ -26,3 +26,12 @@ export const single = <T>(value: T): Array<T> => {
   one[0] = undefined
   return list
 }
+
+/** What {@link unset} copies: `undefined` in every slot, grown to the longest array asked for. */
+let blanks: ReadonlyArray<undefined> = []
+
+/** A fresh array of `length` slots, each `undefined` (packed, as a loop of pushes would make it). @internal */
+export const unset = <T>(length: number): Array<T | undefined> => {
+  if (blanks.length < length) blanks = Array.from({ length: Math.max(length, 2 * blanks.length) })
+  return blanks.slice(0, length)
+}

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { emptyArray, single } from "../../src/internal/sitelessArrays.ts"
+import { Schema } from "effect"
+import { emptyArray, single, unset } from "../../src/internal/sitelessArrays.ts"
 
 describe("sitelessArrays", () => {
   it("emptyArray is a fresh empty array each time", () => {
@@ -16,5 +17,17 @@ describe("sitelessArrays", () => {
     assert.deepStrictEqual([a, b], [["x"], ["y"]])
     a.push("z")
     assert.deepStrictEqual(single("w"), ["w"])
+  })
+
+  it.prop("unset is a fresh array of that many undefined slots, whatever was asked before", [
+    Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 300 })))
+  ], ([lengths]) => {
+    for (const length of lengths) {
+      const a = unset<string>(length)
+      assert.strictEqual(a.length, length)
+      assert.isTrue(a.every((x) => x === undefined) && Object.keys(a).length === length)
+      a.fill("x")
+      assert.isTrue(unset<string>(length).every((x) => x === undefined))
+    }
   })
 })

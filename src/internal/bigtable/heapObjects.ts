@@ -31,6 +31,7 @@ import type {
   SetCell as SetCellModel
 } from "../../Bigtable/Mutation.ts"
 import type { RowMutationEntry } from "../../Bigtable/RowMutationEntry.ts"
+import type { Sized } from "./transport/mutationProto.ts"
 
 /** @internal */
 export class Entry implements RowMutationEntry {
@@ -107,21 +108,29 @@ export class ToCell<Tag extends AddToCellModel["_tag"] | MergeToCellModel["_tag"
   }
 }
 
-/** A MutateRows call's request, as the sink (and the floor of `bench:peers`) builds one. @internal */
+/**
+ * A MutateRows call's request as the sink builds one: over its items, which carry each entry and its
+ * measured size (`mutationProto.encodeSized` reads them), so a request copies no entries or sizes
+ * into arrays of its own; `entries` and `entryByteSizes` are made only for a reader of the public
+ * shape (a client that is not the library's).
+ *
+ * @internal
+ */
 export class MutateRows implements MutateRowsRequest {
   readonly tableName: string
   readonly appProfileId: string | undefined
-  readonly entries: ReadonlyArray<RowMutationEntry>
-  readonly entryByteSizes: ReadonlyArray<number>
-  constructor(
-    tableName: string,
-    appProfileId: string | undefined,
-    entries: ReadonlyArray<RowMutationEntry>,
-    entryByteSizes: ReadonlyArray<number>
-  ) {
+  readonly sized: ReadonlyArray<Sized>
+  constructor(tableName: string, appProfileId: string | undefined, sized: ReadonlyArray<Sized>) {
     this.tableName = tableName
     this.appProfileId = appProfileId
-    this.entries = entries
-    this.entryByteSizes = entryByteSizes
+    this.sized = sized
+  }
+
+  get entries(): ReadonlyArray<RowMutationEntry> {
+    return this.sized.map((s) => s.entry)
+  }
+
+  get entryByteSizes(): ReadonlyArray<number> {
+    return this.sized.map((s) => s.bytes)
   }
 }

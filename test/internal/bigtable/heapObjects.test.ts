@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"
 import { Mutation, RowMutationEntry } from "../../../src/Bigtable/index.ts"
+import * as heap from "../../../src/internal/bigtable/heapObjects.ts"
 
 // The objects are built by classes so that V8 gives them no allocation site (heapObjects.ts); what a
 // user sees of them (own enumerable fields, their order and values) is what the literals gave.
@@ -72,5 +73,17 @@ describe("heapObjects", () => {
       Mutation.mergeToCell({ family: "cf", qualifier: "q", input: 1 })
     ]
     for (const o of made) assert.notStrictEqual(Object.getPrototypeOf(o), Object.prototype)
+  })
+
+  it("the sink's MutateRows request reads its items, and gives the public shape to a reader of it", () => {
+    const a = RowMutationEntry.make("a", Mutation.deleteFromRow())
+    const b = RowMutationEntry.make("b", Mutation.deleteFromFamily({ family: "cf" }))
+    const items = [{ entry: a, bytes: 5, other: 1 }, { entry: b, bytes: 9, other: 2 }]
+    const request = new heap.MutateRows("t", "profile", items)
+    assert.strictEqual(request.sized, items)
+    assert.deepStrictEqual(
+      [request.tableName, request.appProfileId, request.entries, request.entryByteSizes],
+      ["t", "profile", [a, b], [5, 9]]
+    )
   })
 })

@@ -12,9 +12,7 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { EntryStatus, MutateRowsRequest } from "../../../Bigtable/BigtableClient.ts"
-import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
 import { hotSpan } from "../../core/hotSpan.ts"
-import { emptyArray } from "../../sitelessArrays.ts"
 import * as heap from "../heapObjects.ts"
 import * as metrics from "../metrics.ts"
 import { batchDelay } from "../options.ts"
@@ -43,17 +41,9 @@ export const call = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effe
     hotSpan(callSpan, callAttributes(items))
   )
 
-/** The MutateRows request of `items` (one table). @internal */
-export const mutateRowsRequest = <A, EH, R>(st: State<A, EH, R>, items: Request): MutateRowsRequest => {
-  const entries = emptyArray<RowMutationEntry>()
-  const sizes = emptyArray<number>()
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i] as Item
-    entries.push(item.entry)
-    sizes.push(item.bytes)
-  }
-  return new heap.MutateRows((items[0] as Item).table.tableName, st.settings.appProfileId, entries, sizes)
-}
+/** The MutateRows request of `items` (one table): over the items themselves, which carry their entries and sizes. @internal */
+export const mutateRowsRequest = <A, EH, R>(st: State<A, EH, R>, items: Request): MutateRowsRequest =>
+  new heap.MutateRows((items[0] as Item).table.tableName, st.settings.appProfileId, items)
 
 /** The span of a MutateRows call. @internal */
 export const callSpan = "BigtableSink.mutateRows"

@@ -12,11 +12,13 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type { CheckAndMutateRowRequest, EntryStatus, MutateRowsRequest } from "../../../Bigtable/BigtableClient.ts"
 import { BigtableError, RpcFailed } from "../../../Bigtable/BigtableError.ts"
+import { unset } from "../../sitelessArrays.ts"
 import * as deadline from "../../wire/deadline.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
+import { MutateRows } from "../heapObjects.ts"
 import * as checkAndMutate from "./checkAndMutateProto.ts"
 import type { CallListener, Cancel, StartCall } from "./dataCall.ts"
-import { encodeRequest, entryByteSize } from "./mutationProto.ts"
+import { encodeRequest, encodeSized, entryByteSize } from "./mutationProto.ts"
 import { readResponse } from "./responseProto.ts"
 
 /** The gRPC method path of MutateRows. @internal */
@@ -161,7 +163,7 @@ export const mutateRows = (start: StartCall) => {
   return (request: MutateRowsRequest): Effect.Effect<Array<EntryStatus>> =>
     Effect.flatMap(deadline.responseTimeout(request.timeout), (limit) =>
       Effect.suspend(() => {
-        const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
+        const statuses = unanswered(request)
         const done = Deferred.makeUnsafe<EntryStatus>()
         const started: Started = { cancel: undefined }
         const listener = listenerOf(statuses, done, started)
@@ -195,6 +197,10 @@ const listenerOf = (
     (fill) => Deferred.doneUnsafe(done, Exit.succeed(fill)),
     () => started.cancel?.("interrupted")
   )
+
+/** A status slot for each entry of `request`, none answered yet. */
+const unanswered = (request: MutateRowsRequest): Array<EntryStatus | undefined> =>
+  unset(request instanceof MutateRows ? request.sized.length : request.entries.length)
 
 /**
  * A call's statuses once it ended: each entry the server answered keeps its own, the others get the
@@ -234,13 +240,15 @@ const mutateRowsParts = (
 ): CallParts => ({
   method: mutateRowsPath,
   encode: (reserve) =>
-    encodeRequest(
-      request.tableName,
-      request.appProfileId,
-      request.entries,
-      request.entryByteSizes ?? request.entries.map(entryByteSize),
-      reserve
-    ),
+    request instanceof MutateRows
+      ? encodeSized(request.tableName, request.appProfileId, request.sized, reserve)
+      : encodeRequest(
+        request.tableName,
+        request.appProfileId,
+        request.entries,
+        request.entryByteSizes ?? request.entries.map(entryByteSize),
+        reserve
+      ),
   routing: paramsOf(request.tableName, request.appProfileId),
   listener
 })
@@ -274,7 +282,7 @@ export const mutateRowsNow = (start: StartCall): MutateRowsNow | undefined => {
   const paramsOf = routingParams()
   return (request, limit, now, deliver) => {
     const tableName = request.tableName
-    const statuses: Array<EntryStatus | undefined> = Array.from({ length: request.entries.length })
+    const statuses = unanswered(request)
     let ended = false
     let call: Cancel | undefined
     let clear: (() => void) | undefined

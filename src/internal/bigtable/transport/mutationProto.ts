@@ -295,6 +295,17 @@ export const encodeEntry = (entry: RowMutationEntry): Uint8Array => {
 // MutateRowsRequest framing (google/bigtable/v2/bigtable.proto)
 
 /**
+ * An entry and its wire size (`entryByteSize`), measured (and so validated) when it was admitted:
+ * what the sink's items are, encoded as they are (no array of entries and one of sizes a request).
+ *
+ * @internal
+ */
+export interface Sized {
+  readonly entry: RowMutationEntry
+  readonly bytes: number
+}
+
+/**
  * A `MutateRowsRequest`: `table_name` (1), `app_profile_id` (3) and the entries (2), encoded
  * straight into one buffer: no per-entry buffers or message objects. `sizes[i]` is
  * `entryByteSize(entries[i])`, measured (and so validated) when the entry was admitted. The first
@@ -309,27 +320,60 @@ export const encodeRequest = (
   sizes: ReadonlyArray<number>,
   reserve = 0
 ): Buffer => {
-  const table = Buffer.byteLength(tableName, "utf8")
-  const profile = appProfileId === undefined || appProfileId === "" ? 0 : Buffer.byteLength(appProfileId, "utf8")
-  let size = lenField(table) + (profile > 0 ? lenField(profile) : 0)
+  let size = headSize(tableName, appProfileId)
   for (let i = 0; i < entries.length; i++) size += lenField(sizes[i] ?? 0)
   const buf = Buffer.allocUnsafe(reserve + size)
+  const out = writeHead(buf, reserve, tableName, appProfileId)
+  for (let i = 0; i < entries.length; i++) writeSized(out, entries[i] as RowMutationEntry, sizes[i] ?? 0, i)
+  return buf
+}
+
+/** {@link encodeRequest} of entries that carry their sizes (the sink's items). @internal */
+export const encodeSized = (
+  tableName: string,
+  appProfileId: string | undefined,
+  sized: ReadonlyArray<Sized>,
+  reserve = 0
+): Buffer => {
+  let size = headSize(tableName, appProfileId)
+  for (let i = 0; i < sized.length; i++) size += lenField((sized[i] as Sized).bytes)
+  const buf = Buffer.allocUnsafe(reserve + size)
+  const out = writeHead(buf, reserve, tableName, appProfileId)
+  for (let i = 0; i < sized.length; i++) {
+    const item = sized[i] as Sized
+    writeSized(out, item.entry, item.bytes, i)
+  }
+  return buf
+}
+
+const profileBytes = (appProfileId: string | undefined): number =>
+  appProfileId === undefined || appProfileId === "" ? 0 : Buffer.byteLength(appProfileId, "utf8")
+
+/** The bytes of a request's table name and app profile fields. */
+const headSize = (tableName: string, appProfileId: string | undefined): number => {
+  const profile = profileBytes(appProfileId)
+  return lenField(Buffer.byteLength(tableName, "utf8")) + (profile > 0 ? lenField(profile) : 0)
+}
+
+/** Writes a request's table name and app profile fields into `buf` after `reserve` bytes; the cursor after them. */
+const writeHead = (buf: Buffer, reserve: number, tableName: string, appProfileId: string | undefined): Out => {
   const out = new Out(buf, reserve)
-  out.len(1, table)
+  out.len(1, Buffer.byteLength(tableName, "utf8"))
   out.pos += buf.write(tableName, out.pos, "utf8")
+  const profile = profileBytes(appProfileId)
   if (profile > 0 && appProfileId !== undefined) {
     out.len(3, profile)
     out.pos += buf.write(appProfileId, out.pos, "utf8")
   }
-  for (let i = 0; i < entries.length; i++) {
-    const entry = entries[i] as RowMutationEntry
-    const entrySize = sizes[i] ?? 0
-    out.len(2, entrySize)
-    const start = out.pos
-    writeEntry(out, entry)
-    if (out.pos - start !== entrySize) {
-      throw new RangeError(`entry ${i} encoded to ${out.pos - start} bytes, not the ${entrySize} it measured`)
-    }
+  return out
+}
+
+/** Entry `i` of a request, which must encode to the `entrySize` it measured. */
+const writeSized = (out: Out, entry: RowMutationEntry, entrySize: number, i: number): void => {
+  out.len(2, entrySize)
+  const start = out.pos
+  writeEntry(out, entry)
+  if (out.pos - start !== entrySize) {
+    throw new RangeError(`entry ${i} encoded to ${out.pos - start} bytes, not the ${entrySize} it measured`)
   }
-  return buf
 }

@@ -174,6 +174,21 @@ describe("mutationProto", () => {
       { longs: String, bytes: String, defaults: false }
     )
     assert.strictEqual(JSON.stringify(decoded), JSON.stringify(reference))
+    // the sink's items carry their entries and sizes: the same bytes, with the same reserve left free
+    const sized = entries.map((entry) => ({ entry, bytes: proto.entryByteSize(entry) }))
+    assert.deepStrictEqual(proto.encodeSized(tableName, appProfileId, sized), bytes)
+    // the reserved bytes are left as they were (the transport writes the prefix there)
+    const reserved = proto.encodeSized(tableName, appProfileId, sized, 5)
+    assert.deepStrictEqual([reserved.length, reserved.subarray(5)], [bytes.length + 5, bytes])
+    const reservedToo = proto.encodeRequest(tableName, appProfileId, entries, sized.map((s) => s.bytes), 5)
+    assert.deepStrictEqual(reservedToo.subarray(5), bytes)
+  })
+
+  it("an entry whose measured size is wrong throws instead of framing garbage", () => {
+    const entry = RowMutationEntry.make("k", [Mutation.setCell({ family: "cf", qualifier: "q", value: "v" })])
+    const size = proto.entryByteSize(entry)
+    assert.throws(() => proto.encodeSized("t", undefined, [{ entry, bytes: size + 1 }]), /entry 0 encoded to/)
+    assert.throws(() => proto.encodeRequest("t", undefined, [entry], [size - 1]), /entry 0 encoded to/)
   })
 
   it("reads MutateRowsResponse statuses by index, skipping fields it does not use", () => {
