@@ -88,10 +88,10 @@ const sampleAll = (
     for (let pass = 0; pass <= passes; pass++) {
       const order = pass % 2 === 0 ? Object.entries(methods) : Object.entries(methods).toReversed()
       for (const [name, run] of order) {
-        // oxlint-disable-next-line no-await-in-loop -- passes run one after another
         const save = profiles === undefined || pass === 0
           ? undefined
           : path.join(profiles, `${name}-${pass}.heapprofile`)
+        // oxlint-disable-next-line no-await-in-loop -- passes run one after another
         const bytes = await allocated(session, run, save)
         // pass 0 warms up
         if (pass === 0) continue

@@ -1,7 +1,7 @@
 /** Runs one method's CI budget of seeds in a vitest test; fails listing the seeds that broke an invariant. */
 import { assert, it } from "@effect/vitest"
 import { methods } from "./methods/index.ts"
-import { runWith } from "./run.ts"
+import { runSeed } from "./run.ts"
 import { budget } from "./seeds.ts"
 
 /** `part` of `parts` (from 0): a slice of the method's seeds, so that vitest spreads a long budget over files. */
@@ -16,7 +16,7 @@ export const seedsHold = (method: string, part = 0, parts = 1): void => {
     const failures: Array<string> = []
     for (let seed = from; seed < to; seed++) {
       // oxlint-disable-next-line no-await-in-loop -- one run at a time: runs are CPU-bound
-      const r = await runWith(method, run, seed, { swarm: seed % 2 === 1 })
+      const r = await runSeed(method, run, seed, { swarm: seed % 2 === 1 })
       if (!r.ok) {
         failures.push(
           `npm run sim -- --method ${method} --seed ${seed} ${r.swarm ? "--swarm" : "--no-swarm"}: ${

@@ -29,13 +29,35 @@ import type { GcsSim } from "./gcs.ts"
 import type { Process, World } from "./kernel.ts"
 import { rate as rateOf, type Rng } from "./random.ts"
 
-type Codec = (buf: Buffer, callback: (error: Error | null, data: Buffer) => void) => void // avsc deflates each block on zlib's thread pool, which settles outside virtual time (a block could
+type Codec = (buf: Buffer, callback: (error: Error | null, data: Buffer) => void) => void
+
+/**
+ * A zlib one-shot call sets up a stream of its own, most of its cost on a block of a few records
+ * (tens of microseconds, about 20 blocks a seed), and the same blocks recur from seed to seed: a
+ * small block's result is kept by its bytes (the same bytes out, a copy each time). A failing call
+ * is not kept: it throws again.
+ */
+const memoized = (f: (buf: Buffer) => Buffer): (buf: Buffer) => Buffer => {
+  const results = new Map<string, Buffer>()
+  return (buf) => {
+    if (buf.length > 4096) return f(buf)
+    const key = buf.toString("latin1")
+    let out = results.get(key)
+    if (out === undefined) {
+      if (results.size >= 20_000) results.clear()
+      results.set(key, out = f(buf))
+    }
+    return Buffer.from(out)
+  }
+}
+const deflate = memoized((buf) => deflateRawSync(buf))
+const inflate = memoized((buf) => inflateRawSync(buf)) // avsc deflates each block on zlib's thread pool, which settles outside virtual time (a block could
  // arrive after the driver moved time on, or never before it judged the run quiescent): in the
 // simulator's process the encoder deflates synchronously, the same bytes (`null` is synchronous in
 // avsc itself, so the encoder takes either)
 ;(avro.streams.BlockEncoder as unknown as { getDefaultCodecs: () => Record<string, Codec> }).getDefaultCodecs = () => ({
   null: (buf, callback) => callback(null, buf),
-  deflate: (buf, callback) => callback(null, deflateRawSync(buf))
+  deflate: (buf, callback) => callback(null, deflate(buf))
 })
 
 /** Per-request probabilities; times in virtual milliseconds. */
@@ -169,7 +191,7 @@ export const readContainer = (bytes: Uint8Array): ReadonlyArray<Record<string, u
       if (end + 16 > buf.length) return "truncated block"
       const raw = buf.subarray(size.offset, end)
       if (!buf.subarray(end, end + 16).equals(sync)) return "sync marker mismatch"
-      const data = codec === "deflate" ? inflateRawSync(raw) : raw
+      const data = codec === "deflate" ? inflate(raw) : raw
       let at = 0
       for (let i = 0; i < (count.value as number); i++) {
         const r = type.decode(data, at)

@@ -22,7 +22,7 @@ import { fork } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import { methods } from "./methods/index.ts"
-import { runWith, type SeedReport } from "./run.ts"
+import { runSeed, runWith, type SeedReport } from "./run.ts"
 import { budget } from "./seeds.ts"
 
 interface Args {
@@ -192,7 +192,7 @@ const runShare = async (args: Args, done: (method: string, tally: Tally) => void
     for (let seed = range.from + share.index; seed < range.from + range.seeds; seed += share.of) {
       const started = performance.now()
       // oxlint-disable-next-line no-await-in-loop -- one run at a time per worker: runs are CPU-bound
-      const report = await runWith(method, run, seed, { swarm: swarmOf(args, seed), widen: args.widen })
+      const report = await runSeed(method, run, seed, { swarm: swarmOf(args, seed), widen: args.widen })
       tally.millis += performance.now() - started
       tally.seeds++
       tally.virtualMillis += report.virtualMillis

@@ -55,6 +55,7 @@ import * as Semaphore from "effect/Semaphore"
 import type { CheckpointError, Resume, ResumeOptions } from "../../Sink/Checkpoint.ts"
 import { CheckpointConflict, CheckpointRecord, CheckpointStore } from "../../Sink/CheckpointStore.ts"
 import type { Writer } from "../../Sink/Writer.ts"
+import { hotSpan } from "../core/hotSpan.ts"
 import { fencedDetail } from "./fenced.ts"
 import * as ids from "./ids.ts"
 import * as storeError from "./storeError.ts"
@@ -269,7 +270,7 @@ const protocol = Effect.fnUntraced(function*<A, P, C, E>(kept: Kept<A, P, C, E>)
       yield* participant.commit(commits)
     }))).pipe(
       Effect.onExit(latch),
-      Effect.withSpan(`${kept.name}.checkpoint`, { attributes: { "writer.id": writerId } })
+      hotSpan(`${kept.name}.checkpoint`, { "writer.id": writerId })
     )
 
   return {

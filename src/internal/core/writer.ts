@@ -507,7 +507,7 @@ const admission = <M extends Method, P>(
     const done = yield* Deferred.make<void, CoreError<M>>()
     yield* orFailed(Queue.offer(commands, { _tag: "Flush", done }))
     yield* orFailed(Deferred.await(done))
-  }).pipe(Effect.withSpan(`${backend.name}.flush`))
+  }).pipe(hotSpan(`${backend.name}.flush`))
 
   return {
     // one span per chunk

@@ -19,6 +19,7 @@ import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import { BigQueryError, RequestRejected, RetriesExhausted } from "../../../BigQuery/BigQueryError.ts"
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
 import type { Participant } from "../../checkpoint/protocol.ts"
+import { hotSpan } from "../../core/hotSpan.ts"
 import { toScheduleOf } from "../../core/retrySchedule.ts"
 import { Code, name as codeName } from "../../wire/grpcStatus.ts"
 import type { Settings } from "../options.ts"
@@ -162,8 +163,9 @@ export const flush = Effect.fnUntraced(
     )
   },
   (effect, _client, _settings, commit) =>
-    effect.pipe(Effect.withSpan("BigQuerySink.flushRows", {
-      attributes: { "bigquery.destination": commit.destination, "bigquery.offset": commit.offset }
+    effect.pipe(hotSpan("BigQuerySink.flushRows", {
+      "bigquery.destination": commit.destination,
+      "bigquery.offset": commit.offset
     }))
 )
 

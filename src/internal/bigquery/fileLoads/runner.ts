@@ -30,6 +30,7 @@ import type { SchemaUpdateOptions } from "../../../BigQuery/SchemaUpdateOptions.
 import * as TableDestination from "../../../BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { CreateDisposition } from "../../../Sink/CreateDisposition.ts"
+import { hotSpan } from "../../core/hotSpan.ts"
 import { type AnyPolicy, toSchedule, toScheduleOf } from "../../core/retrySchedule.ts"
 import * as deadline from "../../wire/deadline.ts"
 import { isTransientNetworkError } from "../../wire/networkError.ts"
@@ -276,7 +277,7 @@ export const runJob = Effect.fnUntraced(
     return yield* loadError(destination, `every deterministic id failed: ${failures.join("; ")}`, jobId)
   },
   (effect, _ctx, jobId, _configuration, destination) =>
-    effect.pipe(Effect.withSpan("FileLoads.runJob", { attributes: { "job.id": jobId, destination } }))
+    effect.pipe(hotSpan("FileLoads.runJob", { "job.id": jobId, destination }))
 )
 
 const tableRefOf = (t: Plan.TableRef) => ({ projectId: t.projectId, datasetId: t.datasetId, tableId: t.tableId })
@@ -437,7 +438,7 @@ export const discard = Effect.fnUntraced(
             }`
           )
       }),
-      Effect.withSpan("FileLoads.discard", { attributes: { "files": committables.length } })
+      hotSpan("FileLoads.discard", { "files": committables.length })
     )
 )
 
@@ -536,5 +537,5 @@ export const commit = Effect.fnUntraced(function*(
   effect.pipe(
     // the table calls of reconciliation (tables.get / insert / patch) take the same deadline
     Effect.provideService(deadline.AdminTimeout, ctx.settings.adminTimeout),
-    Effect.withSpan("FileLoads.commit", { attributes: { "files": committables.length } })
+    hotSpan("FileLoads.commit", { "files": committables.length })
   ))

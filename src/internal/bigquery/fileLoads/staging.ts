@@ -22,6 +22,7 @@ import * as Random from "effect/Random"
 import type { Writable } from "node:stream"
 import { BigQueryError, FileLoadFailed } from "../../../BigQuery/BigQueryError.ts"
 import type { TableDestination } from "../../../BigQuery/TableDestination.ts"
+import { hotSpan } from "../../core/hotSpan.ts"
 import type { StagingPath } from "./options.ts"
 import { type Committable, idPart } from "./plan.ts"
 
@@ -177,7 +178,7 @@ const close = (options: StagingOptions, file: OpenFile): Effect.Effect<Committab
       rowCount: file.rows,
       format: "AVRO"
     })),
-    Effect.withSpan("FileLoads.closeStagingFile", { attributes: { "gcs.object": file.name } })
+    hotSpan("FileLoads.closeStagingFile", { "gcs.object": file.name })
   )
 
 /** Encodes `record` into `file`; a bounded buffer per open file: waits for the upload to take what is queued. */
