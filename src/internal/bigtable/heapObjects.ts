@@ -112,7 +112,7 @@ export class ToCell<Tag extends AddToCellModel["_tag"] | MergeToCellModel["_tag"
  * A MutateRows call's request as the sink builds one: over its items, which carry each entry and its
  * measured size (`mutationProto.encodeSized` reads them), so a request copies no entries or sizes
  * into arrays of its own; `entries` and `entryByteSizes` are made only for a reader of the public
- * shape (a client that is not the library's).
+ * shape (a client that is not the library's; ADR 0057).
  *
  * @internal
  */
