@@ -7,6 +7,7 @@
 import { Effect } from "effect"
 import * as http2 from "node:http2"
 import type { RowMutationEntry } from "../src/Bigtable/index.ts"
+import * as heap from "../src/internal/bigtable/heapObjects.ts"
 import * as BigtableCalls from "../src/internal/bigtable/transport/client.ts"
 import type { CallListener, Cancel, StartCall } from "../src/internal/bigtable/transport/dataCall.ts"
 import { entryByteSize } from "../src/internal/bigtable/transport/mutationProto.ts"
@@ -88,7 +89,7 @@ export interface BareWorkload {
 /**
  * Every record of `workload` through its serializer into entries, cut into batches of `batch` by a
  * plain loop, `concurrency` batches handed to `send` at once (each with its entries' wire sizes).
- * Built as the sink builds them, with no allocation site (src/internal/sitelessArrays.ts): a
+ * Built as the sink builds them, with no allocation site (src/internal/bigtable/heapObjects.ts): a
  * pretenured array of entries keeps them alive until a full collection.
  */
 export const inBatches = async (
@@ -127,7 +128,7 @@ export const bareMutateAll = (authority: string, workload: BareWorkload) => {
   /** Every record into the table named `tableName` (its full resource name). */
   const mutateAll = (tableName: string) =>
     inBatches(workload, async (entries, sizes) => {
-      const statuses = await Effect.runPromise(send({ tableName, entries, entryByteSizes: sizes }))
+      const statuses = await Effect.runPromise(send(new heap.MutateRows(tableName, undefined, entries, sizes)))
       if (statuses.some((s) => s.code !== 0)) throw new Error("bigtable.node.bare: an entry failed")
     })
   return { mutateAll, close: session.close }

@@ -108,15 +108,35 @@ export class ToCell<Tag extends AddToCellModel["_tag"] | MergeToCellModel["_tag"
   }
 }
 
+/** A MutateRows call's request in the public shape, as the sink gives a client to call on a fiber. @internal */
+export class MutateRows implements MutateRowsRequest {
+  readonly tableName: string
+  readonly appProfileId: string | undefined
+  readonly entries: ReadonlyArray<RowMutationEntry>
+  readonly entryByteSizes: ReadonlyArray<number>
+  constructor(
+    tableName: string,
+    appProfileId: string | undefined,
+    entries: ReadonlyArray<RowMutationEntry>,
+    entryByteSizes: ReadonlyArray<number>
+  ) {
+    this.tableName = tableName
+    this.appProfileId = appProfileId
+    this.entries = entries
+    this.entryByteSizes = entryByteSizes
+  }
+}
+
 /**
- * A MutateRows call's request as the sink builds one: over its items, which carry each entry and its
- * measured size (`mutationProto.encodeSized` reads them), so a request copies no entries or sizes
- * into arrays of its own; `entries` and `entryByteSizes` are made only for a reader of the public
- * shape (a client that is not the library's; ADR 0057).
+ * A MutateRows call's request over the sink's items, which carry each entry and its measured size
+ * (`mutationProto.encodeSized` reads them): no arrays of entries and sizes a request. Given only to the
+ * library's own client started at once (`client.mutateRowsNow`); a client that may be the application's
+ * gets {@link MutateRows}, whose fields are its own (a wrapper may spread it). `entries` and
+ * `entryByteSizes` are made for a reader of the public shape all the same (ADR 0057).
  *
  * @internal
  */
-export class MutateRows implements MutateRowsRequest {
+export class SizedMutateRows implements MutateRowsRequest {
   readonly tableName: string
   readonly appProfileId: string | undefined
   readonly sized: ReadonlyArray<Sized>

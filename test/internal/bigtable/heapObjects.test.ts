@@ -75,11 +75,11 @@ describe("heapObjects", () => {
     for (const o of made) assert.notStrictEqual(Object.getPrototypeOf(o), Object.prototype)
   })
 
-  it("the sink's MutateRows request reads its items, and gives the public shape to a reader of it", () => {
+  it("the sink's request over its items reads them, and gives the public shape to a reader of it", () => {
     const a = RowMutationEntry.make("a", Mutation.deleteFromRow())
     const b = RowMutationEntry.make("b", Mutation.deleteFromFamily({ family: "cf" }))
     const items = [{ entry: a, bytes: 5, other: 1 }, { entry: b, bytes: 9, other: 2 }]
-    const request = new heap.MutateRows("t", "profile", items)
+    const request = new heap.SizedMutateRows("t", "profile", items)
     assert.strictEqual(request.sized, items)
     assert.deepStrictEqual(
       [request.tableName, request.appProfileId, request.entries, request.entryByteSizes],

@@ -12,7 +12,9 @@
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type { EntryStatus, MutateRowsRequest } from "../../../Bigtable/BigtableClient.ts"
+import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
 import { hotSpan } from "../../core/hotSpan.ts"
+import { emptyArray } from "../../sitelessArrays.ts"
 import * as heap from "../heapObjects.ts"
 import * as metrics from "../metrics.ts"
 import { batchDelay } from "../options.ts"
@@ -36,14 +38,32 @@ export const notApplied = (statuses: ReadonlyArray<EntryStatus>): number => {
  * @internal
  */
 export const call = <A, EH, R>(st: State<A, EH, R>, items: Request): Effect.Effect<ReadonlyArray<EntryStatus>> =>
-  st.client.mutateRows(mutateRowsRequest(st, items)).pipe(
+  st.client.mutateRows(publicRequest(st, items)).pipe(
     Effect.tap((statuses) => Effect.annotateCurrentSpan("bigtable.failedEntries", notApplied(statuses))),
     hotSpan(callSpan, callAttributes(items))
   )
 
-/** The MutateRows request of `items` (one table): over the items themselves, which carry their entries and sizes. @internal */
+/**
+ * The MutateRows request of `items` (one table) for the library's own client started at once
+ * (`callNow.ts`): over the items themselves, which carry their entries and sizes. @internal
+ */
 export const mutateRowsRequest = <A, EH, R>(st: State<A, EH, R>, items: Request): MutateRowsRequest =>
-  new heap.MutateRows((items[0] as Item).table.tableName, st.settings.appProfileId, items)
+  new heap.SizedMutateRows((items[0] as Item).table.tableName, st.settings.appProfileId, items)
+
+/**
+ * The MutateRows request of `items` (one table) for a call on a fiber, whose client may be the
+ * application's: the public shape, its entries and sizes copied into fields of its own. @internal
+ */
+export const publicRequest = <A, EH, R>(st: State<A, EH, R>, items: Request): MutateRowsRequest => {
+  const entries = emptyArray<RowMutationEntry>()
+  const sizes = emptyArray<number>()
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i] as Item
+    entries.push(item.entry)
+    sizes.push(item.bytes)
+  }
+  return new heap.MutateRows((items[0] as Item).table.tableName, st.settings.appProfileId, entries, sizes)
+}
 
 /** The span of a MutateRows call. @internal */
 export const callSpan = "BigtableSink.mutateRows"

@@ -15,7 +15,7 @@ import { BigtableError, RpcFailed } from "../../../Bigtable/BigtableError.ts"
 import { unset } from "../../sitelessArrays.ts"
 import * as deadline from "../../wire/deadline.ts"
 import * as grpc from "../../wire/grpcStatus.ts"
-import { MutateRows } from "../heapObjects.ts"
+import { SizedMutateRows } from "../heapObjects.ts"
 import * as checkAndMutate from "./checkAndMutateProto.ts"
 import type { CallListener, Cancel, StartCall } from "./dataCall.ts"
 import { encodeRequest, encodeSized, entryByteSize } from "./mutationProto.ts"
@@ -200,7 +200,7 @@ const listenerOf = (
 
 /** A status slot for each entry of `request`, none answered yet. */
 const unanswered = (request: MutateRowsRequest): Array<EntryStatus | undefined> =>
-  unset(request instanceof MutateRows ? request.sized.length : request.entries.length)
+  unset(request instanceof SizedMutateRows ? request.sized.length : request.entries.length)
 
 /**
  * A call's statuses once it ended: each entry the server answered keeps its own, the others get the
@@ -240,7 +240,7 @@ const mutateRowsParts = (
 ): CallParts => ({
   method: mutateRowsPath,
   encode: (reserve) =>
-    request instanceof MutateRows
+    request instanceof SizedMutateRows
       ? encodeSized(request.tableName, request.appProfileId, request.sized, reserve)
       : encodeRequest(
         request.tableName,
