@@ -13,6 +13,7 @@ import type { CallListener, Cancel, StartCall } from "../src/internal/bigtable/t
 import { entryByteSize } from "../src/internal/bigtable/transport/mutationProto.ts"
 import { emptyArray } from "../src/internal/sitelessArrays.ts"
 import { prefixLength, writePrefix } from "../src/internal/wire/http2/messageFrame.ts"
+import type { BigtableWorkload } from "./workloads.ts"
 
 /**
  * The library's `StartCall` on a bare `node:http2` session (plaintext, to an emulator): gRPC's
@@ -77,11 +78,8 @@ const wire = (session: http2.ClientHttp2Session, method: string, listener: CallL
   }
 }
 
-/** The workload of {@link bareMutateAll}. */
-export interface BareWorkload {
-  readonly records: number
-  readonly batch: number
-  readonly concurrency: number
+/** The workload of {@link bareMutateAll}: the records' shape, and how each becomes an entry. */
+export interface BareWorkload extends BigtableWorkload {
   /** Record `i` as an entry (the sink's serializer of the benchmark). */
   readonly serializer: (i: number) => RowMutationEntry.RowMutationEntry
 }

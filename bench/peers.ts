@@ -57,12 +57,7 @@ import * as BigQuerySink from "../src/BigQuery/BigQuerySink.ts"
 import * as RowSerializer from "../src/BigQuery/RowSerializer.ts"
 import * as TableDestination from "../src/BigQuery/TableDestination.ts"
 import * as WriteMethod from "../src/BigQuery/WriteMethod.ts"
-import {
-  BigtableClient,
-  BigtableSink,
-  TableDestination as BigtableTable,
-  WriteMethod as BigtableWriteMethod
-} from "../src/Bigtable/index.ts"
+import { BigtableClient, BigtableSink, TableDestination as BigtableTable } from "../src/Bigtable/index.ts"
 import { encodeDescriptor } from "../src/internal/bigquery/encoding/descriptor.ts"
 import * as AppendRequest from "../src/internal/bigquery/transport/appendRequest.ts"
 import * as ClientInternal from "../src/internal/bigquery/transport/client.ts"
@@ -88,7 +83,7 @@ import * as JsonWriter from "./jsonWriter.ts"
 import * as Pin from "./pin.ts"
 import { Row, rowGenerator } from "./rows.ts"
 import { median, timePass } from "./timing.ts"
-import { bigtableRecord, bigtableSinkRun, bigtableValue } from "./workloads.ts"
+import { bigtableRecord, bigtableSinkRun, bigtableValue, bigtableWriteMethod } from "./workloads.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
@@ -499,11 +494,6 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
 }
 
 /** One pass of the Bigtable sink into `tableId`, on a client built once (as a service holds one). */
-const bigtableWriteMethod = BigtableWriteMethod.atLeastOnce({
-  batchElementCount: batch,
-  maxInFlightEntries: batch * concurrency
-})
-
 const bigtableSink = async (client: BigtableClient.BigtableClient["Service"], tableId: string) => {
   const summary = await Effect.runPromise(bigtableSinkRun(client, tableId, { records, batch, concurrency }))
   if (summary.recordsWritten !== records) throw new Error(`sink wrote ${summary.recordsWritten} of ${records}`)
@@ -521,7 +511,7 @@ const bigtableWriter = Effect.fnUntraced(function*(client: BigtableClient.Bigtab
   const writer = yield* BigtableSink.writer({
     destinationResolver: () => current,
     serializer: bigtableRecord,
-    writeMethod: bigtableWriteMethod
+    writeMethod: bigtableWriteMethod({ records, batch, concurrency })
   }).pipe(Effect.provideService(BigtableClient.BigtableClient, client))
   return async (tableId: string) => {
     current = BigtableTable.makeUnsafe({ projectId, instanceId, tableId })

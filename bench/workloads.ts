@@ -42,6 +42,10 @@ export interface BigtableWorkload {
   readonly concurrency: number
 }
 
+/** The sink's write method for a workload: `batch` entries a call, `batch * concurrency` entries in flight. */
+export const bigtableWriteMethod = ({ batch, concurrency }: BigtableWorkload) =>
+  WriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
+
 /**
  * One run of the Bigtable sink on `client` into table `tableId` (project and instance `bench`): records
  * `0..records-1` through {@link bigtableRecord}, `batch` entries a call, `batch * concurrency` entries
@@ -50,13 +54,13 @@ export interface BigtableWorkload {
 export const bigtableSinkRun = (
   client: BigtableClient.BigtableClient["Service"],
   tableId: string,
-  { batch, concurrency, records }: BigtableWorkload
+  workload: BigtableWorkload
 ) =>
-  Stream.range(0, records - 1).pipe(
+  Stream.range(0, workload.records - 1).pipe(
     Stream.run(BigtableSink.make({
       table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
       serializer: bigtableRecord,
-      writeMethod: WriteMethod.atLeastOnce({ batchElementCount: batch, maxInFlightEntries: batch * concurrency })
+      writeMethod: bigtableWriteMethod(workload)
     })),
     Effect.provideService(BigtableClient.BigtableClient, client)
   )

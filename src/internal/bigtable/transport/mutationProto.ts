@@ -320,10 +320,11 @@ export const encodeRequest = (
   sizes: ReadonlyArray<number>,
   reserve = 0
 ): Buffer => {
-  let size = headSize(tableName, appProfileId)
+  const head = new Head(tableName, appProfileId)
+  let size = head.size
   for (let i = 0; i < entries.length; i++) size += lenField(sizes[i] ?? 0)
   const buf = Buffer.allocUnsafe(reserve + size)
-  const out = writeHead(buf, reserve, tableName, appProfileId)
+  const out = head.write(buf, reserve)
   for (let i = 0; i < entries.length; i++) writeSized(out, entries[i] as RowMutationEntry, sizes[i] ?? 0, i)
   return buf
 }
@@ -335,10 +336,11 @@ export const encodeSized = (
   sized: ReadonlyArray<Sized>,
   reserve = 0
 ): Buffer => {
-  let size = headSize(tableName, appProfileId)
+  const head = new Head(tableName, appProfileId)
+  let size = head.size
   for (let i = 0; i < sized.length; i++) size += lenField((sized[i] as Sized).bytes)
   const buf = Buffer.allocUnsafe(reserve + size)
-  const out = writeHead(buf, reserve, tableName, appProfileId)
+  const out = head.write(buf, reserve)
   for (let i = 0; i < sized.length; i++) {
     const item = sized[i] as Sized
     writeSized(out, item.entry, item.bytes, i)
@@ -346,26 +348,32 @@ export const encodeSized = (
   return buf
 }
 
-const profileBytes = (appProfileId: string | undefined): number =>
-  appProfileId === undefined || appProfileId === "" ? 0 : Buffer.byteLength(appProfileId, "utf8")
-
-/** The bytes of a request's table name and app profile fields. */
-const headSize = (tableName: string, appProfileId: string | undefined): number => {
-  const profile = profileBytes(appProfileId)
-  return lenField(Buffer.byteLength(tableName, "utf8")) + (profile > 0 ? lenField(profile) : 0)
-}
-
-/** Writes a request's table name and app profile fields into `buf` after `reserve` bytes; the cursor after them. */
-const writeHead = (buf: Buffer, reserve: number, tableName: string, appProfileId: string | undefined): Out => {
-  const out = new Out(buf, reserve)
-  out.len(1, Buffer.byteLength(tableName, "utf8"))
-  out.pos += buf.write(tableName, out.pos, "utf8")
-  const profile = profileBytes(appProfileId)
-  if (profile > 0 && appProfileId !== undefined) {
-    out.len(3, profile)
-    out.pos += buf.write(appProfileId, out.pos, "utf8")
+/** A request's table name and app profile fields: their UTF-8 lengths measured once, for its size and its writing. */
+class Head {
+  readonly tableName: string
+  readonly appProfileId: string | undefined
+  readonly table: number
+  readonly profile: number
+  readonly size: number
+  constructor(tableName: string, appProfileId: string | undefined) {
+    this.tableName = tableName
+    this.appProfileId = appProfileId
+    this.table = Buffer.byteLength(tableName, "utf8")
+    this.profile = appProfileId === undefined || appProfileId === "" ? 0 : Buffer.byteLength(appProfileId, "utf8")
+    this.size = lenField(this.table) + (this.profile > 0 ? lenField(this.profile) : 0)
   }
-  return out
+
+  /** Writes the fields into `buf` after `reserve` bytes; the cursor after them. */
+  write(buf: Buffer, reserve: number): Out {
+    const out = new Out(buf, reserve)
+    out.len(1, this.table)
+    out.pos += buf.write(this.tableName, out.pos, "utf8")
+    if (this.profile > 0 && this.appProfileId !== undefined) {
+      out.len(3, this.profile)
+      out.pos += buf.write(this.appProfileId, out.pos, "utf8")
+    }
+    return out
+  }
 }
 
 /** Entry `i` of a request, which must encode to the `entrySize` it measured. */
