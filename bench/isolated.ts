@@ -12,8 +12,12 @@
  * The child runs the benchmark script with `--isolated-child <method>` and the forwarded arguments;
  * it runs its warm-up passes and one timed pass, and prints one JSON line ({@link Sample}) last.
  * `BENCH_CHILD_NODE_FLAGS` (space-separated) adds Node or V8 flags to every child, for experiments.
+ *
+ * A stepped child ({@link stepped}, `--stepped`) stays up after its warm-up and times one pass per line
+ * the parent sends it, so the parent can alternate its passes with a Go peer's (bench/peers.ts `--steps`).
  */
-import { spawnSync } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
+import * as readline from "node:readline"
 
 /** The flag that makes a benchmark script a child timing one method. */
 export const childFlag = "--isolated-child"
@@ -57,16 +61,97 @@ export const run = (
   return samples
 }
 
+// V8 flags for the children alone (`BENCH_CHILD_NODE_FLAGS="--single-threaded-gc"`): Node refuses many
+// of them in NODE_OPTIONS, and the parent's own flags are not theirs
+const childNodeArgs = (script: string, method: string, args: ReadonlyArray<string>): Array<string> => [
+  "--expose-gc",
+  ...(process.env["BENCH_CHILD_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== ""),
+  script,
+  ...args,
+  childFlag,
+  method
+]
+
 /** One timed pass of `method` in a fresh process running `script` with `args`. */
 export const once = (script: string, method: string, args: ReadonlyArray<string>): Sample => {
-  // V8 flags for the children alone (`BENCH_CHILD_NODE_FLAGS="--single-threaded-gc"`): Node refuses many
-  // of them in NODE_OPTIONS, and the parent's own flags are not theirs
-  const extra = (process.env["BENCH_CHILD_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")
-  const proc = spawnSync(process.execPath, ["--expose-gc", ...extra, script, ...args, childFlag, method], {
+  const proc = spawnSync(process.execPath, childNodeArgs(script, method, args), {
     stdio: ["ignore", "pipe", "inherit"],
     encoding: "utf8",
     maxBuffer: 16 * 1024 * 1024
   })
   if (proc.status !== 0) throw new Error(`${method}: child exited with ${proc.status ?? proc.signal}`)
   return JSON.parse(proc.stdout.trim().split("\n").at(-1) ?? "") as Sample
+}
+
+/** The flag that makes a child serve stepped passes ({@link serveSteps}) after its warm-up. */
+export const steppedFlag = "--stepped"
+
+/**
+ * A warmed-up child that times one pass per line it is sent: ours ({@link stepped}) or a Go peer's
+ * (`measure.Steps`). A parent alternates two of them, so a spell of the machine's slowness (this VM
+ * runs the same loop 1.5x slower for a few seconds at a time) falls on both sides of a comparison,
+ * not on whichever process happened to run then.
+ */
+export interface Stepped {
+  /** The child finished its warm-up. */
+  readonly ready: Promise<void>
+  /** One timed pass, given `arg` (a table id, or nothing): the JSON line it printed. */
+  readonly pass: (arg?: string) => Promise<unknown>
+  /** Closes its stdin and waits for it to exit. */
+  readonly close: () => Promise<void>
+}
+
+/** A {@link Stepped} child running `command` with `args`: its JSON lines answer the parent in order. */
+export const steppedCommand = (name: string, command: string, args: ReadonlyArray<string>): Stepped => {
+  const child = spawn(command, args, { stdio: ["pipe", "pipe", "inherit"] })
+  const waiting: Array<{ resolve: (line: unknown) => void; reject: (error: Error) => void }> = []
+  let failure: Error | undefined
+  const exited = new Promise<void>((resolve) =>
+    child.on("close", (code, signal) => {
+      failure ??= new Error(`${name}: child exited with ${code ?? signal}`)
+      for (const w of waiting.splice(0)) w.reject(failure)
+      resolve()
+    })
+  )
+  child.on("error", (error) => {
+    failure = error
+    for (const w of waiting.splice(0)) w.reject(error)
+  })
+  readline.createInterface({ input: child.stdout }).on("line", (line) => {
+    if (line.startsWith("{")) waiting.shift()?.resolve(JSON.parse(line))
+  })
+  const next = () =>
+    new Promise<unknown>((resolve, reject) => {
+      if (failure !== undefined) reject(failure)
+      else waiting.push({ resolve, reject })
+    })
+  return {
+    ready: next().then(() => undefined),
+    pass: (arg = "") => {
+      const answer = next()
+      child.stdin.write(`${arg}\n`)
+      return answer
+    },
+    close: () => {
+      child.stdin.end()
+      return exited
+    }
+  }
+}
+
+/** Our `method` as a {@link Stepped} child of `script`. */
+export const stepped = (script: string, method: string, args: ReadonlyArray<string>): Stepped =>
+  steppedCommand(method, process.execPath, [...childNodeArgs(script, method, args), steppedFlag])
+
+/** Whether this child was started by {@link stepped}. */
+export const isStepped = (): boolean => process.argv.includes(steppedFlag)
+
+/**
+ * A stepped child's side, after its warm-up: says it is ready, then runs `pass` for each line on stdin
+ * (its argument) and reports it, until stdin closes.
+ */
+export const serveSteps = async (pass: (arg: string) => Promise<Sample>): Promise<void> => {
+  console.log(JSON.stringify({ ready: true }))
+  // oxlint-disable-next-line no-await-in-loop -- one pass at a time, as the parent asks
+  for await (const line of readline.createInterface({ input: process.stdin })) report(await pass(line))
 }

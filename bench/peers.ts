@@ -22,13 +22,15 @@
  *   encoder and response reader) on a bare `node:http2` session (bench/bigtableHttp2.ts), the records
  *   turned into entries and cut into batches by a plain loop, no sink, credentials, deadlines or retries.
  *
- * Every method is timed in `--passes` passes (default 3) after one untimed warm-up, the first method of a
- * pass rotating from pass to pass; figures are medians, and `paired` is the median of each pass's own
- * ratio of Go's CPU per item to ours (steadier from run to run than the ratio of the medians). Each pass, ours as Go's, runs in a fresh process
- * that warms itself up first, for at least `--warmup-seconds` (BigQuery, default 8) or
- * `--bigtable-warmup-seconds` (8; see below)
- * (bench/isolated.ts says why; `--shared-process` times ours in this process instead, after one warm-up
- * of each); the Bigtable passes share the emulator, each into fresh tables.
+ * Every method is timed in `--passes` passes (default 3), the first method of a pass rotating from pass
+ * to pass; figures are medians, and `paired` is the median of each pass's own ratio of Go's CPU per item
+ * to ours (steadier from run to run than the ratio of the medians). Each pass, ours as Go's, runs in a
+ * fresh process that warms itself up first, for at least `--warmup-seconds` (BigQuery, default 8) or
+ * `--bigtable-warmup-seconds` (8; see below) (bench/isolated.ts says why; `--shared-process` times ours
+ * in this process instead, after one warm-up of each); the Bigtable passes share the emulator, each into
+ * fresh tables. A pass of a sink and its Go peer holds both processes at once and times `--steps` (4)
+ * passes of each, alternating, summed: the two sides of a comparison then share the machine's slow
+ * spells (see `steps`). The baselines time one pass per process.
  * Next to throughput, the client's CPU per row: the CPU time of the process that ran the method (all its
  * threads) during the pass, over the rows: this process for our sinks (`process.cpuUsage`), the Go
  * program's own `getrusage` for Go (each Go pass is a fresh process that first runs its own warm-up pass).
@@ -39,7 +41,7 @@
  * digest.
  *
  *   npm run bench:peers [-- --passes 3 --rows 2000000 --records 100000 --only bigquery|bigtable --no-baselines
- *                          --warmup-seconds 8 --bigtable-warmup-seconds 8 --sink-per-pass --tls --pin]
+ *                          --warmup-seconds 8 --bigtable-warmup-seconds 8 --steps 4 --sink-per-pass --tls --pin]
  *
  * `--pin` (bench/pin.ts): the timed processes, ours and Go's, on CPU 0, the fake and the emulator on CPU 1.
  *
@@ -131,6 +133,16 @@ const sharedProcess = flag("shared-process")
  * pass (135-150 ms of compiler-thread CPU, 36-40 ns a row); after 8 s, one (under 1 ms).
  */
 const warmupSeconds = numberArg("warmup-seconds", 8)
+/**
+ * `--steps` (default 4): a pass of a method with a Go peer (the BigQuery sink's two paths, the Bigtable
+ * sink) is one process of ours and one of Go's, warmed up one after the other, then `steps` timed passes
+ * of each, alternating (ABBA) and summed. This VM has spells, a few seconds long, in which the same code
+ * runs 1.5-2x slower (BENCHMARKS.md, "Passes in step"); one timed
+ * pass per process charged a spell to whichever side ran in it, and two runs of the same code disagreed
+ * by more than any change being measured. `--steps 0`: one timed pass per fresh process (the form before
+ * 2026-12-07).
+ */
+const steps = numberArg("steps", 4)
 const bigtableWarmupSeconds = numberArg("bigtable-warmup-seconds", 8)
 /**
  * `--sink-per-pass`: each pass of our sinks runs `Stream.run(BigQuerySink.make(...))` (or Bigtable's)
@@ -242,6 +254,97 @@ const timeHere = async (items: number, method: () => Promise<void>): Promise<Pas
   ...(await timePass(method))
 })
 
+/** What a pass of the run times: one method, or ours and its Go peer in step (`--steps`). */
+interface Unit {
+  readonly names: ReadonlyArray<string>
+  /** A pass of each of `names`, in that order. */
+  readonly run: () => Promise<ReadonlyArray<Pass>>
+}
+
+/** One method's pass as a unit. */
+const singleUnit = (name: string, pass: () => Promise<Pass>): Unit => ({
+  names: [name],
+  run: async () => [await pass()]
+})
+
+/** `passes` passes of every unit, who goes first rotating (a slow spell should not always hit the same one). */
+const runUnits = async (order: ReadonlyArray<Unit>, samples: Record<string, Array<Pass>>, unit: string) => {
+  for (let pass = 0; pass < passes; pass++) {
+    for (let k = 0; k < order.length; k++) {
+      const { names, run } = order[(k + pass) % order.length]!
+      // oxlint-disable-next-line no-await-in-loop -- one pass at a time on the machine
+      const ps = await run()
+      names.forEach((name, i) => {
+        const p = ps[i]
+        if (p === undefined) throw new Error(`no pass of ${name}`)
+        ;(samples[name] ??= []).push(p)
+        console.log(passLine(pass + 1, name, p, unit))
+      })
+    }
+  }
+}
+
+/** Passes summed: one side's figure for a pass of `--steps`. */
+const sumOf = (ps: ReadonlyArray<Pass>): Pass => {
+  const total = (f: (p: Pass) => number | undefined) => {
+    let sum = 0
+    for (const p of ps) {
+      const x = f(p)
+      if (x === undefined) return undefined
+      sum += x
+    }
+    return sum
+  }
+  const helper = total((p) => p.helperCpuSeconds)
+  const major = total((p) => p.majorCollections)
+  return {
+    items: total((p) => p.items) ?? 0,
+    seconds: total((p) => p.seconds) ?? 0,
+    cpuSeconds: total((p) => p.cpuSeconds) ?? 0,
+    ...(helper === undefined ? {} : { helperCpuSeconds: helper }),
+    ...(major === undefined ? {} : { majorCollections: major })
+  }
+}
+
+/**
+ * A pass of `--steps`: our method and its Go peer, each a warmed-up stepped child (started one after
+ * the other, so neither warms up beside the other), timed `steps` times each in ABBA order, summed.
+ * Prints each side's steps (CPU per item), so a spell of slowness shows where it fell.
+ */
+const inStep = async (
+  ours: () => Isolated.Stepped,
+  go: () => Isolated.Stepped,
+  items: number
+): Promise<{ readonly ours: Pass; readonly go: Pass }> => {
+  const started: Array<Isolated.Stepped> = []
+  const start = async (make: () => Isolated.Stepped) => {
+    const child = make()
+    started.push(child)
+    await child.ready
+    return child
+  }
+  try {
+    const a = await start(ours)
+    const b = await start(go)
+    const ourSteps: Array<Pass> = []
+    const goSteps: Array<Pass> = []
+    for (let step = 0; step < steps; step++) {
+      const order = step % 4 === 0 || step % 4 === 3 ? [a, b] : [b, a]
+      for (const child of order) {
+        // oxlint-disable-next-line no-await-in-loop -- one pass at a time on the machine
+        const answer = await child.pass()
+        if (child === a) ourSteps.push(passOf(items, answer as Isolated.Sample))
+        else goSteps.push(answer as Pass)
+      }
+    }
+    const list = (ps: ReadonlyArray<Pass>) => ps.map((p) => cpuNsPerItem(p).toFixed(0)).join(" ")
+    console.log(`  steps, ns CPU per item: ours ${list(ourSteps)}; Go ${list(goSteps)}`)
+    return { ours: sumOf(ourSteps), go: sumOf(goSteps) }
+  } finally {
+    await Promise.all(started.map((child) => child.close()))
+  }
+}
+
 const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Promise<A> => Effect.runPromise(Effect.scoped(effect))
 
 // the generator is stateful: the distinct rows are made once, for our methods and the Go programs alike
@@ -339,30 +442,31 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
     }
     return batches
   }
+  const goArgs = (mode: string, n: number, warmup: number, warmFor = 0) => [
+    "--target",
+    fake.grpcTarget,
+    ...(tlsDir === undefined ? [] : ["--tls-ca", path.join(tlsDir, "cert.pem")]),
+    "--project",
+    fake.projectId,
+    "--rows-file",
+    rowsFile,
+    "--mode",
+    mode,
+    "--rows",
+    String(n),
+    "--depth",
+    String(depth),
+    "--batch-bytes",
+    String(batchBytes),
+    "--warmup",
+    String(warmup),
+    "--warmup-seconds",
+    String(warmFor),
+    "--passes",
+    "1"
+  ]
   const go = (mode: string, n: number, warmup: number, warmFor = 0) =>
-    runGo("bigquery", [
-      "--target",
-      fake.grpcTarget,
-      ...(tlsDir === undefined ? [] : ["--tls-ca", path.join(tlsDir, "cert.pem")]),
-      "--project",
-      fake.projectId,
-      "--rows-file",
-      rowsFile,
-      "--mode",
-      mode,
-      "--rows",
-      String(n),
-      "--depth",
-      String(depth),
-      "--batch-bytes",
-      String(batchBytes),
-      "--warmup",
-      String(warmup),
-      "--warmup-seconds",
-      String(warmFor),
-      "--passes",
-      "1"
-    ])
+    runGo("bigquery", goArgs(mode, n, warmup, warmFor))
   return {
     sinkEncode: (n: number) => sinkPass(serializer, inputOf(rowsOf(n))),
     /** bigquery.bench.ts's `raw` baseline: the sink's batches, pre-encoded, written by hand on a grpc-js call. */
@@ -387,6 +491,23 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
     },
     sinkBytes: (n: number) => sinkPass(bytesSerializer, inputOf(encodedOf(n))),
     go,
+    /** The Go peer as a stepped child (`--steps`), its rows counted by this fake after each pass. */
+    goStepped: (mode: string): Isolated.Stepped => {
+      const child = Isolated.steppedCommand(`bigquery.go.${mode}`, path.join(buildDir, "bigquery"), [
+        ...goArgs(mode, rowCount, 1, warmupSeconds),
+        "--stepped"
+      ])
+      return {
+        ...child,
+        pass: async (arg) => {
+          const before = await fake.rowCount()
+          const answer = await child.pass(arg)
+          const acknowledged = (await fake.rowCount()) - before
+          if (acknowledged < rowCount) throw new Error(`bigquery.go.${mode}: ${acknowledged} rows acknowledged`)
+          return answer
+        }
+      }
+    },
     /** Closes the process's writers and client (their fibers and connections would keep it alive). */
     close: () => Effect.runPromise(Scope.close(processScope, Exit.void))
   }
@@ -467,26 +588,31 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
       if (sharedProcess) return timeHere(rowCount, method)
       return passOf(rowCount, Isolated.once(new URL(import.meta.url).pathname, name, forwarded()))
     }
-    const order: Array<[string, () => Promise<Pass>]> = [
-      ["bigquery.sink.encode", ourPass("bigquery.sink.encode", sinkEncode)],
-      ["bigquery.go.encode", goPass("encode")],
-      ["bigquery.sink.bytes", ourPass("bigquery.sink.bytes", sinkBytes)],
-      ["bigquery.go.bytes", goPass("bytes")]
+    const single = (name: string, pass: () => Promise<Pass>): Unit => singleUnit(name, () => counted(name, pass))
+    // with --steps, ours and Go's in step, each in a process of its own that serves the pair's passes
+    const paired = (name: string, mode: string, method: () => Promise<void>): Array<Unit> =>
+      steps > 0 && !sharedProcess
+        ? [{
+          names: [name, `bigquery.go.${mode}`],
+          run: async () => {
+            const both = await inStep(
+              () => Isolated.stepped(new URL(import.meta.url).pathname, name, forwarded()),
+              () => methods.goStepped(mode),
+              rowCount
+            )
+            return [both.ours, both.go]
+          }
+        }]
+        : [single(name, ourPass(name, method)), single(`bigquery.go.${mode}`, goPass(mode))]
+    const order: Array<Unit> = [
+      ...paired("bigquery.sink.encode", "encode", sinkEncode),
+      ...paired("bigquery.sink.bytes", "bytes", sinkBytes)
     ]
     for (const name of ["bigquery.node.raw", "bigquery.node.jsonWriter"]) {
       const method = ours[name]
-      if (method !== undefined) order.push([name, ourPass(name, method)])
+      if (method !== undefined) order.push(single(name, ourPass(name, method)))
     }
-    for (let pass = 0; pass < passes; pass++) {
-      // who goes first rotates: a loaded machine's slow spell should not always hit the same method
-      for (let k = 0; k < order.length; k++) {
-        const [name, method] = order[(k + pass) % order.length]!
-        // oxlint-disable-next-line no-await-in-loop
-        const p = await counted(name, method)
-        ;(samples[name] ??= []).push(p)
-        console.log(passLine(pass + 1, name, p, "row"))
-      }
-    }
+    await runUnits(order, samples, "row")
   } finally {
     await opened?.close()
     fake.close()
@@ -544,33 +670,33 @@ const warmUp = async (pass: () => Promise<void>, seconds: number): Promise<void>
  */
 const bigtableChildPass = async (name: string) => {
   const emulatorHost = textArg("emulator")
-  const tableId = textArg("table")
   const warm = textArg("warmup-table")
-  let p: Pass
+  // after the warm-up: the timed pass into `--table`, or one into each table the parent names (`--steps`)
+  const timed = async (pass: (table: string) => Promise<void>) => {
+    await warmUp(() => pass(warm), bigtableWarmupSeconds)
+    const timedInto = async (table: string) => sampleOf(await timeHere(records, () => pass(table)))
+    if (Isolated.isStepped()) await Isolated.serveSteps(timedInto)
+    else Isolated.report(await timedInto(textArg("table")))
+  }
   if (name === "bigtable.sink") {
-    p = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulatorHost } })
       const pass = yield* bigtableWriter(client)
-      yield* Effect.promise(() => warmUp(() => pass(warm), bigtableWarmupSeconds))
-      return yield* Effect.promise(() => timeHere(records, () => pass(tableId)))
+      yield* Effect.promise(() => timed(pass))
     })))
   } else if (name === "bigtable.node.mutateRows") {
     const raw = new v2.BigtableClient(gapicOptions(emulatorHost))
-    const mutateAll = async (table: string) => {
+    await timed(async (table) => {
       await runRaw(raw, tableName(table), { records, batch, concurrency, value: bigtableValue })
-    }
-    await warmUp(() => mutateAll(warm), bigtableWarmupSeconds)
-    p = await timeHere(records, () => mutateAll(tableId))
+    })
     await raw.close()
   } else if (name === "bigtable.node.bare") {
     const bare = bareMutateAll(emulatorHost, { records, batch, concurrency, serializer: bigtableRecord })
-    await warmUp(() => bare.mutateAll(tableName(warm)), bigtableWarmupSeconds)
-    p = await timeHere(records, () => bare.mutateAll(tableName(tableId)))
+    await timed((table) => bare.mutateAll(tableName(table)))
     bare.close()
   } else {
     throw new Error(`no Bigtable method ${name}`)
   }
-  Isolated.report(sampleOf(p))
 }
 
 const bigtable = (samples: Record<string, Array<Pass>>) =>
@@ -615,32 +741,74 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
         return p
       } :
       isolatedPass("bigtable.sink")
+    const goArgs = (warm: string) => [
+      "--emulator",
+      emulator.emulatorHost,
+      "--project",
+      projectId,
+      "--instance",
+      instanceId,
+      "--warmup-table",
+      warm,
+      "--records",
+      String(records),
+      "--batch",
+      String(batch),
+      "--concurrency",
+      String(concurrency),
+      "--warmup-seconds",
+      String(bigtableWarmupSeconds)
+    ]
     const goPass = async () => {
       const warm = await freshTable()
       const tableId = await freshTable()
-      const [p] = await runGo("bigtable", [
-        "--emulator",
-        emulator.emulatorHost,
-        "--project",
-        projectId,
-        "--instance",
-        instanceId,
-        "--table",
-        tableId,
-        "--warmup-table",
-        warm,
-        "--records",
-        String(records),
-        "--batch",
-        String(batch),
-        "--concurrency",
-        String(concurrency),
-        "--warmup-seconds",
-        String(bigtableWarmupSeconds)
-      ])
+      const [p] = await runGo("bigtable", [...goArgs(warm), "--table", tableId])
       await dropTable(warm)
       await dropTable(tableId)
       return p!
+    }
+    /** A stepped child whose every pass writes into a fresh table, dropped after it. */
+    const freshTables = (child: Isolated.Stepped): Isolated.Stepped => ({
+      ...child,
+      pass: async () => {
+        const tableId = await freshTable()
+        try {
+          return await child.pass(tableId)
+        } finally {
+          await dropTable(tableId)
+        }
+      }
+    })
+    /** `--steps`: the sink and Go's `ApplyBulk` in step, each warmed up into a table of its own. */
+    const inStepPass = async (): Promise<ReadonlyArray<Pass>> => {
+      const warmOurs = await freshTable()
+      const warmGo = await freshTable()
+      try {
+        const both = await inStep(
+          () =>
+            freshTables(
+              Isolated.stepped(new URL(import.meta.url).pathname, "bigtable.sink", [
+                ...bigtableForwarded,
+                "--emulator",
+                emulator.emulatorHost,
+                "--warmup-table",
+                warmOurs
+              ])
+            ),
+          () =>
+            freshTables(
+              Isolated.steppedCommand("bigtable.go.applyBulk", path.join(buildDir, "bigtable"), [
+                ...goArgs(warmGo),
+                "--stepped"
+              ])
+            ),
+          records
+        )
+        return [both.ours, both.go]
+      } finally {
+        await dropTable(warmOurs)
+        await dropTable(warmGo)
+      }
     }
     if (sharedProcess) {
       // warm-up of the sink (JIT)
@@ -648,7 +816,9 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
       yield* Effect.promise(() => warmUp(() => sink(warm), bigtableWarmupSeconds))
       yield* Effect.promise(() => dropTable(warm))
     }
-    const order: Array<[string, () => Promise<Pass>]> = [["bigtable.sink", sinkPass], ["bigtable.go.applyBulk", goPass]]
+    const order: Array<Unit> = steps > 0 && !sharedProcess
+      ? [{ names: ["bigtable.sink", "bigtable.go.applyBulk"], run: inStepPass }]
+      : [singleUnit("bigtable.sink", sinkPass), singleUnit("bigtable.go.applyBulk", goPass)]
     if (baselines) {
       // bigtable.bench.ts's `raw` baseline: the official client's gapic mutateRows, the same batches and depth
       if (sharedProcess) {
@@ -663,20 +833,13 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
           return p
         }
         yield* Effect.promise(rawPass)
-        order.push(["bigtable.node.mutateRows", rawPass])
+        order.push(singleUnit("bigtable.node.mutateRows", rawPass))
       } else {
-        order.push(["bigtable.node.mutateRows", isolatedPass("bigtable.node.mutateRows")])
-        order.push(["bigtable.node.bare", isolatedPass("bigtable.node.bare")])
+        order.push(singleUnit("bigtable.node.mutateRows", isolatedPass("bigtable.node.mutateRows")))
+        order.push(singleUnit("bigtable.node.bare", isolatedPass("bigtable.node.bare")))
       }
     }
-    for (let pass = 0; pass < passes; pass++) {
-      for (let k = 0; k < order.length; k++) {
-        const [name, method] = order[(k + pass) % order.length]!
-        const p = yield* Effect.promise(method)
-        ;(samples[name] ??= []).push(p)
-        console.log(passLine(pass + 1, name, p, "record"))
-      }
-    }
+    yield* Effect.promise(() => runUnits(order, samples, "record"))
   })
 
 /** A child's pass: one of our BigQuery methods, warmed up, then timed once, against a fake of its own. */
@@ -701,11 +864,15 @@ const childPass = async (name: string) => {
       await method()
       await fake.rowCount()
     }, warmupSeconds)
-    const before = await fake.rowCount()
-    const p = await timeHere(rowCount, method)
-    const acknowledged = (await fake.rowCount()) - before
-    if (acknowledged < rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
-    Isolated.report(sampleOf(p))
+    const timed = async () => {
+      const before = await fake.rowCount()
+      const p = await timeHere(rowCount, method)
+      const acknowledged = (await fake.rowCount()) - before
+      if (acknowledged < rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
+      return sampleOf(p)
+    }
+    if (Isolated.isStepped()) await Isolated.serveSteps(timed)
+    else Isolated.report(await timed())
   } finally {
     await opened?.close()
     fake.close()
@@ -779,9 +946,11 @@ const main = async () => {
   }
   const lines: Array<Record<string, unknown>> = []
   console.log(
-    `\npeers: ${passes} passes, medians; node ${process.version}; load average ${
-      os.loadavg().map((x) => x.toFixed(1)).join(" ")
-    }${Pin.pinning ? "; pinned (client CPU 0, server CPU 1)" : ""}`
+    `\npeers: ${passes} passes, medians${
+      steps > 0 && !sharedProcess ? `; a pass of ours and Go's: ${steps} steps each, in step` : ""
+    }; node ${process.version}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}${
+      Pin.pinning ? "; pinned (client CPU 0, server CPU 1)" : ""
+    }`
   )
   console.log(
     "method                        items/s   CPU/item   cores busy   vs Go (items/s)   vs Go (CPU/item: Go's / ours)   paired"
@@ -812,6 +981,8 @@ const main = async () => {
       ...(paired === undefined ? {} : { cpuRatioPaired: Number(paired.toFixed(3)) }),
       coresBusy: Number(a.cores.toFixed(2)),
       passes,
+      // each pass of a method with a Go peer: this many timed passes of each, in step (0: one, in a fresh process)
+      steps: sharedProcess ? 0 : steps,
       tls,
       pinned: Pin.pinning,
       // ours on one writer per process (ADR 0048), or a writer per pass (`--sink-per-pass`)

@@ -3,6 +3,7 @@
 package measure
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
 	"syscall"
@@ -59,6 +60,23 @@ func Print(p Pass) {
 		panic(err)
 	}
 	if _, err := os.Stdout.Write(append(line, '\n')); err != nil {
+		panic(err)
+	}
+}
+
+// Steps serves a stepped run (bench/peers.ts `--steps`): it prints {"ready":true} once the caller's
+// warm-up is done, then runs one timed pass per line read from stdin (the line its argument: a table
+// id, or empty) and prints it, until stdin closes. The parent alternates these passes with its own
+// process's, so a spell of the machine's slowness lands on both sides of a comparison.
+func Steps(run func(arg string) Pass) {
+	if _, err := os.Stdout.Write([]byte("{\"ready\":true}\n")); err != nil {
+		panic(err)
+	}
+	lines := bufio.NewScanner(os.Stdin)
+	for lines.Scan() {
+		Print(run(lines.Text()))
+	}
+	if err := lines.Err(); err != nil {
 		panic(err)
 	}
 }

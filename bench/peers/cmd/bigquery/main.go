@@ -13,7 +13,7 @@
 // appends reach their steady rate only after about a second of streaming (2 million rows: 4.8M rows/s in
 // its second pass, 7.4M in its third, 10-11.8M from the fourth, at the same CPU per row), so a fixed count
 // of short warm-up passes timed the ramp, not the client. Each of --passes timed passes then prints a
-// JSON line (measure.Pass).
+// JSON line (measure.Pass); with --stepped, a timed pass per line on stdin instead (measure.Steps).
 //
 //	bigquery --target 127.0.0.1:PORT --project P --rows-file rows.json --mode encode|bytes [--rows 2000000]
 package main
@@ -63,6 +63,7 @@ func main() {
 	warmupSeconds := flag.Float64("warmup-seconds", 0, "untimed passes until this much time has passed, too")
 	depth := flag.Int("depth", 100, "appends in flight")
 	batchBytes := flag.Int("batch-bytes", 512*1024, "row framing per append")
+	stepped := flag.Bool("stepped", false, "after the warm-up, a timed pass per line on stdin (measure.Steps)")
 	flag.Parse()
 	measure.Guard()
 
@@ -149,6 +150,10 @@ func main() {
 	warmStart := time.Now()
 	for i := 0; i < *warmup || time.Since(warmStart).Seconds() < *warmupSeconds; i++ {
 		pass()
+	}
+	if *stepped {
+		measure.Steps(func(string) measure.Pass { return measure.Time(method, *rowCount, pass) })
+		return
 	}
 	for i := 0; i < *passes; i++ {
 		measure.Print(measure.Time(method, *rowCount, pass))

@@ -4,7 +4,8 @@
 // qualifier v, timestamp 1,000,000 µs, a 100-byte value, keys row000000000...), --batch entries per
 // call, --concurrency calls in flight. The tables are created (and dropped) by bench/peers.ts: the
 // warm-up passes write to --warmup-table (one, and more until --warmup-seconds have passed, the time
-// bench/peers.ts gives our sink's warm-up too), the timed pass to --table. The timed pass prints a JSON line.
+// bench/peers.ts gives our sink's warm-up too), the timed pass to --table. The timed pass prints a JSON line;
+// with --stepped, a timed pass per line on stdin, into the table the line names (measure.Steps).
 //
 //	bigtable --emulator 127.0.0.1:PORT --project P --instance I --table T --warmup-table W [--records 100000]
 //	         [--warmup-seconds 3]
@@ -33,6 +34,7 @@ func main() {
 	batch := flag.Int("batch", 100, "entries per MutateRows call")
 	concurrency := flag.Int("concurrency", 10, "calls in flight")
 	warmupSeconds := flag.Float64("warmup-seconds", 0, "warm-up passes until this much time has passed")
+	stepped := flag.Bool("stepped", false, "after the warm-up, a timed pass per line on stdin into the table it names (measure.Steps)")
 	flag.Parse()
 	measure.Guard()
 	check(os.Setenv("BIGTABLE_EMULATOR_HOST", *emulator))
@@ -94,6 +96,12 @@ func main() {
 		for first := true; first || time.Since(warmStart).Seconds() < *warmupSeconds; first = false {
 			pass(*warmupTable)()
 		}
+	}
+	if *stepped {
+		measure.Steps(func(tableID string) measure.Pass {
+			return measure.Time("go.bigtable.applyBulk", *records, pass(tableID))
+		})
+		return
 	}
 	measure.Print(measure.Time("go.bigtable.applyBulk", *records, pass(*table)))
 }
