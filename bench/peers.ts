@@ -308,7 +308,8 @@ const sumOf = (ps: ReadonlyArray<Pass>): Pass => {
 
 /**
  * A pass of `--steps`: our method and its Go peer, each a warmed-up stepped child (started one after
- * the other, so neither warms up beside the other), timed `steps` times each in ABBA order, summed.
+ * the other, so neither warms up beside the other), then an untimed pass of each, then `steps` timed
+ * passes of each in ABBA order, summed.
  * Prints each side's steps (CPU per item), so a spell of slowness shows where it fell.
  */
 const inStep = async (
@@ -324,8 +325,13 @@ const inStep = async (
     return child
   }
   try {
-    const a = await start(ours)
+    // Go's warms up first: ours, then timed right after its own warm-up, does not sit idle for Go's (a
+    // V8 process idle for seconds re-ran its first passes 1.5x slower, the Bigtable sink most); one
+    // untimed pass of each then starts both from a pass, not from idle
     const b = await start(go)
+    const a = await start(ours)
+    await b.pass()
+    await a.pass()
     const ourSteps: Array<Pass> = []
     const goSteps: Array<Pass> = []
     for (let step = 0; step < steps; step++) {
