@@ -41,7 +41,8 @@
  * digest.
  *
  *   npm run bench:peers [-- --passes 3 --rows 2000000 --records 100000 --only bigquery|bigtable --no-baselines
- *                          --warmup-seconds 8 --bigtable-warmup-seconds 8 --steps 4 --sink-per-pass --tls --pin]
+ *                          --warmup-seconds 8 --bigtable-warmup-seconds 8 --warmup-passes 8
+ *                          --bigtable-warmup-passes 20 --steps 4 --sink-per-pass --tls --pin]
  *
  * `--pin` (bench/pin.ts): the timed processes, ours and Go's, on CPU 0, the fake and the emulator on CPU 1.
  *
@@ -145,6 +146,15 @@ const warmupSeconds = numberArg("warmup-seconds", 8)
 const steps = numberArg("steps", 4)
 const bigtableWarmupSeconds = numberArg("bigtable-warmup-seconds", 8)
 /**
+ * `--warmup-passes` (BigQuery, default 8) and `--bigtable-warmup-passes` (20): the warm-up also runs at
+ * least this many passes, ours and Go's alike. V8 tiers code up by the calls it has run, not by time: in a
+ * slow spell of the machine 8 s held fewer passes, and the encode children that then compiled 10-40
+ * functions in their timed pass were the slowest (BENCHMARKS.md, "The machine's slow spells"). 8 passes
+ * of 2M rows, or 20 of 100,000 records, is about what 8 s holds at the machine's usual speed.
+ */
+const warmupPasses = numberArg("warmup-passes", 8)
+const bigtableWarmupPasses = numberArg("bigtable-warmup-passes", 20)
+/**
  * `--sink-per-pass`: each pass of our sinks runs `Stream.run(BigQuerySink.make(...))` (or Bigtable's)
  * on its own writer, the BigQuery one on a client built for it: a writer's whole life per pass (its
  * start, V8 re-optimizing the code the last writer's objects were embedded in, its drain), the form
@@ -160,7 +170,7 @@ const writeAndFlush = <A>(writer: Writer<A, unknown>, input: Stream.Stream<A>): 
 
 /** What a child takes over: the BigQuery workload. */
 const forwarded = () => [
-  ...forwardedArgs(["rows", "distinct", "depth", "flowWindow", "warmup-seconds", "input"]),
+  ...forwardedArgs(["rows", "distinct", "depth", "flowWindow", "warmup-seconds", "warmup-passes", "input"]),
   ...(Pin.pinning ? ["--pin"] : []),
   ...(sinkPerPass ? ["--sink-per-pass"] : []),
   ...(tlsDir === undefined ? [] : ["--tls-dir", tlsDir])
@@ -500,7 +510,7 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
     /** The Go peer as a stepped child (`--steps`), its rows counted by this fake after each pass. */
     goStepped: (mode: string): Isolated.Stepped => {
       const child = Isolated.steppedCommand(`bigquery.go.${mode}`, path.join(buildDir, "bigquery"), [
-        ...goArgs(mode, rowCount, 1, warmupSeconds),
+        ...goArgs(mode, rowCount, warmupPasses, warmupSeconds),
         "--stepped"
       ])
       return {
@@ -576,7 +586,7 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
       if (acknowledged < rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
       return p
     }
-    const goPass = (mode: string) => async () => (await methods.go(mode, rowCount, 1, warmupSeconds))[0]!
+    const goPass = (mode: string) => async () => (await methods.go(mode, rowCount, warmupPasses, warmupSeconds))[0]!
     const ours: Record<string, () => Promise<void>> = {
       "bigquery.sink.encode": sinkEncode,
       "bigquery.sink.bytes": sinkBytes,
@@ -657,16 +667,17 @@ const bigtableWriter = Effect.fnUntraced(function*(client: BigtableClient.Bigtab
 /** What a Bigtable child takes over: the workload. */
 const bigtableForwarded = [
   ...(Pin.pinning ? ["--pin"] : []),
-  ...forwardedArgs(["records", "batch", "concurrency", "bigtable-warmup-seconds"]),
+  ...forwardedArgs(["records", "batch", "concurrency", "bigtable-warmup-seconds", "bigtable-warmup-passes"]),
   ...(sinkPerPass ? ["--sink-per-pass"] : [])
 ]
 
-/** Runs `pass` once, and again until `seconds` have passed. */
-const warmUp = async (pass: () => Promise<void>, seconds: number): Promise<void> => {
+/** Runs `pass` at least `minimum` times (and once), and again until `seconds` have passed. */
+const warmUp = async (pass: () => Promise<void>, seconds: number, minimum: number): Promise<void> => {
   const start = performance.now()
+  let ran = 0
   // oxlint-disable-next-line no-await-in-loop -- warm-up passes run one after another
   do await pass()
-  while (performance.now() - start < seconds * 1000)
+  while (++ran < minimum || performance.now() - start < seconds * 1000)
 }
 
 /**
@@ -679,7 +690,7 @@ const bigtableChildPass = async (name: string) => {
   const warm = textArg("warmup-table")
   // after the warm-up: the timed pass into `--table`, or one into each table the parent names (`--steps`)
   const timed = async (pass: (table: string) => Promise<void>) => {
-    await warmUp(() => pass(warm), bigtableWarmupSeconds)
+    await warmUp(() => pass(warm), bigtableWarmupSeconds, bigtableWarmupPasses)
     const timedInto = async (table: string) => sampleOf(await timeHere(records, () => pass(table)))
     if (Isolated.isStepped()) await Isolated.serveSteps(timedInto)
     else Isolated.report(await timedInto(textArg("table")))
@@ -763,7 +774,9 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
       "--concurrency",
       String(concurrency),
       "--warmup-seconds",
-      String(bigtableWarmupSeconds)
+      String(bigtableWarmupSeconds),
+      "--warmup-passes",
+      String(bigtableWarmupPasses)
     ]
     const goPass = async () => {
       const warm = await freshTable()
@@ -819,7 +832,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
     if (sharedProcess) {
       // warm-up of the sink (JIT)
       const warm = yield* Effect.promise(freshTable)
-      yield* Effect.promise(() => warmUp(() => sink(warm), bigtableWarmupSeconds))
+      yield* Effect.promise(() => warmUp(() => sink(warm), bigtableWarmupSeconds, bigtableWarmupPasses))
       yield* Effect.promise(() => dropTable(warm))
     }
     const order: Array<Unit> = steps > 0 && !sharedProcess
@@ -866,10 +879,14 @@ const childPass = async (name: string) => {
     // each warm-up pass also asks the fake for its count, as the timed pass is preceded by: the answer
     // takes paths (another stream, other promises) that deoptimized Node's tick and stream code, which
     // the timed pass then paid to compile again
-    await warmUp(async () => {
-      await method()
-      await fake.rowCount()
-    }, warmupSeconds)
+    await warmUp(
+      async () => {
+        await method()
+        await fake.rowCount()
+      },
+      warmupSeconds,
+      warmupPasses
+    )
     const timed = async () => {
       const before = await fake.rowCount()
       const p = await timeHere(rowCount, method)
@@ -994,8 +1011,8 @@ const main = async () => {
       // ours on one writer per process (ADR 0048), or a writer per pass (`--sink-per-pass`)
       writer: sinkPerPass ? "perPass" : "perProcess",
       ...(name.startsWith("bigtable")
-        ? { records, batch, concurrency, warmupSeconds: bigtableWarmupSeconds }
-        : { rows: rowCount, depth, distinct, flowWindow, verified, warmupSeconds }),
+        ? { records, batch, concurrency, warmupSeconds: bigtableWarmupSeconds, warmupPasses: bigtableWarmupPasses }
+        : { rows: rowCount, depth, distinct, flowWindow, verified, warmupSeconds, warmupPasses }),
       // children timed without a forced collection before the pass (bench/timing.ts)
       collected: sharedProcess,
       date,

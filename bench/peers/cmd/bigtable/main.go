@@ -3,12 +3,12 @@
 // an insecure connection, no credentials, no client-side metrics), 1 SetCell per record (family cf,
 // qualifier v, timestamp 1,000,000 µs, a 100-byte value, keys row000000000...), --batch entries per
 // call, --concurrency calls in flight. The tables are created (and dropped) by bench/peers.ts: the
-// warm-up passes write to --warmup-table (one, and more until --warmup-seconds have passed, the time
-// bench/peers.ts gives our sink's warm-up too), the timed pass to --table. The timed pass prints a JSON line;
+// warm-up passes write to --warmup-table (at least --warmup-passes, and more until --warmup-seconds have
+// passed, what bench/peers.ts gives our sink's warm-up too), the timed pass to --table. The timed pass prints a JSON line;
 // with --stepped, a timed pass per line on stdin, into the table the line names (measure.Steps).
 //
 //	bigtable --emulator 127.0.0.1:PORT --project P --instance I --table T --warmup-table W [--records 100000]
-//	         [--warmup-seconds 3]
+//	         [--warmup-seconds 3] [--warmup-passes 20]
 package main
 
 import (
@@ -34,6 +34,7 @@ func main() {
 	batch := flag.Int("batch", 100, "entries per MutateRows call")
 	concurrency := flag.Int("concurrency", 10, "calls in flight")
 	warmupSeconds := flag.Float64("warmup-seconds", 0, "warm-up passes until this much time has passed")
+	warmupPasses := flag.Int("warmup-passes", 1, "at least this many warm-up passes")
 	stepped := flag.Bool("stepped", false, "after the warm-up, a timed pass per line on stdin into the table it names (measure.Steps)")
 	flag.Parse()
 	measure.Guard()
@@ -93,7 +94,7 @@ func main() {
 	}
 	if *warmupTable != "" {
 		warmStart := time.Now()
-		for first := true; first || time.Since(warmStart).Seconds() < *warmupSeconds; first = false {
+		for n := 0; n == 0 || n < *warmupPasses || time.Since(warmStart).Seconds() < *warmupSeconds; n++ {
 			pass(*warmupTable)()
 		}
 	}
