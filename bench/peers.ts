@@ -33,7 +33,7 @@
  * spells (see `steps`). The baselines time one pass per process.
  * Next to throughput, the client's CPU per row: the CPU time of the process that ran the method (all its
  * threads) during the pass, over the rows: this process for our sinks (`process.cpuUsage`), the Go
- * program's own `getrusage` for Go (each Go pass is a fresh process that first runs its own warm-up pass).
+ * program's own `getrusage` for Go (each Go process first runs its own warm-up).
  * On a loaded machine the wall-clock rate depends on what else runs; CPU per row much less.
  *
  * Before timing, the rows are checked byte for byte: a recording fake (`--record`) hashes every row it
@@ -138,10 +138,9 @@ const warmupSeconds = numberArg("warmup-seconds", 8)
  * `--steps` (default 4): a pass of a method with a Go peer (the BigQuery sink's two paths, the Bigtable
  * sink) is one process of ours and one of Go's, warmed up one after the other, then `steps` timed passes
  * of each, alternating (ABBA) and summed. This VM has spells, a few seconds long, in which the same code
- * runs 1.5-2x slower (BENCHMARKS.md, "Passes in step"); one timed
- * pass per process charged a spell to whichever side ran in it, and two runs of the same code disagreed
- * by more than any change being measured. `--steps 0`: one timed pass per fresh process (the form before
- * 2026-12-07).
+ * runs 1.5-2x slower (BENCHMARKS.md, "Passes in step"); one timed pass per process charged a spell to
+ * whichever side ran in it, and two runs of the same code disagreed by more than any change being
+ * measured. `--steps 0`: one timed pass per fresh process (the form before 2026-12-07; ADR 0059).
  */
 const steps = numberArg("steps", 4)
 const bigtableWarmupSeconds = numberArg("bigtable-warmup-seconds", 8)
