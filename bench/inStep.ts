@@ -36,38 +36,22 @@ const ratios: Array<number> = []
 
 const list = (xs: ReadonlyArray<number>) => xs.map((x) => x.toFixed(0)).join(" ")
 
-const start = async (tree: Tree): Promise<Isolated.Stepped> => {
-  const child = Isolated.stepped(path.join(trees[tree], "bench", "peers.ts"), method, childArgs)
-  await child.ready
-  return child
-}
+/** CPU per row of a child's answers. */
+const cpu = (xs: ReadonlyArray<unknown>) => xs.map((x) => (x as Isolated.Sample).cpuNsPerRow)
+
+const start = (tree: Tree): Isolated.Stepped =>
+  Isolated.stepped(path.join(trees[tree], "bench", "peers.ts"), method, childArgs)
 
 for (let round = 0; round < rounds; round++) {
   const first: Tree = round % 2 === 0 ? "before" : "after"
   const second: Tree = first === "before" ? "after" : "before"
   // oxlint-disable-next-line no-await-in-loop -- one pair of processes at a time on the machine
-  const children = { [first]: await start(first), [second]: await start(second) } as Record<Tree, Isolated.Stepped>
-  try {
-    // an untimed pass each: the one that warmed up first has sat idle through the other's warm-up
-    // oxlint-disable-next-line no-await-in-loop
-    for (const tree of [first, second]) await children[tree].pass()
-    const mine: Record<Tree, Array<number>> = { before: [], after: [] }
-    for (let step = 0; step < steps; step++) {
-      const order = step % 4 === 0 || step % 4 === 3 ? [first, second] : [second, first]
-      for (const tree of order) {
-        // oxlint-disable-next-line no-await-in-loop
-        const sample = (await children[tree].pass()) as Isolated.Sample
-        mine[tree].push(sample.cpuNsPerRow)
-      }
-    }
-    samples.before.push(...mine.before)
-    samples.after.push(...mine.after)
-    ratios.push(median(mine.after) / median(mine.before))
-    console.log(`round ${round + 1}: before ${list(mine.before)} | after ${list(mine.after)} (ns CPU per row)`)
-  } finally {
-    // oxlint-disable-next-line no-await-in-loop
-    await Promise.all(Object.values(children).map((child) => child.close()))
-  }
+  const answers = await Isolated.alternate(() => start(first), () => start(second), steps)
+  const mine = { [first]: cpu(answers.first), [second]: cpu(answers.second) } as Record<Tree, Array<number>>
+  samples.before.push(...mine.before)
+  samples.after.push(...mine.after)
+  ratios.push(median(mine.after) / median(mine.before))
+  console.log(`round ${round + 1}: before ${list(mine.before)} | after ${list(mine.after)} (ns CPU per row)`)
 }
 
 console.log(

@@ -155,3 +155,40 @@ export const serveSteps = async (pass: (arg: string) => Promise<Sample>): Promis
   // oxlint-disable-next-line no-await-in-loop -- one pass at a time, as the parent asks
   for await (const line of readline.createInterface({ input: process.stdin })) report(await pass(line))
 }
+
+/**
+ * Starts `first`, then `second` (neither warms up beside the other), runs an untimed pass of each (the
+ * one started first has sat idle through the other's warm-up), then `steps` timed passes of each in
+ * ABBA order, `second` leading: what each answered, in order. Closes both, whatever happens.
+ */
+export const alternate = async (
+  first: () => Stepped,
+  second: () => Stepped,
+  steps: number
+): Promise<{ readonly first: Array<unknown>; readonly second: Array<unknown> }> => {
+  const started: Array<Stepped> = []
+  const start = async (make: () => Stepped) => {
+    const child = make()
+    started.push(child)
+    await child.ready
+    return child
+  }
+  try {
+    const a = await start(first)
+    const b = await start(second)
+    await a.pass()
+    await b.pass()
+    const answers = { first: [] as Array<unknown>, second: [] as Array<unknown> }
+    for (let step = 0; step < steps; step++) {
+      const order = step % 4 === 0 || step % 4 === 3 ? [b, a] : [a, b]
+      for (const child of order) {
+        // oxlint-disable-next-line no-await-in-loop -- one pass at a time on the machine
+        const answer = await child.pass()
+        ;(child === a ? answers.first : answers.second).push(answer)
+      }
+    }
+    return answers
+  } finally {
+    await Promise.all(started.map((child) => child.close()))
+  }
+}

@@ -263,15 +263,8 @@ const timeHere = async (items: number, method: () => Promise<void>): Promise<Pas
   ...(await timePass(method))
 })
 
-/** The methods `--steps` times in step with their peer; the baselines run one pass per process. */
-const inStepNames = new Set([
-  "bigquery.sink.encode",
-  "bigquery.go.encode",
-  "bigquery.sink.bytes",
-  "bigquery.go.bytes",
-  "bigtable.sink",
-  "bigtable.go.applyBulk"
-])
+/** The methods this run timed in step with their peer (units of two); the baselines run one pass per process. */
+const ranInStep = new Set<string>()
 
 /** What a pass of the run times: one method, or ours and its Go peer in step (`--steps`). */
 interface Unit {
@@ -293,6 +286,7 @@ const runUnits = async (order: ReadonlyArray<Unit>, samples: Record<string, Arra
       const { names, run } = order[(k + pass) % order.length]!
       // oxlint-disable-next-line no-await-in-loop -- one pass at a time on the machine
       const ps = await run()
+      if (names.length > 1) { for (const name of names) ranInStep.add(name) }
       names.forEach((name, i) => {
         const p = ps[i]
         if (p === undefined) throw new Error(`no pass of ${name}`)
@@ -326,48 +320,23 @@ const sumOf = (ps: ReadonlyArray<Pass>): Pass => {
 }
 
 /**
- * A pass of `--steps`: our method and its Go peer, each a warmed-up stepped child (started one after
- * the other, so neither warms up beside the other), then an untimed pass of each, then `steps` timed
- * passes of each in ABBA order, summed.
- * Prints each side's steps (CPU per item), so a spell of slowness shows where it fell.
+ * A pass of `--steps`: our method and its Go peer, each a warmed-up stepped child, Go's started first
+ * (ours, timed right after its own warm-up, does not sit idle through Go's: a V8 process idle for
+ * seconds ran its next passes up to 1.7x slower, the Bigtable sink most), alternating
+ * (`Isolated.alternate`), each side's steps summed. Prints each side's steps (CPU per item), so a spell
+ * of slowness shows where it fell.
  */
 const inStep = async (
   ours: () => Isolated.Stepped,
   go: () => Isolated.Stepped,
   items: number
 ): Promise<{ readonly ours: Pass; readonly go: Pass }> => {
-  const started: Array<Isolated.Stepped> = []
-  const start = async (make: () => Isolated.Stepped) => {
-    const child = make()
-    started.push(child)
-    await child.ready
-    return child
-  }
-  try {
-    // Go's warms up first: ours, then timed right after its own warm-up, does not sit idle for Go's (a
-    // V8 process idle for seconds re-ran its first passes 1.5x slower, the Bigtable sink most); one
-    // untimed pass of each then starts both from a pass, not from idle
-    const b = await start(go)
-    const a = await start(ours)
-    await b.pass()
-    await a.pass()
-    const ourSteps: Array<Pass> = []
-    const goSteps: Array<Pass> = []
-    for (let step = 0; step < steps; step++) {
-      const order = step % 4 === 0 || step % 4 === 3 ? [a, b] : [b, a]
-      for (const child of order) {
-        // oxlint-disable-next-line no-await-in-loop -- one pass at a time on the machine
-        const answer = await child.pass()
-        if (child === a) ourSteps.push(passOf(items, answer as Isolated.Sample))
-        else goSteps.push(answer as Pass)
-      }
-    }
-    const list = (ps: ReadonlyArray<Pass>) => ps.map((p) => cpuNsPerItem(p).toFixed(0)).join(" ")
-    console.log(`  steps, ns CPU per item: ours ${list(ourSteps)}; Go ${list(goSteps)}`)
-    return { ours: sumOf(ourSteps), go: sumOf(goSteps) }
-  } finally {
-    await Promise.all(started.map((child) => child.close()))
-  }
+  const answers = await Isolated.alternate(go, ours, steps)
+  const ourSteps = answers.second.map((answer) => passOf(items, answer as Isolated.Sample))
+  const goSteps = answers.first.map((answer) => answer as Pass)
+  const list = (ps: ReadonlyArray<Pass>) => ps.map((p) => cpuNsPerItem(p).toFixed(0)).join(" ")
+  console.log(`  steps, ns CPU per item: ours ${list(ourSteps)}; Go ${list(goSteps)}`)
+  return { ours: sumOf(ourSteps), go: sumOf(goSteps) }
 }
 
 const run = <A, E>(effect: Effect.Effect<A, E, Scope.Scope>): Promise<A> => Effect.runPromise(Effect.scoped(effect))
@@ -389,6 +358,15 @@ const inputOf = <A>(rows: ReadonlyArray<A>): Stream.Stream<A> => {
   const chunks: Array<ReadonlyArray<A>> = []
   for (let i = 0; i < rows.length; i += 4096) chunks.push(rows.slice(i, i + 4096))
   return Stream.fromArrays(...chunks)
+}
+
+/** Runs `pass` and checks `fake` acknowledged at least `rowCount` rows meanwhile (`name` says whose). */
+const acknowledging = async <A>(fake: FakeProcess.FakeProcess, name: string, pass: () => Promise<A>): Promise<A> => {
+  const before = await fake.rowCount()
+  const result = await pass()
+  const acknowledged = (await fake.rowCount()) - before
+  if (acknowledged < rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
+  return result
 }
 
 /** The BigQuery methods against one fake; `n` rows per call. */
@@ -524,13 +502,7 @@ const bigQueryMethods = async (fake: FakeProcess.FakeProcess, rowsFile: string) 
       ])
       return {
         ...child,
-        pass: async (arg) => {
-          const before = await fake.rowCount()
-          const answer = await child.pass(arg)
-          const acknowledged = (await fake.rowCount()) - before
-          if (acknowledged < rowCount) throw new Error(`bigquery.go.${mode}: ${acknowledged} rows acknowledged`)
-          return answer
-        }
+        pass: (arg) => acknowledging(fake, `bigquery.go.${mode}`, () => child.pass(arg))
       }
     },
     /** Closes the process's writers and client (their fibers and connections would keep it alive). */
@@ -589,11 +561,7 @@ const bigQuery = async (rowsFile: string, samples: Record<string, Array<Pass>>) 
     const counted = async (name: string, pass: () => Promise<Pass>) => {
       // a pass of ours in a child process goes to the child's own fake, which the child checks
       if (!sharedProcess && !name.startsWith("bigquery.go.")) return pass()
-      const before = await fake.rowCount()
-      const p = await pass()
-      const acknowledged = (await fake.rowCount()) - before
-      if (acknowledged < rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
-      return p
+      return acknowledging(fake, name, pass)
     }
     const goPass = (mode: string) => async () => (await methods.go(mode, rowCount, warmupPasses, warmupSeconds))[0]!
     const ours: Record<string, () => Promise<void>> = {
@@ -896,13 +864,7 @@ const childPass = async (name: string) => {
       warmupSeconds,
       warmupPasses
     )
-    const timed = async () => {
-      const before = await fake.rowCount()
-      const p = await timeHere(rowCount, method)
-      const acknowledged = (await fake.rowCount()) - before
-      if (acknowledged < rowCount) throw new Error(`${name}: ${acknowledged} rows acknowledged`)
-      return sampleOf(p)
-    }
+    const timed = async () => sampleOf(await acknowledging(fake, name, () => timeHere(rowCount, method)))
     if (Isolated.isStepped()) await Isolated.serveSteps(timed)
     else Isolated.report(await timed())
   } finally {
@@ -1014,7 +976,7 @@ const main = async () => {
       coresBusy: Number(a.cores.toFixed(2)),
       passes,
       // each pass of a method with a Go peer: this many timed passes of each, in step (0: one, in a fresh process)
-      steps: sharedProcess || !inStepNames.has(name) ? 0 : steps,
+      steps: ranInStep.has(name) ? steps : 0,
       tls,
       pinned: Pin.pinning,
       // ours on one writer per process (ADR 0048), or a writer per pass (`--sink-per-pass`)
