@@ -172,11 +172,19 @@ export class Out {
     this.pos = pos
   }
   uint(n: number): void {
-    while (n >= 0x80) {
-      this.buf[this.pos++] = (n & 0x7f) | 0x80
+    const buf = this.buf
+    let pos = this.pos
+    // `>>>` takes its operand modulo 2^32: above that, divide (a safe integer stays exact)
+    while (n > 0xffffffff) {
+      buf[pos++] = (n & 0x7f) | 0x80
       n = Math.floor(n / 128)
     }
-    this.buf[this.pos++] = n
+    while (n >= 0x80) {
+      buf[pos++] = (n & 0x7f) | 0x80
+      n >>>= 7
+    }
+    buf[pos++] = n
+    this.pos = pos
   }
   varint(v: bigint): void {
     let u = BigInt.asUintN(64, v)
@@ -196,8 +204,12 @@ export class Out {
     const n = b.length
     this.len(field, n)
     // A loop beats `TypedArray.set` (a builtin call) for the short keys, qualifiers and names.
-    if (n < 32) { for (let i = 0; i < n; i++) this.buf[this.pos++] = b[i] ?? 0 }
-    else {
+    if (n < 32) {
+      const buf = this.buf
+      let pos = this.pos
+      for (let i = 0; i < n; i++) buf[pos++] = b[i] as number
+      this.pos = pos
+    } else {
       this.buf.set(b, this.pos)
       this.pos += n
     }
@@ -275,7 +287,9 @@ export const writeMutation = (out: Out, m: Mutation, bodySize: number): void => 
 
 const writeEntry = (out: Out, entry: RowMutationEntry): void => {
   out.lenBytes(1, entry.rowKey, "rowKey")
-  for (const m of entry.mutations) {
+  const mutations = entry.mutations
+  for (let i = 0; i < mutations.length; i++) {
+    const m = mutations[i] as Mutation
     const body = mutationBodySize(m)
     out.len(2, lenField(body))
     writeMutation(out, m, body)

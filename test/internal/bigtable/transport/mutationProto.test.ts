@@ -110,6 +110,19 @@ describe("mutationProto", () => {
     assert.strictEqual(JSON.stringify(toJson(ours)), JSON.stringify(toJson(reference)))
   })
 
+  it.prop("a non-negative safe integer is written as its BigInt would be, across the 2^31 and 2^32 edges", [
+    Schema.Union([
+      Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })),
+      Schema.Literals([0, 127, 128, 2 ** 31 - 1, 2 ** 31, 2 ** 32 - 1, 2 ** 32, Number.MAX_SAFE_INTEGER])
+    ])
+  ], ([v]) => {
+    const fast = new proto.Out(new Uint8Array(16), 0)
+    fast.uint(v)
+    const reference = new proto.Out(new Uint8Array(16), 0)
+    reference.varint(BigInt(v))
+    assert.deepStrictEqual([...fast.buf.subarray(0, fast.pos)], [...reference.buf.subarray(0, reference.pos)])
+  })
+
   it.prop("a negative safe integer is written as its BigInt would be (ten bytes), without a BigInt", [
     Schema.Int.check(Schema.isBetween({ minimum: Number.MIN_SAFE_INTEGER, maximum: -1 }))
   ], ([v]) => {
