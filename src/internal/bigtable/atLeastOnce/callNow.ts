@@ -44,7 +44,7 @@ export const start = <A, EH, R>(
         if (span === undefined) early = { statuses, expired }
         else answer(span, statuses, expired)
       })
-      if (cancel === undefined) return Effect.succeed(undefined)
+      if (cancel === undefined) return Effect.undefined
       return Effect.map(Effect.makeSpan(callSpan, { attributes: callAttributes(items) }), (made) => {
         span = made
         if (early !== undefined) answer(made, early.statuses, early.expired)

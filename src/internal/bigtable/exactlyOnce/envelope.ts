@@ -52,30 +52,26 @@ const Bytes = Schema.Uint8ArrayFromBase64
 const Family = Schema.String.pipe(Schema.check(Schema.isMinLength(1)))
 const Micros = Schema.Int.pipe(Schema.check(Schema.isGreaterThanOrEqualTo(0)))
 
-const SetCell = Schema.Struct({
-  _tag: Schema.Literal("SetCell"),
+const SetCell = Schema.TaggedStruct("SetCell", {
   family: Family,
   qualifier: Bytes,
   value: Bytes,
   timestampMicros: Schema.optionalKey(Schema.Int.pipe(Schema.check(Schema.isGreaterThanOrEqualTo(-1))))
 })
-const DeleteFromColumn = Schema.Struct({
-  _tag: Schema.Literal("DeleteFromColumn"),
+const DeleteFromColumn = Schema.TaggedStruct("DeleteFromColumn", {
   family: Family,
   qualifier: Bytes,
   startTimestampMicros: Schema.optionalKey(Micros),
   endTimestampMicros: Schema.optionalKey(Micros)
 })
-const DeleteFromFamily = Schema.Struct({ _tag: Schema.Literal("DeleteFromFamily"), family: Family })
-const AddToCell = Schema.Struct({
-  _tag: Schema.Literal("AddToCell"),
+const DeleteFromFamily = Schema.TaggedStruct("DeleteFromFamily", { family: Family })
+const AddToCell = Schema.TaggedStruct("AddToCell", {
   family: Family,
   qualifier: Bytes,
   timestampMicros: Micros,
   input: Schema.BigIntFromString
 })
-const MergeToCell = Schema.Struct({
-  _tag: Schema.Literal("MergeToCell"),
+const MergeToCell = Schema.TaggedStruct("MergeToCell", {
   family: Family,
   qualifier: Bytes,
   timestampMicros: Micros,

@@ -125,7 +125,7 @@ const service = (options: Clients): Service => {
     modifyColumnFamilies: (request) => Effect.mapError(admin.modifyColumnFamilies(request), advised()),
     checkAndMutateRow: (request) => Effect.mapError(checkAndMutate(request), advised()),
     getAppProfile: getAppProfile === undefined
-      ? () => Effect.succeed(undefined)
+      ? () => Effect.undefined
       : (name) => Effect.mapError(getAppProfile(name), advised()),
     firstContact: options.firstContact
   }
