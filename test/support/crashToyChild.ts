@@ -55,21 +55,26 @@ const stage = (batch: string, ids: ReadonlyArray<number>) =>
     fs.renameSync(temp, path.join(staging, `${batch}.json`))
   })
 
+/** Moves a staged batch to committed; one committed already is left as it is. */
+const commitOne = (batch: string): void => {
+  const target = path.join(committed, `${batch}.json`)
+  try {
+    fs.renameSync(path.join(staging, `${batch}.json`), target)
+  } catch (cause) {
+    // committed already, by this writer's earlier life or by a zombie committing the same record at the
+    // same moment (an exists-then-rename check raced with it under load); neither staged nor committed
+    // fails the child: a lost batch
+    if (!(cause instanceof Error && "code" in cause && cause.code === "ENOENT" && fs.existsSync(target))) {
+      throw cause
+    }
+  }
+}
+
 const commit = (batches: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     yield* step("committing", { batches: batches.length })
     for (const [i, batch] of batches.entries()) {
-      const target = path.join(committed, `${batch}.json`)
-      try {
-        fs.renameSync(path.join(staging, `${batch}.json`), target)
-      } catch (cause) {
-        // committed already, by this writer's earlier life or by a zombie committing the same record at the
-        // same moment (an exists-then-rename check raced with it under load); neither staged nor committed
-        // fails the child: a lost batch
-        if (!(cause instanceof Error && "code" in cause && cause.code === "ENOENT" && fs.existsSync(target))) {
-          throw cause
-        }
-      }
+      yield* Effect.sync(() => commitOne(batch))
       if (i === 0 && batches.length > 1) yield* step("commit-partial")
     }
     yield* step("committed")
