@@ -11,6 +11,7 @@ export const uint32Size = (value: number): number =>
 
 /** The bytes of an unsigned varint of a non-negative safe integer (1 to 8). @internal */
 export const uintSize = (n: number): number => {
+  if (n <= 0xffffffff) return uint32Size(n)
   let size = 1
   while (n >= 0x80) {
     n = Math.floor(n / 128)
@@ -36,9 +37,14 @@ export const bigintSize = (v: bigint): number => {
  * @internal
  */
 export const writeUint = (buf: Uint8Array, pos: number, n: number): number => {
-  while (n >= 0x80) {
+  // `>>>` takes its operand modulo 2^32: above that, divide (a safe integer stays exact)
+  while (n > 0xffffffff) {
     buf[pos++] = (n & 0x7f) | 0x80
     n = Math.floor(n / 128)
+  }
+  while (n >= 0x80) {
+    buf[pos++] = (n & 0x7f) | 0x80
+    n >>>= 7
   }
   buf[pos++] = n
   return pos

@@ -21,7 +21,7 @@
  */
 import type { ColumnFamilyProto, GcRuleProto, ValueTypeProto } from "../../../Bigtable/BigtableClient.ts"
 import * as P from "../../wire/protoReader.ts"
-import { uintSize } from "../../wire/varint.ts"
+import { uintSize, writeUint } from "../../wire/varint.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Encoding: a message is the concatenation of its fields' bytes, built bottom up (these messages
@@ -31,13 +31,7 @@ type Bytes = Uint8Array
 
 const varint = (value: number): Bytes => {
   const out = new Uint8Array(uintSize(value))
-  let v = value
-  let i = 0
-  while (v > 127) {
-    out[i++] = (v % 128) | 128
-    v = Math.floor(v / 128)
-  }
-  out[i] = v
+  writeUint(out, 0, value)
   return out
 }
 

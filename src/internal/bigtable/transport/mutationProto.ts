@@ -8,7 +8,7 @@
  */
 import type { BytesInput, Mutation, ValueInput } from "../../../Bigtable/Mutation.ts"
 import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
-import { bigintSize, uint32Size, uintSize } from "../../wire/varint.ts"
+import { bigintSize, uint32Size, uintSize, writeUint } from "../../wire/varint.ts"
 
 const utf8 = new TextEncoder()
 
@@ -172,19 +172,7 @@ export class Out {
     this.pos = pos
   }
   uint(n: number): void {
-    const buf = this.buf
-    let pos = this.pos
-    // `>>>` takes its operand modulo 2^32: above that, divide (a safe integer stays exact)
-    while (n > 0xffffffff) {
-      buf[pos++] = (n & 0x7f) | 0x80
-      n = Math.floor(n / 128)
-    }
-    while (n >= 0x80) {
-      buf[pos++] = (n & 0x7f) | 0x80
-      n >>>= 7
-    }
-    buf[pos++] = n
-    this.pos = pos
+    this.pos = writeUint(this.buf, this.pos, n)
   }
   varint(v: bigint): void {
     let u = BigInt.asUintN(64, v)
