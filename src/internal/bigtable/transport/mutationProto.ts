@@ -6,7 +6,7 @@
  *
  * @internal
  */
-import type { BytesInput, Mutation, ValueInput } from "../../../Bigtable/Mutation.ts"
+import type { BytesInput, Mutation, SetCell, ValueInput } from "../../../Bigtable/Mutation.ts"
 import type { RowMutationEntry } from "../../../Bigtable/RowMutationEntry.ts"
 import { bigintSize, uint32Size, uintSize, writeUint } from "../../wire/varint.ts"
 
@@ -75,27 +75,38 @@ const intField = (v: number | bigint): number =>
     ? (v >= 0 ? uintSize(v) : 10)
     : bigintSize(BigInt(v)))
 
-// Family names repeat across records: their UTF-8 bytes are encoded once (a bounded cache).
+// Family names repeat across records: their UTF-8 bytes are encoded once (a bounded cache), and the
+// last name's are kept beside it: an entry's size and its encoding each look its family up, and the
+// next entry's is usually the same: a string compare instead of a hash lookup.
 const familyCache = new Map<string, Uint8Array>()
+let lastName = ""
+let lastBytes: Uint8Array = new Uint8Array(0)
 const familyBytes = (name: string): Uint8Array => {
+  if (name === lastName) return lastBytes
   let b = familyCache.get(name)
   if (b === undefined) {
     if (typeof name !== "string") throw new TypeError("a column family name must be a string")
     b = utf8.encode(name)
     if (familyCache.size < 10_000) familyCache.set(name, b)
   }
+  lastName = name
+  lastBytes = b
   return b
 }
 
 const rawValueSize = (b: Uint8Array): number => lenField(b.length) // Value.raw_value = 8
 const valueOfInt = (v: bigint): number => intField(v) // Value.int_value = 6 / raw_timestamp_micros = 9
 
+/** The size of a `SetCell`'s body, given its family's bytes. */
+const setCellSize = (m: SetCell, family: Uint8Array): number =>
+  lenField(family.length) + lenField(m.qualifier.length) + intField(m.timestampMicros ?? -1) +
+  lenField(m.value.length)
+
 /** The size of one `Mutation` message's body (without its own key and length). @internal */
 export const mutationBodySize = (m: Mutation): number => {
   switch (m._tag) {
     case "SetCell":
-      return lenField(familyBytes(m.family).length) + lenField(m.qualifier.length) +
-        intField(m.timestampMicros ?? -1) + lenField(m.value.length)
+      return setCellSize(m, familyBytes(m.family))
     case "DeleteFromColumn": {
       const range = m.startTimestampMicros === undefined && m.endTimestampMicros === undefined
         ? 0
@@ -188,19 +199,7 @@ export class Out {
     this.uint(length)
   }
   lenBytes(field: number, b: Uint8Array, what: string): void {
-    if (!(b instanceof Uint8Array)) throw malformed(what)
-    const n = b.length
-    this.len(field, n)
-    // A loop beats `TypedArray.set` (a builtin call) for the short keys, qualifiers and names.
-    if (n < 32) {
-      const buf = this.buf
-      let pos = this.pos
-      for (let i = 0; i < n; i++) buf[pos++] = b[i] as number
-      this.pos = pos
-    } else {
-      this.buf.set(b, this.pos)
-      this.pos += n
-    }
+    this.pos = bytesField(this.buf, this.pos, (field << 3) | 2, b, what)
   }
   int(field: number, v: number | bigint): void {
     this.buf[this.pos++] = field << 3
@@ -227,11 +226,7 @@ export class Out {
 export const writeMutation = (out: Out, m: Mutation, bodySize: number): void => {
   switch (m._tag) {
     case "SetCell":
-      out.len(1, bodySize)
-      out.lenBytes(1, familyBytes(m.family), "family")
-      out.lenBytes(2, m.qualifier, "qualifier")
-      out.int(3, m.timestampMicros ?? -1)
-      out.lenBytes(4, m.value, "value")
+      out.pos = writeSetCell(out.buf, out.pos, m, familyBytes(m.family), bodySize)
       return
     case "DeleteFromColumn":
       out.len(2, bodySize)
@@ -273,15 +268,66 @@ export const writeMutation = (out: Out, m: Mutation, bodySize: number): void => 
   }
 }
 
+/** `b`, a validated byte string, copied into `buf` at `pos`; where it ends. */
+const copyBytes = (buf: Uint8Array, pos: number, b: Uint8Array): number => {
+  const n = b.length
+  // a loop beats `TypedArray.set` (a builtin call) for the short keys, qualifiers and names
+  if (n < 32) {
+    for (let i = 0; i < n; i++) buf[pos++] = b[i] as number
+    return pos
+  }
+  buf.set(b, pos)
+  return pos + n
+}
+
+/** A length-delimited field of bytes at `pos` (its key, length and bytes); where it ends. */
+const bytesField = (buf: Uint8Array, pos: number, key: number, b: unknown, what: string): number => {
+  if (!(b instanceof Uint8Array)) throw malformed(what)
+  buf[pos] = key
+  return copyBytes(buf, writeUint(buf, pos + 1, b.length), b)
+}
+
+/**
+ * A `SetCell` (`Mutation.set_cell`, its key and `bodySize`) at `pos`, through locals rather than an
+ * {@link Out}'s fields (each byte written through a field is a load and a store of its position):
+ * the usual mutation, most of an entry's encoding. Where it ends.
+ */
+const writeSetCell = (buf: Uint8Array, pos: number, m: SetCell, family: Uint8Array, bodySize: number): number => {
+  buf[pos] = 0x0a // set_cell = 1
+  pos = writeUint(buf, pos + 1, bodySize)
+  pos = bytesField(buf, pos, 0x0a, family, "family")
+  pos = bytesField(buf, pos, 0x12, m.qualifier, "qualifier")
+  const ts = m.timestampMicros ?? -1
+  if (typeof ts === "number" && ts >= 0 && Number.isSafeInteger(ts)) {
+    buf[pos] = 0x18 // timestamp_micros = 3
+    pos = writeUint(buf, pos + 1, ts)
+  } else {
+    const out = new Out(buf, pos)
+    out.int(3, ts)
+    pos = out.pos
+  }
+  return bytesField(buf, pos, 0x22, m.value, "value")
+}
+
 const writeEntry = (out: Out, entry: RowMutationEntry): void => {
-  out.lenBytes(1, entry.rowKey, "rowKey")
+  const buf = out.buf
+  let pos = bytesField(buf, out.pos, 0x0a, entry.rowKey, "rowKey")
   const mutations = entry.mutations
   for (let i = 0; i < mutations.length; i++) {
     const m = mutations[i] as Mutation
-    const body = mutationBodySize(m)
-    out.len(2, lenField(body))
-    writeMutation(out, m, body)
+    buf[pos] = 0x12 // mutations = 2
+    if (m._tag === "SetCell") {
+      const family = familyBytes(m.family)
+      const body = setCellSize(m, family)
+      pos = writeSetCell(buf, writeUint(buf, pos + 1, lenField(body)), m, family, body)
+    } else {
+      const body = mutationBodySize(m)
+      out.pos = writeUint(buf, pos + 1, lenField(body))
+      writeMutation(out, m, body)
+      pos = out.pos
+    }
   }
+  out.pos = pos
 }
 
 /** The entry as `MutateRowsRequest.Entry` wire bytes (the payload of a `FailedMutation`). @internal */

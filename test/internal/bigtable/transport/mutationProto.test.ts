@@ -197,6 +197,29 @@ describe("mutationProto", () => {
     assert.deepStrictEqual(reservedToo.subarray(5), bytes)
   })
 
+  it("families that alternate between entries each encode as their own (the last family's bytes are kept)", () => {
+    const entries = ["cf", "cg", "cf", "cf", "a.long-family_name", "cg"].map((family, i) =>
+      RowMutationEntry.make(`k${i}`, [
+        Mutation.setCell({ family, qualifier: "q", value: "v", timestampMicros: i }),
+        Mutation.deleteFromFamily({ family: i % 2 === 0 ? "cg" : "cf" })
+      ])
+    )
+    for (const entry of entries) {
+      const reference = Entry.encode(Entry.fromObject(toProtoEntry(entry))).finish()
+      assert.deepStrictEqual(proto.encodeEntry(entry), new Uint8Array(reference))
+    }
+  })
+
+  it("a SetCell made malformed after it was measured throws when encoded, naming the field", () => {
+    const cell = Mutation.setCell({ family: "cf", qualifier: "q", value: "v" })
+    const entry = RowMutationEntry.make("k", [cell])
+    const bytes = proto.entryByteSize(entry)
+    const broken = { ...entry, mutations: [{ ...cell, value: "v" }] } as unknown as RowMutationEntry.RowMutationEntry
+    assert.throws(() => proto.encodeSized("t", undefined, [{ entry: broken, bytes }]), /value must be a Uint8Array/)
+    const noKey = { ...entry, rowKey: "k" } as unknown as RowMutationEntry.RowMutationEntry
+    assert.throws(() => proto.encodeSized("t", undefined, [{ entry: noKey, bytes }]), /rowKey must be a Uint8Array/)
+  })
+
   it("an entry whose measured size is wrong throws instead of framing garbage", () => {
     const entry = RowMutationEntry.make("k", [Mutation.setCell({ family: "cf", qualifier: "q", value: "v" })])
     const size = proto.entryByteSize(entry)
