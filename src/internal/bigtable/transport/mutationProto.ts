@@ -98,8 +98,8 @@ const rawValueSize = (b: Uint8Array): number => lenField(b.length) // Value.raw_
 const valueOfInt = (v: bigint): number => intField(v) // Value.int_value = 6 / raw_timestamp_micros = 9
 
 /** The size of a `SetCell`'s body, given its family's bytes. */
-const setCellSize = (m: SetCell, family: Uint8Array): number =>
-  lenField(family.length) + lenField(m.qualifier.length) + intField(m.timestampMicros ?? -1) +
+const setCellSize = (m: SetCell, familyName: Uint8Array): number =>
+  lenField(familyName.length) + lenField(m.qualifier.length) + intField(m.timestampMicros ?? -1) +
   lenField(m.value.length)
 
 /** The size of one `Mutation` message's body (without its own key and length). @internal */
@@ -292,10 +292,16 @@ const bytesField = (buf: Uint8Array, pos: number, key: number, b: unknown, what:
  * {@link Out}'s fields (each byte written through a field is a load and a store of its position):
  * the usual mutation, most of an entry's encoding. Where it ends.
  */
-const writeSetCell = (buf: Uint8Array, pos: number, m: SetCell, family: Uint8Array, bodySize: number): number => {
+const writeSetCell = (
+  buf: Uint8Array,
+  pos: number,
+  m: SetCell,
+  familyName: Uint8Array,
+  bodySize: number
+): number => {
   buf[pos] = 0x0a // set_cell = 1
   pos = writeUint(buf, pos + 1, bodySize)
-  pos = bytesField(buf, pos, 0x0a, family, "family")
+  pos = bytesField(buf, pos, 0x0a, familyName, "family")
   pos = bytesField(buf, pos, 0x12, m.qualifier, "qualifier")
   const ts = m.timestampMicros ?? -1
   if (typeof ts === "number" && ts >= 0 && Number.isSafeInteger(ts)) {
@@ -317,9 +323,9 @@ const writeEntry = (out: Out, entry: RowMutationEntry): void => {
     const m = mutations[i] as Mutation
     buf[pos] = 0x12 // mutations = 2
     if (m._tag === "SetCell") {
-      const family = familyBytes(m.family)
-      const body = setCellSize(m, family)
-      pos = writeSetCell(buf, writeUint(buf, pos + 1, lenField(body)), m, family, body)
+      const familyName = familyBytes(m.family)
+      const body = setCellSize(m, familyName)
+      pos = writeSetCell(buf, writeUint(buf, pos + 1, lenField(body)), m, familyName, body)
     } else {
       const body = mutationBodySize(m)
       out.pos = writeUint(buf, pos + 1, lenField(body))
