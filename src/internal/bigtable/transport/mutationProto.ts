@@ -76,8 +76,9 @@ const intField = (v: number | bigint): number =>
     : bigintSize(BigInt(v)))
 
 // Family names repeat across records: their UTF-8 bytes are encoded once (a bounded cache), and the
-// last name's are kept beside it: an entry's size and its encoding each look its family up, and the
-// next entry's is usually the same: a string compare instead of a hash lookup.
+// last name's are kept beside it: an entry's size (at admission and again when it is encoded) and its
+// encoding each look its family up, and the next entry's is usually the same: a string compare
+// instead of a hash lookup.
 const familyCache = new Map<string, Uint8Array>()
 let lastName = ""
 let lastBytes: Uint8Array = new Uint8Array(0)
@@ -97,16 +98,12 @@ const familyBytes = (name: string): Uint8Array => {
 const rawValueSize = (b: Uint8Array): number => lenField(b.length) // Value.raw_value = 8
 const valueOfInt = (v: bigint): number => intField(v) // Value.int_value = 6 / raw_timestamp_micros = 9
 
-/** The size of a `SetCell`'s body, given its family's bytes. */
-const setCellSize = (m: SetCell, familyName: Uint8Array): number =>
-  lenField(familyName.length) + lenField(m.qualifier.length) + intField(m.timestampMicros ?? -1) +
-  lenField(m.value.length)
-
 /** The size of one `Mutation` message's body (without its own key and length). @internal */
 export const mutationBodySize = (m: Mutation): number => {
   switch (m._tag) {
     case "SetCell":
-      return setCellSize(m, familyBytes(m.family))
+      return lenField(familyBytes(m.family).length) + lenField(m.qualifier.length) +
+        intField(m.timestampMicros ?? -1) + lenField(m.value.length)
     case "DeleteFromColumn": {
       const range = m.startTimestampMicros === undefined && m.endTimestampMicros === undefined
         ? 0
@@ -186,12 +183,7 @@ export class Out {
     this.pos = writeUint(this.buf, this.pos, n)
   }
   varint(v: bigint): void {
-    let u = BigInt.asUintN(64, v)
-    while (u >= 0x80n) {
-      this.buf[this.pos++] = Number(u & 0x7fn) | 0x80
-      u >>= 7n
-    }
-    this.buf[this.pos++] = Number(u)
+    this.pos = writeVarint64(this.buf, this.pos, v)
   }
   /** A field key of wire type 2 and a length. */
   len(field: number, length: number): void {
@@ -202,31 +194,47 @@ export class Out {
     this.pos = bytesField(this.buf, this.pos, (field << 3) | 2, b, what)
   }
   int(field: number, v: number | bigint): void {
-    this.buf[this.pos++] = field << 3
-    if (typeof v === "number" && Number.isSafeInteger(v)) {
-      if (v >= 0) this.uint(v)
-      else this.negative(v)
-    } else this.varint(BigInt(v))
+    this.pos = writeInt(this.buf, this.pos, field, v)
   }
-  /** A negative safe integer as a 64-bit two's complement varint, in 32-bit halves (no `BigInt`). */
-  negative(v: number): void {
-    let low = v % 0x1_0000_0000 >>> 0
-    let high = Math.floor(v / 0x1_0000_0000) >>> 0
-    // 63 bits in 9 bytes of 7, then the sign bit alone
-    for (let i = 0; i < 9; i++) {
-      this.buf[this.pos++] = (low & 0x7f) | 0x80
-      low = ((low >>> 7) | (high << 25)) >>> 0
-      high >>>= 7
-    }
-    this.buf[this.pos++] = low & 0x01
+}
+
+/** A 64-bit varint (a negative value as its two's complement, ten bytes); where it ends. */
+const writeVarint64 = (buf: Uint8Array, pos: number, v: bigint): number => {
+  let u = BigInt.asUintN(64, v)
+  while (u >= 0x80n) {
+    buf[pos++] = Number(u & 0x7fn) | 0x80
+    u >>= 7n
   }
+  buf[pos++] = Number(u)
+  return pos
+}
+
+/** A negative safe integer as a 64-bit two's complement varint, in 32-bit halves (no `BigInt`). */
+const writeNegative = (buf: Uint8Array, pos: number, v: number): number => {
+  let low = v % 0x1_0000_0000 >>> 0
+  let high = Math.floor(v / 0x1_0000_0000) >>> 0
+  // 63 bits in 9 bytes of 7, then the sign bit alone
+  for (let i = 0; i < 9; i++) {
+    buf[pos++] = (low & 0x7f) | 0x80
+    low = ((low >>> 7) | (high << 25)) >>> 0
+    high >>>= 7
+  }
+  buf[pos++] = low & 0x01
+  return pos
+}
+
+/** An int64 field of wire type 0 at `pos` (its key and varint); where it ends. */
+const writeInt = (buf: Uint8Array, pos: number, field: number, v: number | bigint): number => {
+  buf[pos] = field << 3
+  if (typeof v !== "number" || !Number.isSafeInteger(v)) return writeVarint64(buf, pos + 1, BigInt(v))
+  return v >= 0 ? writeUint(buf, pos + 1, v) : writeNegative(buf, pos + 1, v)
 }
 
 /** Writes one `Mutation` message's body (`bodySize` from {@link mutationBodySize}). @internal */
 export const writeMutation = (out: Out, m: Mutation, bodySize: number): void => {
   switch (m._tag) {
     case "SetCell":
-      out.pos = writeSetCell(out.buf, out.pos, m, familyBytes(m.family), bodySize)
+      out.pos = writeSetCell(out.buf, out.pos, m, bodySize)
       return
     case "DeleteFromColumn":
       out.len(2, bodySize)
@@ -292,48 +300,24 @@ const bytesField = (buf: Uint8Array, pos: number, key: number, b: unknown, what:
  * {@link Out}'s fields (each byte written through a field is a load and a store of its position):
  * the usual mutation, most of an entry's encoding. Where it ends.
  */
-const writeSetCell = (
-  buf: Uint8Array,
-  pos: number,
-  m: SetCell,
-  familyName: Uint8Array,
-  bodySize: number
-): number => {
+const writeSetCell = (buf: Uint8Array, pos: number, m: SetCell, bodySize: number): number => {
   buf[pos] = 0x0a // set_cell = 1
   pos = writeUint(buf, pos + 1, bodySize)
-  pos = bytesField(buf, pos, 0x0a, familyName, "family")
+  pos = bytesField(buf, pos, 0x0a, familyBytes(m.family), "family")
   pos = bytesField(buf, pos, 0x12, m.qualifier, "qualifier")
-  const ts = m.timestampMicros ?? -1
-  if (typeof ts === "number" && ts >= 0 && Number.isSafeInteger(ts)) {
-    buf[pos] = 0x18 // timestamp_micros = 3
-    pos = writeUint(buf, pos + 1, ts)
-  } else {
-    const out = new Out(buf, pos)
-    out.int(3, ts)
-    pos = out.pos
-  }
+  pos = writeInt(buf, pos, 3, m.timestampMicros ?? -1)
   return bytesField(buf, pos, 0x22, m.value, "value")
 }
 
 const writeEntry = (out: Out, entry: RowMutationEntry): void => {
-  const buf = out.buf
-  let pos = bytesField(buf, out.pos, 0x0a, entry.rowKey, "rowKey")
+  out.lenBytes(1, entry.rowKey, "rowKey")
   const mutations = entry.mutations
   for (let i = 0; i < mutations.length; i++) {
     const m = mutations[i] as Mutation
-    buf[pos] = 0x12 // mutations = 2
-    if (m._tag === "SetCell") {
-      const familyName = familyBytes(m.family)
-      const body = setCellSize(m, familyName)
-      pos = writeSetCell(buf, writeUint(buf, pos + 1, lenField(body)), m, familyName, body)
-    } else {
-      const body = mutationBodySize(m)
-      out.pos = writeUint(buf, pos + 1, lenField(body))
-      writeMutation(out, m, body)
-      pos = out.pos
-    }
+    const body = mutationBodySize(m)
+    out.len(2, lenField(body))
+    writeMutation(out, m, body)
   }
-  out.pos = pos
 }
 
 /** The entry as `MutateRowsRequest.Entry` wire bytes (the payload of a `FailedMutation`). @internal */
