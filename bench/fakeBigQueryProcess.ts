@@ -83,6 +83,21 @@ type Reply =
   | { readonly digest: RowDigest }
   | { readonly flushed: number }
 
+/**
+ * The fake's V8 flags, after the parent's own. Without incremental marking: a fake with incremental
+ * marking fell, in about half of its processes, into a mode where each mark-compact freed almost
+ * nothing and V8 began marking again at once (`--trace-incremental-marking`: "Start (allocation limit)",
+ * old generation 35 MB of a 59 MB limit; a smaller young generation did not stop it): a mark-compact
+ * every 40-50 ms, and each pass against it twice as long in wall time (506 ms against 250 for 2M
+ * pre-encoded rows), whichever client it served. Without incremental marking V8 collects the old
+ * generation only when it reaches its limit: one or two a run.
+ * `BENCH_FAKE_NODE_FLAGS` (space-separated) adds flags, for experiments (`--trace-gc`).
+ */
+const fakeNodeFlags = [
+  "--no-incremental-marking",
+  ...(process.env["BENCH_FAKE_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")
+]
+
 /** Forks the fake and resolves once it listens. */
 export const start = (
   flowWindow = 0,
@@ -105,7 +120,10 @@ export const start = (
         ...(options.record === true ? ["--record"] : []),
         ...(options.tlsDir === undefined ? [] : ["--tls-dir", options.tlsDir])
       ],
-      { stdio: ["ignore", "inherit", "inherit", "ipc"] }
+      {
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+        execArgv: [...process.execArgv, ...fakeNodeFlags]
+      }
     )
     const waiting: Array<(n: number) => void> = []
     const digests: Array<(d: RowDigest) => void> = []

@@ -15,9 +15,15 @@
  *
  * A stepped child ({@link stepped}, `--stepped`) stays up after its warm-up and times one pass per line
  * the parent sends it, so the parent can alternate its passes with a Go peer's (bench/peers.ts `--steps`).
+ * `BENCH_TRACE=1`: a stepped child marks each step's start and end (ms since it started), and the parent
+ * prints a stepped child's other output lines on stderr, after its name: with
+ * `BENCH_CHILD_NODE_FLAGS=--trace-gc`, which collections fell in which step.
  */
 import { spawn, spawnSync } from "node:child_process"
 import * as readline from "node:readline"
+
+/** `BENCH_TRACE`: steps marked, and stepped children's other output passed on (see above). */
+const tracing = process.env["BENCH_TRACE"] !== undefined
 
 /** The flag that makes a benchmark script a child timing one method. */
 export const childFlag = "--isolated-child"
@@ -119,6 +125,7 @@ export const steppedCommand = (name: string, command: string, args: ReadonlyArra
   })
   readline.createInterface({ input: child.stdout }).on("line", (line) => {
     if (line.startsWith("{")) waiting.shift()?.resolve(JSON.parse(line))
+    else if (tracing) console.error(`${name}| ${line}`)
   })
   const next = () =>
     new Promise<unknown>((resolve, reject) => {
@@ -153,7 +160,12 @@ export const isStepped = (): boolean => process.argv.includes(steppedFlag)
 export const serveSteps = async (pass: (arg: string) => Promise<Sample>): Promise<void> => {
   console.log(JSON.stringify({ ready: true }))
   // oxlint-disable-next-line no-await-in-loop -- one pass at a time, as the parent asks
-  for await (const line of readline.createInterface({ input: process.stdin })) report(await pass(line))
+  for await (const line of readline.createInterface({ input: process.stdin })) {
+    if (tracing) console.log(`STEP start ${performance.now().toFixed(0)}`)
+    const sample = await pass(line)
+    if (tracing) console.log(`STEP end ${performance.now().toFixed(0)} ${sample.cpuNsPerRow.toFixed(0)}`)
+    report(sample)
+  }
 }
 
 /**

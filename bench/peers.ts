@@ -335,7 +335,10 @@ const inStep = async (
   const ourSteps = answers.second.map((answer) => passOf(items, answer as Isolated.Sample))
   const goSteps = answers.first.map((answer) => answer as Pass)
   const list = (ps: ReadonlyArray<Pass>) => ps.map((p) => cpuNsPerItem(p).toFixed(0)).join(" ")
+  const walls = (ps: ReadonlyArray<Pass>) => ps.map((p) => (p.seconds * 1000).toFixed(0)).join(" ")
   console.log(`  steps, ns CPU per item: ours ${list(ourSteps)}; Go ${list(goSteps)}`)
+  const helpers = ourSteps.map((p) => helperNsPerItem(p)?.toFixed(0) ?? "-").join(" ")
+  console.log(`  steps, of ours on helper threads: ${helpers}; wall ms: ours ${walls(ourSteps)}; Go ${walls(goSteps)}`)
   return { ours: sumOf(ourSteps), go: sumOf(goSteps) }
 }
 
