@@ -85,7 +85,7 @@ type Reply =
 
 /**
  * The fake's V8 flags, after the parent's own. Without incremental marking: a fake with incremental
- * marking fell, in about half of its processes, into a mode where each mark-compact freed almost
+ * marking fell, in 5 of 19 processes traced, into a mode where each mark-compact freed almost
  * nothing and V8 began marking again at once (`--trace-incremental-marking`: "Start (allocation limit)",
  * old generation 35 MB of a 59 MB limit; a smaller young generation did not stop it): a mark-compact
  * every 40-50 ms, and each pass against it twice as long in wall time (506 ms against 250 for 2M
