@@ -23,7 +23,7 @@ import { spawn, spawnSync } from "node:child_process"
 import * as readline from "node:readline"
 
 /** `BENCH_TRACE`: steps marked, and stepped children's other output passed on (see above). */
-const tracing = process.env["BENCH_TRACE"] !== undefined
+const tracing = process.env["BENCH_TRACE"] === "1"
 
 /** The flag that makes a benchmark script a child timing one method. */
 export const childFlag = "--isolated-child"

@@ -323,8 +323,9 @@ const sumOf = (ps: ReadonlyArray<Pass>): Pass => {
  * A pass of `--steps`: our method and its Go peer, each a warmed-up stepped child, Go's started first
  * (ours, timed right after its own warm-up, does not sit idle through Go's: a V8 process idle for
  * seconds ran its next passes up to 1.7x slower, the Bigtable sink most), alternating
- * (`Isolated.alternate`), each side's steps summed. Prints each side's steps (CPU per item), so a spell
- * of slowness shows where it fell.
+ * (`Isolated.alternate`), each side's steps summed. Prints each side's steps (CPU per item, and wall time),
+ * so a spell of slowness shows where it fell, and what of ours ran on helper threads (the JIT's compilers,
+ * the collector's helpers), which is where a step still warming up shows.
  */
 const inStep = async (
   ours: () => Isolated.Stepped,
