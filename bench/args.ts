@@ -1,6 +1,7 @@
 /**
  * The benchmarks' command-line options: `--name value` pairs and `--flag`s, read from `process.argv`.
- * A malformed or missing value stops the run with a message naming the option.
+ * A malformed or missing value stops the run with a message naming the option. Also the Node flags an
+ * environment variable adds to child processes ({@link envFlags}).
  */
 
 const valueOf = (name: string): string | undefined => {
@@ -36,3 +37,6 @@ export const forwardedArgs = (names: ReadonlyArray<string>): Array<string> =>
     const value = valueOf(name)
     return value === undefined ? [] : [`--${name}`, value]
   })
+
+/** The Node or V8 flags in environment variable `name`, space-separated (none when it is unset). */
+export const envFlags = (name: string): Array<string> => (process.env[name] ?? "").split(" ").filter((f) => f !== "")

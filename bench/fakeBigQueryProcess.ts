@@ -16,7 +16,7 @@ import { createHash } from "node:crypto"
 import * as fs from "node:fs"
 import http2 from "node:http2"
 import * as path from "node:path"
-import { flag, numberArg, optionalArg } from "./args.ts"
+import { envFlags, flag, numberArg, optionalArg } from "./args.ts"
 
 /** The window the served fake grants (its process's argument). */
 const servedWindow = numberArg("flowWindow", 0)
@@ -93,10 +93,7 @@ type Reply =
  * generation only when it reaches its limit: one or two a run.
  * `BENCH_FAKE_NODE_FLAGS` (space-separated) adds flags, for experiments (`--trace-gc`).
  */
-const fakeNodeFlags = [
-  "--no-incremental-marking",
-  ...(process.env["BENCH_FAKE_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== "")
-]
+const fakeNodeFlags = ["--no-incremental-marking", ...envFlags("BENCH_FAKE_NODE_FLAGS")]
 
 /** Forks the fake and resolves once it listens. */
 export const start = (

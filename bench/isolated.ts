@@ -21,6 +21,7 @@
  */
 import { spawn, spawnSync } from "node:child_process"
 import * as readline from "node:readline"
+import { envFlags } from "./args.ts"
 
 /** `BENCH_TRACE`: steps marked, and stepped children's other output passed on (see above). */
 const tracing = process.env["BENCH_TRACE"] === "1"
@@ -71,7 +72,7 @@ export const run = (
 // of them in NODE_OPTIONS, and the parent's own flags are not theirs
 const childNodeArgs = (script: string, method: string, args: ReadonlyArray<string>): Array<string> => [
   "--expose-gc",
-  ...(process.env["BENCH_CHILD_NODE_FLAGS"] ?? "").split(" ").filter((f) => f !== ""),
+  ...envFlags("BENCH_CHILD_NODE_FLAGS"),
   script,
   ...args,
   childFlag,

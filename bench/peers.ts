@@ -335,11 +335,15 @@ const inStep = async (
   const answers = await Isolated.alternate(go, ours, steps)
   const ourSteps = answers.second.map((answer) => passOf(items, answer as Isolated.Sample))
   const goSteps = answers.first.map((answer) => answer as Pass)
-  const list = (ps: ReadonlyArray<Pass>) => ps.map((p) => cpuNsPerItem(p).toFixed(0)).join(" ")
-  const walls = (ps: ReadonlyArray<Pass>) => ps.map((p) => (p.seconds * 1000).toFixed(0)).join(" ")
-  console.log(`  steps, ns CPU per item: ours ${list(ourSteps)}; Go ${list(goSteps)}`)
-  const helpers = ourSteps.map((p) => helperNsPerItem(p)?.toFixed(0) ?? "-").join(" ")
-  console.log(`  steps, of ours on helper threads: ${helpers}; wall ms: ours ${walls(ourSteps)}; Go ${walls(goSteps)}`)
+  const list = (ps: ReadonlyArray<Pass>, f: (p: Pass) => number | undefined) =>
+    ps.map((p) => f(p)?.toFixed(0) ?? "-").join(" ")
+  const wall = (p: Pass) => p.seconds * 1000
+  console.log(`  steps, ns CPU per item: ours ${list(ourSteps, cpuNsPerItem)}; Go ${list(goSteps, cpuNsPerItem)}`)
+  console.log(
+    `  steps, of ours on helper threads: ${list(ourSteps, helperNsPerItem)}; wall ms: ours ${
+      list(ourSteps, wall)
+    }; Go ${list(goSteps, wall)}`
+  )
   return { ours: sumOf(ourSteps), go: sumOf(goSteps) }
 }
 

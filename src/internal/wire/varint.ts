@@ -20,8 +20,8 @@ export const uintSize = (n: number): number => {
   return size
 }
 
-/** The bytes of a 64-bit varint (a negative value takes 10, as two's complement). @internal */
-export const bigintSize = (v: bigint): number => {
+/** The bytes of a 64-bit varint (a negative value takes 10, as two's complement). */
+const bigintSize = (v: bigint): number => {
   let u = BigInt.asUintN(64, v)
   let size = 1
   while (u >= 0x80n) {
@@ -48,4 +48,49 @@ export const writeUint = (buf: Uint8Array, pos: number, n: number): number => {
   }
   buf[pos++] = n
   return pos
+}
+
+/**
+ * The bytes of an int64 varint of `v` (1 to 10): a safe integer without a `BigInt` (a negative one takes
+ * 10, as its two's complement), any other value as its `BigInt`.
+ *
+ * @internal
+ */
+export const int64Size = (v: number | bigint): number =>
+  typeof v === "number" && Number.isSafeInteger(v) ? (v >= 0 ? uintSize(v) : 10) : bigintSize(BigInt(v))
+
+/** Writes a 64-bit varint at `pos` (a negative value as its two's complement, ten bytes); where it ends. @internal */
+export const writeBigint = (buf: Uint8Array, pos: number, v: bigint): number => {
+  let u = BigInt.asUintN(64, v)
+  while (u >= 0x80n) {
+    buf[pos++] = Number(u & 0x7fn) | 0x80
+    u >>= 7n
+  }
+  buf[pos++] = Number(u)
+  return pos
+}
+
+/** A negative safe integer as a 64-bit two's complement varint, in 32-bit halves (no `BigInt`). */
+const writeNegative = (buf: Uint8Array, pos: number, v: number): number => {
+  let low = v % 0x1_0000_0000 >>> 0
+  let high = Math.floor(v / 0x1_0000_0000) >>> 0
+  // 63 bits in 9 bytes of 7, then the sign bit alone
+  for (let i = 0; i < 9; i++) {
+    buf[pos++] = (low & 0x7f) | 0x80
+    low = ((low >>> 7) | (high << 25)) >>> 0
+    high >>>= 7
+  }
+  buf[pos++] = low & 0x01
+  return pos
+}
+
+/**
+ * Writes `v` as an int64 varint at `pos` ({@link int64Size} bytes): a safe integer without a `BigInt`,
+ * any other value through its `BigInt`; returns the position after it.
+ *
+ * @internal
+ */
+export const writeInt64 = (buf: Uint8Array, pos: number, v: number | bigint): number => {
+  if (typeof v !== "number" || !Number.isSafeInteger(v)) return writeBigint(buf, pos, BigInt(v))
+  return v >= 0 ? writeUint(buf, pos, v) : writeNegative(buf, pos, v)
 }
