@@ -62,6 +62,27 @@ describe("WireWriter", () => {
     }
   })
 
+  it("writes strings one after another, keeping nothing of a refused one", () => {
+    // any UTF-16 units, lone surrogates among them; and ASCII around the 42-unit one-byte prefix
+    const unit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c))
+    const piece = fc.oneof(
+      fc.string({ unit, maxLength: 50 }),
+      fc.string({ unit: "grapheme", maxLength: 60 }),
+      fc.string({ unit: "grapheme-ascii", minLength: 38, maxLength: 200 })
+    )
+    fc.assert(fc.property(fc.array(piece, { maxLength: 12 }), fc.integer({ min: 1, max: 300 }), (pieces, capacity) => {
+      const w = new WireWriter(capacity)
+      const kept = pieces.filter((s) => {
+        const before = w.pos
+        const refused = w.string(s)
+        assert.strictEqual(refused < 0, utf8Length(s) >= 0)
+        if (refused >= 0) assert.strictEqual(w.pos, before)
+        return refused < 0
+      })
+      assert.deepStrictEqual(Array.from(w.take(0)), reference((r) => kept.forEach((s) => r.string(s))))
+    }))
+  })
+
   it("writes doubles and bools like protobufjs", () => {
     fc.assert(fc.property(fc.double(), fc.boolean(), (d, b) => {
       assert.deepStrictEqual(bytesOf((w) => (w.double(d), w.bool(b))), reference((w) => w.double(d).bool(b)))
