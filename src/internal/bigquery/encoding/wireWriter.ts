@@ -127,15 +127,35 @@ export class WireWriter {
     // division by a power of two: no floating-point `%` or `Math.floor`
     if (value >= 0) {
       if (value < two32) this.uint32(value)
-      else {
-        const lo = value >>> 0
-        this.varint64(lo, (value - lo) / two32)
-      }
+      else this.wideNumber(value)
       return
     }
     const abs = -value
     const lo = abs >>> 0
     this.negated(lo, (abs - lo) / two32)
+  }
+
+  /**
+   * A safe integer from 2^32 up (a millisecond clock in microseconds, an id): its low 28 bits are
+   * four continuation bytes, and the rest (at most 25 bits) fits one 32-bit integer, so no 64-bit
+   * shifting of two halves (half the time of {@link WireWriter.varint64} on such values).
+   */
+  private wideNumber(value: number): void {
+    if (this.pos + 10 > this.capacity) this.ensure(10)
+    const buf = this.buf
+    let pos = this.pos
+    const lo = value >>> 0
+    buf[pos++] = (lo & 127) | 128
+    buf[pos++] = ((lo >>> 7) & 127) | 128
+    buf[pos++] = ((lo >>> 14) & 127) | 128
+    buf[pos++] = ((lo >>> 21) & 127) | 128
+    let rest = (lo >>> 28) + ((value - lo) / two32) * 16
+    while (rest > 127) {
+      buf[pos++] = (rest & 127) | 128
+      rest >>>= 7
+    }
+    buf[pos++] = rest
+    this.pos = pos
   }
 
   /** `mag` times `factor` plus `extra` (all non-negative, exact), negated when `negative`. */
