@@ -13,7 +13,10 @@
  *   ~512 KiB appends, `--depth` (100) in flight, on the default stream;
  * - Bigtable, into a private cbtemulator: the Bigtable sink against Go's `Table.ApplyBulk`, `--records`
  *   records per pass (default 100,000), 1 SetCell each, `--batch` (100) entries per call, `--concurrency`
- *   (10) calls in flight, each pass into fresh tables dropped afterwards.
+ *   (10) calls in flight, each pass into fresh tables dropped afterwards. `--bigtable-fake`: every client's
+ *   MutateRows calls go to a Go server that answers them at once, every entry OK, and passes the other
+ *   calls on to the emulator (bench/bigtableFake.ts), so that no client waits on the emulator applying
+ *   its entries; before timing, each client's records are checked there (the same row keys).
  *
  * - the Node baselines of the other benchmarks, in the same passes (`--no-baselines` leaves them out): the
  *   raw grpc-js append loop and the Node managedwriter `JSONWriter` (bigquery.bench.ts), the gapic
@@ -42,7 +45,7 @@
  *
  *   npm run bench:peers [-- --passes 3 --rows 2000000 --records 100000 --only bigquery|bigtable --no-baselines
  *                          --warmup-seconds 8 --bigtable-warmup-seconds 8 --warmup-passes 8
- *                          --bigtable-warmup-passes 20 --steps 4 --sink-per-pass --tls --pin]
+ *                          --bigtable-warmup-passes 20 --steps 4 --sink-per-pass --tls --pin --bigtable-fake]
  *
  * `--pin` (bench/pin.ts): the timed processes, ours and Go's, on CPU 0, the fake and the emulator on CPU 1.
  *
@@ -70,6 +73,7 @@ import { startBigtable } from "../test/support/emulators.ts"
 import { selfSigned } from "../test/support/selfSigned.ts"
 import { flag, forwardedArgs, numberArg, optionalArg, textArg } from "./args.ts"
 import * as Raw from "./bigqueryRaw.ts"
+import * as BigtableFake from "./bigtableFake.ts"
 import { bareMutateAll } from "./bigtableHttp2.ts"
 import { runRaw } from "./bigtableRaw.ts"
 import {
@@ -119,6 +123,8 @@ const baselines = !flag("no-baselines") && !tls
 const childOf = Isolated.childMethod()
 /** `--shared-process`: time our BigQuery methods in this process, interleaved (the method before 2026-12-01). */
 const sharedProcess = flag("shared-process")
+/** `--bigtable-fake`: the Bigtable clients' MutateRows calls go to bench/bigtableFake.ts, not the emulator (see above). */
+const bigtableFakeMode = flag("bigtable-fake")
 /**
  * `--warmup-seconds`: each BigQuery pass (ours and Go's, each in a fresh process) is timed after warm-up
  * passes that last at least this long; `--bigtable-warmup-seconds` (default 8), each Bigtable pass. Go's managedwriter reaches its steady rate only
@@ -235,7 +241,7 @@ const goBinary = (): string => {
 
 const buildGo = () => {
   const go = goBinary()
-  for (const program of ["bigquery", "bigtable"]) {
+  for (const program of ["bigquery", "bigtable", "bigtablefake"]) {
     const built = spawnSync(go, ["build", "-o", path.join(buildDir, program), `./cmd/${program}`], {
       cwd: peersDir,
       stdio: "inherit"
@@ -708,7 +714,16 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
     Pin.pinServer(emulator.pid)
     const admin = new v2.BigtableTableAdminClient(gapicOptions(emulator.emulatorHost))
     yield* Effect.addFinalizer(() => Effect.promise(() => admin.close()))
-    const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
+    const fake = bigtableFakeMode
+      ? yield* Effect.acquireRelease(
+        Effect.promise(() => BigtableFake.start(path.join(buildDir, "bigtablefake"), emulator.emulatorHost)),
+        (f) => Effect.sync(f.close)
+      )
+      : undefined
+    if (fake !== undefined) Pin.pinServer(fake.pid)
+    // where every client's data calls go; the tables' admin calls go to the emulator
+    const dataHost = fake?.host ?? emulator.emulatorHost
+    const client = yield* BigtableClient.make({ projectId, emulator: { grpc: dataHost } })
     let tables = 0
     const freshTable = async () => {
       const tableId = `t${tables++}`
@@ -725,7 +740,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
       const sample = Isolated.once(new URL(import.meta.url).pathname, name, [
         ...bigtableForwarded,
         "--emulator",
-        emulator.emulatorHost,
+        dataHost,
         "--table",
         tableId,
         "--warmup-table",
@@ -745,7 +760,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
       isolatedPass("bigtable.sink")
     const goArgs = (warm: string) => [
       "--emulator",
-      emulator.emulatorHost,
+      dataHost,
       "--project",
       projectId,
       "--instance",
@@ -794,7 +809,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
               Isolated.stepped(new URL(import.meta.url).pathname, "bigtable.sink", [
                 ...bigtableForwarded,
                 "--emulator",
-                emulator.emulatorHost,
+                dataHost,
                 "--warmup-table",
                 warmOurs
               ])
@@ -826,7 +841,7 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
     if (baselines) {
       // bigtable.bench.ts's `raw` baseline: the official client's gapic mutateRows, the same batches and depth
       if (sharedProcess) {
-        const raw = new v2.BigtableClient(gapicOptions(emulator.emulatorHost))
+        const raw = new v2.BigtableClient(gapicOptions(dataHost))
         yield* Effect.addFinalizer(() => Effect.promise(() => raw.close()))
         const rawPass = async () => {
           const tableId = await freshTable()
@@ -843,8 +858,70 @@ const bigtable = (samples: Record<string, Array<Pass>>) =>
         order.push(singleUnit("bigtable.node.bare", isolatedPass("bigtable.node.bare")))
       }
     }
+    if (fake !== undefined) {
+      yield* Effect.promise(() =>
+        verifyBigtable(
+          fake,
+          dataHost,
+          {
+            "bigtable.sink": sink,
+            "bigtable.go.applyBulk": (tableId) => runGo("bigtable", [...goArgs(""), "--table", tableId]),
+            ...(baselines
+              ? {
+                "bigtable.node.bare": (tableId) => {
+                  const bare = bareMutateAll(dataHost, { records, batch, concurrency, serializer: bigtableRecord })
+                  return bare.mutateAll(tableName(tableId)).finally(() => bare.close())
+                }
+              }
+              : {})
+          },
+          freshTable,
+          dropTable
+        )
+      )
+    }
     yield* Effect.promise(() => runUnits(order, samples, "record"))
   })
+
+/**
+ * `--bigtable-fake`: each client writes `records` records once through the fake, and the fake's digest of
+ * each (entries, row keys) must be the same: `records` entries, the keys of the reference's.
+ */
+const verifyBigtable = async (
+  fake: BigtableFake.BigtableFake,
+  dataHost: string,
+  methods: Record<string, (tableId: string) => Promise<unknown>>,
+  freshTable: () => Promise<string>,
+  dropTable: (tableId: string) => Promise<unknown>
+) => {
+  const raw = new v2.BigtableClient(gapicOptions(dataHost))
+  const all: Record<string, (tableId: string) => Promise<unknown>> = {
+    ...methods,
+    "bigtable.node.mutateRows": (tableId) =>
+      runRaw(raw, tableName(tableId), { records, batch, concurrency, value: bigtableValue })
+  }
+  const digestOf = async (method: (tableId: string) => Promise<unknown>) => {
+    const tableId = await freshTable()
+    await method(tableId)
+    await dropTable(tableId)
+    return fake.digest()
+  }
+  await fake.digest()
+  let reference: BigtableFake.Digest | undefined
+  try {
+    for (const [name, method] of Object.entries(all)) {
+      // oxlint-disable-next-line no-await-in-loop -- one client at a time: the fake's digest is per client
+      const d = await digestOf(method)
+      console.log(`verify ${name.padEnd(24)} ${d.entries} entries, row keys ${d.keys}`)
+      reference ??= d
+      if (d.entries !== records || d.keys !== reference.keys) {
+        throw new Error(`${name} sent other records through the fake than the first (${JSON.stringify(d)})`)
+      }
+    }
+  } finally {
+    await raw.close()
+  }
+}
 
 /** A child's pass: one of our BigQuery methods, warmed up, then timed once, against a fake of its own. */
 const childPass = async (name: string) => {
@@ -952,7 +1029,7 @@ const main = async () => {
       steps > 0 && !sharedProcess ? `; a pass of ours and Go's: ${steps} steps each, in step` : ""
     }; node ${process.version}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(" ")}${
       Pin.pinning ? "; pinned (client CPU 0, server CPU 1)" : ""
-    }`
+    }${bigtableFakeMode ? "; Bigtable's MutateRows answered by the fake (--bigtable-fake)" : ""}`
   )
   console.log(
     "method                        items/s   CPU/item   cores busy   vs Go (items/s)   vs Go (CPU/item: Go's / ours)   paired"
@@ -990,7 +1067,15 @@ const main = async () => {
       // ours on one writer per process (ADR 0048), or a writer per pass (`--sink-per-pass`)
       writer: sinkPerPass ? "perPass" : "perProcess",
       ...(name.startsWith("bigtable")
-        ? { records, batch, concurrency, warmupSeconds: bigtableWarmupSeconds, warmupPasses: bigtableWarmupPasses }
+        ? {
+          records,
+          batch,
+          concurrency,
+          warmupSeconds: bigtableWarmupSeconds,
+          warmupPasses: bigtableWarmupPasses,
+          // the MutateRows server: the emulator, or the fake in front of it (`--bigtable-fake`)
+          server: bigtableFakeMode ? "fake" : "emulator"
+        }
         : { rows: rowCount, depth, distinct, flowWindow, verified, warmupSeconds, warmupPasses }),
       // children timed without a forced collection before the pass (bench/timing.ts)
       collected: sharedProcess,

@@ -1,5 +1,6 @@
 // Command bigtable is the Go peer of the Bigtable sink benchmark: cloud.google.com/go/bigtable's
-// Table.ApplyBulk into the cbtemulator that bench/peers.ts started, on loopback (BIGTABLE_EMULATOR_HOST:
+// Table.ApplyBulk into the cbtemulator that bench/peers.ts started (or, with --bigtable-fake, the fake in
+// front of it: cmd/bigtablefake), on loopback (BIGTABLE_EMULATOR_HOST:
 // an insecure connection, no credentials, no client-side metrics), 1 SetCell per record (family cf,
 // qualifier v, timestamp 1,000,000 µs, a 100-byte value, keys row000000000...), --batch entries per
 // call, --concurrency calls in flight. The tables are created (and dropped) by bench/peers.ts: the
