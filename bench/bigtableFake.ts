@@ -1,8 +1,8 @@
 /**
  * The Go program bench/peers/cmd/bigtablefake in a process of its own (`bench:peers -- --bigtable-fake`):
  * a Bigtable server that answers MutateRows at once, every entry OK, and passes every other call on to
- * the cbtemulator at `emulatorHost`. `digest` returns the entries and the sum of their row keys' hashes
- * since the last digest, so a run can check that each client sent the same records.
+ * the cbtemulator at `emulatorHost`. `digest` returns the entries and the sum of their bytes' hashes since
+ * the last digest, so a run can check that each client sent the same entries.
  */
 import { spawn } from "node:child_process"
 import * as readline from "node:readline"
@@ -10,8 +10,8 @@ import * as readline from "node:readline"
 /** What the fake's MutateRows calls carried since the last digest. */
 export interface Digest {
   readonly entries: number
-  /** The order-free sum (mod 2^64) of the FNV-1a hashes of the entries' row keys, in hex. */
-  readonly keys: string
+  /** The order-free sum (mod 2^64) of the FNV-1a hashes of the entries' bytes, in hex. */
+  readonly sum: string
 }
 
 /** A running fake: its loopback address, its process id, its digest, and a way to stop it. */
@@ -22,30 +22,51 @@ export interface BigtableFake {
   readonly close: () => void
 }
 
-/** Starts `binary` (the built bigtablefake) in front of the emulator at `emulatorHost`. */
+const isDigest = (u: unknown): u is Digest =>
+  typeof u === "object" && u !== null && "entries" in u && typeof u.entries === "number" && "sum" in u &&
+  typeof u.sum === "string"
+
+/**
+ * Starts `binary` (the built bigtablefake) in front of the emulator at `emulatorHost`. A digest asked
+ * of a fake that has exited, or answered with anything but a digest, is rejected.
+ */
 export const start = (binary: string, emulatorHost: string): Promise<BigtableFake> =>
   new Promise((resolve, reject) => {
     const child = spawn(binary, ["--emulator", emulatorHost], { stdio: ["pipe", "pipe", "inherit"] })
     const lines = readline.createInterface({ input: child.stdout })
-    const waiting: Array<(d: Digest) => void> = []
+    const waiting: Array<{ readonly resolve: (d: Digest) => void; readonly reject: (e: Error) => void }> = []
     let host: string | undefined
-    child.on("error", reject)
-    child.on("exit", (code) => {
-      if (host === undefined) reject(new Error(`bigtablefake exited with ${code} before it listened`))
+    let exited: Error | undefined
+    const failAll = (error: Error) => {
+      for (const w of waiting.splice(0)) w.reject(error)
+    }
+    child.on("error", (error) => {
+      exited = error
+      reject(error)
+      failAll(error)
+    })
+    child.stdin.on("error", (error) => failAll(error))
+    child.on("exit", (code, signal) => {
+      exited = new Error(`bigtablefake exited (${code ?? signal})`)
+      if (host === undefined) reject(exited)
+      failAll(exited)
     })
     lines.on("line", (line) => {
       if (host === undefined) {
         const listening = /^listening (\S+)$/.exec(line)
-        if (listening?.[1] === undefined) return reject(new Error(`bigtablefake said ${line}`))
-        host = listening[1]
         const pid = child.pid
-        if (pid === undefined) return reject(new Error("bigtablefake has no process id"))
+        if (listening?.[1] === undefined || pid === undefined) {
+          child.kill()
+          return reject(new Error(`bigtablefake said ${line}`))
+        }
+        host = listening[1]
         return resolve({
           host,
           pid,
           digest: () =>
-            new Promise((answered) => {
-              waiting.push(answered)
+            new Promise((resolveDigest, rejectDigest) => {
+              if (exited !== undefined) return rejectDigest(exited)
+              waiting.push({ resolve: resolveDigest, reject: rejectDigest })
               child.stdin.write("digest\n")
             }),
           close: () => {
@@ -54,6 +75,14 @@ export const start = (binary: string, emulatorHost: string): Promise<BigtableFak
           }
         })
       }
-      waiting.shift()?.(JSON.parse(line) as Digest)
+      const next = waiting.shift()
+      let parsed: unknown
+      try {
+        parsed = JSON.parse(line)
+      } catch {
+        parsed = undefined
+      }
+      if (isDigest(parsed)) next?.resolve(parsed)
+      else next?.reject(new Error(`bigtablefake answered a digest with ${line}`))
     })
   })

