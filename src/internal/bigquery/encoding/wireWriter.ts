@@ -1,8 +1,7 @@
 /**
  * A growable byte buffer with the protobuf wire primitives the compiled row encoder needs:
- * varints (32-bit fast path; 64-bit from two 32-bit halves, or from a safe integer's low 28 bits and
- * the rest), little-endian doubles, UTF-8 strings and length-delimited sub-messages whose length is
- * back-filled.
+ * varints (32-bit fast path, 64-bit from two 32-bit halves, safe integers by wire/varint.ts),
+ * little-endian doubles, UTF-8 strings and length-delimited sub-messages whose length is back-filled.
  *
  * One writer belongs to one encoder and is reused row after row, so encoding allocates nothing but
  * the bytes handed out by {@link WireWriter.take}.
@@ -10,7 +9,7 @@
  * @internal
  */
 import { Buffer } from "node:buffer"
-import { uint32Size } from "../../wire/varint.ts"
+import { uint32Size, writeNegative, writeUint } from "../../wire/varint.ts"
 
 const two32 = 4_294_967_296
 const slabSize = 65_536
@@ -124,39 +123,8 @@ export class WireWriter {
 
   /** A safe integer as a two's complement int64 varint. */
   int64Number(value: number): void {
-    // a safe integer's low 32 bits are exactly `>>> 0` (ToUint32 is modulo 2^32), and the rest an exact
-    // division by a power of two: no floating-point `%` or `Math.floor`
-    if (value >= 0) {
-      if (value < two32) this.uint32(value)
-      else this.wideNumber(value)
-      return
-    }
-    const abs = -value
-    const lo = abs >>> 0
-    this.negated(lo, (abs - lo) / two32)
-  }
-
-  /**
-   * A safe integer from 2^32 up (a millisecond clock in microseconds, an id): its low 28 bits are
-   * four continuation bytes, and the rest (at most 25 bits) fits one 32-bit integer, so no 64-bit
-   * shifting of two halves (35-40 % less time than {@link WireWriter.varint64} on such values).
-   */
-  private wideNumber(value: number): void {
     if (this.pos + 10 > this.capacity) this.ensure(10)
-    const buf = this.buf
-    let pos = this.pos
-    const lo = value >>> 0
-    buf[pos++] = (lo & 127) | 128
-    buf[pos++] = ((lo >>> 7) & 127) | 128
-    buf[pos++] = ((lo >>> 14) & 127) | 128
-    buf[pos++] = ((lo >>> 21) & 127) | 128
-    let rest = (lo >>> 28) + ((value - lo) / two32) * 16
-    while (rest > 127) {
-      buf[pos++] = (rest & 127) | 128
-      rest >>>= 7
-    }
-    buf[pos++] = rest
-    this.pos = pos
+    this.pos = value >= 0 ? writeUint(this.buf, this.pos, value) : writeNegative(this.buf, this.pos, value)
   }
 
   /** `mag` times `factor` plus `extra` (all non-negative, exact), negated when `negative`. */
@@ -212,8 +180,9 @@ export class WireWriter {
    */
   string(s: string): number {
     const n = s.length
+    if (n > 42) return this.longString(s)
     const start = this.pos
-    if (n > 42 || start + 1 + 3 * n > this.capacity) return this.slowString(s, n)
+    if (start + 1 + 3 * n > this.capacity) this.ensure(1 + 3 * n)
     const written = utf8Write(this.buf, s, start + 1, 3 * n)
     if (written !== n) {
       const bytes = utf8Length(s)
@@ -224,12 +193,8 @@ export class WireWriter {
     return -1
   }
 
-  /** A string of more than 42 units (a varint length prefix), or one the buffer grows for. */
-  private slowString(s: string, n: number): number {
-    if (n <= 42) {
-      this.ensure(1 + 3 * n)
-      return this.string(s)
-    }
+  /** A string of more than 42 units: its UTF-8 length first, as a varint. */
+  private longString(s: string): number {
     const bytes = utf8Length(s)
     if (bytes < 0) return -bytes - 1
     this.uint32(bytes)
