@@ -15,7 +15,8 @@
  *
  * A stepped child ({@link stepped}, `--stepped`) stays up after its warm-up and times one pass per line
  * the parent sends it, so the parent can alternate its passes with a Go peer's (bench/peers.ts `--steps`).
- * `BENCH_TRACE=1`: a stepped child marks each step's start and end (ms since it started), and the parent
+ * `BENCH_TRACE=1`: a stepped child marks each step's start and end (ms since it started, with the share
+ * of the step its event loop was busy: below 1, the main thread waited on the server), and the parent
  * prints a stepped child's other output lines on stderr, after its name: with
  * `BENCH_CHILD_NODE_FLAGS=--trace-gc`, which collections fell in which step.
  */
@@ -163,8 +164,14 @@ export const serveSteps = async (pass: (arg: string) => Promise<Sample>): Promis
   // oxlint-disable-next-line no-await-in-loop -- one pass at a time, as the parent asks
   for await (const line of readline.createInterface({ input: process.stdin })) {
     if (tracing) console.log(`STEP start ${performance.now().toFixed(0)}`)
+    const loop = performance.eventLoopUtilization()
     const sample = await pass(line)
-    if (tracing) console.log(`STEP end ${performance.now().toFixed(0)} ${sample.cpuNsPerRow.toFixed(0)}`)
+    if (tracing) {
+      const busy = performance.eventLoopUtilization(loop).utilization
+      console.log(
+        `STEP end ${performance.now().toFixed(0)} ${sample.cpuNsPerRow.toFixed(0)} loop busy ${busy.toFixed(2)}`
+      )
+    }
     report(sample)
   }
 }

@@ -9,7 +9,7 @@
 import * as Predicate from "effect/Predicate"
 import type { Field, TableSchema } from "../../../BigQuery/TableSchema.ts"
 import { isRequiredOnWire, rangeFields } from "./descriptor.ts"
-import { scalarEncoder, wireTypeOf } from "./scalarEncoders.ts"
+import { type ScalarEncoder, scalarEncoder, wireTypeOf } from "./scalarEncoders.ts"
 import { describeValue as describe } from "./valueText.ts"
 import { tag, WireWriter } from "./wireWriter.ts"
 
@@ -46,6 +46,14 @@ interface CompiledField {
   readonly name: string
   readonly required: boolean
   readonly write: ValueWriter
+  /** A singular scalar of fields 1 to 15: what its writer calls, for a generated walk to call directly. */
+  readonly scalar: OneByteScalar | undefined
+}
+
+/** A scalar field whose key takes one byte, and its value's encoder. */
+interface OneByteScalar {
+  readonly key: number
+  readonly encode: ScalarEncoder
 }
 
 /** Options of {@link compileMessage}. @internal */
@@ -75,21 +83,29 @@ const singular = (field: Field, number: number, options: CompileOptions): ValueW
       return failure
     }
   }
+  const scalar = oneByteScalar(field, number)
+  if (scalar !== undefined) return oneByteWriter(scalar)
   const encode = scalarEncoder(field.type, field)
   const key = tag(number, wireTypeOf(field.type))
-  // a one-byte key (fields 1 to 15: most columns) written without the varint loop
-  if (key < 128) {
-    return (w, v) => {
-      w.byte(key)
-      const message = encode(w, v)
-      return message === undefined ? undefined : new EncodeFailure(undefined, message)
-    }
-  }
   return (w, v) => {
     w.uint32(key)
     const message = encode(w, v)
     return message === undefined ? undefined : new EncodeFailure(undefined, message)
   }
+}
+
+/** A scalar field's key and encoder when its key takes one byte (what {@link singular} wraps). */
+const oneByteScalar = (field: Field, number: number): OneByteScalar | undefined => {
+  if (field.type === "RECORD" || field.type === "RANGE") return undefined
+  const key = tag(number, wireTypeOf(field.type))
+  return key < 128 ? { key, encode: scalarEncoder(field.type, field) } : undefined
+}
+
+/** A scalar field's writer with a one-byte key (fields 1 to 15: most columns), written without the varint loop. */
+const oneByteWriter = ({ encode, key }: OneByteScalar): ValueWriter => (w, v) => {
+  w.byte(key)
+  const message = encode(w, v)
+  return message === undefined ? undefined : new EncodeFailure(undefined, message)
 }
 
 const repeated = (element: ValueWriter): ValueWriter => (w, v) => {
@@ -111,14 +127,17 @@ const repeated = (element: ValueWriter): ValueWriter => (w, v) => {
 const compileMessage = (fields: ReadonlyArray<Field>, options: CompileOptions): MessageEncoder => {
   const first = options.firstFieldNumber ?? 1
   const compiled: ReadonlyArray<CompiledField> = fields.map((field, index) => {
-    const write = singular(field, first + index, {
+    const number = first + index
+    const scalar = field.mode === "REPEATED" ? undefined : oneByteScalar(field, number)
+    const write = scalar !== undefined ? oneByteWriter(scalar) : singular(field, number, {
       rejectUnknownFields: options.rejectUnknownFields,
       generate: options.generate
     })
     return {
       name: field.name,
       required: isRequiredOnWire(field),
-      write: field.mode === "REPEATED" ? repeated(write) : write
+      write: field.mode === "REPEATED" ? repeated(write) : write,
+      scalar
     }
   })
   const names: ReadonlySet<string> = new Set(fields.map((f) => f.name))
@@ -164,11 +183,16 @@ const specialize = (compiled: ReadonlyArray<CompiledField>): MessageEncoder | un
   const steps = compiled.map((field, i) =>
     `v = value[${JSON.stringify(field.name)}]\n` +
     `if (v === undefined || v === null) {${field.required ? ` return missing(${i})` : ""} }\n` +
-    `else { failure = f${i}(w, v); if (failure !== undefined) return located(failure, ${i}) }`
+    (field.scalar === undefined
+      ? `else { failure = f${i}(w, v); if (failure !== undefined) return located(failure, ${i}) }`
+      // a scalar's key and encoder called here, not through the field's writer: one call less, and
+      // a call site of its own, so the compiler can inline the encoder (a writer's call of it is
+      // shared by every field of its kind, and sees many encoders)
+      : `else { w.byte(${field.scalar.key}); message = f${i}(w, v); if (message !== undefined) return refused(message, ${i}) }`)
   )
   // each writer in its own binding: every call site sees one target
   const bindings = compiled.map((_, i) => `const f${i} = writers[${i}]\n`).join("")
-  const source = `"use strict"\n${bindings}return function known(w, value) {\nlet v, failure\n` +
+  const source = `"use strict"\n${bindings}return function known(w, value) {\nlet v, failure, message\n` +
     `${steps.join("\n")}\nreturn undefined\n}`
   const missing = (i: number): EncodeFailure => new EncodeFailure(compiled[i]?.name, "is REQUIRED but missing")
   const located = (failure: EncodeFailure, i: number): EncodeFailure => {
@@ -176,9 +200,17 @@ const specialize = (compiled: ReadonlyArray<CompiledField>): MessageEncoder | un
     if (name !== undefined) failure.segments.push(name)
     return failure
   }
-  const writers: ReadonlyArray<ValueWriter> = compiled.map((field) => field.write)
+  const refused = (message: string, i: number): EncodeFailure => new EncodeFailure(compiled[i]?.name, message)
+  const writers: ReadonlyArray<ValueWriter | ScalarEncoder> = compiled.map((field) =>
+    field.scalar === undefined ? field.write : field.scalar.encode
+  )
   try {
-    const made: unknown = new Function("writers", "missing", "located", source)(writers, missing, located)
+    const made: unknown = new Function("writers", "missing", "located", "refused", source)(
+      writers,
+      missing,
+      located,
+      refused
+    )
     return isMessageEncoder(made) ? made : undefined
   } catch {
     return undefined
