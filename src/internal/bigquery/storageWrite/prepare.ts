@@ -9,6 +9,9 @@
  * - A slice holds the rows of one destination under one fingerprint, at most
  *   `min(maxAppendRequestBytes, maxInFlightBytes)` of frames (a row alone may be more): the permit it
  *   takes is its frames' size, clamped to the bound.
+ * - Without a fingerprint, the records of one destination that follow one another are framed by one
+ *   loop holding its cursor in locals (`frame`): per record, a resolver call, one comparison and the
+ *   row; the destination is looked up only when it changes.
  * - User code (the resolver, `fingerprint`, `serialize`, `encodeInto`) may throw. The loop runs under
  *   one `Effect.try` per stretch, not one per record; the cursor names the record and what was running
  *   when it threw, so the record is routed (an unroutable one for the resolver, a failed row of its
@@ -19,7 +22,7 @@
 import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
 import { type BigQueryFailure, failedRow, type UnroutableRecord } from "../../../BigQuery/BigQueryFailure.ts"
-import type { RowSerializer } from "../../../BigQuery/RowSerializer.ts"
+import type { RowSerializationError, RowSerializer } from "../../../BigQuery/RowSerializer.ts"
 import * as TableDestination from "../../../BigQuery/TableDestination.ts"
 import { unresolved } from "../../../Sink/FailedElement.ts"
 import type { Limits, Slice } from "../../core/backend.ts"
@@ -242,32 +245,10 @@ const builderOf = <A>(
   return b
 }
 
-/** Encodes `record` in place into `b` (`encodeInto`): the row's length, or `undefined` when it was skipped or routed. */
-const encodeInPlace = <A>(c: Cursor<A>, serializer: RowSerializer<A>, b: Builder, record: A): number | undefined => {
-  const batch = b.batch
-  c.stage = "encodeInto"
-  const at = (c.rowAt = Split.beginRow(batch))
-  // called as a method: a serializer may be a class instance
-  const result = serializer.encodeInto?.(batch.writer, record, b.destination)
-  if (result === undefined) return Split.endRow(batch, at)
-  Split.cancelRow(batch, at)
-  c.rowAt = -1
+/** A row the serializer skipped (`null`) or refused (its failure). */
+const unwritten = <A>(c: Cursor<A>, b: Builder, result: RowSerializationError | null): void => {
   if (result === null) c.out.skipped.push(b.key)
   else c.out.routed.push(failedRow({ destination: b.key, message: result.message, cause: result }))
-  return undefined
-}
-
-/** Frames the bytes `serialize` gives for `record` into `b`: the row's length, or `undefined` when it was skipped or routed. */
-const encodeBytes = <A>(c: Cursor<A>, serializer: RowSerializer<A>, b: Builder, record: A): number | undefined => {
-  c.stage = "serialize"
-  const row = serializer.serialize(record, b.destination)
-  if (row instanceof Uint8Array) {
-    c.rowAt = Split.appendRow(b.batch, row)
-    return row.length
-  }
-  if (row === null) c.out.skipped.push(b.key)
-  else c.out.routed.push(failedRow({ destination: b.key, message: row.message, cause: row }))
-  return undefined
 }
 
 /** What {@link touch} counted: kept, so the compiler cannot drop the loads it makes. */
@@ -288,52 +269,129 @@ const touch = <A>(rows: ReadonlyArray<A>, from: number): void => {
   touched += objects
 }
 
+/** What {@link frame} returns when it read no other destination. */
+const none: unique symbol = Symbol("none")
+
+/**
+ * Frames records from `c.i` (already resolved to `b`'s destination, `last`) up to `end`, while they
+ * resolve to the same destination: without a fingerprint, the run of one destination's records, with
+ * the cursor in locals (written back when user code throws). Stops at `end`, where `b`'s slice is cut,
+ * or at a record of another destination: then `c.i` is that record and its resolution is returned,
+ * for {@link run} to go on with.
+ */
+const frame = <A>(
+  c: Cursor<A>,
+  env: Env<A>,
+  b: Builder,
+  last: TableDestination.TableDestination,
+  end: number
+): TableDestination.TableDestination | TableDestination.Unroutable | typeof none => {
+  const { rows } = c
+  const { resolve, serializer } = env
+  const batch = b.batch
+  let next: TableDestination.TableDestination | TableDestination.Unroutable | typeof none = none
+  let i = c.i
+  let stage: Stage = "destinationResolver"
+  // the frame of a row begun in place and not yet ended: what a throw leaves to cancel
+  let begun = -1
+  try {
+    for (; i < end; i++) {
+      const record = rows[i] as A
+      if (i !== c.i) {
+        stage = "destinationResolver"
+        next = resolve(record)
+        if (next !== last) break
+      }
+      let length: number, at: number
+      if (serializer.encodeInto !== undefined) {
+        stage = "encodeInto"
+        at = begun = Split.beginRow(batch)
+        // called as a method: a serializer may be a class instance
+        const result = serializer.encodeInto?.(batch.writer, record, b.destination)
+        begun = -1
+        if (result !== undefined) {
+          Split.cancelRow(batch, at)
+          unwritten(c, b, result)
+          continue
+        }
+        length = Split.endRow(batch, at)
+      } else {
+        stage = "serialize"
+        const row = serializer.serialize(record, b.destination)
+        if (!(row instanceof Uint8Array)) {
+          unwritten(c, b, row)
+          continue
+        }
+        length = row.length
+        at = Split.appendRow(batch, row)
+      }
+      if (place(c, env, b, at, length)) {
+        i++
+        break
+      }
+    }
+  } catch (cause) {
+    c.stage = stage
+    c.rowAt = begun
+    throw cause
+  } finally {
+    c.i = i
+  }
+  return next === last ? none : next
+}
+
+/**
+ * Takes the row of `length` bytes just framed at `at` into `b`'s batch, or routes it when it is over
+ * the row limit. True when `b`'s slice reached the cut and was closed: its destination's next rows
+ * start a new builder.
+ */
+const place = <A>(c: Cursor<A>, env: Env<A>, b: Builder, at: number, length: number): boolean => {
+  const batch = b.batch
+  if (Split.isOversize(length)) {
+    const payload = Split.rowCopy(batch, length)
+    Split.cancelRow(batch, at)
+    c.out.routed.push(failedRow({
+      destination: b.key,
+      payload,
+      message: `row of ${length} bytes exceeds the ${maxRowBytes}-byte row limit; not sent`
+    }))
+    return false
+  }
+  // the row that would take the batch it feeds over the limit starts the next one
+  const full = Split.admit(env.pool, batch, at, length, b.room, false)
+  if (full !== undefined) {
+    emit(c, env, b, full, true)
+    b.room = env.maxAppendRequestBytes
+    return false
+  }
+  if (Split.frameBytes(batch) < c.cut) return false
+  finish(c, env, b)
+  startBuilder(c, env, b.destination, b.key, b.fingerprint)
+  c.builder = undefined
+  return true
+}
+
 /** Runs the loop from record `c.i` to the end. May throw (user code): see {@link threw}. */
 const run = <A>(c: Cursor<A>, env: Env<A>): void => {
   const rows = c.rows
   touch(rows, c.i)
   const resolve = env.resolve
-  const serializer = env.serializer
-  const inPlace = serializer.encodeInto !== undefined
-  // without a fingerprint, a record of the last record's destination keeps its builder: nothing to look up
-  const keeps = serializer.fingerprint === undefined
+  // without a fingerprint, a record of the last record's destination keeps its builder: nothing to
+  // look up, and `frame` goes on through the run of such records; with one, each record is looked up
+  const keeps = env.serializer.fingerprint === undefined
+  let next: TableDestination.TableDestination | TableDestination.Unroutable | typeof none = none
   while (c.i < rows.length) {
-    const record = rows[c.i] as A
     c.stage = "destinationResolver"
-    const resolved = resolve(record)
-    const b = keeps && resolved === c.lastResolution && c.builder !== undefined
+    const resolved: TableDestination.TableDestination | TableDestination.Unroutable = next === none
+      ? resolve(rows[c.i] as A)
+      : next
+    next = none
+    const b: Builder | undefined = keeps && resolved === c.lastResolution && c.builder !== undefined
       ? c.builder
       : builderOf(c, env, resolved)
-    const length = b === undefined
-      ? undefined
-      : inPlace
-      ? encodeInPlace(c, serializer, b, record)
-      : encodeBytes(c, serializer, b, record)
-    const at = c.rowAt
-    c.rowAt = -1
-    c.i++
-    if (b === undefined || length === undefined) continue
-    const batch = b.batch
-    if (Split.isOversize(length)) {
-      const payload = Split.rowCopy(batch, length)
-      Split.cancelRow(batch, at)
-      c.out.routed.push(failedRow({
-        destination: b.key,
-        payload,
-        message: `row of ${length} bytes exceeds the ${maxRowBytes}-byte row limit; not sent`
-      }))
-      continue
-    }
-    // the row that would take the batch it feeds over the limit starts the next one
-    const full = Split.admit(env.pool, batch, at, length, b.room, false)
-    if (full !== undefined) {
-      emit(c, env, b, full, true)
-      b.room = env.maxAppendRequestBytes
-    } else if (Split.frameBytes(batch) >= c.cut) {
-      finish(c, env, b)
-      startBuilder(c, env, b.destination, b.key, b.fingerprint)
-      c.builder = undefined
-    }
+    const last = c.lastResolution
+    if (b === undefined || last === undefined) c.i++
+    else next = frame(c, env, b, last, keeps ? rows.length : c.i + 1)
   }
 }
 

@@ -6,7 +6,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Schema } from "effect"
 import type { BigQueryFailure } from "../../../../src/BigQuery/BigQueryFailure.ts"
-import type { RowBuffer, RowSerializer } from "../../../../src/BigQuery/RowSerializer.ts"
+import {
+  make as makeSerializer,
+  type RowBuffer,
+  RowSerializationError,
+  type RowSerializer
+} from "../../../../src/BigQuery/RowSerializer.ts"
 import * as TableDestination from "../../../../src/BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../../src/BigQuery/TableSchema.ts"
 import * as Prepare from "../../../../src/internal/bigquery/storageWrite/prepare.ts"
@@ -131,23 +136,53 @@ describe("prepare: a throwing fingerprint", () => {
 
 describe("prepare: without a fingerprint (a record of the last one's destination keeps its builder)", () => {
   it.effect.prop(
-    "any records, throwing resolver and serializer calls, small batches: each row once, in its table's slices, in order",
+    "any records, throwing resolver and serializer calls, skipped and refused rows, small batches, in place or not: each row once, in its table's slices, in order",
     {
-      destinations: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 2 }))).check(
-        Schema.isMaxLength(80)
-      ),
-      resolverThrowsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 80 }))),
-      serializerThrowsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 80 }))),
-      maxAppendRequestBytes: Schema.Int.check(Schema.isBetween({ minimum: 6, maximum: 64 }))
+      // runs of records to one table, long enough to fill and cut batches within a run
+      runs: Schema.Array(Schema.Struct({
+        table: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 2 })),
+        length: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 16 }))
+      })).check(Schema.isMaxLength(12)),
+      resolverThrowsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 192 }))),
+      serializerThrowsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 192 }))),
+      // the calls on which a serializer that does not throw skips the row (null), or refuses it
+      skipsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 192 }))),
+      refusesOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 192 }))),
+      maxAppendRequestBytes: Schema.Int.check(Schema.isBetween({ minimum: 6, maximum: 64 })),
+      inPlace: Schema.Boolean
     },
-    ({ destinations, maxAppendRequestBytes, resolverThrowsOn, serializerThrowsOn }) =>
+    ({ inPlace, maxAppendRequestBytes, refusesOn, resolverThrowsOn, runs, serializerThrowsOn, skipsOn }) =>
       Effect.gen(function*() {
-        const records = destinations.map((table, i) => ({ i, table }))
+        const tablesInOrder = runs.flatMap(({ length, table }) => Array.from({ length }, () => table))
+        const records = tablesInOrder.map((table, i) => ({ i, table }))
         const base = envOf(() => "unused")
         let resolves = 0
         let serializes = 0
         const resolverThrows = new Set(resolverThrowsOn)
         const serializerThrows = new Set(serializerThrowsOn)
+        const refusal = new RowSerializationError({ path: "", reason: "refused" })
+        const skips = new Set(skipsOn)
+        const refuses = new Set(refusesOn)
+        /** The serializer's verdict on call `n`: it throws, skips, refuses or writes the row. */
+        const verdict = (n: number): "throw" | "skip" | "refuse" | "write" =>
+          serializerThrows.has(n) ? "throw" : skips.has(n) ? "skip" : refuses.has(n) ? "refuse" : "write"
+        const serialize = (r: Rec) => {
+          const v = verdict(++serializes)
+          if (v === "throw") throw new Error(`serializer broke on call ${serializes}`)
+          return v === "skip" ? null : v === "refuse" ? refusal : Uint8Array.of(0x08, r.i, 0x10, r.table)
+        }
+        // in place, a row is half written before its verdict: what is kept of it must be dropped
+        const encodeInto = (w: RowBuffer, r: Rec) => {
+          const v = verdict(++serializes)
+          w.ensure(4)
+          w.buf.set([0x08, r.i], w.pos)
+          w.pos += 2
+          if (v === "throw") throw new Error(`serializer broke on call ${serializes}`)
+          if (v !== "write") return v === "skip" ? null : refusal
+          w.buf.set([0x10, r.table], w.pos)
+          w.pos += 2
+          return undefined
+        }
         const env: Prepare.Env<Rec> = {
           ...base,
           maxAppendRequestBytes,
@@ -155,13 +190,9 @@ describe("prepare: without a fingerprint (a record of the last one's destination
             if (resolverThrows.has(++resolves)) throw new Error(`resolver broke on call ${resolves}`)
             return tables[r.table] as TableDestination.TableDestination
           },
-          serializer: {
-            tableSchema: () => schema,
-            serialize: (r) => {
-              if (serializerThrows.has(++serializes)) throw new Error(`serializer broke on call ${serializes}`)
-              return Uint8Array.of(0x08, r.i, 0x10, r.table)
-            }
-          }
+          serializer: inPlace
+            ? makeSerializer({ tableSchema: () => schema, serialize, encodeInto })
+            : { tableSchema: () => schema, serialize }
         }
         const prepared = yield* Prepare.prepare(env, records, limits)
         // the resolver runs once per record, the serializer once per record the resolver did not throw on
@@ -170,14 +201,18 @@ describe("prepare: without a fingerprint (a record of the last one's destination
           serializes,
           records.length - prepared.routed.filter((f) => f._tag === "UnroutableRecord").length
         )
-        const routedUnroutable = [...resolverThrows].filter((n) => n <= resolves).length
-        const routedFailed = [...serializerThrows].filter((n) => n <= serializes).length
+        const calls = Array.from({ length: serializes }, (_, k) => verdict(k + 1))
         assert.deepStrictEqual(
           [
             prepared.routed.filter((f) => f._tag === "UnroutableRecord").length,
-            prepared.routed.filter((f) => f._tag === "FailedRow").length
+            prepared.routed.filter((f) => f._tag === "FailedRow").length,
+            prepared.skipped.length
           ],
-          [routedUnroutable, routedFailed]
+          [
+            [...resolverThrows].filter((n) => n <= resolves).length,
+            calls.filter((v) => v === "throw" || v === "refuse").length,
+            calls.filter((v) => v === "skip").length
+          ]
         )
         const byTable = new Map<string, Array<number>>()
         for (const { payload } of prepared.slices) {
@@ -197,7 +232,7 @@ describe("prepare: without a fingerprint (a record of the last one's destination
         }
         const sent = [...byTable.values()].flat()
         assert.strictEqual(new Set(sent).size, sent.length, "a record sent twice")
-        assert.strictEqual(sent.length + prepared.routed.length, records.length)
+        assert.strictEqual(sent.length + prepared.routed.length + prepared.skipped.length, records.length)
         for (const [key, ids] of byTable) {
           assert.deepStrictEqual(ids, ids.toSorted((a, b) => a - b), `${key}'s rows out of order`)
         }
