@@ -103,6 +103,7 @@ interface Cursor<A> {
   lastResolution: TableDestination.TableDestination | undefined
   /** The resolved destination of record `i` while its fingerprint is read (a throw is routed there). */
   fingerprintKey: string
+  /** Where the row being encoded in place began when user code threw (for `threw` to drop it), else -1. */
   rowAt: number
   readonly builders: Map<string, Builder>
   /** The frame bytes emitted in this run, by destination: the next run's size hints. */
