@@ -11,7 +11,7 @@
  *   takes is its frames' size, clamped to the bound.
  * - Without a fingerprint, the records of one destination that follow one another are framed by one
  *   loop holding its cursor in locals (`frame`): per record, a resolver call, one comparison and the
- *   row; the destination is looked up only when it changes.
+ *   row; the destination is looked up only when it changes or a slice was cut.
  * - User code (the resolver, `fingerprint`, `serialize`, `encodeInto`) may throw. The loop runs under
  *   one `Effect.try` per stretch, not one per record; the cursor names the record and what was running
  *   when it threw, so the record is routed (an unroutable one for the resolver, a failed row of its
@@ -276,9 +276,9 @@ const none: unique symbol = Symbol("none")
 /**
  * Frames records from `c.i` (already resolved to `b`'s destination, `last`) up to `end`, while they
  * resolve to the same destination: without a fingerprint, the run of one destination's records, with
- * the cursor in locals (written back when user code throws). Stops at `end`, where `b`'s slice is cut,
- * or at a record of another destination: then `c.i` is that record and its resolution is returned,
- * for {@link run} to go on with.
+ * the cursor in locals (written back when user code throws). Stops at `end`; after a row that cut `b`'s
+ * slice (`c.i` is then past it, and the next record is looked up again); or before a record of another
+ * destination: then `c.i` is that record and its resolution is returned, for {@link run} to go on with.
  */
 const frame = <A>(
   c: Cursor<A>,
@@ -293,8 +293,7 @@ const frame = <A>(
   let next: TableDestination.TableDestination | TableDestination.Unroutable | typeof none = none
   let i = c.i
   let stage: Stage = "destinationResolver"
-  // the frame of a row begun in place and not yet ended: what a throw leaves to cancel
-  let begun = -1
+  let begun = -1 // the frame of a row begun in place, not yet ended: what a throw leaves to cancel
   try {
     for (; i < end; i++) {
       const record = rows[i] as A
@@ -332,6 +331,7 @@ const frame = <A>(
       }
     }
   } catch (cause) {
+    // rethrown to `prepare`'s `Effect.try`: `threw` routes the record by the cursor written back here
     c.stage = stage
     c.rowAt = begun
     throw cause

@@ -224,23 +224,34 @@ describe("encoder", () => {
   })
 
   it("generated field walks encode and refuse exactly as the plain loop", () => {
-    const invalidRow = tableSchemaArb.chain((schema) =>
-      rowSample(schema.fields).chain((row) =>
-        fc.constantFrom(...schema.fields).chain((field) =>
-          // the scalar refusals too: values a generated fast path passes on to the field's writer
-          fc.constantFrom<unknown>(null, "x", 1.5, true, [], {}, ...invalidFor(field)).map((bad) => ({
-            schema,
-            row: { ...row, [field.name]: bad }
-          }))
-        )
+    const validRow = schemaWithRow.map(({ row, schema }) => ({ schema, row: row.value }))
+    // a column replaced: by a value of the wrong kind, or a scalar's own refusals
+    const invalidColumn = schemaWithRow.chain(({ row, schema }) =>
+      fc.constantFrom(...schema.fields).chain((field) =>
+        fc.constantFrom<unknown>(null, "x", 1.5, true, [], {}, ...invalidFor(field)).map((bad) => ({
+          schema,
+          row: { ...(row.value as Record<string, unknown>), [field.name]: bad }
+        }))
       )
     )
+    // a scalar anywhere in the row (inside RECORDs, REPEATED elements, RANGE bounds) refused
+    const invalidLeaf = schemaWithRow
+      .filter(({ row, schema }) => leaves(schema.fields, row.value as Record<string, unknown>, []).length > 0)
+      .chain(({ row, schema }) =>
+        fc.constantFrom(...leaves(schema.fields, row.value as Record<string, unknown>, [])).chain((leaf) =>
+          fc.constantFrom(...invalid[leaf.type]).map((bad) => ({ schema, row: setAt(row.value, leaf.path, bad) }))
+        )
+      )
     fc.assert(
-      fc.property(fc.oneof(schemaWithRow, invalidRow), fc.boolean(), ({ row, schema }, rejectUnknownFields) => {
-        const generated = compile(schema, { rejectUnknownFields }).serialize(row)
-        const plain = compile(schema, { rejectUnknownFields, generate: false }).serialize(row)
-        assert.deepStrictEqual(outcome(generated), outcome(plain))
-      }),
+      fc.property(
+        fc.oneof(validRow, invalidColumn, invalidLeaf),
+        fc.boolean(),
+        ({ row, schema }, rejectUnknownFields) => {
+          const generated = compile(schema, { rejectUnknownFields }).serialize(row)
+          const plain = compile(schema, { rejectUnknownFields, generate: false }).serialize(row)
+          assert.deepStrictEqual(outcome(generated), outcome(plain))
+        }
+      ),
       { numRuns: 300 }
     )
   })

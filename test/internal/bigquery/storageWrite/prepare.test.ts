@@ -19,9 +19,8 @@ import * as Split from "../../../../src/internal/bigquery/storageWrite/split.ts"
 import * as AppendRequest from "../../../../src/internal/bigquery/transport/appendRequest.ts"
 import type { Prepared } from "../../../../src/internal/core/backend.ts"
 
-const tables = ["t", "u", "v"].map((tableId) =>
-  TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId })
-)
+const tableIds = ["t", "u", "v"]
+const tables = tableIds.map((tableId) => TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId }))
 
 /** A record: its index and the table it goes to. */
 interface Rec {
@@ -112,23 +111,42 @@ describe("prepare: a throwing fingerprint", () => {
     }))
 
   it.effect.prop(
-    "any records, any throwing calls: each row in its own table's slice, once",
+    "any records, any throwing calls, fingerprints changing, small batches or not: each row in its own table's slice, once",
     {
-      destinations: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 2 }))).check(
-        Schema.isMaxLength(60)
-      ),
-      throwsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 60 }))),
-      perTable: Schema.Boolean
+      // runs of records to one table, long enough to fill and cut batches within a run
+      runs: Schema.Array(Schema.Struct({
+        table: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 2 })),
+        length: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 16 }))
+      })).check(Schema.isMaxLength(8)),
+      throwsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 128 }))),
+      perTable: Schema.Boolean,
+      // the fingerprint's value moves on every this many calls (a schema evolving mid-run), 0 never
+      changesEvery: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 5 })),
+      maxAppendRequestBytes: Schema.Union([
+        Schema.Int.check(Schema.isBetween({ minimum: 6, maximum: 64 })),
+        Schema.Literal(1024 * 1024)
+      ])
     },
-    ({ destinations, perTable, throwsOn }) =>
+    ({ changesEvery, maxAppendRequestBytes, perTable, runs, throwsOn }) =>
       Effect.gen(function*() {
-        const records = destinations.map((table, i) => ({ i, table }))
+        const records = runs.flatMap(({ length, table }) => Array.from({ length }, () => table)).map((table, i) => ({
+          i,
+          table
+        }))
         const throwing = new Set(throwsOn)
-        const fingerprint = throwingOn(throwing, (d) => (perTable ? d.tableId : "v1"))
-        const prepared = yield* Prepare.prepare(envOf(fingerprint), records, limits)
+        let calls = 0
+        const fingerprint = throwingOn(throwing, (d) => {
+          const version = changesEvery === 0 ? 0 : Math.floor(calls++ / changesEvery)
+          return `${perTable ? d.tableId : "v"}:${version}`
+        })
+        const env = { ...envOf(fingerprint), maxAppendRequestBytes }
+        const prepared = yield* Prepare.prepare(env, records, limits)
         // one fingerprint call per record: the calls that throw are those numbered up to the record count
         const thrown = [...throwing].filter((n) => n <= records.length).length
         check(records, prepared, thrown)
+        for (const { payload } of prepared.slices) {
+          assert.isTrue(payload.body.length <= maxAppendRequestBytes || payload.count === 1, "slice over a batch")
+        }
       }),
     { arbitrary: { runs: 300 } }
   )
@@ -148,10 +166,25 @@ describe("prepare: without a fingerprint (a record of the last one's destination
       // the calls on which a serializer that does not throw skips the row (null), or refuses it
       skipsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 192 }))),
       refusesOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 192 }))),
+      // the resolver calls that answer unroutable, or a new destination object equal to the cached one
+      unroutableOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 192 }))),
+      freshOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 192 }))),
       maxAppendRequestBytes: Schema.Int.check(Schema.isBetween({ minimum: 6, maximum: 64 })),
       inPlace: Schema.Boolean
     },
-    ({ inPlace, maxAppendRequestBytes, refusesOn, resolverThrowsOn, runs, serializerThrowsOn, skipsOn }) =>
+    (
+      {
+        freshOn,
+        inPlace,
+        maxAppendRequestBytes,
+        refusesOn,
+        resolverThrowsOn,
+        runs,
+        serializerThrowsOn,
+        skipsOn,
+        unroutableOn
+      }
+    ) =>
       Effect.gen(function*() {
         const tablesInOrder = runs.flatMap(({ length, table }) => Array.from({ length }, () => table))
         const records = tablesInOrder.map((table, i) => ({ i, table }))
@@ -159,6 +192,8 @@ describe("prepare: without a fingerprint (a record of the last one's destination
         let resolves = 0
         let serializes = 0
         const resolverThrows = new Set(resolverThrowsOn)
+        const unroutable = new Set(unroutableOn)
+        const fresh = new Set(freshOn)
         const serializerThrows = new Set(serializerThrowsOn)
         const refusal = new RowSerializationError({ path: "", reason: "refused" })
         const skips = new Set(skipsOn)
@@ -166,13 +201,17 @@ describe("prepare: without a fingerprint (a record of the last one's destination
         /** The serializer's verdict on call `n`: it throws, skips, refuses or writes the row. */
         const verdict = (n: number): "throw" | "skip" | "refuse" | "write" =>
           serializerThrows.has(n) ? "throw" : skips.has(n) ? "skip" : refuses.has(n) ? "refuse" : "write"
+        /** The table of the record of each serializer call, in order. */
+        const serialized: Array<number> = []
         const serialize = (r: Rec) => {
+          serialized.push(r.table)
           const v = verdict(++serializes)
           if (v === "throw") throw new Error(`serializer broke on call ${serializes}`)
           return v === "skip" ? null : v === "refuse" ? refusal : Uint8Array.of(0x08, r.i, 0x10, r.table)
         }
         // in place, a row is half written before its verdict: what is kept of it must be dropped
         const encodeInto = (w: RowBuffer, r: Rec) => {
+          serialized.push(r.table)
           const v = verdict(++serializes)
           w.ensure(4)
           w.buf.set([0x08, r.i], w.pos)
@@ -188,7 +227,10 @@ describe("prepare: without a fingerprint (a record of the last one's destination
           maxAppendRequestBytes,
           resolve: (r) => {
             if (resolverThrows.has(++resolves)) throw new Error(`resolver broke on call ${resolves}`)
-            return tables[r.table] as TableDestination.TableDestination
+            if (unroutable.has(resolves)) return TableDestination.unroutable({ reason: `call ${resolves}` })
+            return fresh.has(resolves)
+              ? TableDestination.makeUnsafe({ projectId: "p", datasetId: "d", tableId: tableIds[r.table] ?? "" })
+              : tables[r.table] as TableDestination.TableDestination
           },
           serializer: inPlace
             ? makeSerializer({ tableSchema: () => schema, serialize, encodeInto })
@@ -202,17 +244,30 @@ describe("prepare: without a fingerprint (a record of the last one's destination
           records.length - prepared.routed.filter((f) => f._tag === "UnroutableRecord").length
         )
         const calls = Array.from({ length: serializes }, (_, k) => verdict(k + 1))
+        const resolverCalls = Array.from({ length: resolves }, (_, k) => k + 1)
+        assert.strictEqual(
+          prepared.routed.filter((f) => f._tag === "UnroutableRecord").length,
+          resolverCalls.filter((n) => resolverThrows.has(n) || unroutable.has(n)).length
+        )
+        // each row the serializer threw on or refused is a failed row of its own record's table, in order
+        const keyOf = (table: number | undefined) => `p.d.${tableIds[table ?? -1]}`
+        const stage = inPlace ? "the encodeInto threw" : "the serialize threw"
         assert.deepStrictEqual(
-          [
-            prepared.routed.filter((f) => f._tag === "UnroutableRecord").length,
-            prepared.routed.filter((f) => f._tag === "FailedRow").length,
-            prepared.skipped.length
-          ],
-          [
-            [...resolverThrows].filter((n) => n <= resolves).length,
-            calls.filter((v) => v === "throw" || v === "refuse").length,
-            calls.filter((v) => v === "skip").length
-          ]
+          prepared.routed.filter((f) => f._tag === "FailedRow").map((f) => [
+            f.destination,
+            f.message.startsWith(stage) ? "threw" : f.message
+          ]),
+          calls.flatMap((v, k) =>
+            v === "throw"
+              ? [[keyOf(serialized[k]), "threw"]]
+              : v === "refuse"
+              ? [[keyOf(serialized[k]), "refused"]]
+              : []
+          )
+        )
+        assert.deepStrictEqual(
+          prepared.skipped,
+          calls.flatMap((v, k) => (v === "skip" ? [keyOf(serialized[k])] : []))
         )
         const byTable = new Map<string, Array<number>>()
         for (const { payload } of prepared.slices) {
