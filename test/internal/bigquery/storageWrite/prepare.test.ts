@@ -32,6 +32,9 @@ const schema: TableSchema.TableSchema = {
   fields: [TableSchema.field({ name: "i", type: "INT64" }), TableSchema.field({ name: "table", type: "INT64" })]
 }
 
+/** The destination key of table `table` (an index of {@link tableIds}). */
+const keyOf = (table: number | undefined) => `p.d.${tableIds[table ?? -1]}`
+
 const limits = { maxUnits: 10_000, maxBytes: 10 * 1024 * 1024 }
 
 const envOf = (fingerprint: (d: TableDestination.TableDestination) => unknown): Prepare.Env<Rec> => {
@@ -250,7 +253,6 @@ describe("prepare: without a fingerprint (a record of the last one's destination
           resolverCalls.filter((n) => resolverThrows.has(n) || unroutable.has(n)).length
         )
         // each row the serializer threw on or refused is a failed row of its own record's table, in order
-        const keyOf = (table: number | undefined) => `p.d.${tableIds[table ?? -1]}`
         const stage = inPlace ? "the encodeInto threw" : "the serialize threw"
         assert.deepStrictEqual(
           prepared.routed.filter((f) => f._tag === "FailedRow").map((f) => [
