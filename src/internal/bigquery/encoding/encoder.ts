@@ -188,7 +188,8 @@ const specialize = (compiled: ReadonlyArray<CompiledField>): MessageEncoder | un
       // a scalar's key and encoder called here, not through the field's writer: one call less, and
       // a call site of its own, so the compiler can inline the encoder (a writer's call of it is
       // shared by every field of its kind, and sees many encoders)
-      : `else { w.byte(${field.scalar.key}); message = f${i}(w, v); if (message !== undefined) return refused(message, ${i}) }`)
+      : `else { if (w.pos >= w.capacity) w.ensure(1); w.buf[w.pos++] = ${field.scalar.key}\n` +
+        `message = f${i}(w, v); if (message !== undefined) return refused(message, ${i}) }`)
   )
   // each writer in its own binding: every call site sees one target
   const bindings = compiled.map((_, i) => `const f${i} = writers[${i}]\n`).join("")

@@ -76,12 +76,18 @@ const bytes = (maxLength: number | undefined): ScalarEncoder => (w, v) => {
   return undefined
 }
 
+// the usual value (a safe integer) in a function small enough for the compiler to inline into a
+// generated field walk; the rest in one it calls
 const int64: ScalarEncoder = (w, v) => {
+  if (typeof v === "number" && Number.isSafeInteger(v)) {
+    w.int64Number(v)
+    return undefined
+  }
+  return int64Other(w, v)
+}
+
+const int64Other: ScalarEncoder = (w, v) => {
   if (Predicate.isNumber(v)) {
-    if (Number.isSafeInteger(v)) {
-      w.int64Number(v)
-      return undefined
-    }
     return Number.isInteger(v)
       ? refuse("INT64", "a safe integer (use a bigint beyond ±2^53)", v)
       : `INT64 takes an integer, was ${describe(v)} (not an integer)`
@@ -132,6 +138,7 @@ const fromMillis = (w: WireWriter, ms: number, v: unknown): string | undefined =
 /** Milliseconds whose microseconds are a safe integer (1685 to 2255): written as one exact product. */
 const maxExactMillis = Math.floor(Number.MAX_SAFE_INTEGER / 1000)
 
+// the usual value (a Date from 1685 to 2255) inlinable, as `int64`
 const timestamp: ScalarEncoder = (w, v) => {
   if (Predicate.isDate(v)) {
     const ms = v.getTime()
@@ -139,8 +146,12 @@ const timestamp: ScalarEncoder = (w, v) => {
       w.int64Number(ms * 1000)
       return undefined
     }
-    return fromMillis(w, ms, v)
   }
+  return timestampOther(w, v)
+}
+
+const timestampOther: ScalarEncoder = (w, v) => {
+  if (Predicate.isDate(v)) return fromMillis(w, v.getTime(), v)
   if (DateTime.isDateTime(v)) return fromMillis(w, v.epochMilliseconds, v)
   if (Predicate.isBigInt(v)) {
     if (v < minMicros || v > maxMicros) return refuse("TIMESTAMP", `microseconds since the epoch, ${timestampRange}`, v)
