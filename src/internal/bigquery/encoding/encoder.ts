@@ -185,9 +185,10 @@ const specialize = (compiled: ReadonlyArray<CompiledField>): MessageEncoder | un
     `if (v === undefined || v === null) {${field.required ? ` return missing(${i})` : ""} }\n` +
     (field.scalar === undefined
       ? `else { failure = f${i}(w, v); if (failure !== undefined) return located(failure, ${i}) }`
-      // a scalar's key and encoder called here, not through the field's writer: one call less, and
-      // a call site of its own, so the compiler can inline the encoder (a writer's call of it is
-      // shared by every field of its kind, and sees many encoders)
+      // a scalar's key written and its encoder called here, not through the field's writer: a call
+      // site of its own, so the compiler can inline the encoder (a writer's call of it is shared by
+      // every field of its kind, and sees many encoders); the key without a call of `byte`, whose
+      // bytecode would count against what V8 inlines into this function (ADR 0011)
       : `else { if (w.pos >= w.capacity) w.ensure(1); w.buf[w.pos++] = ${field.scalar.key}\n` +
         `message = f${i}(w, v); if (message !== undefined) return refused(message, ${i}) }`)
   )

@@ -32,6 +32,17 @@ const schema: TableSchema.TableSchema = {
   fields: [TableSchema.field({ name: "i", type: "INT64" }), TableSchema.field({ name: "table", type: "INT64" })]
 }
 
+/** Up to `max` runs of records to one table, long enough to fill and cut batches within a run. */
+const runsOf = (max: number) =>
+  Schema.Array(Schema.Struct({
+    table: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 2 })),
+    length: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 16 }))
+  })).check(Schema.isMaxLength(max))
+
+/** The tables of `runs`, one a record. */
+const tablesOf = (runs: ReadonlyArray<{ readonly table: number; readonly length: number }>) =>
+  runs.flatMap(({ length, table }) => Array.from({ length }, () => table))
+
 /** The destination key of table `table` (an index of {@link tableIds}). */
 const keyOf = (table: number | undefined) => `p.d.${tableIds[table ?? -1]}`
 
@@ -116,11 +127,7 @@ describe("prepare: a throwing fingerprint", () => {
   it.effect.prop(
     "any records, any throwing calls, fingerprints changing, small batches or not: each row in its own table's slice, once",
     {
-      // runs of records to one table, long enough to fill and cut batches within a run
-      runs: Schema.Array(Schema.Struct({
-        table: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 2 })),
-        length: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 16 }))
-      })).check(Schema.isMaxLength(8)),
+      runs: runsOf(8),
       throwsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 128 }))),
       perTable: Schema.Boolean,
       // the fingerprint's value moves on every this many calls (a schema evolving mid-run), 0 never
@@ -132,10 +139,7 @@ describe("prepare: a throwing fingerprint", () => {
     },
     ({ changesEvery, maxAppendRequestBytes, perTable, runs, throwsOn }) =>
       Effect.gen(function*() {
-        const records = runs.flatMap(({ length, table }) => Array.from({ length }, () => table)).map((table, i) => ({
-          i,
-          table
-        }))
+        const records = tablesOf(runs).map((table, i) => ({ i, table }))
         const throwing = new Set(throwsOn)
         let calls = 0
         const fingerprint = throwingOn(throwing, (d) => {
@@ -159,11 +163,7 @@ describe("prepare: without a fingerprint (a record of the last one's destination
   it.effect.prop(
     "any records, throwing resolver and serializer calls, skipped and refused rows, small batches, in place or not: each row once, in its table's slices, in order",
     {
-      // runs of records to one table, long enough to fill and cut batches within a run
-      runs: Schema.Array(Schema.Struct({
-        table: Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 2 })),
-        length: Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 16 }))
-      })).check(Schema.isMaxLength(12)),
+      runs: runsOf(12),
       resolverThrowsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 192 }))),
       serializerThrowsOn: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 192 }))),
       // the calls on which a serializer that does not throw skips the row (null), or refuses it
@@ -189,8 +189,7 @@ describe("prepare: without a fingerprint (a record of the last one's destination
       }
     ) =>
       Effect.gen(function*() {
-        const tablesInOrder = runs.flatMap(({ length, table }) => Array.from({ length }, () => table))
-        const records = tablesInOrder.map((table, i) => ({ i, table }))
+        const records = tablesOf(runs).map((table, i) => ({ i, table }))
         const base = envOf(() => "unused")
         let resolves = 0
         let serializes = 0
