@@ -83,8 +83,6 @@ const singular = (field: Field, number: number, options: CompileOptions): ValueW
       return failure
     }
   }
-  const scalar = oneByteScalar(field, number)
-  if (scalar !== undefined) return oneByteWriter(scalar)
   const encode = scalarEncoder(field.type, field)
   const key = tag(number, wireTypeOf(field.type))
   return (w, v) => {
@@ -94,7 +92,7 @@ const singular = (field: Field, number: number, options: CompileOptions): ValueW
   }
 }
 
-/** A scalar field's key and encoder when its key takes one byte (what {@link singular} wraps). */
+/** A scalar field's key and encoder when its key takes one byte (the rest are {@link singular}'s). */
 const oneByteScalar = (field: Field, number: number): OneByteScalar | undefined => {
   if (field.type === "RECORD" || field.type === "RANGE") return undefined
   const key = tag(number, wireTypeOf(field.type))
@@ -128,16 +126,17 @@ const compileMessage = (fields: ReadonlyArray<Field>, options: CompileOptions): 
   const first = options.firstFieldNumber ?? 1
   const compiled: ReadonlyArray<CompiledField> = fields.map((field, index) => {
     const number = first + index
-    const scalar = field.mode === "REPEATED" ? undefined : oneByteScalar(field, number)
+    const scalar = oneByteScalar(field, number)
     const write = scalar !== undefined ? oneByteWriter(scalar) : singular(field, number, {
       rejectUnknownFields: options.rejectUnknownFields,
       generate: options.generate
     })
+    const repeats = field.mode === "REPEATED"
     return {
       name: field.name,
       required: isRequiredOnWire(field),
-      write: field.mode === "REPEATED" ? repeated(write) : write,
-      scalar
+      write: repeats ? repeated(write) : write,
+      scalar: repeats ? undefined : scalar
     }
   })
   const names: ReadonlySet<string> = new Set(fields.map((f) => f.name))

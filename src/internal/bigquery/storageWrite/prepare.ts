@@ -52,6 +52,9 @@ export interface Rows {
   readonly seals: number
 }
 
+/** What a resolver answers for a record. */
+type Resolution = ReturnType<TableDestination.DestinationResolver<unknown>>
+
 /** The user code running when a record's handling threw. @internal */
 export type Stage = "destinationResolver" | "fingerprint" | "serialize" | "encodeInto"
 
@@ -212,7 +215,7 @@ const finish = <A>(c: Cursor<A>, env: Env<A>, b: Builder): void => {
 const builderOf = <A>(
   c: Cursor<A>,
   env: Env<A>,
-  resolved: TableDestination.TableDestination | TableDestination.Unroutable
+  resolved: Resolution
 ): Builder | undefined => {
   const last = c.lastResolution
   let resolution: TableDestination.TableDestination
@@ -286,11 +289,11 @@ const frame = <A>(
   b: Builder,
   last: TableDestination.TableDestination,
   end: number
-): TableDestination.TableDestination | TableDestination.Unroutable | typeof none => {
+): Resolution | typeof none => {
   const { rows } = c
   const { resolve, serializer } = env
   const batch = b.batch
-  let next: TableDestination.TableDestination | TableDestination.Unroutable | typeof none = none
+  let next: Resolution | typeof none = none
   let i = c.i
   let stage: Stage = "destinationResolver"
   let begun = -1 // the frame of a row begun in place, not yet ended: what a throw leaves to cancel
@@ -307,7 +310,7 @@ const frame = <A>(
         stage = "encodeInto"
         at = begun = Split.beginRow(batch)
         // called as a method: a serializer may be a class instance
-        const result = serializer.encodeInto?.(batch.writer, record, b.destination)
+        const result = serializer.encodeInto(batch.writer, record, b.destination)
         begun = -1
         if (result !== undefined) {
           Split.cancelRow(batch, at)
@@ -380,10 +383,10 @@ const run = <A>(c: Cursor<A>, env: Env<A>): void => {
   // without a fingerprint, a record of the last record's destination keeps its builder: nothing to
   // look up, and `frame` goes on through the run of such records; with one, each record is looked up
   const keeps = env.serializer.fingerprint === undefined
-  let next: TableDestination.TableDestination | TableDestination.Unroutable | typeof none = none
+  let next: Resolution | typeof none = none
   while (c.i < rows.length) {
     c.stage = "destinationResolver"
-    const resolved: TableDestination.TableDestination | TableDestination.Unroutable = next === none
+    const resolved: Resolution = next === none
       ? resolve(rows[c.i] as A)
       : next
     next = none
