@@ -34,6 +34,7 @@ import * as Destination from "./destination.ts"
 import * as PendingAppend from "./pendingAppend.ts"
 import * as Prepare from "./prepare.ts"
 import * as Projection from "./projection.ts"
+import type * as Slices from "./slices.ts"
 import * as Split from "./split.ts"
 import * as Verdict from "./verdict.ts"
 
@@ -127,7 +128,7 @@ export interface Mode {
  */
 export interface StorageWriteMethod<A, E, R> extends Method {
   readonly Record: A
-  readonly Slice: Prepare.Rows
+  readonly Slice: Slices.Rows
   readonly Item: Accounted
   readonly Request: Request
   readonly Outcome: Outcome
@@ -213,7 +214,7 @@ interface State<A, E, R> {
 
 /** A slice's rows, with the barrier generation they were admitted in. */
 interface Admitted {
-  readonly rows: Prepare.Rows
+  readonly rows: Slices.Rows
   readonly generation: number
 }
 
@@ -308,6 +309,15 @@ const sendIfIdle = <A, E, R>(st: State<A, E, R>, d: Destination.Destination): Ef
  * slice pool.
  */
 const appendRows = <A, E, R>(
+  st: State<A, E, R>,
+  d: Destination.Destination,
+  admitted: Admitted
+): Effect.Effect<void> =>
+  // a slice that starts a batch sends the open one first (the caller counted it sent: not own)
+  admitted.rows.startsBatch ? Effect.andThen(cut(st, d, false), joinRows(st, d, admitted)) : joinRows(st, d, admitted)
+
+/** {@link appendRows} once the batch before a slice that starts one is sent. */
+const joinRows = <A, E, R>(
   st: State<A, E, R>,
   d: Destination.Destination,
   { generation, rows }: Admitted

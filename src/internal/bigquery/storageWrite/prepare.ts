@@ -1,8 +1,9 @@
 /**
  * The per-record hot path of a BigQuery `write`, on the caller's fiber (the writer core's
  * `Backend.prepare`): resolve each record's destination, read the serializer's fingerprint, and
- * encode the row in place into a slice buffer of its destination. Plain synchronous code; the owner
- * then joins each slice to its destination's batch, copying the smaller of the two (`split.ts`).
+ * encode the row in place into a slice buffer of its destination (`slices.ts` places each row and
+ * cuts the slices). Plain synchronous code; the owner then joins each slice to its destination's batch,
+ * copying the smaller of the two (`split.ts`).
  *
  * **Details**
  *
@@ -21,36 +22,13 @@
  */
 import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
-import { type BigQueryFailure, failedRow, type UnroutableRecord } from "../../../BigQuery/BigQueryFailure.ts"
+import { failedRow, type UnroutableRecord } from "../../../BigQuery/BigQueryFailure.ts"
 import type { RowSerializationError, RowSerializer } from "../../../BigQuery/RowSerializer.ts"
 import * as TableDestination from "../../../BigQuery/TableDestination.ts"
 import { unresolved } from "../../../Sink/FailedElement.ts"
-import type { Limits, Slice } from "../../core/backend.ts"
-import { bodyIn, maxRowBytes } from "../transport/appendRequest.ts"
-import * as Projection from "./projection.ts"
+import type { Limits } from "../../core/backend.ts"
+import * as Slices from "./slices.ts"
 import * as Split from "./split.ts"
-
-/**
- * One destination's rows of a slice: framed as a `ProtoRows` body in `buffer` (given back to the
- * slice pool once the owner copied them), all encoded under `fingerprint`.
- *
- * @internal
- */
-export interface Rows {
-  readonly destination: TableDestination.TableDestination
-  readonly key: string
-  readonly fingerprint: unknown
-  readonly body: Uint8Array
-  readonly buffer: Buffer
-  readonly count: number
-  readonly bytes: number
-  /** The slice's permit bytes less its frames (negative only for one row over the in-flight bound). */
-  readonly slack: number
-  /** Its rows complete a batch: the owner sends the batch once they are in. */
-  readonly sealsBatch: boolean
-  /** Its stamp in its destination's projection (`Projection.offer`). */
-  readonly seals: number
-}
 
 /** What a resolver answers for a record. */
 type Resolution = ReturnType<TableDestination.DestinationResolver<unknown>>
@@ -58,33 +36,10 @@ type Resolution = ReturnType<TableDestination.DestinationResolver<unknown>>
 /** The user code running when a record's handling threw. @internal */
 export type Stage = "destinationResolver" | "fingerprint" | "serialize" | "encodeInto"
 
-/** The rows of one destination being framed. */
-interface Builder {
-  readonly destination: TableDestination.TableDestination
-  readonly key: string
-  readonly fingerprint: unknown
-  readonly batch: Split.Batch
-  /** Its destination's projection, made when its first slice is emitted (skipped rows leave none). */
-  projection: Projection.Projection | undefined
-  /** Frames this builder may take before the batch it feeds is full. */
-  room: number
-}
-
-/** What `prepare` reads: the sink's resolver and serializer, the slice pool and size hints. @internal */
-export interface Env<A> {
+/** What `prepare` reads: the sink's resolver and serializer, and what its builders share. @internal */
+export interface Env<A> extends Slices.Shared {
   readonly resolve: TableDestination.DestinationResolver<A>
   readonly serializer: RowSerializer<A>
-  readonly maxAppendRequestBytes: number
-  /** Buffers of slices the owner has copied, for the next ones (one thread: no fiber waits on it). */
-  readonly pool: Split.Pool
-  /**
-   * The frame bytes each destination took in the last run that had rows for it: the buffer the
-   * next run's first slice starts with (a run's last slice may be a small tail, cut where a batch
-   * filled, while the next run brings as many rows as this one). Both maps hold destinations the
-   * writer has open or opening: eviction {@link forget}s them.
-   */
-  readonly sizeHints: Map<string, number>
-  readonly projections: Map<string, Projection.Projection>
 }
 
 /**
@@ -96,22 +51,15 @@ export const forget = <A>(env: Env<A>, key: string): void => {
   env.projections.delete(key)
 }
 
-interface Cursor<A> {
+interface Cursor<A> extends Slices.Run {
   readonly rows: ReadonlyArray<A>
-  readonly cut: number
-  readonly maxBytes: number
   i: number
   stage: Stage
-  builder: Builder | undefined
   lastResolution: TableDestination.TableDestination | undefined
   /** The resolved destination of record `i` while its fingerprint is read (a throw is routed there). */
   fingerprintKey: string
   /** Where the row being encoded in place began when user code threw (for `threw` to drop it), else -1. */
   rowAt: number
-  readonly builders: Map<string, Builder>
-  /** The frame bytes emitted in this run, by destination: the next run's size hints. */
-  readonly runFrames: Map<string, number>
-  readonly out: { slices: Array<Slice<Rows>>; routed: Array<BigQueryFailure>; skipped: Array<string> }
 }
 
 const unroutable = (payload: Uint8Array | undefined, message: string, cause: unknown): UnroutableRecord => ({
@@ -125,88 +73,6 @@ const unroutable = (payload: Uint8Array | undefined, message: string, cause: unk
 
 const describe = (cause: unknown): string => (cause instanceof Error ? cause.message : String(cause))
 
-/** Past this many bytes, a slice is expected to fill its buffer: it takes a full-size pooled one. */
-const largeSlice = 16 * 1024
-
-/**
- * The batch a builder frames into. A destination whose last run was large starts on a full-size pooled
- * buffer, its rows after a gap the size of its open batch's (projected) rows: the owner copies those
- * into the gap rather than this slice's rows after them (`Split.join`), so each row is copied once.
- */
-const batchOf = (pool: Split.Pool, hint: number, projected: number): Split.Batch =>
-  hint >= largeSlice ? Split.sized(pool, pool.capacity, projected) : Split.sized(pool, hint)
-
-const startBuilder = <A>(
-  c: Cursor<A>,
-  env: Env<A>,
-  destination: TableDestination.TableDestination,
-  key: string,
-  fingerprint: unknown
-): Builder => {
-  const projection = env.projections.get(key)
-  const projected = projection?.frames ?? 0
-  const builder = {
-    destination,
-    key,
-    fingerprint,
-    batch: batchOf(env.pool, env.sizeHints.get(key) ?? 0, projected),
-    projection,
-    room: Math.max(0, env.maxAppendRequestBytes - projected)
-  }
-  c.builders.set(key, builder)
-  return builder
-}
-
-/** Offers `body` (`count` rows of `bytes` bytes framed in `buffer`) as a slice of `b`'s destination. */
-const emit = <A>(
-  c: Cursor<A>,
-  env: Env<A>,
-  b: Builder,
-  rows: { readonly body: Uint8Array; readonly buffer: Buffer; readonly count: number; readonly bytes: number },
-  sealsBatch: boolean
-): void => {
-  const frames = rows.body.length
-  const permitBytes = Math.min(frames, c.maxBytes)
-  c.runFrames.set(b.key, (c.runFrames.get(b.key) ?? 0) + frames)
-  let projection = b.projection
-  if (projection === undefined) {
-    projection = env.projections.get(b.key) ?? Projection.make()
-    env.projections.set(b.key, projection)
-    b.projection = projection
-  }
-  const seals = Projection.offer(projection, frames, sealsBatch)
-  c.out.slices.push({
-    payload: {
-      destination: b.destination,
-      key: b.key,
-      fingerprint: b.fingerprint,
-      body: rows.body,
-      buffer: rows.buffer,
-      count: rows.count,
-      bytes: rows.bytes,
-      slack: permitBytes - frames,
-      sealsBatch,
-      seals
-    },
-    units: rows.count,
-    bytes: rows.bytes,
-    permitBytes
-  })
-}
-
-/** Closes a builder's rows as a slice (nothing when it has none). */
-const finish = <A>(c: Cursor<A>, env: Env<A>, b: Builder): void => {
-  const batch = b.batch
-  if (batch.count === 0) return
-  const w = batch.writer
-  emit(c, env, b, {
-    body: bodyIn(w.buf, w.pos, batch.start),
-    buffer: w.buf,
-    count: batch.count,
-    bytes: batch.bytes
-  }, false)
-}
-
 /**
  * The builder of record `c.i`'s destination, or `undefined` when the record was routed. The user
  * code (resolver, fingerprint) runs before the cursor changes: a throw leaves the cursor as the last
@@ -216,7 +82,7 @@ const builderOf = <A>(
   c: Cursor<A>,
   env: Env<A>,
   resolved: Resolution
-): Builder | undefined => {
+): Slices.Builder | undefined => {
   const last = c.lastResolution
   let resolution: TableDestination.TableDestination
   // the last row's destination again (the common case) was checked then: `instanceof` walks the
@@ -241,16 +107,16 @@ const builderOf = <A>(
   }
   c.lastResolution = resolution
   if (stale && b !== undefined) {
-    finish(c, env, b)
+    Slices.finish(c, env, b)
     b = undefined
   }
-  if (b === undefined) b = startBuilder(c, env, resolution, key, fingerprint)
+  if (b === undefined) b = Slices.start(c, env, resolution, key, fingerprint)
   c.builder = b
   return b
 }
 
 /** A row the serializer skipped (`null`) or refused (its failure). */
-const unwritten = <A>(c: Cursor<A>, b: Builder, result: RowSerializationError | null): void => {
+const unwritten = <A>(c: Cursor<A>, b: Slices.Builder, result: RowSerializationError | null): void => {
   if (result === null) c.out.skipped.push(b.key)
   else c.out.routed.push(failedRow({ destination: b.key, message: result.message, cause: result }))
 }
@@ -286,7 +152,7 @@ const none: unique symbol = Symbol("none")
 const frame = <A>(
   c: Cursor<A>,
   env: Env<A>,
-  b: Builder,
+  b: Slices.Builder,
   last: TableDestination.TableDestination,
   end: number
 ): Resolution | typeof none => {
@@ -328,7 +194,7 @@ const frame = <A>(
         length = row.length
         at = Split.appendRow(batch, row)
       }
-      if (place(c, env, b, at, length)) {
+      if (Slices.place(c, env, b, at, length)) {
         i++
         break
       }
@@ -342,37 +208,6 @@ const frame = <A>(
     c.i = i
   }
   return next === last ? none : next
-}
-
-/**
- * Takes the row of `length` bytes just framed at `at` into `b`'s batch, or routes it when it is over
- * the row limit. True when `b`'s slice reached the cut and was closed: its destination's next rows
- * start a new builder.
- */
-const place = <A>(c: Cursor<A>, env: Env<A>, b: Builder, at: number, length: number): boolean => {
-  const batch = b.batch
-  if (Split.isOversize(length)) {
-    const payload = Split.rowCopy(batch, length)
-    Split.cancelRow(batch, at)
-    c.out.routed.push(failedRow({
-      destination: b.key,
-      payload,
-      message: `row of ${length} bytes exceeds the ${maxRowBytes}-byte row limit; not sent`
-    }))
-    return false
-  }
-  // the row that would take the batch it feeds over the limit starts the next one
-  const full = Split.admit(env.pool, batch, at, length, b.room, false)
-  if (full !== undefined) {
-    emit(c, env, b, full, true)
-    b.room = env.maxAppendRequestBytes
-    return false
-  }
-  if (Split.frameBytes(batch) < c.cut) return false
-  finish(c, env, b)
-  startBuilder(c, env, b.destination, b.key, b.fingerprint)
-  c.builder = undefined
-  return true
 }
 
 /** Runs the loop from record `c.i` to the end. May throw (user code): see {@link threw}. */
@@ -390,7 +225,7 @@ const run = <A>(c: Cursor<A>, env: Env<A>): void => {
       ? resolve(rows[c.i] as A)
       : next
     next = none
-    const b: Builder | undefined = keeps && resolved === c.lastResolution && c.builder !== undefined
+    const b: Slices.Builder | undefined = keeps && resolved === c.lastResolution && c.builder !== undefined
       ? c.builder
       : builderOf(c, env, resolved)
     const last = c.lastResolution
@@ -441,7 +276,7 @@ export const prepare = Effect.fnUntraced(function*<A>(env: Env<A>, records: Read
     if (result._tag === "Success") break
     threw(c, result.failure.thrown)
   }
-  for (const b of c.builders.values()) finish(c, env, b)
+  for (const b of c.builders.values()) Slices.finish(c, env, b)
   for (const [key, frames] of c.runFrames) env.sizeHints.set(key, frames)
   return c.out
 })

@@ -27,12 +27,17 @@ export interface Projection {
 export const make = (): Projection => ({ frames: 0, seals: 0 })
 
 /**
- * The caller offers a slice of `frames` (one that seals its batch starts the count again at 0);
+ * The caller offers a slice of `frames` (one that seals its batch starts the count again at 0; one
+ * that starts a batch counts the open batch sent, as the owner sends it before taking the slice);
  * returns the slice's stamp.
  *
  * @internal
  */
-export const offer = (p: Projection, frames: number, sealsBatch: boolean): number => {
+export const offer = (p: Projection, frames: number, sealsBatch: boolean, startsBatch = false): number => {
+  if (startsBatch) {
+    p.seals++
+    p.frames = 0
+  }
   if (sealsBatch) {
     p.seals++
     p.frames = 0

@@ -15,6 +15,7 @@ import {
 import * as TableDestination from "../../../../src/BigQuery/TableDestination.ts"
 import * as TableSchema from "../../../../src/BigQuery/TableSchema.ts"
 import * as Prepare from "../../../../src/internal/bigquery/storageWrite/prepare.ts"
+import type * as Slices from "../../../../src/internal/bigquery/storageWrite/slices.ts"
 import * as Split from "../../../../src/internal/bigquery/storageWrite/split.ts"
 import * as AppendRequest from "../../../../src/internal/bigquery/transport/appendRequest.ts"
 import type { Prepared } from "../../../../src/internal/core/backend.ts"
@@ -87,7 +88,7 @@ const throwingOn = (throwsOn: ReadonlySet<number>, value: (d: TableDestination.T
 }
 
 /** Checks each slice holds rows of its own destination, and every record is in one slice or routed once. */
-const check = (records: ReadonlyArray<Rec>, prepared: Prepared<Prepare.Rows, BigQueryFailure>, thrown: number) => {
+const check = (records: ReadonlyArray<Rec>, prepared: Prepared<Slices.Rows, BigQueryFailure>, thrown: number) => {
   const seen = new Map<number, number>()
   const buffers = new Set<Buffer>()
   for (const { payload } of prepared.slices) {
@@ -366,5 +367,107 @@ describe("prepare: per-destination state", () => {
       Prepare.forget(env, "p.d.t")
       assert.deepStrictEqual([...env.projections.keys()], ["p.d.u"])
       assert.deepStrictEqual([...env.sizeHints.keys()], ["p.d.u"])
+    }))
+})
+
+type Joined = Pick<Slices.Rows, "body" | "sealsBatch" | "startsBatch">
+
+/**
+ * The batches (row ids) the owner sends when it joins `slices` as `appendRows` does, and how many
+ * slices it had to split across two batches.
+ */
+const ownerBatches = (slices: ReadonlyArray<Joined>, limit: number) => {
+  const batches: Array<Array<number>> = []
+  let open: Array<number> = []
+  let frames = 0
+  let split = 0
+  const close = () => {
+    if (open.length > 0) batches.push(open)
+    open = []
+    frames = 0
+  }
+  for (const slice of slices) {
+    if (slice.startsBatch) close()
+    AppendRequest.rowsOf(slice.body).forEach((row, k) => {
+      const frame = 2 + row.length
+      // a row that does not fit closes the batch; an empty batch takes any row
+      if (open.length > 0 && frames + frame > limit) {
+        if (k > 0) split++
+        close()
+      }
+      open.push(row[0] as number)
+      frames += frame
+    })
+    if (slice.sealsBatch) close()
+  }
+  close()
+  return { batches, split }
+}
+
+/** The batches of a greedy packing of rows of `sizes` (each frame 2 bytes more) within `limit`. */
+const greedyBatches = (sizes: ReadonlyArray<number>, limit: number) => {
+  const body = Uint8Array.from(sizes.flatMap((n, i) => [0x0a, n, ...Array<number>(n).fill(i)]))
+  return ownerBatches([{ body, sealsBatch: false, startsBatch: false }], limit).batches
+}
+
+describe("prepare: where slices seal their batches", () => {
+  it.effect.prop(
+    "one destination's slices, over several runs and in-flight bounds, join into the batches of a greedy packing",
+    {
+      sizes: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 40 }))).check(
+        Schema.isMaxLength(64)
+      ),
+      // where the records are split into `prepare` calls
+      splits: Schema.Array(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 64 }))),
+      maxAppendRequestBytes: Schema.Int.check(Schema.isBetween({ minimum: 6, maximum: 64 })),
+      maxInFlightBytes: Schema.Int.check(Schema.isBetween({ minimum: 6, maximum: 128 })),
+      inPlace: Schema.Boolean
+    },
+    ({ inPlace, maxAppendRequestBytes, maxInFlightBytes, sizes, splits }) =>
+      Effect.gen(function*() {
+        const records = sizes.map((size, i) => ({ i, table: size }))
+        const row = (r: Rec) => new Uint8Array(r.table).fill(r.i)
+        const serialize = (r: Rec) => row(r)
+        const encodeInto = (w: RowBuffer, r: Rec) => {
+          w.ensure(r.table)
+          w.buf.set(row(r), w.pos)
+          w.pos += r.table
+          return undefined
+        }
+        const env: Prepare.Env<Rec> = {
+          ...envOf(() => "v1"),
+          resolve: () => tables[0] as TableDestination.TableDestination,
+          serializer: inPlace
+            ? makeSerializer({ tableSchema: () => schema, serialize, encodeInto })
+            : { tableSchema: () => schema, serialize },
+          maxAppendRequestBytes
+        }
+        const bounds = [...new Set([0, ...splits.filter((s) => s < records.length), records.length])]
+          .toSorted((a, b) => a - b)
+        const slices: Array<Slices.Rows> = []
+        for (let k = 1; k < bounds.length; k++) {
+          const prepared = yield* Prepare.prepare(env, records.slice(bounds[k - 1], bounds[k]), {
+            maxUnits: 10_000,
+            maxBytes: maxInFlightBytes
+          })
+          slices.push(...prepared.slices.map((s) => s.payload))
+        }
+        const owner = ownerBatches(slices, maxAppendRequestBytes)
+        assert.deepStrictEqual(owner.batches, greedyBatches(sizes, maxAppendRequestBytes))
+        // the projection is exact when the owner sends nothing on its own: no slice is split
+        assert.strictEqual(owner.split, 0)
+      }),
+    { arbitrary: { runs: 300 } }
+  )
+
+  it.effect("a slice that fills its batch exactly seals it (five 6-byte rows, 12-byte batches)", () =>
+    Effect.gen(function*() {
+      const env = { ...envOf(() => "v1"), maxAppendRequestBytes: 12 }
+      const records = Array.from({ length: 5 }, (_, i) => ({ i, table: 0 }))
+      const prepared = yield* Prepare.prepare(env, records, limits)
+      assert.deepStrictEqual(
+        prepared.slices.map((s) => [s.payload.count, s.payload.sealsBatch]),
+        [[2, true], [2, true], [1, false]]
+      )
     }))
 })
