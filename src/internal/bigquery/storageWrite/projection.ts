@@ -7,10 +7,11 @@
  * batch, but a wrong hint costs small appends and rows copied apart.
  *
  * The caller prepares ahead of the owner, so an own cut can land after the caller offered a slice
- * that seals the batch, and so already counted the cut rows gone. Each slice is stamped with the
- * number of sealing slices offered so far; an own cut comes off the count only when the batch's
- * stamp is current. Then, whenever the owner has taken every offered slice, the projection equals
- * the batch (test/internal/bigquery/projection.test.ts explores the interleavings).
+ * that seals the batch (or starts the next one), and so already counted the cut rows gone. Each slice
+ * is stamped with the number of batch ends offered so far (a slice sealing its batch, or starting one:
+ * the owner sends the open batch first); an own cut comes off the count only when the batch's stamp is
+ * current. Then, whenever the owner has taken every offered slice, the projection equals the batch
+ * (test/internal/bigquery/storageWrite/projection.test.ts explores the interleavings).
  *
  * @internal
  */
@@ -19,7 +20,7 @@
 export interface Projection {
   /** The frames the open batch will hold. */
   frames: number
-  /** Sealing slices offered so far. */
+  /** Batch ends offered so far: slices sealing a batch or starting one. */
   seals: number
 }
 

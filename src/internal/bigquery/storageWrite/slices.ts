@@ -2,7 +2,9 @@
  * The slices of one `prepare` call: each destination's rows are framed by a builder, which places
  * every row in the batch it will feed and closes its rows as slices where that batch fills (sealing
  * it) or where a slice reaches its cut. A builder is sized by its destination's last run and starts
- * past its open batch's projected rows (`projection.ts`), so the owner copies each row once.
+ * past its open batch's projected rows (`projection.ts`), so the owner copies each row once; when its
+ * first row does not fit that batch, its slice starts the next one instead (the owner sends the open
+ * batch first).
  *
  * @internal
  */
@@ -114,12 +116,8 @@ export const start = (
   return builder
 }
 
-/**
- * Offers `body` (`count` rows of `bytes` bytes framed in `buffer`) as a slice of `b`'s destination.
- *
- * @internal
- */
-export const emit = (
+/** Offers `body` (`count` rows of `bytes` bytes framed in `buffer`) as a slice of `b`'s destination. */
+const emit = (
   c: Run,
   env: Shared,
   b: Builder,
@@ -195,8 +193,10 @@ export const place = (c: Run, env: Shared, b: Builder, at: number, length: numbe
     // sending the open one first (else the row would be sealed alone when the second one came)
     b.starts = true
     b.room = env.maxAppendRequestBytes
+    Split.restart(batch)
   }
-  // the row that would take the batch it feeds over the limit starts the next one
+  // the row that would take the batch it feeds over the limit starts the next one (`at` is read only
+  // when the batch holds rows: not after a restart)
   const full = Split.admit(env.pool, batch, at, length, b.room, false)
   if (full !== undefined) {
     emit(c, env, b, full, true)

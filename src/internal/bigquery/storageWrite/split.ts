@@ -131,6 +131,20 @@ export const sized = (pool: Pool, capacity: number, lead = 0): Batch => {
 }
 
 /**
+ * Moves the one row an empty batch took to the start of its body: the row does not fit the batch it
+ * was to join, so the gap left for that batch's rows (`sized`'s `lead`) is room for the rows after it.
+ *
+ * @internal
+ */
+export const restart = (batch: Batch): void => {
+  const w = batch.writer
+  if (batch.start === headroom) return
+  w.buf.copy(w.buf, headroom, batch.start, w.pos)
+  w.pos = headroom + (w.pos - batch.start)
+  batch.start = headroom
+}
+
+/**
  * Appends already framed rows (a prepared slice's body: `count` rows of `bytes` bytes) in one copy.
  * The caller checks they fit ({@link frameBytes}).
  *

@@ -17,6 +17,9 @@ import { FailureHandler, type RecordFailed } from "../../../../src/Sink.ts"
 import { columns, destination, type Row, rows, serializer, withFake } from "../../../BigQuery/sinkFixtures.ts"
 import type * as Fake from "../../../support/fakeBigQueryWrite.ts"
 
+/** The rows of each append the fake received, in order. */
+const sent: Array<number> = []
+
 describe("BigQuery backend: per-destination state", () => {
   it.effect("destinations evicted one after another leave no prepare state behind", () =>
     Effect.scoped(withFake({}, (fake) =>
@@ -59,6 +62,51 @@ describe("BigQuery backend: per-destination state", () => {
         assert.deepStrictEqual(sizes(), [0, 0])
         assert.strictEqual((yield* writer.summary).recordsWritten, n)
         assert.strictEqual(fake.rows(`${fake.projectId}.d.t${n - 1}`).length, 1)
+      }))))
+
+  it.live("a slice whose first row does not fit the open batch: the owner sends that batch first, the projection follows", () =>
+    Effect.scoped(withFake({
+      // one answer a second: the first append stays in flight while the next writes are batched
+      latencyMillis: 1000,
+      answer: (c) => {
+        sent.push(c.rows.length)
+        return { _tag: "default" }
+      }
+    }, (fake) =>
+      Effect.gen(function*() {
+        fake.createTable(`${fake.projectId}.d.t`, columns)
+        const table = yield* destination(fake, "t")
+        // rows of ids 1000-1099: 15-byte frames, 10 of them in a 160-byte request
+        const settings = yield* Options.decode({
+          destinationResolver: () => table,
+          serializer: yield* serializer,
+          failureHandler: FailureHandler.failJob,
+          writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 160 })
+        })
+        const client = yield* BigQueryClient.BigQueryClient
+        let env: Prepare.Env<Row> | undefined
+        const writer = yield* core.make<Backend.StorageWriteMethod<Row, RecordFailed, never>>({
+          handler: settings.failureHandler,
+          limits: limitsOf(settings.stream),
+          retry: settings.stream.retry,
+          recovery: settings.stream.recovery,
+          metrics: { perDestination: false },
+          backend: (c) =>
+            Effect.tap(Backend.make(settings, client)(c), (b) => Effect.sync(() => void (env = b.prepareEnv)))
+        })
+        // each write taken by the owner before the next is prepared (the caller may prepare ahead)
+        const write = (n: number, from: number) =>
+          Effect.andThen(writer.write(rows(n, from)), Effect.sleep("20 millis"))
+        // the table open and its connection up, so that the next append goes at once
+        yield* writer.write(rows(1, 1099))
+        yield* writer.flush
+        yield* write(1, 1000) // sent at once: the table is idle
+        yield* write(10, 1001) // batched behind it: 150 bytes, 10 left
+        yield* write(3, 1011) // starts the next batch
+        assert.strictEqual(env?.projections.get(table.toString())?.frames, 3 * 15)
+        yield* writer.flush
+        assert.deepStrictEqual(sent, [1, 1, 10, 3])
+        assert.strictEqual(fake.rows(`${fake.projectId}.d.t`).length, 15)
       }))))
 
   it.live("closing after a failure leaves no AppendRows stream open, while appends reconnect", () =>

@@ -334,7 +334,8 @@ describe("prepare: a serializer's functions are called as its methods", () => {
 })
 
 /** 11,000 records into table `t` from index `from`: 6-byte frames, one 64 KiB batch and a tail of 78 rows. */
-const run = (from: number) => Array.from({ length: 11_000 }, (_, k): Rec => ({ i: (from + k) % 100, table: 0 }))
+/** `n` records of table t (6-byte rows), their indexes from `from` on (mod 100). */
+const run = (from: number, n = 11_000) => Array.from({ length: n }, (_, k): Rec => ({ i: (from + k) % 100, table: 0 }))
 
 describe("prepare: per-destination state", () => {
   it.effect("a destination whose every record is skipped leaves no projection or size hint", () =>
@@ -357,6 +358,24 @@ describe("prepare: per-destination state", () => {
       assert.strictEqual(slice?.buffer.length, env.pool.capacity)
       // its rows start past a gap for the 78 rows the open batch holds: the owner copies those there
       assert.strictEqual(slice && slice.body.byteOffset - slice.buffer.byteOffset, AppendRequest.headroom + 78 * 6)
+    }))
+
+  it.effect("a run whose first row does not fit the open batch starts the next at the headroom of a pooled buffer", () =>
+    Effect.gen(function*() {
+      const env = { ...envOf(() => "v1"), maxAppendRequestBytes: 64 * 1024 }
+      // two batches of 10,922 rows of 6 bytes (65,532 of 65,536): the second stays open, 4 bytes of room
+      const first = yield* Prepare.prepare(env, run(0, 2 * 10_922), limits)
+      assert.deepStrictEqual(first.slices.map((s) => [s.payload.count, s.payload.sealsBatch]), [[10_922, true], [
+        10_922,
+        false
+      ]])
+      const second = yield* Prepare.prepare(env, run(0, 100), limits)
+      const slice = second.slices[0]?.payload
+      assert.deepStrictEqual([second.slices.length, slice?.startsBatch, slice?.count], [1, true, 100])
+      // not after the gap left for the open batch's rows, which go out first: the buffer did not grow
+      assert.strictEqual(slice && slice.body.byteOffset - slice.buffer.byteOffset, AppendRequest.headroom)
+      assert.strictEqual(slice?.buffer.length, env.pool.capacity)
+      assert.deepStrictEqual(rowsOf(slice?.body ?? new Uint8Array()).slice(0, 2), [[0, 0], [1, 0]])
     }))
 
   it.effect("forget drops a destination's projection and size hint", () =>

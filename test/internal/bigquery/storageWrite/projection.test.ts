@@ -67,11 +67,16 @@ const mismatches = (steps: ReadonlyArray<Step>): Array<string> => {
         }
         break
       case "Route": {
-        // only slices that neither seal nor start a batch are routed here: routed, those leave the
-        // owner's batch unsent, which the count cannot know (the owner routes a slice only with no
-        // batch: a failed open has none, a failed schema read sends it first)
+        // only slices that do not seal a batch are routed here: a routed sealing slice leaves the
+        // owner's batch unsent, which the count cannot know. A starting one is routed as the owner
+        // does after a failed schema read: its open batch sent first, on its own (a failed open has
+        // no batch)
         const next = queue[0]
-        if (next !== undefined && !next.sealsBatch && !next.startsBatch) {
+        if (next !== undefined && !next.sealsBatch) {
+          if (next.startsBatch && batch.frames > 0) {
+            Projection.takenAway(p, batch.stamp, batch.frames)
+            batch.frames = 0
+          }
           queue.shift()
           Projection.takenAway(p, Projection.batchStamp(next.stamp, false), next.frames)
         }
