@@ -17,6 +17,21 @@ import { FailureHandler, type RecordFailed } from "../../../../src/Sink.ts"
 import { columns, destination, type Row, rows, serializer, withFake } from "../../../BigQuery/sinkFixtures.ts"
 import type * as Fake from "../../../support/fakeBigQueryWrite.ts"
 
+/** A writer on the BigQuery backend of `settings`, and what its caller's side keeps (`prepare`'s state). */
+const writerOf = Effect.fnUntraced(function*(settings: Options.Settings<Row, RecordFailed, never>) {
+  const client = yield* BigQueryClient.BigQueryClient
+  let env: Prepare.Env<Row> | undefined
+  const writer = yield* core.make<Backend.StorageWriteMethod<Row, RecordFailed, never>>({
+    handler: settings.failureHandler,
+    limits: limitsOf(settings.stream),
+    retry: settings.stream.retry,
+    recovery: settings.stream.recovery,
+    metrics: { perDestination: false },
+    backend: (c) => Effect.tap(Backend.make(settings, client)(c), (b) => Effect.sync(() => void (env = b.prepareEnv)))
+  })
+  return { writer, env: () => env }
+})
+
 /** The rows of each append the fake received, in order. */
 const sent: Array<number> = []
 
@@ -37,18 +52,8 @@ describe("BigQuery backend: per-destination state", () => {
           failureHandler: FailureHandler.failJob,
           writeMethod: WriteMethod.atLeastOnce({ destinationIdleTimeout: "1 second" })
         })
-        const client = yield* BigQueryClient.BigQueryClient
-        let env: Prepare.Env<Row> | undefined
-        const writer = yield* core.make<Backend.StorageWriteMethod<Row, RecordFailed, never>>({
-          handler: settings.failureHandler,
-          limits: limitsOf(settings.stream),
-          retry: settings.stream.retry,
-          recovery: settings.stream.recovery,
-          metrics: { perDestination: false },
-          backend: (c) =>
-            Effect.tap(Backend.make(settings, client)(c), (b) => Effect.sync(() => void (env = b.prepareEnv)))
-        })
-        const sizes = () => [env?.projections.size ?? -1, env?.sizeHints.size ?? -1]
+        const { env, writer } = yield* writerOf(settings)
+        const sizes = () => [env()?.projections.size ?? -1, env()?.sizeHints.size ?? -1]
         for (let i = 0; i < n; i++) {
           yield* writer.write(rows(1, i))
           // a barrier forgets the destinations idle past the timeout: all but this one
@@ -83,17 +88,7 @@ describe("BigQuery backend: per-destination state", () => {
           failureHandler: FailureHandler.failJob,
           writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 160 })
         })
-        const client = yield* BigQueryClient.BigQueryClient
-        let env: Prepare.Env<Row> | undefined
-        const writer = yield* core.make<Backend.StorageWriteMethod<Row, RecordFailed, never>>({
-          handler: settings.failureHandler,
-          limits: limitsOf(settings.stream),
-          retry: settings.stream.retry,
-          recovery: settings.stream.recovery,
-          metrics: { perDestination: false },
-          backend: (c) =>
-            Effect.tap(Backend.make(settings, client)(c), (b) => Effect.sync(() => void (env = b.prepareEnv)))
-        })
+        const { env, writer } = yield* writerOf(settings)
         // each write taken by the owner before the next is prepared (the caller may prepare ahead)
         const write = (n: number, from: number) =>
           Effect.andThen(writer.write(rows(n, from)), Effect.sleep("20 millis"))
@@ -103,7 +98,7 @@ describe("BigQuery backend: per-destination state", () => {
         yield* write(1, 1000) // sent at once: the table is idle
         yield* write(10, 1001) // batched behind it: 150 bytes, 10 left
         yield* write(3, 1011) // starts the next batch
-        assert.strictEqual(env?.projections.get(table.toString())?.frames, 3 * 15)
+        assert.strictEqual(env()?.projections.get(table.toString())?.frames, 3 * 15)
         yield* writer.flush
         assert.deepStrictEqual(sent, [1, 1, 10, 3])
         assert.strictEqual(fake.rows(`${fake.projectId}.d.t`).length, 15)
