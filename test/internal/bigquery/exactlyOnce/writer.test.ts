@@ -14,6 +14,18 @@ import type * as Fake from "../../../support/fakeBigQueryWrite.ts"
 
 const evicting = WriteMethod.exactlyOnce({ ...fastRetries, destinationIdleTimeout: "1 minute" })
 
+/**
+ * Runs `effect` while the test clock moves on a second for every 100 ms of real time it takes. A
+ * wait of the writer on its clock (a retry's backoff after a transient error, a request's deadline)
+ * then ends as it would on a live clock; else the writer waits for the test, which waits for it (one
+ * run in a loaded CI timed out so, "A test is using time, but is not advancing the test clock").
+ */
+const ticking = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.raceFirst(
+    effect,
+    Effect.forever(Effect.andThen(TestClock.withLive(Effect.sleep("100 millis")), TestClock.adjust("1 second")))
+  )
+
 /** Records every buffered append (stream and offset), answering the default. */
 const recording = (appends: Array<string>) => (c: Fake.AppendContext): Fake.Answer => {
   if (c.offset !== undefined) appends.push(`${c.writeStream}@${c.offset}`)
@@ -60,11 +72,11 @@ describe("exactly-once writer", () => {
         const sizes: Array<number> = [] // flushed, restored after each cycle
         // every 30 minutes: a record, a checkpoint, then idle past the timeout and evicted by the next one
         for (let cycle = 0; cycle < 48; cycle++) {
-          yield* writer.write(rows(1, written))
+          yield* ticking(writer.write(rows(1, written)))
           written++
-          yield* writer.checkpoint(written)
+          yield* ticking(writer.checkpoint(written))
           yield* TestClock.adjust("30 minutes")
-          yield* writer.checkpoint(written)
+          yield* ticking(writer.checkpoint(written))
           const s = sizesOf(writer)
           assert.isDefined(s)
           sizes.push(s?.flushed ?? -1, s?.restored ?? -1)
