@@ -3,7 +3,8 @@
  * client layer pointed at it through the public emulator option, a two-column serializer, and
  * `writeRows`, the common test body (create the table, stream rows through the sink).
  */
-import { Effect, Layer, type Scope, Stream } from "effect"
+import { type Duration, Effect, Layer, type Scope, Stream } from "effect"
+import { TestClock } from "effect/testing"
 import {
   BigQueryClient,
   type BigQueryFailure,
@@ -37,6 +38,21 @@ export const serializer: Effect.Effect<RowSerializer.RowSerializer<Row>> = Effec
 
 export const rows = (n: number, from = 0): Array<Row> =>
   Array.from({ length: n }, (_, i) => ({ id: BigInt(from + i), name: `row-${from + i}` }))
+
+/**
+ * Runs `effect` while the test clock moves on by `by` for every `every` of real time it takes: a wait
+ * of the writer on its clock (a retry's backoff, a response timeout) then ends as on a live clock,
+ * where it would otherwise wait for the test, which waits for it.
+ */
+export const ticking = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  every: Duration.Input = "100 millis",
+  by: Duration.Input = "1 second"
+): Effect.Effect<A, E, R> =>
+  Effect.raceFirst(
+    effect,
+    Effect.forever(Effect.andThen(TestClock.withLive(Effect.sleep(every)), TestClock.adjust(by)))
+  )
 
 /** Fast retries so failure paths finish in milliseconds. */
 export const fastRetries = {

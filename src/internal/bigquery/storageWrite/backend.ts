@@ -312,9 +312,11 @@ const appendRows = <A, E, R>(
   st: State<A, E, R>,
   d: Destination.Destination,
   admitted: Admitted
-): Effect.Effect<void> =>
+): Effect.Effect<void> => {
+  const join = joinRows(st, d, admitted)
   // a slice that starts a batch sends the open one first (the caller counted it sent: not own)
-  admitted.rows.startsBatch ? Effect.andThen(cut(st, d, false), joinRows(st, d, admitted)) : joinRows(st, d, admitted)
+  return admitted.rows.startsBatch ? Effect.andThen(cut(st, d, false), join) : join
+}
 
 /** {@link appendRows} once the batch before a slice that starts one is sent. */
 const joinRows = <A, E, R>(

@@ -9,22 +9,10 @@ import { TestClock } from "effect/testing"
 import { WriteMethod } from "../../../../src/BigQuery/index.ts"
 import { sizesOf } from "../../../../src/internal/bigquery/exactlyOnce/writer.ts"
 import { eoWriter, range, visibleIds, withEo } from "../../../BigQuery/exactlyOnceFixtures.ts"
-import { fastRetries, rows } from "../../../BigQuery/sinkFixtures.ts"
+import { fastRetries, rows, ticking } from "../../../BigQuery/sinkFixtures.ts"
 import type * as Fake from "../../../support/fakeBigQueryWrite.ts"
 
 const evicting = WriteMethod.exactlyOnce({ ...fastRetries, destinationIdleTimeout: "1 minute" })
-
-/**
- * Runs `effect` while the test clock moves on a second for every 100 ms of real time it takes. A
- * wait of the writer on its clock (a retry's backoff after a transient error, a request's deadline)
- * then ends as it would on a live clock; else the writer waits for the test, which waits for it (one
- * run in a loaded CI timed out so, "A test is using time, but is not advancing the test clock").
- */
-const ticking = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.raceFirst(
-    effect,
-    Effect.forever(Effect.andThen(TestClock.withLive(Effect.sleep("100 millis")), TestClock.adjust("1 second")))
-  )
 
 /** Records every buffered append (stream and offset), answering the default. */
 const recording = (appends: Array<string>) => (c: Fake.AppendContext): Fake.Answer => {

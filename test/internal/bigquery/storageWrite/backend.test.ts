@@ -14,7 +14,7 @@ import { limitsOf } from "../../../../src/internal/bigquery/storageWrite/writer.
 import * as core from "../../../../src/internal/core/writer.ts"
 import { Code } from "../../../../src/internal/wire/grpcStatus.ts"
 import { FailureHandler, type RecordFailed } from "../../../../src/Sink.ts"
-import { columns, destination, type Row, rows, serializer, withFake } from "../../../BigQuery/sinkFixtures.ts"
+import { columns, destination, type Row, rows, serializer, ticking, withFake } from "../../../BigQuery/sinkFixtures.ts"
 import type * as Fake from "../../../support/fakeBigQueryWrite.ts"
 
 /** A writer on the BigQuery backend of `settings`, and what its caller's side keeps (`prepare`'s state). */
@@ -69,13 +69,13 @@ describe("BigQuery backend: per-destination state", () => {
         assert.strictEqual(fake.rows(`${fake.projectId}.d.t${n - 1}`).length, 1)
       }))))
 
-  it.live("a slice whose first row does not fit the open batch: the owner sends that batch first, the projection follows", () =>
+  it.effect("a slice whose first row does not fit the open batch: the owner sends that batch first, the projection follows", () =>
     Effect.scoped(withFake({
-      // one answer a second: the first append stays in flight while the next writes are batched
-      latencyMillis: 1000,
+      // the second append goes unanswered: it stays in flight while the next writes are batched, until
+      // its response timeout re-sends it
       answer: (c) => {
         sent.push(c.rows.length)
-        return { _tag: "default" }
+        return c.request === 1 ? { _tag: "hang" } : { _tag: "default" }
       }
     }, (fake) =>
       Effect.gen(function*() {
@@ -86,22 +86,28 @@ describe("BigQuery backend: per-destination state", () => {
           destinationResolver: () => table,
           serializer: yield* serializer,
           failureHandler: FailureHandler.failJob,
-          writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 160 })
+          writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 160, responseTimeout: "1 minute" })
         })
         const { env, writer } = yield* writerOf(settings)
-        // each write taken by the owner before the next is prepared (the caller may prepare ahead)
-        const write = (n: number, from: number) =>
-          Effect.andThen(writer.write(rows(n, from)), Effect.sleep("20 millis"))
+        // until the fake has seen `n` requests (they cross a real socket)
+        const seen = (n: number) =>
+          Effect.gen(function*() {
+            for (let k = 0; k < 400 && sent.length < n; k++) yield* TestClock.withLive(Effect.sleep("5 millis"))
+          })
         // the table open and its connection up, so that the next append goes at once
         yield* writer.write(rows(1, 1099))
         yield* writer.flush
-        yield* write(1, 1000) // sent at once: the table is idle
-        yield* write(10, 1001) // batched behind it: 150 bytes, 10 left
-        yield* write(3, 1011) // starts the next batch
+        yield* writer.write(rows(1, 1000)) // sent at once: the table is idle
+        yield* seen(2)
+        yield* writer.write(rows(10, 1001)) // batched behind it: 150 bytes, 10 left
+        yield* writer.write(rows(3, 1011)) // starts the next batch
+        yield* seen(3)
         assert.strictEqual(env()?.projections.get(table.toString())?.frames, 3 * 15)
-        yield* writer.flush
-        assert.deepStrictEqual(sent, [1, 1, 10, 3])
-        assert.strictEqual(fake.rows(`${fake.projectId}.d.t`).length, 15)
+        // the unanswered append times out, is abandoned with its connection and re-sent (each step on
+        // the test clock, moved on while the flush waits)
+        yield* ticking(writer.flush, "5 millis", "10 seconds")
+        assert.deepStrictEqual(sent.slice(0, 4), [1, 1, 10, 3])
+        assert.strictEqual(new Set(fake.rows(`${fake.projectId}.d.t`).map((r) => r.join())).size, 15)
       }))))
 
   it.live("closing after a failure leaves no AppendRows stream open, while appends reconnect", () =>
