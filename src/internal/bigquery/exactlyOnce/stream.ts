@@ -88,6 +88,7 @@ export const switchableSlot = (
     let inner = first
     const slot: ConnectionSlot = {
       acquire: (descriptor) => Effect.suspend(() => inner.acquire(descriptor)),
+      ready: (descriptor) => inner.ready(descriptor),
       retire: (connection) => Effect.suspend(() => inner.retire(connection)),
       abort: (connection, reason) => Effect.suspend(() => inner.abort(connection, reason)),
       close: Effect.suspend(() => inner.close)

@@ -17,6 +17,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Equal from "effect/Equal"
 import * as Exit from "effect/Exit"
+import * as FiberSet from "effect/FiberSet"
 import type * as Result from "effect/Result"
 import type { BigQueryClientService } from "../../../BigQuery/BigQueryClient.ts"
 import { BigQueryError, TableAdminFailed } from "../../../BigQuery/BigQueryError.ts"
@@ -30,6 +31,7 @@ import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
 import * as AppendRequest from "../transport/appendRequest.ts"
 import * as SendBacklog from "../transport/sendBacklog.ts"
+import * as AppendNow from "./appendNow.ts"
 import * as Destination from "./destination.ts"
 import * as PendingAppend from "./pendingAppend.ts"
 import * as Prepare from "./prepare.ts"
@@ -170,6 +172,42 @@ const isRequest = (item: Accounted): item is Request => "sealed" in item
 /** A request's append progress: made by its first call (a buffered stream's from its stamp). @internal */
 export const progressFor = (request: Request, atOffset: PendingAppend.AtOffset | undefined): PendingAppend.Progress =>
   request.progress ??= PendingAppend.start(batchOf(request), atOffset)
+
+/** {@link AppendNow.start} of a request, or `undefined` (counted on its destination's fibers). */
+const startNow = <A, E, R>(
+  env: AppendNow.Env<A, E, R>,
+  request: Request,
+  deliver: (outcome: Outcome) => void
+): Effect.Effect<(() => void) | undefined> =>
+  Effect.map(
+    AppendNow.start(
+      env,
+      { d: request.d, batch: batchOf(request), progress: progressFor(request, undefined) },
+      deliver
+    ),
+    (cancel) => {
+      if (cancel === undefined) request.d.onFibers++
+      return cancel
+    }
+  )
+
+/**
+ * The append of a request {@link startNow} declined, on its fiber: it leaves its destination's
+ * count of appends on fibers once written (or once over, unwritten).
+ */
+const onFiber = <A, E, R>(settings: Settings<A, E, R>, request: Request): Effect.Effect<Verdict.Step, BigQueryError> =>
+  Effect.suspend(() => {
+    let counted = true
+    const written = () => {
+      if (!counted) return
+      counted = false
+      request.d.onFibers--
+    }
+    return Effect.ensuring(
+      PendingAppend.run(settings, request.d, batchOf(request), progressFor(request, undefined), undefined, written),
+      Effect.sync(written)
+    )
+  })
 
 /** Records prepared per `prepare` call. @internal */
 export const sliceRecords = 8192
@@ -633,6 +671,11 @@ export type Built<A, E, R> = BigQueryBackend<A, E, R> & {
 export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClientService, mode?: Mode) =>
   Effect.fnUntraced(function*(core: BigQueryCore<A, E, R>) {
     const st = initialState(settings, client, core, mode, yield* DeadlineKeeper.make)
+    // made before the slots' finalizer, so closed after it: a call forked here opens no connection then
+    const appendNow: AppendNow.Env<A, E, R> = {
+      settings,
+      fork: yield* FiberSet.makeRuntime<never, Verdict.Step, BigQueryError>()
+    }
     yield* Effect.addFinalizer(() => Effect.forEach(st.destinations.values(), (d) => d.slot.close, { discard: true }))
     const built: Built<A, E, R> = {
       name: "BigQuerySink",
@@ -648,9 +691,12 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       call: (request) =>
         Effect.exit(
           mode === undefined
-            ? PendingAppend.run(settings, request.d, batchOf(request), progressFor(request, undefined), undefined)
+            ? onFiber(settings, request)
             : mode.call(request)
         ).pipe(Effect.trackDuration(metrics.appendLatency)),
+      // on the default stream an append starts on no fiber where it can (appendNow.ts); each it
+      // declines runs `call` on a fiber, counted until it is written
+      start: mode === undefined ? (request, deliver) => startNow(appendNow, request, deliver) : undefined,
       judge: (request, outcome) => judge(st, request, outcome),
       // what the core re-sends is what a step handed it: requests
       resend: (items) =>

@@ -7,8 +7,9 @@
  * **Details**
  *
  * The mutable fields of {@link Destination} belong to the writer fiber. The connection slot is
- * shared with the append fibers; it serializes its changes with a one-permit `Semaphore`, so a
- * broken connection is reopened once however many appends saw it.
+ * shared with the appends (on fibers, or started at once on the owner through `ready`); it
+ * serializes its changes with a one-permit `Semaphore`, so a broken connection is reopened once
+ * however many appends saw it.
  *
  * @internal
  */
@@ -51,6 +52,11 @@ import { classifyOpen, tableNotFound } from "./verdict.ts"
 export interface ConnectionSlot {
   /** The current connection if it is healthy and has `descriptor`, else a new one. */
   readonly acquire: (descriptor: Uint8Array) => Effect.Effect<Connection.Connection>
+  /**
+   * The current connection if it is healthy and has `descriptor`, without waiting (an append started
+   * on no fiber); else `undefined`, and the append acquires one on a fiber.
+   */
+  readonly ready: (descriptor: Uint8Array) => Connection.Connection | undefined
   /** Half-closes `connection` if it is still current, so the next acquire opens a new one. */
   readonly retire: (connection: Connection.Connection) => Effect.Effect<void>
   /** Cancels `connection` (no response came), current or already retired: its waiting appends fail and are retried. */
@@ -82,13 +88,17 @@ export const makeSlot = (
         current = undefined
         return f
       }))
+    // `current` changes only in synchronous blocks under the lock, so `ready` reads it without the
+    // lock: while the lock's holder opens a new connection, `current` is one it refuses (broken, or
+    // of another descriptor)
+    const ready = (descriptor: Uint8Array): Connection.Connection | undefined =>
+      !closed && current !== undefined && !current.isBroken() && current.descriptor === descriptor ? current : undefined
     return {
       acquire: (descriptor) =>
         locked(Effect.suspend(() => {
           if (closed) return Effect.interrupt
-          if (current !== undefined && !current.isBroken() && current.descriptor === descriptor) {
-            return Effect.succeed(current)
-          }
+          const healthy = ready(descriptor)
+          if (healthy !== undefined) return Effect.succeed(healthy)
           const old = current
           return Effect.tap(
             Effect.andThen(
@@ -100,6 +110,7 @@ export const makeSlot = (
             (connection) => Effect.sync(() => void (current = connection))
           )
         })),
+      ready,
       retire: (connection) => drop(connection, connection.close),
       // a retired connection is cancelled too: half-closed, it could still deliver what it holds
       abort: (connection, reason) =>
@@ -141,6 +152,11 @@ export interface Destination {
   fingerprint: unknown
   lastUsedMillis: number
   inFlight: number
+  /**
+   * Owner: its appends running on fibers (started when no connection was open, `appendNow.ts`); an
+   * append is started at once only while none runs, so none overtakes one not yet written.
+   */
+  onFibers: number
   /** What the rows of `batch` took of the in-flight bytes permit (given back with the batch). */
   permitBytes: number
   /** The projection stamp of `batch`'s rows (projection.ts): an own cut comes off the projection only while it is current. */
@@ -393,6 +409,7 @@ export const openWith = Effect.fnUntraced(function*<A, E, R>(
     fingerprint,
     lastUsedMillis: nowMillis,
     inFlight: 0,
+    onFibers: 0,
     permitBytes: 0,
     batchStamp: 0,
     batchGeneration: 0,

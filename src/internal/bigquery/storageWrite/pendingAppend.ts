@@ -5,7 +5,9 @@
  * the rejected rows routed), a reconnect after the core's `recovery` wait, or a repair of the table
  * by the core's repair engine (`core/repairs.ts`). Within the call stay only what goes again on the
  * same call: the in-band re-sends on the same connection (the `retry` budget, fresh for each call),
- * row errors, and a buffered stream's restamp and abandon (ADR 0032).
+ * row errors, and a buffered stream's restamp and abandon (ADR 0032). An append started on no fiber
+ * (`appendNow.ts`, ADR 0063) sends its first attempt itself and comes here (`resume`) only when its
+ * answer is not a commit.
  *
  * @internal
  */
@@ -14,6 +16,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Result from "effect/Result"
 import type { BigQueryError } from "../../../BigQuery/BigQueryError.ts"
 import type { FailedRow } from "../../../BigQuery/BigQueryFailure.ts"
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
@@ -33,7 +36,7 @@ import * as Verdict from "./verdict.ts"
 import type { Phase, Problem, Step } from "./verdict.ts"
 
 /**
- * A batch handed to an append fiber: its rows as one `ProtoRows` body, framed in place in a batch
+ * A batch handed to an append: its rows as one `ProtoRows` body, framed in place in a batch
  * buffer (`Split.seal`; survivors of row errors are re-framed with `AppendRequest.encodeRows`), with
  * `AppendRequest.headroom` free bytes before it; their count and their own bytes.
  *
@@ -127,8 +130,12 @@ export const start = (batch: Batch, atOffset: AtOffset | undefined): Progress =>
   after: atOffset?.after ?? Effect.succeed(0)
 })
 
-/** What an append's answer is completed with once its response deadline passes (told by identity). */
-const noResponse: StreamFailure = streamFailure(undefined, "no response within responseTimeout", undefined)
+/**
+ * What an append's answer is completed with once its response deadline passes (told by identity).
+ *
+ * @internal
+ */
+export const noResponse: StreamFailure = streamFailure(undefined, "no response within responseTimeout", undefined)
 const noResponseExit = Exit.fail(noResponse)
 
 /**
@@ -147,20 +154,47 @@ const answerWithin = (
   })
 
 /**
- * Sends the batch (what is left of it) on `connection` and awaits the answer, at most
- * `responseTimeout` (then the connection is aborted): `undefined` once it is committed, else what
- * went wrong. A connection whose call failed is retired.
+ * One attempt sent and answered: the connection it went on, whether it was written (an append on a
+ * connection broken already is failed without being written), and its answer.
+ *
+ * @internal
  */
-const attempt = Effect.fnUntraced(function*(
+export interface Sent {
+  readonly connection: Connection
+  readonly written: boolean
+  readonly answer: Result.Result<AppendAnswer, StreamFailure>
+}
+
+/**
+ * Sends the batch (what is left of it) on `connection` and awaits the answer, at most
+ * `responseTimeout`; `onSent` runs once it is written.
+ */
+const send = Effect.fnUntraced(function*(
   responseTimeout: Duration.Duration,
   destination: Destination,
   connection: Connection,
-  state: Progress
-): Effect.fn.Return<Problem | undefined> {
-  // an append on a connection broken already is failed without being written
+  state: Progress,
+  onSent: (() => void) | undefined
+): Effect.fn.Return<Sent> {
   const written = !connection.isBroken()
   const pending = yield* connection.append(state.body, state.offset)
+  onSent?.()
   const answer = yield* answerWithin(destination.deadlines, pending, responseTimeout)
+  return { connection, written, answer }
+})
+
+/**
+ * What an attempt's answer says: `undefined` once the batch is committed, else what went wrong. A
+ * connection whose call failed is retired; one that gave no answer within `responseTimeout` is
+ * aborted.
+ */
+const assess = Effect.fnUntraced(function*(
+  responseTimeout: Duration.Duration,
+  destination: Destination,
+  sent: Sent,
+  state: Progress
+): Effect.fn.Return<Problem | undefined> {
+  const { answer, connection, written } = sent
   if (answer._tag === "Failure" && answer.failure === noResponse) {
     yield* destination.slot.abort(connection, "no response within responseTimeout")
     // the request is on the wire until the cancellation has ended the call (a turn later), and
@@ -339,57 +373,96 @@ const act = (
   }
 }
 
-/** An attempt answered OK: the batch is done, unless the verdict refuses the acknowledgement. */
-const committed = (
+/**
+ * An attempt answered OK: the batch is done, unless the verdict refuses the acknowledgement (a
+ * `Result`: an append started on no fiber judges it without an effect).
+ *
+ * @internal
+ */
+export const committed = (
   key: string,
   state: Progress,
   atOffset: AtOffset | undefined
-): Effect.Effect<Step, BigQueryError> => {
+): Result.Result<Step, BigQueryError> => {
   const refused = Verdict.acknowledged(key, atOffset === undefined ? undefined : state.offset, state.echoed)
-  return refused === undefined ? Effect.succeed(done(key, state)) : Effect.fail(refused)
+  return refused === undefined ? Result.succeed(done(key, state)) : Result.fail(refused)
 }
+
+/**
+ * The attempts of one call: `first`, an attempt already sent and answered, is judged before any
+ * other is sent (an append started on no fiber whose answer was not a commit).
+ */
+const attempts = Effect.fnUntraced(function*<A, E, R>(
+  settings: Settings<A, E, R>,
+  destination: Destination,
+  batch: Batch,
+  state: Progress,
+  atOffset: AtOffset | undefined,
+  first: Sent | undefined,
+  onSent: (() => void) | undefined
+): Effect.fn.Return<Step, BigQueryError> {
+  const context = contextOf(settings)
+  const timeout = settings.stream.responseTimeout
+  let inBand: Budget.Budget | undefined
+  let sent = first
+  for (;;) {
+    if (sent === undefined) {
+      const connection = yield* destination.slot.acquire(batch.descriptor)
+      state.echoed = undefined
+      sent = yield* send(timeout, destination, connection, state, onSent)
+    }
+    const connection = sent.connection
+    const problem = yield* assess(timeout, destination, sent, state)
+    sent = undefined
+    if (problem === undefined) return yield* Effect.fromResult(committed(destination.key, state, atOffset))
+    yield* metrics.countError(codeName(problem.failure.code))
+    // whether an earlier attempt may have landed: read before this attempt counts
+    const unanswered = state.unanswered
+    if (problem.failure.origin !== "response") state.unanswered = true
+    const decision = Verdict.decide(problem, {
+      key: destination.key,
+      context,
+      buffered: atOffset === undefined
+        ? undefined
+        : { phase: state.phase, offset: state.offset ?? 0, unanswered, restamped: state.restamped }
+    })
+    inBand ??= yield* Budget.make(toSchedule(settings.stream.retry))
+    const step = yield* act(decision, { state, destination, connection, problem }, inBand, atOffset)
+    if (step !== undefined) return step
+  }
+})
 
 /**
  * One call of a batch's append (what is left of it, as `progress` says): attempts until it is
  * committed, or the call ends in a step the writer core acts on (`reconnect`, `repair`), or a
  * terminal error. A failed attempt is decided by the verdict (`Verdict.decide`) and acted on here.
+ * `onSent` runs each time an attempt is written.
  *
  * @internal
  */
-export const run = Effect.fnUntraced(
-  function*<A, E, R>(
-    settings: Settings<A, E, R>,
-    destination: Destination,
-    batch: Batch,
-    progress: Progress,
-    atOffset: AtOffset | undefined
-  ) {
-    const context = contextOf(settings)
-    const state = progress
-    let inBand: Budget.Budget | undefined
-    for (;;) {
-      const connection = yield* destination.slot.acquire(batch.descriptor)
-      state.echoed = undefined
-      const problem = yield* attempt(settings.stream.responseTimeout, destination, connection, state)
-      if (problem === undefined) return yield* committed(destination.key, state, atOffset)
-      yield* metrics.countError(codeName(problem.failure.code))
-      // whether an earlier attempt may have landed: read before this attempt counts
-      const unanswered = state.unanswered
-      if (problem.failure.origin !== "response") state.unanswered = true
-      const decision = Verdict.decide(problem, {
-        key: destination.key,
-        context,
-        buffered: atOffset === undefined
-          ? undefined
-          : { phase: state.phase, offset: state.offset ?? 0, unanswered, restamped: state.restamped }
-      })
-      inBand ??= yield* Budget.make(toSchedule(settings.stream.retry))
-      const step = yield* act(decision, { state, destination, connection, problem }, inBand, atOffset)
-      if (step !== undefined) return step
-    }
-  },
-  (effect, _settings, destination, batch) =>
-    effect.pipe(
-      hotSpan("BigQuerySink.append", { "bigquery.destination": destination.key, "bigquery.rows": batch.count })
-    )
-)
+export const run = <A, E, R>(
+  settings: Settings<A, E, R>,
+  destination: Destination,
+  batch: Batch,
+  progress: Progress,
+  atOffset: AtOffset | undefined,
+  onSent?: () => void
+): Effect.Effect<Step, BigQueryError> =>
+  attempts(settings, destination, batch, progress, atOffset, undefined, onSent).pipe(
+    hotSpan("BigQuerySink.append", { "bigquery.destination": destination.key, "bigquery.rows": batch.count })
+  )
+
+/**
+ * The rest of a call on the default stream whose first attempt, started on no fiber
+ * (`appendNow.ts`), was sent and answered with something other than a commit: that answer judged,
+ * then as {@link run} (in the span the append already has).
+ *
+ * @internal
+ */
+export const resume = <A, E, R>(
+  settings: Settings<A, E, R>,
+  destination: Destination,
+  batch: Batch,
+  progress: Progress,
+  first: Sent
+): Effect.Effect<Step, BigQueryError> => attempts(settings, destination, batch, progress, undefined, first, undefined)

@@ -21,6 +21,7 @@ import * as Deferred from "effect/Deferred"
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Result from "effect/Result"
 import * as deadline from "../../wire/deadline.ts"
 import { Code, fromError } from "../../wire/grpcStatus.ts"
 import * as AppendCall from "./appendCall.ts"
@@ -29,11 +30,17 @@ import * as AppendRequest from "./appendRequest.ts"
 import { type AppendAnswer, decodeAnswer as decodeAppendAnswer, storageCodeOfMetadata } from "./rowErrors.ts"
 import type { SendBacklog } from "./sendBacklog.ts"
 import * as sendBacklog from "./sendBacklog.ts"
-import { make as makeWaiting, type StreamFailure, streamFailure, type WaitingAppends } from "./waitingAppends.ts"
+import {
+  make as makeWaiting,
+  type StreamFailure,
+  streamFailure,
+  type Waiter,
+  type WaitingAppends
+} from "./waitingAppends.ts"
 import { encodeGetWriteStreamRequest } from "./writeProto.ts"
 
 export { appendRowsPath, routingParams } from "./appendCall.ts"
-export { type StreamFailure, streamFailure } from "./waitingAppends.ts"
+export { type StreamFailure, streamFailure, type Waiter } from "./waitingAppends.ts"
 
 /** @internal */
 export interface Connection {
@@ -50,6 +57,11 @@ export interface Connection {
     body: Uint8Array,
     offset?: number | undefined
   ) => Effect.Effect<Deferred.Deferred<AppendAnswer, StreamFailure>>
+  /**
+   * {@link append} on no fiber: `answer` takes the response, or the failure, once; at once (before
+   * this returns) when the connection is already broken.
+   */
+  readonly appendNow: (body: Uint8Array, offset: number | undefined, answer: Waiter) => void
   /** True once the stream failed or was closed: open a new one. */
   readonly isBroken: () => boolean
   /** Appends awaiting a response. */
@@ -75,11 +87,11 @@ const identity = (bytes: Buffer): Buffer => bytes
 
 let nextId = 0
 
-const decodeAnswer = (bytes: Uint8Array): Exit.Exit<AppendAnswer, StreamFailure> => {
+const decodeAnswer = (bytes: Uint8Array): Result.Result<AppendAnswer, StreamFailure> => {
   try {
-    return Exit.succeed(decodeAppendAnswer(bytes))
+    return Result.succeed(decodeAppendAnswer(bytes))
   } catch (cause) {
-    return Exit.fail(streamFailure(undefined, "malformed AppendRowsResponse", cause))
+    return Result.fail(streamFailure(undefined, "malformed AppendRowsResponse", cause))
   }
 }
 
@@ -106,7 +118,7 @@ const eventsOf = (
       cancel()
       return
     }
-    Deferred.doneUnsafe(d, decodeAnswer(bytes))
+    d(decodeAnswer(bytes))
   },
   failed: (error) => {
     const status = fromError(error)
@@ -119,6 +131,33 @@ const eventsOf = (
   }
 })
 
+/**
+ * Appends on a listening call: each request written with its header (the first carries the
+ * descriptor, every one the stream's name) and its answer awaited in request order.
+ */
+const appender = (
+  call: AppendCall.AppendCall,
+  waiting: WaitingAppends,
+  writes: ReturnType<typeof sendBacklog.forCall>,
+  writeStream: string,
+  descriptor: Uint8Array
+): Connection["appendNow"] => {
+  // encoded once: every request carries the name
+  const streamName = AppendRequest.utf8(writeStream)
+  const firstHeader: AppendRequest.Header = { writeStream: streamName, descriptor, traceId: AppendRequest.traceId }
+  const laterHeader: AppendRequest.Header = { writeStream: streamName }
+  let first = true
+  return (body, offset, answer) => {
+    const broken = waiting.broken()
+    if (broken !== undefined) return answer(Result.fail(broken))
+    const base = first ? firstHeader : laterHeader
+    const header = offset === undefined ? base : { ...base, offset }
+    first = false
+    waiting.push(answer)
+    writes.write((taken) => call.send(header, body, taken))
+  }
+}
+
 /** The connection's operations over a listening call. */
 const connectionOf = (
   call: AppendCall.AppendCall,
@@ -129,28 +168,24 @@ const connectionOf = (
   descriptor: Uint8Array,
   ended: Deferred.Deferred<void>
 ): Connection => {
-  // encoded once: every request carries the name
-  const streamName = AppendRequest.utf8(writeStream)
-  const firstHeader: AppendRequest.Header = { writeStream: streamName, descriptor, traceId: AppendRequest.traceId }
-  const laterHeader: AppendRequest.Header = { writeStream: streamName }
-  let first = true
+  const appendNow = appender(call, waiting, writes, writeStream, descriptor)
   let aborted = false
   return {
     id: nextId++,
     descriptor,
+    appendNow,
     append: (body, offset) =>
       Effect.sync(() => {
         const d = Deferred.makeUnsafe<AppendAnswer, StreamFailure>()
-        const broken = waiting.broken()
-        if (broken !== undefined) {
-          Deferred.doneUnsafe(d, Exit.fail(broken))
-          return d
-        }
-        const base = first ? firstHeader : laterHeader
-        const header = offset === undefined ? base : { ...base, offset }
-        first = false
-        waiting.push(d)
-        writes.write((taken) => call.send(header, body, taken))
+        appendNow(
+          body,
+          offset,
+          (answer) =>
+            void Deferred.doneUnsafe(
+              d,
+              Result.isSuccess(answer) ? Exit.succeed(answer.success) : Exit.fail(answer.failure)
+            )
+        )
         return d
       }),
     isBroken: () => waiting.broken() !== undefined,

@@ -5,8 +5,7 @@
  *
  * @internal
  */
-import * as Deferred from "effect/Deferred"
-import * as Exit from "effect/Exit"
+import * as Result from "effect/Result"
 import type { AppendAnswer } from "./rowErrors.ts"
 
 /** A failed call: the status code (none for a malformed answer), message, storage error code. @internal */
@@ -26,8 +25,13 @@ export const streamFailure = (
   storageCode?: number
 ): StreamFailure => ({ _tag: "StreamFailure", code, message, storageCode, cause })
 
-/** @internal */
-export type Waiter = Deferred.Deferred<AppendAnswer, StreamFailure>
+/**
+ * What an append's answer is handed to, once: a `Deferred` completed (an append on a fiber) or a
+ * callback of an append started on no fiber (`Connection.appendNow`).
+ *
+ * @internal
+ */
+export type Waiter = (answer: Result.Result<AppendAnswer, StreamFailure>) => void
 
 /** @internal */
 export interface WaitingAppends {
@@ -71,7 +75,7 @@ export const make = (): WaitingAppends => {
       while (head < fifo.length) {
         const d = fifo[head]
         fifo[head++] = undefined
-        if (d !== undefined) Deferred.doneUnsafe(d, Exit.fail(failure))
+        if (d !== undefined) d(Result.fail(failure))
       }
       reset()
     },

@@ -4,9 +4,15 @@
  * destination when it is evicted, so a dynamic resolver over ever new tables keeps it bounded.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Metric, Tracer } from "effect"
 import { TestClock } from "effect/testing"
-import { BigQueryClient, BigQuerySink, type TableDestination, WriteMethod } from "../../../../src/BigQuery/index.ts"
+import {
+  BigQueryClient,
+  BigQueryMetrics,
+  BigQuerySink,
+  type TableDestination,
+  WriteMethod
+} from "../../../../src/BigQuery/index.ts"
 import * as Options from "../../../../src/internal/bigquery/options.ts"
 import * as Backend from "../../../../src/internal/bigquery/storageWrite/backend.ts"
 import type * as Prepare from "../../../../src/internal/bigquery/storageWrite/prepare.ts"
@@ -14,6 +20,7 @@ import { limitsOf } from "../../../../src/internal/bigquery/storageWrite/writer.
 import * as core from "../../../../src/internal/core/writer.ts"
 import { Code } from "../../../../src/internal/wire/grpcStatus.ts"
 import { FailureHandler, type RecordFailed } from "../../../../src/Sink.ts"
+import { idOf } from "../../../BigQuery/exactlyOnceFixtures.ts"
 import { columns, destination, type Row, rows, serializer, ticking, withFake } from "../../../BigQuery/sinkFixtures.ts"
 import type * as Fake from "../../../support/fakeBigQueryWrite.ts"
 
@@ -149,4 +156,113 @@ describe("BigQuery backend: per-destination state", () => {
           assert.strictEqual(fake.stats.openStreams, 0, `round ${round}: streams left open after close`)
         }
       }))))
+})
+
+/** Ids of a table's rows in the order the fake applied them. */
+const idsOf = (fake: Fake.FakeBigQuery, table: string): Array<number> =>
+  fake.rows(`${fake.projectId}.d.${table}`).map((r) => idOf(r as Uint8Array))
+
+/** The spans a tracer saw end, by name. */
+const endedSpans = (names: Array<string>): Tracer.Tracer =>
+  Tracer.make({
+    span: (options) => {
+      const span = new Tracer.NativeSpan(options)
+      const end = span.end.bind(span)
+      span.end = (endTime, exit) => {
+        names.push(options.name)
+        end(endTime, exit)
+      }
+      return span
+    }
+  })
+
+describe("BigQuery backend: appends started on no fiber", () => {
+  it.effect("appends leave in the order their rows came, across the first appends on fibers and those started at once", () =>
+    Effect.scoped(withFake({}, (fake) =>
+      Effect.gen(function*() {
+        fake.createTable(`${fake.projectId}.d.t`, columns)
+        const table = yield* destination(fake, "t")
+        // one row an append: each write seals the append before it
+        const settings = yield* Options.decode({
+          destinationResolver: () => table,
+          serializer: yield* serializer,
+          failureHandler: FailureHandler.failJob,
+          writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 20 })
+        })
+        const { writer } = yield* writerOf(settings)
+        // the first appends wait on fibers for the connection while the next ones come
+        for (let i = 0; i < 200; i++) yield* writer.write(rows(1, 1000 + i))
+        yield* writer.flush
+        const expected = Array.from({ length: 200 }, (_, i) => 1000 + i)
+        assert.deepStrictEqual(idsOf(fake, "t"), expected)
+        assert.strictEqual((yield* writer.summary).recordsWritten, 200)
+      }))))
+
+  it.effect("each append has one span and one latency sample, started at once or on a fiber", () => {
+    const names: Array<string> = []
+    return Effect.scoped(withFake({}, (fake) =>
+      Effect.gen(function*() {
+        fake.createTable(`${fake.projectId}.d.t`, columns)
+        const table = yield* destination(fake, "t")
+        const settings = yield* Options.decode({
+          destinationResolver: () => table,
+          serializer: yield* serializer,
+          failureHandler: FailureHandler.failJob,
+          writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 20 })
+        })
+        const { writer } = yield* writerOf(settings)
+        // the first append opens the connection on a fiber; with no append on a fiber in flight, the
+        // others start at once
+        for (let i = 0; i < 50; i++) {
+          yield* writer.write(rows(1, 1000 + i))
+          yield* writer.flush
+        }
+        const appends = fake.stats.requests
+        assert.strictEqual(names.filter((n) => n === "BigQuerySink.append").length, appends)
+        assert.strictEqual((yield* Metric.value(BigQueryMetrics.appendLatency)).count, appends)
+      }))).pipe(
+        Effect.withTracer(endedSpans(names)),
+        // the test's own metrics: the other tests of the file run at the same time
+        Effect.provideService(Metric.MetricRegistry, new Map())
+      )
+  })
+
+  it.effect("a writer closed with an append started at once and unanswered closes at once, its stream ended", () =>
+    Effect.scoped(
+      withFake(
+        { answer: (c) => (c.request === 0 ? { _tag: "default" } : { _tag: "hang" }) },
+        (fake) =>
+          Effect.gen(function*() {
+            fake.createTable(`${fake.projectId}.d.t`, columns)
+            const table = yield* destination(fake, "t")
+            const settings = yield* Options.decode({
+              destinationResolver: () => table,
+              serializer: yield* serializer,
+              failureHandler: FailureHandler.failJob,
+              writeMethod: WriteMethod.atLeastOnce({ responseTimeout: "1 minute" })
+            })
+            // closed by a failure (closing after success flushes first, which waits for the answer)
+            const exit = yield* Effect.exit(Effect.scoped(Effect.gen(function*() {
+              const { writer } = yield* writerOf(settings)
+              // the connection up, then an append that is never answered
+              yield* writer.write(rows(1, 1000))
+              yield* writer.flush
+              yield* writer.write(rows(1, 1001))
+              yield* writer.flush.pipe(Effect.forkChild)
+              for (let k = 0; k < 400 && fake.stats.requests < 2; k++) {
+                yield* TestClock.withLive(Effect.sleep("5 millis"))
+              }
+              assert.strictEqual(fake.stats.requests, 2)
+              return yield* Effect.fail("stop")
+            })))
+            assert.isTrue(Exit.isFailure(exit))
+            // closed without the test clock moving: nothing waited for the answer or its timeout
+            for (let k = 0; k < 400 && fake.stats.openStreams > 0; k++) {
+              yield* TestClock.withLive(Effect.sleep("5 millis"))
+            }
+            assert.strictEqual(fake.stats.openStreams, 0)
+            assert.deepStrictEqual(idsOf(fake, "t"), [1000])
+          })
+      )
+    ))
 })
