@@ -13,15 +13,18 @@
  *
  * @internal
  */
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import type * as Fiber from "effect/Fiber"
 import * as Result from "effect/Result"
+import type * as Tracer from "effect/Tracer"
 import type { BigQueryError } from "../../../BigQuery/BigQueryError.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
-import type { Connection, Waiter } from "../transport/connection.ts"
+import type { Connection, StreamFailure, Waiter } from "../transport/connection.ts"
 import type { AppendAnswer } from "../transport/rowErrors.ts"
 import type { Destination } from "./destination.ts"
 import * as PendingAppend from "./pendingAppend.ts"
@@ -49,7 +52,8 @@ export interface Env<A, E, R> {
  * Starts the append of `request` now, when its destination's connection is open and no append of
  * it runs on a fiber: succeeds with its cancel (nothing is delivered after it), else `undefined`
  * (the core then runs the append on a fiber). `deliver` takes the call's outcome once, as the
- * fiber's `Effect.exit` of `PendingAppend.run` would give it.
+ * fiber's `Effect.exit` of `PendingAppend.run` would give it. The connection is checked and the
+ * batch written in one synchronous step (the owner cannot yield in between); the span is made after.
  *
  * @internal
  */
@@ -58,71 +62,118 @@ export const start = <A, E, R>(
   request: Started,
   deliver: (outcome: Exit.Exit<Step, BigQueryError>) => void
 ): Effect.Effect<(() => void) | undefined> =>
-  Effect.suspend(() => {
+  Effect.withFiber((fiber) => {
     const { batch, d } = request
     const connection = d.onFibers === 0 ? d.slot.ready(batch.descriptor) : undefined
     if (connection === undefined) return Effect.undefined
+    const append = new InFlight(env, request, connection, fiber.context, deliver)
     const attributes = { "bigquery.destination": d.key, "bigquery.rows": batch.count }
-    return Effect.flatMap(Effect.makeSpan("BigQuerySink.append", { attributes }), (span) =>
-      Effect.clockWith((clock) =>
-        Effect.map(Effect.context<never>(), (context) => {
-          const startedAt = clock.currentTimeNanosUnsafe()
-          // the call's end, as `trackDuration` and the span end it on a fiber
-          const end = (outcome: Exit.Exit<Step, BigQueryError>): void => {
-            const now = clock.currentTimeNanosUnsafe()
-            metrics.appendLatency.updateUnsafe(Duration.nanos(now - startedAt), context)
-            span.end(now, outcome)
-            deliver(outcome)
-          }
-          return send(env, request, connection, end, (effect) =>
-            env.fork(Effect.withParentSpan(effect, span)))
-        })
-      ))
+    return Effect.map(Effect.makeSpan("BigQuerySink.append", { attributes }), (span) => append.attach(span))
   })
 
+type Outcome = Exit.Exit<Step, BigQueryError>
+
 /**
- * Writes the batch to `connection`, its answer awaited by a callback, at most `responseTimeout`
- * (the writer's deadline keeper answers for it then): a commit ends the call at once; any other
- * answer goes on through `PendingAppend.resume`, forked. Returns the call's cancel.
+ * One append started at once, from its write to its outcome. An answer that comes before its span
+ * is made waits for it (the span is the parent of the rest of the call). A commit ends the call in
+ * the callback; any other answer goes on through `PendingAppend.resume`, on a fiber of the writer's
+ * scope, with the owner's context (its scheduler, its services) under this append's span.
  */
-const send = <A, E, R>(
-  env: Env<A, E, R>,
-  request: Started,
-  connection: Connection,
-  end: (outcome: Exit.Exit<Step, BigQueryError>) => void,
-  fork: (effect: Effect.Effect<Step, BigQueryError>) => Fiber.Fiber<Step, BigQueryError>
-): () => void => {
-  const { batch, d, progress } = request
-  let over = false
-  let fiber: Fiber.Fiber<Step, BigQueryError> | undefined
-  const finish = (outcome: Exit.Exit<Step, BigQueryError>): void => {
-    if (over) return
-    over = true
-    end(outcome)
+class InFlight<A, E, R> {
+  private span: Tracer.Span | undefined = undefined
+  private early: Answer | undefined = undefined
+  private answered = false
+  private over = false
+  private fiber: Fiber.Fiber<Step, BigQueryError> | undefined = undefined
+  private readonly env: Env<A, E, R>
+  private readonly request: Started
+  private readonly connection: Connection
+  private readonly context: Context.Context<never>
+  private readonly deliver: (outcome: Outcome) => void
+  private readonly clock: Clock.Clock
+  private readonly startedAt: bigint
+  private readonly written: boolean
+  private readonly clear: () => void
+
+  constructor(
+    env: Env<A, E, R>,
+    request: Started,
+    connection: Connection,
+    context: Context.Context<never>,
+    deliver: (outcome: Outcome) => void
+  ) {
+    this.env = env
+    this.request = request
+    this.connection = connection
+    this.context = context
+    this.deliver = deliver
+    this.clock = Context.get(context, Clock.Clock)
+    this.startedAt = this.clock.currentTimeNanosUnsafe()
+    const { d, progress } = request
+    this.written = !connection.isBroken()
+    progress.echoed = undefined
+    this.clear = d.deadlines.arm(env.settings.stream.responseTimeout, () => this.answer(noAnswer))
+    connection.appendNow(progress.body, undefined, this.answer)
   }
-  const written = !connection.isBroken()
-  let answered = false
-  const answer: Waiter = (result) => {
-    if (answered || over) return
-    answered = true
-    clear()
+
+  /** The connection's callback: the answer, once (the deadline keeper's, past `responseTimeout`). */
+  readonly answer: Waiter = (result) => {
+    if (this.answered || this.over) return
+    this.answered = true
+    this.clear()
+    if (this.span === undefined) this.early = result
+    else this.judge(result, this.span)
+  }
+
+  /** The span made: an answer that came first is judged now. Returns the call's cancel. */
+  attach(span: Tracer.Span): () => void {
+    this.span = span
+    if (this.early !== undefined) this.judge(this.early, span)
+    return this.cancel
+  }
+
+  private judge(result: Answer, span: Tracer.Span): void {
+    const { batch, d, progress } = this.request
     const committed = committedNow(d.key, progress, result)
-    if (committed !== undefined) return finish(committed)
-    fiber = fork(PendingAppend.resume(env.settings, d, batch, progress, { connection, written, answer: result }))
-    fiber.addObserver(finish)
+    if (committed !== undefined) return this.end(committed)
+    const sent = { connection: this.connection, written: this.written, answer: result }
+    const rest = PendingAppend.resume(this.env.settings, d, batch, progress, sent)
+    this.fiber = this.env.fork(
+      Effect.provideContext(Effect.withParentSpan(rest, span, { captureStackTrace: false }), this.context)
+    )
+    this.fiber.addObserver((exit) => this.end(exit))
   }
-  progress.echoed = undefined
-  const clear = d.deadlines.arm(
-    env.settings.stream.responseTimeout,
-    () => answer(Result.fail(PendingAppend.noResponse))
-  )
-  connection.appendNow(progress.body, undefined, answer)
-  return () => {
-    over = true
-    clear()
-    fiber?.interruptUnsafe()
+
+  /** The call's end, as `trackDuration` and the span end it on a fiber; delivered however they end. */
+  private end(outcome: Outcome): void {
+    if (this.over) return
+    this.over = true
+    try {
+      this.close(outcome)
+    } finally {
+      this.deliver(outcome)
+    }
+  }
+
+  private close(outcome: Exit.Exit<unknown, unknown>): void {
+    const now = this.clock.currentTimeNanosUnsafe()
+    metrics.appendLatency.updateUnsafe(Duration.nanos(now - this.startedAt), this.context)
+    this.span?.end(now, outcome)
+  }
+
+  /** The writer closed first: nothing is delivered; the span ends interrupted, as a fiber's would. */
+  private readonly cancel = (): void => {
+    if (this.over) return
+    this.over = true
+    this.clear()
+    this.fiber?.interruptUnsafe()
+    this.close(Exit.interrupt())
   }
 }
+
+type Answer = Result.Result<AppendAnswer, StreamFailure>
+
+const noAnswer: Answer = Result.fail(PendingAppend.noResponse)
 
 /**
  * The outcome of an answer that commits the batch, judged as `PendingAppend` judges it; `undefined`

@@ -153,8 +153,8 @@ export interface Destination {
   lastUsedMillis: number
   inFlight: number
   /**
-   * Owner: its appends running on fibers (started when no connection was open, `appendNow.ts`); an
-   * append is started at once only while none runs, so none overtakes one not yet written.
+   * The appends `appendNow.start` declined, run on fibers, until each is written (or over,
+   * unwritten): an append is started at once only while there are none, so none overtakes one.
    */
   onFibers: number
   /** What the rows of `batch` took of the in-flight bytes permit (given back with the batch). */

@@ -178,7 +178,7 @@ const send = Effect.fnUntraced(function*(
 ): Effect.fn.Return<Sent> {
   const written = !connection.isBroken()
   const pending = yield* connection.append(state.body, state.offset)
-  onSent?.()
+  if (written) onSent?.()
   const answer = yield* answerWithin(destination.deadlines, pending, responseTimeout)
   return { connection, written, answer }
 })

@@ -227,8 +227,9 @@ describe("BigQuery backend: appends started on no fiber", () => {
       )
   })
 
-  it.effect("a writer closed with an append started at once and unanswered closes at once, its stream ended", () =>
-    Effect.scoped(
+  it.effect("a writer closed with an append started at once and unanswered closes at once, its stream and span ended", () => {
+    const names: Array<string> = []
+    return Effect.scoped(
       withFake(
         { answer: (c) => (c.request === 0 ? { _tag: "default" } : { _tag: "hang" }) },
         (fake) =>
@@ -262,7 +263,10 @@ describe("BigQuery backend: appends started on no fiber", () => {
             }
             assert.strictEqual(fake.stats.openStreams, 0)
             assert.deepStrictEqual(idsOf(fake, "t"), [1000])
+            // the unanswered append's span ended (interrupted) too, as a fiber's would
+            assert.strictEqual(names.filter((n) => n === "BigQuerySink.append").length, 2)
           })
       )
-    ))
+    ).pipe(Effect.withTracer(endedSpans(names)))
+  })
 })
