@@ -640,7 +640,7 @@ const initialState = <A, E, R>(
     destinations: new Map(),
     opening: new Map(),
     pool,
-    backlog: SendBacklog.make(),
+    backlog: SendBacklog.make(SendBacklog.highFor(s.maxAppendRequestBytes)),
     deadlines,
     // as many slices parked behind opens as the core stages for the owner
     parked: SendBacklog.make(maxStagedSlices),

@@ -65,4 +65,11 @@ describe("sendBacklog", () => {
       yield* Fiber.join(fiber)
       assert.isUndefined(backlog.wait())
     }))
+
+  it("holds as many appends as fit 4 MiB before admission waits, and at least 8", () => {
+    assert.strictEqual(SendBacklog.highFor(512 * 1024), 8)
+    assert.strictEqual(SendBacklog.highFor(16 * 1024), 256)
+    assert.strictEqual(SendBacklog.highFor(100 * 1000), 42)
+    assert.strictEqual(SendBacklog.highFor(10 * 1024 * 1024), 8)
+  })
 })
