@@ -176,20 +176,27 @@ const endedSpans = (names: Array<string>): Tracer.Tracer =>
     }
   })
 
+/** Settings writing every row to a new table `t` of the fake, at least once with `options`. */
+const oneTable = Effect.fnUntraced(function*(
+  fake: Fake.FakeBigQuery,
+  options: Parameters<typeof WriteMethod.atLeastOnce>[0]
+) {
+  fake.createTable(`${fake.projectId}.d.t`, columns)
+  const table = yield* destination(fake, "t")
+  return yield* Options.decode({
+    destinationResolver: () => table,
+    serializer: yield* serializer,
+    failureHandler: FailureHandler.failJob,
+    writeMethod: WriteMethod.atLeastOnce(options)
+  })
+})
+
 describe("BigQuery backend: appends started on no fiber", () => {
   it.effect("appends leave in the order their rows came, across the first appends on fibers and those started at once", () =>
     Effect.scoped(withFake({}, (fake) =>
       Effect.gen(function*() {
-        fake.createTable(`${fake.projectId}.d.t`, columns)
-        const table = yield* destination(fake, "t")
         // one row an append: each write seals the append before it
-        const settings = yield* Options.decode({
-          destinationResolver: () => table,
-          serializer: yield* serializer,
-          failureHandler: FailureHandler.failJob,
-          writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 20 })
-        })
-        const { writer } = yield* writerOf(settings)
+        const { writer } = yield* writerOf(yield* oneTable(fake, { maxAppendRequestBytes: 20 }))
         // the first appends wait on fibers for the connection while the next ones come
         for (let i = 0; i < 200; i++) yield* writer.write(rows(1, 1000 + i))
         yield* writer.flush
@@ -202,15 +209,7 @@ describe("BigQuery backend: appends started on no fiber", () => {
     const names: Array<string> = []
     return Effect.scoped(withFake({}, (fake) =>
       Effect.gen(function*() {
-        fake.createTable(`${fake.projectId}.d.t`, columns)
-        const table = yield* destination(fake, "t")
-        const settings = yield* Options.decode({
-          destinationResolver: () => table,
-          serializer: yield* serializer,
-          failureHandler: FailureHandler.failJob,
-          writeMethod: WriteMethod.atLeastOnce({ maxAppendRequestBytes: 20 })
-        })
-        const { writer } = yield* writerOf(settings)
+        const { writer } = yield* writerOf(yield* oneTable(fake, { maxAppendRequestBytes: 20 }))
         // the first append opens the connection on a fiber; with no append on a fiber in flight, the
         // others start at once
         for (let i = 0; i < 50; i++) {
@@ -234,14 +233,7 @@ describe("BigQuery backend: appends started on no fiber", () => {
         { answer: (c) => (c.request === 0 ? { _tag: "default" } : { _tag: "hang" }) },
         (fake) =>
           Effect.gen(function*() {
-            fake.createTable(`${fake.projectId}.d.t`, columns)
-            const table = yield* destination(fake, "t")
-            const settings = yield* Options.decode({
-              destinationResolver: () => table,
-              serializer: yield* serializer,
-              failureHandler: FailureHandler.failJob,
-              writeMethod: WriteMethod.atLeastOnce({ responseTimeout: "1 minute" })
-            })
+            const settings = yield* oneTable(fake, { responseTimeout: "1 minute" })
             // closed by a failure (closing after success flushes first, which waits for the answer)
             const exit = yield* Effect.exit(Effect.scoped(Effect.gen(function*() {
               const { writer } = yield* writerOf(settings)
