@@ -242,7 +242,7 @@ describe("BigQuery backend: appends started on no fiber", () => {
               yield* writer.flush
               yield* writer.write(rows(1, 1001))
               yield* writer.flush.pipe(Effect.forkChild)
-              for (let k = 0; k < 400 && fake.stats.requests < 2; k++) {
+              for (let k = 0; k < 2000 && fake.stats.requests < 2; k++) {
                 yield* TestClock.withLive(Effect.sleep("5 millis"))
               }
               assert.strictEqual(fake.stats.requests, 2)
@@ -250,7 +250,7 @@ describe("BigQuery backend: appends started on no fiber", () => {
             })))
             assert.isTrue(Exit.isFailure(exit))
             // closed without the test clock moving: nothing waited for the answer or its timeout
-            for (let k = 0; k < 400 && fake.stats.openStreams > 0; k++) {
+            for (let k = 0; k < 2000 && fake.stats.openStreams > 0; k++) {
               yield* TestClock.withLive(Effect.sleep("5 millis"))
             }
             assert.strictEqual(fake.stats.openStreams, 0)

@@ -66,10 +66,11 @@ describe("sendBacklog", () => {
       assert.isUndefined(backlog.wait())
     }))
 
-  it("holds as many appends as fit 4 MiB before admission waits, and at least 8", () => {
+  it("holds as many appends as fit 4 MiB before admission waits, from 8 to 1,024", () => {
     assert.strictEqual(SendBacklog.highFor(512 * 1024), 8)
     assert.strictEqual(SendBacklog.highFor(16 * 1024), 256)
     assert.strictEqual(SendBacklog.highFor(100 * 1000), 42)
     assert.strictEqual(SendBacklog.highFor(10 * 1024 * 1024), 8)
+    assert.strictEqual(SendBacklog.highFor(1), 1024)
   })
 })
