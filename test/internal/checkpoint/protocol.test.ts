@@ -19,7 +19,7 @@ import {
   CheckpointStoreIo
 } from "../../../src/Sink.ts"
 import { FailureHandler } from "../../../src/Sink/FailureHandler.ts"
-import { collectGarbage } from "../../support/collectGarbage.ts"
+import { collectUntilGone } from "../../support/collectGarbage.ts"
 import * as toy from "../core/toyBackend.ts"
 
 /** A toy "stream": committing `{ upTo }` makes the first `upTo` accepted names visible (idempotent). */
@@ -153,7 +153,7 @@ describe("checkpoint protocol", () => {
           })
           return { w: restored, record: new WeakRef(Option.getOrThrow(resume.record)) }
         })
-        yield* collectGarbage
+        yield* collectUntilGone(record)
         assert.isUndefined(record.deref(), "the restored record is still reachable")
         yield* w.write(["t:a"])
         yield* w.checkpoint(2)

@@ -15,7 +15,7 @@ import {
   WriteMethod
 } from "../../../../src/Bigtable/index.ts"
 import { Checkpoint, CheckpointStore } from "../../../../src/Sink.ts"
-import { collectGarbage } from "../../../support/collectGarbage.ts"
+import { collectUntilGone } from "../../../support/collectGarbage.ts"
 import { makeFakeCheckAndMutate } from "../../../support/fakeCheckAndMutate.ts"
 
 interface Click {
@@ -61,7 +61,7 @@ describe("exactly-once Bigtable writer", () => {
       yield* Effect.scoped(Effect.gen(function*() {
         const { record, writer } = yield* resumedWriter
         assert.isTrue(Option.isSome(record))
-        yield* collectGarbage
+        yield* Option.match(record, { onNone: () => Effect.void, onSome: (ref) => collectUntilGone(ref) })
         assert.isUndefined(Option.getOrThrow(record).deref(), "the restored record is still reachable")
         yield* writer.write(clicks(200, 210))
         yield* writer.checkpoint(210)
