@@ -33,6 +33,7 @@ import * as Connection from "../../../src/internal/bigquery/transport/connection
 import * as SendBacklog from "../../../src/internal/bigquery/transport/sendBacklog.ts"
 import * as WriteStreams from "../../../src/internal/bigquery/transport/writeStreams.ts"
 import { Checkpoint, CheckpointStore } from "../../../src/Sink.ts"
+import { append } from "../../support/appendAnswer.ts"
 import { BigQueryEmulator } from "../../support/BigQueryEmulator.ts"
 import * as Clients from "../../support/clients.ts"
 import { testLayer } from "./emulatorClient.ts"
@@ -73,7 +74,7 @@ const appendAt = (
 ) =>
   Effect.gen(function*() {
     const connection = yield* Connection.open(AppendChannels.of(write).lease(), stream, descriptor, SendBacklog.make())
-    const answer = yield* Deferred.await(yield* connection.append(body, offset)).pipe(Effect.result)
+    const answer = yield* Deferred.await(yield* append(connection, body, offset)).pipe(Effect.result)
     yield* connection.close
     return answer
   })

@@ -82,7 +82,6 @@ type Outcome = Exit.Exit<Step, BigQueryError>
 class InFlight<A, E, R> {
   private span: Tracer.Span | undefined = undefined
   private early: Answer | undefined = undefined
-  private answered = false
   private over = false
   private fiber: Fiber.Fiber<Step, BigQueryError> | undefined = undefined
   private readonly env: Env<A, E, R>
@@ -93,7 +92,7 @@ class InFlight<A, E, R> {
   private readonly clock: Clock.Clock
   private readonly startedAt: bigint
   private readonly written: boolean
-  private readonly clear: () => void
+  private readonly stop: () => void
 
   constructor(
     env: Env<A, E, R>,
@@ -112,15 +111,13 @@ class InFlight<A, E, R> {
     const { d, progress } = request
     this.written = !connection.isBroken()
     progress.echoed = undefined
-    this.clear = d.deadlines.arm(env.settings.stream.responseTimeout, () => this.answer(noAnswer))
-    connection.appendNow(progress.body, undefined, this.answer)
+    const limit = env.settings.stream.responseTimeout
+    this.stop = PendingAppend.sendWithin(d.deadlines, limit, connection, progress.body, undefined, this.answer)
   }
 
-  /** The connection's callback: the answer, once (the deadline keeper's, past `responseTimeout`). */
-  readonly answer: Waiter = (result) => {
-    if (this.answered || this.over) return
-    this.answered = true
-    this.clear()
+  /** The answer, once (the deadline keeper's, past `responseTimeout`). */
+  private readonly answer: Waiter = (result) => {
+    if (this.over) return
     if (this.span === undefined) this.early = result
     else this.judge(result, this.span)
   }
@@ -165,15 +162,13 @@ class InFlight<A, E, R> {
   private readonly cancel = (): void => {
     if (this.over) return
     this.over = true
-    this.clear()
+    this.stop()
     this.fiber?.interruptUnsafe()
     this.close(Exit.interrupt())
   }
 }
 
 type Answer = Result.Result<AppendAnswer, StreamFailure>
-
-const noAnswer: Answer = Result.fail(PendingAppend.noResponse)
 
 /**
  * The outcome of an answer that commits the batch, judged as `PendingAppend` judges it; `undefined`

@@ -11,10 +11,8 @@
  *
  * @internal
  */
-import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Result from "effect/Result"
 import type { BigQueryError } from "../../../BigQuery/BigQueryError.ts"
@@ -28,7 +26,7 @@ import { name as codeName } from "../../wire/grpcStatus.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
 import * as AppendRequest from "../transport/appendRequest.ts"
-import { type Connection, type StreamFailure, streamFailure } from "../transport/connection.ts"
+import { type Connection, type StreamFailure, streamFailure, type Waiter } from "../transport/connection.ts"
 import type { AppendAnswer } from "../transport/rowErrors.ts"
 import { splitByRowErrors } from "../transport/rowErrors.ts"
 import type { Destination } from "./destination.ts"
@@ -136,22 +134,40 @@ export const start = (batch: Batch, atOffset: AtOffset | undefined): Progress =>
  * @internal
  */
 export const noResponse: StreamFailure = streamFailure(undefined, "no response within responseTimeout", undefined)
-const noResponseExit = Exit.fail(noResponse)
+const noAnswer: Result.Result<AppendAnswer, StreamFailure> = Result.fail(noResponse)
 
 /**
- * The answer to an append, or {@link noResponse} once `limit` has passed: the writer's deadline
- * keeper completes the answer itself, so an append waits with no timer or fiber of its own (a race
- * against a sleep forked two fibers per append, ADR 0050); the deadline is cleared as the wait ends.
+ * Writes `body` on `connection` and hands `answer` its answer once: the response, the stream's
+ * failure, or {@link noResponse} once `limit` has passed. The writer's deadline keeper answers for
+ * it, so an append waits with no timer or fiber of its own (a race against a sleep forked two fibers
+ * per append, ADR 0050). Returns what stops the wait (the deadline cleared, a later answer ignored).
+ * An append on a fiber ({@link run}) and one started on no fiber (`appendNow.ts`) both send this way.
+ *
+ * @internal
  */
-const answerWithin = (
+export const sendWithin = (
   deadlines: DeadlineKeeper,
-  pending: Deferred.Deferred<AppendAnswer, StreamFailure>,
-  limit: Duration.Duration
-) =>
-  Effect.suspend(() => {
-    const clear = deadlines.arm(limit, () => void Deferred.doneUnsafe(pending, noResponseExit))
-    return Effect.ensuring(Effect.result(Deferred.await(pending)), Effect.sync(clear))
-  })
+  limit: Duration.Duration,
+  connection: Connection,
+  body: Uint8Array,
+  offset: number | undefined,
+  answer: Waiter
+): () => void => {
+  let over = false
+  // armed first: a connection broken already answers before `appendNow` returns
+  const clear = deadlines.arm(limit, () => once(noAnswer))
+  const once: Waiter = (result) => {
+    if (over) return
+    over = true
+    clear()
+    answer(result)
+  }
+  connection.appendNow(body, offset, once)
+  return () => {
+    over = true
+    clear()
+  }
+}
 
 /**
  * One attempt sent and answered: the connection it went on, whether it was written (an append on a
@@ -169,19 +185,26 @@ export interface Sent {
  * Sends the batch (what is left of it) on `connection` and awaits the answer, at most
  * `responseTimeout`; `onSent` runs once it is written.
  */
-const send = Effect.fnUntraced(function*(
+const send = (
   responseTimeout: Duration.Duration,
   destination: Destination,
   connection: Connection,
   state: Progress,
   onSent: (() => void) | undefined
-): Effect.fn.Return<Sent> {
-  const written = !connection.isBroken()
-  const pending = yield* connection.append(state.body, state.offset)
-  if (written) onSent?.()
-  const answer = yield* answerWithin(destination.deadlines, pending, responseTimeout)
-  return { connection, written, answer }
-})
+): Effect.Effect<Sent> =>
+  Effect.callback<Sent>((resume) => {
+    const written = !connection.isBroken()
+    const stop = sendWithin(
+      destination.deadlines,
+      responseTimeout,
+      connection,
+      state.body,
+      state.offset,
+      (answer) => resume(Effect.succeed({ connection, written, answer }))
+    )
+    if (written) onSent?.()
+    return Effect.sync(stop)
+  })
 
 /**
  * What an attempt's answer says: `undefined` once the batch is committed, else what went wrong. A

@@ -50,15 +50,7 @@ export interface Connection {
   /**
    * Sends one request with a `ProtoRows` body (a sealed batch buffer from `Split.seal`, or
    * `AppendRequest.encodeRows` for re-appended survivors; either keeps `AppendRequest.headroom`
-   * free bytes before the body) now and returns the `Deferred` of its response; fails at once when
-   * the connection is already broken.
-   */
-  readonly append: (
-    body: Uint8Array,
-    offset?: number | undefined
-  ) => Effect.Effect<Deferred.Deferred<AppendAnswer, StreamFailure>>
-  /**
-   * {@link append} on no fiber: `answer` takes the response, or the failure, once; at once (before
+   * free bytes before it) now; `answer` takes its response, or the failure, once: at once (before
    * this returns) when the connection is already broken.
    */
   readonly appendNow: (body: Uint8Array, offset: number | undefined, answer: Waiter) => void
@@ -174,20 +166,6 @@ const connectionOf = (
     id: nextId++,
     descriptor,
     appendNow,
-    append: (body, offset) =>
-      Effect.sync(() => {
-        const d = Deferred.makeUnsafe<AppendAnswer, StreamFailure>()
-        appendNow(
-          body,
-          offset,
-          (answer) =>
-            void Deferred.doneUnsafe(
-              d,
-              Result.isSuccess(answer) ? Exit.succeed(answer.success) : Exit.fail(answer.failure)
-            )
-        )
-        return d
-      }),
     isBroken: () => waiting.broken() !== undefined,
     pending: waiting.size,
     ended: Deferred.await(ended),

@@ -12,6 +12,7 @@ import * as Split from "../../../../src/internal/bigquery/storageWrite/split.ts"
 import * as Connection from "../../../../src/internal/bigquery/transport/connection.ts"
 import * as SendBacklog from "../../../../src/internal/bigquery/transport/sendBacklog.ts"
 import { Code } from "../../../../src/internal/wire/grpcStatus.ts"
+import { append } from "../../../support/appendAnswer.ts"
 import { bytesMethod, serve } from "../../../support/grpcServer.ts"
 
 /** A server that counts AppendRows requests and answers none. */
@@ -41,7 +42,7 @@ describe("destination: the connection slot", () => {
       const slot = yield* Destination.makeSlot(channel, stream, SendBacklog.make())
       const connection = yield* slot.acquire(descriptor)
       const [batch] = Split.split([new Uint8Array([8, 1])], 1024, Split.makePool(1024, 2))
-      const pending = yield* connection.append(batch?.body ?? new Uint8Array())
+      const pending = yield* append(connection, batch?.body ?? new Uint8Array())
       for (let i = 0; i < 250 && received.requests === 0; i++) yield* Effect.sleep("20 millis")
       assert.isAbove(received.requests, 0, "the request reached the server")
       // retired (half-closed, no longer current), then its watchdog fires

@@ -16,6 +16,7 @@ import type { AppendChannels } from "../../../../src/internal/bigquery/transport
 import * as Connection from "../../../../src/internal/bigquery/transport/connection.ts"
 import * as SendBacklog from "../../../../src/internal/bigquery/transport/sendBacklog.ts"
 import { Code } from "../../../../src/internal/wire/grpcStatus.ts"
+import { append } from "../../../support/appendAnswer.ts"
 import { selfSigned } from "../../../support/selfSigned.ts"
 import { appendChannels, type Transport, transports } from "../../../support/transports.ts"
 import * as Wire from "../../../support/wireServer.ts"
@@ -57,7 +58,7 @@ interface Setup {
 const appendAll = (connection: Connection.Connection, all: ReadonlyArray<Uint8Array>) =>
   Effect.gen(function*() {
     const waiting = []
-    for (const body of all) waiting.push(yield* connection.append(body))
+    for (const body of all) waiting.push(yield* append(connection, body))
     return yield* Effect.forEach(waiting, (d) => Effect.exit(Deferred.await(d)))
   })
 
@@ -178,7 +179,7 @@ describe.each(transports)("AppendRows wire faults on %s", (transport: Transport)
         // a writer's loop: append while admission lets it
         let sent = 0
         while (sent < all.length && s.backlog.wait() === undefined) {
-          waiting.push(yield* connection.append(all[sent++]!))
+          waiting.push(yield* append(connection, all[sent++]!))
           yield* Effect.yieldNow
         }
         assert.isBelow(sent, all.length, "the backlog stopped admission")
@@ -192,7 +193,7 @@ describe.each(transports)("AppendRows wire faults on %s", (transport: Transport)
         while (sent < all.length) {
           const wait = s.backlog.wait()
           if (wait !== undefined) yield* wait
-          waiting.push(yield* connection.append(all[sent++]!))
+          waiting.push(yield* append(connection, all[sent++]!))
         }
         const exits = yield* Effect.forEach(waiting, (d) => Effect.exit(Deferred.await(d)))
         assert.isTrue(exits.every(Exit.isSuccess))
@@ -228,7 +229,7 @@ describe("AppendRows on http2: a connection that cannot be made", () => {
       const backlog = SendBacklog.make()
       const connection = yield* Connection.open(channels.lease(), name, descriptor, backlog)
       assert.isTrue(connection.isBroken())
-      const exit = yield* Effect.exit(Deferred.await(yield* connection.append(bodies(1)[0]!)))
+      const exit = yield* Effect.exit(Deferred.await(yield* append(connection, bodies(1)[0]!)))
       assert.isTrue(Exit.isFailure(exit))
       if (Exit.isFailure(exit)) {
         assert.strictEqual(exit.cause.reasons.find((r) => r._tag === "Fail")?.error.code, Code.UNAVAILABLE)

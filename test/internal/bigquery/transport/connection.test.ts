@@ -12,6 +12,7 @@ import * as AppendChannels from "../../../../src/internal/bigquery/transport/app
 import * as AppendRequest from "../../../../src/internal/bigquery/transport/appendRequest.ts"
 import * as Connection from "../../../../src/internal/bigquery/transport/connection.ts"
 import * as SendBacklog from "../../../../src/internal/bigquery/transport/sendBacklog.ts"
+import { append } from "../../../support/appendAnswer.ts"
 import { bytesMethod, serve } from "../../../support/grpcServer.ts"
 
 const v1 = protos.google.cloud.bigquery.storage.v1
@@ -56,7 +57,7 @@ describe("connection", () => {
       const connection = yield* Connection.open(channels.lease(), name, descriptor, backlog)
       assert.deepStrictEqual(channels.load(), [1], "the open stream holds a place on the channel")
       for (const batch of batches) {
-        const answered = yield* connection.append(batch.body)
+        const answered = yield* append(connection, batch.body)
         yield* Deferred.await(answered)
       }
       assert.strictEqual(backlog.size(), 0, "grpc-js took every answered request for the wire")
