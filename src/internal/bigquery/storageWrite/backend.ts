@@ -229,7 +229,7 @@ interface State<A, E, R> {
    * given back once it is answered. One thread: no fiber ever waits on it.
    */
   readonly pool: Split.Pool
-  /** Requests grpc-js holds for the wire: admission waits while it is high (sendBacklog.ts). */
+  /** Request bytes the transport holds for the wire: admission waits while they are high (sendBacklog.ts). */
   readonly backlog: SendBacklog.SendBacklog
   /** The response deadlines of the appends in flight (one fiber in the writer's scope, not one per append). */
   readonly deadlines: DeadlineKeeper.DeadlineKeeper
@@ -445,7 +445,7 @@ const admit = <A, E, R>(
     const waiting = st.opening.get(rows.key)
     if (waiting !== undefined) {
       waiting.push(slice)
-      st.parked.sent()
+      st.parked.sent(1)
       return Effect.void
     }
     st.opening.set(rows.key, [slice])

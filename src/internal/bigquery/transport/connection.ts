@@ -146,7 +146,7 @@ const appender = (
     const header = offset === undefined ? base : { ...base, offset }
     first = false
     waiting.push(answer)
-    writes.write((taken) => call.send(header, body, taken))
+    writes.write(sendBacklog.weightOf(body.byteLength), (taken) => call.send(header, body, taken))
   }
 }
 

@@ -1,17 +1,21 @@
 /**
- * The writer's send backlog: append requests handed to grpc-js that HTTP/2 has not yet taken for
- * the wire (its flow-control window full, or the socket busy). Admission waits while the backlog is
- * high, so the caller does not encode what the transport cannot send yet.
+ * The writer's send backlog: append requests handed to the transport that HTTP/2 has not yet taken
+ * for the wire (its flow-control window full, or the socket busy). Admission waits while the backlog
+ * is high, so the caller does not encode what the transport cannot send yet.
  *
  * **Details**
  *
  * The in-flight bounds count a request until it is answered: that is what a slow service needs
  * (a request waits for its answer, not for the wire). But when the transport is the bottleneck,
- * every admitted request also sits encoded in our buffer and framed again in grpc-js's queue, and
- * the whole in-flight budget (100 requests of 512 KiB by default) fills with bytes that cannot
- * move. grpc-js calls a request's write callback once HTTP/2 has taken it, so the backlog is exact;
- * admission waits above `high` requests and resumes at `low`, so the queue never runs dry while the
- * caller prepares the next slice (Node's own `'drain'` comes only once the queue is empty).
+ * every admitted request also sits encoded in our buffer and queued for the wire, and the whole
+ * in-flight budget (100 requests of 512 KiB by default) fills with bytes that cannot move. The
+ * transport calls a request's write callback once HTTP/2 has taken it, so the backlog is exact.
+ *
+ * The backlog is counted in weights: a request weighs its bytes plus {@link requestWeight} for what it
+ * costs beyond them (a header, callbacks). Counted in requests, appends cut small by linger or
+ * flushes made admission wait, and wake, every few appends while the wire still had room.
+ * Admission waits above `high` and resumes at `low`, so the queue never runs dry while the caller
+ * prepares the next slice (Node's own `'drain'` comes only once the queue is empty).
  *
  * @internal
  */
@@ -20,42 +24,45 @@ import * as Effect from "effect/Effect"
 
 /** @internal */
 export interface SendBacklog {
-  /** A request was handed to the transport. */
-  readonly sent: () => void
-  /** `n` requests handed over were taken for the wire (or their call ended: they never will be). */
-  readonly taken: (n: number) => void
+  /** A request of this weight was handed to the transport. */
+  readonly sent: (weight: number) => void
+  /** Requests of this total weight were taken for the wire (or their call ended: they never will be). */
+  readonly taken: (weight: number) => void
   /** Waits while the backlog is high; `undefined` (nothing to wait for) when it is not. */
   readonly wait: () => Effect.Effect<void> | undefined
-  /** Requests handed over and not yet taken. */
+  /** The weight handed over and not yet taken. */
   readonly size: () => number
 }
 
-/** Requests waiting for the wire past which admission waits, and the level at which it resumes. @internal */
-export const defaultHigh = 8
+/** What a request weighs beyond its bytes: at most 1,024 empty requests fill {@link defaultHigh}. @internal */
+export const requestWeight = 4096
 
-/** The bytes of requests waiting for the wire past which admission waits: 8 appends of the default 512 KiB. */
-const highBytes = 4 * 1024 * 1024
-
-/** At most this many requests wait for the wire: each costs more than its bytes (a header, callbacks). */
-const maxHigh = 1024
+/** The weight of a request of `bytes`. @internal */
+export const weightOf = (bytes: number): number => bytes + requestWeight
 
 /**
- * The `high` of a writer whose appends take up to `maxAppendRequestBytes`: as many as hold 4 MiB, from
- * {@link defaultHigh} to 1,024. Counted only in requests, small appends made admission wait, and wake,
- * every few appends while the wire still had room (with 16 KiB appends, 8 were 128 KiB); counted in
- * bytes, a row cost 6-23 % less CPU in three alternating runs.
+ * The weight waiting for the wire past which admission waits: 8 appends of the default 512 KiB.
+ *
+ * @internal
+ */
+export const defaultHigh = 8 * weightOf(512 * 1024)
+
+/**
+ * The `high` of a writer whose appends take up to `maxAppendRequestBytes`: 8 of its largest appends,
+ * and never less than {@link defaultHigh}, so the wire does not run dry while the next large append
+ * is prepared, and appends cut small fill 4 MiB before admission waits.
  *
  * @internal
  */
 export const highFor = (maxAppendRequestBytes: number): number =>
-  Math.min(maxHigh, Math.max(defaultHigh, Math.ceil(highBytes / maxAppendRequestBytes)))
+  Math.max(defaultHigh, 8 * weightOf(maxAppendRequestBytes))
 
 /** @internal */
 export const make = (high: number = defaultHigh, low: number = Math.floor(high / 2)): SendBacklog => {
   let size = 0
   let waiting: Deferred.Deferred<void> | undefined
   return {
-    sent: () => void size++,
+    sent: (weight) => void (size += weight),
     taken: (n) => {
       size -= n
       if (waiting !== undefined && size <= low) {
@@ -74,25 +81,25 @@ export const make = (high: number = defaultHigh, low: number = Math.floor(high /
 }
 
 /**
- * A call's share of the backlog: each write counted until grpc-js takes it, and what is left
+ * A call's share of the backlog: each write counted until the transport takes it, and what is left
  * given back once when the call ends (a cancelled call need not call back its writes).
  *
  * @internal
  */
 export const forCall = (backlog: SendBacklog): {
-  readonly write: (send: (taken: () => void) => void) => void
+  readonly write: (weight: number, send: (taken: () => void) => void) => void
   readonly end: () => void
 } => {
   let pending = 0
   let ended = false
   return {
-    write: (send) => {
-      pending++
-      backlog.sent()
+    write: (weight, send) => {
+      pending += weight
+      backlog.sent(weight)
       send(() => {
         if (ended) return
-        pending--
-        backlog.taken(1)
+        pending -= weight
+        backlog.taken(weight)
       })
     },
     end: () => {
