@@ -9,11 +9,11 @@
  *   entries a call, `--concurrency` calls' worth in flight: steps and runs a MutateRows call (the calls
  *   counted by their spans);
  * - BigQuery: `BigQuerySink` at least once, pre-encoded rows, into the fake BigQueryWrite server in its
- *   own process, `--rows` rows in writes of 4,096 (arrays made before the passes), 512 KiB appends: steps
- *   and runs a write and a row.
+ *   own process, `--rows` rows in writes of 4,096 (arrays made before the passes), appends of up to
+ *   `--append-bytes` (512 KiB): steps and runs a write, an append (counted by their spans) and a row.
  *
  *   node bench/effectSteps.bench.ts [--only bigtable|bigquery] [--records 100000] [--rows 1000000]
- *                                   [--batch 100] [--concurrency 10]
+ *                                   [--batch 100] [--concurrency 10] [--append-bytes 524288]
  *
  * Prints the counts and appends JSON lines to bench/results/effectSteps.jsonl.
  */
@@ -32,12 +32,14 @@ const records = numberArg("records", 100_000)
 const rows = numberArg("rows", 1_000_000)
 const batch = numberArg("batch", 100)
 const concurrency = numberArg("concurrency", 10)
+const appendBytes = numberArg("append-bytes", 512 * 1024)
 
 /** What the counting tracer has seen since the last `reset`. */
 const counts = { on: false, steps: 0, runs: 0 }
 
-/** MutateRows calls, counted by their spans. */
+/** MutateRows calls and BigQuery appends, counted by their spans. */
 let calls = 0
+let appends = 0
 
 const evaluate = "~effect/Effect/evaluate"
 
@@ -45,6 +47,7 @@ const countingTracer = Tracer.make({
   span: (options) => {
     // a MutateRows call's span, whether the call ran on a fiber or started on none
     if (options.name === "BigtableSink.mutateRows") calls++
+    else if (options.name === "BigQuerySink.append") appends++
     return Tracer.nativeTracer.span(options)
   },
   context: (primitive, fiber) => {
@@ -101,14 +104,17 @@ const bigtable = Effect.gen(function*() {
 })
 
 const bigquery = Effect.gen(function*() {
-  const workload = yield* bigQueryWorkload(rows)
+  const workload = yield* bigQueryWorkload(rows, appendBytes)
   yield* Effect.promise(() => workload.bytes())
+  appends = 0
   const { runs, steps } = yield* Effect.promise(() => counted(() => workload.bytes(countingTracer)))
   const writes = workload.writes
   console.log(
-    `BigQuery: ${writes} writes of up to ${writeRows} pre-encoded rows; ${
+    `BigQuery: ${writes} writes of up to ${writeRows} pre-encoded rows, ${appends} appends of up to ${appendBytes} bytes; ${
       (steps / writes).toFixed(1)
-    } Effect steps and ${(runs / writes).toFixed(2)} fiber runs a write (${(steps / rows).toFixed(3)} steps a row)`
+    } Effect steps and ${(runs / writes).toFixed(2)} fiber runs a write, ${(steps / appends).toFixed(1)} and ${
+      (runs / appends).toFixed(2)
+    } an append (${(steps / rows).toFixed(3)} steps a row)`
   )
   return [{
     bench: "effectSteps",
@@ -116,7 +122,11 @@ const bigquery = Effect.gen(function*() {
     value: Number((steps / writes).toFixed(1)),
     unit: "steps/write",
     fiberRunsPerWrite: Number((runs / writes).toFixed(2)),
+    stepsPerAppend: Number((steps / appends).toFixed(1)),
+    fiberRunsPerAppend: Number((runs / appends).toFixed(2)),
     writes,
+    appends,
+    appendBytes,
     rows,
     writeRows
   }]

@@ -10,7 +10,7 @@
  *   `RowSerializer.fromSchema`) against `go.encode` (the managedwriter, `proto.Marshal` of a generated
  *   struct per row), and `sink.bytes` (pre-encoded rows) against `go.bytes` (the managedwriter appending
  *   the same byte slices); `--rows` rows per pass (default 2,000,000) repeating 16,384 distinct rows,
- *   ~512 KiB appends, `--depth` (100) in flight, on the default stream;
+ *   appends of up to `--batch-bytes` (512 KiB), `--depth` (100) in flight, on the default stream;
  * - Bigtable, into a private cbtemulator: the Bigtable sink against Go's `Table.ApplyBulk`, `--records`
  *   records per pass (default 100,000), 1 SetCell each, `--batch` (100) entries per call, `--concurrency`
  *   (10) calls in flight, each pass into fresh tables dropped afterwards. `--bigtable-fake`: every client's
@@ -44,6 +44,7 @@
  * digest.
  *
  *   npm run bench:peers [-- --passes 3 --rows 2000000 --records 100000 --only bigquery|bigtable --no-baselines
+ *                          --batch-bytes 524288
  *                          --warmup-seconds 8 --bigtable-warmup-seconds 8 --warmup-passes 8
  *                          --bigtable-warmup-passes 20 --steps 4 --sink-per-pass --tls --pin --bigtable-fake]
  *
@@ -108,7 +109,8 @@ const records = numberArg("records", 100_000)
 const batch = numberArg("batch", 100)
 const concurrency = numberArg("concurrency", 10)
 const only = optionalArg("only")
-const batchBytes = 512 * 1024
+/** `--batch-bytes`: the sink's `maxAppendRequestBytes`, and the cut of the Go peers' appends. */
+const batchBytes = numberArg("batch-bytes", 512 * 1024)
 /**
  * `--tls`: the BigQuery fake serves gRPC over TLS with a self-signed root made for the run (`openssl`), which
  * our client (its internal `tlsRoots`) and the Go program (`--tls-ca`) trust: the TLS cost a user meets
@@ -175,7 +177,16 @@ const writeAndFlush = <A>(writer: Writer<A, unknown>, input: Stream.Stream<A>): 
 
 /** What a child takes over: the BigQuery workload. */
 const forwarded = () => [
-  ...forwardedArgs(["rows", "distinct", "depth", "flowWindow", "warmup-seconds", "warmup-passes", "input"]),
+  ...forwardedArgs([
+    "rows",
+    "distinct",
+    "depth",
+    "flowWindow",
+    "warmup-seconds",
+    "warmup-passes",
+    "input",
+    "batch-bytes"
+  ]),
   ...(Pin.pinning ? ["--pin"] : []),
   ...(sinkPerPass ? ["--sink-per-pass"] : []),
   ...(tlsDir === undefined ? [] : ["--tls-dir", tlsDir])
@@ -1079,7 +1090,7 @@ const main = async () => {
           // the MutateRows server: the emulator, or the fake in front of it (`--bigtable-fake`)
           server: bigtableFakeMode ? "fake" : "emulator"
         }
-        : { rows: rowCount, depth, distinct, flowWindow, verified, warmupSeconds, warmupPasses }),
+        : { rows: rowCount, depth, batchBytes, distinct, flowWindow, verified, warmupSeconds, warmupPasses }),
       // children timed without a forced collection before the pass (bench/timing.ts)
       collected: sharedProcess,
       date,

@@ -93,7 +93,10 @@ const inWrites = <A>(source: ReadonlyArray<A>, rows: number): ReadonlyArray<Arra
  * ones (bench/rows.ts), cut into arrays before any run (a run allocates nothing to feed the sink); at least
  * once, 100 appends of up to 512 KiB in flight.
  */
-export const bigQueryWorkload = (rows: number): Effect.Effect<BigQueryWorkload, unknown, Scope.Scope> =>
+export const bigQueryWorkload = (
+  rows: number,
+  appendBytes: number = 512 * 1024
+): Effect.Effect<BigQueryWorkload, unknown, Scope.Scope> =>
   Effect.gen(function*() {
     const fake = yield* Effect.acquireRelease(
       Effect.promise(() => FakeProcess.start(1024 * 1024, {})),
@@ -117,7 +120,10 @@ export const bigQueryWorkload = (rows: number): Effect.Effect<BigQueryWorkload, 
       projectId: fake.projectId,
       emulator: { grpc: fake.grpcEndpoint, rest: fake.restEndpoint }
     })
-    const writeMethod = BigQueryWriteMethod.atLeastOnce({ maxInFlightRequests: 100, maxAppendRequestBytes: 512 * 1024 })
+    const writeMethod = BigQueryWriteMethod.atLeastOnce({
+      maxInFlightRequests: 100,
+      maxAppendRequestBytes: appendBytes
+    })
     const run =
       <A>(serializer: RowSerializer.RowSerializer<A>, writes: ReadonlyArray<Array<A>>) => (tracer?: Tracer.Tracer) => {
         const sink = Stream.fromArrays(...writes).pipe(
