@@ -5,7 +5,7 @@
  * (`bigtable.failedEntries`), and the retry has a span of its own.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
+import { Effect, Exit, Scope, Stream } from "effect"
 import { BigtableSink, Mutation, RowMutationEntry, TableDestination, WriteMethod } from "../../src/Bigtable/index.ts"
 import { named, recordingTracer } from "../support/recordingTracer.ts"
 import { onTestClock } from "../support/waiting.ts"
@@ -73,5 +73,24 @@ describe("BigtableSink spans", () => {
       const spans = named(ended, "BigtableSink.mutateRows")
       assert.deepStrictEqual(spans.map((s) => s.attributes.get("bigtable.failedEntries")), [10, 0])
       assert.isTrue(spans.every((s) => s.attributes.get("bigtable.entries") === 10))
+    }))
+
+  it.effect("a writer closed with a call unanswered ends the call's span, failed (interrupted)", () =>
+    Effect.gen(function*() {
+      const { ended, tracer } = recordingTracer()
+      const fake = makeFake({ hold: true })
+      const scope = yield* Scope.make()
+      const writer = yield* BigtableSink.writer({ table, serializer }).pipe(
+        Scope.provide(scope),
+        Effect.provide(fake.layer),
+        Effect.withTracer(tracer)
+      )
+      yield* writer.write([1, 2, 3]).pipe(Effect.withTracer(tracer))
+      // the call is out and held by the fake: no answer will come
+      while (fake.held() === 0) yield* Effect.yieldNow
+      yield* Scope.close(scope, Exit.interrupt())
+      const spans = named(ended, "BigtableSink.mutateRows")
+      assert.strictEqual(spans.length, 1, "the unanswered call's span ended when the writer closed")
+      assert.isTrue(spans[0]?.failed)
     }))
 })

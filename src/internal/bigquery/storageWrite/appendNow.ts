@@ -13,8 +13,6 @@
  *
  * @internal
  */
-import * as Clock from "effect/Clock"
-import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -22,9 +20,10 @@ import type * as Fiber from "effect/Fiber"
 import * as Result from "effect/Result"
 import type * as Tracer from "effect/Tracer"
 import type { BigQueryError } from "../../../BigQuery/BigQueryError.ts"
+import * as CallNow from "../../core/callNow.ts"
 import * as metrics from "../metrics.ts"
 import type { Settings } from "../options.ts"
-import type { Connection, StreamFailure, Waiter } from "../transport/connection.ts"
+import type { Connection, StreamFailure } from "../transport/connection.ts"
 import type { AppendAnswer } from "../transport/rowErrors.ts"
 import type { Destination } from "./destination.ts"
 import * as PendingAppend from "./pendingAppend.ts"
@@ -53,7 +52,13 @@ export interface Env<A, E, R> {
  * it runs on a fiber: succeeds with its cancel (nothing is delivered after it), else `undefined`
  * (the core then runs the append on a fiber). `deliver` takes the call's outcome once, as the
  * fiber's `Effect.exit` of `PendingAppend.run` would give it. The connection is checked and the
- * batch written in one synchronous step (the owner cannot yield in between); the span is made after.
+ * batch written in one synchronous step (the owner cannot yield in between); the span is made after
+ * (`core/callNow.ts`).
+ *
+ * A commit ends the call in the answer's callback; any other answer goes on through
+ * `PendingAppend.resume`, on a fiber of the writer's scope, with the owner's context (its scheduler,
+ * its services) under this append's span. However it ends, its `appendLatency` is recorded and its
+ * span ended, as `trackDuration` and `withSpan` do on a fiber.
  *
  * @internal
  */
@@ -61,112 +66,51 @@ export const start = <A, E, R>(
   env: Env<A, E, R>,
   request: Started,
   deliver: (outcome: Exit.Exit<Step, BigQueryError>) => void
-): Effect.Effect<(() => void) | undefined> =>
-  Effect.withFiber((fiber) => {
-    const { batch, d } = request
-    const connection = d.onFibers === 0 ? d.slot.ready(batch.descriptor) : undefined
-    if (connection === undefined) return Effect.undefined
-    const append = new InFlight(env, request, connection, fiber.context, deliver)
-    const attributes = { "bigquery.destination": d.key, "bigquery.rows": batch.count }
-    return Effect.map(Effect.makeSpan("BigQuerySink.append", { attributes }), (span) => append.attach(span))
+): Effect.Effect<(() => void) | undefined> => {
+  const { batch, d, progress } = request
+  let connection: Connection | undefined
+  let written = false
+  let fiber: Fiber.Fiber<Step, BigQueryError> | undefined
+  const end = (call: CallNow.CallNow<Answer>, outcome: Outcome) =>
+    call.finish(outcome, (now) => {
+      try {
+        latency(call, now)
+      } finally {
+        deliver(outcome)
+      }
+    })
+  const judge = (call: CallNow.CallNow<Answer>, result: Answer, span: Tracer.Span): void => {
+    const committed = committedNow(d.key, progress, result)
+    if (committed !== undefined) return end(call, committed)
+    // judged only once `begin` wrote the append on its connection
+    if (connection === undefined) return end(call, Exit.die(new Error("an append judged before it was written")))
+    const sent = { connection, written, answer: result }
+    const rest = PendingAppend.resume(env.settings, d, batch, progress, sent)
+    fiber = env.fork(
+      Effect.provideContext(Effect.withParentSpan(rest, span, { captureStackTrace: false }), call.context)
+    )
+    fiber.addObserver((exit) => end(call, exit))
+  }
+  const begin = (call: CallNow.CallNow<Answer>): (() => void) | undefined => {
+    connection = d.onFibers === 0 ? d.slot.ready(batch.descriptor) : undefined
+    if (connection === undefined) return undefined
+    written = !connection.isBroken()
+    progress.echoed = undefined
+    const limit = env.settings.stream.responseTimeout
+    return PendingAppend.sendWithin(d.deadlines, limit, connection, progress.body, undefined, call.answer)
+  }
+  const attributes = { "bigquery.destination": d.key, "bigquery.rows": batch.count }
+  return CallNow.start("BigQuerySink.append", attributes, judge, begin, (call, now) => {
+    fiber?.interruptUnsafe()
+    latency(call, now)
   })
+}
 
 type Outcome = Exit.Exit<Step, BigQueryError>
 
-/**
- * One append started at once, from its write to its outcome. An answer that comes before its span
- * is made waits for it (the span is the parent of the rest of the call). A commit ends the call in
- * the callback; any other answer goes on through `PendingAppend.resume`, on a fiber of the writer's
- * scope, with the owner's context (its scheduler, its services) under this append's span.
- */
-class InFlight<A, E, R> {
-  private span: Tracer.Span | undefined = undefined
-  private early: Answer | undefined = undefined
-  private over = false
-  private fiber: Fiber.Fiber<Step, BigQueryError> | undefined = undefined
-  private readonly env: Env<A, E, R>
-  private readonly request: Started
-  private readonly connection: Connection
-  private readonly context: Context.Context<never>
-  private readonly deliver: (outcome: Outcome) => void
-  private readonly clock: Clock.Clock
-  private readonly startedAt: bigint
-  private readonly written: boolean
-  private readonly stop: () => void
-
-  constructor(
-    env: Env<A, E, R>,
-    request: Started,
-    connection: Connection,
-    context: Context.Context<never>,
-    deliver: (outcome: Outcome) => void
-  ) {
-    this.env = env
-    this.request = request
-    this.connection = connection
-    this.context = context
-    this.deliver = deliver
-    this.clock = Context.get(context, Clock.Clock)
-    this.startedAt = this.clock.currentTimeNanosUnsafe()
-    const { d, progress } = request
-    this.written = !connection.isBroken()
-    progress.echoed = undefined
-    const limit = env.settings.stream.responseTimeout
-    this.stop = PendingAppend.sendWithin(d.deadlines, limit, connection, progress.body, undefined, this.answer)
-  }
-
-  /** The answer, once (the deadline keeper's, past `responseTimeout`). */
-  private readonly answer: Waiter = (result) => {
-    if (this.over) return
-    if (this.span === undefined) this.early = result
-    else this.judge(result, this.span)
-  }
-
-  /** The span made: an answer that came first is judged now. Returns the call's cancel. */
-  attach(span: Tracer.Span): () => void {
-    this.span = span
-    if (this.early !== undefined) this.judge(this.early, span)
-    return this.cancel
-  }
-
-  private judge(result: Answer, span: Tracer.Span): void {
-    const { batch, d, progress } = this.request
-    const committed = committedNow(d.key, progress, result)
-    if (committed !== undefined) return this.end(committed)
-    const sent = { connection: this.connection, written: this.written, answer: result }
-    const rest = PendingAppend.resume(this.env.settings, d, batch, progress, sent)
-    this.fiber = this.env.fork(
-      Effect.provideContext(Effect.withParentSpan(rest, span, { captureStackTrace: false }), this.context)
-    )
-    this.fiber.addObserver((exit) => this.end(exit))
-  }
-
-  /** The call's end, as `trackDuration` and the span end it on a fiber; delivered however they end. */
-  private end(outcome: Outcome): void {
-    if (this.over) return
-    this.over = true
-    try {
-      this.close(outcome)
-    } finally {
-      this.deliver(outcome)
-    }
-  }
-
-  private close(outcome: Exit.Exit<unknown, unknown>): void {
-    const now = this.clock.currentTimeNanosUnsafe()
-    metrics.appendLatency.updateUnsafe(Duration.nanos(now - this.startedAt), this.context)
-    this.span?.end(now, outcome)
-  }
-
-  /** The writer closed first: nothing is delivered; the span ends interrupted, as a fiber's would. */
-  private readonly cancel = (): void => {
-    if (this.over) return
-    this.over = true
-    this.stop()
-    this.fiber?.interruptUnsafe()
-    this.close(Exit.interrupt())
-  }
-}
+/** The append's `appendLatency` sample, as `trackDuration` takes it on a fiber. */
+const latency = (call: CallNow.CallNow<Answer>, now: bigint): void =>
+  metrics.appendLatency.updateUnsafe(Duration.nanos(now - call.startedAt), call.context)
 
 type Answer = Result.Result<AppendAnswer, StreamFailure>
 

@@ -9,8 +9,8 @@
 import type * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import type * as Tracer from "effect/Tracer"
 import type { EntryStatus } from "../../../Bigtable/BigtableClient.ts"
+import * as CallNow from "../../core/callNow.ts"
 import * as deadline from "../../wire/deadline.ts"
 import type { MutateRowsNow } from "../transport/client.ts"
 import { callAttributes, callSpan, mutateRowsRequest, notApplied } from "./dispatch.ts"
@@ -20,7 +20,8 @@ import type { Request, State } from "./state.ts"
 /**
  * Starts `items`' call with `now`; `deliver` takes its statuses. The span is made once the call
  * started (a call that cannot start now makes none: the fiber's call makes its own), and ends when
- * it answers; a call past its deadline is logged by the verdict ({@link logExceeded}), on the owner.
+ * it answers, or interrupted when the writer closes first; a call past its deadline is logged by
+ * the verdict ({@link logExceeded}), on the owner.
  *
  * @internal
  */
@@ -30,27 +31,25 @@ export const start = <A, EH, R>(
   items: Request,
   deliver: (statuses: ReadonlyArray<EntryStatus>) => void
 ): Effect.Effect<(() => void) | undefined> =>
-  Effect.flatMap(deadline.responseTimeout(undefined), (limit) =>
-    Effect.clockWith((clock) => {
-      let span: Tracer.Span | undefined
-      let early: { readonly statuses: Array<EntryStatus>; readonly expired: boolean } | undefined
-      const answer = (made: Tracer.Span, statuses: Array<EntryStatus>, expired: boolean): void => {
-        made.attribute("bigtable.failedEntries", notApplied(statuses))
-        made.end(clock.currentTimeNanosUnsafe(), Exit.void)
-        if (expired) st.exceeded.set(items, limit)
-        deliver(statuses)
-      }
-      const cancel = now(mutateRowsRequest(st, items), limit, clock.currentTimeMillisUnsafe(), (statuses, expired) => {
-        if (span === undefined) early = { statuses, expired }
-        else answer(span, statuses, expired)
-      })
-      if (cancel === undefined) return Effect.undefined
-      return Effect.map(Effect.makeSpan(callSpan, { attributes: callAttributes(items) }), (made) => {
-        span = made
-        if (early !== undefined) answer(made, early.statuses, early.expired)
-        return cancel
-      })
-    }))
+  Effect.flatMap(deadline.responseTimeout(undefined), (limit) => {
+    let expired = false
+    return CallNow.start<Array<EntryStatus>>(
+      callSpan,
+      callAttributes(items),
+      (call, statuses, span) => {
+        span.attribute("bigtable.failedEntries", notApplied(statuses))
+        call.finish(Exit.void, () => {
+          if (expired) st.exceeded.set(items, limit)
+          deliver(statuses)
+        })
+      },
+      (call) =>
+        now(mutateRowsRequest(st, items), limit, call.clock.currentTimeMillisUnsafe(), (statuses, past) => {
+          expired = past
+          call.answer(statuses)
+        })
+    )
+  })
 
 /**
  * Logs `items`' call if it ended past its deadline (as `client.mutateRows` logs it on a fiber).

@@ -12,11 +12,22 @@ type Op =
   | { readonly _tag: "take"; readonly call: number }
   | { readonly _tag: "end"; readonly call: number }
 
-const call = fc.integer({ min: 0, max: 3 })
+const callIndex = fc.integer({ min: 0, max: 3 })
 const op: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ _tag: fc.constant("write" as const), call, weight: fc.integer({ min: 1, max: 1 << 20 }) }),
-  fc.record({ _tag: fc.constantFrom("take" as const, "end" as const), call })
+  fc.record({ _tag: fc.constant("write" as const), call: callIndex, weight: fc.integer({ min: 1, max: 1 << 20 }) }),
+  fc.record({ _tag: fc.constantFrom("take" as const, "end" as const), call: callIndex })
 )
+
+/** How many appends of `appendBytes` the backlog of a writer with this limit takes before admission waits. */
+const waitsAfter = (maxAppendRequestBytes: number, appendBytes: number) => {
+  const backlog = SendBacklog.make(SendBacklog.highFor(maxAppendRequestBytes))
+  let n = 0
+  while (backlog.wait() === undefined) {
+    backlog.sent(SendBacklog.weightOf(appendBytes))
+    n++
+  }
+  return n
+}
 
 describe("sendBacklog", () => {
   it("counts each request's weight once, whether the transport takes it or its call ends first", () => {
@@ -70,15 +81,6 @@ describe("sendBacklog", () => {
     }))
 
   it("holds 8 of the largest appends, and at least 4 MiB of appends cut small, before admission waits", () => {
-    const waitsAfter = (maxAppendRequestBytes: number, appendBytes: number) => {
-      const backlog = SendBacklog.make(SendBacklog.highFor(maxAppendRequestBytes))
-      let n = 0
-      while (backlog.wait() === undefined) {
-        backlog.sent(SendBacklog.weightOf(appendBytes))
-        n++
-      }
-      return n
-    }
     assert.strictEqual(waitsAfter(512 * 1024, 512 * 1024), 8)
     assert.strictEqual(waitsAfter(10 * 1024 * 1024, 10 * 1024 * 1024), 8)
     // appends cut small by linger or flushes, under the default 512 KiB limit: not 8, but 4 MiB of them
