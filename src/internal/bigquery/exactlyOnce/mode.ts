@@ -22,7 +22,6 @@ import { BigQueryError, RequestRejected } from "../../../BigQuery/BigQueryError.
 import type * as TableSchema from "../../../BigQuery/TableSchema.ts"
 import type { Settings } from "../options.ts"
 import type { Link, Mode, Request } from "../storageWrite/backend.ts"
-import { batchOf, progressFor } from "../storageWrite/backend.ts"
 import * as Destination from "../storageWrite/destination.ts"
 import * as PendingAppend from "../storageWrite/pendingAppend.ts"
 import { type BufferedStream, connect, create, isClean, nextStamp, type Restored, type Streams } from "./stream.ts"
@@ -163,7 +162,7 @@ export const make = <A, E, R>(
       const { offset, after, end } = linkOf(request)
       const abandon = abandonRestored(client, settings, b, d, request.schema)
       const atOffset = { offset, probe, abandon, after }
-      const append = PendingAppend.run(settings, d, batchOf(request), progressFor(request, atOffset), atOffset)
+      const append = PendingAppend.run(settings, d, request, PendingAppend.progressFor(request, atOffset), atOffset)
       // acknowledged: its rows must start where the append before it ended (a probe has none before it)
       const checked = Effect.flatMap(append, (step) =>
         probe || step._tag !== "done" ? Effect.succeed(step) : Effect.flatMap(

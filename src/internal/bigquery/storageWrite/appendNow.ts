@@ -29,11 +29,9 @@ import type { Destination } from "./destination.ts"
 import * as PendingAppend from "./pendingAppend.ts"
 import type { Step } from "./verdict.ts"
 
-/** What {@link start} sends: a request's destination, its batch, and its progress. @internal */
-export interface Started {
+/** What {@link start} sends: a request, with its destination and its append's progress. @internal */
+export interface Started extends PendingAppend.Tracked {
   readonly d: Destination
-  readonly batch: PendingAppend.Batch
-  readonly progress: PendingAppend.Progress
 }
 
 /**
@@ -67,7 +65,8 @@ export const start = <A, E, R>(
   request: Started,
   deliver: (outcome: Exit.Exit<Step, BigQueryError>) => void
 ): Effect.Effect<(() => void) | undefined> => {
-  const { batch, d, progress } = request
+  const { d } = request
+  const progress = PendingAppend.progressFor(request, undefined)
   let connection: Connection | undefined
   let written = false
   let fiber: Fiber.Fiber<Step, BigQueryError> | undefined
@@ -85,21 +84,25 @@ export const start = <A, E, R>(
     // judged only once `begin` wrote the append on its connection
     if (connection === undefined) return end(call, Exit.die(new Error("an append judged before it was written")))
     const sent = { connection, written, answer: result }
-    const rest = PendingAppend.resume(env.settings, d, batch, progress, sent)
+    const rest = PendingAppend.resume(env.settings, d, request, progress, sent)
     fiber = env.fork(
       Effect.provideContext(Effect.withParentSpan(rest, span, { captureStackTrace: false }), call.context)
     )
     fiber.addObserver((exit) => end(call, exit))
   }
   const begin = (call: CallNow.CallNow<Answer>): (() => void) | undefined => {
-    connection = d.onFibers === 0 ? d.slot.ready(batch.descriptor) : undefined
-    if (connection === undefined) return undefined
+    connection = d.onFibers === 0 ? d.slot.ready(request.descriptor) : undefined
+    if (connection === undefined) {
+      // declined: its append runs on a fiber ({@link onFiber}), counted until it is written
+      d.onFibers++
+      return undefined
+    }
     written = !connection.isBroken()
     progress.echoed = undefined
     const limit = env.settings.stream.responseTimeout
     return PendingAppend.sendWithin(d.deadlines, limit, connection, progress.body, undefined, call.answer)
   }
-  const attributes = { "bigquery.destination": d.key, "bigquery.rows": batch.count }
+  const attributes = { "bigquery.destination": d.key, "bigquery.rows": request.count }
   return CallNow.start("BigQuerySink.append", attributes, judge, begin, (call, now) => {
     fiber?.interruptUnsafe()
     latency(call, now)
@@ -107,6 +110,33 @@ export const start = <A, E, R>(
 }
 
 type Outcome = Exit.Exit<Step, BigQueryError>
+
+/**
+ * The append of a request {@link start} declined, on its fiber: it leaves its destination's count
+ * of appends on fibers once written (or once over, unwritten).
+ *
+ * @internal
+ */
+export const onFiber = <A, E, R>(settings: Settings<A, E, R>, request: Started): Effect.Effect<Step, BigQueryError> =>
+  Effect.suspend(() => {
+    let counted = true
+    const written = () => {
+      if (!counted) return
+      counted = false
+      request.d.onFibers--
+    }
+    return Effect.ensuring(
+      PendingAppend.run(
+        settings,
+        request.d,
+        request,
+        PendingAppend.progressFor(request, undefined),
+        undefined,
+        written
+      ),
+      Effect.sync(written)
+    )
+  })
 
 /** The append's `appendLatency` sample, as `trackDuration` takes it on a fiber. */
 const latency = (call: CallNow.CallNow<Answer>, now: bigint): void =>

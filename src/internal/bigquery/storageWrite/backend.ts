@@ -33,7 +33,7 @@ import * as AppendRequest from "../transport/appendRequest.ts"
 import * as SendBacklog from "../transport/sendBacklog.ts"
 import * as AppendNow from "./appendNow.ts"
 import * as Destination from "./destination.ts"
-import * as PendingAppend from "./pendingAppend.ts"
+import type * as PendingAppend from "./pendingAppend.ts"
 import * as Prepare from "./prepare.ts"
 import * as Projection from "./projection.ts"
 import type * as Slices from "./slices.ts"
@@ -59,9 +59,13 @@ export interface Link {
  *
  * @internal
  */
-export interface Request extends Accounted {
+export interface Request extends Accounted, PendingAppend.Batch {
   readonly d: Destination.Destination
   readonly sealed: Split.Sealed
+  /** The framed rows its append sends (`sealed.body`). */
+  readonly body: Uint8Array
+  /** Its rows (`sealed.count`). */
+  readonly count: number
   /** The schema in force when it was sealed (a refresh may come before a queued request starts). */
   readonly descriptor: Uint8Array
   readonly schema: TableSchema.TableSchema
@@ -158,56 +162,7 @@ export interface Opened {
 /** The Storage Write backend's seams on the core. @internal */
 export type BigQueryBackend<A, E, R> = Backend<StorageWriteMethod<A, E, R>>
 
-/** The batch of a request, as its append takes it. @internal */
-export const batchOf = (request: Request): PendingAppend.Batch => ({
-  body: request.sealed.body,
-  count: request.sealed.count,
-  bytes: request.sealed.bytes,
-  descriptor: request.descriptor,
-  schema: request.schema
-})
-
 const isRequest = (item: Accounted): item is Request => "sealed" in item
-
-/** A request's append progress: made by its first call (a buffered stream's from its stamp). @internal */
-export const progressFor = (request: Request, atOffset: PendingAppend.AtOffset | undefined): PendingAppend.Progress =>
-  request.progress ??= PendingAppend.start(batchOf(request), atOffset)
-
-/** {@link AppendNow.start} of a request, or `undefined` (counted on its destination's fibers). */
-const startNow = <A, E, R>(
-  env: AppendNow.Env<A, E, R>,
-  request: Request,
-  deliver: (outcome: Outcome) => void
-): Effect.Effect<(() => void) | undefined> =>
-  Effect.map(
-    AppendNow.start(
-      env,
-      { d: request.d, batch: batchOf(request), progress: progressFor(request, undefined) },
-      deliver
-    ),
-    (cancel) => {
-      if (cancel === undefined) request.d.onFibers++
-      return cancel
-    }
-  )
-
-/**
- * The append of a request {@link startNow} declined, on its fiber: it leaves its destination's
- * count of appends on fibers once written (or once over, unwritten).
- */
-const onFiber = <A, E, R>(settings: Settings<A, E, R>, request: Request): Effect.Effect<Verdict.Step, BigQueryError> =>
-  Effect.suspend(() => {
-    let counted = true
-    const written = () => {
-      if (!counted) return
-      counted = false
-      request.d.onFibers--
-    }
-    return Effect.ensuring(
-      PendingAppend.run(settings, request.d, batchOf(request), progressFor(request, undefined), undefined, written),
-      Effect.sync(written)
-    )
-  })
 
 /** Records prepared per `prepare` call. @internal */
 export const sliceRecords = 8192
@@ -269,6 +224,8 @@ const sendBatch = <A, E, R>(
     const request: Request = {
       d,
       sealed,
+      body: sealed.body,
+      count: sealed.count,
       key: d.key,
       units: sealed.count,
       bytes: sealed.bytes,
@@ -691,12 +648,12 @@ export const make = <A, E, R>(settings: Settings<A, E, R>, client: BigQueryClien
       call: (request) =>
         Effect.exit(
           mode === undefined
-            ? onFiber(settings, request)
+            ? AppendNow.onFiber(settings, request)
             : mode.call(request)
         ).pipe(Effect.trackDuration(metrics.appendLatency)),
       // on the default stream an append starts on no fiber where it can (appendNow.ts); each it
       // declines runs `call` on a fiber, counted until it is written
-      start: mode === undefined ? (request, deliver) => startNow(appendNow, request, deliver) : undefined,
+      start: mode === undefined ? (request, deliver) => AppendNow.start(appendNow, request, deliver) : undefined,
       judge: (request, outcome) => judge(st, request, outcome),
       // what the core re-sends is what a step handed it: requests
       resend: (items) =>

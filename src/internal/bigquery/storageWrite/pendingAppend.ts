@@ -48,6 +48,11 @@ export interface Batch {
   readonly schema: TableSchema.TableSchema
 }
 
+/** A batch that keeps its append's progress, made by its first call (the backend's requests). @internal */
+export interface Tracked extends Batch {
+  progress: Progress | undefined
+}
+
 /**
  * An append at an explicit offset on a buffered stream (the exactly-once mode, reference 2.6).
  *
@@ -127,6 +132,10 @@ export const start = (batch: Batch, atOffset: AtOffset | undefined): Progress =>
   unanswered: false,
   after: atOffset?.after ?? Effect.succeed(0)
 })
+
+/** The progress of `batch`'s append: made by its first call (a buffered stream's from its stamp). @internal */
+export const progressFor = (batch: Tracked, atOffset: AtOffset | undefined): Progress =>
+  batch.progress ??= start(batch, atOffset)
 
 /**
  * What an append's answer is completed with once its response deadline passes (told by identity).

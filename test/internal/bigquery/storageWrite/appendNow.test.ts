@@ -8,7 +8,6 @@ import { Duration, Effect, Exit, Result } from "effect"
 import type * as AppendNow from "../../../../src/internal/bigquery/storageWrite/appendNow.ts"
 import { start } from "../../../../src/internal/bigquery/storageWrite/appendNow.ts"
 import type { Destination } from "../../../../src/internal/bigquery/storageWrite/destination.ts"
-import * as PendingAppend from "../../../../src/internal/bigquery/storageWrite/pendingAppend.ts"
 import type { Step } from "../../../../src/internal/bigquery/storageWrite/verdict.ts"
 import type { Connection, Waiter } from "../../../../src/internal/bigquery/transport/connection.ts"
 import type { AppendAnswer } from "../../../../src/internal/bigquery/transport/rowErrors.ts"
@@ -40,10 +39,15 @@ const env = {
   }
 } as unknown as AppendNow.Env<unknown, never, never>
 
-const started = (d: Destination): AppendNow.Started => {
-  const batch: PendingAppend.Batch = { body: new Uint8Array([10, 1, 7]), count: 1, bytes: 1, descriptor, schema }
-  return { d, batch, progress: PendingAppend.start(batch, undefined) }
-}
+const started = (d: Destination): AppendNow.Started => ({
+  d,
+  body: new Uint8Array([10, 1, 7]),
+  count: 1,
+  bytes: 1,
+  descriptor,
+  schema,
+  progress: undefined
+})
 
 const committed: AppendAnswer = {
   ok: true,
@@ -62,12 +66,14 @@ describe("appendNow.start", () => {
       const cancel = yield* start(env, started(d), () => assert.fail("delivered"))
       assert.isUndefined(cancel)
       assert.strictEqual(written.length, 0)
+      assert.strictEqual(d.onFibers, 2, "the declined append is counted on fibers until it is written")
     }))
 
   it.effect("declines, writing nothing, when its destination has no open connection", () =>
     Effect.gen(function*() {
       const { d, written } = stub(0, false)
       assert.isUndefined(yield* start(env, started(d), () => assert.fail("delivered")))
+      assert.strictEqual(d.onFibers, 1, "the declined append is counted on fibers until it is written")
       assert.strictEqual(written.length, 0)
     }))
 
@@ -79,7 +85,7 @@ describe("appendNow.start", () => {
       const cancel = yield* start(env, request, (outcome) => void outcomes.push(outcome))
       assert.isDefined(cancel)
       assert.strictEqual(written.length, 1)
-      assert.strictEqual(written[0]?.body, request.batch.body)
+      assert.strictEqual(written[0]?.body, request.body)
       assert.strictEqual(outcomes.length, 0)
       written[0]?.answer(Result.succeed(committed))
       // a second answer (a late deadline) is ignored
