@@ -4,9 +4,9 @@
  * with SIGKILL at seeded random points, restarts it, and repeats until it reports completion, within a
  * time bound. The caller then checks the destination (COUNT = COUNT DISTINCT = N, exact SUM).
  *
- * **Kill points.** The whole plan (one point per kill, the points taken in seeded shuffled rounds so
- * each is used) is drawn from `seed` before the first start, so a run is replayable: its figures carry
- * the plan.
+ * **Kill points.** The whole plan (one point per kill, the points taken in rounds so each is used: the
+ * first in the order given, the later ones shuffled) is drawn from `seed` before the first start, so a
+ * run is replayable: its figures carry the plan.
  * - `AfterStep`: when the child reports the `nth` (drawn from a range) occurrence of `step` (see
  *   `crashChild.ts`: `STEP <name> <json>` lines on stdout), after `delayMillis` (drawn from a range).
  *   With `hold`, the child is told (env) to sleep right after reporting that occurrence, so the kill
@@ -272,14 +272,18 @@ const draw = (point: KillPoint, fallback: PlannedKill["fallback"]): Effect.Effec
   })
 
 /**
- * The kill plan of a proof, from `seed` alone: the points are taken in rounds, each round a seeded
- * shuffle of all of them (so every point is used once `kills` reaches their number, and evenly after),
- * each with its own drawn occurrence and delay.
+ * The kill plan of a proof, from `seed` alone: the points are taken in rounds, so every point is used
+ * once `kills` reaches their number, and evenly after; each has its own drawn occurrence and delay.
+ * The first round takes the points in the order given, the later ones in a seeded shuffle. Each start
+ * goes on from where the last one saved, and on a fast machine a start killed late (`AtTime`) can
+ * finish the input: every later point then lands at the end of the input instead. Taken first, each
+ * point is tried while the input is fresh, whatever the machine's speed.
  */
 export const plan = (options: Pick<CrashProofOptions, "seed" | "kills" | "points">) =>
   Effect.gen(function*() {
     const kills: Array<PlannedKill> = []
-    let round: Array<KillPoint> = []
+    // popped from the end: the first round is the points in order
+    let round: Array<KillPoint> = options.points.toReversed()
     for (let i = 0; i < options.kills && options.points.length > 0; i++) {
       if (round.length === 0) round = yield* Random.shuffle(options.points)
       const point = round.pop()
