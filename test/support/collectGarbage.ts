@@ -11,12 +11,6 @@ const gc = vm.runInNewContext("gc") as () => void
 
 const nextTurn = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 
-/**
- * A full collection in a fresh job: a WeakRef holds its target until the end of the job that created
- * or read it. No clock is involved, so it runs on the test clock.
- */
-export const collectGarbage: Effect.Effect<void> = Effect.andThen(nextTurn, Effect.andThen(Effect.sync(gc), nextTurn))
-
 const realTurn = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 5)))
 
 /**

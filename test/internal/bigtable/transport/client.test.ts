@@ -17,7 +17,7 @@ import type {
   SyncStart
 } from "../../../../src/internal/bigtable/transport/dataCall.ts"
 import * as DeadlineKeeper from "../../../../src/internal/wire/deadlineKeeper.ts"
-import { collectGarbage } from "../../../support/collectGarbage.ts"
+import { collectUntilGone } from "../../../support/collectGarbage.ts"
 
 /** A transport whose calls start at once, never answer, and record how they were cancelled. */
 const recording = (deadlines: DeadlineKeeper.DeadlineKeeper) => {
@@ -217,7 +217,7 @@ describe("bigtable client calls' listeners", () => {
           return made.entries
         })
       })
-      yield* collectGarbage
+      yield* collectUntilGone(entries)
       assert.strictEqual(kept.length, 1)
       assert.isUndefined(entries.deref())
     }))
@@ -239,7 +239,8 @@ describe("bigtable client calls' listeners", () => {
         )
         return { entries, caller: new WeakRef(caller) }
       })()
-      yield* collectGarbage
+      yield* collectUntilGone(weak.entries)
+      yield* collectUntilGone(weak.caller)
       assert.deepStrictEqual(delivered, [2])
       assert.strictEqual(kept.length, 1)
       assert.isUndefined(weak.entries.deref())

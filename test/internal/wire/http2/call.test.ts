@@ -9,7 +9,7 @@ import * as http2 from "node:http2"
 import type { CallHandlers } from "../../../../src/internal/wire/http2/call.ts"
 import * as Call from "../../../../src/internal/wire/http2/call.ts"
 import type { Session } from "../../../../src/internal/wire/http2/session.ts"
-import { collectGarbage } from "../../../support/collectGarbage.ts"
+import { collectUntilGone } from "../../../support/collectGarbage.ts"
 
 /** A client stream as `call.ts` uses it: events, writes and a close it records. */
 class FakeStream extends EventEmitter {
@@ -70,7 +70,7 @@ describe("call", () => {
       assert.deepStrictEqual(ended, [0])
       // the stream still has its listeners (Node removes nothing until it closes), and is kept here
       assert.isAbove(stream.listenerCount("data"), 0)
-      yield* collectGarbage
+      yield* collectUntilGone(handlers)
       assert.isUndefined(handlers.deref())
       assert.strictEqual(stream.written.length, 1)
     }))
@@ -80,7 +80,7 @@ describe("call", () => {
       const stream = new FakeStream()
       const ended: Array<number> = []
       const handlers = startedAndCancelled(stream, ended)
-      yield* collectGarbage
+      yield* collectUntilGone(handlers)
       assert.isUndefined(handlers.deref())
       assert.strictEqual(stream.rstCode, http2.constants.NGHTTP2_CANCEL)
       assert.deepStrictEqual(ended, [])
