@@ -32,6 +32,11 @@ describe("crashProof", () => {
       assert.notStrictEqual(JSON.stringify(a), JSON.stringify(c))
       assert.strictEqual(a.length, 20)
       assert.deepStrictEqual(new Set(a.map((k) => k.label)).size, 4, "every kind of point is drawn")
+      // the first round in the order given: each kind is tried on fresh input, whatever the machine's speed
+      const first = yield* CrashProof.plan({ seed: 11, kills: points.length, points })
+      const reversed = yield* CrashProof.plan({ seed: 11, kills: points.length, points: points.toReversed() })
+      assert.deepStrictEqual(first.map((k) => k.label), reversed.map((k) => k.label).toReversed())
+      assert.deepStrictEqual(a.slice(0, points.length).map((k) => k.label), first.map((k) => k.label))
     }))
 
   it.live(

@@ -7,7 +7,8 @@
  *
  * **Details**
  *
- * - The answer is taken once; after the call ended or was cancelled, a late one is dropped.
+ * - The first answer is taken, once, even while a judge that went on elsewhere (a fiber) is out; after
+ *   it, or after the call ended or was cancelled, a late one is dropped.
  * - `finish` ends the span with the call's exit, as a fiber's `withSpan` would, then delivers; `cancel`,
  *   the writer's close, stops the transport's call and ends the span interrupted, and delivers nothing:
  *   no span is left open.
@@ -33,6 +34,8 @@ export class CallNow<Answer> {
   readonly startedAt: bigint
   private span: Tracer.Span | undefined = undefined
   private early: { readonly answer: Answer } | undefined = undefined
+  /** An answer was taken: a later one (the deadline's after the transport's) is dropped. */
+  private answered = false
   private over = false
   private stop: (() => void) | undefined = undefined
   private readonly judge: (call: CallNow<Answer>, answer: Answer, span: Tracer.Span) => void
@@ -50,9 +53,10 @@ export class CallNow<Answer> {
     this.onCancel = onCancel
   }
 
-  /** The transport's answer (or its deadline's), once. */
+  /** The transport's answer (or its deadline's): the first is judged, once; any later one is dropped. */
   readonly answer = (answer: Answer): void => {
-    if (this.over) return
+    if (this.over || this.answered) return
+    this.answered = true
     if (this.span === undefined) this.early = { answer }
     else this.judge(this, answer, this.span)
   }
@@ -72,14 +76,27 @@ export class CallNow<Answer> {
     }
   }
 
-  /** The writer closed first: the transport's call stops, the span ends interrupted; nothing is judged. */
+  /**
+   * The writer closed first: the transport's call stops, the span ends interrupted; nothing is judged.
+   * Each step runs even when the one before it threw.
+   */
   readonly cancel = (): void => {
     if (this.over) return
     this.over = true
-    this.stop?.()
+    this.stopped()
+  }
+
+  private stopped(): void {
     const now = this.clock.currentTimeNanosUnsafe()
-    this.onCancel?.(this, now)
-    this.span?.end(now, Exit.interrupt())
+    try {
+      this.stop?.()
+    } finally {
+      try {
+        this.onCancel?.(this, now)
+      } finally {
+        this.span?.end(now, Exit.interrupt())
+      }
+    }
   }
 
   /** The call started with `stop` as its cancel, and its span made: an answer that came first is judged now. */
@@ -88,7 +105,9 @@ export class CallNow<Answer> {
     this.span = span
     const early = this.early
     this.early = undefined
-    if (early !== undefined && !this.over) this.judge(this, early.answer, span)
+    // cancelled before its span was made: stopped now, its span ended interrupted
+    if (this.over) this.stopped()
+    else if (early !== undefined) this.judge(this, early.answer, span)
     return this.cancel
   }
 }

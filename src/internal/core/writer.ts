@@ -151,8 +151,17 @@ const callsOnNoFiber = Effect.acquireRelease(
   Effect.sync(() => new Set<() => void>()),
   (calls) =>
     Effect.sync(() => {
-      for (const cancel of calls) cancel()
+      // every call is cancelled, even after one whose cancel threw (the first such error is rethrown)
+      let failure: { readonly error: unknown } | undefined
+      for (const cancel of calls) {
+        try {
+          cancel()
+        } catch (error) {
+          failure ??= { error }
+        }
+      }
       calls.clear()
+      if (failure !== undefined) throw failure.error
     })
 )
 

@@ -108,4 +108,47 @@ describe("core/callNow", () => {
       assert.throws(() => h.started.answer?.(9), "a tracer's bug")
       assert.deepStrictEqual(h.delivered, [9])
     }))
+
+  it.effect("the first answer is taken once, even while a judge that went on elsewhere is out", () =>
+    Effect.gen(function*() {
+      const judged: Array<number> = []
+      let pending: CallNow.CallNow<number> | undefined
+      // a judge that does not end the call now (BigQuery's goes on on a fiber)
+      const deferring = (call: CallNow.CallNow<number>, answer: number) => {
+        judged.push(answer)
+        pending = call
+      }
+      let answer: ((n: number) => void) | undefined
+      yield* CallNow.start("call", {}, deferring, (call) => {
+        answer = call.answer
+        call.answer(1)
+        call.answer(2) // before the span: the first is kept
+        return () => {}
+      })
+      answer?.(3) // the deadline's, while the judge's work is out
+      assert.deepStrictEqual(judged, [1])
+      const delivered: Array<string> = []
+      pending?.finish(Exit.void, () => void delivered.push("done"))
+      pending?.finish(Exit.void, () => void delivered.push("again"))
+      assert.deepStrictEqual(delivered, ["done"])
+    }))
+
+  it.effect("a cancel whose transport stop throws still ends the span interrupted", () =>
+    Effect.gen(function*() {
+      const { ended, tracer } = recordingTracer()
+      const h = harness()
+      const cancelled: Array<bigint> = []
+      const cancel = yield* CallNow.start(
+        "call",
+        {},
+        h.judge,
+        () => () => {
+          throw new Error("a transport's bug")
+        },
+        (_, now) => void cancelled.push(now)
+      ).pipe(Effect.withTracer(tracer))
+      assert.throws(() => cancel?.(), "a transport's bug")
+      assert.strictEqual(cancelled.length, 1)
+      assert.isTrue(named(ended, "call")[0]?.failed)
+    }))
 })

@@ -34,7 +34,7 @@ export interface SendBacklog {
   readonly size: () => number
 }
 
-/** What a request weighs beyond its bytes: at most 1,024 empty requests fill {@link defaultHigh}. @internal */
+/** What a request weighs beyond its bytes: 1,032 empty requests fill {@link defaultHigh}. @internal */
 export const requestWeight = 4096
 
 /** The weight of a request of `bytes`. @internal */

@@ -37,11 +37,14 @@ export const start = <A, EH, R>(
       callSpan,
       callAttributes(items),
       (call, statuses, span) => {
-        span.attribute("bigtable.failedEntries", notApplied(statuses))
-        call.finish(Exit.void, () => {
-          if (expired) st.exceeded.set(items, limit)
-          deliver(statuses)
-        })
+        try {
+          span.attribute("bigtable.failedEntries", notApplied(statuses))
+        } finally {
+          call.finish(Exit.void, () => {
+            if (expired) st.exceeded.set(items, limit)
+            deliver(statuses)
+          })
+        }
       },
       (call) =>
         now(mutateRowsRequest(st, items), limit, call.clock.currentTimeMillisUnsafe(), (statuses, past) => {
