@@ -9,12 +9,14 @@
  *
  * - The first answer is taken, once, even while a judge that went on elsewhere (a fiber) is out; after
  *   it, or after the call ended or was cancelled, a late one is dropped.
- * - `finish` ends the span with the call's exit, as a fiber's `withSpan` would, then delivers; `cancel`,
+ * - `finish` ends the span with the call's exit, as a fiber's `withSpan` would, then delivers (a tracer
+ *   that throws is logged, never thrown into the transport's callback); `cancel`,
  *   the writer's close, stops the transport's call and ends the span interrupted, and delivers nothing:
  *   no span is left open.
  *
  * @internal
  */
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -62,17 +64,30 @@ export class CallNow<Answer> {
   }
 
   /**
-   * Ends the call with `exit`: its span ends, then `then` runs with the time it ended, even when
-   * ending the span threw (it delivers the outcome). Nothing runs when the call had already ended.
+   * Ends the call with `exit`: its span ends, then `then` runs with the time it ended (it delivers the
+   * outcome). Nothing runs when the call had already ended.
    */
   finish(exit: Exit.Exit<unknown, unknown>, then: (now: bigint) => void): void {
     if (this.over) return
     this.over = true
     const now = this.clock.currentTimeNanosUnsafe()
+    this.endSpan(now, exit)
+    then(now)
+  }
+
+  /**
+   * Ends the span. A tracer whose `end` throws must not throw into the transport's callback (it answers
+   * the calls after this one in a loop): the error is logged, on the owner's context, and the call goes on.
+   */
+  private endSpan(now: bigint, exit: Exit.Exit<unknown, unknown>): void {
+    const span = this.span
+    if (span === undefined) return
     try {
-      this.span?.end(now, exit)
-    } finally {
-      then(now)
+      span.end(now, exit)
+    } catch (error) {
+      Effect.runForkWith(this.context)(
+        Effect.logError(`the tracer threw ending span ${span.name}; the call's outcome is delivered`, Cause.die(error))
+      )
     }
   }
 
@@ -94,7 +109,7 @@ export class CallNow<Answer> {
       try {
         this.onCancel?.(this, now)
       } finally {
-        this.span?.end(now, Exit.interrupt())
+        this.endSpan(now, Exit.interrupt())
       }
     }
   }
