@@ -87,7 +87,7 @@ layer(Layer.merge(BigQueryEmulator.layer, GcsEmulator.layer), { timeout: "240 se
   "exactly-once BigQuery crash proof",
   (it) => {
     it.effect(
-      "30,000 rows, 20 SIGKILLs between save and flush, inside a flush, while writing and at random: exact table",
+      "120,000 rows, 20 SIGKILLs between save and flush, inside a flush, while writing and at random: exact table",
       () =>
         Effect.gen(function*() {
           const { datasetId, emulator, tally } = yield* freshTable
@@ -99,17 +99,23 @@ layer(Layer.merge(BigQueryEmulator.layer, GcsEmulator.layer), { timeout: "240 se
             translate: false,
             flushHoldMillis
           })
-          const total = 30_000
+          // A paced child (100 ms a chunk of 1,000) and 30 checkpoints' worth of rows: a start then gets
+          // through about one or two checkpoints before its kill, and the kills land where they are aimed
+          // instead of at the end of the input (unpaced, one start wrote all 30,000 rows of an earlier N)
+          const total = 120_000
           const figures = yield* CrashProof.run({
             script: child,
-            env: childEnv({
-              emulator,
-              grpc: proxy.target,
-              datasetId,
-              total,
-              writer: `crash-${datasetId}`,
-              store: { CRASH_STORE: "file", CRASH_STORE_DIR: dir }
-            }),
+            env: {
+              ...childEnv({
+                emulator,
+                grpc: proxy.target,
+                datasetId,
+                total,
+                writer: `crash-${datasetId}`,
+                store: { CRASH_STORE: "file", CRASH_STORE_DIR: dir }
+              }),
+              CRASH_CHUNK_DELAY_MS: "100"
+            },
             seed: 20261201,
             kills: 20,
             points: [
@@ -136,6 +142,9 @@ layer(Layer.merge(BigQueryEmulator.layer, GcsEmulator.layer), { timeout: "240 se
           assert.isAtLeast(betweenSaveAndFlush.length, 1)
           // ... and while a FlushRows was held by the proxy
           assert.isAtLeast(proxy.stats.interruptedFlushes, 1, "a kill landed inside a flush")
+          // most kills landed where they were aimed, not where a start that ran out of input held
+          const aimed = figures.history.filter((s) => s.killed && s.killedAt === s.plan?.label).length
+          assert.isAtLeast(aimed, 12, `${aimed} of 20 kills landed where they were aimed`)
         }),
       { timeout: 230_000 }
     )
