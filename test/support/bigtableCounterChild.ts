@@ -4,6 +4,9 @@
  * streamed into `BigtableSink.exactlyOnce` on cbtemulator, checkpointing every `EO_EVERY` records into
  * `CheckpointStore.file(EO_DIR)`, resuming the source at the stored position on every start.
  *
+ * `EO_CHUNK_DELAY_MS` (default 0) paces the source: a pause after each chunk's `chunk` step, so that a
+ * start gets through a checkpoint or two before its kill on a fast machine.
+ *
  * Steps (`crashChild.ts`): `started`, `chunk` (every `EO_CHUNK` records read), `saved` (a checkpoint's
  * record is durable and its commit has not started: reported by a store wrapper, so a held kill lands
  * between the save and the commit), `failed` (a commit failed: the child restores and runs again, as
@@ -24,7 +27,7 @@ import { childEnv, int, string } from "./childEnv.ts"
 import { amountOf, counterRow } from "./counterLog.ts"
 import { replayableSource, reportingSaves, step } from "./crashChild.ts"
 
-const { emulator, tableId, dir, total, chunkSize, every, counters, writerId } = childEnv({
+const { chunkDelay, counters, dir, emulator, every, tableId, total, chunkSize, writerId } = childEnv({
   emulator: string("EO_EMULATOR"),
   tableId: string("EO_TABLE"),
   dir: string("EO_DIR"),
@@ -32,7 +35,8 @@ const { emulator, tableId, dir, total, chunkSize, every, counters, writerId } = 
   chunkSize: int("EO_CHUNK"),
   every: int("EO_EVERY"),
   counters: int("EO_COUNTERS"),
-  writerId: string("EO_WRITER", "counters-0")
+  writerId: string("EO_WRITER", "counters-0"),
+  chunkDelay: int("EO_CHUNK_DELAY_MS", 0)
 })
 
 /** The file store, reporting `saved` once a save is durable (before the protocol commits). */
@@ -51,7 +55,13 @@ const program = Effect.gen(function*() {
   yield* step("started", { from })
   const table = yield* TableDestination.make({ projectId: "test-project", instanceId: "crash", tableId })
   const summary = yield* replayableSource({ total, from, chunkSize }).pipe(
-    Stream.tap((i) => (i % chunkSize === 0 ? step("chunk", { i }) : Effect.void)),
+    Stream.tap((i) =>
+      i % chunkSize !== 0
+        ? Effect.void
+        : chunkDelay > 0
+        ? Effect.andThen(step("chunk", { i }), Effect.sleep(`${chunkDelay} millis`))
+        : step("chunk", { i })
+    ),
     Stream.run(BigtableSink.make({
       table,
       writeMethod: WriteMethod.exactlyOnce({
