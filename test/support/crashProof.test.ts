@@ -60,7 +60,7 @@ describe("crashProof", () => {
         assert.deepStrictEqual(readDestination(dir), exact(total))
         // the kills landed where they were aimed
         // the kills that landed at their planned point (a start whose work ran out first was killed where it held)
-        const aimed = figures.history.filter((s) => s.killed && s.plan?.hold === true && s.killedAt === s.plan.label)
+        const aimed = CrashProof.aimedKills(figures.history).filter((s) => s.plan?.hold === true)
         for (const start of aimed) {
           const plan = start.plan
           if (plan?.step === "saved") {

@@ -97,6 +97,10 @@ export interface StartFigures {
   readonly steps: Readonly<Record<string, number>>
 }
 
+/** The starts whose kill landed where it was aimed (not where a start that ran out of input held). */
+export const aimedKills = (history: ReadonlyArray<StartFigures>): ReadonlyArray<StartFigures> =>
+  history.filter((s) => s.killed && s.plan !== undefined && s.killedAt === s.plan.label)
+
 export interface CrashProofFigures {
   readonly seed: number
   readonly kills: number

@@ -79,8 +79,10 @@ export const start = <A, E, R>(
       }
     })
   const judge = (call: CallNow.CallNow<Answer>, result: Answer, span: Tracer.Span): void => {
-    const committed = committedNow(d.key, progress, result)
-    if (committed !== undefined) return end(call, committed)
+    const committed = PendingAppend.committedAnswer(d.key, progress, result)
+    if (committed !== undefined) {
+      return end(call, Result.isSuccess(committed) ? Exit.succeed(committed.success) : Exit.fail(committed.failure))
+    }
     // judged only once `begin` wrote the append on its connection
     if (connection === undefined) return end(call, Exit.die(new Error("an append judged before it was written")))
     const sent = { connection, written, answer: result }
@@ -102,8 +104,7 @@ export const start = <A, E, R>(
     const limit = env.settings.stream.responseTimeout
     return PendingAppend.sendWithin(d.deadlines, limit, connection, progress.body, undefined, call.answer)
   }
-  const attributes = { "bigquery.destination": d.key, "bigquery.rows": request.count }
-  return CallNow.start("BigQuerySink.append", attributes, judge, begin, (call, now) => {
+  return CallNow.start(PendingAppend.spanName, PendingAppend.spanAttributes(d, request), judge, begin, (call, now) => {
     fiber?.interruptUnsafe()
     latency(call, now)
   })
@@ -143,20 +144,3 @@ const latency = (call: CallNow.CallNow<Answer>, now: bigint): void =>
   metrics.appendLatency.updateUnsafe(Duration.nanos(now - call.startedAt), call.context)
 
 type Answer = Result.Result<AppendAnswer, StreamFailure>
-
-/**
- * The outcome of an answer that commits the batch, judged as `PendingAppend` judges it; `undefined`
- * for any other answer (the loop on a fiber takes it).
- */
-const committedNow = (
-  key: string,
-  state: PendingAppend.Progress,
-  result: Result.Result<AppendAnswer, unknown>
-): Exit.Exit<Step, BigQueryError> | undefined => {
-  if (Result.isFailure(result) || !result.success.ok) return undefined
-  const response = result.success
-  if (response.updatedSchema !== undefined) state.schemaPushed = true
-  state.echoed = response.offset
-  const judged = PendingAppend.committed(key, state, undefined)
-  return Result.isSuccess(judged) ? Exit.succeed(judged.success) : Exit.fail(judged.failure)
-}

@@ -215,6 +215,12 @@ const send = (
     return Effect.sync(stop)
   })
 
+/** What a response tells of the stream: a schema the service pushed, the offset it echoed. */
+const noted = (state: Progress, response: AppendAnswer): void => {
+  if (response.updatedSchema !== undefined) state.schemaPushed = true
+  state.echoed = response.offset
+}
+
 /**
  * What an attempt's answer says: `undefined` once the batch is committed, else what went wrong. A
  * connection whose call failed is retired; one that gave no answer within `responseTimeout` is
@@ -253,8 +259,7 @@ const assess = Effect.fnUntraced(function*(
     }
   }
   const response = answer.success
-  if (response.updatedSchema !== undefined) state.schemaPushed = true
-  state.echoed = response.offset
+  noted(state, response)
   if (response.ok) return undefined
   return {
     failure: {
@@ -405,13 +410,8 @@ const act = (
   }
 }
 
-/**
- * An attempt answered OK: the batch is done, unless the verdict refuses the acknowledgement (a
- * `Result`: an append started on no fiber judges it without an effect).
- *
- * @internal
- */
-export const committed = (
+/** An attempt answered OK: the batch is done, unless the verdict refuses the acknowledgement. */
+const committed = (
   key: string,
   state: Progress,
   atOffset: AtOffset | undefined
@@ -419,6 +419,32 @@ export const committed = (
   const refused = Verdict.acknowledged(key, atOffset === undefined ? undefined : state.offset, state.echoed)
   return refused === undefined ? Result.succeed(done(key, state)) : Result.fail(refused)
 }
+
+/**
+ * The first answer of an append on the default stream judged at once, as {@link run} judges it, when
+ * it commits the batch; `undefined` for any other answer, which {@link resume} takes on a fiber (an
+ * append started on no fiber, `appendNow.ts`).
+ *
+ * @internal
+ */
+export const committedAnswer = (
+  key: string,
+  state: Progress,
+  answer: Result.Result<AppendAnswer, StreamFailure>
+): Result.Result<Step, BigQueryError> | undefined => {
+  if (answer._tag === "Failure" || !answer.success.ok) return undefined
+  noted(state, answer.success)
+  return committed(key, state, undefined)
+}
+
+/** The name of an append's span, on a fiber ({@link run}) or started on no fiber (`appendNow.ts`). @internal */
+export const spanName = "BigQuerySink.append"
+
+/** The attributes of an append's span. @internal */
+export const spanAttributes = (destination: Destination, batch: Batch): Record<string, unknown> => ({
+  "bigquery.destination": destination.key,
+  "bigquery.rows": batch.count
+})
 
 /**
  * The attempts of one call: `first`, an attempt already sent and answered, is judged before any
@@ -481,7 +507,7 @@ export const run = <A, E, R>(
   onSent?: () => void
 ): Effect.Effect<Step, BigQueryError> =>
   attempts(settings, destination, batch, progress, atOffset, undefined, onSent).pipe(
-    hotSpan("BigQuerySink.append", { "bigquery.destination": destination.key, "bigquery.rows": batch.count })
+    hotSpan(spanName, spanAttributes(destination, batch))
   )
 
 /**

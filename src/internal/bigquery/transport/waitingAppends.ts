@@ -26,8 +26,8 @@ export const streamFailure = (
 ): StreamFailure => ({ _tag: "StreamFailure", code, message, storageCode, cause })
 
 /**
- * What an append's answer is handed to, once: a `Deferred` completed (an append on a fiber) or a
- * callback of an append started on no fiber (`Connection.appendNow`).
+ * What an append's answer is handed to, once (`Connection.appendNow`): the resumption of an append on
+ * a fiber, or the callback of one started on no fiber.
  *
  * @internal
  */
