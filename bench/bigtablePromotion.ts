@@ -12,6 +12,8 @@
  * and the median CPU a record:
  *
  * - `bigtable.sink`: `BigtableSink.make` on one client (a fresh sink a pass);
+ * - `bigtable.writer`: one `BigtableSink.writer` for the process, each pass written and flushed (as
+ *   bench:peers runs the sink): what a writer that lives long keeps (ADR 0064);
  * - `bigtable.node.bare`: Node's floor of bench:peers (the library's call path on a bare session);
  * - `bigtable.node.http2`: `node:http2` alone, each request encoded by the library and sent by a plain
  *   loop: what Node itself promotes (its stream objects).
@@ -21,18 +23,18 @@
  * Prints a table (one line a process: its median bytes and CPU a record) and the share of processes
  * above `--slow-bytes` (default 200) a record. Not part of `npm test` or CI.
  */
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import * as http2 from "node:http2"
 import * as v8 from "node:v8"
-import { BigtableClient } from "../src/Bigtable/index.ts"
+import { BigtableClient, BigtableSink, TableDestination } from "../src/Bigtable/index.ts"
 import { encodeRequest } from "../src/internal/bigtable/transport/mutationProto.ts"
 import { prefixLength, writePrefix } from "../src/internal/wire/http2/messageFrame.ts"
 import { numberArg, optionalArg, textArg } from "./args.ts"
 import { bareMutateAll, inBatches } from "./bigtableHttp2.ts"
-import { createTable, emulatorWithGapic, projectId, tableName } from "./bigtableSetup.ts"
+import { createTable, emulatorWithGapic, instanceId, projectId, tableName } from "./bigtableSetup.ts"
 import * as Isolated from "./isolated.ts"
 import { median, timePass } from "./timing.ts"
-import { bigtableRecord, bigtableSinkRun } from "./workloads.ts"
+import { bigtableRecord, bigtableSinkRun, bigtableWriteMethod } from "./workloads.ts"
 
 process.env["METADATA_SERVER_DETECTION"] ??= "none"
 
@@ -42,7 +44,7 @@ const records = numberArg("records", 100_000)
 const batch = numberArg("batch", 100)
 const concurrency = numberArg("concurrency", 10)
 const slowBytes = numberArg("slow-bytes", 200)
-const methods = ["bigtable.sink", "bigtable.node.bare", "bigtable.node.http2"] as const
+const methods = ["bigtable.sink", "bigtable.writer", "bigtable.node.bare", "bigtable.node.http2"] as const
 type MethodName = (typeof methods)[number]
 
 /** The old generation's bytes in use (old and large-object spaces). */
@@ -86,6 +88,22 @@ const methodOf = (name: MethodName, emulatorHost: string, tableId: string) =>
         pass: () => Effect.runPromise(bigtableSinkRun(client, tableId, { records, batch, concurrency })),
         close: () => {}
       }
+    }
+    if (name === "bigtable.writer") {
+      const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulatorHost } })
+      const writer = yield* BigtableSink.writer({
+        table: TableDestination.makeUnsafe({ projectId, instanceId, tableId }),
+        serializer: bigtableRecord,
+        writeMethod: bigtableWriteMethod({ records, batch, concurrency })
+      }).pipe(Effect.provideService(BigtableClient.BigtableClient, client))
+      const pass = () =>
+        Effect.runPromise(
+          Stream.range(0, records - 1).pipe(
+            Stream.runForEachArray((chunk) => writer.write(chunk)),
+            Effect.andThen(writer.flush)
+          )
+        )
+      return { pass, close: () => {} }
     }
     const made = name === "bigtable.node.bare"
       ? bareMutateAll(emulatorHost, { records, batch, concurrency, serializer: bigtableRecord })

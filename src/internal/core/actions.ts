@@ -15,6 +15,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type { Accounted, Budget, Core, CoreError, Delivery, Method, VerdictOf } from "./backend.ts"
 import { delayAfter } from "./budget.ts"
+import type { Slot } from "./noFiberCalls.ts"
 import * as repairEngine from "./repairs.ts"
 import * as retryWarning from "./retryWarning.ts"
 import * as stall from "./stall.ts"
@@ -71,20 +72,17 @@ const startNow = <M extends Method>(
   batch: M["Request"]
 ): Effect.Effect<boolean> =>
   Effect.suspend(() => {
-    let cancel: (() => void) | undefined
+    let slot: Slot | undefined
     let answered = false
     const deliver = (outcome: M["Outcome"]): void => {
       if (answered) return
       answered = true
-      if (cancel !== undefined) ctx.calls.delete(cancel)
+      if (slot !== undefined) ctx.calls.remove(slot)
       completeUnsafe(ctx, new Completed<M>(batch, outcome))
     }
     return Effect.map(start(batch, deliver), (started) => {
       if (started === undefined) return false
-      if (!answered) {
-        cancel = started
-        ctx.calls.add(started)
-      }
+      if (!answered) slot = ctx.calls.add(started)
       return true
     })
   })

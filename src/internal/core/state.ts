@@ -17,6 +17,7 @@ import type * as Schedule from "effect/Schedule"
 import type { Admission, Budget, CoreError, CoreMetrics, Delivery, Method, Slice } from "./backend.ts"
 import type { FailureRouter } from "./failureRouting.ts"
 import type { Permit } from "./flowControl.ts"
+import type { NoFiberCalls } from "./noFiberCalls.ts"
 import type { Repairs } from "./repairs.ts"
 import * as stall from "./stall.ts"
 import type { SummaryCounters } from "./summaryCounters.ts"
@@ -160,7 +161,7 @@ export interface OwnerContext<M extends Method> {
   readonly overflow: Array<Command<M>>
   readonly fibers: FiberSet.FiberSet<unknown, unknown>
   /** The cancels of the calls started on no fiber and not yet answered: run when the writer closes. */
-  readonly calls: Set<() => void>
+  readonly calls: NoFiberCalls
   readonly failed: Deferred.Deferred<never, CoreError<M>>
   readonly router: FailureRouter<M["Failure"], M["HandlerError"], M["Context"]>
   readonly counters: SummaryCounters

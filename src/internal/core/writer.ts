@@ -52,6 +52,7 @@ import * as failureRouting from "./failureRouting.ts"
 import * as flowControl from "./flowControl.ts"
 import { Permit } from "./flowControl.ts"
 import { hotSpan } from "./hotSpan.ts"
+import { NoFiberCalls } from "./noFiberCalls.ts"
 import * as owner from "./owner.ts"
 import * as progressLog from "./progressLog.ts"
 import * as ownerState from "./state.ts"
@@ -143,26 +144,10 @@ export const makeStaging = <M extends Method, P = never>(
     (core) => Effect.map(options.admission(core), (admission) => ({ admission, delivery: undefined }))
   )
 
-/**
- * The cancels of the calls started on no fiber (`Delivery.start`) and not yet answered: run when the
- * writer's scope closes, as the calls on its fiber set are interrupted.
- */
+/** The writer's calls on no fiber, cancelled when its scope closes (`noFiberCalls.ts`). */
 const callsOnNoFiber = Effect.acquireRelease(
-  Effect.sync(() => new Set<() => void>()),
-  (calls) =>
-    Effect.sync(() => {
-      // every call is cancelled, even after one whose cancel threw (the first such error is rethrown)
-      let failure: { readonly error: unknown } | undefined
-      for (const cancel of calls) {
-        try {
-          cancel()
-        } catch (error) {
-          failure ??= { error }
-        }
-      }
-      calls.clear()
-      if (failure !== undefined) throw failure.error
-    })
+  Effect.sync(() => new NoFiberCalls()),
+  (calls) => Effect.sync(() => calls.cancelAll())
 )
 
 const build = Effect.fnUntraced(
