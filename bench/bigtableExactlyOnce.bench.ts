@@ -11,6 +11,10 @@
  *   `CheckpointStore.memory` (staging, saving the envelopes and committing are all in the time).
  * - `alo`: the same AddToCell through the at-least-once sink (`BigtableSink.make`, default batching),
  *   which does not deduplicate: what exactly-once costs over it.
+ * - `bare`: Node's floor for the protocol: the request `raw` sends, encoded by the library's encoder
+ *   (`checkAndMutateProto.ts`) and sent on a plain `node:http2` stream of its own, `--concurrency` in
+ *   flight, by a plain loop (no Effect, credentials, deadline or retry): what one HTTP/2 stream a record
+ *   costs before any sink machinery.
  *
  * Every record increments its own row (`row<i>`): on cbtemulator a CheckAndMutateRow copies its whole row
  * to evaluate the predicate, so hot rows accumulating markers would measure the emulator, not the sinks.
@@ -19,7 +23,7 @@
  * each exactly-once pass the sums are read back and checked.
  *
  *   node bench/bigtableExactlyOnce.bench.ts [--records 20000] [--passes 3] [--concurrency 100] [--checkpoint 5000]
- *     [--only raw|eo|alo]
+ *     [--only raw|eo|alo|bare]
  *
  * CPU per record is this process's `process.cpuUsage()` (user + system) over the method's run, divided
  * by the records: the emulator runs in its own process, so it is the client's CPU alone, which is what
@@ -41,6 +45,7 @@ import {
 } from "../src/Bigtable/index.ts"
 import { Checkpoint, CheckpointStore } from "../src/Sink.ts"
 import { numberArg, optionalArg } from "./args.ts"
+import { bareCheckAndMutateAll } from "./bigtableHttp2.ts"
 import { checkAndMutate, key, type RawClient } from "./bigtableRaw.ts"
 import {
   counterFamily,
@@ -142,7 +147,7 @@ const checkSums = async (client: RawClient, table: string) => {
 /** A method left out by `--only` has no samples: NaN in the table, not a figure. */
 const medianOf = (xs: ReadonlyArray<number>): number => (xs.length === 0 ? Number.NaN : median(xs))
 
-const methods = ["raw", "eo", "alo"] as const
+const methods = ["raw", "eo", "alo", "bare"] as const
 type Method = typeof methods[number]
 
 const main = Effect.gen(function*() {
@@ -150,11 +155,12 @@ const main = Effect.gen(function*() {
   const client = yield* BigtableClient.make({ projectId, emulator: { grpc: emulator.emulatorHost } })
 
   const selected = methods.filter((m) => only === undefined || m === only)
-  const samples: Record<Method, Array<number>> = { raw: [], eo: [], alo: [] }
-  const cpu: Record<Method, Array<number>> = { raw: [], eo: [], alo: [] }
+  const samples: Record<Method, Array<number>> = { raw: [], eo: [], alo: [], bare: [] }
+  const cpu: Record<Method, Array<number>> = { raw: [], eo: [], alo: [], bare: [] }
+  const bare = bareCheckAndMutateAll(emulator.emulatorHost, { records, concurrency })
   // One warm-up pass, not recorded.
   for (let pass = -1; pass < passes; pass++) {
-    const shift = (pass + 3) % 3
+    const shift = (pass + methods.length) % methods.length
     const order = [...methods.slice(shift), ...methods.slice(0, shift)].filter((m) => selected.includes(m))
     const rates: Partial<Record<Method, number>> = {}
     const cpus: Partial<Record<Method, number>> = {}
@@ -167,6 +173,8 @@ const main = Effect.gen(function*() {
           ? runRaw(raw, tableName(tableId))
           : method === "eo"
           ? runExactlyOnce(client, tableId)
+          : method === "bare"
+          ? bare.run(tableName(tableId))
           : runAtLeastOnce(client, tableId)
       )
       const used = process.cpuUsage(before)
@@ -191,6 +199,7 @@ const main = Effect.gen(function*() {
   const rawMedian = medianOf(samples.raw)
   const eoMedian = medianOf(samples.eo)
   const aloMedian = medianOf(samples.alo)
+  bare.close()
   console.log(
     `\nbigtable exactly-once: ${records} records x ${passes} passes, concurrency ${concurrency}, ` +
       `checkpoint every ${checkpointEvery}, node ${process.version}, load average ${
@@ -208,10 +217,13 @@ const main = Effect.gen(function*() {
       }x ${medianOf(cpu[m]).toFixed(1).padStart(24)}`
     )
   }
+  const cpuOf = (m: Method) => medianOf(cpu[m])
   console.log(
     `eo / raw checkAndMutate loop: ${(eoMedian / rawMedian).toFixed(2)}x; eo / at-least-once sink: ${
       (eoMedian / aloMedian).toFixed(2)
-    }x`
+    }x; CPU a record: eo ${(cpuOf("eo") / cpuOf("bare")).toFixed(2)}x the bare floor, the floor ${
+      (cpuOf("bare") / cpuOf("alo")).toFixed(1)
+    }x at-least-once`
   )
   if (only !== undefined) return
   const date = new Date().toISOString()
@@ -226,7 +238,8 @@ const main = Effect.gen(function*() {
     cpuMicrosPerRecord: {
       raw: Number(medianOf(cpu.raw).toFixed(1)),
       eo: Number(medianOf(cpu.eo).toFixed(1)),
-      alo: Number(medianOf(cpu.alo).toFixed(1))
+      alo: Number(medianOf(cpu.alo).toFixed(1)),
+      bare: Number(medianOf(cpu.bare).toFixed(1))
     }
   }
   const lines = [
@@ -255,6 +268,15 @@ const main = Effect.gen(function*() {
       unit: "records/s",
       baseline: Math.round(rawMedian),
       ratio: 1,
+      ...common
+    },
+    {
+      bench: "bigtableExactlyOnce",
+      metric: "bare.recordsPerSecond.median",
+      value: Math.round(medianOf(samples.bare)),
+      unit: "records/s",
+      baseline: Math.round(rawMedian),
+      ratio: Number((medianOf(samples.bare) / rawMedian).toFixed(3)),
       ...common
     },
     {

@@ -1,18 +1,21 @@
 /**
  * A bare `node:http2` transport, and Node's floor for a Bigtable workload on it, for
- * bench/bigtableCallCpu.bench.ts, bench/peers.ts (`bigtable.node.bare`) and bench/allocation.bench.ts; in
+ * bench/bigtableCallCpu.bench.ts, bench/peers.ts (`bigtable.node.bare`), bench/allocation.bench.ts and
+ * bench/bigtableExactlyOnce.bench.ts (`bare`); in
  * a file of its own: it imports the library's internals, which the RSS scripts (compiled alone by
  * tsconfig.rss.json) must not.
  */
 import { Effect } from "effect"
 import * as http2 from "node:http2"
-import type { RowMutationEntry } from "../src/Bigtable/index.ts"
+import { Mutation, type RowMutationEntry } from "../src/Bigtable/index.ts"
 import * as heap from "../src/internal/bigtable/heapObjects.ts"
+import * as checkAndMutate from "../src/internal/bigtable/transport/checkAndMutateProto.ts"
 import * as BigtableCalls from "../src/internal/bigtable/transport/client.ts"
 import type { CallListener, Cancel, StartCall } from "../src/internal/bigtable/transport/dataCall.ts"
 import { entryByteSize } from "../src/internal/bigtable/transport/mutationProto.ts"
 import { emptyArray } from "../src/internal/sitelessArrays.ts"
 import { prefixLength, writePrefix } from "../src/internal/wire/http2/messageFrame.ts"
+import { key } from "./bigtableRaw.ts"
 import type { BigtableWorkload } from "./workloads.ts"
 
 /**
@@ -130,4 +133,56 @@ export const bareMutateAll = (authority: string, workload: BareWorkload) => {
       if (statuses.some((s) => s.code !== 0)) throw new Error("bigtable.node.bare: an entry failed")
     })
   return { mutateAll, close: session.close }
+}
+
+/**
+ * Node's floor for the exactly-once protocol (`bare` in bench/bigtableExactlyOnce.bench.ts): record `i`
+ * as the request of bench/bigtableRaw.ts `checkAndMutate` (row `key(i)`, its identity the record number
+ * in hex, one AddToCell of 1 in family `c`, then the marker in `m`), encoded by the library's encoder and
+ * sent on a stream of its own of a bare `node:http2` session, `concurrency` in flight, by a plain loop:
+ * no Effect, credentials, deadline or retry.
+ */
+export const bareCheckAndMutateAll = (
+  authority: string,
+  workload: { readonly records: number; readonly concurrency: number }
+) => {
+  const session = http2.connect(`http://${authority}`)
+  session.on("error", () => {})
+  const increment = [Mutation.addToCell({ family: "c", qualifier: "n", timestampMicros: 0, input: 1n })]
+  const send = (tableName: string, i: number) =>
+    new Promise<boolean>((resolve, reject) => {
+      const request = checkAndMutate.encodeRequest({
+        tableName,
+        rowKey: Buffer.from(key(i)),
+        markerFamily: "m",
+        identity: i.toString(16).padStart(32, "0"),
+        mutations: increment
+      }, prefixLength)
+      writePrefix(request, 0, request.length - prefixLength)
+      let matched: boolean | undefined
+      wire(session, checkAndMutate.checkAndMutateRowPath, {
+        onMessage: (response) => {
+          matched = checkAndMutate.readPredicateMatched(response)
+        },
+        onEnd: (error) => {
+          if (error !== undefined) reject(error)
+          else if (matched === undefined) reject(new Error("bare: CheckAndMutateRow ended without a response"))
+          else resolve(matched)
+        }
+      }, request)
+    })
+  /** Every record into the table named `tableName` (its full resource name), once each. */
+  const run = async (tableName: string): Promise<number> => {
+    const start = performance.now()
+    let next = 0
+    const worker = async () => {
+      while (next < workload.records) {
+        // oxlint-disable-next-line no-await-in-loop -- one request in flight per worker
+        if (await send(tableName, next++)) throw new Error("bare: a marker was found in a fresh table")
+      }
+    }
+    await Promise.all(Array.from({ length: workload.concurrency }, worker))
+    return workload.records / ((performance.now() - start) / 1000)
+  }
+  return { run, close: () => session.close() }
 }

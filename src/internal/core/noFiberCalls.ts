@@ -9,7 +9,7 @@
  * pointers as roots, so each key it held (a cancel, which reaches its call, its batch and the
  * batch's records) is kept and promoted until the next full collection. Measured on Bigtable's
  * MutateRows (ADR 0064): with a `Set` here, 6 writers in 10 grew their old generation by ~430 bytes
- * a record and ran a mark-compact every 2-3 passes; with these slots, 0 in 25. A slot here is
+ * a record and ran a mark-compact every 2-3 passes; with these slots, 0 in 22. A slot here is
  * overwritten in place when its call answers, and the arrays stop growing once they hold the most
  * calls ever in flight at once, so no copy of them is left behind.
  *
