@@ -1,6 +1,7 @@
 /**
  * The writer's calls on no fiber: kept until they answer, each cancelled once at close; slots are
- * reused, so the arrays stop growing at the most calls out at once (no copy of them left behind).
+ * reused while open, so the array stops growing at the most calls out at once; after close, a call
+ * added is cancelled at once.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as fc from "fast-check"
@@ -25,8 +26,11 @@ describe("core/noFiberCalls", () => {
       for (const s of steps) {
         if ("start" in s) {
           const id = next++
-          out.push({ id, slot: calls.add(() => void cancelled.push(id)) })
+          const slot = calls.add(() => void cancelled.push(id))
+          out.push({ id, slot })
           most = Math.max(most, out.length)
+          // slots are reused: one never lies beyond the most calls out at once
+          assert.isBelow(slot, most)
         } else if (out.length > 0) {
           const answered = out[s.answer % out.length]
           if (answered === undefined) continue
@@ -38,27 +42,57 @@ describe("core/noFiberCalls", () => {
       calls.cancelAll()
       assert.deepStrictEqual(cancelled.toSorted((a, b) => a - b), out.map((c) => c.id))
       assert.strictEqual(calls.size, 0)
-      // slots are reused: a new call takes one of the first `most` slots
-      assert.isBelow(calls.add(() => {}), Math.max(1, most))
+      // once closed, a call added is cancelled at once and kept nowhere
+      calls.add(() => void cancelled.push(-1))
+      assert.strictEqual(cancelled.at(-1), -1)
+      assert.strictEqual(calls.size, 0)
       calls.cancelAll()
-      assert.strictEqual(cancelled.length, out.length, "a cancel runs once: a second close runs none of them")
+      assert.strictEqual(cancelled.length, out.length + 1, "a cancel runs once: a second close runs none of them")
     })))
 
-  it("removing a slot twice, or after close, forgets nothing else", () => {
+  it("a freed slot is taken again; removing an empty slot, or one after close, changes nothing", () => {
     const calls = new NoFiberCalls()
     const cancelled: Array<string> = []
     const a = calls.add(() => void cancelled.push("a"))
     calls.remove(a)
+    calls.remove(a)
+    assert.strictEqual(calls.size, 0, "a second remove does not count twice")
     const b = calls.add(() => void cancelled.push("b"))
     assert.strictEqual(b, a, "the freed slot is taken again")
-    calls.remove(a)
-    calls.remove(a)
-    assert.strictEqual(calls.size, 0)
     const c = calls.add(() => void cancelled.push("c"))
-    calls.add(() => void cancelled.push("d"))
-    calls.cancelAll()
     calls.remove(c)
-    assert.deepStrictEqual(cancelled, ["c", "d"])
+    calls.cancelAll()
+    assert.deepStrictEqual(cancelled, ["b"])
+    calls.remove(b)
+    calls.remove(c)
+    assert.strictEqual(calls.size, 0)
+  })
+
+  it("closing: a cancel that answers its own or a later call spares it; one added after runs at once", () => {
+    const calls = new NoFiberCalls()
+    const cancelled: Array<string> = []
+    const slots: Array<number> = []
+    // the first call's cancel makes its own call and the third answer (their `deliver` removes them)
+    slots.push(calls.add(() => {
+      cancelled.push("first")
+      calls.remove(slots[0] ?? -1)
+      calls.remove(slots[2] ?? -1)
+    }))
+    slots.push(calls.add(() => {
+      cancelled.push("second")
+      // a call started while the writer closes: cancelled at once, in no slot
+      const late = calls.add(() => void cancelled.push("late"))
+      calls.remove(late)
+    }))
+    slots.push(calls.add(() => void cancelled.push("third")))
+    calls.cancelAll()
+    assert.deepStrictEqual(cancelled, ["first", "second", "late"])
+    assert.strictEqual(calls.size, 0)
+    // no slot is taken again after close: a late remove of an old slot finds nothing
+    const after = calls.add(() => void cancelled.push("after"))
+    assert.deepStrictEqual(cancelled, ["first", "second", "late", "after"])
+    calls.remove(after)
+    calls.remove(slots[1] ?? -1)
     assert.strictEqual(calls.size, 0)
   })
 
