@@ -34,7 +34,7 @@ import { bareMutateAll, inBatches } from "./bigtableHttp2.ts"
 import { createTable, emulatorWithGapic, instanceId, projectId, tableName } from "./bigtableSetup.ts"
 import * as Isolated from "./isolated.ts"
 import { median, timePass } from "./timing.ts"
-import { bigtableRecord, bigtableSinkRun, bigtableWriteMethod } from "./workloads.ts"
+import { bigtableRecord, bigtableSinkRun, bigtableWriteMethod, writeAndFlush } from "./workloads.ts"
 
 process.env["METADATA_SERVER_DETECTION"] ??= "none"
 
@@ -96,13 +96,7 @@ const methodOf = (name: MethodName, emulatorHost: string, tableId: string) =>
         serializer: bigtableRecord,
         writeMethod: bigtableWriteMethod({ records, batch, concurrency })
       }).pipe(Effect.provideService(BigtableClient.BigtableClient, client))
-      const pass = () =>
-        Effect.runPromise(
-          Stream.range(0, records - 1).pipe(
-            Stream.runForEachArray((chunk) => writer.write(chunk)),
-            Effect.andThen(writer.flush)
-          )
-        )
+      const pass = () => writeAndFlush(writer, Stream.range(0, records - 1))
       return { pass, close: () => {} }
     }
     const made = name === "bigtable.node.bare"

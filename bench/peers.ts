@@ -91,7 +91,7 @@ import * as JsonWriter from "./jsonWriter.ts"
 import * as Pin from "./pin.ts"
 import { Row, rowGenerator } from "./rows.ts"
 import { median, timePass } from "./timing.ts"
-import { bigtableRecord, bigtableSinkRun, bigtableValue, bigtableWriteMethod } from "./workloads.ts"
+import { bigtableRecord, bigtableSinkRun, bigtableValue, bigtableWriteMethod, writeAndFlush } from "./workloads.ts"
 
 process.env.METADATA_SERVER_DETECTION ??= "none"
 
@@ -171,9 +171,6 @@ const bigtableWarmupPasses = numberArg("bigtable-warmup-passes", 20)
  * the timed pass, each pass waiting on every result).
  */
 const sinkPerPass = flag("sink-per-pass")
-/** A pass on a long-lived writer: `input`'s chunks written, then a flush (every row acknowledged). */
-const writeAndFlush = <A>(writer: Writer<A, unknown>, input: Stream.Stream<A>): Promise<void> =>
-  Effect.runPromise(input.pipe(Stream.runForEachArray((chunk) => writer.write(chunk)), Effect.andThen(writer.flush)))
 
 /** What a child takes over: the BigQuery workload. */
 const forwarded = () => [

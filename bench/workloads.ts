@@ -17,6 +17,7 @@ import {
   TableDestination,
   WriteMethod
 } from "../src/Bigtable/index.ts"
+import type { Writer } from "../src/Sink.ts"
 import { key } from "./bigtableRaw.ts"
 import { instanceId, projectId } from "./bigtableSetup.ts"
 import * as FakeProcess from "./fakeBigQueryProcess.ts"
@@ -64,6 +65,10 @@ export const bigtableSinkRun = (
     })),
     Effect.provideService(BigtableClient.BigtableClient, client)
   )
+
+/** A pass on a long-lived writer: `input`'s chunks written, then a flush (every record acknowledged). */
+export const writeAndFlush = <A>(writer: Writer<A, unknown>, input: Stream.Stream<A>): Promise<void> =>
+  Effect.runPromise(input.pipe(Stream.runForEachArray((chunk) => writer.write(chunk)), Effect.andThen(writer.flush)))
 
 /** Rows a write of the BigQuery workloads (the sink's default chunk). */
 export const writeRows = 4096
